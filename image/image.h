@@ -1,0 +1,70 @@
+#ifndef VIT_IMAGE_H
+#define VIT_IMAGE_H
+
+/* Stage 1 of the data's path: an image file becomes 8-bit pixels, then the float tensor a model
+ * consumes, exactly as Pillow's Image.open(f).convert("RGB") plus a Hugging Face image processor
+ * (SPEC §4-§6). */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vit/error.h"
+
+#define IMAGE_DEFAULT_MAX_PIXELS 100000000LL /* 100 megapixels; refuse larger before allocating */
+#define IMAGE_MAX_FILE_BYTES (1LL << 30)     /* 1 GiB: larger files are refused unread */
+
+/* 8-bit interleaved pixels, row-major: pixels[(y * width + x) * channels + c]; channels 1 (L) or 3 (RGB). */
+typedef struct {
+    int width, height, channels;
+    uint8_t *pixels;
+} image_u8;
+
+void image_free(image_u8 *img);
+
+/* Decodes a PNG or JPEG (chosen by magic bytes) into `channels` (3: RGB, 1: Pillow's L).
+ * max_pixels <= 0 means IMAGE_DEFAULT_MAX_PIXELS. Errors name `name` (usually the path). */
+int image_decode_memory(const uint8_t *data, size_t size, const char *name, int channels,
+                        int64_t max_pixels, image_u8 *out, vit_error *err);
+int image_decode_file(const char *path, int channels, int64_t max_pixels, image_u8 *out,
+                      vit_error *err);
+
+/* Pillow's resample codes (SPEC §5). */
+enum { RESAMPLE_NEAREST = 0, RESAMPLE_LANCZOS = 1, RESAMPLE_BILINEAR = 2, RESAMPLE_BICUBIC = 3 };
+
+/* Pillow-exact 8-bit resize (SPEC §6). dst is allocated. */
+int image_resize(const image_u8 *src, int out_width, int out_height, int resample, image_u8 *dst,
+                 vit_error *err);
+
+/* The preprocessing a model's preprocessor_config.json asks for. */
+typedef struct {
+    int do_resize;
+    int resize_height, resize_width; /* exact size, used when shortest_edge == 0 */
+    int shortest_edge;               /* > 0: scale the short side to this */
+    int resample;
+    int do_center_crop;
+    int crop_height, crop_width;
+    int do_rescale;
+    double rescale_factor;
+    int do_normalize;
+    float mean[3], std[3];
+    int channels; /* from config.json num_channels */
+} preprocess_config;
+
+/* Reads MODEL_DIR/preprocessor_config.json (ViTImageProcessor defaults from config.json
+ * image_size when absent) and MODEL_DIR/config.json (num_channels, image_size). */
+int preprocess_config_load(const char *model_dir, preprocess_config *cfg, vit_error *err);
+
+/* Makes the config produce size x size outputs (for --size N; SPEC §7) keeping its transform. */
+void preprocess_config_set_size(preprocess_config *cfg, int size);
+
+/* Output tensor shape of preprocess_image. */
+void preprocess_output_shape(const preprocess_config *cfg, int *channels, int *height, int *width);
+
+/* img (with cfg->channels channels) -> CHW float32 written into out (channels*height*width floats). */
+int preprocess_image(const preprocess_config *cfg, const image_u8 *img, float *out, vit_error *err);
+
+/* Convenience: decode + preprocess one file into out. */
+int preprocess_file(const preprocess_config *cfg, const char *path, int64_t max_pixels, float *out,
+                    vit_error *err);
+
+#endif

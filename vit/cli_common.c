@@ -1,0 +1,33 @@
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vit/cli.h"
+
+#define DEFAULT_MODEL "models/fashion-vit"
+
+const char *cli_model_dir(const char *option, char *buf, size_t size) {
+    const char *env = getenv("VIT_MODEL");
+    if (option) {
+        snprintf(buf, size, "%s", option);
+    } else if (env && *env) {
+        snprintf(buf, size, "%s", env);
+    } else {
+        /* bin/vit lives beside models/: resolve from the executable, not the working directory. */
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0) {
+            snprintf(buf, size, "%s", DEFAULT_MODEL);
+            return buf;
+        }
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0; /* .../bin */
+        slash = strrchr(exe, '/');
+        if (slash) *slash = 0; /* project root */
+        snprintf(buf, size, "%s/%s", exe, DEFAULT_MODEL);
+    }
+    return buf;
+}
