@@ -4,6 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cblas.h>
+#include <errno.h>
+
 #include "vit/cli.h"
 
 #define DEFAULT_MODEL "models/fashion-vit"
@@ -31,3 +34,22 @@ const char *cli_model_dir(const char *option, char *buf, size_t size) {
     }
     return buf;
 }
+
+long long cli_parse_int(const char *text, long long lo, long long hi, const char *option) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi) {
+        fprintf(stderr, "vit: invalid value for %s: '%s' (expected an integer in %lld..%lld)\n", option,
+                text, lo, hi);
+        return -1;
+    }
+    return v;
+}
+
+int cli_decode_threads(int threads) {
+    (void)threads;
+    return 1; /* one loader thread beside OpenBLAS's; measured best on 2 cores (README figures) */
+}
+
+const char *cli_blas_core(void) { return openblas_get_corename(); }

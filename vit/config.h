@@ -29,7 +29,4 @@ int model_config_parse(const char *json, const char *source, model_config *cfg, 
 void model_config_free(model_config *cfg);
 const char *activation_name(activation_kind act);
 
-/* Number of patches per side and tokens (CLS + patches) at input resolution `size`. */
-static inline int vit_grid(const model_config *cfg, int size) { return size / cfg->patch_size; }
-
 #endif

@@ -50,7 +50,9 @@ float *encoder_acts_layer(const encoder_acts *acts, float *field, int layer) {
 }
 
 static void add_inplace(float *x, const float *y, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] += y[i];
+    const long long count = (long long)n;
+#pragma omp parallel for simd if (count >= 32768) schedule(static)
+    for (long long i = 0; i < count; i++) x[i] += y[i];
 }
 
 static void attention_block(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,

@@ -9,6 +9,9 @@ static const struct {
     int (*run)(int argc, char **argv);
     const char *summary;
 } commands[] = {
+    {"classify", cli_classify, "classify image files (top-k labels, text or JSON lines)"},
+    {"info", cli_info, "describe a model: architecture, parameters, FLOPs, labels"},
+    {"bench", cli_bench, "time forward passes on synthetic input"},
     {"preprocess", cli_preprocess, "write the model-ready pixel tensor of an image as safetensors"},
 };
 

@@ -9,6 +9,10 @@
 
 #include "vit/config.h"
 
+/* Makes OpenMP own the cores: `threads` OpenMP threads (0: one per core), OpenBLAS single-threaded
+ * inside them. Call before the first forward pass. */
+void vit_threads_init(int threads);
+
 /* out[N, OUT] = inp[N, IN] · weight[OUT, IN]ᵀ + bias[OUT] (PyTorch nn.Linear; bias may be NULL). */
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int IN,
                     int OUT);

@@ -1,7 +1,6 @@
 /* The ViT forward pass, top to bottom: patches -> embeddings -> shared encoder -> CLS head. */
 #include "vit/vit.h"
 
-#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,7 +84,7 @@ vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error
         goto fail;
     }
     if (alloc_work(c, err) != 0) goto fail;
-    if (c->params.threads > 0) openblas_set_num_threads(c->params.threads);
+    vit_threads_init(c->params.threads);
     return c;
 fail:
     vit_free(c);

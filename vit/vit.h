@@ -18,7 +18,7 @@
 typedef struct vit_context vit_context;
 
 typedef struct {
-    int threads;        /* OpenBLAS threads; 0 = leave OpenBLAS's own choice */
+    int threads;        /* compute threads; 0 = one per core (OMP_NUM_THREADS respected) */
     int max_batch;      /* largest batch vit_forward will be given (buffers are sized once) */
     int image_size;     /* 0 = the model's image_size; else run at this resolution (pos. interpolation) */
     int64_t max_pixels; /* decoder limit; 0 = the image library's default */

@@ -1,0 +1,95 @@
+/* config.json parsing (SPEC §1): HF defaults for missing fields, errors naming the field. */
+#include "tests/testutil.h"
+
+#include <string.h>
+
+#include "vit/config.h"
+
+static void expect_error(const char *json, const char *needle) {
+    model_config cfg;
+    vit_error err = {0};
+    assert_int_equal(model_config_parse(json, "m/config.json", &cfg, &err), -1);
+    print_message("  %s\n", err.msg);
+    if (!strstr(err.msg, "m/config.json") || !strstr(err.msg, needle))
+        fail_msg("expected '%s' in '%s'", needle, err.msg);
+}
+
+static void test_defaults(void **state) {
+    (void)state;
+    model_config cfg;
+    vit_error err = {0};
+    assert_int_equal(model_config_parse("{\"model_type\": \"vit\"}", "m/config.json", &cfg, &err), 0);
+    /* transformers ViTConfig defaults */
+    assert_int_equal(cfg.hidden_size, 768);
+    assert_int_equal(cfg.num_layers, 12);
+    assert_int_equal(cfg.num_heads, 12);
+    assert_int_equal(cfg.intermediate_size, 3072);
+    assert_int_equal(cfg.image_size, 224);
+    assert_int_equal(cfg.patch_size, 16);
+    assert_int_equal(cfg.num_channels, 3);
+    assert_int_equal(cfg.qkv_bias, 1);
+    assert_int_equal(cfg.act, ACT_GELU);
+    assert_true(cfg.layer_norm_eps == 1e-12f);
+    assert_int_equal(cfg.num_labels, 2);
+    assert_string_equal(cfg.labels[1], "LABEL_1");
+    model_config_free(&cfg);
+}
+
+static void test_fields_and_labels(void **state) {
+    (void)state;
+    model_config cfg;
+    vit_error err = {0};
+    const char *json = "{\"model_type\":\"vit\",\"hidden_size\":60,\"num_attention_heads\":3,"
+                       "\"hidden_act\":\"gelu_new\",\"qkv_bias\":false,\"layer_norm_eps\":1e-6,"
+                       "\"id2label\":{\"1\":\"dog\",\"0\":\"cat\",\"2\":\"T-shirt/top\"},\"unknown\":[1]}";
+    assert_int_equal(model_config_parse(json, "m/config.json", &cfg, &err), 0);
+    assert_int_equal(cfg.hidden_size, 60);
+    assert_int_equal(cfg.act, ACT_GELU_TANH);
+    assert_int_equal(cfg.qkv_bias, 0);
+    assert_true(cfg.layer_norm_eps == 1e-6f);
+    assert_int_equal(cfg.num_labels, 3);
+    assert_string_equal(cfg.labels[0], "cat");
+    assert_string_equal(cfg.labels[2], "T-shirt/top");
+    model_config_free(&cfg);
+    assert_int_equal(model_config_parse("{\"model_type\":\"bert\",\"num_labels\":5}", "b", &cfg, &err), 0);
+    assert_int_equal(cfg.kind, MODEL_BERT);
+    assert_int_equal(cfg.num_labels, 5);
+    assert_int_equal(cfg.max_position_embeddings, 512);
+    model_config_free(&cfg);
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    expect_error("not json", "not a valid JSON object");
+    expect_error("{\"hidden_size\": \"wide\"}", "field 'hidden_size' must be an integer");
+    expect_error("{\"hidden_size\": 64.5}", "field 'hidden_size' must be an integer");
+    expect_error("{\"hidden_size\": -8}", "field 'hidden_size'");
+    expect_error("{\"hidden_size\": 64, \"num_attention_heads\": 5}", "not divisible");
+    expect_error("{\"image_size\": 8, \"patch_size\": 16}", "field 'patch_size' (16) is larger");
+    expect_error("{\"hidden_act\": \"swish\"}", "field 'hidden_act'");
+    expect_error("{\"model_type\": \"gpt2\"}", "field 'model_type'");
+    expect_error("{\"layer_norm_eps\": -1}", "field 'layer_norm_eps'");
+    expect_error("{\"qkv_bias\": 3}", "field 'qkv_bias'");
+    expect_error("{\"id2label\": {\"0\": \"a\", \"5\": \"b\"}}", "id2label key '5'");
+    expect_error("{\"id2label\": {\"x\": \"a\"}}", "id2label key 'x'");
+    expect_error("{\"id2label\": {\"0\": 7}}", "id2label[0]");
+    expect_error("{\"num_channels\": 2}", "field 'num_channels'");
+}
+
+static void test_missing_file(void **state) {
+    (void)state;
+    model_config cfg;
+    vit_error err = {0};
+    assert_int_equal(model_config_load("/nonexistent-dir", &cfg, &err), -1);
+    assert_non_null(strstr(err.msg, "/nonexistent-dir/config.json"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_fields_and_labels),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_missing_file),
+    };
+    return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
