@@ -1,0 +1,87 @@
+/* BERT on the shared encoder against the float64 PyTorch golden logits of bert-sst2-tiny, using the
+ * golden token ids (the tokenizer has its own test): one sentence at a time and all padded in one
+ * batch, which must agree (the key-padding mask hides the padding). */
+#include "tests/testutil.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/bert.h"
+#include "vit/model.h"
+#include "vit/ops.h"
+
+/* float32 vs float64 over 2 post-LN layers: measured ~1e-6; 1e-4 is the project's logit bound. */
+#define TOL 1e-4
+
+static void test_golden_logits(void **state) {
+    (void)state;
+    REQUIRE_SHARED();
+    size_t size;
+    char *json = (char *)read_whole_file(shared_path("models/bert-sst2-tiny/golden.json"), &size);
+    assert_non_null(json);
+    json = realloc(json, size + 1);
+    json[size] = 0;
+    cJSON *root = cJSON_Parse(json);
+    assert_true(cJSON_IsArray(root));
+    model m;
+    vit_error err = {0};
+    if (model_load(&m, shared_path("models/bert-sst2-tiny"), &err) != 0) fail_msg("%s", err.msg);
+    vit_threads_init(0);
+    const int n = cJSON_GetArraySize(root), L = m.cfg.num_labels;
+    int T = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, root) {
+        int len = cJSON_GetArraySize(cJSON_GetObjectItem(item, "ids"));
+        if (len > T) T = len;
+    }
+    int32_t *ids = calloc((size_t)n * T, sizeof *ids);
+    uint8_t *mask = calloc((size_t)n * T, 1);
+    float *want = malloc(sizeof(float) * (size_t)n * L), *got = malloc(sizeof(float) * (size_t)n * L);
+    int i = 0;
+    cJSON_ArrayForEach(item, root) {
+        const cJSON *id;
+        int t = 0;
+        cJSON_ArrayForEach(id, cJSON_GetObjectItem(item, "ids")) {
+            ids[i * T + t] = id->valueint;
+            mask[i * T + t++] = 1;
+        }
+        const cJSON *lg;
+        int j = 0;
+        cJSON_ArrayForEach(lg, cJSON_GetObjectItem(item, "logits")) want[i * L + j++] = (float)lg->valuedouble;
+        i++;
+    }
+    bert_runner *r = bert_runner_create(&m, n, T, &err);
+    assert_non_null(r);
+    double worst_single = 0, worst_batch = 0;
+    float single[8];
+    for (i = 0; i < n; i++) {
+        int len = 0;
+        while (len < T && mask[i * T + len]) len++;
+        int32_t one[T];
+        memcpy(one, ids + i * T, sizeof(int32_t) * (size_t)len);
+        assert_int_equal(bert_forward(r, one, mask + i * T, 1, len, single, &err), 0);
+        for (int j = 0; j < L; j++) worst_single = fmax(worst_single, fabs(single[j] - want[i * L + j]));
+    }
+    assert_int_equal(bert_forward(r, ids, mask, n, T, got, &err), 0);
+    for (i = 0; i < n * L; i++) worst_batch = fmax(worst_batch, fabs(got[i] - want[i]));
+    print_message("bert-sst2-tiny: %d texts, max |dlogit| one by one %.3g, padded batch %.3g\n", n,
+                  worst_single, worst_batch);
+    assert_true(worst_single <= TOL);
+    assert_true(worst_batch <= TOL);
+    bert_runner_free(r);
+    free(ids);
+    free(mask);
+    free(want);
+    free(got);
+    model_free(&m);
+    cJSON_Delete(root);
+    free(json);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden_logits)};
+    return cmocka_run_group_tests_name("bert golden", tests, NULL, NULL);
+}
