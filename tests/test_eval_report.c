@@ -1,0 +1,74 @@
+/* Accuracy bookkeeping on a hand-worked case. */
+#include "tests/testutil.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/eval_report.h"
+
+/* 7 classes; four inputs:
+ *   true 0, probs peak at 0           -> correct
+ *   true 0, predicted 1, 0 ranked 2nd -> wrong, in top-5
+ *   true 1, predicted 1               -> correct
+ *   true 2, ranked 7th (last)         -> wrong, not in top-5, predicted 1
+ * top-1 = 2/4, top-5 = 3/4; class 1: predicted 3 times, correct once -> precision 1/3, recall 1. */
+static eval_report *worked_case(void) {
+    eval_report *r = eval_report_create(7, NULL);
+    const float a[7] = {.9f, .1f, 0, 0, 0, 0, 0}, b[7] = {.3f, .6f, .1f, 0, 0, 0, 0};
+    const float c[7] = {0, 1, 0, 0, 0, 0, 0}, d[7] = {.2f, .3f, .01f, .1f, .1f, .1f, .1f};
+    assert_int_equal(eval_report_add(r, 0, a), 0);
+    assert_int_equal(eval_report_add(r, 0, b), 1);
+    assert_int_equal(eval_report_add(r, 1, c), 1);
+    assert_int_equal(eval_report_add(r, 2, d), 1);
+    assert_int_equal(eval_report_skip(r, "bad.png", "bad.png: not a PNG or JPEG file"), 0);
+    return r;
+}
+
+static void test_accuracy(void **state) {
+    (void)state;
+    eval_report *r = worked_case();
+    assert_int_equal(eval_report_count(r), 4);
+    assert_int_equal(eval_report_skipped(r), 1);
+    assert_float_equal(eval_report_top1(r), 0.5, 1e-12);
+    assert_float_equal(eval_report_top5(r), 0.75, 1e-12);
+    eval_report_free(r);
+}
+
+static void test_json(void **state) {
+    (void)state;
+    eval_report *r = worked_case();
+    const char *labels[7] = {"a", "b", "c", "d", "e", "f", "g"};
+    eval_summary s = {.model = "m", .data = "dir", .labels = labels, .unit = "images", .seconds = 2.0};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(eval_report_write_json(r, &s, f), 0);
+    fclose(f);
+    cJSON *o = cJSON_Parse(buf);
+    assert_non_null(o);
+    assert_int_equal(cJSON_GetObjectItem(o, "images")->valueint, 4);
+    assert_float_equal(cJSON_GetObjectItem(o, "images_per_second")->valuedouble, 2.0, 1e-12);
+    const cJSON *classes = cJSON_GetObjectItem(o, "classes");
+    assert_int_equal(cJSON_GetArraySize(classes), 3); /* classes with true inputs: 0, 1, 2 */
+    const cJSON *c1 = cJSON_GetArrayItem(classes, 1);
+    assert_int_equal(cJSON_GetObjectItem(c1, "index")->valueint, 1);
+    assert_float_equal(cJSON_GetObjectItem(c1, "precision")->valuedouble, 1.0 / 3, 1e-12);
+    assert_float_equal(cJSON_GetObjectItem(c1, "recall")->valuedouble, 1.0, 1e-12);
+    const cJSON *m = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "confusion"), "matrix");
+    /* axes 0, 1, 2; row 0 = {1, 1, 0}, row 2 = {0, 1, 0} */
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(m, 0), 1)->valueint, 1);
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(m, 2), 1)->valueint, 1);
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(m, 2), 2)->valueint, 0);
+    const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "errors"), 0);
+    assert_string_equal(cJSON_GetObjectItem(e, "file")->valuestring, "bad.png");
+    cJSON_Delete(o);
+    free(buf);
+    eval_report_free(r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_accuracy), cmocka_unit_test(test_json)};
+    return cmocka_run_group_tests_name("eval report", tests, NULL, NULL);
+}
