@@ -13,7 +13,8 @@ void patch_extract(float *patches, const float *pixels, int B, int C, int H, int
                 float *row = patches + ((size_t)(b * gh + py) * gw + px) * K;
                 for (int c = 0; c < C; c++)
                     for (int y = 0; y < P; y++) {
-                        const float *src = pixels + (((size_t)b * C + c) * H + py * P + y) * W + px * P;
+                        const float *src =
+                            pixels + (((size_t)b * C + c) * H + py * P + y) * W + px * P;
                         memcpy(row + (c * P + y) * P, src, sizeof(float) * (size_t)P);
                     }
             }
@@ -36,6 +37,18 @@ void patch_embed_forward(float *x, float *scratch, const float *patches, const f
     }
 }
 
+void patch_embed_backward(float *dweight, float *dbias, float *dcls, float *dpos, float *scratch,
+                          const float *dx, const float *patches, int B, int N, int K, int D) {
+    const int T = N + 1;
+    for (int b = 0; b < B; b++) {
+        const float *db = dx + (size_t)b * T * D;
+        for (int d = 0; d < D; d++) dcls[d] += db[d];
+        for (size_t i = 0; i < (size_t)T * D; i++) dpos[i] += db[i];
+        memcpy(scratch + (size_t)b * N * D, db + D, sizeof(float) * (size_t)N * D);
+    }
+    linear_backward(NULL, dweight, dbias, scratch, patches, NULL, B * N, K, D);
+}
+
 /* PyTorch's cubic convolution weights for fractional offset t, A = −0.75. */
 static void cubic_weights(double t, double w[4]) {
     const double A = -0.75;
@@ -50,7 +63,9 @@ static void cubic_weights(double t, double w[4]) {
     w[3] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
 }
 
-static int clamp_index(int i, int n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+static int clamp_index(int i, int n) {
+    return i < 0 ? 0 : i >= n ? n - 1 : i;
+}
 
 void pos_embed_interpolate(float *out, const float *pos, int n, int m, int D) {
     memcpy(out, pos, sizeof(float) * (size_t)D); /* the CLS position is kept */
@@ -70,7 +85,8 @@ void pos_embed_interpolate(float *out, const float *pos, int n, int m, int D) {
                 for (int i = 0; i < 4; i++) {
                     const float *r = grid + (size_t)clamp_index(y0 - 1 + i, n) * n * D;
                     double row = 0.0;
-                    for (int j = 0; j < 4; j++) row += wx[j] * r[(size_t)clamp_index(x0 - 1 + j, n) * D + d];
+                    for (int j = 0; j < 4; j++)
+                        row += wx[j] * r[(size_t)clamp_index(x0 - 1 + j, n) * D + d];
                     acc += wy[i] * row;
                 }
                 dst[d] = (float)acc;

@@ -14,6 +14,13 @@ void patch_embed_forward(float *x, float *scratch, const float *patches, const f
                          const float *bias, const float *cls, const float *pos, int B, int N, int K,
                          int D);
 
+/* Backward of patch_embed_forward from dx [B, T, D] (T = N + 1), every gradient ACCUMULATED:
+ * dweight [D, K] and dbias [D] from the patch rows, dcls [D] from the CLS rows, dpos [T, D] from
+ * all rows (summed over the batch). scratch [B·N, D] (the forward's, free by now) gathers the patch
+ * rows' gradients for one matrix product. Pixels are inputs: they get no gradient. */
+void patch_embed_backward(float *dweight, float *dbias, float *dcls, float *dpos, float *scratch,
+                          const float *dx, const float *patches, int B, int N, int K, int D);
+
 /* HF interpolate_pos_encoding: the [n·n, D] grid after the CLS row of pos [(n·n + 1), D] is
  * resized to [m·m, D] with PyTorch's bicubic (A = −0.75, align_corners=False, edge clamp,
  * no antialias); out [(m·m + 1), D]. */

@@ -13,6 +13,7 @@ typedef struct {
     size_t offset;
     int count;
     int fill;
+    int packed; /* the next tensor follows this one with no padding (query/key/value stacks) */
 } layout;
 
 static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim, const int64_t *shape,
@@ -39,7 +40,7 @@ static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim
     }
     L->count++;
     /* 16-float alignment keeps every tensor 64-byte aligned for the BLAS kernels */
-    L->offset += (numel + 15) & ~(size_t)15;
+    L->offset += L->packed ? numel : (numel + 15) & ~(size_t)15;
     return where;
 }
 
@@ -47,20 +48,25 @@ static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim
 #define P1(decay, n0, ...) add_param(L, 1, decay, 0, 1, SHAPE(n0), __VA_ARGS__)
 #define P2(decay, n0, n1, ...) add_param(L, 1, decay, 0, 2, SHAPE(n0, n1), __VA_ARGS__)
 
-/* Query, key and value stacked into one [3D, D] block so one GEMM computes all three. */
+/* Query, key and value stacked into one [3D, D] block so one GEMM computes all three; the
+ * weights (and the biases) are packed back to back, with no padding between them, or a hidden size
+ * that is not a multiple of 16 would leave gaps inside the [3D, D] and [3D] blocks. */
 static void add_qkv(layout *L, encoder_layer *w, int l, const char *fmt, int D, int has_bias) {
     static const char *parts[] = {"query", "key", "value"};
     char name[96];
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, fmt, l, parts[i]);
+        L->packed = i < 2;
         float *p = add_param(L, 1, 1, 0, 2, SHAPE(D, D), "%s.weight", name);
         if (i == 0) w->qkv_w = p;
     }
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, fmt, l, parts[i]);
+        L->packed = i < 2;
         float *p = add_param(L, 1, 0, !has_bias, 1, SHAPE(D), "%s.bias", name);
         if (i == 0) w->qkv_b = p;
     }
+    L->packed = 0;
 }
 
 static void add_mlp(layout *L, encoder_layer *w, int l, int D, int I) {
@@ -231,4 +237,38 @@ double model_flops(const model *m, int T) {
                        : 0.0;
     double head = 2.0 * D * c->num_labels + (c->kind == MODEL_BERT ? 2.0 * D * D : 0.0);
     return embed + c->num_layers * per_layer + head;
+}
+
+static float *rebase(const model *layout, float *block, float *p) {
+    return p ? block + (p - layout->params) : NULL;
+}
+
+int model_bind(model *view, const model *layout, float *block) {
+    *view = *layout;
+    view->params = block;
+    view->layers = calloc((size_t)layout->cfg.num_layers, sizeof *view->layers);
+    if (!view->layers) return -1;
+    for (int l = 0; l < layout->cfg.num_layers; l++) {
+        const encoder_layer *w = &layout->layers[l];
+        encoder_layer *v = &view->layers[l];
+        float *const *from[] = {&w->ln1_w, &w->ln1_b, &w->qkv_w, &w->qkv_b, &w->proj_w, &w->proj_b,
+                                &w->ln2_w, &w->ln2_b, &w->fc1_w, &w->fc1_b, &w->fc2_w,  &w->fc2_b};
+        float **to[] = {&v->ln1_w, &v->ln1_b, &v->qkv_w, &v->qkv_b, &v->proj_w, &v->proj_b,
+                        &v->ln2_w, &v->ln2_b, &v->fc1_w, &v->fc1_b, &v->fc2_w,  &v->fc2_b};
+        for (size_t i = 0; i < sizeof to / sizeof to[0]; i++)
+            *to[i] = rebase(layout, block, *from[i]);
+    }
+    float **fields[] = {&view->patch_w,    &view->patch_b,  &view->cls_token, &view->pos_embed,
+                        &view->word_emb,   &view->pos_emb,  &view->type_emb,  &view->emb_ln_w,
+                        &view->emb_ln_b,   &view->pooler_w, &view->pooler_b,  &view->final_ln_w,
+                        &view->final_ln_b, &view->head_w,   &view->head_b};
+    /* the fields still hold layout's pointers (*view = *layout above) */
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        *fields[i] = rebase(layout, block, *fields[i]);
+    return 0;
+}
+
+void model_unbind(model *view) {
+    free(view->layers);
+    memset(view, 0, sizeof *view);
 }

@@ -48,4 +48,12 @@ double model_flops(const model *m, int tokens);
 /* Tokens of a ViT input of size x size pixels: (size/P)² patches + CLS. */
 int model_vit_tokens(const model *m, int size);
 
+/* A view of another block with layout's shapes (gradients, optimizer moments): every tensor
+ * pointer of layout rebased from layout->params onto block (layout->num_params floats). The view
+ * shares layout's cfg and entries and owns only its layers array: release it with model_unbind,
+ * never model_free. Returns -1 when out of memory. (A new tensor pointer in `model` or
+ * `encoder_layer` must be added to model_bind too.) */
+int model_bind(model *view, const model *layout, float *block);
+void model_unbind(model *view);
+
 #endif

@@ -1,0 +1,354 @@
+#include "text/tokenizer.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "text/bert_basic.h"
+#include "text/textfile.h"
+#include "text/utf8.h"
+#include "text/vocab.h"
+
+#define MAX_WORD_CHARS  100 /* WordpieceTokenizer.max_input_chars_per_word */
+#define DEFAULT_MAX_LEN 512
+
+enum { SP_UNK, SP_SEP, SP_PAD, SP_CLS, SP_MASK, SP_COUNT };
+static const char *const special_key[SP_COUNT] = {"unk_token", "sep_token", "pad_token",
+                                                  "cls_token", "mask_token"};
+static const char *const special_default[SP_COUNT] = {"[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]"};
+
+struct tokenizer {
+    vocab vocab;
+    bert_basic_options opt;
+    char *special[SP_COUNT];  /* names; NULL when the config sets none */
+    int special_id[SP_COUNT]; /* -1 when not in the vocabulary */
+    int match[SP_COUNT];      /* the specials recognised in text, longest name first */
+    size_t match_len[SP_COUNT];
+    int n_match;
+    bool starts_special[256]; /* first bytes of those names, a cheap pre-test */
+    int max_len;
+};
+
+/* ---- loading ---- */
+
+static int join_path(char *path, size_t size, const char *dir, const char *name, vit_error *err) {
+    const int n = snprintf(path, size, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= size) return vit_fail(err, "%s/%s: path too long", dir, name);
+    return 0;
+}
+
+/* Parses dir/name into *root, which stays NULL when the file does not exist. */
+static int load_json(const char *dir, const char *name, cJSON **root, char *path, size_t size,
+                     vit_error *err) {
+    *root = NULL;
+    if (join_path(path, size, dir, name, err) != 0) return -1;
+    struct stat st;
+    if (stat(path, &st) != 0 && errno == ENOENT) return 0;
+    size_t n;
+    char *text = text_read_file(path, &n, err);
+    if (!text) return -1;
+    *root = cJSON_ParseWithLength(text, n);
+    free(text);
+    if (!cJSON_IsObject(*root)) {
+        cJSON_Delete(*root);
+        *root = NULL;
+        return vit_fail(err, "%s: not a JSON object", path);
+    }
+    return 0;
+}
+
+static int json_bool(const cJSON *root, const char *key, bool *out, const char *src,
+                     vit_error *err) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!item || cJSON_IsNull(item)) return 0;
+    if (!cJSON_IsBool(item)) return vit_fail(err, "%s: '%s' must be true or false", src, key);
+    *out = cJSON_IsTrue(item);
+    return 0;
+}
+
+/* A special token is a string or a serialised AddedToken {"content": ...}; null unsets it. */
+static int json_special(const cJSON *root, const char *key, char **out, const char *src,
+                        vit_error *err) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!item) return 0;
+    if (cJSON_IsObject(item)) item = cJSON_GetObjectItemCaseSensitive(item, "content");
+    if (!cJSON_IsNull(item) && !cJSON_IsString(item))
+        return vit_fail(err, "%s: '%s' must be a string or {\"content\": string}", src, key);
+    char *name = cJSON_IsString(item) ? strdup(item->valuestring) : NULL;
+    if (cJSON_IsString(item) && !name) return vit_fail(err, "%s: out of memory", src);
+    free(*out);
+    *out = name;
+    return 0;
+}
+
+/* Lowers *max_len to a length field when it is given; transformers writes 1e30 for "no limit". */
+static int json_length(const cJSON *root, const char *key, int *max_len, const char *src,
+                       vit_error *err) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!item || cJSON_IsNull(item)) return 0;
+    if (!cJSON_IsNumber(item) || item->valuedouble < 2)
+        return vit_fail(err, "%s: '%s' must be a number of at least 2", src, key);
+    if (item->valuedouble < INT_MAX && (*max_len <= 0 || item->valuedouble < *max_len))
+        *max_len = (int)item->valuedouble;
+    return 0;
+}
+
+/* Settings whose behaviour this tokenizer does not implement must not be ignored silently. */
+static int check_unsupported(const cJSON *root, const char *src, vit_error *err) {
+    bool basic = true;
+    if (json_bool(root, "do_basic_tokenize", &basic, src, err) != 0) return -1;
+    if (!basic) return vit_fail(err, "%s: do_basic_tokenize false is not supported", src);
+    const cJSON *never = cJSON_GetObjectItemCaseSensitive(root, "never_split");
+    if (never && !cJSON_IsNull(never) && !(cJSON_IsArray(never) && cJSON_GetArraySize(never) == 0))
+        return vit_fail(err, "%s: never_split is not supported", src);
+    return 0;
+}
+
+static int read_tokenizer_config(tokenizer *t, const char *dir, vit_error *err) {
+    char path[4096];
+    cJSON *root;
+    if (load_json(dir, "tokenizer_config.json", &root, path, sizeof path, err) != 0) return -1;
+    bool lower = true, strip = true;
+    const cJSON *strip_item = root ? cJSON_GetObjectItemCaseSensitive(root, "strip_accents") : NULL;
+    const bool strip_given = strip_item && !cJSON_IsNull(strip_item);
+    int rc = 0;
+    if (root) {
+        rc = check_unsupported(root, path, err);
+        if (rc == 0) rc = json_bool(root, "do_lower_case", &lower, path, err);
+        if (rc == 0) rc = json_bool(root, "strip_accents", &strip, path, err);
+        if (rc == 0)
+            rc = json_bool(root, "tokenize_chinese_chars", &t->opt.chinese_chars, path, err);
+        if (rc == 0) rc = json_bool(root, "do_split_on_punc", &t->opt.split_punct, path, err);
+        for (int i = 0; i < SP_COUNT && rc == 0; i++)
+            rc = json_special(root, special_key[i], &t->special[i], path, err);
+        if (rc == 0) rc = json_length(root, "model_max_length", &t->max_len, path, err);
+    }
+    /* strip_accents null follows do_lower_case, as in the original BERT. */
+    t->opt.lower_case = lower;
+    t->opt.strip_accents = strip_given ? strip : lower;
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* transformers lets special_tokens_map.json override the names in tokenizer_config.json. */
+static int read_special_tokens_map(tokenizer *t, const char *dir, vit_error *err) {
+    char path[4096];
+    cJSON *root;
+    if (load_json(dir, "special_tokens_map.json", &root, path, sizeof path, err) != 0) return -1;
+    int rc = 0;
+    for (int i = 0; i < SP_COUNT && root && rc == 0; i++)
+        rc = json_special(root, special_key[i], &t->special[i], path, err);
+    cJSON_Delete(root);
+    return rc;
+}
+
+static int read_model_config(tokenizer *t, const char *dir, vit_error *err) {
+    char path[4096];
+    cJSON *root;
+    if (load_json(dir, "config.json", &root, path, sizeof path, err) != 0) return -1;
+    const int rc = root ? json_length(root, "max_position_embeddings", &t->max_len, path, err) : 0;
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* Looks the special tokens up and orders the ones to recognise in text, longest first, so that
+ * the longest name wins where one is a prefix of another (as transformers' trie does). */
+static int resolve_specials(tokenizer *t, const char *dir, vit_error *err) {
+    for (int i = 0; i < SP_COUNT; i++) {
+        const char *s = t->special[i];
+        t->special_id[i] = s ? vocab_find(&t->vocab, s, strlen(s), false) : -1;
+        if (t->special_id[i] < 0 && (i == SP_UNK || i == SP_CLS || i == SP_SEP))
+            return vit_fail(err, "%s/vocab.txt: no %s %s%s%s", dir, special_key[i], s ? "'" : "",
+                            s ? s : "(unset)", s ? "'" : "");
+        if (t->special_id[i] < 0 || !s[0]) continue;
+        size_t len = strlen(s);
+        int k = t->n_match++;
+        for (; k > 0 && t->match_len[k - 1] < len; k--) {
+            t->match[k] = t->match[k - 1];
+            t->match_len[k] = t->match_len[k - 1];
+        }
+        t->match[k] = i;
+        t->match_len[k] = len;
+        t->starts_special[(unsigned char)s[0]] = true;
+    }
+    return 0;
+}
+
+static int set_defaults(tokenizer *t, vit_error *err) {
+    t->opt = (bert_basic_options){true, true, true, true};
+    for (int i = 0; i < SP_COUNT; i++) {
+        t->special[i] = strdup(special_default[i]);
+        if (!t->special[i]) return vit_fail(err, "tokenizer: out of memory");
+    }
+    return 0;
+}
+
+int tokenizer_load(const char *model_dir, tokenizer **out, vit_error *err) {
+    if (!model_dir || !out) return vit_fail(err, "tokenizer_load: missing model_dir or out");
+    *out = NULL;
+    tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return vit_fail(err, "%s: out of memory", model_dir);
+    char path[4096];
+    if (set_defaults(t, err) != 0 ||
+        join_path(path, sizeof path, model_dir, "vocab.txt", err) != 0 ||
+        vocab_load(&t->vocab, path, err) != 0 || read_tokenizer_config(t, model_dir, err) != 0 ||
+        read_special_tokens_map(t, model_dir, err) != 0 ||
+        read_model_config(t, model_dir, err) != 0 || resolve_specials(t, model_dir, err) != 0) {
+        tokenizer_free(t);
+        return -1;
+    }
+    if (t->max_len <= 0) t->max_len = DEFAULT_MAX_LEN;
+    *out = t;
+    return 0;
+}
+
+void tokenizer_free(tokenizer *t) {
+    if (!t) return;
+    vocab_free(&t->vocab);
+    for (int i = 0; i < SP_COUNT; i++) free(t->special[i]);
+    free(t);
+}
+
+/* ---- encoding ---- */
+
+/* The ids produced so far; cap keeps one slot free for the final [SEP]. */
+typedef struct {
+    const tokenizer *tok;
+    int32_t *ids;
+    const char **pieces;
+    int n, cap;
+} output;
+
+/* Appends id; returns nonzero once the output is full, which stops the tokenization early. */
+static int push(output *o, int id) {
+    if (o->n >= o->cap) return 1;
+    o->ids[o->n] = id;
+    if (o->pieces) o->pieces[o->n] = vocab_token(&o->tok->vocab, id);
+    o->n++;
+    return o->n >= o->cap;
+}
+
+/* Longest vocabulary entry word[off[start]..off[end]) over end, "##"-prefixed after the first
+ * piece. Returns its id and sets *end, or -1. */
+static int longest_piece(const vocab *v, const char *word, const size_t *off, size_t start,
+                         size_t n, size_t *end) {
+    const bool continuation = start > 0;
+    const size_t prefix = continuation ? 2 : 0;
+    for (size_t e = n; e > start; e--) {
+        const size_t len = off[e] - off[start];
+        if (len + prefix > v->max_length) continue; /* cannot be in the vocabulary */
+        const int id = vocab_find(v, word + off[start], len, continuation);
+        if (id >= 0) {
+            *end = e;
+            return id;
+        }
+    }
+    return -1;
+}
+
+/* WordPiece of one word from the basic tokenizer (the bert_word_fn callback). */
+static int wordpiece(const int32_t *cp, size_t n, void *ctx) {
+    output *o = ctx;
+    const tokenizer *t = o->tok;
+    if (n > MAX_WORD_CHARS) return push(o, t->special_id[SP_UNK]);
+    char word[4 * MAX_WORD_CHARS];
+    size_t off[MAX_WORD_CHARS + 1];
+    off[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        off[i + 1] = off[i] + utf8_encode(cp[i], (uint8_t *)word + off[i]);
+    int32_t found[MAX_WORD_CHARS];
+    size_t k = 0;
+    for (size_t start = 0, end; start < n; start = end) {
+        const int id = longest_piece(&t->vocab, word, off, start, n, &end);
+        if (id < 0) return push(o, t->special_id[SP_UNK]); /* the whole word, not just the rest */
+        found[k++] = id;
+    }
+    for (size_t i = 0; i < k; i++) {
+        if (push(o, found[i])) return 1;
+    }
+    return 0;
+}
+
+/* The id of a special token written at s[0..n), setting *len, or -1. */
+static int match_special(const tokenizer *t, const char *s, size_t n, size_t *len) {
+    if (!t->starts_special[(unsigned char)s[0]]) return -1;
+    for (int k = 0; k < t->n_match; k++) {
+        if (t->match_len[k] <= n && memcmp(s, t->special[t->match[k]], t->match_len[k]) == 0) {
+            *len = t->match_len[k];
+            return t->special_id[t->match[k]];
+        }
+    }
+    return -1;
+}
+
+/* Splits text at special tokens written in it and tokenizes the stretches between them. */
+static int encode_text(const tokenizer *t, const char *text, size_t len, output *o, bert_scratch *s,
+                       vit_error *err) {
+    size_t from = 0;
+    for (size_t i = 0; i < len;) {
+        size_t n;
+        const int id = match_special(t, text + i, len - i, &n);
+        if (id < 0) {
+            i++;
+            continue;
+        }
+        int rc = bert_basic_tokenize(&t->opt, text + from, i - from, s, wordpiece, o, err);
+        if (rc == 0) rc = push(o, id);
+        if (rc != 0) return rc < 0 ? -1 : 0;
+        i += n;
+        from = i;
+    }
+    return bert_basic_tokenize(&t->opt, text + from, len - from, s, wordpiece, o, err) < 0 ? -1 : 0;
+}
+
+int tokenizer_encode(const tokenizer *tok, const char *text, size_t len, int max_len, int32_t *ids,
+                     const char **pieces, vit_error *err) {
+    if (!tok || !ids || (!text && len > 0))
+        return vit_fail(err, "tokenizer_encode: missing tokenizer, text or output array");
+    if (max_len < 2)
+        return vit_fail(err, "tokenizer_encode: max_len %d leaves no room for [CLS] and [SEP]",
+                        max_len);
+    output o = {tok, ids, pieces, 0, max_len - 1};
+    push(&o, tok->special_id[SP_CLS]);
+    if (o.n < o.cap) {
+        bert_scratch s = {0};
+        const int rc = encode_text(tok, text ? text : "", len, &o, &s, err);
+        bert_scratch_free(&s);
+        if (rc < 0) return -1;
+    }
+    o.cap++;
+    push(&o, tok->special_id[SP_SEP]);
+    return o.n;
+}
+
+const char *tokenizer_piece(const tokenizer *tok, int id) {
+    return vocab_token(&tok->vocab, id);
+}
+
+int tokenizer_token_id(const tokenizer *tok, const char *piece) {
+    return vocab_find(&tok->vocab, piece, strlen(piece), false);
+}
+
+int tokenizer_vocab_size(const tokenizer *tok) {
+    return tok->vocab.count;
+}
+int tokenizer_max_len(const tokenizer *tok) {
+    return tok->max_len;
+}
+int tokenizer_cls_id(const tokenizer *tok) {
+    return tok->special_id[SP_CLS];
+}
+int tokenizer_sep_id(const tokenizer *tok) {
+    return tok->special_id[SP_SEP];
+}
+int tokenizer_pad_id(const tokenizer *tok) {
+    return tok->special_id[SP_PAD];
+}
+int tokenizer_unk_id(const tokenizer *tok) {
+    return tok->special_id[SP_UNK];
+}

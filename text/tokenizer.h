@@ -1,0 +1,62 @@
+#ifndef VIT_TEXT_TOKENIZER_H
+#define VIT_TEXT_TOKENIZER_H
+
+/* BERT WordPiece tokenizer, matching Hugging Face's Python BertTokenizer (see text/bert_basic.h for
+ * the normalisation steps):
+ *   - special tokens ([CLS], [SEP], [PAD], [MASK], [UNK] or whatever the config names, if in the
+ *     vocabulary) written literally in the text are recognised as themselves, case-sensitively,
+ *     before any normalisation, as tokenizer(text) does; the text between them is tokenized
+ *     independently;
+ *   - words (after punctuation splitting) longer than 100 code points become [UNK]; otherwise
+ *     WordPiece takes the longest vocabulary prefix, then the longest "##" continuation, and so on,
+ *     and any rest that matches nothing turns the whole word into [UNK];
+ *   - the result is [CLS] pieces [SEP], cut to max_len by dropping pieces from the end.
+ * Input must be UTF-8. Invalid bytes are not an error: each is skipped, which is what decoding with
+ * errors="replace" and then BertTokenizer's removal of U+FFFD gives. A tokenizer is immutable after
+ * loading, so any number of threads may encode with one; each call allocates its few scratch
+ * buffers once (none per word or piece). */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vit/error.h"
+
+typedef struct tokenizer tokenizer;
+
+/* Loads model_dir/vocab.txt (required) and, when present, tokenizer_config.json (do_lower_case,
+ * default true; strip_accents, null = follow do_lower_case; tokenize_chinese_chars, default true;
+ * do_split_on_punc, default true; special token names; model_max_length),
+ * special_tokens_map.json (overrides the special token names, as in transformers) and config.json
+ * (max_position_embeddings). [CLS], [SEP] and [UNK] must be in the vocabulary. Settings this
+ * tokenizer does not implement (do_basic_tokenize false, a non-empty never_split) are errors. */
+int tokenizer_load(const char *model_dir, tokenizer **out, vit_error *err);
+void tokenizer_free(tokenizer *tok);
+
+/* Tokenizes text[0..len) (text may be NULL when len is 0) into ids: [CLS], at most max_len - 2
+ * pieces, [SEP]. ids needs room for max_len entries; max_len must be at least 2. pieces may be
+ * NULL; otherwise it needs room for max_len pointers and receives each id's vocabulary string,
+ * owned by tok and valid until tokenizer_free. Returns the number of ids, or -1 (with err) on bad
+ * arguments or when memory runs out. */
+int tokenizer_encode(const tokenizer *tok, const char *text, size_t len, int max_len, int32_t *ids,
+                     const char **pieces, vit_error *err);
+
+/* The vocabulary string of id (owned by tok), or NULL when id is out of range. */
+const char *tokenizer_piece(const tokenizer *tok, int id);
+
+/* The id of a vocabulary string (exact match, no normalisation), or -1 when absent. */
+int tokenizer_token_id(const tokenizer *tok, const char *piece);
+
+/* Number of ids: the lines of vocab.txt. */
+int tokenizer_vocab_size(const tokenizer *tok);
+
+/* Default max_len: the smaller of model_max_length and max_position_embeddings where given, else
+ * 512 (BERT's usual position table). */
+int tokenizer_max_len(const tokenizer *tok);
+
+/* Ids of the special tokens ([PAD] is -1 when the vocabulary lacks it). */
+int tokenizer_cls_id(const tokenizer *tok);
+int tokenizer_sep_id(const tokenizer *tok);
+int tokenizer_pad_id(const tokenizer *tok);
+int tokenizer_unk_id(const tokenizer *tok);
+
+#endif

@@ -1,0 +1,35 @@
+#ifndef VIT_TEXT_VOCAB_H
+#define VIT_TEXT_VOCAB_H
+
+/* WordPiece vocabulary: vocab.txt (one token per line, the line number is the id) with an
+ * open-addressing hash table built once at load, so lookups never allocate. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vit/error.h"
+
+typedef struct {
+    char *text;        /* every token, each NUL-terminated */
+    uint32_t *offset;  /* start of token id in text */
+    uint32_t *length;  /* byte length of token id */
+    int count;         /* number of lines = number of ids */
+    int32_t *slots;    /* hash table of ids, -1 when empty */
+    size_t mask;       /* table size - 1 (a power of two) */
+    size_t max_length; /* longest token in bytes, bounds the WordPiece search */
+} vocab;
+
+/* Reads path as Python's load_vocab does: lines end at "\n", "\r\n" or "\r"; a token seen twice
+ * keeps the later id for lookup. Fails on a missing or unreadable file, invalid UTF-8 or an empty
+ * file. */
+int vocab_load(vocab *v, const char *path, vit_error *err);
+void vocab_free(vocab *v);
+
+/* Id of the token s[0..n), or of "##" + s when continuation is set; -1 when absent. */
+int vocab_find(const vocab *v, const char *s, size_t n, bool continuation);
+
+/* The token of id (NUL-terminated, owned by v), or NULL when id is out of range. */
+const char *vocab_token(const vocab *v, int id);
+
+#endif
