@@ -11,9 +11,10 @@
 #include "vit/error.h"
 
 #define IMAGE_DEFAULT_MAX_PIXELS 100000000LL /* 100 megapixels; refuse larger before allocating */
-#define IMAGE_MAX_FILE_BYTES (1LL << 30)     /* 1 GiB: larger files are refused unread */
+#define IMAGE_MAX_FILE_BYTES     (1LL << 30) /* 1 GiB: larger files are refused unread */
 
-/* 8-bit interleaved pixels, row-major: pixels[(y * width + x) * channels + c]; channels 1 (L) or 3 (RGB). */
+/* 8-bit interleaved pixels, row-major: pixels[(y * width + x) * channels + c]; channels 1 (L) or 3
+ * (RGB). */
 typedef struct {
     int width, height, channels;
     uint8_t *pixels;
@@ -29,9 +30,19 @@ int image_decode_file(const char *path, int channels, int64_t max_pixels, image_
                       vit_error *err);
 
 /* Pillow's resample codes (SPEC §5). */
-enum { RESAMPLE_NEAREST = 0, RESAMPLE_LANCZOS = 1, RESAMPLE_BILINEAR = 2, RESAMPLE_BICUBIC = 3 };
+enum {
+    RESAMPLE_NEAREST = 0,
+    RESAMPLE_LANCZOS = 1,
+    RESAMPLE_BILINEAR = 2,
+    RESAMPLE_BICUBIC = 3,
+    RESAMPLE_BOX = 4,
+    RESAMPLE_HAMMING = 5
+};
 
-/* Pillow-exact 8-bit resize (SPEC §6). dst is allocated. */
+#define IMAGE_MAX_SIDE 16384 /* largest size or crop_size a preprocessor config may ask for */
+
+/* Pillow-exact 8-bit resize (SPEC §6), any of the resample codes above. dst is allocated
+ * (image_free it). */
 int image_resize(const image_u8 *src, int out_width, int out_height, int resample, image_u8 *dst,
                  vit_error *err);
 
@@ -60,7 +71,8 @@ void preprocess_config_set_size(preprocess_config *cfg, int size);
 /* Output tensor shape of preprocess_image. */
 void preprocess_output_shape(const preprocess_config *cfg, int *channels, int *height, int *width);
 
-/* img (with cfg->channels channels) -> CHW float32 written into out (channels*height*width floats). */
+/* img (with cfg->channels channels) -> CHW float32 written into out (channels*height*width floats).
+ */
 int preprocess_image(const preprocess_config *cfg, const image_u8 *img, float *out, vit_error *err);
 
 /* Convenience: decode + preprocess one file into out. */

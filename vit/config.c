@@ -1,5 +1,8 @@
 #include "vit/config.h"
 
+#include "vit/file.h"
+#include "vit/json.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -9,65 +12,21 @@
 
 #define MAX_CONFIG_BYTES (16 << 20)
 
-static char *read_text_file(const char *path, vit_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return vit_fail(err, "%s: %s", path, strerror(errno)), NULL;
-    char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n < 0 || n > MAX_CONFIG_BYTES) {
-            vit_fail(err, "%s: unreadable or larger than %d bytes", path, MAX_CONFIG_BYTES);
-        } else if ((buf = malloc((size_t)n + 1)) == NULL) {
-            vit_fail(err, "%s: out of memory", path);
-        } else {
-            rewind(f);
-            if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-                free(buf);
-                buf = NULL;
-                vit_fail(err, "%s: read error", path);
-            } else {
-                buf[n] = 0;
-            }
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
-/* Reads an integer field in [lo, hi]; a missing field keeps *out (the HF default). */
-static int get_int(const cJSON *root, const char *key, int lo, int hi, int *out, const char *src,
-                   vit_error *err) {
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!item || cJSON_IsNull(item)) return 0;
-    if (cJSON_IsBool(item)) {
-        *out = cJSON_IsTrue(item);
-        return 0;
-    }
-    if (!cJSON_IsNumber(item) || item->valuedouble != floor(item->valuedouble))
-        return vit_fail(err, "%s: field '%s' must be an integer", src, key);
-    if (item->valuedouble < lo || item->valuedouble > hi)
-        return vit_fail(err, "%s: field '%s' is %g, outside %d..%d", src, key, item->valuedouble, lo, hi);
-    *out = (int)item->valuedouble;
-    return 0;
-}
-
-static int get_bool(const cJSON *root, const char *key, int *out, const char *src, vit_error *err) {
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!item || cJSON_IsNull(item)) return 0;
-    if (!cJSON_IsBool(item)) return vit_fail(err, "%s: field '%s' must be true or false", src, key);
-    *out = cJSON_IsTrue(item);
-    return 0;
-}
-
-static int get_activation(const cJSON *root, activation_kind *out, const char *src, vit_error *err) {
+static int get_activation(const cJSON *root, activation_kind *out, const char *src,
+                          vit_error *err) {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
     if (!item) return 0;
     if (!cJSON_IsString(item)) return vit_fail(err, "%s: field 'hidden_act' must be a string", src);
     const char *s = item->valuestring;
-    if (strcmp(s, "gelu") == 0) *out = ACT_GELU;
-    else if (strcmp(s, "gelu_new") == 0 || strcmp(s, "gelu_pytorch_tanh") == 0) *out = ACT_GELU_TANH;
-    else if (strcmp(s, "relu") == 0) *out = ACT_RELU;
-    else return vit_fail(err, "%s: field 'hidden_act' is '%s', expected gelu, gelu_new or relu", src, s);
+    if (strcmp(s, "gelu") == 0)
+        *out = ACT_GELU;
+    else if (strcmp(s, "gelu_new") == 0 || strcmp(s, "gelu_pytorch_tanh") == 0)
+        *out = ACT_GELU_TANH;
+    else if (strcmp(s, "relu") == 0)
+        *out = ACT_RELU;
+    else
+        return vit_fail(err, "%s: field 'hidden_act' is '%s', expected gelu, gelu_new or relu", src,
+                        s);
     return 0;
 }
 
@@ -78,11 +37,12 @@ const char *activation_name(activation_kind act) {
 static int get_labels(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
     int n = 2; /* HF PretrainedConfig default */
-    if (cJSON_IsObject(map) && cJSON_GetArraySize(map) > 0) n = cJSON_GetArraySize(map);
+    if (cJSON_IsObject(map) && cJSON_GetArraySize(map) > 0)
+        n = cJSON_GetArraySize(map);
     else if (map && !cJSON_IsNull(map) && !cJSON_IsObject(map))
         return vit_fail(err, "%s: field 'id2label' must be an object", src);
     if (!cJSON_IsObject(map) || cJSON_GetArraySize(map) == 0) {
-        if (get_int(root, "num_labels", 1, 1 << 20, &n, src, err) != 0) return -1;
+        if (json_get_int(root, "num_labels", 1, 1 << 20, &n, src, err) != 0) return -1;
     }
     cfg->labels = calloc((size_t)n, sizeof *cfg->labels);
     if (!cfg->labels) return vit_fail(err, "%s: out of memory", src);
@@ -93,9 +53,12 @@ static int get_labels(const cJSON *root, model_config *cfg, const char *src, vit
             char *end;
             long id = strtol(item->string, &end, 10);
             if (*item->string == 0 || *end != 0 || id < 0 || id >= n)
-                return vit_fail(err, "%s: id2label key '%s' is not an index below %d", src, item->string, n);
-            if (!cJSON_IsString(item)) return vit_fail(err, "%s: id2label[%ld] must be a string", src, id);
-            if (cfg->labels[id]) return vit_fail(err, "%s: id2label key %ld appears twice", src, id);
+                return vit_fail(err, "%s: id2label key '%s' is not an index below %d", src,
+                                item->string, n);
+            if (!cJSON_IsString(item))
+                return vit_fail(err, "%s: id2label[%ld] must be a string", src, id);
+            if (cfg->labels[id])
+                return vit_fail(err, "%s: id2label key %ld appears twice", src, id);
             cfg->labels[id] = strdup(item->valuestring);
             if (!cfg->labels[id]) return vit_fail(err, "%s: out of memory", src);
         }
@@ -129,18 +92,19 @@ static void set_defaults(model_config *cfg, model_kind kind) {
 
 static int parse_fields(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
     const int big = 1 << 20;
-    if (get_int(root, "hidden_size", 1, big, &cfg->hidden_size, src, err) ||
-        get_int(root, "num_hidden_layers", 1, 1000, &cfg->num_layers, src, err) ||
-        get_int(root, "num_attention_heads", 1, 4096, &cfg->num_heads, src, err) ||
-        get_int(root, "intermediate_size", 1, big, &cfg->intermediate_size, src, err) ||
+    if (json_get_int(root, "hidden_size", 1, big, &cfg->hidden_size, src, err) ||
+        json_get_int(root, "num_hidden_layers", 1, 1000, &cfg->num_layers, src, err) ||
+        json_get_int(root, "num_attention_heads", 1, 4096, &cfg->num_heads, src, err) ||
+        json_get_int(root, "intermediate_size", 1, big, &cfg->intermediate_size, src, err) ||
         get_activation(root, &cfg->act, src, err) ||
-        get_int(root, "image_size", 1, 65536, &cfg->image_size, src, err) ||
-        get_int(root, "patch_size", 1, 65536, &cfg->patch_size, src, err) ||
-        get_int(root, "num_channels", 1, 4, &cfg->num_channels, src, err) ||
-        get_bool(root, "qkv_bias", &cfg->qkv_bias, src, err) ||
-        get_int(root, "vocab_size", 1, 1 << 24, &cfg->vocab_size, src, err) ||
-        get_int(root, "max_position_embeddings", 2, big, &cfg->max_position_embeddings, src, err) ||
-        get_int(root, "type_vocab_size", 1, 1 << 16, &cfg->type_vocab_size, src, err))
+        json_get_int(root, "image_size", 1, 65536, &cfg->image_size, src, err) ||
+        json_get_int(root, "patch_size", 1, 65536, &cfg->patch_size, src, err) ||
+        json_get_int(root, "num_channels", 1, 4, &cfg->num_channels, src, err) ||
+        json_get_bool(root, "qkv_bias", &cfg->qkv_bias, src, err) ||
+        json_get_int(root, "vocab_size", 1, 1 << 24, &cfg->vocab_size, src, err) ||
+        json_get_int(root, "max_position_embeddings", 2, big, &cfg->max_position_embeddings, src,
+                     err) ||
+        json_get_int(root, "type_vocab_size", 1, 1 << 16, &cfg->type_vocab_size, src, err))
         return -1;
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_eps");
     if (eps) {
@@ -149,7 +113,8 @@ static int parse_fields(const cJSON *root, model_config *cfg, const char *src, v
         cfg->layer_norm_eps = (float)eps->valuedouble;
     }
     if (cfg->hidden_size % cfg->num_heads != 0)
-        return vit_fail(err, "%s: field 'hidden_size' (%d) is not divisible by num_attention_heads (%d)",
+        return vit_fail(err,
+                        "%s: field 'hidden_size' (%d) is not divisible by num_attention_heads (%d)",
                         src, cfg->hidden_size, cfg->num_heads);
     if (cfg->kind == MODEL_VIT && cfg->patch_size > cfg->image_size)
         return vit_fail(err, "%s: field 'patch_size' (%d) is larger than image_size (%d)", src,
@@ -173,9 +138,11 @@ int model_config_parse(const char *json, const char *source, model_config *cfg, 
         cJSON_Delete(root);
         return vit_fail(err, "%s: field 'model_type' must be a string", source);
     }
-    if (type && strcmp(type->valuestring, "bert") == 0) kind = MODEL_BERT;
+    if (type && strcmp(type->valuestring, "bert") == 0)
+        kind = MODEL_BERT;
     else if (type && strcmp(type->valuestring, "vit") != 0) {
-        vit_fail(err, "%s: field 'model_type' is '%s'; supported: vit, bert", source, type->valuestring);
+        vit_fail(err, "%s: field 'model_type' is '%s'; supported: vit, bert", source,
+                 type->valuestring);
         cJSON_Delete(root);
         return -1;
     }
@@ -190,7 +157,7 @@ int model_config_load(const char *model_dir, model_config *cfg, vit_error *err) 
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", model_dir);
     memset(cfg, 0, sizeof *cfg);
-    char *json = read_text_file(path, err);
+    char *json = vit_read_file(path, MAX_CONFIG_BYTES, NULL, err);
     if (!json) return -1;
     int rc = model_config_parse(json, path, cfg, err);
     free(json);

@@ -1,0 +1,244 @@
+/* A model's preprocessor_config.json and the transform it describes (SPEC §5): resize (uint8, as
+ * Pillow) -> center crop (uint8, zero padding) -> rescale (float64 product rounded to float32, as
+ * HF's rescale) -> normalise (float32, as HF's normalize) -> CHW. */
+#include "image/image.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "vit/config.h"
+#include "vit/json.h"
+
+/* ViTImageProcessor's defaults; `size` is the model's image_size when there is no
+ * preprocessor_config.json at all, HF's 224 when the file exists but omits it. */
+static void set_defaults(preprocess_config *cfg, int size, int channels) {
+    *cfg = (preprocess_config){
+        .do_resize = 1,
+        .resize_height = size,
+        .resize_width = size,
+        .resample = RESAMPLE_BILINEAR,
+        .crop_height = 224,
+        .crop_width = 224,
+        .do_rescale = 1,
+        .rescale_factor = 1.0 / 255.0,
+        .do_normalize = 1,
+        .mean = {0.5f, 0.5f, 0.5f},
+        .std = {0.5f, 0.5f, 0.5f},
+        .channels = channels,
+    };
+}
+
+/* `size`/`crop_size`: an int N (N x N), {"height", "width"}, or (size only) {"shortest_edge"}. */
+static int get_size(const cJSON *root, const char *key, int allow_shortest, int *height, int *width,
+                    int *shortest, const char *src, vit_error *err) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!item || cJSON_IsNull(item)) return 0;
+    if (cJSON_IsNumber(item)) {
+        int n = 0;
+        if (json_get_int(root, key, 1, IMAGE_MAX_SIDE, &n, src, err) != 0) return -1;
+        *height = *width = n;
+        if (shortest) *shortest = 0;
+        return 0;
+    }
+    if (!cJSON_IsObject(item))
+        return vit_fail(err, "%s: field '%s' must be an integer or an object", src, key);
+    const int has_hw = cJSON_HasObjectItem(item, "height") || cJSON_HasObjectItem(item, "width");
+    const int has_short = cJSON_HasObjectItem(item, "shortest_edge");
+    if (cJSON_HasObjectItem(item, "longest_edge"))
+        return vit_fail(err, "%s: field '%s': longest_edge is not supported", src, key);
+    if (has_short && allow_shortest && !has_hw) {
+        int s = 0;
+        if (json_get_int(item, "shortest_edge", 1, IMAGE_MAX_SIDE, &s, src, err) != 0) return -1;
+        *shortest = s;
+        return 0;
+    }
+    if (!cJSON_HasObjectItem(item, "height") || !cJSON_HasObjectItem(item, "width") || has_short)
+        return vit_fail(err, "%s: field '%s' must have integer height and width%s", src, key,
+                        allow_shortest ? ", or shortest_edge" : "");
+    int h = 0, w = 0;
+    if (json_get_int(item, "height", 1, IMAGE_MAX_SIDE, &h, src, err) != 0 ||
+        json_get_int(item, "width", 1, IMAGE_MAX_SIDE, &w, src, err) != 0)
+        return -1;
+    *height = h;
+    *width = w;
+    if (shortest) *shortest = 0;
+    return 0;
+}
+
+/* image_mean / image_std: one number for every channel, or a list of `channels` numbers. */
+static int get_channel_values(const cJSON *root, const char *key, int channels, int positive,
+                              float out[3], const char *src, vit_error *err) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!item || cJSON_IsNull(item)) return 0;
+    double v[3];
+    int n = cJSON_IsArray(item) ? cJSON_GetArraySize(item) : 1;
+    if (cJSON_IsNumber(item)) {
+        v[0] = v[1] = v[2] = item->valuedouble;
+        n = channels;
+    } else if (!cJSON_IsArray(item) || n != channels) {
+        return vit_fail(err, "%s: field '%s' must be a number or a list of %d numbers", src, key,
+                        channels);
+    } else {
+        for (int c = 0; c < n; c++) {
+            const cJSON *e = cJSON_GetArrayItem(item, c);
+            if (!cJSON_IsNumber(e))
+                return vit_fail(err, "%s: field '%s' must hold numbers", src, key);
+            v[c] = e->valuedouble;
+        }
+    }
+    for (int c = 0; c < channels; c++) {
+        if (positive ? !(v[c] > 0 && v[c] < 1e30) : !(v[c] > -1e30 && v[c] < 1e30))
+            return vit_fail(err, "%s: field '%s' has %g%s", src, key, v[c],
+                            positive ? " (must be positive)" : " (must be finite)");
+        out[c] = (float)v[c];
+    }
+    return 0;
+}
+
+static int parse_preprocessor(const cJSON *root, preprocess_config *cfg, const char *src,
+                              vit_error *err) {
+    double factor = cfg->rescale_factor;
+    if (json_get_bool(root, "do_resize", &cfg->do_resize, src, err) ||
+        get_size(root, "size", 1, &cfg->resize_height, &cfg->resize_width, &cfg->shortest_edge, src,
+                 err) ||
+        json_get_int(root, "resample", 0, 5, &cfg->resample, src, err) ||
+        json_get_bool(root, "do_center_crop", &cfg->do_center_crop, src, err) ||
+        get_size(root, "crop_size", 0, &cfg->crop_height, &cfg->crop_width, NULL, src, err) ||
+        json_get_bool(root, "do_rescale", &cfg->do_rescale, src, err) ||
+        json_get_number(root, "rescale_factor", 1e-30, 1e30, &factor, src, err) ||
+        json_get_bool(root, "do_normalize", &cfg->do_normalize, src, err) ||
+        get_channel_values(root, "image_mean", cfg->channels, 0, cfg->mean, src, err) ||
+        get_channel_values(root, "image_std", cfg->channels, 1, cfg->std, src, err))
+        return -1;
+    cfg->rescale_factor = factor;
+    return 0;
+}
+
+int preprocess_config_load(const char *model_dir, preprocess_config *cfg, vit_error *err) {
+    model_config model;
+    if (model_config_load(model_dir, &model, err) != 0) return -1;
+    const int image_size = model.image_size, channels = model.num_channels;
+    model_config_free(&model);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/preprocessor_config.json", model_dir);
+    FILE *probe = fopen(path, "rb");
+    if (!probe) {
+        set_defaults(cfg, image_size, channels);
+        return 0;
+    }
+    fclose(probe);
+    set_defaults(cfg, 224, channels);
+    cJSON *root = json_load_object(path, err);
+    if (!root) return -1;
+    int rc = parse_preprocessor(root, cfg, path, err);
+    cJSON_Delete(root);
+    return rc;
+}
+
+void preprocess_output_shape(const preprocess_config *cfg, int *channels, int *height, int *width) {
+    *channels = cfg->channels;
+    if (cfg->do_center_crop) {
+        *height = cfg->crop_height;
+        *width = cfg->crop_width;
+    } else if (cfg->do_resize && cfg->shortest_edge == 0) {
+        *height = cfg->resize_height;
+        *width = cfg->resize_width;
+    } else {
+        *height = *width = 0; /* follows the image */
+    }
+}
+
+void preprocess_config_set_size(preprocess_config *cfg, int size) {
+    int c, h, w;
+    preprocess_output_shape(cfg, &c, &h, &w);
+    if (h == size && w == size) return;
+    if (cfg->do_center_crop && cfg->do_resize) {
+        /* keep the crop's share of the resized image (timm's crop_pct) */
+        if (cfg->shortest_edge > 0) {
+            cfg->shortest_edge = (int)((double)cfg->shortest_edge * size / cfg->crop_height);
+        } else {
+            cfg->resize_height = (int)((double)cfg->resize_height * size / cfg->crop_height);
+            cfg->resize_width = (int)((double)cfg->resize_width * size / cfg->crop_width);
+        }
+        cfg->crop_height = cfg->crop_width = size;
+    } else if (cfg->do_center_crop) {
+        cfg->crop_height = cfg->crop_width = size;
+    } else {
+        cfg->do_resize = 1;
+        cfg->shortest_edge = 0;
+        cfg->resize_height = cfg->resize_width = size;
+    }
+}
+
+/* HF get_resize_output_image_size(default_to_square=False): the short side becomes S, the long
+ * one int(S * long / short). */
+static void shortest_edge_size(int width, int height, int s, int *out_w, int *out_h) {
+    const int is_wide = width > height;
+    const int shorter = is_wide ? height : width, longer = is_wide ? width : height;
+    const int new_long = (int)((double)s * longer / shorter);
+    *out_w = is_wide ? new_long : s;
+    *out_h = is_wide ? s : new_long;
+}
+
+static int floor_half(int n) {
+    return n >= 0 ? n / 2 : -((-n + 1) / 2);
+}
+
+/* Center crop (zero outside the image) fused with rescale, normalise and HWC -> CHW. */
+static void crop_normalize(const preprocess_config *cfg, const image_u8 *img, int out_h, int out_w,
+                           float *out) {
+    const int C = img->channels;
+    const int top = floor_half(img->height - out_h), left = floor_half(img->width - out_w);
+    for (int c = 0; c < C; c++) {
+        float table[256];
+        for (int v = 0; v < 256; v++) {
+            float x = cfg->do_rescale ? (float)(v * cfg->rescale_factor) : (float)v;
+            table[v] = cfg->do_normalize ? (x - cfg->mean[c]) / cfg->std[c] : x;
+        }
+        for (int y = 0; y < out_h; y++) {
+            const int sy = y + top;
+            float *o = out + ((size_t)c * out_h + y) * out_w;
+            for (int x = 0; x < out_w; x++) {
+                const int sx = x + left;
+                const int inside = sy >= 0 && sy < img->height && sx >= 0 && sx < img->width;
+                o[x] = table[inside ? img->pixels[((size_t)sy * img->width + sx) * C + c] : 0];
+            }
+        }
+    }
+}
+
+int preprocess_image(const preprocess_config *cfg, const image_u8 *img, float *out,
+                     vit_error *err) {
+    if (img->channels != cfg->channels)
+        return vit_fail(err, "preprocess: image has %d channels, the model takes %d", img->channels,
+                        cfg->channels);
+    int c, out_h, out_w;
+    preprocess_output_shape(cfg, &c, &out_h, &out_w);
+    if (out_h == 0) return vit_fail(err, "preprocess: the configuration gives no fixed size");
+    image_u8 resized = {0};
+    const image_u8 *src = img;
+    if (cfg->do_resize) {
+        int w = cfg->resize_width, h = cfg->resize_height;
+        if (cfg->shortest_edge > 0)
+            shortest_edge_size(img->width, img->height, cfg->shortest_edge, &w, &h);
+        if (image_resize(img, w, h, cfg->resample, &resized, err) != 0) return -1;
+        src = &resized;
+    }
+    crop_normalize(cfg, src, out_h, out_w, out);
+    image_free(&resized);
+    return 0;
+}
+
+int preprocess_file(const preprocess_config *cfg, const char *path, int64_t max_pixels, float *out,
+                    vit_error *err) {
+    image_u8 img;
+    if (image_decode_file(path, cfg->channels, max_pixels, &img, err) != 0) return -1;
+    int rc = preprocess_image(cfg, &img, out, err);
+    if (rc != 0 && err) {
+        /* name the file: preprocess_image's errors do not know it */
+        vit_error inner = *err;
+        vit_fail(err, "%s: %s", path, inner.msg);
+    }
+    image_free(&img);
+    return rc;
+}
