@@ -163,7 +163,7 @@ int cli_classify(int argc, char **argv) {
     vit_error err = {0};
     r.ctx = vit_load(cli_model_dir(model_opt, model_dir, sizeof model_dir), &params, &err);
     if (!r.ctx) {
-        fprintf(stderr, "vit classify: %s\n", err.msg);
+        cli_print_load_error("classify", model_opt, model_dir, &err);
         return 1;
     }
     if (r.top_k > vit_num_labels(r.ctx)) r.top_k = vit_num_labels(r.ctx);

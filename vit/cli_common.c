@@ -35,13 +35,28 @@ const char *cli_model_dir(const char *option, char *buf, size_t size) {
     return buf;
 }
 
+void cli_print_load_error(const char *command, const char *model_opt, const char *model_dir,
+                          const vit_error *err) {
+    const char *env = getenv("VIT_MODEL");
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/config.json", model_dir);
+    if (!model_opt && !(env && *env) && access(probe, F_OK) != 0) {
+        fprintf(stderr,
+                "vit %s: no model given, and the default model %s is not there; pass -m "
+                "MODEL_DIR, set VIT_MODEL, or build it with 'make model'\n",
+                command, model_dir);
+        return;
+    }
+    fprintf(stderr, "vit %s: %s\n", command, err->msg);
+}
+
 long long cli_parse_int(const char *text, long long lo, long long hi, const char *option) {
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
     if (errno || end == text || *end || v < lo || v > hi) {
-        fprintf(stderr, "vit: invalid value for %s: '%s' (expected an integer in %lld..%lld)\n", option,
-                text, lo, hi);
+        fprintf(stderr, "vit: invalid value for %s: '%s' (expected an integer in %lld..%lld)\n",
+                option, text, lo, hi);
         return -1;
     }
     return v;
@@ -52,4 +67,6 @@ int cli_decode_threads(int threads) {
     return 1; /* one loader thread beside OpenBLAS's; measured best on 2 cores (README figures) */
 }
 
-const char *cli_blas_core(void) { return openblas_get_corename(); }
+const char *cli_blas_core(void) {
+    return openblas_get_corename();
+}
