@@ -17,8 +17,8 @@ static double now(void) {
 }
 
 /* One pass over every row; returns the number of ids produced, or -1. */
-static long encode_all(const tokenizer *t, const char *tsv, size_t size, int32_t *ids, int *rows,
-                       vit_error *err) {
+static long encode_all(const tokenizer *t, tokenizer_scratch *scratch, const char *tsv, size_t size,
+                       int32_t *ids, int *rows, vit_error *err) {
     long total = 0;
     *rows = 0;
     const char *p = memchr(tsv, '\n', size); /* skip the header */
@@ -27,8 +27,8 @@ static long encode_all(const tokenizer *t, const char *tsv, size_t size, int32_t
         const char *eol = memchr(p, '\n', (size_t)(end - p));
         if (!eol) eol = end;
         const char *tab = memchr(p, '\t', (size_t)(eol - p));
-        const int n = tokenizer_encode(t, p, (size_t)((tab ? tab : eol) - p), tokenizer_max_len(t),
-                                       ids, NULL, err);
+        const int n = tokenizer_encode_with(t, scratch, p, (size_t)((tab ? tab : eol) - p),
+                                            tokenizer_max_len(t), ids, NULL, err);
         if (n < 0) return -1;
         total += n;
         (*rows)++;
@@ -52,7 +52,8 @@ int main(int argc, char **argv) {
     size_t size;
     char *tsv = text_read_file(path, &size, &err);
     int32_t *ids = malloc(sizeof *ids * (size_t)tokenizer_max_len(t));
-    if (!tsv || !ids) {
+    tokenizer_scratch *scratch = tokenizer_scratch_create();
+    if (!tsv || !ids || !scratch) {
         fprintf(stderr, "%s\n", tsv ? "out of memory" : err.msg);
         return 1;
     }
@@ -61,7 +62,7 @@ int main(int argc, char **argv) {
     int rows = 0;
     for (int i = 0; i < passes; i++) {
         t0 = now();
-        total = encode_all(t, tsv, size, ids, &rows, &err);
+        total = encode_all(t, scratch, tsv, size, ids, &rows, &err);
         if (total < 0) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
@@ -72,6 +73,7 @@ int main(int argc, char **argv) {
     printf("load %.1f ms (vocab %d); %d sentences, %ld ids: best of %d passes %.3f ms "
            "(%.2f us/sentence)\n",
            load_ms, tokenizer_vocab_size(t), rows, total, passes, 1e3 * best, 1e6 * best / rows);
+    tokenizer_scratch_free(scratch);
     free(ids);
     free(tsv);
     tokenizer_free(t);

@@ -39,7 +39,8 @@ static void test_golden_logits(void **state) {
     }
     int32_t *ids = calloc((size_t)n * T, sizeof *ids);
     uint8_t *mask = calloc((size_t)n * T, 1);
-    float *want = malloc(sizeof(float) * (size_t)n * L), *got = malloc(sizeof(float) * (size_t)n * L);
+    float *want = malloc(sizeof(float) * (size_t)n * L),
+          *got = malloc(sizeof(float) * (size_t)n * L);
     int i = 0;
     cJSON_ArrayForEach(item, root) {
         const cJSON *id;
@@ -50,7 +51,8 @@ static void test_golden_logits(void **state) {
         }
         const cJSON *lg;
         int j = 0;
-        cJSON_ArrayForEach(lg, cJSON_GetObjectItem(item, "logits")) want[i * L + j++] = (float)lg->valuedouble;
+        cJSON_ArrayForEach(lg, cJSON_GetObjectItem(item, "logits")) want[i * L + j++] =
+            (float)lg->valuedouble;
         i++;
     }
     bert_runner *r = bert_runner_create(&m, n, T, &err);
@@ -63,7 +65,8 @@ static void test_golden_logits(void **state) {
         int32_t one[T];
         memcpy(one, ids + i * T, sizeof(int32_t) * (size_t)len);
         assert_int_equal(bert_forward(r, one, mask + i * T, 1, len, single, &err), 0);
-        for (int j = 0; j < L; j++) worst_single = fmax(worst_single, fabs(single[j] - want[i * L + j]));
+        for (int j = 0; j < L; j++)
+            worst_single = fmax(worst_single, fabs(single[j] - want[i * L + j]));
     }
     assert_int_equal(bert_forward(r, ids, mask, n, T, got, &err), 0);
     for (i = 0; i < n * L; i++) worst_batch = fmax(worst_batch, fabs(got[i] - want[i]));

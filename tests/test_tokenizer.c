@@ -275,6 +275,36 @@ static void test_special_tokens_in_text(void **state) {
     EXPECT(t, "a[SEP]b [MASK]", "[CLS] a [SEP] b [MASK] [SEP]");
     EXPECT(t, "[sep]", "[CLS] [ sep ] [SEP]"); /* case-sensitive */
     EXPECT(t, "[SEP", "[CLS] [ sep [SEP]");
+    /* BasicTokenizer's never_split: a whole word that spells a special token once the control
+     * character is removed stays one piece; inside a longer word it is ordinary text. */
+    EXPECT(t, "x [SE\aP] x", "[CLS] x [SEP] x [SEP]");
+    EXPECT(t, "x[SE\aP]", "[CLS] x [ sep ] [SEP]");
+    EXPECT(t, "[se\aP]", "[CLS] [ sep ] [SEP]");
+    tokenizer_free(t);
+}
+
+/* One scratch reused over texts of growing and shrinking size gives what fresh ones give. */
+static void test_scratch_reuse(void **state) {
+    (void)state;
+    tokenizer *t = load_or_fail(tiny_model());
+    tokenizer_scratch *s = tokenizer_scratch_create();
+    assert_non_null(s);
+    const char *texts[] = {"a", "Caf\xc3\xa9 \xce\x9f\xce\xa3 x\xe4\xb8\xad\xe6\x96\x87x unaffable",
+                           "",
+                           "\xc4\xb0stanbul un\x07"
+                           "able",
+                           "b"};
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+            int32_t a[MAX_IDS], b[MAX_IDS];
+            vit_error err = {0};
+            const size_t len = strlen(texts[i]);
+            const int n = tokenizer_encode_with(t, s, texts[i], len, MAX_IDS, a, NULL, &err);
+            assert_int_equal(n, tokenizer_encode(t, texts[i], len, MAX_IDS, b, NULL, &err));
+            assert_memory_equal(a, b, sizeof *a * (size_t)n);
+        }
+    }
+    tokenizer_scratch_free(s);
     tokenizer_free(t);
 }
 
@@ -427,6 +457,7 @@ int main(void) {
         cmocka_unit_test(test_control_and_whitespace),
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_special_tokens_in_text),
+        cmocka_unit_test(test_scratch_reuse),
         cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_empty_text),
         cmocka_unit_test(test_cased_config),

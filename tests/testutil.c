@@ -67,6 +67,9 @@ uint8_t *read_whole_file(const char *path, size_t *size) {
         buf = NULL;
     }
     fclose(f);
-    if (buf) *size = (size_t)n;
+    if (buf) {
+        buf[n] = 0; /* text files can go straight to parsers */
+        *size = (size_t)n;
+    }
     return buf;
 }

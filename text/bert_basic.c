@@ -243,9 +243,18 @@ static int split_punct(const bert_basic_options *o, const int32_t *w, size_t n, 
     return n > start && fn(w + start, n - start, ctx) ? 1 : 0;
 }
 
+static bool never_split(const bert_basic_options *o, const int32_t *w, size_t n) {
+    for (int i = 0; i < o->num_never_split; i++) {
+        if (o->never_split_len[i] == n && memcmp(o->never_split[i], w, n * sizeof *w) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* Steps 5 and 6 for one whitespace-separated word. */
 static int process_word(const bert_basic_options *o, const int32_t *w, size_t n, bert_scratch *s,
                         bert_word_fn fn, void *ctx, vit_error *err) {
+    if (never_split(o, w, n)) return fn(w, n, ctx) ? 1 : 0;
     bool ascii = true;
     for (size_t i = 0; i < n && ascii; i++) ascii = w[i] < 0x80;
     if (o->lower_case) {

@@ -13,6 +13,7 @@
  *      category Mn removed;
  *   6. every punctuation character (ASCII 33-47, 58-64, 91-96, 123-126 or category P*) becomes a
  *      word of its own.
+ * A word equal to a never_split string after step 4 is passed on whole, skipping steps 5 and 6.
  * Unicode data comes from utf8proc (Unicode 15; Python 3.11 has 14, so only characters new in 15
  * can differ: Python drops them as unassigned). */
 
@@ -27,6 +28,11 @@ typedef struct {
     bool strip_accents; /* step 5's NFD and Mn removal */
     bool chinese_chars; /* step 2 */
     bool split_punct;   /* step 6 */
+    /* Words (after steps 1-4) equal to one of these code point strings skip steps 5 and 6, as
+     * BasicTokenizer's never_split does (BertTokenizer passes its special tokens) */
+    const int32_t *const *never_split;
+    const size_t *never_split_len;
+    int num_never_split;
 } bert_basic_options;
 
 /* Code point buffers that grow as needed and are reused from word to word and call to call. */

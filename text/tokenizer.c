@@ -30,8 +30,14 @@ struct tokenizer {
     int match[SP_COUNT];      /* the specials recognised in text, longest name first */
     size_t match_len[SP_COUNT];
     int n_match;
-    bool starts_special[256]; /* first bytes of those names, a cheap pre-test */
+    bool starts_special[256];       /* first bytes of those names, a cheap pre-test */
+    int32_t *never_split[SP_COUNT]; /* every configured name as code points, for opt */
+    size_t never_split_len[SP_COUNT];
     int max_len;
+};
+
+struct tokenizer_scratch {
+    bert_scratch basic;
 };
 
 /* ---- loading ---- */
@@ -179,8 +185,42 @@ static int resolve_specials(tokenizer *t, const char *dir, vit_error *err) {
     return 0;
 }
 
+/* s as code points into out (room for strlen(s) of them); false when s is not valid UTF-8. */
+static bool decode_all(const char *s, int32_t *out, size_t *n) {
+    const size_t len = strlen(s);
+    *n = 0;
+    for (size_t i = 0; i < len;) {
+        const int32_t cp = utf8_decode((const uint8_t *)s, len, &i);
+        if (cp < 0) return false;
+        out[(*n)++] = cp;
+    }
+    return true;
+}
+
+/* Every configured special name as code points, for opt.never_split. BasicTokenizer compares
+ * decoded words, so a name that is not valid UTF-8 can never match and is left out. */
+static int set_never_split(tokenizer *t, vit_error *err) {
+    for (int i = 0; i < SP_COUNT; i++) {
+        const char *name = t->special[i];
+        if (!name || !name[0]) continue;
+        int32_t *cps = malloc(sizeof *cps * strlen(name));
+        size_t n;
+        if (!cps) return vit_fail(err, "tokenizer: out of memory");
+        if (!decode_all(name, cps, &n)) {
+            free(cps);
+            continue;
+        }
+        t->never_split[t->opt.num_never_split] = cps;
+        t->never_split_len[t->opt.num_never_split++] = n;
+    }
+    t->opt.never_split = (const int32_t *const *)t->never_split;
+    t->opt.never_split_len = t->never_split_len;
+    return 0;
+}
+
 static int set_defaults(tokenizer *t, vit_error *err) {
-    t->opt = (bert_basic_options){true, true, true, true};
+    t->opt = (bert_basic_options){
+        .lower_case = true, .strip_accents = true, .chinese_chars = true, .split_punct = true};
     for (int i = 0; i < SP_COUNT; i++) {
         t->special[i] = strdup(special_default[i]);
         if (!t->special[i]) return vit_fail(err, "tokenizer: out of memory");
@@ -198,7 +238,8 @@ int tokenizer_load(const char *model_dir, tokenizer **out, vit_error *err) {
         join_path(path, sizeof path, model_dir, "vocab.txt", err) != 0 ||
         vocab_load(&t->vocab, path, err) != 0 || read_tokenizer_config(t, model_dir, err) != 0 ||
         read_special_tokens_map(t, model_dir, err) != 0 ||
-        read_model_config(t, model_dir, err) != 0 || resolve_specials(t, model_dir, err) != 0) {
+        read_model_config(t, model_dir, err) != 0 || resolve_specials(t, model_dir, err) != 0 ||
+        set_never_split(t, err) != 0) {
         tokenizer_free(t);
         return -1;
     }
@@ -210,7 +251,10 @@ int tokenizer_load(const char *model_dir, tokenizer **out, vit_error *err) {
 void tokenizer_free(tokenizer *t) {
     if (!t) return;
     vocab_free(&t->vocab);
-    for (int i = 0; i < SP_COUNT; i++) free(t->special[i]);
+    for (int i = 0; i < SP_COUNT; i++) {
+        free(t->special[i]);
+        free(t->never_split[i]);
+    }
     free(t);
 }
 
@@ -306,24 +350,39 @@ static int encode_text(const tokenizer *t, const char *text, size_t len, output 
     return bert_basic_tokenize(&t->opt, text + from, len - from, s, wordpiece, o, err) < 0 ? -1 : 0;
 }
 
-int tokenizer_encode(const tokenizer *tok, const char *text, size_t len, int max_len, int32_t *ids,
-                     const char **pieces, vit_error *err) {
-    if (!tok || !ids || (!text && len > 0))
-        return vit_fail(err, "tokenizer_encode: missing tokenizer, text or output array");
+tokenizer_scratch *tokenizer_scratch_create(void) {
+    return calloc(1, sizeof(tokenizer_scratch));
+}
+
+void tokenizer_scratch_free(tokenizer_scratch *s) {
+    if (!s) return;
+    bert_scratch_free(&s->basic);
+    free(s);
+}
+
+int tokenizer_encode_with(const tokenizer *tok, tokenizer_scratch *scratch, const char *text,
+                          size_t len, int max_len, int32_t *ids, const char **pieces,
+                          vit_error *err) {
+    if (!tok || !scratch || !ids || (!text && len > 0))
+        return vit_fail(err, "tokenizer_encode: missing tokenizer, scratch, text or output array");
     if (max_len < 2)
         return vit_fail(err, "tokenizer_encode: max_len %d leaves no room for [CLS] and [SEP]",
                         max_len);
     output o = {tok, ids, pieces, 0, max_len - 1};
     push(&o, tok->special_id[SP_CLS]);
-    if (o.n < o.cap) {
-        bert_scratch s = {0};
-        const int rc = encode_text(tok, text ? text : "", len, &o, &s, err);
-        bert_scratch_free(&s);
-        if (rc < 0) return -1;
-    }
+    if (o.n < o.cap && encode_text(tok, text ? text : "", len, &o, &scratch->basic, err) < 0)
+        return -1;
     o.cap++;
     push(&o, tok->special_id[SP_SEP]);
     return o.n;
+}
+
+int tokenizer_encode(const tokenizer *tok, const char *text, size_t len, int max_len, int32_t *ids,
+                     const char **pieces, vit_error *err) {
+    tokenizer_scratch s = {{0}};
+    const int n = tokenizer_encode_with(tok, &s, text, len, max_len, ids, pieces, err);
+    bert_scratch_free(&s.basic);
+    return n;
 }
 
 const char *tokenizer_piece(const tokenizer *tok, int id) {

@@ -6,15 +6,15 @@
  *   - special tokens ([CLS], [SEP], [PAD], [MASK], [UNK] or whatever the config names, if in the
  *     vocabulary) written literally in the text are recognised as themselves, case-sensitively,
  *     before any normalisation, as tokenizer(text) does; the text between them is tokenized
- *     independently;
+ *     independently; a word that spells a special token only once control characters are gone
+ *     ("[CLS\u200b]") is kept whole too, as BasicTokenizer's never_split does;
  *   - words (after punctuation splitting) longer than 100 code points become [UNK]; otherwise
  *     WordPiece takes the longest vocabulary prefix, then the longest "##" continuation, and so on,
  *     and any rest that matches nothing turns the whole word into [UNK];
  *   - the result is [CLS] pieces [SEP], cut to max_len by dropping pieces from the end.
  * Input must be UTF-8. Invalid bytes are not an error: each is skipped, which is what decoding with
  * errors="replace" and then BertTokenizer's removal of U+FFFD gives. A tokenizer is immutable after
- * loading, so any number of threads may encode with one; each call allocates its few scratch
- * buffers once (none per word or piece). */
+ * loading, so any number of threads may encode with one, each with its own tokenizer_scratch. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -32,11 +32,21 @@ typedef struct tokenizer tokenizer;
 int tokenizer_load(const char *model_dir, tokenizer **out, vit_error *err);
 void tokenizer_free(tokenizer *tok);
 
+/* Working memory of tokenizer_encode_with, grown as texts need and kept for the next call, so a
+ * loop over many texts allocates nothing once warm. One per thread. NULL when out of memory. */
+typedef struct tokenizer_scratch tokenizer_scratch;
+tokenizer_scratch *tokenizer_scratch_create(void);
+void tokenizer_scratch_free(tokenizer_scratch *s);
+
 /* Tokenizes text[0..len) (text may be NULL when len is 0) into ids: [CLS], at most max_len - 2
  * pieces, [SEP]. ids needs room for max_len entries; max_len must be at least 2. pieces may be
  * NULL; otherwise it needs room for max_len pointers and receives each id's vocabulary string,
  * owned by tok and valid until tokenizer_free. Returns the number of ids, or -1 (with err) on bad
  * arguments or when memory runs out. */
+int tokenizer_encode_with(const tokenizer *tok, tokenizer_scratch *scratch, const char *text,
+                          size_t len, int max_len, int32_t *ids, const char **pieces,
+                          vit_error *err);
+/* The same with a scratch of its own (a few allocations per call). */
 int tokenizer_encode(const tokenizer *tok, const char *text, size_t len, int max_len, int32_t *ids,
                      const char **pieces, vit_error *err);
 

@@ -1,5 +1,7 @@
 #include "vit/encoder.h"
 
+#include "vit/alloc.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +26,7 @@ static int training_alloc(encoder_acts *a, const encoder_shape *s, int max_batch
     float **fields[] = {&a->d_ln, &a->d_res, &a->d_ctx, &a->d_qkv, &a->d_act, &a->d_probs};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += pad16(sizes[i]);
-    a->grad_block = aligned_alloc(64, total * sizeof(float));
+    a->grad_block = vit_alloc_floats(total);
     if (!a->grad_block) return -1;
     total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -58,7 +60,7 @@ int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *s, int max_batch
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         total += (sizes[i] + 15) & ~(size_t)15;
     int sets = per_layer ? s->layers : 1;
-    acts->block = aligned_alloc(64, total * sets * sizeof(float));
+    acts->block = vit_alloc_floats(total * sets);
     if (!acts->block) return -1;
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {

@@ -10,6 +10,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"classify", cli_classify, "classify image files (top-k labels, text or JSON lines)"},
+    {"text", cli_text, "classify texts with a BERT model (top-k labels, text or JSON lines)"},
     {"info", cli_info, "describe a model: architecture, parameters, FLOPs, labels"},
     {"bench", cli_bench, "time forward passes on synthetic input"},
     {"preprocess", cli_preprocess, "write the model-ready pixel tensor of an image as safetensors"},

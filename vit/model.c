@@ -1,5 +1,7 @@
 #include "vit/model.h"
 
+#include "vit/alloc.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,7 +151,7 @@ int model_create(model *m, model_config *cfg, vit_error *err) {
     run_layout(&L, m); /* count */
     m->entries = calloc((size_t)L.count, sizeof *m->entries);
     m->num_params = L.offset;
-    m->params = m->layers && m->entries ? aligned_alloc(64, m->num_params * sizeof(float)) : NULL;
+    m->params = m->layers && m->entries ? vit_alloc_floats(m->num_params) : NULL;
     if (!m->params) {
         model_free(m);
         return vit_fail(err, "out of memory for %zu parameters", L.offset);

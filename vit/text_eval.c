@@ -1,0 +1,263 @@
+/* vit eval on text: stream a sentence<TAB>label file through the BERT classifier in batches. */
+#include "vit/text_eval.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "text/utf8.h"
+#include "vit/bert.h"
+
+#define DEFAULT_BATCH 32
+
+/* One batch of parsed lines. Each slot keeps its getline buffer from batch to batch, so reading
+ * allocates only while lines keep getting longer. */
+typedef struct {
+    char **buf;
+    size_t *cap;
+    const char **text; /* sentence: the start of buf[i] */
+    size_t *len;
+    int *label;
+    long *data_line;
+    float *logits, *probs; /* [batch, labels] */
+    int count;
+} batch;
+
+/* Everything one evaluation works with. */
+typedef struct {
+    const char *path;
+    FILE *in;
+    long line; /* number of the line last read, from 1 */
+    bert_classifier *clf;
+    eval_report *report;
+    FILE *predictions;
+    batch b;
+    int batch_size;
+} run;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int batch_alloc(batch *b, int size, int labels) {
+    memset(b, 0, sizeof *b);
+    b->buf = calloc((size_t)size, sizeof *b->buf);
+    b->cap = calloc((size_t)size, sizeof *b->cap);
+    b->text = calloc((size_t)size, sizeof *b->text);
+    b->len = calloc((size_t)size, sizeof *b->len);
+    b->label = calloc((size_t)size, sizeof *b->label);
+    b->data_line = calloc((size_t)size, sizeof *b->data_line);
+    b->logits = calloc((size_t)size * (size_t)labels, sizeof *b->logits);
+    b->probs = calloc((size_t)size * (size_t)labels, sizeof *b->probs);
+    return b->buf && b->cap && b->text && b->len && b->label && b->data_line && b->logits &&
+                   b->probs
+               ? 0
+               : -1;
+}
+
+static void batch_free(batch *b, int size) {
+    for (int i = 0; b->buf && i < size; i++) free(b->buf[i]);
+    free(b->buf);
+    free(b->cap);
+    free(b->text);
+    free(b->len);
+    free(b->label);
+    free(b->data_line);
+    free(b->logits);
+    free(b->probs);
+}
+
+/* s[0..n) for a message: at most 40 characters, invalid UTF-8 and control characters as '?'
+ * (the reason ends up in JSON and on terminals). */
+static void printable(const char *s, size_t n, char *out, size_t size) {
+    size_t o = 0;
+    int chars = 0;
+    for (size_t i = 0; i < n && o + 8 < size; chars++) {
+        if (chars == 40) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+            break;
+        }
+        const size_t at = i;
+        const int32_t cp = utf8_decode((const uint8_t *)s, n, &i);
+        if (cp < 0x20 || cp == 0x7F) {
+            out[o++] = '?';
+        } else {
+            memcpy(out + o, s + at, i - at);
+            o += i - at;
+        }
+    }
+    out[o] = '\0';
+}
+
+/* Trims ASCII blanks (and the '\r' of a CRLF file) from both ends of s[0..*n). */
+static const char *trim(const char *s, size_t *n) {
+    while (*n > 0 && (*s == ' ' || *s == '\t' || *s == '\r')) s++, (*n)--;
+    while (*n > 0 && (s[*n - 1] == ' ' || s[*n - 1] == '\t' || s[*n - 1] == '\r')) (*n)--;
+    return s;
+}
+
+/* A decimal class index in range, else an id2label name (exact, then ignoring case), else -1. */
+static int parse_label(const bert_classifier *clf, const char *s, size_t n) {
+    const int L = bert_classifier_num_labels(clf);
+    size_t digits = 0;
+    long long v = 0;
+    while (digits < n && s[digits] >= '0' && s[digits] <= '9' && v <= L)
+        v = 10 * v + (s[digits++] - '0');
+    if (n > 0 && digits == n && v < L) return (int)v;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < L; i++) {
+            const char *name = bert_classifier_label(clf, i);
+            if (strlen(name) != n) continue;
+            if (pass == 0 ? memcmp(name, s, n) == 0 : strncasecmp(name, s, n) == 0) return i;
+        }
+    }
+    return -1;
+}
+
+/* "expected 0..1 or one of: negative, positive" (the names only while the list is short). */
+static void expected_labels(const bert_classifier *clf, char *out, size_t size) {
+    const int L = bert_classifier_num_labels(clf);
+    int o = snprintf(out, size, "expected 0..%d", L - 1);
+    for (int i = 0; i < L && L <= 10 && o > 0 && (size_t)o < size; i++)
+        o += snprintf(out + o, size - (size_t)o, "%s%s",
+                      i ? ", " : " or one of: ", bert_classifier_label(clf, i));
+    if (L > 10 && o > 0 && (size_t)o < size)
+        snprintf(out + o, size - (size_t)o, " or a label name");
+}
+
+static int skip_line(run *r, const char *fmt, const char *detail) {
+    char where[4200], reason[5000], what[600];
+    snprintf(where, sizeof where, "%s:%ld", r->path, r->line);
+    snprintf(what, sizeof what, fmt, detail);
+    snprintf(reason, sizeof reason, "%s (data line %ld): %s", where, r->line - 1, what);
+    return eval_report_skip(r->report, where, reason);
+}
+
+/* Parses the line in slot i (n bytes). Returns 1 when it joins the batch, 0 when it is empty or
+ * skipped, -1 when out of memory. */
+static int parse_line(run *r, int i, size_t n) {
+    char *s = r->b.buf[i];
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r')) n--;
+    if (n == 0) return 0;
+    const char *tab = memchr(s, '\t', n);
+    if (!tab) return skip_line(r, "%sno tab between sentence and label", "") < 0 ? -1 : 0;
+    const char *field = tab + 1;
+    size_t flen = n - (size_t)(field - s);
+    if (memchr(field, '\t', flen))
+        return skip_line(r, "%smore than one tab (expected sentence<TAB>label)", "") < 0 ? -1 : 0;
+    field = trim(field, &flen);
+    const int label = parse_label(r->clf, field, flen);
+    if (label < 0) {
+        char shown[400], expected[400], detail[900];
+        printable(field, flen, shown, sizeof shown);
+        expected_labels(r->clf, expected, sizeof expected);
+        snprintf(detail, sizeof detail, "'%s' (%s)", shown, expected);
+        return skip_line(r, flen ? "unknown label %s" : "empty label%.0s", detail) < 0 ? -1 : 0;
+    }
+    r->b.text[i] = s;
+    r->b.len[i] = (size_t)(tab - s);
+    r->b.label[i] = label;
+    r->b.data_line[i] = r->line - 1;
+    return 1;
+}
+
+/* Fills the batch from the file. Returns the count (0 at the end) or -1 with err. */
+static int read_batch(run *r, vit_error *err) {
+    batch *b = &r->b;
+    b->count = 0;
+    while (b->count < r->batch_size) {
+        const int i = b->count;
+        errno = 0;
+        const ssize_t n = getline(&b->buf[i], &b->cap[i], r->in);
+        if (n < 0) {
+            if (ferror(r->in) || errno == ENOMEM)
+                return vit_fail(err, "%s: %s", r->path, strerror(errno ? errno : EIO));
+            break;
+        }
+        if (++r->line == 1) continue; /* the header */
+        const int rc = parse_line(r, i, (size_t)n);
+        if (rc < 0) return vit_fail(err, "%s: out of memory", r->path);
+        b->count += rc;
+    }
+    return b->count;
+}
+
+static int classify_batch(run *r, vit_error *err) {
+    batch *b = &r->b;
+    const int L = bert_classifier_num_labels(r->clf);
+    if (bert_classifier_run(r->clf, b->text, b->len, b->count, b->logits, b->probs, err) != 0)
+        return -1;
+    for (int i = 0; i < b->count; i++) {
+        const float *p = b->probs + (size_t)i * L;
+        const int pred = eval_report_add(r->report, b->label[i], p);
+        if (r->predictions && fprintf(r->predictions, "%ld\t%d\t%d\t%.6f\n", b->data_line[i],
+                                      b->label[i], pred, (double)p[pred]) < 0)
+            return vit_fail(err, "writing the predictions: %s", strerror(errno));
+    }
+    return 0;
+}
+
+static int copy_labels(text_eval_result *out, const bert_classifier *clf, vit_error *err) {
+    const int L = bert_classifier_num_labels(clf);
+    char **labels = calloc((size_t)L, sizeof *labels);
+    out->labels = (const char *const *)labels;
+    out->num_labels = L;
+    for (int i = 0; labels && i < L; i++) {
+        if (!(labels[i] = strdup(bert_classifier_label(clf, i))))
+            return vit_fail(err, "out of memory");
+    }
+    return labels ? 0 : vit_fail(err, "out of memory");
+}
+
+static int evaluate(run *r, vit_error *err) {
+    if (r->predictions && fputs("line\ttrue\tpredicted\tprobability\n", r->predictions) < 0)
+        return vit_fail(err, "writing the predictions: %s", strerror(errno));
+    int n;
+    while ((n = read_batch(r, err)) > 0) {
+        if (classify_batch(r, err) != 0) return -1;
+    }
+    if (n < 0) return -1;
+    if (r->predictions && fflush(r->predictions) != 0)
+        return vit_fail(err, "writing the predictions: %s", strerror(errno));
+    return 0;
+}
+
+int text_eval_tsv(const char *model_dir, const char *tsv_path, const text_eval_options *options,
+                  FILE *predictions, text_eval_result *out, vit_error *err) {
+    memset(out, 0, sizeof *out);
+    run r = {.path = tsv_path, .predictions = predictions};
+    r.batch_size = options && options->batch > 0 ? options->batch : DEFAULT_BATCH;
+    r.clf = bert_classifier_load(model_dir, r.batch_size, options ? options->threads : 0, err);
+    if (!r.clf) return -1;
+    int rc = -1;
+    const int L = bert_classifier_num_labels(r.clf);
+    if (!(r.in = fopen(tsv_path, "r"))) {
+        vit_fail(err, "%s: %s", tsv_path, strerror(errno));
+    } else if (batch_alloc(&r.b, r.batch_size, L) != 0 ||
+               !(r.report = eval_report_create(L, err))) {
+        vit_fail(err, "out of memory for batches of %d texts", r.batch_size);
+    } else if (copy_labels(out, r.clf, err) == 0) {
+        const double t0 = now();
+        rc = evaluate(&r, err);
+        out->seconds = now() - t0;
+    }
+    if (r.in) fclose(r.in);
+    batch_free(&r.b, r.batch_size);
+    bert_classifier_free(r.clf);
+    out->report = r.report;
+    if (rc != 0) text_eval_result_free(out);
+    return rc;
+}
+
+void text_eval_result_free(text_eval_result *r) {
+    eval_report_free(r->report);
+    for (int i = 0; r->labels && i < r->num_labels; i++) free((char *)r->labels[i]);
+    free((char **)r->labels);
+    memset(r, 0, sizeof *r);
+}
