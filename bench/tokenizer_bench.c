@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "text/textfile.h"
+#include "vit/file.h"
 #include "text/tokenizer.h"
 
 static double now(void) {
@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
     }
     const double load_ms = 1e3 * (now() - t0);
     size_t size;
-    char *tsv = text_read_file(path, &size, &err);
+    char *tsv = vit_read_file(path, (size_t)1 << 30, &size, &err);
     int32_t *ids = malloc(sizeof *ids * (size_t)tokenizer_max_len(t));
     tokenizer_scratch *scratch = tokenizer_scratch_create();
     if (!tsv || !ids || !scratch) {

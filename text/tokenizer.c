@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "text/bert_basic.h"
-#include "text/textfile.h"
+#include "vit/file.h"
 #include "text/utf8.h"
 #include "text/vocab.h"
 
@@ -56,7 +56,7 @@ static int load_json(const char *dir, const char *name, cJSON **root, char *path
     struct stat st;
     if (stat(path, &st) != 0 && errno == ENOENT) return 0;
     size_t n;
-    char *text = text_read_file(path, &n, err);
+    char *text = vit_read_file(path, 16 << 20, &n, err); /* tokenizer JSON: small */
     if (!text) return -1;
     *root = cJSON_ParseWithLength(text, n);
     free(text);

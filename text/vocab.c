@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "text/textfile.h"
+#include "vit/file.h"
 #include "text/utf8.h"
 
 /* FNV-1a, continued from state h so that "##" + s hashes without building the string. */
@@ -107,7 +107,7 @@ static int build_table(vocab *v, const char *path, vit_error *err) {
 int vocab_load(vocab *v, const char *path, vit_error *err) {
     memset(v, 0, sizeof *v);
     size_t size;
-    v->text = text_read_file(path, &size, err);
+    v->text = vit_read_file(path, 256 << 20, &size, err); /* BERT vocabularies: ~230 kB */
     if (!v->text) return -1;
     if (split_lines(v, path, size, err) != 0 || check_utf8(v, path, err) != 0 ||
         build_table(v, path, err) != 0) {
