@@ -5,11 +5,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
-#include "text/utf8.h"
 #include "vit/bert.h"
+#include "vit/text_data.h"
 
 #define DEFAULT_BATCH 32
 
@@ -72,97 +71,25 @@ static void batch_free(batch *b, int size) {
     free(b->probs);
 }
 
-/* s[0..n) for a message: at most 40 characters, invalid UTF-8 and control characters as '?'
- * (the reason ends up in JSON and on terminals). */
-static void printable(const char *s, size_t n, char *out, size_t size) {
-    size_t o = 0;
-    int chars = 0;
-    for (size_t i = 0; i < n && o + 8 < size; chars++) {
-        if (chars == 40) {
-            memcpy(out + o, "...", 3);
-            o += 3;
-            break;
-        }
-        const size_t at = i;
-        const int32_t cp = utf8_decode((const uint8_t *)s, n, &i);
-        if (cp < 0x20 || cp == 0x7F) {
-            out[o++] = '?';
-        } else {
-            memcpy(out + o, s + at, i - at);
-            o += i - at;
-        }
-    }
-    out[o] = '\0';
-}
-
-/* Trims ASCII blanks (and the '\r' of a CRLF file) from both ends of s[0..*n). */
-static const char *trim(const char *s, size_t *n) {
-    while (*n > 0 && (*s == ' ' || *s == '\t' || *s == '\r')) s++, (*n)--;
-    while (*n > 0 && (s[*n - 1] == ' ' || s[*n - 1] == '\t' || s[*n - 1] == '\r')) (*n)--;
-    return s;
-}
-
-/* A decimal class index in range, else an id2label name (exact, then ignoring case), else -1. */
-static int parse_label(const bert_classifier *clf, const char *s, size_t n) {
-    const int L = bert_classifier_num_labels(clf);
-    size_t digits = 0;
-    long long v = 0;
-    while (digits < n && s[digits] >= '0' && s[digits] <= '9' && v <= L)
-        v = 10 * v + (s[digits++] - '0');
-    if (n > 0 && digits == n && v < L) return (int)v;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < L; i++) {
-            const char *name = bert_classifier_label(clf, i);
-            if (strlen(name) != n) continue;
-            if (pass == 0 ? memcmp(name, s, n) == 0 : strncasecmp(name, s, n) == 0) return i;
-        }
-    }
-    return -1;
-}
-
-/* "expected 0..1 or one of: negative, positive" (the names only while the list is short). */
-static void expected_labels(const bert_classifier *clf, char *out, size_t size) {
-    const int L = bert_classifier_num_labels(clf);
-    int o = snprintf(out, size, "expected 0..%d", L - 1);
-    for (int i = 0; i < L && L <= 10 && o > 0 && (size_t)o < size; i++)
-        o += snprintf(out + o, size - (size_t)o, "%s%s",
-                      i ? ", " : " or one of: ", bert_classifier_label(clf, i));
-    if (L > 10 && o > 0 && (size_t)o < size)
-        snprintf(out + o, size - (size_t)o, " or a label name");
-}
-
-static int skip_line(run *r, const char *fmt, const char *detail) {
-    char where[4200], reason[5000], what[600];
+static int skip_line(run *r, const char *why) {
+    char where[4200], reason[5000];
     snprintf(where, sizeof where, "%s:%ld", r->path, r->line);
-    snprintf(what, sizeof what, fmt, detail);
-    snprintf(reason, sizeof reason, "%s (data line %ld): %s", where, r->line - 1, what);
+    snprintf(reason, sizeof reason, "%s (data line %ld): %s", where, r->line - 1, why);
     return eval_report_skip(r->report, where, reason);
 }
 
-/* Parses the line in slot i (n bytes). Returns 1 when it joins the batch, 0 when it is empty or
- * skipped, -1 when out of memory. */
+/* Parses the line in slot i (n bytes) with the parser training shares (vit/text_data.h).
+ * Returns 1 when it joins the batch, 0 when it is empty or skipped, -1 when out of memory. */
 static int parse_line(run *r, int i, size_t n) {
-    char *s = r->b.buf[i];
-    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r')) n--;
-    if (n == 0) return 0;
-    const char *tab = memchr(s, '\t', n);
-    if (!tab) return skip_line(r, "%sno tab between sentence and label", "") < 0 ? -1 : 0;
-    const char *field = tab + 1;
-    size_t flen = n - (size_t)(field - s);
-    if (memchr(field, '\t', flen))
-        return skip_line(r, "%smore than one tab (expected sentence<TAB>label)", "") < 0 ? -1 : 0;
-    field = trim(field, &flen);
-    const int label = parse_label(r->clf, field, flen);
-    if (label < 0) {
-        char shown[400], expected[400], detail[900];
-        printable(field, flen, shown, sizeof shown);
-        expected_labels(r->clf, expected, sizeof expected);
-        snprintf(detail, sizeof detail, "'%s' (%s)", shown, expected);
-        return skip_line(r, flen ? "unknown label %s" : "empty label%.0s", detail) < 0 ? -1 : 0;
-    }
-    r->b.text[i] = s;
-    r->b.len[i] = (size_t)(tab - s);
-    r->b.label[i] = label;
+    text_tsv_line l;
+    char why[600]; /* fits skip_line's reason after the location */
+    const int rc = text_tsv_parse_line(r->b.buf[i], n, bert_classifier_labels(r->clf),
+                                       bert_classifier_num_labels(r->clf), &l, why, sizeof why);
+    if (rc < 0) return skip_line(r, why) < 0 ? -1 : 0;
+    if (rc == 0) return 0;
+    r->b.text[i] = l.text;
+    r->b.len[i] = l.len;
+    r->b.label[i] = l.label;
     r->b.data_line[i] = r->line - 1;
     return 1;
 }
