@@ -75,14 +75,16 @@ int cli_bench(int argc, char **argv) {
     double median = runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);
     double ips = B * 1000.0 / median, gflops = vit_flops_per_image(ctx) * B / (median * 1e6);
     int threads = params.threads > 0 ? params.threads : omp_get_max_threads();
+    const char *wait = getenv("OMP_WAIT_POLICY"); /* figures depend on it: see main.c */
     if (json)
         printf("{\"batch\": %d, \"threads\": %d, \"ms_per_batch\": %.3f, \"images_per_second\": %.2f, "
-               "\"gflops\": %.2f, \"blas_core\": \"%s\"}\n",
-               B, threads, median, ips, gflops, cli_blas_core());
+               "\"gflops\": %.2f, \"blas_core\": \"%s\", \"omp_wait_policy\": \"%s\"}\n",
+               B, threads, median, ips, gflops, cli_blas_core(), wait ? wait : "default");
     else
-        printf("%s: batch %d, %d thread%s, OpenBLAS %s\n  %.3f ms per batch (median of %d), %.1f images/s, "
-               "%.1f GFLOP/s\n",
-               dir, B, threads, threads == 1 ? "" : "s", cli_blas_core(), median, runs, ips, gflops);
+        printf("%s: batch %d, %d thread%s (OpenMP wait policy %s), OpenBLAS %s\n"
+               "  %.3f ms per batch (median of %d), %.1f images/s, %.1f GFLOP/s\n",
+               dir, B, threads, threads == 1 ? "" : "s", wait ? wait : "default", cli_blas_core(),
+               median, runs, ips, gflops);
     free(pixels);
     free(logits);
     free(ms);
