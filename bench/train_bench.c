@@ -1,5 +1,6 @@
-/* Training-step throughput on a Fashion-MNIST-sized ViT (28x28x1, patch 4, 10 labels):
- *   build/bench/train_bench [--hidden 64] [--layers 4] [--batch 128] [--steps 20] [--threads 2]
+/* Training-step throughput on a Fashion-MNIST-sized ViT (28x28x1, patch 4, 10 labels; the
+ * defaults are the shape of models/fashion-vit):
+ *   build/bench/train_bench [--hidden 64] [--layers 6] [--batch 128] [--steps 20] [--threads 2]
  *                           [--dropout 0] [--freeze]
  * Random weights, pixels and labels; the first two steps (page faults, BLAS warm-up) are not timed;
  * prints the median and the best step time. */
@@ -30,7 +31,7 @@ static float uniform(void) { /* xorshift64*, [0, 1) */
 }
 
 int main(int argc, char **argv) {
-    int hidden = 64, layers = 4, batch = 128, steps = 20, threads = 2, freeze = 0;
+    int hidden = 64, layers = 6, batch = 128, steps = 20, threads = 2, freeze = 0;
     float dropout = 0.0f;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -40,7 +40,8 @@ static void test_json(void **state) {
     (void)state;
     eval_report *r = worked_case();
     const char *labels[7] = {"a", "b", "c", "d", "e", "f", "g"};
-    eval_summary s = {.model = "m", .data = "dir", .labels = labels, .unit = "images", .seconds = 2.0};
+    eval_summary s = {
+        .model = "m", .data = "dir", .labels = labels, .unit = "images", .seconds = 2.0};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -63,12 +64,55 @@ static void test_json(void **state) {
     assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(m, 2), 2)->valueint, 0);
     const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "errors"), 0);
     assert_string_equal(cJSON_GetObjectItem(e, "file")->valuestring, "bad.png");
+    /* the reason without the repeated file name */
+    assert_string_equal(cJSON_GetObjectItem(e, "error")->valuestring, "not a PNG or JPEG file");
     cJSON_Delete(o);
     free(buf);
     eval_report_free(r);
 }
 
+/* The human report: figures, classes worst recall first, confusions, skipped inputs once named. */
+static void test_print(void **state) {
+    (void)state;
+    eval_report *r = worked_case();
+    assert_int_equal(eval_report_skip(r, "t.tsv:3", "t.tsv:3 (data line 2): no tab"), 0);
+    assert_int_equal(eval_report_skip(r, "x.jpg", "unreadable"), 0);
+    const char *labels[7] = {"a", "b", "c", "d", "e", "f", "g"};
+    const char *folders[7] = {"a", "dir_b", NULL, NULL, NULL, NULL, NULL};
+    eval_summary s = {.model = "m",
+                      .data = "dir",
+                      .labels = labels,
+                      .folders = folders,
+                      .unit = "images",
+                      .seconds = 2.0};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    eval_report_print(r, &s, f);
+    fclose(f);
+    assert_non_null(strstr(buf, "images     4 evaluated, 3 skipped"));
+    assert_non_null(strstr(buf, "top-1:     0.5000 (2/4)"));
+    assert_non_null(strstr(buf, "top-5:     0.7500 (3/4)"));
+    assert_non_null(strstr(buf, "2.0 images/s"));
+    /* index count correct precision recall label [folder when it differs] */
+    const char *c2 = strstr(buf, "      2      1       0    0.0000    0.0000  c\n");
+    const char *c0 = strstr(buf, "      0      2       1    1.0000    0.5000  a\n");
+    const char *c1 = strstr(buf, "      1      1       1    0.3333    1.0000  b  [dir_b]\n");
+    assert_non_null(c2);
+    assert_non_null(c0);
+    assert_non_null(c1);
+    assert_true(c2 < c0 && c0 < c1);
+    assert_non_null(strstr(buf, "      1  a -> b\n"));
+    assert_non_null(strstr(buf, "      1  c -> b\n"));
+    assert_non_null(strstr(buf, "\n  bad.png: not a PNG or JPEG file\n"));
+    assert_non_null(strstr(buf, "\n  t.tsv:3 (data line 2): no tab\n"));
+    assert_non_null(strstr(buf, "\n  x.jpg: unreadable\n"));
+    free(buf);
+    eval_report_free(r);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_accuracy), cmocka_unit_test(test_json)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_accuracy), cmocka_unit_test(test_json),
+                                       cmocka_unit_test(test_print)};
     return cmocka_run_group_tests_name("eval report", tests, NULL, NULL);
 }

@@ -59,6 +59,9 @@ int eval_report_skip(eval_report *r, const char *input, const char *reason) {
         r->cap_skipped = cap;
     }
     skipped_input *s = &r->skipped[r->num_skipped];
+    /* Error messages usually start with the input's name; keep the reason alone. */
+    size_t n = strlen(input);
+    if (strncmp(reason, input, n) == 0 && reason[n] == ':' && reason[n + 1] == ' ') reason += n + 2;
     s->input = strdup(input);
     s->reason = strdup(reason);
     if (!s->input || !s->reason) {
@@ -70,10 +73,18 @@ int eval_report_skip(eval_report *r, const char *input, const char *reason) {
     return 0;
 }
 
-int eval_report_count(const eval_report *r) { return r->count; }
-int eval_report_skipped(const eval_report *r) { return r->num_skipped; }
-double eval_report_top1(const eval_report *r) { return r->count ? (double)r->top1 / r->count : 0.0; }
-double eval_report_top5(const eval_report *r) { return r->count ? (double)r->top5 / r->count : 0.0; }
+int eval_report_count(const eval_report *r) {
+    return r->count;
+}
+int eval_report_skipped(const eval_report *r) {
+    return r->num_skipped;
+}
+double eval_report_top1(const eval_report *r) {
+    return r->count ? (double)r->top1 / r->count : 0.0;
+}
+double eval_report_top5(const eval_report *r) {
+    return r->count ? (double)r->top5 / r->count : 0.0;
+}
 
 typedef struct {
     int index, count, correct, predicted;
@@ -95,6 +106,8 @@ static class_stats stats_of(const eval_report *r, int c) {
 static int by_recall(const void *a, const void *b) {
     const class_stats *x = a, *y = b;
     if (x->recall != y->recall) return x->recall < y->recall ? -1 : 1;
+    if (x->count != y->count)
+        return y->count - x->count; /* more inputs at the same recall: worse */
     return x->index - y->index;
 }
 
@@ -119,7 +132,9 @@ static int by_count(const void *a, const void *b) {
     return x->truth != y->truth ? x->truth - y->truth : x->pred - y->pred;
 }
 
-static const char *name_of(const eval_summary *s, int c) { return s->labels ? s->labels[c] : "?"; }
+static const char *name_of(const eval_summary *s, int c) {
+    return s->labels ? s->labels[c] : "?";
+}
 
 static void print_confusions(const eval_report *r, const eval_summary *s, FILE *out) {
     int n = 0, shown = 0;
@@ -136,31 +151,45 @@ static void print_confusions(const eval_report *r, const eval_summary *s, FILE *
     qsort(cells, (size_t)n, sizeof *cells, by_count);
     fprintf(out, "\nmost frequent confusions (true -> predicted):\n");
     for (int i = 0; i < n && shown < 10; i++, shown++)
-        fprintf(out, "  %5d  %s -> %s\n", cells[i].count, name_of(s, cells[i].truth), name_of(s, cells[i].pred));
+        fprintf(out, "  %5d  %s -> %s\n", cells[i].count, name_of(s, cells[i].truth),
+                name_of(s, cells[i].pred));
     free(cells);
 }
 
 void eval_report_print(const eval_report *r, const eval_summary *s, FILE *out) {
     fprintf(out, "model:     %s\ndata:      %s\n", s->model, s->data);
     fprintf(out, "%-10s %d evaluated, %d skipped\n", s->unit, r->count, r->num_skipped);
-    fprintf(out, "top-1:     %.4f (%d/%d)\ntop-5:     %.4f (%d/%d)\n", eval_report_top1(r), r->top1, r->count,
-            eval_report_top5(r), r->top5, r->count);
-    fprintf(out, "time:      %.2f s, %.1f %s/s\n", s->seconds, s->seconds > 0 ? r->count / s->seconds : 0.0,
-            s->unit);
+    fprintf(out, "top-1:     %.4f (%d/%d)\ntop-5:     %.4f (%d/%d)\n", eval_report_top1(r), r->top1,
+            r->count, eval_report_top5(r), r->top5, r->count);
+    fprintf(out, "time:      %.2f s, %.1f %s/s\n", s->seconds,
+            s->seconds > 0 ? r->count / s->seconds : 0.0, s->unit);
     class_stats *classes = malloc(sizeof *classes * (size_t)r->labels);
-    if (classes) {
+    if (classes && r->count > 0) {
         int n = present_classes(r, classes);
-        fprintf(out, "\nper class (worst recall first):\n  %-5s %6s %9s %9s  %s\n", "index", "count", "precision",
+        fprintf(out,
+                "\nper class, worst first (recall = the class's accuracy, correct / count):\n");
+        fprintf(out, "  %5s %6s %7s %9s %9s  %s\n", "index", "count", "correct", "precision",
                 "recall", "label");
-        for (int i = 0; i < n; i++)
-            fprintf(out, "  %-5d %6d %9.4f %9.4f  %s\n", classes[i].index, classes[i].count, classes[i].precision,
-                    classes[i].recall, name_of(s, classes[i].index));
-        free(classes);
+        for (int i = 0; i < n; i++) {
+            int c = classes[i].index;
+            fprintf(out, "  %5d %6d %7d %9.4f %9.4f  %s", c, classes[i].count, classes[i].correct,
+                    classes[i].precision, classes[i].recall, name_of(s, c));
+            if (s->folders && s->folders[c] && strcmp(s->folders[c], name_of(s, c)) != 0)
+                fprintf(out, "  [%s]", s->folders[c]);
+            fputc('\n', out);
+        }
     }
+    free(classes);
     print_confusions(r, s, out);
     if (r->num_skipped) {
         fprintf(out, "\nskipped:\n");
-        for (int i = 0; i < r->num_skipped; i++) fprintf(out, "  %s\n", r->skipped[i].reason);
+        for (int i = 0; i < r->num_skipped; i++) {
+            const skipped_input *k = &r->skipped[i];
+            if (strncmp(k->reason, k->input, strlen(k->input)) == 0) /* the reason names it */
+                fprintf(out, "  %s\n", k->reason);
+            else
+                fprintf(out, "  %s: %s\n", k->input, k->reason);
+        }
     }
 }
 
@@ -182,8 +211,10 @@ static cJSON *classes_json(const eval_report *r, const eval_summary *s) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "index", c);
         cJSON_AddStringToObject(o, "label", name_of(s, c));
-        if (s->folders && s->folders[c]) cJSON_AddStringToObject(o, "folder", s->folders[c]);
-        else cJSON_AddNullToObject(o, "folder");
+        if (s->folders && s->folders[c])
+            cJSON_AddStringToObject(o, "folder", s->folders[c]);
+        else
+            cJSON_AddNullToObject(o, "folder");
         cJSON_AddNumberToObject(o, "count", st.count);
         cJSON_AddNumberToObject(o, "correct", st.correct);
         cJSON_AddNumberToObject(o, "precision", st.precision);
@@ -198,11 +229,13 @@ static cJSON *confusion_json(const eval_report *r, const eval_summary *s) {
     cJSON *o = cJSON_CreateObject(), *labels = cJSON_AddArrayToObject(o, "labels");
     cJSON *matrix = cJSON_AddArrayToObject(o, "matrix");
     int n = axes ? matrix_axes(r, axes) : 0;
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(labels, cJSON_CreateString(name_of(s, axes[i])));
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(labels, cJSON_CreateString(name_of(s, axes[i])));
     for (int i = 0; i < n; i++) {
         cJSON *row = cJSON_CreateArray();
         for (int j = 0; j < n; j++)
-            cJSON_AddItemToArray(row, cJSON_CreateNumber(r->confusion[(size_t)axes[i] * r->labels + axes[j]]));
+            cJSON_AddItemToArray(
+                row, cJSON_CreateNumber(r->confusion[(size_t)axes[i] * r->labels + axes[j]]));
         cJSON_AddItemToArray(matrix, row);
     }
     free(axes);

@@ -16,7 +16,8 @@ void eval_report_free(eval_report *r);
 /* One evaluated input: its true class and the model's probabilities [num_labels].
  * Returns the predicted class. */
 int eval_report_add(eval_report *r, int true_label, const float *probs);
-/* One input skipped, with the reason (copied). */
+/* One input skipped, with the reason (copied). A reason of the form "INPUT: why" keeps only
+ * "why", so messages that already name the input are not repeated. */
 int eval_report_skip(eval_report *r, const char *input, const char *reason);
 
 int eval_report_count(const eval_report *r);
@@ -26,9 +27,10 @@ double eval_report_top5(const eval_report *r);
 
 typedef struct {
     const char *model, *data;
-    const char *const *labels;  /* [num_labels] */
-    const char *const *folders; /* [num_labels] folder (or label text) per class; NULL entries allowed */
-    const char *unit;           /* "images" or "texts" */
+    const char *const *labels; /* [num_labels] */
+    const char *const
+        *folders;     /* [num_labels] folder (or label text) per class; NULL entries allowed */
+    const char *unit; /* "images" or "texts" */
     double seconds;
 } eval_summary;
 

@@ -13,8 +13,10 @@ static const struct {
 } commands[] = {
     {"classify", cli_classify, "classify image files (top-k labels, text or JSON lines)"},
     {"text", cli_text, "classify texts with a BERT model (top-k labels, text or JSON lines)"},
+    {"eval", cli_eval, "accuracy on labeled image folders: top-1/top-5, per class, confusions"},
     {"info", cli_info, "describe a model: architecture, parameters, FLOPs, labels"},
     {"bench", cli_bench, "time forward passes on synthetic input"},
+    {"train", cli_train, "train a ViT or fine-tune one on image folders (AdamW, checkpoints)"},
     {"preprocess", cli_preprocess, "write the model-ready pixel tensor of an image as safetensors"},
 };
 

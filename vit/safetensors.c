@@ -256,8 +256,17 @@ int st_to_f32(const st_file *file, const st_tensor *t, float *out, vit_error *er
 static int write_all(FILE *f, const void *data, size_t size) { return fwrite(data, 1, size, f) == size ? 0 : -1; }
 
 int st_write_f32(const char *path, const st_entry *entries, int count, vit_error *err) {
+    return st_write_f32_meta(path, entries, count, NULL, NULL, 0, err);
+}
+
+int st_write_f32_meta(const char *path, const st_entry *entries, int count, const char *const *keys,
+                      const char *const *values, int nmeta, vit_error *err) {
     cJSON *root = cJSON_CreateObject();
     if (!root) return vit_fail(err, "%s: out of memory", path);
+    if (nmeta > 0) {
+        cJSON *meta = cJSON_AddObjectToObject(root, "__metadata__");
+        for (int i = 0; i < nmeta; i++) cJSON_AddStringToObject(meta, keys[i], values[i]);
+    }
     uint64_t offset = 0;
     for (int i = 0; i < count; i++) {
         int64_t numel = 1;
@@ -298,4 +307,23 @@ int st_write_f32(const char *path, const st_entry *entries, int count, vit_error
         return vit_fail(err, "%s: write failed: %s", path, strerror(errno));
     }
     return 0;
+}
+
+int st_metadata(const st_file *file, const char *key, char *buf, size_t size, vit_error *err) {
+    /* st_open validated the header: 8-byte length, then that much JSON */
+    const uint8_t *map = file->map;
+    uint64_t len = 0;
+    for (int i = 0; i < 8; i++) len |= (uint64_t)map[i] << (8 * i);
+    cJSON *root = cJSON_ParseWithLength((const char *)map + 8, (size_t)len);
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(meta, key);
+    int rc = 0;
+    if (!cJSON_IsString(item))
+        rc = vit_fail(err, "%s: no metadata entry '%s'", file->path, key);
+    else if (strlen(item->valuestring) >= size)
+        rc = vit_fail(err, "%s: metadata entry '%s' too long", file->path, key);
+    else
+        memcpy(buf, item->valuestring, strlen(item->valuestring) + 1);
+    cJSON_Delete(root);
+    return rc;
 }

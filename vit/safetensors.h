@@ -47,4 +47,13 @@ typedef struct {
 
 int st_write_f32(const char *path, const st_entry *entries, int count, vit_error *err);
 
+/* As st_write_f32, with an "__metadata__" object of nmeta string pairs (keys[i]: values[i]), e.g.
+ * {"format": "pt"}, which PyTorch/transformers expect of model files. */
+int st_write_f32_meta(const char *path, const st_entry *entries, int count, const char *const *keys,
+                      const char *const *values, int nmeta, vit_error *err);
+
+/* The "__metadata__" value of key in an open file, copied into buf (size bytes). Returns 0, or -1
+ * with err when the file has no such string entry or it does not fit. */
+int st_metadata(const st_file *file, const char *key, char *buf, size_t size, vit_error *err);
+
 #endif

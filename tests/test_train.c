@@ -1,0 +1,468 @@
+/* The training stack against independent expectations: AdamW against hand-computed updates, the
+ * schedule against its formula at chosen steps, clipping against a known norm, checkpoints by
+ * round trip, augmentation against the shift/flip it claims, a run interrupted and resumed against
+ * an uninterrupted one (bit for bit), and a smoke test that training learns a tiny synthetic task.
+ */
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vit/checkpoint.h"
+#include "vit/model.h"
+#include "vit/ops.h"
+#include "vit/optim.h"
+#include "vit/safetensors.h"
+#include "vit/train_data.h"
+#include "vit/trainer.h"
+#include "vit/vit_train.h"
+
+static const char *tiny_json =
+    "{\"model_type\": \"vit\", \"image_size\": 8, \"patch_size\": 4, \"num_channels\": 1,"
+    " \"hidden_size\": 16, \"num_hidden_layers\": 2, \"num_attention_heads\": 2,"
+    " \"intermediate_size\": 32, \"num_labels\": 3, \"layer_norm_eps\": 1e-6, \"qkv_bias\": %s,"
+    " \"id2label\": {\"0\": \"left/right\", \"1\": \"up down\", \"2\": \"x\"}}";
+
+static void tiny_model(model *m, int qkv_bias) {
+    char json[1024];
+    snprintf(json, sizeof json, tiny_json, qkv_bias ? "true" : "false");
+    model_config cfg;
+    vit_error err = {0};
+    if (model_config_parse(json, "tiny", &cfg, &err) != 0) fail_msg("%s", err.msg);
+    if (model_create(m, &cfg, &err) != 0) fail_msg("%s", err.msg);
+}
+
+static uint64_t test_rng = 99;
+static float uniform(float lo, float hi) {
+    return lo + (hi - lo) * (float)rng_uniform(&test_rng);
+}
+
+static const param_entry *find(const model *m, const char *name) {
+    const param_entry *e = model_find_param(m, name);
+    assert_non_null(e);
+    return e;
+}
+
+/* ---- AdamW ---- */
+
+/* One decayed weight and one bias element through two steps, against values worked out by hand
+ * from the AdamW update (lr 0.1, weight decay 0.1, β 0.9/0.999, eps 1e-8):
+ *   step 1, g = 0.5:  m = 0.05, v = 0.00025, m̂ = 0.5, v̂ = 0.25 -> update 0.1·0.5/0.5 = 0.1;
+ *                     weight 1·(1 - 0.01) - 0.1 = 0.89, bias 1 - 0.1 = 0.9
+ *   step 2, g = -0.25: m = 0.02, v = 0.00031225, m̂ = 0.02/0.19, v̂ = 0.00031225/0.001999
+ *                     -> update 0.1·0.1052632/0.3952250 = 0.0266337;
+ *                     weight 0.89·0.99 - 0.0266337 = 0.8544663, bias 0.9 - 0.0266337 = 0.8733663 */
+static void test_adamw_hand_computed(void **state) {
+    (void)state;
+    model m;
+    tiny_model(&m, 0);
+    const param_entry *w = find(&m, "encoder.layer.0.attention.output.dense.weight");
+    const param_entry *b = find(&m, "encoder.layer.0.attention.output.dense.bias");
+    const param_entry *qb = find(&m, "encoder.layer.0.attention.attention.query.bias");
+    assert_true(w->decay && !b->decay && qb->absent);
+    float *grads = calloc(m.num_params, sizeof(float));
+    for (size_t i = 0; i < m.num_params; i++) m.params[i] = 1.0f;
+    vit_error err = {0};
+    adamw opt;
+    assert_int_equal(adamw_init(&opt, &m, &(adamw_hparams){.lr = 0.1f, .weight_decay = 0.1f}, &err),
+                     0);
+    grads[w->offset] = grads[b->offset] = 0.5f;
+    grads[qb->offset] = 0.5f; /* absent: must stay untouched whatever its gradient */
+    adamw_step(&opt, &m, grads, 0.1f);
+    assert_float_equal(m.params[w->offset], 0.89f, 1e-6f);
+    assert_float_equal(m.params[b->offset], 0.9f, 1e-6f);
+    assert_true(m.params[qb->offset] == 1.0f);
+    /* other decayed elements had g = 0: decay only (m = v = 0, the update is 0/eps = 0) */
+    assert_float_equal(m.params[w->offset + 1], 0.99f, 1e-7f);
+    assert_true(m.params[b->offset + 1] == 1.0f);
+    grads[w->offset] = grads[b->offset] = -0.25f;
+    adamw_step(&opt, &m, grads, 0.1f);
+    assert_float_equal(m.params[w->offset], 0.8544663f, 2e-6f);
+    assert_float_equal(m.params[b->offset], 0.8733663f, 2e-6f);
+    assert_int_equal(opt.step, 2);
+    adamw_free(&opt);
+    free(grads);
+    model_free(&m);
+}
+
+/* The linear probe leaves everything but the final LayerNorm and classifier alone. */
+static void test_adamw_frozen_encoder(void **state) {
+    (void)state;
+    model m;
+    tiny_model(&m, 1);
+    float *grads = malloc(m.num_params * sizeof(float));
+    for (size_t i = 0; i < m.num_params; i++) m.params[i] = 1.0f, grads[i] = 0.3f;
+    adamw opt;
+    vit_error err = {0};
+    assert_int_equal(
+        adamw_init(&opt, &m, &(adamw_hparams){.lr = 0.01f, .weight_decay = 0.1f}, &err), 0);
+    adamw_freeze_encoder(&opt, &m, 1);
+    adamw_step(&opt, &m, grads, 0.01f);
+    for (int i = 0; i < m.num_entries; i++) {
+        const param_entry *e = &m.entries[i];
+        const int head =
+            !strncmp(e->name, "layernorm.", 10) || !strncmp(e->name, "classifier.", 11);
+        for (size_t j = 0; j < e->numel; j++)
+            if (head)
+                assert_true(m.params[e->offset + j] < 1.0f);
+            else
+                assert_true(m.params[e->offset + j] == 1.0f);
+    }
+    adamw_free(&opt);
+    free(grads);
+    model_free(&m);
+}
+
+/* ---- schedule and clipping ---- */
+
+static void test_lr_schedule(void **state) {
+    (void)state;
+    const lr_schedule s = {.lr = 1e-3f, .min_lr = 1e-5f, .warmup = 10, .total = 110};
+    assert_float_equal(lr_at(&s, 0), 1e-4f, 1e-9f); /* (0 + 1)/10 of the peak */
+    assert_float_equal(lr_at(&s, 4), 5e-4f, 1e-9f);
+    assert_float_equal(lr_at(&s, 9), 1e-3f, 1e-9f);  /* warm-up ends at the peak */
+    assert_float_equal(lr_at(&s, 10), 1e-3f, 1e-9f); /* cosine starts at the peak */
+    assert_float_equal(lr_at(&s, 35), 1e-5f + 9.9e-4f * 0.8535534f, 1e-9f); /* (1+cos π/4)/2 */
+    assert_float_equal(lr_at(&s, 60), 5.05e-4f, 1e-9f); /* halfway: the mean of peak and floor */
+    assert_float_equal(lr_at(&s, 110), 1e-5f, 1e-9f);
+    assert_float_equal(lr_at(&s, 500), 1e-5f, 1e-9f); /* past the end: the floor */
+    for (int64_t t = 11; t < 110; t++) assert_true(lr_at(&s, t) < lr_at(&s, t - 1));
+    const lr_schedule flat = {.lr = 0.5f, .warmup = 0, .total = 0};
+    assert_float_equal(lr_at(&flat, 7), 0.5f, 0.0f);
+}
+
+static void test_clip_global_norm(void **state) {
+    (void)state;
+    model m;
+    tiny_model(&m, 1);
+    float *g = calloc(m.num_params, sizeof(float));
+    const param_entry *a = find(&m, "classifier.weight"), *b = find(&m, "embeddings.cls_token");
+    g[a->offset] = 3.0f, g[b->offset + 2] = 4.0f; /* norm 5 */
+    assert_float_equal(grad_global_norm(&m, g, NULL), 5.0, 1e-12);
+    assert_float_equal(grad_clip_global_norm(&m, g, NULL, 10.0f), 5.0, 1e-12); /* below: as is */
+    assert_true(g[a->offset] == 3.0f);
+    assert_float_equal(grad_clip_global_norm(&m, g, NULL, 1.0f), 5.0, 1e-12);
+    assert_float_equal(g[a->offset], 0.6f, 1e-6f);
+    assert_float_equal(g[b->offset + 2], 0.8f, 1e-6f);
+    assert_float_equal(grad_global_norm(&m, g, NULL), 1.0, 1e-6);
+    free(g);
+    model_free(&m);
+}
+
+/* ---- checkpoints ---- */
+
+/* model_save then model_load and preprocess_config_load: the same tensors bit for bit, the same
+ * configuration and labels, a safetensors file PyTorch accepts ({"format": "pt"}). */
+static void test_checkpoint_round_trip(void **state) {
+    (void)state;
+    model m, back;
+    tiny_model(&m, 0);
+    for (int i = 0; i < m.num_entries; i++)
+        if (!m.entries[i].absent)
+            for (size_t j = 0; j < m.entries[i].numel; j++)
+                m.params[m.entries[i].offset + j] = uniform(-1, 1);
+    preprocess_config pp = {.do_resize = 1,
+                            .shortest_edge = 10,
+                            .resample = RESAMPLE_BICUBIC,
+                            .do_center_crop = 1,
+                            .crop_height = 8,
+                            .crop_width = 8,
+                            .do_rescale = 1,
+                            .rescale_factor = 1.0 / 255,
+                            .do_normalize = 1,
+                            .mean = {0.2860f},
+                            .std = {0.353f},
+                            .channels = 1};
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/ckpt", test_tmpdir());
+    vit_error err = {0};
+    assert_int_equal(model_save(dir, &m, &pp, 0.1f, 0.0f, &err), 0);
+    if (model_load(&back, dir, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(back.num_params, m.num_params);
+    assert_memory_equal(back.params, m.params, m.num_params * sizeof(float));
+    assert_int_equal(back.cfg.hidden_size, 16);
+    assert_int_equal(back.cfg.num_channels, 1);
+    assert_int_equal(back.cfg.qkv_bias, 0);
+    assert_true(back.cfg.layer_norm_eps == 1e-6f);
+    assert_int_equal(back.cfg.num_labels, 3);
+    assert_string_equal(back.cfg.labels[0], "left/right");
+    assert_string_equal(back.cfg.labels[1], "up down");
+    preprocess_config pb;
+    if (preprocess_config_load(dir, &pb, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(pb.shortest_edge, 10);
+    assert_int_equal(pb.resample, RESAMPLE_BICUBIC);
+    assert_int_equal(pb.do_center_crop, 1);
+    assert_int_equal(pb.crop_height, 8);
+    assert_true(pb.rescale_factor == 1.0 / 255);
+    assert_true(pb.mean[0] == 0.2860f && pb.std[0] == 0.353f);
+    char path[4200], fmt[16];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    st_file f;
+    assert_int_equal(st_open(path, &f, &err), 0);
+    assert_int_equal(st_metadata(&f, "format", fmt, sizeof fmt, &err), 0);
+    assert_string_equal(fmt, "pt");
+    assert_non_null(st_find(&f, "vit.embeddings.cls_token"));
+    assert_non_null(st_find(&f, "classifier.weight"));
+    assert_null(st_find(&f, "vit.encoder.layer.0.attention.attention.query.bias")); /* absent */
+    assert_int_equal(st_metadata(&f, "nothing", fmt, sizeof fmt, &err), -1);
+    st_close(&f);
+    model_free(&back);
+    model_free(&m);
+}
+
+/* ---- augmentation ---- */
+
+/* The byte -> float table is the evaluation transform: (v/255 - mean)/std per channel. */
+static void test_pixel_lut(void **state) {
+    (void)state;
+    preprocess_config pp = {.do_resize = 1,
+                            .resize_height = 8,
+                            .resize_width = 8,
+                            .resample = RESAMPLE_BILINEAR,
+                            .do_rescale = 1,
+                            .rescale_factor = 1.0 / 255,
+                            .do_normalize = 1,
+                            .mean = {0.5f, 0.25f, 0.0f},
+                            .std = {0.5f, 2.0f, 1.0f},
+                            .channels = 3};
+    float lut[3 * 256];
+    vit_error err = {0};
+    if (pixel_lut(&pp, lut, &err) != 0) fail_msg("%s", err.msg);
+    for (int c = 0; c < 3; c++)
+        for (int v = 0; v < 256; v++)
+            assert_float_equal(lut[c * 256 + v], (v / 255.0 - pp.mean[c]) / pp.std[c], 1e-6);
+}
+
+static void test_augment_is_shift_and_flip(void **state) {
+    (void)state;
+    enum { S = 6, N = 4 };
+    image_set s = {.count = N, .C = 1, .S = S};
+    s.pixels = malloc(N * S * S);
+    s.labels = calloc(N, sizeof(int));
+    for (int i = 0; i < N * S * S; i++) s.pixels[i] = (uint8_t)(1 + (i * 37) % 250);
+    float lut[256];
+    for (int v = 0; v < 256; v++) lut[v] = (float)v; /* identity: outputs are the bytes */
+    const int idx[N] = {3, 1, 0, 2};
+    float plain[N * S * S], aug[N * S * S], again[N * S * S];
+    image_set_batch(&s, idx, N, lut, NULL, 0, plain);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < S * S; j++)
+            assert_true(plain[i * S * S + j] == s.pixels[idx[i] * S * S + j]);
+    const augment_options opt = {.crop_pad = 1, .flip = 1};
+    int flips = 0;
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        image_set_batch(&s, idx, N, lut, &opt, seed, aug);
+        image_set_batch(&s, idx, N, lut, &opt, seed, again);
+        assert_memory_equal(aug, again, sizeof aug); /* same seed, same batch */
+        for (int i = 0; i < N; i++) { /* some shift in [-1, 1]² and flip explains each image */
+            const uint8_t *src = s.pixels + idx[i] * S * S;
+            int found = 0;
+            for (int flip = 0; flip < 2 && !found; flip++)
+                for (int dy = -1; dy <= 1 && !found; dy++)
+                    for (int dx = -1; dx <= 1 && !found; dx++) {
+                        int ok = 1;
+                        for (int y = 0; y < S && ok; y++)
+                            for (int x = 0; x < S && ok; x++) {
+                                const int xs = (flip ? S - 1 - x : x) + dx, ys = y + dy;
+                                const float want = xs >= 0 && xs < S && ys >= 0 && ys < S
+                                                       ? src[ys * S + xs]
+                                                       : 0.0f;
+                                ok = aug[i * S * S + y * S + x] == want;
+                            }
+                        found = ok;
+                        flips += ok && flip && (dx || dy || 1);
+                    }
+            assert_true(found);
+        }
+    }
+    assert_true(flips > 4 && flips < 28); /* about half of the 32 images flipped */
+    image_set_free(&s);
+}
+
+/* ---- whole runs on a synthetic image folder ---- */
+
+/* 3 classes of 8x8 grey images with noise: dark, a checkerboard, bright; 16 images per class.
+ * (Classes told apart by position alone, like a bright top or bottom half, keep a tiny ViT at
+ * 2/3 for many steps: its position embeddings start near zero.) */
+static const char *make_folder(void) {
+    static char root[4096];
+    if (root[0]) return root;
+    snprintf(root, sizeof root, "%s/textures", test_tmpdir());
+    mkdir(root, 0777);
+    const char *classes[] = {"left_right", "up-down", "x"};
+    uint64_t st = 7;
+    for (int c = 0; c < 3; c++) {
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/%s", root, classes[c]);
+        mkdir(dir, 0777);
+        for (int i = 0; i < 16; i++) {
+            uint8_t px[64];
+            for (int j = 0; j < 64; j++) {
+                const int base = c == 0 ? 0 : c == 2 ? 150 : ((j / 8 + j) % 2) * 150;
+                px[j] = (uint8_t)(base + rng_uniform(&st) * 100);
+            }
+            char path[4300];
+            snprintf(path, sizeof path, "%s/%02d.png", dir, i);
+            png_image img = {
+                .version = PNG_IMAGE_VERSION, .width = 8, .height = 8, .format = PNG_FORMAT_GRAY};
+            assert_true(png_image_write_to_file(&img, path, 0, px, 0, NULL));
+        }
+    }
+    return root;
+}
+
+static train_options tiny_run(const char *out) {
+    train_options o = train_default_options();
+    o.train_dir = make_folder();
+    o.out_dir = out;
+    o.val_split = 0.25f;
+    o.image_size = 8, o.patch_size = 4, o.hidden_size = 16, o.num_layers = 2, o.num_heads = 2;
+    o.mlp_size = 32, o.channels = 1;
+    o.epochs = 3, o.batch = 8;
+    o.lr = 3e-3f, o.warmup_epochs = 0.5f;
+    o.dropout = 0.1f, o.attention_dropout = 0.1f; /* every generator stream in use */
+    o.aug.crop_pad = 1;
+    o.seed = 5;
+    o.threads = 1; /* tiny matrices: threads would only wait on each other */
+    return o;
+}
+
+static void out_dir(char *buf, size_t size, const char *name) {
+    snprintf(buf, size, "%s/%s", test_tmpdir(), name);
+}
+
+static void load_params(const char *dir, model *m) {
+    vit_error err = {0};
+    if (model_load(m, dir, &err) != 0) fail_msg("%s", err.msg);
+}
+
+/* Lines of train_log.jsonl without their timing fields (which differ between runs). */
+static char *log_without_times(const char *dir) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, TRAIN_LOG_FILE);
+    size_t n;
+    uint8_t *bytes = read_whole_file(path, &n);
+    assert_non_null(bytes);
+    char *text = calloc(n + 1, 1); /* read_whole_file does not terminate the text */
+    memcpy(text, bytes, n);
+    free(bytes);
+    char *out = calloc(n + 1, 1), *o = out;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *cut = strstr(line, ", \"seconds\"");
+        assert_non_null(cut);
+        o += sprintf(o, "%.*s\n", (int)(cut - line), line);
+    }
+    free(text);
+    return out;
+}
+
+static void expect_same_run(const char *a, const char *b) {
+    model ma, mb;
+    load_params(a, &ma);
+    load_params(b, &mb);
+    assert_int_equal(ma.num_params, mb.num_params);
+    assert_memory_equal(ma.params, mb.params, ma.num_params * sizeof(float));
+    char *la = log_without_times(a), *lb = log_without_times(b);
+    assert_string_equal(la, lb);
+    free(la), free(lb);
+    model_free(&ma), model_free(&mb);
+}
+
+static void resume_case(const char *name, int64_t stop_at) {
+    char whole[4200], split[4200], state_path[4300];
+    out_dir(whole, sizeof whole, "whole");
+    out_dir(split, sizeof split, name);
+    vit_error err = {0};
+    train_options o = tiny_run(whole);
+    static int whole_done;
+    if (!whole_done) {
+        if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+        whole_done = 1;
+    }
+    snprintf(state_path, sizeof state_path, "%s/%s", whole, TRAIN_STATE_FILE);
+    assert_int_equal(access(state_path, F_OK), -1); /* a finished run leaves no state */
+    o = tiny_run(split);
+    const train_hooks stop = {.stop_at_step = stop_at};
+    assert_int_equal(train_run(&o, 0, &stop, &err), 1);
+    snprintf(state_path, sizeof state_path, "%s/%s", split, TRAIN_STATE_FILE);
+    assert_int_equal(access(state_path, F_OK), 0);
+    /* a fresh start on top of an unfinished run is refused */
+    assert_int_equal(train_run(&o, 0, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "--resume"));
+    /* resume knows everything from the checkpoint: only the folder is given */
+    const train_options r = {.out_dir = split, .threads = 1};
+    if (train_run(&r, 1, NULL, &err) != 0) fail_msg("%s", err.msg);
+    expect_same_run(whole, split);
+}
+
+/* 36 training images in batches of 8: 4 steps an epoch, 12 in all. */
+static void test_resume_mid_epoch(void **state) {
+    (void)state;
+    resume_case("stopped-mid-epoch", 6);
+}
+
+static void test_resume_at_epoch_end(void **state) {
+    (void)state;
+    resume_case("stopped-at-epoch", 4);
+}
+
+static void test_resume_errors(void **state) {
+    (void)state;
+    char dir[4200];
+    out_dir(dir, sizeof dir, "never-trained");
+    mkdir(dir, 0777);
+    const train_options r = {.out_dir = dir};
+    vit_error err = {0};
+    assert_int_equal(train_run(&r, 1, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "no training state"));
+    train_options o = tiny_run(dir);
+    o.train_dir = "/nonexistent/folder";
+    assert_int_equal(train_run(&o, 0, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "/nonexistent/folder"));
+}
+
+/* Training learns: the loss falls and the held-out images are classified far above chance. */
+static void test_training_learns(void **state) {
+    (void)state;
+    char dir[4200];
+    out_dir(dir, sizeof dir, "learns");
+    train_options o = tiny_run(dir);
+    o.epochs = 20;
+    o.dropout = o.attention_dropout = 0;
+    vit_error err = {0};
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    char *log = log_without_times(dir);
+    double first = -1, last = -1, val = -1;
+    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+        double loss = atof(strstr(line, "\"train_loss\": ") + 14);
+        if (first < 0) first = loss;
+        last = loss;
+        val = atof(strstr(line, "\"val_top1\": ") + 12);
+    }
+    free(log);
+    print_message("  train loss %.4f -> %.4f, validation top-1 %.3f\n", first, last, val);
+    assert_true(last < 0.6 * first);
+    assert_true(val >= 0.75); /* chance is 1/3 */
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_adamw_hand_computed),
+        cmocka_unit_test(test_adamw_frozen_encoder),
+        cmocka_unit_test(test_lr_schedule),
+        cmocka_unit_test(test_clip_global_norm),
+        cmocka_unit_test(test_checkpoint_round_trip),
+        cmocka_unit_test(test_pixel_lut),
+        cmocka_unit_test(test_augment_is_shift_and_flip),
+        cmocka_unit_test(test_resume_mid_epoch),
+        cmocka_unit_test(test_resume_at_epoch_end),
+        cmocka_unit_test(test_resume_errors),
+        cmocka_unit_test(test_training_learns),
+    };
+    return cmocka_run_group_tests_name("train", tests, NULL, NULL);
+}

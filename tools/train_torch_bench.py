@@ -1,0 +1,56 @@
+#!/usr/bin/python3
+"""Training-step throughput of the same ViT in PyTorch, for comparison with build/bench/train_bench
+(same shape and batch, forward + backward of label-smoothed cross-entropy, random data, median
+step time after two warm-up steps):
+
+  /usr/bin/python3 tools/train_torch_bench.py [--hidden 96] [--layers 6] [--batch 128]
+                                              [--steps 20] [--threads 2]
+Uses the model of tools/train_torch_check.py (HF ViTForImageClassification module layout)."""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_torch_check import ViTForImageClassification  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hidden", type=int, default=96)
+    ap.add_argument("--layers", type=int, default=6)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    cfg = {"hidden_size": a.hidden, "intermediate_size": 2 * a.hidden, "num_attention_heads": a.heads,
+           "num_hidden_layers": a.layers, "layer_norm_eps": 1e-6, "patch_size": 4, "num_channels": 1,
+           "image_size": 28, "num_labels": 10, "id2label": {str(i): str(i) for i in range(10)}}
+    model = ViTForImageClassification(cfg).train()
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.05)
+    loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
+    x = torch.rand(a.batch, 1, 28, 28) * 2 - 1
+    y = torch.arange(a.batch) % 10
+    times = []
+    for s in range(a.steps + 2):
+        t0 = time.perf_counter()
+        model.zero_grad(set_to_none=False)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        if s >= 2:
+            times.append(time.perf_counter() - t0)
+    dt = statistics.median(times)
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, hidden {a.hidden}, layers "
+          f"{a.layers}, batch {a.batch}: median {dt * 1e3:.1f} ms/step = {a.batch / dt:.0f} images/s; "
+          f"best {min(times) * 1e3:.1f} ms = {a.batch / min(times):.0f} images/s")
+
+
+if __name__ == "__main__":
+    main()
