@@ -1,11 +1,13 @@
 /* Decode + preprocess time of one image file with a model's preprocessing, single thread:
  *   build/bench/preprocess_bench MODEL_DIR FILE [RUNS]
- * prints the median and the fastest of RUNS timed runs after one warm-up. */
+ * prints the median and the fastest of RUNS timed runs after one warm-up. The process keeps freed
+ * memory as bin/vit does (VIT_FRESH_MEMORY=1: glibc's defaults, fresh pages for every image). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "image/image.h"
+#include "vit/alloc.h"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -24,6 +26,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     const int runs = argc > 3 ? atoi(argv[3]) : 50;
+    if (!getenv("VIT_FRESH_MEMORY")) vit_keep_freed_memory(); /* as bin/vit does */
     vit_error err = {0};
     preprocess_config cfg;
     if (preprocess_config_load(argv[1], &cfg, &err) != 0) {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "vit/alloc.h"
 #include "vit/cli.h"
 
 static const struct {
@@ -40,11 +41,13 @@ static void prefer_passive_openmp(char **argv) {
 
 int main(int argc, char **argv) {
     prefer_passive_openmp(argv);
+    vit_keep_freed_memory();
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return 0;
     }
