@@ -24,6 +24,9 @@ const char *cli_model_dir(const char *option, char *buf, size_t size);
 void cli_print_load_error(const char *command, const char *model_opt, const char *model_dir,
                           const vit_error *err);
 
+/* out[0..k) = indices of the k largest of x[0..n), largest first (ties: lower index first). */
+void cli_top_indices(const float *x, int n, int k, int *out);
+
 /* Parses an integer option in [lo, hi]; on failure prints "vit: invalid value ..." and returns -1. */
 long long cli_parse_int(const char *text, long long lo, long long hi, const char *option);
 

@@ -53,19 +53,6 @@ static int next_path(void *user, char **path) {
     }
 }
 
-/* Indices of the k largest values, largest first. */
-static void top_indices(const float *x, int n, int k, int *out) {
-    for (int i = 0; i < k; i++) {
-        int best = -1;
-        for (int j = 0; j < n; j++) {
-            int taken = 0;
-            for (int t = 0; t < i && !taken; t++) taken = out[t] == j;
-            if (!taken && (best < 0 || x[j] > x[best])) best = j;
-        }
-        out[i] = best;
-    }
-}
-
 static void print_json(classify_run *r, const pipeline_item *it, const int *top) {
     cJSON *obj = cJSON_CreateObject();
     cJSON_AddStringToObject(obj, "file", it->path);
@@ -111,7 +98,7 @@ static void batch_done(void *user, const pipeline_item *items, int count) {
         if (it->ok) {
             memcpy(r->probs, it->logits, sizeof(float) * (size_t)L);
             vit_softmax(r->probs, L);
-            top_indices(r->probs, L, r->top_k, top);
+            cli_top_indices(r->probs, L, r->top_k, top);
         } else {
             r->failures++;
             fprintf(stderr, "vit classify: %s\n", it->err.msg);

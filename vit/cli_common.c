@@ -50,6 +50,18 @@ void cli_print_load_error(const char *command, const char *model_opt, const char
     fprintf(stderr, "vit %s: %s\n", command, err->msg);
 }
 
+void cli_top_indices(const float *x, int n, int k, int *out) {
+    for (int i = 0; i < k; i++) {
+        int best = -1;
+        for (int j = 0; j < n; j++) {
+            int taken = 0;
+            for (int t = 0; t < i && !taken; t++) taken = out[t] == j;
+            if (!taken && (best < 0 || x[j] > x[best])) best = j;
+        }
+        out[i] = best;
+    }
+}
+
 long long cli_parse_int(const char *text, long long lo, long long hi, const char *option) {
     char *end;
     errno = 0;

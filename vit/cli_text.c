@@ -207,19 +207,6 @@ static int fill_batch(text_run *r) {
 
 /* ---- output ---- */
 
-/* Indices of the k largest values, largest first (ties: lower index first). */
-static void top_indices(const float *x, int n, int k, int *out) {
-    for (int i = 0; i < k; i++) {
-        int best = -1;
-        for (int j = 0; j < n; j++) {
-            int taken = 0;
-            for (int t = 0; t < i && !taken; t++) taken = out[t] == j;
-            if (!taken && (best < 0 || x[j] > x[best])) best = j;
-        }
-        out[i] = best;
-    }
-}
-
 /* s[0..n) as a JSON string; invalid UTF-8 bytes become U+FFFD so every line stays valid JSON. */
 static void put_json_string(const char *s, size_t n) {
     putchar('"');
@@ -339,7 +326,7 @@ static int classify_all(text_run *r) {
         }
         for (int i = 0; i < b->count; i++) {
             const float *logits = b->logits + (size_t)i * L, *probs = b->probs + (size_t)i * L;
-            top_indices(probs, L, r->opt.top_k, r->top);
+            cli_top_indices(probs, L, r->opt.top_k, r->top);
             if (r->opt.json)
                 print_json(r, i, logits, probs);
             else
