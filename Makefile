@@ -89,9 +89,6 @@ FASHION_VIT_ARGS := --train data/fashion-mnist/train --val-split 0.1 \
   --layers 6 --heads 4 --mlp 128 --epochs 55 --batch 128 --lr 2e-3 --min-lr 1e-5 \
   --weight-decay 0.05 --warmup 1 --label-smoothing 0.1 --dropout 0 --clip 1 \
   --augment crop,flip --crop-pad 2 --seed 1 -t 2
-# Waiting OpenMP threads sleep instead of spinning: on a shared machine spinning threads that
-# lose their core make every barrier wait for a time slice (measured 4x slower steps under load).
-model: export OMP_WAIT_POLICY = passive
 model: $(BIN)/vit data
 	@if [ -f $(FASHION_VIT_RUN)/train_state.safetensors ]; then \
 	  $(BIN)/vit train --out $(FASHION_VIT_RUN) --resume -t 2; \
