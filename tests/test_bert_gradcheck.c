@@ -38,8 +38,7 @@
 #include "vit/model.h"
 #include "vit/ops.h"
 
-#define FLOOR   1e-2
-#define REL_TOL 1e-2
+#define REL_TOL GRADCHECK_TOL
 
 /* ---- helpers (as tests/test_gradcheck.c) ---- */
 
@@ -64,48 +63,14 @@ static float *alloc_floats(size_t n) {
     return p;
 }
 
-static double rel_err(double a, double n) {
-    double den = fabs(a) + fabs(n);
-    return fabs(a - n) / (den > FLOOR ? den : FLOOR);
-}
-
-typedef double (*loss_fn)(void *ctx);
+typedef gradcheck_loss loss_fn;
 
 static double last_max_grad; /* largest |analytic| of the last check_tensor, for the report */
 static double worst_overall; /* largest error of any tensor of this run */
 
-/* Five-point numeric derivative of loss wrt x[i] with step h (x[i] is restored). */
-static double numeric_grad(float *x, size_t i, loss_fn loss, void *ctx, float h) {
-    const float v = x[i];
-    const float at[4] = {v - 2 * h, v - h, v + h, v + 2 * h};
-    double l[4];
-    for (int k = 0; k < 4; k++) {
-        x[i] = at[k];
-        l[k] = loss(ctx);
-    }
-    x[i] = v;
-    return (8.0 * (l[2] - l[1]) - (l[3] - l[0])) / (12.0 * h);
-}
-
-static const float H_STEPS[] = {2e-2f, 5e-2f, 5e-3f};
-
-/* Max error of analytic grad[0..n) against numeric gradients of loss wrt x[0..n) (see the header).
- * GRADCHECK_DEBUG=1 prints the elements above 1e-3. */
+/* Max error of grad against numeric gradients of loss wrt x (testutil.h: gradcheck_tensor). */
 static double check_tensor(float *x, const float *grad, size_t n, loss_fn loss, void *ctx) {
-    double worst = 0.0;
-    last_max_grad = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        if (fabs(grad[i]) > last_max_grad) last_max_grad = fabs(grad[i]);
-        double num = 0.0, e = INFINITY;
-        for (size_t k = 0; k < sizeof H_STEPS / sizeof H_STEPS[0] && e > REL_TOL / 4; k++) {
-            double nk = numeric_grad(x, i, loss, ctx, H_STEPS[k]), ek = rel_err(grad[i], nk);
-            if (ek < e) e = ek, num = nk;
-        }
-        if (e > worst) worst = e;
-        if (getenv("GRADCHECK_DEBUG") && e > 1e-3)
-            print_message("    [%zu] analytic %.6g numeric %.6g err %.3g\n", i, grad[i], num, e);
-    }
-    return worst;
+    return gradcheck_tensor(x, grad, n, loss, ctx, &last_max_grad);
 }
 
 static void expect_close(const char *what, double err) {

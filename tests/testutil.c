@@ -1,5 +1,6 @@
 #include "tests/testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,8 @@ const char *shared_path(const char *relative) {
     static char path[4][4096];
     static int slot;
     slot = (slot + 1) % 4;
-    snprintf(path[slot], sizeof path[slot], "%s/%s", shared_dir() ? shared_dir() : "../shared", relative);
+    snprintf(path[slot], sizeof path[slot], "%s/%s", shared_dir() ? shared_dir() : "../shared",
+             relative);
     return path[slot];
 }
 
@@ -72,4 +74,42 @@ uint8_t *read_whole_file(const char *path, size_t *size) {
         *size = (size_t)n;
     }
     return buf;
+}
+
+static double gradcheck_error(double analytic, double numeric) {
+    const double den = fabs(analytic) + fabs(numeric);
+    return fabs(analytic - numeric) / (den > GRADCHECK_FLOOR ? den : GRADCHECK_FLOOR);
+}
+
+/* Five-point numeric derivative of loss wrt x[i] with step h (x[i] is restored). */
+static double numeric_grad(float *x, size_t i, gradcheck_loss loss, void *ctx, float h) {
+    const float v = x[i];
+    const float at[4] = {v - 2 * h, v - h, v + h, v + 2 * h};
+    double l[4];
+    for (int k = 0; k < 4; k++) {
+        x[i] = at[k];
+        l[k] = loss(ctx);
+    }
+    x[i] = v;
+    return (8.0 * (l[2] - l[1]) - (l[3] - l[0])) / (12.0 * h);
+}
+
+double gradcheck_tensor(float *x, const float *grad, size_t n, gradcheck_loss loss, void *ctx,
+                        double *max_grad) {
+    static const float steps[] = {2e-2f, 5e-2f, 5e-3f};
+    double worst = 0.0;
+    *max_grad = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (fabs(grad[i]) > *max_grad) *max_grad = fabs(grad[i]);
+        double num = 0.0, e = INFINITY;
+        for (size_t k = 0; k < sizeof steps / sizeof steps[0] && e > GRADCHECK_TOL / 4; k++) {
+            const double nk = numeric_grad(x, i, loss, ctx, steps[k]);
+            const double ek = gradcheck_error(grad[i], nk);
+            if (ek < e) e = ek, num = nk;
+        }
+        if (e > worst) worst = e;
+        if (getenv("GRADCHECK_DEBUG") && e > 1e-3)
+            print_message("    [%zu] analytic %.6g numeric %.6g err %.3g\n", i, grad[i], num, e);
+    }
+    return worst;
 }

@@ -8,7 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-/* The reference data folder: $VIT_SHARED, else ../shared from the project root. NULL when absent. */
+/* The reference data folder: $VIT_SHARED, else ../shared from the project root. NULL when absent.
+ */
 const char *shared_dir(void);
 
 /* Path inside shared/ (static buffer, overwritten by the next call). */
@@ -18,7 +19,8 @@ const char *shared_path(const char *relative);
 #define REQUIRE_SHARED()                                                                           \
     do {                                                                                           \
         if (!shared_dir()) {                                                                       \
-            print_message("SKIP %s: ../shared not found (set VIT_SHARED to its path)\n", __func__); \
+            print_message("SKIP %s: ../shared not found (set VIT_SHARED to its path)\n",           \
+                          __func__);                                                               \
             skip();                                                                                \
         }                                                                                          \
     } while (0)
@@ -29,5 +31,22 @@ const char *test_tmpdir(void);
 const char *write_temp_file(const char *name, const void *data, size_t size);
 /* Reads a whole file, NUL-terminated (not counted in *size); caller frees. NULL on failure. */
 uint8_t *read_whole_file(const char *path, size_t *size);
+
+/* ---- finite-difference gradient checks (test_gradcheck, test_bert_gradcheck) ---- */
+
+#define GRADCHECK_TOL 1e-2 /* largest accepted error per element */
+#define GRADCHECK_FLOOR                                                                            \
+    1e-2 /* error = |a - n| / max(|a| + |n|, FLOOR): relative above, absolute below */
+
+typedef double (*gradcheck_loss)(void *ctx);
+
+/* Max error of the analytic grad[0..n) against five-point numeric gradients of loss() wrt
+ * x[0..n) (each x[i] is restored). Each element is tried at the first step size; if that disagrees
+ * by more than a quarter of GRADCHECK_TOL, at the others too, keeping the best: rounding noise
+ * shrinks as h grows and the truncation error grows with h^4, so a correct gradient agrees at some
+ * step (a wrong one at none). *max_grad receives the largest |analytic|. GRADCHECK_DEBUG=1 prints
+ * the elements above 1e-3. */
+double gradcheck_tensor(float *x, const float *grad, size_t n, gradcheck_loss loss, void *ctx,
+                        double *max_grad);
 
 #endif
