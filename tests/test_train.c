@@ -318,7 +318,7 @@ static const char *make_folder(void) {
 
 static train_options tiny_run(const char *out) {
     train_options o = train_default_options();
-    o.train_dir = make_folder();
+    o.train_path = make_folder();
     o.out_dir = out;
     o.val_split = 0.25f;
     o.image_size = 8, o.patch_size = 4, o.hidden_size = 16, o.num_layers = 2, o.num_heads = 2;
@@ -421,7 +421,7 @@ static void test_resume_errors(void **state) {
     assert_int_equal(train_run(&r, 1, NULL, &err), -1);
     assert_non_null(strstr(err.msg, "no training state"));
     train_options o = tiny_run(dir);
-    o.train_dir = "/nonexistent/folder";
+    o.train_path = "/nonexistent/folder";
     assert_int_equal(train_run(&o, 0, NULL, &err), -1);
     assert_non_null(strstr(err.msg, "/nonexistent/folder"));
 }

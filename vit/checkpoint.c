@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vit/file.h"
+
 int write_file_atomic(const char *path, const char *text, vit_error *err) {
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
@@ -44,7 +46,49 @@ static cJSON *size_object(int height, int width) {
     return o;
 }
 
-char *vit_config_json(const model_config *c, float hidden_dropout, float attention_dropout) {
+static void add_labels(cJSON *root, const model_config *c) {
+    cJSON *id2label = cJSON_AddObjectToObject(root, "id2label");
+    cJSON *label2id = cJSON_AddObjectToObject(root, "label2id");
+    for (int i = 0; i < c->num_labels; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", i);
+        cJSON_AddStringToObject(id2label, key, c->labels[i]);
+        cJSON_AddNumberToObject(label2id, c->labels[i], i);
+    }
+}
+
+/* The fields of HF's BertConfig that BertForSequenceClassification reads. */
+static char *bert_config_json(const model_config *c, float hidden_dropout,
+                              float attention_dropout) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *arch = cJSON_AddArrayToObject(root, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString("BertForSequenceClassification"));
+    cJSON_AddStringToObject(root, "model_type", "bert");
+    cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(root, "hidden_size", c->hidden_size);
+    cJSON_AddNumberToObject(root, "num_hidden_layers", c->num_layers);
+    cJSON_AddNumberToObject(root, "num_attention_heads", c->num_heads);
+    cJSON_AddNumberToObject(root, "intermediate_size", c->intermediate_size);
+    cJSON_AddStringToObject(root, "hidden_act", activation_name(c->act));
+    cJSON_AddItemToObject(root, "hidden_dropout_prob", float_number(hidden_dropout));
+    cJSON_AddItemToObject(root, "attention_probs_dropout_prob", float_number(attention_dropout));
+    cJSON_AddNumberToObject(root, "max_position_embeddings", c->max_position_embeddings);
+    cJSON_AddNumberToObject(root, "type_vocab_size", c->type_vocab_size);
+    cJSON_AddItemToObject(root, "initializer_range", float_number(0.02f));
+    cJSON_AddItemToObject(root, "layer_norm_eps", float_number(c->layer_norm_eps));
+    cJSON_AddNumberToObject(root, "pad_token_id", c->pad_token_id);
+    cJSON_AddStringToObject(root, "position_embedding_type", "absolute");
+    cJSON_AddNullToObject(root, "classifier_dropout");
+    cJSON_AddNumberToObject(root, "num_labels", c->num_labels);
+    add_labels(root, c);
+    cJSON_AddStringToObject(root, "problem_type", "single_label_classification");
+    cJSON_AddStringToObject(root, "torch_dtype", "float32");
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+static char *vit_config_json(const model_config *c, float hidden_dropout, float attention_dropout) {
     cJSON *root = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(root, "architectures");
     cJSON_AddItemToArray(arch, cJSON_CreateString("ViTForImageClassification"));
@@ -63,18 +107,16 @@ char *vit_config_json(const model_config *c, float hidden_dropout, float attenti
     cJSON_AddItemToObject(root, "attention_probs_dropout_prob", float_number(attention_dropout));
     cJSON_AddItemToObject(root, "initializer_range", float_number(0.02f));
     cJSON_AddNumberToObject(root, "encoder_stride", c->patch_size);
-    cJSON *id2label = cJSON_AddObjectToObject(root, "id2label");
-    cJSON *label2id = cJSON_AddObjectToObject(root, "label2id");
-    for (int i = 0; i < c->num_labels; i++) {
-        char key[16];
-        snprintf(key, sizeof key, "%d", i);
-        cJSON_AddStringToObject(id2label, key, c->labels[i]);
-        cJSON_AddNumberToObject(label2id, c->labels[i], i);
-    }
+    add_labels(root, c);
     cJSON_AddStringToObject(root, "torch_dtype", "float32");
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;
+}
+
+char *model_config_json(const model_config *c, float hidden_dropout, float attention_dropout) {
+    return c->kind == MODEL_BERT ? bert_config_json(c, hidden_dropout, attention_dropout)
+                                 : vit_config_json(c, hidden_dropout, attention_dropout);
 }
 
 char *preprocess_config_json(const preprocess_config *pp) {
@@ -141,7 +183,6 @@ static int save_text(const char *dir, const char *name, char *text, vit_error *e
 
 int model_save(const char *dir, const model *m, const preprocess_config *pp, float hidden_dropout,
                float attention_dropout, vit_error *err) {
-    if (m->cfg.kind != MODEL_VIT) return vit_fail(err, "%s: only ViT models can be saved", dir);
     if (make_dir(dir, err) != 0) return -1;
     st_entry *entries = calloc((size_t)m->num_entries, sizeof *entries);
     char(*names)[128] = calloc((size_t)m->num_entries, sizeof *names);
@@ -157,7 +198,53 @@ int model_save(const char *dir, const model *m, const preprocess_config *pp, flo
     free(entries), free(names);
     if (rc == 0)
         rc = save_text(dir, "config.json",
-                       vit_config_json(&m->cfg, hidden_dropout, attention_dropout), err);
-    if (rc == 0) rc = save_text(dir, "preprocessor_config.json", preprocess_config_json(pp), err);
+                       model_config_json(&m->cfg, hidden_dropout, attention_dropout), err);
+    if (rc == 0 && m->cfg.kind == MODEL_VIT)
+        rc = save_text(dir, "preprocessor_config.json", preprocess_config_json(pp), err);
     return rc;
+}
+
+/* Copies from to dir/name (atomically); a missing source is an error only when required. */
+static int copy_file(const char *from, const char *dir, const char *name, int required,
+                     vit_error *err) {
+    if (!required && access(from, F_OK) != 0) return 0;
+    char *text = vit_read_file(from, 64 << 20, NULL, err);
+    if (!text) return -1;
+    return save_text(dir, name, text, err);
+}
+
+static char *default_tokenizer_config(int max_len) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddBoolToObject(root, "do_lower_case", 1);
+    cJSON_AddBoolToObject(root, "do_basic_tokenize", 1);
+    cJSON_AddBoolToObject(root, "tokenize_chinese_chars", 1);
+    cJSON_AddNullToObject(root, "strip_accents");
+    cJSON_AddNumberToObject(root, "model_max_length", max_len);
+    cJSON_AddStringToObject(root, "tokenizer_class", "BertTokenizer");
+    const char *special[][2] = {{"unk_token", "[UNK]"},
+                                {"sep_token", "[SEP]"},
+                                {"pad_token", "[PAD]"},
+                                {"cls_token", "[CLS]"},
+                                {"mask_token", "[MASK]"}};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        cJSON_AddStringToObject(root, special[i][0], special[i][1]);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+int tokenizer_files_save(const char *dir, const char *from_dir, const char *vocab_file, int max_len,
+                         vit_error *err) {
+    if (make_dir(dir, err) != 0) return -1;
+    char from[4096];
+    if (!from_dir) {
+        if (copy_file(vocab_file, dir, "vocab.txt", 1, err) != 0) return -1;
+        return save_text(dir, "tokenizer_config.json", default_tokenizer_config(max_len), err);
+    }
+    const char *names[] = {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(from, sizeof from, "%s/%s", from_dir, names[i]);
+        if (copy_file(from, dir, names[i], i == 0, err) != 0) return -1;
+    }
+    return 0;
 }

@@ -1,4 +1,5 @@
-/* vit train: train a new ViT or fine-tune one on ImageFolder directories. */
+/* vit train: train a new ViT or fine-tune one on ImageFolder directories; the same for a BERT
+ * text classifier on sentence<TAB>label files. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -14,35 +15,45 @@
 
 static const char usage_text[] =
     "usage: vit train --train DIR [--val DIR | --val-split F] --out MODEL_DIR [options]\n"
+    "       vit train --train FILE.tsv [--val FILE.tsv] (--vocab vocab.txt | --init BERT_DIR)\n"
+    "                 --out MODEL_DIR [options]\n"
     "       vit train --out MODEL_DIR --resume [-t THREADS]\n"
     "\n"
-    "data (DIR/<class>/*.png|jpg; classes from the folder names unless --labels):\n"
-    "  --train DIR           training images\n"
-    "  --val DIR             validation images (same classes)\n"
+    "data: images DIR/<class>/*.png|jpg (classes from the folder names unless --labels), or\n"
+    "text: a sentence<TAB>label file with a header line (label an index or a name; classes from\n"
+    "--labels, the --init model, or the file's labels) for a BERT classifier:\n"
+    "  --train DIR|FILE      training data\n"
+    "  --val DIR|FILE        validation data (same classes)\n"
     "  --val-split F         else hold out this fraction of each training class (default 0.1)\n"
     "  --labels FILE         label names, one per line in index order, matched to the folders\n"
+    "                        (or to the TSV labels)\n"
     "model (new):\n"
     "  --image-size N (28)  --patch N (4)  --hidden N (64)  --layers N (6)  --heads N (4)\n"
-    "  --mlp N (128)  --channels 1|3 (1)\n"
+    "  --mlp N (128)  --channels 1|3 (1)     (text: --hidden --layers --heads --mlp only)\n"
+    "  --vocab FILE          text: the WordPiece vocabulary (vocab.txt; lower-casing tokenizer)\n"
+    "  --max-len N           text: tokens per sentence at most (new model: 128, also its\n"
+    "                        position table; fine-tuning: the model's limit)\n"
     "model (fine-tune):\n"
-    "  --init MODEL_DIR      start from this model (its shape and preprocessing); a new\n"
-    "                        classifier when its labels are not the data's classes\n"
-    "  --freeze-encoder      linear probe: train the final LayerNorm and classifier only\n"
+    "  --init MODEL_DIR      start from this model (its shape and preprocessing or tokenizer); a\n"
+    "                        new classifier when its labels are not the data's classes\n"
+    "  --freeze-encoder      linear probe: train the head only (ViT: final LayerNorm and\n"
+    "                        classifier; BERT: pooler and classifier)\n"
     "training:\n"
     "  --epochs N (10)  --batch N (128)  --lr F (1e-3)  --min-lr F (1e-5)\n"
     "  --weight-decay F (0.05)  --warmup EPOCHS (1)  --label-smoothing F (0.1)\n"
     "  --dropout F (0)  --attention-dropout F (0)  --clip NORM (1; 0 = off)\n"
-    "  --augment LIST        comma-separated: crop (random crop, zero padding), rrc (random\n"
-    "                        resized crop), flip; or none (default crop,flip)\n"
+    "  --augment LIST        images: comma-separated crop (random crop, zero padding), rrc\n"
+    "                        (random resized crop), flip; or none (default crop,flip)\n"
     "  --no-augment          same as --augment none\n"
     "  --crop-pad N          padding of the random crop (default image size / 14)\n"
     "  --rrc-scale F         smallest area fraction of the random resized crop (0.35)\n"
     "  --seed N (1)  -t, --threads N (0 = one per core)\n"
     "  --resume              continue the interrupted run in MODEL_DIR exactly\n"
     "\n"
-    "Writes MODEL_DIR/config.json, model.safetensors, preprocessor_config.json after every\n"
-    "epoch, and appends one JSON line per epoch to MODEL_DIR/train_log.jsonl. Ctrl-C saves a\n"
-    "checkpoint (continue with --resume).\n";
+    "Writes MODEL_DIR/config.json, model.safetensors and preprocessor_config.json (text:\n"
+    "vocab.txt, tokenizer_config.json) after every epoch, and appends one JSON line per epoch to\n"
+    "MODEL_DIR/train_log.jsonl. Text batches group sentences of similar length (padding costs\n"
+    "little) unless --no-length-groups. Ctrl-C saves a checkpoint (continue with --resume).\n";
 
 static volatile sig_atomic_t stop_signal;
 
@@ -105,10 +116,9 @@ static void on_progress(void *user, const train_progress *p) {
     s->last_print = t;
     char eta[32];
     format_duration(eta, sizeof eta, p->eta_s);
-    fprintf(stderr,
-            "\r\033[Kepoch %d/%d  step %lld/%lld  loss %.4f  lr %.2e  %.0f images/s  ETA %s",
+    fprintf(stderr, "\r\033[Kepoch %d/%d  step %lld/%lld  loss %.4f  lr %.2e  %.0f %s/s  ETA %s",
             p->epoch, p->epochs, (long long)p->step, (long long)p->total_steps, p->loss, p->lr,
-            p->images_per_s, eta);
+            p->images_per_s, p->unit, eta);
     s->line_open = 1;
 }
 
@@ -118,8 +128,8 @@ static void on_epoch(void *user, const train_epoch *e) {
     char val[64] = "no validation";
     if (e->val_top1 >= 0)
         snprintf(val, sizeof val, "val loss %.4f top-1 %.4f", e->val_loss, e->val_top1);
-    printf("epoch %d/%d: train loss %.4f top-1 %.4f, %s, %.1f s (%.0f images/s)\n", e->epoch,
-           e->epochs, e->train_loss, e->train_top1, val, e->seconds, e->images_per_s);
+    printf("epoch %d/%d: train loss %.4f top-1 %.4f, %s, %.1f s (%.0f %s/s)\n", e->epoch, e->epochs,
+           e->train_loss, e->train_top1, val, e->seconds, e->images_per_s, e->unit);
     fflush(stdout);
 }
 
@@ -195,6 +205,9 @@ enum {
     OPT_RRC_SCALE,
     OPT_SEED,
     OPT_RESUME,
+    OPT_VOCAB,
+    OPT_MAX_LEN,
+    OPT_UNGROUPED,
     OPT_HELP
 };
 
@@ -230,6 +243,9 @@ static const struct option long_options[] = {
     {"seed", required_argument, 0, OPT_SEED},
     {"threads", required_argument, 0, 't'},
     {"resume", no_argument, 0, OPT_RESUME},
+    {"vocab", required_argument, 0, OPT_VOCAB},
+    {"max-len", required_argument, 0, OPT_MAX_LEN},
+    {"no-length-groups", no_argument, 0, OPT_UNGROUPED},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -256,6 +272,8 @@ static int *int_target(train_options *o, int code, long long *lo, long long *hi)
         return *hi = 100000, &o->epochs;
     case OPT_BATCH:
         return &o->batch;
+    case OPT_MAX_LEN:
+        return *lo = 2, *hi = 1 << 16, &o->max_len;
     case OPT_CROP_PAD:
         return *lo = 0, *hi = 4096, &o->aug.crop_pad;
     case 't':
@@ -315,10 +333,10 @@ int cli_train(int argc, char **argv) {
         }
         switch (c) {
         case OPT_TRAIN:
-            o.train_dir = optarg;
+            o.train_path = optarg;
             break;
         case OPT_VAL:
-            o.val_dir = optarg;
+            o.val_path = optarg;
             break;
         case OPT_OUT:
             o.out_dir = optarg;
@@ -328,6 +346,12 @@ int cli_train(int argc, char **argv) {
             break;
         case OPT_INIT:
             o.init_dir = optarg;
+            break;
+        case OPT_VOCAB:
+            o.vocab_file = optarg;
+            break;
+        case OPT_UNGROUPED:
+            o.ungrouped = 1;
             break;
         case OPT_FREEZE:
             o.freeze_encoder = 1;
@@ -360,7 +384,7 @@ int cli_train(int argc, char **argv) {
         fprintf(stderr, "vit train: unexpected argument '%s'\n%s", argv[optind], usage_text);
         return 2;
     }
-    if (!o.out_dir || (!resume && !o.train_dir)) {
+    if (!o.out_dir || (!resume && !o.train_path)) {
         fprintf(stderr, "vit train: --out and --train are required\n%s", usage_text);
         return 2;
     }
@@ -372,7 +396,7 @@ int cli_train(int argc, char **argv) {
         fprintf(stderr, "vit train: --channels must be 1 (grey) or 3 (RGB)\n");
         return 2;
     }
-    if (o.val_dir && o.val_split > 0) o.val_split = 0;
+    if (o.val_path && o.val_split > 0) o.val_split = 0;
 
     cli_state s = {.tty = isatty(2)};
     install_signals();

@@ -104,7 +104,8 @@ static int parse_fields(const cJSON *root, model_config *cfg, const char *src, v
         json_get_int(root, "vocab_size", 1, 1 << 24, &cfg->vocab_size, src, err) ||
         json_get_int(root, "max_position_embeddings", 2, big, &cfg->max_position_embeddings, src,
                      err) ||
-        json_get_int(root, "type_vocab_size", 1, 1 << 16, &cfg->type_vocab_size, src, err))
+        json_get_int(root, "type_vocab_size", 1, 1 << 16, &cfg->type_vocab_size, src, err) ||
+        json_get_int(root, "pad_token_id", -1, 1 << 24, &cfg->pad_token_id, src, err))
         return -1;
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_eps");
     if (eps) {

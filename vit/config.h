@@ -18,6 +18,7 @@ typedef struct {
     int image_size, patch_size, num_channels, qkv_bias;
     /* BERT */
     int vocab_size, max_position_embeddings, type_vocab_size;
+    int pad_token_id; /* the embedding row HF keeps at zero when initialising */
     /* classifier */
     int num_labels;
     char **labels; /* num_labels strings */

@@ -18,11 +18,12 @@ typedef struct {
     int packed; /* the next tensor follows this one with no padding (query/key/value stacks) */
 } layout;
 
-static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim, const int64_t *shape,
-                        const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim,
+                        const int64_t *shape, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
 
-static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim, const int64_t *shape,
-                        const char *fmt, ...) {
+static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim,
+                        const int64_t *shape, const char *fmt, ...) {
     size_t numel = 1;
     for (int d = 0; d < ndim; d++) numel *= (size_t)shape[d];
     float *where = L->fill ? L->m->params + L->offset : NULL;
@@ -46,8 +47,8 @@ static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim
     return where;
 }
 
-#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
-#define P1(decay, n0, ...) add_param(L, 1, decay, 0, 1, SHAPE(n0), __VA_ARGS__)
+#define SHAPE(...)             ((const int64_t[]){__VA_ARGS__})
+#define P1(decay, n0, ...)     add_param(L, 1, decay, 0, 1, SHAPE(n0), __VA_ARGS__)
 #define P2(decay, n0, n1, ...) add_param(L, 1, decay, 0, 2, SHAPE(n0, n1), __VA_ARGS__)
 
 /* Query, key and value stacked into one [3D, D] block so one GEMM computes all three; the
@@ -83,7 +84,8 @@ static void layout_vit(layout *L, model *m) {
     const int D = c->hidden_size, I = c->intermediate_size, P = c->patch_size;
     const int n = c->image_size / P;
     m->cls_token = add_param(L, 1, 0, 0, 3, SHAPE(1, 1, D), "embeddings.cls_token");
-    m->pos_embed = add_param(L, 1, 0, 0, 3, SHAPE(1, n * n + 1, D), "embeddings.position_embeddings");
+    m->pos_embed =
+        add_param(L, 1, 0, 0, 3, SHAPE(1, n * n + 1, D), "embeddings.position_embeddings");
     m->patch_w = add_param(L, 1, 1, 0, 4, SHAPE(D, c->num_channels, P, P),
                            "embeddings.patch_embeddings.projection.weight");
     m->patch_b = P1(0, D, "embeddings.patch_embeddings.projection.bias");
@@ -107,9 +109,11 @@ static void layout_vit(layout *L, model *m) {
 static void layout_bert(layout *L, model *m) {
     const model_config *c = &m->cfg;
     const int D = c->hidden_size, I = c->intermediate_size;
-    m->word_emb = P2(0, c->vocab_size, D, "embeddings.word_embeddings.weight");
-    m->pos_emb = P2(0, c->max_position_embeddings, D, "embeddings.position_embeddings.weight");
-    m->type_emb = P2(0, c->type_vocab_size, D, "embeddings.token_type_embeddings.weight");
+    /* decayed, unlike a ViT's: HF's recipes for BERT exempt only biases and LayerNorm weights,
+     * and the word table (most of a small BERT) is where text models overfit */
+    m->word_emb = P2(1, c->vocab_size, D, "embeddings.word_embeddings.weight");
+    m->pos_emb = P2(1, c->max_position_embeddings, D, "embeddings.position_embeddings.weight");
+    m->type_emb = P2(1, c->type_vocab_size, D, "embeddings.token_type_embeddings.weight");
     m->emb_ln_w = P1(0, D, "embeddings.LayerNorm.weight");
     m->emb_ln_b = P1(0, D, "embeddings.LayerNorm.bias");
     for (int l = 0; l < c->num_layers; l++) {
@@ -130,8 +134,10 @@ static void layout_bert(layout *L, model *m) {
 }
 
 static void run_layout(layout *L, model *m) {
-    if (m->cfg.kind == MODEL_VIT) layout_vit(L, m);
-    else layout_bert(L, m);
+    if (m->cfg.kind == MODEL_VIT)
+        layout_vit(L, m);
+    else
+        layout_bert(L, m);
 }
 
 int model_create(model *m, model_config *cfg, vit_error *err) {
@@ -171,7 +177,9 @@ void model_free(model *m) {
     memset(m, 0, sizeof *m);
 }
 
-const char *model_prefix(const model *m) { return m->cfg.kind == MODEL_VIT ? "vit." : "bert."; }
+const char *model_prefix(const model *m) {
+    return m->cfg.kind == MODEL_VIT ? "vit." : "bert.";
+}
 
 const param_entry *model_find_param(const model *m, const char *name) {
     for (int i = 0; i < m->num_entries; i++)
@@ -182,7 +190,8 @@ const param_entry *model_find_param(const model *m, const char *name) {
 static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape) {
     size_t used = (size_t)snprintf(buf, size, "[");
     for (int d = 0; d < ndim && used < size; d++)
-        used += (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld", (long long)shape[d]);
+        used +=
+            (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld", (long long)shape[d]);
     if (used < size) snprintf(buf + used, size - used, "]");
 }
 
@@ -198,7 +207,8 @@ static int load_entry(model *m, const st_file *f, const param_entry *e, vit_erro
         char want[64], got[64];
         format_shape(want, sizeof want, e->ndim, e->shape);
         format_shape(got, sizeof got, t->ndim, t->shape);
-        return vit_fail(err, "%s: tensor '%s' has shape %s, expected %s", f->path, t->name, got, want);
+        return vit_fail(err, "%s: tensor '%s' has shape %s, expected %s", f->path, t->name, got,
+                        want);
     }
     return st_to_f32(f, t, m->params + e->offset, err);
 }
@@ -230,10 +240,10 @@ int model_vit_tokens(const model *m, int size) {
 double model_flops(const model *m, int T) {
     const model_config *c = &m->cfg;
     const double D = c->hidden_size, I = c->intermediate_size;
-    double per_layer = 2.0 * T * D * 3 * D       /* qkv */
-                       + 2.0 * 2 * T * T * D      /* scores and weighted values */
-                       + 2.0 * T * D * D          /* output projection */
-                       + 2.0 * 2 * T * D * I;     /* MLP */
+    double per_layer = 2.0 * T * D * 3 * D    /* qkv */
+                       + 2.0 * 2 * T * T * D  /* scores and weighted values */
+                       + 2.0 * T * D * D      /* output projection */
+                       + 2.0 * 2 * T * D * I; /* MLP */
     double embed = c->kind == MODEL_VIT
                        ? 2.0 * (T - 1) * D * c->num_channels * c->patch_size * c->patch_size
                        : 0.0;

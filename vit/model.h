@@ -16,8 +16,9 @@ typedef struct {
     int64_t shape[4];
     size_t offset, numel; /* into model.params */
     int prefixed;         /* stored as PREFIX + name in model.safetensors */
-    int decay;            /* AdamW weight decay applies (matrices; not biases, norms, embeddings) */
-    int absent;           /* not in the file (qkv_bias false): stays zero and frozen */
+    int decay;  /* AdamW weight decay applies: matrices, and a BERT's embeddings (not a ViT's);
+                 * never biases or norms */
+    int absent; /* not in the file (qkv_bias false): stays zero and frozen */
 } param_entry;
 
 typedef struct {

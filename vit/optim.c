@@ -37,8 +37,10 @@ void adamw_free(adamw *opt) {
     memset(opt, 0, sizeof *opt);
 }
 
+/* The linear probe's trainable head: a ViT's final LayerNorm, a BERT's pooler, the classifier. */
 static int is_head(const char *name) {
-    return strncmp(name, "layernorm.", 10) == 0 || strncmp(name, "classifier.", 11) == 0;
+    return strncmp(name, "layernorm.", 10) == 0 || strncmp(name, "pooler.", 7) == 0 ||
+           strncmp(name, "classifier.", 11) == 0;
 }
 
 void adamw_freeze_encoder(adamw *opt, const model *m, int freeze) {

@@ -38,7 +38,7 @@ typedef struct {
 int adamw_init(adamw *opt, const model *m, const adamw_hparams *hp, vit_error *err);
 void adamw_free(adamw *opt);
 /* Freezes (1) or unfreezes (0) every entry whose name does not start with one of the prefixes
- * "layernorm." or "classifier." (the linear probe's trainable head). */
+ * "layernorm.", "pooler." or "classifier." (the linear probe's trainable head). */
 void adamw_freeze_encoder(adamw *opt, const model *m, int freeze);
 
 /* One AdamW update with learning rate lr, as PyTorch's torch.optim.AdamW (non-amsgrad,

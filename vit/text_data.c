@@ -101,6 +101,92 @@ int text_tsv_parse_line(const char *s, size_t n, const char *const *labels, int 
 
 /* ---- a whole file ---- */
 
+static int compare_strings(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds label s[0..n) to the distinct set names[0..*count) unless present. */
+static int add_distinct(char ***names, int *count, int *cap, const char *s, size_t n) {
+    for (int i = 0; i < *count; i++)
+        if (strlen((*names)[i]) == n && memcmp((*names)[i], s, n) == 0) return 0;
+    if (*count == *cap) {
+        *cap = *cap ? 2 * *cap : 8;
+        char **grown = realloc(*names, sizeof *grown * (size_t)*cap);
+        if (!grown) return -1;
+        *names = grown;
+    }
+    (*names)[*count] = strndup(s, n);
+    return (*names)[(*count)++] ? 0 : -1;
+}
+
+static void free_names(char **names, int n) {
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+/* Distinct names become LABEL_i names when all are indices (the largest index sets the count).
+ * Returns 1 when they did, 0 when they are names, -1 when out of memory. */
+static int index_names(char ***names, int *count) {
+    long max = -1;
+    for (int i = 0; i < *count; i++) {
+        const char *s = (*names)[i];
+        if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 6) return 0;
+        const long v = strtol(s, NULL, 10);
+        max = v > max ? v : max;
+    }
+    char **out = calloc((size_t)max + 1, sizeof *out);
+    for (long i = 0; out && i <= max; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "LABEL_%ld", i);
+        if (!(out[i] = strdup(buf))) {
+            free_names(out, (int)i);
+            out = NULL;
+        }
+    }
+    if (!out) return -1;
+    free_names(*names, *count);
+    *names = out;
+    *count = (int)max + 1;
+    return 1;
+}
+
+int text_tsv_classes(const char *path, char ***names, int *count, vit_error *err) {
+    FILE *in = fopen(path, "r");
+    if (!in) return vit_fail(err, "%s: %s", path, strerror(errno));
+    char *buf = NULL, **out = NULL;
+    size_t bufcap = 0;
+    int n = 0, cap = 0, rc = 0;
+    long line = 0;
+    ssize_t len;
+    while (rc == 0 && (len = getline(&buf, &bufcap, in)) >= 0) {
+        if (++line == 1) continue; /* the header */
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) len--;
+        if (len == 0) continue;
+        const char *tab = memchr(buf, '\t', (size_t)len);
+        if (!tab) {
+            rc = vit_fail(err, "%s:%ld (data line %ld): no tab between sentence and label", path,
+                          line, line - 1);
+            break;
+        }
+        size_t flen = (size_t)(buf + len - (tab + 1));
+        const char *field = trim(tab + 1, &flen);
+        if (add_distinct(&out, &n, &cap, field, flen) != 0) rc = vit_fail(err, "out of memory");
+    }
+    free(buf);
+    fclose(in);
+    if (rc == 0 && n == 0) rc = vit_fail(err, "%s: no labelled sentence", path);
+    const int indices = rc == 0 ? index_names(&out, &n) : 0;
+    if (indices < 0) rc = vit_fail(err, "out of memory");
+    if (rc != 0) {
+        free_names(out, n);
+        return -1;
+    }
+    if (!indices) qsort(out, (size_t)n, sizeof *out, compare_strings);
+    *names = out;
+    *count = n;
+    return 0;
+}
+
 /* Room for one more sentence of up to max_len ids; *cap_rows and *cap_ids grow by doubling. */
 static int reserve(text_set *s, size_t *cap_rows, size_t *cap_ids) {
     if ((size_t)s->count + 2 > *cap_rows) {

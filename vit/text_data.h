@@ -41,6 +41,12 @@ int text_tsv_parse_line(const char *line, size_t n, const char *const *labels, i
 
 /* ---- a whole file ---- */
 
+/* The classes of a training file without a label list: when every label is a decimal index,
+ * "LABEL_0" .. "LABEL_max" (Hugging Face's default names); otherwise the distinct label names in
+ * byte order. *names (caller frees each and the array) gets *count strings. Returns 0, or -1 with
+ * err when the file cannot be read, a data line has no tab, or it has no data line. */
+int text_tsv_classes(const char *path, char ***names, int *count, vit_error *err);
+
 typedef struct {
     int count;       /* sentences */
     int max_len;     /* ids per sentence at most ([CLS] and [SEP] included) */

@@ -1,5 +1,7 @@
 /* The training run: set-up (classes, data, model, optimizer, or all of it from a checkpoint), then
- * epochs of steps, a validation pass and a checkpoint after each. */
+ * epochs of steps, a validation pass and a checkpoint after each. Images and text share all of it
+ * but the data, the model's forward/backward (vit_train.h, bert_train.h) and its initialisation:
+ * those few places branch on run.text. */
 #include "vit/trainer.h"
 
 #include <cjson/cJSON.h>
@@ -14,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "text/tokenizer.h"
+#include "vit/bert_train.h"
 #include "vit/checkpoint.h"
 #include "vit/file.h"
 #include "vit/imagefolder.h"
@@ -21,13 +25,18 @@
 #include "vit/ops.h"
 #include "vit/optim.h"
 #include "vit/safetensors.h"
+#include "vit/text_data.h"
 #include "vit/vit_train.h"
 
 /* Streams of the run's generator (rng_derive(seed, stream, n)): one per kind of draw, so adding
  * draws of one kind never shifts another. */
 enum { RNG_SHUFFLE = 1, RNG_AUGMENT, RNG_DROPOUT, RNG_INIT, RNG_SPLIT };
 
-#define STATE_FORMAT "vit-train-state-1"
+#define STATE_FORMAT "vit-train-state-2"
+
+/* Text batches come from mega-batches of this many batches sorted by length (see
+ * group_by_length). */
+#define LENGTH_GROUP 50
 
 train_options train_default_options(void) {
     return (train_options){
@@ -60,17 +69,31 @@ typedef struct {
     const train_hooks *hooks;
     char **classes; /* the model's labels, borrowed from m.cfg */
     int num_classes;
+    int text; /* a BERT on sentences, else a ViT on images */
     model m;
+    int n_train, n_val; /* examples */
+    /* images */
     preprocess_config pp;
     image_set train, val;
-    float *lut;
+    float *lut, *pixels;
     vit_trainer *t;
+    /* text: the training file's sentences; validation rows of val_text or, carved out of the
+     * training file, of train_text (train_rows and val_rows index them) */
+    tokenizer *tok;
+    int max_len;
+    text_set train_text, val_text;
+    const text_set *val_src;
+    int *train_rows, *val_rows;
+    int32_t *ids;
+    uint8_t *mask;
+    bert_trainer *bt;
+    /* optimisation */
     adamw opt;
     lr_schedule sched;
     int B;
     int64_t steps_per_epoch, total_steps;
-    float *pixels, *logits, *probs;
-    int *perm, *batch_labels, *eval_idx;
+    float *logits, *probs;
+    int *perm, *batch_labels, *eval_idx, *scratch;
     /* the state a checkpoint keeps */
     int64_t step;
     uint64_t drop_rng;
@@ -106,10 +129,11 @@ static char *options_json(const train_options *o) {
     const struct {
         const char *k;
         const char *v;
-    } strs[] = {{"train_dir", o->train_dir},
-                {"val_dir", o->val_dir},
+    } strs[] = {{"train_path", o->train_path},
+                {"val_path", o->val_path},
                 {"labels_file", o->labels_file},
-                {"init_dir", o->init_dir}};
+                {"init_dir", o->init_dir},
+                {"vocab_file", o->vocab_file}};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         if (strs[i].v) cJSON_AddStringToObject(j, strs[i].k, strs[i].v);
     const struct {
@@ -138,7 +162,9 @@ static char *options_json(const train_options *o) {
                 {"crop_pad", o->aug.crop_pad},
                 {"resized_crop", o->aug.resized_crop},
                 {"rrc_min_scale", o->aug.rrc_min_scale},
-                {"flip", o->aug.flip}};
+                {"flip", o->aug.flip},
+                {"max_len", o->max_len},
+                {"ungrouped", o->ungrouped}};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         char buf[40];
         snprintf(buf, sizeof buf, "%.9g", nums[i].v); /* floats round-trip exactly */
@@ -159,9 +185,10 @@ static int options_parse(run *r, const char *text, const char *src, vit_error *e
         return vit_fail(err, "%s: unreadable training options", src);
     }
     train_options *o = &r->o;
-    const char **strs[] = {&o->train_dir, &o->val_dir, &o->labels_file, &o->init_dir};
-    const char *skeys[] = {"train_dir", "val_dir", "labels_file", "init_dir"};
-    for (int i = 0; i < 4; i++) {
+    const char **strs[] = {&o->train_path, &o->val_path, &o->labels_file, &o->init_dir,
+                           &o->vocab_file};
+    const char *skeys[] = {"train_path", "val_path", "labels_file", "init_dir", "vocab_file"};
+    for (int i = 0; i < 5; i++) {
         const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, skeys[i]);
         *strs[i] = NULL;
         if (cJSON_IsString(it)) *strs[i] = r->owned[i] = strdup(it->valuestring);
@@ -179,10 +206,10 @@ static int options_parse(run *r, const char *text, const char *src, vit_error *e
     int *in[] = {&o->image_size,       &o->patch_size, &o->hidden_size, &o->num_layers,
                  &o->num_heads,        &o->mlp_size,   &o->channels,    &o->freeze_encoder,
                  &o->epochs,           &o->batch,      &o->augment,     &o->aug.crop_pad,
-                 &o->aug.resized_crop, &o->aug.flip};
+                 &o->aug.resized_crop, &o->aug.flip,   &o->max_len, &o->ungrouped};
     const char *ikeys[] = {"image_size", "patch_size", "hidden_size",    "num_layers", "num_heads",
                            "mlp_size",   "channels",   "freeze_encoder", "epochs",     "batch",
-                           "augment",    "crop_pad",   "resized_crop",   "flip"};
+                           "augment",    "crop_pad",   "resized_crop",   "flip",       "max_len", "ungrouped"};
     int rc = 0;
     for (size_t i = 0; i < sizeof fl / sizeof fl[0] && rc == 0; i++) {
         const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, fkeys[i]);
@@ -202,8 +229,8 @@ static int options_parse(run *r, const char *text, const char *src, vit_error *e
     if (rc == 0 && !cJSON_IsString(seed))
         rc = vit_fail(err, "%s: training option 'seed' missing", src);
     if (rc == 0) o->seed = strtoull(seed->valuestring, NULL, 10);
-    if (rc == 0 && !o->train_dir)
-        rc = vit_fail(err, "%s: training option 'train_dir' missing", src);
+    if (rc == 0 && !o->train_path)
+        rc = vit_fail(err, "%s: training option 'train_path' missing", src);
     cJSON_Delete(j);
     return rc;
 }
@@ -249,15 +276,6 @@ static char **copy_strings(char *const *s, int n) {
     char **out = calloc((size_t)n, sizeof *out);
     for (int i = 0; out && i < n; i++) out[i] = strdup(s[i]);
     return out;
-}
-
-/* The classes of a new run: labels_file's lines or the train folders' names. */
-static int data_classes(const run *r, const imagefolder *tf, char ***classes, int *n,
-                        vit_error *err) {
-    if (r->o.labels_file) return read_labels_file(r->o.labels_file, classes, n, err);
-    *classes = copy_strings(tf->folders, tf->num_folders);
-    *n = tf->num_folders;
-    return *classes ? 0 : vit_fail(err, "out of memory");
 }
 
 static void problem(void *user, const char *message) {
@@ -312,32 +330,42 @@ static int list_folder(run *r, const char *dir, file_list *out, vit_error *err) 
     return 0;
 }
 
-/* Holds out round(val_split · n_c) images of each class c, chosen by the seed. */
-static int split_val(const run *r, file_list *all, file_list *train, file_list *val,
-                     vit_error *err) {
-    const size_t n = all->n;
-    int *order = malloc(n * sizeof *order), *is_val = calloc(n, sizeof *is_val);
-    train->paths = malloc(n * sizeof(char *)), val->paths = malloc(n * sizeof(char *));
-    train->labels = malloc(n * sizeof(int)), val->labels = malloc(n * sizeof(int));
-    if (!order || !is_val || !train->paths || !val->paths || !train->labels || !val->labels) {
-        free(order), free(is_val);
-        return vit_fail(err, "out of memory");
-    }
+/* is_val[i] = 1 for round(val_split · n_c) examples of each class c, chosen by the seed. */
+static int hold_out(const run *r, const int *labels, size_t n, int *is_val, vit_error *err) {
+    int *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order) return vit_fail(err, "out of memory");
+    memset(is_val, 0, n * sizeof *is_val);
     for (int c = 0; c < r->num_classes; c++) {
         int k = 0;
         for (size_t i = 0; i < n; i++)
-            if (all->labels[i] == c) order[k++] = (int)i;
+            if (labels[i] == c) order[k++] = (int)i;
         uint64_t st = rng_derive(r->o.seed, RNG_SPLIT, (uint64_t)c);
         rng_shuffle(order, k, &st);
         const int hold = (int)lround(r->o.val_split * k);
         for (int i = 0; i < hold; i++) is_val[order[i]] = 1;
     }
+    free(order);
+    return 0;
+}
+
+/* Moves every image of all into train or val (hold_out's choice). */
+static int split_val(const run *r, file_list *all, file_list *train, file_list *val,
+                     vit_error *err) {
+    const size_t n = all->n;
+    int *is_val = malloc(n * sizeof *is_val);
+    train->paths = malloc(n * sizeof(char *)), val->paths = malloc(n * sizeof(char *));
+    train->labels = malloc(n * sizeof(int)), val->labels = malloc(n * sizeof(int));
+    if (!is_val || !train->paths || !val->paths || !train->labels || !val->labels) {
+        free(is_val);
+        return vit_fail(err, "out of memory");
+    }
+    if (hold_out(r, all->labels, n, is_val, err) != 0) return free(is_val), -1;
     for (size_t i = 0; i < n; i++) {
         file_list *to = is_val[i] ? val : train;
         to->paths[to->n] = all->paths[i];
         to->labels[to->n++] = all->labels[i];
     }
-    free(all->paths), free(all->labels), free(order), free(is_val);
+    free(all->paths), free(all->labels), free(is_val);
     memset(all, 0, sizeof *all);
     return 0;
 }
@@ -347,17 +375,17 @@ static void load_progress(void *user, size_t done, size_t total) {
     if (r->hooks && r->hooks->load_progress) r->hooks->load_progress(r->hooks->user, done, total);
 }
 
-static int load_data(run *r, vit_error *err) {
+static int load_images(run *r, vit_error *err) {
     file_list all = {0}, train = {0}, val = {0};
-    int rc = list_folder(r, r->o.train_dir, &all, err);
-    if (rc == 0 && r->o.val_dir) {
+    int rc = list_folder(r, r->o.train_path, &all, err);
+    if (rc == 0 && r->o.val_path) {
         train = all;
         memset(&all, 0, sizeof all);
-        rc = list_folder(r, r->o.val_dir, &val, err);
+        rc = list_folder(r, r->o.val_path, &val, err);
     } else if (rc == 0) {
         rc = split_val(r, &all, &train, &val, err);
     }
-    if (rc == 0 && train.n == 0) rc = vit_fail(err, "%s: no training images", r->o.train_dir);
+    if (rc == 0 && train.n == 0) rc = vit_fail(err, "%s: no training images", r->o.train_path);
     if (rc == 0) {
         info(r, "decoding %zu training and %zu validation images", train.n, val.n);
         rc = image_set_load(&r->train, &r->pp, train.paths, train.labels, train.n, load_progress, r,
@@ -366,6 +394,43 @@ static int load_data(run *r, vit_error *err) {
     if (rc == 0 && val.n)
         rc = image_set_load(&r->val, &r->pp, val.paths, val.labels, val.n, load_progress, r, err);
     file_list_free(&all), file_list_free(&train), file_list_free(&val);
+    r->n_train = r->train.count;
+    r->n_val = r->val.count;
+    return rc;
+}
+
+/* The training TSV tokenized, and the validation rows: all of val_path, or held out of it. */
+static int load_texts(run *r, vit_error *err) {
+    const char *const *labels = (const char *const *)r->classes;
+    if (text_set_load(&r->train_text, r->o.train_path, r->tok, r->max_len, labels, r->num_classes,
+                      err) != 0)
+        return -1;
+    const int n = r->train_text.count;
+    int *is_val = calloc((size_t)n, sizeof *is_val);
+    r->train_rows = malloc((size_t)n * sizeof(int));
+    if (!is_val || !r->train_rows) return free(is_val), vit_fail(err, "out of memory");
+    int rc = 0;
+    if (r->o.val_path) {
+        rc = text_set_load(&r->val_text, r->o.val_path, r->tok, r->max_len, labels, r->num_classes,
+                           err);
+        r->val_src = &r->val_text;
+    } else {
+        rc = hold_out(r, r->train_text.labels, (size_t)n, is_val, err);
+        r->val_src = &r->train_text;
+    }
+    for (int i = 0; rc == 0 && i < n; i++)
+        if (!is_val[i]) r->train_rows[r->n_train++] = i;
+    const int nv = r->o.val_path ? r->val_text.count : n - r->n_train;
+    r->val_rows = malloc((size_t)(nv ? nv : 1) * sizeof(int));
+    if (rc == 0 && !r->val_rows) rc = vit_fail(err, "out of memory");
+    for (int i = 0; rc == 0 && i < (r->o.val_path ? nv : n); i++)
+        if (r->o.val_path || is_val[i]) r->val_rows[r->n_val++] = i;
+    free(is_val);
+    if (rc == 0 && r->n_train == 0)
+        rc = vit_fail(err, "%s: no training sentences", r->o.train_path);
+    if (rc == 0)
+        info(r, "%d training and %d validation sentences, at most %d tokens (longest %d)",
+             r->n_train, r->n_val, r->max_len, r->train_text.longest);
     return rc;
 }
 
@@ -400,20 +465,52 @@ static void sincos_pos_embed(float *pos, int n, int D) {
         }
 }
 
+/* Normal(0, std) by Box-Muller. */
+static float normal(uint64_t *st, float std) {
+    const double u1 = rng_uniform(st), u2 = rng_uniform(st);
+    return (float)(sqrt(-2.0 * log(u1 + 1e-300)) * cos(2.0 * M_PI * u2) * std);
+}
+
+static int is_bias(const char *name) {
+    const size_t len = strlen(name);
+    return len >= 4 && strcmp(name + len - 4, "bias") == 0;
+}
+
+/* A new BERT's weights as HF's BertPreTrainedModel._init_weights: matrices and embedding tables
+ * normal(0, 0.02) with the padding row zero, biases 0, LayerNorm weights 1. Only entries whose
+ * name starts with prefix. */
+static void init_bert_params(model *m, const char *prefix, uint64_t seed) {
+    uint64_t st = rng_derive(seed, RNG_INIT, 0);
+    const int D = m->cfg.hidden_size, pad = m->cfg.pad_token_id;
+    for (int i = 0; i < m->num_entries; i++) {
+        const param_entry *e = &m->entries[i];
+        if (strncmp(e->name, prefix, strlen(prefix)) != 0) continue;
+        float *p = m->params + e->offset;
+        const int norm = strstr(e->name, "LayerNorm") != NULL;
+        for (size_t j = 0; j < e->numel; j++)
+            p[j] = is_bias(e->name) ? 0.0f : norm ? 1.0f : normal(&st, 0.02f);
+        if (p == m->word_emb && pad >= 0 && pad < m->cfg.vocab_size)
+            memset(p + (size_t)pad * D, 0, sizeof(float) * (size_t)D);
+    }
+}
+
 /* A new ViT's weights. HF's _init_weights (everything truncated normal, std 0.02) learns slowly
  * from scratch on small data; big_vision's plain-ViT recipe starts much faster, so: patch
  * embedding LeCun normal (std 1/sqrt(C·P·P)), other matrices Xavier uniform, position
  * embeddings 2D sine-cosine (learned from there), CLS token and classifier zero, biases 0,
  * LayerNorm weights 1. Only entries whose name starts with prefix (a fresh head: "classifier."). */
 static void init_params(model *m, const char *prefix, uint64_t seed) {
+    if (m->cfg.kind == MODEL_BERT) {
+        init_bert_params(m, prefix, seed);
+        return;
+    }
     uint64_t st = rng_derive(seed, RNG_INIT, 0);
     const int D = m->cfg.hidden_size, n = m->cfg.image_size / m->cfg.patch_size;
     for (int i = 0; i < m->num_entries; i++) {
         const param_entry *e = &m->entries[i];
         if (e->absent || strncmp(e->name, prefix, strlen(prefix)) != 0) continue;
         float *p = m->params + e->offset;
-        const size_t len = strlen(e->name);
-        const int bias = len >= 4 && strcmp(e->name + len - 4, "bias") == 0;
+        const int bias = is_bias(e->name);
         if (strstr(e->name, "position_embeddings") && D % 4 == 0) {
             sincos_pos_embed(p, n, D);
         } else if (strstr(e->name, "patch_embeddings") && !bias) {
@@ -432,6 +529,45 @@ static void init_params(model *m, const char *prefix, uint64_t seed) {
     }
 }
 
+/* cfg through config.json's parser (it checks the shape and names a bad field), then a model
+ * with new weights. Takes classes. */
+static int create_new(run *r, model_config *cfg, char **classes, int n, vit_error *err) {
+    char *json = model_config_json(cfg, 0, 0);
+    free_strings(classes, n); /* the parsed config has its own copies */
+    if (!json) return vit_fail(err, "out of memory");
+    model_config parsed;
+    int rc = model_config_parse(json, "the model options", &parsed, err);
+    free(json);
+    if (rc == 0) rc = model_create(&r->m, &parsed, err);
+    if (rc != 0) return -1;
+    init_params(&r->m, "", r->o.seed);
+    return 0;
+}
+
+/* A new BERT: the vocabulary (copied into out_dir with a tokenizer config) sizes its embeddings. */
+static int new_text_model(run *r, char **classes, int n, vit_error *err) {
+    const train_options *o = &r->o;
+    const int max_pos = o->max_len ? o->max_len : 128;
+    if (tokenizer_files_save(o->out_dir, NULL, o->vocab_file, max_pos, err) != 0 ||
+        tokenizer_load(o->out_dir, &r->tok, err) != 0)
+        return free_strings(classes, n), -1;
+    model_config cfg = {.kind = MODEL_BERT,
+                        .hidden_size = o->hidden_size,
+                        .num_layers = o->num_layers,
+                        .num_heads = o->num_heads,
+                        .intermediate_size = o->mlp_size,
+                        .act = ACT_GELU,
+                        .layer_norm_eps = 1e-12f, /* BertConfig's */
+                        .vocab_size = tokenizer_vocab_size(r->tok),
+                        .max_position_embeddings = max_pos,
+                        .type_vocab_size = 2,
+                        .pad_token_id =
+                            tokenizer_pad_id(r->tok) >= 0 ? tokenizer_pad_id(r->tok) : 0,
+                        .num_labels = n,
+                        .labels = classes};
+    return create_new(r, &cfg, classes, n, err);
+}
+
 static int new_model(run *r, char **classes, int n, vit_error *err) {
     const train_options *o = &r->o;
     model_config cfg = {.kind = MODEL_VIT,
@@ -447,17 +583,7 @@ static int new_model(run *r, char **classes, int n, vit_error *err) {
                         .qkv_bias = 1,
                         .num_labels = n,
                         .labels = classes};
-    /* through config.json's parser: it checks the shape and names a bad field */
-    char *json = vit_config_json(&cfg, 0, 0);
-    free_strings(classes, n); /* the parsed config has its own copies */
-    if (!json) return vit_fail(err, "out of memory");
-    model_config parsed;
-    int rc = model_config_parse(json, "the model options", &parsed, err);
-    free(json);
-    if (rc == 0) rc = model_create(&r->m, &parsed, err);
-    if (rc != 0) return -1;
-    init_params(&r->m, "", r->o.seed);
-    memset(&r->pp, 0, sizeof r->pp);
+    if (create_new(r, &cfg, classes, n, err) != 0) return -1;
     r->pp = (preprocess_config){.do_resize = 1,
                                 .resize_height = o->image_size,
                                 .resize_width = o->image_size,
@@ -500,14 +626,36 @@ static int replace_head(run *r, model *from, char **classes, int n, vit_error *e
     return 0;
 }
 
-static int init_model(run *r, char **classes, int n, vit_error *err) {
-    model from;
-    if (model_load(&from, r->o.init_dir, err) != 0) return free_strings(classes, n), -1;
-    if (from.cfg.kind != MODEL_VIT) {
-        model_free(&from);
-        free_strings(classes, n);
-        return vit_fail(err, "%s: not a ViT model", r->o.init_dir);
+/* The classes of a new run: labels_file's lines; else for images the train folders' names, for
+ * text the labels of the model fine-tuned (from, may be NULL) or of the TSV. */
+static int data_classes(const run *r, const model *from, char ***classes, int *n, vit_error *err) {
+    if (r->o.labels_file) return read_labels_file(r->o.labels_file, classes, n, err);
+    if (r->text && from) {
+        *classes = copy_strings(from->cfg.labels, from->cfg.num_labels);
+        *n = from->cfg.num_labels;
+        return *classes ? 0 : vit_fail(err, "out of memory");
     }
+    if (r->text) return text_tsv_classes(r->o.train_path, classes, n, err);
+    imagefolder tf;
+    if (imagefolder_open(&tf, r->o.train_path, err) != 0) return -1;
+    *classes = copy_strings(tf.folders, tf.num_folders);
+    *n = tf.num_folders;
+    imagefolder_close(&tf);
+    return *classes ? 0 : vit_fail(err, "out of memory");
+}
+
+/* Fine-tuning: init_dir's model, its preprocessing or tokenizer (copied into out_dir). */
+static int init_model(run *r, vit_error *err) {
+    model from;
+    if (model_load(&from, r->o.init_dir, err) != 0) return -1;
+    if (from.cfg.kind != (r->text ? MODEL_BERT : MODEL_VIT)) {
+        model_free(&from);
+        return vit_fail(err, "%s: not a %s model (the training data is %s)", r->o.init_dir,
+                        r->text ? "BERT" : "ViT", r->text ? "text" : "images");
+    }
+    char **classes = NULL;
+    int n = 0;
+    if (data_classes(r, &from, &classes, &n, err) != 0) return model_free(&from), -1;
     int rc;
     if (same_labels(&from, classes, n)) {
         r->m = from; /* the head fits: keep it, and the model's label strings */
@@ -520,28 +668,41 @@ static int init_model(run *r, char **classes, int n, vit_error *err) {
         rc = replace_head(r, &from, classes, n, err); /* takes classes */
         model_free(&from);
     }
-    return rc == 0 ? preprocess_config_load(r->o.init_dir, &r->pp, err) : -1;
+    if (rc != 0) return -1;
+    if (!r->text) return preprocess_config_load(r->o.init_dir, &r->pp, err);
+    if (tokenizer_files_save(r->o.out_dir, r->o.init_dir, NULL, 0, err) != 0) return -1;
+    return tokenizer_load(r->o.out_dir, &r->tok, err);
 }
 
 /* The model and its preprocessing: new, fine-tuned, or (resume) as last saved in out_dir. */
 static int setup_model(run *r, int resume, vit_error *err) {
     if (resume) {
         if (model_load(&r->m, r->o.out_dir, err) != 0) return -1;
-        if (preprocess_config_load(r->o.out_dir, &r->pp, err) != 0) return -1;
+        r->text = r->m.cfg.kind == MODEL_BERT;
+        if (r->text ? tokenizer_load(r->o.out_dir, &r->tok, err)
+                    : preprocess_config_load(r->o.out_dir, &r->pp, err))
+            return -1;
+    } else if (r->o.init_dir) {
+        if (init_model(r, err) != 0) return -1;
     } else {
-        imagefolder tf;
-        if (imagefolder_open(&tf, r->o.train_dir, err) != 0) return -1;
         char **classes = NULL;
         int n = 0;
-        int rc = data_classes(r, &tf, &classes, &n, err);
-        imagefolder_close(&tf);
-        if (rc != 0) return -1;
-        rc = r->o.init_dir ? init_model(r, classes, n, err) : new_model(r, classes, n, err);
-        if (rc != 0) return -1;
+        if (data_classes(r, NULL, &classes, &n, err) != 0) return -1;
+        if ((r->text ? new_text_model(r, classes, n, err) : new_model(r, classes, n, err)) != 0)
+            return -1;
     }
-    if (r->m.cfg.kind != MODEL_VIT) return vit_fail(err, "%s: not a ViT model", r->o.out_dir);
     r->classes = r->m.cfg.labels;
     r->num_classes = r->m.cfg.num_labels;
+    if (r->text) {
+        const int limit = r->o.max_len ? r->o.max_len : tokenizer_max_len(r->tok);
+        r->max_len =
+            limit < r->m.cfg.max_position_embeddings ? limit : r->m.cfg.max_position_embeddings;
+        if (r->max_len < 2)
+            return vit_fail(err, "--max-len %d: a sentence needs at least 2 tokens", r->max_len);
+        if (tokenizer_vocab_size(r->tok) > r->m.cfg.vocab_size)
+            return vit_fail(err, "%s: the vocabulary (%d) is larger than the model's (%d)",
+                            r->o.out_dir, tokenizer_vocab_size(r->tok), r->m.cfg.vocab_size);
+    }
     return 0;
 }
 
@@ -682,32 +843,51 @@ static int load_state(run *r, const st_file *f, vit_error *err) {
 
 /* ---- the loop ---- */
 
+/* The forward/backward machinery and its batch buffers: a vit_trainer on pixels or a
+ * bert_trainer on token ids. */
+static int setup_model_trainer(run *r, vit_error *err) {
+    const train_options *o = &r->o;
+    if (r->text) {
+        r->ids = malloc((size_t)r->B * r->max_len * sizeof *r->ids);
+        r->mask = malloc((size_t)r->B * r->max_len);
+        if (!r->ids || !r->mask) return vit_fail(err, "out of memory");
+        r->bt = bert_trainer_create(&r->m, r->B, r->max_len, err);
+        if (!r->bt) return -1;
+        bert_trainer_freeze_encoder(r->bt, o->freeze_encoder);
+        bert_trainer_set_attention_dropout(r->bt, o->attention_dropout);
+        return 0;
+    }
+    const size_t per = (size_t)r->train.C * r->train.S * r->train.S;
+    r->pixels = malloc((size_t)r->B * per * sizeof(float));
+    r->lut = malloc((size_t)r->train.C * 256 * sizeof(float));
+    if (!r->pixels || !r->lut) return vit_fail(err, "out of memory");
+    if (pixel_lut(&r->pp, r->lut, err) != 0) return -1;
+    r->t = vit_trainer_create(&r->m, r->B, err);
+    if (!r->t) return -1;
+    vit_trainer_freeze_encoder(r->t, o->freeze_encoder);
+    vit_trainer_set_attention_dropout(r->t, o->attention_dropout);
+    return 0;
+}
+
 static int setup_training(run *r, vit_error *err) {
     const train_options *o = &r->o;
-    r->B = o->batch < r->train.count ? o->batch : r->train.count;
-    r->steps_per_epoch = r->train.count / r->B;
+    r->B = o->batch < r->n_train ? o->batch : r->n_train;
+    r->steps_per_epoch = r->n_train / r->B;
     r->total_steps = r->steps_per_epoch * o->epochs;
     r->sched = (lr_schedule){.lr = o->lr,
                              .min_lr = o->min_lr,
                              .warmup = (int64_t)lround(o->warmup_epochs * r->steps_per_epoch),
                              .total = r->total_steps};
-    const size_t per = (size_t)r->train.C * r->train.S * r->train.S;
-    r->pixels = malloc((size_t)r->B * per * sizeof(float));
     r->logits = malloc((size_t)r->B * r->num_classes * sizeof(float));
     r->probs = malloc((size_t)r->B * r->num_classes * sizeof(float));
-    r->perm = malloc((size_t)r->train.count * sizeof(int));
+    r->perm = malloc((size_t)r->n_train * sizeof(int));
+    r->scratch = malloc((size_t)(r->n_train + r->steps_per_epoch) * sizeof(int));
     r->batch_labels = malloc((size_t)r->B * sizeof(int));
     r->eval_idx = malloc((size_t)r->B * sizeof(int));
-    r->lut = malloc((size_t)r->train.C * 256 * sizeof(float));
-    if (!r->pixels || !r->logits || !r->probs || !r->perm || !r->batch_labels || !r->eval_idx ||
-        !r->lut)
+    if (!r->logits || !r->probs || !r->perm || !r->scratch || !r->batch_labels || !r->eval_idx)
         return vit_fail(err, "out of memory");
-    if (pixel_lut(&r->pp, r->lut, err) != 0) return -1;
-    r->t = vit_trainer_create(&r->m, r->B, err);
-    if (!r->t) return -1;
-    vit_threads_init(o->threads);
-    vit_trainer_freeze_encoder(r->t, o->freeze_encoder);
-    vit_trainer_set_attention_dropout(r->t, o->attention_dropout);
+    if (setup_model_trainer(r, err) != 0) return -1;
+    vit_threads_init(o->threads); /* the trainers' create picked the default */
     const adamw_hparams hp = {.lr = o->lr, .weight_decay = o->weight_decay};
     if (adamw_init(&r->opt, &r->m, &hp, err) != 0) return -1;
     adamw_freeze_encoder(&r->opt, &r->m, o->freeze_encoder);
@@ -715,52 +895,110 @@ static int setup_training(run *r, vit_error *err) {
     return 0;
 }
 
-/* Mean cross-entropy (no smoothing) and top-1 of an image set, eval mode. */
-static int evaluate(run *r, const image_set *s, double *loss, double *top1, vit_error *err) {
+/* Eval-mode logits of validation examples i0 .. i0+n-1 into r->logits, their classes into
+ * r->batch_labels. */
+static int val_logits(run *r, int i0, int n, vit_error *err) {
+    if (r->text) {
+        const int T =
+            text_set_batch(r->val_src, r->val_rows + i0, n, r->ids, r->mask, r->batch_labels);
+        return bert_train_logits(r->bt, r->ids, r->mask, n, T, r->logits, err);
+    }
+    for (int b = 0; b < n; b++) r->eval_idx[b] = i0 + b;
+    memcpy(r->batch_labels, r->val.labels + i0, sizeof(int) * (size_t)n);
+    image_set_batch(&r->val, r->eval_idx, n, r->lut, NULL, 0, r->pixels);
+    return vit_train_logits(r->t, r->pixels, n, r->logits, err);
+}
+
+/* Mean cross-entropy (no smoothing) and top-1 of the validation examples, eval mode. */
+static int evaluate(run *r, double *loss, double *top1, vit_error *err) {
     double sum = 0.0;
     int64_t correct = 0;
-    for (int i0 = 0; i0 < s->count; i0 += r->B) {
-        const int n = s->count - i0 < r->B ? s->count - i0 : r->B;
-        for (int b = 0; b < n; b++) r->eval_idx[b] = i0 + b;
-        image_set_batch(s, r->eval_idx, n, r->lut, NULL, 0, r->pixels);
-        if (vit_train_logits(r->t, r->pixels, n, r->logits, err) != 0) return -1;
+    for (int i0 = 0; i0 < r->n_val; i0 += r->B) {
+        const int n = r->n_val - i0 < r->B ? r->n_val - i0 : r->B;
+        if (val_logits(r, i0, n, err) != 0) return -1;
         sum +=
-            crossentropy_forward(r->probs, r->logits, s->labels + i0, n, r->num_classes, 0.0f) * n;
+            crossentropy_forward(r->probs, r->logits, r->batch_labels, n, r->num_classes, 0.0f) * n;
         for (int b = 0; b < n; b++) {
             const float *z = r->logits + (size_t)b * r->num_classes;
             int best = 0;
             for (int j = 1; j < r->num_classes; j++)
                 if (z[j] > z[best]) best = j;
-            correct += best == s->labels[i0 + b];
+            correct += best == r->batch_labels[b];
         }
     }
-    *loss = sum / s->count;
-    *top1 = (double)correct / s->count;
+    *loss = sum / r->n_val;
+    *top1 = (double)correct / r->n_val;
     return 0;
 }
 
+static int text_length(const run *r, int k) {
+    const int row = r->train_rows[k];
+    return (int)(r->train_text.offset[row + 1] - r->train_text.offset[row]);
+}
+
+static const run *sort_run; /* qsort's context: one sort at a time, on the training thread */
+
+static int by_length(const void *a, const void *b) {
+    const int la = text_length(sort_run, *(const int *)a),
+              lb = text_length(sort_run, *(const int *)b);
+    return la != lb ? lb - la : *(const int *)a - *(const int *)b;
+}
+
+/* HF's group_by_length: batches padded to their longest sentence waste most of their work on
+ * padding when lengths are mixed, so the shuffled order is cut into mega-batches of LENGTH_GROUP
+ * batches, each sorted by length, and the epoch's batches are then shuffled (a batch holds
+ * sentences of similar length, yet which batch comes when stays random). */
+static void group_by_length(run *r, uint64_t *st) {
+    const int B = r->B, group = LENGTH_GROUP * B, used = (int)r->steps_per_epoch * B;
+    sort_run = r;
+    for (int g = 0; g < used; g += group)
+        qsort(r->perm + g, (size_t)((used - g < group) ? used - g : group), sizeof(int), by_length);
+    int *order = r->scratch; /* batch order, then the reordered perm behind it */
+    const int nb = (int)r->steps_per_epoch;
+    for (int k = 0; k < nb; k++) order[k] = k;
+    rng_shuffle(order, nb, st);
+    int *out = r->scratch + nb;
+    for (int k = 0; k < nb; k++)
+        memcpy(out + (size_t)k * B, r->perm + (size_t)order[k] * B, sizeof(int) * (size_t)B);
+    memcpy(r->perm, out, sizeof(int) * (size_t)used);
+}
+
 static void epoch_perm(run *r, int64_t epoch) {
-    for (int i = 0; i < r->train.count; i++) r->perm[i] = i;
+    for (int i = 0; i < r->n_train; i++) r->perm[i] = i;
     uint64_t st = rng_derive(r->o.seed, RNG_SHUFFLE, (uint64_t)epoch);
-    rng_shuffle(r->perm, r->train.count, &st);
+    rng_shuffle(r->perm, r->n_train, &st);
+    if (r->text && !r->o.ungrouped) group_by_length(r, &st);
+}
+
+/* Forward and backward of training batch idx[0..B) (indices into the training examples):
+ * gradients in the trainer's block. */
+static int forward_backward(run *r, const int *idx, float *loss, int *correct, vit_error *err) {
+    const train_options *o = &r->o;
+    if (r->text) {
+        for (int b = 0; b < r->B; b++) r->eval_idx[b] = r->train_rows[idx[b]];
+        const int T =
+            text_set_batch(&r->train_text, r->eval_idx, r->B, r->ids, r->mask, r->batch_labels);
+        bert_trainer_zero_grads(r->bt);
+        return bert_train_step(r->bt, r->ids, r->mask, r->batch_labels, r->B, T, o->label_smoothing,
+                               o->dropout, &r->drop_rng, loss, correct, err);
+    }
+    for (int b = 0; b < r->B; b++) r->batch_labels[b] = r->train.labels[idx[b]];
+    image_set_batch(&r->train, idx, r->B, r->lut, o->augment ? &o->aug : NULL,
+                    rng_derive(o->seed, RNG_AUGMENT, (uint64_t)r->step), r->pixels);
+    vit_trainer_zero_grads(r->t);
+    return vit_train_step(r->t, r->pixels, r->batch_labels, r->B, o->label_smoothing, o->dropout,
+                          &r->drop_rng, loss, correct, err);
 }
 
 static int train_step(run *r, vit_error *err) {
     const int64_t k = r->step % r->steps_per_epoch;
-    const int *idx = r->perm + k * r->B;
-    for (int b = 0; b < r->B; b++) r->batch_labels[b] = r->train.labels[idx[b]];
-    image_set_batch(&r->train, idx, r->B, r->lut, r->o.augment ? &r->o.aug : NULL,
-                    rng_derive(r->o.seed, RNG_AUGMENT, (uint64_t)r->step), r->pixels);
-    vit_trainer_zero_grads(r->t);
     float loss;
     int correct;
-    if (vit_train_step(r->t, r->pixels, r->batch_labels, r->B, r->o.label_smoothing, r->o.dropout,
-                       &r->drop_rng, &loss, &correct, err) != 0)
-        return -1;
+    if (forward_backward(r, r->perm + k * r->B, &loss, &correct, err) != 0) return -1;
     if (!isfinite(loss))
         return vit_fail(err, "the loss diverged (%g) at step %lld: try a lower --lr", loss,
                         (long long)r->step + 1);
-    float *grads = vit_trainer_grads(r->t);
+    float *grads = r->text ? bert_trainer_grads(r->bt) : vit_trainer_grads(r->t);
     grad_clip_global_norm(&r->m, grads, &r->opt, r->o.clip_norm);
     adamw_step(&r->opt, &r->m, grads, lr_at(&r->sched, r->step));
     r->step++;
@@ -783,7 +1021,7 @@ static int append_log(const run *r, const train_epoch *e, vit_error *err) {
         fprintf(f, "\"val_loss\": %.6f, \"val_top1\": %.6f, ", e->val_loss, e->val_top1);
     else
         fprintf(f, "\"val_loss\": null, \"val_top1\": null, ");
-    fprintf(f, "\"seconds\": %.3f, \"images_per_s\": %.1f}\n", e->seconds, e->images_per_s);
+    fprintf(f, "\"seconds\": %.3f, \"%s_per_s\": %.1f}\n", e->seconds, e->unit, e->images_per_s);
     if (fclose(f) != 0) return vit_fail(err, "%s: write failed", path);
     return 0;
 }
@@ -797,9 +1035,10 @@ static int end_epoch(run *r, double epoch_seconds, vit_error *err) {
                      .train_top1 = (double)r->epoch_correct / (double)r->epoch_seen,
                      .val_loss = -1,
                      .val_top1 = -1,
-                     .images_per_s = epoch_seconds > 0 ? r->epoch_seen / epoch_seconds : 0};
+                     .images_per_s = epoch_seconds > 0 ? r->epoch_seen / epoch_seconds : 0,
+                     .unit = r->text ? "sentences" : "images"};
     const double t0 = now();
-    if (r->val.count && evaluate(r, &r->val, &e.val_loss, &e.val_top1, err) != 0) return -1;
+    if (r->n_val && evaluate(r, &e.val_loss, &e.val_top1, err) != 0) return -1;
     e.seconds = epoch_seconds + (now() - t0);
     r->epoch_loss_sum = 0, r->epoch_correct = r->epoch_seen = 0, r->epoch_seconds_before = 0;
     if (save_checkpoint(r, 0.0, err) != 0 || append_log(r, &e, err) != 0) return -1;
@@ -831,7 +1070,8 @@ static int loop(run *r, vit_error *err) {
                                 .lr = lr_at(&r->sched, r->step - 1),
                                 .loss = r->epoch_loss_sum / (double)r->epoch_seen,
                                 .images_per_s = (double)(r->step - first) * r->B / spent,
-                                .eta_s = per_step * (double)(r->total_steps - r->step)};
+                                .eta_s = per_step * (double)(r->total_steps - r->step),
+                                .unit = r->text ? "sentences" : "images"};
             r->hooks->progress(r->hooks->user, &p);
         }
         if (r->step % r->steps_per_epoch == 0) {
@@ -853,7 +1093,7 @@ static size_t live_params(const model *m) {
 }
 
 static int check_options(const train_options *o, vit_error *err) {
-    if (!o->train_dir) return vit_fail(err, "no training folder");
+    if (!o->train_path) return vit_fail(err, "no training data");
     if (!o->out_dir) return vit_fail(err, "no output folder");
     if (o->epochs < 1 || o->batch < 1) return vit_fail(err, "epochs and batch must be at least 1");
     if (!(o->val_split >= 0 && o->val_split < 1))
@@ -866,6 +1106,7 @@ static int check_options(const train_options *o, vit_error *err) {
     if (!(o->dropout >= 0 && o->dropout < 1) ||
         !(o->attention_dropout >= 0 && o->attention_dropout < 1))
         return vit_fail(err, "dropout outside [0, 1)");
+    if (o->max_len < 0 || o->max_len == 1) return vit_fail(err, "max_len %d below 2", o->max_len);
     if (!(o->aug.rrc_min_scale > 0 && o->aug.rrc_min_scale <= 1))
         return vit_fail(err, "random resized crop scale %g outside (0, 1]", o->aug.rrc_min_scale);
     return 0;
@@ -873,8 +1114,9 @@ static int check_options(const train_options *o, vit_error *err) {
 
 /* Absolute paths, so a resumed run finds the folders from any working directory. */
 static void own_paths(run *r) {
-    const char **strs[] = {&r->o.train_dir, &r->o.val_dir, &r->o.labels_file, &r->o.init_dir};
-    for (int i = 0; i < 4; i++) {
+    const char **strs[] = {&r->o.train_path, &r->o.val_path, &r->o.labels_file, &r->o.init_dir,
+                           &r->o.vocab_file};
+    for (int i = 0; i < 5; i++) {
         if (!*strs[i]) continue;
         char *abs = realpath(*strs[i], NULL);
         r->owned[i] = abs ? abs : strdup(*strs[i]);
@@ -884,6 +1126,11 @@ static void own_paths(run *r) {
 
 static void run_free(run *r) {
     vit_trainer_free(r->t);
+    bert_trainer_free(r->bt);
+    tokenizer_free(r->tok);
+    text_set_free(&r->train_text);
+    text_set_free(&r->val_text);
+    free(r->train_rows), free(r->val_rows), free(r->ids), free(r->mask), free(r->scratch);
     adamw_free(&r->opt);
     image_set_free(&r->train);
     image_set_free(&r->val);
@@ -892,6 +1139,30 @@ static void run_free(run *r) {
     free(r->lut);
     if (r->m.params) model_free(&r->m);
     for (int i = 0; i < 6; i++) free(r->owned[i]);
+}
+
+/* Text when the training data is a file (a TSV), images when it is a folder. */
+static int detect_text(run *r, vit_error *err) {
+    struct stat st;
+    if (stat(r->o.train_path, &st) != 0)
+        return vit_fail(err, "%s: %s", r->o.train_path, strerror(errno));
+    r->text = S_ISREG(st.st_mode);
+    if (!r->text && !S_ISDIR(st.st_mode))
+        return vit_fail(err, "%s: neither a folder of images nor a TSV file", r->o.train_path);
+    if (r->text && !r->o.vocab_file && !r->o.init_dir)
+        return vit_fail(err,
+                        "%s: a new text model needs a vocabulary (--vocab vocab.txt) or a "
+                        "model to fine-tune (--init)",
+                        r->o.train_path);
+    if (r->text && r->o.vocab_file && r->o.init_dir)
+        return vit_fail(err, "--vocab is for new models: --init %s has its own", r->o.init_dir);
+    if (!r->text && r->o.vocab_file)
+        return vit_fail(err, "--vocab is for text: %s is a folder of images", r->o.train_path);
+    return 0;
+}
+
+static int load_data(run *r, vit_error *err) {
+    return r->text ? load_texts(r, err) : load_images(r, err);
 }
 
 static int prepare_out_dir(const run *r, vit_error *err) {
@@ -918,23 +1189,23 @@ int train_run(const train_options *opt, int resume, const train_hooks *hooks, vi
         r.o.out_dir = opt->out_dir;
         r.o.threads = opt->threads;
     } else {
-        if (check_options(&r.o, err) != 0) return -1;
+        if (check_options(&r.o, err) != 0 || detect_text(&r, err) != 0) return -1;
         own_paths(&r);
         if (prepare_out_dir(&r, err) != 0) return run_free(&r), -1;
     }
     vit_threads_init(r.o.threads); /* before decoding: it runs on the OpenMP threads too */
     if (setup_model(&r, resume, err) != 0 || load_data(&r, err) != 0) rc = -1;
     /* default crop padding: 1/14 of the side (2 pixels at 28, 16 at 224) */
-    if (rc == 0 && r.o.aug.crop_pad < 0) r.o.aug.crop_pad = (r.train.S + 7) / 14;
+    if (rc == 0 && !r.text && r.o.aug.crop_pad < 0) r.o.aug.crop_pad = (r.train.S + 7) / 14;
     if (rc == 0 && (setup_training(&r, err) != 0 || (resume && load_state(&r, &state, err) != 0)))
         rc = -1;
     if (resume) st_close(&state);
     if (rc == 0) {
         info(&r,
-             "%d classes; %d training images (%lld steps of %d per epoch), %d validation; "
+             "%d classes; %d training %s (%lld steps of %d per epoch), %d validation; "
              "%zu parameters",
-             r.num_classes, r.train.count, (long long)r.steps_per_epoch, r.B, r.val.count,
-             live_params(&r.m));
+             r.num_classes, r.n_train, r.text ? "sentences" : "images",
+             (long long)r.steps_per_epoch, r.B, r.n_val, live_params(&r.m));
         rc = loop(&r, err);
     }
     if (rc == 0) { /* done: the state has served its purpose */

@@ -1,14 +1,16 @@
 #ifndef VIT_TRAINER_H
 #define VIT_TRAINER_H
 
-/* The training run behind `vit train`: ImageFolder data decoded into memory, a new ViT or one
- * fine-tuned from a model directory, AdamW with warm-up + cosine schedule, gradient clipping,
- * dropout, label smoothing, augmentation, one validation pass per epoch, checkpoints.
+/* The training run behind `vit train`: ImageFolder data decoded into memory (or, for text, a
+ * `sentence<TAB>label` TSV tokenized into memory), a new ViT (BERT) or one fine-tuned from a
+ * model directory, AdamW with warm-up + cosine schedule, gradient clipping, dropout, label
+ * smoothing, augmentation (images), one validation pass per epoch, checkpoints.
  *
- * Output, all in out_dir: the model (config.json, model.safetensors, preprocessor_config.json)
- * after every epoch; train_log.jsonl, one JSON line per epoch; train_state.safetensors, all a
- * resumed run needs (weights, AdamW moments, step, generator state, the options), written at the
- * end of every epoch and when stopped, and removed once the run completes.
+ * Output, all in out_dir: the model (config.json, model.safetensors, and preprocessor_config.json
+ * for a ViT or vocab.txt + tokenizer_config.json for a BERT) after every epoch; train_log.jsonl,
+ * one JSON line per epoch; train_state.safetensors, all a resumed run needs (weights, AdamW
+ * moments, step, generator state, the options), written at the end of every epoch and when stopped,
+ * and removed once the run completes.
  *
  * Reproducible: every random draw derives from `seed` (weights, validation split, shuffling per
  * epoch, augmentation per step, dropout), so a run repeats bit for bit at the same thread count,
@@ -22,20 +24,29 @@
 #include "vit/train_data.h"
 
 typedef struct {
-    /* data: classes from the folder names of train_dir, or labels_file (one label per line, in
-     * index order, folders matched to them by the ImageFolder rules) */
-    const char *train_dir, *val_dir, *labels_file;
-    float val_split; /* without val_dir: this fraction of each class held out (0: no validation) */
-    /* model: new with this shape, or fine-tuned from init_dir (its shape and preprocessing; a
-     * fresh classifier when its labels differ from the data's) */
+    /* data: images when train_path is a folder, text when it is a TSV file (vit/text_data.h).
+     * Classes: labels_file (one label per line, in index order; folders matched to them by the
+     * ImageFolder rules, TSV labels by index or name), else the folder names, the fine-tuned
+     * model's labels, or the TSV's labels (text_tsv_classes) */
+    const char *train_path, *val_path, *labels_file;
+    float val_split; /* without val_path: this fraction of each class held out (0: no validation) */
+    /* text: a new model's vocabulary (vocab.txt format); sentences cut to max_len ids (0: 128
+     * for a new model, which also sizes its position table; else the model's tokenizer limit) */
+    const char *vocab_file;
+    int max_len;
+    int ungrouped; /* text: plain shuffled batches, not grouped by length (see group_by_length) */
+    /* model: new with this shape (image_size, patch_size and channels for images only), or
+     * fine-tuned from init_dir (its shape and preprocessing or tokenizer; a fresh classifier when
+     * its labels differ from the data's) */
     const char *init_dir;
     int image_size, patch_size, hidden_size, num_layers, num_heads, mlp_size, channels;
-    int freeze_encoder; /* linear probe: only the final LayerNorm and classifier learn */
+    int freeze_encoder; /* linear probe: only the head learns (ViT: final LayerNorm and
+                         * classifier; BERT: pooler and classifier) */
     /* optimisation */
     int epochs, batch;
     float lr, min_lr, weight_decay, warmup_epochs, label_smoothing, dropout, attention_dropout;
     float clip_norm; /* 0: no clipping */
-    int augment;     /* 0: none; else aug */
+    int augment;     /* 0: none; else aug (images only) */
     augment_options aug;
     uint64_t seed;
     int threads; /* 0: one per core */
@@ -50,7 +61,8 @@ typedef struct {
     int64_t step, steps_per_epoch, total_steps; /* global step done (1-based) */
     float lr;
     double loss;         /* mean training loss of this epoch so far */
-    double images_per_s; /* training throughput of this session */
+    double images_per_s; /* training throughput of this session (sentences/s for text) */
+    const char *unit;    /* "images" or "sentences" */
     double eta_s;        /* estimated seconds to the end of the run */
 } train_progress;
 
@@ -61,6 +73,7 @@ typedef struct {
     double train_loss, train_top1; /* means over the epoch's (augmented) batches */
     double val_loss, val_top1;     /* -1 without validation images */
     double seconds, images_per_s;  /* the epoch's wall time (validation included), throughput */
+    const char *unit;              /* of the throughput: "images" or "sentences" */
 } train_epoch;
 
 typedef struct {
