@@ -86,7 +86,7 @@ $(BUILD)/tools/fashion_mnist_export: LDLIBS += -lz
 FASHION_VIT_RUN := $(BUILD)/fashion-vit
 FASHION_VIT_ARGS := --train data/fashion-mnist/train --val-split 0.1 \
   --labels data/fashion-mnist/labels.txt --image-size 28 --patch 4 --channels 1 --hidden 64 \
-  --layers 6 --heads 4 --mlp 128 --epochs 55 --batch 128 --lr 2e-3 --min-lr 1e-5 \
+  --layers 6 --heads 4 --mlp 128 --epochs 70 --batch 128 --lr 2e-3 --min-lr 1e-5 \
   --weight-decay 0.05 --warmup 1 --label-smoothing 0.1 --dropout 0 --clip 1 \
   --augment crop,flip --crop-pad 2 --seed 1 -t 2
 model: $(BIN)/vit data

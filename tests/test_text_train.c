@@ -82,6 +82,7 @@ static train_options tiny_text_run(const char *out) {
     o.epochs = 3, o.batch = 8;
     o.lr = 3e-3f, o.warmup_epochs = 0.5f;
     o.dropout = 0.1f, o.attention_dropout = 0.1f; /* every generator stream in use */
+    o.token_dropout = 0.1f;
     o.seed = 3;
     o.threads = 1;
     return o;
@@ -146,7 +147,7 @@ static void test_text_training_learns(void **state) {
     o.val_path = make_tsv("toy-val.tsv", 64, 12, 1);
     o.val_split = 0;
     o.epochs = 12;
-    o.dropout = o.attention_dropout = 0;
+    o.dropout = o.attention_dropout = o.token_dropout = 0;
     vit_error err = {0};
     if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
     const double logged = last_logged(dir, "val_top1");

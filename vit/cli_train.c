@@ -47,6 +47,7 @@ static const char usage_text[] =
     "  --no-augment          same as --augment none\n"
     "  --crop-pad N          padding of the random crop (default image size / 14)\n"
     "  --rrc-scale F         smallest area fraction of the random resized crop (0.35)\n"
+    "  --token-dropout F     text: each word piece becomes [UNK] with this chance (0)\n"
     "  --seed N (1)  -t, --threads N (0 = one per core)\n"
     "  --resume              continue the interrupted run in MODEL_DIR exactly\n"
     "\n"
@@ -208,6 +209,7 @@ enum {
     OPT_VOCAB,
     OPT_MAX_LEN,
     OPT_UNGROUPED,
+    OPT_TOKEN_DROPOUT,
     OPT_HELP
 };
 
@@ -246,6 +248,7 @@ static const struct option long_options[] = {
     {"vocab", required_argument, 0, OPT_VOCAB},
     {"max-len", required_argument, 0, OPT_MAX_LEN},
     {"no-length-groups", no_argument, 0, OPT_UNGROUPED},
+    {"token-dropout", required_argument, 0, OPT_TOKEN_DROPOUT},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -304,6 +307,8 @@ static float *float_target(train_options *o, int code, double *lo, double *hi) {
         return *hi = 0.99, &o->attention_dropout;
     case OPT_CLIP:
         return &o->clip_norm;
+    case OPT_TOKEN_DROPOUT:
+        return *hi = 0.99, &o->token_dropout;
     case OPT_RRC_SCALE:
         return *lo = 0.01, *hi = 1, &o->aug.rrc_min_scale;
     default:

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vit/alloc.h"
+
 int adamw_init(adamw *opt, const model *m, const adamw_hparams *hp, vit_error *err) {
     memset(opt, 0, sizeof *opt);
     opt->hp = *hp;
@@ -16,8 +18,8 @@ int adamw_init(adamw *opt, const model *m, const adamw_hparams *hp, vit_error *e
                         opt->hp.weight_decay);
     opt->num_params = m->num_params;
     opt->num_entries = m->num_entries;
-    opt->m = aligned_alloc(64, m->num_params * sizeof(float));
-    opt->v = aligned_alloc(64, m->num_params * sizeof(float));
+    opt->m = vit_alloc_floats(m->num_params);
+    opt->v = vit_alloc_floats(m->num_params);
     opt->frozen = calloc((size_t)m->num_entries, 1);
     if (!opt->m || !opt->v || !opt->frozen) {
         adamw_free(opt);

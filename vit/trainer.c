@@ -164,7 +164,8 @@ static char *options_json(const train_options *o) {
                 {"rrc_min_scale", o->aug.rrc_min_scale},
                 {"flip", o->aug.flip},
                 {"max_len", o->max_len},
-                {"ungrouped", o->ungrouped}};
+                {"ungrouped", o->ungrouped},
+                {"token_dropout", o->token_dropout}};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         char buf[40];
         snprintf(buf, sizeof buf, "%.9g", nums[i].v); /* floats round-trip exactly */
@@ -197,19 +198,22 @@ static int options_parse(run *r, const char *text, const char *src, vit_error *e
                    &o->min_lr,        &o->weight_decay,
                    &o->warmup_epochs, &o->label_smoothing,
                    &o->dropout,       &o->attention_dropout,
-                   &o->clip_norm,     &o->aug.rrc_min_scale};
+                   &o->clip_norm,     &o->aug.rrc_min_scale,
+                   &o->token_dropout};
     const char *fkeys[] = {"val_split",     "lr",
                            "min_lr",        "weight_decay",
                            "warmup_epochs", "label_smoothing",
                            "dropout",       "attention_dropout",
-                           "clip_norm",     "rrc_min_scale"};
+                           "clip_norm",     "rrc_min_scale",
+                           "token_dropout"};
     int *in[] = {&o->image_size,       &o->patch_size, &o->hidden_size, &o->num_layers,
                  &o->num_heads,        &o->mlp_size,   &o->channels,    &o->freeze_encoder,
                  &o->epochs,           &o->batch,      &o->augment,     &o->aug.crop_pad,
-                 &o->aug.resized_crop, &o->aug.flip,   &o->max_len, &o->ungrouped};
-    const char *ikeys[] = {"image_size", "patch_size", "hidden_size",    "num_layers", "num_heads",
-                           "mlp_size",   "channels",   "freeze_encoder", "epochs",     "batch",
-                           "augment",    "crop_pad",   "resized_crop",   "flip",       "max_len", "ungrouped"};
+                 &o->aug.resized_crop, &o->aug.flip,   &o->max_len,     &o->ungrouped};
+    const char *ikeys[] = {"image_size",   "patch_size", "hidden_size", "num_layers",
+                           "num_heads",    "mlp_size",   "channels",    "freeze_encoder",
+                           "epochs",       "batch",      "augment",     "crop_pad",
+                           "resized_crop", "flip",       "max_len",     "ungrouped"};
     int rc = 0;
     for (size_t i = 0; i < sizeof fl / sizeof fl[0] && rc == 0; i++) {
         const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, fkeys[i]);
@@ -970,6 +974,20 @@ static void epoch_perm(run *r, int64_t epoch) {
     if (r->text && !r->o.ungrouped) group_by_length(r, &st);
 }
 
+/* Word dropout: each word piece of the batch ids [B, T] (not [CLS], [SEP] or padding) becomes
+ * [UNK] with probability token_dropout, drawn from the step's augmentation stream. The model
+ * learns not to lean on any single word, and [UNK] is what it meets for unknown words later. */
+static void drop_tokens(run *r, int T) {
+    uint64_t st = rng_derive(r->o.seed, RNG_AUGMENT, (uint64_t)r->step);
+    const int unk = tokenizer_unk_id(r->tok);
+    for (int b = 0; b < r->B; b++) {
+        int len = 0;
+        while (len < T && r->mask[(size_t)b * T + len]) len++;
+        for (int t = 1; t < len - 1; t++)
+            if (rng_uniform(&st) < r->o.token_dropout) r->ids[(size_t)b * T + t] = unk;
+    }
+}
+
 /* Forward and backward of training batch idx[0..B) (indices into the training examples):
  * gradients in the trainer's block. */
 static int forward_backward(run *r, const int *idx, float *loss, int *correct, vit_error *err) {
@@ -978,6 +996,7 @@ static int forward_backward(run *r, const int *idx, float *loss, int *correct, v
         for (int b = 0; b < r->B; b++) r->eval_idx[b] = r->train_rows[idx[b]];
         const int T =
             text_set_batch(&r->train_text, r->eval_idx, r->B, r->ids, r->mask, r->batch_labels);
+        if (o->token_dropout > 0) drop_tokens(r, T);
         bert_trainer_zero_grads(r->bt);
         return bert_train_step(r->bt, r->ids, r->mask, r->batch_labels, r->B, T, o->label_smoothing,
                                o->dropout, &r->drop_rng, loss, correct, err);
@@ -1106,6 +1125,8 @@ static int check_options(const train_options *o, vit_error *err) {
     if (!(o->dropout >= 0 && o->dropout < 1) ||
         !(o->attention_dropout >= 0 && o->attention_dropout < 1))
         return vit_fail(err, "dropout outside [0, 1)");
+    if (!(o->token_dropout >= 0 && o->token_dropout < 1))
+        return vit_fail(err, "token dropout %g outside [0, 1)", o->token_dropout);
     if (o->max_len < 0 || o->max_len == 1) return vit_fail(err, "max_len %d below 2", o->max_len);
     if (!(o->aug.rrc_min_scale > 0 && o->aug.rrc_min_scale <= 1))
         return vit_fail(err, "random resized crop scale %g outside (0, 1]", o->aug.rrc_min_scale);

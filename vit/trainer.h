@@ -34,7 +34,8 @@ typedef struct {
      * for a new model, which also sizes its position table; else the model's tokenizer limit) */
     const char *vocab_file;
     int max_len;
-    int ungrouped; /* text: plain shuffled batches, not grouped by length (see group_by_length) */
+    int ungrouped;       /* text: plain shuffled batches, not grouped by length */
+    float token_dropout; /* text augmentation: each word piece becomes [UNK] with this chance */
     /* model: new with this shape (image_size, patch_size and channels for images only), or
      * fine-tuned from init_dir (its shape and preprocessing or tokenizer; a fresh classifier when
      * its labels differ from the data's) */

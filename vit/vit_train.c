@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "patch/patch.h"
+#include "vit/alloc.h"
 #include "vit/encoder.h"
 #include "vit/ops.h"
 
@@ -45,7 +46,7 @@ static int alloc_work(vit_trainer *t) {
                         &t->logits,  &t->probs,    &t->dlogits};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += pad16(sizes[i]);
-    t->work = aligned_alloc(64, total * sizeof(float));
+    t->work = vit_alloc_floats(total);
     t->emb_keep = malloc(B * T * D);
     if (!t->work || !t->emb_keep) return -1;
     total = 0;
@@ -76,7 +77,7 @@ vit_trainer *vit_trainer_create(model *m, int max_batch, vit_error *err) {
     t->K = t->C * t->P * t->P;
     t->D = c->hidden_size;
     t->L = c->num_labels;
-    t->grads = aligned_alloc(64, m->num_params * sizeof(float));
+    t->grads = vit_alloc_floats(m->num_params);
     if (!t->grads || model_bind(&t->g, m, t->grads) != 0 || alloc_work(t) != 0 ||
         encoder_acts_alloc(&t->acts, &m->enc, max_batch, t->T, 1) != 0 ||
         encoder_acts_alloc(&t->eval_acts, &m->enc, max_batch, t->T, 0) != 0) {
