@@ -41,6 +41,7 @@ static const char usage_text[] =
     "training:\n"
     "  --epochs N (10)  --batch N (128)  --lr F (1e-3)  --min-lr F (1e-5)\n"
     "  --weight-decay F (0.05)  --warmup EPOCHS (1)  --label-smoothing F (0.1)\n"
+    "  --adam-beta2 F (0.999)\n"
     "  --dropout F (0)  --attention-dropout F (0)  --clip NORM (1; 0 = off)\n"
     "  --augment LIST        images: comma-separated crop (random crop, zero padding), rrc\n"
     "                        (random resized crop), flip; or none (default crop,flip)\n"
@@ -210,6 +211,7 @@ enum {
     OPT_MAX_LEN,
     OPT_UNGROUPED,
     OPT_TOKEN_DROPOUT,
+    OPT_BETA2,
     OPT_HELP
 };
 
@@ -249,6 +251,7 @@ static const struct option long_options[] = {
     {"max-len", required_argument, 0, OPT_MAX_LEN},
     {"no-length-groups", no_argument, 0, OPT_UNGROUPED},
     {"token-dropout", required_argument, 0, OPT_TOKEN_DROPOUT},
+    {"adam-beta2", required_argument, 0, OPT_BETA2},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -307,6 +310,8 @@ static float *float_target(train_options *o, int code, double *lo, double *hi) {
         return *hi = 0.99, &o->attention_dropout;
     case OPT_CLIP:
         return &o->clip_norm;
+    case OPT_BETA2:
+        return *hi = 0.999999, &o->beta2;
     case OPT_TOKEN_DROPOUT:
         return *hi = 0.99, &o->token_dropout;
     case OPT_RRC_SCALE:

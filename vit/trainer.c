@@ -165,7 +165,8 @@ static char *options_json(const train_options *o) {
                 {"flip", o->aug.flip},
                 {"max_len", o->max_len},
                 {"ungrouped", o->ungrouped},
-                {"token_dropout", o->token_dropout}};
+                {"token_dropout", o->token_dropout},
+                {"beta2", o->beta2}};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         char buf[40];
         snprintf(buf, sizeof buf, "%.9g", nums[i].v); /* floats round-trip exactly */
@@ -199,13 +200,13 @@ static int options_parse(run *r, const char *text, const char *src, vit_error *e
                    &o->warmup_epochs, &o->label_smoothing,
                    &o->dropout,       &o->attention_dropout,
                    &o->clip_norm,     &o->aug.rrc_min_scale,
-                   &o->token_dropout};
+                   &o->token_dropout, &o->beta2};
     const char *fkeys[] = {"val_split",     "lr",
                            "min_lr",        "weight_decay",
                            "warmup_epochs", "label_smoothing",
                            "dropout",       "attention_dropout",
                            "clip_norm",     "rrc_min_scale",
-                           "token_dropout"};
+                           "token_dropout", "beta2"};
     int *in[] = {&o->image_size,       &o->patch_size, &o->hidden_size, &o->num_layers,
                  &o->num_heads,        &o->mlp_size,   &o->channels,    &o->freeze_encoder,
                  &o->epochs,           &o->batch,      &o->augment,     &o->aug.crop_pad,
@@ -892,7 +893,7 @@ static int setup_training(run *r, vit_error *err) {
         return vit_fail(err, "out of memory");
     if (setup_model_trainer(r, err) != 0) return -1;
     vit_threads_init(o->threads); /* the trainers' create picked the default */
-    const adamw_hparams hp = {.lr = o->lr, .weight_decay = o->weight_decay};
+    const adamw_hparams hp = {.lr = o->lr, .weight_decay = o->weight_decay, .beta2 = o->beta2};
     if (adamw_init(&r->opt, &r->m, &hp, err) != 0) return -1;
     adamw_freeze_encoder(&r->opt, &r->m, o->freeze_encoder);
     r->drop_rng = rng_derive(o->seed, RNG_DROPOUT, 0);
@@ -1127,6 +1128,7 @@ static int check_options(const train_options *o, vit_error *err) {
         return vit_fail(err, "dropout outside [0, 1)");
     if (!(o->token_dropout >= 0 && o->token_dropout < 1))
         return vit_fail(err, "token dropout %g outside [0, 1)", o->token_dropout);
+    if (!(o->beta2 >= 0 && o->beta2 < 1)) return vit_fail(err, "beta2 %g outside [0, 1)", o->beta2);
     if (o->max_len < 0 || o->max_len == 1) return vit_fail(err, "max_len %d below 2", o->max_len);
     if (!(o->aug.rrc_min_scale > 0 && o->aug.rrc_min_scale <= 1))
         return vit_fail(err, "random resized crop scale %g outside (0, 1]", o->aug.rrc_min_scale);

@@ -47,6 +47,7 @@ typedef struct {
     int epochs, batch;
     float lr, min_lr, weight_decay, warmup_epochs, label_smoothing, dropout, attention_dropout;
     float clip_norm; /* 0: no clipping */
+    float beta2;     /* AdamW's second-moment decay; 0: PyTorch's 0.999 */
     int augment;     /* 0: none; else aug (images only) */
     augment_options aug;
     uint64_t seed;
