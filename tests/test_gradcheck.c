@@ -38,29 +38,6 @@
 
 #define REL_TOL GRADCHECK_TOL
 
-/* ---- helpers ---- */
-
-static uint64_t test_rng = 12345;
-
-/* Uniform in [lo, hi) from splitmix64 (the tests' own generator, independent of the library's). */
-static float uniform(float lo, float hi) {
-    uint64_t z = (test_rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * (float)((z >> 40) / 16777216.0);
-}
-
-static void fill(float *x, size_t n, float lo, float hi) {
-    for (size_t i = 0; i < n; i++) x[i] = uniform(lo, hi);
-}
-
-static float *alloc_floats(size_t n) {
-    float *p = calloc(n ? n : 1, sizeof(float));
-    assert_non_null(p);
-    return p;
-}
-
 /* Σ w·x in double: the scalar loss of the op checks (its gradient wrt x is w). */
 static double dot(const float *w, const float *x, size_t n) {
     double s = 0.0;
@@ -98,10 +75,11 @@ static double linear_loss(void *p) {
 static void test_linear(void **state) {
     (void)state;
     linear_case c = {.N = 5, .IN = 4, .OUT = 3};
-    c.inp = alloc_floats(20), c.w = alloc_floats(12), c.b = alloc_floats(3);
-    c.out = alloc_floats(15), c.wout = alloc_floats(15);
-    fill(c.inp, 20, -1, 1), fill(c.w, 12, -1, 1), fill(c.b, 3, -1, 1), fill(c.wout, 15, -1, 1);
-    float *dinp = alloc_floats(20), *dw = alloc_floats(12), *db = alloc_floats(3);
+    c.inp = test_alloc_floats(20), c.w = test_alloc_floats(12), c.b = test_alloc_floats(3);
+    c.out = test_alloc_floats(15), c.wout = test_alloc_floats(15);
+    test_fill(c.inp, 20, -1, 1), test_fill(c.w, 12, -1, 1), test_fill(c.b, 3, -1, 1),
+        test_fill(c.wout, 15, -1, 1);
+    float *dinp = test_alloc_floats(20), *dw = test_alloc_floats(12), *db = test_alloc_floats(3);
     linear_backward(dinp, dw, db, c.wout, c.inp, c.w, c.N, c.IN, c.OUT);
     expect_close("linear dinp", check_tensor(c.inp, dinp, 20, linear_loss, &c));
     expect_close("linear dweight", check_tensor(c.w, dw, 12, linear_loss, &c));
@@ -126,10 +104,12 @@ static void test_layernorm(void **state) {
     (void)state;
     ln_case c = {.N = 4, .D = 6};
     const size_t n = 24;
-    c.inp = alloc_floats(n), c.w = alloc_floats(6), c.b = alloc_floats(6), c.out = alloc_floats(n);
-    c.mean = alloc_floats(4), c.rstd = alloc_floats(4), c.wout = alloc_floats(n);
-    fill(c.inp, n, -2, 2), fill(c.w, 6, 0.5f, 1.5f), fill(c.b, 6, -1, 1), fill(c.wout, n, -1, 1);
-    float *dinp = alloc_floats(n), *dw = alloc_floats(6), *db = alloc_floats(6);
+    c.inp = test_alloc_floats(n), c.w = test_alloc_floats(6), c.b = test_alloc_floats(6),
+    c.out = test_alloc_floats(n);
+    c.mean = test_alloc_floats(4), c.rstd = test_alloc_floats(4), c.wout = test_alloc_floats(n);
+    test_fill(c.inp, n, -2, 2), test_fill(c.w, 6, 0.5f, 1.5f), test_fill(c.b, 6, -1, 1),
+        test_fill(c.wout, n, -1, 1);
+    float *dinp = test_alloc_floats(n), *dw = test_alloc_floats(6), *db = test_alloc_floats(6);
     ln_loss(&c);
     layernorm_backward(dinp, dw, db, c.wout, c.inp, c.mean, c.rstd, c.w, c.N, c.D);
     expect_close("layernorm dinp", check_tensor(c.inp, dinp, n, ln_loss, &c));
@@ -159,7 +139,7 @@ static void test_activations(void **state) {
     float x[] = {-3.0f, -2.1f, -1.3f, -0.7f, -0.31f, 0.23f, 0.6f, 1.1f, 1.9f, 2.7f};
     const size_t n = sizeof x / sizeof x[0];
     float y[10], w[10], d[10];
-    fill(w, n, -1, 1);
+    test_fill(w, n, -1, 1);
     const activation_kind kinds[] = {ACT_GELU, ACT_GELU_TANH, ACT_RELU};
     const char *names[] = {"gelu (erf) backward", "gelu (tanh) backward", "relu backward"};
     for (int k = 0; k < 3; k++) {
@@ -209,10 +189,11 @@ static void check_attention(const char *what, int T, int D, int H, int causal, i
                    .keep = dropout ? keep : NULL,
                    .p = 0.3f};
     const size_t nqkv = (size_t)B * T * 3 * D, nout = (size_t)B * T * D, np = (size_t)B * H * T * T;
-    c.qkv = alloc_floats(nqkv), c.out = alloc_floats(nout), c.probs = alloc_floats(np);
-    c.dropped = alloc_floats(np), c.wout = alloc_floats(nout);
-    fill(c.qkv, nqkv, -1.5f, 1.5f), fill(c.wout, nout, -1, 1);
-    float *dqkv = alloc_floats(nqkv), *dprobs = alloc_floats(np);
+    c.qkv = test_alloc_floats(nqkv), c.out = test_alloc_floats(nout),
+    c.probs = test_alloc_floats(np);
+    c.dropped = test_alloc_floats(np), c.wout = test_alloc_floats(nout);
+    test_fill(c.qkv, nqkv, -1.5f, 1.5f), test_fill(c.wout, nout, -1, 1);
+    float *dqkv = test_alloc_floats(nqkv), *dprobs = test_alloc_floats(np);
     attn_loss(&c);
     attention_backward(dqkv, dprobs, c.wout, c.qkv, c.probs, c.keep, c.p, B, T, D, H);
     expect_close(what, check_tensor(c.qkv, dqkv, nqkv, attn_loss, &c));
@@ -252,7 +233,7 @@ static void test_crossentropy(void **state) {
     (void)state;
     const int labels[] = {2, 0, 3};
     float logits[12], probs[12], d[12];
-    fill(logits, 12, -3, 3);
+    test_fill(logits, 12, -3, 3);
     for (int s = 0; s < 2; s++) {
         ce_case c = {.B = 3,
                      .L = 4,
@@ -285,16 +266,19 @@ static void test_patch_embed(void **state) {
     (void)state;
     enum { B = 2, C = 2, S = 4, P = 2, N = 4, K = C * P * P, D = 3, T = N + 1 };
     float pixels[B * C * S * S];
-    fill(pixels, sizeof pixels / sizeof *pixels, -1, 1);
+    test_fill(pixels, sizeof pixels / sizeof *pixels, -1, 1);
     patch_case c = {.B = B, .N = N, .K = K, .D = D};
-    c.patches = alloc_floats(B * N * K), c.w = alloc_floats(D * K), c.b = alloc_floats(D);
-    c.cls = alloc_floats(D), c.pos = alloc_floats(T * D), c.x = alloc_floats(B * T * D);
-    c.scratch = alloc_floats(B * N * D), c.wx = alloc_floats(B * T * D);
+    c.patches = test_alloc_floats(B * N * K), c.w = test_alloc_floats(D * K),
+    c.b = test_alloc_floats(D);
+    c.cls = test_alloc_floats(D), c.pos = test_alloc_floats(T * D),
+    c.x = test_alloc_floats(B * T * D);
+    c.scratch = test_alloc_floats(B * N * D), c.wx = test_alloc_floats(B * T * D);
     patch_extract(c.patches, pixels, B, C, S, S, P);
-    fill(c.w, D * K, -1, 1), fill(c.b, D, -1, 1), fill(c.cls, D, -1, 1), fill(c.pos, T * D, -1, 1);
-    fill(c.wx, B * T * D, -1, 1);
-    float *dw = alloc_floats(D * K), *db = alloc_floats(D), *dcls = alloc_floats(D),
-          *dpos = alloc_floats(T * D);
+    test_fill(c.w, D * K, -1, 1), test_fill(c.b, D, -1, 1), test_fill(c.cls, D, -1, 1),
+        test_fill(c.pos, T * D, -1, 1);
+    test_fill(c.wx, B * T * D, -1, 1);
+    float *dw = test_alloc_floats(D * K), *db = test_alloc_floats(D), *dcls = test_alloc_floats(D),
+          *dpos = test_alloc_floats(T * D);
     patch_loss(&c);
     patch_embed_backward(dw, db, dcls, dpos, c.scratch, c.wx, c.patches, B, N, K, D);
     expect_close("patch embed dweight", check_tensor(c.w, dw, D * K, patch_loss, &c));
@@ -347,14 +331,14 @@ static void check_encoder(const char *what, int post_norm, int causal, int maske
     enum { L = 2, B = 2, T = 5, D = 8, H = 2, I = 16 };
     static const uint8_t mask[B * T] = {1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
     const size_t per_layer = 6 * D + 3 * D * D + 3 * D + D * D + 2 * I * D + I;
-    float *params = alloc_floats(per_layer * L), *grads = alloc_floats(per_layer * L);
+    float *params = test_alloc_floats(per_layer * L), *grads = test_alloc_floats(per_layer * L);
     encoder_layer w[L], g[L];
     size_t off = 0, goff = 0;
     for (int l = 0; l < L; l++) {
         w[l] = layout_layer(params, &off, D, I);
         g[l] = layout_layer(grads, &goff, D, I);
     }
-    fill(params, per_layer * L, -0.3f, 0.3f);
+    test_fill(params, per_layer * L, -0.3f, 0.3f);
     for (int l = 0; l < L; l++) /* LayerNorm weights near 1 */
         for (int i = 0; i < D; i++) w[l].ln1_w[i] += 1.0f, w[l].ln2_w[i] += 1.0f;
     enc_case c = {.s = {.layers = L,
@@ -373,9 +357,9 @@ static void check_encoder(const char *what, int post_norm, int causal, int maske
                   .attn_drop = drop};
     assert_int_equal(encoder_acts_alloc(&c.acts, &c.s, B, T, 1), 0);
     const size_t n = (size_t)B * T * D;
-    c.x0 = alloc_floats(n), c.x = alloc_floats(n), c.wout = alloc_floats(n);
-    fill(c.x0, n, -1, 1), fill(c.wout, n, -1, 1);
-    float *dx = alloc_floats(n);
+    c.x0 = test_alloc_floats(n), c.x = test_alloc_floats(n), c.wout = test_alloc_floats(n);
+    test_fill(c.x0, n, -1, 1), test_fill(c.wout, n, -1, 1);
+    float *dx = test_alloc_floats(n);
     enc_loss(&c);
     memcpy(dx, c.wout, n * sizeof(float));
     encoder_backward(&c.s, w, g, &c.acts, dx, B, T);
@@ -442,9 +426,10 @@ static void vit_case_init(vit_case *c, int qkv_bias) {
         if (e->absent) continue;
         /* LayerNorm weights near 1, everything else O(0.5): activations of O(1) at every stage */
         int ln_weight = strstr(e->name, "layernorm") && strstr(e->name, "weight");
-        fill(c->m.params + e->offset, e->numel, ln_weight ? 0.7f : -0.5f, ln_weight ? 1.3f : 0.5f);
+        test_fill(c->m.params + e->offset, e->numel, ln_weight ? 0.7f : -0.5f,
+                  ln_weight ? 1.3f : 0.5f);
     }
-    fill(c->pixels, sizeof c->pixels / sizeof *c->pixels, -1, 1);
+    test_fill(c->pixels, sizeof c->pixels / sizeof *c->pixels, -1, 1);
     for (int b = 0; b < VB; b++) c->labels[b] = (b * 2 + 1) % 3;
     c->t = vit_trainer_create(&c->m, VB, &err);
     if (!c->t) fail_msg("%s", err.msg);
@@ -472,7 +457,7 @@ static double vit_loss(void *p) {
 /* Analytic gradients of one step, then every element of every parameter tensor by differences. */
 static void check_vit(vit_case *c, const char *what) {
     const model *m = &c->m;
-    float *analytic = alloc_floats(m->num_params);
+    float *analytic = test_alloc_floats(m->num_params);
     vit_trainer_zero_grads(c->t);
     vit_loss(c);
     memcpy(analytic, vit_trainer_grads(c->t), m->num_params * sizeof(float));
@@ -539,7 +524,7 @@ static void test_grads_accumulate(void **state) {
     vit_case c = {.smoothing = 0.1f};
     vit_case_init(&c, 1);
     const size_t n = c.m.num_params;
-    float *once = alloc_floats(n);
+    float *once = test_alloc_floats(n);
     vit_trainer_zero_grads(c.t);
     vit_loss(&c);
     memcpy(once, vit_trainer_grads(c.t), n * sizeof(float));
@@ -598,7 +583,7 @@ static void test_freeze_encoder(void **state) {
     vit_case c = {.smoothing = 0.1f};
     vit_case_init(&c, 1);
     const size_t n = c.m.num_params;
-    float *full = alloc_floats(n);
+    float *full = test_alloc_floats(n);
     vit_trainer_zero_grads(c.t);
     vit_loss(&c);
     memcpy(full, vit_trainer_grads(c.t), n * sizeof(float));
@@ -643,7 +628,7 @@ static void test_step_argument_errors(void **state) {
 
 int main(void) {
     /* GRADCHECK_SEED=n draws other random weights and inputs (every seed 0..15 passes) */
-    if (getenv("GRADCHECK_SEED")) test_rng = strtoull(getenv("GRADCHECK_SEED"), NULL, 10);
+    if (getenv("GRADCHECK_SEED")) test_seed(strtoull(getenv("GRADCHECK_SEED"), NULL, 10));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear),
         cmocka_unit_test(test_layernorm),

@@ -113,3 +113,27 @@ double gradcheck_tensor(float *x, const float *grad, size_t n, gradcheck_loss lo
     }
     return worst;
 }
+
+static uint64_t test_rng = 12345;
+
+void test_seed(uint64_t seed) {
+    test_rng = seed;
+}
+
+float test_uniform(float lo, float hi) {
+    uint64_t z = (test_rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return lo + (hi - lo) * (float)((z >> 40) / 16777216.0);
+}
+
+void test_fill(float *x, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) x[i] = test_uniform(lo, hi);
+}
+
+float *test_alloc_floats(size_t n) {
+    float *p = calloc(n ? n : 1, sizeof(float));
+    assert_non_null(p);
+    return p;
+}

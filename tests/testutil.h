@@ -32,6 +32,16 @@ const char *write_temp_file(const char *name, const void *data, size_t size);
 /* Reads a whole file, NUL-terminated (not counted in *size); caller frees. NULL on failure. */
 uint8_t *read_whole_file(const char *path, size_t *size);
 
+/* ---- random test data: the tests' own splitmix64, independent of the library's ---- */
+
+/* Restarts the generator (it starts at 12345). */
+void test_seed(uint64_t seed);
+/* Uniform in [lo, hi). */
+float test_uniform(float lo, float hi);
+void test_fill(float *x, size_t n, float lo, float hi);
+/* n zeroed floats (fails the test when out of memory); free() them. */
+float *test_alloc_floats(size_t n);
+
 /* ---- finite-difference gradient checks (test_gradcheck, test_bert_gradcheck) ---- */
 
 #define GRADCHECK_TOL 1e-2 /* largest accepted error per element */
