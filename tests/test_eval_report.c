@@ -111,8 +111,30 @@ static void test_print(void **state) {
     eval_report_free(r);
 }
 
+/* Two classes: every answer is in the top 5, so the report leaves that line out. */
+static void test_print_two_classes(void **state) {
+    (void)state;
+    eval_report *r = eval_report_create(2, NULL);
+    assert_non_null(r);
+    const float right[2] = {0.9f, 0.1f}, wrong[2] = {0.2f, 0.8f};
+    eval_report_add(r, 0, right);
+    eval_report_add(r, 0, wrong);
+    const char *labels[2] = {"negative", "positive"};
+    eval_summary s = {.model = "m", .data = "d.tsv", .labels = labels, .unit = "texts"};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    eval_report_print(r, &s, f);
+    fclose(f);
+    assert_non_null(strstr(buf, "top-1:     0.5000 (1/2)\n"));
+    assert_null(strstr(buf, "top-5"));
+    free(buf);
+    eval_report_free(r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_accuracy), cmocka_unit_test(test_json),
-                                       cmocka_unit_test(test_print)};
+                                       cmocka_unit_test(test_print),
+                                       cmocka_unit_test(test_print_two_classes)};
     return cmocka_run_group_tests_name("eval report", tests, NULL, NULL);
 }

@@ -159,8 +159,9 @@ static void print_confusions(const eval_report *r, const eval_summary *s, FILE *
 void eval_report_print(const eval_report *r, const eval_summary *s, FILE *out) {
     fprintf(out, "model:     %s\ndata:      %s\n", s->model, s->data);
     fprintf(out, "%-10s %d evaluated, %d skipped\n", s->unit, r->count, r->num_skipped);
-    fprintf(out, "top-1:     %.4f (%d/%d)\ntop-5:     %.4f (%d/%d)\n", eval_report_top1(r), r->top1,
-            r->count, eval_report_top5(r), r->top5, r->count);
+    fprintf(out, "top-1:     %.4f (%d/%d)\n", eval_report_top1(r), r->top1, r->count);
+    if (r->labels > 5) /* with 5 classes or fewer every answer is in the top 5 */
+        fprintf(out, "top-5:     %.4f (%d/%d)\n", eval_report_top5(r), r->top5, r->count);
     fprintf(out, "time:      %.2f s, %.1f %s/s\n", s->seconds,
             s->seconds > 0 ? r->count / s->seconds : 0.0, s->unit);
     class_stats *classes = malloc(sizeof *classes * (size_t)r->labels);
