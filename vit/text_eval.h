@@ -19,7 +19,8 @@
  * M): what is wrong", where N counts the file's lines from 1 (the header is line 1) and the data
  * line M = N - 1 counts the lines after the header.
  * Sentences are UTF-8; invalid bytes are skipped, as the tokenizer documents. The file is read as
- * a stream: memory holds one batch of lines, whatever the file's size. */
+ * a stream: memory holds one chunk of lines (8 batches, at most 1024 lines unless a batch is
+ * larger), whatever the file's size; each chunk runs in batches of similar length. */
 
 #include <stdio.h>
 
