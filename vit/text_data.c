@@ -68,8 +68,10 @@ static void expected_labels(const char *const *labels, int L, char *out, size_t 
         snprintf(out + o, size - (size_t)o, " or a label name");
 }
 
-int text_tsv_parse_line(const char *s, size_t n, const char *const *labels, int num_labels,
-                        text_tsv_line *out, char *why, size_t why_size) {
+/* Splits line s[0..n) into the sentence (its length *text_len) and the trimmed label field
+ * *field[0..*flen). Returns 1, 0 for an empty line, or -1 with the reason in why. */
+static int split_line(const char *s, size_t n, size_t *text_len, const char **field, size_t *flen,
+                      char *why, size_t why_size) {
     while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r')) n--;
     if (n == 0) return 0;
     const char *tab = memchr(s, '\t', n);
@@ -77,13 +79,22 @@ int text_tsv_parse_line(const char *s, size_t n, const char *const *labels, int 
         snprintf(why, why_size, "no tab between sentence and label");
         return -1;
     }
-    const char *field = tab + 1;
-    size_t flen = n - (size_t)(field - s);
-    if (memchr(field, '\t', flen)) {
+    *flen = n - (size_t)(tab + 1 - s);
+    if (memchr(tab + 1, '\t', *flen)) {
         snprintf(why, why_size, "more than one tab (expected sentence<TAB>label)");
         return -1;
     }
-    field = trim(field, &flen);
+    *field = trim(tab + 1, flen);
+    *text_len = (size_t)(tab - s);
+    return 1;
+}
+
+int text_tsv_parse_line(const char *s, size_t n, const char *const *labels, int num_labels,
+                        text_tsv_line *out, char *why, size_t why_size) {
+    size_t text_len, flen;
+    const char *field;
+    const int split = split_line(s, n, &text_len, &field, &flen, why, why_size);
+    if (split <= 0) return split;
     const int label = parse_label(labels, num_labels, field, flen);
     if (label < 0) {
         char shown[400], expected[400];
@@ -95,7 +106,7 @@ int text_tsv_parse_line(const char *s, size_t n, const char *const *labels, int 
             snprintf(why, why_size, "empty label");
         return -1;
     }
-    *out = (text_tsv_line){.text = s, .len = (size_t)(tab - s), .label = label};
+    *out = (text_tsv_line){.text = s, .len = text_len, .label = label};
     return 1;
 }
 
@@ -160,17 +171,14 @@ int text_tsv_classes(const char *path, char ***names, int *count, vit_error *err
     ssize_t len;
     while (rc == 0 && (len = getline(&buf, &bufcap, in)) >= 0) {
         if (++line == 1) continue; /* the header */
-        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) len--;
-        if (len == 0) continue;
-        const char *tab = memchr(buf, '\t', (size_t)len);
-        if (!tab) {
-            rc = vit_fail(err, "%s:%ld (data line %ld): no tab between sentence and label", path,
-                          line, line - 1);
-            break;
-        }
-        size_t flen = (size_t)(buf + len - (tab + 1));
-        const char *field = trim(tab + 1, &flen);
-        if (add_distinct(&out, &n, &cap, field, flen) != 0) rc = vit_fail(err, "out of memory");
+        size_t text_len, flen;
+        const char *field;
+        char why[200];
+        const int split = split_line(buf, (size_t)len, &text_len, &field, &flen, why, sizeof why);
+        if (split < 0)
+            rc = vit_fail(err, "%s:%ld (data line %ld): %s", path, line, line - 1, why);
+        else if (split > 0 && add_distinct(&out, &n, &cap, field, flen) != 0)
+            rc = vit_fail(err, "out of memory");
     }
     free(buf);
     fclose(in);

@@ -25,13 +25,11 @@ typedef struct {
     size_t *len;
     int *label;
     long *data_line;
-    float *logits, *probs; /* [chunk, labels] */
+    float *logits, *probs; /* [chunk, labels], in length order: slot i's row is rank[i] */
     int count;
-    /* one length-sorted batch: chunk slots, texts, lengths, outputs */
-    int *order;
-    const char **sorted_text;
+    int *order, *rank;        /* length order: the slots shortest first; its inverse */
+    const char **sorted_text; /* one batch's texts and lengths in length order */
     size_t *sorted_len;
-    float *batch_logits, *batch_probs;
 } batch;
 
 /* Everything one evaluation works with. */
@@ -55,12 +53,10 @@ static double now(void) {
 static int batch_alloc(batch *b, int size, int batch_size, int labels) {
     memset(b, 0, sizeof *b);
     b->order = calloc((size_t)size, sizeof *b->order);
+    b->rank = calloc((size_t)size, sizeof *b->rank);
     b->sorted_text = calloc((size_t)batch_size, sizeof *b->sorted_text);
     b->sorted_len = calloc((size_t)batch_size, sizeof *b->sorted_len);
-    b->batch_logits = calloc((size_t)batch_size * (size_t)labels, sizeof *b->batch_logits);
-    b->batch_probs = calloc((size_t)batch_size * (size_t)labels, sizeof *b->batch_probs);
-    if (!b->order || !b->sorted_text || !b->sorted_len || !b->batch_logits || !b->batch_probs)
-        return -1;
+    if (!b->order || !b->rank || !b->sorted_text || !b->sorted_len) return -1;
     b->buf = calloc((size_t)size, sizeof *b->buf);
     b->cap = calloc((size_t)size, sizeof *b->cap);
     b->text = calloc((size_t)size, sizeof *b->text);
@@ -86,10 +82,9 @@ static void batch_free(batch *b, int size) {
     free(b->logits);
     free(b->probs);
     free(b->order);
+    free(b->rank);
     free(b->sorted_text);
     free(b->sorted_len);
-    free(b->batch_logits);
-    free(b->batch_probs);
 }
 
 static int skip_line(run *r, const char *why) {
@@ -136,35 +131,29 @@ static int read_chunk(run *r, vit_error *err) {
     return b->count;
 }
 
-static const batch *sort_batch; /* qsort's context: one evaluation thread sorts at a time */
-
-static int by_length(const void *x, const void *y) {
+/* Shortest first, ties in slot order (qsort_r comparator; context: the chunk). */
+static int by_length(const void *x, const void *y, void *context) {
+    const batch *c = context;
     const int i = *(const int *)x, j = *(const int *)y;
-    const size_t a = sort_batch->len[i], b = sort_batch->len[j];
-    return a != b ? (a < b ? -1 : 1) : i - j;
+    return c->len[i] != c->len[j] ? (c->len[i] < c->len[j] ? -1 : 1) : i - j;
 }
 
-/* Classifies the chunk in batches of similar length, outputs back in chunk order. */
+/* Classifies the chunk in batches of similar length; outputs stay in length order (rank). */
 static int classify_sorted(run *r, vit_error *err) {
     batch *b = &r->b;
     const size_t L = (size_t)bert_classifier_num_labels(r->clf);
     for (int i = 0; i < b->count; i++) b->order[i] = i;
-    sort_batch = b;
-    qsort(b->order, (size_t)b->count, sizeof *b->order, by_length);
+    qsort_r(b->order, (size_t)b->count, sizeof *b->order, by_length, b);
+    for (int k = 0; k < b->count; k++) b->rank[b->order[k]] = k;
     for (int k = 0; k < b->count; k += r->batch_size) {
         const int n = b->count - k < r->batch_size ? b->count - k : r->batch_size;
         for (int j = 0; j < n; j++) {
             b->sorted_text[j] = b->text[b->order[k + j]];
             b->sorted_len[j] = b->len[b->order[k + j]];
         }
-        if (bert_classifier_run(r->clf, b->sorted_text, b->sorted_len, n, b->batch_logits,
-                                b->batch_probs, err) != 0)
+        if (bert_classifier_run(r->clf, b->sorted_text, b->sorted_len, n, b->logits + k * L,
+                                b->probs + k * L, err) != 0)
             return -1;
-        for (int j = 0; j < n; j++) {
-            const size_t to = (size_t)b->order[k + j] * L;
-            memcpy(b->logits + to, b->batch_logits + (size_t)j * L, L * sizeof(float));
-            memcpy(b->probs + to, b->batch_probs + (size_t)j * L, L * sizeof(float));
-        }
     }
     return 0;
 }
@@ -174,7 +163,7 @@ static int classify_chunk(run *r, vit_error *err) {
     const int L = bert_classifier_num_labels(r->clf);
     if (classify_sorted(r, err) != 0) return -1;
     for (int i = 0; i < b->count; i++) {
-        const float *p = b->probs + (size_t)i * L;
+        const float *p = b->probs + (size_t)b->rank[i] * L;
         const int pred = eval_report_add(r->report, b->label[i], p);
         if (r->predictions && fprintf(r->predictions, "%ld\t%d\t%d\t%.6f\n", b->data_line[i],
                                       b->label[i], pred, (double)p[pred]) < 0)

@@ -410,26 +410,24 @@ static int load_texts(run *r, vit_error *err) {
     if (text_set_load(&r->train_text, r->o.train_path, r->tok, r->max_len, labels, r->num_classes,
                       err) != 0)
         return -1;
-    const int n = r->train_text.count;
+    if (r->o.val_path && text_set_load(&r->val_text, r->o.val_path, r->tok, r->max_len, labels,
+                                       r->num_classes, err) != 0)
+        return -1;
+    /* without a validation file, the rows hold_out picks are validation rows of train_text */
+    r->val_src = r->o.val_path ? &r->val_text : &r->train_text;
+    const int n = r->train_text.count, nv = r->o.val_path ? r->val_text.count : 0;
     int *is_val = calloc((size_t)n, sizeof *is_val);
     r->train_rows = malloc((size_t)n * sizeof(int));
-    if (!is_val || !r->train_rows) return free(is_val), vit_fail(err, "out of memory");
-    int rc = 0;
-    if (r->o.val_path) {
-        rc = text_set_load(&r->val_text, r->o.val_path, r->tok, r->max_len, labels, r->num_classes,
-                           err);
-        r->val_src = &r->val_text;
-    } else {
-        rc = hold_out(r, r->train_text.labels, (size_t)n, is_val, err);
-        r->val_src = &r->train_text;
+    r->val_rows = malloc((size_t)(n + nv) * sizeof(int));
+    int rc = is_val && r->train_rows && r->val_rows ? 0 : vit_fail(err, "out of memory");
+    if (rc == 0 && !r->o.val_path) rc = hold_out(r, r->train_text.labels, (size_t)n, is_val, err);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (is_val[i])
+            r->val_rows[r->n_val++] = i;
+        else
+            r->train_rows[r->n_train++] = i;
     }
-    for (int i = 0; rc == 0 && i < n; i++)
-        if (!is_val[i]) r->train_rows[r->n_train++] = i;
-    const int nv = r->o.val_path ? r->val_text.count : n - r->n_train;
-    r->val_rows = malloc((size_t)(nv ? nv : 1) * sizeof(int));
-    if (rc == 0 && !r->val_rows) rc = vit_fail(err, "out of memory");
-    for (int i = 0; rc == 0 && i < (r->o.val_path ? nv : n); i++)
-        if (r->o.val_path || is_val[i]) r->val_rows[r->n_val++] = i;
+    for (int i = 0; rc == 0 && i < nv; i++) r->val_rows[r->n_val++] = i;
     free(is_val);
     if (rc == 0 && r->n_train == 0)
         rc = vit_fail(err, "%s: no training sentences", r->o.train_path);
@@ -441,11 +439,16 @@ static int load_texts(run *r, vit_error *err) {
 
 /* ---- the model ---- */
 
-/* PyTorch trunc_normal_(std, a = -2std, b = 2std) by rejection, Box-Muller draws. */
+/* A standard normal draw (Box-Muller). */
+static double std_normal(uint64_t *st) {
+    const double u1 = rng_uniform(st), u2 = rng_uniform(st);
+    return sqrt(-2.0 * log(u1 + 1e-300)) * cos(2.0 * M_PI * u2);
+}
+
+/* PyTorch trunc_normal_(std, a = -2std, b = 2std) by rejection. */
 static float trunc_normal(uint64_t *st, float std) {
     for (;;) {
-        const double u1 = rng_uniform(st), u2 = rng_uniform(st);
-        const double z = sqrt(-2.0 * log(u1 + 1e-300)) * cos(2.0 * M_PI * u2);
+        const double z = std_normal(st);
         if (fabs(z) <= 2.0) return (float)(z * std);
     }
 }
@@ -470,10 +473,9 @@ static void sincos_pos_embed(float *pos, int n, int D) {
         }
 }
 
-/* Normal(0, std) by Box-Muller. */
+/* Normal(0, std). */
 static float normal(uint64_t *st, float std) {
-    const double u1 = rng_uniform(st), u2 = rng_uniform(st);
-    return (float)(sqrt(-2.0 * log(u1 + 1e-300)) * cos(2.0 * M_PI * u2) * std);
+    return (float)(std_normal(st) * std);
 }
 
 static int is_bias(const char *name) {
@@ -941,11 +943,10 @@ static int text_length(const run *r, int k) {
     return (int)(r->train_text.offset[row + 1] - r->train_text.offset[row]);
 }
 
-static const run *sort_run; /* qsort's context: one sort at a time, on the training thread */
-
-static int by_length(const void *a, const void *b) {
-    const int la = text_length(sort_run, *(const int *)a),
-              lb = text_length(sort_run, *(const int *)b);
+/* Longest first, ties in index order (qsort_r comparator; context: the run). */
+static int by_length(const void *a, const void *b, void *context) {
+    const run *r = context;
+    const int la = text_length(r, *(const int *)a), lb = text_length(r, *(const int *)b);
     return la != lb ? lb - la : *(const int *)a - *(const int *)b;
 }
 
@@ -955,9 +956,9 @@ static int by_length(const void *a, const void *b) {
  * sentences of similar length, yet which batch comes when stays random). */
 static void group_by_length(run *r, uint64_t *st) {
     const int B = r->B, group = LENGTH_GROUP * B, used = (int)r->steps_per_epoch * B;
-    sort_run = r;
     for (int g = 0; g < used; g += group)
-        qsort(r->perm + g, (size_t)((used - g < group) ? used - g : group), sizeof(int), by_length);
+        qsort_r(r->perm + g, (size_t)((used - g < group) ? used - g : group), sizeof(int),
+                by_length, r);
     int *order = r->scratch; /* batch order, then the reordered perm behind it */
     const int nb = (int)r->steps_per_epoch;
     for (int k = 0; k < nb; k++) order[k] = k;
