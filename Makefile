@@ -18,8 +18,9 @@ BIN     ?= bin
 DEB_PACKAGES := pkg-config libpng-dev libjpeg62-turbo-dev libopenblas-dev libcjson-dev \
                 libcmocka-dev libutf8proc-dev
 
-LIB_SRC  := $(filter-out vit/main.c vit/cli_%.c,$(wildcard vit/*.c image/*.c patch/*.c text/*.c))
-CLI_SRC  := vit/main.c $(wildcard vit/cli_*.c)
+LIB_SRC  := $(wildcard vit/*.c vit/base/*.c vit/core/*.c vit/model/*.c vit/io/*.c vit/data/*.c \
+              vit/eval/*.c vit/train/*.c image/*.c patch/*.c text/*.c)
+CLI_SRC  := $(wildcard vit/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -104,7 +105,7 @@ demo: $(BIN)/vit $(BUILD)/tools/fashion_mnist_export
 	@BUILD=$(BUILD) BIN=$(BIN) tools/demo
 
 format:
-	clang-format -i $(wildcard */*.c */*.h)
+	clang-format -i $(wildcard */*.c */*.h */*/*.c */*/*.h)
 
 clean:
 	rm -rf $(BUILD) $(BIN)

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "image/image.h"
-#include "vit/alloc.h"
+#include "vit/base/alloc.h"
 
 static double now_ms(void) {
     struct timespec ts;

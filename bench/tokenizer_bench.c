@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "vit/file.h"
+#include "vit/base/file.h"
 #include "text/tokenizer.h"
 
 static double now(void) {

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "vit/model.h"
-#include "vit/ops.h"
-#include "vit/vit_train.h"
+#include "vit/model/model.h"
+#include "vit/core/ops.h"
+#include "vit/model/vit_train.h"
 
 static double now(void) {
     struct timespec ts;

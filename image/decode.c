@@ -13,7 +13,7 @@
 #include <jpeglib.h>
 #include <png.h>
 
-#include "vit/file.h"
+#include "vit/base/file.h"
 
 void image_free(image_u8 *img) {
     free(img->pixels);

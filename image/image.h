@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vit/error.h"
+#include "vit/base/error.h"
 
 #define IMAGE_DEFAULT_MAX_PIXELS 100000000LL /* 100 megapixels; refuse larger before allocating */
 #define IMAGE_MAX_FILE_BYTES     (1LL << 30) /* 1 GiB: larger files are refused unread */

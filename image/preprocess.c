@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vit/config.h"
-#include "vit/json.h"
+#include "vit/model/config.h"
+#include "vit/base/json.h"
 
 /* ViTImageProcessor's defaults; `size` is the model's image_size when there is no
  * preprocessor_config.json at all, HF's 224 when the file exists but omits it. */

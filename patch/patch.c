@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "vit/ops.h"
+#include "vit/core/ops.h"
 
 void patch_extract(float *patches, const float *pixels, int B, int C, int H, int W, int P) {
     const int gh = H / P, gw = W / P, K = C * P * P;

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/bert.h"
-#include "vit/model.h"
-#include "vit/ops.h"
+#include "vit/model/bert.h"
+#include "vit/model/model.h"
+#include "vit/core/ops.h"
 
 /* float32 vs float64 over 2 post-LN layers: measured ~1e-6; 1e-4 is the project's logit bound. */
 #define TOL 1e-4

@@ -32,11 +32,11 @@
 #include <string.h>
 
 #include "text/tokenizer.h"
-#include "vit/bert.h"
-#include "vit/bert_train.h"
-#include "vit/config.h"
-#include "vit/model.h"
-#include "vit/ops.h"
+#include "vit/model/bert.h"
+#include "vit/model/bert_train.h"
+#include "vit/model/config.h"
+#include "vit/model/model.h"
+#include "vit/core/ops.h"
 
 #define REL_TOL GRADCHECK_TOL
 

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "vit/config.h"
+#include "vit/model/config.h"
 
 static void expect_error(const char *json, const char *needle) {
     model_config cfg;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/pipeline.h"
+#include "vit/data/pipeline.h"
 #include "vit/vit.h"
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))

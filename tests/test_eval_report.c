@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/eval_report.h"
+#include "vit/eval/report.h"
 
 /* 7 classes; four inputs:
  *   true 0, probs peak at 0           -> correct

@@ -30,11 +30,11 @@
 #include <string.h>
 
 #include "patch/patch.h"
-#include "vit/config.h"
-#include "vit/encoder.h"
-#include "vit/model.h"
-#include "vit/ops.h"
-#include "vit/vit_train.h"
+#include "vit/model/config.h"
+#include "vit/core/encoder.h"
+#include "vit/model/model.h"
+#include "vit/core/ops.h"
+#include "vit/model/vit_train.h"
 
 #define REL_TOL GRADCHECK_TOL
 

@@ -13,7 +13,7 @@
 #include <png.h>
 
 #include "image/image.h"
-#include "vit/safetensors.h"
+#include "vit/io/safetensors.h"
 
 /* ---- writing test files ---- */
 

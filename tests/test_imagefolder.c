@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vit/imagefolder.h"
+#include "vit/data/imagefolder.h"
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/ops.h"
+#include "vit/core/ops.h"
 
 /* float32 arithmetic on O(1) values: a few ulp of error, well under 1e-6. */
 #define TOL 1e-6

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/model.h"
-#include "vit/safetensors.h"
+#include "vit/model/model.h"
+#include "vit/io/safetensors.h"
 
 /* A safetensors file from a header string and `data_len` bytes of data (value = byte index). */
 static const char *make_file(const char *name, const char *header, size_t data_len) {

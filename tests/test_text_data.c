@@ -9,12 +9,12 @@
 #include <string.h>
 
 #include "text/tokenizer.h"
-#include "vit/bert_train.h"
-#include "vit/config.h"
-#include "vit/model.h"
-#include "vit/ops.h"
-#include "vit/optim.h"
-#include "vit/text_data.h"
+#include "vit/model/bert_train.h"
+#include "vit/model/config.h"
+#include "vit/model/model.h"
+#include "vit/core/ops.h"
+#include "vit/train/optim.h"
+#include "vit/data/text_set.h"
 
 static const char *const names[] = {"negative", "positive"};
 

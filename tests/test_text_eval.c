@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/text_eval.h"
+#include "vit/eval/eval_text.h"
 
 #define DEV_SENTENCES 872
 #define DEV_CORRECT   706 /* 0.8096, the PyTorch reference (models/bert-sst2-tiny/README.md) */

@@ -8,13 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vit/json.h"
-#include "vit/model.h"
-#include "vit/safetensors.h"
-#include "vit/text_data.h"
-#include "vit/text_eval.h"
-#include "vit/train_data.h"
-#include "vit/trainer.h"
+#include "vit/base/json.h"
+#include "vit/model/model.h"
+#include "vit/io/safetensors.h"
+#include "vit/data/text_set.h"
+#include "vit/eval/eval_text.h"
+#include "vit/data/image_set.h"
+#include "vit/train/run.h"
 
 static const char *const positive[] = {"good", "great", "fine", "lovely"};
 static const char *const negative[] = {"bad", "awful", "poor", "dull"};

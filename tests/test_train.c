@@ -13,14 +13,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vit/checkpoint.h"
-#include "vit/model.h"
-#include "vit/ops.h"
-#include "vit/optim.h"
-#include "vit/safetensors.h"
-#include "vit/train_data.h"
-#include "vit/trainer.h"
-#include "vit/vit_train.h"
+#include "vit/io/model_dir.h"
+#include "vit/model/model.h"
+#include "vit/core/ops.h"
+#include "vit/train/optim.h"
+#include "vit/io/safetensors.h"
+#include "vit/data/image_set.h"
+#include "vit/train/run.h"
+#include "vit/model/vit_train.h"
 
 static const char *tiny_json =
     "{\"model_type\": \"vit\", \"image_size\": 8, \"patch_size\": 4, \"num_channels\": 1,"

@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "patch/patch.h"
-#include "vit/encoder.h"
-#include "vit/model.h"
-#include "vit/ops.h"
-#include "vit/safetensors.h"
+#include "vit/core/encoder.h"
+#include "vit/model/model.h"
+#include "vit/core/ops.h"
+#include "vit/io/safetensors.h"
 #include "vit/vit.h"
 
 /* float32 inference against a float64 reference: the errors are rounding accumulated over the

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vit/error.h"
+#include "vit/base/error.h"
 
 typedef struct {
     bool lower_case;    /* step 5's lower-casing */

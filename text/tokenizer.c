@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "text/bert_basic.h"
-#include "vit/file.h"
+#include "vit/base/file.h"
 #include "text/utf8.h"
 #include "text/vocab.h"
 

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vit/error.h"
+#include "vit/base/error.h"
 
 typedef struct tokenizer tokenizer;
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/file.h"
+#include "vit/base/file.h"
 #include "text/utf8.h"
 
 /* FNV-1a, continued from state h so that "##" + s hashes without building the string. */

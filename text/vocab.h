@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vit/error.h"
+#include "vit/base/error.h"
 
 typedef struct {
     char *text;        /* every token, each NUL-terminated */

@@ -6,9 +6,9 @@
 
 #include "image/image.h"
 #include "patch/patch.h"
-#include "vit/encoder.h"
-#include "vit/model.h"
-#include "vit/ops.h"
+#include "vit/core/encoder.h"
+#include "vit/model/model.h"
+#include "vit/core/ops.h"
 
 struct vit_context {
     model m;

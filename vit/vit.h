@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vit/error.h"
+#include "vit/base/error.h"
 
 typedef struct vit_context vit_context;
 

@@ -1,0 +1,45 @@
+#include "vit/base/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *vit_read_file(const char *path, size_t max_bytes, size_t *size, vit_error *err) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return vit_fail(err, "%s: %s", path, strerror(errno)), NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) != 0) {
+        vit_fail(err, "%s: %s", path, strerror(errno));
+    } else if (S_ISDIR(st.st_mode)) {
+        vit_fail(err, "%s: is a directory", path);
+    } else if (!S_ISREG(st.st_mode)) {
+        vit_fail(err, "%s: not a regular file", path);
+    } else if ((unsigned long long)st.st_size > max_bytes) {
+        vit_fail(err, "%s: %lld bytes, larger than the limit of %zu", path, (long long)st.st_size,
+                 max_bytes);
+    } else if (!(buf = malloc((size_t)st.st_size + 1))) {
+        vit_fail(err, "%s: out of memory", path);
+    } else {
+        size_t got = 0, want = (size_t)st.st_size;
+        while (got < want) {
+            ssize_t n = read(fd, buf + got, want - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            got += (size_t)n;
+        }
+        if (got != want) {
+            vit_fail(err, "%s: read error (%zu of %zu bytes)", path, got, want);
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[got] = 0;
+            if (size) *size = got;
+        }
+    }
+    close(fd);
+    return buf;
+}

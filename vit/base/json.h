@@ -1,0 +1,22 @@
+#ifndef VIT_JSON_H
+#define VIT_JSON_H
+
+/* Typed reads of Hugging Face JSON config fields. A missing or null field leaves *out alone (it
+ * holds the HF default); a field of the wrong type or out of range is an error naming `src` (the
+ * file) and the field. */
+
+#include <cjson/cJSON.h>
+
+#include "vit/base/error.h"
+
+/* Also maps true/false to 1/0 (some configs write booleans as 0/1 and vice versa). */
+int json_get_int(const cJSON *obj, const char *key, int lo, int hi, int *out, const char *src,
+                 vit_error *err);
+int json_get_bool(const cJSON *obj, const char *key, int *out, const char *src, vit_error *err);
+int json_get_number(const cJSON *obj, const char *key, double lo, double hi, double *out,
+                    const char *src, vit_error *err);
+/* Reads a whole JSON file (at most 16 MiB) and parses it; NULL with err when unreadable or not a
+ * JSON object. The caller cJSON_Deletes it. */
+cJSON *json_load_object(const char *path, vit_error *err);
+
+#endif

@@ -1,0 +1,96 @@
+/* vit info: what a model directory holds. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "image/image.h"
+#include "vit/cli/cli.h"
+#include "vit/model/model.h"
+
+static const char usage_text[] = "usage: vit info [-m MODEL_DIR] [--labels]\n";
+
+static void print_preprocessing(const char *dir) {
+    preprocess_config p;
+    vit_error err = {0};
+    if (preprocess_config_load(dir, &p, &err) != 0) {
+        printf("preprocessing:  unreadable (%s)\n", err.msg);
+        return;
+    }
+    static const char *filters[] = {"nearest", "lanczos", "bilinear", "bicubic", "box", "hamming"};
+    const char *filter = p.resample >= 0 && p.resample <= 5 ? filters[p.resample] : "?";
+    if (!p.do_resize)
+        printf("preprocessing:  no resize");
+    else if (p.shortest_edge > 0)
+        printf("preprocessing:  shortest edge %d %s", p.shortest_edge, filter);
+    else
+        printf("preprocessing:  resize %dx%d %s", p.resize_width, p.resize_height, filter);
+    if (p.do_center_crop) printf(", center crop %dx%d", p.crop_width, p.crop_height);
+    if (p.do_normalize)
+        printf(", mean [%g %g %g] std [%g %g %g]", p.mean[0], p.mean[1], p.mean[2], p.std[0],
+               p.std[1], p.std[2]);
+    printf("\n");
+}
+
+int cli_info(int argc, char **argv) {
+    static const struct option longopts[] = {{"model", required_argument, 0, 'm'},
+                                             {"labels", no_argument, 0, 'l'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
+    const char *model_opt = NULL;
+    int all_labels = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
+        if (c == 'm')
+            model_opt = optarg;
+        else if (c == 'l')
+            all_labels = 1;
+        else if (c == 'h')
+            return fputs(usage_text, stdout), 0;
+        else
+            return fputs(usage_text, stderr), 2;
+    }
+    if (optind != argc) return fputs(usage_text, stderr), 2;
+    char dir[4096];
+    cli_model_dir(model_opt, dir, sizeof dir);
+    model m;
+    vit_error err = {0};
+    if (model_load(&m, dir, &err) != 0) {
+        cli_print_load_error("info", model_opt, dir, &err);
+        return 1;
+    }
+    const model_config *cfg = &m.cfg;
+    size_t params = 0;
+    for (int i = 0; i < m.num_entries; i++) params += m.entries[i].absent ? 0 : m.entries[i].numel;
+    printf("model:          %s\n", dir);
+    if (cfg->kind == MODEL_VIT) {
+        int tokens = model_vit_tokens(&m, cfg->image_size);
+        printf("architecture:   ViTForImageClassification (pre-LN encoder)\n");
+        printf("input:          %d channel%s, %dx%d, patch %d (%d tokens)\n", cfg->num_channels,
+               cfg->num_channels > 1 ? "s" : "", cfg->image_size, cfg->image_size, cfg->patch_size,
+               tokens);
+        printf("flops/image:    %.3f GFLOP\n", model_flops(&m, tokens) / 1e9);
+        print_preprocessing(dir);
+    } else {
+        printf("architecture:   BertForSequenceClassification (post-LN encoder)\n");
+        printf("input:          up to %d tokens, vocabulary %d\n", cfg->max_position_embeddings,
+               cfg->vocab_size);
+        printf("flops/128 tok:  %.3f GFLOP\n", model_flops(&m, 128) / 1e9);
+    }
+    printf("encoder:        %d layers, hidden %d, %d heads, mlp %d, %s, layer_norm_eps %g%s\n",
+           cfg->num_layers, cfg->hidden_size, cfg->num_heads, cfg->intermediate_size,
+           activation_name(cfg->act), cfg->layer_norm_eps, cfg->qkv_bias ? "" : ", no qkv bias");
+    printf("parameters:     %zu\n", params);
+    /* labels often contain commas themselves ("tench, Tinca tinca"): index and quote each */
+    printf("labels:         %d", cfg->num_labels);
+    if (all_labels) {
+        printf("\n");
+        for (int i = 0; i < cfg->num_labels; i++) printf("  %4d  %s\n", i, cfg->labels[i]);
+    } else {
+        const int shown = cfg->num_labels < 5 ? cfg->num_labels : 5;
+        for (int i = 0; i < shown; i++) printf("%s%d \"%s\"", i ? ", " : ": ", i, cfg->labels[i]);
+        printf("%s\n", shown < cfg->num_labels ? ", ... (--labels lists all)" : "");
+    }
+    printf("blas:           OpenBLAS %s\n", cli_blas_core());
+    model_free(&m);
+    return 0;
+}

@@ -1,0 +1,280 @@
+#include "vit/core/encoder.h"
+
+#include "vit/base/alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/core/ops.h"
+
+/* Padded to 16 floats (64 bytes) so every buffer stays aligned for the BLAS kernels. */
+static size_t pad16(size_t n) {
+    return (n + 15) & ~(size_t)15;
+}
+
+/* Training's extra buffers: per-layer dropout masks (bytes) and the backward's shared scratch. */
+static int training_alloc(encoder_acts *a, const encoder_shape *s, int max_batch, int tokens) {
+    const size_t BT = (size_t)max_batch * tokens, D = (size_t)s->dim, I = (size_t)s->mlp_dim;
+    const size_t BHTT = (size_t)max_batch * s->heads * tokens * tokens;
+    a->layer_mask_bytes = pad16(BT * D) * 2 + pad16(BHTT);
+    a->mask_block = malloc(a->layer_mask_bytes * (size_t)s->layers);
+    if (!a->mask_block) return -1;
+    a->keep_attn = a->mask_block;
+    a->keep_mlp = a->keep_attn + pad16(BT * D);
+    a->keep_probs = a->keep_mlp + pad16(BT * D);
+    size_t sizes[] = {BT * D, BT * D, BT * D, BT * 3 * D, BT * I, BHTT};
+    float **fields[] = {&a->d_ln, &a->d_res, &a->d_ctx, &a->d_qkv, &a->d_act, &a->d_probs};
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += pad16(sizes[i]);
+    a->grad_block = vit_alloc_floats(total);
+    if (!a->grad_block) return -1;
+    total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        *fields[i] = a->grad_block + total;
+        total += pad16(sizes[i]);
+    }
+    return 0;
+}
+
+int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *s, int max_batch, int tokens,
+                       int per_layer) {
+    memset(acts, 0, sizeof *acts);
+    size_t BT = (size_t)max_batch * tokens, D = (size_t)s->dim, I = (size_t)s->mlp_dim;
+    /* clang-format off */
+    size_t sizes[] = {
+        BT * D,                                         /* layer_in */
+        BT * D, BT, BT,                                 /* ln1 */
+        BT * 3 * D,                                     /* qkv */
+        (size_t)max_batch * s->heads * tokens * tokens, /* probs */
+        BT * D, BT * D,                                 /* ctx, mid */
+        BT * D, BT, BT,                                 /* ln2 */
+        BT * I, BT * I,                                 /* fc1_out, act_out */
+        BT * D, BT * D,                                 /* sum2, scratch */
+    };
+    /* clang-format on */
+    float **fields[] = {&acts->layer_in, &acts->ln1_out,  &acts->ln1_mean, &acts->ln1_rstd,
+                        &acts->qkv,      &acts->probs,    &acts->ctx,      &acts->mid,
+                        &acts->ln2_out,  &acts->ln2_mean, &acts->ln2_rstd, &acts->fc1_out,
+                        &acts->act_out,  &acts->sum2,     &acts->scratch};
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        total += (sizes[i] + 15) & ~(size_t)15;
+    int sets = per_layer ? s->layers : 1;
+    acts->block = vit_alloc_floats(total * sets);
+    if (!acts->block) return -1;
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        *fields[i] = acts->block + off;
+        off += (sizes[i] + 15) & ~(size_t)15;
+    }
+    acts->per_layer = per_layer;
+    acts->max_batch = max_batch;
+    acts->tokens = tokens;
+    acts->layers = s->layers;
+    acts->layer_floats = total;
+    if (per_layer && training_alloc(acts, s, max_batch, tokens) != 0) {
+        encoder_acts_free(acts);
+        return -1;
+    }
+    return 0;
+}
+
+void encoder_acts_free(encoder_acts *acts) {
+    free(acts->block);
+    free(acts->mask_block);
+    free(acts->grad_block);
+    memset(acts, 0, sizeof *acts);
+}
+
+float *encoder_acts_layer(const encoder_acts *acts, float *field, int layer) {
+    return acts->per_layer ? field + (size_t)layer * acts->layer_floats : field;
+}
+
+uint8_t *encoder_acts_mask(const encoder_acts *acts, uint8_t *field, int layer) {
+    return field + (size_t)layer * acts->layer_mask_bytes;
+}
+
+int encoder_set_dropout(encoder_acts *acts, float hidden, float attn, uint64_t *rng) {
+    if ((hidden > 0.0f || attn > 0.0f) && (!acts->per_layer || !rng)) return -1;
+    acts->hidden_drop = hidden > 0.0f ? hidden : 0.0f;
+    acts->attn_drop = attn > 0.0f ? attn : 0.0f;
+    acts->rng = rng;
+    return 0;
+}
+
+static void add_inplace(float *x, const float *y, size_t n) {
+    const long long count = (long long)n;
+#pragma omp parallel for simd if (count >= 32768) schedule(static)
+    for (long long i = 0; i < count; i++) x[i] += y[i];
+}
+
+/* Training: a fresh dropout mask for layer l's branch output in a->scratch (n floats). */
+static void branch_dropout(encoder_acts *a, uint8_t *field, int l, size_t n) {
+    if (a->hidden_drop <= 0.0f) return;
+    uint8_t *keep = encoder_acts_mask(a, field, l);
+    dropout_mask(keep, n, a->hidden_drop, a->rng);
+    dropout_forward(a->scratch, a->scratch, keep, n, a->hidden_drop);
+}
+
+static void attention_block(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
+                            const float *inp, const uint8_t *mask, int B, int T) {
+    const int D = s->dim, BT = B * T, H = s->heads;
+    float *qkv = encoder_acts_layer(a, a->qkv, l), *ctx = encoder_acts_layer(a, a->ctx, l);
+    float *probs = encoder_acts_layer(a, a->probs, l);
+    linear_forward(qkv, inp, w->qkv_w, w->qkv_b, BT, D, 3 * D);
+    if (a->attn_drop > 0.0f) {
+        uint8_t *keep = encoder_acts_mask(a, a->keep_probs, l);
+        dropout_mask(keep, (size_t)B * H * T * T, a->attn_drop, a->rng);
+        attention_forward_dropout(ctx, probs, a->d_probs, qkv, mask, s->causal, keep, a->attn_drop,
+                                  B, T, D, H);
+    } else {
+        attention_forward(ctx, probs, qkv, mask, s->causal, B, T, D, H);
+    }
+    linear_forward(a->scratch, ctx, w->proj_w, w->proj_b, BT, D, D);
+    branch_dropout(a, a->keep_attn, l, (size_t)BT * D);
+}
+
+static void mlp_block(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
+                      const float *inp, int BT) {
+    const int D = s->dim, I = s->mlp_dim;
+    float *fc1 = encoder_acts_layer(a, a->fc1_out, l), *act = encoder_acts_layer(a, a->act_out, l);
+    linear_forward(fc1, inp, w->fc1_w, w->fc1_b, BT, D, I);
+    activation_forward(act, fc1, (size_t)BT * I, s->act);
+    linear_forward(a->scratch, act, w->fc2_w, w->fc2_b, BT, I, D);
+    branch_dropout(a, a->keep_mlp, l, (size_t)BT * D);
+}
+
+static void pre_norm_layer(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
+                           float *x, const uint8_t *mask, int B, int T) {
+    const int D = s->dim, BT = B * T;
+    const size_t n = (size_t)BT * D;
+    float *ln1 = encoder_acts_layer(a, a->ln1_out, l), *ln2 = encoder_acts_layer(a, a->ln2_out, l);
+    if (a->per_layer) memcpy(encoder_acts_layer(a, a->layer_in, l), x, n * sizeof *x);
+    layernorm_forward(ln1, encoder_acts_layer(a, a->ln1_mean, l),
+                      encoder_acts_layer(a, a->ln1_rstd, l), x, w->ln1_w, w->ln1_b, BT, D, s->eps);
+    attention_block(s, w, a, l, ln1, mask, B, T);
+    add_inplace(x, a->scratch, n);
+    if (a->per_layer) memcpy(encoder_acts_layer(a, a->mid, l), x, n * sizeof *x);
+    layernorm_forward(ln2, encoder_acts_layer(a, a->ln2_mean, l),
+                      encoder_acts_layer(a, a->ln2_rstd, l), x, w->ln2_w, w->ln2_b, BT, D, s->eps);
+    mlp_block(s, w, a, l, ln2, BT);
+    add_inplace(x, a->scratch, n);
+}
+
+static void post_norm_layer(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
+                            float *x, const uint8_t *mask, int B, int T) {
+    const int D = s->dim, BT = B * T;
+    const size_t n = (size_t)BT * D;
+    float *mid = encoder_acts_layer(a, a->mid, l), *sum2 = encoder_acts_layer(a, a->sum2, l);
+    if (a->per_layer) memcpy(encoder_acts_layer(a, a->layer_in, l), x, n * sizeof *x);
+    attention_block(s, w, a, l, x, mask, B, T);
+    for (size_t i = 0; i < n; i++) mid[i] = x[i] + a->scratch[i];
+    layernorm_forward(x, encoder_acts_layer(a, a->ln1_mean, l),
+                      encoder_acts_layer(a, a->ln1_rstd, l), mid, w->ln1_w, w->ln1_b, BT, D,
+                      s->eps);
+    if (a->per_layer) memcpy(encoder_acts_layer(a, a->ln1_out, l), x, n * sizeof *x);
+    mlp_block(s, w, a, l, x, BT);
+    for (size_t i = 0; i < n; i++) sum2[i] = x[i] + a->scratch[i];
+    layernorm_forward(x, encoder_acts_layer(a, a->ln2_mean, l),
+                      encoder_acts_layer(a, a->ln2_rstd, l), sum2, w->ln2_w, w->ln2_b, BT, D,
+                      s->eps);
+}
+
+void encoder_forward(const encoder_shape *s, const encoder_layer *layers, encoder_acts *a, float *x,
+                     const uint8_t *key_mask, int B, int T) {
+    for (int l = 0; l < s->layers; l++) {
+        if (s->post_norm)
+            post_norm_layer(s, &layers[l], a, l, x, key_mask, B, T);
+        else
+            pre_norm_layer(s, &layers[l], a, l, x, key_mask, B, T);
+    }
+}
+
+/* ---- backward ---- */
+
+/* Gradient wrt a residual branch's output before its dropout: d itself in eval mode, else d
+ * through layer l's mask, in a->scratch. */
+static const float *branch_dropout_backward(encoder_acts *a, const float *d, uint8_t *field, int l,
+                                            size_t n) {
+    if (a->hidden_drop <= 0.0f) return d;
+    dropout_backward(a->scratch, d, encoder_acts_mask(a, field, l), n, a->hidden_drop);
+    return a->scratch;
+}
+
+/* dy: gradient wrt the attention branch output (after the projection). Leaves the gradient wrt
+ * the branch input inp in a->d_ln (overwritten). */
+static void attention_block_backward(const encoder_shape *s, const encoder_layer *w,
+                                     const encoder_layer *g, encoder_acts *a, int l,
+                                     const float *dy, const float *inp, int B, int T) {
+    const int D = s->dim, BT = B * T, H = s->heads;
+    const float *qkv = encoder_acts_layer(a, a->qkv, l), *ctx = encoder_acts_layer(a, a->ctx, l);
+    const uint8_t *keep = a->attn_drop > 0.0f ? encoder_acts_mask(a, a->keep_probs, l) : NULL;
+    linear_backward(a->d_ctx, g->proj_w, g->proj_b, dy, ctx, w->proj_w, BT, D, D);
+    attention_backward(a->d_qkv, a->d_probs, a->d_ctx, qkv, encoder_acts_layer(a, a->probs, l),
+                       keep, a->attn_drop, B, T, D, H);
+    linear_backward(a->d_ln, g->qkv_w, g->qkv_b, a->d_qkv, inp, w->qkv_w, BT, D, 3 * D);
+}
+
+/* Same for the MLP branch: dy wrt its output, a->d_ln gets the gradient wrt its input inp. */
+static void mlp_block_backward(const encoder_shape *s, const encoder_layer *w,
+                               const encoder_layer *g, encoder_acts *a, int l, const float *dy,
+                               const float *inp, int BT) {
+    const int D = s->dim, I = s->mlp_dim;
+    const float *fc1 = encoder_acts_layer(a, a->fc1_out, l),
+                *act = encoder_acts_layer(a, a->act_out, l);
+    linear_backward(a->d_act, g->fc2_w, g->fc2_b, dy, act, w->fc2_w, BT, I, D);
+    activation_backward(a->d_act, a->d_act, fc1, (size_t)BT * I, s->act);
+    linear_backward(a->d_ln, g->fc1_w, g->fc1_b, a->d_act, inp, w->fc1_w, BT, D, I);
+}
+
+/* x_mid = x + drop(Attn(LN1(x))); x_out = x_mid + drop(MLP(LN2(x_mid))). The residual paths carry
+ * dx straight through; each LayerNorm backward adds its branch's share into dx. */
+static void pre_norm_layer_backward(const encoder_shape *s, const encoder_layer *w,
+                                    const encoder_layer *g, encoder_acts *a, int l, float *dx,
+                                    int B, int T) {
+    const int D = s->dim, BT = B * T;
+    const size_t n = (size_t)BT * D;
+    const float *dy = branch_dropout_backward(a, dx, a->keep_mlp, l, n);
+    mlp_block_backward(s, w, g, a, l, dy, encoder_acts_layer(a, a->ln2_out, l), BT);
+    layernorm_backward(dx, g->ln2_w, g->ln2_b, a->d_ln, encoder_acts_layer(a, a->mid, l),
+                       encoder_acts_layer(a, a->ln2_mean, l), encoder_acts_layer(a, a->ln2_rstd, l),
+                       w->ln2_w, BT, D);
+    dy = branch_dropout_backward(a, dx, a->keep_attn, l, n);
+    attention_block_backward(s, w, g, a, l, dy, encoder_acts_layer(a, a->ln1_out, l), B, T);
+    layernorm_backward(dx, g->ln1_w, g->ln1_b, a->d_ln, encoder_acts_layer(a, a->layer_in, l),
+                       encoder_acts_layer(a, a->ln1_mean, l), encoder_acts_layer(a, a->ln1_rstd, l),
+                       w->ln1_w, BT, D);
+}
+
+/* mid = x + drop(Attn(x)); x1 = LN1(mid); sum2 = x1 + drop(MLP(x1)); x_out = LN2(sum2). */
+static void post_norm_layer_backward(const encoder_shape *s, const encoder_layer *w,
+                                     const encoder_layer *g, encoder_acts *a, int l, float *dx,
+                                     int B, int T) {
+    const int D = s->dim, BT = B * T;
+    const size_t n = (size_t)BT * D;
+    float *dres = a->d_res;
+    memset(dres, 0, n * sizeof *dres);
+    layernorm_backward(dres, g->ln2_w, g->ln2_b, dx, encoder_acts_layer(a, a->sum2, l),
+                       encoder_acts_layer(a, a->ln2_mean, l), encoder_acts_layer(a, a->ln2_rstd, l),
+                       w->ln2_w, BT, D);
+    const float *dy = branch_dropout_backward(a, dres, a->keep_mlp, l, n);
+    mlp_block_backward(s, w, g, a, l, dy, encoder_acts_layer(a, a->ln1_out, l), BT);
+    add_inplace(dres, a->d_ln, n); /* dres: gradient wrt x1 */
+    memset(dx, 0, n * sizeof *dx);
+    layernorm_backward(dx, g->ln1_w, g->ln1_b, dres, encoder_acts_layer(a, a->mid, l),
+                       encoder_acts_layer(a, a->ln1_mean, l), encoder_acts_layer(a, a->ln1_rstd, l),
+                       w->ln1_w, BT, D);
+    dy = branch_dropout_backward(a, dx, a->keep_attn, l, n);
+    attention_block_backward(s, w, g, a, l, dy, encoder_acts_layer(a, a->layer_in, l), B, T);
+    add_inplace(dx, a->d_ln, n);
+}
+
+void encoder_backward(const encoder_shape *s, const encoder_layer *layers,
+                      const encoder_layer *grads, encoder_acts *a, float *dx, int B, int T) {
+    for (int l = s->layers - 1; l >= 0; l--) {
+        if (s->post_norm)
+            post_norm_layer_backward(s, &layers[l], &grads[l], a, l, dx, B, T);
+        else
+            pre_norm_layer_backward(s, &layers[l], &grads[l], a, l, dx, B, T);
+    }
+}

@@ -1,0 +1,96 @@
+#ifndef VIT_ENCODER_H
+#define VIT_ENCODER_H
+
+/* The shared transformer encoder: [B, T, D] token embeddings in, [B, T, D] out. It knows nothing
+ * of images or text; ViT runs it pre-LN, BERT post-LN. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vit/model/config.h"
+
+typedef struct {
+    int layers, dim, heads, mlp_dim;
+    activation_kind act;
+    float eps;
+    int post_norm; /* 0: x += Attn(LN1(x)); x += MLP(LN2(x))   1: x = LN1(x + Attn(x)); x = LN2(x +
+                      MLP(x)) */
+    int causal;
+} encoder_shape;
+
+/* One layer's parameters, pointing into the model's single parameter block.
+ * qkv_w [3D, D] holds query, key, value weights stacked (one GEMM for all three). */
+typedef struct {
+    float *ln1_w, *ln1_b;
+    float *qkv_w, *qkv_b;
+    float *proj_w, *proj_b;
+    float *ln2_w, *ln2_b;
+    float *fc1_w, *fc1_b; /* [I, D], [I] */
+    float *fc2_w, *fc2_b; /* [D, I], [D] */
+} encoder_layer;
+
+/* Activations. With `per_layer` set (training), every layer keeps its own buffers for the backward
+ * pass; otherwise (inference) all layers share one set. Sized for at most max_batch x tokens. */
+typedef struct {
+    int per_layer, max_batch, tokens, layers;
+    size_t layer_floats; /* floats per layer set */
+    float *block;        /* one allocation for everything below */
+    /* per layer set (index with encoder_acts_layer): */
+    float *layer_in; /* [B,T,D] pre-LN: input of the layer; post-LN: unused */
+    float *ln1_out;  /* [B,T,D] pre-LN: LN1(x); post-LN: LN1 output (= x after attention) */
+    float *ln1_mean, *ln1_rstd; /* [B,T] */
+    float *qkv;                 /* [B,T,3D] */
+    float *probs;               /* [B,H,T,T] */
+    float *ctx;                 /* [B,T,D] heads concatenated, before the output projection */
+    float *mid;     /* [B,T,D] pre-LN: x after the attention residual; post-LN: x + Attn(x) */
+    float *ln2_out; /* [B,T,D] */
+    float *ln2_mean, *ln2_rstd;
+    float *fc1_out; /* [B,T,I] before the activation */
+    float *act_out; /* [B,T,I] */
+    float *sum2;    /* [B,T,D] post-LN: x + MLP(x) before LN2 */
+    float *scratch; /* [B,T,D] projection outputs before the residual add */
+
+    /* Training mode (per_layer) only, all zero otherwise. */
+    float hidden_drop, attn_drop; /* dropout probabilities of the next forward (0: eval mode) */
+    uint64_t *rng;                /* generator the dropout masks are drawn from */
+    uint8_t *mask_block;          /* one allocation for the masks, layer_mask_bytes per layer: */
+    size_t layer_mask_bytes;
+    uint8_t *keep_attn;  /* [B,T,D] dropout on the attention output projection */
+    uint8_t *keep_mlp;   /* [B,T,D] dropout on the MLP output */
+    uint8_t *keep_probs; /* [B,H,T,T] dropout on the attention weights */
+    float *grad_block;   /* one allocation for the backward's scratch, shared by all layers: */
+    float *d_ln;         /* [B,T,D] gradient wrt a branch's input (the LN output in pre-LN) */
+    float *d_res;        /* [B,T,D] post-LN: gradient wrt the sum before a LayerNorm */
+    float *d_ctx;        /* [B,T,D] */
+    float *d_qkv;        /* [B,T,3D] */
+    float *d_act;        /* [B,T,I] gradient wrt act_out, then wrt fc1_out */
+    float *d_probs;      /* [B,H,T,T] attention scratch (also the dropped weights in the forward) */
+} encoder_acts;
+
+/* per_layer also allocates the dropout masks and the backward's scratch. */
+int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *shape, int max_batch, int tokens,
+                       int per_layer);
+void encoder_acts_free(encoder_acts *acts);
+/* Pointer to layer l's copy of a field of acts (the shared copy in inference mode). */
+float *encoder_acts_layer(const encoder_acts *acts, float *field, int layer);
+/* Layer l's copy of a dropout mask field (keep_attn, keep_mlp, keep_probs). */
+uint8_t *encoder_acts_mask(const encoder_acts *acts, uint8_t *field, int layer);
+
+/* Training-mode dropout for the following forwards (HF ViT/BERT in train()): `hidden`
+ * (hidden_dropout_prob) on the attention output projection and on the MLP output, each before
+ * its residual add; `attn` (attention_probs_dropout_prob) on the attention weights. Masks are
+ * drawn from *rng and kept in acts for encoder_backward. 0, 0 is eval mode (the default).
+ * Returns -1 (and changes nothing) if dropout is asked of acts without per_layer. */
+int encoder_set_dropout(encoder_acts *acts, float hidden, float attn, uint64_t *rng);
+
+/* x [B, T, D] in, transformed in place. key_mask [B, T] or NULL (0 = padding). */
+void encoder_forward(const encoder_shape *shape, const encoder_layer *layers, encoder_acts *acts,
+                     float *x, const uint8_t *key_mask, int B, int T);
+/* Backward of the last encoder_forward on acts (per_layer set, same dropout settings, same B, T).
+ * dx [B, T, D]: in, the gradient wrt the encoder output; out, wrt its input (in place).
+ * Parameter gradients ACCUMULATE into grads (same layout as layers, e.g. a model_bind view).
+ * The key mask needs no argument: masked keys have zero attention weight in acts->probs. */
+void encoder_backward(const encoder_shape *shape, const encoder_layer *layers,
+                      const encoder_layer *grads, encoder_acts *acts, float *dx, int B, int T);
+
+#endif

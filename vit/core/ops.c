@@ -1,0 +1,552 @@
+#include "vit/core/ops.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#define ATTENTION_ROW_BLOCK 64
+
+/* Threads: OpenMP owns the cores. OpenBLAS runs single-threaded inside each OpenMP thread on a
+ * slice of the rows (vit_threads_init sets this up), so the two never spin against each other. */
+
+void vit_threads_init(int threads) {
+    openblas_set_num_threads(1);
+    if (threads > 0) omp_set_num_threads(threads);
+}
+
+/* This thread's share [lo, hi) of n rows. */
+static void thread_rows(int n, int *lo, int *hi) {
+    const int t = omp_get_thread_num(), k = omp_get_num_threads();
+    *lo = (int)((long long)n * t / k);
+    *hi = (int)((long long)n * (t + 1) / k);
+}
+
+void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N,
+                    int IN, int OUT) {
+#pragma omp parallel if (N >= 16)
+    {
+        int lo, hi;
+        thread_rows(N, &lo, &hi);
+        if (hi > lo) {
+            if (bias)
+                for (int n = lo; n < hi; n++)
+                    memcpy(out + (size_t)n * OUT, bias, sizeof(float) * (size_t)OUT);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, hi - lo, OUT, IN, 1.0f,
+                        inp + (size_t)lo * IN, IN, weight, IN, bias ? 1.0f : 0.0f,
+                        out + (size_t)lo * OUT, OUT);
+        }
+    }
+}
+
+void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                     const float *weight, int N, int IN, int OUT) {
+#pragma omp parallel if (N >= 16)
+    {
+        int lo, hi;
+        /* dinp: rows are independent, so each thread takes a slice of them */
+        thread_rows(N, &lo, &hi);
+        if (dinp && hi > lo)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, hi - lo, IN, OUT, 1.0f,
+                        dout + (size_t)lo * OUT, OUT, weight, IN, 0.0f, dinp + (size_t)lo * IN, IN);
+        /* dweight and dbias sum over all N rows: split the OUT outputs instead, so every element
+         * has one writer and a fixed summation order (results do not depend on scheduling) */
+        thread_rows(OUT, &lo, &hi);
+        if (dweight && hi > lo)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, hi - lo, IN, N, 1.0f, dout + lo,
+                        OUT, inp, IN, 1.0f, dweight + (size_t)lo * IN, IN);
+        if (dbias && hi > lo)
+            for (int n = 0; n < N; n++) {
+                const float *g = dout + (size_t)n * OUT;
+                for (int o = lo; o < hi; o++) dbias[o] += g[o];
+            }
+    }
+}
+
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                       const float *b, int N, int D, float eps) {
+#pragma omp parallel for if (N >= 64) schedule(static)
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * D;
+        float *y = out + (size_t)n * D;
+        /* Two passes in double: the variance of activations with a large mean stays exact. */
+        double sum = 0.0;
+        for (int i = 0; i < D; i++) sum += x[i];
+        double m = sum / D, var = 0.0;
+        for (int i = 0; i < D; i++) var += (x[i] - m) * (x[i] - m);
+        var /= D;
+        float s = (float)(1.0 / sqrt(var + eps)), mf = (float)m;
+        for (int i = 0; i < D; i++) y[i] = (x[i] - mf) * s * w[i] + b[i];
+        if (mean) mean[n] = mf;
+        if (rstd) rstd[n] = s;
+    }
+}
+
+void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                        const float *mean, const float *rstd, const float *w, int N, int D) {
+#pragma omp parallel if (N >= 64)
+    {
+        /* With x̂ = (x - mean)·rstd and g = dout·w:  dx = rstd · (g - mean(g) - x̂ · mean(g·x̂)). */
+#pragma omp for schedule(static) nowait
+        for (int n = 0; n < N; n++) {
+            const float *x = inp + (size_t)n * D, *dy = dout + (size_t)n * D;
+            const float m = mean[n], r = rstd[n];
+            float *dx = dinp + (size_t)n * D;
+            float sum_g = 0.0f, sum_gx = 0.0f;
+            for (int i = 0; i < D; i++) {
+                const float g = dy[i] * w[i];
+                sum_g += g;
+                sum_gx += g * (x[i] - m) * r;
+            }
+            const float mean_g = sum_g / D, mean_gx = sum_gx / D;
+            for (int i = 0; i < D; i++)
+                dx[i] += r * (dy[i] * w[i] - mean_g - (x[i] - m) * r * mean_gx);
+        }
+        /* dw, db sum over rows: each thread owns a slice of the D columns (one writer per
+         * element, fixed order) */
+        int lo, hi;
+        thread_rows(D, &lo, &hi);
+        for (int n = 0; n < N && hi > lo; n++) {
+            const float *x = inp + (size_t)n * D, *dy = dout + (size_t)n * D;
+            const float m = mean[n], r = rstd[n];
+            if (dw)
+                for (int i = lo; i < hi; i++) dw[i] += dy[i] * (x[i] - m) * r;
+            if (db)
+                for (int i = lo; i < hi; i++) db[i] += dy[i];
+        }
+    }
+}
+
+/* exp(x) without a libm call so loops over it vectorise: x = n·ln2 + r, |r| <= ln2/2, degree-6
+ * polynomial for e^r (relative error < 2e-7, like expf's 1 ulp at float32), 2^n from the bits.
+ * Underflows to exactly 0 below -87.3 (masked attention scores are -inf). */
+static inline float fast_expf(float x) {
+    const float hi = 88.3762626647949f, lo = -87.3365447504f;
+    float xc = x > hi ? hi : (x < lo ? lo : x);
+    /* round to nearest by the 1.5·2^23 trick: a libm round() call would stop vectorisation */
+    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = xc - n * 0.693359375f + n * 2.12194440e-4f; /* ln2 split in two for exactness */
+    float p = 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return x < lo ? 0.0f : p * scale;
+}
+
+/* erf as an odd/even rational minimax fit on [-4, 4] (the one XLA and Eigen use; outside, erf is
+ * ±1 in float32). Max error ~2 ulp against erf in double; erff itself is a scalar libm call and was
+ * a quarter of inference time. */
+static inline float fast_erff(float x) {
+    x = x > 4.0f ? 4.0f : (x < -4.0f ? -4.0f : x);
+    const float x2 = x * x;
+    float p = -2.72614225801306e-10f;
+    p = p * x2 + 2.77068142495902e-08f;
+    p = p * x2 - 2.10102402082508e-06f;
+    p = p * x2 - 5.69250639462346e-05f;
+    p = p * x2 - 7.34990630326855e-04f;
+    p = p * x2 - 2.95459980854025e-03f;
+    p = p * x2 - 1.60960333262415e-02f;
+    float q = -1.45660718464996e-05f;
+    q = q * x2 - 2.13374055278905e-04f;
+    q = q * x2 - 1.68282697438203e-03f;
+    q = q * x2 - 7.37332916720468e-03f;
+    q = q * x2 - 1.42647390514189e-02f;
+    return x * p / q;
+}
+
+static float gelu_erf(float x) {
+    return 0.5f * x * (1.0f + fast_erff(x * (float)M_SQRT1_2));
+}
+
+static float gelu_tanh(float x) {
+    const float k = 0.7978845608028654f; /* sqrt(2/pi) */
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+void activation_forward(float *out, const float *inp, size_t n, activation_kind act) {
+    const long long count = (long long)n;
+    switch (act) {
+    case ACT_GELU:
+#pragma omp parallel for simd if (count >= 32768) schedule(static)
+        for (long long i = 0; i < count; i++) out[i] = gelu_erf(inp[i]);
+        break;
+    case ACT_GELU_TANH:
+#pragma omp parallel for simd if (count >= 32768) schedule(static)
+        for (long long i = 0; i < count; i++) out[i] = gelu_tanh(inp[i]);
+        break;
+    case ACT_RELU:
+#pragma omp parallel for simd if (count >= 32768) schedule(static)
+        for (long long i = 0; i < count; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+        break;
+    }
+}
+
+/* d/dx 0.5·x·(1 + erf(x/√2)) = Φ(x) + x·φ(x). */
+static float gelu_erf_grad(float x) {
+    const float inv_sqrt_2pi = 0.3989422804014327f;
+    return 0.5f * (1.0f + fast_erff(x * (float)M_SQRT1_2)) +
+           x * inv_sqrt_2pi * fast_expf(-0.5f * x * x);
+}
+
+/* d/dx 0.5·x·(1 + tanh(u)), u = k·(x + c·x³):  0.5·(1 + t) + 0.5·x·(1 - t²)·k·(1 + 3c·x²). */
+static float gelu_tanh_grad(float x) {
+    const float k = 0.7978845608028654f, c = 0.044715f;
+    const float t = tanhf(k * (x + c * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * c * x * x);
+}
+
+void activation_backward(float *dinp, const float *dout, const float *inp, size_t n,
+                         activation_kind act) {
+    const long long count = (long long)n;
+    switch (act) {
+    case ACT_GELU:
+#pragma omp parallel for simd if (count >= 32768) schedule(static)
+        for (long long i = 0; i < count; i++) dinp[i] = dout[i] * gelu_erf_grad(inp[i]);
+        break;
+    case ACT_GELU_TANH:
+#pragma omp parallel for simd if (count >= 32768) schedule(static)
+        for (long long i = 0; i < count; i++) dinp[i] = dout[i] * gelu_tanh_grad(inp[i]);
+        break;
+    case ACT_RELU:
+#pragma omp parallel for simd if (count >= 32768) schedule(static)
+        for (long long i = 0; i < count; i++) dinp[i] = inp[i] > 0.0f ? dout[i] : 0.0f;
+        break;
+    }
+}
+
+/* splitmix64's output function. The generator is counter based (draw i of state s is
+ * mix64(s + i·γ)), so masks can be drawn in parallel and still depend only on the state. */
+#define SPLITMIX_GAMMA 0x9E3779B97F4A7C15ull
+static inline uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void dropout_mask(uint8_t *keep, size_t n, float p, uint64_t *rng) {
+    /* keep when a uniform 32-bit number is >= p·2³², two numbers per 64-bit draw */
+    const uint64_t threshold = p <= 0.0f   ? 0
+                               : p >= 1.0f ? (1ull << 32)
+                                           : (uint64_t)((double)p * 4294967296.0);
+    const uint64_t base = *rng;
+    const long long draws = (long long)((n + 1) / 2);
+#pragma omp parallel for if (draws >= 65536) schedule(static)
+    for (long long j = 0; j < draws; j++) {
+        const uint64_t r = mix64(base + (uint64_t)(j + 1) * SPLITMIX_GAMMA);
+        keep[2 * j] = (r & 0xffffffffu) >= threshold;
+        if ((size_t)(2 * j + 1) < n) keep[2 * j + 1] = (r >> 32) >= threshold;
+    }
+    *rng = base + (uint64_t)draws * SPLITMIX_GAMMA;
+}
+
+static float dropout_scale(float p) {
+    return p >= 1.0f ? 0.0f : 1.0f / (1.0f - p);
+}
+
+void dropout_forward(float *out, const float *inp, const uint8_t *keep, size_t n, float p) {
+    const float s = dropout_scale(p);
+    const long long count = (long long)n;
+#pragma omp parallel for simd if (count >= 32768) schedule(static)
+    for (long long i = 0; i < count; i++) out[i] = keep[i] ? inp[i] * s : 0.0f;
+}
+
+void dropout_backward(float *dinp, const float *dout, const uint8_t *keep, size_t n, float p) {
+    dropout_forward(dinp, dout, keep, n, p);
+}
+
+void softmax_forward(float *x, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        float *row = x + (size_t)r * cols;
+        float max = -INFINITY;
+        for (int c = 0; c < cols; c++) max = row[c] > max ? row[c] : max;
+        if (max == -INFINITY) { /* every key masked: attend to nothing rather than NaN */
+            memset(row, 0, sizeof(float) * (size_t)cols);
+            continue;
+        }
+        float sum = 0.0f;
+        for (int c = 0; c < cols; c++) sum += row[c] = fast_expf(row[c] - max);
+        float inv = 1.0f / sum;
+        for (int c = 0; c < cols; c++) row[c] *= inv;
+    }
+}
+
+/* Scores, softmax and weighted values for queries [r0, r1) of one (batch, head). With keep
+ * (training dropout on the weights), the dropped weights go to pd and multiply V; p keeps the
+ * softmax. */
+static void attention_rows(float *out, float *p, float *pd, const float *q, const uint8_t *key_mask,
+                           int causal, const uint8_t *keep, float drop, int r0, int r1, int T,
+                           int D, int dh, float scale) {
+    const int ld = 3 * D;
+    const float *k = q + D, *v = q + 2 * D;
+    /* scores[r0:r1, T] = scale · Q Kᵀ, read in place from the fused qkv rows (stride 3D) */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, T, dh, scale, q + (size_t)r0 * ld,
+                ld, k, ld, 0.0f, p + (size_t)r0 * T, T);
+    if (key_mask || causal)
+        for (int i = r0; i < r1; i++)
+            for (int j = 0; j < T; j++)
+                if ((key_mask && !key_mask[j]) || (causal && j > i))
+                    p[(size_t)i * T + j] = -INFINITY;
+    softmax_forward(p + (size_t)r0 * T, r1 - r0, T);
+    const float *weights = p;
+    if (keep) {
+        const size_t a = (size_t)r0 * T, n = (size_t)(r1 - r0) * T;
+        dropout_forward(pd + a, p + a, keep + a, n, drop);
+        weights = pd;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, dh, T, 1.0f,
+                weights + (size_t)r0 * T, T, v, ld, 0.0f, out + (size_t)r0 * D, D);
+}
+
+/* Both forwards: tasks of (batch, head, block of query rows), enough of them to keep every core
+ * busy at batch 1. */
+static void attention_tasks(float *out, float *probs, float *dropped, const float *qkv,
+                            const uint8_t *key_mask, int causal, const uint8_t *keep, float drop,
+                            int B, int T, int D, int H) {
+    const int dh = D / H, blocks = (T + ATTENTION_ROW_BLOCK - 1) / ATTENTION_ROW_BLOCK;
+    const float scale = 1.0f / sqrtf((float)dh);
+#pragma omp parallel for schedule(dynamic) if (B * H * blocks > 1)
+    for (int task = 0; task < B * H * blocks; task++) {
+        const int b = task / (H * blocks), h = task / blocks % H, blk = task % blocks;
+        const int r0 = blk * ATTENTION_ROW_BLOCK,
+                  r1 = r0 + ATTENTION_ROW_BLOCK < T ? r0 + ATTENTION_ROW_BLOCK : T;
+        const size_t head = ((size_t)b * H + h) * T * T;
+        attention_rows(out + (size_t)b * T * D + h * dh, probs + head, keep ? dropped + head : NULL,
+                       qkv + (size_t)b * T * 3 * D + h * dh,
+                       key_mask ? key_mask + (size_t)b * T : NULL, causal,
+                       keep ? keep + head : NULL, drop, r0, r1, T, D, dh, scale);
+    }
+}
+
+void attention_forward(float *out, float *probs, const float *qkv, const uint8_t *key_mask,
+                       int causal, int B, int T, int D, int H) {
+    attention_tasks(out, probs, NULL, qkv, key_mask, causal, NULL, 0.0f, B, T, D, H);
+}
+
+void attention_forward_dropout(float *out, float *probs, float *dropped, const float *qkv,
+                               const uint8_t *key_mask, int causal, const uint8_t *keep, float p,
+                               int B, int T, int D, int H) {
+    attention_tasks(out, probs, dropped, qkv, key_mask, causal, keep, p, B, T, D, H);
+}
+
+/* Attention backward of one (batch, head), products written out by hand.
+ *
+ * Why not cblas_sgemm: at ViT sizes (T ~ 50, dh ~ 16) the four small products per head cost more
+ * in OpenBLAS's per-call overhead than in arithmetic, and concurrent calls slow each other down: a
+ * 50x50x16 sgemm took 1.1 us on one thread but 2.2 us per call on each of two (measured; the
+ * profile shows its buffer lock and memsets), so the threads gained nothing. The kernels below
+ * work on register tiles of 4 rows x 8 floats (dh a multiple of 8, the common case) and scale
+ * with the threads: B 128, T 50, D 64, H 4 went from 2.8 to 1.9 ms on two threads.
+ *
+ * Layout: q points at this head's Q columns in the fused [T, 3D] rows (K at +D, V at +2D), dq
+ * likewise into dqkv; dout at this head's columns of [T, D] rows; P, dp, keep are [T, T]. */
+#define TILE_ROWS 4
+#define TILE_W    8
+
+/* 8 floats as one value (GCC/Clang vector extension): scalar · vector broadcasts, and the tiles
+ * below stay in registers. Loads and stores go through memcpy (no alignment assumed). */
+typedef float v8f __attribute__((vector_size(TILE_W * sizeof(float))));
+
+/* (Through pointers: passing vectors by value would tie the functions' ABI to the ISA flags.) */
+static inline void load8(v8f *v, const float *p) {
+    memcpy(v, p, sizeof *v);
+}
+static inline void store8(float *p, const v8f *v) {
+    memcpy(p, v, sizeof *v);
+}
+
+/* dp[T, T] = dO·Vᵀ, with vt [dh, Tp] = Vᵀ zero-padded to Tp = T rounded up to TILE_W. */
+static void head_dp(float *dp, const float *dout, const float *vt, int T, int Tp, int D, int dh) {
+    for (int i0 = 0; i0 < T; i0 += TILE_ROWS) {
+        const float *o[TILE_ROWS]; /* rows past T repeat the last one; they are not stored */
+        for (int r = 0; r < TILE_ROWS; r++) o[r] = dout + (size_t)(i0 + r < T ? i0 + r : T - 1) * D;
+        for (int j0 = 0; j0 < Tp; j0 += TILE_W) {
+            v8f acc[TILE_ROWS] = {0};
+            for (int d = 0; d < dh; d++) {
+                v8f v;
+                load8(&v, vt + (size_t)d * Tp + j0);
+                for (int r = 0; r < TILE_ROWS; r++) acc[r] += o[r][d] * v;
+            }
+            for (int r = 0; r < TILE_ROWS && i0 + r < T; r++) {
+                float *row = dp + (size_t)(i0 + r) * T;
+                if (j0 + TILE_W <= T)
+                    store8(row + j0, &acc[r]);
+                else
+                    for (int c = 0; j0 + c < T; c++) row[j0 + c] = acc[r][c];
+            }
+        }
+    }
+}
+
+/* out[i, :dh] (rows ld_out apart) = Σ_j a[i, j]·m[j, :dh] (rows ld_m apart), i.e. out = a·m. */
+static void head_am(float *out, int ld_out, const float *a, const float *m, int ld_m, int T,
+                    int dh) {
+    for (int i0 = 0; i0 < T; i0 += TILE_ROWS) {
+        const float *ar[TILE_ROWS];
+        for (int r = 0; r < TILE_ROWS; r++) ar[r] = a + (size_t)(i0 + r < T ? i0 + r : T - 1) * T;
+        for (int c0 = 0; c0 < dh; c0 += TILE_W) {
+            v8f acc[TILE_ROWS] = {0};
+            for (int j = 0; j < T; j++) {
+                v8f mj;
+                load8(&mj, m + (size_t)j * ld_m + c0);
+                for (int r = 0; r < TILE_ROWS; r++) acc[r] += ar[r][j] * mj;
+            }
+            for (int r = 0; r < TILE_ROWS && i0 + r < T; r++)
+                store8(out + (size_t)(i0 + r) * ld_out + c0, &acc[r]);
+        }
+    }
+}
+
+/* out[j, :dh] (rows ld_out apart) = Σ_i a[i, j]·m[i, :dh] (rows ld_m apart), i.e. out = aᵀ·m. */
+static void head_atm(float *out, int ld_out, const float *a, const float *m, int ld_m, int T,
+                     int dh) {
+    for (int j0 = 0; j0 < T; j0 += TILE_ROWS) {
+        int col[TILE_ROWS];
+        for (int r = 0; r < TILE_ROWS; r++) col[r] = j0 + r < T ? j0 + r : T - 1;
+        for (int c0 = 0; c0 < dh; c0 += TILE_W) {
+            v8f acc[TILE_ROWS] = {0};
+            for (int i = 0; i < T; i++) {
+                const float *ai = a + (size_t)i * T;
+                v8f mi;
+                load8(&mi, m + (size_t)i * ld_m + c0);
+                for (int r = 0; r < TILE_ROWS; r++) acc[r] += ai[col[r]] * mi;
+            }
+            for (int r = 0; r < TILE_ROWS && j0 + r < T; r++)
+                store8(out + (size_t)(j0 + r) * ld_out + c0, &acc[r]);
+        }
+    }
+}
+
+/* Any dh, plain loops: the fallback when dh is not a multiple of TILE_W. */
+static void head_dp_any(float *dp, const float *dout, const float *v, int T, int D, int dh) {
+    const int ld = 3 * D;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++) {
+            float sum = 0.0f;
+            for (int d = 0; d < dh; d++)
+                sum = fmaf(dout[(size_t)i * D + d], v[(size_t)j * ld + d], sum);
+            dp[(size_t)i * T + j] = sum;
+        }
+}
+
+static void head_am_any(float *out, int ld_out, const float *a, const float *m, int ld_m, int T,
+                        int dh, int transpose) {
+    for (int i = 0; i < T; i++)
+        for (int d = 0; d < dh; d++) {
+            float sum = 0.0f;
+            for (int j = 0; j < T; j++)
+                sum = fmaf(transpose ? a[(size_t)j * T + i] : a[(size_t)i * T + j],
+                           m[(size_t)j * ld_m + d], sum);
+            out[(size_t)i * ld_out + d] = sum;
+        }
+}
+
+/* dp: [T, T] scratch. */
+static void attention_head_backward(float *dq, float *dp, const float *dout, const float *q,
+                                    const float *P, const uint8_t *keep, float drop, int T, int D,
+                                    int dh, float scale) {
+    const int ld = 3 * D, tiled = dh % TILE_W == 0, Tp = (T + TILE_W - 1) / TILE_W * TILE_W;
+    const float *k = q + D, *v = q + 2 * D;
+    float *dk = dq + D, *dv = dq + 2 * D;
+    /* out = P'·V with P' the weights after dropout: dV = P'ᵀ·dO (P' built in dp, free until the
+     * next product) */
+    const float *weights = P;
+    if (keep) {
+        dropout_forward(dp, P, keep, (size_t)T * T, drop);
+        weights = dp;
+    }
+    if (tiled)
+        head_atm(dv, ld, weights, dout, D, T, dh);
+    else
+        head_am_any(dv, ld, weights, dout, D, T, dh, 1);
+    /* dP' = dO·Vᵀ, back through the mask to dP */
+    if (tiled) {
+        float vt[dh * Tp]; /* Vᵀ, zero-padded: a few KB at ViT sizes (150 KB at T 577, dh 64) */
+        for (int d = 0; d < dh; d++) {
+            for (int j = 0; j < T; j++) vt[d * Tp + j] = v[(size_t)j * ld + d];
+            for (int j = T; j < Tp; j++) vt[d * Tp + j] = 0.0f;
+        }
+        head_dp(dp, dout, vt, T, Tp, D, dh);
+    } else {
+        head_dp_any(dp, dout, v, T, D, dh);
+    }
+    if (keep) dropout_backward(dp, dp, keep, (size_t)T * T, drop);
+    /* softmax: dS = P ∘ (dP - rowsum(dP ∘ P)), times the score scale (S = scale·Q·Kᵀ); zero
+     * wherever P is (masked keys) */
+    for (int i = 0; i < T; i++) {
+        float *g = dp + (size_t)i * T;
+        const float *pr = P + (size_t)i * T;
+        float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+        for (int j = 0; j < T; j++) dot += g[j] * pr[j];
+#pragma omp simd
+        for (int j = 0; j < T; j++) g[j] = scale * pr[j] * (g[j] - dot);
+    }
+    /* dQ = dS·K, dK = dSᵀ·Q */
+    if (tiled) {
+        head_am(dq, ld, dp, k, ld, T, dh);
+        head_atm(dk, ld, dp, q, ld, T, dh);
+    } else {
+        head_am_any(dq, ld, dp, k, ld, T, dh, 0);
+        head_am_any(dk, ld, dp, q, ld, T, dh, 1);
+    }
+}
+
+void attention_backward(float *dqkv, float *dprobs, const float *dout, const float *qkv,
+                        const float *probs, const uint8_t *keep, float p, int B, int T, int D,
+                        int H) {
+    const int dh = D / H, tasks = B * H, max_threads = omp_get_max_threads();
+    const float scale = 1.0f / sqrtf((float)dh);
+    /* (batch, head) pairs are independent and write disjoint columns of dqkv. Each thread reuses
+     * one [T, T] slot of dprobs for every pair it takes, so that scratch stays in its cache (at
+     * most one thread per pair, so the slots fit). */
+#pragma omp parallel num_threads(max_threads < tasks ? max_threads : tasks)
+    {
+        float *dp = dprobs + (size_t)omp_get_thread_num() * T * T;
+#pragma omp for schedule(dynamic)
+        for (int task = 0; task < tasks; task++) {
+            const int b = task / H, h = task % H;
+            const size_t head = (size_t)task * T * T;
+            attention_head_backward(dqkv + (size_t)b * T * 3 * D + h * dh, dp,
+                                    dout + (size_t)b * T * D + h * dh,
+                                    qkv + (size_t)b * T * 3 * D + h * dh, probs + head,
+                                    keep ? keep + head : NULL, p, T, D, dh, scale);
+        }
+    }
+}
+
+double crossentropy_forward(float *probs, const float *logits, const int *labels, int B, int L,
+                            float eps) {
+    double total = 0.0;
+    for (int b = 0; b < B; b++) {
+        const float *z = logits + (size_t)b * L;
+        float *p = probs + (size_t)b * L;
+        double max = z[0], sum = 0.0, zsum = 0.0;
+        for (int j = 1; j < L; j++) max = z[j] > max ? z[j] : max;
+        for (int j = 0; j < L; j++) {
+            sum += exp(z[j] - max);
+            zsum += z[j];
+        }
+        const double lse = max + log(sum);
+        for (int j = 0; j < L; j++) p[j] = (float)exp(z[j] - lse);
+        /* -Σ q_j log p_j = (1 - eps)·(lse - z_y) + eps·(lse - mean z) */
+        total += (1.0 - eps) * (lse - z[labels[b]]) + eps * (lse - zsum / L);
+    }
+    return total / B;
+}
+
+void crossentropy_backward(float *dlogits, const float *probs, const int *labels, int B, int L,
+                           float eps, float dloss) {
+    const float k = dloss / B, off = eps / L;
+    for (int b = 0; b < B; b++) {
+        const float *p = probs + (size_t)b * L;
+        float *d = dlogits + (size_t)b * L;
+        for (int j = 0; j < L; j++) d[j] = k * (p[j] - off);
+        d[labels[b]] -= k * (1.0f - eps);
+    }
+}

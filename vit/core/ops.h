@@ -1,0 +1,92 @@
+#ifndef VIT_OPS_H
+#define VIT_OPS_H
+
+/* The transformer's building blocks, each with explicit shapes. Row-major throughout:
+ * a [N, D] tensor is N rows of D floats. Matrix products go through OpenBLAS (but for the tiny
+ * per-head products of attention_backward, written out by hand: see ops.c).
+ *
+ * Every *_backward sits beside its *_forward. Gradient conventions:
+ *   - parameter gradients (dweight, dbias, dw, db) always ACCUMULATE (+=): several batches, or
+ *     several uses of one tensor, add up in the one grads block;
+ *   - input gradients are OVERWRITTEN by linear, activation, attention, dropout and
+ *     cross-entropy (they feed a fresh scratch buffer, so no memset is needed) and ACCUMULATED
+ *     by layernorm (its input is the residual stream, which already holds the skip gradient).
+ * Any gradient pointer documented "may be NULL" is skipped when NULL. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vit/model/config.h"
+
+/* Makes OpenMP own the cores: `threads` OpenMP threads (0: one per core), OpenBLAS single-threaded
+ * inside them. Call before the first forward pass. */
+void vit_threads_init(int threads);
+
+/* out[N, OUT] = inp[N, IN] · weight[OUT, IN]ᵀ + bias[OUT] (PyTorch nn.Linear; bias may be NULL). */
+void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N,
+                    int IN, int OUT);
+/* dinp[N, IN] = dout[N, OUT] · weight (overwritten); dweight[OUT, IN] += doutᵀ · inp;
+ * dbias[OUT] += column sums of dout. Each of dinp, dweight, dbias may be NULL. */
+void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                     const float *weight, int N, int IN, int OUT);
+
+/* out[N, D] = (inp - mean) * rstd * w + b per row, biased variance, eps inside the square root.
+ * mean/rstd [N] are saved for the backward pass (either may be NULL). */
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                       const float *b, int N, int D, float eps);
+/* From the forward's inp, mean, rstd: dinp[N, D] += ∂/∂inp (accumulated: the residual stream),
+ * dw[D] += Σ dout·x̂, db[D] += Σ dout. dinp must not alias dout. dw, db may be NULL. */
+void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                        const float *mean, const float *rstd, const float *w, int N, int D);
+
+/* out[n] = act(inp[n]); in place allowed. */
+void activation_forward(float *out, const float *inp, size_t n, activation_kind act);
+/* dinp[n] = dout[n] · act'(inp[n]) with inp the forward's input (overwritten; dinp may alias dout).
+ * GELU uses the exact erf derivative Φ(x) + x·φ(x). */
+void activation_backward(float *dinp, const float *dout, const float *inp, size_t n,
+                         activation_kind act);
+
+/* Dropout (PyTorch nn.Dropout in training mode): keep[n] = 1 with probability 1 - p, else 0,
+ * drawn from the splitmix64 generator *rng (advanced; same state -> same mask). */
+void dropout_mask(uint8_t *keep, size_t n, float p, uint64_t *rng);
+/* out[i] = inp[i] · keep[i] / (1 - p) (p >= 1 zeroes everything, as PyTorch does); in place
+ * allowed. */
+void dropout_forward(float *out, const float *inp, const uint8_t *keep, size_t n, float p);
+/* Dropout is linear and self-adjoint: dinp = dout through the same scaled mask (overwritten; in
+ * place allowed). */
+void dropout_backward(float *dinp, const float *dout, const uint8_t *keep, size_t n, float p);
+
+/* Stable softmax of each row of x[rows, cols], in place. */
+void softmax_forward(float *x, int rows, int cols);
+
+/* Multi-head self-attention core (no projections).
+ * qkv [B, T, 3D]: per token Q, K, V, each D = H·dh with head h at columns h·dh..h·dh+dh-1.
+ * probs [B, H, T, T] receives the attention weights; out [B, T, D] the heads concatenated.
+ * key_mask [B, T] (NULL: none): 0 marks padding keys that no query may attend to.
+ * causal: query t sees keys 0..t only. */
+void attention_forward(float *out, float *probs, const float *qkv, const uint8_t *key_mask,
+                       int causal, int B, int T, int D, int H);
+/* Training variant: HF's attention_probs_dropout on the weights. keep [B, H, T, T] (from
+ * dropout_mask) and p drop weights before they multiply V; probs still receives the weights
+ * before dropout (the backward needs them); dropped [B, H, T, T] is scratch. */
+void attention_forward_dropout(float *out, float *probs, float *dropped, const float *qkv,
+                               const uint8_t *key_mask, int causal, const uint8_t *keep, float p,
+                               int B, int T, int D, int H);
+/* dqkv [B, T, 3D] (overwritten, every element) from dout [B, T, D] and the forward's qkv and
+ * probs; dprobs [B, H, T, T] is scratch. keep/p: the attention dropout mask, or NULL/0.
+ * Masked (padding, causal) keys have zero weight, so they get zero gradient without the mask. */
+void attention_backward(float *dqkv, float *dprobs, const float *dout, const float *qkv,
+                        const float *probs, const uint8_t *keep, float p, int B, int T, int D,
+                        int H);
+
+/* Softmax cross-entropy with label smoothing eps, PyTorch's CrossEntropyLoss(label_smoothing=eps)
+ * averaged over the batch: target q = (1 - eps)·onehot(label) + eps/L. logits [B, L], labels [B]
+ * in 0..L-1; probs [B, L] receives the softmax for the backward. Returns the mean loss (computed
+ * in double). */
+double crossentropy_forward(float *probs, const float *logits, const int *labels, int B, int L,
+                            float eps);
+/* dlogits [B, L] = dloss · (probs - q) / B (overwritten). */
+void crossentropy_backward(float *dlogits, const float *probs, const int *labels, int B, int L,
+                           float eps, float dloss);
+
+#endif

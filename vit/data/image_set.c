@@ -1,0 +1,232 @@
+#include "vit/data/image_set.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+void image_set_free(image_set *s) {
+    free(s->pixels);
+    free(s->labels);
+    memset(s, 0, sizeof *s);
+}
+
+uint64_t rng_next(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+double rng_uniform(uint64_t *state) {
+    return (double)(rng_next(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+uint64_t rng_derive(uint64_t seed, uint64_t a, uint64_t b) {
+    uint64_t s = seed;
+    uint64_t h = rng_next(&s);
+    s = h ^ (a * 0xD1B54A32D192ED03ull);
+    h = rng_next(&s);
+    s = h ^ (b * 0xABC98388FB8FAC03ull);
+    return rng_next(&s);
+}
+
+/* Uniform integer in [lo, hi]. */
+static int rng_int(uint64_t *state, int lo, int hi) {
+    return lo + (int)(rng_uniform(state) * (double)(hi - lo + 1));
+}
+
+void rng_shuffle(int *perm, int n, uint64_t *state) {
+    for (int i = n - 1; i > 0; i--) {
+        const int j = rng_int(state, 0, i), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+/* The transform up to its 8-bit stage: rescale and normalise switched off, so preprocess_image
+ * returns the resized bytes as floats. */
+static preprocess_config bytes_only(const preprocess_config *pp) {
+    preprocess_config q = *pp;
+    q.do_rescale = 0;
+    q.do_normalize = 0;
+    return q;
+}
+
+int pixel_lut(const preprocess_config *pp, float *lut, vit_error *err) {
+    preprocess_config q = *pp;
+    q.do_resize = 0; /* a 16x16 crop of a 16x16 image: the bytes 0..255 untouched */
+    q.do_center_crop = 1;
+    q.crop_height = q.crop_width = 16;
+    const int C = pp->channels;
+    uint8_t bytes[256 * 3];
+    for (int v = 0; v < 256; v++)
+        for (int c = 0; c < C; c++) bytes[v * C + c] = (uint8_t)v;
+    image_u8 img = {.width = 16, .height = 16, .channels = C, .pixels = bytes};
+    return preprocess_image(&q, &img, lut, err); /* CHW of a 16x16 image: lut[c·256 + v] */
+}
+
+static int load_one(const preprocess_config *q, const char *path, int C, int S, float *buf,
+                    uint8_t *dst, vit_error *err) {
+    image_u8 img = {0};
+    if (image_decode_file(path, C, 0, &img, err) != 0) return -1;
+    vit_error e;
+    const int rc = preprocess_image(q, &img, buf, &e);
+    image_free(&img);
+    if (rc != 0) return vit_fail(err, "%s: %s", path, e.msg);
+    for (size_t j = 0; j < (size_t)C * S * S; j++) {
+        const float v = buf[j];
+        dst[j] = (uint8_t)(v <= 0.0f ? 0 : v >= 255.0f ? 255 : (int)lrintf(v));
+    }
+    return 0;
+}
+
+int image_set_load(image_set *out, const preprocess_config *pp, char *const *paths,
+                   const int *labels, size_t n, image_set_progress_fn progress, void *user,
+                   vit_error *err) {
+    memset(out, 0, sizeof *out);
+    int C, H, W;
+    preprocess_output_shape(pp, &C, &H, &W);
+    if (H != W)
+        return vit_fail(err, "the preprocessing makes %dx%d images; training needs square ones", W,
+                        H);
+    const size_t per = (size_t)C * H * W;
+    out->count = (int)n;
+    out->C = C;
+    out->S = H;
+    out->pixels = malloc(n * per + 1);
+    out->labels = malloc(n * sizeof(int) + 1);
+    if (!out->pixels || !out->labels) {
+        image_set_free(out);
+        return vit_fail(err, "out of memory for %zu images of %dx%dx%d", n, C, H, W);
+    }
+    memcpy(out->labels, labels, n * sizeof(int));
+    const preprocess_config q = bytes_only(pp);
+    size_t done = 0;
+    int failed = 0;
+#pragma omp parallel
+    {
+        float *buf = malloc(per * sizeof(float));
+        vit_error e = {0};
+        if (!buf) {
+#pragma omp atomic write
+            failed = 1;
+#pragma omp critical(image_set_err)
+            vit_fail(err, "out of memory");
+        }
+#pragma omp for schedule(dynamic, 64)
+        for (size_t i = 0; i < n; i++) {
+            int stop;
+#pragma omp atomic read
+            stop = failed;
+            if (stop || !buf) continue;
+            if (load_one(&q, paths[i], C, H, buf, out->pixels + i * per, &e) != 0) {
+#pragma omp critical(image_set_err)
+                if (!failed) {
+                    failed = 1;
+                    *err = e;
+                }
+                continue;
+            }
+            size_t d;
+#pragma omp atomic capture
+            d = ++done;
+            if (progress && omp_get_thread_num() == 0 && d % 1024 == 0) progress(user, d, n);
+        }
+        free(buf);
+    }
+    if (failed) {
+        image_set_free(out);
+        return -1;
+    }
+    if (progress) progress(user, n, n);
+    return 0;
+}
+
+/* torchvision RandomResizedCrop.get_params on an S x S image: the crop box. */
+static void rrc_box(uint64_t *st, int S, float min_scale, int *left, int *top, int *w, int *h) {
+    const double area = (double)S * S, lr0 = log(3.0 / 4.0), lr1 = log(4.0 / 3.0);
+    for (int attempt = 0; attempt < 10; attempt++) {
+        const double target = area * (min_scale + (1.0 - min_scale) * rng_uniform(st));
+        const double ratio = exp(lr0 + (lr1 - lr0) * rng_uniform(st));
+        const int cw = (int)lround(sqrt(target * ratio)), ch = (int)lround(sqrt(target / ratio));
+        if (cw > 0 && cw <= S && ch > 0 && ch <= S) {
+            *top = rng_int(st, 0, S - ch);
+            *left = rng_int(st, 0, S - cw);
+            *w = cw, *h = ch;
+            return;
+        }
+    }
+    *left = *top = 0, *w = *h = S; /* square input: the fallback center crop is the whole image */
+}
+
+/* Bilinear sample (no antialias, edge clamp) of the box to S x S, flipped if asked. */
+static void resized_crop(const uint8_t *src, int C, int S, const float *lut, int left, int top,
+                         int w, int h, int flip, float *dst) {
+    const float sx = (float)w / S, sy = (float)h / S;
+    for (int y = 0; y < S; y++) {
+        float fy = top + (y + 0.5f) * sy - 0.5f;
+        fy = fy < 0 ? 0 : fy > S - 1 ? (float)(S - 1) : fy;
+        const int y0 = (int)fy, y1 = y0 + 1 < S ? y0 + 1 : y0;
+        const float ay = fy - (float)y0;
+        for (int x = 0; x < S; x++) {
+            float fx = left + ((flip ? S - 1 - x : x) + 0.5f) * sx - 0.5f;
+            fx = fx < 0 ? 0 : fx > S - 1 ? (float)(S - 1) : fx;
+            const int x0 = (int)fx, x1 = x0 + 1 < S ? x0 + 1 : x0;
+            const float ax = fx - (float)x0;
+            for (int c = 0; c < C; c++) {
+                const uint8_t *p = src + (size_t)c * S * S;
+                const float *l = lut + c * 256;
+                const float top_row = l[p[y0 * S + x0]] * (1 - ax) + l[p[y0 * S + x1]] * ax;
+                const float bot_row = l[p[y1 * S + x0]] * (1 - ax) + l[p[y1 * S + x1]] * ax;
+                dst[(size_t)c * S * S + (size_t)y * S + x] = top_row * (1 - ay) + bot_row * ay;
+            }
+        }
+    }
+}
+
+/* Shift by (dx, dy) with zero (black) bytes where the padded image has no pixel, flipped if
+ * asked: torchvision RandomCrop(S, padding) then RandomHorizontalFlip. */
+static void shifted(const uint8_t *src, int C, int S, const float *lut, int dx, int dy, int flip,
+                    float *dst) {
+    for (int c = 0; c < C; c++) {
+        const uint8_t *p = src + (size_t)c * S * S;
+        const float *l = lut + c * 256;
+        float *o = dst + (size_t)c * S * S;
+        for (int y = 0; y < S; y++) {
+            const int ys = y + dy;
+            for (int x = 0; x < S; x++) {
+                const int xs = (flip ? S - 1 - x : x) + dx;
+                o[y * S + x] = ys >= 0 && ys < S && xs >= 0 && xs < S ? l[p[ys * S + xs]] : l[0];
+            }
+        }
+    }
+}
+
+void image_set_batch(const image_set *s, const int *idx, int n, const float *lut,
+                     const augment_options *aug, uint64_t seed, float *pixels) {
+    const int C = s->C, S = s->S;
+    const size_t per = (size_t)C * S * S;
+#pragma omp parallel for schedule(static) if (n * per >= 16384)
+    for (int i = 0; i < n; i++) {
+        const uint8_t *src = s->pixels + (size_t)idx[i] * per;
+        float *dst = pixels + (size_t)i * per;
+        uint64_t st = rng_derive(seed, (uint64_t)i, 0);
+        if (!aug) {
+            for (size_t j = 0; j < per; j++) dst[j] = lut[(j / ((size_t)S * S)) * 256 + src[j]];
+            continue;
+        }
+        if (aug->resized_crop) {
+            int left, top, w, h;
+            rrc_box(&st, S, aug->rrc_min_scale, &left, &top, &w, &h);
+            const int flip = aug->flip && rng_uniform(&st) < 0.5;
+            resized_crop(src, C, S, lut, left, top, w, h, flip, dst);
+        } else {
+            const int pad = aug->crop_pad;
+            const int dx = pad > 0 ? rng_int(&st, -pad, pad) : 0;
+            const int dy = pad > 0 ? rng_int(&st, -pad, pad) : 0;
+            const int flip = aug->flip && rng_uniform(&st) < 0.5;
+            shifted(src, C, S, lut, dx, dy, flip, dst);
+        }
+    }
+}

@@ -1,0 +1,39 @@
+#ifndef VIT_PIPELINE_H
+#define VIT_PIPELINE_H
+
+/* Files in, logits out, in batches: a loader thread decodes and preprocesses the next batch while
+ * the forward pass runs on the current one. Memory stays bounded: two batches in flight. */
+
+#include "vit/base/error.h"
+#include "vit/vit.h"
+
+typedef struct {
+    char *path;
+    int tag;       /* the source's value for this input (e.g. its true class); 0 from next_fn */
+    int ok;        /* decoded and classified */
+    vit_error err; /* why not, when !ok */
+    const float *logits; /* [labels] when ok */
+} pipeline_item;
+
+/* Returns 1 and a malloc'ed path (the pipeline frees it), or 0 at the end of the input. */
+typedef int (*pipeline_next_fn)(void *user, char **path);
+/* The general input: fills item->path (malloc'ed, the pipeline frees it) and may set item->tag.
+ * A source may hand over an input that already failed (e.g. a file it could not list) by setting
+ * item->err.msg: it is reported as not ok without being decoded. Returns 1, 0 at the end, or -1
+ * with item->err set to stop the run with that error. Called on the loader thread. */
+typedef int (*pipeline_source_fn)(void *user, pipeline_item *item);
+/* Called on the main thread for each batch, items in input order. */
+typedef void (*pipeline_done_fn)(void *user, const pipeline_item *items, int count);
+
+typedef struct {
+    int batch;          /* images per forward pass (<= the context's max_batch) */
+    int decode_threads; /* threads decoding beside the forward pass, the loader included (>= 1);
+                         * the calling thread decodes too while it would otherwise wait */
+} pipeline_options;
+
+int pipeline_run(vit_context *ctx, const pipeline_options *opt, pipeline_next_fn next,
+                 pipeline_done_fn done, void *user, vit_error *err);
+int pipeline_run_source(vit_context *ctx, const pipeline_options *opt, pipeline_source_fn source,
+                        pipeline_done_fn done, void *user, vit_error *err);
+
+#endif

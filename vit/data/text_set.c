@@ -1,0 +1,315 @@
+/* Labelled TSV sentences: the line parser shared with `vit eval`, a whole file tokenized into
+ * memory, padded batches. */
+#include "vit/data/text_set.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "text/utf8.h"
+
+/* ---- one line ---- */
+
+/* s[0..n) for a message: at most 40 characters, invalid UTF-8 and control characters as '?'
+ * (the reason ends up in JSON and on terminals). */
+static void printable(const char *s, size_t n, char *out, size_t size) {
+    size_t o = 0;
+    int chars = 0;
+    for (size_t i = 0; i < n && o + 8 < size; chars++) {
+        if (chars == 40) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+            break;
+        }
+        const size_t at = i;
+        const int32_t cp = utf8_decode((const uint8_t *)s, n, &i);
+        if (cp < 0x20 || cp == 0x7F) {
+            out[o++] = '?';
+        } else {
+            memcpy(out + o, s + at, i - at);
+            o += i - at;
+        }
+    }
+    out[o] = '\0';
+}
+
+/* Trims ASCII blanks (and the '\r' of a CRLF file) from both ends of s[0..*n). */
+static const char *trim(const char *s, size_t *n) {
+    while (*n > 0 && (*s == ' ' || *s == '\t' || *s == '\r')) s++, (*n)--;
+    while (*n > 0 && (s[*n - 1] == ' ' || s[*n - 1] == '\t' || s[*n - 1] == '\r')) (*n)--;
+    return s;
+}
+
+/* A decimal class index in range, else a label name (exact, then ignoring case), else -1. */
+static int parse_label(const char *const *labels, int L, const char *s, size_t n) {
+    size_t digits = 0;
+    long long v = 0;
+    while (digits < n && s[digits] >= '0' && s[digits] <= '9' && v <= L)
+        v = 10 * v + (s[digits++] - '0');
+    if (n > 0 && digits == n && v < L) return (int)v;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < L; i++) {
+            if (strlen(labels[i]) != n) continue;
+            if (pass == 0 ? memcmp(labels[i], s, n) == 0 : strncasecmp(labels[i], s, n) == 0)
+                return i;
+        }
+    }
+    return -1;
+}
+
+/* "expected 0..1 or one of: negative, positive" (the names only while the list is short). */
+static void expected_labels(const char *const *labels, int L, char *out, size_t size) {
+    int o = snprintf(out, size, "expected 0..%d", L - 1);
+    for (int i = 0; i < L && L <= 10 && o > 0 && (size_t)o < size; i++)
+        o += snprintf(out + o, size - (size_t)o, "%s%s", i ? ", " : " or one of: ", labels[i]);
+    if (L > 10 && o > 0 && (size_t)o < size)
+        snprintf(out + o, size - (size_t)o, " or a label name");
+}
+
+/* Splits line s[0..n) into the sentence (its length *text_len) and the trimmed label field
+ * *field[0..*flen). Returns 1, 0 for an empty line, or -1 with the reason in why. */
+static int split_line(const char *s, size_t n, size_t *text_len, const char **field, size_t *flen,
+                      char *why, size_t why_size) {
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r')) n--;
+    if (n == 0) return 0;
+    const char *tab = memchr(s, '\t', n);
+    if (!tab) {
+        snprintf(why, why_size, "no tab between sentence and label");
+        return -1;
+    }
+    *flen = n - (size_t)(tab + 1 - s);
+    if (memchr(tab + 1, '\t', *flen)) {
+        snprintf(why, why_size, "more than one tab (expected sentence<TAB>label)");
+        return -1;
+    }
+    *field = trim(tab + 1, flen);
+    *text_len = (size_t)(tab - s);
+    return 1;
+}
+
+int text_tsv_parse_line(const char *s, size_t n, const char *const *labels, int num_labels,
+                        text_tsv_line *out, char *why, size_t why_size) {
+    size_t text_len, flen;
+    const char *field;
+    const int split = split_line(s, n, &text_len, &field, &flen, why, why_size);
+    if (split <= 0) return split;
+    const int label = parse_label(labels, num_labels, field, flen);
+    if (label < 0) {
+        char shown[400], expected[400];
+        printable(field, flen, shown, sizeof shown);
+        expected_labels(labels, num_labels, expected, sizeof expected);
+        if (flen)
+            snprintf(why, why_size, "unknown label '%s' (%s)", shown, expected);
+        else
+            snprintf(why, why_size, "empty label");
+        return -1;
+    }
+    *out = (text_tsv_line){.text = s, .len = text_len, .label = label};
+    return 1;
+}
+
+/* ---- a whole file ---- */
+
+static int compare_strings(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds label s[0..n) to the distinct set names[0..*count) unless present. */
+static int add_distinct(char ***names, int *count, int *cap, const char *s, size_t n) {
+    for (int i = 0; i < *count; i++)
+        if (strlen((*names)[i]) == n && memcmp((*names)[i], s, n) == 0) return 0;
+    if (*count == *cap) {
+        *cap = *cap ? 2 * *cap : 8;
+        char **grown = realloc(*names, sizeof *grown * (size_t)*cap);
+        if (!grown) return -1;
+        *names = grown;
+    }
+    (*names)[*count] = strndup(s, n);
+    return (*names)[(*count)++] ? 0 : -1;
+}
+
+static void free_names(char **names, int n) {
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+/* Distinct names become LABEL_i names when all are indices (the largest index sets the count).
+ * Returns 1 when they did, 0 when they are names, -1 when out of memory. */
+static int index_names(char ***names, int *count) {
+    long max = -1;
+    for (int i = 0; i < *count; i++) {
+        const char *s = (*names)[i];
+        if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 6) return 0;
+        const long v = strtol(s, NULL, 10);
+        max = v > max ? v : max;
+    }
+    char **out = calloc((size_t)max + 1, sizeof *out);
+    for (long i = 0; out && i <= max; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "LABEL_%ld", i);
+        if (!(out[i] = strdup(buf))) {
+            free_names(out, (int)i);
+            out = NULL;
+        }
+    }
+    if (!out) return -1;
+    free_names(*names, *count);
+    *names = out;
+    *count = (int)max + 1;
+    return 1;
+}
+
+int text_tsv_classes(const char *path, char ***names, int *count, vit_error *err) {
+    FILE *in = fopen(path, "r");
+    if (!in) return vit_fail(err, "%s: %s", path, strerror(errno));
+    char *buf = NULL, **out = NULL;
+    size_t bufcap = 0;
+    int n = 0, cap = 0, rc = 0;
+    long line = 0;
+    ssize_t len;
+    while (rc == 0 && (len = getline(&buf, &bufcap, in)) >= 0) {
+        if (++line == 1) continue; /* the header */
+        size_t text_len, flen;
+        const char *field;
+        char why[200];
+        const int split = split_line(buf, (size_t)len, &text_len, &field, &flen, why, sizeof why);
+        if (split < 0)
+            rc = vit_fail(err, "%s:%ld (data line %ld): %s", path, line, line - 1, why);
+        else if (split > 0 && add_distinct(&out, &n, &cap, field, flen) != 0)
+            rc = vit_fail(err, "out of memory");
+    }
+    free(buf);
+    fclose(in);
+    if (rc == 0 && n == 0) rc = vit_fail(err, "%s: no labelled sentence", path);
+    const int indices = rc == 0 ? index_names(&out, &n) : 0;
+    if (indices < 0) rc = vit_fail(err, "out of memory");
+    if (rc != 0) {
+        free_names(out, n);
+        return -1;
+    }
+    if (!indices) qsort(out, (size_t)n, sizeof *out, compare_strings);
+    *names = out;
+    *count = n;
+    return 0;
+}
+
+/* Room for one more sentence of up to max_len ids; *cap_rows and *cap_ids grow by doubling. */
+static int reserve(text_set *s, size_t *cap_rows, size_t *cap_ids) {
+    if ((size_t)s->count + 2 > *cap_rows) {
+        const size_t cap = *cap_rows ? 2 * *cap_rows : 1024;
+        size_t *offset = realloc(s->offset, cap * sizeof *offset);
+        if (offset) s->offset = offset;
+        int *labels = realloc(s->labels, cap * sizeof *labels);
+        if (labels) s->labels = labels;
+        long *lines = realloc(s->data_line, cap * sizeof *lines);
+        if (lines) s->data_line = lines;
+        if (!offset || !labels || !lines) return -1;
+        if (!*cap_rows) s->offset[0] = 0;
+        *cap_rows = cap;
+    }
+    const size_t need_ids = s->offset[s->count] + (size_t)s->max_len;
+    if (need_ids > *cap_ids) {
+        size_t cap = *cap_ids ? *cap_ids : 4096;
+        while (cap < need_ids) cap *= 2;
+        int32_t *ids = realloc(s->ids, cap * sizeof *ids);
+        if (!ids) return -1;
+        s->ids = ids;
+        *cap_ids = cap;
+    }
+    return 0;
+}
+
+/* Reads, parses and tokenizes every data line of in. */
+static int load_lines(text_set *s, FILE *in, const char *path, const tokenizer *tok,
+                      tokenizer_scratch *scratch, const char *const *labels, int num_labels,
+                      vit_error *err) {
+    char *buf = NULL;
+    size_t bufcap = 0, cap_rows = 0, cap_ids = 0;
+    long line = 0;
+    ssize_t n;
+    int rc = 0;
+    if (reserve(s, &cap_rows, &cap_ids) != 0) return vit_fail(err, "%s: out of memory", path);
+    errno = 0;
+    while (rc == 0 && (n = getline(&buf, &bufcap, in)) >= 0) {
+        if (++line == 1) continue; /* the header */
+        text_tsv_line l;
+        char why[1000];
+        const int got =
+            text_tsv_parse_line(buf, (size_t)n, labels, num_labels, &l, why, sizeof why);
+        if (got < 0) {
+            rc = vit_fail(err, "%s:%ld (data line %ld): %s", path, line, line - 1, why);
+        } else if (got > 0) {
+            if (reserve(s, &cap_rows, &cap_ids) != 0) {
+                rc = vit_fail(err, "%s: out of memory at line %ld", path, line);
+                break;
+            }
+            int32_t *ids = s->ids + s->offset[s->count];
+            const int len =
+                tokenizer_encode_with(tok, scratch, l.text, l.len, s->max_len, ids, NULL, err);
+            if (len < 0) {
+                rc = -1;
+                break;
+            }
+            s->labels[s->count] = l.label;
+            s->data_line[s->count] = line - 1;
+            s->offset[s->count + 1] = s->offset[s->count] + (size_t)len;
+            s->longest = len > s->longest ? len : s->longest;
+            s->count++;
+        }
+        errno = 0;
+    }
+    if (rc == 0 && (ferror(in) || errno == ENOMEM))
+        rc = vit_fail(err, "%s: %s", path, strerror(errno ? errno : EIO));
+    free(buf);
+    return rc;
+}
+
+int text_set_load(text_set *out, const char *path, const tokenizer *tok, int max_len,
+                  const char *const *labels, int num_labels, vit_error *err) {
+    memset(out, 0, sizeof *out);
+    if (max_len < 2) return vit_fail(err, "max_len %d: sentences need at least 2 ids", max_len);
+    if (num_labels < 1) return vit_fail(err, "no labels");
+    FILE *in = fopen(path, "r");
+    if (!in) return vit_fail(err, "%s: %s", path, strerror(errno));
+    tokenizer_scratch *scratch = tokenizer_scratch_create();
+    out->max_len = max_len;
+    /* padding is masked out, so any valid id will do where the vocabulary has no [PAD] */
+    out->pad_id = tokenizer_pad_id(tok) >= 0 ? tokenizer_pad_id(tok) : 0;
+    int rc = scratch ? load_lines(out, in, path, tok, scratch, labels, num_labels, err)
+                     : vit_fail(err, "out of memory");
+    if (rc == 0 && out->count == 0) rc = vit_fail(err, "%s: no labelled sentence", path);
+    tokenizer_scratch_free(scratch);
+    fclose(in);
+    if (rc != 0) text_set_free(out);
+    return rc;
+}
+
+void text_set_free(text_set *s) {
+    free(s->ids);
+    free(s->offset);
+    free(s->labels);
+    free(s->data_line);
+    memset(s, 0, sizeof *s);
+}
+
+int text_set_batch(const text_set *s, const int *idx, int n, int32_t *ids, uint8_t *mask,
+                   int *labels) {
+    int T = 1;
+    for (int b = 0; b < n; b++) {
+        const int len = (int)(s->offset[idx[b] + 1] - s->offset[idx[b]]);
+        T = len > T ? len : T;
+    }
+    for (int b = 0; b < n; b++) {
+        const size_t at = s->offset[idx[b]];
+        const int len = (int)(s->offset[idx[b] + 1] - at);
+        int32_t *row = ids + (size_t)b * T;
+        memcpy(row, s->ids + at, sizeof *row * (size_t)len);
+        for (int t = len; t < T; t++) row[t] = s->pad_id;
+        memset(mask + (size_t)b * T, 1, (size_t)len);
+        memset(mask + (size_t)b * T + len, 0, (size_t)(T - len));
+        if (labels) labels[b] = s->labels[idx[b]];
+    }
+    return T;
+}

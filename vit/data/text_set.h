@@ -1,0 +1,74 @@
+#ifndef VIT_TEXT_DATA_H
+#define VIT_TEXT_DATA_H
+
+/* Labelled sentences for training a BERT classifier: a `sentence<TAB>label` TSV read whole and
+ * tokenized once into memory, then padded batches of token ids for bert_train_step.
+ *
+ *   text_set s;
+ *   text_set_load(&s, "train.tsv", tok, 128, labels, num_labels, &err);
+ *   int T = text_set_batch(&s, idx, B, ids, mask, batch_labels);   // ids, mask: B·s.max_len
+ *   ...
+ *   text_set_free(&s);
+ *
+ * The file format and the label rules are those of `vit eval` on text (vit/text_eval.h), and
+ * text_tsv_parse_line is the parser both use: a header line (skipped, whatever it says), then one
+ * `sentence<TAB>label` per line; "\r\n" endings accepted, empty lines ignored; the label a class
+ * index (decimal, in 0..labels-1) or else a label name, compared exactly, then ignoring case.
+ * Evaluation skips a bad line into its report; training data with a bad line is an error, named
+ * the same way ("FILE:N (data line M): what is wrong", N counting the file's lines from 1). */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "text/tokenizer.h"
+#include "vit/base/error.h"
+
+/* ---- one line ---- */
+
+typedef struct {
+    const char *text; /* the sentence: the start of the line, len bytes (not NUL-terminated) */
+    size_t len;
+    int label; /* 0..num_labels-1 */
+} text_tsv_line;
+
+/* Parses one data line line[0..n) (its "\n" or "\r\n" included or not) against the class names
+ * labels[0..num_labels). Returns 1 and fills *out (pointing into line), 0 for an empty line, or
+ * -1 for a bad line with the reason in why[0..why_size) ("no tab between sentence and label",
+ * "unknown label 'x' (expected 0..1 or one of: negative, positive)", ...; printable: invalid
+ * UTF-8 and control characters of the line shown as '?'). */
+int text_tsv_parse_line(const char *line, size_t n, const char *const *labels, int num_labels,
+                        text_tsv_line *out, char *why, size_t why_size);
+
+/* ---- a whole file ---- */
+
+/* The classes of a training file without a label list: when every label is a decimal index,
+ * "LABEL_0" .. "LABEL_max" (Hugging Face's default names); otherwise the distinct label names in
+ * byte order. *names (caller frees each and the array) gets *count strings. Returns 0, or -1 with
+ * err when the file cannot be read, a data line has no tab, or it has no data line. */
+int text_tsv_classes(const char *path, char ***names, int *count, vit_error *err);
+
+typedef struct {
+    int count;       /* sentences */
+    int max_len;     /* ids per sentence at most ([CLS] and [SEP] included) */
+    int longest;     /* the longest sentence's ids */
+    int pad_id;      /* the id padding positions get: [PAD], or 0 without one (masked anyway) */
+    int32_t *ids;    /* every sentence's ids back to back: [CLS] pieces [SEP] */
+    size_t *offset;  /* [count + 1]: sentence i is ids[offset[i] .. offset[i + 1]) */
+    int *labels;     /* [count] */
+    long *data_line; /* [count]: the sentence's data line (the file's line - 1) */
+} text_set;
+
+/* Reads path, tokenizing every sentence with tok to at most max_len ids (2..; HF truncation:
+ * pieces dropped from the end, [SEP] kept). Returns 0, or -1 with err when the file cannot be
+ * read, a line is bad (the first one is named), it has no sentence, or memory runs out. */
+int text_set_load(text_set *out, const char *path, const tokenizer *tok, int max_len,
+                  const char *const *labels, int num_labels, vit_error *err);
+void text_set_free(text_set *s);
+
+/* A padded batch of sentences idx[0..n) (each in 0..count-1): ids [n, T] and mask [n, T]
+ * (1 = token, 0 = padding, which gets pad_id), T the longest of the n sentences (at most max_len,
+ * so buffers of n·max_len always suffice); labels [n] (may be NULL) their classes. Returns T. */
+int text_set_batch(const text_set *s, const int *idx, int n, int32_t *ids, uint8_t *mask,
+                   int *labels);
+
+#endif

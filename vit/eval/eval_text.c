@@ -1,0 +1,235 @@
+/* vit eval on text: stream a sentence<TAB>label file through the BERT classifier in batches.
+ * A batch is padded to its longest sentence, so lines are read in chunks of LENGTH_GROUP batches
+ * and each chunk is classified in batches of similar length (by bytes, a close proxy for
+ * tokens); results are reported in file order. On SST-2 dev this halves the padded work. */
+#include "vit/eval/eval_text.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "vit/model/bert.h"
+#include "vit/data/text_set.h"
+
+#define DEFAULT_BATCH 32
+#define LENGTH_GROUP  8
+
+/* One chunk of parsed lines. Each slot keeps its getline buffer from batch to batch, so reading
+ * allocates only while lines keep getting longer. */
+typedef struct {
+    char **buf;
+    size_t *cap;
+    const char **text; /* sentence: the start of buf[i] */
+    size_t *len;
+    int *label;
+    long *data_line;
+    float *logits, *probs; /* [chunk, labels], in length order: slot i's row is rank[i] */
+    int count;
+    int *order, *rank;        /* length order: the slots shortest first; its inverse */
+    const char **sorted_text; /* one batch's texts and lengths in length order */
+    size_t *sorted_len;
+} batch;
+
+/* Everything one evaluation works with. */
+typedef struct {
+    const char *path;
+    FILE *in;
+    long line; /* number of the line last read, from 1 */
+    bert_classifier *clf;
+    eval_report *report;
+    FILE *predictions;
+    batch b;
+    int batch_size, chunk_size;
+} run;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int batch_alloc(batch *b, int size, int batch_size, int labels) {
+    memset(b, 0, sizeof *b);
+    b->order = calloc((size_t)size, sizeof *b->order);
+    b->rank = calloc((size_t)size, sizeof *b->rank);
+    b->sorted_text = calloc((size_t)batch_size, sizeof *b->sorted_text);
+    b->sorted_len = calloc((size_t)batch_size, sizeof *b->sorted_len);
+    if (!b->order || !b->rank || !b->sorted_text || !b->sorted_len) return -1;
+    b->buf = calloc((size_t)size, sizeof *b->buf);
+    b->cap = calloc((size_t)size, sizeof *b->cap);
+    b->text = calloc((size_t)size, sizeof *b->text);
+    b->len = calloc((size_t)size, sizeof *b->len);
+    b->label = calloc((size_t)size, sizeof *b->label);
+    b->data_line = calloc((size_t)size, sizeof *b->data_line);
+    b->logits = calloc((size_t)size * (size_t)labels, sizeof *b->logits);
+    b->probs = calloc((size_t)size * (size_t)labels, sizeof *b->probs);
+    return b->buf && b->cap && b->text && b->len && b->label && b->data_line && b->logits &&
+                   b->probs
+               ? 0
+               : -1;
+}
+
+static void batch_free(batch *b, int size) {
+    for (int i = 0; b->buf && i < size; i++) free(b->buf[i]);
+    free(b->buf);
+    free(b->cap);
+    free(b->text);
+    free(b->len);
+    free(b->label);
+    free(b->data_line);
+    free(b->logits);
+    free(b->probs);
+    free(b->order);
+    free(b->rank);
+    free(b->sorted_text);
+    free(b->sorted_len);
+}
+
+static int skip_line(run *r, const char *why) {
+    char where[4200], reason[5000];
+    snprintf(where, sizeof where, "%s:%ld", r->path, r->line);
+    snprintf(reason, sizeof reason, "%s (data line %ld): %s", where, r->line - 1, why);
+    return eval_report_skip(r->report, where, reason);
+}
+
+/* Parses the line in slot i (n bytes) with the parser training shares (vit/text_data.h).
+ * Returns 1 when it joins the batch, 0 when it is empty or skipped, -1 when out of memory. */
+static int parse_line(run *r, int i, size_t n) {
+    text_tsv_line l;
+    char why[600]; /* fits skip_line's reason after the location */
+    const int rc = text_tsv_parse_line(r->b.buf[i], n, bert_classifier_labels(r->clf),
+                                       bert_classifier_num_labels(r->clf), &l, why, sizeof why);
+    if (rc < 0) return skip_line(r, why) < 0 ? -1 : 0;
+    if (rc == 0) return 0;
+    r->b.text[i] = l.text;
+    r->b.len[i] = l.len;
+    r->b.label[i] = l.label;
+    r->b.data_line[i] = r->line - 1;
+    return 1;
+}
+
+/* Fills the chunk from the file. Returns the count (0 at the end) or -1 with err. */
+static int read_chunk(run *r, vit_error *err) {
+    batch *b = &r->b;
+    b->count = 0;
+    while (b->count < r->chunk_size) {
+        const int i = b->count;
+        errno = 0;
+        const ssize_t n = getline(&b->buf[i], &b->cap[i], r->in);
+        if (n < 0) {
+            if (ferror(r->in) || errno == ENOMEM)
+                return vit_fail(err, "%s: %s", r->path, strerror(errno ? errno : EIO));
+            break;
+        }
+        if (++r->line == 1) continue; /* the header */
+        const int rc = parse_line(r, i, (size_t)n);
+        if (rc < 0) return vit_fail(err, "%s: out of memory", r->path);
+        b->count += rc;
+    }
+    return b->count;
+}
+
+/* Shortest first, ties in slot order (qsort_r comparator; context: the chunk). */
+static int by_length(const void *x, const void *y, void *context) {
+    const batch *c = context;
+    const int i = *(const int *)x, j = *(const int *)y;
+    return c->len[i] != c->len[j] ? (c->len[i] < c->len[j] ? -1 : 1) : i - j;
+}
+
+/* Classifies the chunk in batches of similar length; outputs stay in length order (rank). */
+static int classify_sorted(run *r, vit_error *err) {
+    batch *b = &r->b;
+    const size_t L = (size_t)bert_classifier_num_labels(r->clf);
+    for (int i = 0; i < b->count; i++) b->order[i] = i;
+    qsort_r(b->order, (size_t)b->count, sizeof *b->order, by_length, b);
+    for (int k = 0; k < b->count; k++) b->rank[b->order[k]] = k;
+    for (int k = 0; k < b->count; k += r->batch_size) {
+        const int n = b->count - k < r->batch_size ? b->count - k : r->batch_size;
+        for (int j = 0; j < n; j++) {
+            b->sorted_text[j] = b->text[b->order[k + j]];
+            b->sorted_len[j] = b->len[b->order[k + j]];
+        }
+        if (bert_classifier_run(r->clf, b->sorted_text, b->sorted_len, n, b->logits + k * L,
+                                b->probs + k * L, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int classify_chunk(run *r, vit_error *err) {
+    batch *b = &r->b;
+    const int L = bert_classifier_num_labels(r->clf);
+    if (classify_sorted(r, err) != 0) return -1;
+    for (int i = 0; i < b->count; i++) {
+        const float *p = b->probs + (size_t)b->rank[i] * L;
+        const int pred = eval_report_add(r->report, b->label[i], p);
+        if (r->predictions && fprintf(r->predictions, "%ld\t%d\t%d\t%.6f\n", b->data_line[i],
+                                      b->label[i], pred, (double)p[pred]) < 0)
+            return vit_fail(err, "writing the predictions: %s", strerror(errno));
+    }
+    return 0;
+}
+
+static int copy_labels(text_eval_result *out, const bert_classifier *clf, vit_error *err) {
+    const int L = bert_classifier_num_labels(clf);
+    char **labels = calloc((size_t)L, sizeof *labels);
+    out->labels = (const char *const *)labels;
+    out->num_labels = L;
+    for (int i = 0; labels && i < L; i++) {
+        if (!(labels[i] = strdup(bert_classifier_label(clf, i))))
+            return vit_fail(err, "out of memory");
+    }
+    return labels ? 0 : vit_fail(err, "out of memory");
+}
+
+static int evaluate(run *r, vit_error *err) {
+    if (r->predictions && fputs("line\ttrue\tpredicted\tprobability\n", r->predictions) < 0)
+        return vit_fail(err, "writing the predictions: %s", strerror(errno));
+    int n;
+    while ((n = read_chunk(r, err)) > 0) {
+        if (classify_chunk(r, err) != 0) return -1;
+    }
+    if (n < 0) return -1;
+    if (r->predictions && fflush(r->predictions) != 0)
+        return vit_fail(err, "writing the predictions: %s", strerror(errno));
+    return 0;
+}
+
+int text_eval_tsv(const char *model_dir, const char *tsv_path, const text_eval_options *options,
+                  FILE *predictions, text_eval_result *out, vit_error *err) {
+    memset(out, 0, sizeof *out);
+    run r = {.path = tsv_path, .predictions = predictions};
+    r.batch_size = options && options->batch > 0 ? options->batch : DEFAULT_BATCH;
+    /* LENGTH_GROUP batches, but no more than 1024 lines unless a batch alone is larger */
+    r.chunk_size = r.batch_size * LENGTH_GROUP;
+    if (r.chunk_size > 1024) r.chunk_size = r.batch_size > 1024 ? r.batch_size : 1024;
+    r.clf = bert_classifier_load(model_dir, r.batch_size, options ? options->threads : 0, err);
+    if (!r.clf) return -1;
+    int rc = -1;
+    const int L = bert_classifier_num_labels(r.clf);
+    if (!(r.in = fopen(tsv_path, "r"))) {
+        vit_fail(err, "%s: %s", tsv_path, strerror(errno));
+    } else if (batch_alloc(&r.b, r.chunk_size, r.batch_size, L) != 0 ||
+               !(r.report = eval_report_create(L, err))) {
+        vit_fail(err, "out of memory for batches of %d texts", r.batch_size);
+    } else if (copy_labels(out, r.clf, err) == 0) {
+        const double t0 = now();
+        rc = evaluate(&r, err);
+        out->seconds = now() - t0;
+    }
+    if (r.in) fclose(r.in);
+    batch_free(&r.b, r.chunk_size);
+    bert_classifier_free(r.clf);
+    out->report = r.report;
+    if (rc != 0) text_eval_result_free(out);
+    return rc;
+}
+
+void text_eval_result_free(text_eval_result *r) {
+    eval_report_free(r->report);
+    for (int i = 0; r->labels && i < r->num_labels; i++) free((char *)r->labels[i]);
+    free((char **)r->labels);
+    memset(r, 0, sizeof *r);
+}

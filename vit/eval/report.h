@@ -1,0 +1,42 @@
+#ifndef VIT_EVAL_REPORT_H
+#define VIT_EVAL_REPORT_H
+
+/* Accuracy bookkeeping for `vit eval` (images and text alike): top-1/top-5, per-class precision
+ * and recall, the confusion matrix and the inputs that could not be read. */
+
+#include <stdio.h>
+
+#include "vit/base/error.h"
+
+typedef struct eval_report eval_report;
+
+eval_report *eval_report_create(int num_labels, vit_error *err);
+void eval_report_free(eval_report *r);
+
+/* One evaluated input: its true class and the model's probabilities [num_labels].
+ * Returns the predicted class. */
+int eval_report_add(eval_report *r, int true_label, const float *probs);
+/* One input skipped, with the reason (copied). A reason of the form "INPUT: why" keeps only
+ * "why", so messages that already name the input are not repeated. */
+int eval_report_skip(eval_report *r, const char *input, const char *reason);
+
+int eval_report_count(const eval_report *r);
+int eval_report_skipped(const eval_report *r);
+double eval_report_top1(const eval_report *r);
+double eval_report_top5(const eval_report *r);
+
+typedef struct {
+    const char *model, *data;
+    const char *const *labels; /* [num_labels] */
+    const char *const
+        *folders;     /* [num_labels] folder (or label text) per class; NULL entries allowed */
+    const char *unit; /* "images" or "texts" */
+    double seconds;
+} eval_summary;
+
+/* The human report (stdout). */
+void eval_report_print(const eval_report *r, const eval_summary *s, FILE *out);
+/* The --json document. Returns -1 on write failure. */
+int eval_report_write_json(const eval_report *r, const eval_summary *s, FILE *out);
+
+#endif

@@ -1,0 +1,250 @@
+#include "vit/io/model_dir.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vit/base/file.h"
+
+int write_file_atomic(const char *path, const char *text, vit_error *err) {
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
+        return vit_fail(err, "%s: path too long", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return vit_fail(err, "%s: %s", tmp, strerror(errno));
+    const size_t n = strlen(text);
+    int ok = fwrite(text, 1, n, f) == n;
+    ok &= fclose(f) == 0;
+    if (!ok || rename(tmp, path) != 0) {
+        const int e = errno;
+        unlink(tmp);
+        return vit_fail(err, "%s: write failed: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+/* The shortest decimal that reads back as the same float (1e-12, not 9.9999999600419720e-13). */
+static cJSON *float_number(float x) {
+    char buf[32];
+    for (int digits = 6; digits <= 9; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, (double)x);
+        if ((float)strtod(buf, NULL) == x) break;
+    }
+    /* JSON has no bare ".5" or "1e-12" problems, but needs a digit before any exponent: %g
+     * always writes one */
+    return cJSON_CreateRaw(buf);
+}
+
+static cJSON *size_object(int height, int width) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "height", height);
+    cJSON_AddNumberToObject(o, "width", width);
+    return o;
+}
+
+static void add_labels(cJSON *root, const model_config *c) {
+    cJSON *id2label = cJSON_AddObjectToObject(root, "id2label");
+    cJSON *label2id = cJSON_AddObjectToObject(root, "label2id");
+    for (int i = 0; i < c->num_labels; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", i);
+        cJSON_AddStringToObject(id2label, key, c->labels[i]);
+        cJSON_AddNumberToObject(label2id, c->labels[i], i);
+    }
+}
+
+/* The fields of HF's BertConfig that BertForSequenceClassification reads. */
+static char *bert_config_json(const model_config *c, float hidden_dropout,
+                              float attention_dropout) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *arch = cJSON_AddArrayToObject(root, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString("BertForSequenceClassification"));
+    cJSON_AddStringToObject(root, "model_type", "bert");
+    cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(root, "hidden_size", c->hidden_size);
+    cJSON_AddNumberToObject(root, "num_hidden_layers", c->num_layers);
+    cJSON_AddNumberToObject(root, "num_attention_heads", c->num_heads);
+    cJSON_AddNumberToObject(root, "intermediate_size", c->intermediate_size);
+    cJSON_AddStringToObject(root, "hidden_act", activation_name(c->act));
+    cJSON_AddItemToObject(root, "hidden_dropout_prob", float_number(hidden_dropout));
+    cJSON_AddItemToObject(root, "attention_probs_dropout_prob", float_number(attention_dropout));
+    cJSON_AddNumberToObject(root, "max_position_embeddings", c->max_position_embeddings);
+    cJSON_AddNumberToObject(root, "type_vocab_size", c->type_vocab_size);
+    cJSON_AddItemToObject(root, "initializer_range", float_number(0.02f));
+    cJSON_AddItemToObject(root, "layer_norm_eps", float_number(c->layer_norm_eps));
+    cJSON_AddNumberToObject(root, "pad_token_id", c->pad_token_id);
+    cJSON_AddStringToObject(root, "position_embedding_type", "absolute");
+    cJSON_AddNullToObject(root, "classifier_dropout");
+    cJSON_AddNumberToObject(root, "num_labels", c->num_labels);
+    add_labels(root, c);
+    cJSON_AddStringToObject(root, "problem_type", "single_label_classification");
+    cJSON_AddStringToObject(root, "torch_dtype", "float32");
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+static char *vit_config_json(const model_config *c, float hidden_dropout, float attention_dropout) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *arch = cJSON_AddArrayToObject(root, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString("ViTForImageClassification"));
+    cJSON_AddStringToObject(root, "model_type", "vit");
+    cJSON_AddNumberToObject(root, "image_size", c->image_size);
+    cJSON_AddNumberToObject(root, "patch_size", c->patch_size);
+    cJSON_AddNumberToObject(root, "num_channels", c->num_channels);
+    cJSON_AddNumberToObject(root, "hidden_size", c->hidden_size);
+    cJSON_AddNumberToObject(root, "num_hidden_layers", c->num_layers);
+    cJSON_AddNumberToObject(root, "num_attention_heads", c->num_heads);
+    cJSON_AddNumberToObject(root, "intermediate_size", c->intermediate_size);
+    cJSON_AddStringToObject(root, "hidden_act", activation_name(c->act));
+    cJSON_AddItemToObject(root, "layer_norm_eps", float_number(c->layer_norm_eps));
+    cJSON_AddBoolToObject(root, "qkv_bias", c->qkv_bias);
+    cJSON_AddItemToObject(root, "hidden_dropout_prob", float_number(hidden_dropout));
+    cJSON_AddItemToObject(root, "attention_probs_dropout_prob", float_number(attention_dropout));
+    cJSON_AddItemToObject(root, "initializer_range", float_number(0.02f));
+    cJSON_AddNumberToObject(root, "encoder_stride", c->patch_size);
+    add_labels(root, c);
+    cJSON_AddStringToObject(root, "torch_dtype", "float32");
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+char *model_config_json(const model_config *c, float hidden_dropout, float attention_dropout) {
+    return c->kind == MODEL_BERT ? bert_config_json(c, hidden_dropout, attention_dropout)
+                                 : vit_config_json(c, hidden_dropout, attention_dropout);
+}
+
+char *preprocess_config_json(const preprocess_config *pp) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddBoolToObject(root, "do_resize", pp->do_resize);
+    if (pp->shortest_edge > 0) {
+        cJSON *size = cJSON_AddObjectToObject(root, "size");
+        cJSON_AddNumberToObject(size, "shortest_edge", pp->shortest_edge);
+    } else {
+        cJSON_AddItemToObject(root, "size", size_object(pp->resize_height, pp->resize_width));
+    }
+    cJSON_AddNumberToObject(root, "resample", pp->resample);
+    cJSON_AddBoolToObject(root, "do_center_crop", pp->do_center_crop);
+    if (pp->do_center_crop)
+        cJSON_AddItemToObject(root, "crop_size", size_object(pp->crop_height, pp->crop_width));
+    cJSON_AddBoolToObject(root, "do_rescale", pp->do_rescale);
+    char factor[32];
+    snprintf(factor, sizeof factor, "%.17g", pp->rescale_factor);
+    cJSON_AddItemToObject(root, "rescale_factor", cJSON_CreateRaw(factor));
+    cJSON_AddBoolToObject(root, "do_normalize", pp->do_normalize);
+    const int C = pp->channels == 1 ? 1 : 3;
+    cJSON *mean = cJSON_AddArrayToObject(root, "image_mean");
+    cJSON *std = cJSON_AddArrayToObject(root, "image_std");
+    for (int ch = 0; ch < C; ch++) {
+        cJSON_AddItemToArray(mean, float_number(pp->mean[ch]));
+        cJSON_AddItemToArray(std, float_number(pp->std[ch]));
+    }
+    cJSON_AddStringToObject(root, "image_processor_type", "ViTImageProcessor");
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+int model_st_entries(const model *m, const float *block, st_entry *entries, char (*names)[128]) {
+    int n = 0;
+    for (int i = 0; i < m->num_entries; i++) {
+        const param_entry *e = &m->entries[i];
+        if (e->absent) continue;
+        snprintf(names[n], 128, "%s%s", e->prefixed ? model_prefix(m) : "", e->name);
+        st_entry *s = &entries[n++];
+        memset(s, 0, sizeof *s);
+        s->name = names[n - 1];
+        s->ndim = e->ndim;
+        memcpy(s->shape, e->shape, sizeof(int64_t) * (size_t)e->ndim);
+        s->data = block + e->offset;
+    }
+    return n;
+}
+
+static int make_dir(const char *dir, vit_error *err) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return vit_fail(err, "%s: cannot create directory: %s", dir, strerror(errno));
+    return 0;
+}
+
+static int save_text(const char *dir, const char *name, char *text, vit_error *err) {
+    if (!text) return vit_fail(err, "%s/%s: out of memory", dir, name);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    const int rc = write_file_atomic(path, text, err);
+    free(text);
+    return rc;
+}
+
+int model_save(const char *dir, const model *m, const preprocess_config *pp, float hidden_dropout,
+               float attention_dropout, vit_error *err) {
+    if (make_dir(dir, err) != 0) return -1;
+    st_entry *entries = calloc((size_t)m->num_entries, sizeof *entries);
+    char(*names)[128] = calloc((size_t)m->num_entries, sizeof *names);
+    if (!entries || !names) {
+        free(entries), free(names);
+        return vit_fail(err, "%s: out of memory", dir);
+    }
+    const int n = model_st_entries(m, m->params, entries, names);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    static const char *const keys[] = {"format"}, *const values[] = {"pt"};
+    int rc = st_write_f32_meta(path, entries, n, keys, values, 1, err);
+    free(entries), free(names);
+    if (rc == 0)
+        rc = save_text(dir, "config.json",
+                       model_config_json(&m->cfg, hidden_dropout, attention_dropout), err);
+    if (rc == 0 && m->cfg.kind == MODEL_VIT)
+        rc = save_text(dir, "preprocessor_config.json", preprocess_config_json(pp), err);
+    return rc;
+}
+
+/* Copies from to dir/name (atomically); a missing source is an error only when required. */
+static int copy_file(const char *from, const char *dir, const char *name, int required,
+                     vit_error *err) {
+    if (!required && access(from, F_OK) != 0) return 0;
+    char *text = vit_read_file(from, 64 << 20, NULL, err);
+    if (!text) return -1;
+    return save_text(dir, name, text, err);
+}
+
+static char *default_tokenizer_config(int max_len) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddBoolToObject(root, "do_lower_case", 1);
+    cJSON_AddBoolToObject(root, "do_basic_tokenize", 1);
+    cJSON_AddBoolToObject(root, "tokenize_chinese_chars", 1);
+    cJSON_AddNullToObject(root, "strip_accents");
+    cJSON_AddNumberToObject(root, "model_max_length", max_len);
+    cJSON_AddStringToObject(root, "tokenizer_class", "BertTokenizer");
+    const char *special[][2] = {{"unk_token", "[UNK]"},
+                                {"sep_token", "[SEP]"},
+                                {"pad_token", "[PAD]"},
+                                {"cls_token", "[CLS]"},
+                                {"mask_token", "[MASK]"}};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        cJSON_AddStringToObject(root, special[i][0], special[i][1]);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+int tokenizer_files_save(const char *dir, const char *from_dir, const char *vocab_file, int max_len,
+                         vit_error *err) {
+    if (make_dir(dir, err) != 0) return -1;
+    char from[4096];
+    if (!from_dir) {
+        if (copy_file(vocab_file, dir, "vocab.txt", 1, err) != 0) return -1;
+        return save_text(dir, "tokenizer_config.json", default_tokenizer_config(max_len), err);
+    }
+    const char *names[] = {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(from, sizeof from, "%s/%s", from_dir, names[i]);
+        if (copy_file(from, dir, names[i], i == 0, err) != 0) return -1;
+    }
+    return 0;
+}

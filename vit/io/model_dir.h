@@ -1,0 +1,43 @@
+#ifndef VIT_CHECKPOINT_H
+#define VIT_CHECKPOINT_H
+
+/* Writing model directories that bin/vit, transformers and PyTorch read: config.json
+ * (ViTForImageClassification or BertForSequenceClassification, SPEC §1), model.safetensors
+ * (SPEC §2 names, float32, metadata {"format": "pt"}), and for a ViT preprocessor_config.json
+ * (the evaluation transform), for a BERT the tokenizer files. Every file is written to a temporary
+ * name and renamed into place, so a crash never leaves a half-written file. */
+
+#include "image/image.h"
+#include "vit/base/error.h"
+#include "vit/model/model.h"
+#include "vit/io/safetensors.h"
+
+/* Writes text to path through path.tmp + rename. */
+int write_file_atomic(const char *path, const char *text, vit_error *err);
+
+/* config.json text for a ViT or a BERT (caller frees). Dropout probabilities go to
+ * hidden_dropout_prob and attention_probs_dropout_prob (training-time only, as in HF). */
+char *model_config_json(const model_config *cfg, float hidden_dropout, float attention_dropout);
+/* preprocessor_config.json text (ViTImageProcessor fields; caller frees). */
+char *preprocess_config_json(const preprocess_config *pp);
+
+/* The tensors of a ViT model as safetensors entries with their file names ("vit." prefix where
+ * SPEC §2 has it); absent tensors (no qkv bias) are left out. names must hold m->num_entries
+ * buffers of 128 bytes; entries m->num_entries. Returns the number of entries. block supplies the
+ * data (m->params, or another block of the same layout such as optimizer moments). */
+int model_st_entries(const model *m, const float *block, st_entry *entries, char (*names)[128]);
+
+/* MODEL_DIR/{config.json, model.safetensors}, and for a ViT preprocessor_config.json from pp (a
+ * BERT's pp is ignored: its tokenizer files are written once, by tokenizer_files_save); MODEL_DIR
+ * is created if missing. */
+int model_save(const char *dir, const model *m, const preprocess_config *pp, float hidden_dropout,
+               float attention_dropout, vit_error *err);
+
+/* The tokenizer files of a text model in dir: either copied from the model directory from_dir
+ * (vocab.txt, and tokenizer_config.json and special_tokens_map.json where it has them), or, with
+ * from_dir NULL, vocab_file copied to vocab.txt beside a tokenizer_config.json for a lower-casing
+ * BertTokenizer (bert-base-uncased's settings) cut at max_len tokens. */
+int tokenizer_files_save(const char *dir, const char *from_dir, const char *vocab_file, int max_len,
+                         vit_error *err);
+
+#endif

@@ -1,0 +1,59 @@
+#ifndef VIT_SAFETENSORS_H
+#define VIT_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vit/base/error.h"
+
+/* safetensors files (SPEC §3): memory-mapped, fully validated on open. */
+
+#define ST_MAX_DIMS 8
+
+typedef enum { ST_F32, ST_F16, ST_BF16, ST_F64, ST_I64, ST_I32, ST_I16, ST_I8, ST_U8, ST_BOOL } st_dtype;
+
+typedef struct {
+    char *name;
+    st_dtype dtype;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    int64_t numel;
+    size_t nbytes;
+    const void *data; /* points into the mapping */
+} st_tensor;
+
+typedef struct {
+    char *path;
+    void *map;
+    size_t map_size;
+    st_tensor *tensors;
+    int count;
+} st_file;
+
+int st_open(const char *path, st_file *file, vit_error *err);
+void st_close(st_file *file);
+const st_tensor *st_find(const st_file *file, const char *name);
+const char *st_dtype_name(st_dtype dtype);
+/* Converts any float dtype to float32 into out (numel floats). */
+int st_to_f32(const st_file *file, const st_tensor *t, float *out, vit_error *err);
+
+/* Writing: float32 tensors only, to a temporary file renamed into place (never a half-written file). */
+typedef struct {
+    const char *name;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    const float *data;
+} st_entry;
+
+int st_write_f32(const char *path, const st_entry *entries, int count, vit_error *err);
+
+/* As st_write_f32, with an "__metadata__" object of nmeta string pairs (keys[i]: values[i]), e.g.
+ * {"format": "pt"}, which PyTorch/transformers expect of model files. */
+int st_write_f32_meta(const char *path, const st_entry *entries, int count, const char *const *keys,
+                      const char *const *values, int nmeta, vit_error *err);
+
+/* The "__metadata__" value of key in an open file, copied into buf (size bytes). Returns 0, or -1
+ * with err when the file has no such string entry or it does not fit. */
+int st_metadata(const st_file *file, const char *key, char *buf, size_t size, vit_error *err);
+
+#endif

@@ -1,0 +1,286 @@
+#include "vit/model/model.h"
+
+#include "vit/base/alloc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/io/safetensors.h"
+
+/* Builds the name table; `assign` records where each tensor lives. Two passes: count, then fill. */
+typedef struct {
+    model *m;
+    size_t offset;
+    int count;
+    int fill;
+    int packed; /* the next tensor follows this one with no padding (query/key/value stacks) */
+} layout;
+
+static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim,
+                        const int64_t *shape, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
+static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim,
+                        const int64_t *shape, const char *fmt, ...) {
+    size_t numel = 1;
+    for (int d = 0; d < ndim; d++) numel *= (size_t)shape[d];
+    float *where = L->fill ? L->m->params + L->offset : NULL;
+    if (L->fill) {
+        param_entry *e = &L->m->entries[L->count];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->name, sizeof e->name, fmt, ap);
+        va_end(ap);
+        e->ndim = ndim;
+        memcpy(e->shape, shape, sizeof(int64_t) * (size_t)ndim);
+        e->offset = L->offset;
+        e->numel = numel;
+        e->prefixed = prefixed;
+        e->decay = decay;
+        e->absent = absent;
+    }
+    L->count++;
+    /* 16-float alignment keeps every tensor 64-byte aligned for the BLAS kernels */
+    L->offset += L->packed ? numel : (numel + 15) & ~(size_t)15;
+    return where;
+}
+
+#define SHAPE(...)             ((const int64_t[]){__VA_ARGS__})
+#define P1(decay, n0, ...)     add_param(L, 1, decay, 0, 1, SHAPE(n0), __VA_ARGS__)
+#define P2(decay, n0, n1, ...) add_param(L, 1, decay, 0, 2, SHAPE(n0, n1), __VA_ARGS__)
+
+/* Query, key and value stacked into one [3D, D] block so one GEMM computes all three; the
+ * weights (and the biases) are packed back to back, with no padding between them, or a hidden size
+ * that is not a multiple of 16 would leave gaps inside the [3D, D] and [3D] blocks. */
+static void add_qkv(layout *L, encoder_layer *w, int l, const char *fmt, int D, int has_bias) {
+    static const char *parts[] = {"query", "key", "value"};
+    char name[96];
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, fmt, l, parts[i]);
+        L->packed = i < 2;
+        float *p = add_param(L, 1, 1, 0, 2, SHAPE(D, D), "%s.weight", name);
+        if (i == 0) w->qkv_w = p;
+    }
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, fmt, l, parts[i]);
+        L->packed = i < 2;
+        float *p = add_param(L, 1, 0, !has_bias, 1, SHAPE(D), "%s.bias", name);
+        if (i == 0) w->qkv_b = p;
+    }
+    L->packed = 0;
+}
+
+static void add_mlp(layout *L, encoder_layer *w, int l, int D, int I) {
+    w->fc1_w = P2(1, I, D, "encoder.layer.%d.intermediate.dense.weight", l);
+    w->fc1_b = P1(0, I, "encoder.layer.%d.intermediate.dense.bias", l);
+    w->fc2_w = P2(1, D, I, "encoder.layer.%d.output.dense.weight", l);
+    w->fc2_b = P1(0, D, "encoder.layer.%d.output.dense.bias", l);
+}
+
+static void layout_vit(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, I = c->intermediate_size, P = c->patch_size;
+    const int n = c->image_size / P;
+    m->cls_token = add_param(L, 1, 0, 0, 3, SHAPE(1, 1, D), "embeddings.cls_token");
+    m->pos_embed =
+        add_param(L, 1, 0, 0, 3, SHAPE(1, n * n + 1, D), "embeddings.position_embeddings");
+    m->patch_w = add_param(L, 1, 1, 0, 4, SHAPE(D, c->num_channels, P, P),
+                           "embeddings.patch_embeddings.projection.weight");
+    m->patch_b = P1(0, D, "embeddings.patch_embeddings.projection.bias");
+    for (int l = 0; l < c->num_layers; l++) {
+        encoder_layer *w = &m->layers[l];
+        w->ln1_w = P1(0, D, "encoder.layer.%d.layernorm_before.weight", l);
+        w->ln1_b = P1(0, D, "encoder.layer.%d.layernorm_before.bias", l);
+        add_qkv(L, w, l, "encoder.layer.%d.attention.attention.%s", D, c->qkv_bias);
+        w->proj_w = P2(1, D, D, "encoder.layer.%d.attention.output.dense.weight", l);
+        w->proj_b = P1(0, D, "encoder.layer.%d.attention.output.dense.bias", l);
+        w->ln2_w = P1(0, D, "encoder.layer.%d.layernorm_after.weight", l);
+        w->ln2_b = P1(0, D, "encoder.layer.%d.layernorm_after.bias", l);
+        add_mlp(L, w, l, D, I);
+    }
+    m->final_ln_w = P1(0, D, "layernorm.weight");
+    m->final_ln_b = P1(0, D, "layernorm.bias");
+    m->head_w = add_param(L, 0, 1, 0, 2, SHAPE(c->num_labels, D), "classifier.weight");
+    m->head_b = add_param(L, 0, 0, 0, 1, SHAPE(c->num_labels), "classifier.bias");
+}
+
+static void layout_bert(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, I = c->intermediate_size;
+    /* decayed, unlike a ViT's: HF's recipes for BERT exempt only biases and LayerNorm weights,
+     * and the word table (most of a small BERT) is where text models overfit */
+    m->word_emb = P2(1, c->vocab_size, D, "embeddings.word_embeddings.weight");
+    m->pos_emb = P2(1, c->max_position_embeddings, D, "embeddings.position_embeddings.weight");
+    m->type_emb = P2(1, c->type_vocab_size, D, "embeddings.token_type_embeddings.weight");
+    m->emb_ln_w = P1(0, D, "embeddings.LayerNorm.weight");
+    m->emb_ln_b = P1(0, D, "embeddings.LayerNorm.bias");
+    for (int l = 0; l < c->num_layers; l++) {
+        encoder_layer *w = &m->layers[l];
+        add_qkv(L, w, l, "encoder.layer.%d.attention.self.%s", D, 1);
+        w->proj_w = P2(1, D, D, "encoder.layer.%d.attention.output.dense.weight", l);
+        w->proj_b = P1(0, D, "encoder.layer.%d.attention.output.dense.bias", l);
+        w->ln1_w = P1(0, D, "encoder.layer.%d.attention.output.LayerNorm.weight", l);
+        w->ln1_b = P1(0, D, "encoder.layer.%d.attention.output.LayerNorm.bias", l);
+        add_mlp(L, w, l, D, I);
+        w->ln2_w = P1(0, D, "encoder.layer.%d.output.LayerNorm.weight", l);
+        w->ln2_b = P1(0, D, "encoder.layer.%d.output.LayerNorm.bias", l);
+    }
+    m->pooler_w = P2(1, D, D, "pooler.dense.weight");
+    m->pooler_b = P1(0, D, "pooler.dense.bias");
+    m->head_w = add_param(L, 0, 1, 0, 2, SHAPE(c->num_labels, D), "classifier.weight");
+    m->head_b = add_param(L, 0, 0, 0, 1, SHAPE(c->num_labels), "classifier.bias");
+}
+
+static void run_layout(layout *L, model *m) {
+    if (m->cfg.kind == MODEL_VIT)
+        layout_vit(L, m);
+    else
+        layout_bert(L, m);
+}
+
+int model_create(model *m, model_config *cfg, vit_error *err) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    memset(cfg, 0, sizeof *cfg); /* labels now belong to the model */
+    const model_config *c = &m->cfg;
+    m->enc = (encoder_shape){.layers = c->num_layers,
+                             .dim = c->hidden_size,
+                             .heads = c->num_heads,
+                             .mlp_dim = c->intermediate_size,
+                             .act = c->act,
+                             .eps = c->layer_norm_eps,
+                             .post_norm = c->kind == MODEL_BERT};
+    m->layers = calloc((size_t)c->num_layers, sizeof *m->layers);
+    layout L = {.m = m};
+    run_layout(&L, m); /* count */
+    m->entries = calloc((size_t)L.count, sizeof *m->entries);
+    m->num_params = L.offset;
+    m->params = m->layers && m->entries ? vit_alloc_floats(m->num_params) : NULL;
+    if (!m->params) {
+        model_free(m);
+        return vit_fail(err, "out of memory for %zu parameters", L.offset);
+    }
+    memset(m->params, 0, m->num_params * sizeof(float));
+    L = (layout){.m = m, .fill = 1};
+    run_layout(&L, m);
+    m->num_entries = L.count;
+    return 0;
+}
+
+void model_free(model *m) {
+    free(m->params);
+    free(m->entries);
+    free(m->layers);
+    model_config_free(&m->cfg);
+    memset(m, 0, sizeof *m);
+}
+
+const char *model_prefix(const model *m) {
+    return m->cfg.kind == MODEL_VIT ? "vit." : "bert.";
+}
+
+const param_entry *model_find_param(const model *m, const char *name) {
+    for (int i = 0; i < m->num_entries; i++)
+        if (strcmp(m->entries[i].name, name) == 0) return &m->entries[i];
+    return NULL;
+}
+
+static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape) {
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < ndim && used < size; d++)
+        used +=
+            (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld", (long long)shape[d]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+}
+
+static int load_entry(model *m, const st_file *f, const param_entry *e, vit_error *err) {
+    char full[128];
+    snprintf(full, sizeof full, "%s%s", e->prefixed ? model_prefix(m) : "", e->name);
+    const st_tensor *t = st_find(f, full);
+    if (!t) t = st_find(f, e->name); /* bare ViTModel / BertModel checkpoints have no prefix */
+    if (!t) return vit_fail(err, "%s: missing tensor '%s'", f->path, full);
+    int same = t->ndim == e->ndim;
+    for (int d = 0; same && d < e->ndim; d++) same = t->shape[d] == e->shape[d];
+    if (!same) {
+        char want[64], got[64];
+        format_shape(want, sizeof want, e->ndim, e->shape);
+        format_shape(got, sizeof got, t->ndim, t->shape);
+        return vit_fail(err, "%s: tensor '%s' has shape %s, expected %s", f->path, t->name, got,
+                        want);
+    }
+    return st_to_f32(f, t, m->params + e->offset, err);
+}
+
+int model_load(model *m, const char *model_dir, vit_error *err) {
+    model_config cfg;
+    if (model_config_load(model_dir, &cfg, err) != 0) return -1;
+    if (model_create(m, &cfg, err) != 0) return -1;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", model_dir);
+    st_file f;
+    if (st_open(path, &f, err) != 0) {
+        model_free(m);
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < m->num_entries && rc == 0; i++)
+        if (!m->entries[i].absent) rc = load_entry(m, &f, &m->entries[i], err);
+    st_close(&f);
+    if (rc != 0) model_free(m);
+    return rc;
+}
+
+int model_vit_tokens(const model *m, int size) {
+    int n = size / m->cfg.patch_size;
+    return n * n + 1;
+}
+
+double model_flops(const model *m, int T) {
+    const model_config *c = &m->cfg;
+    const double D = c->hidden_size, I = c->intermediate_size;
+    double per_layer = 2.0 * T * D * 3 * D    /* qkv */
+                       + 2.0 * 2 * T * T * D  /* scores and weighted values */
+                       + 2.0 * T * D * D      /* output projection */
+                       + 2.0 * 2 * T * D * I; /* MLP */
+    double embed = c->kind == MODEL_VIT
+                       ? 2.0 * (T - 1) * D * c->num_channels * c->patch_size * c->patch_size
+                       : 0.0;
+    double head = 2.0 * D * c->num_labels + (c->kind == MODEL_BERT ? 2.0 * D * D : 0.0);
+    return embed + c->num_layers * per_layer + head;
+}
+
+static float *rebase(const model *layout, float *block, float *p) {
+    return p ? block + (p - layout->params) : NULL;
+}
+
+int model_bind(model *view, const model *layout, float *block) {
+    *view = *layout;
+    view->params = block;
+    view->layers = calloc((size_t)layout->cfg.num_layers, sizeof *view->layers);
+    if (!view->layers) return -1;
+    for (int l = 0; l < layout->cfg.num_layers; l++) {
+        const encoder_layer *w = &layout->layers[l];
+        encoder_layer *v = &view->layers[l];
+        float *const *from[] = {&w->ln1_w, &w->ln1_b, &w->qkv_w, &w->qkv_b, &w->proj_w, &w->proj_b,
+                                &w->ln2_w, &w->ln2_b, &w->fc1_w, &w->fc1_b, &w->fc2_w,  &w->fc2_b};
+        float **to[] = {&v->ln1_w, &v->ln1_b, &v->qkv_w, &v->qkv_b, &v->proj_w, &v->proj_b,
+                        &v->ln2_w, &v->ln2_b, &v->fc1_w, &v->fc1_b, &v->fc2_w,  &v->fc2_b};
+        for (size_t i = 0; i < sizeof to / sizeof to[0]; i++)
+            *to[i] = rebase(layout, block, *from[i]);
+    }
+    float **fields[] = {&view->patch_w,    &view->patch_b,  &view->cls_token, &view->pos_embed,
+                        &view->word_emb,   &view->pos_emb,  &view->type_emb,  &view->emb_ln_w,
+                        &view->emb_ln_b,   &view->pooler_w, &view->pooler_b,  &view->final_ln_w,
+                        &view->final_ln_b, &view->head_w,   &view->head_b};
+    /* the fields still hold layout's pointers (*view = *layout above) */
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        *fields[i] = rebase(layout, block, *fields[i]);
+    return 0;
+}
+
+void model_unbind(model *view) {
+    free(view->layers);
+    memset(view, 0, sizeof *view);
+}

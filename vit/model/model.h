@@ -1,0 +1,60 @@
+#ifndef VIT_MODEL_H
+#define VIT_MODEL_H
+
+/* A model's parameters: one allocation, every tensor known by its Hugging Face name (SPEC §2). */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vit/model/config.h"
+#include "vit/core/encoder.h"
+#include "vit/base/error.h"
+
+typedef struct {
+    char name[96]; /* without the "vit."/"bert." prefix */
+    int ndim;
+    int64_t shape[4];
+    size_t offset, numel; /* into model.params */
+    int prefixed;         /* stored as PREFIX + name in model.safetensors */
+    int decay;  /* AdamW weight decay applies: matrices, and a BERT's embeddings (not a ViT's);
+                 * never biases or norms */
+    int absent; /* not in the file (qkv_bias false): stays zero and frozen */
+} param_entry;
+
+typedef struct {
+    model_config cfg;
+    encoder_shape enc;
+    float *params; /* one block for every parameter */
+    size_t num_params;
+    param_entry *entries;
+    int num_entries;
+    encoder_layer *layers;
+    /* ViT embeddings */
+    float *patch_w, *patch_b, *cls_token, *pos_embed; /* [D, C·P·P], [D], [D], [(N+1), D] */
+    /* BERT embeddings and pooler */
+    float *word_emb, *pos_emb, *type_emb, *emb_ln_w, *emb_ln_b, *pooler_w, *pooler_b;
+    /* head: ViT's final LayerNorm, classifier */
+    float *final_ln_w, *final_ln_b, *head_w, *head_b;
+} model;
+
+/* Lays out zeroed parameters for cfg (takes ownership of cfg's labels). */
+int model_create(model *m, model_config *cfg, vit_error *err);
+/* config.json + model.safetensors from a model directory. */
+int model_load(model *m, const char *model_dir, vit_error *err);
+void model_free(model *m);
+const char *model_prefix(const model *m);
+const param_entry *model_find_param(const model *m, const char *name);
+/* Multiply-adds x2 of one forward pass for one input of `tokens` tokens. */
+double model_flops(const model *m, int tokens);
+/* Tokens of a ViT input of size x size pixels: (size/P)² patches + CLS. */
+int model_vit_tokens(const model *m, int size);
+
+/* A view of another block with layout's shapes (gradients, optimizer moments): every tensor
+ * pointer of layout rebased from layout->params onto block (layout->num_params floats). The view
+ * shares layout's cfg and entries and owns only its layers array: release it with model_unbind,
+ * never model_free. Returns -1 when out of memory. (A new tensor pointer in `model` or
+ * `encoder_layer` must be added to model_bind too.) */
+int model_bind(model *view, const model *layout, float *block);
+void model_unbind(model *view);
+
+#endif
