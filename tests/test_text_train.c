@@ -1,6 +1,7 @@
 /* `vit train` on text: a BERT classifier trained from a sentence<TAB>label file and a vocabulary,
  * saved as a Hugging Face BERT folder that the text evaluation reads back; resume; bad input. */
 #include "tests/testutil.h"
+#include "vit/base/rng.h"
 
 #include <stdio.h>
 #include <stdlib.h>

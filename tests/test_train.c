@@ -4,6 +4,7 @@
  * an uninterrupted one (bit for bit), and a smoke test that training learns a tiny synthetic task.
  */
 #include "tests/testutil.h"
+#include "vit/base/rng.h"
 
 #include <math.h>
 #include <png.h>

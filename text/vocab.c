@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/base/file.h"
+#include "vit/base/strlist.h"
 #include "text/utf8.h"
 
 /* FNV-1a, continued from state h so that "##" + s hashes without building the string. */
@@ -22,8 +22,8 @@ static uint64_t token_hash(const char *s, size_t n, bool continuation) {
 }
 
 static bool token_equals(const vocab *v, int id, const char *s, size_t n, bool continuation) {
-    const char *t = v->text + v->offset[id];
-    const size_t len = v->length[id];
+    const char *t = v->lines.lines[id];
+    const size_t len = v->lines.lengths[id];
     if (continuation) {
         if (len != n + 2 || t[0] != '#' || t[1] != '#') return false;
         t += 2;
@@ -42,13 +42,13 @@ int vocab_find(const vocab *v, const char *s, size_t n, bool continuation) {
 }
 
 const char *vocab_token(const vocab *v, int id) {
-    return id >= 0 && id < v->count ? v->text + v->offset[id] : NULL;
+    return id >= 0 && id < v->count ? v->lines.lines[id] : NULL;
 }
 
 /* Later duplicates replace earlier ones, like assigning into Python's dict. */
 static void insert(vocab *v, int id) {
-    const char *s = v->text + v->offset[id];
-    const size_t n = v->length[id];
+    const char *s = v->lines.lines[id];
+    const size_t n = v->lines.lengths[id];
     for (size_t i = token_hash(s, n, false) & v->mask;; i = (i + 1) & v->mask) {
         if (v->slots[i] < 0 || token_equals(v, v->slots[i], s, n, false)) {
             v->slots[i] = id;
@@ -57,33 +57,12 @@ static void insert(vocab *v, int id) {
     }
 }
 
-/* Splits text in place into NUL-terminated lines, recording where each starts. */
-static int split_lines(vocab *v, const char *path, size_t size, vit_error *err) {
-    size_t bound = 1; /* every line but the last ends in \n or \r */
-    for (size_t i = 0; i < size; i++) bound += v->text[i] == '\n' || v->text[i] == '\r';
-    if (bound > INT32_MAX / 2 || size > UINT32_MAX)
-        return vit_fail(err, "%s: vocabulary too large", path);
-    v->offset = malloc(sizeof *v->offset * bound);
-    v->length = malloc(sizeof *v->length * bound);
-    if (!v->offset || !v->length) return vit_fail(err, "%s: out of memory", path);
-    for (size_t start = 0, i = 0; start < size; start = i) {
-        while (i < size && v->text[i] != '\n' && v->text[i] != '\r') i++;
-        v->offset[v->count] = (uint32_t)start;
-        v->length[v->count++] = (uint32_t)(i - start);
-        const size_t end = i;
-        if (i + 1 < size && v->text[i] == '\r' && v->text[i + 1] == '\n') i++;
-        if (i < size) i++;
-        v->text[end] = '\0';
-    }
-    if (v->count == 0) return vit_fail(err, "%s: empty vocabulary", path);
-    return 0;
-}
-
 static int check_utf8(const vocab *v, const char *path, vit_error *err) {
     for (int id = 0; id < v->count; id++) {
-        const uint8_t *s = (const uint8_t *)v->text + v->offset[id];
-        for (size_t i = 0; i < v->length[id];) {
-            if (utf8_decode(s, v->length[id], &i) < 0)
+        const uint8_t *s = (const uint8_t *)v->lines.lines[id];
+        const size_t n = v->lines.lengths[id];
+        for (size_t i = 0; i < n;) {
+            if (utf8_decode(s, n, &i) < 0)
                 return vit_fail(err, "%s: line %d is not valid UTF-8", path, id + 1);
         }
     }
@@ -99,18 +78,21 @@ static int build_table(vocab *v, const char *path, vit_error *err) {
     v->mask = size - 1;
     for (int id = 0; id < v->count; id++) {
         insert(v, id);
-        if (v->length[id] > v->max_length) v->max_length = v->length[id];
+        if (v->lines.lengths[id] > v->max_length) v->max_length = v->lines.lengths[id];
     }
     return 0;
 }
 
 int vocab_load(vocab *v, const char *path, vit_error *err) {
     memset(v, 0, sizeof *v);
-    size_t size;
-    v->text = vit_read_file(path, 256 << 20, &size, err); /* BERT vocabularies: ~230 kB */
-    if (!v->text) return -1;
-    if (split_lines(v, path, size, err) != 0 || check_utf8(v, path, err) != 0 ||
-        build_table(v, path, err) != 0) {
+    /* BERT vocabularies: ~230 kB */
+    if (strlist_read(&v->lines, path, 256 << 20, 0, err) != 0) return -1;
+    v->count = v->lines.count;
+    if (v->count == 0) {
+        vocab_free(v);
+        return vit_fail(err, "%s: empty vocabulary", path);
+    }
+    if (check_utf8(v, path, err) != 0 || build_table(v, path, err) != 0) {
         vocab_free(v);
         return -1;
     }
@@ -118,9 +100,7 @@ int vocab_load(vocab *v, const char *path, vit_error *err) {
 }
 
 void vocab_free(vocab *v) {
-    free(v->text);
-    free(v->offset);
-    free(v->length);
+    strlist_free(&v->lines);
     free(v->slots);
     memset(v, 0, sizeof *v);
 }

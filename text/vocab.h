@@ -9,11 +9,10 @@
 #include <stdint.h>
 
 #include "vit/base/error.h"
+#include "vit/base/strlist.h"
 
 typedef struct {
-    char *text;        /* every token, each NUL-terminated */
-    uint32_t *offset;  /* start of token id in text */
-    uint32_t *length;  /* byte length of token id */
+    strlist lines;     /* vocab.txt, line id = token id */
     int count;         /* number of lines = number of ids */
     int32_t *slots;    /* hash table of ids, -1 when empty */
     size_t mask;       /* table size - 1 (a power of two) */
@@ -21,7 +20,7 @@ typedef struct {
 } vocab;
 
 /* Reads path as Python's load_vocab does: lines end at "\n", "\r\n" or "\r"; a token seen twice
- * keeps the later id for lookup. Fails on a missing or unreadable file, invalid UTF-8 or an empty
+ * keeps the later id for lookup. Fails on a missing or unreadable file, invalid UTF-8, a NUL byte or an empty
  * file. */
 int vocab_load(vocab *v, const char *path, vit_error *err);
 void vocab_free(vocab *v);

@@ -1,24 +1,35 @@
-#ifndef VIT_ALLOC_H
-#define VIT_ALLOC_H
+#ifndef VIT_BASE_ALLOC_H
+#define VIT_BASE_ALLOC_H
 
-#include <malloc.h>
-#include <stdlib.h>
+#include <stddef.h>
+#include <stdint.h>
 
-/* n floats, 64-byte aligned for the BLAS kernels; release with free(). The byte count is rounded
- * up to a multiple of 64 because aligned_alloc requires it (AddressSanitizer enforces it). */
-static inline float *vit_alloc_floats(size_t n) {
-    const size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
-    return aligned_alloc(64, bytes ? bytes : 64);
+/* Floats per alignment unit: every array of a block starts 64 bytes after the previous one's
+ * start, rounded up, so each stays aligned for the BLAS kernels. */
+#define ALLOC_ALIGN_FLOATS 16
+
+static inline size_t alloc_pad16(size_t n) {
+    return (n + ALLOC_ALIGN_FLOATS - 1) & ~(size_t)(ALLOC_ALIGN_FLOATS - 1);
 }
+
+/* n floats, 64-byte aligned; release with free(). */
+float *vit_alloc_floats(size_t n);
+
+/* One allocation for many arrays (llm.c's pattern): *fields[i] gets sizes[i] floats, each array
+ * 64-byte aligned. Returns the block (free() it, which frees them all) or NULL. */
+float *alloc_float_block(size_t count, const size_t *sizes, float **const *fields);
+/* `sets` copies of such a layout back to back (per-layer activations): the fields point into the
+ * first copy, and copy k of a field is k·*set_floats further on. */
+float *alloc_float_sets(size_t sets, size_t count, const size_t *sizes, float **const *fields,
+                        size_t *set_floats);
+/* The same for byte arrays (masks), each starting 64 bytes apart, rounded up. */
+uint8_t *alloc_byte_block(size_t count, const size_t *sizes, uint8_t **const *fields);
 
 /* For programs (main, benchmarks), not the library: keep freed memory in the process instead of
  * returning it to the kernel. Each image's buffers (decoded pixels, resize intermediates, about
  * 1.5 MB for a 500x375 photo) would otherwise be mmap'ed fresh and first-touched page by page:
  * that was half the decode + preprocess time (5.4 -> 2.6 ms). 32 MB is glibc's largest mmap
  * threshold; the pipeline's working set is bounded, so the heap does not grow without limit. */
-static inline void vit_keep_freed_memory(void) {
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
-}
+void vit_keep_freed_memory(void);
 
 #endif

@@ -43,3 +43,37 @@ char *vit_read_file(const char *path, size_t max_bytes, size_t *size, vit_error 
     close(fd);
     return buf;
 }
+
+int atomic_file_open(atomic_file *a, const char *path, vit_error *err) {
+    if ((size_t)snprintf(a->path, sizeof a->path, "%s", path) >= sizeof a->path)
+        return vit_fail(err, "%s: path too long", path);
+    snprintf(a->tmp, sizeof a->tmp, "%s.tmp", path);
+    a->f = fopen(a->tmp, "wb");
+    if (!a->f) return vit_fail(err, "%s: %s", a->tmp, strerror(errno));
+    return 0;
+}
+
+int atomic_file_commit(atomic_file *a, vit_error *err) {
+    int ok = !ferror(a->f);
+    ok &= fclose(a->f) == 0;
+    a->f = NULL;
+    if (!ok || rename(a->tmp, a->path) != 0) {
+        const int e = errno;
+        unlink(a->tmp);
+        return vit_fail(err, "%s: write failed: %s", a->path, strerror(e));
+    }
+    return 0;
+}
+
+void atomic_file_abort(atomic_file *a) {
+    if (a->f) fclose(a->f);
+    a->f = NULL;
+    unlink(a->tmp);
+}
+
+int write_file_atomic(const char *path, const void *data, size_t size, vit_error *err) {
+    atomic_file a;
+    if (atomic_file_open(&a, path, err) != 0) return -1;
+    if (size) fwrite(data, 1, size, a.f);
+    return atomic_file_commit(&a, err);
+}

@@ -1,7 +1,8 @@
-#ifndef VIT_FILE_H
-#define VIT_FILE_H
+#ifndef VIT_BASE_FILE_H
+#define VIT_BASE_FILE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "vit/base/error.h"
 
@@ -9,5 +10,28 @@
  * the last byte so text parsers can use it directly; *size (may be NULL) gets the length without
  * it. Directories, unreadable and oversized files are errors naming the path. */
 char *vit_read_file(const char *path, size_t max_bytes, size_t *size, vit_error *err);
+
+/* Writing without ever leaving a half-written file: the data goes to PATH.tmp, which is renamed
+ * over PATH only once every byte is written and closed; on any failure PATH.tmp is removed and
+ * PATH is untouched.
+ *
+ *   atomic_file a;
+ *   if (atomic_file_open(&a, path, err) != 0) return -1;
+ *   fwrite(..., a.f);
+ *   return atomic_file_commit(&a, err);
+ */
+typedef struct {
+    FILE *f;
+    char path[4096], tmp[4100];
+} atomic_file;
+
+int atomic_file_open(atomic_file *a, const char *path, vit_error *err);
+/* Closes, checks for write errors and renames into place (or removes the temporary file). */
+int atomic_file_commit(atomic_file *a, vit_error *err);
+/* Gives up: closes and removes the temporary file. */
+void atomic_file_abort(atomic_file *a);
+
+/* data[0..size) to path, atomically as above. */
+int write_file_atomic(const char *path, const void *data, size_t size, vit_error *err);
 
 #endif

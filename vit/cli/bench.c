@@ -6,16 +6,11 @@
 
 #include <omp.h>
 
+#include "vit/base/clock.h"
 #include "vit/cli/cli.h"
 #include "vit/vit.h"
 
 static const char usage_text[] = "usage: vit bench [-m MODEL_DIR] [-b BATCH] [-n RUNS] [-t THREADS] [--size N] [--json]\n";
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static int compare_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -67,9 +62,9 @@ int cli_bench(int argc, char **argv) {
     for (size_t i = 0; i < F * (size_t)B; i++) pixels[i] = (float)rand_r(&seed) / RAND_MAX * 2.0f - 1.0f;
     for (int i = 0; i < 3; i++) vit_forward(ctx, pixels, B, logits, &err); /* warm-up: caches, threads */
     for (int i = 0; i < runs; i++) {
-        double t0 = now_ms();
+        double t0 = (1e3 * clock_seconds());
         vit_forward(ctx, pixels, B, logits, &err);
-        ms[i] = now_ms() - t0;
+        ms[i] = (1e3 * clock_seconds()) - t0;
     }
     qsort(ms, (size_t)runs, sizeof *ms, compare_double);
     double median = runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);

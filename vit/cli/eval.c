@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vit/base/clock.h"
 #include "vit/cli/cli.h"
 #include "vit/eval/report.h"
 #include "vit/data/imagefolder.h"
@@ -47,12 +48,6 @@ typedef struct {
     double start, shown;  /* seconds */
 } eval_run;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Loader thread: the next image of the walk, its true class as the tag. */
 static int next_image(void *user, pipeline_item *item) {
     eval_run *r = user;
@@ -84,7 +79,7 @@ static void clear_progress(const eval_run *r) {
 }
 
 static void show_progress(eval_run *r) {
-    double t = now_s();
+    double t = clock_seconds();
     if (!r->progress || (t - r->shown < 0.25 && r->finished < r->total)) return;
     r->shown = t;
     double rate = r->finished / (t - r->start + 1e-9);
@@ -248,11 +243,11 @@ static int evaluate_images(eval_run *r, const eval_options *o) {
     } else {
         r->progress = isatty(STDERR_FILENO);
         if (r->progress) r->total = count_inputs(&r->folder);
-        r->start = now_s();
+        r->start = clock_seconds();
         pipeline_options opt = {.batch = o->params.max_batch,
                                 .decode_threads = cli_decode_threads(o->params.threads)};
         int rc = pipeline_run_source(r->ctx, &opt, next_image, batch_done, r, &err);
-        double seconds = now_s() - r->start;
+        double seconds = clock_seconds() - r->start;
         clear_progress(r);
         if (rc != 0) fprintf(stderr, "vit eval: %s\n", err.msg);
         status = report_and_finish(r, o, &out, seconds);

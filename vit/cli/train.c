@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vit/base/clock.h"
 #include "vit/cli/cli.h"
 #include "vit/train/run.h"
 
@@ -79,12 +80,6 @@ typedef struct {
     int line_open; /* a progress line without its newline is on stderr */
 } cli_state;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void end_line(cli_state *s) {
     if (s->line_open) fprintf(stderr, "\r\033[K");
     s->line_open = 0;
@@ -113,7 +108,7 @@ static void format_duration(char *buf, size_t size, double seconds) {
 
 static void on_progress(void *user, const train_progress *p) {
     cli_state *s = user;
-    const double t = now();
+    const double t = clock_seconds();
     if (!s->tty || (t - s->last_print < 0.25 && p->step != p->total_steps)) return;
     s->last_print = t;
     char eta[32];
@@ -417,7 +412,7 @@ int cli_train(int argc, char **argv) {
                                .epoch_done = on_epoch,
                                .stop = &stop_signal};
     vit_error err = {0};
-    const double t0 = now();
+    const double t0 = clock_seconds();
     const int rc = train_run(&o, resume, &hooks, &err);
     end_line(&s);
     if (rc < 0) {
@@ -425,7 +420,7 @@ int cli_train(int argc, char **argv) {
         return 1;
     }
     char took[32];
-    format_duration(took, sizeof took, now() - t0);
+    format_duration(took, sizeof took, clock_seconds() - t0);
     if (rc == 1) {
         fprintf(stderr,
                 "vit train: stopped by %s after %s; checkpoint saved in %s (continue with: vit "

@@ -7,33 +7,17 @@
 
 #include "vit/core/ops.h"
 
-/* Padded to 16 floats (64 bytes) so every buffer stays aligned for the BLAS kernels. */
-static size_t pad16(size_t n) {
-    return (n + 15) & ~(size_t)15;
-}
-
 /* Training's extra buffers: per-layer dropout masks (bytes) and the backward's shared scratch. */
 static int training_alloc(encoder_acts *a, const encoder_shape *s, int max_batch, int tokens) {
     const size_t BT = (size_t)max_batch * tokens, D = (size_t)s->dim, I = (size_t)s->mlp_dim;
-    const size_t BHTT = (size_t)max_batch * s->heads * tokens * tokens;
-    a->layer_mask_bytes = pad16(BT * D) * 2 + pad16(BHTT);
-    a->mask_block = malloc(a->layer_mask_bytes * (size_t)s->layers);
-    if (!a->mask_block) return -1;
-    a->keep_attn = a->mask_block;
-    a->keep_mlp = a->keep_attn + pad16(BT * D);
-    a->keep_probs = a->keep_mlp + pad16(BT * D);
-    size_t sizes[] = {BT * D, BT * D, BT * D, BT * 3 * D, BT * I, BHTT};
+    const size_t BHTT = (size_t)max_batch * s->heads * tokens * tokens, L = (size_t)s->layers;
+    const size_t mask_sizes[] = {L * BT * D, L * BT * D, L * BHTT};
+    uint8_t **masks[] = {&a->keep_attn, &a->keep_mlp, &a->keep_probs};
+    a->mask_block = alloc_byte_block(3, mask_sizes, masks);
+    const size_t sizes[] = {BT * D, BT * D, BT * D, BT * 3 * D, BT * I, BHTT};
     float **fields[] = {&a->d_ln, &a->d_res, &a->d_ctx, &a->d_qkv, &a->d_act, &a->d_probs};
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += pad16(sizes[i]);
-    a->grad_block = vit_alloc_floats(total);
-    if (!a->grad_block) return -1;
-    total = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        *fields[i] = a->grad_block + total;
-        total += pad16(sizes[i]);
-    }
-    return 0;
+    a->grad_block = alloc_float_block(6, sizes, fields);
+    return a->mask_block && a->grad_block ? 0 : -1;
 }
 
 int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *s, int max_batch, int tokens,
@@ -41,7 +25,7 @@ int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *s, int max_batch
     memset(acts, 0, sizeof *acts);
     size_t BT = (size_t)max_batch * tokens, D = (size_t)s->dim, I = (size_t)s->mlp_dim;
     /* clang-format off */
-    size_t sizes[] = {
+    const size_t sizes[] = {
         BT * D,                                         /* layer_in */
         BT * D, BT, BT,                                 /* ln1 */
         BT * 3 * D,                                     /* qkv */
@@ -56,22 +40,16 @@ int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *s, int max_batch
                         &acts->qkv,      &acts->probs,    &acts->ctx,      &acts->mid,
                         &acts->ln2_out,  &acts->ln2_mean, &acts->ln2_rstd, &acts->fc1_out,
                         &acts->act_out,  &acts->sum2,     &acts->scratch};
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        total += (sizes[i] + 15) & ~(size_t)15;
-    int sets = per_layer ? s->layers : 1;
-    acts->block = vit_alloc_floats(total * sets);
+    const size_t count = sizeof sizes / sizeof sizes[0];
+    acts->block = alloc_float_sets(per_layer ? (size_t)s->layers : 1, count, sizes, fields,
+                                   &acts->layer_floats);
     if (!acts->block) return -1;
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        *fields[i] = acts->block + off;
-        off += (sizes[i] + 15) & ~(size_t)15;
-    }
     acts->per_layer = per_layer;
     acts->max_batch = max_batch;
     acts->tokens = tokens;
     acts->layers = s->layers;
-    acts->layer_floats = total;
+    acts->dim = s->dim;
+    acts->heads = s->heads;
     if (per_layer && training_alloc(acts, s, max_batch, tokens) != 0) {
         encoder_acts_free(acts);
         return -1;
@@ -91,7 +69,10 @@ float *encoder_acts_layer(const encoder_acts *acts, float *field, int layer) {
 }
 
 uint8_t *encoder_acts_mask(const encoder_acts *acts, uint8_t *field, int layer) {
-    return field + (size_t)layer * acts->layer_mask_bytes;
+    /* each mask field holds one [B,T,D] (or [B,H,T,T]) mask per layer, back to back */
+    const size_t BT = (size_t)acts->max_batch * acts->tokens;
+    const size_t per = field == acts->keep_probs ? BT * acts->heads * acts->tokens : BT * acts->dim;
+    return field + (size_t)layer * per;
 }
 
 int encoder_set_dropout(encoder_acts *acts, float hidden, float attn, uint64_t *rng) {

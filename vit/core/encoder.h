@@ -32,7 +32,7 @@ typedef struct {
 /* Activations. With `per_layer` set (training), every layer keeps its own buffers for the backward
  * pass; otherwise (inference) all layers share one set. Sized for at most max_batch x tokens. */
 typedef struct {
-    int per_layer, max_batch, tokens, layers;
+    int per_layer, max_batch, tokens, layers, dim, heads;
     size_t layer_floats; /* floats per layer set */
     float *block;        /* one allocation for everything below */
     /* per layer set (index with encoder_acts_layer): */
@@ -53,8 +53,7 @@ typedef struct {
     /* Training mode (per_layer) only, all zero otherwise. */
     float hidden_drop, attn_drop; /* dropout probabilities of the next forward (0: eval mode) */
     uint64_t *rng;                /* generator the dropout masks are drawn from */
-    uint8_t *mask_block;          /* one allocation for the masks, layer_mask_bytes per layer: */
-    size_t layer_mask_bytes;
+    uint8_t *mask_block;          /* one allocation for the masks, each one per layer: */
     uint8_t *keep_attn;  /* [B,T,D] dropout on the attention output projection */
     uint8_t *keep_mlp;   /* [B,T,D] dropout on the MLP output */
     uint8_t *keep_probs; /* [B,H,T,T] dropout on the attention weights */

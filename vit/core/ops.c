@@ -1,5 +1,7 @@
 #include "vit/core/ops.h"
 
+#include "vit/base/rng.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -220,15 +222,6 @@ void activation_backward(float *dinp, const float *dout, const float *inp, size_
     }
 }
 
-/* splitmix64's output function. The generator is counter based (draw i of state s is
- * mix64(s + i·γ)), so masks can be drawn in parallel and still depend only on the state. */
-#define SPLITMIX_GAMMA 0x9E3779B97F4A7C15ull
-static inline uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 void dropout_mask(uint8_t *keep, size_t n, float p, uint64_t *rng) {
     /* keep when a uniform 32-bit number is >= p·2³², two numbers per 64-bit draw */
     const uint64_t threshold = p <= 0.0f   ? 0
@@ -238,11 +231,11 @@ void dropout_mask(uint8_t *keep, size_t n, float p, uint64_t *rng) {
     const long long draws = (long long)((n + 1) / 2);
 #pragma omp parallel for if (draws >= 65536) schedule(static)
     for (long long j = 0; j < draws; j++) {
-        const uint64_t r = mix64(base + (uint64_t)(j + 1) * SPLITMIX_GAMMA);
+        const uint64_t r = rng_mix(base + (uint64_t)(j + 1) * RNG_GAMMA);
         keep[2 * j] = (r & 0xffffffffu) >= threshold;
         if ((size_t)(2 * j + 1) < n) keep[2 * j + 1] = (r >> 32) >= threshold;
     }
-    *rng = base + (uint64_t)draws * SPLITMIX_GAMMA;
+    *rng = base + (uint64_t)draws * RNG_GAMMA;
 }
 
 static float dropout_scale(float p) {

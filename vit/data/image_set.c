@@ -1,5 +1,7 @@
 #include "vit/data/image_set.h"
 
+#include "vit/base/rng.h"
+
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -9,39 +11,6 @@ void image_set_free(image_set *s) {
     free(s->pixels);
     free(s->labels);
     memset(s, 0, sizeof *s);
-}
-
-uint64_t rng_next(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-double rng_uniform(uint64_t *state) {
-    return (double)(rng_next(state) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-uint64_t rng_derive(uint64_t seed, uint64_t a, uint64_t b) {
-    uint64_t s = seed;
-    uint64_t h = rng_next(&s);
-    s = h ^ (a * 0xD1B54A32D192ED03ull);
-    h = rng_next(&s);
-    s = h ^ (b * 0xABC98388FB8FAC03ull);
-    return rng_next(&s);
-}
-
-/* Uniform integer in [lo, hi]. */
-static int rng_int(uint64_t *state, int lo, int hi) {
-    return lo + (int)(rng_uniform(state) * (double)(hi - lo + 1));
-}
-
-void rng_shuffle(int *perm, int n, uint64_t *state) {
-    for (int i = n - 1; i > 0; i--) {
-        const int j = rng_int(state, 0, i), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
 }
 
 /* The transform up to its 8-bit stage: rescale and normalise switched off, so preprocess_image

@@ -46,13 +46,4 @@ typedef struct {
 void image_set_batch(const image_set *s, const int *idx, int n, const float *lut,
                      const augment_options *aug, uint64_t seed, float *pixels);
 
-/* splitmix64: *state advances by a constant, the output is a hash of it. */
-uint64_t rng_next(uint64_t *state);
-/* Uniform in [0, 1) with 53 bits. */
-double rng_uniform(uint64_t *state);
-/* A generator state derived from a seed and up to two stream numbers. */
-uint64_t rng_derive(uint64_t seed, uint64_t a, uint64_t b);
-/* Fisher-Yates shuffle of perm[0..n) with draws from *state. */
-void rng_shuffle(int *perm, int n, uint64_t *state);
-
 #endif

@@ -9,6 +9,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "vit/base/strlist.h"
+
 /* Deeper than any real dataset; stops pathological trees without a fixed path-length limit. */
 #define MAX_DEPTH 64
 
@@ -280,54 +282,12 @@ int imagefolder_match_labels(const char *const *folders, int num_folders, const 
 
 /* ---- class map file ---- */
 
-static void free_strings(char **s, int n) {
-    for (int i = 0; i < n; i++) free(s[i]);
-    free(s);
-}
-
-/* The lines of a text file, stripped; a UTF-8 byte-order mark dropped. */
-static int read_lines(const char *path, char ***out, int *count, vit_error *err) {
-    FILE *f = fopen(path, "r");
-    if (!f) return vit_fail(err, "%s: %s", path, strerror(errno));
-    char **lines = NULL, *line = NULL;
-    size_t cap = 0;
-    int n = 0, alloc = 0, rc = 0;
-    ssize_t len;
-    while ((len = getline(&line, &cap, f)) >= 0) {
-        const char *s = line;
-        if (n == 0 && len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3, len -= 3;
-        while (len > 0 && isspace((unsigned char)*s)) s++, len--;
-        while (len > 0 && isspace((unsigned char)s[len - 1])) len--;
-        if (n == alloc) {
-            alloc = alloc ? 2 * alloc : 256;
-            char **grown = realloc(lines, sizeof *lines * (size_t)alloc);
-            if (!grown) {
-                rc = vit_fail(err, "out of memory");
-                break;
-            }
-            lines = grown;
-        }
-        if (!(lines[n] = strndup(s, (size_t)len))) {
-            rc = vit_fail(err, "out of memory");
-            break;
-        }
-        n++;
-    }
-    if (rc == 0 && ferror(f)) rc = vit_fail(err, "%s: read error: %s", path, strerror(errno));
-    free(line);
-    fclose(f);
-    if (rc != 0) return free_strings(lines, n), rc;
-    *out = lines;
-    *count = n;
-    return 0;
-}
-
 int imagefolder_match_class_map(const char *map_path, const char *const *folders, int num_folders,
                                 int num_labels, int *label_of, vit_error *err) {
-    char **lines = NULL;
-    int n = 0;
-    if (read_lines(map_path, &lines, &n, err) != 0) return -1;
-    int classes = n, rc = 0;
+    strlist list;
+    if (strlist_read(&list, map_path, 64 << 20, STRLIST_TRIM, err) != 0) return -1;
+    char **lines = list.lines;
+    int classes = list.count, rc = 0;
     while (classes > 0 && lines[classes - 1][0] == 0) classes--; /* trailing blank lines */
     keyed *k = malloc(sizeof *k * (size_t)(classes ? classes : 1));
     int m = 0;
@@ -352,7 +312,7 @@ int imagefolder_match_class_map(const char *map_path, const char *const *folders
         label_of[i] = a;
     }
     free(k);
-    free_strings(lines, n);
+    strlist_free(&list);
     return rc;
 }
 

@@ -2,6 +2,7 @@
  * A batch is padded to its longest sentence, so lines are read in chunks of LENGTH_GROUP batches
  * and each chunk is classified in batches of similar length (by bytes, a close proxy for
  * tokens); results are reported in file order. On SST-2 dev this halves the padded work. */
+#include "vit/base/clock.h"
 #include "vit/eval/eval_text.h"
 
 #include <errno.h>
@@ -43,12 +44,6 @@ typedef struct {
     batch b;
     int batch_size, chunk_size;
 } run;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int batch_alloc(batch *b, int size, int batch_size, int labels) {
     memset(b, 0, sizeof *b);
@@ -215,9 +210,9 @@ int text_eval_tsv(const char *model_dir, const char *tsv_path, const text_eval_o
                !(r.report = eval_report_create(L, err))) {
         vit_fail(err, "out of memory for batches of %d texts", r.batch_size);
     } else if (copy_labels(out, r.clf, err) == 0) {
-        const double t0 = now();
+        const double t0 = clock_seconds();
         rc = evaluate(&r, err);
-        out->seconds = now() - t0;
+        out->seconds = clock_seconds() - t0;
     }
     if (r.in) fclose(r.in);
     batch_free(&r.b, r.chunk_size);

@@ -10,23 +10,6 @@
 
 #include "vit/base/file.h"
 
-int write_file_atomic(const char *path, const char *text, vit_error *err) {
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
-        return vit_fail(err, "%s: path too long", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return vit_fail(err, "%s: %s", tmp, strerror(errno));
-    const size_t n = strlen(text);
-    int ok = fwrite(text, 1, n, f) == n;
-    ok &= fclose(f) == 0;
-    if (!ok || rename(tmp, path) != 0) {
-        const int e = errno;
-        unlink(tmp);
-        return vit_fail(err, "%s: write failed: %s", path, strerror(e));
-    }
-    return 0;
-}
-
 /* The shortest decimal that reads back as the same float (1e-12, not 9.9999999600419720e-13). */
 static cJSON *float_number(float x) {
     char buf[32];
@@ -176,7 +159,7 @@ static int save_text(const char *dir, const char *name, char *text, vit_error *e
     if (!text) return vit_fail(err, "%s/%s: out of memory", dir, name);
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    const int rc = write_file_atomic(path, text, err);
+    const int rc = write_file_atomic(path, text, strlen(text), err);
     free(text);
     return rc;
 }

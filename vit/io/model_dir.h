@@ -12,8 +12,6 @@
 #include "vit/model/model.h"
 #include "vit/io/safetensors.h"
 
-/* Writes text to path through path.tmp + rename. */
-int write_file_atomic(const char *path, const char *text, vit_error *err);
 
 /* config.json text for a ViT or a BERT (caller frees). Dropout probabilities go to
  * hidden_dropout_prob and attention_probs_dropout_prob (training-time only, as in HF). */

@@ -1,5 +1,7 @@
 #include "vit/io/safetensors.h"
 
+#include "vit/base/file.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -253,8 +255,6 @@ int st_to_f32(const st_file *file, const st_tensor *t, float *out, vit_error *er
     }
 }
 
-static int write_all(FILE *f, const void *data, size_t size) { return fwrite(data, 1, size, f) == size ? 0 : -1; }
-
 int st_write_f32(const char *path, const st_entry *entries, int count, vit_error *err) {
     return st_write_f32_meta(path, entries, count, NULL, NULL, 0, err);
 }
@@ -284,29 +284,23 @@ int st_write_f32_meta(const char *path, const st_entry *entries, int count, cons
     cJSON_Delete(root);
     if (!json) return vit_fail(err, "%s: out of memory", path);
     size_t json_len = strlen(json), padded = (json_len + 7) & ~(size_t)7; /* keeps data 8-aligned */
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
+    atomic_file a;
+    if (atomic_file_open(&a, path, err) != 0) {
         free(json);
-        return vit_fail(err, "%s: %s", tmp, strerror(errno));
+        return -1;
     }
     uint8_t len_bytes[8];
     for (int i = 0; i < 8; i++) len_bytes[i] = (uint8_t)((uint64_t)padded >> (8 * i));
-    int rc = write_all(f, len_bytes, 8) | write_all(f, json, json_len);
-    for (size_t i = json_len; i < padded; i++) rc |= fputc(' ', f) == EOF ? -1 : 0;
+    fwrite(len_bytes, 1, 8, a.f);
+    fwrite(json, 1, json_len, a.f);
+    for (size_t i = json_len; i < padded; i++) fputc(' ', a.f);
     free(json);
-    for (int i = 0; i < count && rc == 0; i++) {
+    for (int i = 0; i < count && !ferror(a.f); i++) {
         size_t numel = 1;
         for (int d = 0; d < entries[i].ndim; d++) numel *= (size_t)entries[i].shape[d];
-        rc = write_all(f, entries[i].data, numel * 4);
+        fwrite(entries[i].data, sizeof(float), numel, a.f);
     }
-    if (fclose(f) != 0) rc = -1;
-    if (rc != 0 || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return vit_fail(err, "%s: write failed: %s", path, strerror(errno));
-    }
-    return 0;
+    return atomic_file_commit(&a, err);
 }
 
 int st_metadata(const st_file *file, const char *key, char *buf, size_t size, vit_error *err) {

@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 #include "text/tokenizer.h"
+#include "vit/base/clock.h"
+#include "vit/base/rng.h"
+#include "vit/base/strlist.h"
 #include "vit/model/bert_train.h"
 #include "vit/io/model_dir.h"
 #include "vit/base/file.h"
@@ -100,12 +103,6 @@ typedef struct {
     double epoch_loss_sum, epoch_seconds_before; /* of the epoch in progress */
     int64_t epoch_correct, epoch_seen;
 } run;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void info(const run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void info(const run *r, const char *fmt, ...) {
@@ -244,29 +241,22 @@ static int options_parse(run *r, const char *text, const char *src, vit_error *e
 
 /* One label per line, surrounding white space dropped, blank lines skipped. */
 static int read_labels_file(const char *path, char ***labels, int *count, vit_error *err) {
-    char *text = vit_read_file(path, 16 << 20, NULL, err);
-    if (!text) return -1;
-    int n = 0, cap = 0;
-    char **out = NULL;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        while (*line == ' ' || *line == '\t' || *line == '\r') line++;
-        size_t len = strlen(line);
-        while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\t' || line[len - 1] == '\r'))
-            line[--len] = 0;
-        if (!len) continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            char **grown = realloc(out, sizeof *out * (size_t)cap);
-            if (!grown) break;
-            out = grown;
-        }
-        out[n++] = strdup(line);
-    }
-    free(text);
-    if (n == 0) {
-        free(out);
+    strlist l;
+    if (strlist_read(&l, path, 16 << 20, STRLIST_TRIM | STRLIST_SKIP_BLANK, err) != 0) return -1;
+    if (l.count == 0) {
+        strlist_free(&l);
         return vit_fail(err, "%s: no labels in the file", path);
     }
+    char **out = calloc((size_t)l.count, sizeof *out);
+    for (int i = 0; out && i < l.count; i++)
+        if (!(out[i] = strdup(l.lines[i]))) {
+            for (int j = 0; j < i; j++) free(out[j]);
+            free(out);
+            out = NULL;
+        }
+    const int n = l.count;
+    strlist_free(&l);
+    if (!out) return vit_fail(err, "%s: out of memory", path);
     *labels = out;
     *count = n;
     return 0;
@@ -439,16 +429,10 @@ static int load_texts(run *r, vit_error *err) {
 
 /* ---- the model ---- */
 
-/* A standard normal draw (Box-Muller). */
-static double std_normal(uint64_t *st) {
-    const double u1 = rng_uniform(st), u2 = rng_uniform(st);
-    return sqrt(-2.0 * log(u1 + 1e-300)) * cos(2.0 * M_PI * u2);
-}
-
 /* PyTorch trunc_normal_(std, a = -2std, b = 2std) by rejection. */
 static float trunc_normal(uint64_t *st, float std) {
     for (;;) {
-        const double z = std_normal(st);
+        const double z = rng_normal(st);
         if (fabs(z) <= 2.0) return (float)(z * std);
     }
 }
@@ -475,7 +459,7 @@ static void sincos_pos_embed(float *pos, int n, int D) {
 
 /* Normal(0, std). */
 static float normal(uint64_t *st, float std) {
-    return (float)(std_normal(st) * std);
+    return (float)(rng_normal(st) * std);
 }
 
 static int is_bias(const char *name) {
@@ -1058,9 +1042,9 @@ static int end_epoch(run *r, double epoch_seconds, vit_error *err) {
                      .val_top1 = -1,
                      .images_per_s = epoch_seconds > 0 ? r->epoch_seen / epoch_seconds : 0,
                      .unit = r->text ? "sentences" : "images"};
-    const double t0 = now();
+    const double t0 = clock_seconds();
     if (r->n_val && evaluate(r, &e.val_loss, &e.val_top1, err) != 0) return -1;
-    e.seconds = epoch_seconds + (now() - t0);
+    e.seconds = epoch_seconds + (clock_seconds() - t0);
     r->epoch_loss_sum = 0, r->epoch_correct = r->epoch_seen = 0, r->epoch_seconds_before = 0;
     if (save_checkpoint(r, 0.0, err) != 0 || append_log(r, &e, err) != 0) return -1;
     if (r->hooks && r->hooks->epoch_done) r->hooks->epoch_done(r->hooks->user, &e);
@@ -1073,7 +1057,7 @@ static int stop_requested(const run *r) {
 }
 
 static int loop(run *r, vit_error *err) {
-    const double start = now();
+    const double start = clock_seconds();
     const int64_t first = r->step;
     double epoch_start = start - r->epoch_seconds_before;
     while (r->step < r->total_steps) {
@@ -1081,7 +1065,7 @@ static int loop(run *r, vit_error *err) {
         if (r->step % r->steps_per_epoch == 0 || r->step == first) epoch_perm(r, epoch);
         if (train_step(r, err) != 0) return -1;
         if (r->hooks && r->hooks->progress) {
-            const double spent = now() - start;
+            const double spent = clock_seconds() - start;
             const double per_step = spent / (double)(r->step - first);
             train_progress p = {.epoch = (int)epoch + 1,
                                 .epochs = r->o.epochs,
@@ -1096,11 +1080,11 @@ static int loop(run *r, vit_error *err) {
             r->hooks->progress(r->hooks->user, &p);
         }
         if (r->step % r->steps_per_epoch == 0) {
-            if (end_epoch(r, now() - epoch_start, err) != 0) return -1;
-            epoch_start = now();
+            if (end_epoch(r, clock_seconds() - epoch_start, err) != 0) return -1;
+            epoch_start = clock_seconds();
         }
         if (r->step < r->total_steps && stop_requested(r)) {
-            if (save_checkpoint(r, now() - epoch_start, err) != 0) return -1;
+            if (save_checkpoint(r, clock_seconds() - epoch_start, err) != 0) return -1;
             return 1;
         }
     }
