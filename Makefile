@@ -10,7 +10,7 @@ CC      ?= cc
 OPT     ?= -O3 -march=native
 # fp-contract=off: no silent FMA fusion, so results do not depend on the compiler's mood.
 CFLAGS  ?= $(OPT) -g -ffp-contract=off
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration -fopenmp -I. -I/usr/include/x86_64-linux-gnu/openblas-pthread
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration -Werror=incompatible-pointer-types -fopenmp -I. -I/usr/include/x86_64-linux-gnu/openblas-pthread
 LDLIBS  += -lopenblas -lpng -ljpeg -lcjson -lutf8proc -lm -lpthread
 BUILD   ?= build
 BIN     ?= bin

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "image/image.h"
+#include "vit/io/model_dir.h"
 #include "vit/base/alloc.h"
 
 static double now_ms(void) {
@@ -29,7 +30,7 @@ int main(int argc, char **argv) {
     if (!getenv("VIT_FRESH_MEMORY")) vit_keep_freed_memory(); /* as bin/vit does */
     vit_error err = {0};
     preprocess_config cfg;
-    if (preprocess_config_load(argv[1], &cfg, &err) != 0) {
+    if (model_dir_load_preprocess(argv[1], &cfg, &err) != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }

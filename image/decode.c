@@ -247,6 +247,26 @@ int image_decode_memory(const uint8_t *data, size_t size, const char *name, int 
     return 0;
 }
 
+int image_from_rgb(const uint8_t *rgb, int width, int height, const char *name, int channels,
+                   int64_t max_pixels, image_u8 *out, vit_error *err) {
+    memset(out, 0, sizeof *out);
+    if (channels != 1 && channels != 3)
+        return vit_fail(err, "%s: %d channels requested; supported: 1 (L), 3 (RGB)", name,
+                        channels);
+    if (max_pixels <= 0) max_pixels = IMAGE_DEFAULT_MAX_PIXELS;
+    if (!rgb) return vit_fail(err, "%s: no pixels", name);
+    if (check_dimensions(name, "RGB", width, height, max_pixels, err) != 0) return -1;
+    const size_t count = (size_t)width * (size_t)height;
+    if (!(out->pixels = malloc(count * 3)))
+        return vit_fail(err, "%s: out of memory for %dx%d pixels", name, width, height);
+    memcpy(out->pixels, rgb, count * 3);
+    out->width = width;
+    out->height = height;
+    out->channels = channels;
+    if (channels == 1) rgb_to_l(out->pixels, count);
+    return 0;
+}
+
 int image_decode_file(const char *path, int channels, int64_t max_pixels, image_u8 *out,
                       vit_error *err) {
     size_t size;

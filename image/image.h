@@ -28,6 +28,10 @@ int image_decode_memory(const uint8_t *data, size_t size, const char *name, int 
                         int64_t max_pixels, image_u8 *out, vit_error *err);
 int image_decode_file(const char *path, int channels, int64_t max_pixels, image_u8 *out,
                       vit_error *err);
+/* 8-bit RGB pixels in memory (width·height·3 bytes) as if decoded: copied, converted to L when
+ * channels is 1, with the same size limits. */
+int image_from_rgb(const uint8_t *rgb, int width, int height, const char *name, int channels,
+                   int64_t max_pixels, image_u8 *out, vit_error *err);
 
 /* Pillow's resample codes (SPEC §5). */
 enum {
@@ -61,9 +65,10 @@ typedef struct {
     int channels; /* from config.json num_channels */
 } preprocess_config;
 
-/* Reads MODEL_DIR/preprocessor_config.json (ViTImageProcessor defaults from config.json
- * image_size when absent) and MODEL_DIR/config.json (num_channels, image_size). */
-int preprocess_config_load(const char *model_dir, preprocess_config *cfg, vit_error *err);
+/* Reads MODEL_DIR/preprocessor_config.json for a model of image_size and channels (its
+ * config.json's; the file's absence means ViTImageProcessor's defaults at image_size). */
+int preprocess_config_read(const char *model_dir, int image_size, int channels,
+                           preprocess_config *cfg, vit_error *err);
 
 /* Makes the config produce size x size outputs (for --size N; SPEC §7) keeping its transform. */
 void preprocess_config_set_size(preprocess_config *cfg, int size);

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vit/model/config.h"
 #include "vit/base/json.h"
 
 /* ViTImageProcessor's defaults; `size` is the model's image_size when there is no
@@ -114,11 +113,8 @@ static int parse_preprocessor(const cJSON *root, preprocess_config *cfg, const c
     return 0;
 }
 
-int preprocess_config_load(const char *model_dir, preprocess_config *cfg, vit_error *err) {
-    model_config model;
-    if (model_config_load(model_dir, &model, err) != 0) return -1;
-    const int image_size = model.image_size, channels = model.num_channels;
-    model_config_free(&model);
+int preprocess_config_read(const char *model_dir, int image_size, int channels,
+                           preprocess_config *cfg, vit_error *err) {
     char path[4096];
     snprintf(path, sizeof path, "%s/preprocessor_config.json", model_dir);
     FILE *probe = fopen(path, "rb");

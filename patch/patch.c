@@ -3,7 +3,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "vit/core/ops.h"
 
 void patch_extract(float *patches, const float *pixels, int B, int C, int H, int W, int P) {
     const int gh = H / P, gw = W / P, K = C * P * P;
@@ -20,16 +19,14 @@ void patch_extract(float *patches, const float *pixels, int B, int C, int H, int
             }
 }
 
-void patch_embed_forward(float *x, float *scratch, const float *patches, const float *weight,
-                         const float *bias, const float *cls, const float *pos, int B, int N, int K,
-                         int D) {
-    linear_forward(scratch, patches, weight, bias, B * N, K, D);
+void patch_tokens_forward(float *x, const float *embed, const float *cls, const float *pos, int B,
+                          int N, int D) {
     const int T = N + 1;
     for (int b = 0; b < B; b++) {
         float *xb = x + (size_t)b * T * D;
         for (int d = 0; d < D; d++) xb[d] = cls[d] + pos[d];
         for (int i = 0; i < N; i++) {
-            const float *e = scratch + ((size_t)b * N + i) * D;
+            const float *e = embed + ((size_t)b * N + i) * D;
             const float *p = pos + (size_t)(i + 1) * D;
             float *row = xb + (size_t)(i + 1) * D;
             for (int d = 0; d < D; d++) row[d] = e[d] + p[d];
@@ -37,16 +34,15 @@ void patch_embed_forward(float *x, float *scratch, const float *patches, const f
     }
 }
 
-void patch_embed_backward(float *dweight, float *dbias, float *dcls, float *dpos, float *scratch,
-                          const float *dx, const float *patches, int B, int N, int K, int D) {
+void patch_tokens_backward(float *dembed, float *dcls, float *dpos, const float *dx, int B, int N,
+                           int D) {
     const int T = N + 1;
     for (int b = 0; b < B; b++) {
         const float *db = dx + (size_t)b * T * D;
         for (int d = 0; d < D; d++) dcls[d] += db[d];
         for (size_t i = 0; i < (size_t)T * D; i++) dpos[i] += db[i];
-        memcpy(scratch + (size_t)b * N * D, db + D, sizeof(float) * (size_t)N * D);
+        memcpy(dembed + (size_t)b * N * D, db + D, sizeof(float) * (size_t)N * D);
     }
-    linear_backward(NULL, dweight, dbias, scratch, patches, NULL, B * N, K, D);
 }
 
 /* PyTorch's cubic convolution weights for fractional offset t, A = −0.75. */

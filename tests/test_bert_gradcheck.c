@@ -1,8 +1,9 @@
-/* Finite-difference check of bert_train_step on a tiny random BERT (vocabulary 30, hidden 8,
- * 2 layers, 2 heads, 3 sequences of 6 tokens, two of them padded): every element of every
- * parameter tensor, without and with dropout, and with the batch smaller than the trainer's
- * buffers; then padding, accumulation, dropout determinism, the frozen encoder and argument
- * errors; and the trainer's eval logits against bert_forward on ../shared/models/bert-sst2-tiny.
+/* Finite-difference check of bert_model_backward (after the training forward and cross-entropy,
+ * as a training step runs them) on a tiny random BERT (vocabulary 30, hidden 8, 2 layers, 2
+ * heads, 3 sequences of 6 tokens, two of them padded): every element of every parameter tensor,
+ * without and with dropout, and with the batch smaller than the buffers; then padding,
+ * accumulation, dropout determinism, the frozen encoder and argument errors; and the training
+ * forward against inference on ../shared/models/bert-sst2-tiny.
  *
  * The numeric gradient and the error measure are tests/test_gradcheck.c's (see its header for the
  * reasoning): five-point stencil, step h = 2e-2, retried at 5e-2 and 5e-3 for elements that
@@ -32,10 +33,11 @@
 #include <string.h>
 
 #include "text/tokenizer.h"
-#include "vit/model/bert.h"
-#include "vit/model/bert_train.h"
+#include "vit/base/alloc.h"
+#include "vit/model/bert_model.h"
 #include "vit/model/config.h"
-#include "vit/model/model.h"
+#include "vit/io/model_dir.h"
+#include "vit/model/params.h"
 #include "vit/core/ops.h"
 
 #define REL_TOL GRADCHECK_TOL
@@ -79,11 +81,15 @@ static const uint8_t tiny_mask[B * T] = {1, 1, 1, 1, 1, 1,
 
 typedef struct {
     model m;
-    bert_trainer *t;
+    bert_acts a;  /* for batches of up to B + slack sequences of T + 2·slack tokens */
+    model g;      /* the gradients: m's layout on grads */
+    float *grads; /* accumulate over steps until zeroed */
+    float logits[B * NL], probs[B * NL], dlogits[B * NL];
     int32_t ids[B * T];
     int labels[B];
-    float smoothing, p_drop;
-    int slack; /* the trainer takes batches of up to B + slack sequences of T + 2·slack tokens */
+    float smoothing, p_drop, attn_drop, cls_drop;
+    int freeze;
+    int slack;
 } bert_case;
 
 static void bert_case_init(bert_case *c) {
@@ -104,13 +110,41 @@ static void bert_case_init(bert_case *c) {
     }
     memcpy(c->ids, tiny_ids, sizeof c->ids);
     for (int b = 0; b < B; b++) c->labels[b] = (b * 2 + 1) % NL;
-    c->t = bert_trainer_create(&c->m, B + c->slack, T + 2 * c->slack, &err);
-    if (!c->t) fail_msg("%s", err.msg);
+    c->cls_drop = -1.0f;
+    c->grads = test_alloc_floats(c->m.num_params);
+    if (model_bind(&c->g, &c->m, c->grads) != 0 ||
+        bert_acts_alloc(&c->a, &c->m, B + c->slack, T + 2 * c->slack, 1, &err) != 0)
+        fail_msg("%s", err.msg);
 }
 
 static void bert_case_free(bert_case *c) {
-    bert_trainer_free(c->t);
+    bert_acts_free(&c->a);
+    model_unbind(&c->g);
+    free(c->grads);
     model_free(&c->m);
+}
+
+static void zero_grads(bert_case *c) {
+    memset(c->grads, 0, c->m.num_params * sizeof(float));
+}
+
+/* A training step without the update, as the trainer runs it (vit/train/step.c): the forward in
+ * training mode, cross-entropy, the backward; gradients accumulate. Returns the forward's status;
+ * *loss gets the mean loss. */
+static int step(bert_case *c, const int32_t *ids, const uint8_t *mask, int nb, int nt,
+                float p_drop, uint64_t *rng, float *loss, vit_error *err) {
+    const forward_mode mode = {.train = 1,
+                               .freeze_encoder = c->freeze,
+                               .dropout = p_drop,
+                               .attention_dropout = c->attn_drop,
+                               .classifier_dropout = c->cls_drop,
+                               .rng = rng};
+    if (bert_model_forward(&c->m, &c->a, ids, mask, nb, nt, &mode, c->logits, err) != 0)
+        return -1;
+    *loss = (float)crossentropy_forward(c->probs, c->logits, c->labels, nb, NL, c->smoothing);
+    crossentropy_backward(c->dlogits, c->probs, c->labels, nb, NL, c->smoothing, 1.0f);
+    bert_model_backward(&c->m, &c->g, &c->a, c->dlogits);
+    return 0;
 }
 
 /* One step; the loss recomputed in double from the step's logits. */
@@ -119,12 +153,10 @@ static double bert_loss(void *p) {
     vit_error err = {0};
     uint64_t rng = 2024; /* same masks every evaluation */
     float loss;
-    if (bert_train_step(c->t, c->ids, tiny_mask, c->labels, B, T, c->smoothing, c->p_drop, &rng,
-                        &loss, NULL, &err) != 0)
+    if (step(c, c->ids, tiny_mask, B, T, c->p_drop, &rng, &loss, &err) != 0)
         fail_msg("%s", err.msg);
     float probs[B * NL];
-    return crossentropy_forward(probs, bert_trainer_last_logits(c->t), c->labels, B, NL,
-                                c->smoothing);
+    return crossentropy_forward(probs, c->logits, c->labels, B, NL, c->smoothing);
 }
 
 /* Analytic gradients of one step, then every element of every parameter tensor by differences.
@@ -133,11 +165,11 @@ static double bert_loss(void *p) {
 static void check_bert(bert_case *c, const char *what) {
     const model *m = &c->m;
     const int threads = omp_get_max_threads();
-    vit_threads_init(1);
+    omp_set_num_threads(1);
     float *analytic = test_alloc_floats(m->num_params);
-    bert_trainer_zero_grads(c->t);
+    zero_grads(c);
     bert_loss(c);
-    memcpy(analytic, bert_trainer_grads(c->t), m->num_params * sizeof(float));
+    memcpy(analytic, c->grads, m->num_params * sizeof(float));
     print_message(" %s\n", what);
     for (int i = 0; i < m->num_entries; i++) {
         const param_entry *e = &m->entries[i];
@@ -153,7 +185,7 @@ static void check_bert(bert_case *c, const char *what) {
     }
     print_message(" worst tensor so far: %.2e (bound %g)\n", worst_overall, REL_TOL);
     free(analytic);
-    vit_threads_init(threads);
+    omp_set_num_threads(threads);
 }
 
 static void test_bert_whole_model(void **state) {
@@ -173,8 +205,8 @@ static void test_bert_whole_model_dropout(void **state) {
     (void)state;
     bert_case c = {.smoothing = 0.0f, .p_drop = 0.2f};
     bert_case_init(&c);
-    bert_trainer_set_attention_dropout(c.t, 0.2f);
-    bert_trainer_set_classifier_dropout(c.t, 0.3f);
+    c.attn_drop = 0.2f;
+    c.cls_drop = 0.3f;
     check_bert(&c, "BERT, hidden + attention dropout 0.2, classifier 0.3 (fixed seed)");
     bert_case_free(&c);
 }
@@ -187,18 +219,18 @@ static void test_padding_contributes_nothing(void **state) {
     bert_case_init(&c);
     const size_t n = c.m.num_params;
     float *before = test_alloc_floats(n), logits[B * NL];
-    bert_trainer_zero_grads(c.t);
+    zero_grads(&c);
     bert_loss(&c);
-    memcpy(before, bert_trainer_grads(c.t), n * sizeof(float));
-    memcpy(logits, bert_trainer_last_logits(c.t), sizeof logits);
+    memcpy(before, c.grads, n * sizeof(float));
+    memcpy(logits, c.logits, sizeof logits);
     const float *pad_row = before + (c.m.word_emb - c.m.params) + (size_t)PAD * 8;
     for (int d = 0; d < 8; d++) assert_true(pad_row[d] == 0.0f);
     for (int i = 0; i < B * T; i++)
         if (!tiny_mask[i]) c.ids[i] = 3 + i % 20; /* real words, some also used unpadded */
-    bert_trainer_zero_grads(c.t);
+    zero_grads(&c);
     bert_loss(&c);
-    assert_memory_equal(logits, bert_trainer_last_logits(c.t), sizeof logits);
-    assert_memory_equal(before, bert_trainer_grads(c.t), n * sizeof(float));
+    assert_memory_equal(logits, c.logits, sizeof logits);
+    assert_memory_equal(before, c.grads, n * sizeof(float));
     free(before);
     bert_case_free(&c);
 }
@@ -210,11 +242,11 @@ static void test_grads_accumulate(void **state) {
     bert_case_init(&c);
     const size_t n = c.m.num_params;
     float *once = test_alloc_floats(n);
-    bert_trainer_zero_grads(c.t);
+    zero_grads(&c);
     bert_loss(&c);
-    memcpy(once, bert_trainer_grads(c.t), n * sizeof(float));
+    memcpy(once, c.grads, n * sizeof(float));
     bert_loss(&c);
-    const float *twice = bert_trainer_grads(c.t);
+    const float *twice = c.grads;
     for (size_t i = 0; i < n; i++)
         assert_float_equal(twice[i], 2.0f * once[i], 1e-6f * (1 + fabsf(once[i])));
     free(once);
@@ -230,50 +262,30 @@ static void test_dropout_determinism(void **state) {
     vit_error err = {0};
     float l1, l2, l3, l0, lc;
     uint64_t rng = 5;
-    assert_int_equal(
-        bert_train_step(c.t, c.ids, tiny_mask, c.labels, B, T, 0.0f, 0.3f, &rng, &l1, NULL, &err),
-        0);
+    assert_int_equal(step(&c, c.ids, tiny_mask, B, T, 0.3f, &rng, &l1, &err), 0);
     const uint64_t advanced = rng;
     assert_true(advanced != 5);
     rng = 5;
-    assert_int_equal(
-        bert_train_step(c.t, c.ids, tiny_mask, c.labels, B, T, 0.0f, 0.3f, &rng, &l2, NULL, &err),
-        0);
+    assert_int_equal(step(&c, c.ids, tiny_mask, B, T, 0.3f, &rng, &l2, &err), 0);
     assert_true(l1 == l2);
     assert_true(rng == advanced);
-    assert_int_equal(
-        bert_train_step(c.t, c.ids, tiny_mask, c.labels, B, T, 0.0f, 0.3f, &rng, &l3, NULL, &err),
-        0);
+    assert_int_equal(step(&c, c.ids, tiny_mask, B, T, 0.3f, &rng, &l3, &err), 0);
     assert_true(l3 != l1); /* the advanced state draws new masks */
     /* p = 0 (rng untouched, may be NULL): the logits are the eval forward's, bit for bit */
-    int correct = -1;
-    assert_int_equal(bert_train_step(c.t, c.ids, tiny_mask, c.labels, B, T, 0.0f, 0.0f, NULL, &l0,
-                                     &correct, &err),
-                     0);
+    assert_int_equal(step(&c, c.ids, tiny_mask, B, T, 0.0f, NULL, &l0, &err), 0);
     assert_true(l0 != l1);
     float train_logits[B * NL], eval_logits[B * NL], probs[B * NL];
-    memcpy(train_logits, bert_trainer_last_logits(c.t), sizeof train_logits);
-    assert_int_equal(bert_train_logits(c.t, c.ids, tiny_mask, B, T, eval_logits, &err), 0);
+    memcpy(train_logits, c.logits, sizeof train_logits);
+    assert_int_equal(bert_model_forward(&c.m, &c.a, c.ids, tiny_mask, B, T, NULL, eval_logits, &err),
+                     0);
     assert_memory_equal(train_logits, eval_logits, sizeof eval_logits);
     assert_true(fabs(l0 - crossentropy_forward(probs, eval_logits, c.labels, B, NL, 0.0f)) < 1e-6);
-    int want = 0;
-    for (int b = 0; b < B; b++) {
-        const float *z = eval_logits + b * NL;
-        int best = z[1] > z[0] ? 1 : 0;
-        best = z[2] > z[best] ? 2 : best;
-        want += best == c.labels[b];
-    }
-    assert_int_equal(correct, want);
     /* classifier dropout alone: needs the rng, changes the loss */
-    bert_trainer_set_classifier_dropout(c.t, 0.5f);
-    assert_int_equal(
-        bert_train_step(c.t, c.ids, tiny_mask, c.labels, B, T, 0.0f, 0.0f, NULL, &lc, NULL, &err),
-        -1);
+    c.cls_drop = 0.5f;
+    assert_int_equal(step(&c, c.ids, tiny_mask, B, T, 0.0f, NULL, &lc, &err), -1);
     assert_non_null(strstr(err.msg, "rng"));
     rng = 5;
-    assert_int_equal(
-        bert_train_step(c.t, c.ids, tiny_mask, c.labels, B, T, 0.0f, 0.0f, &rng, &lc, NULL, &err),
-        0);
+    assert_int_equal(step(&c, c.ids, tiny_mask, B, T, 0.0f, &rng, &lc, &err), 0);
     assert_true(lc != l0 && rng != 5);
     bert_case_free(&c);
 }
@@ -285,13 +297,13 @@ static void test_freeze_encoder(void **state) {
     bert_case_init(&c);
     const size_t n = c.m.num_params;
     float *full = test_alloc_floats(n);
-    bert_trainer_zero_grads(c.t);
+    zero_grads(&c);
     bert_loss(&c);
-    memcpy(full, bert_trainer_grads(c.t), n * sizeof(float));
-    bert_trainer_freeze_encoder(c.t, 1);
-    bert_trainer_zero_grads(c.t);
+    memcpy(full, c.grads, n * sizeof(float));
+    c.freeze = 1;
+    zero_grads(&c);
     bert_loss(&c);
-    const float *g = bert_trainer_grads(c.t);
+    const float *g = c.grads;
     int head_entries = 0;
     for (int i = 0; i < c.m.num_entries; i++) {
         const param_entry *e = &c.m.entries[i];
@@ -309,48 +321,38 @@ static void test_freeze_encoder(void **state) {
     bert_case_free(&c);
 }
 
-static void test_step_argument_errors(void **state) {
+static void test_forward_argument_errors(void **state) {
     (void)state;
     bert_case c = {0};
     bert_case_init(&c);
     vit_error err = {0};
-    int bad[B] = {0, 3, 1};
     float loss;
-    assert_int_equal(
-        bert_train_step(c.t, c.ids, tiny_mask, bad, B, T, 0.0f, 0.0f, NULL, &loss, NULL, &err), -1);
-    assert_non_null(strstr(err.msg, "label 3"));
-    assert_int_equal(bert_train_step(c.t, c.ids, tiny_mask, c.labels, B + 1, T, 0.0f, 0.0f, NULL,
-                                     &loss, NULL, &err),
-                     -1);
-    assert_int_equal(bert_train_step(c.t, c.ids, tiny_mask, c.labels, B, T + 1, 0.0f, 0.0f, NULL,
-                                     &loss, NULL, &err),
-                     -1);
-    assert_int_equal(
-        bert_train_step(c.t, c.ids, tiny_mask, c.labels, B, T, 0.0f, 0.5f, NULL, &loss, NULL, &err),
-        -1);
+    assert_int_equal(step(&c, c.ids, tiny_mask, B + 2, T, 0.0f, NULL, &loss, &err), -1);
+    assert_int_equal(step(&c, c.ids, tiny_mask, B, T + 1, 0.0f, NULL, &loss, &err), -1);
+    assert_int_equal(step(&c, c.ids, tiny_mask, B, T, 0.5f, NULL, &loss, &err), -1);
     assert_non_null(strstr(err.msg, "rng"));
-    assert_int_equal(
-        bert_train_step(c.t, c.ids, tiny_mask, c.labels, B, T, 1.5f, 0.0f, NULL, &loss, NULL, &err),
-        -1);
+    assert_int_equal(step(&c, c.ids, tiny_mask, B, T, 1.5f, NULL, &loss, &err), -1);
     c.ids[4] = 30;
-    assert_int_equal(
-        bert_train_step(c.t, c.ids, tiny_mask, c.labels, B, T, 0.0f, 0.0f, NULL, &loss, NULL, &err),
-        -1);
+    assert_int_equal(step(&c, c.ids, tiny_mask, B, T, 0.0f, NULL, &loss, &err), -1);
     assert_non_null(strstr(err.msg, "token id 30"));
-    bert_case_free(&c);
-    /* not a BERT, too many tokens for the position table */
-    model_config cfg;
-    model m;
-    assert_int_equal(model_config_parse(tiny_bert_json, "tiny", &cfg, &err), 0);
-    assert_int_equal(model_create(&m, &cfg, &err), 0);
-    assert_null(bert_trainer_create(&m, 2, 9, &err));
+    c.ids[4] = 25;
+    /* a training forward on inference buffers */
+    bert_acts eval;
+    assert_int_equal(bert_acts_alloc(&eval, &c.m, B, T, 0, &err), 0);
+    const forward_mode train = {.train = 1};
+    assert_int_equal(bert_model_forward(&c.m, &eval, c.ids, tiny_mask, B, T, &train, c.logits, &err),
+                     -1);
+    bert_acts_free(&eval);
+    /* too many tokens for the position table */
+    bert_acts too_long;
+    assert_int_equal(bert_acts_alloc(&too_long, &c.m, 2, 9, 1, &err), -1);
     assert_non_null(strstr(err.msg, "max_position_embeddings"));
-    model_free(&m);
+    bert_case_free(&c);
 }
 
-/* ---- the real model: eval logits equal bert_forward's ---- */
+/* ---- the real model: the training forward equals inference ---- */
 
-static void test_eval_logits_match_bert_forward(void **state) {
+static void test_training_forward_equals_inference(void **state) {
     (void)state;
     REQUIRE_SHARED();
     const char *dir = shared_path("models/bert-sst2-tiny");
@@ -380,31 +382,30 @@ static void test_eval_logits_match_bert_forward(void **state) {
             ids[i * Tn + t] = t < len[i] ? rows[i][t] : tokenizer_pad_id(tok);
             mask[i * Tn + t] = t < len[i];
         }
-    bert_runner *r = bert_runner_create(&m, N, MAXT, &err);
-    bert_trainer *t = bert_trainer_create(&m, N, MAXT, &err);
-    assert_non_null(r);
-    assert_non_null(t);
-    float want[N * 2], got[N * 2], train[N * 2];
-    assert_int_equal(bert_forward(r, ids, mask, N, Tn, want, &err), 0);
-    assert_int_equal(bert_train_logits(t, ids, mask, N, Tn, got, &err), 0);
-    /* a training step without dropout runs the same forward */
+    bert_acts inference, training;
+    if (bert_acts_alloc(&inference, &m, N, MAXT, 0, &err) != 0 ||
+        bert_acts_alloc(&training, &m, N, MAXT, 1, &err) != 0)
+        fail_msg("%s", err.msg);
+    float want[N * 2], got[N * 2], train[N * 2], probs[N * 2];
+    assert_int_equal(bert_model_forward(&m, &inference, ids, mask, N, Tn, NULL, want, &err), 0);
+    assert_int_equal(bert_model_forward(&m, &training, ids, mask, N, Tn, NULL, got, &err), 0);
+    /* the training forward (activations kept) without dropout computes the same logits */
     const int labels[N] = {1, 0, 0, 1, 0};
-    float loss;
-    assert_int_equal(
-        bert_train_step(t, ids, mask, labels, N, Tn, 0.0f, 0.0f, NULL, &loss, NULL, &err), 0);
-    memcpy(train, bert_trainer_last_logits(t), sizeof train);
+    const forward_mode mode = {.train = 1};
+    assert_int_equal(bert_model_forward(&m, &training, ids, mask, N, Tn, &mode, train, &err), 0);
+    const double loss = crossentropy_forward(probs, train, labels, N, 2, 0.0f);
     double diff = 0.0;
     for (int i = 0; i < N * 2; i++) diff = fmax(diff, fabs((double)got[i] - want[i]));
-    print_message("bert-sst2-tiny, %d texts padded to %d tokens: max |eval - bert_forward| %g, "
+    print_message("bert-sst2-tiny, %d texts padded to %d tokens: max |training - inference| %g, "
                   "first logits %.6f %.6f (golden -2.842309 2.826482), loss %.4f\n",
-                  N, Tn, diff, (double)got[0], (double)got[1], (double)loss);
+                  N, Tn, diff, (double)got[0], (double)got[1], loss);
     assert_memory_equal(got, want, sizeof want);
     assert_memory_equal(train, want, sizeof want);
     /* the reference's logits for the first text (golden.json) */
     assert_true(fabs(got[0] - -2.8423094448200676) < 1e-4 &&
                 fabs(got[1] - 2.826481629805606) < 1e-4);
-    bert_trainer_free(t);
-    bert_runner_free(r);
+    bert_acts_free(&training);
+    bert_acts_free(&inference);
     tokenizer_free(tok);
     model_free(&m);
 }
@@ -419,8 +420,8 @@ int main(void) {
         cmocka_unit_test(test_grads_accumulate),
         cmocka_unit_test(test_dropout_determinism),
         cmocka_unit_test(test_freeze_encoder),
-        cmocka_unit_test(test_step_argument_errors),
-        cmocka_unit_test(test_eval_logits_match_bert_forward),
+        cmocka_unit_test(test_forward_argument_errors),
+        cmocka_unit_test(test_training_forward_equals_inference),
     };
     return cmocka_run_group_tests_name("bert gradcheck", tests, NULL, NULL);
 }

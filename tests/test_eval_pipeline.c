@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "vit/data/pipeline.h"
+#include "vit/eval/eval_images.h"
 #include "vit/vit.h"
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -124,7 +125,8 @@ static void test_order_and_failures(void **state) {
                            .expected = expected};
             pipeline_options opt = {.batch = batches[b], .decode_threads = threads[t]};
             vit_error err = {{0}};
-            assert_int_equal(pipeline_run_source(ctx, &opt, source, done, &s, &err), 0);
+            const pipeline_model model = eval_pipeline_model(ctx);
+            assert_int_equal(pipeline_run_source(&model, &opt, source, done, &s, &err), 0);
             assert_int_equal(s.seen, N_INPUTS);
             assert_int_equal(s.batches, (N_INPUTS + batches[b] - 1) / batches[b]);
             vit_free(ctx);
@@ -141,7 +143,8 @@ static void test_source_error_stops(void **state) {
         .stop_at = 10, .max_batch = 4, .labels = vit_num_labels(ctx), .expected = expected};
     pipeline_options opt = {.batch = 4, .decode_threads = 2};
     vit_error err = {{0}};
-    assert_int_equal(pipeline_run_source(ctx, &opt, source, done, &s, &err), -1);
+    const pipeline_model model = eval_pipeline_model(ctx);
+    assert_int_equal(pipeline_run_source(&model, &opt, source, done, &s, &err), -1);
     assert_string_equal(err.msg, "the source broke at 10");
     assert_int_equal(s.seen, 10); /* everything listed before the failure was still reported */
     vit_free(ctx);
@@ -176,7 +179,8 @@ static void test_paths(void **state) {
     paths_state s = {0};
     pipeline_options opt = {.batch = 2, .decode_threads = 1};
     vit_error err = {{0}};
-    assert_int_equal(pipeline_run(ctx, &opt, next_path, paths_done, &s, &err), 0);
+    const pipeline_model model = eval_pipeline_model(ctx);
+    assert_int_equal(pipeline_run(&model, &opt, next_path, paths_done, &s, &err), 0);
     assert_int_equal(s.seen, 3);
     vit_free(ctx);
 }

@@ -1,6 +1,6 @@
 /* Finite-difference checks of every backward pass: ops one by one, the encoder alone (post-LN
  * with a padding mask; pre-LN causal; both with dropout), and a whole small ViT through
- * vit_train_step, every element of every parameter tensor.
+ * the ViT forward/backward (vit_model.h), every element of every parameter tensor.
  *
  * Numeric gradient: the five-point stencil (8·(L(θ+h) - L(θ-h)) - (L(θ+2h) - L(θ-2h))) / 12h,
  * truncation error h⁴/30·f⁽⁵⁾. Its other error is float32 noise: the code under test is float32,
@@ -32,9 +32,9 @@
 #include "patch/patch.h"
 #include "vit/model/config.h"
 #include "vit/core/encoder.h"
-#include "vit/model/model.h"
+#include "vit/model/params.h"
 #include "vit/core/ops.h"
-#include "vit/model/vit_train.h"
+#include "vit/model/vit_model.h"
 
 #define REL_TOL GRADCHECK_TOL
 
@@ -255,10 +255,11 @@ typedef struct {
     float *patches, *w, *b, *cls, *pos, *x, *scratch, *wx;
 } patch_case;
 
+/* The patch embedding as the ViT runs it: a linear layer on the patches, then the tokens. */
 static double patch_loss(void *p) {
     patch_case *c = p;
-    patch_embed_forward(c->x, c->scratch, c->patches, c->w, c->b, c->cls, c->pos, c->B, c->N, c->K,
-                        c->D);
+    linear_forward(c->scratch, c->patches, c->w, c->b, c->B * c->N, c->K, c->D);
+    patch_tokens_forward(c->x, c->scratch, c->cls, c->pos, c->B, c->N, c->D);
     return dot(c->wx, c->x, (size_t)c->B * (c->N + 1) * c->D);
 }
 
@@ -280,7 +281,8 @@ static void test_patch_embed(void **state) {
     float *dw = test_alloc_floats(D * K), *db = test_alloc_floats(D), *dcls = test_alloc_floats(D),
           *dpos = test_alloc_floats(T * D);
     patch_loss(&c);
-    patch_embed_backward(dw, db, dcls, dpos, c.scratch, c.wx, c.patches, B, N, K, D);
+    patch_tokens_backward(c.scratch, dcls, dpos, c.wx, B, N, D);
+    linear_backward(NULL, dw, db, c.scratch, c.patches, NULL, B * N, K, D);
     expect_close("patch embed dweight", check_tensor(c.w, dw, D * K, patch_loss, &c));
     expect_close("patch embed dbias", check_tensor(c.b, db, D, patch_loss, &c));
     expect_close("patch embed dcls", check_tensor(c.cls, dcls, D, patch_loss, &c));
@@ -306,7 +308,7 @@ static double enc_loss(void *p) {
     enc_case *c = p;
     const size_t n = (size_t)c->B * c->T * c->s.dim;
     uint64_t rng = 7; /* the same dropout masks on every evaluation */
-    assert_int_equal(encoder_set_dropout(&c->acts, c->hidden_drop, c->attn_drop, &rng), 0);
+    assert_int_equal(encoder_set_mode(&c->acts, 1, c->hidden_drop, c->attn_drop, &rng), 0);
     memcpy(c->x, c->x0, n * sizeof(float));
     encoder_forward(&c->s, c->w, &c->acts, c->x, c->mask, c->B, c->T);
     return dot(c->wout, c->x, n);
@@ -397,7 +399,7 @@ static void test_encoder_pre_norm_causal_dropout(void **state) {
     check_encoder("post-LN encoder, padding, dropout 0.2 (fixed masks)", 1, 0, 1, ACT_GELU, 0.2f);
 }
 
-/* ---- a whole small ViT through vit_train_step ---- */
+/* ---- a whole small ViT: the training forward, cross-entropy, the backward ---- */
 
 static const char *tiny_vit_json =
     "{\"model_type\": \"vit\", \"image_size\": 8, \"patch_size\": 4, \"num_channels\": 3,"
@@ -408,10 +410,14 @@ enum { VB = 3 }; /* batch of the ViT checks */
 
 typedef struct {
     model m;
-    vit_trainer *t;
+    vit_acts a;
+    model g;      /* the gradients: m's layout on grads */
+    float *grads; /* accumulate over steps until zeroed */
+    float logits[VB * 3], probs[VB * 3], dlogits[VB * 3];
     float pixels[VB * 3 * 8 * 8];
     int labels[VB];
-    float smoothing, p_drop;
+    float smoothing, p_drop, attn_drop;
+    int freeze;
 } vit_case;
 
 static void vit_case_init(vit_case *c, int qkv_bias) {
@@ -431,13 +437,36 @@ static void vit_case_init(vit_case *c, int qkv_bias) {
     }
     test_fill(c->pixels, sizeof c->pixels / sizeof *c->pixels, -1, 1);
     for (int b = 0; b < VB; b++) c->labels[b] = (b * 2 + 1) % 3;
-    c->t = vit_trainer_create(&c->m, VB, &err);
-    if (!c->t) fail_msg("%s", err.msg);
+    c->grads = test_alloc_floats(c->m.num_params);
+    if (model_bind(&c->g, &c->m, c->grads) != 0 ||
+        vit_acts_alloc(&c->a, &c->m, VB, 0, 1, &err) != 0)
+        fail_msg("%s", err.msg);
 }
 
 static void vit_case_free(vit_case *c) {
-    vit_trainer_free(c->t);
+    vit_acts_free(&c->a);
+    model_unbind(&c->g);
+    free(c->grads);
     model_free(&c->m);
+}
+
+static void zero_grads(vit_case *c) {
+    memset(c->grads, 0, c->m.num_params * sizeof(float));
+}
+
+/* A training step without the update, as the trainer runs it (vit/train/step.c): the forward in
+ * training mode, cross-entropy, the backward; gradients accumulate. */
+static int step(vit_case *c, int nb, float p_drop, uint64_t *rng, float *loss, vit_error *err) {
+    const forward_mode mode = {.train = 1,
+                               .freeze_encoder = c->freeze,
+                               .dropout = p_drop,
+                               .attention_dropout = c->attn_drop,
+                               .rng = rng};
+    if (vit_model_forward(&c->m, &c->a, c->pixels, nb, &mode, c->logits, err) != 0) return -1;
+    *loss = (float)crossentropy_forward(c->probs, c->logits, c->labels, nb, 3, c->smoothing);
+    crossentropy_backward(c->dlogits, c->probs, c->labels, nb, 3, c->smoothing, 1.0f);
+    vit_model_backward(&c->m, &c->g, &c->a, c->dlogits);
+    return 0;
 }
 
 /* One step; the loss recomputed in double from the step's logits. */
@@ -446,21 +475,18 @@ static double vit_loss(void *p) {
     vit_error err = {0};
     uint64_t rng = 2024; /* same masks every evaluation */
     float loss;
-    if (vit_train_step(c->t, c->pixels, c->labels, VB, c->smoothing, c->p_drop, &rng, &loss, NULL,
-                       &err) != 0)
-        fail_msg("%s", err.msg);
+    if (step(c, VB, c->p_drop, &rng, &loss, &err) != 0) fail_msg("%s", err.msg);
     float probs[VB * 3];
-    return crossentropy_forward(probs, vit_trainer_last_logits(c->t), c->labels, VB, 3,
-                                c->smoothing);
+    return crossentropy_forward(probs, c->logits, c->labels, VB, 3, c->smoothing);
 }
 
 /* Analytic gradients of one step, then every element of every parameter tensor by differences. */
 static void check_vit(vit_case *c, const char *what) {
     const model *m = &c->m;
     float *analytic = test_alloc_floats(m->num_params);
-    vit_trainer_zero_grads(c->t);
+    zero_grads(c);
     vit_loss(c);
-    memcpy(analytic, vit_trainer_grads(c->t), m->num_params * sizeof(float));
+    memcpy(analytic, c->grads, m->num_params * sizeof(float));
     print_message(" %s\n", what);
     for (int i = 0; i < m->num_entries; i++) {
         const param_entry *e = &m->entries[i];
@@ -490,7 +516,7 @@ static void test_vit_whole_model_dropout(void **state) {
     (void)state;
     vit_case c = {.smoothing = 0.0f, .p_drop = 0.2f};
     vit_case_init(&c, 1);
-    vit_trainer_set_attention_dropout(c.t, 0.2f);
+    c.attn_drop = 0.2f;
     check_vit(&c, "ViT, hidden + attention dropout 0.2 (fixed seed)");
     vit_case_free(&c);
 }
@@ -501,7 +527,7 @@ static void test_absent_params_zero_grads(void **state) {
     vit_case c = {.smoothing = 0.1f};
     vit_case_init(&c, 0);
     vit_loss(&c);
-    const float *g = vit_trainer_grads(c.t);
+    const float *g = c.grads;
     int absent = 0;
     for (int i = 0; i < c.m.num_entries; i++) {
         const param_entry *e = &c.m.entries[i];
@@ -525,11 +551,11 @@ static void test_grads_accumulate(void **state) {
     vit_case_init(&c, 1);
     const size_t n = c.m.num_params;
     float *once = test_alloc_floats(n);
-    vit_trainer_zero_grads(c.t);
+    zero_grads(&c);
     vit_loss(&c);
-    memcpy(once, vit_trainer_grads(c.t), n * sizeof(float));
+    memcpy(once, c.grads, n * sizeof(float));
     vit_loss(&c);
-    const float *twice = vit_trainer_grads(c.t);
+    const float *twice = c.grads;
     for (size_t i = 0; i < n; i++)
         assert_float_equal(twice[i], 2.0f * once[i], 1e-6f * (1 + fabsf(once[i])));
     free(once);
@@ -544,36 +570,23 @@ static void test_dropout_determinism(void **state) {
     vit_error err = {0};
     float l1, l2, l3, l0;
     uint64_t rng = 5;
-    assert_int_equal(vit_train_step(c.t, c.pixels, c.labels, VB, 0.0f, 0.3f, &rng, &l1, NULL, &err),
-                     0);
+    assert_int_equal(step(&c, VB, 0.3f, &rng, &l1, &err), 0);
     const uint64_t advanced = rng;
     assert_true(advanced != 5);
     rng = 5;
-    assert_int_equal(vit_train_step(c.t, c.pixels, c.labels, VB, 0.0f, 0.3f, &rng, &l2, NULL, &err),
-                     0);
+    assert_int_equal(step(&c, VB, 0.3f, &rng, &l2, &err), 0);
     assert_true(l1 == l2);
     assert_true(rng == advanced);
-    assert_int_equal(vit_train_step(c.t, c.pixels, c.labels, VB, 0.0f, 0.3f, &rng, &l3, NULL, &err),
-                     0);
+    assert_int_equal(step(&c, VB, 0.3f, &rng, &l3, &err), 0);
     assert_true(l3 != l1); /* the advanced state draws new masks */
     /* p = 0 (rng untouched, may be NULL): the logits are the eval forward's, bit for bit */
-    int correct = -1;
-    assert_int_equal(
-        vit_train_step(c.t, c.pixels, c.labels, VB, 0.0f, 0.0f, NULL, &l0, &correct, &err), 0);
+    assert_int_equal(step(&c, VB, 0.0f, NULL, &l0, &err), 0);
     assert_true(l0 != l1);
     float train_logits[VB * 3], eval_logits[VB * 3], probs[VB * 3];
-    memcpy(train_logits, vit_trainer_last_logits(c.t), sizeof train_logits);
-    assert_int_equal(vit_train_logits(c.t, c.pixels, VB, eval_logits, &err), 0);
+    memcpy(train_logits, c.logits, sizeof train_logits);
+    assert_int_equal(vit_model_forward(&c.m, &c.a, c.pixels, VB, NULL, eval_logits, &err), 0);
     assert_memory_equal(train_logits, eval_logits, sizeof eval_logits);
     assert_true(fabs(l0 - crossentropy_forward(probs, eval_logits, c.labels, VB, 3, 0.0f)) < 1e-6);
-    int want = 0;
-    for (int b = 0; b < VB; b++) {
-        const float *z = eval_logits + b * 3;
-        int best = z[1] > z[0] ? 1 : 0;
-        best = z[2] > z[best] ? 2 : best;
-        want += best == c.labels[b];
-    }
-    assert_int_equal(correct, want);
     vit_case_free(&c);
 }
 
@@ -584,13 +597,13 @@ static void test_freeze_encoder(void **state) {
     vit_case_init(&c, 1);
     const size_t n = c.m.num_params;
     float *full = test_alloc_floats(n);
-    vit_trainer_zero_grads(c.t);
+    zero_grads(&c);
     vit_loss(&c);
-    memcpy(full, vit_trainer_grads(c.t), n * sizeof(float));
-    vit_trainer_freeze_encoder(c.t, 1);
-    vit_trainer_zero_grads(c.t);
+    memcpy(full, c.grads, n * sizeof(float));
+    c.freeze = 1;
+    zero_grads(&c);
     vit_loss(&c);
-    const float *g = vit_trainer_grads(c.t);
+    const float *g = c.grads;
     for (int i = 0; i < c.m.num_entries; i++) {
         const param_entry *e = &c.m.entries[i];
         int head =
@@ -606,23 +619,25 @@ static void test_freeze_encoder(void **state) {
     vit_case_free(&c);
 }
 
-static void test_step_argument_errors(void **state) {
+static void test_forward_argument_errors(void **state) {
     (void)state;
     vit_case c = {0};
     vit_case_init(&c, 1);
     vit_error err = {0};
-    int bad[VB] = {0, 3, 1};
     float loss;
-    assert_int_equal(vit_train_step(c.t, c.pixels, bad, VB, 0.0f, 0.0f, NULL, &loss, NULL, &err),
-                     -1);
-    assert_non_null(strstr(err.msg, "label 3"));
-    assert_int_equal(
-        vit_train_step(c.t, c.pixels, c.labels, VB + 1, 0.0f, 0.0f, NULL, &loss, NULL, &err), -1);
-    assert_int_equal(
-        vit_train_step(c.t, c.pixels, c.labels, VB, 0.0f, 0.5f, NULL, &loss, NULL, &err), -1);
+    assert_int_equal(step(&c, VB + 1, 0.0f, NULL, &loss, &err), -1);
+    assert_int_equal(step(&c, VB, 0.5f, NULL, &loss, &err), -1);
     assert_non_null(strstr(err.msg, "rng"));
-    assert_int_equal(
-        vit_train_step(c.t, c.pixels, c.labels, VB, 1.5f, 0.0f, NULL, &loss, NULL, &err), -1);
+    assert_int_equal(step(&c, VB, 1.5f, NULL, &loss, &err), -1);
+    /* training needs training buffers, at the model's own size */
+    vit_acts eval;
+    assert_int_equal(vit_acts_alloc(&eval, &c.m, VB, 0, 0, &err), 0);
+    const forward_mode train = {.train = 1};
+    assert_int_equal(vit_model_forward(&c.m, &eval, c.pixels, VB, &train, c.logits, &err), -1);
+    vit_acts_free(&eval);
+    assert_int_equal(vit_acts_alloc(&eval, &c.m, VB, 16, 1, &err), -1);
+    assert_int_equal(vit_acts_alloc(&eval, &c.m, VB, 6, 0, &err), -1);
+    assert_non_null(strstr(err.msg, "multiple of the patch size"));
     vit_case_free(&c);
 }
 
@@ -644,7 +659,7 @@ int main(void) {
         cmocka_unit_test(test_grads_accumulate),
         cmocka_unit_test(test_dropout_determinism),
         cmocka_unit_test(test_freeze_encoder),
-        cmocka_unit_test(test_step_argument_errors),
+        cmocka_unit_test(test_forward_argument_errors),
     };
     return cmocka_run_group_tests_name("gradcheck", tests, NULL, NULL);
 }

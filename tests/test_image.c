@@ -13,6 +13,7 @@
 #include <png.h>
 
 #include "image/image.h"
+#include "vit/io/model_dir.h"
 #include "vit/io/safetensors.h"
 
 /* ---- writing test files ---- */
@@ -429,7 +430,7 @@ static void test_center_crop_pads_with_zero(void **state) {
                         " \"image_mean\": [1.0], \"image_std\": [2.0]}");
     preprocess_config cfg;
     vit_error err = {0};
-    assert_int_equal(preprocess_config_load(dir, &cfg, &err), 0);
+    assert_int_equal(model_dir_load_preprocess(dir, &cfg, &err), 0);
     int c, h, w;
     preprocess_output_shape(&cfg, &c, &h, &w);
     assert_int_equal(c, 1);
@@ -468,7 +469,7 @@ static void test_preprocess_config_errors(void **state) {
         const char *dir = write_model_dir("bad", cfg, cases[i].prep);
         preprocess_config p;
         vit_error err = {0};
-        assert_int_equal(preprocess_config_load(dir, &p, &err), -1);
+        assert_int_equal(model_dir_load_preprocess(dir, &p, &err), -1);
         print_message("  %s\n", err.msg);
         if (!strstr(err.msg, "preprocessor_config.json") || !strstr(err.msg, cases[i].needle))
             fail_msg("expected '%s' in '%s'", cases[i].needle, err.msg);
@@ -480,7 +481,7 @@ static void test_defaults_without_preprocessor_config(void **state) {
     const char *dir = write_model_dir("plain", "{\"image_size\": 48, \"patch_size\": 8}", NULL);
     preprocess_config cfg;
     vit_error err = {0};
-    assert_int_equal(preprocess_config_load(dir, &cfg, &err), 0);
+    assert_int_equal(model_dir_load_preprocess(dir, &cfg, &err), 0);
     /* ViTImageProcessor defaults at the model's image_size */
     assert_int_equal(cfg.do_resize, 1);
     assert_int_equal(cfg.resize_height, 48);
@@ -499,7 +500,7 @@ static void check_golden_pixels(const char *model) {
     snprintf(golden, sizeof golden, "%s/golden.safetensors", dir);
     preprocess_config cfg;
     vit_error err = {0};
-    if (preprocess_config_load(dir, &cfg, &err) != 0) fail_msg("%s", err.msg);
+    if (model_dir_load_preprocess(dir, &cfg, &err) != 0) fail_msg("%s", err.msg);
     st_file st;
     if (st_open(golden, &st, &err) != 0) fail_msg("%s", err.msg);
     int compared = 0;

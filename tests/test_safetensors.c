@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/model/model.h"
+#include "vit/io/model_dir.h"
+#include "vit/model/params.h"
 #include "vit/io/safetensors.h"
 
 /* A safetensors file from a header string and `data_len` bytes of data (value = byte index). */

@@ -1,5 +1,5 @@
 /* vit/text_data: the TSV line parser (shared with `vit eval`), a file tokenized into memory,
- * padded batches; then a tiny BERT trained end to end from a TSV (text_set -> bert_train_step ->
+ * padded batches; then a tiny BERT trained end to end from a TSV (text_set -> bert_model_forward/backward ->
  * AdamW) on a separable task. Self-contained: the vocabulary is written here, no ../shared. */
 #include "tests/testutil.h"
 
@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "text/tokenizer.h"
-#include "vit/model/bert_train.h"
+#include "vit/model/bert_model.h"
 #include "vit/model/config.h"
-#include "vit/model/model.h"
+#include "vit/model/params.h"
 #include "vit/core/ops.h"
 #include "vit/train/optim.h"
 #include "vit/data/text_set.h"
@@ -240,7 +240,8 @@ static void init_params(model *m) {
 }
 
 /* Accuracy of t on s in eval mode. */
-static double accuracy(bert_trainer *t, const text_set *s, int B, int32_t *ids, uint8_t *mask) {
+static double accuracy(const model *m, bert_acts *a, const text_set *s, int B, int32_t *ids,
+                       uint8_t *mask) {
     int idx[64], labels[64], correct = 0;
     float logits[64 * 2];
     vit_error err = {0};
@@ -248,7 +249,8 @@ static double accuracy(bert_trainer *t, const text_set *s, int B, int32_t *ids, 
         const int n = s->count - i0 < B ? s->count - i0 : B;
         for (int b = 0; b < n; b++) idx[b] = i0 + b;
         const int T = text_set_batch(s, idx, n, ids, mask, labels);
-        if (bert_train_logits(t, ids, mask, n, T, logits, &err) != 0) fail_msg("%s", err.msg);
+        if (bert_model_forward(m, a, ids, mask, n, T, NULL, logits, &err) != 0)
+            fail_msg("%s", err.msg);
         for (int b = 0; b < n; b++) correct += (logits[2 * b + 1] > logits[2 * b]) == labels[b];
     }
     return (double)correct / s->count;
@@ -271,9 +273,11 @@ static void test_train_separable(void **state) {
     if (model_config_parse(tiny_json, "tiny", &cfg, &err) != 0 || model_create(&m, &cfg, &err) != 0)
         fail_msg("%s", err.msg);
     init_params(&m);
-    bert_trainer *t = bert_trainer_create(&m, B, MAXT, &err);
-    assert_non_null(t);
-    bert_trainer_set_attention_dropout(t, 0.1f);
+    bert_acts a;
+    model g;
+    float *grads = test_alloc_floats(m.num_params);
+    if (bert_acts_alloc(&a, &m, B, MAXT, 1, &err) != 0 || model_bind(&g, &m, grads) != 0)
+        fail_msg("%s", err.msg);
     adamw opt;
     if (adamw_init(&opt, &m, &(adamw_hparams){.lr = 1e-3f, .weight_decay = 0.01f}, &err) != 0)
         fail_msg("%s", err.msg);
@@ -281,23 +285,30 @@ static void test_train_separable(void **state) {
     uint8_t mask[B * MAXT];
     int idx[B], labels[B];
     uint64_t drop_rng = 1;
-    const double before = accuracy(t, &val, B, ids, mask);
+    const forward_mode mode = {.train = 1,
+                               .dropout = 0.1f,
+                               .attention_dropout = 0.1f,
+                               .classifier_dropout = -1.0f,
+                               .rng = &drop_rng};
+    float logits[B * 2], probs[B * 2], dlogits[B * 2];
+    const double before = accuracy(&m, &a, &val, B, ids, mask);
     double first = 0.0, last = 0.0;
     for (int step = 0; step < STEPS; step++) {
         for (int b = 0; b < B; b++) idx[b] = (int)(next() % (uint64_t)train.count);
         const int T = text_set_batch(&train, idx, B, ids, mask, labels);
-        float loss;
-        bert_trainer_zero_grads(t);
-        if (bert_train_step(t, ids, mask, labels, B, T, 0.0f, 0.1f, &drop_rng, &loss, NULL, &err) !=
-            0)
+        memset(grads, 0, m.num_params * sizeof(float));
+        if (bert_model_forward(&m, &a, ids, mask, B, T, &mode, logits, &err) != 0)
             fail_msg("%s", err.msg);
+        const float loss = (float)crossentropy_forward(probs, logits, labels, B, 2, 0.0f);
+        crossentropy_backward(dlogits, probs, labels, B, 2, 0.0f, 1.0f);
+        bert_model_backward(&m, &g, &a, dlogits);
         assert_true(isfinite(loss));
-        grad_clip_global_norm(&m, bert_trainer_grads(t), &opt, 1.0f);
-        adamw_step(&opt, &m, bert_trainer_grads(t), 1e-3f);
+        grad_clip_global_norm(&m, grads, &opt, 1.0f);
+        adamw_step(&opt, &m, grads, 1e-3f);
         if (step < 20) first += loss / 20;
         if (step >= STEPS - 20) last += loss / 20;
     }
-    const double after = accuracy(t, &val, B, ids, mask);
+    const double after = accuracy(&m, &a, &val, B, ids, mask);
     print_message("good/bad task, %d steps of %d: mean loss of the first 20 steps %.4f, last 20 "
                   "%.4f; held-out accuracy %.3f before, %.3f after\n",
                   STEPS, B, first, last, before, after);
@@ -305,7 +316,9 @@ static void test_train_separable(void **state) {
     assert_true(last < 0.1 * first); /* and learns */
     assert_true(after >= 0.99);
     adamw_free(&opt);
-    bert_trainer_free(t);
+    bert_acts_free(&a);
+    model_unbind(&g);
+    free(grads);
     model_free(&m);
     text_set_free(&train);
     text_set_free(&val);

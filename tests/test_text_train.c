@@ -10,7 +10,8 @@
 #include <unistd.h>
 
 #include "vit/base/json.h"
-#include "vit/model/model.h"
+#include "vit/io/model_dir.h"
+#include "vit/model/params.h"
 #include "vit/io/safetensors.h"
 #include "vit/data/text_set.h"
 #include "vit/eval/eval_text.h"

@@ -15,13 +15,12 @@
 #include <unistd.h>
 
 #include "vit/io/model_dir.h"
-#include "vit/model/model.h"
+#include "vit/model/params.h"
 #include "vit/core/ops.h"
 #include "vit/train/optim.h"
 #include "vit/io/safetensors.h"
 #include "vit/data/image_set.h"
 #include "vit/train/run.h"
-#include "vit/model/vit_train.h"
 
 static const char *tiny_json =
     "{\"model_type\": \"vit\", \"image_size\": 8, \"patch_size\": 4, \"num_channels\": 1,"
@@ -194,7 +193,7 @@ static void test_checkpoint_round_trip(void **state) {
     assert_string_equal(back.cfg.labels[0], "left/right");
     assert_string_equal(back.cfg.labels[1], "up down");
     preprocess_config pb;
-    if (preprocess_config_load(dir, &pb, &err) != 0) fail_msg("%s", err.msg);
+    if (model_dir_load_preprocess(dir, &pb, &err) != 0) fail_msg("%s", err.msg);
     assert_int_equal(pb.shortest_edge, 10);
     assert_int_equal(pb.resample, RESAMPLE_BICUBIC);
     assert_int_equal(pb.do_center_crop, 1);

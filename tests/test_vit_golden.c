@@ -9,7 +9,9 @@
 
 #include "patch/patch.h"
 #include "vit/core/encoder.h"
-#include "vit/model/model.h"
+#include "vit/io/model_dir.h"
+#include "vit/model/params.h"
+#include "vit/model/vit_model.h"
 #include "vit/core/ops.h"
 #include "vit/io/safetensors.h"
 #include "vit/vit.h"
@@ -124,7 +126,8 @@ static void check_hidden_states(const char *name, const char *image, double tol)
     float *patches = malloc(sizeof(float) * (size_t)N * K), *scratch = malloc(sizeof(float) * (size_t)N * D);
     float *x = malloc(sizeof(float) * (size_t)T * D);
     patch_extract(patches, pixels, 1, c->num_channels, c->image_size, c->image_size, P);
-    patch_embed_forward(x, scratch, patches, m.patch_w, m.patch_b, m.cls_token, m.pos_embed, 1, N, K, D);
+    linear_forward(scratch, patches, m.patch_w, m.patch_b, N, K, D);
+    patch_tokens_forward(x, scratch, m.cls_token, m.pos_embed, 1, N, D);
     snprintf(key, sizeof key, "%s/embeddings", image);
     float *want = golden_f32(&g, key, NULL);
     double d = max_rel_diff(x, want, (size_t)T * D);
@@ -200,12 +203,50 @@ static void test_batch_matches_single(void **state) {
     vit_free(ctx);
 }
 
+/* The training forward (activations kept, no dropout) and the eval forward on training buffers
+ * give the inference logits of the public API bit for bit: one forward serves all three. */
+static void test_training_forward_equals_inference(void **state) {
+    (void)state;
+    REQUIRE_SHARED();
+    const char *dir = shared_path("models/vit-tiny-in1k");
+    vit_error err = {0};
+    vit_params params = vit_default_params();
+    params.max_batch = 2;
+    vit_context *ctx = vit_load(dir, &params, &err);
+    model m;
+    vit_acts train;
+    if (!ctx || model_load(&m, dir, &err) != 0 || vit_acts_alloc(&train, &m, 2, 0, 1, &err) != 0)
+        fail_msg("%s", err.msg);
+    const size_t F = vit_input_floats(ctx);
+    const int L = vit_num_labels(ctx);
+    float *pixels = malloc(sizeof(float) * F * 2), *want = malloc(sizeof(float) * L * 2),
+          *eval = malloc(sizeof(float) * L * 2), *trained = malloc(sizeof(float) * L * 2);
+    const char *images[] = {"data/imagenet-sample-100/n01440764/n01440764_tench.JPEG",
+                            "data/imagenet-sample-100/n02128925/n02128925_jaguar.JPEG"};
+    for (int b = 0; b < 2; b++)
+        if (vit_preprocess_file(ctx, shared_path(images[b]), pixels + F * b, &err) != 0)
+            fail_msg("%s", err.msg);
+    assert_int_equal(vit_forward(ctx, pixels, 2, want, &err), 0);
+    assert_int_equal(vit_model_forward(&m, &train, pixels, 2, NULL, eval, &err), 0);
+    const forward_mode mode = {.train = 1};
+    assert_int_equal(vit_model_forward(&m, &train, pixels, 2, &mode, trained, &err), 0);
+    assert_memory_equal(eval, want, sizeof(float) * L * 2);
+    assert_memory_equal(trained, want, sizeof(float) * L * 2);
+    print_message("vit-tiny-in1k: training forward == eval forward == vit_forward (2 images, "
+                  "%d logits each, bit for bit)\n", L);
+    free(pixels), free(want), free(eval), free(trained);
+    vit_acts_free(&train);
+    model_free(&m);
+    vit_free(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_micro_a_logits),   cmocka_unit_test(test_micro_b_logits),
         cmocka_unit_test(test_vit_tiny_logits),  cmocka_unit_test(test_micro_a_hidden),
         cmocka_unit_test(test_micro_b_hidden),   cmocka_unit_test(test_vit_tiny_hidden),
         cmocka_unit_test(test_batch_matches_single),
+        cmocka_unit_test(test_training_forward_equals_inference),
     };
     return cmocka_run_group_tests_name("vit golden", tests, NULL, NULL);
 }

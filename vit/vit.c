@@ -1,63 +1,58 @@
-/* The ViT forward pass, top to bottom: patches -> embeddings -> shared encoder -> CLS head. */
+/* The public API for images (vit.h): a loaded model, its preprocessing and its buffers. */
 #include "vit/vit.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "image/image.h"
-#include "patch/patch.h"
-#include "vit/core/encoder.h"
-#include "vit/model/model.h"
+#include "vit/base/alloc.h"
+#include "vit/base/threads.h"
 #include "vit/core/ops.h"
+#include "vit/io/model_dir.h"
+#include "vit/model/vit_model.h"
+
+#define STR(x)  #x
+#define XSTR(x) STR(x)
 
 struct vit_context {
     model m;
-    vit_params params;
+    vit_acts acts;
     preprocess_config prep;
-    int size, grid, tokens, patch_dim;
-    float *pos;      /* position embeddings at the run resolution (== m.pos_embed if unchanged) */
-    float *work;     /* one block: patches, embed scratch, x, cls rows */
-    float *patches, *embed, *x, *cls;
-    encoder_acts acts;
+    vit_params params;
+    int threads;
+    float *block; /* one image's pixels, logits of a batch, one image's normalised tokens */
+    float *pixels, *logits, *tokens;
 };
+
+const char *vit_version(void) {
+    return XSTR(VIT_VERSION_MAJOR) "." XSTR(VIT_VERSION_MINOR) "." XSTR(VIT_VERSION_PATCH);
+}
 
 vit_params vit_default_params(void) {
     return (vit_params){.threads = 0, .max_batch = 1, .image_size = 0, .max_pixels = 0};
 }
 
-static int alloc_work(vit_context *c, vit_error *err) {
-    const size_t B = (size_t)c->params.max_batch, D = (size_t)c->m.cfg.hidden_size;
-    const size_t N = (size_t)c->grid * c->grid;
-    size_t n_patches = B * N * c->patch_dim, n_embed = B * N * D, n_x = B * c->tokens * D, n_cls = B * D;
-    c->work = malloc(sizeof(float) * (n_patches + n_embed + n_x + n_cls));
-    if (!c->work) return vit_fail(err, "out of memory for batch %zu", B);
-    c->patches = c->work;
-    c->embed = c->patches + n_patches;
-    c->x = c->embed + n_embed;
-    c->cls = c->x + n_x;
-    if (encoder_acts_alloc(&c->acts, &c->m.enc, (int)B, c->tokens, 0) != 0)
-        return vit_fail(err, "out of memory for encoder activations (batch %zu)", B);
+/* The preprocessing must yield exactly what the model takes at the run size. */
+static int setup_preprocessing(vit_context *c, const char *model_dir, vit_error *err) {
+    if (model_dir_load_preprocess(model_dir, &c->prep, err) != 0) return -1;
+    preprocess_config_set_size(&c->prep, c->acts.size);
+    int pc, ph, pw;
+    preprocess_output_shape(&c->prep, &pc, &ph, &pw);
+    if (pc != c->m.cfg.num_channels || ph != c->acts.size || pw != c->acts.size)
+        return vit_fail(err, "%s: preprocessing yields %dx%dx%d but the model takes %dx%dx%d",
+                        model_dir, pc, ph, pw, c->m.cfg.num_channels, c->acts.size,
+                        c->acts.size);
     return 0;
 }
 
-static int setup_resolution(vit_context *c, const char *model_dir, vit_error *err) {
-    const model_config *cfg = &c->m.cfg;
-    c->size = c->params.image_size > 0 ? c->params.image_size : cfg->image_size;
-    if (c->size % cfg->patch_size != 0 || c->size < cfg->patch_size)
-        return vit_fail(err, "%s: input size %d is not a positive multiple of the patch size %d", model_dir,
-                        c->size, cfg->patch_size);
-    c->grid = c->size / cfg->patch_size;
-    c->tokens = c->grid * c->grid + 1;
-    c->patch_dim = cfg->num_channels * cfg->patch_size * cfg->patch_size;
-    int n = cfg->image_size / cfg->patch_size;
-    if (c->grid == n) {
-        c->pos = c->m.pos_embed;
-        return 0;
-    }
-    c->pos = malloc(sizeof(float) * (size_t)c->tokens * cfg->hidden_size);
-    if (!c->pos) return vit_fail(err, "out of memory");
-    pos_embed_interpolate(c->pos, c->m.pos_embed, n, c->grid, cfg->hidden_size);
-    return 0;
+static int alloc_buffers(vit_context *c, vit_error *err) {
+    const size_t D = (size_t)c->m.cfg.hidden_size;
+    const size_t sizes[] = {vit_input_floats(c),
+                            (size_t)c->params.max_batch * c->m.cfg.num_labels,
+                            (size_t)c->acts.tokens * D};
+    float **fields[] = {&c->pixels, &c->logits, &c->tokens};
+    c->block = alloc_float_block(3, sizes, fields);
+    return c->block ? 0 : vit_fail(err, "out of memory");
 }
 
 vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error *err) {
@@ -65,6 +60,7 @@ vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error
     if (!c) return vit_fail(err, "out of memory"), NULL;
     c->params = params ? *params : vit_default_params();
     if (c->params.max_batch < 1) c->params.max_batch = 1;
+    c->threads = threads_resolve(c->params.threads);
     if (model_load(&c->m, model_dir, err) != 0) {
         free(c);
         return NULL;
@@ -73,18 +69,13 @@ vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error
         vit_fail(err, "%s: a BERT model; use 'vit text' for text models", model_dir);
         goto fail;
     }
-    if (setup_resolution(c, model_dir, err) != 0) goto fail;
-    if (preprocess_config_load(model_dir, &c->prep, err) != 0) goto fail;
-    preprocess_config_set_size(&c->prep, c->size);
-    int pc, ph, pw;
-    preprocess_output_shape(&c->prep, &pc, &ph, &pw);
-    if (pc != c->m.cfg.num_channels || ph != c->size || pw != c->size) {
-        vit_fail(err, "%s: preprocessing yields %dx%dx%d but the model takes %dx%dx%d", model_dir, pc, ph,
-                 pw, c->m.cfg.num_channels, c->size, c->size);
+    if (vit_acts_alloc(&c->acts, &c->m, c->params.max_batch, c->params.image_size, 0, err) != 0) {
+        vit_error inner = *err;
+        vit_fail(err, "%s: %s", model_dir, inner.msg);
         goto fail;
     }
-    if (alloc_work(c, err) != 0) goto fail;
-    vit_threads_init(c->params.threads);
+    if (setup_preprocessing(c, model_dir, err) != 0 || alloc_buffers(c, err) != 0) goto fail;
+    ops_init();
     return c;
 fail:
     vit_free(c);
@@ -93,49 +84,152 @@ fail:
 
 void vit_free(vit_context *c) {
     if (!c) return;
-    if (c->pos != c->m.pos_embed) free(c->pos);
-    free(c->work);
-    encoder_acts_free(&c->acts);
+    vit_acts_free(&c->acts);
+    free(c->block);
     model_free(&c->m);
     free(c);
 }
 
-int vit_num_labels(const vit_context *c) { return c->m.cfg.num_labels; }
-const char *vit_label(const vit_context *c, int i) { return c->m.cfg.labels[i]; }
-size_t vit_input_floats(const vit_context *c) { return (size_t)c->m.cfg.num_channels * c->size * c->size; }
-int vit_tokens(const vit_context *c) { return c->tokens; }
-double vit_flops_per_image(const vit_context *c) { return model_flops(&c->m, c->tokens); }
-
+int vit_num_labels(const vit_context *c) {
+    return c->m.cfg.num_labels;
+}
+const char *vit_label(const vit_context *c, int i) {
+    return i >= 0 && i < c->m.cfg.num_labels ? c->m.cfg.labels[i] : NULL;
+}
+size_t vit_input_floats(const vit_context *c) {
+    return (size_t)c->m.cfg.num_channels * c->acts.size * c->acts.size;
+}
+int vit_tokens(const vit_context *c) {
+    return c->acts.tokens;
+}
+int vit_hidden_size(const vit_context *c) {
+    return c->m.cfg.hidden_size;
+}
+double vit_flops_per_image(const vit_context *c) {
+    return model_flops(&c->m, c->acts.tokens);
+}
 size_t vit_num_parameters(const vit_context *c) {
-    size_t n = 0;
-    for (int i = 0; i < c->m.num_entries; i++) n += c->m.entries[i].absent ? 0 : c->m.entries[i].numel;
-    return n;
+    return model_live_params(&c->m);
 }
 
 void vit_input_shape(const vit_context *c, int *channels, int *height, int *width) {
     *channels = c->m.cfg.num_channels;
-    *height = *width = c->size;
+    *height = *width = c->acts.size;
 }
+
+/* ---- preprocessing ---- */
 
 int vit_preprocess_file(const vit_context *c, const char *path, float *pixels, vit_error *err) {
     return preprocess_file(&c->prep, path, c->params.max_pixels, pixels, err);
 }
 
-int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_error *err) {
-    const model *m = &c->m;
-    const int D = m->cfg.hidden_size, N = c->grid * c->grid;
-    if (B < 1 || B > c->params.max_batch)
-        return vit_fail(err, "batch %d outside 1..%d", B, c->params.max_batch);
-    patch_extract(c->patches, pixels, B, m->cfg.num_channels, c->size, c->size, m->cfg.patch_size);
-    patch_embed_forward(c->x, c->embed, c->patches, m->patch_w, m->patch_b, m->cls_token, c->pos, B, N,
-                        c->patch_dim, D);
-    encoder_forward(&m->enc, m->layers, &c->acts, c->x, NULL, B, c->tokens);
-    /* Only the CLS token reaches the classifier: normalise just those rows. */
-    for (int b = 0; b < B; b++)
-        layernorm_forward(c->cls + (size_t)b * D, NULL, NULL, c->x + (size_t)b * c->tokens * D,
-                          m->final_ln_w, m->final_ln_b, 1, D, m->cfg.layer_norm_eps);
-    linear_forward(logits, c->cls, m->head_w, m->head_b, B, D, m->cfg.num_labels);
-    return 0;
+/* An image already decoded: preprocess it, its errors named after `name`. */
+static int preprocess_named(const vit_context *c, image_u8 *img, const char *name, float *pixels,
+                            vit_error *err) {
+    const int rc = preprocess_image(&c->prep, img, pixels, err);
+    image_free(img);
+    if (rc != 0 && err) {
+        vit_error inner = *err;
+        vit_fail(err, "%s: %s", name, inner.msg);
+    }
+    return rc;
 }
 
-void vit_softmax(float *logits, int n) { softmax_forward(logits, 1, n); }
+int vit_preprocess_memory(const vit_context *c, const void *bytes, size_t size, float *pixels,
+                          vit_error *err) {
+    image_u8 img;
+    if (image_decode_memory(bytes, size, "image in memory", c->prep.channels,
+                            c->params.max_pixels, &img, err) != 0)
+        return -1;
+    return preprocess_named(c, &img, "image in memory", pixels, err);
+}
+
+int vit_preprocess_rgb(const vit_context *c, const uint8_t *rgb, int width, int height,
+                       float *pixels, vit_error *err) {
+    image_u8 img;
+    if (image_from_rgb(rgb, width, height, "RGB image", c->prep.channels, c->params.max_pixels,
+                       &img, err) != 0)
+        return -1;
+    return preprocess_named(c, &img, "RGB image", pixels, err);
+}
+
+/* ---- forward ---- */
+
+int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_error *err) {
+    const threads_scope scope = threads_begin(c->threads);
+    const int rc = vit_model_forward(&c->m, &c->acts, pixels, B, NULL, logits, err);
+    threads_end(scope);
+    return rc;
+}
+
+/* Mean of the patch tokens of image b after the final LayerNorm, into out [D]. */
+static void mean_patch_token(vit_context *c, int b, float *out) {
+    const int D = c->m.cfg.hidden_size, N = c->acts.tokens - 1;
+    const float *x = vit_acts_hidden(&c->acts) + ((size_t)b * c->acts.tokens + 1) * D;
+    layernorm_forward(c->tokens, NULL, NULL, x, c->m.final_ln_w, c->m.final_ln_b, N, D,
+                      c->m.cfg.layer_norm_eps);
+    for (int d = 0; d < D; d++) {
+        double sum = 0.0;
+        for (int i = 0; i < N; i++) sum += c->tokens[(size_t)i * D + d];
+        out[d] = (float)(sum / N);
+    }
+}
+
+int vit_embed(vit_context *c, const float *pixels, int B, vit_pool pool, float *features,
+              vit_error *err) {
+    if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN)
+        return vit_fail(err, "unknown pooling %d", (int)pool);
+    const threads_scope scope = threads_begin(c->threads);
+    const int rc = vit_model_forward(&c->m, &c->acts, pixels, B, NULL, c->logits, err);
+    const size_t D = (size_t)c->m.cfg.hidden_size;
+    for (int b = 0; rc == 0 && b < B; b++) {
+        if (pool == VIT_POOL_CLS)
+            memcpy(features + b * D, vit_acts_cls(&c->acts) + b * D, D * sizeof(float));
+        else
+            mean_patch_token(c, b, features + b * D);
+    }
+    threads_end(scope);
+    return rc;
+}
+
+void vit_softmax(float *logits, int n) {
+    softmax_probs(logits, logits, 1, n);
+}
+
+/* ---- classification ---- */
+
+int vit_top_k(const vit_context *c, const float *probs, int k, vit_prediction *top) {
+    const int L = c->m.cfg.num_labels;
+    k = k < L ? k : L;
+    int idx[k > 0 ? k : 1];
+    topk_indices(probs, L, k, idx);
+    for (int i = 0; i < k; i++)
+        top[i] = (vit_prediction){.index = idx[i], .prob = probs[idx[i]], .label = vit_label(c, idx[i])};
+    return k;
+}
+
+/* ctx->pixels (one image) -> top-k. */
+static int classify_pixels(vit_context *c, int k, vit_prediction *top, vit_error *err) {
+    if (k < 1) return vit_fail(err, "k %d is not positive", k);
+    if (vit_forward(c, c->pixels, 1, c->logits, err) != 0) return -1;
+    vit_softmax(c->logits, c->m.cfg.num_labels);
+    return vit_top_k(c, c->logits, k, top);
+}
+
+int vit_classify_file(vit_context *c, const char *path, int k, vit_prediction *top,
+                      vit_error *err) {
+    if (vit_preprocess_file(c, path, c->pixels, err) != 0) return -1;
+    return classify_pixels(c, k, top, err);
+}
+
+int vit_classify_memory(vit_context *c, const void *bytes, size_t size, int k,
+                        vit_prediction *top, vit_error *err) {
+    if (vit_preprocess_memory(c, bytes, size, c->pixels, err) != 0) return -1;
+    return classify_pixels(c, k, top, err);
+}
+
+int vit_classify_image(vit_context *c, const uint8_t *rgb, int width, int height, int k,
+                       vit_prediction *top, vit_error *err) {
+    if (vit_preprocess_rgb(c, rgb, width, height, c->pixels, err) != 0) return -1;
+    return classify_pixels(c, k, top, err);
+}

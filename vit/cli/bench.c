@@ -1,5 +1,4 @@
 /* vit bench: forward passes on synthetic input, after a warm-up. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -10,7 +9,26 @@
 #include "vit/cli/cli.h"
 #include "vit/vit.h"
 
-static const char usage_text[] = "usage: vit bench [-m MODEL_DIR] [-b BATCH] [-n RUNS] [-t THREADS] [--size N] [--json]\n";
+enum { OPT_MODEL = 1, OPT_BATCH, OPT_RUNS, OPT_THREADS, OPT_SIZE, OPT_JSON };
+
+static const cli_option options[] = {
+    {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the shipped model"},
+    {OPT_BATCH, "batch", 'b', "N", "images per forward pass", "1"},
+    {OPT_RUNS, "runs", 'n', "N", "timed forward passes (after 3 warm-up passes)", "20"},
+    {OPT_THREADS, "threads", 't', "N", "compute threads", "OMP_NUM_THREADS, else one per core"},
+    {OPT_SIZE, "size", 0, "N", "run at N x N pixels", "the model's image_size"},
+    {OPT_JSON, "json", 0, NULL, "one JSON line instead of text", NULL},
+};
+
+static const cli_command command = {
+    "bench", "time forward passes on synthetic input", "[options]",
+    "Times forward passes of random pixels and prints the median time per batch, images per\n"
+    "second and GFLOP/s, with the settings the figures depend on.",
+    options, sizeof options / sizeof options[0]};
+
+const cli_command *cli_bench_command(void) {
+    return &command;
+}
 
 static int compare_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -18,30 +36,27 @@ static int compare_double(const void *a, const void *b) {
 }
 
 int cli_bench(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"model", required_argument, 0, 'm'}, {"batch", required_argument, 0, 'b'},
-        {"runs", required_argument, 0, 'n'},  {"threads", required_argument, 0, 't'},
-        {"size", required_argument, 0, 's'},  {"json", no_argument, 0, 'j'},
-        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
     const char *model_opt = NULL;
     vit_params params = vit_default_params();
-    int runs = 20, json = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "m:b:n:t:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'm': model_opt = optarg; break;
-        case 'b': params.max_batch = (int)cli_parse_int(optarg, 1, 4096, "-b"); break;
-        case 'n': runs = (int)cli_parse_int(optarg, 1, 1000000, "-n"); break;
-        case 't': params.threads = (int)cli_parse_int(optarg, 1, 1024, "-t"); break;
-        case 's': params.image_size = (int)cli_parse_int(optarg, 1, 8192, "--size"); break;
-        case 'j': json = 1; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        default: fputs(usage_text, stderr); return 2;
+    int runs = 20, json = 0, id, bad = 0;
+    cli_parser p;
+    cli_parse_begin(&p, &command, argc, argv);
+    while (!bad && (id = cli_parse_next(&p)) > 0) {
+        switch (id) {
+        case OPT_MODEL: model_opt = p.value; break;
+        case OPT_BATCH: bad = cli_int(&p, 1, 4096, &params.max_batch); break;
+        case OPT_RUNS: bad = cli_int(&p, 1, 1000000, &runs); break;
+        case OPT_THREADS: bad = cli_int(&p, 1, 1024, &params.threads); break;
+        case OPT_SIZE: bad = cli_int(&p, 1, 8192, &params.image_size); break;
+        case OPT_JSON: json = 1; break;
         }
-        if (params.max_batch < 0 || runs < 0 || params.threads < 0 || params.image_size < 0)
-            return fputs(usage_text, stderr), 2;
     }
-    if (optind != argc) return fputs(usage_text, stderr), 2;
+    if (bad || id == CLI_ERROR) return 2;
+    if (id == CLI_HELP) return 0;
+    if (p.num_rest) {
+        fprintf(stderr, "vit bench: unexpected argument '%s' (vit bench --help)\n", p.rest[0]);
+        return 2;
+    }
     char dir[4096];
     vit_error err = {0};
     vit_context *ctx = vit_load(cli_model_dir(model_opt, dir, sizeof dir), &params, &err);

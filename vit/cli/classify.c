@@ -1,13 +1,39 @@
 /* vit classify: top-k labels of image files. */
-#include <cjson/cJSON.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vit/cli/cli.h"
-#include "vit/data/pipeline.h"
+#include "vit/cli/json_writer.h"
+#include "vit/eval/eval_images.h"
 #include "vit/vit.h"
+
+enum { OPT_MODEL = 1, OPT_TOP, OPT_JSON, OPT_LOGITS, OPT_BATCH, OPT_THREADS, OPT_SIZE, OPT_PIXELS };
+
+static const cli_option options[] = {
+    {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the shipped model"},
+    {OPT_TOP, "top", 'k', "N", "show the N most likely labels", "5"},
+    {OPT_JSON, "json", 0, NULL, "one JSON object per line and file, in input order", NULL},
+    {OPT_LOGITS, "logits", 0, NULL, "also print every logit", NULL},
+    {OPT_BATCH, "batch", 'b', "N", "images per forward pass", "8"},
+    {OPT_THREADS, "threads", 't', "N", "compute threads", "OMP_NUM_THREADS, else one per core"},
+    {OPT_SIZE, "size", 0, "N",
+     "run at N x N pixels (position embeddings interpolated as Hugging Face does)",
+     "the model's image_size"},
+    {OPT_PIXELS, "max-pixels", 0, "N", "refuse images larger than this", "100000000"},
+};
+
+static const cli_command command = {
+    "classify", "classify image files (top-k labels, text or JSON lines)",
+    "[options] FILE...",
+    "Classifies each FILE (PNG or JPEG, told by its first bytes); FILE '-' reads paths from\n"
+    "standard input, one per line. A file that cannot be read is reported and the others still\n"
+    "run; the exit status is then 1.",
+    options, sizeof options / sizeof options[0]};
+
+const cli_command *cli_classify_command(void) {
+    return &command;
+}
 
 typedef struct {
     int top_k, json, with_logits;
@@ -17,11 +43,8 @@ typedef struct {
     int failures;
     vit_context *ctx;
     float *probs;
+    vit_prediction *top;
 } classify_run;
-
-static const char usage_text[] =
-    "usage: vit classify [-m MODEL_DIR] [-k N] [--json] [--logits] [-b BATCH] [-t THREADS] [--size N]\n"
-    "                    [--max-pixels N] FILE...   (FILE '-' reads paths from stdin, one per line)\n";
 
 static int next_path(void *user, char **path) {
     classify_run *r = user;
@@ -53,35 +76,31 @@ static int next_path(void *user, char **path) {
     }
 }
 
-static void print_json(classify_run *r, const pipeline_item *it, const int *top) {
-    cJSON *obj = cJSON_CreateObject();
-    cJSON_AddStringToObject(obj, "file", it->path);
+static void print_json(const classify_run *r, const pipeline_item *it) {
+    json_writer w = json_begin(stdout);
+    json_object(&w);
+    json_key(&w, "file");
+    json_string(&w, it->path);
     if (!it->ok) {
-        cJSON_AddStringToObject(obj, "error", it->err.msg);
+        json_key(&w, "error");
+        json_string(&w, it->err.msg);
     } else {
-        cJSON *arr = cJSON_AddArrayToObject(obj, "top");
-        for (int i = 0; i < r->top_k; i++) {
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddNumberToObject(e, "index", top[i]);
-            cJSON_AddStringToObject(e, "label", vit_label(r->ctx, top[i]));
-            cJSON_AddNumberToObject(e, "prob", r->probs[top[i]]);
-            cJSON_AddItemToArray(arr, e);
-        }
+        cli_json_top(&w, r->top, r->top_k);
         if (r->with_logits) {
-            cJSON *lg = cJSON_AddArrayToObject(obj, "logits");
-            for (int i = 0; i < vit_num_labels(r->ctx); i++) cJSON_AddItemToArray(lg, cJSON_CreateNumber(it->logits[i]));
+            json_key(&w, "logits");
+            json_array(&w);
+            for (int i = 0; i < vit_num_labels(r->ctx); i++) json_float(&w, it->logits[i]);
+            json_end(&w);
         }
     }
-    char *text = cJSON_PrintUnformatted(obj);
-    if (text) puts(text);
-    free(text);
-    cJSON_Delete(obj);
+    json_end(&w);
+    json_line(&w);
 }
 
-static void print_text(classify_run *r, const pipeline_item *it, const int *top) {
+static void print_text(const classify_run *r, const pipeline_item *it) {
     if (!it->ok) return; /* reported on stderr */
     printf("%s\n", it->path);
-    for (int i = 0; i < r->top_k; i++) printf("  %.4f  %s\n", r->probs[top[i]], vit_label(r->ctx, top[i]));
+    for (int i = 0; i < r->top_k; i++) printf("  %.4f  %s\n", r->top[i].prob, r->top[i].label);
     if (r->with_logits) {
         printf("  logits:");
         for (int i = 0; i < vit_num_labels(r->ctx); i++) printf(" %.6g", it->logits[i]);
@@ -92,60 +111,60 @@ static void print_text(classify_run *r, const pipeline_item *it, const int *top)
 static void batch_done(void *user, const pipeline_item *items, int count) {
     classify_run *r = user;
     const int L = vit_num_labels(r->ctx);
-    int top[L];
     for (int i = 0; i < count; i++) {
         const pipeline_item *it = &items[i];
         if (it->ok) {
             memcpy(r->probs, it->logits, sizeof(float) * (size_t)L);
             vit_softmax(r->probs, L);
-            cli_top_indices(r->probs, L, r->top_k, top);
+            vit_top_k(r->ctx, r->probs, r->top_k, r->top);
         } else {
             r->failures++;
             fprintf(stderr, "vit classify: %s\n", it->err.msg);
         }
-        if (r->json) print_json(r, it, top);
-        else print_text(r, it, top);
+        if (r->json)
+            print_json(r, it);
+        else
+            print_text(r, it);
     }
     fflush(stdout);
 }
 
+/* Options into r and params; returns 0 to run, else the exit status. */
+static int parse_options(int argc, char **argv, classify_run *r, vit_params *params,
+                         const char **model_opt) {
+    cli_parser p;
+    cli_parse_begin(&p, &command, argc, argv);
+    int id, bad = 0;
+    while (!bad && (id = cli_parse_next(&p)) > 0) {
+        switch (id) {
+        case OPT_MODEL: *model_opt = p.value; break;
+        case OPT_TOP: bad = cli_int(&p, 1, 1 << 20, &r->top_k); break;
+        case OPT_JSON: r->json = 1; break;
+        case OPT_LOGITS: r->with_logits = 1; break;
+        case OPT_BATCH: bad = cli_int(&p, 1, 4096, &params->max_batch); break;
+        case OPT_THREADS: bad = cli_int(&p, 1, 1024, &params->threads); break;
+        case OPT_SIZE: bad = cli_int(&p, 1, 8192, &params->image_size); break;
+        case OPT_PIXELS: bad = cli_int64(&p, 1, 2000000000, &params->max_pixels); break;
+        }
+    }
+    if (bad || id == CLI_ERROR) return 2;
+    if (id == CLI_HELP) return -1;
+    if (p.num_rest == 0) {
+        fprintf(stderr, "vit classify: no input files (vit classify --help)\n");
+        return 2;
+    }
+    r->files = p.rest;
+    r->num_files = p.num_rest;
+    return 0;
+}
+
 int cli_classify(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"model", required_argument, 0, 'm'},   {"top", required_argument, 0, 'k'},
-        {"json", no_argument, 0, 'j'},          {"logits", no_argument, 0, 'l'},
-        {"batch", required_argument, 0, 'b'},   {"threads", required_argument, 0, 't'},
-        {"size", required_argument, 0, 's'},    {"max-pixels", required_argument, 0, 'p'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     classify_run r = {.top_k = 5};
     const char *model_opt = NULL;
     vit_params params = vit_default_params();
     params.max_batch = 8;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "m:k:b:t:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'm': model_opt = optarg; break;
-        case 'k': r.top_k = cli_parse_int(optarg, 1, 1 << 20, "-k"); break;
-        case 'j': r.json = 1; break;
-        case 'l': r.with_logits = 1; break;
-        case 'b': params.max_batch = cli_parse_int(optarg, 1, 4096, "-b"); break;
-        case 't': params.threads = cli_parse_int(optarg, 1, 1024, "-t"); break;
-        case 's': params.image_size = cli_parse_int(optarg, 1, 8192, "--size"); break;
-        case 'p': params.max_pixels = cli_parse_int(optarg, 1, 2000000000, "--max-pixels"); break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        default: fputs(usage_text, stderr); return 2;
-        }
-        if (r.top_k < 0 || params.max_batch < 0 || params.threads < 0 || params.image_size < 0 || params.max_pixels < 0) {
-            fputs(usage_text, stderr);
-            return 2;
-        }
-    }
-    if (optind >= argc) {
-        fprintf(stderr, "vit classify: no input files\n%s", usage_text);
-        return 2;
-    }
-    r.files = argv + optind;
-    r.num_files = argc - optind;
+    const int parsed = parse_options(argc, argv, &r, &params, &model_opt);
+    if (parsed != 0) return parsed < 0 ? 0 : parsed;
     char model_dir[4096];
     vit_error err = {0};
     r.ctx = vit_load(cli_model_dir(model_opt, model_dir, sizeof model_dir), &params, &err);
@@ -155,10 +174,19 @@ int cli_classify(int argc, char **argv) {
     }
     if (r.top_k > vit_num_labels(r.ctx)) r.top_k = vit_num_labels(r.ctx);
     r.probs = malloc(sizeof(float) * (size_t)vit_num_labels(r.ctx));
-    pipeline_options opt = {.batch = params.max_batch, .decode_threads = cli_decode_threads(params.threads)};
-    int rc = pipeline_run(r.ctx, &opt, next_path, batch_done, &r, &err);
-    if (rc != 0) fprintf(stderr, "vit classify: %s\n", err.msg);
+    r.top = malloc(sizeof *r.top * (size_t)r.top_k);
+    int rc = -1;
+    if (!r.probs || !r.top) {
+        fprintf(stderr, "vit classify: out of memory\n");
+    } else {
+        const pipeline_options opt = {.batch = params.max_batch,
+                                      .decode_threads = cli_decode_threads(params.threads)};
+        const pipeline_model model = eval_pipeline_model(r.ctx);
+        rc = pipeline_run(&model, &opt, next_path, batch_done, &r, &err);
+        if (rc != 0) fprintf(stderr, "vit classify: %s\n", err.msg);
+    }
     free(r.probs);
+    free(r.top);
     vit_free(r.ctx);
     return rc != 0 || r.failures ? 1 : 0;
 }

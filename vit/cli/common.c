@@ -1,3 +1,4 @@
+/* What the subcommands share: where models are, error and JSON conventions. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -5,11 +6,39 @@
 #include <unistd.h>
 
 #include <cblas.h>
-#include <errno.h>
 
 #include "vit/cli/cli.h"
 
-#define DEFAULT_MODEL "models/fashion-vit"
+#define DEFAULT_MODEL "fashion-vit"
+
+/* dir/name when dir/name/config.json... exists: a folder of models. */
+static int has_models(const char *dir) {
+    char probe[PATH_MAX + 64];
+    snprintf(probe, sizeof probe, "%s/%s/config.json", dir, DEFAULT_MODEL);
+    return access(probe, F_OK) == 0;
+}
+
+const char *cli_models_dir(char *buf, size_t size) {
+    /* resolved from the executable, not the working directory */
+    char exe[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        snprintf(buf, size, "models");
+        return buf;
+    }
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0; /* .../bin */
+    slash = strrchr(exe, '/');
+    if (slash) *slash = 0; /* the build tree, or the installation prefix */
+    snprintf(buf, size, "%s/models", exe);
+    if (!has_models(buf)) {
+        char installed[PATH_MAX + 32];
+        snprintf(installed, sizeof installed, "%s/share/vit/models", exe);
+        if (has_models(installed)) snprintf(buf, size, "%s", installed);
+    }
+    return buf;
+}
 
 const char *cli_model_dir(const char *option, char *buf, size_t size) {
     const char *env = getenv("VIT_MODEL");
@@ -18,19 +47,9 @@ const char *cli_model_dir(const char *option, char *buf, size_t size) {
     } else if (env && *env) {
         snprintf(buf, size, "%s", env);
     } else {
-        /* bin/vit lives beside models/: resolve from the executable, not the working directory. */
-        char exe[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        if (n <= 0) {
-            snprintf(buf, size, "%s", DEFAULT_MODEL);
-            return buf;
-        }
-        exe[n] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = 0; /* .../bin */
-        slash = strrchr(exe, '/');
-        if (slash) *slash = 0; /* project root */
-        snprintf(buf, size, "%s/%s", exe, DEFAULT_MODEL);
+        char models[PATH_MAX];
+        cli_models_dir(models, sizeof models);
+        snprintf(buf, size, "%s/%s", models, DEFAULT_MODEL);
     }
     return buf;
 }
@@ -50,33 +69,25 @@ void cli_print_load_error(const char *command, const char *model_opt, const char
     fprintf(stderr, "vit %s: %s\n", command, err->msg);
 }
 
-void cli_top_indices(const float *x, int n, int k, int *out) {
+void cli_json_top(json_writer *w, const vit_prediction *top, int k) {
+    json_key(w, "top");
+    json_array(w);
     for (int i = 0; i < k; i++) {
-        int best = -1;
-        for (int j = 0; j < n; j++) {
-            int taken = 0;
-            for (int t = 0; t < i && !taken; t++) taken = out[t] == j;
-            if (!taken && (best < 0 || x[j] > x[best])) best = j;
-        }
-        out[i] = best;
+        json_object(w);
+        json_key(w, "index");
+        json_int(w, top[i].index);
+        json_key(w, "label");
+        json_string(w, top[i].label);
+        json_key(w, "prob");
+        json_float(w, top[i].prob);
+        json_end(w);
     }
-}
-
-long long cli_parse_int(const char *text, long long lo, long long hi, const char *option) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi) {
-        fprintf(stderr, "vit: invalid value for %s: '%s' (expected an integer in %lld..%lld)\n",
-                option, text, lo, hi);
-        return -1;
-    }
-    return v;
+    json_end(w);
 }
 
 int cli_decode_threads(int threads) {
     (void)threads;
-    return 1; /* one loader thread beside OpenBLAS's; measured best on 2 cores (README figures) */
+    return 1; /* one loader thread beside the forward's; measured best on 2 cores (README) */
 }
 
 const char *cli_blas_core(void) {

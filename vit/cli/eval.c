@@ -1,6 +1,5 @@
 /* vit eval: a model's accuracy on labeled image folders (the ImageFolder layout). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,19 +12,40 @@
 #include "vit/cli/cli.h"
 #include "vit/eval/report.h"
 #include "vit/data/imagefolder.h"
-#include "vit/data/pipeline.h"
+#include "vit/eval/eval_images.h"
 #include "vit/eval/eval_text.h"
 #include "vit/vit.h"
 
 #define DEFAULT_IMAGE_BATCH 16
 
-static const char usage_text[] =
-    "usage: vit eval [-m MODEL_DIR] [--class-map FILE] [--json OUT|-] [--predictions OUT.tsv|-]\n"
-    "                [-b BATCH] [-t THREADS] [--size N] [--max-pixels N] DIR\n"
+enum { OPT_MODEL = 1, OPT_CLASS_MAP, OPT_JSON, OPT_PREDICTIONS, OPT_BATCH, OPT_THREADS, OPT_SIZE,
+       OPT_PIXELS };
+
+static const cli_option options[] = {
+    {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the shipped model"},
+    {OPT_CLASS_MAP, "class-map", 0, "FILE",
+     "folder names, one per line, line number = class index (timm's class map)",
+     "match folder names to the model's labels"},
+    {OPT_JSON, "json", 0, "OUT", "write the whole report as JSON ('-': standard output)", NULL},
+    {OPT_PREDICTIONS, "predictions", 0, "OUT",
+     "one row per input: file, true, predicted, probability ('-': standard output)", NULL},
+    {OPT_BATCH, "batch", 'b', "N", "inputs per forward pass", "16 images, 32 texts"},
+    {OPT_THREADS, "threads", 't', "N", "compute threads", "OMP_NUM_THREADS, else one per core"},
+    {OPT_SIZE, "size", 0, "N", "run at N x N pixels", "the model's image_size"},
+    {OPT_PIXELS, "max-pixels", 0, "N", "refuse images larger than this", "100000000"},
+};
+
+static const cli_command command = {
+    "eval", "accuracy on labelled image folders or TSV files: top-1/top-5, per class, confusions",
+    "[options] DIR|FILE.tsv",
     "DIR holds one folder per class (DIR/<class>/.../*.png|jpg|jpeg). Classes come from\n"
-    "--class-map (folder names, one per line, line number = class index) or by matching folder\n"
-    "names to the model's labels. DIR may also be a FILE.tsv of `sentence<TAB>label` lines\n"
-    "(with a header line) for a BERT text classifier.\n";
+    "--class-map or by matching folder names to the model's labels. FILE.tsv holds\n"
+    "`sentence<TAB>label` lines (with a header line) for a BERT text classifier.",
+    options, sizeof options / sizeof options[0]};
+
+const cli_command *cli_eval_command(void) {
+    return &command;
+}
 
 typedef struct {
     const char *model_dir, *data_dir, *class_map, *json_path, *pred_path;
@@ -38,80 +58,32 @@ typedef struct {
 
 typedef struct {
     imagefolder folder;
-    imagefolder_walk *walk;
     vit_context *ctx;
-    eval_report *report;
-    float *probs;
-    FILE *predictions;
     int progress;         /* stderr is a terminal: keep a progress line there */
-    long total, finished; /* inputs to go through (counted only for progress), gone through */
+    long total;           /* inputs to go through (counted only for progress) */
     double start, shown;  /* seconds */
 } eval_run;
-
-/* Loader thread: the next image of the walk, its true class as the tag. */
-static int next_image(void *user, pipeline_item *item) {
-    eval_run *r = user;
-    imagefolder_entry e;
-    int rc = imagefolder_walk_next(r->walk, &e, &item->err); /* unreadable: err set, not decoded */
-    if (rc != 1) return rc;
-    item->path = e.path;
-    item->tag = e.label;
-    return 1;
-}
-
-/* A TSV field: the path with tab, newline, carriage return and backslash escaped. */
-static void put_field(const char *s, FILE *out) {
-    for (; *s; s++) {
-        const char *esc = *s == '\t'   ? "\\t"
-                          : *s == '\n' ? "\\n"
-                          : *s == '\r' ? "\\r"
-                          : *s == '\\' ? "\\\\"
-                                       : NULL;
-        if (esc)
-            fputs(esc, out);
-        else
-            fputc(*s, out);
-    }
-}
 
 static void clear_progress(const eval_run *r) {
     if (r->progress) fputs("\r\033[K", stderr);
 }
 
-static void show_progress(eval_run *r) {
+static void show_progress(void *user, long finished) {
+    eval_run *r = user;
     double t = clock_seconds();
-    if (!r->progress || (t - r->shown < 0.25 && r->finished < r->total)) return;
+    if (!r->progress || (t - r->shown < 0.25 && finished < r->total)) return;
     r->shown = t;
-    double rate = r->finished / (t - r->start + 1e-9);
-    long left = r->total > r->finished ? r->total - r->finished : 0;
+    double rate = finished / (t - r->start + 1e-9);
+    long left = r->total > finished ? r->total - finished : 0;
     long eta = rate > 0 ? (long)(left / rate + 0.5) : 0;
-    fprintf(stderr, "\r\033[K%ld/%ld  %.1f images/s  ETA %ld:%02ld", r->finished, r->total, rate,
+    fprintf(stderr, "\r\033[K%ld/%ld  %.1f images/s  ETA %ld:%02ld", finished, r->total, rate,
             eta / 60, eta % 60);
 }
 
-/* Main thread: one batch, items in input order. */
-static void batch_done(void *user, const pipeline_item *items, int count) {
-    eval_run *r = user;
-    const int L = vit_num_labels(r->ctx);
-    for (int i = 0; i < count; i++) {
-        const pipeline_item *it = &items[i];
-        r->finished++;
-        if (!it->ok) {
-            clear_progress(r);
-            fprintf(stderr, "vit eval: skipped %s\n", it->err.msg);
-            if (eval_report_skip(r->report, it->path, it->err.msg) != 0)
-                fprintf(stderr, "vit eval: out of memory recording %s\n", it->path);
-            continue;
-        }
-        memcpy(r->probs, it->logits, sizeof(float) * (size_t)L);
-        vit_softmax(r->probs, L);
-        int pred = eval_report_add(r->report, it->tag, r->probs);
-        if (r->predictions) {
-            put_field(it->path, r->predictions);
-            fprintf(r->predictions, "\t%d\t%d\t%.6f\n", it->tag, pred, r->probs[pred]);
-        }
-    }
-    show_progress(r);
+static void report_skip(void *user, const char *path, const char *reason) {
+    (void)path;
+    clear_progress(user);
+    fprintf(stderr, "vit eval: skipped %s\n", reason);
 }
 
 /* Images (and unreadable entries) the walk will produce: a names-only pass for the progress line.
@@ -178,30 +150,22 @@ static int finish(const eval_report *rep, const eval_summary *s, const outputs *
 
 static int map_classes(eval_run *r, const eval_options *o) {
     vit_error err = {{0}};
-    const int L = vit_num_labels(r->ctx);
-    if (o->class_map) {
-        if (imagefolder_map_file(&r->folder, o->class_map, L, &err) == 0) return 0;
+    int by_order = 0;
+    if (eval_map_classes(&r->folder, r->ctx, o->class_map, &by_order, &err) != 0) {
         fprintf(stderr, "vit eval: %s\n", err.msg);
         return -1;
     }
-    const char **labels = malloc(sizeof *labels * (size_t)L);
-    if (!labels) return fputs("vit eval: out of memory\n", stderr), -1;
-    for (int i = 0; i < L; i++) labels[i] = vit_label(r->ctx, i);
-    int by_order = 0, rc = imagefolder_map_labels(&r->folder, labels, L, &by_order, &err);
-    free(labels);
-    if (rc != 0)
-        fprintf(stderr, "vit eval: %s\n", err.msg);
-    else if (by_order)
+    if (by_order)
         fprintf(stderr,
                 "vit eval: warning: %s: no folder name matches a label of the model; taking the %d "
                 "folders in sorted order as classes 0..%d (give --class-map to be sure)\n",
-                o->data_dir, L, L - 1);
-    return rc;
+                o->data_dir, vit_num_labels(r->ctx), vit_num_labels(r->ctx) - 1);
+    return 0;
 }
 
 /* The report's view of the classes: label names and the folder of each class (NULL if none). */
-static int report_and_finish(eval_run *r, const eval_options *o, const outputs *out,
-                             double seconds) {
+static int report_and_finish(const eval_run *r, const eval_report *report, const eval_options *o,
+                             const outputs *out, double seconds) {
     const int L = vit_num_labels(r->ctx);
     const char **labels = malloc(sizeof *labels * (size_t)L);
     const char **folders = calloc((size_t)L, sizeof *folders);
@@ -216,7 +180,7 @@ static int report_and_finish(eval_run *r, const eval_options *o, const outputs *
                           .folders = folders,
                           .unit = "images",
                           .seconds = seconds};
-        status = finish(r->report, &s, out);
+        status = finish(report, &s, out);
     } else {
         fputs("vit eval: out of memory\n", stderr);
     }
@@ -230,33 +194,30 @@ static int evaluate_images(eval_run *r, const eval_options *o) {
     vit_error err = {{0}};
     outputs out;
     if (open_outputs(o, &out) != 0) return 1;
-    r->predictions = out.predictions;
-    if (r->predictions) fputs("file\ttrue\tpredicted\tprobability\n", r->predictions);
-    const int L = vit_num_labels(r->ctx);
-    r->report = eval_report_create(L, &err);
-    r->probs = malloc(sizeof(float) * (size_t)L);
-    r->walk = r->report && r->probs ? imagefolder_walk_open(&r->folder, &err) : NULL;
+    eval_report *report = eval_report_create(vit_num_labels(r->ctx), &err);
     int status = 0;
-    if (!r->walk) {
-        fprintf(stderr, "vit eval: %s\n", r->report ? err.msg : "out of memory");
+    if (!report) {
+        fprintf(stderr, "vit eval: %s\n", err.msg);
         status = 1;
     } else {
         r->progress = isatty(STDERR_FILENO);
         if (r->progress) r->total = count_inputs(&r->folder);
         r->start = clock_seconds();
-        pipeline_options opt = {.batch = o->params.max_batch,
-                                .decode_threads = cli_decode_threads(o->params.threads)};
-        int rc = pipeline_run_source(r->ctx, &opt, next_image, batch_done, r, &err);
-        double seconds = clock_seconds() - r->start;
+        const eval_images_options opt = {.batch = o->params.max_batch,
+                                         .decode_threads = cli_decode_threads(o->params.threads),
+                                         .predictions = out.predictions,
+                                         .user = r,
+                                         .skipped = report_skip,
+                                         .progress = show_progress};
+        const int rc = eval_images(r->ctx, &r->folder, &opt, report, &err);
+        const double seconds = clock_seconds() - r->start;
         clear_progress(r);
         if (rc != 0) fprintf(stderr, "vit eval: %s\n", err.msg);
-        status = report_and_finish(r, o, &out, seconds);
+        status = report_and_finish(r, report, o, &out, seconds);
         if (rc != 0) status = 1;
     }
     status = close_outputs(o, &out, status);
-    imagefolder_walk_close(r->walk);
-    eval_report_free(r->report);
-    free(r->probs);
+    eval_report_free(report);
     return status;
 }
 
@@ -316,57 +277,30 @@ static int is_text_file(const char *path) {
            S_ISREG(st.st_mode);
 }
 
-/* Options into o; returns -1 after printing usage on a bad one, 1 for --help, else 0. */
+/* Options into o; returns -1 after a usage error (reported), 1 for --help, else 0. */
 static int parse_options(int argc, char **argv, eval_options *o) {
-    static const struct option longopts[] = {
-        {"model", required_argument, 0, 'm'}, {"class-map", required_argument, 0, 'c'},
-        {"json", required_argument, 0, 'j'},  {"predictions", required_argument, 0, 'p'},
-        {"batch", required_argument, 0, 'b'}, {"threads", required_argument, 0, 't'},
-        {"size", required_argument, 0, 's'},  {"max-pixels", required_argument, 0, 'x'},
-        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
     o->params = vit_default_params();
     o->params.max_batch = 0; /* the default depends on images or texts */
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "m:b:t:h", longopts, NULL)) != -1) {
-        long long v = 0;
-        switch (c) {
-        case 'm':
-            o->model_dir = optarg;
-            break;
-        case 'c':
-            o->class_map = optarg;
-            break;
-        case 'j':
-            o->json_path = optarg;
-            break;
-        case 'p':
-            o->pred_path = optarg;
-            break;
-        case 'b':
-            v = o->params.max_batch = (int)cli_parse_int(optarg, 1, 4096, "-b");
-            break;
-        case 't':
-            v = o->params.threads = (int)cli_parse_int(optarg, 1, 1024, "-t");
-            break;
-        case 's':
-            v = o->params.image_size = (int)cli_parse_int(optarg, 1, 8192, "--size");
-            break;
-        case 'x':
-            v = o->params.max_pixels = cli_parse_int(optarg, 1, 2000000000, "--max-pixels");
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 1;
-        default:
-            fputs(usage_text, stderr);
-            return -1;
+    cli_parser p;
+    cli_parse_begin(&p, &command, argc, argv);
+    int id, bad = 0;
+    while (!bad && (id = cli_parse_next(&p)) > 0) {
+        switch (id) {
+        case OPT_MODEL: o->model_dir = p.value; break;
+        case OPT_CLASS_MAP: o->class_map = p.value; break;
+        case OPT_JSON: o->json_path = p.value; break;
+        case OPT_PREDICTIONS: o->pred_path = p.value; break;
+        case OPT_BATCH: bad = cli_int(&p, 1, 4096, &o->params.max_batch); break;
+        case OPT_THREADS: bad = cli_int(&p, 1, 1024, &o->params.threads); break;
+        case OPT_SIZE: bad = cli_int(&p, 1, 8192, &o->params.image_size); break;
+        case OPT_PIXELS: bad = cli_int64(&p, 1, 2000000000, &o->params.max_pixels); break;
         }
-        if (v < 0) return fputs(usage_text, stderr), -1;
     }
-    if (argc - optind != 1) {
-        fprintf(stderr, "vit eval: %s\n%s", optind < argc ? "one DIR expected" : "no DIR given",
-                usage_text);
+    if (bad || id == CLI_ERROR) return -1;
+    if (id == CLI_HELP) return 1;
+    if (p.num_rest != 1) {
+        fprintf(stderr, "vit eval: %s (vit eval --help)\n",
+                p.num_rest ? "one DIR expected" : "no DIR given");
         return -1;
     }
     if (o->json_path && o->pred_path && strcmp(o->json_path, "-") == 0 &&
@@ -374,7 +308,7 @@ static int parse_options(int argc, char **argv, eval_options *o) {
         fprintf(stderr, "vit eval: --json and --predictions cannot both go to stdout\n");
         return -1;
     }
-    o->data_dir = argv[optind];
+    o->data_dir = p.rest[0];
     return 0;
 }
 

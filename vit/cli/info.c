@@ -1,18 +1,32 @@
 /* vit info: what a model directory holds. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "image/image.h"
+#include "vit/io/model_dir.h"
 #include "vit/cli/cli.h"
-#include "vit/model/model.h"
+#include "vit/model/params.h"
 
-static const char usage_text[] = "usage: vit info [-m MODEL_DIR] [--labels]\n";
+enum { OPT_MODEL = 1, OPT_LABELS };
+
+static const cli_option options[] = {
+    {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the shipped model"},
+    {OPT_LABELS, "labels", 0, NULL, "list every label", "the first five"},
+};
+
+static const cli_command command = {
+    "info", "describe a model: architecture, parameters, FLOPs, labels, the build", "[options]",
+    "Describes the model directory, and the library and kernels this build runs it with.",
+    options, sizeof options / sizeof options[0]};
+
+const cli_command *cli_info_command(void) {
+    return &command;
+}
 
 static void print_preprocessing(const char *dir) {
     preprocess_config p;
     vit_error err = {0};
-    if (preprocess_config_load(dir, &p, &err) != 0) {
+    if (model_dir_load_preprocess(dir, &p, &err) != 0) {
         printf("preprocessing:  unreadable (%s)\n", err.msg);
         return;
     }
@@ -32,24 +46,20 @@ static void print_preprocessing(const char *dir) {
 }
 
 int cli_info(int argc, char **argv) {
-    static const struct option longopts[] = {{"model", required_argument, 0, 'm'},
-                                             {"labels", no_argument, 0, 'l'},
-                                             {"help", no_argument, 0, 'h'},
-                                             {0, 0, 0, 0}};
     const char *model_opt = NULL;
-    int all_labels = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
-        if (c == 'm')
-            model_opt = optarg;
-        else if (c == 'l')
-            all_labels = 1;
-        else if (c == 'h')
-            return fputs(usage_text, stdout), 0;
-        else
-            return fputs(usage_text, stderr), 2;
+    int all_labels = 0, id;
+    cli_parser p;
+    cli_parse_begin(&p, &command, argc, argv);
+    while ((id = cli_parse_next(&p)) > 0) {
+        if (id == OPT_MODEL) model_opt = p.value;
+        if (id == OPT_LABELS) all_labels = 1;
     }
-    if (optind != argc) return fputs(usage_text, stderr), 2;
+    if (id == CLI_HELP) return 0;
+    if (id == CLI_ERROR) return 2;
+    if (p.num_rest) {
+        fprintf(stderr, "vit info: unexpected argument '%s' (vit info --help)\n", p.rest[0]);
+        return 2;
+    }
     char dir[4096];
     cli_model_dir(model_opt, dir, sizeof dir);
     model m;
@@ -59,8 +69,7 @@ int cli_info(int argc, char **argv) {
         return 1;
     }
     const model_config *cfg = &m.cfg;
-    size_t params = 0;
-    for (int i = 0; i < m.num_entries; i++) params += m.entries[i].absent ? 0 : m.entries[i].numel;
+    const size_t params = model_live_params(&m);
     printf("model:          %s\n", dir);
     if (cfg->kind == MODEL_VIT) {
         int tokens = model_vit_tokens(&m, cfg->image_size);

@@ -1,59 +1,86 @@
 /* bin/vit: one binary, one subcommand per job. */
+#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "vit/base/alloc.h"
 #include "vit/cli/cli.h"
 
 static const struct {
-    const char *name;
     int (*run)(int argc, char **argv);
-    const char *summary;
+    const cli_command *(*command)(void);
 } commands[] = {
-    {"classify", cli_classify, "classify image files (top-k labels, text or JSON lines)"},
-    {"text", cli_text, "classify texts with a BERT model (top-k labels, text or JSON lines)"},
-    {"eval", cli_eval, "accuracy on labeled image folders: top-1/top-5, per class, confusions"},
-    {"info", cli_info, "describe a model: architecture, parameters, FLOPs, labels"},
-    {"bench", cli_bench, "time forward passes on synthetic input"},
-    {"train", cli_train, "train a ViT or fine-tune one on image folders (AdamW, checkpoints)"},
-    {"preprocess", cli_preprocess, "write the model-ready pixel tensor of an image as safetensors"},
+    {cli_classify, cli_classify_command}, {cli_text, cli_text_command},
+    {cli_eval, cli_eval_command},         {cli_info, cli_info_command},
+    {cli_bench, cli_bench_command},       {cli_train, cli_train_command},
+    {cli_preprocess, cli_preprocess_command},
 };
+#define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: vit COMMAND [OPTIONS]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "usage: vit COMMAND [OPTIONS]\n       vit --version\n\ncommands:\n");
+    for (size_t i = 0; i < NUM_COMMANDS; i++) {
+        const cli_command *c = commands[i].command();
+        fprintf(out, "  %-11s %s\n", c->name, c->summary);
+    }
     fprintf(out, "\nRun 'vit COMMAND --help' for a command's options.\n");
+}
+
+/* The man page, from the same tables as every --help. */
+static void print_man(FILE *out) {
+    fprintf(out, ".TH VIT 1 \"\" \"vit %s\" \"User Commands\"\n", vit_version());
+    fputs(".SH NAME\nvit \\- Vision Transformer and BERT classification, evaluation and "
+          "training in C\n.SH SYNOPSIS\n.B vit\n\\fICOMMAND\\fR [\\fIOPTIONS\\fR]\n"
+          ".SH DESCRIPTION\nvit loads Hugging Face model directories (config.json, "
+          "model.safetensors, preprocessor_config.json, vocab.txt) and classifies images and "
+          "texts with the same numbers as PyTorch, evaluates models on labelled data, and trains "
+          "or fine-tunes them.\n.SH COMMANDS\n",
+          out);
+    for (size_t i = 0; i < NUM_COMMANDS; i++) cli_print_man(commands[i].command(), out);
+    fputs(".SH ENVIRONMENT\n.TP\n.B VIT_MODEL\nthe model directory when no \\-m is given\n"
+          ".TP\n.B OMP_NUM_THREADS\nthe default thread count\n.TP\n.B OMP_WAIT_POLICY\n"
+          "passive unless set: waiting threads sleep instead of spinning\n"
+          ".TP\n.B OPENBLAS_CORETYPE\nforces an OpenBLAS kernel (figures depend on it)\n",
+          out);
 }
 
 /* OpenMP threads spin at every barrier by default, which starves whatever else wants the cores:
  * the image loader thread of classify and eval, or any other process. Beside one busy process,
  * eval went from 40 to 1590 images/s with passive waiting. libgomp reads its wait policy from the
- * environment only when it is loaded, so when the user has not chosen one, the program runs itself
- * again with OMP_WAIT_POLICY=passive (if that fails, it carries on as it is). */
-static void prefer_passive_openmp(char **argv) {
-    if (getenv("OMP_WAIT_POLICY")) return;
-    setenv("OMP_WAIT_POLICY", "passive", 1);
-    execv("/proc/self/exe", argv);
+ * environment once, when it is loaded, so the default is set here: an executable's preinit
+ * functions run before any shared library's constructors. */
+static void prefer_passive_openmp(int argc, char **argv, char **envp) {
+    (void)argc, (void)argv, (void)envp;
+    setenv("OMP_WAIT_POLICY", "passive", 0);
 }
+__attribute__((section(".preinit_array"), used)) static void (*const preinit)(int, char **,
+                                                                               char **) =
+    prefer_passive_openmp;
 
 int main(int argc, char **argv) {
-    prefer_passive_openmp(argv);
     vit_keep_freed_memory();
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0) {
+    const char *arg = argv[1];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 || strcmp(arg, "help") == 0) {
         usage(stdout);
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "vit: unknown command '%s'\n", argv[1]);
+    if (strcmp(arg, "--version") == 0) {
+        printf("vit %s (OpenBLAS %s)\n", vit_version(), openblas_get_corename());
+        return 0;
+    }
+    if (strcmp(arg, "--man") == 0) {
+        print_man(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < NUM_COMMANDS; i++)
+        if (strcmp(arg, commands[i].command()->name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "vit: unknown command '%s'\n", arg);
     usage(stderr);
     return 2;
 }

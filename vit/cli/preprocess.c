@@ -1,60 +1,61 @@
 /* vit preprocess: the model-ready tensor of one image, written as safetensors so users can diff it
  * against what their Python pipeline produces. Needs only config.json and
  * preprocessor_config.json from the model directory. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "image/image.h"
+#include "vit/io/model_dir.h"
 #include "vit/cli/cli.h"
 #include "vit/io/safetensors.h"
 
-static const char usage_text[] =
-    "usage: vit preprocess [-m MODEL_DIR] [--size N] [--max-pixels N] FILE -o OUT.safetensors\n"
-    "  writes one F32 tensor 'pixels' of shape [C, H, W]\n";
+enum { OPT_MODEL = 1, OPT_OUTPUT, OPT_SIZE, OPT_PIXELS };
+
+static const cli_option options[] = {
+    {OPT_MODEL, "model", 'm', "DIR", "the model whose preprocessing to apply (config.json and "
+     "preprocessor_config.json suffice)", "$VIT_MODEL, else the shipped model"},
+    {OPT_OUTPUT, "output", 'o', "OUT.safetensors", "where the tensor goes (required)", NULL},
+    {OPT_SIZE, "size", 0, "N", "preprocess to N x N instead", "the model's image_size"},
+    {OPT_PIXELS, "max-pixels", 0, "N", "refuse images larger than this", "100000000"},
+};
+
+static const cli_command command = {
+    "preprocess", "write the model-ready pixel tensor of an image as safetensors",
+    "[options] FILE -o OUT.safetensors",
+    "Writes one F32 tensor 'pixels' of shape [C, H, W]: exactly what the model sees, to compare\n"
+    "with a Python pipeline.",
+    options, sizeof options / sizeof options[0]};
+
+const cli_command *cli_preprocess_command(void) {
+    return &command;
+}
 
 int cli_preprocess(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"model", required_argument, 0, 'm'}, {"output", required_argument, 0, 'o'},
-        {"size", required_argument, 0, 's'},  {"max-pixels", required_argument, 0, 'p'},
-        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
     const char *model_opt = NULL, *out_path = NULL;
-    long long size = 0, max_pixels = 0;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "m:o:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'm':
-            model_opt = optarg;
-            break;
-        case 'o':
-            out_path = optarg;
-            break;
-        case 's':
-            size = cli_parse_int(optarg, 1, IMAGE_MAX_SIDE, "--size");
-            break;
-        case 'p':
-            max_pixels = cli_parse_int(optarg, 1, 1LL << 40, "--max-pixels");
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 0;
-        default:
-            fputs(usage_text, stderr);
-            return 2;
+    int size = 0, id, bad = 0;
+    int64_t max_pixels = 0;
+    cli_parser p;
+    cli_parse_begin(&p, &command, argc, argv);
+    while (!bad && (id = cli_parse_next(&p)) > 0) {
+        switch (id) {
+        case OPT_MODEL: model_opt = p.value; break;
+        case OPT_OUTPUT: out_path = p.value; break;
+        case OPT_SIZE: bad = cli_int(&p, 1, IMAGE_MAX_SIDE, &size); break;
+        case OPT_PIXELS: bad = cli_int64(&p, 1, 1LL << 40, &max_pixels); break;
         }
-        if (size < 0 || max_pixels < 0) return 2;
     }
-    if (optind != argc - 1 || !out_path) {
-        fprintf(stderr, "vit preprocess: expected one FILE and -o OUT\n%s", usage_text);
+    if (bad || id == CLI_ERROR) return 2;
+    if (id == CLI_HELP) return 0;
+    if (p.num_rest != 1 || !out_path) {
+        fprintf(stderr, "vit preprocess: expected one FILE and -o OUT (vit preprocess --help)\n");
         return 2;
     }
-    const char *path = argv[optind];
+    const char *path = p.rest[0];
     char model_dir[4096];
     cli_model_dir(model_opt, model_dir, sizeof model_dir);
     vit_error err = {0};
     preprocess_config cfg;
-    if (preprocess_config_load(model_dir, &cfg, &err) != 0) {
+    if (model_dir_load_preprocess(model_dir, &cfg, &err) != 0) {
         fprintf(stderr, "vit preprocess: %s\n", err.msg);
         return 1;
     }

@@ -7,34 +7,47 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "text/tokenizer.h"
 #include "text/utf8.h"
-#include "vit/model/bert.h"
+#include "vit/core/ops.h"
+#include "vit/vit.h"
 #include "vit/cli/cli.h"
 
 #define DEFAULT_BATCH 32
 
-static const char usage_text[] =
-    "usage: vit text [-m MODEL_DIR] [-k N] [--json] [--logits] [--tokens] [-b BATCH] [-t THREADS]\n"
-    "                [-f FILE] [--] TEXT...\n"
-    "Classifies each TEXT, then each line of FILE ('-': standard input); with neither, each line\n"
-    "of standard input. MODEL_DIR is a BertForSequenceClassification folder (default: "
-    "$VIT_MODEL).\n"
-    "  -k N          show the N most likely labels (default 5, at most the model's labels)\n"
-    "  --json        one JSON object per text: text, top, and logits / ids, pieces if asked\n"
-    "  --logits      also print the raw logits\n"
-    "  --tokens      also print the token ids and WordPiece pieces, [CLS] and [SEP] included\n"
-    "  -b BATCH      texts per forward pass (default 32; 1 when reading a terminal)\n"
-    "  -t THREADS    compute threads (default: one per core)\n"
+enum { OPT_MODEL = 1, OPT_TOP, OPT_JSON, OPT_LOGITS, OPT_TOKENS, OPT_BATCH, OPT_THREADS, OPT_FILE };
+
+static const cli_option options[] = {
+    {OPT_MODEL, "model", 'm', "DIR", "a BertForSequenceClassification folder", "$VIT_MODEL"},
+    {OPT_TOP, "top", 'k', "N", "show the N most likely labels (at most the model's labels)",
+     "5"},
+    {OPT_JSON, "json", 0, NULL,
+     "one JSON object per text: text, top, and logits / ids, pieces if asked", NULL},
+    {OPT_LOGITS, "logits", 0, NULL, "also print the raw logits", NULL},
+    {OPT_TOKENS, "tokens", 0, NULL,
+     "also print the token ids and WordPiece pieces, [CLS] and [SEP] included", NULL},
+    {OPT_BATCH, "batch", 'b', "N", "texts per forward pass", "32; 1 when reading a terminal"},
+    {OPT_THREADS, "threads", 't', "N", "compute threads", "OMP_NUM_THREADS, else one per core"},
+    {OPT_FILE, "file", 'f', "FILE", "classify each line of FILE ('-': standard input)", NULL},
+};
+
+static const cli_command command = {
+    "text", "classify texts with a BERT model (top-k labels, text or JSON lines)",
+    "[options] [--] TEXT...",
+    "Classifies each TEXT, then each line of FILE; with neither, each line of standard input.\n"
     "Texts are UTF-8 (invalid bytes are skipped, with a warning) and are cut to the model's\n"
-    "maximum length. Put TEXTs that begin with '-' after '--'.\n";
+    "maximum length. Put TEXTs that begin with '-' after '--'.",
+    options, sizeof options / sizeof options[0]};
+
+const cli_command *cli_text_command(void) {
+    return &command;
+}
 
 typedef struct {
     const char *model_opt, *file;
     int top_k, json, logits, tokens, batch, threads;
     char **texts; /* the TEXT arguments */
     int num_texts;
-} options;
+} options_t;
 
 /* The inputs of one batch. File lines live in per-slot getline buffers that are reused from
  * batch to batch; arguments are used in place. */
@@ -49,12 +62,12 @@ typedef struct {
 } batch;
 
 typedef struct {
-    options opt;
+    options_t opt;
     FILE *in; /* FILE or stdin once the arguments are used up; NULL when none */
     const char *in_name;
     long in_line;
     int next_text;
-    bert_classifier *clf;
+    vit_text_context *clf;
     int labels;
     int *top; /* [top_k] */
     batch b;
@@ -63,75 +76,33 @@ typedef struct {
 
 /* ---- options ---- */
 
-/* The option getopt_long just refused: a long one is the whole argument, a short one may sit
- * inside a cluster ("-jx"). */
-static const char *option_name(char **argv) {
-    static char name[3];
-    const char *arg = argv[optind - 1];
-    if (strncmp(arg, "--", 2) == 0 || !optopt) return arg;
-    snprintf(name, sizeof name, "-%c", optopt);
-    return name;
-}
-
 /* Returns 0 to run, 1 after --help, 2 on a usage error (already reported). */
-static int parse_options(int argc, char **argv, options *o) {
-    static const struct option longopts[] = {
-        {"model", required_argument, 0, 'm'},   {"top", required_argument, 0, 'k'},
-        {"json", no_argument, 0, 'j'},          {"logits", no_argument, 0, 'l'},
-        {"tokens", no_argument, 0, 'o'},        {"batch", required_argument, 0, 'b'},
-        {"threads", required_argument, 0, 't'}, {"file", required_argument, 0, 'f'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
-    *o = (options){.top_k = 5};
-    int c;
-    optind = 1;
-    opterr = 0; /* one-line messages of our own */
-    while ((c = getopt_long(argc, argv, ":m:k:b:t:f:h", longopts, NULL)) != -1) {
-        long long v = 0;
-        switch (c) {
-        case 'm':
-            o->model_opt = optarg;
-            break;
-        case 'f':
-            o->file = optarg;
-            break;
-        case 'j':
-            o->json = 1;
-            break;
-        case 'l':
-            o->logits = 1;
-            break;
-        case 'o':
-            o->tokens = 1;
-            break;
-        case 'k':
-            v = o->top_k = (int)cli_parse_int(optarg, 1, 1 << 20, "-k");
-            break;
-        case 'b':
-            v = o->batch = (int)cli_parse_int(optarg, 1, 4096, "-b");
-            break;
-        case 't':
-            v = o->threads = (int)cli_parse_int(optarg, 1, 1024, "-t");
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 1;
-        case ':':
-            fprintf(stderr, "vit text: option '%s' needs a value\n", option_name(argv));
-            return 2;
-        default:
-            fprintf(stderr, "vit text: unknown option '%s' (vit text --help lists them)\n",
-                    option_name(argv));
-            return 2;
+static int parse_options(int argc, char **argv, options_t *o) {
+    *o = (options_t){.top_k = 5};
+    cli_parser p;
+    cli_parse_begin(&p, &command, argc, argv);
+    int id, bad = 0;
+    while (!bad && (id = cli_parse_next(&p)) > 0) {
+        switch (id) {
+        case OPT_MODEL: o->model_opt = p.value; break;
+        case OPT_FILE: o->file = p.value; break;
+        case OPT_JSON: o->json = 1; break;
+        case OPT_LOGITS: o->logits = 1; break;
+        case OPT_TOKENS: o->tokens = 1; break;
+        case OPT_TOP: bad = cli_int(&p, 1, 1 << 20, &o->top_k); break;
+        case OPT_BATCH: bad = cli_int(&p, 1, 4096, &o->batch); break;
+        case OPT_THREADS: bad = cli_int(&p, 1, 1024, &o->threads); break;
         }
-        if (v < 0) return 2;
     }
-    o->texts = argv + optind;
-    o->num_texts = argc - optind;
+    if (bad || id == CLI_ERROR) return 2;
+    if (id == CLI_HELP) return 1;
+    o->texts = p.rest;
+    o->num_texts = p.num_rest;
     return 0;
 }
 
 /* -m, else $VIT_MODEL. The shipped default model reads images, so there is no fallback. */
-static const char *model_dir(const options *o) {
+static const char *model_dir(const options_t *o) {
     const char *env = getenv("VIT_MODEL");
     if (o->model_opt) return o->model_opt;
     return env && *env ? env : NULL;
@@ -207,63 +178,37 @@ static int fill_batch(text_run *r) {
 
 /* ---- output ---- */
 
-/* s[0..n) as a JSON string; invalid UTF-8 bytes become U+FFFD so every line stays valid JSON. */
-static void put_json_string(const char *s, size_t n) {
-    putchar('"');
-    for (size_t i = 0; i < n;) {
-        const size_t at = i;
-        const int32_t cp = utf8_decode((const uint8_t *)s, n, &i);
-        if (cp < 0)
-            fputs("\\ufffd", stdout);
-        else if (cp == '"' || cp == '\\')
-            printf("\\%c", (char)cp);
-        else if (cp == '\n')
-            fputs("\\n", stdout);
-        else if (cp == '\t')
-            fputs("\\t", stdout);
-        else if (cp == '\r')
-            fputs("\\r", stdout);
-        else if (cp < 0x20)
-            printf("\\u%04x", (unsigned)cp);
-        else
-            fwrite(s + at, 1, i - at, stdout);
-    }
-    putchar('"');
-}
-
 static void print_json(text_run *r, int i, const float *logits, const float *probs) {
     const batch *b = &r->b;
-    fputs("{\"text\": ", stdout);
-    put_json_string(b->text[i], b->len[i]);
-    fputs(", \"top\": [", stdout);
-    for (int j = 0; j < r->opt.top_k; j++) {
-        const int c = r->top[j];
-        const char *label = bert_classifier_label(r->clf, c);
-        printf("%s{\"index\": %d, \"label\": ", j ? ", " : "", c);
-        put_json_string(label, strlen(label));
-        printf(", \"prob\": %.9g}", (double)probs[c]);
-    }
-    putchar(']');
+    json_writer w = json_begin(stdout);
+    json_object(&w);
+    json_key(&w, "text");
+    json_value_string(&w, b->text[i], b->len[i]);
+    vit_prediction top[r->opt.top_k];
+    for (int j = 0; j < r->opt.top_k; j++)
+        top[j] = (vit_prediction){.index = r->top[j], .prob = probs[r->top[j]],
+                                  .label = vit_text_label(r->clf, r->top[j])};
+    cli_json_top(&w, top, r->opt.top_k);
     if (r->opt.logits) {
-        fputs(", \"logits\": [", stdout);
-        for (int j = 0; j < r->labels; j++) printf("%s%.9g", j ? ", " : "", (double)logits[j]);
-        putchar(']');
+        json_key(&w, "logits");
+        json_array(&w);
+        for (int j = 0; j < r->labels; j++) json_float(&w, logits[j]);
+        json_end(&w);
     }
     if (r->opt.tokens) {
         int n;
-        const int32_t *ids = bert_classifier_ids(r->clf, i, &n);
-        const tokenizer *tok = bert_classifier_tokenizer(r->clf);
-        fputs(", \"ids\": [", stdout);
-        for (int t = 0; t < n; t++) printf("%s%d", t ? ", " : "", ids[t]);
-        fputs("], \"pieces\": [", stdout);
-        for (int t = 0; t < n; t++) {
-            const char *piece = tokenizer_piece(tok, ids[t]);
-            if (t) fputs(", ", stdout);
-            put_json_string(piece, strlen(piece));
-        }
-        putchar(']');
+        const int32_t *ids = vit_text_ids(r->clf, i, &n);
+        json_key(&w, "ids");
+        json_array(&w);
+        for (int t = 0; t < n; t++) json_int(&w, ids[t]);
+        json_end(&w);
+        json_key(&w, "pieces");
+        json_array(&w);
+        for (int t = 0; t < n; t++) json_string(&w, vit_text_piece(r->clf, ids[t]));
+        json_end(&w);
     }
-    fputs("}\n", stdout);
+    json_end(&w);
+    json_line(&w);
 }
 
 static void print_plain(text_run *r, int i, const float *logits, const float *probs) {
@@ -271,7 +216,7 @@ static void print_plain(text_run *r, int i, const float *logits, const float *pr
     fwrite(b->text[i], 1, b->len[i], stdout);
     putchar('\n');
     for (int j = 0; j < r->opt.top_k; j++)
-        printf("  %.4f  %s\n", (double)probs[r->top[j]], bert_classifier_label(r->clf, r->top[j]));
+        printf("  %.4f  %s\n", (double)probs[r->top[j]], vit_text_label(r->clf, r->top[j]));
     if (r->opt.logits) {
         fputs("  logits:", stdout);
         for (int j = 0; j < r->labels; j++) printf(" %.6g", (double)logits[j]);
@@ -279,10 +224,10 @@ static void print_plain(text_run *r, int i, const float *logits, const float *pr
     }
     if (r->opt.tokens) {
         int n;
-        const int32_t *ids = bert_classifier_ids(r->clf, i, &n);
+        const int32_t *ids = vit_text_ids(r->clf, i, &n);
         fputs("  pieces:", stdout);
         for (int t = 0; t < n; t++)
-            printf(" %s", tokenizer_piece(bert_classifier_tokenizer(r->clf), ids[t]));
+            printf(" %s", vit_text_piece(r->clf, ids[t]));
         fputs("\n  ids:", stdout);
         for (int t = 0; t < n; t++) printf(" %d", ids[t]);
         putchar('\n');
@@ -320,13 +265,13 @@ static int classify_all(text_run *r) {
     const int L = r->labels;
     while (fill_batch(r) > 0) {
         vit_error err = {0};
-        if (bert_classifier_run(r->clf, b->text, b->len, b->count, b->logits, b->probs, &err)) {
+        if (vit_text_forward(r->clf, b->text, b->len, b->count, b->logits, b->probs, &err)) {
             fprintf(stderr, "vit text: %s: %s\n", b->source[0], err.msg);
             return -1;
         }
         for (int i = 0; i < b->count; i++) {
             const float *logits = b->logits + (size_t)i * L, *probs = b->probs + (size_t)i * L;
-            cli_top_indices(probs, L, r->opt.top_k, r->top);
+            topk_indices(probs, L, r->opt.top_k, r->top);
             if (r->opt.json)
                 print_json(r, i, logits, probs);
             else
@@ -355,11 +300,12 @@ int cli_text(int argc, char **argv) {
     if (r.opt.batch == 0) r.opt.batch = r.in == stdin && isatty(STDIN_FILENO) ? 1 : DEFAULT_BATCH;
     vit_error err = {0};
     int rc = 1;
-    r.clf = bert_classifier_load(dir, r.opt.batch, r.opt.threads, &err);
+    const vit_text_params params = {.threads = r.opt.threads, .max_batch = r.opt.batch};
+    r.clf = vit_text_load(dir, &params, &err);
     if (!r.clf) {
         fprintf(stderr, "vit text: %s\n", err.msg);
     } else {
-        r.labels = bert_classifier_num_labels(r.clf);
+        r.labels = vit_text_num_labels(r.clf);
         if (r.opt.top_k > r.labels) r.opt.top_k = r.labels;
         r.top = malloc(sizeof *r.top * (size_t)r.opt.top_k);
         if (!r.top || batch_alloc(&r.b, r.opt.batch, r.labels) != 0)
@@ -369,7 +315,7 @@ int cli_text(int argc, char **argv) {
     }
     batch_free(&r.b, r.opt.batch);
     free(r.top);
-    bert_classifier_free(r.clf);
+    vit_text_free(r.clf);
     if (r.in && r.in != stdin) fclose(r.in);
     return rc;
 }

@@ -65,7 +65,7 @@ void encoder_acts_free(encoder_acts *acts) {
 }
 
 float *encoder_acts_layer(const encoder_acts *acts, float *field, int layer) {
-    return acts->per_layer ? field + (size_t)layer * acts->layer_floats : field;
+    return acts->keep ? field + (size_t)layer * acts->layer_floats : field;
 }
 
 uint8_t *encoder_acts_mask(const encoder_acts *acts, uint8_t *field, int layer) {
@@ -75,8 +75,11 @@ uint8_t *encoder_acts_mask(const encoder_acts *acts, uint8_t *field, int layer) 
     return field + (size_t)layer * per;
 }
 
-int encoder_set_dropout(encoder_acts *acts, float hidden, float attn, uint64_t *rng) {
-    if ((hidden > 0.0f || attn > 0.0f) && (!acts->per_layer || !rng)) return -1;
+int encoder_set_mode(encoder_acts *acts, int keep, float hidden, float attn, uint64_t *rng) {
+    const int dropout = hidden > 0.0f || attn > 0.0f;
+    if ((keep || dropout) && !acts->per_layer) return -1;
+    if (dropout && (!keep || !rng)) return -1;
+    acts->keep = keep;
     acts->hidden_drop = hidden > 0.0f ? hidden : 0.0f;
     acts->attn_drop = attn > 0.0f ? attn : 0.0f;
     acts->rng = rng;
@@ -130,12 +133,12 @@ static void pre_norm_layer(const encoder_shape *s, const encoder_layer *w, encod
     const int D = s->dim, BT = B * T;
     const size_t n = (size_t)BT * D;
     float *ln1 = encoder_acts_layer(a, a->ln1_out, l), *ln2 = encoder_acts_layer(a, a->ln2_out, l);
-    if (a->per_layer) memcpy(encoder_acts_layer(a, a->layer_in, l), x, n * sizeof *x);
+    if (a->keep) memcpy(encoder_acts_layer(a, a->layer_in, l), x, n * sizeof *x);
     layernorm_forward(ln1, encoder_acts_layer(a, a->ln1_mean, l),
                       encoder_acts_layer(a, a->ln1_rstd, l), x, w->ln1_w, w->ln1_b, BT, D, s->eps);
     attention_block(s, w, a, l, ln1, mask, B, T);
     add_inplace(x, a->scratch, n);
-    if (a->per_layer) memcpy(encoder_acts_layer(a, a->mid, l), x, n * sizeof *x);
+    if (a->keep) memcpy(encoder_acts_layer(a, a->mid, l), x, n * sizeof *x);
     layernorm_forward(ln2, encoder_acts_layer(a, a->ln2_mean, l),
                       encoder_acts_layer(a, a->ln2_rstd, l), x, w->ln2_w, w->ln2_b, BT, D, s->eps);
     mlp_block(s, w, a, l, ln2, BT);
@@ -147,13 +150,13 @@ static void post_norm_layer(const encoder_shape *s, const encoder_layer *w, enco
     const int D = s->dim, BT = B * T;
     const size_t n = (size_t)BT * D;
     float *mid = encoder_acts_layer(a, a->mid, l), *sum2 = encoder_acts_layer(a, a->sum2, l);
-    if (a->per_layer) memcpy(encoder_acts_layer(a, a->layer_in, l), x, n * sizeof *x);
+    if (a->keep) memcpy(encoder_acts_layer(a, a->layer_in, l), x, n * sizeof *x);
     attention_block(s, w, a, l, x, mask, B, T);
     for (size_t i = 0; i < n; i++) mid[i] = x[i] + a->scratch[i];
     layernorm_forward(x, encoder_acts_layer(a, a->ln1_mean, l),
                       encoder_acts_layer(a, a->ln1_rstd, l), mid, w->ln1_w, w->ln1_b, BT, D,
                       s->eps);
-    if (a->per_layer) memcpy(encoder_acts_layer(a, a->ln1_out, l), x, n * sizeof *x);
+    if (a->keep) memcpy(encoder_acts_layer(a, a->ln1_out, l), x, n * sizeof *x);
     mlp_block(s, w, a, l, x, BT);
     for (size_t i = 0; i < n; i++) sum2[i] = x[i] + a->scratch[i];
     layernorm_forward(x, encoder_acts_layer(a, a->ln2_mean, l),

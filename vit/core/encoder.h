@@ -29,10 +29,12 @@ typedef struct {
     float *fc2_w, *fc2_b; /* [D, I], [D] */
 } encoder_layer;
 
-/* Activations. With `per_layer` set (training), every layer keeps its own buffers for the backward
- * pass; otherwise (inference) all layers share one set. Sized for at most max_batch x tokens. */
+/* Activations, sized for at most max_batch x tokens. Allocated with `per_layer` (for training),
+ * every layer has its own set of buffers, which a forward in `keep` mode fills for the backward
+ * pass; otherwise (inference, or keep off) all layers share the first set. */
 typedef struct {
     int per_layer, max_batch, tokens, layers, dim, heads;
+    int keep; /* the next forward keeps every layer's activations (encoder_set_mode) */
     size_t layer_floats; /* floats per layer set */
     float *block;        /* one allocation for everything below */
     /* per layer set (index with encoder_acts_layer): */
@@ -70,22 +72,23 @@ typedef struct {
 int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *shape, int max_batch, int tokens,
                        int per_layer);
 void encoder_acts_free(encoder_acts *acts);
-/* Pointer to layer l's copy of a field of acts (the shared copy in inference mode). */
+/* Pointer to layer l's copy of a field of acts (the shared copy unless keep is on). */
 float *encoder_acts_layer(const encoder_acts *acts, float *field, int layer);
 /* Layer l's copy of a dropout mask field (keep_attn, keep_mlp, keep_probs). */
 uint8_t *encoder_acts_mask(const encoder_acts *acts, uint8_t *field, int layer);
 
-/* Training-mode dropout for the following forwards (HF ViT/BERT in train()): `hidden`
+/* The mode of the following forwards. keep: every layer's activations stay for encoder_backward
+ * (acts allocated per_layer). Training-mode dropout (HF ViT/BERT in train()): `hidden`
  * (hidden_dropout_prob) on the attention output projection and on the MLP output, each before
- * its residual add; `attn` (attention_probs_dropout_prob) on the attention weights. Masks are
- * drawn from *rng and kept in acts for encoder_backward. 0, 0 is eval mode (the default).
- * Returns -1 (and changes nothing) if dropout is asked of acts without per_layer. */
-int encoder_set_dropout(encoder_acts *acts, float hidden, float attn, uint64_t *rng);
+ * its residual add; `attn` (attention_probs_dropout_prob) on the attention weights; masks drawn
+ * from *rng and kept for the backward (keep required). 0, 0, 0 is eval mode (the default).
+ * Returns -1 (and changes nothing) when acts cannot serve the mode. */
+int encoder_set_mode(encoder_acts *acts, int keep, float hidden, float attn, uint64_t *rng);
 
 /* x [B, T, D] in, transformed in place. key_mask [B, T] or NULL (0 = padding). */
 void encoder_forward(const encoder_shape *shape, const encoder_layer *layers, encoder_acts *acts,
                      float *x, const uint8_t *key_mask, int B, int T);
-/* Backward of the last encoder_forward on acts (per_layer set, same dropout settings, same B, T).
+/* Backward of the last encoder_forward on acts (keep on, same dropout settings, same B, T).
  * dx [B, T, D]: in, the gradient wrt the encoder output; out, wrt its input (in place).
  * Parameter gradients ACCUMULATE into grads (same layout as layers, e.g. a model_bind view).
  * The key mask needs no argument: masked keys have zero attention weight in acts->probs. */

@@ -10,11 +10,22 @@
 #define ATTENTION_ROW_BLOCK 64
 
 /* Threads: OpenMP owns the cores. OpenBLAS runs single-threaded inside each OpenMP thread on a
- * slice of the rows (vit_threads_init sets this up), so the two never spin against each other. */
+ * slice of the rows (ops_init sets this up), so the two never spin against each other. */
 
-void vit_threads_init(int threads) {
+void ops_init(void) {
     openblas_set_num_threads(1);
-    if (threads > 0) omp_set_num_threads(threads);
+}
+
+void topk_indices(const float *x, int n, int k, int *out) {
+    for (int i = 0; i < k; i++) {
+        int best = -1;
+        for (int j = 0; j < n; j++) {
+            int taken = 0;
+            for (int t = 0; t < i && !taken; t++) taken = out[t] == j;
+            if (!taken && (best < 0 || x[j] > x[best])) best = j;
+        }
+        out[i] = best;
+    }
 }
 
 /* This thread's share [lo, hi) of n rows. */
@@ -266,6 +277,17 @@ void softmax_forward(float *x, int rows, int cols) {
         for (int c = 0; c < cols; c++) sum += row[c] = fast_expf(row[c] - max);
         float inv = 1.0f / sum;
         for (int c = 0; c < cols; c++) row[c] *= inv;
+    }
+}
+
+void softmax_probs(float *probs, const float *logits, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        const float *x = logits + (size_t)r * cols;
+        float *p = probs + (size_t)r * cols;
+        double max = x[0], sum = 0.0;
+        for (int j = 1; j < cols; j++) max = x[j] > max ? x[j] : max;
+        for (int j = 0; j < cols; j++) sum += exp(x[j] - max);
+        for (int j = 0; j < cols; j++) p[j] = (float)(exp(x[j] - max) / sum);
     }
 }
 

@@ -18,9 +18,12 @@
 
 #include "vit/model/config.h"
 
-/* Makes OpenMP own the cores: `threads` OpenMP threads (0: one per core), OpenBLAS single-threaded
- * inside them. Call before the first forward pass. */
-void vit_threads_init(int threads);
+/* OpenBLAS single-threaded: OpenMP owns the cores (see vit/base/threads.h) and each of its
+ * threads runs OpenBLAS on its share of the rows. Call before the first matrix product. */
+void ops_init(void);
+
+/* out[0..k) = indices of the k largest of x[0..n), largest first (ties: lower index first). */
+void topk_indices(const float *x, int n, int k, int *out);
 
 /* out[N, OUT] = inp[N, IN] · weight[OUT, IN]ᵀ + bias[OUT] (PyTorch nn.Linear; bias may be NULL). */
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N,
@@ -56,8 +59,11 @@ void dropout_forward(float *out, const float *inp, const uint8_t *keep, size_t n
  * place allowed). */
 void dropout_backward(float *dinp, const float *dout, const uint8_t *keep, size_t n, float p);
 
-/* Stable softmax of each row of x[rows, cols], in place. */
+/* Stable softmax of each row of x[rows, cols], in place, in float (attention weights). */
 void softmax_forward(float *x, int rows, int cols);
+/* A classifier's probabilities: softmax of each row of logits[rows, cols] into probs (may alias),
+ * accumulated in double so probabilities near 0 or 1 keep their digits. */
+void softmax_probs(float *probs, const float *logits, int rows, int cols);
 
 /* Multi-head self-attention core (no projections).
  * qkv [B, T, 3D]: per token Q, K, V, each D = H·dh with head h at columns h·dh..h·dh+dh-1.

@@ -29,7 +29,7 @@ typedef struct {
 } batch_slot;
 
 typedef struct {
-    vit_context *ctx;
+    const pipeline_model *model;
     pipeline_options opt;
     pipeline_source_fn source;
     void *source_user, *user;
@@ -67,7 +67,7 @@ static void help_decode(pipeline *p, batch_slot *s) {
         float *pixels = s->pixels + (size_t)(it - s->items) * p->floats;
         pthread_mutex_unlock(&p->lock);
         if (!it->err.msg[0]) /* else it failed at the source */
-            it->ok = vit_preprocess_file(p->ctx, it->path, pixels, &it->err) == 0;
+            it->ok = p->model->preprocess(p->model->self, it->path, pixels, &it->err) == 0;
         pthread_mutex_lock(&p->lock);
         if (++s->finished == s->count) {
             s->state = SLOT_FULL;
@@ -153,8 +153,8 @@ static int pack_ok(batch_slot *s, size_t floats) {
 
 static int consume_slot(pipeline *p, batch_slot *s, float *logits, pipeline_done_fn done,
                         vit_error *err) {
-    int n = pack_ok(s, p->floats), L = vit_num_labels(p->ctx), rc = 0;
-    if (n > 0) rc = vit_forward(p->ctx, s->pixels, n, logits, err);
+    int n = pack_ok(s, p->floats), L = p->model->outputs, rc = 0;
+    if (n > 0) rc = p->model->forward(p->model->self, s->pixels, n, logits, err);
     for (int i = 0, j = 0; i < s->count; i++)
         if (s->items[i].ok) s->items[i].logits = logits + (size_t)L * j++;
     if (rc == 0 && s->count > 0) done(p->user, s->items, s->count);
@@ -194,17 +194,17 @@ static int alloc_slots(pipeline *p, vit_error *err) {
     return 0;
 }
 
-static int run(vit_context *ctx, const pipeline_options *opt, pipeline_source_fn source,
+static int run(const pipeline_model *model, const pipeline_options *opt, pipeline_source_fn source,
                void *source_user, pipeline_done_fn done, void *user, vit_error *err) {
-    pipeline p = {.ctx = ctx,
+    pipeline p = {.model = model,
                   .opt = *opt,
                   .source = source,
                   .source_user = source_user,
                   .user = user,
-                  .floats = vit_input_floats(ctx)};
+                  .floats = model->input_floats};
     if (p.opt.batch < 1) p.opt.batch = 1;
     if (p.opt.decode_threads < 1) p.opt.decode_threads = 1;
-    float *logits = malloc(sizeof(float) * (size_t)p.opt.batch * vit_num_labels(ctx));
+    float *logits = malloc(sizeof(float) * (size_t)p.opt.batch * (size_t)model->outputs);
     int rc = logits ? alloc_slots(&p, err) : vit_fail(err, "out of memory");
     pthread_mutex_init(&p.lock, NULL);
     pthread_cond_init(&p.changed, NULL);
@@ -232,9 +232,10 @@ static int run(vit_context *ctx, const pipeline_options *opt, pipeline_source_fn
     return rc;
 }
 
-int pipeline_run_source(vit_context *ctx, const pipeline_options *opt, pipeline_source_fn source,
-                        pipeline_done_fn done, void *user, vit_error *err) {
-    return run(ctx, opt, source, user, done, user, err);
+int pipeline_run_source(const pipeline_model *model, const pipeline_options *opt,
+                        pipeline_source_fn source, pipeline_done_fn done, void *user,
+                        vit_error *err) {
+    return run(model, opt, source, user, done, user, err);
 }
 
 typedef struct {
@@ -247,8 +248,8 @@ static int from_paths(void *user, pipeline_item *item) {
     return ps->next(ps->user, &item->path);
 }
 
-int pipeline_run(vit_context *ctx, const pipeline_options *opt, pipeline_next_fn next,
+int pipeline_run(const pipeline_model *model, const pipeline_options *opt, pipeline_next_fn next,
                  pipeline_done_fn done, void *user, vit_error *err) {
     path_source ps = {next, user};
-    return run(ctx, opt, from_paths, &ps, done, user, err);
+    return run(model, opt, from_paths, &ps, done, user, err);
 }

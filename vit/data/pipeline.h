@@ -1,18 +1,30 @@
-#ifndef VIT_PIPELINE_H
-#define VIT_PIPELINE_H
+#ifndef VIT_DATA_PIPELINE_H
+#define VIT_DATA_PIPELINE_H
 
 /* Files in, logits out, in batches: a loader thread decodes and preprocesses the next batch while
  * the forward pass runs on the current one. Memory stays bounded: two batches in flight. */
 
+#include <stddef.h>
+
 #include "vit/base/error.h"
-#include "vit/vit.h"
+
+/* What the pipeline runs: any model that preprocesses a file into input_floats floats (on any
+ * thread, concurrently) and maps a batch of such inputs to `outputs` floats each (on the calling
+ * thread). eval/eval_images.h makes one of a vit_context. */
+typedef struct {
+    void *self;
+    size_t input_floats;
+    int outputs;
+    int (*preprocess)(void *self, const char *path, float *input, vit_error *err);
+    int (*forward)(void *self, const float *inputs, int n, float *outputs, vit_error *err);
+} pipeline_model;
 
 typedef struct {
     char *path;
     int tag;       /* the source's value for this input (e.g. its true class); 0 from next_fn */
     int ok;        /* decoded and classified */
     vit_error err; /* why not, when !ok */
-    const float *logits; /* [labels] when ok */
+    const float *logits; /* [outputs] when ok */
 } pipeline_item;
 
 /* Returns 1 and a malloc'ed path (the pipeline frees it), or 0 at the end of the input. */
@@ -26,14 +38,15 @@ typedef int (*pipeline_source_fn)(void *user, pipeline_item *item);
 typedef void (*pipeline_done_fn)(void *user, const pipeline_item *items, int count);
 
 typedef struct {
-    int batch;          /* images per forward pass (<= the context's max_batch) */
+    int batch;          /* inputs per forward pass (<= what the model's forward accepts) */
     int decode_threads; /* threads decoding beside the forward pass, the loader included (>= 1);
                          * the calling thread decodes too while it would otherwise wait */
 } pipeline_options;
 
-int pipeline_run(vit_context *ctx, const pipeline_options *opt, pipeline_next_fn next,
+int pipeline_run(const pipeline_model *model, const pipeline_options *opt, pipeline_next_fn next,
                  pipeline_done_fn done, void *user, vit_error *err);
-int pipeline_run_source(vit_context *ctx, const pipeline_options *opt, pipeline_source_fn source,
-                        pipeline_done_fn done, void *user, vit_error *err);
+int pipeline_run_source(const pipeline_model *model, const pipeline_options *opt,
+                        pipeline_source_fn source, pipeline_done_fn done, void *user,
+                        vit_error *err);
 
 #endif

@@ -2,7 +2,6 @@
  * A batch is padded to its longest sentence, so lines are read in chunks of LENGTH_GROUP batches
  * and each chunk is classified in batches of similar length (by bytes, a close proxy for
  * tokens); results are reported in file order. On SST-2 dev this halves the padded work. */
-#include "vit/base/clock.h"
 #include "vit/eval/eval_text.h"
 
 #include <errno.h>
@@ -11,8 +10,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "vit/model/bert.h"
+#include "vit/base/clock.h"
+
 #include "vit/data/text_set.h"
+#include "vit/vit.h"
 
 #define DEFAULT_BATCH 32
 #define LENGTH_GROUP  8
@@ -38,7 +39,9 @@ typedef struct {
     const char *path;
     FILE *in;
     long line; /* number of the line last read, from 1 */
-    bert_classifier *clf;
+    vit_text_context *clf;
+    const char *const *labels;
+    int num_labels;
     eval_report *report;
     FILE *predictions;
     batch b;
@@ -94,8 +97,8 @@ static int skip_line(run *r, const char *why) {
 static int parse_line(run *r, int i, size_t n) {
     text_tsv_line l;
     char why[600]; /* fits skip_line's reason after the location */
-    const int rc = text_tsv_parse_line(r->b.buf[i], n, bert_classifier_labels(r->clf),
-                                       bert_classifier_num_labels(r->clf), &l, why, sizeof why);
+    const int rc = text_tsv_parse_line(r->b.buf[i], n, r->labels, r->num_labels, &l, why,
+                                       sizeof why);
     if (rc < 0) return skip_line(r, why) < 0 ? -1 : 0;
     if (rc == 0) return 0;
     r->b.text[i] = l.text;
@@ -136,7 +139,7 @@ static int by_length(const void *x, const void *y, void *context) {
 /* Classifies the chunk in batches of similar length; outputs stay in length order (rank). */
 static int classify_sorted(run *r, vit_error *err) {
     batch *b = &r->b;
-    const size_t L = (size_t)bert_classifier_num_labels(r->clf);
+    const size_t L = (size_t)r->num_labels;
     for (int i = 0; i < b->count; i++) b->order[i] = i;
     qsort_r(b->order, (size_t)b->count, sizeof *b->order, by_length, b);
     for (int k = 0; k < b->count; k++) b->rank[b->order[k]] = k;
@@ -146,7 +149,7 @@ static int classify_sorted(run *r, vit_error *err) {
             b->sorted_text[j] = b->text[b->order[k + j]];
             b->sorted_len[j] = b->len[b->order[k + j]];
         }
-        if (bert_classifier_run(r->clf, b->sorted_text, b->sorted_len, n, b->logits + k * L,
+        if (vit_text_forward(r->clf, b->sorted_text, b->sorted_len, n, b->logits + k * L,
                                 b->probs + k * L, err) != 0)
             return -1;
     }
@@ -155,7 +158,7 @@ static int classify_sorted(run *r, vit_error *err) {
 
 static int classify_chunk(run *r, vit_error *err) {
     batch *b = &r->b;
-    const int L = bert_classifier_num_labels(r->clf);
+    const int L = r->num_labels;
     if (classify_sorted(r, err) != 0) return -1;
     for (int i = 0; i < b->count; i++) {
         const float *p = b->probs + (size_t)b->rank[i] * L;
@@ -167,13 +170,13 @@ static int classify_chunk(run *r, vit_error *err) {
     return 0;
 }
 
-static int copy_labels(text_eval_result *out, const bert_classifier *clf, vit_error *err) {
-    const int L = bert_classifier_num_labels(clf);
+static int copy_labels(text_eval_result *out, const vit_text_context *clf, vit_error *err) {
+    const int L = vit_text_num_labels(clf);
     char **labels = calloc((size_t)L, sizeof *labels);
     out->labels = (const char *const *)labels;
     out->num_labels = L;
     for (int i = 0; labels && i < L; i++) {
-        if (!(labels[i] = strdup(bert_classifier_label(clf, i))))
+        if (!(labels[i] = strdup(vit_text_label(clf, i))))
             return vit_fail(err, "out of memory");
     }
     return labels ? 0 : vit_fail(err, "out of memory");
@@ -200,23 +203,27 @@ int text_eval_tsv(const char *model_dir, const char *tsv_path, const text_eval_o
     /* LENGTH_GROUP batches, but no more than 1024 lines unless a batch alone is larger */
     r.chunk_size = r.batch_size * LENGTH_GROUP;
     if (r.chunk_size > 1024) r.chunk_size = r.batch_size > 1024 ? r.batch_size : 1024;
-    r.clf = bert_classifier_load(model_dir, r.batch_size, options ? options->threads : 0, err);
+    const vit_text_params params = {.threads = options ? options->threads : 0,
+                                    .max_batch = r.batch_size};
+    r.clf = vit_text_load(model_dir, &params, err);
     if (!r.clf) return -1;
     int rc = -1;
-    const int L = bert_classifier_num_labels(r.clf);
+    const int L = vit_text_num_labels(r.clf);
     if (!(r.in = fopen(tsv_path, "r"))) {
         vit_fail(err, "%s: %s", tsv_path, strerror(errno));
     } else if (batch_alloc(&r.b, r.chunk_size, r.batch_size, L) != 0 ||
                !(r.report = eval_report_create(L, err))) {
         vit_fail(err, "out of memory for batches of %d texts", r.batch_size);
     } else if (copy_labels(out, r.clf, err) == 0) {
+        r.labels = out->labels;
+        r.num_labels = L;
         const double t0 = clock_seconds();
         rc = evaluate(&r, err);
         out->seconds = clock_seconds() - t0;
     }
     if (r.in) fclose(r.in);
     batch_free(&r.b, r.chunk_size);
-    bert_classifier_free(r.clf);
+    vit_text_free(r.clf);
     out->report = r.report;
     if (rc != 0) text_eval_result_free(out);
     return rc;

@@ -231,3 +231,59 @@ int tokenizer_files_save(const char *dir, const char *from_dir, const char *voca
     }
     return 0;
 }
+
+int model_dir_load_preprocess(const char *dir, preprocess_config *cfg, vit_error *err) {
+    model_config model;
+    if (model_config_load(dir, &model, err) != 0) return -1;
+    const int image_size = model.image_size, channels = model.num_channels;
+    model_config_free(&model);
+    return preprocess_config_read(dir, image_size, channels, cfg, err);
+}
+
+/* ---- loading ---- */
+
+static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape) {
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < ndim && used < size; d++)
+        used +=
+            (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld", (long long)shape[d]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+}
+
+static int load_entry(model *m, const st_file *f, const param_entry *e, vit_error *err) {
+    char full[128];
+    snprintf(full, sizeof full, "%s%s", e->prefixed ? model_prefix(m) : "", e->name);
+    const st_tensor *t = st_find(f, full);
+    if (!t) t = st_find(f, e->name); /* bare ViTModel / BertModel checkpoints have no prefix */
+    if (!t) return vit_fail(err, "%s: missing tensor '%s'", f->path, full);
+    int same = t->ndim == e->ndim;
+    for (int d = 0; same && d < e->ndim; d++) same = t->shape[d] == e->shape[d];
+    if (!same) {
+        char want[64], got[64];
+        format_shape(want, sizeof want, e->ndim, e->shape);
+        format_shape(got, sizeof got, t->ndim, t->shape);
+        return vit_fail(err, "%s: tensor '%s' has shape %s, expected %s", f->path, t->name, got,
+                        want);
+    }
+    return st_to_f32(f, t, m->params + e->offset, err);
+}
+
+int model_load(model *m, const char *model_dir, vit_error *err) {
+    model_config cfg;
+    if (model_config_load(model_dir, &cfg, err) != 0) return -1;
+    if (model_create(m, &cfg, err) != 0) return -1;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", model_dir);
+    st_file f;
+    if (st_open(path, &f, err) != 0) {
+        model_free(m);
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < m->num_entries && rc == 0; i++)
+        if (!m->entries[i].absent) rc = load_entry(m, &f, &m->entries[i], err);
+    st_close(&f);
+    if (rc != 0) model_free(m);
+    return rc;
+}
+

@@ -9,7 +9,7 @@
 
 #include "image/image.h"
 #include "vit/base/error.h"
-#include "vit/model/model.h"
+#include "vit/model/params.h"
 #include "vit/io/safetensors.h"
 
 
@@ -37,5 +37,13 @@ int model_save(const char *dir, const model *m, const preprocess_config *pp, flo
  * BertTokenizer (bert-base-uncased's settings) cut at max_len tokens. */
 int tokenizer_files_save(const char *dir, const char *from_dir, const char *vocab_file, int max_len,
                          vit_error *err);
+
+/* config.json + model.safetensors from a model directory: every tensor by its name, of the
+ * shape config.json implies, converted to float32. */
+int model_load(model *m, const char *model_dir, vit_error *err);
+
+/* MODEL_DIR's preprocessing: preprocessor_config.json read against config.json's image_size and
+ * num_channels (preprocess_config_read). */
+int model_dir_load_preprocess(const char *dir, preprocess_config *cfg, vit_error *err);
 
 #endif

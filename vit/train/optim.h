@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "vit/base/error.h"
-#include "vit/model/model.h"
+#include "vit/model/params.h"
 
 typedef struct {
     float lr;           /* peak learning rate (the schedule scales it) */

@@ -1,5 +1,5 @@
-#ifndef VIT_TRAINER_H
-#define VIT_TRAINER_H
+#ifndef VIT_TRAIN_RUN_H
+#define VIT_TRAIN_RUN_H
 
 /* The training run behind `vit train`: ImageFolder data decoded into memory (or, for text, a
  * `sentence<TAB>label` TSV tokenized into memory), a new ViT (BERT) or one fine-tuned from a
@@ -21,42 +21,7 @@
 #include <stdint.h>
 
 #include "vit/base/error.h"
-#include "vit/data/image_set.h"
-
-typedef struct {
-    /* data: images when train_path is a folder, text when it is a TSV file (vit/text_data.h).
-     * Classes: labels_file (one label per line, in index order; folders matched to them by the
-     * ImageFolder rules, TSV labels by index or name), else the folder names, the fine-tuned
-     * model's labels, or the TSV's labels (text_tsv_classes) */
-    const char *train_path, *val_path, *labels_file;
-    float val_split; /* without val_path: this fraction of each class held out (0: no validation) */
-    /* text: a new model's vocabulary (vocab.txt format); sentences cut to max_len ids (0: 128
-     * for a new model, which also sizes its position table; else the model's tokenizer limit) */
-    const char *vocab_file;
-    int max_len;
-    int ungrouped;       /* text: plain shuffled batches, not grouped by length */
-    float token_dropout; /* text augmentation: each word piece becomes [UNK] with this chance */
-    /* model: new with this shape (image_size, patch_size and channels for images only), or
-     * fine-tuned from init_dir (its shape and preprocessing or tokenizer; a fresh classifier when
-     * its labels differ from the data's) */
-    const char *init_dir;
-    int image_size, patch_size, hidden_size, num_layers, num_heads, mlp_size, channels;
-    int freeze_encoder; /* linear probe: only the head learns (ViT: final LayerNorm and
-                         * classifier; BERT: pooler and classifier) */
-    /* optimisation */
-    int epochs, batch;
-    float lr, min_lr, weight_decay, warmup_epochs, label_smoothing, dropout, attention_dropout;
-    float clip_norm; /* 0: no clipping */
-    float beta2;     /* AdamW's second-moment decay; 0: PyTorch's 0.999 */
-    int augment;     /* 0: none; else aug (images only) */
-    augment_options aug;
-    uint64_t seed;
-    int threads; /* 0: one per core */
-    const char *out_dir;
-} train_options;
-
-/* The defaults of `vit train` (a small ViT for 28x28 grey images). */
-train_options train_default_options(void);
+#include "vit/train/options.h"
 
 typedef struct {
     int epoch, epochs;                          /* 1-based epoch in progress */

@@ -1,4 +1,4 @@
-#include "vit/model/model.h"
+#include "vit/model/params.h"
 
 #include "vit/base/alloc.h"
 
@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/io/safetensors.h"
 
 /* Builds the name table; `assign` records where each tensor lives. Two passes: count, then fill. */
 typedef struct {
@@ -187,51 +186,6 @@ const param_entry *model_find_param(const model *m, const char *name) {
     return NULL;
 }
 
-static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape) {
-    size_t used = (size_t)snprintf(buf, size, "[");
-    for (int d = 0; d < ndim && used < size; d++)
-        used +=
-            (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld", (long long)shape[d]);
-    if (used < size) snprintf(buf + used, size - used, "]");
-}
-
-static int load_entry(model *m, const st_file *f, const param_entry *e, vit_error *err) {
-    char full[128];
-    snprintf(full, sizeof full, "%s%s", e->prefixed ? model_prefix(m) : "", e->name);
-    const st_tensor *t = st_find(f, full);
-    if (!t) t = st_find(f, e->name); /* bare ViTModel / BertModel checkpoints have no prefix */
-    if (!t) return vit_fail(err, "%s: missing tensor '%s'", f->path, full);
-    int same = t->ndim == e->ndim;
-    for (int d = 0; same && d < e->ndim; d++) same = t->shape[d] == e->shape[d];
-    if (!same) {
-        char want[64], got[64];
-        format_shape(want, sizeof want, e->ndim, e->shape);
-        format_shape(got, sizeof got, t->ndim, t->shape);
-        return vit_fail(err, "%s: tensor '%s' has shape %s, expected %s", f->path, t->name, got,
-                        want);
-    }
-    return st_to_f32(f, t, m->params + e->offset, err);
-}
-
-int model_load(model *m, const char *model_dir, vit_error *err) {
-    model_config cfg;
-    if (model_config_load(model_dir, &cfg, err) != 0) return -1;
-    if (model_create(m, &cfg, err) != 0) return -1;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", model_dir);
-    st_file f;
-    if (st_open(path, &f, err) != 0) {
-        model_free(m);
-        return -1;
-    }
-    int rc = 0;
-    for (int i = 0; i < m->num_entries && rc == 0; i++)
-        if (!m->entries[i].absent) rc = load_entry(m, &f, &m->entries[i], err);
-    st_close(&f);
-    if (rc != 0) model_free(m);
-    return rc;
-}
-
 int model_vit_tokens(const model *m, int size) {
     int n = size / m->cfg.patch_size;
     return n * n + 1;
@@ -283,4 +237,17 @@ int model_bind(model *view, const model *layout, float *block) {
 void model_unbind(model *view) {
     free(view->layers);
     memset(view, 0, sizeof *view);
+}
+
+size_t model_live_params(const model *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->num_entries; i++) n += m->entries[i].absent ? 0 : m->entries[i].numel;
+    return n;
+}
+
+void model_clear_absent(const model *m, float *grads) {
+    for (int i = 0; i < m->num_entries; i++) {
+        const param_entry *e = &m->entries[i];
+        if (e->absent) memset(grads + e->offset, 0, e->numel * sizeof(float));
+    }
 }

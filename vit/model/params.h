@@ -1,5 +1,5 @@
-#ifndef VIT_MODEL_H
-#define VIT_MODEL_H
+#ifndef VIT_MODEL_PARAMS_H
+#define VIT_MODEL_PARAMS_H
 
 /* A model's parameters: one allocation, every tensor known by its Hugging Face name (SPEC §2). */
 
@@ -39,11 +39,14 @@ typedef struct {
 
 /* Lays out zeroed parameters for cfg (takes ownership of cfg's labels). */
 int model_create(model *m, model_config *cfg, vit_error *err);
-/* config.json + model.safetensors from a model directory. */
-int model_load(model *m, const char *model_dir, vit_error *err);
 void model_free(model *m);
 const char *model_prefix(const model *m);
 const param_entry *model_find_param(const model *m, const char *name);
+/* Absent parameters (no qkv bias in the checkpoint) stay zero and frozen: the backward passes
+ * clear whatever their gradients (grads: m's layout) received. */
+void model_clear_absent(const model *m, float *grads);
+/* Parameters stored in the model (absent ones not counted). */
+size_t model_live_params(const model *m);
 /* Multiply-adds x2 of one forward pass for one input of `tokens` tokens. */
 double model_flops(const model *m, int tokens);
 /* Tokens of a ViT input of size x size pixels: (size/P)² patches + CLS. */

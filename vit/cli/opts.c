@@ -1,0 +1,227 @@
+#include "vit/cli/opts.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_parse_begin(cli_parser *p, const cli_command *cmd, int argc, char **argv) {
+    memset(p, 0, sizeof *p);
+    p->cmd = cmd;
+    p->argc = argc;
+    p->argv = argv;
+    char *s = p->shortopts;
+    *s++ = ':'; /* a missing value is reported as ':', so the message can say so */
+    int n = 0;
+    for (int i = 0; i < cmd->count && n < CLI_MAX_OPTIONS; i++) {
+        const cli_option *o = &cmd->options[i];
+        if (!o->name) continue; /* a heading */
+        p->longopts[n++] = (struct option){o->name, o->arg ? required_argument : no_argument, 0,
+                                           o->id};
+        if (o->short_name) {
+            *s++ = o->short_name;
+            if (o->arg) *s++ = ':';
+        }
+    }
+    p->longopts[n++] = (struct option){"help", no_argument, 0, 'h'};
+    p->longopts[n] = (struct option){0, 0, 0, 0};
+    *s++ = 'h';
+    *s = 0;
+    optind = 1;
+    opterr = 0; /* one-line messages of our own */
+}
+
+static const cli_option *by_short(const cli_command *cmd, int c) {
+    for (int i = 0; i < cmd->count; i++)
+        if (cmd->options[i].short_name == c) return &cmd->options[i];
+    return NULL;
+}
+
+const char *cli_option_name(const cli_parser *p) {
+    static char name[4];
+    const char *arg = p->argv[optind - 1];
+    /* a long option is the whole argument (up to any '='); a short one may sit in a cluster */
+    if (strncmp(arg, "--", 2) == 0 || !optopt) {
+        static char buf[128];
+        snprintf(buf, sizeof buf, "%.*s", (int)strcspn(arg, "="), arg);
+        return buf;
+    }
+    snprintf(name, sizeof name, "-%c", optopt);
+    return name;
+}
+
+/* The option getopt_long just returned, as written: "-b" or "--batch". */
+static void set_current_name(cli_parser *p, int id) {
+    char *buf = p->option;
+    const size_t size = sizeof p->option;
+    snprintf(buf, size, "?");
+    for (int i = 0; i < p->cmd->count; i++) {
+        const cli_option *o = &p->cmd->options[i];
+        if (o->id != id) continue;
+        int at = optind - 1; /* the value in an argument of its own: the option is the one before */
+        if (p->value && at >= 1 && p->value == p->argv[at]) at--;
+        const char *arg = at >= 1 ? p->argv[at] : "";
+        if (o->short_name && strncmp(arg, "--", 2) != 0)
+            snprintf(buf, size, "-%c", o->short_name);
+        else
+            snprintf(buf, size, "--%s", o->name);
+    }
+}
+
+int cli_parse_next(cli_parser *p) {
+    const int c = getopt_long(p->argc, p->argv, p->shortopts, p->longopts, NULL);
+    p->value = optarg;
+    if (c == -1) {
+        p->rest = p->argv + optind;
+        p->num_rest = p->argc - optind;
+        return CLI_END;
+    }
+    if (c == 'h' && !by_short(p->cmd, 'h')) {
+        cli_print_help(p->cmd, stdout);
+        return CLI_HELP;
+    }
+    if (c == ':') {
+        fprintf(stderr, "vit %s: option '%s' needs a value\n", p->cmd->name, cli_option_name(p));
+        return CLI_ERROR;
+    }
+    if (c == '?') {
+        fprintf(stderr, "vit %s: unknown option '%s' (vit %s --help lists them)\n", p->cmd->name,
+                cli_option_name(p), p->cmd->name);
+        return CLI_ERROR;
+    }
+    const cli_option *o = c < 256 ? by_short(p->cmd, c) : NULL;
+    const int id = o ? o->id : c;
+    set_current_name(p, id);
+    return id;
+}
+
+int cli_int64(const cli_parser *p, long long lo, long long hi, int64_t *out) {
+    char *end;
+    errno = 0;
+    const long long v = strtoll(p->value, &end, 10);
+    if (errno || end == p->value || *end || v < lo || v > hi) {
+        fprintf(stderr, "vit %s: invalid value for %s: '%s' (expected an integer in %lld..%lld)\n",
+                p->cmd->name, p->option, p->value, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_int(const cli_parser *p, int lo, int hi, int *out) {
+    int64_t v;
+    if (cli_int64(p, lo, hi, &v) != 0) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int cli_number(const cli_parser *p, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    const double v = strtod(p->value, &end);
+    if (errno || end == p->value || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "vit %s: invalid value for %s: '%s' (expected a number in [%g, %g])\n",
+                p->cmd->name, p->option, p->value, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* ---- help and man page ---- */
+
+static void option_label(const cli_option *o, char *buf, size_t size) {
+    int n = o->short_name ? snprintf(buf, size, "-%c, --%s", o->short_name, o->name)
+                          : snprintf(buf, size, "    --%s", o->name);
+    if (o->arg && n > 0 && (size_t)n < size) snprintf(buf + n, size - (size_t)n, " %s", o->arg);
+}
+
+/* text word-wrapped to `width` columns, continuation lines indented by `indent`. */
+static void print_wrapped(FILE *out, const char *text, int column, int indent, int width) {
+    while (*text) {
+        const char *word = text + strspn(text, " ");
+        const int len = (int)strcspn(word, " ");
+        if (!*word) break;
+        if (column > indent && column + 1 + len > width) {
+            fprintf(out, "\n%*s", indent, "");
+            column = indent;
+        } else if (column > indent) {
+            fputc(' ', out);
+            column++;
+        }
+        fwrite(word, 1, (size_t)len, out);
+        column += len;
+        text = word + len;
+    }
+    fputc('\n', out);
+}
+
+void cli_print_help(const cli_command *cmd, FILE *out) {
+    fprintf(out, "usage: vit %s %s\n\n", cmd->name, cmd->synopsis);
+    if (cmd->description) fprintf(out, "%s\n\n", cmd->description);
+    fprintf(out, "options:\n");
+    for (int i = 0; i < cmd->count; i++) {
+        const cli_option *o = &cmd->options[i];
+        if (!o->name) {
+            fprintf(out, "%s:\n", o->help);
+            continue;
+        }
+        char label[96], help[512];
+        option_label(o, label, sizeof label);
+        snprintf(help, sizeof help, "%s%s%s%s", o->help, o->def ? " (default: " : "",
+                 o->def ? o->def : "", o->def ? ")" : "");
+        fprintf(out, "  %-26s", label);
+        if (strlen(label) > 26) fprintf(out, "\n%28s", "");
+        print_wrapped(out, help, 28, 28, 100);
+    }
+    fprintf(out, "  %-26s%s\n", "-h, --help", "show this help");
+}
+
+/* roff: a backslash is written \e, a leading dot or quote is escaped. */
+static void man_text(FILE *out, const char *s) {
+    for (; *s; s++) {
+        if (*s == '\\')
+            fputs("\\e", out);
+        else if (*s == '-')
+            fputs("\\-", out);
+        else if (*s == '\n') {
+            fputc('\n', out);
+            if (s[1] == '.' || s[1] == '\'') fputs("\\&", out);
+        } else
+            fputc(*s, out);
+    }
+}
+
+void cli_print_man(const cli_command *cmd, FILE *out) {
+    fprintf(out, ".SS vit %s\n", cmd->name);
+    fputs(".B vit ", out);
+    man_text(out, cmd->name);
+    fputs("\n", out);
+    man_text(out, cmd->synopsis);
+    fputs("\n.PP\n", out);
+    if (cmd->description) {
+        man_text(out, cmd->description);
+        fputs("\n", out);
+    }
+    for (int i = 0; i < cmd->count; i++) {
+        const cli_option *o = &cmd->options[i];
+        if (!o->name) {
+            fputs(".PP\n.I ", out);
+            man_text(out, o->help);
+            fputs("\n", out);
+            continue;
+        }
+        char label[96];
+        option_label(o, label, sizeof label);
+        fputs(".TP\n.B ", out);
+        const char *l = label + strspn(label, " ");
+        man_text(out, l);
+        fputs("\n", out);
+        man_text(out, o->help);
+        if (o->def) {
+            fputs(" (default: ", out);
+            man_text(out, o->def);
+            fputs(")", out);
+        }
+        fputs("\n", out);
+    }
+}

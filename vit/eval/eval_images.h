@@ -1,0 +1,48 @@
+#ifndef VIT_EVAL_EVAL_IMAGES_H
+#define VIT_EVAL_EVAL_IMAGES_H
+
+/* Accuracy of an image classifier on a labelled folder (the ImageFolder layout, see
+ * vit/data/imagefolder.h), for `vit eval`:
+ *
+ *   imagefolder f;                      imagefolder_open(&f, "val", &err);
+ *   eval_map_classes(&f, ctx, NULL, &by_order, &err);     // or a class map file
+ *   eval_report *rep = eval_report_create(vit_num_labels(ctx), &err);
+ *   eval_images(ctx, &f, &(eval_images_options){.batch = 16}, rep, &err);
+ *
+ * Images are decoded beside the forward pass (vit/data/pipeline.h); a file that cannot be read is
+ * skipped into the report with its reason and the evaluation goes on. */
+
+#include <stdio.h>
+
+#include "vit/data/imagefolder.h"
+#include "vit/data/pipeline.h"
+#include "vit/eval/report.h"
+#include "vit/vit.h"
+
+/* A context as the pipeline's model: files preprocessed as vit_preprocess_file, batches through
+ * vit_forward into logits. */
+pipeline_model eval_pipeline_model(vit_context *ctx);
+
+/* Maps f's folders to the context's classes: by class_map (a file of folder names, one per line,
+ * line number = class index) when given, else by the ImageFolder matching rules (*by_order set
+ * when the folders were taken in sorted order for want of a match). */
+int eval_map_classes(imagefolder *f, const vit_context *ctx, const char *class_map, int *by_order,
+                     vit_error *err);
+
+typedef struct {
+    int batch;          /* images per forward pass (<= the context's max_batch) */
+    int decode_threads; /* see pipeline_options */
+    FILE *predictions;  /* NULL, or one row per image: file, true, predicted, probability */
+    void *user;
+    /* each skipped input (path, reason), and each batch done (images gone through so far);
+     * called on the calling thread; either may be NULL */
+    void (*skipped)(void *user, const char *path, const char *reason);
+    void (*progress)(void *user, long done);
+} eval_images_options;
+
+/* Evaluates every image of the mapped folder f into report. Returns 0, or -1 with err when the
+ * run itself fails (out of memory, a folder that cannot be listed at the top, a forward pass). */
+int eval_images(vit_context *ctx, const imagefolder *f, const eval_images_options *opt,
+                eval_report *report, vit_error *err);
+
+#endif

@@ -1,0 +1,193 @@
+/* The BERT forward pass, top to bottom, and its backward: embeddings -> LayerNorm (+dropout) ->
+ * shared encoder (post-LN) -> pooler (+dropout) -> classifier; then the same stages backwards. */
+#include "vit/model/bert_model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/base/alloc.h"
+#include "vit/core/ops.h"
+
+int bert_acts_alloc(bert_acts *a, const model *m, int max_batch, int max_tokens, int training,
+                    vit_error *err) {
+    memset(a, 0, sizeof *a);
+    const model_config *c = &m->cfg;
+    if (c->kind != MODEL_BERT) return vit_fail(err, "not a BERT model");
+    if (max_batch < 1) return vit_fail(err, "batch size %d is not positive", max_batch);
+    if (max_tokens < 1 || max_tokens > c->max_position_embeddings)
+        return vit_fail(err, "%d tokens outside 1..%d (max_position_embeddings)", max_tokens,
+                        c->max_position_embeddings);
+    a->max_batch = max_batch;
+    a->max_tokens = max_tokens;
+    a->training = training;
+    const size_t B = (size_t)max_batch, T = (size_t)max_tokens, D = (size_t)c->hidden_size;
+    const size_t g = training ? 1 : 0; /* gradient buffers only when training */
+    const size_t sizes[] = {B * T * D,     B * T,         B * T, B * T * D, B * D,
+                            B * D,         B * D,         g * B * T * D, g * B * T * D,
+                            g * B * D,     g * B * D};
+    float **fields[] = {&a->emb, &a->emb_mean, &a->emb_rstd, &a->x,     &a->cls, &a->pooled,
+                        &a->head_in, &a->dx,   &a->demb,     &a->dhead, &a->dcls};
+    a->block = alloc_float_block(sizeof sizes / sizeof sizes[0], sizes, fields);
+    if (training) {
+        a->emb_keep = malloc(B * T * D);
+        a->head_keep = malloc(B * D);
+    }
+    if (!a->block || (training && (!a->emb_keep || !a->head_keep)) ||
+        encoder_acts_alloc(&a->enc, &m->enc, max_batch, max_tokens, training) != 0) {
+        bert_acts_free(a);
+        return vit_fail(err, "out of memory for %d x %d tokens", max_batch, max_tokens);
+    }
+    return 0;
+}
+
+void bert_acts_free(bert_acts *a) {
+    free(a->block);
+    free(a->emb_keep);
+    free(a->head_keep);
+    encoder_acts_free(&a->enc);
+    memset(a, 0, sizeof *a);
+}
+
+/* ---- embeddings ---- */
+
+/* emb [B, T, D] = word[ids] + position[t] + token type 0. */
+static void embeddings_forward(float *emb, const model *m, const int32_t *ids, int B, int T) {
+    const int D = m->cfg.hidden_size;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const float *w = m->word_emb + (size_t)ids[(size_t)b * T + t] * D,
+                        *p = m->pos_emb + (size_t)t * D;
+            float *row = emb + ((size_t)b * T + t) * D;
+            for (int d = 0; d < D; d++) row[d] = w[d] + p[d] + m->type_emb[d];
+        }
+}
+
+/* Scatter-add of demb [B, T, D] into the rows the forward read (g: the gradient view). Serial:
+ * a word repeated in the batch accumulates in one fixed order whatever the thread count. */
+static void embeddings_backward(const model *g, const float *demb, const int32_t *ids, int B, int T,
+                                int D) {
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const float *d = demb + ((size_t)b * T + t) * D;
+            float *w = g->word_emb + (size_t)ids[(size_t)b * T + t] * D,
+                  *p = g->pos_emb + (size_t)t * D;
+            for (int k = 0; k < D; k++) {
+                w[k] += d[k];
+                p[k] += d[k];
+                g->type_emb[k] += d[k];
+            }
+        }
+}
+
+/* ---- pooler and classifier ---- */
+
+/* pooled [B, D] = tanh(cls · wᵀ + b): HF BertPooler on token 0. */
+static void pooler_forward(float *pooled, const float *cls, const float *w, const float *b, int B,
+                           int D) {
+    linear_forward(pooled, cls, w, b, B, D, D);
+    for (size_t i = 0; i < (size_t)B * D; i++) pooled[i] = tanhf(pooled[i]);
+}
+
+/* From the forward's cls and tanh output pooled: dcls [B, D] (overwritten), dw, db accumulated.
+ * dpooled is overwritten with the gradient wrt the pre-activation (tanh' = 1 - tanh²). */
+static void pooler_backward(float *dcls, float *dw, float *db, float *dpooled, const float *pooled,
+                            const float *cls, const float *w, int B, int D) {
+    for (size_t i = 0; i < (size_t)B * D; i++) dpooled[i] *= 1.0f - pooled[i] * pooled[i];
+    linear_backward(dcls, dw, db, dpooled, cls, w, B, D, D);
+}
+
+static float classifier_dropout(const forward_mode *mode) {
+    if (!mode->train) return 0.0f;
+    return mode->classifier_dropout < 0.0f ? mode->dropout : mode->classifier_dropout;
+}
+
+/* ---- the passes ---- */
+
+static int check_args(const model *m, const bert_acts *a, const int32_t *ids, int B, int T,
+                      const forward_mode *mode, vit_error *err) {
+    if (B < 1 || B > a->max_batch || T < 1 || T > a->max_tokens)
+        return vit_fail(err, "batch %dx%d outside %dx%d", B, T, a->max_batch, a->max_tokens);
+    for (size_t i = 0; i < (size_t)B * T; i++)
+        if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size)
+            return vit_fail(err, "token id %d of sequence %zu outside the vocabulary (%d)", ids[i],
+                            i / (size_t)T, m->cfg.vocab_size);
+    if (!mode->train) return 0;
+    if (!a->training) return vit_fail(err, "training forward on inference buffers");
+    const float probs[] = {mode->dropout, mode->attention_dropout, classifier_dropout(mode)};
+    const char *names[] = {"dropout", "attention dropout", "classifier dropout"};
+    for (int i = 0; i < 3; i++)
+        if (!(probs[i] >= 0.0f && probs[i] < 1.0f))
+            return vit_fail(err, "%s %g outside [0, 1)", names[i], probs[i]);
+    const int encoder_drop = !mode->freeze_encoder && (probs[0] > 0.0f || probs[1] > 0.0f);
+    if ((encoder_drop || probs[2] > 0.0f) && !mode->rng)
+        return vit_fail(err, "dropout needs an rng state");
+    return 0;
+}
+
+int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const uint8_t *mask,
+                       int B, int T, const forward_mode *mode, float *logits, vit_error *err) {
+    static const forward_mode inference = {0};
+    mode = mode ? mode : &inference;
+    if (check_args(m, a, ids, B, T, mode, err) != 0) return -1;
+    const int D = m->cfg.hidden_size;
+    const size_t n = (size_t)B * T * D;
+    const int encoder_trains = mode->train && !mode->freeze_encoder;
+    const float p_drop = encoder_trains ? mode->dropout : 0.0f, p_cls = classifier_dropout(mode);
+    a->mode = *mode;
+    a->ids = ids;
+    a->last_batch = B;
+    a->last_tokens = T;
+    /* embeddings, LayerNorm, and (HF BertEmbeddings) dropout */
+    embeddings_forward(a->emb, m, ids, B, T);
+    layernorm_forward(a->x, a->emb_mean, a->emb_rstd, a->emb, m->emb_ln_w, m->emb_ln_b, B * T, D,
+                      m->cfg.layer_norm_eps);
+    if (p_drop > 0.0f) {
+        dropout_mask(a->emb_keep, n, p_drop, mode->rng);
+        dropout_forward(a->x, a->x, a->emb_keep, n, p_drop);
+    }
+    /* the shared encoder, post-LN, padding masked */
+    encoder_set_mode(&a->enc, encoder_trains, p_drop, encoder_trains ? mode->attention_dropout : 0,
+                     mode->rng);
+    encoder_forward(&m->enc, m->layers, &a->enc, a->x, mask, B, T);
+    /* token 0 -> pooler -> dropout -> classifier */
+    for (int b = 0; b < B; b++)
+        memcpy(a->cls + (size_t)b * D, a->x + (size_t)b * T * D, sizeof(float) * (size_t)D);
+    pooler_forward(a->pooled, a->cls, m->pooler_w, m->pooler_b, B, D);
+    const float *h = a->pooled;
+    if (p_cls > 0.0f) {
+        dropout_mask(a->head_keep, (size_t)B * D, p_cls, mode->rng);
+        dropout_forward(a->head_in, a->pooled, a->head_keep, (size_t)B * D, p_cls);
+        h = a->head_in;
+    }
+    linear_forward(logits, h, m->head_w, m->head_b, B, D, m->cfg.num_labels);
+    return 0;
+}
+
+static void backward_pass(const model *m, const model *g, bert_acts *a, const float *dlogits) {
+    const int B = a->last_batch, T = a->last_tokens, D = m->cfg.hidden_size;
+    const size_t n = (size_t)B * T * D;
+    const float p_cls = classifier_dropout(&a->mode);
+    /* classifier, dropout, pooler: dcls, the gradient wrt token 0 of the encoder output */
+    const float *h = p_cls > 0.0f ? a->head_in : a->pooled;
+    linear_backward(a->dhead, g->head_w, g->head_b, dlogits, h, m->head_w, B, D,
+                    m->cfg.num_labels);
+    if (p_cls > 0.0f) dropout_backward(a->dhead, a->dhead, a->head_keep, (size_t)B * D, p_cls);
+    pooler_backward(a->dcls, g->pooler_w, g->pooler_b, a->dhead, a->pooled, a->cls, m->pooler_w,
+                    B, D);
+    if (a->mode.freeze_encoder) return;
+    memset(a->dx, 0, n * sizeof(float));
+    for (int b = 0; b < B; b++)
+        memcpy(a->dx + (size_t)b * T * D, a->dcls + (size_t)b * D, sizeof(float) * (size_t)D);
+    encoder_backward(&m->enc, m->layers, g->layers, &a->enc, a->dx, B, T);
+    if (a->mode.dropout > 0.0f) dropout_backward(a->dx, a->dx, a->emb_keep, n, a->mode.dropout);
+    memset(a->demb, 0, n * sizeof(float)); /* layernorm_backward accumulates into it */
+    layernorm_backward(a->demb, g->emb_ln_w, g->emb_ln_b, a->dx, a->emb, a->emb_mean,
+                       a->emb_rstd, m->emb_ln_w, B * T, D);
+    embeddings_backward(g, a->demb, a->ids, B, T, D);
+}
+
+void bert_model_backward(const model *m, const model *grads, bert_acts *a, const float *dlogits) {
+    backward_pass(m, grads, a, dlogits);
+    model_clear_absent(m, grads->params);
+}

@@ -1,0 +1,56 @@
+#ifndef VIT_MODEL_BERT_MODEL_H
+#define VIT_MODEL_BERT_MODEL_H
+
+/* The BERT sentence classifier (HF BertForSequenceClassification), forward and backward, one pass
+ * for inference and training:
+ *
+ *   ids [B, T] -> word + position + token type 0 embeddings -> LayerNorm (+dropout) -> encoder
+ *   (post-LN, padding masked as keys) -> tanh pooler on token 0 (+dropout) -> logits [B, L]
+ *
+ * Padding: a padded position is masked as an attention key in every layer, so its hidden states
+ * reach [CLS] by no path and every gradient flowing back into its row is exactly zero (the
+ * attention backward multiplies by its zero weights). Its embedding rows are still scattered into,
+ * as autograd would, adding exact zeros; tests/test_bert_gradcheck.c checks both facts. */
+
+#include <stdint.h>
+
+#include "vit/base/error.h"
+#include "vit/core/encoder.h"
+#include "vit/model/mode.h"
+#include "vit/model/params.h"
+
+typedef struct {
+    int max_batch, max_tokens, training;
+    float *block;               /* one allocation for the buffers below */
+    float *emb;                 /* [B, T, D] summed embeddings, the embedding LayerNorm's input */
+    float *emb_mean, *emb_rstd; /* [B·T] */
+    float *x;                   /* [B, T, D] the encoder's input and output */
+    float *cls, *pooled, *head_in; /* [B, D] token 0, tanh(pooler), pooled after dropout */
+    float *dx, *demb, *dhead, *dcls; /* training: gradients */
+    uint8_t *emb_keep;  /* training: [B, T, D] dropout mask after the embedding LayerNorm */
+    uint8_t *head_keep; /* training: [B, D] classifier dropout mask */
+    encoder_acts enc;
+    forward_mode mode; /* of the last forward (the backward follows it) */
+    const int32_t *ids; /* of the last forward (not owned: the caller keeps them until the backward) */
+    int last_batch, last_tokens;
+} bert_acts;
+
+/* Buffers for batches of up to max_batch sequences of up to max_tokens tokens (at most
+ * max_position_embeddings); training: per-layer activations and gradient buffers too. */
+int bert_acts_alloc(bert_acts *a, const model *m, int max_batch, int max_tokens, int training,
+                    vit_error *err);
+void bert_acts_free(bert_acts *a);
+
+/* logits [B, num_labels] of ids [B, T] (every id in 0..vocab_size-1, padding included) with mask
+ * [B, T] (1 = token, 0 = padding, masked as an attention key as HF's attention_mask; NULL: none).
+ * Positions 0..T-1, token type 0 (single sentences). mode NULL: inference; with mode->train the
+ * activations stay for bert_model_backward (ids must stay valid until then). */
+int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const uint8_t *mask,
+                       int B, int T, const forward_mode *mode, float *logits, vit_error *err);
+
+/* Backward of the last training forward from dlogits [B, num_labels]: parameter gradients
+ * ACCUMULATE into grads (m's layout rebased, model_bind). With mode.freeze_encoder only the pooler
+ * and the classifier get gradients. */
+void bert_model_backward(const model *m, const model *grads, bert_acts *a, const float *dlogits);
+
+#endif

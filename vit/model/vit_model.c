@@ -1,0 +1,143 @@
+/* The ViT forward pass, top to bottom, and its backward: patches -> embeddings (+dropout) ->
+ * encoder -> final LayerNorm on the CLS rows -> classifier; then the same stages backwards. */
+#include "vit/model/vit_model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "patch/patch.h"
+#include "vit/base/alloc.h"
+#include "vit/core/ops.h"
+
+static int set_resolution(vit_acts *a, const model *m, int size, vit_error *err) {
+    const model_config *c = &m->cfg;
+    a->size = size > 0 ? size : c->image_size;
+    if (a->size % c->patch_size != 0 || a->size < c->patch_size)
+        return vit_fail(err, "input size %d is not a positive multiple of the patch size %d",
+                        a->size, c->patch_size);
+    a->grid = a->size / c->patch_size;
+    a->tokens = a->grid * a->grid + 1;
+    a->patch_dim = c->num_channels * c->patch_size * c->patch_size;
+    const int n = c->image_size / c->patch_size;
+    a->pos = m->pos_embed;
+    if (a->grid == n) return 0;
+    a->pos_owned = vit_alloc_floats((size_t)a->tokens * c->hidden_size);
+    if (!a->pos_owned) return vit_fail(err, "out of memory");
+    pos_embed_interpolate(a->pos_owned, m->pos_embed, n, a->grid, c->hidden_size);
+    a->pos = a->pos_owned;
+    return 0;
+}
+
+int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int training,
+                   vit_error *err) {
+    memset(a, 0, sizeof *a);
+    if (m->cfg.kind != MODEL_VIT) return vit_fail(err, "not a ViT model");
+    if (max_batch < 1) return vit_fail(err, "batch size %d is not positive", max_batch);
+    if (training && size > 0 && size != m->cfg.image_size)
+        return vit_fail(err, "training runs at the model's image_size %d, not %d",
+                        m->cfg.image_size, size);
+    if (set_resolution(a, m, size, err) != 0) return -1;
+    a->max_batch = max_batch;
+    a->training = training;
+    const size_t B = (size_t)max_batch, N = (size_t)a->grid * a->grid, T = (size_t)a->tokens;
+    const size_t D = (size_t)m->cfg.hidden_size, K = (size_t)a->patch_dim;
+    const size_t g = training ? 1 : 0; /* gradient buffers only when training */
+    const size_t sizes[] = {B * N * K, B * N * D, B * T * D, B * D,     B * D,
+                            B,         B,         g * B * T * D, g * B * D, g * B * D};
+    float **fields[] = {&a->patches,  &a->embed,    &a->x,  &a->cls_in,   &a->cls_ln,
+                        &a->cls_mean, &a->cls_rstd, &a->dx, &a->dcls_in, &a->dcls_ln};
+    a->block = alloc_float_block(sizeof sizes / sizeof sizes[0], sizes, fields);
+    if (training) a->emb_keep = malloc(B * T * D);
+    if (!a->block || (training && !a->emb_keep) ||
+        encoder_acts_alloc(&a->enc, &m->enc, max_batch, a->tokens, training) != 0) {
+        vit_acts_free(a);
+        return vit_fail(err, "out of memory for batches of %d images", max_batch);
+    }
+    return 0;
+}
+
+void vit_acts_free(vit_acts *a) {
+    free(a->pos_owned);
+    free(a->block);
+    free(a->emb_keep);
+    encoder_acts_free(&a->enc);
+    memset(a, 0, sizeof *a);
+}
+
+const float *vit_acts_hidden(const vit_acts *a) {
+    return a->x;
+}
+const float *vit_acts_cls(const vit_acts *a) {
+    return a->cls_ln;
+}
+
+static int check_mode(const vit_acts *a, const forward_mode *mode, int B, vit_error *err) {
+    if (B < 1 || B > a->max_batch) return vit_fail(err, "batch %d outside 1..%d", B, a->max_batch);
+    if (!mode->train) return 0;
+    if (!a->training) return vit_fail(err, "training forward on inference buffers");
+    if (!(mode->dropout >= 0.0f && mode->dropout < 1.0f))
+        return vit_fail(err, "dropout %g outside [0, 1)", mode->dropout);
+    if (!(mode->attention_dropout >= 0.0f && mode->attention_dropout < 1.0f))
+        return vit_fail(err, "attention dropout %g outside [0, 1)", mode->attention_dropout);
+    if ((mode->dropout > 0.0f || mode->attention_dropout > 0.0f) && !mode->rng)
+        return vit_fail(err, "dropout needs an rng state");
+    return 0;
+}
+
+int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
+                      const forward_mode *mode, float *logits, vit_error *err) {
+    static const forward_mode inference = {0};
+    mode = mode ? mode : &inference;
+    if (check_mode(a, mode, B, err) != 0) return -1;
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, N = a->grid * a->grid, T = a->tokens;
+    const size_t n = (size_t)B * T * D;
+    const int encoder_trains = mode->train && !mode->freeze_encoder;
+    const float p_drop = encoder_trains ? mode->dropout : 0.0f;
+    a->mode = *mode;
+    a->last_batch = B;
+    /* patches -> tokens: one matrix product embeds every patch of the batch */
+    patch_extract(a->patches, pixels, B, c->num_channels, a->size, a->size, c->patch_size);
+    linear_forward(a->embed, a->patches, m->patch_w, m->patch_b, B * N, a->patch_dim, D);
+    patch_tokens_forward(a->x, a->embed, m->cls_token, a->pos, B, N, D);
+    if (p_drop > 0.0f) { /* HF ViTEmbeddings ends with dropout */
+        dropout_mask(a->emb_keep, n, p_drop, mode->rng);
+        dropout_forward(a->x, a->x, a->emb_keep, n, p_drop);
+    }
+    /* the shared encoder, pre-LN */
+    encoder_set_mode(&a->enc, encoder_trains, p_drop, encoder_trains ? mode->attention_dropout : 0,
+                     mode->rng);
+    encoder_forward(&m->enc, m->layers, &a->enc, a->x, NULL, B, T);
+    /* only the CLS rows reach the classifier: the final LayerNorm on those alone */
+    for (int b = 0; b < B; b++)
+        memcpy(a->cls_in + (size_t)b * D, a->x + (size_t)b * T * D, sizeof(float) * (size_t)D);
+    layernorm_forward(a->cls_ln, a->cls_mean, a->cls_rstd, a->cls_in, m->final_ln_w, m->final_ln_b,
+                      B, D, c->layer_norm_eps);
+    linear_forward(logits, a->cls_ln, m->head_w, m->head_b, B, D, c->num_labels);
+    return 0;
+}
+
+static void backward_pass(const model *m, const model *g, vit_acts *a, const float *dlogits) {
+    const int B = a->last_batch, D = m->cfg.hidden_size, T = a->tokens, N = a->grid * a->grid;
+    const size_t n = (size_t)B * T * D;
+    linear_backward(a->dcls_ln, g->head_w, g->head_b, dlogits, a->cls_ln, m->head_w, B, D,
+                    m->cfg.num_labels);
+    memset(a->dcls_in, 0, sizeof(float) * (size_t)B * D);
+    layernorm_backward(a->dcls_in, g->final_ln_w, g->final_ln_b, a->dcls_ln, a->cls_in,
+                       a->cls_mean, a->cls_rstd, m->final_ln_w, B, D);
+    if (a->mode.freeze_encoder) return;
+    /* only the CLS rows of the encoder output have a gradient */
+    memset(a->dx, 0, n * sizeof(float));
+    for (int b = 0; b < B; b++)
+        memcpy(a->dx + (size_t)b * T * D, a->dcls_in + (size_t)b * D, sizeof(float) * (size_t)D);
+    encoder_backward(&m->enc, m->layers, g->layers, &a->enc, a->dx, B, T);
+    if (a->mode.dropout > 0.0f) dropout_backward(a->dx, a->dx, a->emb_keep, n, a->mode.dropout);
+    patch_tokens_backward(a->embed, g->cls_token, g->pos_embed, a->dx, B, N, D);
+    linear_backward(NULL, g->patch_w, g->patch_b, a->embed, a->patches, NULL, B * N, a->patch_dim,
+                    D);
+}
+
+void vit_model_backward(const model *m, const model *grads, vit_acts *a, const float *dlogits) {
+    backward_pass(m, grads, a, dlogits);
+    model_clear_absent(m, grads->params);
+}

@@ -1,0 +1,62 @@
+#ifndef VIT_MODEL_VIT_MODEL_H
+#define VIT_MODEL_VIT_MODEL_H
+
+/* The ViT classifier, forward and backward, one pass for inference and training:
+ *
+ *   pixels [B, C, S, S] -> patches [B·N, C·P·P] -> patch embedding [B·N, D] -> tokens [B, T, D]
+ *   (CLS, positions) -> encoder (pre-LN) -> final LayerNorm on the CLS rows -> logits [B, L]
+ *
+ *   vit_acts a;
+ *   vit_acts_alloc(&a, &m, max_batch, size, training, &err);
+ *   vit_model_forward(&m, &a, pixels, B, NULL, logits, &err);          // inference
+ *   vit_model_forward(&m, &a, pixels, B, &mode, logits, &err);         // training: keeps acts
+ *   vit_model_backward(&m, &grads, &a, dlogits);                       // grads: a model_bind view
+ */
+
+#include <stdint.h>
+
+#include "vit/base/error.h"
+#include "vit/core/encoder.h"
+#include "vit/model/mode.h"
+#include "vit/model/params.h"
+
+typedef struct {
+    int max_batch, training;
+    int size, grid, tokens, patch_dim; /* run resolution: S, S/P, N + 1, C·P·P */
+    const float *pos;  /* position embeddings at this size: the model's, or pos_owned */
+    float *pos_owned;  /* interpolated (HF interpolate_pos_encoding) when size differs */
+    float *block;      /* one allocation for the buffers below */
+    float *patches;    /* [B·N, C·P·P] */
+    float *embed;      /* [B·N, D] projected patches; the backward's scratch for their gradient */
+    float *x;          /* [B, T, D] the encoder's input and output */
+    float *cls_in, *cls_ln, *cls_mean, *cls_rstd; /* [B, D] CLS rows around the final LayerNorm */
+    float *dx, *dcls_in, *dcls_ln;                /* training: gradients */
+    uint8_t *emb_keep; /* training: [B, T, D] dropout mask after the embeddings */
+    encoder_acts enc;
+    forward_mode mode; /* of the last forward (the backward follows it) */
+    int last_batch;
+} vit_acts;
+
+/* Buffers for batches of up to max_batch images of size x size (0: the model's image_size; the
+ * position embeddings are interpolated for another size). training: per-layer activations and
+ * gradient buffers too. Errors: a size that is not a positive multiple of the patch, memory. */
+int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int training,
+                   vit_error *err);
+void vit_acts_free(vit_acts *a);
+
+/* logits [B, num_labels] of pixels [B, C, size, size] (B <= max_batch). mode NULL: inference;
+ * with mode->train (acts allocated for training) the activations stay for vit_model_backward. */
+int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
+                      const forward_mode *mode, float *logits, vit_error *err);
+
+/* The encoder's final hidden states of the last forward: [B, T, D] before the final LayerNorm,
+ * and the CLS rows after it, [B, D] (the classifier's input). */
+const float *vit_acts_hidden(const vit_acts *a);
+const float *vit_acts_cls(const vit_acts *a);
+
+/* Backward of the last training forward from dlogits [B, num_labels]: parameter gradients
+ * ACCUMULATE into grads (m's layout rebased, model_bind). With mode.freeze_encoder only the final
+ * LayerNorm and the classifier get gradients. Absent parameters (no qkv bias) get none. */
+void vit_model_backward(const model *m, const model *grads, vit_acts *a, const float *dlogits);
+
+#endif

@@ -1,0 +1,228 @@
+/* The model a training run starts from: new (weights initialised here), fine-tuned from another
+ * model directory (a fresh classifier when the classes differ), or as last saved (resume). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/base/rng.h"
+#include "vit/base/strlist.h"
+#include "vit/data/imagefolder.h"
+#include "vit/io/model_dir.h"
+#include "vit/train/trainer.h"
+
+/* ---- new weights ---- */
+
+/* PyTorch trunc_normal_(std, a = -2std, b = 2std) by rejection. */
+static float trunc_normal(uint64_t *st, float std) {
+    for (;;) {
+        const double z = rng_normal(st);
+        if (fabs(z) <= 2.0) return (float)(z * std);
+    }
+}
+
+/* 2D sine-cosine position embeddings (MAE, "Better plain ViT baselines"): a quarter of the
+ * dimensions each for sin/cos of the row and of the column at frequencies 1/10000^(k/(D/4)).
+ * Row 0 (CLS) stays zero. Nearby patches start with similar embeddings, so attention can be
+ * local from the first step instead of learning positions from noise. D % 4 == 0. */
+static void sincos_pos_embed(float *pos, int n, int D) {
+    const int q = D / 4;
+    memset(pos, 0, sizeof(float) * (size_t)D);
+    for (int y = 0; y < n; y++)
+        for (int x = 0; x < n; x++) {
+            float *row = pos + (size_t)(1 + y * n + x) * D;
+            for (int k = 0; k < q; k++) {
+                const double omega = 1.0 / pow(10000.0, (double)k / q);
+                row[k] = (float)sin(y * omega);
+                row[q + k] = (float)cos(y * omega);
+                row[2 * q + k] = (float)sin(x * omega);
+                row[3 * q + k] = (float)cos(x * omega);
+            }
+        }
+}
+
+static int is_bias(const char *name) {
+    const size_t len = strlen(name);
+    return len >= 4 && strcmp(name + len - 4, "bias") == 0;
+}
+
+/* A new BERT's weights as HF's BertPreTrainedModel._init_weights: matrices and embedding tables
+ * normal(0, 0.02) with the padding row zero, biases 0, LayerNorm weights 1. Only entries whose
+ * name starts with prefix. */
+static void init_bert_params(model *m, const char *prefix, uint64_t seed) {
+    uint64_t st = rng_derive(seed, RNG_INIT, 0);
+    const int D = m->cfg.hidden_size, pad = m->cfg.pad_token_id;
+    for (int i = 0; i < m->num_entries; i++) {
+        const param_entry *e = &m->entries[i];
+        if (strncmp(e->name, prefix, strlen(prefix)) != 0) continue;
+        float *p = m->params + e->offset;
+        const int norm = strstr(e->name, "LayerNorm") != NULL;
+        for (size_t j = 0; j < e->numel; j++)
+            p[j] = is_bias(e->name) ? 0.0f : norm ? 1.0f : (float)(rng_normal(&st) * 0.02f);
+        if (p == m->word_emb && pad >= 0 && pad < m->cfg.vocab_size)
+            memset(p + (size_t)pad * D, 0, sizeof(float) * (size_t)D);
+    }
+}
+
+/* A new ViT's weights. HF's _init_weights (everything truncated normal, std 0.02) learns slowly
+ * from scratch on small data; big_vision's plain-ViT recipe starts much faster, so: patch
+ * embedding LeCun normal (std 1/sqrt(C·P·P)), other matrices Xavier uniform, position
+ * embeddings 2D sine-cosine (learned from there), CLS token and classifier zero, biases 0,
+ * LayerNorm weights 1. Only entries whose name starts with prefix (a fresh head: "classifier."). */
+static void init_vit_params(model *m, const char *prefix, uint64_t seed) {
+    uint64_t st = rng_derive(seed, RNG_INIT, 0);
+    const int D = m->cfg.hidden_size, n = m->cfg.image_size / m->cfg.patch_size;
+    for (int i = 0; i < m->num_entries; i++) {
+        const param_entry *e = &m->entries[i];
+        if (e->absent || strncmp(e->name, prefix, strlen(prefix)) != 0) continue;
+        float *p = m->params + e->offset;
+        const int bias = is_bias(e->name);
+        if (strstr(e->name, "position_embeddings") && D % 4 == 0) {
+            sincos_pos_embed(p, n, D);
+        } else if (strstr(e->name, "patch_embeddings") && !bias) {
+            const int fan_in = (int)(e->numel / (size_t)D);
+            for (size_t j = 0; j < e->numel; j++) p[j] = trunc_normal(&st, 1.0f / sqrtf(fan_in));
+        } else if (e->ndim == 2 && strncmp(e->name, "classifier.", 11) != 0) {
+            const double bound = sqrt(6.0 / (double)(e->shape[0] + e->shape[1]));
+            for (size_t j = 0; j < e->numel; j++)
+                p[j] = (float)((2.0 * rng_uniform(&st) - 1.0) * bound);
+        } else if (strstr(e->name, "position_embeddings")) {
+            for (size_t j = 0; j < e->numel; j++) p[j] = trunc_normal(&st, 0.02f);
+        } else {
+            const int norm = strstr(e->name, "layernorm") != NULL && !bias;
+            for (size_t j = 0; j < e->numel; j++) p[j] = norm ? 1.0f : 0.0f;
+        }
+    }
+}
+
+static void init_params(model *m, const char *prefix, uint64_t seed) {
+    if (m->cfg.kind == MODEL_BERT)
+        init_bert_params(m, prefix, seed);
+    else
+        init_vit_params(m, prefix, seed);
+}
+
+/* ---- class lists ---- */
+
+void free_strings(char **s, int n) {
+    for (int i = 0; s && i < n; i++) free(s[i]);
+    free(s);
+}
+
+int read_labels_file(const char *path, char ***labels, int *count, vit_error *err) {
+    strlist l;
+    if (strlist_read(&l, path, 16 << 20, STRLIST_TRIM | STRLIST_SKIP_BLANK, err) != 0) return -1;
+    if (l.count == 0) {
+        strlist_free(&l);
+        return vit_fail(err, "%s: no labels in the file", path);
+    }
+    char **out = calloc((size_t)l.count, sizeof *out);
+    int ok = out != NULL;
+    for (int i = 0; ok && i < l.count; i++) ok = (out[i] = strdup(l.lines[i])) != NULL;
+    const int n = l.count;
+    strlist_free(&l);
+    if (!ok) {
+        free_strings(out, n);
+        return vit_fail(err, "%s: out of memory", path);
+    }
+    *labels = out;
+    *count = n;
+    return 0;
+}
+
+/* The classes of a new run: labels_file's lines, else what the data (or the model) says. */
+static int run_classes(const trainer *t, const model *from, char ***classes, int *n,
+                       vit_error *err) {
+    if (t->o.labels_file) return read_labels_file(t->o.labels_file, classes, n, err);
+    return t->task->data_classes(t, from, classes, n, err);
+}
+
+/* ---- the three starts ---- */
+
+int trainer_create_model(trainer *t, model_config *cfg, char **classes, int n, vit_error *err) {
+    char *json = model_config_json(cfg, 0, 0);
+    free_strings(classes, n); /* the parsed config has its own copies */
+    if (!json) return vit_fail(err, "out of memory");
+    model_config parsed;
+    int rc = model_config_parse(json, "the model options", &parsed, err);
+    free(json);
+    if (rc == 0) rc = model_create(&t->m, &parsed, err);
+    if (rc != 0) return -1;
+    init_params(&t->m, "", t->o.seed);
+    return 0;
+}
+
+/* 1 when the data's classes are the model's labels, in order (ImageFolder matching rules). */
+static int same_labels(const model *m, char *const *classes, int n) {
+    if (m->cfg.num_labels != n) return 0;
+    int *label_of = malloc(sizeof(int) * (size_t)n), by_order = 0;
+    vit_error ignored;
+    int same = label_of && imagefolder_match_labels((const char *const *)classes, n,
+                                                    (const char *const *)m->cfg.labels, n, label_of,
+                                                    &by_order, &ignored) == 0;
+    for (int i = 0; same && i < n; i++) same = label_of[i] == i && !by_order;
+    free(label_of);
+    return same;
+}
+
+/* A copy of `from` with a classifier for `classes` (initialised as a new one). */
+static int replace_head(trainer *t, model *from, char **classes, int n, vit_error *err) {
+    model_config cfg = from->cfg;
+    cfg.labels = classes;
+    cfg.num_labels = n;
+    if (model_create(&t->m, &cfg, err) != 0) return -1;
+    for (int i = 0; i < t->m.num_entries; i++) {
+        const param_entry *e = &t->m.entries[i];
+        const param_entry *src = model_find_param(from, e->name);
+        if (strncmp(e->name, "classifier.", 11) != 0 && src && src->numel == e->numel)
+            memcpy(t->m.params + e->offset, from->params + src->offset, e->numel * sizeof(float));
+    }
+    init_params(&t->m, "classifier.", t->o.seed);
+    return 0;
+}
+
+/* Fine-tuning: init_dir's model, with its own classifier when the classes are the same. */
+static int fine_tune_model(trainer *t, vit_error *err) {
+    model from;
+    if (model_load(&from, t->o.init_dir, err) != 0) return -1;
+    const int text = t->task->kind == MODEL_BERT;
+    if (from.cfg.kind != t->task->kind) {
+        model_free(&from);
+        return vit_fail(err, "%s: not a %s model (the training data is %s)", t->o.init_dir,
+                        text ? "BERT" : "ViT", text ? "text" : "images");
+    }
+    char **classes = NULL;
+    int n = 0;
+    if (run_classes(t, &from, &classes, &n, err) != 0) return model_free(&from), -1;
+    if (same_labels(&from, classes, n)) {
+        t->m = from; /* the head fits: keep it, and the model's label strings */
+        free_strings(classes, n);
+        trainer_info(t, "fine-tuning %s with its classifier (%d labels)", t->o.init_dir, n);
+        return 0;
+    }
+    trainer_info(t, "fine-tuning %s with a new classifier: %d labels (it had %d)", t->o.init_dir,
+                 n, from.cfg.num_labels);
+    const int rc = replace_head(t, &from, classes, n, err); /* takes classes */
+    model_free(&from);
+    return rc;
+}
+
+int trainer_setup_model(trainer *t, int resume, vit_error *err) {
+    const char *companion_dir = NULL;
+    if (resume) {
+        if (model_load(&t->m, t->o.out_dir, err) != 0) return -1;
+        t->task = t->m.cfg.kind == MODEL_BERT ? &task_text : &task_image;
+        companion_dir = t->o.out_dir;
+    } else if (t->o.init_dir) {
+        if (fine_tune_model(t, err) != 0) return -1;
+        companion_dir = t->o.init_dir;
+    } else {
+        char **classes = NULL;
+        int n = 0;
+        if (run_classes(t, NULL, &classes, &n, err) != 0 ||
+            t->task->new_model(t, classes, n, err) != 0)
+            return -1;
+    }
+    t->classes = t->m.cfg.labels;
+    t->num_classes = t->m.cfg.num_labels;
+    return t->task->companion(t, companion_dir, err);
+}

@@ -1,0 +1,75 @@
+/* One training step, the same for images and text: the batch, the forward pass keeping its
+ * activations, softmax cross-entropy, the backward pass into the gradient block, clipping and the
+ * AdamW update. The task (images or text) supplies the batch and the model's two passes. */
+#include <math.h>
+#include <string.h>
+
+#include "vit/core/ops.h"
+#include "vit/train/trainer.h"
+
+static int count_correct(const float *logits, const int *labels, int B, int L) {
+    int correct = 0;
+    for (int b = 0; b < B; b++) {
+        const float *z = logits + (size_t)b * L;
+        int best = 0;
+        for (int j = 1; j < L; j++)
+            if (z[j] > z[best]) best = j;
+        correct += best == labels[b];
+    }
+    return correct;
+}
+
+/* Gradients of the batch in t->grads; *loss its mean loss, *correct its top-1 hits. */
+static int forward_backward(trainer *t, const int *idx, float *loss, int *correct,
+                            vit_error *err) {
+    const int B = t->B, L = t->num_classes;
+    if (t->task->load_batch(t, idx, B, 1, err) != 0) return -1;
+    const forward_mode mode = {.train = 1,
+                               .freeze_encoder = t->o.freeze_encoder,
+                               .dropout = t->o.dropout,
+                               .attention_dropout = t->o.attention_dropout,
+                               .classifier_dropout = -1.0f,
+                               .rng = &t->drop_rng};
+    memset(t->grads, 0, t->m.num_params * sizeof(float));
+    if (t->task->forward(t, B, &mode, t->logits, err) != 0) return -1;
+    const float smoothing = t->o.label_smoothing;
+    *loss = (float)crossentropy_forward(t->probs, t->logits, t->labels, B, L, smoothing);
+    *correct = count_correct(t->logits, t->labels, B, L);
+    crossentropy_backward(t->dlogits, t->probs, t->labels, B, L, smoothing, 1.0f);
+    t->task->backward(t, t->dlogits);
+    return 0;
+}
+
+int train_step(trainer *t, const int *idx, vit_error *err) {
+    float loss;
+    int correct;
+    if (forward_backward(t, idx, &loss, &correct, err) != 0) return -1;
+    if (!isfinite(loss))
+        return vit_fail(err, "the loss diverged (%g) at step %lld: try a lower --lr", loss,
+                        (long long)t->step + 1);
+    grad_clip_global_norm(&t->m, t->grads, &t->opt, t->o.clip_norm);
+    adamw_step(&t->opt, &t->m, t->grads, lr_at(&t->sched, t->step));
+    t->step++;
+    t->epoch_loss_sum += (double)loss * t->B;
+    t->epoch_correct += correct;
+    t->epoch_seen += t->B;
+    return 0;
+}
+
+int train_evaluate(trainer *t, double *loss, double *top1, vit_error *err) {
+    double sum = 0.0;
+    int64_t correct = 0;
+    int *idx = t->scratch;
+    for (int i0 = 0; i0 < t->n_val; i0 += t->B) {
+        const int n = t->n_val - i0 < t->B ? t->n_val - i0 : t->B;
+        for (int b = 0; b < n; b++) idx[b] = i0 + b;
+        if (t->task->load_batch(t, idx, n, 0, err) != 0 ||
+            t->task->forward(t, n, NULL, t->logits, err) != 0)
+            return -1;
+        sum += crossentropy_forward(t->probs, t->logits, t->labels, n, t->num_classes, 0.0f) * n;
+        correct += count_correct(t->logits, t->labels, n, t->num_classes);
+    }
+    *loss = sum / t->n_val;
+    *top1 = (double)correct / t->n_val;
+    return 0;
+}

@@ -1,0 +1,243 @@
+/* Training on images: ImageFolder data decoded once into memory, a ViT, augmented batches. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/base/rng.h"
+#include "vit/data/image_set.h"
+#include "vit/data/imagefolder.h"
+#include "vit/io/model_dir.h"
+#include "vit/model/vit_model.h"
+#include "vit/train/trainer.h"
+
+typedef struct {
+    image_set train, val;
+    float *lut;    /* [C·256] bytes to normalised floats */
+    float *pixels; /* [B, C, S, S] the next batch */
+    vit_acts acts;
+} image_task;
+
+static image_task *task_data(const trainer *t) {
+    return t->data;
+}
+
+/* ---- classes, model ---- */
+
+static int image_classes(const trainer *t, const model *from, char ***classes, int *n,
+                         vit_error *err) {
+    (void)from; /* a fine-tuned model's labels are matched to the folders, not taken */
+    imagefolder f;
+    if (imagefolder_open(&f, t->o.train_path, err) != 0) return -1;
+    char **out = calloc((size_t)f.num_folders, sizeof *out);
+    int ok = out != NULL;
+    for (int i = 0; ok && i < f.num_folders; i++) ok = (out[i] = strdup(f.folders[i])) != NULL;
+    *n = f.num_folders;
+    imagefolder_close(&f);
+    if (!ok) {
+        free_strings(out, *n);
+        return vit_fail(err, "out of memory");
+    }
+    *classes = out;
+    return 0;
+}
+
+static int new_vit(trainer *t, char **classes, int n, vit_error *err) {
+    const train_options *o = &t->o;
+    model_config cfg = {.kind = MODEL_VIT,
+                        .hidden_size = o->hidden_size,
+                        .num_layers = o->num_layers,
+                        .num_heads = o->num_heads,
+                        .intermediate_size = o->mlp_size,
+                        .act = ACT_GELU,
+                        .layer_norm_eps = 1e-6f, /* timm's ViT value: safe for near-flat rows */
+                        .image_size = o->image_size,
+                        .patch_size = o->patch_size,
+                        .num_channels = o->channels,
+                        .qkv_bias = 1,
+                        .num_labels = n,
+                        .labels = classes};
+    if (trainer_create_model(t, &cfg, classes, n, err) != 0) return -1;
+    t->pp = (preprocess_config){.do_resize = 1,
+                                .resize_height = o->image_size,
+                                .resize_width = o->image_size,
+                                .resample = RESAMPLE_BILINEAR,
+                                .do_rescale = 1,
+                                .rescale_factor = 1.0 / 255.0,
+                                .do_normalize = 1,
+                                .mean = {0.5f, 0.5f, 0.5f},
+                                .std = {0.5f, 0.5f, 0.5f},
+                                .channels = o->channels};
+    return 0;
+}
+
+static int image_companion(trainer *t, const char *dir, vit_error *err) {
+    return dir ? model_dir_load_preprocess(dir, &t->pp, err) : 0;
+}
+
+/* ---- data ---- */
+
+typedef struct {
+    char **paths;
+    int *labels;
+    size_t n;
+} file_list;
+
+static void file_list_free(file_list *l) {
+    for (size_t i = 0; i < l->n; i++) free(l->paths[i]);
+    free(l->paths);
+    free(l->labels);
+    memset(l, 0, sizeof *l);
+}
+
+static void problem(void *user, const char *message) {
+    trainer_info(user, "skipped: %s", message);
+}
+
+/* Every image of dir, its folder mapped to t's classes. */
+static int list_folder(trainer *t, const char *dir, file_list *out, vit_error *err) {
+    imagefolder f;
+    if (imagefolder_open(&f, dir, err) != 0) return -1;
+    int by_order = 0;
+    if (imagefolder_map_labels(&f, (const char *const *)t->classes, t->num_classes, &by_order,
+                               err) != 0) {
+        imagefolder_close(&f);
+        return -1;
+    }
+    if (by_order)
+        trainer_info(t,
+                     "%s: no folder name matches a label; folders taken in sorted order as labels "
+                     "0..%d",
+                     dir, t->num_classes - 1);
+    imagefolder_entry *s = NULL;
+    size_t n = 0;
+    const int rc = imagefolder_list(&f, &s, &n, problem, t, err);
+    imagefolder_close(&f);
+    if (rc != 0) return -1;
+    if (n == 0)
+        return vit_fail(err, "%s: no images (*.png, *.jpg, *.jpeg) in the class folders", dir);
+    out->paths = malloc(n * sizeof *out->paths);
+    out->labels = malloc(n * sizeof *out->labels);
+    if (!out->paths || !out->labels) {
+        imagefolder_list_free(s, n);
+        return vit_fail(err, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        out->paths[i] = s[i].path; /* taken over */
+        out->labels[i] = s[i].label;
+    }
+    free(s);
+    out->n = n;
+    return 0;
+}
+
+/* Moves every image of all into train or val (trainer_hold_out's choice). */
+static int split_val(const trainer *t, file_list *all, file_list *train, file_list *val,
+                     vit_error *err) {
+    const size_t n = all->n;
+    int *is_val = malloc(n * sizeof *is_val);
+    train->paths = malloc(n * sizeof(char *)), val->paths = malloc(n * sizeof(char *));
+    train->labels = malloc(n * sizeof(int)), val->labels = malloc(n * sizeof(int));
+    if (!is_val || !train->paths || !val->paths || !train->labels || !val->labels) {
+        free(is_val);
+        return vit_fail(err, "out of memory");
+    }
+    if (trainer_hold_out(t, all->labels, n, is_val, err) != 0) return free(is_val), -1;
+    for (size_t i = 0; i < n; i++) {
+        file_list *to = is_val[i] ? val : train;
+        to->paths[to->n] = all->paths[i];
+        to->labels[to->n++] = all->labels[i];
+    }
+    free(all->paths), free(all->labels), free(is_val);
+    memset(all, 0, sizeof *all);
+    return 0;
+}
+
+static void load_progress(void *user, size_t done, size_t total) {
+    const trainer *t = user;
+    if (t->hooks && t->hooks->load_progress) t->hooks->load_progress(t->hooks->user, done, total);
+}
+
+static int load_images(trainer *t, vit_error *err) {
+    image_task *d = calloc(1, sizeof *d);
+    if (!(t->data = d)) return vit_fail(err, "out of memory");
+    file_list all = {0}, train = {0}, val = {0};
+    int rc = list_folder(t, t->o.train_path, &all, err);
+    if (rc == 0 && t->o.val_path) {
+        train = all;
+        memset(&all, 0, sizeof all);
+        rc = list_folder(t, t->o.val_path, &val, err);
+    } else if (rc == 0) {
+        rc = split_val(t, &all, &train, &val, err);
+    }
+    if (rc == 0 && train.n == 0) rc = vit_fail(err, "%s: no training images", t->o.train_path);
+    if (rc == 0) {
+        trainer_info(t, "decoding %zu training and %zu validation images", train.n, val.n);
+        rc = image_set_load(&d->train, &t->pp, train.paths, train.labels, train.n, load_progress,
+                            t, err);
+    }
+    if (rc == 0 && val.n)
+        rc = image_set_load(&d->val, &t->pp, val.paths, val.labels, val.n, load_progress, t, err);
+    file_list_free(&all), file_list_free(&train), file_list_free(&val);
+    t->n_train = d->train.count;
+    t->n_val = d->val.count;
+    /* default crop padding: 1/14 of the side (2 pixels at 28, 16 at 224) */
+    if (rc == 0 && t->o.aug.crop_pad < 0) t->o.aug.crop_pad = (d->train.S + 7) / 14;
+    return rc;
+}
+
+/* ---- batches and passes ---- */
+
+static int prepare_images(trainer *t, vit_error *err) {
+    image_task *d = task_data(t);
+    const size_t per = (size_t)d->train.C * d->train.S * d->train.S;
+    d->pixels = malloc((size_t)t->B * per * sizeof(float));
+    d->lut = malloc((size_t)d->train.C * 256 * sizeof(float));
+    if (!d->pixels || !d->lut) return vit_fail(err, "out of memory");
+    if (pixel_lut(&t->pp, d->lut, err) != 0) return -1;
+    return vit_acts_alloc(&d->acts, &t->m, t->B, 0, 1, err);
+}
+
+static int image_batch(trainer *t, const int *idx, int n, int train, vit_error *err) {
+    (void)err;
+    image_task *d = task_data(t);
+    const image_set *s = train ? &d->train : &d->val;
+    for (int b = 0; b < n; b++) t->labels[b] = s->labels[idx[b]];
+    const int augment = train && t->o.augment;
+    image_set_batch(s, idx, n, d->lut, augment ? &t->o.aug : NULL,
+                    train ? rng_derive(t->o.seed, RNG_AUGMENT, (uint64_t)t->step) : 0, d->pixels);
+    return 0;
+}
+
+static int image_forward(trainer *t, int n, const forward_mode *mode, float *logits,
+                         vit_error *err) {
+    image_task *d = task_data(t);
+    return vit_model_forward(&t->m, &d->acts, d->pixels, n, mode, logits, err);
+}
+
+static void image_backward(trainer *t, const float *dlogits) {
+    vit_model_backward(&t->m, &t->g, &task_data(t)->acts, dlogits);
+}
+
+static void free_images(trainer *t) {
+    image_task *d = task_data(t);
+    if (!d) return;
+    vit_acts_free(&d->acts);
+    image_set_free(&d->train);
+    image_set_free(&d->val);
+    free(d->pixels);
+    free(d->lut);
+    free(d);
+    t->data = NULL;
+}
+
+const train_task task_image = {.unit = "images",
+                               .kind = MODEL_VIT,
+                               .data_classes = image_classes,
+                               .new_model = new_vit,
+                               .companion = image_companion,
+                               .load_data = load_images,
+                               .prepare = prepare_images,
+                               .order = NULL,
+                               .load_batch = image_batch,
+                               .forward = image_forward,
+                               .backward = image_backward,
+                               .free = free_images};

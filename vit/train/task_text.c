@@ -1,0 +1,245 @@
+/* Training on text: a sentence<TAB>label TSV tokenized once into memory, a BERT classifier,
+ * batches of similar length, word dropout. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/tokenizer.h"
+#include "vit/base/rng.h"
+#include "vit/data/text_set.h"
+#include "vit/io/model_dir.h"
+#include "vit/model/bert_model.h"
+#include "vit/train/trainer.h"
+
+/* Text batches come from mega-batches of this many batches sorted by length (see
+ * group_by_length). */
+#define LENGTH_GROUP 50
+
+typedef struct {
+    tokenizer *tok;
+    int max_len;
+    /* the training file's sentences; validation rows of val_text or, carved out of the training
+     * file, of train_text (train_rows and val_rows index them) */
+    text_set train_text, val_text;
+    const text_set *val_src;
+    int *train_rows, *val_rows;
+    int *rows;     /* [B] the batch's rows */
+    int32_t *ids;  /* [B, max_len] the batch */
+    uint8_t *mask; /* [B, max_len] */
+    int T;         /* the batch's length */
+    bert_acts acts;
+} text_task;
+
+static text_task *task_data(const trainer *t) {
+    return t->data;
+}
+
+/* The task's state exists from the model's setup on (it holds the tokenizer). */
+static text_task *ensure_data(trainer *t) {
+    if (!t->data) t->data = calloc(1, sizeof(text_task));
+    return t->data;
+}
+
+/* ---- classes, model, tokenizer ---- */
+
+static int text_classes(const trainer *t, const model *from, char ***classes, int *n,
+                        vit_error *err) {
+    if (!from) return text_tsv_classes(t->o.train_path, classes, n, err);
+    char **out = calloc((size_t)from->cfg.num_labels, sizeof *out);
+    int ok = out != NULL;
+    for (int i = 0; ok && i < from->cfg.num_labels; i++)
+        ok = (out[i] = strdup(from->cfg.labels[i])) != NULL;
+    if (!ok) {
+        free_strings(out, from->cfg.num_labels);
+        return vit_fail(err, "out of memory");
+    }
+    *classes = out;
+    *n = from->cfg.num_labels;
+    return 0;
+}
+
+/* A new BERT: the vocabulary (copied into out_dir with a tokenizer config) sizes its embeddings. */
+static int new_bert(trainer *t, char **classes, int n, vit_error *err) {
+    const train_options *o = &t->o;
+    text_task *d = ensure_data(t);
+    const int max_pos = o->max_len ? o->max_len : 128;
+    if (!d || tokenizer_files_save(o->out_dir, NULL, o->vocab_file, max_pos, err) != 0 ||
+        tokenizer_load(o->out_dir, &d->tok, err) != 0) {
+        free_strings(classes, n);
+        return d ? -1 : vit_fail(err, "out of memory");
+    }
+    model_config cfg = {.kind = MODEL_BERT,
+                        .hidden_size = o->hidden_size,
+                        .num_layers = o->num_layers,
+                        .num_heads = o->num_heads,
+                        .intermediate_size = o->mlp_size,
+                        .act = ACT_GELU,
+                        .layer_norm_eps = 1e-12f, /* BertConfig's */
+                        .vocab_size = tokenizer_vocab_size(d->tok),
+                        .max_position_embeddings = max_pos,
+                        .type_vocab_size = 2,
+                        .pad_token_id =
+                            tokenizer_pad_id(d->tok) >= 0 ? tokenizer_pad_id(d->tok) : 0,
+                        .num_labels = n,
+                        .labels = classes};
+    return trainer_create_model(t, &cfg, classes, n, err);
+}
+
+/* The tokenizer (copied into out_dir when fine-tuning), then the sentence length. */
+static int text_companion(trainer *t, const char *dir, vit_error *err) {
+    text_task *d = ensure_data(t);
+    if (!d) return vit_fail(err, "out of memory");
+    if (dir && strcmp(dir, t->o.out_dir) != 0 &&
+        tokenizer_files_save(t->o.out_dir, dir, NULL, 0, err) != 0)
+        return -1;
+    if (dir && tokenizer_load(t->o.out_dir, &d->tok, err) != 0) return -1;
+    const int limit = t->o.max_len ? t->o.max_len : tokenizer_max_len(d->tok);
+    d->max_len = limit < t->m.cfg.max_position_embeddings ? limit : t->m.cfg.max_position_embeddings;
+    if (d->max_len < 2)
+        return vit_fail(err, "--max-len %d: a sentence needs at least 2 tokens", d->max_len);
+    if (tokenizer_vocab_size(d->tok) > t->m.cfg.vocab_size)
+        return vit_fail(err, "%s: the vocabulary (%d) is larger than the model's (%d)",
+                        t->o.out_dir, tokenizer_vocab_size(d->tok), t->m.cfg.vocab_size);
+    return 0;
+}
+
+/* ---- data ---- */
+
+/* The training TSV tokenized, and the validation rows: all of val_path, or held out of it. */
+static int load_texts(trainer *t, vit_error *err) {
+    text_task *d = task_data(t);
+    const char *const *labels = (const char *const *)t->classes;
+    if (text_set_load(&d->train_text, t->o.train_path, d->tok, d->max_len, labels,
+                      t->num_classes, err) != 0)
+        return -1;
+    if (t->o.val_path && text_set_load(&d->val_text, t->o.val_path, d->tok, d->max_len, labels,
+                                       t->num_classes, err) != 0)
+        return -1;
+    /* without a validation file, the rows trainer_hold_out picks are rows of train_text */
+    d->val_src = t->o.val_path ? &d->val_text : &d->train_text;
+    const int n = d->train_text.count, nv = t->o.val_path ? d->val_text.count : 0;
+    int *is_val = calloc((size_t)n, sizeof *is_val);
+    d->train_rows = malloc((size_t)n * sizeof(int));
+    d->val_rows = malloc((size_t)(n + nv) * sizeof(int));
+    int rc = is_val && d->train_rows && d->val_rows ? 0 : vit_fail(err, "out of memory");
+    if (rc == 0 && !t->o.val_path)
+        rc = trainer_hold_out(t, d->train_text.labels, (size_t)n, is_val, err);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (is_val[i])
+            d->val_rows[t->n_val++] = i;
+        else
+            d->train_rows[t->n_train++] = i;
+    }
+    for (int i = 0; rc == 0 && i < nv; i++) d->val_rows[t->n_val++] = i;
+    free(is_val);
+    if (rc == 0 && t->n_train == 0)
+        rc = vit_fail(err, "%s: no training sentences", t->o.train_path);
+    if (rc == 0)
+        trainer_info(t, "%d training and %d validation sentences, at most %d tokens (longest %d)",
+                     t->n_train, t->n_val, d->max_len, d->train_text.longest);
+    return rc;
+}
+
+static int text_length(const trainer *t, int k) {
+    const text_task *d = task_data(t);
+    const int row = d->train_rows[k];
+    return (int)(d->train_text.offset[row + 1] - d->train_text.offset[row]);
+}
+
+/* Longest first, ties in index order (qsort_r comparator; context: the trainer). */
+static int by_length(const void *a, const void *b, void *context) {
+    const trainer *t = context;
+    const int la = text_length(t, *(const int *)a), lb = text_length(t, *(const int *)b);
+    return la != lb ? lb - la : *(const int *)a - *(const int *)b;
+}
+
+/* HF's group_by_length: batches padded to their longest sentence waste most of their work on
+ * padding when lengths are mixed, so the shuffled order is cut into mega-batches of LENGTH_GROUP
+ * batches, each sorted by length, and the epoch's batches are then shuffled (a batch holds
+ * sentences of similar length, yet which batch comes when stays random). */
+static void group_by_length(trainer *t, uint64_t *st) {
+    if (t->o.ungrouped) return;
+    const int B = t->B, group = LENGTH_GROUP * B, used = (int)t->steps_per_epoch * B;
+    for (int g = 0; g < used; g += group)
+        qsort_r(t->perm + g, (size_t)((used - g < group) ? used - g : group), sizeof(int),
+                by_length, t);
+    int *order = t->scratch; /* batch order, then the reordered perm behind it */
+    const int nb = (int)t->steps_per_epoch;
+    for (int k = 0; k < nb; k++) order[k] = k;
+    rng_shuffle(order, nb, st);
+    int *out = t->scratch + nb;
+    for (int k = 0; k < nb; k++)
+        memcpy(out + (size_t)k * B, t->perm + (size_t)order[k] * B, sizeof(int) * (size_t)B);
+    memcpy(t->perm, out, sizeof(int) * (size_t)used);
+}
+
+/* ---- batches and passes ---- */
+
+static int prepare_texts(trainer *t, vit_error *err) {
+    text_task *d = task_data(t);
+    d->rows = malloc((size_t)t->B * sizeof *d->rows);
+    d->ids = malloc((size_t)t->B * d->max_len * sizeof *d->ids);
+    d->mask = malloc((size_t)t->B * d->max_len);
+    if (!d->rows || !d->ids || !d->mask) return vit_fail(err, "out of memory");
+    return bert_acts_alloc(&d->acts, &t->m, t->B, d->max_len, 1, err);
+}
+
+/* Word dropout: each word piece of the batch ids [B, T] (not [CLS], [SEP] or padding) becomes
+ * [UNK] with probability token_dropout, drawn from the step's augmentation stream. The model
+ * learns not to lean on any single word, and [UNK] is what it meets for unknown words later. */
+static void drop_tokens(trainer *t, int n) {
+    text_task *d = task_data(t);
+    uint64_t st = rng_derive(t->o.seed, RNG_AUGMENT, (uint64_t)t->step);
+    const int unk = tokenizer_unk_id(d->tok), T = d->T;
+    for (int b = 0; b < n; b++) {
+        int len = 0;
+        while (len < T && d->mask[(size_t)b * T + len]) len++;
+        for (int i = 1; i < len - 1; i++)
+            if (rng_uniform(&st) < t->o.token_dropout) d->ids[(size_t)b * T + i] = unk;
+    }
+}
+
+static int text_batch(trainer *t, const int *idx, int n, int train, vit_error *err) {
+    (void)err;
+    text_task *d = task_data(t);
+    const int *rows = train ? d->train_rows : d->val_rows;
+    for (int b = 0; b < n; b++) d->rows[b] = rows[idx[b]];
+    d->T = text_set_batch(train ? &d->train_text : d->val_src, d->rows, n, d->ids, d->mask,
+                          t->labels);
+    if (train && t->o.token_dropout > 0) drop_tokens(t, n);
+    return 0;
+}
+
+static int text_forward(trainer *t, int n, const forward_mode *mode, float *logits,
+                        vit_error *err) {
+    text_task *d = task_data(t);
+    return bert_model_forward(&t->m, &d->acts, d->ids, d->mask, n, d->T, mode, logits, err);
+}
+
+static void text_backward(trainer *t, const float *dlogits) {
+    bert_model_backward(&t->m, &t->g, &task_data(t)->acts, dlogits);
+}
+
+static void free_texts(trainer *t) {
+    text_task *d = task_data(t);
+    if (!d) return;
+    bert_acts_free(&d->acts);
+    tokenizer_free(d->tok);
+    text_set_free(&d->train_text);
+    text_set_free(&d->val_text);
+    free(d->train_rows), free(d->val_rows), free(d->rows), free(d->ids), free(d->mask);
+    free(d);
+    t->data = NULL;
+}
+
+const train_task task_text = {.unit = "sentences",
+                              .kind = MODEL_BERT,
+                              .data_classes = text_classes,
+                              .new_model = new_bert,
+                              .companion = text_companion,
+                              .load_data = load_texts,
+                              .prepare = prepare_texts,
+                              .order = group_by_length,
+                              .load_batch = text_batch,
+                              .forward = text_forward,
+                              .backward = text_backward,
+                              .free = free_texts};

@@ -1,0 +1,111 @@
+#ifndef VIT_TRAIN_TRAINER_H
+#define VIT_TRAIN_TRAINER_H
+
+/* Inside a training run (not for use outside vit/train/): the state every part shares, and the
+ * table of functions behind which images and text differ (task_image.c, task_text.c). */
+
+#include <stdint.h>
+
+#include "image/image.h"
+#include "vit/io/safetensors.h"
+#include "vit/model/mode.h"
+#include "vit/model/params.h"
+#include "vit/train/optim.h"
+#include "vit/train/run.h"
+
+/* Streams of the run's generator (rng_derive(seed, stream, n)): one per kind of draw, so adding
+ * draws of one kind never shifts another. */
+enum { RNG_SHUFFLE = 1, RNG_AUGMENT, RNG_DROPOUT, RNG_INIT, RNG_SPLIT };
+
+typedef struct trainer trainer;
+
+/* What a modality supplies. Examples are numbered 0..n_train-1 (training) and 0..n_val-1
+ * (validation) in the order load_data gave them. */
+typedef struct {
+    const char *unit; /* "images" or "sentences" */
+    model_kind kind;
+    /* The classes of a new run without a labels file (from: the model fine-tuned, or NULL). */
+    int (*data_classes)(const trainer *t, const model *from, char ***classes, int *n,
+                        vit_error *err);
+    /* A new model (t->m) for the classes (taken over), with what it needs beside it. */
+    int (*new_model)(trainer *t, char **classes, int n, vit_error *err);
+    /* The files that go with a model taken from dir (fine-tuning or resuming): its preprocessing
+     * or its tokenizer; then the checks of model and data settings that need both. */
+    int (*companion)(trainer *t, const char *dir, vit_error *err);
+    int (*load_data)(trainer *t, vit_error *err);
+    /* Batch buffers and activations for batches of t->B. */
+    int (*prepare)(trainer *t, vit_error *err);
+    /* The epoch's order of t->perm after the shuffle (text: batches of similar length); NULL:
+     * none. */
+    void (*order)(trainer *t, uint64_t *state);
+    /* Examples idx[0..n) of the training (train: augmented with the step's draws) or validation
+     * set as the next forward's input; their classes into t->labels. */
+    int (*load_batch)(trainer *t, const int *idx, int n, int train, vit_error *err);
+    int (*forward)(trainer *t, int n, const forward_mode *mode, float *logits, vit_error *err);
+    void (*backward)(trainer *t, const float *dlogits);
+    void (*free)(trainer *t);
+} train_task;
+
+extern const train_task task_image, task_text;
+
+struct trainer {
+    train_options o;
+    char *owned[6]; /* copies of o's strings */
+    const train_hooks *hooks;
+    const train_task *task;
+    void *data; /* the task's own state */
+    model m;
+    preprocess_config pp; /* images: the model's preprocessing (saved with it) */
+    char **classes;       /* the model's labels, borrowed from m.cfg */
+    int num_classes;
+    int n_train, n_val; /* examples */
+    /* optimisation */
+    adamw opt;
+    lr_schedule sched;
+    int B;
+    int64_t steps_per_epoch, total_steps;
+    model g;      /* the gradients: m's layout rebased onto grads */
+    float *grads; /* one block, m.num_params floats */
+    float *logits, *probs, *dlogits;
+    int *perm, *labels, *scratch;
+    /* the state a checkpoint keeps */
+    int64_t step;
+    uint64_t drop_rng;
+    double epoch_loss_sum, epoch_seconds_before; /* of the epoch in progress */
+    int64_t epoch_correct, epoch_seen;
+};
+
+/* A setup fact for the hooks' info line. */
+void trainer_info(const trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A path inside out_dir. */
+void trainer_path(const trainer *t, char *buf, size_t size, const char *name);
+/* is_val[i] = 1 for round(val_split · n_c) examples of each class c, chosen by the seed. */
+int trainer_hold_out(const trainer *t, const int *labels, size_t n, int *is_val, vit_error *err);
+
+/* ---- the model a run starts from (init.c) ---- */
+
+/* New, fine-tuned (init_dir), or, resuming, as last saved in out_dir; with its companion files. */
+int trainer_setup_model(trainer *t, int resume, vit_error *err);
+/* cfg checked through config.json's parser, then a model with new weights. Takes classes. */
+int trainer_create_model(trainer *t, model_config *cfg, char **classes, int n, vit_error *err);
+/* The labels in a --labels file (one per line, blank lines skipped). */
+int read_labels_file(const char *path, char ***labels, int *count, vit_error *err);
+void free_strings(char **s, int n);
+
+/* ---- one step (step.c) ---- */
+
+/* Forward and backward of training examples idx[0..B), then the clipped AdamW update. */
+int train_step(trainer *t, const int *idx, vit_error *err);
+/* Mean cross-entropy (no smoothing) and top-1 of the validation examples, eval mode. */
+int train_evaluate(trainer *t, double *loss, double *top1, vit_error *err);
+
+/* ---- checkpoints (state.c) ---- */
+
+/* The model, then the state that refers to it. */
+int trainer_save_checkpoint(const trainer *t, double epoch_seconds, vit_error *err);
+/* out_dir's state: its options, before anything else is set up. */
+int trainer_open_state(trainer *t, st_file *f, vit_error *err);
+/* Weights, moments and counters (the model and optimizer exist by now). */
+int trainer_load_state(trainer *t, const st_file *f, vit_error *err);
+
+#endif

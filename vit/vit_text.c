@@ -1,0 +1,185 @@
+/* The public API for text (vit.h): a BERT classifier, its WordPiece tokenizer and its buffers;
+ * batches of texts tokenized, padded to the longest and classified in one forward pass. */
+#include "vit/vit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/tokenizer.h"
+#include "vit/base/threads.h"
+#include "vit/core/ops.h"
+#include "vit/io/model_dir.h"
+#include "vit/model/bert_model.h"
+
+struct vit_text_context {
+    model m;
+    bert_acts acts;
+    tokenizer *tok;
+    tokenizer_scratch *scratch;
+    int threads, max_batch, max_tokens, pad_id;
+    int32_t *rows; /* [max_batch, max_tokens]: each text's ids, rows of the last run */
+    int *lengths;  /* [max_batch] */
+    int32_t *ids;  /* [max_batch * max_tokens]: the last batch packed as [B, T] */
+    uint8_t *mask; /* same layout: 1 = token, 0 = padding */
+    float *logits; /* [labels]: vit_text_classify's */
+};
+
+vit_text_params vit_text_default_params(void) {
+    return (vit_text_params){.threads = 0, .max_batch = 32};
+}
+
+/* Refuses image models before their weights are read. */
+static int require_bert(const char *dir, vit_error *err) {
+    model_config cfg;
+    if (model_config_load(dir, &cfg, err) != 0) return -1;
+    const model_kind kind = cfg.kind;
+    model_config_free(&cfg);
+    if (kind != MODEL_BERT)
+        return vit_fail(err,
+                        "%s: not a text model (config.json model_type is not \"bert\"); text needs "
+                        "a BertForSequenceClassification folder",
+                        dir);
+    return 0;
+}
+
+static int check_vocab(const vit_text_context *c, const char *dir, vit_error *err) {
+    const int n = tokenizer_vocab_size(c->tok), limit = c->m.cfg.vocab_size;
+    if (n > limit)
+        return vit_fail(err, "%s: vocab.txt has %d tokens but config.json vocab_size is %d", dir, n,
+                        limit);
+    return 0;
+}
+
+static int alloc_batch(vit_text_context *c, const char *dir, vit_error *err) {
+    const size_t cells = (size_t)c->max_batch * (size_t)c->max_tokens;
+    c->rows = malloc(sizeof *c->rows * cells);
+    c->ids = malloc(sizeof *c->ids * cells);
+    c->mask = malloc(cells);
+    c->lengths = calloc((size_t)c->max_batch, sizeof *c->lengths);
+    c->logits = malloc(sizeof *c->logits * (size_t)c->m.cfg.num_labels);
+    c->scratch = tokenizer_scratch_create();
+    if (!c->rows || !c->ids || !c->mask || !c->lengths || !c->logits || !c->scratch)
+        return vit_fail(err, "%s: out of memory for batches of %d texts", dir, c->max_batch);
+    return 0;
+}
+
+vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *params,
+                                vit_error *err) {
+    const vit_text_params p = params ? *params : vit_text_default_params();
+    if (p.max_batch < 1) return vit_fail(err, "batch size %d is not positive", p.max_batch), NULL;
+    if (require_bert(model_dir, err) != 0) return NULL;
+    vit_text_context *c = calloc(1, sizeof *c);
+    if (!c) return vit_fail(err, "%s: out of memory", model_dir), NULL;
+    if (model_load(&c->m, model_dir, err) != 0) {
+        free(c);
+        return NULL;
+    }
+    c->max_batch = p.max_batch;
+    c->threads = threads_resolve(p.threads);
+    if (tokenizer_load(model_dir, &c->tok, err) != 0 || check_vocab(c, model_dir, err) != 0) {
+        vit_text_free(c);
+        return NULL;
+    }
+    c->max_tokens = tokenizer_max_len(c->tok);
+    if (c->max_tokens > c->m.cfg.max_position_embeddings)
+        c->max_tokens = c->m.cfg.max_position_embeddings;
+    /* Padding is masked out, so any valid id will do where the vocabulary has no [PAD]. */
+    c->pad_id = tokenizer_pad_id(c->tok) >= 0 ? tokenizer_pad_id(c->tok) : 0;
+    if (alloc_batch(c, model_dir, err) != 0 ||
+        bert_acts_alloc(&c->acts, &c->m, c->max_batch, c->max_tokens, 0, err) != 0) {
+        vit_text_free(c);
+        return NULL;
+    }
+    ops_init();
+    return c;
+}
+
+void vit_text_free(vit_text_context *c) {
+    if (!c) return;
+    bert_acts_free(&c->acts);
+    tokenizer_scratch_free(c->scratch);
+    tokenizer_free(c->tok);
+    free(c->rows);
+    free(c->lengths);
+    free(c->ids);
+    free(c->mask);
+    free(c->logits);
+    model_free(&c->m);
+    free(c);
+}
+
+int vit_text_num_labels(const vit_text_context *c) {
+    return c->m.cfg.num_labels;
+}
+const char *vit_text_label(const vit_text_context *c, int index) {
+    return index >= 0 && index < c->m.cfg.num_labels ? c->m.cfg.labels[index] : NULL;
+}
+int vit_text_max_tokens(const vit_text_context *c) {
+    return c->max_tokens;
+}
+const char *vit_text_piece(const vit_text_context *c, int id) {
+    return tokenizer_piece(c->tok, id);
+}
+
+const int32_t *vit_text_ids(const vit_text_context *c, int i, int *n) {
+    *n = c->lengths[i];
+    return c->rows + (size_t)i * c->max_tokens;
+}
+
+/* Copies the B rows into [B, T] with T the longest, padding and masking the rest. */
+static int pack_batch(vit_text_context *c, int B) {
+    int T = 1;
+    for (int b = 0; b < B; b++) T = c->lengths[b] > T ? c->lengths[b] : T;
+    for (int b = 0; b < B; b++) {
+        const int n = c->lengths[b];
+        int32_t *ids = c->ids + (size_t)b * T;
+        uint8_t *mask = c->mask + (size_t)b * T;
+        memcpy(ids, c->rows + (size_t)b * c->max_tokens, sizeof *ids * (size_t)n);
+        memset(mask, 1, (size_t)n);
+        for (int t = n; t < T; t++) ids[t] = c->pad_id;
+        memset(mask + n, 0, (size_t)(T - n));
+    }
+    return T;
+}
+
+static int tokenize_batch(vit_text_context *c, const char *const *texts, const size_t *lengths,
+                          int B, vit_error *err) {
+    for (int b = 0; b < B; b++) {
+        c->lengths[b] =
+            tokenizer_encode_with(c->tok, c->scratch, texts[b], lengths[b], c->max_tokens,
+                                  c->rows + (size_t)b * c->max_tokens, NULL, err);
+        if (c->lengths[b] < 0) {
+            for (int k = b; k < B; k++) c->lengths[k] = 0;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                     float *logits, float *probs, vit_error *err) {
+    if (B < 1 || B > c->max_batch)
+        return vit_fail(err, "batch of %d texts outside 1..%d", B, c->max_batch);
+    if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;
+    const int T = pack_batch(c, B);
+    const threads_scope scope = threads_begin(c->threads);
+    const int rc = bert_model_forward(&c->m, &c->acts, c->ids, c->mask, B, T, NULL, logits, err);
+    threads_end(scope);
+    if (rc == 0 && probs) softmax_probs(probs, logits, B, c->m.cfg.num_labels);
+    return rc;
+}
+
+int vit_text_classify(vit_text_context *c, const char *text, int k, vit_prediction *top,
+                      vit_error *err) {
+    if (k < 1) return vit_fail(err, "k %d is not positive", k);
+    const size_t len = text ? strlen(text) : 0;
+    if (vit_text_forward(c, &text, &len, 1, c->logits, c->logits, err) != 0) return -1;
+    const int L = c->m.cfg.num_labels;
+    k = k < L ? k : L;
+    int idx[k];
+    topk_indices(c->logits, L, k, idx);
+    for (int i = 0; i < k; i++)
+        top[i] = (vit_prediction){.index = idx[i], .prob = c->logits[idx[i]],
+                                  .label = c->m.cfg.labels[idx[i]]};
+    return k;
+}
