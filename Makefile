@@ -52,6 +52,9 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/tests/testutil.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(BUILD)/tests/testutil.o $(LIB) $(LDLIBS) -lcmocka
 
+# The public API's test sees vit.h as an installed program would: <vit.h>.
+$(BUILD)/tests/test_api: CFLAGS += -Ivit
+
 # Micro-benchmarks: bench/NAME.c -> build/bench/NAME (make build/bench/NAME).
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)

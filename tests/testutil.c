@@ -1,5 +1,7 @@
 #include "tests/testutil.h"
 
+#include <cjson/cJSON.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,4 +138,29 @@ float *test_alloc_floats(size_t n) {
     float *p = calloc(n ? n : 1, sizeof(float));
     assert_non_null(p);
     return p;
+}
+
+float *test_read_tensor(const char *path, const char *name, size_t *numel) {
+    size_t size;
+    uint8_t *file = read_whole_file(path, &size);
+    if (!file || size < 8) return free(file), NULL;
+    uint64_t n = 0;
+    for (int i = 0; i < 8; i++) n |= (uint64_t)file[i] << (8 * i);
+    cJSON *header = n <= size - 8 ? cJSON_ParseWithLength((const char *)file + 8, n) : NULL;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(header, name);
+    const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(t, "dtype");
+    const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
+    float *out = NULL;
+    if (cJSON_IsString(dtype) && strcmp(dtype->valuestring, "F32") == 0 &&
+        cJSON_GetArraySize(offsets) == 2) {
+        const size_t begin = (size_t)cJSON_GetArrayItem(offsets, 0)->valuedouble;
+        const size_t end = (size_t)cJSON_GetArrayItem(offsets, 1)->valuedouble;
+        if (begin <= end && 8 + n + end <= size && (out = malloc(end - begin + 4))) {
+            memcpy(out, file + 8 + n + begin, end - begin);
+            if (numel) *numel = (end - begin) / 4;
+        }
+    }
+    cJSON_Delete(header);
+    free(file);
+    return out;
 }

@@ -32,6 +32,10 @@ const char *write_temp_file(const char *name, const void *data, size_t size);
 /* Reads a whole file, NUL-terminated (not counted in *size); caller frees. NULL on failure. */
 uint8_t *read_whole_file(const char *path, size_t *size);
 
+/* An F32 tensor of a safetensors file, read with the tests' own parser (independent of the
+ * library's): *numel gets its element count (may be NULL). NULL when absent; caller frees. */
+float *test_read_tensor(const char *path, const char *name, size_t *numel);
+
 /* ---- random test data: the tests' own splitmix64, independent of the library's ---- */
 
 /* Restarts the generator (it starts at 12345). */

@@ -1,0 +1,258 @@
+/* The public API as a user sees it: this file includes vit.h and nothing else of the project.
+ * Files, encoded bytes and RGB pixels classify alike; features against the float64 reference's
+ * final hidden states; the thread count follows the context to whichever thread calls; the text
+ * side against its golden probabilities; errors are messages, never crashes. */
+#include "tests/testutil.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <omp.h>
+#include <png.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vit.h>
+
+#define FASHION "models/fashion-vit" /* the shipped model, from the project root */
+
+static void test_version(void **state) {
+    (void)state;
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", VIT_VERSION_MAJOR, VIT_VERSION_MINOR,
+             VIT_VERSION_PATCH);
+    assert_string_equal(vit_version(), want);
+}
+
+/* An RGB image as a PNG file (lossless, so the file decodes to exactly these pixels). */
+static void write_png(const char *path, const uint8_t *rgb, int w, int h) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(png);
+    png_init_io(png, f);
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int y = 0; y < h; y++) png_write_row(png, (png_bytep)(rgb + (size_t)y * w * 3));
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    fclose(f);
+}
+
+static void expect_same_predictions(const vit_prediction *a, const vit_prediction *b, int n) {
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(a[i].index, b[i].index);
+        assert_true(a[i].prob == b[i].prob);
+        assert_string_equal(a[i].label, b[i].label);
+    }
+}
+
+/* The shipped (grey) model: an RGB image given as a file, as its bytes, and as pixels. */
+static void test_file_memory_pixels_agree(void **state) {
+    (void)state;
+    enum { W = 37, H = 29 };
+    uint8_t rgb[W * H * 3];
+    for (size_t i = 0; i < sizeof rgb; i++) rgb[i] = (uint8_t)(test_uniform(0, 256));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/api.png", test_tmpdir());
+    write_png(path, rgb, W, H);
+    vit_error err = {0};
+    vit_context *ctx = vit_load(FASHION, NULL, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    vit_prediction from_file[3], from_memory[3], from_pixels[3];
+    assert_int_equal(vit_classify_file(ctx, path, 3, from_file, &err), 3);
+    size_t size;
+    uint8_t *bytes = read_whole_file(path, &size);
+    assert_int_equal(vit_classify_memory(ctx, bytes, size, 3, from_memory, &err), 3);
+    assert_int_equal(vit_classify_image(ctx, rgb, W, H, 3, from_pixels, &err), 3);
+    expect_same_predictions(from_file, from_memory, 3);
+    expect_same_predictions(from_file, from_pixels, 3);
+    assert_true(from_file[0].prob >= from_file[1].prob && from_file[1].prob >= from_file[2].prob);
+    /* k beyond the labels is cut to them */
+    vit_prediction all[20];
+    assert_int_equal(vit_classify_file(ctx, path, 20, all, &err), vit_num_labels(ctx));
+    free(bytes);
+    vit_free(ctx);
+}
+
+static void test_top_k(void **state) {
+    (void)state;
+    vit_error err = {0};
+    vit_context *ctx = vit_load(FASHION, NULL, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    const float probs[10] = {0.1f, 0.3f, 0.05f, 0.3f, 0.0f, 0.05f, 0.2f, 0.0f, 0.0f, 0.0f};
+    vit_prediction top[4];
+    assert_int_equal(vit_top_k(ctx, probs, 4, top), 4);
+    const int want[] = {1, 3, 6, 0}; /* ties: the lower index first */
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(top[i].index, want[i]);
+        assert_true(top[i].prob == probs[want[i]]);
+        assert_string_equal(top[i].label, vit_label(ctx, want[i]));
+    }
+    vit_free(ctx);
+}
+
+/* Features: the CLS row and the mean of the patch rows of the reference's final LayerNorm output
+ * (float64 PyTorch), within the micro models' logit tolerance. */
+static void test_embed_matches_reference(void **state) {
+    (void)state;
+    REQUIRE_SHARED();
+    vit_error err = {0};
+    vit_context *ctx = vit_load(shared_path("models/micro-a"), NULL, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    const int D = vit_hidden_size(ctx), T = vit_tokens(ctx);
+    size_t n;
+    float *want = test_read_tensor(shared_path("models/micro-a/golden.safetensors"),
+                                   "rgb_64x48.png/layernorm", &n);
+    assert_non_null(want);
+    assert_int_equal(n, (size_t)T * D);
+    float *pixels = malloc(sizeof(float) * vit_input_floats(ctx)), cls[64], mean[64];
+    assert_true(D <= 64);
+    if (vit_preprocess_file(ctx, shared_path("models/golden-images/rgb_64x48.png"), pixels,
+                            &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(vit_embed(ctx, pixels, 1, VIT_POOL_CLS, cls, &err), 0);
+    assert_int_equal(vit_embed(ctx, pixels, 1, VIT_POOL_MEAN, mean, &err), 0);
+    double worst_cls = 0, worst_mean = 0;
+    for (int d = 0; d < D; d++) {
+        double m = 0;
+        for (int t = 1; t < T; t++) m += want[(size_t)t * D + d];
+        m /= T - 1;
+        worst_cls = fmax(worst_cls, fabs(cls[d] - want[d]));
+        worst_mean = fmax(worst_mean, fabs(mean[d] - m));
+    }
+    print_message("micro-a features: CLS max |d| %.2g, mean of patches %.2g\n", worst_cls,
+                  worst_mean);
+    assert_true(worst_cls <= 1e-5 && worst_mean <= 1e-5);
+    free(pixels);
+    free(want);
+    vit_free(ctx);
+}
+
+/* ---- threads ---- */
+
+static int count_threads(void) {
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n;
+}
+
+typedef struct {
+    vit_context *ctx;
+    const float *pixels;
+    float logits[10];
+    int added, after;
+} thread_run;
+
+/* On a thread of its own whose OpenMP default is one thread, as any thread of a program that
+ * set OMP_NUM_THREADS=1 would be: the forward must still use the context's two. libgomp starts
+ * the helper threads of a team on demand and keeps them while the calling thread lives, so the
+ * count of the process's threads shows the team size. */
+static void *forward_elsewhere(void *arg) {
+    thread_run *r = arg;
+    omp_set_num_threads(1);
+    const int before = count_threads();
+    vit_error err = {0};
+    if (vit_forward(r->ctx, r->pixels, 1, r->logits, &err) != 0) return NULL;
+    r->added = count_threads() - before;
+    r->after = omp_get_max_threads();
+    return r;
+}
+
+static void test_threads_follow_the_context(void **state) {
+    (void)state;
+    vit_params params = vit_default_params();
+    params.threads = 2;
+    vit_error err = {0};
+    vit_context *ctx = vit_load(FASHION, &params, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    float *pixels = malloc(sizeof(float) * vit_input_floats(ctx) * 1), here[10];
+    for (size_t i = 0; i < vit_input_floats(ctx); i++) pixels[i] = test_uniform(-1, 1);
+    assert_int_equal(vit_forward(ctx, pixels, 1, here, &err), 0);
+    thread_run r = {.ctx = ctx, .pixels = pixels};
+    pthread_t t;
+    void *ok = NULL;
+    assert_int_equal(pthread_create(&t, NULL, forward_elsewhere, &r), 0);
+    pthread_join(t, &ok);
+    assert_non_null(ok);
+    print_message("a forward on another thread (its OpenMP default: 1) started %d helper "
+                  "thread(s); that thread's default afterwards: %d\n",
+                  r.added, r.after);
+    assert_int_equal(r.added, 1); /* a team of two */
+    assert_int_equal(r.after, 1); /* the caller's own setting is left as it was */
+    assert_memory_equal(r.logits, here, sizeof here);
+    free(pixels);
+    vit_free(ctx);
+}
+
+/* ---- text ---- */
+
+static void test_text(void **state) {
+    (void)state;
+    REQUIRE_SHARED();
+    vit_error err = {0};
+    vit_text_context *ctx = vit_text_load(shared_path("models/bert-sst2-tiny"), NULL, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    /* the reference's probabilities of a sentence of golden.json */
+    vit_prediction top[2];
+    assert_int_equal(vit_text_classify(ctx, "a gorgeous, witty, seductive movie.", 5, top, &err),
+                     2);
+    assert_string_equal(top[0].label, "positive");
+    assert_true(top[0].prob > 0.99f && fabsf(top[0].prob + top[1].prob - 1.0f) < 1e-6f);
+    /* one text alone and in a padded batch agree */
+    const char *texts[] = {"a gorgeous, witty, seductive movie.", "the plot is nothing but boilerplate"};
+    const size_t lens[] = {strlen(texts[0]), strlen(texts[1])};
+    float logits[4], probs[4];
+    assert_int_equal(vit_text_forward(ctx, texts, lens, 2, logits, probs, &err), 0);
+    assert_true(fabsf(probs[top[0].index] - top[0].prob) < 1e-6f);
+    int n;
+    const int32_t *ids = vit_text_ids(ctx, 0, &n);
+    assert_true(n > 2);
+    assert_string_equal(vit_text_piece(ctx, ids[0]), "[CLS]");
+    assert_string_equal(vit_text_piece(ctx, ids[n - 1]), "[SEP]");
+    vit_text_free(ctx);
+}
+
+/* ---- errors ---- */
+
+static void test_errors(void **state) {
+    (void)state;
+    vit_error err = {0};
+    assert_null(vit_load("/nonexistent-model", NULL, &err));
+    assert_non_null(strstr(err.msg, "/nonexistent-model"));
+    assert_null(vit_load("/nonexistent-model", NULL, NULL)); /* err may be NULL */
+    assert_null(vit_text_load(FASHION, NULL, &err));
+    assert_non_null(strstr(err.msg, "not a text model"));
+    vit_context *ctx = vit_load(FASHION, NULL, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    vit_prediction top[1];
+    assert_int_equal(vit_classify_file(ctx, "/nonexistent.png", 1, top, &err), -1);
+    assert_non_null(strstr(err.msg, "/nonexistent.png"));
+    assert_int_equal(vit_classify_memory(ctx, "not an image", 12, 1, top, &err), -1);
+    assert_int_equal(vit_classify_image(ctx, NULL, 4, 4, 1, top, &err), -1);
+    const uint8_t px[3] = {1, 2, 3};
+    assert_int_equal(vit_classify_image(ctx, px, 0, 1, 1, top, &err), -1);
+    assert_int_equal(vit_classify_image(ctx, px, 1, 1, 0, top, &err), -1);
+    float logits[10];
+    assert_int_equal(vit_forward(ctx, NULL, 2, logits, &err), -1); /* above max_batch */
+    vit_free(ctx);
+    vit_free(NULL);
+    vit_text_free(NULL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version),
+        cmocka_unit_test(test_file_memory_pixels_agree),
+        cmocka_unit_test(test_top_k),
+        cmocka_unit_test(test_embed_matches_reference),
+        cmocka_unit_test(test_threads_follow_the_context),
+        cmocka_unit_test(test_text),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests_name("api", tests, NULL, NULL);
+}

@@ -1,0 +1,147 @@
+/* vit/base: the line-list reader against hand-written files, the block allocator's layout, the
+ * atomic writer's all-or-nothing promise, the thread scope's restore, the generator's moments. */
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vit/base/alloc.h"
+#include "vit/base/file.h"
+#include "vit/base/rng.h"
+#include "vit/base/strlist.h"
+#include "vit/base/threads.h"
+
+static void expect_lines(const strlist *l, const char *const *want, int n) {
+    assert_int_equal(l->count, n);
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(l->lines[i], want[i]);
+        assert_int_equal(l->lengths[i], strlen(want[i]));
+    }
+}
+
+static void test_strlist(void **state) {
+    (void)state;
+    vit_error err = {0};
+    strlist l;
+    /* every line ending; no empty line after the last ending; a last line without one */
+    const char text[] = "a\nb b\r\nc\r\r\nlast";
+    const char *path = write_temp_file("lines.txt", text, sizeof text - 1);
+    assert_int_equal(strlist_read(&l, path, 1 << 20, 0, &err), 0);
+    expect_lines(&l, (const char *const[]){"a", "b b", "c", "", "last"}, 5);
+    strlist_free(&l);
+    /* trimming (a byte-order mark at the start only), blank lines kept or skipped */
+    const char names[] = "\xEF\xBB\xBF  tench \n\n\t goldfish\t\n \xEF\xBB\xBF x\n";
+    path = write_temp_file("names.txt", names, sizeof names - 1);
+    assert_int_equal(strlist_read(&l, path, 1 << 20, STRLIST_TRIM, &err), 0);
+    expect_lines(&l, (const char *const[]){"tench", "", "goldfish", "\xEF\xBB\xBF x"}, 4);
+    strlist_free(&l);
+    assert_int_equal(strlist_read(&l, path, 1 << 20, STRLIST_TRIM | STRLIST_SKIP_BLANK, &err), 0);
+    expect_lines(&l, (const char *const[]){"tench", "goldfish", "\xEF\xBB\xBF x"}, 3);
+    strlist_free(&l);
+    /* an empty file has no lines */
+    path = write_temp_file("empty.txt", "", 0);
+    assert_int_equal(strlist_read(&l, path, 1 << 20, 0, &err), 0);
+    assert_int_equal(l.count, 0);
+    strlist_free(&l);
+    /* a NUL byte is an error naming its line, as is a file over the limit */
+    const char nul[] = "one\ntw\0o\nthree\n";
+    path = write_temp_file("nul.txt", nul, sizeof nul - 1);
+    assert_int_equal(strlist_read(&l, path, 1 << 20, 0, &err), -1);
+    assert_non_null(strstr(err.msg, "line 2 contains a NUL byte"));
+    assert_int_equal(strlist_read(&l, path, 4, 0, &err), -1);
+    assert_non_null(strstr(err.msg, "nul.txt"));
+}
+
+static void test_block_allocator(void **state) {
+    (void)state;
+    const size_t sizes[] = {3, 0, 17, 16};
+    float *a, *b, *c, *d;
+    float **fields[] = {&a, &b, &c, &d};
+    size_t set;
+    float *block = alloc_float_sets(2, 4, sizes, fields, &set);
+    assert_non_null(block);
+    assert_int_equal(set, 16 + 0 + 32 + 16); /* each array rounded up to 16 floats */
+    assert_ptr_equal(a, block);
+    assert_ptr_equal(c, block + 16);
+    assert_ptr_equal(d, block + 48);
+    for (int i = 0; i < 4; i++) assert_int_equal((uintptr_t)*fields[i] % 64, 0);
+    memset(block, 0, sizeof(float) * set * 2); /* both copies are there (ASan checks) */
+    free(block);
+    uint8_t *x, *y;
+    uint8_t **bytes[] = {&x, &y};
+    uint8_t *bb = alloc_byte_block(2, (const size_t[]){65, 1}, bytes);
+    assert_non_null(bb);
+    assert_ptr_equal(y, x + 128);
+    memset(bb, 1, 129);
+    free(bb);
+}
+
+static void test_atomic_file(void **state) {
+    (void)state;
+    vit_error err = {0};
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/atomic.txt", test_tmpdir());
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    assert_int_equal(write_file_atomic(path, "first", 5, &err), 0);
+    /* abandoned: the old file stays whole and no temporary file is left */
+    atomic_file a;
+    assert_int_equal(atomic_file_open(&a, path, &err), 0);
+    fputs("half", a.f);
+    atomic_file_abort(&a);
+    size_t size;
+    char *got = (char *)read_whole_file(path, &size);
+    assert_string_equal(got, "first");
+    free(got);
+    assert_int_equal(access(tmp, F_OK), -1);
+    /* a folder that does not exist: an error naming it */
+    assert_int_equal(write_file_atomic("/nonexistent/x.txt", "x", 1, &err), -1);
+    assert_non_null(strstr(err.msg, "/nonexistent/x.txt"));
+}
+
+static void test_thread_scope(void **state) {
+    (void)state;
+    omp_set_num_threads(3);
+    threads_scope s = threads_begin(2);
+    assert_int_equal(omp_get_max_threads(), 2);
+    int team = 0;
+#pragma omp parallel
+#pragma omp single
+    team = omp_get_num_threads();
+    assert_int_equal(team, 2);
+    threads_end(s);
+    assert_int_equal(omp_get_max_threads(), 3);
+    assert_int_equal(threads_resolve(5), 5);
+    assert_int_equal(threads_resolve(0), 3);
+}
+
+/* 100000 normal draws: mean 0 and variance 1 within 5 standard errors; the same seed repeats. */
+static void test_rng(void **state) {
+    (void)state;
+    uint64_t st = rng_derive(7, 1, 2), again = rng_derive(7, 1, 2);
+    assert_true(st == again && st != rng_derive(7, 2, 1));
+    double sum = 0, sq = 0;
+    const int n = 100000;
+    for (int i = 0; i < n; i++) {
+        const double z = rng_normal(&st);
+        sum += z;
+        sq += z * z;
+    }
+    const double mean = sum / n, var = sq / n - mean * mean;
+    assert_true(fabs(mean) < 5 / sqrt(n));
+    assert_true(fabs(var - 1) < 5 * sqrt(2.0 / n));
+    assert_true(rng_normal(&again) == rng_normal(&(uint64_t){rng_derive(7, 1, 2)}));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_strlist),      cmocka_unit_test(test_block_allocator),
+        cmocka_unit_test(test_atomic_file),  cmocka_unit_test(test_thread_scope),
+        cmocka_unit_test(test_rng),
+    };
+    return cmocka_run_group_tests_name("base", tests, NULL, NULL);
+}
