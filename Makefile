@@ -1,22 +1,40 @@
 # vit: Vision Transformer inference and training in C.
-# make          build bin/vit and build/libvit.a
-# make test     build and run every test (tests needing ../shared skip loudly without it)
-# make asan     the tests under AddressSanitizer + UndefinedBehaviorSanitizer
-# make demo     classify sample images with the shipped default model
-# make data     Fashion-MNIST as PNG folders in data/fashion-mnist (Debian's dataset-fashion-mnist)
-# make model    train the default model models/fashion-vit from data/fashion-mnist/train
+#   make              bin/vit, build/libvit.a and build/libvit.so (portable: no -march=native)
+#   make test         build and run every test (tests needing ../shared skip loudly without it)
+#   make asan         the tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make demo         classify sample images with the shipped default model
+#   make install      bin/vit, libvit, vit.h, vit.pc, the man page, bash completion and the shipped
+#                     models under $(DESTDIR)$(PREFIX); make uninstall removes exactly those
+#   make data         Fashion-MNIST as PNG folders in data/fashion-mnist (dataset-fashion-mnist)
+#   make model        train the default model models/fashion-vit from data/fashion-mnist/train
+#   make format       clang-format every source; make format-check only reports
+#   make check-layers includes only go down the layers (tools/check-layers)
+#   make NATIVE=1     a build for this CPU only (-march=native), for comparison
 
 CC      ?= cc
-OPT     ?= -O3 -march=native
+OPT     ?= -O3
+ifeq ($(NATIVE),1)
+OPT     += -march=native
+endif
 # fp-contract=off: no silent FMA fusion, so results do not depend on the compiler's mood.
 CFLAGS  ?= $(OPT) -g -ffp-contract=off
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration -Werror=incompatible-pointer-types -fopenmp -I. -I/usr/include/x86_64-linux-gnu/openblas-pthread
-LDLIBS  += -lopenblas -lpng -ljpeg -lcjson -lutf8proc -lm -lpthread
+# Every dependency's flags come from pkg-config (deferred: the packages may be installed first).
+PKGS     = openblas libpng libjpeg libcjson libutf8proc
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration \
+           -Werror=incompatible-pointer-types -fopenmp -fPIC -fvisibility=hidden -I. \
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
 BUILD   ?= build
 BIN     ?= bin
 
-DEB_PACKAGES := pkg-config libpng-dev libjpeg62-turbo-dev libopenblas-dev libcjson-dev \
-                libcmocka-dev libutf8proc-dev
+PREFIX  ?= /usr/local
+DESTDIR ?=
+VERSION := $(shell awk '/define VIT_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $$3} \
+                        END {print v}' vit/vit.h)
+MAJOR   := $(firstword $(subst ., ,$(VERSION)))
+
+DEB_PACKAGES := gcc make pkg-config clang-format libpng-dev libjpeg62-turbo-dev libopenblas-dev \
+                libcjson-dev libutf8proc-dev libcmocka-dev dataset-fashion-mnist
 
 LIB_SRC  := $(wildcard vit/*.c vit/base/*.c vit/core/*.c vit/model/*.c vit/io/*.c vit/data/*.c \
               vit/eval/*.c vit/train/*.c image/*.c patch/*.c text/*.c)
@@ -26,9 +44,18 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB      := $(BUILD)/libvit.a
+SHLIB    := $(BUILD)/libvit.so.$(VERSION)
+SOURCES  := $(wildcard */*.c */*.h */*/*.c */*/*.h)
 
-.PHONY: all deps test asan demo clean format data model
-all: $(BIN)/vit
+.PHONY: all deps test asan demo clean format format-check check-layers data model install \
+        uninstall
+all: $(BIN)/vit $(SHLIB) $(BUILD)/vit.1
+	@$(call give_back,$(BUILD) $(BIN))
+
+# Run as root (to install packages) in someone else's checkout, make hands what it built back to
+# the checkout's owner, so a later make as that user can rebuild.
+give_back = if [ "$$(id -u)" = 0 ] && [ "$$(stat -c %u .)" != 0 ]; then \
+              chown -R --reference=. $(1) 2>/dev/null; else true; fi
 
 deps: $(BUILD)/.deps
 $(BUILD)/.deps: tools/install-deps
@@ -36,7 +63,7 @@ $(BUILD)/.deps: tools/install-deps
 	@tools/install-deps $(DEB_PACKAGES)
 	@touch $@
 
-$(BUILD)/%.o: %.c $(BUILD)/.deps
+$(BUILD)/%.o: %.c Makefile | $(BUILD)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -44,9 +71,17 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
+# The shared library exports vit.h's functions only (VIT_API; everything else is hidden).
+$(SHLIB): $(LIB_OBJ)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libvit.so.$(MAJOR) -o $@ $^ $(LDLIBS)
+
+# bin/vit links the static library: it runs from the build tree or anywhere it is installed.
 $(BIN)/vit: $(CLI_OBJ) $(LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/vit.1: $(BIN)/vit
+	$(BIN)/vit --man > $@
 
 $(BUILD)/tests/%: tests/%.c $(BUILD)/tests/testutil.o $(LIB)
 	@mkdir -p $(dir $@)
@@ -65,13 +100,47 @@ $(BUILD)/tools/%: tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-test: $(BIN)/vit $(TESTS)
-	@VIT_BIN=$(abspath $(BIN)/vit) tests/run $(TESTS)
+test: all $(TESTS)
+	@$(call give_back,$(BUILD) $(BIN))
+	@VIT_BIN=$(abspath $(BIN)/vit) EXAMPLE_CFLAGS="$(EXAMPLE_CFLAGS)" tests/run $(TESTS) \
+	  tests/install.sh
 
 # Sanitizers in a separate build tree so the normal objects stay optimised.
 asan:
-	$(MAKE) test BUILD=build/asan BIN=build/asan/bin \
-	  OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
+	$(MAKE) test BUILD=build/asan BIN=build/asan/bin EXAMPLE_CFLAGS="$(SANITIZE)" \
+	  OPT="-O1 -fno-omit-frame-pointer $(SANITIZE) -fno-sanitize-recover=undefined"
+SANITIZE := -fsanitize=address,undefined
+
+# ---- installation ----
+
+MODELS    := $(wildcard models/*/*)
+INSTALLED := bin/vit lib/libvit.a lib/libvit.so.$(VERSION) lib/libvit.so.$(MAJOR) lib/libvit.so \
+             include/vit.h lib/pkgconfig/vit.pc share/man/man1/vit.1 \
+             share/bash-completion/completions/vit $(MODELS:models/%=share/vit/models/%)
+ROOT      := $(DESTDIR)$(PREFIX)
+
+install: all
+	install -d $(ROOT)/bin $(ROOT)/lib/pkgconfig $(ROOT)/include $(ROOT)/share/man/man1 \
+	  $(ROOT)/share/bash-completion/completions $(sort $(dir $(MODELS:models/%=$(ROOT)/share/vit/models/%)))
+	install -m 755 $(BIN)/vit $(ROOT)/bin/vit
+	install -m 644 $(LIB) $(ROOT)/lib/libvit.a
+	install -m 755 $(SHLIB) $(ROOT)/lib/libvit.so.$(VERSION)
+	ln -sf libvit.so.$(VERSION) $(ROOT)/lib/libvit.so.$(MAJOR)
+	ln -sf libvit.so.$(MAJOR) $(ROOT)/lib/libvit.so
+	install -m 644 vit/vit.h $(ROOT)/include/vit.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' \
+	  tools/vit.pc.in > $(ROOT)/lib/pkgconfig/vit.pc
+	install -m 644 $(BUILD)/vit.1 $(ROOT)/share/man/man1/vit.1
+	install -m 644 tools/vit.bash-completion $(ROOT)/share/bash-completion/completions/vit
+	for f in $(MODELS); do install -m 644 $$f $(ROOT)/share/vit/$$f; done
+
+# Exactly the files install wrote, then the folders of vit's own that are left empty.
+uninstall:
+	rm -f $(addprefix $(ROOT)/,$(INSTALLED))
+	-rmdir $(sort $(dir $(MODELS:models/%=$(ROOT)/share/vit/models/%))) \
+	  $(ROOT)/share/vit/models $(ROOT)/share/vit 2>/dev/null
+
+# ---- data, the default model, the demo ----
 
 # Fashion-MNIST from Debian's package as ImageFolders data/fashion-mnist/{train,test}/<class>/
 # plus labels.txt (the label names in index order); labels.txt is written last, so it marks a
@@ -79,14 +148,15 @@ asan:
 FASHION_MNIST := /usr/share/datasets/fashion-mnist
 data: data/fashion-mnist/labels.txt
 data/fashion-mnist/labels.txt: | $(BUILD)/tools/fashion_mnist_export
-	@tools/install-deps dataset-fashion-mnist
 	@mkdir -p data
 	$(BUILD)/tools/fashion_mnist_export $(FASHION_MNIST) data/fashion-mnist
+	@$(call give_back,data $(BUILD))
 $(BUILD)/tools/fashion_mnist_export: LDLIBS += -lz
 
 # The default model: one fixed-seed run on the training split, validation held out of it (the
-# test split is never looked at; the shape and epoch count were chosen on validation, see README). It trains in $(BUILD)/fashion-vit (an interrupted run resumes
-# there) and the finished model is copied to models/fashion-vit.
+# test split is never looked at; the shape and epoch count were chosen on validation, see
+# README). It trains in $(BUILD)/fashion-vit (an interrupted run resumes there) and the finished
+# model is copied to models/fashion-vit.
 FASHION_VIT_RUN := $(BUILD)/fashion-vit
 FASHION_VIT_ARGS := --train data/fashion-mnist/train --val-split 0.1 \
   --labels data/fashion-mnist/labels.txt --image-size 28 --patch 4 --channels 1 --hidden 64 \
@@ -106,9 +176,18 @@ model: $(BIN)/vit data
 # A few Fashion-MNIST test images (from the Debian package) through the shipped default model.
 demo: $(BIN)/vit $(BUILD)/tools/fashion_mnist_export
 	@BUILD=$(BUILD) BIN=$(BIN) tools/demo
+	@$(call give_back,$(BUILD) $(BIN))
+
+# ---- source hygiene ----
 
 format:
-	clang-format -i $(wildcard */*.c */*.h */*/*.c */*/*.h)
+	clang-format -i $(SOURCES)
+
+format-check:
+	@clang-format --dry-run -Werror $(SOURCES) && echo "clang-format: $(words $(SOURCES)) files clean"
+
+check-layers:
+	@tools/check-layers && echo "layers: every include goes down"
 
 clean:
 	rm -rf $(BUILD) $(BIN)

@@ -73,7 +73,8 @@ int main(int argc, char **argv) {
     vit_acts a;
     model g;
     float *grads = vit_alloc_floats(m.num_params);
-    if (vit_acts_alloc(&a, &m, batch, 0, 1, &err) != 0 || !grads || model_bind(&g, &m, grads) != 0) {
+    if (vit_acts_alloc(&a, &m, batch, 0, 1, &err) != 0 || !grads ||
+        model_bind(&g, &m, grads) != 0) {
         fprintf(stderr, "%s\n", err.msg[0] ? err.msg : "out of memory");
         return 1;
     }
@@ -85,8 +86,11 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < px; i++) pixels[i] = uniform() * 2 - 1;
     for (int b = 0; b < batch; b++) labels[b] = b % 10;
     uint64_t rng = 42;
-    const forward_mode mode = {
-        .train = 1, .freeze_encoder = freeze, .dropout = dropout, .classifier_dropout = -1, .rng = &rng};
+    const forward_mode mode = {.train = 1,
+                               .freeze_encoder = freeze,
+                               .dropout = dropout,
+                               .classifier_dropout = -1,
+                               .rng = &rng};
     float *logits = malloc((size_t)batch * 10 * sizeof(float));
     float *probs = malloc((size_t)batch * 10 * sizeof(float));
     float *dlogits = malloc((size_t)batch * 10 * sizeof(float));

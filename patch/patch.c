@@ -3,7 +3,6 @@
 #include <math.h>
 #include <string.h>
 
-
 void patch_extract(float *patches, const float *pixels, int B, int C, int H, int W, int P) {
     const int gh = H / P, gw = W / P, K = C * P * P;
     for (int b = 0; b < B; b++)

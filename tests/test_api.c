@@ -110,8 +110,8 @@ static void test_embed_matches_reference(void **state) {
     assert_int_equal(n, (size_t)T * D);
     float *pixels = malloc(sizeof(float) * vit_input_floats(ctx)), cls[64], mean[64];
     assert_true(D <= 64);
-    if (vit_preprocess_file(ctx, shared_path("models/golden-images/rgb_64x48.png"), pixels,
-                            &err) != 0)
+    if (vit_preprocess_file(ctx, shared_path("models/golden-images/rgb_64x48.png"), pixels, &err) !=
+        0)
         fail_msg("%s", err.msg);
     assert_int_equal(vit_embed(ctx, pixels, 1, VIT_POOL_CLS, cls, &err), 0);
     assert_int_equal(vit_embed(ctx, pixels, 1, VIT_POOL_MEAN, mean, &err), 0);
@@ -204,7 +204,8 @@ static void test_text(void **state) {
     assert_string_equal(top[0].label, "positive");
     assert_true(top[0].prob > 0.99f && fabsf(top[0].prob + top[1].prob - 1.0f) < 1e-6f);
     /* one text alone and in a padded batch agree */
-    const char *texts[] = {"a gorgeous, witty, seductive movie.", "the plot is nothing but boilerplate"};
+    const char *texts[] = {"a gorgeous, witty, seductive movie.",
+                           "the plot is nothing but boilerplate"};
     const size_t lens[] = {strlen(texts[0]), strlen(texts[1])};
     float logits[4], probs[4];
     assert_int_equal(vit_text_forward(ctx, texts, lens, 2, logits, probs, &err), 0);

@@ -139,8 +139,8 @@ static void test_rng(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_strlist),      cmocka_unit_test(test_block_allocator),
-        cmocka_unit_test(test_atomic_file),  cmocka_unit_test(test_thread_scope),
+        cmocka_unit_test(test_strlist),     cmocka_unit_test(test_block_allocator),
+        cmocka_unit_test(test_atomic_file), cmocka_unit_test(test_thread_scope),
         cmocka_unit_test(test_rng),
     };
     return cmocka_run_group_tests_name("base", tests, NULL, NULL);

@@ -65,7 +65,8 @@ static void test_golden_logits(void **state) {
         while (len < T && mask[i * T + len]) len++;
         int32_t one[T];
         memcpy(one, ids + i * T, sizeof(int32_t) * (size_t)len);
-        assert_int_equal(bert_model_forward(&m, &a, one, mask + i * T, 1, len, NULL, single, &err), 0);
+        assert_int_equal(bert_model_forward(&m, &a, one, mask + i * T, 1, len, NULL, single, &err),
+                         0);
         for (int j = 0; j < L; j++)
             worst_single = fmax(worst_single, fabs(single[j] - want[i * L + j]));
     }

@@ -131,16 +131,15 @@ static void zero_grads(bert_case *c) {
 /* A training step without the update, as the trainer runs it (vit/train/step.c): the forward in
  * training mode, cross-entropy, the backward; gradients accumulate. Returns the forward's status;
  * *loss gets the mean loss. */
-static int step(bert_case *c, const int32_t *ids, const uint8_t *mask, int nb, int nt,
-                float p_drop, uint64_t *rng, float *loss, vit_error *err) {
+static int step(bert_case *c, const int32_t *ids, const uint8_t *mask, int nb, int nt, float p_drop,
+                uint64_t *rng, float *loss, vit_error *err) {
     const forward_mode mode = {.train = 1,
                                .freeze_encoder = c->freeze,
                                .dropout = p_drop,
                                .attention_dropout = c->attn_drop,
                                .classifier_dropout = c->cls_drop,
                                .rng = rng};
-    if (bert_model_forward(&c->m, &c->a, ids, mask, nb, nt, &mode, c->logits, err) != 0)
-        return -1;
+    if (bert_model_forward(&c->m, &c->a, ids, mask, nb, nt, &mode, c->logits, err) != 0) return -1;
     *loss = (float)crossentropy_forward(c->probs, c->logits, c->labels, nb, NL, c->smoothing);
     crossentropy_backward(c->dlogits, c->probs, c->labels, nb, NL, c->smoothing, 1.0f);
     bert_model_backward(&c->m, &c->g, &c->a, c->dlogits);
@@ -276,8 +275,8 @@ static void test_dropout_determinism(void **state) {
     assert_true(l0 != l1);
     float train_logits[B * NL], eval_logits[B * NL], probs[B * NL];
     memcpy(train_logits, c.logits, sizeof train_logits);
-    assert_int_equal(bert_model_forward(&c.m, &c.a, c.ids, tiny_mask, B, T, NULL, eval_logits, &err),
-                     0);
+    assert_int_equal(
+        bert_model_forward(&c.m, &c.a, c.ids, tiny_mask, B, T, NULL, eval_logits, &err), 0);
     assert_memory_equal(train_logits, eval_logits, sizeof eval_logits);
     assert_true(fabs(l0 - crossentropy_forward(probs, eval_logits, c.labels, B, NL, 0.0f)) < 1e-6);
     /* classifier dropout alone: needs the rng, changes the loss */
@@ -340,8 +339,8 @@ static void test_forward_argument_errors(void **state) {
     bert_acts eval;
     assert_int_equal(bert_acts_alloc(&eval, &c.m, B, T, 0, &err), 0);
     const forward_mode train = {.train = 1};
-    assert_int_equal(bert_model_forward(&c.m, &eval, c.ids, tiny_mask, B, T, &train, c.logits, &err),
-                     -1);
+    assert_int_equal(
+        bert_model_forward(&c.m, &eval, c.ids, tiny_mask, B, T, &train, c.logits, &err), -1);
     bert_acts_free(&eval);
     /* too many tokens for the position table */
     bert_acts too_long;

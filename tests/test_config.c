@@ -18,7 +18,8 @@ static void test_defaults(void **state) {
     (void)state;
     model_config cfg;
     vit_error err = {0};
-    assert_int_equal(model_config_parse("{\"model_type\": \"vit\"}", "m/config.json", &cfg, &err), 0);
+    assert_int_equal(model_config_parse("{\"model_type\": \"vit\"}", "m/config.json", &cfg, &err),
+                     0);
     /* transformers ViTConfig defaults */
     assert_int_equal(cfg.hidden_size, 768);
     assert_int_equal(cfg.num_layers, 12);
@@ -39,9 +40,10 @@ static void test_fields_and_labels(void **state) {
     (void)state;
     model_config cfg;
     vit_error err = {0};
-    const char *json = "{\"model_type\":\"vit\",\"hidden_size\":60,\"num_attention_heads\":3,"
-                       "\"hidden_act\":\"gelu_new\",\"qkv_bias\":false,\"layer_norm_eps\":1e-6,"
-                       "\"id2label\":{\"1\":\"dog\",\"0\":\"cat\",\"2\":\"T-shirt/top\"},\"unknown\":[1]}";
+    const char *json =
+        "{\"model_type\":\"vit\",\"hidden_size\":60,\"num_attention_heads\":3,"
+        "\"hidden_act\":\"gelu_new\",\"qkv_bias\":false,\"layer_norm_eps\":1e-6,"
+        "\"id2label\":{\"1\":\"dog\",\"0\":\"cat\",\"2\":\"T-shirt/top\"},\"unknown\":[1]}";
     assert_int_equal(model_config_parse(json, "m/config.json", &cfg, &err), 0);
     assert_int_equal(cfg.hidden_size, 60);
     assert_int_equal(cfg.act, ACT_GELU_TANH);
@@ -51,7 +53,8 @@ static void test_fields_and_labels(void **state) {
     assert_string_equal(cfg.labels[0], "cat");
     assert_string_equal(cfg.labels[2], "T-shirt/top");
     model_config_free(&cfg);
-    assert_int_equal(model_config_parse("{\"model_type\":\"bert\",\"num_labels\":5}", "b", &cfg, &err), 0);
+    assert_int_equal(
+        model_config_parse("{\"model_type\":\"bert\",\"num_labels\":5}", "b", &cfg, &err), 0);
     assert_int_equal(cfg.kind, MODEL_BERT);
     assert_int_equal(cfg.num_labels, 5);
     assert_int_equal(cfg.max_position_embeddings, 512);

@@ -33,11 +33,12 @@ static void expect_open_error(const char *path, const char *needle) {
 
 static void test_valid_file(void **state) {
     (void)state;
-    const char *path = make_file("ok.safetensors",
-                                 "{\"__metadata__\":{\"format\":\"pt\"},"
-                                 "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                                 "\"b\":{\"dtype\":\"F16\",\"shape\":[1,2],\"data_offsets\":[8,12]}}",
-                                 12);
+    const char *path =
+        make_file("ok.safetensors",
+                  "{\"__metadata__\":{\"format\":\"pt\"},"
+                  "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                  "\"b\":{\"dtype\":\"F16\",\"shape\":[1,2],\"data_offsets\":[8,12]}}",
+                  12);
     st_file f;
     vit_error err = {0};
     assert_int_equal(st_open(path, &f, &err), 0);
@@ -60,7 +61,8 @@ static void test_half_conversions(void **state) {
     uint8_t buf[256] = {0};
     for (int i = 0; i < 8; i++) buf[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
     memcpy(buf + 8, header, hlen);
-    const uint8_t data[12] = {0x00, 0x3c, 0x00, 0xc0, 0x01, 0x00, 0xff, 0x7b, 0x80, 0x3f, 0xa0, 0xc0};
+    const uint8_t data[12] = {0x00, 0x3c, 0x00, 0xc0, 0x01, 0x00,
+                              0xff, 0x7b, 0x80, 0x3f, 0xa0, 0xc0};
     memcpy(buf + 8 + hlen, data, sizeof data);
     const char *path = write_temp_file("half.safetensors", buf, 8 + hlen + sizeof data);
     st_file f;
@@ -112,14 +114,16 @@ static void test_header_not_json(void **state) {
 static void test_offsets_out_of_range(void **state) {
     (void)state;
     expect_open_error(make_file("range.safetensors",
-                                "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 8),
+                                "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
+                                8),
                       "outside the file");
 }
 
 static void test_size_mismatch(void **state) {
     (void)state;
     expect_open_error(make_file("size.safetensors",
-                                "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8),
+                                "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}",
+                                8),
                       "bytes but shape and dtype need");
 }
 
@@ -134,24 +138,26 @@ static void test_overlap(void **state) {
 
 static void test_unknown_dtype(void **state) {
     (void)state;
-    expect_open_error(make_file("dtype.safetensors",
-                                "{\"a\":{\"dtype\":\"F128\",\"shape\":[1],\"data_offsets\":[0,16]}}", 16),
-                      "unknown dtype");
+    expect_open_error(
+        make_file("dtype.safetensors",
+                  "{\"a\":{\"dtype\":\"F128\",\"shape\":[1],\"data_offsets\":[0,16]}}", 16),
+        "unknown dtype");
 }
 
 static void test_shape_overflow(void **state) {
     (void)state;
-    expect_open_error(make_file("overflow.safetensors",
-                                "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967295,4294967295,4294967295],"
-                                "\"data_offsets\":[0,4]}}",
-                                4),
-                      "overflows");
+    expect_open_error(
+        make_file("overflow.safetensors",
+                  "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967295,4294967295,4294967295],"
+                  "\"data_offsets\":[0,4]}}",
+                  4),
+        "overflows");
 }
 
 static void test_non_float_dtype_rejected_on_convert(void **state) {
     (void)state;
-    const char *path =
-        make_file("int.safetensors", "{\"a\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8);
+    const char *path = make_file(
+        "int.safetensors", "{\"a\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8);
     st_file f;
     vit_error err = {0};
     assert_int_equal(st_open(path, &f, &err), 0);
@@ -212,12 +218,14 @@ static void test_missing_tensor(void **state) {
 static void test_misshapen_tensor(void **state) {
     (void)state;
     REQUIRE_SHARED();
-    const char *dir = model_dir_with("shape", NULL, "vit.encoder.layer.0.intermediate.dense.weight");
+    const char *dir =
+        model_dir_with("shape", NULL, "vit.encoder.layer.0.intermediate.dense.weight");
     model m;
     vit_error err = {0};
     assert_int_equal(model_load(&m, dir, &err), -1);
     print_message("  %s\n", err.msg);
-    assert_non_null(strstr(err.msg, "'vit.encoder.layer.0.intermediate.dense.weight' has shape [48, 96]"));
+    assert_non_null(
+        strstr(err.msg, "'vit.encoder.layer.0.intermediate.dense.weight' has shape [48, 96]"));
 }
 
 static void test_unprefixed_names_load(void **state) {

@@ -1,6 +1,7 @@
 /* vit/text_data: the TSV line parser (shared with `vit eval`), a file tokenized into memory,
- * padded batches; then a tiny BERT trained end to end from a TSV (text_set -> bert_model_forward/backward ->
- * AdamW) on a separable task. Self-contained: the vocabulary is written here, no ../shared. */
+ * padded batches; then a tiny BERT trained end to end from a TSV (text_set ->
+ * bert_model_forward/backward -> AdamW) on a separable task. Self-contained: the vocabulary is
+ * written here, no ../shared. */
 #include "tests/testutil.h"
 
 #include <math.h>

@@ -21,7 +21,7 @@
  * ~20) leave a margin of ~10x over what we measure while catching any real mistake (a wrong eps,
  * GELU variant or resize shows up as 1e-3 or more). */
 #define MICRO_TOL 1e-4
-#define TINY_TOL 3e-4
+#define TINY_TOL  3e-4
 
 static float *golden_f32(const st_file *g, const char *key, int64_t *numel) {
     const st_tensor *t = st_find(g, key);
@@ -75,8 +75,8 @@ static void check_model_logits(const char *name, double tol) {
         free(pixels);
         free(want);
     }
-    print_message("%s: %d images, max |dlogit| = %.3g, top-1 agreement %d/%d\n", name, images, worst,
-                  top1_same, images);
+    print_message("%s: %d images, max |dlogit| = %.3g, top-1 agreement %d/%d\n", name, images,
+                  worst, top1_same, images);
     assert_true(images > 0);
     assert_true(worst <= tol);
     assert_int_equal(top1_same, images);
@@ -123,7 +123,8 @@ static void check_hidden_states(const char *name, const char *image, double tol)
     const int K = c->num_channels * P * P;
     snprintf(key, sizeof key, "%s/pixels", image);
     float *pixels = golden_f32(&g, key, NULL);
-    float *patches = malloc(sizeof(float) * (size_t)N * K), *scratch = malloc(sizeof(float) * (size_t)N * D);
+    float *patches = malloc(sizeof(float) * (size_t)N * K),
+          *scratch = malloc(sizeof(float) * (size_t)N * D);
     float *x = malloc(sizeof(float) * (size_t)T * D);
     patch_extract(patches, pixels, 1, c->num_channels, c->image_size, c->image_size, P);
     linear_forward(scratch, patches, m.patch_w, m.patch_b, N, K, D);
@@ -233,7 +234,8 @@ static void test_training_forward_equals_inference(void **state) {
     assert_memory_equal(eval, want, sizeof(float) * L * 2);
     assert_memory_equal(trained, want, sizeof(float) * L * 2);
     print_message("vit-tiny-in1k: training forward == eval forward == vit_forward (2 images, "
-                  "%d logits each, bit for bit)\n", L);
+                  "%d logits each, bit for bit)\n",
+                  L);
     free(pixels), free(want), free(eval), free(trained);
     vit_acts_free(&train);
     model_free(&m);
@@ -242,9 +244,12 @@ static void test_training_forward_equals_inference(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_micro_a_logits),   cmocka_unit_test(test_micro_b_logits),
-        cmocka_unit_test(test_vit_tiny_logits),  cmocka_unit_test(test_micro_a_hidden),
-        cmocka_unit_test(test_micro_b_hidden),   cmocka_unit_test(test_vit_tiny_hidden),
+        cmocka_unit_test(test_micro_a_logits),
+        cmocka_unit_test(test_micro_b_logits),
+        cmocka_unit_test(test_vit_tiny_logits),
+        cmocka_unit_test(test_micro_a_hidden),
+        cmocka_unit_test(test_micro_b_hidden),
+        cmocka_unit_test(test_vit_tiny_hidden),
         cmocka_unit_test(test_batch_matches_single),
         cmocka_unit_test(test_training_forward_equals_inference),
     };

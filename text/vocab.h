@@ -20,8 +20,8 @@ typedef struct {
 } vocab;
 
 /* Reads path as Python's load_vocab does: lines end at "\n", "\r\n" or "\r"; a token seen twice
- * keeps the later id for lookup. Fails on a missing or unreadable file, invalid UTF-8, a NUL byte or an empty
- * file. */
+ * keeps the later id for lookup. Fails on a missing or unreadable file, invalid UTF-8, a NUL byte
+ * or an empty file. */
 int vocab_load(vocab *v, const char *path, vit_error *err);
 void vocab_free(vocab *v);
 

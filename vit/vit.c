@@ -40,15 +40,13 @@ static int setup_preprocessing(vit_context *c, const char *model_dir, vit_error 
     preprocess_output_shape(&c->prep, &pc, &ph, &pw);
     if (pc != c->m.cfg.num_channels || ph != c->acts.size || pw != c->acts.size)
         return vit_fail(err, "%s: preprocessing yields %dx%dx%d but the model takes %dx%dx%d",
-                        model_dir, pc, ph, pw, c->m.cfg.num_channels, c->acts.size,
-                        c->acts.size);
+                        model_dir, pc, ph, pw, c->m.cfg.num_channels, c->acts.size, c->acts.size);
     return 0;
 }
 
 static int alloc_buffers(vit_context *c, vit_error *err) {
     const size_t D = (size_t)c->m.cfg.hidden_size;
-    const size_t sizes[] = {vit_input_floats(c),
-                            (size_t)c->params.max_batch * c->m.cfg.num_labels,
+    const size_t sizes[] = {vit_input_floats(c), (size_t)c->params.max_batch * c->m.cfg.num_labels,
                             (size_t)c->acts.tokens * D};
     float **fields[] = {&c->pixels, &c->logits, &c->tokens};
     c->block = alloc_float_block(3, sizes, fields);
@@ -138,8 +136,8 @@ static int preprocess_named(const vit_context *c, image_u8 *img, const char *nam
 int vit_preprocess_memory(const vit_context *c, const void *bytes, size_t size, float *pixels,
                           vit_error *err) {
     image_u8 img;
-    if (image_decode_memory(bytes, size, "image in memory", c->prep.channels,
-                            c->params.max_pixels, &img, err) != 0)
+    if (image_decode_memory(bytes, size, "image in memory", c->prep.channels, c->params.max_pixels,
+                            &img, err) != 0)
         return -1;
     return preprocess_named(c, &img, "image in memory", pixels, err);
 }
@@ -204,7 +202,8 @@ int vit_top_k(const vit_context *c, const float *probs, int k, vit_prediction *t
     int idx[k > 0 ? k : 1];
     topk_indices(probs, L, k, idx);
     for (int i = 0; i < k; i++)
-        top[i] = (vit_prediction){.index = idx[i], .prob = probs[idx[i]], .label = vit_label(c, idx[i])};
+        top[i] =
+            (vit_prediction){.index = idx[i], .prob = probs[idx[i]], .label = vit_label(c, idx[i])};
     return k;
 }
 
@@ -222,8 +221,8 @@ int vit_classify_file(vit_context *c, const char *path, int k, vit_prediction *t
     return classify_pixels(c, k, top, err);
 }
 
-int vit_classify_memory(vit_context *c, const void *bytes, size_t size, int k,
-                        vit_prediction *top, vit_error *err) {
+int vit_classify_memory(vit_context *c, const void *bytes, size_t size, int k, vit_prediction *top,
+                        vit_error *err) {
     if (vit_preprocess_memory(c, bytes, size, c->pixels, err) != 0) return -1;
     return classify_pixels(c, k, top, err);
 }

@@ -32,13 +32,20 @@
 extern "C" {
 #endif
 
+/* What the shared library exports: these functions and nothing else. */
+#if defined(__GNUC__) || defined(__clang__)
+#define VIT_API __attribute__((visibility("default")))
+#else
+#define VIT_API
+#endif
+
 #define VIT_VERSION_MAJOR 0
 #define VIT_VERSION_MINOR 1
 #define VIT_VERSION_PATCH 0
 
 /* "0.1.0": the library's version (may differ from the header's VIT_VERSION_* if linked against
  * another build). */
-const char *vit_version(void);
+VIT_API const char *vit_version(void);
 
 #ifndef VIT_ERROR_DEFINED
 #define VIT_ERROR_DEFINED
@@ -59,45 +66,47 @@ typedef struct {
     int64_t max_pixels; /* decoder limit; 0 = 100 megapixels */
 } vit_params;
 
-vit_params vit_default_params(void);
+VIT_API vit_params vit_default_params(void);
 
 /* Loads a ViTForImageClassification directory (config.json, model.safetensors, optional
  * preprocessor_config.json). params NULL: vit_default_params(). */
-vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error *err);
-void vit_free(vit_context *ctx);
+VIT_API vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error *err);
+VIT_API void vit_free(vit_context *ctx);
 
-int vit_num_labels(const vit_context *ctx);
+VIT_API int vit_num_labels(const vit_context *ctx);
 /* id2label of config.json ("LABEL_i" where it has none); NULL outside 0..num_labels-1. */
-const char *vit_label(const vit_context *ctx, int index);
+VIT_API const char *vit_label(const vit_context *ctx, int index);
 /* Floats in one preprocessed input (C·H·W) and its shape. */
-size_t vit_input_floats(const vit_context *ctx);
-void vit_input_shape(const vit_context *ctx, int *channels, int *height, int *width);
-int vit_tokens(const vit_context *ctx);
-int vit_hidden_size(const vit_context *ctx); /* the length of a vit_embed feature */
-double vit_flops_per_image(const vit_context *ctx);
-size_t vit_num_parameters(const vit_context *ctx);
+VIT_API size_t vit_input_floats(const vit_context *ctx);
+VIT_API void vit_input_shape(const vit_context *ctx, int *channels, int *height, int *width);
+VIT_API int vit_tokens(const vit_context *ctx);
+VIT_API int vit_hidden_size(const vit_context *ctx); /* the length of a vit_embed feature */
+VIT_API double vit_flops_per_image(const vit_context *ctx);
+VIT_API size_t vit_num_parameters(const vit_context *ctx);
 
 /* One image -> the model's input tensor `pixels` (vit_input_floats floats), exactly as Hugging
  * Face's image processor with Pillow: from a file (PNG or JPEG, told by its first bytes), from an
  * encoded file in memory, or from 8-bit RGB pixels (width·height·3 bytes, row-major). */
-int vit_preprocess_file(const vit_context *ctx, const char *path, float *pixels, vit_error *err);
-int vit_preprocess_memory(const vit_context *ctx, const void *bytes, size_t size, float *pixels,
-                          vit_error *err);
-int vit_preprocess_rgb(const vit_context *ctx, const uint8_t *rgb, int width, int height,
-                       float *pixels, vit_error *err);
+VIT_API int vit_preprocess_file(const vit_context *ctx, const char *path, float *pixels,
+                                vit_error *err);
+VIT_API int vit_preprocess_memory(const vit_context *ctx, const void *bytes, size_t size,
+                                  float *pixels, vit_error *err);
+VIT_API int vit_preprocess_rgb(const vit_context *ctx, const uint8_t *rgb, int width, int height,
+                               float *pixels, vit_error *err);
 
 /* logits [batch, labels] for pixels [batch, C, H, W]; 1 <= batch <= max_batch. */
-int vit_forward(vit_context *ctx, const float *pixels, int batch, float *logits, vit_error *err);
+VIT_API int vit_forward(vit_context *ctx, const float *pixels, int batch, float *logits,
+                        vit_error *err);
 
 /* Features for retrieval: [batch, hidden] per image, the final LayerNorm's output at the CLS token
  * (VIT_POOL_CLS, what the classifier reads) or the mean of the patch tokens after it
  * (VIT_POOL_MEAN). */
 typedef enum { VIT_POOL_CLS, VIT_POOL_MEAN } vit_pool;
-int vit_embed(vit_context *ctx, const float *pixels, int batch, vit_pool pool, float *features,
-              vit_error *err);
+VIT_API int vit_embed(vit_context *ctx, const float *pixels, int batch, vit_pool pool,
+                      float *features, vit_error *err);
 
 /* In-place softmax of n logits (computed in double). */
-void vit_softmax(float *logits, int n);
+VIT_API void vit_softmax(float *logits, int n);
 
 typedef struct {
     int index;         /* class index */
@@ -107,16 +116,16 @@ typedef struct {
 
 /* The k most probable classes of probs [num_labels] (largest first; ties: lower index first)
  * into top[0..k). Returns min(k, num_labels). */
-int vit_top_k(const vit_context *ctx, const float *probs, int k, vit_prediction *top);
+VIT_API int vit_top_k(const vit_context *ctx, const float *probs, int k, vit_prediction *top);
 
 /* Preprocess + forward + softmax + top-k of one image: a file, an encoded file in memory, or
  * 8-bit RGB pixels. Returns the number of predictions written (min(k, num_labels)) or -1. */
-int vit_classify_file(vit_context *ctx, const char *path, int k, vit_prediction *top,
-                      vit_error *err);
-int vit_classify_memory(vit_context *ctx, const void *bytes, size_t size, int k,
-                        vit_prediction *top, vit_error *err);
-int vit_classify_image(vit_context *ctx, const uint8_t *rgb, int width, int height, int k,
-                       vit_prediction *top, vit_error *err);
+VIT_API int vit_classify_file(vit_context *ctx, const char *path, int k, vit_prediction *top,
+                              vit_error *err);
+VIT_API int vit_classify_memory(vit_context *ctx, const void *bytes, size_t size, int k,
+                                vit_prediction *top, vit_error *err);
+VIT_API int vit_classify_image(vit_context *ctx, const uint8_t *rgb, int width, int height, int k,
+                               vit_prediction *top, vit_error *err);
 
 /* ---- text classification (BERT on the same encoder) ---- */
 
@@ -127,31 +136,31 @@ typedef struct {
     int max_batch; /* largest batch of texts per vit_text_forward */
 } vit_text_params;
 
-vit_text_params vit_text_default_params(void);
+VIT_API vit_text_params vit_text_default_params(void);
 
 /* Loads a BertForSequenceClassification directory (config.json, model.safetensors, vocab.txt,
  * optional tokenizer_config.json and special_tokens_map.json). params NULL: the defaults. */
-vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *params,
-                                vit_error *err);
-void vit_text_free(vit_text_context *ctx);
+VIT_API vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *params,
+                                        vit_error *err);
+VIT_API void vit_text_free(vit_text_context *ctx);
 
-int vit_text_num_labels(const vit_text_context *ctx);
-const char *vit_text_label(const vit_text_context *ctx, int index);
+VIT_API int vit_text_num_labels(const vit_text_context *ctx);
+VIT_API const char *vit_text_label(const vit_text_context *ctx, int index);
 /* Longest token sequence ([CLS] and [SEP] included): longer texts are cut (HF truncation). */
-int vit_text_max_tokens(const vit_text_context *ctx);
+VIT_API int vit_text_max_tokens(const vit_text_context *ctx);
 
 /* texts[i][0..lengths[i]) for i < n (UTF-8; invalid bytes are skipped) in one forward pass padded
  * to the longest: logits [n, labels], probs [n, labels] (softmax; may be NULL). */
-int vit_text_forward(vit_text_context *ctx, const char *const *texts, const size_t *lengths, int n,
-                     float *logits, float *probs, vit_error *err);
+VIT_API int vit_text_forward(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
+                             int n, float *logits, float *probs, vit_error *err);
 /* The token ids of text i of the last vit_text_forward ([CLS] ... [SEP]); *count gets their
  * number. And the vocabulary string of an id (NULL when out of range). */
-const int32_t *vit_text_ids(const vit_text_context *ctx, int i, int *count);
-const char *vit_text_piece(const vit_text_context *ctx, int id);
+VIT_API const int32_t *vit_text_ids(const vit_text_context *ctx, int i, int *count);
+VIT_API const char *vit_text_piece(const vit_text_context *ctx, int id);
 
 /* One text (NUL-terminated) -> its k most probable classes. Returns their number or -1. */
-int vit_text_classify(vit_text_context *ctx, const char *text, int k, vit_prediction *top,
-                      vit_error *err);
+VIT_API int vit_text_classify(vit_text_context *ctx, const char *text, int k, vit_prediction *top,
+                              vit_error *err);
 
 #ifdef __cplusplus
 }

@@ -179,7 +179,7 @@ int vit_text_classify(vit_text_context *c, const char *text, int k, vit_predicti
     int idx[k];
     topk_indices(c->logits, L, k, idx);
     for (int i = 0; i < k; i++)
-        top[i] = (vit_prediction){.index = idx[i], .prob = c->logits[idx[i]],
-                                  .label = c->m.cfg.labels[idx[i]]};
+        top[i] = (vit_prediction){
+            .index = idx[i], .prob = c->logits[idx[i]], .label = c->m.cfg.labels[idx[i]]};
     return k;
 }

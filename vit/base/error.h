@@ -10,7 +10,8 @@ typedef struct {
 } vit_error;
 #endif
 
-/* Formats the message into err (if non-NULL) and returns -1, so callers can `return vit_fail(...)`. */
+/* Formats the message into err (if non-NULL) and returns -1, so callers can `return vit_fail(...)`.
+ */
 int vit_fail(vit_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

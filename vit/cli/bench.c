@@ -21,10 +21,13 @@ static const cli_option options[] = {
 };
 
 static const cli_command command = {
-    "bench", "time forward passes on synthetic input", "[options]",
+    "bench",
+    "time forward passes on synthetic input",
+    "[options]",
     "Times forward passes of random pixels and prints the median time per batch, images per\n"
     "second and GFLOP/s, with the settings the figures depend on.",
-    options, sizeof options / sizeof options[0]};
+    options,
+    sizeof options / sizeof options[0]};
 
 const cli_command *cli_bench_command(void) {
     return &command;
@@ -43,12 +46,24 @@ int cli_bench(int argc, char **argv) {
     cli_parse_begin(&p, &command, argc, argv);
     while (!bad && (id = cli_parse_next(&p)) > 0) {
         switch (id) {
-        case OPT_MODEL: model_opt = p.value; break;
-        case OPT_BATCH: bad = cli_int(&p, 1, 4096, &params.max_batch); break;
-        case OPT_RUNS: bad = cli_int(&p, 1, 1000000, &runs); break;
-        case OPT_THREADS: bad = cli_int(&p, 1, 1024, &params.threads); break;
-        case OPT_SIZE: bad = cli_int(&p, 1, 8192, &params.image_size); break;
-        case OPT_JSON: json = 1; break;
+        case OPT_MODEL:
+            model_opt = p.value;
+            break;
+        case OPT_BATCH:
+            bad = cli_int(&p, 1, 4096, &params.max_batch);
+            break;
+        case OPT_RUNS:
+            bad = cli_int(&p, 1, 1000000, &runs);
+            break;
+        case OPT_THREADS:
+            bad = cli_int(&p, 1, 1024, &params.threads);
+            break;
+        case OPT_SIZE:
+            bad = cli_int(&p, 1, 8192, &params.image_size);
+            break;
+        case OPT_JSON:
+            json = 1;
+            break;
         }
     }
     if (bad || id == CLI_ERROR) return 2;
@@ -74,8 +89,10 @@ int cli_bench(int argc, char **argv) {
         return 1;
     }
     unsigned seed = 1;
-    for (size_t i = 0; i < F * (size_t)B; i++) pixels[i] = (float)rand_r(&seed) / RAND_MAX * 2.0f - 1.0f;
-    for (int i = 0; i < 3; i++) vit_forward(ctx, pixels, B, logits, &err); /* warm-up: caches, threads */
+    for (size_t i = 0; i < F * (size_t)B; i++)
+        pixels[i] = (float)rand_r(&seed) / RAND_MAX * 2.0f - 1.0f;
+    for (int i = 0; i < 3; i++)
+        vit_forward(ctx, pixels, B, logits, &err); /* warm-up: caches, threads */
     for (int i = 0; i < runs; i++) {
         double t0 = (1e3 * clock_seconds());
         vit_forward(ctx, pixels, B, logits, &err);
@@ -87,9 +104,10 @@ int cli_bench(int argc, char **argv) {
     int threads = params.threads > 0 ? params.threads : omp_get_max_threads();
     const char *wait = getenv("OMP_WAIT_POLICY"); /* figures depend on it: see main.c */
     if (json)
-        printf("{\"batch\": %d, \"threads\": %d, \"ms_per_batch\": %.3f, \"images_per_second\": %.2f, "
-               "\"gflops\": %.2f, \"blas_core\": \"%s\", \"omp_wait_policy\": \"%s\"}\n",
-               B, threads, median, ips, gflops, cli_blas_core(), wait ? wait : "default");
+        printf(
+            "{\"batch\": %d, \"threads\": %d, \"ms_per_batch\": %.3f, \"images_per_second\": %.2f, "
+            "\"gflops\": %.2f, \"blas_core\": \"%s\", \"omp_wait_policy\": \"%s\"}\n",
+            B, threads, median, ips, gflops, cli_blas_core(), wait ? wait : "default");
     else
         printf("%s: batch %d, %d thread%s (OpenMP wait policy %s), OpenBLAS %s\n"
                "  %.3f ms per batch (median of %d), %.1f images/s, %.1f GFLOP/s\n",

@@ -24,12 +24,14 @@ static const cli_option options[] = {
 };
 
 static const cli_command command = {
-    "classify", "classify image files (top-k labels, text or JSON lines)",
+    "classify",
+    "classify image files (top-k labels, text or JSON lines)",
     "[options] FILE...",
     "Classifies each FILE (PNG or JPEG, told by its first bytes); FILE '-' reads paths from\n"
     "standard input, one per line. A file that cannot be read is reported and the others still\n"
     "run; the exit status is then 1.",
-    options, sizeof options / sizeof options[0]};
+    options,
+    sizeof options / sizeof options[0]};
 
 const cli_command *cli_classify_command(void) {
     return &command;
@@ -137,14 +139,30 @@ static int parse_options(int argc, char **argv, classify_run *r, vit_params *par
     int id, bad = 0;
     while (!bad && (id = cli_parse_next(&p)) > 0) {
         switch (id) {
-        case OPT_MODEL: *model_opt = p.value; break;
-        case OPT_TOP: bad = cli_int(&p, 1, 1 << 20, &r->top_k); break;
-        case OPT_JSON: r->json = 1; break;
-        case OPT_LOGITS: r->with_logits = 1; break;
-        case OPT_BATCH: bad = cli_int(&p, 1, 4096, &params->max_batch); break;
-        case OPT_THREADS: bad = cli_int(&p, 1, 1024, &params->threads); break;
-        case OPT_SIZE: bad = cli_int(&p, 1, 8192, &params->image_size); break;
-        case OPT_PIXELS: bad = cli_int64(&p, 1, 2000000000, &params->max_pixels); break;
+        case OPT_MODEL:
+            *model_opt = p.value;
+            break;
+        case OPT_TOP:
+            bad = cli_int(&p, 1, 1 << 20, &r->top_k);
+            break;
+        case OPT_JSON:
+            r->json = 1;
+            break;
+        case OPT_LOGITS:
+            r->with_logits = 1;
+            break;
+        case OPT_BATCH:
+            bad = cli_int(&p, 1, 4096, &params->max_batch);
+            break;
+        case OPT_THREADS:
+            bad = cli_int(&p, 1, 1024, &params->threads);
+            break;
+        case OPT_SIZE:
+            bad = cli_int(&p, 1, 8192, &params->image_size);
+            break;
+        case OPT_PIXELS:
+            bad = cli_int64(&p, 1, 2000000000, &params->max_pixels);
+            break;
         }
     }
     if (bad || id == CLI_ERROR) return 2;

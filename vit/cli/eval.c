@@ -18,8 +18,16 @@
 
 #define DEFAULT_IMAGE_BATCH 16
 
-enum { OPT_MODEL = 1, OPT_CLASS_MAP, OPT_JSON, OPT_PREDICTIONS, OPT_BATCH, OPT_THREADS, OPT_SIZE,
-       OPT_PIXELS };
+enum {
+    OPT_MODEL = 1,
+    OPT_CLASS_MAP,
+    OPT_JSON,
+    OPT_PREDICTIONS,
+    OPT_BATCH,
+    OPT_THREADS,
+    OPT_SIZE,
+    OPT_PIXELS
+};
 
 static const cli_option options[] = {
     {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the shipped model"},
@@ -36,12 +44,14 @@ static const cli_option options[] = {
 };
 
 static const cli_command command = {
-    "eval", "accuracy on labelled image folders or TSV files: top-1/top-5, per class, confusions",
+    "eval",
+    "accuracy on labelled image folders or TSV files: top-1/top-5, per class, confusions",
     "[options] DIR|FILE.tsv",
     "DIR holds one folder per class (DIR/<class>/.../*.png|jpg|jpeg). Classes come from\n"
     "--class-map or by matching folder names to the model's labels. FILE.tsv holds\n"
     "`sentence<TAB>label` lines (with a header line) for a BERT text classifier.",
-    options, sizeof options / sizeof options[0]};
+    options,
+    sizeof options / sizeof options[0]};
 
 const cli_command *cli_eval_command(void) {
     return &command;
@@ -59,9 +69,9 @@ typedef struct {
 typedef struct {
     imagefolder folder;
     vit_context *ctx;
-    int progress;         /* stderr is a terminal: keep a progress line there */
-    long total;           /* inputs to go through (counted only for progress) */
-    double start, shown;  /* seconds */
+    int progress;        /* stderr is a terminal: keep a progress line there */
+    long total;          /* inputs to go through (counted only for progress) */
+    double start, shown; /* seconds */
 } eval_run;
 
 static void clear_progress(const eval_run *r) {
@@ -286,14 +296,30 @@ static int parse_options(int argc, char **argv, eval_options *o) {
     int id, bad = 0;
     while (!bad && (id = cli_parse_next(&p)) > 0) {
         switch (id) {
-        case OPT_MODEL: o->model_dir = p.value; break;
-        case OPT_CLASS_MAP: o->class_map = p.value; break;
-        case OPT_JSON: o->json_path = p.value; break;
-        case OPT_PREDICTIONS: o->pred_path = p.value; break;
-        case OPT_BATCH: bad = cli_int(&p, 1, 4096, &o->params.max_batch); break;
-        case OPT_THREADS: bad = cli_int(&p, 1, 1024, &o->params.threads); break;
-        case OPT_SIZE: bad = cli_int(&p, 1, 8192, &o->params.image_size); break;
-        case OPT_PIXELS: bad = cli_int64(&p, 1, 2000000000, &o->params.max_pixels); break;
+        case OPT_MODEL:
+            o->model_dir = p.value;
+            break;
+        case OPT_CLASS_MAP:
+            o->class_map = p.value;
+            break;
+        case OPT_JSON:
+            o->json_path = p.value;
+            break;
+        case OPT_PREDICTIONS:
+            o->pred_path = p.value;
+            break;
+        case OPT_BATCH:
+            bad = cli_int(&p, 1, 4096, &o->params.max_batch);
+            break;
+        case OPT_THREADS:
+            bad = cli_int(&p, 1, 1024, &o->params.threads);
+            break;
+        case OPT_SIZE:
+            bad = cli_int(&p, 1, 8192, &o->params.image_size);
+            break;
+        case OPT_PIXELS:
+            bad = cli_int64(&p, 1, 2000000000, &o->params.max_pixels);
+            break;
         }
     }
     if (bad || id == CLI_ERROR) return -1;

@@ -15,9 +15,12 @@ static const cli_option options[] = {
 };
 
 static const cli_command command = {
-    "info", "describe a model: architecture, parameters, FLOPs, labels, the build", "[options]",
+    "info",
+    "describe a model: architecture, parameters, FLOPs, labels, the build",
+    "[options]",
     "Describes the model directory, and the library and kernels this build runs it with.",
-    options, sizeof options / sizeof options[0]};
+    options,
+    sizeof options / sizeof options[0]};
 
 const cli_command *cli_info_command(void) {
     return &command;

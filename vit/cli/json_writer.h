@@ -19,7 +19,7 @@
 typedef struct {
     FILE *out;
     int depth;
-    int items[JSON_MAX_DEPTH]; /* items written so far at each open level */
+    int items[JSON_MAX_DEPTH];  /* items written so far at each open level */
     char close[JSON_MAX_DEPTH]; /* '}' or ']' */
     int after_key;
 } json_writer;

@@ -11,9 +11,12 @@ static const struct {
     int (*run)(int argc, char **argv);
     const cli_command *(*command)(void);
 } commands[] = {
-    {cli_classify, cli_classify_command}, {cli_text, cli_text_command},
-    {cli_eval, cli_eval_command},         {cli_info, cli_info_command},
-    {cli_bench, cli_bench_command},       {cli_train, cli_train_command},
+    {cli_classify, cli_classify_command},
+    {cli_text, cli_text_command},
+    {cli_eval, cli_eval_command},
+    {cli_info, cli_info_command},
+    {cli_bench, cli_bench_command},
+    {cli_train, cli_train_command},
     {cli_preprocess, cli_preprocess_command},
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
@@ -54,9 +57,8 @@ static void prefer_passive_openmp(int argc, char **argv, char **envp) {
     (void)argc, (void)argv, (void)envp;
     setenv("OMP_WAIT_POLICY", "passive", 0);
 }
-__attribute__((section(".preinit_array"), used)) static void (*const preinit)(int, char **,
-                                                                               char **) =
-    prefer_passive_openmp;
+__attribute__((section(".preinit_array"),
+               used)) static void (*const preinit)(int, char **, char **) = prefer_passive_openmp;
 
 int main(int argc, char **argv) {
     vit_keep_freed_memory();

@@ -15,8 +15,8 @@ void cli_parse_begin(cli_parser *p, const cli_command *cmd, int argc, char **arg
     for (int i = 0; i < cmd->count && n < CLI_MAX_OPTIONS; i++) {
         const cli_option *o = &cmd->options[i];
         if (!o->name) continue; /* a heading */
-        p->longopts[n++] = (struct option){o->name, o->arg ? required_argument : no_argument, 0,
-                                           o->id};
+        p->longopts[n++] =
+            (struct option){o->name, o->arg ? required_argument : no_argument, 0, o->id};
         if (o->short_name) {
             *s++ = o->short_name;
             if (o->arg) *s++ = ':';

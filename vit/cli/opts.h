@@ -21,12 +21,12 @@
 #include <stdio.h>
 
 typedef struct {
-    int id;            /* > 0, what cli_parse_next returns for it */
-    const char *name;  /* --name; NULL: a heading for the options below (its text in help) */
-    char short_name;   /* -x, or 0 */
-    const char *arg;   /* the value's name ("N", "DIR"); NULL: a flag */
-    const char *help;  /* one sentence */
-    const char *def;   /* the default as shown, or NULL */
+    int id;           /* > 0, what cli_parse_next returns for it */
+    const char *name; /* --name; NULL: a heading for the options below (its text in help) */
+    char short_name;  /* -x, or 0 */
+    const char *arg;  /* the value's name ("N", "DIR"); NULL: a flag */
+    const char *help; /* one sentence */
+    const char *def;  /* the default as shown, or NULL */
 } cli_option;
 
 typedef struct {

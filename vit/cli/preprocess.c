@@ -12,19 +12,23 @@
 enum { OPT_MODEL = 1, OPT_OUTPUT, OPT_SIZE, OPT_PIXELS };
 
 static const cli_option options[] = {
-    {OPT_MODEL, "model", 'm', "DIR", "the model whose preprocessing to apply (config.json and "
-     "preprocessor_config.json suffice)", "$VIT_MODEL, else the shipped model"},
+    {OPT_MODEL, "model", 'm', "DIR",
+     "the model whose preprocessing to apply (config.json and "
+     "preprocessor_config.json suffice)",
+     "$VIT_MODEL, else the shipped model"},
     {OPT_OUTPUT, "output", 'o', "OUT.safetensors", "where the tensor goes (required)", NULL},
     {OPT_SIZE, "size", 0, "N", "preprocess to N x N instead", "the model's image_size"},
     {OPT_PIXELS, "max-pixels", 0, "N", "refuse images larger than this", "100000000"},
 };
 
 static const cli_command command = {
-    "preprocess", "write the model-ready pixel tensor of an image as safetensors",
+    "preprocess",
+    "write the model-ready pixel tensor of an image as safetensors",
     "[options] FILE -o OUT.safetensors",
     "Writes one F32 tensor 'pixels' of shape [C, H, W]: exactly what the model sees, to compare\n"
     "with a Python pipeline.",
-    options, sizeof options / sizeof options[0]};
+    options,
+    sizeof options / sizeof options[0]};
 
 const cli_command *cli_preprocess_command(void) {
     return &command;
@@ -38,10 +42,18 @@ int cli_preprocess(int argc, char **argv) {
     cli_parse_begin(&p, &command, argc, argv);
     while (!bad && (id = cli_parse_next(&p)) > 0) {
         switch (id) {
-        case OPT_MODEL: model_opt = p.value; break;
-        case OPT_OUTPUT: out_path = p.value; break;
-        case OPT_SIZE: bad = cli_int(&p, 1, IMAGE_MAX_SIDE, &size); break;
-        case OPT_PIXELS: bad = cli_int64(&p, 1, 1LL << 40, &max_pixels); break;
+        case OPT_MODEL:
+            model_opt = p.value;
+            break;
+        case OPT_OUTPUT:
+            out_path = p.value;
+            break;
+        case OPT_SIZE:
+            bad = cli_int(&p, 1, IMAGE_MAX_SIDE, &size);
+            break;
+        case OPT_PIXELS:
+            bad = cli_int64(&p, 1, 1LL << 40, &max_pixels);
+            break;
         }
     }
     if (bad || id == CLI_ERROR) return 2;

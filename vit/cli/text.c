@@ -18,8 +18,7 @@ enum { OPT_MODEL = 1, OPT_TOP, OPT_JSON, OPT_LOGITS, OPT_TOKENS, OPT_BATCH, OPT_
 
 static const cli_option options[] = {
     {OPT_MODEL, "model", 'm', "DIR", "a BertForSequenceClassification folder", "$VIT_MODEL"},
-    {OPT_TOP, "top", 'k', "N", "show the N most likely labels (at most the model's labels)",
-     "5"},
+    {OPT_TOP, "top", 'k', "N", "show the N most likely labels (at most the model's labels)", "5"},
     {OPT_JSON, "json", 0, NULL,
      "one JSON object per text: text, top, and logits / ids, pieces if asked", NULL},
     {OPT_LOGITS, "logits", 0, NULL, "also print the raw logits", NULL},
@@ -31,12 +30,14 @@ static const cli_option options[] = {
 };
 
 static const cli_command command = {
-    "text", "classify texts with a BERT model (top-k labels, text or JSON lines)",
+    "text",
+    "classify texts with a BERT model (top-k labels, text or JSON lines)",
     "[options] [--] TEXT...",
     "Classifies each TEXT, then each line of FILE; with neither, each line of standard input.\n"
     "Texts are UTF-8 (invalid bytes are skipped, with a warning) and are cut to the model's\n"
     "maximum length. Put TEXTs that begin with '-' after '--'.",
-    options, sizeof options / sizeof options[0]};
+    options,
+    sizeof options / sizeof options[0]};
 
 const cli_command *cli_text_command(void) {
     return &command;
@@ -84,14 +85,30 @@ static int parse_options(int argc, char **argv, options_t *o) {
     int id, bad = 0;
     while (!bad && (id = cli_parse_next(&p)) > 0) {
         switch (id) {
-        case OPT_MODEL: o->model_opt = p.value; break;
-        case OPT_FILE: o->file = p.value; break;
-        case OPT_JSON: o->json = 1; break;
-        case OPT_LOGITS: o->logits = 1; break;
-        case OPT_TOKENS: o->tokens = 1; break;
-        case OPT_TOP: bad = cli_int(&p, 1, 1 << 20, &o->top_k); break;
-        case OPT_BATCH: bad = cli_int(&p, 1, 4096, &o->batch); break;
-        case OPT_THREADS: bad = cli_int(&p, 1, 1024, &o->threads); break;
+        case OPT_MODEL:
+            o->model_opt = p.value;
+            break;
+        case OPT_FILE:
+            o->file = p.value;
+            break;
+        case OPT_JSON:
+            o->json = 1;
+            break;
+        case OPT_LOGITS:
+            o->logits = 1;
+            break;
+        case OPT_TOKENS:
+            o->tokens = 1;
+            break;
+        case OPT_TOP:
+            bad = cli_int(&p, 1, 1 << 20, &o->top_k);
+            break;
+        case OPT_BATCH:
+            bad = cli_int(&p, 1, 4096, &o->batch);
+            break;
+        case OPT_THREADS:
+            bad = cli_int(&p, 1, 1024, &o->threads);
+            break;
         }
     }
     if (bad || id == CLI_ERROR) return 2;
@@ -186,7 +203,8 @@ static void print_json(text_run *r, int i, const float *logits, const float *pro
     json_value_string(&w, b->text[i], b->len[i]);
     vit_prediction top[r->opt.top_k];
     for (int j = 0; j < r->opt.top_k; j++)
-        top[j] = (vit_prediction){.index = r->top[j], .prob = probs[r->top[j]],
+        top[j] = (vit_prediction){.index = r->top[j],
+                                  .prob = probs[r->top[j]],
                                   .label = vit_text_label(r->clf, r->top[j])};
     cli_json_top(&w, top, r->opt.top_k);
     if (r->opt.logits) {
@@ -226,8 +244,7 @@ static void print_plain(text_run *r, int i, const float *logits, const float *pr
         int n;
         const int32_t *ids = vit_text_ids(r->clf, i, &n);
         fputs("  pieces:", stdout);
-        for (int t = 0; t < n; t++)
-            printf(" %s", vit_text_piece(r->clf, ids[t]));
+        for (int t = 0; t < n; t++) printf(" %s", vit_text_piece(r->clf, ids[t]));
         fputs("\n  ids:", stdout);
         for (int t = 0; t < n; t++) printf(" %d", ids[t]);
         putchar('\n');

@@ -127,7 +127,8 @@ static const char *group_names[] = {"data (images: DIR/<class>/*.png|jpg; text: 
 static cli_option options[CLI_MAX_OPTIONS];
 static char defaults[CLI_MAX_OPTIONS][32];
 static cli_command command = {
-    "train", "train a ViT or a BERT classifier, or fine-tune one (AdamW, checkpoints)",
+    "train",
+    "train a ViT or a BERT classifier, or fine-tune one (AdamW, checkpoints)",
     "--train DIR|FILE.tsv --out MODEL_DIR [options]\n"
     "       vit train --out MODEL_DIR --resume [-t N]",
     "Trains on images (DIR/<class>/...) or on text (a sentence<TAB>label file; a new model needs\n"
@@ -135,7 +136,8 @@ static cli_command command = {
     "preprocessor_config.json (text: vocab.txt, tokenizer_config.json) after every epoch, and\n"
     "appends one JSON line per epoch to MODEL_DIR/train_log.jsonl. Ctrl-C saves a checkpoint;\n"
     "--resume continues exactly where the run stopped.",
-    options, 0};
+    options,
+    0};
 
 static void add_option(cli_option o) {
     if (command.count < CLI_MAX_OPTIONS) options[command.count++] = o;
@@ -155,8 +157,8 @@ const cli_command *cli_train_command(void) {
         for (int i = 0; i < train_option_count; i++) {
             const train_option *t = &train_option_table[i];
             if (!t->name || (int)t->group != g) continue;
-            add_option((cli_option){OPT_TABLE + i, t->name, strcmp(t->name, "threads") == 0 ? 't' : 0,
-                                    t->arg, t->help,
+            add_option((cli_option){OPT_TABLE + i, t->name,
+                                    strcmp(t->name, "threads") == 0 ? 't' : 0, t->arg, t->help,
                                     default_text(t, defaults[i], sizeof defaults[i])});
         }
         if (g == GROUP_TRAINING) {
@@ -164,8 +166,8 @@ const cli_command *cli_train_command(void) {
                                     "images: comma-separated crop (random crop, zero padding), rrc "
                                     "(random resized crop), flip; or none",
                                     "crop,flip"});
-            add_option((cli_option){OPT_NO_AUGMENT, "no-augment", 0, NULL,
-                                    "same as --augment none", NULL});
+            add_option((cli_option){OPT_NO_AUGMENT, "no-augment", 0, NULL, "same as --augment none",
+                                    NULL});
             add_option((cli_option){OPT_RESUME, "resume", 0, NULL,
                                     "continue the interrupted run in --out exactly", NULL});
         }

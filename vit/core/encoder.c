@@ -86,12 +86,6 @@ int encoder_set_mode(encoder_acts *acts, int keep, float hidden, float attn, uin
     return 0;
 }
 
-static void add_inplace(float *x, const float *y, size_t n) {
-    const long long count = (long long)n;
-#pragma omp parallel for simd if (count >= 32768) schedule(static)
-    for (long long i = 0; i < count; i++) x[i] += y[i];
-}
-
 /* Training: a fresh dropout mask for layer l's branch output in a->scratch (n floats). */
 static void branch_dropout(encoder_acts *a, uint8_t *field, int l, size_t n) {
     if (a->hidden_drop <= 0.0f) return;
@@ -137,12 +131,12 @@ static void pre_norm_layer(const encoder_shape *s, const encoder_layer *w, encod
     layernorm_forward(ln1, encoder_acts_layer(a, a->ln1_mean, l),
                       encoder_acts_layer(a, a->ln1_rstd, l), x, w->ln1_w, w->ln1_b, BT, D, s->eps);
     attention_block(s, w, a, l, ln1, mask, B, T);
-    add_inplace(x, a->scratch, n);
+    vector_add(x, x, a->scratch, n);
     if (a->keep) memcpy(encoder_acts_layer(a, a->mid, l), x, n * sizeof *x);
     layernorm_forward(ln2, encoder_acts_layer(a, a->ln2_mean, l),
                       encoder_acts_layer(a, a->ln2_rstd, l), x, w->ln2_w, w->ln2_b, BT, D, s->eps);
     mlp_block(s, w, a, l, ln2, BT);
-    add_inplace(x, a->scratch, n);
+    vector_add(x, x, a->scratch, n);
 }
 
 static void post_norm_layer(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
@@ -152,13 +146,13 @@ static void post_norm_layer(const encoder_shape *s, const encoder_layer *w, enco
     float *mid = encoder_acts_layer(a, a->mid, l), *sum2 = encoder_acts_layer(a, a->sum2, l);
     if (a->keep) memcpy(encoder_acts_layer(a, a->layer_in, l), x, n * sizeof *x);
     attention_block(s, w, a, l, x, mask, B, T);
-    for (size_t i = 0; i < n; i++) mid[i] = x[i] + a->scratch[i];
+    vector_add(mid, x, a->scratch, n);
     layernorm_forward(x, encoder_acts_layer(a, a->ln1_mean, l),
                       encoder_acts_layer(a, a->ln1_rstd, l), mid, w->ln1_w, w->ln1_b, BT, D,
                       s->eps);
     if (a->keep) memcpy(encoder_acts_layer(a, a->ln1_out, l), x, n * sizeof *x);
     mlp_block(s, w, a, l, x, BT);
-    for (size_t i = 0; i < n; i++) sum2[i] = x[i] + a->scratch[i];
+    vector_add(sum2, x, a->scratch, n);
     layernorm_forward(x, encoder_acts_layer(a, a->ln2_mean, l),
                       encoder_acts_layer(a, a->ln2_rstd, l), sum2, w->ln2_w, w->ln2_b, BT, D,
                       s->eps);
@@ -243,14 +237,14 @@ static void post_norm_layer_backward(const encoder_shape *s, const encoder_layer
                        w->ln2_w, BT, D);
     const float *dy = branch_dropout_backward(a, dres, a->keep_mlp, l, n);
     mlp_block_backward(s, w, g, a, l, dy, encoder_acts_layer(a, a->ln1_out, l), BT);
-    add_inplace(dres, a->d_ln, n); /* dres: gradient wrt x1 */
+    vector_add(dres, dres, a->d_ln, n); /* dres: gradient wrt x1 */
     memset(dx, 0, n * sizeof *dx);
     layernorm_backward(dx, g->ln1_w, g->ln1_b, dres, encoder_acts_layer(a, a->mid, l),
                        encoder_acts_layer(a, a->ln1_mean, l), encoder_acts_layer(a, a->ln1_rstd, l),
                        w->ln1_w, BT, D);
     dy = branch_dropout_backward(a, dx, a->keep_attn, l, n);
     attention_block_backward(s, w, g, a, l, dy, encoder_acts_layer(a, a->layer_in, l), B, T);
-    add_inplace(dx, a->d_ln, n);
+    vector_add(dx, dx, a->d_ln, n);
 }
 
 void encoder_backward(const encoder_shape *s, const encoder_layer *layers,

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vit/model/config.h"
+#include "vit/core/ops.h"
 
 typedef struct {
     int layers, dim, heads, mlp_dim;
@@ -34,7 +34,7 @@ typedef struct {
  * pass; otherwise (inference, or keep off) all layers share the first set. */
 typedef struct {
     int per_layer, max_batch, tokens, layers, dim, heads;
-    int keep; /* the next forward keeps every layer's activations (encoder_set_mode) */
+    int keep;            /* the next forward keeps every layer's activations (encoder_set_mode) */
     size_t layer_floats; /* floats per layer set */
     float *block;        /* one allocation for everything below */
     /* per layer set (index with encoder_acts_layer): */
@@ -56,16 +56,16 @@ typedef struct {
     float hidden_drop, attn_drop; /* dropout probabilities of the next forward (0: eval mode) */
     uint64_t *rng;                /* generator the dropout masks are drawn from */
     uint8_t *mask_block;          /* one allocation for the masks, each one per layer: */
-    uint8_t *keep_attn;  /* [B,T,D] dropout on the attention output projection */
-    uint8_t *keep_mlp;   /* [B,T,D] dropout on the MLP output */
-    uint8_t *keep_probs; /* [B,H,T,T] dropout on the attention weights */
-    float *grad_block;   /* one allocation for the backward's scratch, shared by all layers: */
-    float *d_ln;         /* [B,T,D] gradient wrt a branch's input (the LN output in pre-LN) */
-    float *d_res;        /* [B,T,D] post-LN: gradient wrt the sum before a LayerNorm */
-    float *d_ctx;        /* [B,T,D] */
-    float *d_qkv;        /* [B,T,3D] */
-    float *d_act;        /* [B,T,I] gradient wrt act_out, then wrt fc1_out */
-    float *d_probs;      /* [B,H,T,T] attention scratch (also the dropped weights in the forward) */
+    uint8_t *keep_attn;           /* [B,T,D] dropout on the attention output projection */
+    uint8_t *keep_mlp;            /* [B,T,D] dropout on the MLP output */
+    uint8_t *keep_probs;          /* [B,H,T,T] dropout on the attention weights */
+    float *grad_block; /* one allocation for the backward's scratch, shared by all layers: */
+    float *d_ln;       /* [B,T,D] gradient wrt a branch's input (the LN output in pre-LN) */
+    float *d_res;      /* [B,T,D] post-LN: gradient wrt the sum before a LayerNorm */
+    float *d_ctx;      /* [B,T,D] */
+    float *d_qkv;      /* [B,T,3D] */
+    float *d_act;      /* [B,T,I] gradient wrt act_out, then wrt fc1_out */
+    float *d_probs;    /* [B,H,T,T] attention scratch (also the dropped weights in the forward) */
 } encoder_acts;
 
 /* per_layer also allocates the dropout masks and the backward's scratch. */

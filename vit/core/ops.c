@@ -1,5 +1,6 @@
 #include "vit/core/ops.h"
 
+#include "vit/base/hot.h"
 #include "vit/base/rng.h"
 
 #include <cblas.h>
@@ -33,6 +34,58 @@ static void thread_rows(int n, int *lo, int *hi) {
     const int t = omp_get_thread_num(), k = omp_get_num_threads();
     *lo = (int)((long long)n * t / k);
     *hi = (int)((long long)n * (t + 1) / k);
+}
+
+/* Element-wise work: below this many elements one thread does it all (a parallel region costs
+ * more than it saves). */
+#define PARALLEL_MIN 32768
+
+/* This thread's share [lo, hi) of n elements, cut at multiples of 16 (whole cache lines). */
+static void thread_elements(size_t n, size_t *lo, size_t *hi) {
+    const size_t t = (size_t)omp_get_thread_num(), k = (size_t)omp_get_num_threads();
+    const size_t units = (n + 15) / 16;
+    *lo = units * t / k * 16;
+    *hi = units * (t + 1) / k * 16;
+    if (*lo > n) *lo = n;
+    if (*hi > n) *hi = n;
+}
+
+typedef void (*unary_kernel)(float *out, const float *inp, size_t n);
+typedef void (*binary_kernel)(float *out, const float *a, const float *b, size_t n);
+
+/* out[i] = k(inp[i]) over the threads. */
+static void run_unary(unary_kernel k, float *out, const float *inp, size_t n) {
+    if (n < PARALLEL_MIN) {
+        k(out, inp, n);
+        return;
+    }
+#pragma omp parallel
+    {
+        size_t lo, hi;
+        thread_elements(n, &lo, &hi);
+        if (hi > lo) k(out + lo, inp + lo, hi - lo);
+    }
+}
+
+static void run_binary(binary_kernel k, float *out, const float *a, const float *b, size_t n) {
+    if (n < PARALLEL_MIN) {
+        k(out, a, b, n);
+        return;
+    }
+#pragma omp parallel
+    {
+        size_t lo, hi;
+        thread_elements(n, &lo, &hi);
+        if (hi > lo) k(out + lo, a + lo, b + lo, hi - lo);
+    }
+}
+
+HOT_LOOP static void add_kernel(float *out, const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+void vector_add(float *out, const float *a, const float *b, size_t n) {
+    run_binary(add_kernel, out, a, b, n);
 }
 
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N,
@@ -76,10 +129,11 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
     }
 }
 
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
-                       const float *b, int N, int D, float eps) {
-#pragma omp parallel for if (N >= 64) schedule(static)
-    for (int n = 0; n < N; n++) {
+/* Rows [n0, n1) of layernorm_forward. */
+HOT_LOOP static void layernorm_rows(float *out, float *mean, float *rstd, const float *inp,
+                                    const float *w, const float *b, int n0, int n1, int D,
+                                    float eps) {
+    for (int n = n0; n < n1; n++) {
         const float *x = inp + (size_t)n * D;
         float *y = out + (size_t)n * D;
         /* Two passes in double: the variance of activations with a large mean stays exact. */
@@ -92,6 +146,20 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
         for (int i = 0; i < D; i++) y[i] = (x[i] - mf) * s * w[i] + b[i];
         if (mean) mean[n] = mf;
         if (rstd) rstd[n] = s;
+    }
+}
+
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                       const float *b, int N, int D, float eps) {
+    if (N < 64) {
+        layernorm_rows(out, mean, rstd, inp, w, b, 0, N, D, eps);
+        return;
+    }
+#pragma omp parallel
+    {
+        int lo, hi;
+        thread_rows(N, &lo, &hi);
+        layernorm_rows(out, mean, rstd, inp, w, b, lo, hi, D, eps);
     }
 }
 
@@ -182,22 +250,20 @@ static float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
+HOT_LOOP static void gelu_erf_kernel(float *out, const float *inp, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = gelu_erf(inp[i]);
+}
+HOT_LOOP static void gelu_tanh_kernel(float *out, const float *inp, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = gelu_tanh(inp[i]);
+}
+HOT_LOOP static void relu_kernel(float *out, const float *inp, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+}
+
 void activation_forward(float *out, const float *inp, size_t n, activation_kind act) {
-    const long long count = (long long)n;
-    switch (act) {
-    case ACT_GELU:
-#pragma omp parallel for simd if (count >= 32768) schedule(static)
-        for (long long i = 0; i < count; i++) out[i] = gelu_erf(inp[i]);
-        break;
-    case ACT_GELU_TANH:
-#pragma omp parallel for simd if (count >= 32768) schedule(static)
-        for (long long i = 0; i < count; i++) out[i] = gelu_tanh(inp[i]);
-        break;
-    case ACT_RELU:
-#pragma omp parallel for simd if (count >= 32768) schedule(static)
-        for (long long i = 0; i < count; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
-        break;
-    }
+    static const unary_kernel kernels[] = {
+        [ACT_GELU] = gelu_erf_kernel, [ACT_GELU_TANH] = gelu_tanh_kernel, [ACT_RELU] = relu_kernel};
+    run_unary(kernels[act], out, inp, n);
 }
 
 /* d/dx 0.5·x·(1 + erf(x/√2)) = Φ(x) + x·φ(x). */
@@ -214,23 +280,24 @@ static float gelu_tanh_grad(float x) {
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * c * x * x);
 }
 
+HOT_LOOP static void gelu_erf_grad_kernel(float *dinp, const float *dout, const float *inp,
+                                          size_t n) {
+    for (size_t i = 0; i < n; i++) dinp[i] = dout[i] * gelu_erf_grad(inp[i]);
+}
+HOT_LOOP static void gelu_tanh_grad_kernel(float *dinp, const float *dout, const float *inp,
+                                           size_t n) {
+    for (size_t i = 0; i < n; i++) dinp[i] = dout[i] * gelu_tanh_grad(inp[i]);
+}
+HOT_LOOP static void relu_grad_kernel(float *dinp, const float *dout, const float *inp, size_t n) {
+    for (size_t i = 0; i < n; i++) dinp[i] = inp[i] > 0.0f ? dout[i] : 0.0f;
+}
+
 void activation_backward(float *dinp, const float *dout, const float *inp, size_t n,
                          activation_kind act) {
-    const long long count = (long long)n;
-    switch (act) {
-    case ACT_GELU:
-#pragma omp parallel for simd if (count >= 32768) schedule(static)
-        for (long long i = 0; i < count; i++) dinp[i] = dout[i] * gelu_erf_grad(inp[i]);
-        break;
-    case ACT_GELU_TANH:
-#pragma omp parallel for simd if (count >= 32768) schedule(static)
-        for (long long i = 0; i < count; i++) dinp[i] = dout[i] * gelu_tanh_grad(inp[i]);
-        break;
-    case ACT_RELU:
-#pragma omp parallel for simd if (count >= 32768) schedule(static)
-        for (long long i = 0; i < count; i++) dinp[i] = inp[i] > 0.0f ? dout[i] : 0.0f;
-        break;
-    }
+    static const binary_kernel kernels[] = {[ACT_GELU] = gelu_erf_grad_kernel,
+                                            [ACT_GELU_TANH] = gelu_tanh_grad_kernel,
+                                            [ACT_RELU] = relu_grad_kernel};
+    run_binary(kernels[act], dinp, dout, inp, n);
 }
 
 void dropout_mask(uint8_t *keep, size_t n, float p, uint64_t *rng) {
@@ -264,7 +331,7 @@ void dropout_backward(float *dinp, const float *dout, const uint8_t *keep, size_
     dropout_forward(dinp, dout, keep, n, p);
 }
 
-void softmax_forward(float *x, int rows, int cols) {
+HOT_LOOP static void softmax_rows(float *x, int rows, int cols) {
     for (int r = 0; r < rows; r++) {
         float *row = x + (size_t)r * cols;
         float max = -INFINITY;
@@ -278,6 +345,10 @@ void softmax_forward(float *x, int rows, int cols) {
         float inv = 1.0f / sum;
         for (int c = 0; c < cols; c++) row[c] *= inv;
     }
+}
+
+void softmax_forward(float *x, int rows, int cols) {
+    softmax_rows(x, rows, cols);
 }
 
 void softmax_probs(float *probs, const float *logits, int rows, int cols) {
@@ -376,7 +447,8 @@ static inline void store8(float *p, const v8f *v) {
 }
 
 /* dp[T, T] = dO·Vᵀ, with vt [dh, Tp] = Vᵀ zero-padded to Tp = T rounded up to TILE_W. */
-static void head_dp(float *dp, const float *dout, const float *vt, int T, int Tp, int D, int dh) {
+HOT_LOOP static void head_dp(float *dp, const float *dout, const float *vt, int T, int Tp, int D,
+                             int dh) {
     for (int i0 = 0; i0 < T; i0 += TILE_ROWS) {
         const float *o[TILE_ROWS]; /* rows past T repeat the last one; they are not stored */
         for (int r = 0; r < TILE_ROWS; r++) o[r] = dout + (size_t)(i0 + r < T ? i0 + r : T - 1) * D;
@@ -399,8 +471,8 @@ static void head_dp(float *dp, const float *dout, const float *vt, int T, int Tp
 }
 
 /* out[i, :dh] (rows ld_out apart) = Σ_j a[i, j]·m[j, :dh] (rows ld_m apart), i.e. out = a·m. */
-static void head_am(float *out, int ld_out, const float *a, const float *m, int ld_m, int T,
-                    int dh) {
+HOT_LOOP static void head_am(float *out, int ld_out, const float *a, const float *m, int ld_m,
+                             int T, int dh) {
     for (int i0 = 0; i0 < T; i0 += TILE_ROWS) {
         const float *ar[TILE_ROWS];
         for (int r = 0; r < TILE_ROWS; r++) ar[r] = a + (size_t)(i0 + r < T ? i0 + r : T - 1) * T;
@@ -418,8 +490,8 @@ static void head_am(float *out, int ld_out, const float *a, const float *m, int 
 }
 
 /* out[j, :dh] (rows ld_out apart) = Σ_i a[i, j]·m[i, :dh] (rows ld_m apart), i.e. out = aᵀ·m. */
-static void head_atm(float *out, int ld_out, const float *a, const float *m, int ld_m, int T,
-                     int dh) {
+HOT_LOOP static void head_atm(float *out, int ld_out, const float *a, const float *m, int ld_m,
+                              int T, int dh) {
     for (int j0 = 0; j0 < T; j0 += TILE_ROWS) {
         int col[TILE_ROWS];
         for (int r = 0; r < TILE_ROWS; r++) col[r] = j0 + r < T ? j0 + r : T - 1;

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vit/model/config.h"
+typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU } activation_kind;
 
 /* OpenBLAS single-threaded: OpenMP owns the cores (see vit/base/threads.h) and each of its
  * threads runs OpenBLAS on its share of the rows. Call before the first matrix product. */
@@ -24,6 +24,9 @@ void ops_init(void);
 
 /* out[0..k) = indices of the k largest of x[0..n), largest first (ties: lower index first). */
 void topk_indices(const float *x, int n, int k, int *out);
+
+/* out[n] = a[n] + b[n] (out may alias either). */
+void vector_add(float *out, const float *a, const float *b, size_t n);
 
 /* out[N, OUT] = inp[N, IN] · weight[OUT, IN]ᵀ + bias[OUT] (PyTorch nn.Linear; bias may be NULL). */
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N,

@@ -80,7 +80,7 @@ int image_set_load(image_set *out, const preprocess_config *pp, char *const *pat
         if (!buf) {
 #pragma omp atomic write
             failed = 1;
-#pragma omp critical(image_set_err)
+#pragma omp critical
             vit_fail(err, "out of memory");
         }
 #pragma omp for schedule(dynamic, 64)
@@ -90,7 +90,7 @@ int image_set_load(image_set *out, const preprocess_config *pp, char *const *pat
             stop = failed;
             if (stop || !buf) continue;
             if (load_one(&q, paths[i], C, H, buf, out->pixels + i * per, &e) != 0) {
-#pragma omp critical(image_set_err)
+#pragma omp critical
                 if (!failed) {
                     failed = 1;
                     *err = e;

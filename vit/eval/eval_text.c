@@ -97,8 +97,8 @@ static int skip_line(run *r, const char *why) {
 static int parse_line(run *r, int i, size_t n) {
     text_tsv_line l;
     char why[600]; /* fits skip_line's reason after the location */
-    const int rc = text_tsv_parse_line(r->b.buf[i], n, r->labels, r->num_labels, &l, why,
-                                       sizeof why);
+    const int rc =
+        text_tsv_parse_line(r->b.buf[i], n, r->labels, r->num_labels, &l, why, sizeof why);
     if (rc < 0) return skip_line(r, why) < 0 ? -1 : 0;
     if (rc == 0) return 0;
     r->b.text[i] = l.text;
@@ -150,7 +150,7 @@ static int classify_sorted(run *r, vit_error *err) {
             b->sorted_len[j] = b->len[b->order[k + j]];
         }
         if (vit_text_forward(r->clf, b->sorted_text, b->sorted_len, n, b->logits + k * L,
-                                b->probs + k * L, err) != 0)
+                             b->probs + k * L, err) != 0)
             return -1;
     }
     return 0;
@@ -176,8 +176,7 @@ static int copy_labels(text_eval_result *out, const vit_text_context *clf, vit_e
     out->labels = (const char *const *)labels;
     out->num_labels = L;
     for (int i = 0; labels && i < L; i++) {
-        if (!(labels[i] = strdup(vit_text_label(clf, i))))
-            return vit_fail(err, "out of memory");
+        if (!(labels[i] = strdup(vit_text_label(clf, i)))) return vit_fail(err, "out of memory");
     }
     return labels ? 0 : vit_fail(err, "out of memory");
 }

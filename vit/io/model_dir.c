@@ -286,4 +286,3 @@ int model_load(model *m, const char *model_dir, vit_error *err) {
     if (rc != 0) model_free(m);
     return rc;
 }
-

@@ -12,7 +12,6 @@
 #include "vit/model/params.h"
 #include "vit/io/safetensors.h"
 
-
 /* config.json text for a ViT or a BERT (caller frees). Dropout probabilities go to
  * hidden_dropout_prob and attention_probs_dropout_prob (training-time only, as in HF). */
 char *model_config_json(const model_config *cfg, float hidden_dropout, float attention_dropout);

@@ -19,8 +19,8 @@ static const struct {
     st_dtype dtype;
     size_t size;
 } dtype_table[] = {
-    {"F32", ST_F32, 4}, {"F16", ST_F16, 2}, {"BF16", ST_BF16, 2}, {"F64", ST_F64, 8},
-    {"I64", ST_I64, 8}, {"I32", ST_I32, 4}, {"I16", ST_I16, 2},   {"I8", ST_I8, 1},
+    {"F32", ST_F32, 4}, {"F16", ST_F16, 2},   {"BF16", ST_BF16, 2}, {"F64", ST_F64, 8},
+    {"I64", ST_I64, 8}, {"I32", ST_I32, 4},   {"I16", ST_I16, 2},   {"I8", ST_I8, 1},
     {"U8", ST_U8, 1},   {"BOOL", ST_BOOL, 1},
 };
 
@@ -71,10 +71,11 @@ static int read_u64_array(const cJSON *arr, uint64_t *out, int max, int *n, uint
     return 0;
 }
 
-static int parse_tensor(const st_file *file, const cJSON *entry, const uint8_t *data, size_t data_size,
-                        st_tensor *t, uint64_t *begin, vit_error *err) {
+static int parse_tensor(const st_file *file, const cJSON *entry, const uint8_t *data,
+                        size_t data_size, st_tensor *t, uint64_t *begin, vit_error *err) {
     const char *name = entry->string;
-    if (!cJSON_IsObject(entry)) return vit_fail(err, "%s: tensor '%s' is not an object", file->path, name);
+    if (!cJSON_IsObject(entry))
+        return vit_fail(err, "%s: tensor '%s' is not an object", file->path, name);
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(entry, "dtype");
     if (!cJSON_IsString(dtype) || parse_dtype(dtype->valuestring, &t->dtype) != 0)
         return vit_fail(err, "%s: tensor '%s' has an unknown dtype", file->path, name);
@@ -98,8 +99,9 @@ static int parse_tensor(const st_file *file, const cJSON *entry, const uint8_t *
     t->numel = (int64_t)numel;
     t->nbytes = (size_t)(offsets[1] - offsets[0]);
     if (numel * dtype_size(t->dtype) != offsets[1] - offsets[0])
-        return vit_fail(err, "%s: tensor '%s' has %zu bytes but shape and dtype need %llu", file->path,
-                        name, t->nbytes, (unsigned long long)(numel * dtype_size(t->dtype)));
+        return vit_fail(err, "%s: tensor '%s' has %zu bytes but shape and dtype need %llu",
+                        file->path, name, t->nbytes,
+                        (unsigned long long)(numel * dtype_size(t->dtype)));
     t->data = data + offsets[0];
     *begin = offsets[0];
     t->name = strdup(name);
@@ -127,7 +129,8 @@ static int check_overlaps(const st_file *file, const uint64_t *begins, vit_error
     for (int i = 1; i < file->count; i++)
         if (spans[i].begin < spans[i - 1].end) {
             rc = vit_fail(err, "%s: tensors '%s' and '%s' overlap", file->path,
-                          file->tensors[spans[i - 1].index].name, file->tensors[spans[i].index].name);
+                          file->tensors[spans[i - 1].index].name,
+                          file->tensors[spans[i].index].name);
             break;
         }
     free(spans);
@@ -175,7 +178,8 @@ int st_open(const char *path, st_file *file, vit_error *err) {
     if (st.st_size < 8) {
         close(fd);
         st_close(file);
-        return vit_fail(err, "%s: truncated safetensors file (%lld bytes)", path, (long long)st.st_size);
+        return vit_fail(err, "%s: truncated safetensors file (%lld bytes)", path,
+                        (long long)st.st_size);
     }
     file->map_size = (size_t)st.st_size;
     file->map = mmap(NULL, file->map_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -232,7 +236,9 @@ static float half_to_float(uint16_t h) {
 int st_to_f32(const st_file *file, const st_tensor *t, float *out, vit_error *err) {
     const uint8_t *src = t->data;
     switch (t->dtype) {
-    case ST_F32: memcpy(out, src, t->nbytes); return 0;
+    case ST_F32:
+        memcpy(out, src, t->nbytes);
+        return 0;
     case ST_F64:
         for (int64_t i = 0; i < t->numel; i++) {
             double d;
@@ -241,7 +247,8 @@ int st_to_f32(const st_file *file, const st_tensor *t, float *out, vit_error *er
         }
         return 0;
     case ST_F16:
-        for (int64_t i = 0; i < t->numel; i++) out[i] = half_to_float((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
+        for (int64_t i = 0; i < t->numel; i++)
+            out[i] = half_to_float((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
         return 0;
     case ST_BF16:
         for (int64_t i = 0; i < t->numel; i++) {
@@ -250,8 +257,8 @@ int st_to_f32(const st_file *file, const st_tensor *t, float *out, vit_error *er
         }
         return 0;
     default:
-        return vit_fail(err, "%s: tensor '%s' has dtype %s, expected a float type", file->path, t->name,
-                        st_dtype_name(t->dtype));
+        return vit_fail(err, "%s: tensor '%s' has dtype %s, expected a float type", file->path,
+                        t->name, st_dtype_name(t->dtype));
     }
 }
 
@@ -274,7 +281,8 @@ int st_write_f32_meta(const char *path, const st_entry *entries, int count, cons
         cJSON *t = cJSON_AddObjectToObject(root, entries[i].name);
         cJSON_AddStringToObject(t, "dtype", "F32");
         cJSON *shape = cJSON_AddArrayToObject(t, "shape");
-        for (int d = 0; d < entries[i].ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)entries[i].shape[d]));
+        for (int d = 0; d < entries[i].ndim; d++)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)entries[i].shape[d]));
         cJSON *offs = cJSON_AddArrayToObject(t, "data_offsets");
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
         offset += (uint64_t)numel * 4;

@@ -10,7 +10,18 @@
 
 #define ST_MAX_DIMS 8
 
-typedef enum { ST_F32, ST_F16, ST_BF16, ST_F64, ST_I64, ST_I32, ST_I16, ST_I8, ST_U8, ST_BOOL } st_dtype;
+typedef enum {
+    ST_F32,
+    ST_F16,
+    ST_BF16,
+    ST_F64,
+    ST_I64,
+    ST_I32,
+    ST_I16,
+    ST_I8,
+    ST_U8,
+    ST_BOOL
+} st_dtype;
 
 typedef struct {
     char *name;
@@ -37,7 +48,8 @@ const char *st_dtype_name(st_dtype dtype);
 /* Converts any float dtype to float32 into out (numel floats). */
 int st_to_f32(const st_file *file, const st_tensor *t, float *out, vit_error *err);
 
-/* Writing: float32 tensors only, to a temporary file renamed into place (never a half-written file). */
+/* Writing: float32 tensors only, to a temporary file renamed into place (never a half-written
+ * file). */
 typedef struct {
     const char *name;
     int ndim;

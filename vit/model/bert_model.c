@@ -23,11 +23,10 @@ int bert_acts_alloc(bert_acts *a, const model *m, int max_batch, int max_tokens,
     a->training = training;
     const size_t B = (size_t)max_batch, T = (size_t)max_tokens, D = (size_t)c->hidden_size;
     const size_t g = training ? 1 : 0; /* gradient buffers only when training */
-    const size_t sizes[] = {B * T * D,     B * T,         B * T, B * T * D, B * D,
-                            B * D,         B * D,         g * B * T * D, g * B * T * D,
-                            g * B * D,     g * B * D};
-    float **fields[] = {&a->emb, &a->emb_mean, &a->emb_rstd, &a->x,     &a->cls, &a->pooled,
-                        &a->head_in, &a->dx,   &a->demb,     &a->dhead, &a->dcls};
+    const size_t sizes[] = {B * T * D, B * T,         B * T,         B * T * D, B * D,    B * D,
+                            B * D,     g * B * T * D, g * B * T * D, g * B * D, g * B * D};
+    float **fields[] = {&a->emb,     &a->emb_mean, &a->emb_rstd, &a->x,     &a->cls, &a->pooled,
+                        &a->head_in, &a->dx,       &a->demb,     &a->dhead, &a->dcls};
     a->block = alloc_float_block(sizeof sizes / sizeof sizes[0], sizes, fields);
     if (training) {
         a->emb_keep = malloc(B * T * D);
@@ -125,8 +124,8 @@ static int check_args(const model *m, const bert_acts *a, const int32_t *ids, in
     return 0;
 }
 
-int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const uint8_t *mask,
-                       int B, int T, const forward_mode *mode, float *logits, vit_error *err) {
+int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const uint8_t *mask, int B,
+                       int T, const forward_mode *mode, float *logits, vit_error *err) {
     static const forward_mode inference = {0};
     mode = mode ? mode : &inference;
     if (check_args(m, a, ids, B, T, mode, err) != 0) return -1;
@@ -170,11 +169,10 @@ static void backward_pass(const model *m, const model *g, bert_acts *a, const fl
     const float p_cls = classifier_dropout(&a->mode);
     /* classifier, dropout, pooler: dcls, the gradient wrt token 0 of the encoder output */
     const float *h = p_cls > 0.0f ? a->head_in : a->pooled;
-    linear_backward(a->dhead, g->head_w, g->head_b, dlogits, h, m->head_w, B, D,
-                    m->cfg.num_labels);
+    linear_backward(a->dhead, g->head_w, g->head_b, dlogits, h, m->head_w, B, D, m->cfg.num_labels);
     if (p_cls > 0.0f) dropout_backward(a->dhead, a->dhead, a->head_keep, (size_t)B * D, p_cls);
-    pooler_backward(a->dcls, g->pooler_w, g->pooler_b, a->dhead, a->pooled, a->cls, m->pooler_w,
-                    B, D);
+    pooler_backward(a->dcls, g->pooler_w, g->pooler_b, a->dhead, a->pooled, a->cls, m->pooler_w, B,
+                    D);
     if (a->mode.freeze_encoder) return;
     memset(a->dx, 0, n * sizeof(float));
     for (int b = 0; b < B; b++)
@@ -182,8 +180,8 @@ static void backward_pass(const model *m, const model *g, bert_acts *a, const fl
     encoder_backward(&m->enc, m->layers, g->layers, &a->enc, a->dx, B, T);
     if (a->mode.dropout > 0.0f) dropout_backward(a->dx, a->dx, a->emb_keep, n, a->mode.dropout);
     memset(a->demb, 0, n * sizeof(float)); /* layernorm_backward accumulates into it */
-    layernorm_backward(a->demb, g->emb_ln_w, g->emb_ln_b, a->dx, a->emb, a->emb_mean,
-                       a->emb_rstd, m->emb_ln_w, B * T, D);
+    layernorm_backward(a->demb, g->emb_ln_w, g->emb_ln_b, a->dx, a->emb, a->emb_mean, a->emb_rstd,
+                       m->emb_ln_w, B * T, D);
     embeddings_backward(g, a->demb, a->ids, B, T, D);
 }
 

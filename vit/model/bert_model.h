@@ -25,13 +25,14 @@ typedef struct {
     float *emb;                 /* [B, T, D] summed embeddings, the embedding LayerNorm's input */
     float *emb_mean, *emb_rstd; /* [B·T] */
     float *x;                   /* [B, T, D] the encoder's input and output */
-    float *cls, *pooled, *head_in; /* [B, D] token 0, tanh(pooler), pooled after dropout */
+    float *cls, *pooled, *head_in;   /* [B, D] token 0, tanh(pooler), pooled after dropout */
     float *dx, *demb, *dhead, *dcls; /* training: gradients */
     uint8_t *emb_keep;  /* training: [B, T, D] dropout mask after the embedding LayerNorm */
     uint8_t *head_keep; /* training: [B, D] classifier dropout mask */
     encoder_acts enc;
     forward_mode mode; /* of the last forward (the backward follows it) */
-    const int32_t *ids; /* of the last forward (not owned: the caller keeps them until the backward) */
+    const int32_t
+        *ids; /* of the last forward (not owned: the caller keeps them until the backward) */
     int last_batch, last_tokens;
 } bert_acts;
 
@@ -45,8 +46,8 @@ void bert_acts_free(bert_acts *a);
  * [B, T] (1 = token, 0 = padding, masked as an attention key as HF's attention_mask; NULL: none).
  * Positions 0..T-1, token type 0 (single sentences). mode NULL: inference; with mode->train the
  * activations stay for bert_model_backward (ids must stay valid until then). */
-int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const uint8_t *mask,
-                       int B, int T, const forward_mode *mode, float *logits, vit_error *err);
+int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const uint8_t *mask, int B,
+                       int T, const forward_mode *mode, float *logits, vit_error *err);
 
 /* Backward of the last training forward from dlogits [B, num_labels]: parameter gradients
  * ACCUMULATE into grads (m's layout rebased, model_bind). With mode.freeze_encoder only the pooler

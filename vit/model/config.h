@@ -2,11 +2,11 @@
 #define VIT_CONFIG_H
 
 #include "vit/base/error.h"
+#include "vit/core/ops.h"
 
 /* config.json of a Hugging Face model directory (SPEC §1). */
 
 typedef enum { MODEL_VIT, MODEL_BERT } model_kind;
-typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU } activation_kind;
 
 typedef struct {
     model_kind kind;

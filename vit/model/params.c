@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* Builds the name table; `assign` records where each tensor lives. Two passes: count, then fill. */
 typedef struct {
     model *m;

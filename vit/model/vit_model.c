@@ -42,9 +42,9 @@ int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int tra
     const size_t B = (size_t)max_batch, N = (size_t)a->grid * a->grid, T = (size_t)a->tokens;
     const size_t D = (size_t)m->cfg.hidden_size, K = (size_t)a->patch_dim;
     const size_t g = training ? 1 : 0; /* gradient buffers only when training */
-    const size_t sizes[] = {B * N * K, B * N * D, B * T * D, B * D,     B * D,
+    const size_t sizes[] = {B * N * K, B * N * D, B * T * D,     B * D,     B * D,
                             B,         B,         g * B * T * D, g * B * D, g * B * D};
-    float **fields[] = {&a->patches,  &a->embed,    &a->x,  &a->cls_in,   &a->cls_ln,
+    float **fields[] = {&a->patches,  &a->embed,    &a->x,  &a->cls_in,  &a->cls_ln,
                         &a->cls_mean, &a->cls_rstd, &a->dx, &a->dcls_in, &a->dcls_ln};
     a->block = alloc_float_block(sizeof sizes / sizeof sizes[0], sizes, fields);
     if (training) a->emb_keep = malloc(B * T * D);
@@ -123,8 +123,8 @@ static void backward_pass(const model *m, const model *g, vit_acts *a, const flo
     linear_backward(a->dcls_ln, g->head_w, g->head_b, dlogits, a->cls_ln, m->head_w, B, D,
                     m->cfg.num_labels);
     memset(a->dcls_in, 0, sizeof(float) * (size_t)B * D);
-    layernorm_backward(a->dcls_in, g->final_ln_w, g->final_ln_b, a->dcls_ln, a->cls_in,
-                       a->cls_mean, a->cls_rstd, m->final_ln_w, B, D);
+    layernorm_backward(a->dcls_in, g->final_ln_w, g->final_ln_b, a->dcls_ln, a->cls_in, a->cls_mean,
+                       a->cls_rstd, m->final_ln_w, B, D);
     if (a->mode.freeze_encoder) return;
     /* only the CLS rows of the encoder output have a gradient */
     memset(a->dx, 0, n * sizeof(float));

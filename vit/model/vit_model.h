@@ -23,12 +23,12 @@
 typedef struct {
     int max_batch, training;
     int size, grid, tokens, patch_dim; /* run resolution: S, S/P, N + 1, C·P·P */
-    const float *pos;  /* position embeddings at this size: the model's, or pos_owned */
-    float *pos_owned;  /* interpolated (HF interpolate_pos_encoding) when size differs */
-    float *block;      /* one allocation for the buffers below */
-    float *patches;    /* [B·N, C·P·P] */
-    float *embed;      /* [B·N, D] projected patches; the backward's scratch for their gradient */
-    float *x;          /* [B, T, D] the encoder's input and output */
+    const float *pos; /* position embeddings at this size: the model's, or pos_owned */
+    float *pos_owned; /* interpolated (HF interpolate_pos_encoding) when size differs */
+    float *block;     /* one allocation for the buffers below */
+    float *patches;   /* [B·N, C·P·P] */
+    float *embed;     /* [B·N, D] projected patches; the backward's scratch for their gradient */
+    float *x;         /* [B, T, D] the encoder's input and output */
     float *cls_in, *cls_ln, *cls_mean, *cls_rstd; /* [B, D] CLS rows around the final LayerNorm */
     float *dx, *dcls_in, *dcls_ln;                /* training: gradients */
     uint8_t *emb_keep; /* training: [B, T, D] dropout mask after the embeddings */

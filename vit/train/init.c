@@ -199,8 +199,8 @@ static int fine_tune_model(trainer *t, vit_error *err) {
         trainer_info(t, "fine-tuning %s with its classifier (%d labels)", t->o.init_dir, n);
         return 0;
     }
-    trainer_info(t, "fine-tuning %s with a new classifier: %d labels (it had %d)", t->o.init_dir,
-                 n, from.cfg.num_labels);
+    trainer_info(t, "fine-tuning %s with a new classifier: %d labels (it had %d)", t->o.init_dir, n,
+                 from.cfg.num_labels);
     const int rc = replace_head(t, &from, classes, n, err); /* takes classes */
     model_free(&from);
     return rc;

@@ -99,10 +99,17 @@ static void *field(train_options *o, const train_option *opt) {
 static void set_number(train_options *o, const train_option *opt, double v) {
     switch (opt->type) {
     case OPTION_INT:
-    case OPTION_FLAG: *(int *)field(o, opt) = (int)v; break;
-    case OPTION_FLOAT: *(float *)field(o, opt) = (float)v; break;
-    case OPTION_SEED: *(uint64_t *)field(o, opt) = (uint64_t)v; break;
-    case OPTION_STRING: break;
+    case OPTION_FLAG:
+        *(int *)field(o, opt) = (int)v;
+        break;
+    case OPTION_FLOAT:
+        *(float *)field(o, opt) = (float)v;
+        break;
+    case OPTION_SEED:
+        *(uint64_t *)field(o, opt) = (uint64_t)v;
+        break;
+    case OPTION_STRING:
+        break;
     }
 }
 
@@ -110,10 +117,14 @@ static double get_number(const train_options *o, const train_option *opt) {
     const void *p = (const char *)o + opt->offset;
     switch (opt->type) {
     case OPTION_INT:
-    case OPTION_FLAG: return *(const int *)p;
-    case OPTION_FLOAT: return *(const float *)p;
-    case OPTION_SEED: return (double)*(const uint64_t *)p;
-    case OPTION_STRING: break;
+    case OPTION_FLAG:
+        return *(const int *)p;
+    case OPTION_FLOAT:
+        return *(const float *)p;
+    case OPTION_SEED:
+        return (double)*(const uint64_t *)p;
+    case OPTION_STRING:
+        break;
     }
     return 0;
 }
@@ -121,7 +132,8 @@ static double get_number(const train_options *o, const train_option *opt) {
 train_options train_default_options(void) {
     train_options o;
     memset(&o, 0, sizeof o);
-    for (int i = 0; i < train_option_count; i++) set_number(&o, &train_option_table[i], train_option_table[i].def);
+    for (int i = 0; i < train_option_count; i++)
+        set_number(&o, &train_option_table[i], train_option_table[i].def);
     return o;
 }
 
@@ -140,7 +152,8 @@ int train_option_set(train_options *o, const train_option *opt, const char *text
     }
     char *end;
     errno = 0;
-    const double v = opt->type == OPTION_FLOAT ? strtod(text, &end) : (double)strtoll(text, &end, 10);
+    const double v =
+        opt->type == OPTION_FLOAT ? strtod(text, &end) : (double)strtoll(text, &end, 10);
     if (errno || end == text || *end || !(v >= opt->lo && v <= opt->hi)) {
         if (opt->type == OPTION_FLOAT)
             return vit_fail(err, "invalid value for --%s: '%s' (expected a number in [%g, %g])",
@@ -163,8 +176,8 @@ int train_options_check(const train_options *o, vit_error *err) {
         if (opt->type == OPTION_STRING || opt->type == OPTION_SEED) continue;
         const double v = get_number(o, opt);
         if (!in_range(opt, v))
-            return vit_fail(err, "option %s is %g, outside [%g, %g]", opt->name ? opt->name : opt->key,
-                            v, opt->lo, opt->hi);
+            return vit_fail(err, "option %s is %g, outside [%g, %g]",
+                            opt->name ? opt->name : opt->key, v, opt->lo, opt->hi);
     }
     if (o->channels == 2) return vit_fail(err, "channels must be 1 (grey) or 3 (RGB)");
     return 0;
@@ -181,7 +194,8 @@ char *train_options_to_json(const train_options *o) {
         char buf[40];
         switch (opt->type) {
         case OPTION_STRING:
-            if (*(const char *const *)p) cJSON_AddStringToObject(j, opt->key, *(const char *const *)p);
+            if (*(const char *const *)p)
+                cJSON_AddStringToObject(j, opt->key, *(const char *const *)p);
             break;
         case OPTION_SEED: /* JSON numbers are doubles: the seed's 64 bits go as a string */
             snprintf(buf, sizeof buf, "%llu", (unsigned long long)*(const uint64_t *)p);
@@ -209,11 +223,13 @@ static int read_option(train_options *o, char **owned, int *n_owned, const cJSON
         return 0;
     }
     if (opt->type == OPTION_SEED) {
-        if (!cJSON_IsString(it)) return vit_fail(err, "%s: training option '%s' missing", src, opt->key);
+        if (!cJSON_IsString(it))
+            return vit_fail(err, "%s: training option '%s' missing", src, opt->key);
         *(uint64_t *)p = strtoull(it->valuestring, NULL, 10);
         return 0;
     }
-    if (!cJSON_IsNumber(it)) return vit_fail(err, "%s: training option '%s' missing", src, opt->key);
+    if (!cJSON_IsNumber(it))
+        return vit_fail(err, "%s: training option '%s' missing", src, opt->key);
     if (opt->type == OPTION_FLOAT)
         set_number(o, opt, it->valuedouble);
     else

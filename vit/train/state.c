@@ -141,4 +141,3 @@ int trainer_load_state(trainer *t, const st_file *f, vit_error *err) {
                         (long long)t->total_steps);
     return 0;
 }
-

@@ -20,8 +20,7 @@ static int count_correct(const float *logits, const int *labels, int B, int L) {
 }
 
 /* Gradients of the batch in t->grads; *loss its mean loss, *correct its top-1 hits. */
-static int forward_backward(trainer *t, const int *idx, float *loss, int *correct,
-                            vit_error *err) {
+static int forward_backward(trainer *t, const int *idx, float *loss, int *correct, vit_error *err) {
     const int B = t->B, L = t->num_classes;
     if (t->task->load_batch(t, idx, B, 1, err) != 0) return -1;
     const forward_mode mode = {.train = 1,

@@ -171,8 +171,8 @@ static int load_images(trainer *t, vit_error *err) {
     if (rc == 0 && train.n == 0) rc = vit_fail(err, "%s: no training images", t->o.train_path);
     if (rc == 0) {
         trainer_info(t, "decoding %zu training and %zu validation images", train.n, val.n);
-        rc = image_set_load(&d->train, &t->pp, train.paths, train.labels, train.n, load_progress,
-                            t, err);
+        rc = image_set_load(&d->train, &t->pp, train.paths, train.labels, train.n, load_progress, t,
+                            err);
     }
     if (rc == 0 && val.n)
         rc = image_set_load(&d->val, &t->pp, val.paths, val.labels, val.n, load_progress, t, err);

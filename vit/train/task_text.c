@@ -93,7 +93,8 @@ static int text_companion(trainer *t, const char *dir, vit_error *err) {
         return -1;
     if (dir && tokenizer_load(t->o.out_dir, &d->tok, err) != 0) return -1;
     const int limit = t->o.max_len ? t->o.max_len : tokenizer_max_len(d->tok);
-    d->max_len = limit < t->m.cfg.max_position_embeddings ? limit : t->m.cfg.max_position_embeddings;
+    d->max_len =
+        limit < t->m.cfg.max_position_embeddings ? limit : t->m.cfg.max_position_embeddings;
     if (d->max_len < 2)
         return vit_fail(err, "--max-len %d: a sentence needs at least 2 tokens", d->max_len);
     if (tokenizer_vocab_size(d->tok) > t->m.cfg.vocab_size)
@@ -108,8 +109,8 @@ static int text_companion(trainer *t, const char *dir, vit_error *err) {
 static int load_texts(trainer *t, vit_error *err) {
     text_task *d = task_data(t);
     const char *const *labels = (const char *const *)t->classes;
-    if (text_set_load(&d->train_text, t->o.train_path, d->tok, d->max_len, labels,
-                      t->num_classes, err) != 0)
+    if (text_set_load(&d->train_text, t->o.train_path, d->tok, d->max_len, labels, t->num_classes,
+                      err) != 0)
         return -1;
     if (t->o.val_path && text_set_load(&d->val_text, t->o.val_path, d->tok, d->max_len, labels,
                                        t->num_classes, err) != 0)
@@ -203,8 +204,8 @@ static int text_batch(trainer *t, const int *idx, int n, int train, vit_error *e
     text_task *d = task_data(t);
     const int *rows = train ? d->train_rows : d->val_rows;
     for (int b = 0; b < n; b++) d->rows[b] = rows[idx[b]];
-    d->T = text_set_batch(train ? &d->train_text : d->val_src, d->rows, n, d->ids, d->mask,
-                          t->labels);
+    d->T =
+        text_set_batch(train ? &d->train_text : d->val_src, d->rows, n, d->ids, d->mask, t->labels);
     if (train && t->o.token_dropout > 0) drop_tokens(t, n);
     return 0;
 }
