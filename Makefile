@@ -9,6 +9,7 @@
 #   make model        train the default model models/fashion-vit from data/fashion-mnist/train
 #   make format       clang-format every source; make format-check only reports
 #   make check-layers includes only go down the layers (tools/check-layers)
+#   make cross-check  every source compiles for aarch64 (Debian's cross compiler)
 #   make NATIVE=1     a build for this CPU only (-march=native), for comparison
 
 CC      ?= cc
@@ -47,8 +48,8 @@ LIB      := $(BUILD)/libvit.a
 SHLIB    := $(BUILD)/libvit.so.$(VERSION)
 SOURCES  := $(wildcard */*.c */*.h */*/*.c */*/*.h)
 
-.PHONY: all deps test asan demo clean format format-check check-layers data model install \
-        uninstall
+.PHONY: all deps test asan demo clean format format-check check-layers cross-check data model \
+        install uninstall
 all: $(BIN)/vit $(SHLIB) $(BUILD)/vit.1
 	@$(call give_back,$(BUILD) $(BIN))
 
@@ -188,6 +189,10 @@ format-check:
 
 check-layers:
 	@tools/check-layers && echo "layers: every include goes down"
+
+# Every source compiles for aarch64 too (Debian's cross compiler).
+cross-check:
+	@tools/cross-check
 
 clean:
 	rm -rf $(BUILD) $(BIN)
