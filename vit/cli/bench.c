@@ -38,84 +38,124 @@ static int compare_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-int cli_bench(int argc, char **argv) {
-    const char *model_opt = NULL;
-    vit_params params = vit_default_params();
-    int runs = 20, json = 0, id, bad = 0;
+typedef struct {
+    const char *model_opt;
+    vit_params params;
+    int runs, json;
+} bench_options;
+
+/* Returns 0 to run, else the exit status (-1: --help). */
+static int parse_options(int argc, char **argv, bench_options *o) {
     cli_parser p;
     cli_parse_begin(&p, &command, argc, argv);
+    int id, bad = 0;
     while (!bad && (id = cli_parse_next(&p)) > 0) {
         switch (id) {
         case OPT_MODEL:
-            model_opt = p.value;
+            o->model_opt = p.value;
             break;
         case OPT_BATCH:
-            bad = cli_int(&p, 1, 4096, &params.max_batch);
+            bad = cli_int(&p, 1, 4096, &o->params.max_batch);
             break;
         case OPT_RUNS:
-            bad = cli_int(&p, 1, 1000000, &runs);
+            bad = cli_int(&p, 1, 1000000, &o->runs);
             break;
         case OPT_THREADS:
-            bad = cli_int(&p, 1, 1024, &params.threads);
+            bad = cli_int(&p, 1, 1024, &o->params.threads);
             break;
         case OPT_SIZE:
-            bad = cli_int(&p, 1, 8192, &params.image_size);
+            bad = cli_int(&p, 1, 8192, &o->params.image_size);
             break;
         case OPT_JSON:
-            json = 1;
+            o->json = 1;
             break;
         }
     }
     if (bad || id == CLI_ERROR) return 2;
-    if (id == CLI_HELP) return 0;
+    if (id == CLI_HELP) return -1;
     if (p.num_rest) {
         fprintf(stderr, "vit bench: unexpected argument '%s' (vit bench --help)\n", p.rest[0]);
         return 2;
     }
-    char dir[4096];
-    vit_error err = {0};
-    vit_context *ctx = vit_load(cli_model_dir(model_opt, dir, sizeof dir), &params, &err);
-    if (!ctx) {
-        fprintf(stderr, "vit bench: %s\n", err.msg);
-        return 1;
-    }
-    const int B = params.max_batch;
+    return 0;
+}
+
+/* The median milliseconds of `runs` forward passes of batch B on random pixels, after three
+ * passes of warm-up (caches, threads); -1 when out of memory. */
+static double median_ms(vit_context *ctx, int B, int runs) {
     const size_t F = vit_input_floats(ctx);
     float *pixels = malloc(sizeof(float) * F * (size_t)B);
     float *logits = malloc(sizeof(float) * (size_t)B * vit_num_labels(ctx));
-    double *ms = malloc(sizeof(double) * (size_t)runs);
-    if (!pixels || !logits || !ms) {
-        fprintf(stderr, "vit bench: out of memory\n");
-        return 1;
+    double *ms = malloc(sizeof(double) * (size_t)runs), median = -1;
+    vit_error err;
+    if (pixels && logits && ms) {
+        unsigned seed = 1;
+        for (size_t i = 0; i < F * (size_t)B; i++)
+            pixels[i] = (float)rand_r(&seed) / RAND_MAX * 2.0f - 1.0f;
+        for (int i = 0; i < 3; i++) vit_forward(ctx, pixels, B, logits, &err);
+        for (int i = 0; i < runs; i++) {
+            const double t0 = clock_seconds();
+            vit_forward(ctx, pixels, B, logits, &err);
+            ms[i] = 1e3 * (clock_seconds() - t0);
+        }
+        qsort(ms, (size_t)runs, sizeof *ms, compare_double);
+        median = runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);
     }
-    unsigned seed = 1;
-    for (size_t i = 0; i < F * (size_t)B; i++)
-        pixels[i] = (float)rand_r(&seed) / RAND_MAX * 2.0f - 1.0f;
-    for (int i = 0; i < 3; i++)
-        vit_forward(ctx, pixels, B, logits, &err); /* warm-up: caches, threads */
-    for (int i = 0; i < runs; i++) {
-        double t0 = (1e3 * clock_seconds());
-        vit_forward(ctx, pixels, B, logits, &err);
-        ms[i] = (1e3 * clock_seconds()) - t0;
-    }
-    qsort(ms, (size_t)runs, sizeof *ms, compare_double);
-    double median = runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);
-    double ips = B * 1000.0 / median, gflops = vit_flops_per_image(ctx) * B / (median * 1e6);
-    int threads = params.threads > 0 ? params.threads : omp_get_max_threads();
+    free(pixels);
+    free(logits);
+    free(ms);
+    return median;
+}
+
+static void print_result(const bench_options *o, const vit_context *ctx, const char *dir,
+                         double median) {
+    const int B = o->params.max_batch, runs = o->runs;
+    const double ips = B * 1000.0 / median, gflops = vit_flops_per_image(ctx) * B / (median * 1e6);
+    const int threads = o->params.threads > 0 ? o->params.threads : omp_get_max_threads();
     const char *wait = getenv("OMP_WAIT_POLICY"); /* figures depend on it: see main.c */
-    if (json)
-        printf(
-            "{\"batch\": %d, \"threads\": %d, \"ms_per_batch\": %.3f, \"images_per_second\": %.2f, "
-            "\"gflops\": %.2f, \"blas_core\": \"%s\", \"omp_wait_policy\": \"%s\"}\n",
-            B, threads, median, ips, gflops, cli_blas_core(), wait ? wait : "default");
-    else
+    if (!o->json) {
         printf("%s: batch %d, %d thread%s (OpenMP wait policy %s), OpenBLAS %s\n"
                "  %.3f ms per batch (median of %d), %.1f images/s, %.1f GFLOP/s\n",
                dir, B, threads, threads == 1 ? "" : "s", wait ? wait : "default", cli_blas_core(),
                median, runs, ips, gflops);
-    free(pixels);
-    free(logits);
-    free(ms);
+        return;
+    }
+    json_writer w = json_begin(stdout);
+    json_object(&w);
+    json_key(&w, "batch");
+    json_int(&w, B);
+    json_key(&w, "threads");
+    json_int(&w, threads);
+    json_key(&w, "ms_per_batch");
+    json_float(&w, (float)median);
+    json_key(&w, "images_per_second");
+    json_float(&w, (float)ips);
+    json_key(&w, "gflops");
+    json_float(&w, (float)gflops);
+    json_key(&w, "blas_core");
+    json_string(&w, cli_blas_core());
+    json_key(&w, "omp_wait_policy");
+    json_string(&w, wait ? wait : "default");
+    json_end(&w);
+    json_line(&w);
+}
+
+int cli_bench(int argc, char **argv) {
+    bench_options o = {.params = vit_default_params(), .runs = 20};
+    const int parsed = parse_options(argc, argv, &o);
+    if (parsed != 0) return parsed < 0 ? 0 : parsed;
+    char dir[4096];
+    vit_error err = {0};
+    vit_context *ctx = vit_load(cli_model_dir(o.model_opt, dir, sizeof dir), &o.params, &err);
+    if (!ctx) {
+        fprintf(stderr, "vit bench: %s\n", err.msg);
+        return 1;
+    }
+    const double median = median_ms(ctx, o.params.max_batch, o.runs);
+    if (median < 0)
+        fprintf(stderr, "vit bench: out of memory\n");
+    else
+        print_result(&o, ctx, dir, median);
     vit_free(ctx);
-    return 0;
+    return median < 0;
 }

@@ -48,6 +48,37 @@ static void print_preprocessing(const char *dir) {
     printf("\n");
 }
 
+static void print_input(const model *m, const char *dir) {
+    const model_config *cfg = &m->cfg;
+    if (cfg->kind == MODEL_VIT) {
+        const int tokens = model_vit_tokens(m, cfg->image_size);
+        printf("architecture:   ViTForImageClassification (pre-LN encoder)\n");
+        printf("input:          %d channel%s, %dx%d, patch %d (%d tokens)\n", cfg->num_channels,
+               cfg->num_channels > 1 ? "s" : "", cfg->image_size, cfg->image_size, cfg->patch_size,
+               tokens);
+        printf("flops/image:    %.3f GFLOP\n", model_flops(m, tokens) / 1e9);
+        print_preprocessing(dir);
+    } else {
+        printf("architecture:   BertForSequenceClassification (post-LN encoder)\n");
+        printf("input:          up to %d tokens, vocabulary %d\n", cfg->max_position_embeddings,
+               cfg->vocab_size);
+        printf("flops/128 tok:  %.3f GFLOP\n", model_flops(m, 128) / 1e9);
+    }
+}
+
+/* Labels often contain commas themselves ("tench, Tinca tinca"): index and quote each. */
+static void print_labels(const model_config *cfg, int all) {
+    printf("labels:         %d", cfg->num_labels);
+    if (all) {
+        printf("\n");
+        for (int i = 0; i < cfg->num_labels; i++) printf("  %4d  %s\n", i, cfg->labels[i]);
+        return;
+    }
+    const int shown = cfg->num_labels < 5 ? cfg->num_labels : 5;
+    for (int i = 0; i < shown; i++) printf("%s%d \"%s\"", i ? ", " : ": ", i, cfg->labels[i]);
+    printf("%s\n", shown < cfg->num_labels ? ", ... (--labels lists all)" : "");
+}
+
 int cli_info(int argc, char **argv) {
     const char *model_opt = NULL;
     int all_labels = 0, id;
@@ -72,37 +103,14 @@ int cli_info(int argc, char **argv) {
         return 1;
     }
     const model_config *cfg = &m.cfg;
-    const size_t params = model_live_params(&m);
     printf("model:          %s\n", dir);
-    if (cfg->kind == MODEL_VIT) {
-        int tokens = model_vit_tokens(&m, cfg->image_size);
-        printf("architecture:   ViTForImageClassification (pre-LN encoder)\n");
-        printf("input:          %d channel%s, %dx%d, patch %d (%d tokens)\n", cfg->num_channels,
-               cfg->num_channels > 1 ? "s" : "", cfg->image_size, cfg->image_size, cfg->patch_size,
-               tokens);
-        printf("flops/image:    %.3f GFLOP\n", model_flops(&m, tokens) / 1e9);
-        print_preprocessing(dir);
-    } else {
-        printf("architecture:   BertForSequenceClassification (post-LN encoder)\n");
-        printf("input:          up to %d tokens, vocabulary %d\n", cfg->max_position_embeddings,
-               cfg->vocab_size);
-        printf("flops/128 tok:  %.3f GFLOP\n", model_flops(&m, 128) / 1e9);
-    }
+    print_input(&m, dir);
     printf("encoder:        %d layers, hidden %d, %d heads, mlp %d, %s, layer_norm_eps %g%s\n",
            cfg->num_layers, cfg->hidden_size, cfg->num_heads, cfg->intermediate_size,
            activation_name(cfg->act), cfg->layer_norm_eps, cfg->qkv_bias ? "" : ", no qkv bias");
-    printf("parameters:     %zu\n", params);
-    /* labels often contain commas themselves ("tench, Tinca tinca"): index and quote each */
-    printf("labels:         %d", cfg->num_labels);
-    if (all_labels) {
-        printf("\n");
-        for (int i = 0; i < cfg->num_labels; i++) printf("  %4d  %s\n", i, cfg->labels[i]);
-    } else {
-        const int shown = cfg->num_labels < 5 ? cfg->num_labels : 5;
-        for (int i = 0; i < shown; i++) printf("%s%d \"%s\"", i ? ", " : ": ", i, cfg->labels[i]);
-        printf("%s\n", shown < cfg->num_labels ? ", ... (--labels lists all)" : "");
-    }
-    printf("blas:           OpenBLAS %s\n", cli_blas_core());
+    printf("parameters:     %zu\n", model_live_params(&m));
+    print_labels(cfg, all_labels);
+    printf("library:        vit %s, OpenBLAS %s\n", vit_version(), cli_blas_core());
     model_free(&m);
     return 0;
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vit/base/alloc.h"
 #include "vit/cli/cli.h"
@@ -51,16 +52,16 @@ static void print_man(FILE *out) {
 /* OpenMP threads spin at every barrier by default, which starves whatever else wants the cores:
  * the image loader thread of classify and eval, or any other process. Beside one busy process,
  * eval went from 40 to 1590 images/s with passive waiting. libgomp reads its wait policy from the
- * environment once, when it is loaded, so the default is set here: an executable's preinit
- * functions run before any shared library's constructors. */
-static void prefer_passive_openmp(int argc, char **argv, char **envp) {
-    (void)argc, (void)argv, (void)envp;
-    setenv("OMP_WAIT_POLICY", "passive", 0);
+ * environment only when it is loaded, so when the user has not chosen one, the program runs itself
+ * again with OMP_WAIT_POLICY=passive (if that fails, it carries on as it is). */
+static void prefer_passive_openmp(char **argv) {
+    if (getenv("OMP_WAIT_POLICY")) return;
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv);
 }
-__attribute__((section(".preinit_array"),
-               used)) static void (*const preinit)(int, char **, char **) = prefer_passive_openmp;
 
 int main(int argc, char **argv) {
+    prefer_passive_openmp(argv);
     vit_keep_freed_memory();
     if (argc < 2) {
         usage(stderr);

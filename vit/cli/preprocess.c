@@ -34,35 +34,50 @@ const cli_command *cli_preprocess_command(void) {
     return &command;
 }
 
-int cli_preprocess(int argc, char **argv) {
-    const char *model_opt = NULL, *out_path = NULL;
-    int size = 0, id, bad = 0;
-    int64_t max_pixels = 0;
+typedef struct {
+    const char *model_opt, *out_path, *path;
+    int size;
+    int64_t max_pixels;
+} preprocess_options;
+
+/* Returns 0 to run, else the exit status (-1: --help). */
+static int parse_options(int argc, char **argv, preprocess_options *o) {
+    int id, bad = 0;
     cli_parser p;
     cli_parse_begin(&p, &command, argc, argv);
     while (!bad && (id = cli_parse_next(&p)) > 0) {
         switch (id) {
         case OPT_MODEL:
-            model_opt = p.value;
+            o->model_opt = p.value;
             break;
         case OPT_OUTPUT:
-            out_path = p.value;
+            o->out_path = p.value;
             break;
         case OPT_SIZE:
-            bad = cli_int(&p, 1, IMAGE_MAX_SIDE, &size);
+            bad = cli_int(&p, 1, IMAGE_MAX_SIDE, &o->size);
             break;
         case OPT_PIXELS:
-            bad = cli_int64(&p, 1, 1LL << 40, &max_pixels);
+            bad = cli_int64(&p, 1, 1LL << 40, &o->max_pixels);
             break;
         }
     }
     if (bad || id == CLI_ERROR) return 2;
-    if (id == CLI_HELP) return 0;
-    if (p.num_rest != 1 || !out_path) {
+    if (id == CLI_HELP) return -1;
+    if (p.num_rest != 1 || !o->out_path) {
         fprintf(stderr, "vit preprocess: expected one FILE and -o OUT (vit preprocess --help)\n");
         return 2;
     }
-    const char *path = p.rest[0];
+    o->path = p.rest[0];
+    return 0;
+}
+
+int cli_preprocess(int argc, char **argv) {
+    preprocess_options o = {0};
+    const int parsed = parse_options(argc, argv, &o);
+    if (parsed != 0) return parsed < 0 ? 0 : parsed;
+    const char *model_opt = o.model_opt, *out_path = o.out_path, *path = o.path;
+    const int size = o.size;
+    const int64_t max_pixels = o.max_pixels;
     char model_dir[4096];
     cli_model_dir(model_opt, model_dir, sizeof model_dir);
     vit_error err = {0};

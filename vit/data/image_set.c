@@ -50,6 +50,43 @@ static int load_one(const preprocess_config *q, const char *path, int C, int S, 
     return 0;
 }
 
+/* Decodes every image of out into its slot on the OpenMP threads; the first failure stops the
+ * rest and is reported. */
+static int decode_all(image_set *out, const preprocess_config *q, char *const *paths,
+                      image_set_progress_fn progress, void *user, vit_error *err) {
+    const size_t n = (size_t)out->count, per = (size_t)out->C * out->S * out->S;
+    size_t done = 0;
+    int failed = 0;
+#pragma omp parallel
+    {
+        float *buf = malloc(per * sizeof(float));
+        vit_error e = {0};
+        if (!buf) vit_fail(&e, "out of memory");
+#pragma omp for schedule(dynamic, 64)
+        for (size_t i = 0; i < n; i++) {
+            int stop;
+#pragma omp atomic read
+            stop = failed;
+            if (stop) continue;
+            if (!buf ||
+                load_one(q, paths[i], out->C, out->S, buf, out->pixels + i * per, &e) != 0) {
+#pragma omp critical
+                if (!failed) {
+                    failed = 1;
+                    *err = e;
+                }
+                continue;
+            }
+            size_t d;
+#pragma omp atomic capture
+            d = ++done;
+            if (progress && omp_get_thread_num() == 0 && d % 1024 == 0) progress(user, d, n);
+        }
+        free(buf);
+    }
+    return failed ? -1 : 0;
+}
+
 int image_set_load(image_set *out, const preprocess_config *pp, char *const *paths,
                    const int *labels, size_t n, image_set_progress_fn progress, void *user,
                    vit_error *err) {
@@ -71,40 +108,7 @@ int image_set_load(image_set *out, const preprocess_config *pp, char *const *pat
     }
     memcpy(out->labels, labels, n * sizeof(int));
     const preprocess_config q = bytes_only(pp);
-    size_t done = 0;
-    int failed = 0;
-#pragma omp parallel
-    {
-        float *buf = malloc(per * sizeof(float));
-        vit_error e = {0};
-        if (!buf) {
-#pragma omp atomic write
-            failed = 1;
-#pragma omp critical
-            vit_fail(err, "out of memory");
-        }
-#pragma omp for schedule(dynamic, 64)
-        for (size_t i = 0; i < n; i++) {
-            int stop;
-#pragma omp atomic read
-            stop = failed;
-            if (stop || !buf) continue;
-            if (load_one(&q, paths[i], C, H, buf, out->pixels + i * per, &e) != 0) {
-#pragma omp critical
-                if (!failed) {
-                    failed = 1;
-                    *err = e;
-                }
-                continue;
-            }
-            size_t d;
-#pragma omp atomic capture
-            d = ++done;
-            if (progress && omp_get_thread_num() == 0 && d % 1024 == 0) progress(user, d, n);
-        }
-        free(buf);
-    }
-    if (failed) {
+    if (decode_all(out, &q, paths, progress, user, err) != 0) {
         image_set_free(out);
         return -1;
     }
