@@ -96,11 +96,6 @@ static void pooler_backward(float *dcls, float *dw, float *db, float *dpooled, c
     linear_backward(dcls, dw, db, dpooled, cls, w, B, D, D);
 }
 
-static float classifier_dropout(const forward_mode *mode) {
-    if (!mode->train) return 0.0f;
-    return mode->classifier_dropout < 0.0f ? mode->dropout : mode->classifier_dropout;
-}
-
 /* ---- the passes ---- */
 
 static int check_args(const model *m, const bert_acts *a, const int32_t *ids, int B, int T,
@@ -111,28 +106,18 @@ static int check_args(const model *m, const bert_acts *a, const int32_t *ids, in
         if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size)
             return vit_fail(err, "token id %d of sequence %zu outside the vocabulary (%d)", ids[i],
                             i / (size_t)T, m->cfg.vocab_size);
-    if (!mode->train) return 0;
-    if (!a->training) return vit_fail(err, "training forward on inference buffers");
-    const float probs[] = {mode->dropout, mode->attention_dropout, classifier_dropout(mode)};
-    const char *names[] = {"dropout", "attention dropout", "classifier dropout"};
-    for (int i = 0; i < 3; i++)
-        if (!(probs[i] >= 0.0f && probs[i] < 1.0f))
-            return vit_fail(err, "%s %g outside [0, 1)", names[i], probs[i]);
-    const int encoder_drop = !mode->freeze_encoder && (probs[0] > 0.0f || probs[1] > 0.0f);
-    if ((encoder_drop || probs[2] > 0.0f) && !mode->rng)
-        return vit_fail(err, "dropout needs an rng state");
-    return 0;
+    return forward_mode_check(mode, a->training, err);
 }
 
 int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const uint8_t *mask, int B,
                        int T, const forward_mode *mode, float *logits, vit_error *err) {
-    static const forward_mode inference = {0};
-    mode = mode ? mode : &inference;
+    mode = forward_mode_or_inference(mode);
     if (check_args(m, a, ids, B, T, mode, err) != 0) return -1;
     const int D = m->cfg.hidden_size;
     const size_t n = (size_t)B * T * D;
     const int encoder_trains = mode->train && !mode->freeze_encoder;
-    const float p_drop = encoder_trains ? mode->dropout : 0.0f, p_cls = classifier_dropout(mode);
+    const float p_drop = encoder_trains ? mode->dropout : 0.0f,
+                p_cls = forward_mode_classifier_dropout(mode);
     a->mode = *mode;
     a->ids = ids;
     a->last_batch = B;
@@ -166,7 +151,7 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
 static void backward_pass(const model *m, const model *g, bert_acts *a, const float *dlogits) {
     const int B = a->last_batch, T = a->last_tokens, D = m->cfg.hidden_size;
     const size_t n = (size_t)B * T * D;
-    const float p_cls = classifier_dropout(&a->mode);
+    const float p_cls = forward_mode_classifier_dropout(&a->mode);
     /* classifier, dropout, pooler: dcls, the gradient wrt token 0 of the encoder output */
     const float *h = p_cls > 0.0f ? a->head_in : a->pooled;
     linear_backward(a->dhead, g->head_w, g->head_b, dlogits, h, m->head_w, B, D, m->cfg.num_labels);

@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "vit/base/error.h"
+
 typedef struct {
     int train;          /* keep activations for *_backward; dropout as below */
     int freeze_encoder; /* linear probe: the encoder (and BERT's embeddings) run as in eval mode
@@ -16,5 +18,12 @@ typedef struct {
     float classifier_dropout; /* BERT's dropout before the classifier; < 0: `dropout` */
     uint64_t *rng;            /* splitmix64 state the masks are drawn from (advanced) */
 } forward_mode;
+
+/* mode, or the all-zero inference mode when mode is NULL. */
+const forward_mode *forward_mode_or_inference(const forward_mode *mode);
+/* The dropout before the classifier in effect (0 outside training). */
+float forward_mode_classifier_dropout(const forward_mode *mode);
+/* Probabilities in [0, 1), an rng wherever a mask is drawn, training buffers for training. */
+int forward_mode_check(const forward_mode *mode, int training_buffers, vit_error *err);
 
 #endif

@@ -71,24 +71,11 @@ const float *vit_acts_cls(const vit_acts *a) {
     return a->cls_ln;
 }
 
-static int check_mode(const vit_acts *a, const forward_mode *mode, int B, vit_error *err) {
-    if (B < 1 || B > a->max_batch) return vit_fail(err, "batch %d outside 1..%d", B, a->max_batch);
-    if (!mode->train) return 0;
-    if (!a->training) return vit_fail(err, "training forward on inference buffers");
-    if (!(mode->dropout >= 0.0f && mode->dropout < 1.0f))
-        return vit_fail(err, "dropout %g outside [0, 1)", mode->dropout);
-    if (!(mode->attention_dropout >= 0.0f && mode->attention_dropout < 1.0f))
-        return vit_fail(err, "attention dropout %g outside [0, 1)", mode->attention_dropout);
-    if ((mode->dropout > 0.0f || mode->attention_dropout > 0.0f) && !mode->rng)
-        return vit_fail(err, "dropout needs an rng state");
-    return 0;
-}
-
 int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
                       const forward_mode *mode, float *logits, vit_error *err) {
-    static const forward_mode inference = {0};
-    mode = mode ? mode : &inference;
-    if (check_mode(a, mode, B, err) != 0) return -1;
+    mode = forward_mode_or_inference(mode);
+    if (B < 1 || B > a->max_batch) return vit_fail(err, "batch %d outside 1..%d", B, a->max_batch);
+    if (forward_mode_check(mode, a->training, err) != 0) return -1;
     const model_config *c = &m->cfg;
     const int D = c->hidden_size, N = a->grid * a->grid, T = a->tokens;
     const size_t n = (size_t)B * T * D;
