@@ -134,6 +134,8 @@ install: all
 	install -m 644 $(BUILD)/vit.1 $(ROOT)/share/man/man1/vit.1
 	install -m 644 tools/vit.bash-completion $(ROOT)/share/bash-completion/completions/vit
 	for f in $(MODELS); do install -m 644 $$f $(ROOT)/share/vit/$$f; done
+	@# the dynamic linker's cache, so programs find libvit.so.0 in a standard prefix
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 # Exactly the files install wrote, then the folders of vit's own that are left empty.
 uninstall:
