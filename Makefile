@@ -18,7 +18,9 @@ ifeq ($(NATIVE),1)
 OPT     += -march=native
 endif
 # fp-contract=off: no silent FMA fusion, so results do not depend on the compiler's mood.
-CFLAGS  ?= $(OPT) -g -ffp-contract=off
+# no-trapping-math: comparisons may be computed unconditionally, which lets the clamps of the
+# activation and exp kernels vectorise (floating-point exceptions are never looked at).
+CFLAGS  ?= $(OPT) -g -ffp-contract=off -fno-trapping-math
 # Every dependency's flags come from pkg-config (deferred: the packages may be installed first).
 PKGS     = openblas libpng libjpeg libcjson libutf8proc
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration \

@@ -340,8 +340,10 @@ HOT_LOOP static void softmax_rows(float *x, int rows, int cols) {
             memset(row, 0, sizeof(float) * (size_t)cols);
             continue;
         }
+        /* the exponentials in one vectorised pass, then their sum in order */
+        for (int c = 0; c < cols; c++) row[c] = fast_expf(row[c] - max);
         float sum = 0.0f;
-        for (int c = 0; c < cols; c++) sum += row[c] = fast_expf(row[c] - max);
+        for (int c = 0; c < cols; c++) sum += row[c];
         float inv = 1.0f / sum;
         for (int c = 0; c < cols; c++) row[c] *= inv;
     }
