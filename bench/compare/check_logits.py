@@ -48,7 +48,8 @@ def main():
         rng = np.random.default_rng(1234)
         Image.fromarray(rng.integers(0, 256, (224, 224, 3), dtype=np.uint8), "RGB").save(img)
         px_path = os.path.join(tmp, "px.safetensors")
-        subprocess.run([args.vit, "preprocess", "-m", model_dir, img, "-o", px_path], check=True)
+        subprocess.run([args.vit, "preprocess", "-m", model_dir, img, "-o", px_path], check=True,
+                       stdout=subprocess.DEVNULL)
         out = subprocess.run([args.vit, "classify", "-m", model_dir, "--json", "--logits", "-k", "1", img],
                              check=True, capture_output=True, text=True).stdout
         vit_logits = np.array(json.loads(out.strip().splitlines()[0])["logits"], dtype=np.float64)
