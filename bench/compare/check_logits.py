@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402
 
