@@ -11,6 +11,7 @@
 #   make check-layers includes only go down the layers (tools/check-layers)
 #   make cross-check  every source compiles for aarch64 (Debian's cross compiler)
 #   make NATIVE=1     a build for this CPU only (-march=native), for comparison
+#   make ONEDNN=0     a build without oneDNN (OpenBLAS only: no bf16 kernels, no int8)
 
 CC      ?= cc
 OPT     ?= -O3
@@ -27,6 +28,12 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declar
            -Werror=incompatible-pointer-types -fopenmp -fPIC -fvisibility=hidden -I. \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
+# oneDNN (libdnnl-dev, no pkg-config file) when installed, unless ONEDNN=0: the faster backend,
+# bf16 and int8. Looked for when used, after the packages are installed.
+ONEDNN  ?= 1
+DNNL     = $(if $(filter 1,$(ONEDNN)),$(shell test -f /usr/include/oneapi/dnnl/dnnl.h && echo 1))
+CFLAGS  += $(if $(DNNL),-DVIT_ONEDNN)
+LDLIBS  += $(if $(DNNL),-ldnnl)
 BUILD   ?= build
 BIN     ?= bin
 
@@ -37,7 +44,7 @@ VERSION := $(shell awk '/define VIT_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "."
 MAJOR   := $(firstword $(subst ., ,$(VERSION)))
 
 DEB_PACKAGES := gcc make pkg-config clang-format libpng-dev libjpeg62-turbo-dev libopenblas-dev \
-                libcjson-dev libutf8proc-dev libcmocka-dev dataset-fashion-mnist
+                libcjson-dev libutf8proc-dev libcmocka-dev libdnnl-dev dataset-fashion-mnist
 
 LIB_SRC  := $(wildcard vit/*.c vit/base/*.c vit/core/*.c vit/model/*.c vit/io/*.c vit/data/*.c \
               vit/eval/*.c vit/train/*.c image/*.c patch/*.c text/*.c)
@@ -132,7 +139,7 @@ install: all
 	ln -sf libvit.so.$(MAJOR) $(ROOT)/lib/libvit.so
 	install -m 644 vit/vit.h $(ROOT)/include/vit.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' \
-	  tools/vit.pc.in > $(ROOT)/lib/pkgconfig/vit.pc
+	  -e 's|@LIBS@|$(if $(DNNL),-ldnnl)|' tools/vit.pc.in > $(ROOT)/lib/pkgconfig/vit.pc
 	install -m 644 $(BUILD)/vit.1 $(ROOT)/share/man/man1/vit.1
 	install -m 644 tools/vit.bash-completion $(ROOT)/share/bash-completion/completions/vit
 	for f in $(MODELS); do install -m 644 $$f $(ROOT)/share/vit/$$f; done

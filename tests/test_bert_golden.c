@@ -13,6 +13,7 @@
 #include "vit/io/model_dir.h"
 #include "vit/model/params.h"
 #include "vit/core/ops.h"
+#include "vit/vit.h"
 
 /* float32 vs float64 over 2 post-LN layers: measured ~1e-6; 1e-4 is the project's logit bound. */
 #define TOL 1e-4
@@ -86,7 +87,59 @@ static void test_golden_logits(void **state) {
     free(json);
 }
 
+/* The text API on each backend of the build (prepared layers, the texts tokenized by vit): the
+ * same golden logits. */
+static void check_api_backend(const cJSON *root, vit_backend backend) {
+    vit_text_params p = vit_text_default_params();
+    p.backend = backend;
+    vit_error err = {0};
+    vit_text_context *ctx = vit_text_load(shared_path("models/bert-sst2-tiny"), &p, &err);
+    if (!ctx) {
+        print_message("bert-sst2-tiny: backend %d not available (%s)\n", (int)backend, err.msg);
+        assert_int_equal(backend, VIT_BACKEND_ONEDNN);
+        return;
+    }
+    const int n = cJSON_GetArraySize(root), L = vit_text_num_labels(ctx);
+    const char **texts = malloc(sizeof *texts * (size_t)n);
+    size_t *lens = malloc(sizeof *lens * (size_t)n);
+    float *got = malloc(sizeof(float) * (size_t)n * L);
+    for (int i = 0; i < n; i++) {
+        texts[i] = cJSON_GetObjectItem(cJSON_GetArrayItem(root, i), "text")->valuestring;
+        lens[i] = strlen(texts[i]);
+    }
+    double worst = 0;
+    for (int i0 = 0; i0 < n; i0 += 8) {
+        const int k = n - i0 < 8 ? n - i0 : 8;
+        assert_int_equal(vit_text_forward(ctx, texts + i0, lens + i0, k, got + i0 * L, NULL, &err),
+                         0);
+    }
+    for (int i = 0; i < n; i++) {
+        const cJSON *lg = cJSON_GetObjectItem(cJSON_GetArrayItem(root, i), "logits");
+        for (int j = 0; j < L; j++)
+            worst = fmax(worst, fabs(got[i * L + j] - cJSON_GetArrayItem(lg, j)->valuedouble));
+    }
+    print_message("bert-sst2-tiny, %s: %d texts in batches of 8, max |dlogit| %.3g\n",
+                  vit_text_compute(ctx), n, worst);
+    assert_true(worst <= TOL);
+    free(texts), free(lens), free(got);
+    vit_text_free(ctx);
+}
+
+static void test_api_backends(void **state) {
+    (void)state;
+    REQUIRE_SHARED();
+    size_t size;
+    char *json = (char *)read_whole_file(shared_path("models/bert-sst2-tiny/golden.json"), &size);
+    assert_non_null(json);
+    cJSON *root = cJSON_Parse(json);
+    check_api_backend(root, VIT_BACKEND_OPENBLAS);
+    check_api_backend(root, VIT_BACKEND_ONEDNN);
+    cJSON_Delete(root);
+    free(json);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden_logits)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden_logits),
+                                       cmocka_unit_test(test_api_backends)};
     return cmocka_run_group_tests_name("bert golden", tests, NULL, NULL);
 }

@@ -388,18 +388,19 @@ static void test_training_forward_equals_inference(void **state) {
     float want[N * 2], got[N * 2], train[N * 2], probs[N * 2];
     assert_int_equal(bert_model_forward(&m, &inference, ids, mask, N, Tn, NULL, want, &err), 0);
     assert_int_equal(bert_model_forward(&m, &training, ids, mask, N, Tn, NULL, got, &err), 0);
-    /* the training forward (activations kept) without dropout computes the same logits */
+    /* the training forward (activations kept) without dropout computes the same logits, up to
+     * the order of the attention sums */
     const int labels[N] = {1, 0, 0, 1, 0};
     const forward_mode mode = {.train = 1};
     assert_int_equal(bert_model_forward(&m, &training, ids, mask, N, Tn, &mode, train, &err), 0);
     const double loss = crossentropy_forward(probs, train, labels, N, 2, 0.0f);
     double diff = 0.0;
-    for (int i = 0; i < N * 2; i++) diff = fmax(diff, fabs((double)got[i] - want[i]));
+    for (int i = 0; i < N * 2; i++) diff = fmax(diff, fabs((double)train[i] - want[i]));
     print_message("bert-sst2-tiny, %d texts padded to %d tokens: max |training - inference| %g, "
                   "first logits %.6f %.6f (golden -2.842309 2.826482), loss %.4f\n",
                   N, Tn, diff, (double)got[0], (double)got[1], loss);
     assert_memory_equal(got, want, sizeof want);
-    assert_memory_equal(train, want, sizeof want);
+    assert_true(diff <= 1e-5);
     /* the reference's logits for the first text (golden.json) */
     assert_true(fabs(got[0] - -2.8423094448200676) < 1e-4 &&
                 fabs(got[1] - 2.826481629805606) < 1e-4);

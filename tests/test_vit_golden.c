@@ -40,13 +40,13 @@ static int argmax(const float *x, int n) {
     return best;
 }
 
-static void check_model_logits(const char *name, double tol) {
-    REQUIRE_SHARED();
+static void check_backend_logits(const char *name, double tol, vit_backend backend) {
     char dir[256], golden[300];
     snprintf(dir, sizeof dir, "models/%s", name);
     snprintf(golden, sizeof golden, "models/%s/golden.safetensors", name);
     vit_error err = {0};
     vit_params params = vit_default_params();
+    params.backend = backend;
     vit_context *ctx = vit_load(shared_path(dir), &params, &err);
     if (!ctx) fail_msg("%s", err.msg);
     st_file g;
@@ -75,14 +75,30 @@ static void check_model_logits(const char *name, double tol) {
         free(pixels);
         free(want);
     }
-    print_message("%s: %d images, max |dlogit| = %.3g, top-1 agreement %d/%d\n", name, images,
-                  worst, top1_same, images);
+    print_message("%s, %s: %d images, max |dlogit| = %.3g, top-1 agreement %d/%d\n", name,
+                  vit_compute(ctx), images, worst, top1_same, images);
     assert_true(images > 0);
     assert_true(worst <= tol);
     assert_int_equal(top1_same, images);
     free(logits);
     st_close(&g);
     vit_free(ctx);
+}
+
+/* Every backend of the build, fp32. */
+static void check_model_logits(const char *name, double tol) {
+    REQUIRE_SHARED();
+    check_backend_logits(name, tol, VIT_BACKEND_OPENBLAS);
+    vit_error err;
+    vit_params p = vit_default_params();
+    p.backend = VIT_BACKEND_ONEDNN;
+    vit_context *probe = vit_load(shared_path("models/micro-a"), &p, &err);
+    if (!probe) {
+        print_message("%s: oneDNN not in this build (%s): OpenBLAS only\n", name, err.msg);
+        return;
+    }
+    vit_free(probe);
+    check_backend_logits(name, tol, VIT_BACKEND_ONEDNN);
 }
 
 static void test_micro_a_logits(void **state) {
@@ -204,8 +220,11 @@ static void test_batch_matches_single(void **state) {
     vit_free(ctx);
 }
 
-/* The training forward (activations kept, no dropout) and the eval forward on training buffers
- * give the inference logits of the public API bit for bit: one forward serves all three. */
+/* One forward serves inference, evaluation and training: the eval forward on training buffers
+ * gives the public API's logits bit for bit (on the reference backend: oneDNN's products round
+ * differently, the golden tests bound them), and the training forward (activations kept, no
+ * dropout) the same up to the order of the attention sums, whose weights it keeps: within 3e-5,
+ * a tenth of the golden tolerance (measured 1.1e-5 on logits of up to ~20). */
 static void test_training_forward_equals_inference(void **state) {
     (void)state;
     REQUIRE_SHARED();
@@ -213,6 +232,7 @@ static void test_training_forward_equals_inference(void **state) {
     vit_error err = {0};
     vit_params params = vit_default_params();
     params.max_batch = 2;
+    params.backend = VIT_BACKEND_OPENBLAS;
     vit_context *ctx = vit_load(dir, &params, &err);
     model m;
     vit_acts train;
@@ -232,10 +252,12 @@ static void test_training_forward_equals_inference(void **state) {
     const forward_mode mode = {.train = 1};
     assert_int_equal(vit_model_forward(&m, &train, pixels, 2, &mode, trained, &err), 0);
     assert_memory_equal(eval, want, sizeof(float) * L * 2);
-    assert_memory_equal(trained, want, sizeof(float) * L * 2);
-    print_message("vit-tiny-in1k: training forward == eval forward == vit_forward (2 images, "
-                  "%d logits each, bit for bit)\n",
-                  L);
+    double worst = 0;
+    for (int i = 0; i < L * 2; i++) worst = fmax(worst, fabs(trained[i] - want[i]));
+    print_message("vit-tiny-in1k: eval forward == vit_forward bit for bit; training forward "
+                  "within %.2g (2 images, %d logits each)\n",
+                  worst, L);
+    assert_true(worst <= 3e-5);
     free(pixels), free(want), free(eval), free(trained);
     vit_acts_free(&train);
     model_free(&m);

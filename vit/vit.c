@@ -1,6 +1,7 @@
 /* The public API for images (vit.h): a loaded model, its preprocessing and its buffers. */
 #include "vit/vit.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "vit/core/ops.h"
 #include "vit/io/model_dir.h"
 #include "vit/model/vit_model.h"
+#include "vit/vit_internal.h"
 
 #define STR(x)  #x
 #define XSTR(x) STR(x)
@@ -22,6 +24,7 @@ struct vit_context {
     int threads;
     float *block; /* one image's pixels, logits of a batch, one image's normalised tokens */
     float *pixels, *logits, *tokens;
+    char compute[128]; /* what runs the linear layers */
 };
 
 const char *vit_version(void) {
@@ -29,7 +32,29 @@ const char *vit_version(void) {
 }
 
 vit_params vit_default_params(void) {
-    return (vit_params){.threads = 0, .max_batch = 1, .image_size = 0, .max_pixels = 0};
+    return (vit_params){.threads = 0,
+                        .max_batch = 1,
+                        .image_size = 0,
+                        .max_pixels = 0,
+                        .backend = VIT_BACKEND_DEFAULT,
+                        .precision = VIT_FP32};
+}
+
+int api_prepare(model *m, vit_backend backend, vit_precision precision, int max_batch, int tokens,
+                char *compute, size_t size, vit_error *err) {
+    gemm_backend b = backend == VIT_BACKEND_OPENBLAS ? GEMM_OPENBLAS : GEMM_ONEDNN;
+    if (backend == VIT_BACKEND_DEFAULT && !gemm_backend_available(GEMM_ONEDNN)) b = GEMM_OPENBLAS;
+    const gemm_precision p = precision == VIT_INT8   ? PRECISION_INT8
+                             : precision == VIT_BF16 ? PRECISION_BF16
+                                                     : PRECISION_FP32;
+    if (model_prepare(m, b, p, max_batch, tokens, err) != 0) return -1;
+    char what[96];
+    snprintf(compute, size, "%s, %s%s", gemm_backend_describe(b, what, sizeof what),
+             gemm_precision_name(p),
+             p == PRECISION_BF16 && !gemm_bf16_native(b)
+                 ? " (computed in fp32: no bf16 kernels here)"
+                 : "");
+    return 0;
 }
 
 /* The preprocessing must yield exactly what the model takes at the run size. */
@@ -72,8 +97,11 @@ vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error
         vit_fail(err, "%s: %s", model_dir, inner.msg);
         goto fail;
     }
-    if (setup_preprocessing(c, model_dir, err) != 0 || alloc_buffers(c, err) != 0) goto fail;
     ops_init();
+    if (setup_preprocessing(c, model_dir, err) != 0 || alloc_buffers(c, err) != 0 ||
+        api_prepare(&c->m, c->params.backend, c->params.precision, c->params.max_batch,
+                    c->acts.tokens, c->compute, sizeof c->compute, err) != 0)
+        goto fail;
     return c;
 fail:
     vit_free(c);
@@ -108,6 +136,9 @@ double vit_flops_per_image(const vit_context *c) {
 }
 size_t vit_num_parameters(const vit_context *c) {
     return model_live_params(&c->m);
+}
+const char *vit_compute(const vit_context *c) {
+    return c->compute;
 }
 
 void vit_input_shape(const vit_context *c, int *channels, int *height, int *width) {

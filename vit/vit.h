@@ -54,6 +54,15 @@ typedef struct {
 } vit_error;
 #endif
 
+/* How the linear layers run. The backend: oneDNN where the build has it (the faster), else
+ * OpenBLAS (the reference). The precision: fp32; bf16 (weights and activations rounded to
+ * bfloat16, fp32 accumulation: oneDNN's bf16 kernels where the CPU has them, else the same
+ * numbers computed in fp32, with no speed-up); int8 (oneDNN: weights per output channel at load,
+ * activations per token at run time, as ONNX Runtime's dynamic quantisation). LayerNorm, softmax
+ * and the residual stream stay fp32. */
+typedef enum { VIT_BACKEND_DEFAULT, VIT_BACKEND_OPENBLAS, VIT_BACKEND_ONEDNN } vit_backend;
+typedef enum { VIT_FP32, VIT_BF16, VIT_INT8 } vit_precision;
+
 /* ---- image classification ---- */
 
 typedef struct vit_context vit_context;
@@ -64,6 +73,8 @@ typedef struct {
     int image_size;     /* 0 = the model's image_size; else run at this resolution (the position
                          * embeddings are interpolated as Hugging Face's interpolate_pos_encoding) */
     int64_t max_pixels; /* decoder limit; 0 = 100 megapixels */
+    vit_backend backend;
+    vit_precision precision;
 } vit_params;
 
 VIT_API vit_params vit_default_params(void);
@@ -83,6 +94,8 @@ VIT_API int vit_tokens(const vit_context *ctx);
 VIT_API int vit_hidden_size(const vit_context *ctx); /* the length of a vit_embed feature */
 VIT_API double vit_flops_per_image(const vit_context *ctx);
 VIT_API size_t vit_num_parameters(const vit_context *ctx);
+/* What computes: "oneDNN 2.6.3 (avx2), fp32" (owned by the context). */
+VIT_API const char *vit_compute(const vit_context *ctx);
 
 /* One image -> the model's input tensor `pixels` (vit_input_floats floats), exactly as Hugging
  * Face's image processor with Pillow: from a file (PNG or JPEG, told by its first bytes), from an
@@ -134,6 +147,8 @@ typedef struct vit_text_context vit_text_context;
 typedef struct {
     int threads;   /* compute threads; 0 = OMP_NUM_THREADS, else one per core */
     int max_batch; /* largest batch of texts per vit_text_forward */
+    vit_backend backend;
+    vit_precision precision;
 } vit_text_params;
 
 VIT_API vit_text_params vit_text_default_params(void);
@@ -148,6 +163,8 @@ VIT_API int vit_text_num_labels(const vit_text_context *ctx);
 VIT_API const char *vit_text_label(const vit_text_context *ctx, int index);
 /* Longest token sequence ([CLS] and [SEP] included): longer texts are cut (HF truncation). */
 VIT_API int vit_text_max_tokens(const vit_text_context *ctx);
+/* What computes, as vit_compute. */
+VIT_API const char *vit_text_compute(const vit_text_context *ctx);
 
 /* texts[i][0..lengths[i]) for i < n (UTF-8; invalid bytes are skipped) in one forward pass padded
  * to the longest: logits [n, labels], probs [n, labels] (softmax; may be NULL). */

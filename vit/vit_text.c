@@ -10,6 +10,7 @@
 #include "vit/core/ops.h"
 #include "vit/io/model_dir.h"
 #include "vit/model/bert_model.h"
+#include "vit/vit_internal.h"
 
 struct vit_text_context {
     model m;
@@ -22,10 +23,12 @@ struct vit_text_context {
     int32_t *ids;  /* [max_batch * max_tokens]: the last batch packed as [B, T] */
     uint8_t *mask; /* same layout: 1 = token, 0 = padding */
     float *logits; /* [labels]: vit_text_classify's */
+    char compute[128];
 };
 
 vit_text_params vit_text_default_params(void) {
-    return (vit_text_params){.threads = 0, .max_batch = 32};
+    return (vit_text_params){
+        .threads = 0, .max_batch = 32, .backend = VIT_BACKEND_DEFAULT, .precision = VIT_FP32};
 }
 
 /* Refuses image models before their weights are read. */
@@ -91,6 +94,11 @@ vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *pa
         return NULL;
     }
     ops_init();
+    if (api_prepare(&c->m, p.backend, p.precision, c->max_batch, c->max_tokens, c->compute,
+                    sizeof c->compute, err) != 0) {
+        vit_text_free(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -116,6 +124,9 @@ const char *vit_text_label(const vit_text_context *c, int index) {
 }
 int vit_text_max_tokens(const vit_text_context *c) {
     return c->max_tokens;
+}
+const char *vit_text_compute(const vit_text_context *c) {
+    return c->compute;
 }
 const char *vit_text_piece(const vit_text_context *c, int id) {
     return tokenizer_piece(c->tok, id);

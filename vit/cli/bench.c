@@ -9,7 +9,16 @@
 #include "vit/cli/cli.h"
 #include "vit/vit.h"
 
-enum { OPT_MODEL = 1, OPT_BATCH, OPT_RUNS, OPT_THREADS, OPT_SIZE, OPT_JSON };
+enum {
+    OPT_MODEL = 1,
+    OPT_BATCH,
+    OPT_RUNS,
+    OPT_THREADS,
+    OPT_SIZE,
+    OPT_JSON,
+    OPT_BACKEND,
+    OPT_PRECISION
+};
 
 static const cli_option options[] = {
     {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the shipped model"},
@@ -18,6 +27,8 @@ static const cli_option options[] = {
     {OPT_THREADS, "threads", 't', "N", "compute threads", "OMP_NUM_THREADS, else one per core"},
     {OPT_SIZE, "size", 0, "N", "run at N x N pixels", "the model's image_size"},
     {OPT_JSON, "json", 0, NULL, "one JSON line instead of text", NULL},
+    CLI_BACKEND_OPTION(OPT_BACKEND),
+    CLI_PRECISION_OPTION(OPT_PRECISION),
 };
 
 static const cli_command command = {
@@ -69,6 +80,12 @@ static int parse_options(int argc, char **argv, bench_options *o) {
         case OPT_JSON:
             o->json = 1;
             break;
+        case OPT_BACKEND:
+            bad = cli_backend(&p, &o->params.backend);
+            break;
+        case OPT_PRECISION:
+            bad = cli_precision(&p, &o->params.precision);
+            break;
         }
     }
     if (bad || id == CLI_ERROR) return 2;
@@ -114,10 +131,10 @@ static void print_result(const bench_options *o, const vit_context *ctx, const c
     const int threads = o->params.threads > 0 ? o->params.threads : omp_get_max_threads();
     const char *wait = getenv("OMP_WAIT_POLICY"); /* figures depend on it: see main.c */
     if (!o->json) {
-        printf("%s: batch %d, %d thread%s (OpenMP wait policy %s), OpenBLAS %s\n"
+        printf("%s: batch %d, %d thread%s (OpenMP wait policy %s), %s; OpenBLAS %s\n"
                "  %.3f ms per batch (median of %d), %.1f images/s, %.1f GFLOP/s\n",
-               dir, B, threads, threads == 1 ? "" : "s", wait ? wait : "default", cli_blas_core(),
-               median, runs, ips, gflops);
+               dir, B, threads, threads == 1 ? "" : "s", wait ? wait : "default", vit_compute(ctx),
+               cli_blas_core(), median, runs, ips, gflops);
         return;
     }
     json_writer w = json_begin(stdout);
@@ -134,6 +151,8 @@ static void print_result(const bench_options *o, const vit_context *ctx, const c
     json_float(&w, (float)gflops);
     json_key(&w, "blas_core");
     json_string(&w, cli_blas_core());
+    json_key(&w, "compute");
+    json_string(&w, vit_compute(ctx));
     json_key(&w, "omp_wait_policy");
     json_string(&w, wait ? wait : "default");
     json_end(&w);

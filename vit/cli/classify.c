@@ -8,7 +8,18 @@
 #include "vit/eval/eval_images.h"
 #include "vit/vit.h"
 
-enum { OPT_MODEL = 1, OPT_TOP, OPT_JSON, OPT_LOGITS, OPT_BATCH, OPT_THREADS, OPT_SIZE, OPT_PIXELS };
+enum {
+    OPT_MODEL = 1,
+    OPT_TOP,
+    OPT_JSON,
+    OPT_LOGITS,
+    OPT_BATCH,
+    OPT_THREADS,
+    OPT_SIZE,
+    OPT_PIXELS,
+    OPT_BACKEND,
+    OPT_PRECISION
+};
 
 static const cli_option options[] = {
     {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the shipped model"},
@@ -21,6 +32,8 @@ static const cli_option options[] = {
      "run at N x N pixels (position embeddings interpolated as Hugging Face does)",
      "the model's image_size"},
     {OPT_PIXELS, "max-pixels", 0, "N", "refuse images larger than this", "100000000"},
+    CLI_BACKEND_OPTION(OPT_BACKEND),
+    CLI_PRECISION_OPTION(OPT_PRECISION),
 };
 
 static const cli_command command = {
@@ -162,6 +175,12 @@ static int parse_options(int argc, char **argv, classify_run *r, vit_params *par
             break;
         case OPT_PIXELS:
             bad = cli_int64(&p, 1, 2000000000, &params->max_pixels);
+            break;
+        case OPT_BACKEND:
+            bad = cli_backend(&p, &params->backend);
+            break;
+        case OPT_PRECISION:
+            bad = cli_precision(&p, &params->precision);
             break;
         }
     }

@@ -43,6 +43,17 @@ void cli_print_load_error(const char *command, const char *model_opt, const char
 /* "top": [{"index": i, "label": "...", "prob": p}, ...] inside the current JSON object. */
 void cli_json_top(json_writer *w, const vit_prediction *top, int k);
 
+/* The --backend and --precision rows of an option table, and their values. */
+#define CLI_BACKEND_OPTION(id)                                                                     \
+    {                                                                                              \
+        id, "backend", 0, "NAME", "openblas (the reference) or onednn",                            \
+            "onednn where built, else openblas"                                                    \
+    }
+#define CLI_PRECISION_OPTION(id)                                                                   \
+    { id, "precision", 0, "P", "fp32, bf16 or int8 for the linear layers", "fp32" }
+int cli_backend(const cli_parser *p, vit_backend *out);
+int cli_precision(const cli_parser *p, vit_precision *out);
+
 /* Threads that decode images beside the forward pass, given the forward's thread request. */
 int cli_decode_threads(int threads);
 

@@ -26,7 +26,9 @@ enum {
     OPT_BATCH,
     OPT_THREADS,
     OPT_SIZE,
-    OPT_PIXELS
+    OPT_PIXELS,
+    OPT_BACKEND,
+    OPT_PRECISION
 };
 
 static const cli_option options[] = {
@@ -41,6 +43,8 @@ static const cli_option options[] = {
     {OPT_THREADS, "threads", 't', "N", "compute threads", "OMP_NUM_THREADS, else one per core"},
     {OPT_SIZE, "size", 0, "N", "run at N x N pixels", "the model's image_size"},
     {OPT_PIXELS, "max-pixels", 0, "N", "refuse images larger than this", "100000000"},
+    CLI_BACKEND_OPTION(OPT_BACKEND),
+    CLI_PRECISION_OPTION(OPT_PRECISION),
 };
 
 static const cli_command command = {
@@ -260,7 +264,10 @@ static int evaluate_text(const eval_options *o) {
         fprintf(stderr, "vit eval: warning: --class-map applies to image folders; ignored\n");
     outputs out;
     if (open_outputs(o, &out) != 0) return 1;
-    text_eval_options topt = {.batch = o->params.max_batch, .threads = o->params.threads};
+    text_eval_options topt = {.batch = o->params.max_batch,
+                              .threads = o->params.threads,
+                              .backend = o->params.backend,
+                              .precision = o->params.precision};
     text_eval_result res;
     vit_error err = {{0}};
     int status;
@@ -319,6 +326,12 @@ static int parse_options(int argc, char **argv, eval_options *o) {
             break;
         case OPT_PIXELS:
             bad = cli_int64(&p, 1, 2000000000, &o->params.max_pixels);
+            break;
+        case OPT_BACKEND:
+            bad = cli_backend(&p, &o->params.backend);
+            break;
+        case OPT_PRECISION:
+            bad = cli_precision(&p, &o->params.precision);
             break;
         }
     }

@@ -14,7 +14,18 @@
 
 #define DEFAULT_BATCH 32
 
-enum { OPT_MODEL = 1, OPT_TOP, OPT_JSON, OPT_LOGITS, OPT_TOKENS, OPT_BATCH, OPT_THREADS, OPT_FILE };
+enum {
+    OPT_MODEL = 1,
+    OPT_TOP,
+    OPT_JSON,
+    OPT_LOGITS,
+    OPT_TOKENS,
+    OPT_BATCH,
+    OPT_THREADS,
+    OPT_FILE,
+    OPT_BACKEND,
+    OPT_PRECISION
+};
 
 static const cli_option options[] = {
     {OPT_MODEL, "model", 'm', "DIR", "a BertForSequenceClassification folder", "$VIT_MODEL"},
@@ -27,6 +38,8 @@ static const cli_option options[] = {
     {OPT_BATCH, "batch", 'b', "N", "texts per forward pass", "32; 1 when reading a terminal"},
     {OPT_THREADS, "threads", 't', "N", "compute threads", "OMP_NUM_THREADS, else one per core"},
     {OPT_FILE, "file", 'f', "FILE", "classify each line of FILE ('-': standard input)", NULL},
+    CLI_BACKEND_OPTION(OPT_BACKEND),
+    CLI_PRECISION_OPTION(OPT_PRECISION),
 };
 
 static const cli_command command = {
@@ -46,6 +59,8 @@ const cli_command *cli_text_command(void) {
 typedef struct {
     const char *model_opt, *file;
     int top_k, json, logits, tokens, batch, threads;
+    vit_backend backend;
+    vit_precision precision;
     char **texts; /* the TEXT arguments */
     int num_texts;
 } options_t;
@@ -108,6 +123,12 @@ static int parse_options(int argc, char **argv, options_t *o) {
             break;
         case OPT_THREADS:
             bad = cli_int(&p, 1, 1024, &o->threads);
+            break;
+        case OPT_BACKEND:
+            bad = cli_backend(&p, &o->backend);
+            break;
+        case OPT_PRECISION:
+            bad = cli_precision(&p, &o->precision);
             break;
         }
     }
@@ -317,7 +338,10 @@ int cli_text(int argc, char **argv) {
     if (r.opt.batch == 0) r.opt.batch = r.in == stdin && isatty(STDIN_FILENO) ? 1 : DEFAULT_BATCH;
     vit_error err = {0};
     int rc = 1;
-    const vit_text_params params = {.threads = r.opt.threads, .max_batch = r.opt.batch};
+    const vit_text_params params = {.threads = r.opt.threads,
+                                    .max_batch = r.opt.batch,
+                                    .backend = r.opt.backend,
+                                    .precision = r.opt.precision};
     r.clf = vit_text_load(dir, &params, &err);
     if (!r.clf) {
         fprintf(stderr, "vit text: %s\n", err.msg);

@@ -2,6 +2,7 @@
 
 #include "vit/base/alloc.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,13 @@ int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *s, int max_batch
     acts->block = alloc_float_sets(per_layer ? (size_t)s->layers : 1, count, sizes, fields,
                                    &acts->layer_floats);
     if (!acts->block) return -1;
+    acts->attn_threads = omp_get_num_procs();
+    if (attention_infer_supported(s->dim, s->heads) &&
+        !(acts->attn_scratch = vit_alloc_floats(
+              attention_infer_scratch(max_batch, tokens, s->dim, acts->attn_threads)))) {
+        encoder_acts_free(acts);
+        return -1;
+    }
     acts->per_layer = per_layer;
     acts->max_batch = max_batch;
     acts->tokens = tokens;
@@ -59,6 +67,7 @@ int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *s, int max_batch
 
 void encoder_acts_free(encoder_acts *acts) {
     free(acts->block);
+    free(acts->attn_scratch);
     free(acts->mask_block);
     free(acts->grad_block);
     memset(acts, 0, sizeof *acts);
@@ -94,13 +103,37 @@ static void branch_dropout(encoder_acts *a, uint8_t *field, int l, size_t n) {
     dropout_forward(a->scratch, a->scratch, keep, n, a->hidden_drop);
 }
 
+/* Prepared layers run inference (vit/core/gemm.h); training keeps the plain products. */
+static int prepared(const encoder_acts *a, const encoder_layer *w) {
+    return w->qkv && !a->keep;
+}
+
+/* The branch's output projection added into residual (which holds the residual stream), through
+ * dropout when training. */
+static void add_branch(const encoder_layer *w, encoder_acts *a, int l, gemm_weight *prepared_w,
+                       const float *weight, const float *bias, const float *inp, int BT, int IN,
+                       int OUT, uint8_t *mask_field, float *residual) {
+    if (prepared(a, w)) {
+        gemm_run(prepared_w, inp, BT, residual, a->workspace);
+        return;
+    }
+    linear_forward(a->scratch, inp, weight, bias, BT, IN, OUT);
+    branch_dropout(a, mask_field, l, (size_t)BT * OUT);
+    vector_add(residual, residual, a->scratch, (size_t)BT * OUT);
+}
+
 static void attention_block(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
-                            const float *inp, const uint8_t *mask, int B, int T) {
+                            const float *inp, const uint8_t *mask, int B, int T, float *residual) {
     const int D = s->dim, BT = B * T, H = s->heads;
     float *qkv = encoder_acts_layer(a, a->qkv, l), *ctx = encoder_acts_layer(a, a->ctx, l);
     float *probs = encoder_acts_layer(a, a->probs, l);
-    linear_forward(qkv, inp, w->qkv_w, w->qkv_b, BT, D, 3 * D);
-    if (a->attn_drop > 0.0f) {
+    if (prepared(a, w))
+        gemm_run(w->qkv, inp, BT, qkv, a->workspace);
+    else
+        linear_forward(qkv, inp, w->qkv_w, w->qkv_b, BT, D, 3 * D);
+    if (!a->keep && a->attn_scratch) { /* inference: no weights kept */
+        attention_infer(ctx, qkv, mask, s->causal, a->attn_scratch, a->attn_threads, B, T, D, H);
+    } else if (a->attn_drop > 0.0f) {
         uint8_t *keep = encoder_acts_mask(a, a->keep_probs, l);
         dropout_mask(keep, (size_t)B * H * T * T, a->attn_drop, a->rng);
         attention_forward_dropout(ctx, probs, a->d_probs, qkv, mask, s->causal, keep, a->attn_drop,
@@ -108,18 +141,20 @@ static void attention_block(const encoder_shape *s, const encoder_layer *w, enco
     } else {
         attention_forward(ctx, probs, qkv, mask, s->causal, B, T, D, H);
     }
-    linear_forward(a->scratch, ctx, w->proj_w, w->proj_b, BT, D, D);
-    branch_dropout(a, a->keep_attn, l, (size_t)BT * D);
+    add_branch(w, a, l, w->proj, w->proj_w, w->proj_b, ctx, BT, D, D, a->keep_attn, residual);
 }
 
 static void mlp_block(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
-                      const float *inp, int BT) {
+                      const float *inp, int BT, float *residual) {
     const int D = s->dim, I = s->mlp_dim;
     float *fc1 = encoder_acts_layer(a, a->fc1_out, l), *act = encoder_acts_layer(a, a->act_out, l);
-    linear_forward(fc1, inp, w->fc1_w, w->fc1_b, BT, D, I);
-    activation_forward(act, fc1, (size_t)BT * I, s->act);
-    linear_forward(a->scratch, act, w->fc2_w, w->fc2_b, BT, I, D);
-    branch_dropout(a, a->keep_mlp, l, (size_t)BT * D);
+    if (prepared(a, w)) { /* the activation is fc1's epilogue */
+        gemm_run(w->fc1, inp, BT, act, a->workspace);
+    } else {
+        linear_forward(fc1, inp, w->fc1_w, w->fc1_b, BT, D, I);
+        activation_forward(act, fc1, (size_t)BT * I, s->act);
+    }
+    add_branch(w, a, l, w->fc2, w->fc2_w, w->fc2_b, act, BT, I, D, a->keep_mlp, residual);
 }
 
 static void pre_norm_layer(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
@@ -130,13 +165,11 @@ static void pre_norm_layer(const encoder_shape *s, const encoder_layer *w, encod
     if (a->keep) memcpy(encoder_acts_layer(a, a->layer_in, l), x, n * sizeof *x);
     layernorm_forward(ln1, encoder_acts_layer(a, a->ln1_mean, l),
                       encoder_acts_layer(a, a->ln1_rstd, l), x, w->ln1_w, w->ln1_b, BT, D, s->eps);
-    attention_block(s, w, a, l, ln1, mask, B, T);
-    vector_add(x, x, a->scratch, n);
+    attention_block(s, w, a, l, ln1, mask, B, T, x);
     if (a->keep) memcpy(encoder_acts_layer(a, a->mid, l), x, n * sizeof *x);
     layernorm_forward(ln2, encoder_acts_layer(a, a->ln2_mean, l),
                       encoder_acts_layer(a, a->ln2_rstd, l), x, w->ln2_w, w->ln2_b, BT, D, s->eps);
-    mlp_block(s, w, a, l, ln2, BT);
-    vector_add(x, x, a->scratch, n);
+    mlp_block(s, w, a, l, ln2, BT, x);
 }
 
 static void post_norm_layer(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
@@ -145,14 +178,14 @@ static void post_norm_layer(const encoder_shape *s, const encoder_layer *w, enco
     const size_t n = (size_t)BT * D;
     float *mid = encoder_acts_layer(a, a->mid, l), *sum2 = encoder_acts_layer(a, a->sum2, l);
     if (a->keep) memcpy(encoder_acts_layer(a, a->layer_in, l), x, n * sizeof *x);
-    attention_block(s, w, a, l, x, mask, B, T);
-    vector_add(mid, x, a->scratch, n);
+    memcpy(mid, x, n * sizeof *x); /* the residual the attention branch adds to */
+    attention_block(s, w, a, l, x, mask, B, T, mid);
     layernorm_forward(x, encoder_acts_layer(a, a->ln1_mean, l),
                       encoder_acts_layer(a, a->ln1_rstd, l), mid, w->ln1_w, w->ln1_b, BT, D,
                       s->eps);
     if (a->keep) memcpy(encoder_acts_layer(a, a->ln1_out, l), x, n * sizeof *x);
-    mlp_block(s, w, a, l, x, BT);
-    vector_add(sum2, x, a->scratch, n);
+    memcpy(sum2, x, n * sizeof *x);
+    mlp_block(s, w, a, l, x, BT, sum2);
     layernorm_forward(x, encoder_acts_layer(a, a->ln2_mean, l),
                       encoder_acts_layer(a, a->ln2_rstd, l), sum2, w->ln2_w, w->ln2_b, BT, D,
                       s->eps);

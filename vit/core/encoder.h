@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vit/core/gemm.h"
 #include "vit/core/ops.h"
 
 typedef struct {
@@ -27,6 +28,10 @@ typedef struct {
     float *ln2_w, *ln2_b;
     float *fc1_w, *fc1_b; /* [I, D], [I] */
     float *fc2_w, *fc2_b; /* [D, I], [D] */
+    /* The same four linear layers prepared for inference (vit/core/gemm.h; NULL: not prepared,
+     * as for training): qkv plain, proj and fc2 adding into the residual stream, fc1 with the
+     * activation. */
+    gemm_weight *qkv, *proj, *fc1, *fc2;
 } encoder_layer;
 
 /* Activations, sized for at most max_batch x tokens. Allocated with `per_layer` (for training),
@@ -47,10 +52,13 @@ typedef struct {
     float *mid;     /* [B,T,D] pre-LN: x after the attention residual; post-LN: x + Attn(x) */
     float *ln2_out; /* [B,T,D] */
     float *ln2_mean, *ln2_rstd;
-    float *fc1_out; /* [B,T,I] before the activation */
-    float *act_out; /* [B,T,I] */
-    float *sum2;    /* [B,T,D] post-LN: x + MLP(x) before LN2 */
-    float *scratch; /* [B,T,D] projection outputs before the residual add */
+    float *fc1_out;  /* [B,T,I] before the activation */
+    float *act_out;  /* [B,T,I] */
+    float *sum2;     /* [B,T,D] post-LN: x + MLP(x) before LN2 */
+    float *scratch;  /* [B,T,D] projection outputs before the residual add */
+    void *workspace; /* the prepared layers' shared scratch (the model's), set before a forward */
+    float *attn_scratch; /* inference attention (attention_infer), for attn_threads threads */
+    int attn_threads;
 
     /* Training mode (per_layer) only, all zero otherwise. */
     float hidden_drop, attn_drop; /* dropout probabilities of the next forward (0: eval mode) */

@@ -260,10 +260,15 @@ HOT_LOOP static void relu_kernel(float *out, const float *inp, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
 }
 
+static const unary_kernel activation_kernels[] = {
+    [ACT_GELU] = gelu_erf_kernel, [ACT_GELU_TANH] = gelu_tanh_kernel, [ACT_RELU] = relu_kernel};
+
 void activation_forward(float *out, const float *inp, size_t n, activation_kind act) {
-    static const unary_kernel kernels[] = {
-        [ACT_GELU] = gelu_erf_kernel, [ACT_GELU_TANH] = gelu_tanh_kernel, [ACT_RELU] = relu_kernel};
-    run_unary(kernels[act], out, inp, n);
+    run_unary(activation_kernels[act], out, inp, n);
+}
+
+void activation_serial(float *out, const float *inp, size_t n, activation_kind act) {
+    activation_kernels[act](out, inp, n);
 }
 
 /* d/dx 0.5·x·(1 + erf(x/√2)) = Φ(x) + x·φ(x). */

@@ -47,6 +47,8 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, co
 
 /* out[n] = act(inp[n]); in place allowed. */
 void activation_forward(float *out, const float *inp, size_t n, activation_kind act);
+/* The same on the calling thread only (inside a parallel region, on its share). */
+void activation_serial(float *out, const float *inp, size_t n, activation_kind act);
 /* dinp[n] = dout[n] · act'(inp[n]) with inp the forward's input (overwritten; dinp may alias dout).
  * GELU uses the exact erf derivative Φ(x) + x·φ(x). */
 void activation_backward(float *dinp, const float *dout, const float *inp, size_t n,
@@ -75,6 +77,14 @@ void softmax_probs(float *probs, const float *logits, int rows, int cols);
  * causal: query t sees keys 0..t only. */
 void attention_forward(float *out, float *probs, const float *qkv, const uint8_t *key_mask,
                        int causal, int B, int T, int D, int H);
+/* Inference attention (no weights kept, no dropout): the same result as attention_forward,
+ * computed block by block of query rows in the cache (vit/core/attention_infer.c). Needs
+ * D/H a multiple of 16 (attention_infer_supported) and scratch of attention_infer_scratch
+ * floats for a team of up to `threads` threads (the region uses no more). */
+int attention_infer_supported(int D, int H);
+size_t attention_infer_scratch(int B, int T, int D, int threads);
+void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, int causal,
+                     float *scratch, int threads, int B, int T, int D, int H);
 /* Training variant: HF's attention_probs_dropout on the weights. keep [B, H, T, T] (from
  * dropout_mask) and p drop weights before they multiply V; probs still receives the weights
  * before dropout (the backward needs them); dropped [B, H, T, T] is scratch. */

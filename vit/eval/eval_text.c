@@ -203,7 +203,9 @@ int text_eval_tsv(const char *model_dir, const char *tsv_path, const text_eval_o
     r.chunk_size = r.batch_size * LENGTH_GROUP;
     if (r.chunk_size > 1024) r.chunk_size = r.batch_size > 1024 ? r.batch_size : 1024;
     const vit_text_params params = {.threads = options ? options->threads : 0,
-                                    .max_batch = r.batch_size};
+                                    .max_batch = r.batch_size,
+                                    .backend = options ? options->backend : VIT_BACKEND_DEFAULT,
+                                    .precision = options ? options->precision : VIT_FP32};
     r.clf = vit_text_load(model_dir, &params, err);
     if (!r.clf) return -1;
     int rc = -1;

@@ -26,10 +26,13 @@
 
 #include "vit/base/error.h"
 #include "vit/eval/report.h"
+#include "vit/vit.h"
 
 typedef struct {
     int batch;   /* sentences per forward pass; 0 = 32 */
     int threads; /* forward-pass threads; 0 = one per core */
+    vit_backend backend;
+    vit_precision precision;
 } text_eval_options;
 
 typedef struct {

@@ -122,6 +122,8 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
     a->ids = ids;
     a->last_batch = B;
     a->last_tokens = T;
+    const int fast = m->pooler && !mode->train; /* prepared layers run inference */
+    a->enc.workspace = m->gemm_workspace;
     /* embeddings, LayerNorm, and (HF BertEmbeddings) dropout */
     embeddings_forward(a->emb, m, ids, B, T);
     layernorm_forward(a->x, a->emb_mean, a->emb_rstd, a->emb, m->emb_ln_w, m->emb_ln_b, B * T, D,
@@ -137,14 +139,22 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
     /* token 0 -> pooler -> dropout -> classifier */
     for (int b = 0; b < B; b++)
         memcpy(a->cls + (size_t)b * D, a->x + (size_t)b * T * D, sizeof(float) * (size_t)D);
-    pooler_forward(a->pooled, a->cls, m->pooler_w, m->pooler_b, B, D);
+    if (fast) {
+        gemm_run(m->pooler, a->cls, B, a->pooled, m->gemm_workspace);
+        for (size_t i = 0; i < (size_t)B * D; i++) a->pooled[i] = tanhf(a->pooled[i]);
+    } else {
+        pooler_forward(a->pooled, a->cls, m->pooler_w, m->pooler_b, B, D);
+    }
     const float *h = a->pooled;
     if (p_cls > 0.0f) {
         dropout_mask(a->head_keep, (size_t)B * D, p_cls, mode->rng);
         dropout_forward(a->head_in, a->pooled, a->head_keep, (size_t)B * D, p_cls);
         h = a->head_in;
     }
-    linear_forward(logits, h, m->head_w, m->head_b, B, D, m->cfg.num_labels);
+    if (fast)
+        gemm_run(m->head, h, B, logits, m->gemm_workspace);
+    else
+        linear_forward(logits, h, m->head_w, m->head_b, B, D, m->cfg.num_labels);
     return 0;
 }
 

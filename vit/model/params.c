@@ -168,6 +168,7 @@ int model_create(model *m, model_config *cfg, vit_error *err) {
 }
 
 void model_free(model *m) {
+    model_unprepare(m);
     free(m->params);
     free(m->entries);
     free(m->layers);
@@ -211,6 +212,8 @@ static float *rebase(const model *layout, float *block, float *p) {
 int model_bind(model *view, const model *layout, float *block) {
     *view = *layout;
     view->params = block;
+    view->patch = view->pooler = view->head = NULL; /* a view is never prepared */
+    view->gemm_workspace = NULL;
     view->layers = calloc((size_t)layout->cfg.num_layers, sizeof *view->layers);
     if (!view->layers) return -1;
     for (int l = 0; l < layout->cfg.num_layers; l++) {

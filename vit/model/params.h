@@ -35,6 +35,10 @@ typedef struct {
     float *word_emb, *pos_emb, *type_emb, *emb_ln_w, *emb_ln_b, *pooler_w, *pooler_b;
     /* head: ViT's final LayerNorm, classifier */
     float *final_ln_w, *final_ln_b, *head_w, *head_b;
+    /* Inference: the linear layers outside the encoder prepared for a backend (model_prepare;
+     * the encoder's are in its layers), and the scratch their runs share. NULL: not prepared. */
+    gemm_weight *patch, *pooler, *head;
+    void *gemm_workspace;
 } model;
 
 /* Lays out zeroed parameters for cfg (takes ownership of cfg's labels). */
@@ -51,6 +55,15 @@ size_t model_live_params(const model *m);
 double model_flops(const model *m, int tokens);
 /* Tokens of a ViT input of size x size pixels: (size/P)² patches + CLS. */
 int model_vit_tokens(const model *m, int size);
+
+/* Prepares every linear layer for inference with backend and precision, for batches of up to
+ * max_batch inputs of up to tokens tokens; model_unprepare releases them (model_free does too).
+ * Training uses the parameters as they are, unprepared. */
+int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int max_batch,
+                  int tokens, vit_error *err);
+void model_unprepare(model *m);
+/* Bytes the prepared layers hold beyond the fp32 parameters (int8 and bf16 copies). */
+size_t model_prepared_bytes(const model *m);
 
 /* A view of another block with layout's shapes (gradients, optimizer moments): every tensor
  * pointer of layout rebased from layout->params onto block (layout->num_params floats). The view

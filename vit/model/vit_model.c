@@ -84,8 +84,13 @@ int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
     a->mode = *mode;
     a->last_batch = B;
     /* patches -> tokens: one matrix product embeds every patch of the batch */
+    const int fast = m->patch && !mode->train; /* prepared layers run inference */
+    a->enc.workspace = m->gemm_workspace;
     patch_extract(a->patches, pixels, B, c->num_channels, a->size, a->size, c->patch_size);
-    linear_forward(a->embed, a->patches, m->patch_w, m->patch_b, B * N, a->patch_dim, D);
+    if (fast)
+        gemm_run(m->patch, a->patches, B * N, a->embed, m->gemm_workspace);
+    else
+        linear_forward(a->embed, a->patches, m->patch_w, m->patch_b, B * N, a->patch_dim, D);
     patch_tokens_forward(a->x, a->embed, m->cls_token, a->pos, B, N, D);
     if (p_drop > 0.0f) { /* HF ViTEmbeddings ends with dropout */
         dropout_mask(a->emb_keep, n, p_drop, mode->rng);
@@ -100,7 +105,10 @@ int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
         memcpy(a->cls_in + (size_t)b * D, a->x + (size_t)b * T * D, sizeof(float) * (size_t)D);
     layernorm_forward(a->cls_ln, a->cls_mean, a->cls_rstd, a->cls_in, m->final_ln_w, m->final_ln_b,
                       B, D, c->layer_norm_eps);
-    linear_forward(logits, a->cls_ln, m->head_w, m->head_b, B, D, c->num_labels);
+    if (fast)
+        gemm_run(m->head, a->cls_ln, B, logits, m->gemm_workspace);
+    else
+        linear_forward(logits, a->cls_ln, m->head_w, m->head_b, B, D, c->num_labels);
     return 0;
 }
 

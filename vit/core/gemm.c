@@ -1,0 +1,183 @@
+/* Prepared linear layers: the dispatch, and the OpenBLAS backend (the reference). */
+#include "vit/core/gemm.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/base/alloc.h"
+#include "vit/base/hot.h"
+#include "vit/core/gemm_internal.h"
+
+int gemm_backend_available(gemm_backend backend) {
+    if (backend == GEMM_OPENBLAS) return 1;
+#ifdef VIT_ONEDNN
+    return onednn_available();
+#else
+    return 0;
+#endif
+}
+
+const char *gemm_backend_name(gemm_backend backend) {
+    return backend == GEMM_ONEDNN ? "onednn" : "openblas";
+}
+
+const char *gemm_precision_name(gemm_precision precision) {
+    return precision == PRECISION_INT8 ? "int8" : precision == PRECISION_BF16 ? "bf16" : "fp32";
+}
+
+const char *gemm_backend_describe(gemm_backend backend, char *buf, size_t size) {
+#ifdef VIT_ONEDNN
+    if (backend == GEMM_ONEDNN) return onednn_describe(buf, size);
+#endif
+    if (backend == GEMM_ONEDNN)
+        snprintf(buf, size, "oneDNN (not in this build)");
+    else
+        snprintf(buf, size, "OpenBLAS %s", openblas_get_corename());
+    return buf;
+}
+
+int gemm_bf16_native(gemm_backend backend) {
+#ifdef VIT_ONEDNN
+    if (backend == GEMM_ONEDNN) return onednn_bf16_native();
+#endif
+    (void)backend;
+    return 0;
+}
+
+HOT_LOOP void round_rows_bf16(float *out, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = round_to_bf16(x[i]);
+}
+
+HOT_LOOP static void add_rows(float *y, const float *acc, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] += acc[i];
+}
+
+void apply_epilogue(float *y, const float *acc, size_t n, gemm_epilogue epilogue) {
+    switch (epilogue) {
+    case EPILOGUE_GELU:
+        activation_serial(y, y, n, ACT_GELU);
+        break;
+    case EPILOGUE_GELU_TANH:
+        activation_serial(y, y, n, ACT_GELU_TANH);
+        break;
+    case EPILOGUE_RELU:
+        activation_serial(y, y, n, ACT_RELU);
+        break;
+    case EPILOGUE_ACCUMULATE:
+        add_rows(y, acc, n);
+        break;
+    case EPILOGUE_NONE:
+        break;
+    }
+}
+
+/* ---- OpenBLAS ---- */
+
+/* Each OpenMP thread: its rows into out (bias, then sgemm adding to it), then the epilogue; a
+ * residual branch goes through the workspace and is added to y. The same operations, in the
+ * same order, as linear_forward + activation_forward / vector_add. */
+static void openblas_run(gemm_weight *w, const float *x, int N, float *y, float *ws) {
+    const int IN = w->IN, OUT = w->OUT, accumulate = w->epilogue == EPILOGUE_ACCUMULATE;
+    const float *W = w->rounded ? w->rounded : w->weight;
+    float *branch = accumulate ? ws : y;
+    if (w->rounded) { /* bf16 in fp32: the activations rounded too, after the branch rows */
+        float *xr = ws + (accumulate ? (size_t)N * OUT : 0);
+        round_rows_bf16(xr, x, (size_t)N * IN);
+        x = xr;
+    }
+#pragma omp parallel if (N >= 16)
+    {
+        const int t = omp_get_thread_num(), k = omp_get_num_threads();
+        const int lo = (int)((long long)N * t / k), hi = (int)((long long)N * (t + 1) / k);
+        if (hi > lo) {
+            float *out = branch + (size_t)lo * OUT;
+            if (w->bias)
+                for (int n = lo; n < hi; n++)
+                    memcpy(branch + (size_t)n * OUT, w->bias, sizeof(float) * (size_t)OUT);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, hi - lo, OUT, IN, 1.0f,
+                        x + (size_t)lo * IN, IN, W, IN, w->bias ? 1.0f : 0.0f, out, OUT);
+            const size_t n = (size_t)(hi - lo) * OUT;
+            if (accumulate)
+                apply_epilogue(y + (size_t)lo * OUT, out, n, EPILOGUE_ACCUMULATE);
+            else
+                apply_epilogue(out, NULL, n, w->epilogue);
+        }
+    }
+}
+
+static int openblas_prepare(gemm_weight *w, vit_error *err) {
+    if (w->precision == PRECISION_INT8)
+        return vit_fail(err, "int8 needs the oneDNN backend (this build or CPU has none)");
+    const size_t branch = w->epilogue == EPILOGUE_ACCUMULATE ? (size_t)w->max_rows * w->OUT : 0;
+    const size_t rows = w->precision == PRECISION_BF16 ? (size_t)w->max_rows * w->IN : 0;
+    w->workspace_bytes = (branch + rows) * sizeof(float);
+    if (w->precision != PRECISION_BF16) return 0;
+    const size_t n = (size_t)w->OUT * w->IN;
+    if (!(w->rounded = vit_alloc_floats(n))) return vit_fail(err, "out of memory");
+    round_rows_bf16(w->rounded, w->weight, n);
+    w->extra_bytes = n * sizeof(float);
+    return 0;
+}
+
+/* ---- dispatch ---- */
+
+gemm_weight *gemm_prepare(gemm_backend backend, gemm_precision precision, const float *weight,
+                          const float *bias, int OUT, int IN, gemm_epilogue epilogue, int max_rows,
+                          vit_error *err) {
+    if (!gemm_backend_available(backend))
+        return vit_fail(err, "the %s backend is not available in this build",
+                        gemm_backend_name(backend)),
+               NULL;
+    gemm_weight *w = calloc(1, sizeof *w);
+    if (!w) return vit_fail(err, "out of memory"), NULL;
+    *w = (gemm_weight){.backend = backend,
+                       .precision = precision,
+                       .epilogue = epilogue,
+                       .OUT = OUT,
+                       .IN = IN,
+                       .max_rows = max_rows,
+                       .weight = weight,
+                       .bias = bias};
+    int rc;
+#ifdef VIT_ONEDNN
+    if (backend == GEMM_ONEDNN)
+        rc = onednn_prepare(w, err);
+    else
+#endif
+        rc = openblas_prepare(w, err);
+    if (rc != 0) {
+        gemm_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void gemm_run(gemm_weight *w, const float *x, int N, float *y, void *workspace) {
+#ifdef VIT_ONEDNN
+    if (w->backend == GEMM_ONEDNN) {
+        onednn_run(w, x, N, y, workspace);
+        return;
+    }
+#endif
+    openblas_run(w, x, N, y, workspace);
+}
+
+void gemm_free(gemm_weight *w) {
+    if (!w) return;
+#ifdef VIT_ONEDNN
+    if (w->backend == GEMM_ONEDNN) onednn_free(w);
+#endif
+    free(w->rounded);
+    free(w);
+}
+
+size_t gemm_workspace_bytes(const gemm_weight *w) {
+    return w->workspace_bytes;
+}
+
+size_t gemm_extra_bytes(const gemm_weight *w) {
+    return w->extra_bytes;
+}

@@ -1,0 +1,61 @@
+#ifndef VIT_CORE_GEMM_H
+#define VIT_CORE_GEMM_H
+
+/* Linear layers for inference, weights prepared once at load: y[N, OUT] = x[N, IN]·Wᵀ + b, then
+ * an epilogue (an activation, or an add into y for a residual branch) in the same pass where the
+ * backend allows it. Two backends:
+ *   - OpenBLAS: the reference fp32 path (and the training path, which uses ops.h directly):
+ *     OpenMP owns the cores, each thread runs single-threaded sgemm on its share of the rows;
+ *     OpenBLAS has no way to keep a packed weight, so "prepared" is the weight itself.
+ *   - oneDNN (when built with it): one matmul primitive per layer, created at load with the
+ *     batch rows a run-time dimension, the weight read in place in PyTorch's [OUT, IN] layout
+ *     (on AVX2 the layout oneDNN picks for itself is slower at batch 1), bias and epilogue fused.
+ *     Called from serial code: oneDNN runs its own OpenMP region on the same pool.
+ * Precisions: fp32; bf16 (weights and activations rounded to bfloat16, products accumulated in
+ * fp32: oneDNN's bf16 kernels where the CPU has them, else the same numbers computed in fp32,
+ * with no speed-up); int8 (oneDNN: weights per output channel, symmetric, at load; activations
+ * per row, at run time, as ONNX Runtime's dynamic quantisation; u8·s8 products in int32). */
+
+#include <stddef.h>
+
+#include "vit/base/error.h"
+#include "vit/core/ops.h"
+
+typedef enum { GEMM_OPENBLAS, GEMM_ONEDNN } gemm_backend;
+typedef enum { PRECISION_FP32, PRECISION_BF16, PRECISION_INT8 } gemm_precision;
+typedef enum {
+    EPILOGUE_NONE,
+    EPILOGUE_GELU,      /* y = gelu_erf(xWᵀ + b) */
+    EPILOGUE_GELU_TANH, /* y = gelu_tanh(xWᵀ + b) */
+    EPILOGUE_RELU,
+    EPILOGUE_ACCUMULATE /* y += xWᵀ + b (y holds the residual stream) */
+} gemm_epilogue;
+
+typedef struct gemm_weight gemm_weight;
+
+/* What the build and the CPU offer. */
+int gemm_backend_available(gemm_backend backend);
+/* "OpenBLAS Zen" / "oneDNN 2.6 (avx2)": the kernels a backend runs here. */
+const char *gemm_backend_describe(gemm_backend backend, char *buf, size_t size);
+/* bf16 runs on bf16 kernels (1), or is computed in fp32 with bf16-rounded operands (0). */
+int gemm_bf16_native(gemm_backend backend);
+const char *gemm_backend_name(gemm_backend backend);
+const char *gemm_precision_name(gemm_precision precision);
+
+/* A prepared layer for weight [OUT, IN] and bias [OUT] (may be NULL), for at most max_rows rows
+ * per run. The weight and bias must stay valid while the layer is used (fp32 reads them in
+ * place). Errors: a precision the backend cannot run, memory. */
+gemm_weight *gemm_prepare(gemm_backend backend, gemm_precision precision, const float *weight,
+                          const float *bias, int OUT, int IN, gemm_epilogue epilogue, int max_rows,
+                          vit_error *err);
+/* Scratch a run needs (for max_rows rows): one block, shared by the layers that run in turn. */
+size_t gemm_workspace_bytes(const gemm_weight *w);
+/* y[N, OUT] from x[N, IN] (N <= max_rows) with workspace (64-byte aligned, at least
+ * gemm_workspace_bytes). x and y must not overlap. Called from serial code: the backend runs
+ * its own parallel region. */
+void gemm_run(gemm_weight *w, const float *x, int N, float *y, void *workspace);
+void gemm_free(gemm_weight *w);
+/* Bytes the prepared form holds beyond the fp32 weight it was made from. */
+size_t gemm_extra_bytes(const gemm_weight *w);
+
+#endif

@@ -1,0 +1,90 @@
+/* Every linear layer of a model prepared for inference on a backend (vit/core/gemm.h). */
+#include <stdlib.h>
+
+#include "vit/base/alloc.h"
+#include "vit/model/params.h"
+
+static gemm_epilogue activation_epilogue(activation_kind act) {
+    return act == ACT_GELU        ? EPILOGUE_GELU
+           : act == ACT_GELU_TANH ? EPILOGUE_GELU_TANH
+                                  : EPILOGUE_RELU;
+}
+
+typedef struct {
+    gemm_backend backend;
+    gemm_precision precision;
+    size_t workspace;
+    vit_error *err;
+} prep;
+
+/* One layer (weight [OUT, IN]); the workspace grows to the largest need. */
+static int one(prep *p, gemm_weight **out, const float *w, const float *b, int OUT, int IN,
+               gemm_epilogue epilogue, int rows) {
+    *out = gemm_prepare(p->backend, p->precision, w, b, OUT, IN, epilogue, rows, p->err);
+    if (!*out) return -1;
+    const size_t need = gemm_workspace_bytes(*out);
+    p->workspace = need > p->workspace ? need : p->workspace;
+    return 0;
+}
+
+static int prepare_layers(model *m, prep *p, int rows) {
+    const int D = m->cfg.hidden_size, I = m->cfg.intermediate_size;
+    for (int l = 0; l < m->cfg.num_layers; l++) {
+        encoder_layer *w = &m->layers[l];
+        if (one(p, &w->qkv, w->qkv_w, w->qkv_b, 3 * D, D, EPILOGUE_NONE, rows) ||
+            one(p, &w->proj, w->proj_w, w->proj_b, D, D, EPILOGUE_ACCUMULATE, rows) ||
+            one(p, &w->fc1, w->fc1_w, w->fc1_b, I, D, activation_epilogue(m->cfg.act), rows) ||
+            one(p, &w->fc2, w->fc2_w, w->fc2_b, D, I, EPILOGUE_ACCUMULATE, rows))
+            return -1;
+    }
+    return 0;
+}
+
+int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int max_batch,
+                  int tokens, vit_error *err) {
+    model_unprepare(m);
+    prep p = {.backend = backend, .precision = precision, .err = err};
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, B = max_batch;
+    int rc = prepare_layers(m, &p, B * tokens);
+    if (rc == 0 && c->kind == MODEL_VIT)
+        rc = one(&p, &m->patch, m->patch_w, m->patch_b, D,
+                 c->num_channels * c->patch_size * c->patch_size, EPILOGUE_NONE, B * (tokens - 1));
+    if (rc == 0 && c->kind == MODEL_BERT)
+        rc = one(&p, &m->pooler, m->pooler_w, m->pooler_b, D, D, EPILOGUE_NONE, B);
+    if (rc == 0) rc = one(&p, &m->head, m->head_w, m->head_b, c->num_labels, D, EPILOGUE_NONE, B);
+    if (rc == 0 && p.workspace && !(m->gemm_workspace = vit_alloc_floats(p.workspace / 4 + 1)))
+        rc = vit_fail(err, "out of memory");
+    if (rc != 0) model_unprepare(m);
+    return rc;
+}
+
+void model_unprepare(model *m) {
+    for (int l = 0; m->layers && l < m->cfg.num_layers; l++) {
+        encoder_layer *w = &m->layers[l];
+        gemm_weight **all[] = {&w->qkv, &w->proj, &w->fc1, &w->fc2};
+        for (int i = 0; i < 4; i++) {
+            gemm_free(*all[i]);
+            *all[i] = NULL;
+        }
+    }
+    gemm_weight **all[] = {&m->patch, &m->pooler, &m->head};
+    for (int i = 0; i < 3; i++) {
+        gemm_free(*all[i]);
+        *all[i] = NULL;
+    }
+    free(m->gemm_workspace);
+    m->gemm_workspace = NULL;
+}
+
+size_t model_prepared_bytes(const model *m) {
+    size_t n = 0;
+    for (int l = 0; m->layers && l < m->cfg.num_layers; l++) {
+        const encoder_layer *w = &m->layers[l];
+        const gemm_weight *all[] = {w->qkv, w->proj, w->fc1, w->fc2};
+        for (int i = 0; i < 4; i++) n += all[i] ? gemm_extra_bytes(all[i]) : 0;
+    }
+    const gemm_weight *all[] = {m->patch, m->pooler, m->head};
+    for (int i = 0; i < 3; i++) n += all[i] ? gemm_extra_bytes(all[i]) : 0;
+    return n;
+}
