@@ -97,6 +97,9 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/tests/testutil.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(BUILD)/tests/testutil.o $(LIB) $(LDLIBS) -lcmocka
 
+# The inference attention's register tiles are written for fused multiply-adds.
+$(BUILD)/vit/core/attention_infer.o: CFLAGS += -ffp-contract=fast
+
 # The public API's test sees vit.h as an installed program would: <vit.h>.
 $(BUILD)/tests/test_api: CFLAGS += -Ivit
 

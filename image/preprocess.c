@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "vit/base/hot.h"
 #include "vit/base/json.h"
 
 /* ViTImageProcessor's defaults; `size` is the model's image_size when there is no
@@ -181,8 +182,8 @@ static int floor_half(int n) {
 }
 
 /* Center crop (zero outside the image) fused with rescale, normalise and HWC -> CHW. */
-static void crop_normalize(const preprocess_config *cfg, const image_u8 *img, int out_h, int out_w,
-                           float *out) {
+HOT_LOOP static void crop_normalize(const preprocess_config *cfg, const image_u8 *img, int out_h,
+                                    int out_w, float *out) {
     const int C = img->channels;
     const int top = floor_half(img->height - out_h), left = floor_half(img->width - out_w);
     for (int c = 0; c < C; c++) {

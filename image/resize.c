@@ -4,6 +4,8 @@
  * different but "equivalent" formula changes the odd pixel by one grey level. */
 #include "image/image.h"
 
+#include "vit/base/hot.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,38 +130,51 @@ static uint8_t clip8(int32_t acc) {
     return acc < 0 ? 0 : acc > 255 ? 255 : (uint8_t)acc;
 }
 
-/* Horizontal pass over source rows y0 .. y0 + rows - 1 into dst [rows, out_w, C]. The channels
- * of a pixel are accumulated together so each tap's weight is loaded once. */
-static void resample_rows(uint8_t *dst, const image_u8 *src, int y0, int rows, int out_w,
-                          const axis_taps *t) {
+typedef int32_t v4si __attribute__((vector_size(4 * sizeof(int32_t))));
+
+/* One RGB output pixel from a row widened to int32: the channels in the lanes of one vector, a
+ * tap each step (the fourth lane, the next pixel's first channel, is not used). Integer sums in
+ * any order are the same: this is Pillow's arithmetic exactly. */
+static void rgb_pixel(uint8_t *o, const int32_t *p, const int32_t *k, int n) {
+    v4si acc = {1 << (PRECISION_BITS - 1), 1 << (PRECISION_BITS - 1), 1 << (PRECISION_BITS - 1), 0};
+    for (int i = 0; i < n; i++) {
+        v4si px;
+        memcpy(&px, p + 3 * i, sizeof px);
+        acc += px * k[i];
+    }
+    for (int c = 0; c < 3; c++) o[c] = clip8(acc[c]);
+}
+
+/* Horizontal pass over source rows y0 .. y0 + rows - 1 into dst [rows, out_w, C]. wide holds
+ * width·C + 4 int32: each row widened once, read about n/scale times. */
+HOT_LOOP static void resample_rows(uint8_t *dst, const image_u8 *src, int y0, int rows, int out_w,
+                                   const axis_taps *t, int32_t *wide) {
     const int C = src->channels;
+    const size_t row_len = (size_t)src->width * C;
+    for (int j = 0; j < 4; j++) wide[row_len + j] = 0;
     for (int y = 0; y < rows; y++) {
-        const uint8_t *in = src->pixels + (size_t)(y0 + y) * src->width * C;
+        const uint8_t *in = src->pixels + (size_t)(y0 + y) * row_len;
         uint8_t *o = dst + (size_t)y * out_w * C;
+        for (size_t j = 0; j < row_len; j++) wide[j] = in[j];
         for (int x = 0; x < out_w; x++) {
             const int32_t *k = t->k + (size_t)x * t->ksize;
-            const uint8_t *p = in + (size_t)t->first[x] * C;
+            const int32_t *p = wide + (size_t)t->first[x] * C;
             const int n = t->count[x];
-            int32_t acc[3] = {1 << (PRECISION_BITS - 1), 1 << (PRECISION_BITS - 1),
-                              1 << (PRECISION_BITS - 1)};
             if (C == 3) {
-                for (int i = 0; i < n; i++) {
-                    acc[0] += p[3 * i] * k[i];
-                    acc[1] += p[3 * i + 1] * k[i];
-                    acc[2] += p[3 * i + 2] * k[i];
-                }
-            } else {
-                for (int i = 0; i < n; i++) acc[0] += p[i] * k[i];
+                rgb_pixel(o + x * 3, p, k, n);
+                continue;
             }
-            for (int c = 0; c < C; c++) o[x * C + c] = clip8(acc[c]);
+            int32_t acc = 1 << (PRECISION_BITS - 1);
+            for (int i = 0; i < n; i++) acc += p[i] * k[i];
+            o[x] = clip8(acc);
         }
     }
 }
 
 /* Vertical pass: src [*, width, C] (row 0 = source row y0) into dst [out_h, width, C]. Whole rows
  * are accumulated tap by tap in acc (width·C int32 scratch): contiguous, so it vectorises. */
-static void resample_columns(uint8_t *dst, const uint8_t *src, int y0, int width, int C, int out_h,
-                             const axis_taps *t, int32_t *acc) {
+HOT_LOOP static void resample_columns(uint8_t *dst, const uint8_t *src, int y0, int width, int C,
+                                      int out_h, const axis_taps *t, int32_t *acc) {
     const size_t stride = (size_t)width * C;
     for (int y = 0; y < out_h; y++) {
         const int32_t *k = t->k + (size_t)y * t->ksize;
@@ -181,12 +196,14 @@ static int resize_convolve(const image_u8 *src, int out_w, int out_h, const resa
     const int need_h = out_w != src->width, need_v = out_h != src->height;
     axis_taps th = {0}, tv = {0};
     uint8_t *mid = NULL;
-    int32_t *acc = NULL;
+    int32_t *acc = NULL, *wide = NULL;
     int rc = -1;
     if (axis_taps_compute(&th, src->width, out_w, f) != 0) goto done;
     if (axis_taps_compute(&tv, src->height, out_h, f) != 0) goto done;
+    wide = malloc(sizeof(int32_t) * ((size_t)src->width * C + 4));
+    if (!wide) goto done;
     if (!need_v) {
-        resample_rows(dst, src, 0, src->height, out_w, &th);
+        resample_rows(dst, src, 0, src->height, out_w, &th, wide);
         rc = 0;
         goto done;
     }
@@ -199,13 +216,14 @@ static int resize_convolve(const image_u8 *src, int out_w, int out_h, const resa
     if (need_h) {
         mid = malloc((size_t)(y1 - y0) * out_w * C);
         if (!mid) goto done;
-        resample_rows(mid, src, y0, y1 - y0, out_w, &th);
+        resample_rows(mid, src, y0, y1 - y0, out_w, &th, wide);
         rows = mid;
     }
     resample_columns(dst, rows, y0, out_w, C, out_h, &tv, acc);
     rc = 0;
 done:
     free(acc);
+    free(wide);
     free(mid);
     axis_taps_free(&th);
     axis_taps_free(&tv);

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "vit/base/alloc.h"
 #include "vit/cli/cli.h"
@@ -49,19 +48,7 @@ static void print_man(FILE *out) {
           out);
 }
 
-/* OpenMP threads spin at every barrier by default, which starves whatever else wants the cores:
- * the image loader thread of classify and eval, or any other process. Beside one busy process,
- * eval went from 40 to 1590 images/s with passive waiting. libgomp reads its wait policy from the
- * environment only when it is loaded, so when the user has not chosen one, the program runs itself
- * again with OMP_WAIT_POLICY=passive (if that fails, it carries on as it is). */
-static void prefer_passive_openmp(char **argv) {
-    if (getenv("OMP_WAIT_POLICY")) return;
-    setenv("OMP_WAIT_POLICY", "passive", 1);
-    execv("/proc/self/exe", argv);
-}
-
 int main(int argc, char **argv) {
-    prefer_passive_openmp(argv);
     vit_keep_freed_memory();
     if (argc < 2) {
         usage(stderr);

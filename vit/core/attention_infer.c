@@ -62,7 +62,7 @@ HOT_LOOP static void scores(float *s, const float *q, int rows, int ld, const fl
             qr[r] = q + (size_t)(i0 + r < rows ? i0 + r : rows - 1) * ld;
         for (int j0 = 0; j0 < Tp; j0 += TILE_C) {
             v8f acc[TILE_R][2];
-            memset(acc, 0, sizeof acc);
+            for (int r = 0; r < TILE_R; r++) acc[r][0] = acc[r][1] = (v8f){0};
             for (int d = 0; d < dh; d++) {
                 v8f k0, k1;
                 load8(&k0, kt + (size_t)d * Tp + j0);
@@ -89,7 +89,7 @@ HOT_LOOP static void weighted_values(float *out, int ld_out, const float *p, int
             pr[r] = p + (size_t)(i0 + r < rows ? i0 + r : rows - 1) * Tp;
         for (int c0 = 0; c0 < dh; c0 += TILE_C) {
             v8f acc[TILE_R][2];
-            memset(acc, 0, sizeof acc);
+            for (int r = 0; r < TILE_R; r++) acc[r][0] = acc[r][1] = (v8f){0};
             for (int j = 0; j < T; j++) {
                 v8f v0, v1;
                 load8(&v0, v + (size_t)j * ld + c0);
