@@ -5,6 +5,7 @@
 #include "image/image.h"
 #include "vit/io/model_dir.h"
 #include "vit/cli/cli.h"
+#include "vit/core/gemm.h"
 #include "vit/model/params.h"
 
 enum { OPT_MODEL = 1, OPT_LABELS };
@@ -110,7 +111,14 @@ int cli_info(int argc, char **argv) {
            activation_name(cfg->act), cfg->layer_norm_eps, cfg->qkv_bias ? "" : ", no qkv bias");
     printf("parameters:     %zu\n", model_live_params(&m));
     print_labels(cfg, all_labels);
-    printf("library:        vit %s, OpenBLAS %s\n", vit_version(), cli_blas_core());
+    char openblas[96], onednn[96];
+    printf("library:        vit %s\n", vit_version());
+    printf("backends:       %s; %s%s\n",
+           gemm_backend_describe(GEMM_OPENBLAS, openblas, sizeof openblas),
+           gemm_backend_describe(GEMM_ONEDNN, onednn, sizeof onednn),
+           !gemm_backend_available(GEMM_ONEDNN) ? ""
+           : gemm_bf16_native(GEMM_ONEDNN)      ? ", bf16 kernels"
+                                                : ", no bf16 kernels (bf16 computed in fp32)");
     model_free(&m);
     return 0;
 }

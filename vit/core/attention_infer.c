@@ -12,10 +12,11 @@
 #include <string.h>
 
 #include "vit/base/hot.h"
+#include "vit/core/fastmath.h"
 #include "vit/core/ops.h"
 
-#define ROWS_PER_TASK 16 /* query rows per task: a 16 x T score tile */
-#define TILE_R        4
+#define ROWS_PER_TASK 18 /* query rows per task: an 18 x T score tile, three row tiles */
+#define TILE_R        6  /* 6 x 16: twelve accumulators, few loads per FMA */
 #define TILE_C        16
 
 /* 8 floats as one value (GCC/Clang vector extension). */
@@ -80,9 +81,10 @@ HOT_LOOP static void scores(float *s, const float *q, int rows, int ld, const fl
     }
 }
 
-/* out [rows, dh] (rows ld_out apart) = p [rows, T] (rows Tp apart) · v [T, dh] (rows ld apart). */
-HOT_LOOP static void weighted_values(float *out, int ld_out, const float *p, int rows, int Tp,
-                                     const float *v, int ld, int T, int dh) {
+/* out [rows, dh] (rows ld_out apart) = diag(inv) · p [rows, T] (rows Tp apart) · v [T, dh]
+ * (rows ld apart). */
+HOT_LOOP static void weighted_values(float *out, int ld_out, const float *p, const float *inv,
+                                     int rows, int Tp, const float *v, int ld, int T, int dh) {
     for (int i0 = 0; i0 < rows; i0 += TILE_R) {
         const float *pr[TILE_R];
         for (int r = 0; r < TILE_R; r++)
@@ -100,10 +102,41 @@ HOT_LOOP static void weighted_values(float *out, int ld_out, const float *p, int
                 }
             }
             for (int r = 0; r < TILE_R && i0 + r < rows; r++) {
-                store8(out + (size_t)(i0 + r) * ld_out + c0, &acc[r][0]);
-                store8(out + (size_t)(i0 + r) * ld_out + c0 + 8, &acc[r][1]);
+                const v8f a0 = acc[r][0] * inv[i0 + r], a1 = acc[r][1] * inv[i0 + r];
+                store8(out + (size_t)(i0 + r) * ld_out + c0, &a0);
+                store8(out + (size_t)(i0 + r) * ld_out + c0 + 8, &a1);
             }
         }
+    }
+}
+
+/* Each row of s [rows, Tp]: its exponentials (the row's max subtracted) in place, and the
+ * inverse of their sum in inv[row], which weighted_values applies to its output rows (one
+ * multiplication per output instead of per weight). A row with every key masked gets weights 0
+ * and inv 0: it attends to nothing rather than NaN, as softmax_forward. */
+HOT_LOOP static void exponentials(float *s, int rows, int Tp, int T, float *inv) {
+    for (int i = 0; i < rows; i++) {
+        float *row = s + (size_t)i * Tp;
+        float part[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                         -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        int j = 0;
+        for (; j + 8 <= T; j += 8)
+            for (int k = 0; k < 8; k++) part[k] = row[j + k] > part[k] ? row[j + k] : part[k];
+        float max = -INFINITY;
+        for (; j < T; j++) max = row[j] > max ? row[j] : max;
+        for (int k = 0; k < 8; k++) max = part[k] > max ? part[k] : max;
+        if (max == -INFINITY) {
+            memset(row, 0, sizeof(float) * (size_t)T);
+            inv[i] = 0.0f;
+            continue;
+        }
+        float sum[8] = {0};
+        for (j = 0; j + 8 <= T; j += 8)
+            for (int k = 0; k < 8; k++) sum[k] += row[j + k] = fast_expf(row[j + k] - max);
+        float total = 0.0f;
+        for (; j < T; j++) total += row[j] = fast_expf(row[j] - max);
+        for (int k = 0; k < 8; k++) total += sum[k];
+        inv[i] = 1.0f / total;
     }
 }
 
@@ -141,9 +174,10 @@ void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, int 
             scores(s, base + (size_t)r0 * ld, rows, ld, kt_all + (size_t)bh * dh * Tp, Tp, dh);
             if (key_mask || causal)
                 mask_scores(s, rows, Tp, T, r0, key_mask ? key_mask + (size_t)b * T : NULL, causal);
-            for (int i = 0; i < rows; i++) softmax_forward(s + (size_t)i * Tp, 1, T);
-            weighted_values(out + ((size_t)b * T + r0) * D + h * dh, D, s, rows, Tp, base + 2 * D,
-                            ld, T, dh);
+            float inv[ROWS_PER_TASK];
+            exponentials(s, rows, Tp, T, inv);
+            weighted_values(out + ((size_t)b * T + r0) * D + h * dh, D, s, inv, rows, Tp,
+                            base + 2 * D, ld, T, dh);
         }
     }
 }

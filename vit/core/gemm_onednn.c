@@ -77,17 +77,14 @@ typedef struct {
     int emulate_bf16; /* bf16 in fp32: rounded weight, rounded activations */
     void *owned;      /* the bf16 or int8 copy of the weight */
     float *scales;    /* int8: per output channel */
+    int32_t *colsum;  /* int8: Σ_k of each output channel's integer weights */
     int q;            /* int8: the weights' largest magnitude */
 } layer;
 
 static dnnl_primitive_attr_t make_attr(gemm_epilogue epilogue, gemm_precision precision) {
     dnnl_primitive_attr_t attr;
     if (dnnl_primitive_attr_create(&attr) != dnnl_success) return NULL;
-    if (precision == PRECISION_INT8) { /* u8 activations with the zero point 128 */
-        const int32_t zero = 128;
-        dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &zero);
-        return attr; /* the epilogue follows the dequantisation */
-    }
+    if (precision == PRECISION_INT8) return attr; /* the epilogue follows the dequantisation */
     dnnl_post_ops_t po;
     dnnl_post_ops_create(&po);
     switch (epilogue) {
@@ -157,15 +154,19 @@ static int quantize_weight(layer *L, const gemm_weight *w) {
     L->q = has_isa(dnnl_cpu_isa_avx512_core_vnni) || has_isa(dnnl_cpu_isa_avx2_vnni) ? 127 : 63;
     int8_t *w8 = malloc((size_t)w->OUT * w->IN);
     L->scales = malloc(sizeof(float) * (size_t)w->OUT);
+    L->colsum = malloc(sizeof(int32_t) * (size_t)w->OUT);
     L->owned = w8;
-    if (!w8 || !L->scales) return -1;
+    if (!w8 || !L->scales || !L->colsum) return -1;
     for (int o = 0; o < w->OUT; o++) {
         const float *row = w->weight + (size_t)o * w->IN;
         float amax = 0.0f;
         for (int i = 0; i < w->IN; i++) amax = fabsf(row[i]) > amax ? fabsf(row[i]) : amax;
         const float scale = amax > 0.0f ? amax / (float)L->q : 1.0f;
-        for (int i = 0; i < w->IN; i++) w8[(size_t)o * w->IN + i] = (int8_t)lrintf(row[i] / scale);
+        int32_t sum = 0;
+        for (int i = 0; i < w->IN; i++)
+            sum += w8[(size_t)o * w->IN + i] = (int8_t)lrintf(row[i] / scale);
         L->scales[o] = scale;
+        L->colsum[o] = sum;
     }
     return 0;
 }
@@ -183,8 +184,9 @@ static int prepare_int8(layer *L, gemm_weight *w, vit_error *err) {
     if (make_memory(&L->weight, weight_desc(w->IN, w->OUT, dnnl_s8), L->owned) != 0)
         return vit_fail(err, "out of memory");
     const size_t rows = (size_t)w->max_rows;
+    /* u8 rows, then each row's scale and zero point, then the int32 products (run_int8) */
     w->workspace_bytes =
-        align64(rows * w->IN) + align64(rows * sizeof(float)) + rows * w->OUT * sizeof(int32_t);
+        align64(rows * w->IN) + 2 * align64(rows * sizeof(float)) + rows * w->OUT * sizeof(int32_t);
     w->extra_bytes = (size_t)w->OUT * w->IN + (size_t)w->OUT * sizeof(float);
     return 0;
 }
@@ -252,47 +254,54 @@ void onednn_free(gemm_weight *w) {
     dnnl_memory_destroy(L->bias);
     free(L->owned);
     free(L->scales);
+    free(L->colsum);
     free(L);
 }
 
 /* ---- running ---- */
 
-/* Row r of x [N, K] to u8 with the zero point 128 and its scale: x ≈ (q - 128)·scale, the row's
- * largest magnitude mapped to 127 (ONNX Runtime's dynamic quantisation, per row). */
-HOT_LOOP static void quantize_rows(uint8_t *q, float *scale, const float *x, int r0, int r1,
-                                   int K) {
+/* Rows [r0, r1) of x [N, K] to u8, each with its own scale and zero point (asymmetric: the
+ * row's range [min, max], zero included, mapped onto 0..255), so a skewed row (GELU's output)
+ * keeps all 8 bits: x ≈ (q - zero)·scale. ONNX Runtime's dynamic quantisation, per row. */
+HOT_LOOP static void quantize_rows(uint8_t *q, float *scale, float *zero, const float *x, int r0,
+                                   int r1, int K) {
     for (int r = r0; r < r1; r++) {
         const float *row = x + (size_t)r * K;
-        float amax = 0.0f;
+        float lo = 0.0f, hi = 0.0f;
         for (int k = 0; k < K; k++) {
-            const float a = row[k] < 0.0f ? -row[k] : row[k];
-            amax = a > amax ? a : amax;
+            lo = row[k] < lo ? row[k] : lo;
+            hi = row[k] > hi ? row[k] : hi;
         }
-        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-        scale[r] = amax > 0.0f ? amax / 127.0f : 0.0f;
+        const float s = hi > lo ? (hi - lo) / 255.0f : 1.0f, inv = 1.0f / s;
+        /* round to nearest by the 1.5·2^23 trick, which vectorises where lrintf does not */
+        const float z = (-lo * inv + 12582912.0f) - 12582912.0f;
+        scale[r] = s;
+        zero[r] = z;
         uint8_t *out = q + (size_t)r * K;
         for (int k = 0; k < K; k++) {
-            /* round to nearest by the 1.5·2^23 trick, which vectorises where lrintf does not */
-            const float v = (row[k] * inv + 12582912.0f) - 12582912.0f;
-            out[k] = (uint8_t)((int)v + 128);
+            float v = (row[k] * inv + 12582912.0f) - 12582912.0f + z;
+            v = v < 255.0f ? v : 255.0f;
+            v = v > 0.0f ? v : 0.0f;
+            out[k] = (uint8_t)(int)v;
         }
     }
 }
 
-/* y = acc·(row scale · channel scale) + bias, then the epilogue, rows [r0, r1). */
+/* y = (acc - zero·colsum)·(row scale · channel scale) + bias, rows [r0, r1): acc holds Σ q·w,
+ * so the zero point's share comes off as zero times the channel's weight sum. */
 HOT_LOOP static void dequantize_rows(float *y, const int32_t *acc, const float *row_scale,
-                                     const float *scales, const float *bias, int r0, int r1,
+                                     const float *row_zero, const float *scales,
+                                     const int32_t *colsum, const float *bias, int r0, int r1,
                                      int OUT, int accumulate) {
     for (int r = r0; r < r1; r++) {
         const int32_t *a = acc + (size_t)r * OUT;
         float *out = y + (size_t)r * OUT;
-        const float s = row_scale[r];
-        if (accumulate)
-            for (int o = 0; o < OUT; o++)
-                out[o] += (float)a[o] * (s * scales[o]) + (bias ? bias[o] : 0.0f);
-        else
-            for (int o = 0; o < OUT; o++)
-                out[o] = (float)a[o] * (s * scales[o]) + (bias ? bias[o] : 0.0f);
+        const float s = row_scale[r], z = row_zero[r];
+        for (int o = 0; o < OUT; o++) {
+            const float v =
+                ((float)a[o] - z * (float)colsum[o]) * (s * scales[o]) + (bias ? bias[o] : 0.0f);
+            out[o] = accumulate ? out[o] + v : v;
+        }
     }
 }
 
@@ -320,12 +329,14 @@ static void execute(layer *L, const gemm_weight *w, const void *src, int N, void
 
 static void run_int8(layer *L, const gemm_weight *w, const float *x, int N, float *y, uint8_t *ws) {
     uint8_t *q = ws;
+    const size_t scales = align64((size_t)w->max_rows * sizeof(float));
     float *row_scale = (float *)(ws + align64((size_t)w->max_rows * w->IN));
-    int32_t *acc = (int32_t *)((uint8_t *)row_scale + align64((size_t)w->max_rows * sizeof(float)));
+    float *row_zero = (float *)((uint8_t *)row_scale + scales);
+    int32_t *acc = (int32_t *)((uint8_t *)row_zero + scales);
 #pragma omp parallel
     {
         const int t = omp_get_thread_num(), k = omp_get_num_threads();
-        quantize_rows(q, row_scale, x, (int)((long long)N * t / k),
+        quantize_rows(q, row_scale, row_zero, x, (int)((long long)N * t / k),
                       (int)((long long)N * (t + 1) / k), w->IN);
     }
     execute(L, w, q, N, acc);
@@ -334,7 +345,8 @@ static void run_int8(layer *L, const gemm_weight *w, const float *x, int N, floa
     {
         const int t = omp_get_thread_num(), k = omp_get_num_threads();
         const int r0 = (int)((long long)N * t / k), r1 = (int)((long long)N * (t + 1) / k);
-        dequantize_rows(y, acc, row_scale, L->scales, w->bias, r0, r1, w->OUT, accumulate);
+        dequantize_rows(y, acc, row_scale, row_zero, L->scales, L->colsum, w->bias, r0, r1, w->OUT,
+                        accumulate);
         if (!accumulate && r1 > r0)
             apply_epilogue(y + (size_t)r0 * w->OUT, NULL, (size_t)(r1 - r0) * w->OUT, w->epilogue);
     }
