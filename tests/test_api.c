@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <vit.h>
 
@@ -245,6 +246,65 @@ static void test_errors(void **state) {
     vit_text_free(NULL);
 }
 
+/* A copy of the shipped model whose classifier bias is NaN: every forward must fail with a
+ * message, on every backend, rather than give probabilities computed from NaN. */
+static void poison_classifier_bias(const char *dir /* < 1024 bytes */) {
+    char path[1100];
+    const char *files[] = {"config.json", "preprocessor_config.json", "model.safetensors"};
+    size_t size = 0;
+    uint8_t *bytes = NULL;
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", FASHION, files[i]);
+        free(bytes);
+        bytes = read_whole_file(path, &size);
+        assert_non_null(bytes);
+        if (i < 2) {
+            snprintf(path, sizeof path, "%.1024s/%s", dir, files[i]);
+            FILE *f = fopen(path, "wb");
+            assert_non_null(f);
+            assert_int_equal(fwrite(bytes, 1, size, f), size);
+            fclose(f);
+        }
+    }
+    uint64_t header = 0;
+    for (int i = 7; i >= 0; i--) header = header << 8 | bytes[i];
+    char *json = strndup((const char *)bytes + 8, (size_t)header);
+    const char *entry = strstr(json, "\"classifier.bias\"");
+    assert_non_null(entry);
+    unsigned long begin, end;
+    assert_int_equal(sscanf(strstr(entry, "data_offsets") + 14, " [%lu , %lu]", &begin, &end), 2);
+    const float nan = NAN;
+    for (unsigned long at = begin; at + 4 <= end; at += 4) memcpy(bytes + 8 + header + at, &nan, 4);
+    snprintf(path, sizeof path, "%.1024s/model.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, size, f), size);
+    fclose(f);
+    free(json);
+    free(bytes);
+}
+
+static void test_nan_weights_fail(void **state) {
+    (void)state;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%.1000s/nan-model", test_tmpdir());
+    mkdir(dir, 0755);
+    poison_classifier_bias(dir);
+    const vit_backend backends[] = {VIT_BACKEND_OPENBLAS, VIT_BACKEND_DEFAULT};
+    for (int i = 0; i < 2; i++) {
+        vit_params params = vit_default_params();
+        params.backend = backends[i];
+        vit_error err = {0};
+        vit_context *ctx = vit_load(dir, &params, &err);
+        if (!ctx) fail_msg("%s", err.msg);
+        const uint8_t px[3 * 4 * 4] = {0};
+        vit_prediction top[1];
+        assert_int_equal(vit_classify_image(ctx, px, 4, 4, 1, top, &err), -1);
+        assert_non_null(strstr(err.msg, "non-finite"));
+        vit_free(ctx);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),
@@ -254,6 +314,7 @@ int main(void) {
         cmocka_unit_test(test_threads_follow_the_context),
         cmocka_unit_test(test_text),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_nan_weights_fail),
     };
     return cmocka_run_group_tests_name("api", tests, NULL, NULL);
 }

@@ -11,24 +11,19 @@
 
 enum {
     OPT_MODEL = 1,
-    OPT_BATCH,
     OPT_RUNS,
-    OPT_THREADS,
-    OPT_SIZE,
     OPT_JSON,
-    OPT_BACKEND,
-    OPT_PRECISION
 };
 
 static const cli_option options[] = {
     {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the shipped model"},
-    {OPT_BATCH, "batch", 'b', "N", "images per forward pass", "1"},
+    CLI_BATCH_OPTION("images per forward pass", "1"),
     {OPT_RUNS, "runs", 'n', "N", "timed forward passes (after 3 warm-up passes)", "20"},
-    {OPT_THREADS, "threads", 't', "N", "compute threads", "OMP_NUM_THREADS, else one per core"},
-    {OPT_SIZE, "size", 0, "N", "run at N x N pixels", "the model's image_size"},
+    CLI_THREADS_OPTION,
+    CLI_SIZE_OPTION("run at N x N pixels"),
     {OPT_JSON, "json", 0, NULL, "one JSON line instead of text", NULL},
-    CLI_BACKEND_OPTION(OPT_BACKEND),
-    CLI_PRECISION_OPTION(OPT_PRECISION),
+    CLI_BACKEND_OPTION,
+    CLI_PRECISION_OPTION,
 };
 
 static const cli_command command = {
@@ -65,27 +60,14 @@ static int parse_options(int argc, char **argv, bench_options *o) {
         case OPT_MODEL:
             o->model_opt = p.value;
             break;
-        case OPT_BATCH:
-            bad = cli_int(&p, 1, 4096, &o->params.max_batch);
-            break;
         case OPT_RUNS:
             bad = cli_int(&p, 1, 1000000, &o->runs);
-            break;
-        case OPT_THREADS:
-            bad = cli_int(&p, 1, 1024, &o->params.threads);
-            break;
-        case OPT_SIZE:
-            bad = cli_int(&p, 1, 8192, &o->params.image_size);
             break;
         case OPT_JSON:
             o->json = 1;
             break;
-        case OPT_BACKEND:
-            bad = cli_backend(&p, &o->params.backend);
-            break;
-        case OPT_PRECISION:
-            bad = cli_precision(&p, &o->params.precision);
-            break;
+        default:
+            bad = cli_shared_option(&p, id, &o->params);
         }
     }
     if (bad || id == CLI_ERROR) return 2;

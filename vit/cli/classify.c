@@ -13,12 +13,6 @@ enum {
     OPT_TOP,
     OPT_JSON,
     OPT_LOGITS,
-    OPT_BATCH,
-    OPT_THREADS,
-    OPT_SIZE,
-    OPT_PIXELS,
-    OPT_BACKEND,
-    OPT_PRECISION
 };
 
 static const cli_option options[] = {
@@ -26,14 +20,12 @@ static const cli_option options[] = {
     {OPT_TOP, "top", 'k', "N", "show the N most likely labels", "5"},
     {OPT_JSON, "json", 0, NULL, "one JSON object per line and file, in input order", NULL},
     {OPT_LOGITS, "logits", 0, NULL, "also print every logit", NULL},
-    {OPT_BATCH, "batch", 'b', "N", "images per forward pass", "8"},
-    {OPT_THREADS, "threads", 't', "N", "compute threads", "OMP_NUM_THREADS, else one per core"},
-    {OPT_SIZE, "size", 0, "N",
-     "run at N x N pixels (position embeddings interpolated as Hugging Face does)",
-     "the model's image_size"},
-    {OPT_PIXELS, "max-pixels", 0, "N", "refuse images larger than this", "100000000"},
-    CLI_BACKEND_OPTION(OPT_BACKEND),
-    CLI_PRECISION_OPTION(OPT_PRECISION),
+    CLI_BATCH_OPTION("images per forward pass", "8"),
+    CLI_THREADS_OPTION,
+    CLI_SIZE_OPTION("run at N x N pixels (position embeddings interpolated as Hugging Face does)"),
+    CLI_PIXELS_OPTION,
+    CLI_BACKEND_OPTION,
+    CLI_PRECISION_OPTION,
 };
 
 static const cli_command command = {
@@ -164,24 +156,8 @@ static int parse_options(int argc, char **argv, classify_run *r, vit_params *par
         case OPT_LOGITS:
             r->with_logits = 1;
             break;
-        case OPT_BATCH:
-            bad = cli_int(&p, 1, 4096, &params->max_batch);
-            break;
-        case OPT_THREADS:
-            bad = cli_int(&p, 1, 1024, &params->threads);
-            break;
-        case OPT_SIZE:
-            bad = cli_int(&p, 1, 8192, &params->image_size);
-            break;
-        case OPT_PIXELS:
-            bad = cli_int64(&p, 1, 2000000000, &params->max_pixels);
-            break;
-        case OPT_BACKEND:
-            bad = cli_backend(&p, &params->backend);
-            break;
-        case OPT_PRECISION:
-            bad = cli_precision(&p, &params->precision);
-            break;
+        default:
+            bad = cli_shared_option(&p, id, params);
         }
     }
     if (bad || id == CLI_ERROR) return 2;

@@ -43,16 +43,43 @@ void cli_print_load_error(const char *command, const char *model_opt, const char
 /* "top": [{"index": i, "label": "...", "prob": p}, ...] inside the current JSON object. */
 void cli_json_top(json_writer *w, const vit_prediction *top, int k);
 
-/* The --backend and --precision rows of an option table, and their values. */
-#define CLI_BACKEND_OPTION(id)                                                                     \
+/* Options the inference commands share: a row each in their option tables and one handler,
+ * so their names, limits and help read the same everywhere. The ids lie above any command's own. */
+enum {
+    CLI_OPT_BATCH = 1000,
+    CLI_OPT_THREADS,
+    CLI_OPT_SIZE,
+    CLI_OPT_PIXELS,
+    CLI_OPT_BACKEND,
+    CLI_OPT_PRECISION,
+    CLI_OPT_LAST
+};
+#define CLI_BATCH_OPTION(help, def)                                                                \
+    { CLI_OPT_BATCH, "batch", 'b', "N", help, def }
+#define CLI_THREADS_OPTION                                                                         \
     {                                                                                              \
-        id, "backend", 0, "NAME", "openblas (the reference) or onednn",                            \
+        CLI_OPT_THREADS, "threads", 't', "N", "compute threads",                                   \
+            "OMP_NUM_THREADS, else one per core"                                                   \
+    }
+#define CLI_SIZE_OPTION(help)                                                                      \
+    { CLI_OPT_SIZE, "size", 0, "N", help, "the model's image_size" }
+#define CLI_PIXELS_OPTION                                                                          \
+    { CLI_OPT_PIXELS, "max-pixels", 0, "N", "refuse images larger than this", "100000000" }
+#define CLI_BACKEND_OPTION                                                                         \
+    {                                                                                              \
+        CLI_OPT_BACKEND, "backend", 0, "NAME", "openblas (the reference) or onednn",               \
             "onednn where built, else openblas"                                                    \
     }
-#define CLI_PRECISION_OPTION(id)                                                                   \
-    { id, "precision", 0, "P", "fp32, bf16 or int8 for the linear layers", "fp32" }
-int cli_backend(const cli_parser *p, vit_backend *out);
-int cli_precision(const cli_parser *p, vit_precision *out);
+#define CLI_PRECISION_OPTION                                                                       \
+    { CLI_OPT_PRECISION, "precision", 0, "P", "fp32, bf16 or int8 for the linear layers", "fp32" }
+
+/* Whether id is one of the shared options above. */
+static inline int cli_is_shared_option(int id) {
+    return id >= CLI_OPT_BATCH && id < CLI_OPT_LAST;
+}
+/* Stores the current shared option's value (p->value) in params. Returns 0, or -1 after
+ * reporting an invalid value. */
+int cli_shared_option(const cli_parser *p, int id, vit_params *params);
 
 /* Threads that decode images beside the forward pass, given the forward's thread request. */
 int cli_decode_threads(int threads);

@@ -106,16 +106,34 @@ static int choose(const cli_parser *p, const char *const *names, int n) {
     return -1;
 }
 
-int cli_backend(const cli_parser *p, vit_backend *out) {
+static int parse_backend(const cli_parser *p, vit_backend *out) {
     static const char *names[] = {"openblas", "onednn"};
     const int i = choose(p, names, 2);
     if (i >= 0) *out = i == 0 ? VIT_BACKEND_OPENBLAS : VIT_BACKEND_ONEDNN;
     return i < 0 ? -1 : 0;
 }
 
-int cli_precision(const cli_parser *p, vit_precision *out) {
+static int parse_precision(const cli_parser *p, vit_precision *out) {
     static const char *names[] = {"fp32", "bf16", "int8"};
     const int i = choose(p, names, 3);
     if (i >= 0) *out = i == 0 ? VIT_FP32 : i == 1 ? VIT_BF16 : VIT_INT8;
     return i < 0 ? -1 : 0;
+}
+
+int cli_shared_option(const cli_parser *p, int id, vit_params *params) {
+    switch (id) {
+    case CLI_OPT_BATCH:
+        return cli_int(p, 1, 4096, &params->max_batch);
+    case CLI_OPT_THREADS:
+        return cli_int(p, 1, 1024, &params->threads);
+    case CLI_OPT_SIZE:
+        return cli_int(p, 1, 8192, &params->image_size);
+    case CLI_OPT_PIXELS:
+        return cli_int64(p, 1, 2000000000, &params->max_pixels);
+    case CLI_OPT_BACKEND:
+        return parse_backend(p, &params->backend);
+    case CLI_OPT_PRECISION:
+        return parse_precision(p, &params->precision);
+    }
+    return 0;
 }

@@ -23,12 +23,6 @@ enum {
     OPT_CLASS_MAP,
     OPT_JSON,
     OPT_PREDICTIONS,
-    OPT_BATCH,
-    OPT_THREADS,
-    OPT_SIZE,
-    OPT_PIXELS,
-    OPT_BACKEND,
-    OPT_PRECISION
 };
 
 static const cli_option options[] = {
@@ -39,12 +33,12 @@ static const cli_option options[] = {
     {OPT_JSON, "json", 0, "OUT", "write the whole report as JSON ('-': standard output)", NULL},
     {OPT_PREDICTIONS, "predictions", 0, "OUT",
      "one row per input: file, true, predicted, probability ('-': standard output)", NULL},
-    {OPT_BATCH, "batch", 'b', "N", "inputs per forward pass", "16 images, 32 texts"},
-    {OPT_THREADS, "threads", 't', "N", "compute threads", "OMP_NUM_THREADS, else one per core"},
-    {OPT_SIZE, "size", 0, "N", "run at N x N pixels", "the model's image_size"},
-    {OPT_PIXELS, "max-pixels", 0, "N", "refuse images larger than this", "100000000"},
-    CLI_BACKEND_OPTION(OPT_BACKEND),
-    CLI_PRECISION_OPTION(OPT_PRECISION),
+    CLI_BATCH_OPTION("inputs per forward pass", "16 images, 32 texts"),
+    CLI_THREADS_OPTION,
+    CLI_SIZE_OPTION("run at N x N pixels"),
+    CLI_PIXELS_OPTION,
+    CLI_BACKEND_OPTION,
+    CLI_PRECISION_OPTION,
 };
 
 static const cli_command command = {
@@ -315,24 +309,8 @@ static int parse_options(int argc, char **argv, eval_options *o) {
         case OPT_PREDICTIONS:
             o->pred_path = p.value;
             break;
-        case OPT_BATCH:
-            bad = cli_int(&p, 1, 4096, &o->params.max_batch);
-            break;
-        case OPT_THREADS:
-            bad = cli_int(&p, 1, 1024, &o->params.threads);
-            break;
-        case OPT_SIZE:
-            bad = cli_int(&p, 1, 8192, &o->params.image_size);
-            break;
-        case OPT_PIXELS:
-            bad = cli_int64(&p, 1, 2000000000, &o->params.max_pixels);
-            break;
-        case OPT_BACKEND:
-            bad = cli_backend(&p, &o->params.backend);
-            break;
-        case OPT_PRECISION:
-            bad = cli_precision(&p, &o->params.precision);
-            break;
+        default:
+            bad = cli_shared_option(&p, id, &o->params);
         }
     }
     if (bad || id == CLI_ERROR) return -1;

@@ -9,7 +9,7 @@
 #include "vit/cli/cli.h"
 #include "vit/io/safetensors.h"
 
-enum { OPT_MODEL = 1, OPT_OUTPUT, OPT_SIZE, OPT_PIXELS };
+enum { OPT_MODEL = 1, OPT_OUTPUT };
 
 static const cli_option options[] = {
     {OPT_MODEL, "model", 'm', "DIR",
@@ -17,8 +17,8 @@ static const cli_option options[] = {
      "preprocessor_config.json suffice)",
      "$VIT_MODEL, else the shipped model"},
     {OPT_OUTPUT, "output", 'o', "OUT.safetensors", "where the tensor goes (required)", NULL},
-    {OPT_SIZE, "size", 0, "N", "preprocess to N x N instead", "the model's image_size"},
-    {OPT_PIXELS, "max-pixels", 0, "N", "refuse images larger than this", "100000000"},
+    CLI_SIZE_OPTION("preprocess to N x N instead"),
+    CLI_PIXELS_OPTION,
 };
 
 static const cli_command command = {
@@ -36,8 +36,7 @@ const cli_command *cli_preprocess_command(void) {
 
 typedef struct {
     const char *model_opt, *out_path, *path;
-    int size;
-    int64_t max_pixels;
+    vit_params params; /* image_size and max_pixels (shared options) */
 } preprocess_options;
 
 /* Returns 0 to run, else the exit status (-1: --help). */
@@ -53,12 +52,8 @@ static int parse_options(int argc, char **argv, preprocess_options *o) {
         case OPT_OUTPUT:
             o->out_path = p.value;
             break;
-        case OPT_SIZE:
-            bad = cli_int(&p, 1, IMAGE_MAX_SIDE, &o->size);
-            break;
-        case OPT_PIXELS:
-            bad = cli_int64(&p, 1, 1LL << 40, &o->max_pixels);
-            break;
+        default:
+            bad = cli_shared_option(&p, id, &o->params);
         }
     }
     if (bad || id == CLI_ERROR) return 2;
@@ -76,8 +71,8 @@ int cli_preprocess(int argc, char **argv) {
     const int parsed = parse_options(argc, argv, &o);
     if (parsed != 0) return parsed < 0 ? 0 : parsed;
     const char *model_opt = o.model_opt, *out_path = o.out_path, *path = o.path;
-    const int size = o.size;
-    const int64_t max_pixels = o.max_pixels;
+    const int size = o.params.image_size;
+    const int64_t max_pixels = o.params.max_pixels;
     char model_dir[4096];
     cli_model_dir(model_opt, model_dir, sizeof model_dir);
     vit_error err = {0};

@@ -20,11 +20,7 @@ enum {
     OPT_JSON,
     OPT_LOGITS,
     OPT_TOKENS,
-    OPT_BATCH,
-    OPT_THREADS,
     OPT_FILE,
-    OPT_BACKEND,
-    OPT_PRECISION
 };
 
 static const cli_option options[] = {
@@ -35,11 +31,11 @@ static const cli_option options[] = {
     {OPT_LOGITS, "logits", 0, NULL, "also print the raw logits", NULL},
     {OPT_TOKENS, "tokens", 0, NULL,
      "also print the token ids and WordPiece pieces, [CLS] and [SEP] included", NULL},
-    {OPT_BATCH, "batch", 'b', "N", "texts per forward pass", "32; 1 when reading a terminal"},
-    {OPT_THREADS, "threads", 't', "N", "compute threads", "OMP_NUM_THREADS, else one per core"},
+    CLI_BATCH_OPTION("texts per forward pass", "32; 1 when reading a terminal"),
+    CLI_THREADS_OPTION,
     {OPT_FILE, "file", 'f', "FILE", "classify each line of FILE ('-': standard input)", NULL},
-    CLI_BACKEND_OPTION(OPT_BACKEND),
-    CLI_PRECISION_OPTION(OPT_PRECISION),
+    CLI_BACKEND_OPTION,
+    CLI_PRECISION_OPTION,
 };
 
 static const cli_command command = {
@@ -58,10 +54,9 @@ const cli_command *cli_text_command(void) {
 
 typedef struct {
     const char *model_opt, *file;
-    int top_k, json, logits, tokens, batch, threads;
-    vit_backend backend;
-    vit_precision precision;
-    char **texts; /* the TEXT arguments */
+    int top_k, json, logits, tokens;
+    vit_params compute; /* the shared options: threads, max_batch, backend, precision */
+    char **texts;       /* the TEXT arguments */
     int num_texts;
 } options_t;
 
@@ -118,18 +113,8 @@ static int parse_options(int argc, char **argv, options_t *o) {
         case OPT_TOP:
             bad = cli_int(&p, 1, 1 << 20, &o->top_k);
             break;
-        case OPT_BATCH:
-            bad = cli_int(&p, 1, 4096, &o->batch);
-            break;
-        case OPT_THREADS:
-            bad = cli_int(&p, 1, 1024, &o->threads);
-            break;
-        case OPT_BACKEND:
-            bad = cli_backend(&p, &o->backend);
-            break;
-        case OPT_PRECISION:
-            bad = cli_precision(&p, &o->precision);
-            break;
+        default:
+            bad = cli_shared_option(&p, id, &o->compute);
         }
     }
     if (bad || id == CLI_ERROR) return 2;
@@ -201,7 +186,7 @@ static size_t invalid_utf8(const char *s, size_t n) {
 static int fill_batch(text_run *r) {
     batch *b = &r->b;
     b->count = 0;
-    while (b->count < r->opt.batch) {
+    while (b->count < r->opt.compute.max_batch) {
         const int rc = next_input(r, b->count);
         if (rc < 0) r->failures++;
         if (rc <= 0) break;
@@ -335,13 +320,15 @@ int cli_text(int argc, char **argv) {
     }
     if (open_input(&r) != 0) return 1;
     /* Batches wait for their last line: someone typing wants each answer at once. */
-    if (r.opt.batch == 0) r.opt.batch = r.in == stdin && isatty(STDIN_FILENO) ? 1 : DEFAULT_BATCH;
+    if (r.opt.compute.max_batch == 0)
+        r.opt.compute.max_batch = r.in == stdin && isatty(STDIN_FILENO) ? 1 : DEFAULT_BATCH;
     vit_error err = {0};
     int rc = 1;
-    const vit_text_params params = {.threads = r.opt.threads,
-                                    .max_batch = r.opt.batch,
-                                    .backend = r.opt.backend,
-                                    .precision = r.opt.precision};
+    const vit_params *c = &r.opt.compute;
+    const vit_text_params params = {.threads = c->threads,
+                                    .max_batch = c->max_batch,
+                                    .backend = c->backend,
+                                    .precision = c->precision};
     r.clf = vit_text_load(dir, &params, &err);
     if (!r.clf) {
         fprintf(stderr, "vit text: %s\n", err.msg);
@@ -349,12 +336,13 @@ int cli_text(int argc, char **argv) {
         r.labels = vit_text_num_labels(r.clf);
         if (r.opt.top_k > r.labels) r.opt.top_k = r.labels;
         r.top = malloc(sizeof *r.top * (size_t)r.opt.top_k);
-        if (!r.top || batch_alloc(&r.b, r.opt.batch, r.labels) != 0)
-            fprintf(stderr, "vit text: out of memory for batches of %d texts\n", r.opt.batch);
+        if (!r.top || batch_alloc(&r.b, r.opt.compute.max_batch, r.labels) != 0)
+            fprintf(stderr, "vit text: out of memory for batches of %d texts\n",
+                    r.opt.compute.max_batch);
         else
             rc = classify_all(&r) != 0 || r.failures ? 1 : 0;
     }
-    batch_free(&r.b, r.opt.batch);
+    batch_free(&r.b, r.opt.compute.max_batch);
     free(r.top);
     vit_text_free(r.clf);
     if (r.in && r.in != stdin) fclose(r.in);

@@ -1,5 +1,10 @@
-/* The oneDNN backend of vit/core/gemm.h: one matmul primitive per layer, made at load with the
- * rows a run-time dimension. Compiled when the build has oneDNN (VIT_ONEDNN). */
+/* The oneDNN backend of vit/core/gemm.h: matmul primitives made for a fixed number of rows, the
+ * weight reordered once at load into the layout they choose (blocked, for oneDNN's brgemm
+ * kernels: on AVX-512 1.1-1.2x the run-time-rows primitive in fp32 at ViT-B, and the only way to
+ * its bf16 kernels). One primitive for the full batch is made at load, one for the last other
+ * row count when it comes (oneDNN's primitive cache makes a repeat cheap). Where no fixed-rows
+ * primitive exists, one primitive with the rows a run-time dimension. Compiled when the build has
+ * oneDNN (VIT_ONEDNN). */
 #ifdef VIT_ONEDNN
 #include <math.h>
 #include <omp.h>
@@ -60,7 +65,7 @@ static dnnl_memory_desc_t matrix(dnnl_dim_t rows, dnnl_dim_t cols, dnnl_data_typ
     return md;
 }
 
-/* The weight [OUT, IN] read as matmul's [IN, OUT] (PyTorch's layout, no reorder). */
+/* The weight [OUT, IN] read as matmul's [IN, OUT] (PyTorch's layout, as given). */
 static dnnl_memory_desc_t weight_desc(int IN, int OUT, dnnl_data_type_t type) {
     dnnl_memory_desc_t md;
     const dnnl_dims_t dims = {IN, OUT};
@@ -71,14 +76,19 @@ static dnnl_memory_desc_t weight_desc(int IN, int OUT, dnnl_data_type_t type) {
 /* ---- the layer ---- */
 
 typedef struct {
-    dnnl_primitive_t prim;
+    dnnl_data_type_t src_type, wei_type, dst_type;
+    int with_bias;
+    int runtime_rows;          /* one primitive for any row count (no fixed-rows one here) */
+    dnnl_memory_desc_t wei_md; /* the weight's layout, chosen at load */
+    dnnl_primitive_t prim;     /* for max_rows rows (any rows where runtime_rows) */
+    dnnl_primitive_t other;    /* for other_rows rows: the last other count run */
+    int other_rows;
     dnnl_memory_t weight, bias; /* made once; src and dst are made per run (the rows vary) */
-    dnnl_data_type_t src_type, dst_type;
-    int emulate_bf16; /* bf16 in fp32: rounded weight, rounded activations */
-    void *owned;      /* the bf16 or int8 copy of the weight */
-    float *scales;    /* int8: per output channel */
-    int32_t *colsum;  /* int8: Σ_k of each output channel's integer weights */
-    int q;            /* int8: the weights' largest magnitude */
+    int emulate_bf16;           /* bf16 in fp32: rounded weight, rounded activations */
+    void *owned;                /* the bf16 or int8 copy of the weight */
+    float *scales;              /* int8: per output channel */
+    int32_t *colsum;            /* int8: Σ_k of each output channel's integer weights */
+    int q;                      /* int8: the weights' largest magnitude */
 } layer;
 
 static dnnl_primitive_attr_t make_attr(gemm_epilogue epilogue, gemm_precision precision) {
@@ -108,30 +118,100 @@ static dnnl_primitive_attr_t make_attr(gemm_epilogue epilogue, gemm_precision pr
     return attr;
 }
 
-/* The matmul primitive for src [*, IN] x weight -> dst [*, OUT], or NULL when oneDNN has no
- * implementation for these types on this CPU. */
-static dnnl_primitive_t make_matmul(const gemm_weight *w, dnnl_data_type_t src,
-                                    dnnl_data_type_t wei, int with_bias, dnnl_data_type_t dst) {
-    const dnnl_memory_desc_t src_md = matrix(DNNL_RUNTIME_DIM_VAL, w->IN, src);
-    const dnnl_memory_desc_t wei_md = weight_desc(w->IN, w->OUT, wei);
+/* The matmul primitive for src [rows, IN] x weight -> dst [rows, OUT] (rows may be
+ * DNNL_RUNTIME_DIM_VAL), the weight in layout wei_md (format any: oneDNN chooses, and *chosen
+ * tells), or NULL when oneDNN has no implementation for these types on this CPU. */
+static dnnl_primitive_t make_matmul(const gemm_weight *w, const layer *L, dnnl_dim_t rows,
+                                    const dnnl_memory_desc_t *wei_md, dnnl_memory_desc_t *chosen) {
+    const dnnl_memory_desc_t src_md = matrix(rows, w->IN, L->src_type);
     const dnnl_memory_desc_t bias_md = matrix(1, w->OUT, dnnl_f32);
-    const dnnl_memory_desc_t dst_md = matrix(DNNL_RUNTIME_DIM_VAL, w->OUT, dst);
+    const dnnl_memory_desc_t dst_md = matrix(rows, w->OUT, L->dst_type);
     dnnl_matmul_desc_t desc;
-    if (dnnl_matmul_desc_init(&desc, &src_md, &wei_md, with_bias ? &bias_md : NULL, &dst_md) !=
+    if (dnnl_matmul_desc_init(&desc, &src_md, wei_md, L->with_bias ? &bias_md : NULL, &dst_md) !=
         dnnl_success)
         return NULL;
     dnnl_primitive_attr_t attr = make_attr(w->epilogue, w->precision);
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
-    if (attr && dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL) == dnnl_success)
-        dnnl_primitive_create(&prim, pd);
+    if (attr && dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL) == dnnl_success &&
+        dnnl_primitive_create(&prim, pd) == dnnl_success && chosen)
+        *chosen = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     dnnl_primitive_desc_destroy(pd);
     dnnl_primitive_attr_destroy(attr);
     return prim;
 }
 
+static dnnl_memory_desc_t any_layout(const gemm_weight *w, dnnl_data_type_t type) {
+    dnnl_memory_desc_t md;
+    const dnnl_dims_t dims = {w->IN, w->OUT};
+    dnnl_memory_desc_init_by_tag(&md, 2, dims, type, dnnl_format_tag_any);
+    return md;
+}
+
+/* L->prim and L->wei_md: a primitive for max_rows rows in the weight layout oneDNN chooses,
+ * provided that layout serves a single row too (so every row count in between can have its
+ * own); else one primitive for any row count. Returns 0, or -1 when there is neither. */
+static int make_primitives(const gemm_weight *w, layer *L) {
+    const dnnl_memory_desc_t any = any_layout(w, L->wei_type);
+    L->prim = make_matmul(w, L, w->max_rows, &any, &L->wei_md);
+    if (L->prim) {
+        dnnl_primitive_t one = make_matmul(w, L, 1, &L->wei_md, NULL);
+        const int serves_one = one != NULL;
+        dnnl_primitive_destroy(one);
+        if (serves_one) return 0;
+        dnnl_primitive_destroy(L->prim);
+    }
+    L->runtime_rows = 1;
+    L->prim = make_matmul(w, L, DNNL_RUNTIME_DIM_VAL, &any, &L->wei_md);
+    return L->prim ? 0 : -1;
+}
+
 static int make_memory(dnnl_memory_t *m, dnnl_memory_desc_t md, const void *data) {
     return dnnl_memory_create(m, &md, engine, (void *)data) == dnnl_success ? 0 : -1;
+}
+
+/* L->weight from data [OUT, IN] of L->wei_type: in place where the chosen layout is PyTorch's
+ * (returns 0), else reordered once into memory of oneDNN's, its bytes added to *extra (returns
+ * 1); -1 when out of memory. */
+static int make_weight_memory(const gemm_weight *w, layer *L, const void *data, size_t *extra) {
+    const dnnl_memory_desc_t plain = weight_desc(w->IN, w->OUT, L->wei_type);
+    if (dnnl_memory_desc_equal(&plain, &L->wei_md)) return make_memory(&L->weight, plain, data);
+    dnnl_memory_t from = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t reorder = NULL;
+    int rc = -1;
+    if (make_memory(&from, plain, data) == 0 &&
+        dnnl_memory_create(&L->weight, &L->wei_md, engine, DNNL_MEMORY_ALLOCATE) == dnnl_success &&
+        dnnl_reorder_primitive_desc_create(&pd, &plain, engine, &L->wei_md, engine, NULL) ==
+            dnnl_success &&
+        dnnl_primitive_create(&reorder, pd) == dnnl_success) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, L->weight}};
+        rc = dnnl_primitive_execute(reorder, stream, 2, args) == dnnl_success &&
+                     dnnl_stream_wait(stream) == dnnl_success
+                 ? 1
+                 : -1;
+        *extra += dnnl_memory_desc_get_size(&L->wei_md);
+    }
+    dnnl_primitive_destroy(reorder);
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_memory_destroy(from);
+    return rc;
+}
+
+/* The primitives and the weight memory for data (bytes long; the layer's own copy, L->owned,
+ * is freed once reordered); 0, or -1 with err set. */
+static int make_layer(gemm_weight *w, layer *L, const void *data, size_t bytes, vit_error *err) {
+    if (make_primitives(w, L) != 0)
+        return vit_fail(err, "oneDNN has no %s matmul on this CPU (%s)",
+                        gemm_precision_name(w->precision), isa_name());
+    const int reordered = make_weight_memory(w, L, data, &w->extra_bytes);
+    if (reordered < 0) return vit_fail(err, "out of memory");
+    if (reordered && data == L->owned) {
+        free(L->owned);
+        L->owned = NULL;
+        w->extra_bytes -= bytes;
+    }
+    return 0;
 }
 
 int onednn_bf16_native(void) {
@@ -139,8 +219,9 @@ int onednn_bf16_native(void) {
 #pragma omp critical(vit_onednn_bf16)
     if (native < 0) {
         const gemm_weight probe = {.precision = PRECISION_BF16, .OUT = 16, .IN = 16};
-        dnnl_primitive_t p =
-            onednn_available() ? make_matmul(&probe, dnnl_bf16, dnnl_bf16, 1, dnnl_f32) : NULL;
+        const layer bf16 = {.src_type = dnnl_bf16, .wei_type = dnnl_bf16, .dst_type = dnnl_f32};
+        const dnnl_memory_desc_t any = any_layout(&probe, dnnl_bf16);
+        dnnl_primitive_t p = onednn_available() ? make_matmul(&probe, &bf16, 16, &any, NULL) : NULL;
         native = p != NULL;
         dnnl_primitive_destroy(p);
     }
@@ -178,17 +259,14 @@ static size_t align64(size_t n) {
 static int prepare_int8(layer *L, gemm_weight *w, vit_error *err) {
     if (quantize_weight(L, w) != 0) return vit_fail(err, "out of memory");
     L->src_type = dnnl_u8;
+    L->wei_type = dnnl_s8;
     L->dst_type = dnnl_s32;
-    L->prim = make_matmul(w, dnnl_u8, dnnl_s8, 0, dnnl_s32);
-    if (!L->prim) return vit_fail(err, "oneDNN has no u8·s8 matmul on this CPU (%s)", isa_name());
-    if (make_memory(&L->weight, weight_desc(w->IN, w->OUT, dnnl_s8), L->owned) != 0)
-        return vit_fail(err, "out of memory");
-    const size_t rows = (size_t)w->max_rows;
+    const size_t rows = (size_t)w->max_rows, n = (size_t)w->OUT * w->IN;
     /* u8 rows, then each row's scale and zero point, then the int32 products (run_int8) */
     w->workspace_bytes =
         align64(rows * w->IN) + 2 * align64(rows * sizeof(float)) + rows * w->OUT * sizeof(int32_t);
-    w->extra_bytes = (size_t)w->OUT * w->IN + (size_t)w->OUT * sizeof(float);
-    return 0;
+    w->extra_bytes = n + (size_t)w->OUT * (sizeof(float) + sizeof(int32_t));
+    return make_layer(w, L, L->owned, n, err);
 }
 
 /* bf16 on bf16 kernels: the weight converted once; else the same numbers in fp32. */
@@ -203,45 +281,35 @@ static int prepare_bf16(layer *L, gemm_weight *w, vit_error *err) {
             memcpy(&bits, &r, sizeof bits);
             w16[i] = (uint16_t)(bits >> 16);
         }
-        L->src_type = dnnl_bf16;
+        L->src_type = L->wei_type = dnnl_bf16;
         L->dst_type = dnnl_f32;
-        L->prim = make_matmul(w, dnnl_bf16, dnnl_bf16, w->bias != NULL, dnnl_f32);
         w->workspace_bytes = (size_t)w->max_rows * w->IN * sizeof(uint16_t);
         w->extra_bytes = n * sizeof(uint16_t);
-        return L->prim && make_memory(&L->weight, weight_desc(w->IN, w->OUT, dnnl_bf16), w16) == 0
-                   ? 0
-                   : vit_fail(err, "oneDNN: no bf16 matmul");
+        return make_layer(w, L, w16, n * sizeof *w16, err);
     }
     L->emulate_bf16 = 1;
     if (!(w->rounded = vit_alloc_floats(n))) return vit_fail(err, "out of memory");
     round_rows_bf16(w->rounded, w->weight, n);
     w->extra_bytes = n * sizeof(float);
     w->workspace_bytes = (size_t)w->max_rows * w->IN * sizeof(float);
-    L->src_type = L->dst_type = dnnl_f32;
-    L->prim = make_matmul(w, dnnl_f32, dnnl_f32, w->bias != NULL, dnnl_f32);
-    return L->prim && make_memory(&L->weight, weight_desc(w->IN, w->OUT, dnnl_f32), w->rounded) == 0
-               ? 0
-               : vit_fail(err, "oneDNN: no fp32 matmul");
+    L->src_type = L->wei_type = L->dst_type = dnnl_f32;
+    return make_layer(w, L, w->rounded, n * sizeof(float), err);
 }
 
 int onednn_prepare(gemm_weight *w, vit_error *err) {
     layer *L = calloc(1, sizeof *L);
     if (!(w->onednn = L)) return vit_fail(err, "out of memory");
+    L->with_bias = w->bias && w->precision != PRECISION_INT8;
     int rc;
     if (w->precision == PRECISION_INT8) {
         rc = prepare_int8(L, w, err);
     } else if (w->precision == PRECISION_BF16) {
         rc = prepare_bf16(L, w, err);
     } else {
-        L->src_type = L->dst_type = dnnl_f32;
-        L->prim = make_matmul(w, dnnl_f32, dnnl_f32, w->bias != NULL, dnnl_f32);
-        rc =
-            L->prim && make_memory(&L->weight, weight_desc(w->IN, w->OUT, dnnl_f32), w->weight) == 0
-                ? 0
-                : vit_fail(err, "oneDNN: no fp32 matmul on this CPU (%s)", isa_name());
+        L->src_type = L->wei_type = L->dst_type = dnnl_f32;
+        rc = make_layer(w, L, w->weight, 0, err);
     }
-    if (rc == 0 && w->bias && w->precision != PRECISION_INT8 &&
-        make_memory(&L->bias, matrix(1, w->OUT, dnnl_f32), w->bias) != 0)
+    if (rc == 0 && L->with_bias && make_memory(&L->bias, matrix(1, w->OUT, dnnl_f32), w->bias) != 0)
         rc = vit_fail(err, "out of memory");
     return rc;
 }
@@ -250,6 +318,7 @@ void onednn_free(gemm_weight *w) {
     layer *L = w->onednn;
     if (!L) return;
     dnnl_primitive_destroy(L->prim);
+    dnnl_primitive_destroy(L->other);
     dnnl_memory_destroy(L->weight);
     dnnl_memory_destroy(L->bias);
     free(L->owned);
@@ -314,17 +383,39 @@ static void convert_rows_bf16(uint16_t *out, const float *x, size_t n) {
     }
 }
 
-static void execute(layer *L, const gemm_weight *w, const void *src, int N, void *dst) {
+/* The primitive for N rows: made when a new row count comes (oneDNN's cache keeps the ones made
+ * before); NULL when it cannot be made (out of memory). */
+static dnnl_primitive_t primitive_for(layer *L, const gemm_weight *w, int N) {
+    if (L->runtime_rows || N == w->max_rows) return L->prim;
+    if (N != L->other_rows) {
+        dnnl_primitive_destroy(L->other);
+        L->other = make_matmul(w, L, N, &L->wei_md, NULL);
+        L->other_rows = L->other ? N : 0;
+    }
+    return L->other;
+}
+
+/* dst = src x weight (+ bias, epilogue). Returns 0, or -1 when it could not run. */
+static int execute(layer *L, const gemm_weight *w, const void *src, int N, void *dst) {
+    dnnl_primitive_t prim = primitive_for(L, w, N);
+    if (!prim) return -1;
     dnnl_memory_t s = NULL, d = NULL;
     make_memory(&s, matrix(N, w->IN, L->src_type), src);
     make_memory(&d, matrix(N, w->OUT, L->dst_type), dst);
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, L->weight}, {DNNL_ARG_DST, d}};
     int nargs = 3;
     if (L->bias) args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, L->bias};
-    dnnl_primitive_execute(L->prim, stream, nargs, args);
-    dnnl_stream_wait(stream);
+    const int ok = s && d && dnnl_primitive_execute(prim, stream, nargs, args) == dnnl_success &&
+                   dnnl_stream_wait(stream) == dnnl_success;
     dnnl_memory_destroy(s);
     dnnl_memory_destroy(d);
+    return ok ? 0 : -1;
+}
+
+/* A product that could not run leaves NaN, never a stale or partial answer: the models'
+ * finite-logits check then reports it. */
+static void fail_rows(float *y, int N, int OUT) {
+    for (size_t i = 0; i < (size_t)N * OUT; i++) y[i] = NAN;
 }
 
 static void run_int8(layer *L, const gemm_weight *w, const float *x, int N, float *y, uint8_t *ws) {
@@ -339,7 +430,10 @@ static void run_int8(layer *L, const gemm_weight *w, const float *x, int N, floa
         quantize_rows(q, row_scale, row_zero, x, (int)((long long)N * t / k),
                       (int)((long long)N * (t + 1) / k), w->IN);
     }
-    execute(L, w, q, N, acc);
+    if (execute(L, w, q, N, acc) != 0) {
+        fail_rows(y, N, w->OUT);
+        return;
+    }
     const int accumulate = w->epilogue == EPILOGUE_ACCUMULATE;
 #pragma omp parallel
     {
@@ -366,6 +460,6 @@ void onednn_run(gemm_weight *w, const float *x, int N, float *y, void *workspace
         round_rows_bf16(workspace, x, (size_t)N * w->IN);
         src = workspace;
     }
-    execute(L, w, src, N, y);
+    if (execute(L, w, src, N, y) != 0) fail_rows(y, N, w->OUT);
 }
 #endif

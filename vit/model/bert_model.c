@@ -155,7 +155,7 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
         gemm_run(m->head, h, B, logits, m->gemm_workspace);
     else
         linear_forward(logits, h, m->head_w, m->head_b, B, D, m->cfg.num_labels);
-    return 0;
+    return forward_logits_check(mode, logits, (size_t)B * m->cfg.num_labels, err);
 }
 
 static void backward_pass(const model *m, const model *g, bert_acts *a, const float *dlogits) {

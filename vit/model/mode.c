@@ -1,5 +1,7 @@
 #include "vit/model/mode.h"
 
+#include <math.h>
+
 const forward_mode *forward_mode_or_inference(const forward_mode *mode) {
     static const forward_mode inference = {0};
     return mode ? mode : &inference;
@@ -22,5 +24,14 @@ int forward_mode_check(const forward_mode *mode, int training_buffers, vit_error
     const int encoder_drop = !mode->freeze_encoder && (probs[0] > 0.0f || probs[1] > 0.0f);
     if ((encoder_drop || probs[2] > 0.0f) && !mode->rng)
         return vit_fail(err, "dropout needs an rng state");
+    return 0;
+}
+
+int forward_logits_check(const forward_mode *mode, const float *logits, size_t n, vit_error *err) {
+    if (mode->train) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(logits[i]))
+            return vit_fail(err, "the forward pass gave a non-finite logit (NaN or Inf in the "
+                                 "weights, or a matrix product that could not run)");
     return 0;
 }

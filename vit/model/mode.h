@@ -5,6 +5,7 @@
  * Training (llm.c's gpt2_forward with targets) keeps every activation for the backward pass and
  * draws dropout masks, as HF's models in train(). */
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vit/base/error.h"
@@ -25,5 +26,9 @@ const forward_mode *forward_mode_or_inference(const forward_mode *mode);
 float forward_mode_classifier_dropout(const forward_mode *mode);
 /* Probabilities in [0, 1), an rng wherever a mask is drawn, training buffers for training. */
 int forward_mode_check(const forward_mode *mode, int training_buffers, vit_error *err);
+/* An inference forward's last step: logits [n] all finite, else an error (NaN or Inf weights,
+ * or a matrix product that could not run), never probabilities computed from them. Training
+ * checks its loss instead. */
+int forward_logits_check(const forward_mode *mode, const float *logits, size_t n, vit_error *err);
 
 #endif

@@ -109,7 +109,7 @@ int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
         gemm_run(m->head, a->cls_ln, B, logits, m->gemm_workspace);
     else
         linear_forward(logits, a->cls_ln, m->head_w, m->head_b, B, D, c->num_labels);
-    return 0;
+    return forward_logits_check(mode, logits, (size_t)B * c->num_labels, err);
 }
 
 static void backward_pass(const model *m, const model *g, vit_acts *a, const float *dlogits) {
