@@ -374,12 +374,23 @@ HOT_LOOP static void dequantize_rows(float *y, const int32_t *acc, const float *
     }
 }
 
-static void convert_rows_bf16(uint16_t *out, const float *x, size_t n) {
+HOT_LOOP static void convert_bf16(uint16_t *out, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const float r = round_to_bf16(x[i]);
         uint32_t bits;
         memcpy(&bits, &r, sizeof bits);
         out[i] = (uint16_t)(bits >> 16);
+    }
+}
+
+/* x [n] to bfloat16, the threads each on a share (at ViT-S batch 1 a serial pass was 6 % of the
+ * forward). */
+static void convert_rows_bf16(uint16_t *out, const float *x, size_t n) {
+#pragma omp parallel if (n >= 65536)
+    {
+        const int t = omp_get_thread_num(), k = omp_get_num_threads();
+        const size_t lo = n * t / k, hi = n * (t + 1) / k;
+        convert_bf16(out + lo, x + lo, hi - lo);
     }
 }
 
