@@ -79,7 +79,7 @@ static void test_half_conversions(void **state) {
 static void test_round_trip(void **state) {
     (void)state;
     float a[6] = {1, -2, 3.5f, 0, 1e-30f, -7}, b[1] = {42};
-    st_entry entries[2] = {{"x.weight", 2, {2, 3}, a}, {"y", 1, {1}, b}};
+    st_entry entries[2] = {{"x.weight", 2, {2, 3}, a, ST_F32}, {"y", 1, {1}, b, ST_F32}};
     char path[512];
     snprintf(path, sizeof path, "%s/rt.safetensors", test_tmpdir());
     vit_error err = {0};
@@ -264,6 +264,84 @@ static void test_unprefixed_names_load(void **state) {
     st_close(&src);
 }
 
+/* float32 -> float16 / bfloat16, cases worked out by hand from the IEEE formats: rounding to
+ * nearest with ties to even, overflow, subnormals, signed zero, NaN. */
+static void test_half_rounding(void **state) {
+    (void)state;
+    const struct {
+        float x;
+        uint16_t f16, bf16;
+    } cases[] = {
+        {1.0f, 0x3c00, 0x3f80},
+        {-2.0f, 0xc000, 0xc000},
+        {65504.0f, 0x7bff, 0x4780},     /* the largest half (bf16: 2^16, up) */
+        {65519.0f, 0x7bff, 0x4780},     /* below the midpoint to 65536: stays finite */
+        {65520.0f, 0x7c00, 0x4780},     /* the midpoint: rounds to infinity */
+        {0x1p-24f, 0x0001, 0x3380},     /* the smallest subnormal half */
+        {0x1p-25f, 0x0000, 0x3300},     /* half of it: a tie, to even (zero) */
+        {0x3p-25f, 0x0002, 0x33c0},     /* 1.5 units: a tie, to even (2) */
+        {0x1.002p0f, 0x3c00, 0x3f80},   /* 1 + 2^-11: a tie, to even */
+        {0x1.006p0f, 0x3c02, 0x3f80},   /* 1 + 3·2^-11: a tie, to even (up) */
+        {0x1.ffcp-15f, 0x0400, 0x3880}, /* rounds up into the smallest normal half */
+        {-0.0f, 0x8000, 0x8000},
+        {0x1.0101p0f, 0x3c04, 0x3f81}, /* bf16: 1 + 2^-8 + 2^-16, above the tie: up */
+        {0x1.01p0f, 0x3c04, 0x3f80},   /* bf16: 1 + 2^-8, a tie, to even (down) */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint16_t h, b;
+        st_f32_to_f16(&h, &cases[i].x, 1);
+        st_f32_to_bf16(&b, &cases[i].x, 1);
+        if (h != cases[i].f16 || b != cases[i].bf16)
+            fail_msg("%a: f16 %04x (want %04x), bf16 %04x (want %04x)", (double)cases[i].x, h,
+                     cases[i].f16, b, cases[i].bf16);
+    }
+    const float nan = NAN, inf = INFINITY;
+    uint16_t h, b;
+    st_f32_to_f16(&h, &nan, 1);
+    st_f32_to_bf16(&b, &nan, 1);
+    assert_true((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0);
+    assert_true((b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0);
+    st_f32_to_f16(&h, &inf, 1);
+    assert_int_equal(h, 0x7c00);
+}
+
+/* convert: F32 -> F16 -> F32 -> F16 gives the same bytes (F16 values are exact in F32), and the
+ * F16 model loads with every weight equal to its F32 value rounded to half. */
+static void test_convert_round_trip(void **state) {
+    (void)state;
+    REQUIRE_SHARED();
+    char src[4096], a[4200], b[4200], c[4200], pa[4300], pc[4300];
+    snprintf(src, sizeof src, "%s", shared_path("models/micro-a"));
+    snprintf(a, sizeof a, "%s/conv-f16", test_tmpdir());
+    snprintf(b, sizeof b, "%s/conv-f32", test_tmpdir());
+    snprintf(c, sizeof c, "%s/conv-f16-again", test_tmpdir());
+    vit_error err = {0};
+    if (model_dir_convert(src, a, ST_F16, &err) != 0 ||
+        model_dir_convert(a, b, ST_F32, &err) != 0 || model_dir_convert(b, c, ST_F16, &err) != 0)
+        fail_msg("%s", err.msg);
+    snprintf(pa, sizeof pa, "%s/model.safetensors", a);
+    snprintf(pc, sizeof pc, "%s/model.safetensors", c);
+    size_t na, nc;
+    uint8_t *fa = read_whole_file(pa, &na), *fc = read_whole_file(pc, &nc);
+    assert_int_equal(na, nc);
+    assert_memory_equal(fa, fc, na);
+    free(fa), free(fc);
+    model full, half;
+    if (model_load(&full, src, &err) != 0 || model_load(&half, a, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(full.num_params, half.num_params);
+    for (size_t i = 0; i < full.num_params; i++) {
+        uint16_t want, got; /* the loaded float is exactly the half: it converts back unchanged */
+        st_f32_to_f16(&want, &full.params[i], 1);
+        st_f32_to_f16(&got, &half.params[i], 1);
+        if (got != want)
+            fail_msg("parameter %zu: %g loads as %g", i, full.params[i], half.params[i]);
+    }
+    model_free(&full), model_free(&half);
+    assert_int_equal(model_dir_convert(a, a, ST_F16, &err), -1);
+    assert_non_null(strstr(err.msg, "the output directory is the input directory"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_file),
@@ -281,6 +359,8 @@ int main(void) {
         cmocka_unit_test(test_missing_tensor),
         cmocka_unit_test(test_misshapen_tensor),
         cmocka_unit_test(test_unprefixed_names_load),
+        cmocka_unit_test(test_half_rounding),
+        cmocka_unit_test(test_convert_round_trip),
     };
     return cmocka_run_group_tests_name("safetensors", tests, NULL, NULL);
 }

@@ -14,72 +14,27 @@
 
 #define TOL 1e-4 /* the project's logit bound against the float64 reference */
 
-typedef struct {
-    int status;
-    char *out, *err;
-} result;
-
-static const char *vit_bin(void) {
-    const char *bin = getenv("VIT_BIN");
-    return bin && *bin ? bin : NULL;
-}
-
-#define REQUIRE_BIN()                                                                              \
-    do {                                                                                           \
-        REQUIRE_SHARED();                                                                          \
-        if (!vit_bin()) {                                                                          \
-            print_message("SKIP %s: VIT_BIN not set (run through make test)\n", __func__);         \
-            skip();                                                                                \
-        }                                                                                          \
-    } while (0)
-
-static char *slurp(const char *path) {
-    size_t size;
-    char *text = (char *)read_whole_file(path, &size);
-    assert_non_null(text);
-    text[size] = '\0';
-    return text;
-}
+typedef test_run_result result;
 
 /* Runs VIT_BIN text with args (NULL-terminated) and stdin from the given bytes (NULL: empty);
  * VIT_MODEL is set to model, or unset when model is NULL. */
 static result run_text(const char *model, const char *input, const char *const *args) {
     static int calls;
-    char in[4200], out[4200], err[4200];
-    snprintf(in, sizeof in, "%s/in-%d", test_tmpdir(), calls);
-    snprintf(out, sizeof out, "%s/out-%d", test_tmpdir(), calls);
-    snprintf(err, sizeof err, "%s/err-%d", test_tmpdir(), calls++);
+    char in[4200];
+    snprintf(in, sizeof in, "%s/in-%d", test_tmpdir(), calls++);
     FILE *f = fopen(in, "wb");
     assert_non_null(f);
     if (input) fputs(input, f);
     fclose(f);
-    const char *argv[128] = {vit_bin(), "text"};
-    int argc = 2;
+    const char *argv[128] = {"text"};
+    int argc = 1;
     while (*args && argc < 127) argv[argc++] = *args++;
     argv[argc] = NULL;
-    fflush(NULL);
-    const pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (model)
-            setenv("VIT_MODEL", model, 1);
-        else
-            unsetenv("VIT_MODEL");
-        const int fds[3] = {open(in, O_RDONLY), open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600),
-                            open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600)};
-        for (int i = 0; i < 3; i++) dup2(fds[i], i);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    return (result){WEXITSTATUS(status), slurp(out), slurp(err)};
+    return test_run_vit(model, in, argv);
 }
 
 static void result_free(result *r) {
-    free(r->out);
-    free(r->err);
+    test_run_free(r);
 }
 
 /* The JSON objects of the output, one per line. */

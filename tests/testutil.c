@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 const char *shared_dir(void) {
@@ -163,4 +165,51 @@ float *test_read_tensor(const char *path, const char *name, size_t *numel) {
     cJSON_Delete(header);
     free(file);
     return out;
+}
+
+const char *test_vit_bin(void) {
+    const char *bin = getenv("VIT_BIN");
+    return bin && *bin ? bin : NULL;
+}
+
+test_run_result test_run_vit(const char *model, const char *stdin_path, const char *const *args) {
+    static int calls;
+    char out[4200], err[4200];
+    snprintf(out, sizeof out, "%s/run-out-%d", test_tmpdir(), calls);
+    snprintf(err, sizeof err, "%s/run-err-%d", test_tmpdir(), calls++);
+    const char *argv[128] = {test_vit_bin()};
+    int argc = 1;
+    while (*args && argc < 127) argv[argc++] = *args++;
+    argv[argc] = NULL;
+    assert_non_null(argv[0]);
+    fflush(NULL);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (model)
+            setenv("VIT_MODEL", model, 1);
+        else
+            unsetenv("VIT_MODEL");
+        const int fds[3] = {open(stdin_path ? stdin_path : "/dev/null", O_RDONLY),
+                            open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+                            open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600)};
+        for (int i = 0; i < 3; i++)
+            if (fds[i] < 0 || dup2(fds[i], i) < 0) _exit(127);
+        alarm(120);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    size_t n;
+    test_run_result r = {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+                         (char *)read_whole_file(out, &n), (char *)read_whole_file(err, &n)};
+    assert_non_null(r.out);
+    assert_non_null(r.err);
+    return r;
+}
+
+void test_run_free(test_run_result *r) {
+    free(r->out);
+    free(r->err);
 }

@@ -32,6 +32,30 @@ const char *write_temp_file(const char *name, const void *data, size_t size);
 /* Reads a whole file, NUL-terminated (not counted in *size); caller frees. NULL on failure. */
 uint8_t *read_whole_file(const char *path, size_t *size);
 
+/* ---- running bin/vit ---- */
+
+/* $VIT_BIN (set by `make test`), or NULL. */
+const char *test_vit_bin(void);
+/* Skips the current test loudly when ../shared or $VIT_BIN is missing. */
+#define REQUIRE_BIN()                                                                              \
+    do {                                                                                           \
+        REQUIRE_SHARED();                                                                          \
+        if (!test_vit_bin()) {                                                                     \
+            print_message("SKIP %s: VIT_BIN not set (run through make test)\n", __func__);         \
+            skip();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+typedef struct {
+    int status; /* the exit status, or 128 + the signal that ended it */
+    char *out, *err;
+} test_run_result;
+
+/* Runs `$VIT_BIN ARGS...` (NULL-terminated) with standard input from the file stdin_path (NULL:
+ * empty) and VIT_MODEL set to model (NULL: unset); killed after two minutes (a hang fails). */
+test_run_result test_run_vit(const char *model, const char *stdin_path, const char *const *args);
+void test_run_free(test_run_result *r);
+
 /* An F32 tensor of a safetensors file, read with the tests' own parser (independent of the
  * library's): *numel gets its element count (may be NULL). NULL when absent; caller frees. */
 float *test_read_tensor(const char *path, const char *name, size_t *numel);

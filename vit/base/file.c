@@ -44,6 +44,34 @@ char *vit_read_file(const char *path, size_t max_bytes, size_t *size, vit_error 
     return buf;
 }
 
+char *vit_read_stream(FILE *f, const char *name, size_t max_bytes, size_t *size, vit_error *err) {
+    size_t cap = 1 << 16, got = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        got += fread(buf + got, 1, cap - got, f);
+        if (got < cap) break; /* the end, or an error */
+        if (cap > max_bytes) {
+            vit_fail(err, "%s: more than the limit of %zu bytes", name, max_bytes);
+            free(buf);
+            return NULL;
+        }
+        char *more = realloc(buf, 2 * cap + 1);
+        if (!more) free(buf);
+        buf = more;
+        cap *= 2;
+    }
+    if (!buf) return vit_fail(err, "%s: out of memory", name), NULL;
+    if (ferror(f) || got > max_bytes) {
+        vit_fail(err, ferror(f) ? "%s: read error" : "%s: more than the limit of %zu bytes", name,
+                 max_bytes);
+        free(buf);
+        return NULL;
+    }
+    buf[got] = 0;
+    if (size) *size = got;
+    return buf;
+}
+
 int atomic_file_open(atomic_file *a, const char *path, vit_error *err) {
     if ((size_t)snprintf(a->path, sizeof a->path, "%s", path) >= sizeof a->path)
         return vit_fail(err, "%s: path too long", path);

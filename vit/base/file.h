@@ -10,6 +10,8 @@
  * the last byte so text parsers can use it directly; *size (may be NULL) gets the length without
  * it. Directories, unreadable and oversized files are errors naming the path. */
 char *vit_read_file(const char *path, size_t max_bytes, size_t *size, vit_error *err);
+/* The same for a stream read to its end (a pipe: standard input), named name in errors. */
+char *vit_read_stream(FILE *f, const char *name, size_t max_bytes, size_t *size, vit_error *err);
 
 /* Writing without ever leaving a half-written file: the data goes to PATH.tmp, which is renamed
  * over PATH only once every byte is written and closed; on any failure PATH.tmp is removed and

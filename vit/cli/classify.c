@@ -3,23 +3,43 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
+#include "vit/base/file.h"
+#include "vit/base/strlist.h"
 #include "vit/cli/cli.h"
 #include "vit/cli/json_writer.h"
+#include "vit/data/imagefolder.h"
 #include "vit/eval/eval_images.h"
 #include "vit/vit.h"
 
 enum {
     OPT_MODEL = 1,
     OPT_TOP,
+    OPT_FORMAT,
     OPT_JSON,
     OPT_LOGITS,
+    OPT_THRESHOLD,
+    OPT_LABELS,
+    OPT_STDIN_IMAGE,
 };
 
 static const cli_option options[] = {
     {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the shipped model"},
     {OPT_TOP, "top", 'k', "N", "show the N most likely labels", "5"},
-    {OPT_JSON, "json", 0, NULL, "one JSON object per line and file, in input order", NULL},
-    {OPT_LOGITS, "logits", 0, NULL, "also print every logit", NULL},
+    {OPT_FORMAT, "format", 'f', "F",
+     "text, json (one object per line and file), csv or tsv (a row per file and label, with a "
+     "header)",
+     "text"},
+    {OPT_JSON, "json", 0, NULL, "the same as --format json", NULL},
+    {OPT_LOGITS, "logits", 0, NULL, "also print every logit (text and json)", NULL},
+    {OPT_THRESHOLD, "threshold", 0, "P", "only labels of probability P or more (of the top N)",
+     "0"},
+    {OPT_LABELS, "labels", 0, "FILE",
+     "label names, one per line in class order (for models without id2label, or to rename)",
+     "the model's id2label"},
+    {OPT_STDIN_IMAGE, "stdin-image", 0, NULL,
+     "classify one image whose bytes come on standard input", NULL},
     CLI_BATCH_OPTION("images per forward pass", "8"),
     CLI_THREADS_OPTION,
     CLI_SIZE_OPTION("run at N x N pixels (position embeddings interpolated as Hugging Face does)"),
@@ -30,11 +50,12 @@ static const cli_option options[] = {
 
 static const cli_command command = {
     "classify",
-    "classify image files (top-k labels, text or JSON lines)",
-    "[options] FILE...",
-    "Classifies each FILE (PNG or JPEG, told by its first bytes); FILE '-' reads paths from\n"
-    "standard input, one per line. A file that cannot be read is reported and the others still\n"
-    "run; the exit status is then 1.",
+    "classify image files and folders (top-k labels as text, JSON, CSV or TSV)",
+    "[options] FILE|DIR...",
+    "Classifies each FILE (its format told by its first bytes) and every image under each DIR\n"
+    "(recursively, sorted, the same rules as eval); FILE '-' reads paths from standard input, one\n"
+    "per line. A file that cannot be read is reported and the others still run; the exit status\n"
+    "is then 1.",
     options,
     sizeof options / sizeof options[0]};
 
@@ -42,45 +63,97 @@ const cli_command *cli_classify_command(void) {
     return &command;
 }
 
+typedef enum { FORMAT_TEXT, FORMAT_JSON, FORMAT_CSV, FORMAT_TSV } output_format;
+
 typedef struct {
-    int top_k, json, with_logits;
+    int top_k, with_logits, stdin_image;
+    output_format format;
+    double threshold;
+    const char *labels_path;
+    strlist labels; /* --labels: names by class index */
     char **files;
     int num_files, next_file;
     int from_stdin;
+    imagefolder_walk *walk; /* the folder being listed */
     int failures;
     vit_context *ctx;
     float *probs;
     vit_prediction *top;
+    int shown; /* predictions of the current file at or above the threshold */
 } classify_run;
 
-static int next_path(void *user, char **path) {
+/* ---- inputs: arguments, folders, paths on standard input ---- */
+
+static int is_directory(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The next path of the folder being walked: 1 (an image, or an unreadable entry handed over as
+ * failed), 0 when the folder is done. */
+static int next_in_folder(classify_run *r, pipeline_item *item) {
+    imagefolder_entry e;
+    const int rc = imagefolder_walk_next(r->walk, &e, &item->err);
+    if (rc == 1) {
+        item->path = e.path;
+        if (!e.unreadable) item->err.msg[0] = 0;
+        return 1;
+    }
+    imagefolder_walk_close(r->walk);
+    r->walk = NULL;
+    return rc; /* 0, or -1: out of memory */
+}
+
+static int next_stdin_line(classify_run *r, pipeline_item *item) {
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, stdin)) >= 0) {
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+        if (n > 0) {
+            item->path = line;
+            return 1;
+        }
+    }
+    free(line);
+    r->from_stdin = 0;
+    return 0;
+}
+
+static int next_input(void *user, pipeline_item *item) {
     classify_run *r = user;
     for (;;) {
-        if (r->from_stdin) {
-            char *line = NULL;
-            size_t cap = 0;
-            ssize_t n = getline(&line, &cap, stdin);
-            if (n >= 0) {
-                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
-                if (n == 0) {
-                    free(line);
-                    continue;
-                }
-                *path = line;
-                return 1;
-            }
-            free(line);
-            r->from_stdin = 0;
-        }
+        int rc = 0;
+        if (r->walk)
+            rc = next_in_folder(r, item);
+        else if (r->from_stdin)
+            rc = next_stdin_line(r, item);
+        if (rc != 0) return rc;
+        if (r->walk || r->from_stdin) continue;
         if (r->next_file >= r->num_files) return 0;
         const char *f = r->files[r->next_file++];
         if (strcmp(f, "-") == 0) {
             r->from_stdin = 1;
-            continue;
+        } else if (is_directory(f)) {
+            if (!(r->walk = imagefolder_walk_tree(f, &item->err))) return -1;
+        } else {
+            item->path = strdup(f);
+            return item->path ? 1 : -1;
         }
-        *path = strdup(f);
-        return *path != NULL;
     }
+}
+
+/* ---- output ---- */
+
+static const char *label_name(const classify_run *r, const vit_prediction *p) {
+    return r->labels.count ? r->labels.lines[p->index] : p->label;
+}
+
+/* How many of the top predictions pass the threshold (they are in decreasing order). */
+static int above_threshold(const classify_run *r) {
+    int n = 0;
+    while (n < r->top_k && r->top[n].prob >= r->threshold) n++;
+    return n;
 }
 
 static void print_json(const classify_run *r, const pipeline_item *it) {
@@ -92,7 +165,19 @@ static void print_json(const classify_run *r, const pipeline_item *it) {
         json_key(&w, "error");
         json_string(&w, it->err.msg);
     } else {
-        cli_json_top(&w, r->top, r->top_k);
+        json_key(&w, "top");
+        json_array(&w);
+        for (int i = 0; i < r->shown; i++) {
+            json_object(&w);
+            json_key(&w, "index");
+            json_int(&w, r->top[i].index);
+            json_key(&w, "label");
+            json_string(&w, label_name(r, &r->top[i]));
+            json_key(&w, "prob");
+            json_float(&w, r->top[i].prob);
+            json_end(&w);
+        }
+        json_end(&w);
         if (r->with_logits) {
             json_key(&w, "logits");
             json_array(&w);
@@ -105,9 +190,9 @@ static void print_json(const classify_run *r, const pipeline_item *it) {
 }
 
 static void print_text(const classify_run *r, const pipeline_item *it) {
-    if (!it->ok) return; /* reported on stderr */
     printf("%s\n", it->path);
-    for (int i = 0; i < r->top_k; i++) printf("  %.4f  %s\n", r->top[i].prob, r->top[i].label);
+    for (int i = 0; i < r->shown; i++)
+        printf("  %.4f  %s\n", r->top[i].prob, label_name(r, &r->top[i]));
     if (r->with_logits) {
         printf("  logits:");
         for (int i = 0; i < vit_num_labels(r->ctx); i++) printf(" %.6g", it->logits[i]);
@@ -115,25 +200,96 @@ static void print_text(const classify_run *r, const pipeline_item *it) {
     }
 }
 
-static void batch_done(void *user, const pipeline_item *items, int count) {
-    classify_run *r = user;
-    const int L = vit_num_labels(r->ctx);
-    for (int i = 0; i < count; i++) {
-        const pipeline_item *it = &items[i];
-        if (it->ok) {
-            memcpy(r->probs, it->logits, sizeof(float) * (size_t)L);
-            vit_softmax(r->probs, L);
-            vit_top_k(r->ctx, r->probs, r->top_k, r->top);
-        } else {
-            r->failures++;
-            fprintf(stderr, "vit classify: %s\n", it->err.msg);
-        }
-        if (r->json)
-            print_json(r, it);
-        else
-            print_text(r, it);
+/* A CSV field, quoted when it must be (RFC 4180); a TSV field with tabs and line breaks as
+ * spaces (TSV has no quoting). */
+static void print_field(const char *s, output_format format) {
+    if (format == FORMAT_TSV) {
+        for (; *s; s++) putchar(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s);
+        return;
     }
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, stdout);
+        return;
+    }
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"') putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
+static void print_rows(const classify_run *r, const pipeline_item *it) {
+    const char sep = r->format == FORMAT_CSV ? ',' : '\t';
+    for (int i = 0; i < r->shown; i++) {
+        print_field(it->path, r->format);
+        printf("%c%d%c%d%c", sep, i + 1, sep, r->top[i].index, sep);
+        print_field(label_name(r, &r->top[i]), r->format);
+        printf("%c%.6f\n", sep, r->top[i].prob);
+    }
+}
+
+static void print_header(const classify_run *r) {
+    if (r->format == FORMAT_CSV) printf("file,rank,index,label,prob\n");
+    if (r->format == FORMAT_TSV) printf("file\trank\tindex\tlabel\tprob\n");
+}
+
+static void report(classify_run *r, const pipeline_item *it) {
+    const int L = vit_num_labels(r->ctx);
+    r->shown = 0;
+    if (it->ok) {
+        memcpy(r->probs, it->logits, sizeof(float) * (size_t)L);
+        vit_softmax(r->probs, L);
+        vit_top_k(r->ctx, r->probs, r->top_k, r->top);
+        r->shown = above_threshold(r);
+    } else {
+        r->failures++;
+        fprintf(stderr, "vit classify: %s\n", it->err.msg);
+    }
+    if (r->format == FORMAT_JSON)
+        print_json(r, it);
+    else if (!it->ok)
+        return;
+    else if (r->format == FORMAT_TEXT)
+        print_text(r, it);
+    else
+        print_rows(r, it);
+}
+
+static void batch_done(void *user, const pipeline_item *items, int count) {
+    for (int i = 0; i < count; i++) report(user, &items[i]);
     fflush(stdout);
+}
+
+/* --stdin-image: the one image on standard input (at most 1 GiB, the decoder's file limit). */
+static int classify_stdin_image(classify_run *r, vit_error *err) {
+    size_t size = 0;
+    char *bytes = vit_read_stream(stdin, "standard input", (size_t)1 << 30, &size, err);
+    if (!bytes) return -1;
+    float *pixels = malloc(sizeof(float) * vit_input_floats(r->ctx));
+    float *logits = malloc(sizeof(float) * (size_t)vit_num_labels(r->ctx));
+    pipeline_item it = {.path = "-", .logits = logits};
+    int rc = pixels && logits ? 0 : vit_fail(err, "out of memory");
+    if (rc == 0 && vit_preprocess_memory(r->ctx, bytes, size, pixels, &it.err) == 0 &&
+        vit_forward(r->ctx, pixels, 1, logits, &it.err) == 0)
+        it.ok = 1;
+    if (rc == 0) report(r, &it);
+    free(bytes), free(pixels), free(logits);
+    return rc;
+}
+
+/* ---- options ---- */
+
+static int parse_format(const cli_parser *p, output_format *out) {
+    static const char *names[] = {"text", "json", "csv", "tsv"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(p->value, names[i]) == 0) {
+            *out = (output_format)i;
+            return 0;
+        }
+    fprintf(stderr, "vit classify: invalid value for %s: '%s' (expected text, json, csv or tsv)\n",
+            p->option, p->value);
+    return -1;
 }
 
 /* Options into r and params; returns 0 to run, else the exit status. */
@@ -150,8 +306,20 @@ static int parse_options(int argc, char **argv, classify_run *r, vit_params *par
         case OPT_TOP:
             bad = cli_int(&p, 1, 1 << 20, &r->top_k);
             break;
+        case OPT_FORMAT:
+            bad = parse_format(&p, &r->format);
+            break;
         case OPT_JSON:
-            r->json = 1;
+            r->format = FORMAT_JSON;
+            break;
+        case OPT_THRESHOLD:
+            bad = cli_number(&p, 0.0, 1.0, &r->threshold);
+            break;
+        case OPT_LABELS:
+            r->labels_path = p.value;
+            break;
+        case OPT_STDIN_IMAGE:
+            r->stdin_image = 1;
             break;
         case OPT_LOGITS:
             r->with_logits = 1;
@@ -162,13 +330,41 @@ static int parse_options(int argc, char **argv, classify_run *r, vit_params *par
     }
     if (bad || id == CLI_ERROR) return 2;
     if (id == CLI_HELP) return -1;
-    if (p.num_rest == 0) {
+    if (p.num_rest == 0 && !r->stdin_image) {
         fprintf(stderr, "vit classify: no input files (vit classify --help)\n");
+        return 2;
+    }
+    if (p.num_rest > 0 && r->stdin_image) {
+        fprintf(stderr, "vit classify: --stdin-image takes no FILE arguments\n");
         return 2;
     }
     r->files = p.rest;
     r->num_files = p.num_rest;
     return 0;
+}
+
+/* --labels: one name per class of the model. */
+static int load_labels(classify_run *r, vit_error *err) {
+    if (!r->labels_path) return 0;
+    if (strlist_read(&r->labels, r->labels_path, 64 << 20, STRLIST_TRIM, err) != 0) return -1;
+    if (r->labels.count != vit_num_labels(r->ctx))
+        return vit_fail(err, "%s: %d labels, the model has %d", r->labels_path, r->labels.count,
+                        vit_num_labels(r->ctx));
+    return 0;
+}
+
+static int run(classify_run *r, const vit_params *params, vit_error *err) {
+    if (load_labels(r, err) != 0) return -1;
+    if (r->top_k > vit_num_labels(r->ctx)) r->top_k = vit_num_labels(r->ctx);
+    r->probs = malloc(sizeof(float) * (size_t)vit_num_labels(r->ctx));
+    r->top = malloc(sizeof *r->top * (size_t)r->top_k);
+    if (!r->probs || !r->top) return vit_fail(err, "out of memory");
+    print_header(r);
+    if (r->stdin_image) return classify_stdin_image(r, err);
+    const pipeline_options opt = {.batch = params->max_batch,
+                                  .decode_threads = cli_decode_threads(params->threads)};
+    const pipeline_model model = eval_pipeline_model(r->ctx);
+    return pipeline_run_source(&model, &opt, next_input, batch_done, r, err);
 }
 
 int cli_classify(int argc, char **argv) {
@@ -185,19 +381,10 @@ int cli_classify(int argc, char **argv) {
         cli_print_load_error("classify", model_opt, model_dir, &err);
         return 1;
     }
-    if (r.top_k > vit_num_labels(r.ctx)) r.top_k = vit_num_labels(r.ctx);
-    r.probs = malloc(sizeof(float) * (size_t)vit_num_labels(r.ctx));
-    r.top = malloc(sizeof *r.top * (size_t)r.top_k);
-    int rc = -1;
-    if (!r.probs || !r.top) {
-        fprintf(stderr, "vit classify: out of memory\n");
-    } else {
-        const pipeline_options opt = {.batch = params.max_batch,
-                                      .decode_threads = cli_decode_threads(params.threads)};
-        const pipeline_model model = eval_pipeline_model(r.ctx);
-        rc = pipeline_run(&model, &opt, next_path, batch_done, &r, &err);
-        if (rc != 0) fprintf(stderr, "vit classify: %s\n", err.msg);
-    }
+    const int rc = run(&r, &params, &err);
+    if (rc != 0) fprintf(stderr, "vit classify: %s\n", err.msg);
+    imagefolder_walk_close(r.walk);
+    strlist_free(&r.labels);
     free(r.probs);
     free(r.top);
     vit_free(r.ctx);

@@ -9,7 +9,7 @@
 
 #include "vit/cli/cli.h"
 
-#define DEFAULT_MODEL "fashion-vit"
+#define DEFAULT_MODEL "vit-tiny-in1k"
 
 /* dir/name when dir/name/config.json... exists: a folder of models. */
 static int has_models(const char *dir) {
@@ -61,8 +61,9 @@ void cli_print_load_error(const char *command, const char *model_opt, const char
     snprintf(probe, sizeof probe, "%s/config.json", model_dir);
     if (!model_opt && !(env && *env) && access(probe, F_OK) != 0) {
         fprintf(stderr,
-                "vit %s: no model given, and the default model %s is not there; pass -m "
-                "MODEL_DIR, set VIT_MODEL, or build it with 'make model'\n",
+                "vit %s: no model given, and the default model %s is not there (it ships in "
+                "models/ beside bin/, or share/vit/models/ when installed); pass -m MODEL_DIR or "
+                "set VIT_MODEL\n",
                 command, model_dir);
         return;
     }

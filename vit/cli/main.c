@@ -18,6 +18,7 @@ static const struct {
     {cli_bench, cli_bench_command},
     {cli_train, cli_train_command},
     {cli_preprocess, cli_preprocess_command},
+    {cli_convert, cli_convert_command},
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -14,13 +14,14 @@
 /* Deeper than any real dataset; stops pathological trees without a fixed path-length limit. */
 #define MAX_DEPTH 64
 
+/* dir/name, without doubling a '/' that dir ends with ("photos/" + "a.jpg": "photos/a.jpg"). */
 static char *join_path(const char *dir, const char *name) {
     size_t n = strlen(dir), m = strlen(name);
     char *p = malloc(n + m + 2);
     if (!p) return NULL;
     memcpy(p, dir, n);
-    p[n] = '/';
-    memcpy(p + n + 1, name, m + 1);
+    if (n == 0 || dir[n - 1] != '/') p[n++] = '/';
+    memcpy(p + n, name, m + 1);
     return p;
 }
 
@@ -363,7 +364,9 @@ typedef struct {
 } frame;
 
 struct imagefolder_walk {
-    const imagefolder *f;
+    const imagefolder *f; /* NULL: a walk of the images under one folder, tree */
+    const char *tree;
+    int tree_done;
     struct stat root; /* an ancestor of every folder walked, for loop detection */
     int folder;       /* the class folder being walked; the next one when the stack is empty */
     frame stack[MAX_DEPTH];
@@ -394,10 +397,22 @@ void imagefolder_walk_close(imagefolder_walk *w) {
     free(w);
 }
 
+imagefolder_walk *imagefolder_walk_tree(const char *dir, vit_error *err) {
+    imagefolder_walk *w = calloc(1, sizeof *w);
+    if (!w) return vit_fail(err, "out of memory"), NULL;
+    w->tree = dir;
+    w->folder = -1;
+    if (stat(dir, &w->root) != 0) {
+        vit_fail(err, "%s: %s", dir, strerror(errno));
+        return free(w), NULL;
+    }
+    return w;
+}
+
 static void set_entry(const imagefolder_walk *w, imagefolder_entry *e, char *path, int unreadable) {
     e->path = path;
     e->folder = w->folder;
-    e->label = w->f->label_of ? w->f->label_of[w->folder] : -1;
+    e->label = w->f && w->f->label_of ? w->f->label_of[w->folder] : -1;
     e->unreadable = unreadable;
 }
 
@@ -415,7 +430,7 @@ static int enter(imagefolder_walk *w, char *path, imagefolder_entry *e, vit_erro
         if (d) closedir(d);
         return set_entry(w, e, path, 1), 1;
     }
-    for (int i = -1; i < w->depth; i++) {
+    for (int i = w->f ? -1 : 0; i < w->depth; i++) { /* a tree's root is its first frame */
         dev_t dev = i < 0 ? w->root.st_dev : w->stack[i].dev;
         ino_t ino = i < 0 ? w->root.st_ino : w->stack[i].ino;
         if (dev == st.st_dev && ino == st.st_ino) {
@@ -458,7 +473,13 @@ int imagefolder_walk_next(imagefolder_walk *w, imagefolder_entry *e, vit_error *
     memset(e, 0, sizeof *e);
     for (;;) {
         int rc;
-        if (w->depth == 0) {
+        if (w->depth == 0 && !w->f) {
+            if (w->tree_done) return 0;
+            w->tree_done = 1;
+            char *path = strdup(w->tree);
+            if (!path) return vit_fail(err, "out of memory");
+            rc = enter(w, path, e, err);
+        } else if (w->depth == 0) {
             if (w->folder + 1 >= w->f->num_folders) return 0;
             w->folder++;
             char *path = join_path(w->f->root, w->f->folders[w->folder]);

@@ -75,6 +75,9 @@ imagefolder_walk *imagefolder_walk_open(const imagefolder *f, vit_error *err);
 /* 1: *e is the next image (or an unreadable entry, e->unreadable set and err naming it);
  * 0: the walk is over; -1: out of memory (err). */
 int imagefolder_walk_next(imagefolder_walk *w, imagefolder_entry *e, vit_error *err);
+/* The same walk over the images anywhere under one folder, dir (which must outlive the walk);
+ * entries have folder and label -1. */
+imagefolder_walk *imagefolder_walk_tree(const char *dir, vit_error *err);
 void imagefolder_walk_close(imagefolder_walk *w);
 
 /* Every image of a mapped folder at once (for training, which shuffles): *samples holds *count

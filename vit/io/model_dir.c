@@ -286,3 +286,75 @@ int model_load(model *m, const char *model_dir, vit_error *err) {
     if (rc != 0) model_free(m);
     return rc;
 }
+
+static int is_float(st_dtype dtype) {
+    return dtype == ST_F32 || dtype == ST_F16 || dtype == ST_BF16 || dtype == ST_F64;
+}
+
+/* Tensor t as dtype into a new buffer (a float tensor), or NULL (err set). */
+static void *converted(const st_file *f, const st_tensor *t, st_dtype dtype, vit_error *err) {
+    float *f32 = malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1));
+    if (!f32) return vit_fail(err, "%s: out of memory", f->path), NULL;
+    if (st_to_f32(f, t, f32, err) != 0 || dtype == ST_F32) return f32;
+    uint16_t *half = malloc(sizeof(uint16_t) * (size_t)(t->numel ? t->numel : 1));
+    if (half) (dtype == ST_F16 ? st_f32_to_f16 : st_f32_to_bf16)(half, f32, (size_t)t->numel);
+    free(f32);
+    if (!half) vit_fail(err, "%s: out of memory", f->path);
+    return half;
+}
+
+static int convert_weights(const char *in_dir, const char *out_dir, st_dtype dtype,
+                           vit_error *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", in_dir);
+    st_file f;
+    if (st_open(path, &f, err) != 0) return -1;
+    st_entry *entries = calloc((size_t)f.count + 1, sizeof *entries);
+    void **owned = calloc((size_t)f.count + 1, sizeof *owned);
+    int rc = entries && owned ? 0 : vit_fail(err, "%s: out of memory", path);
+    for (int i = 0; rc == 0 && i < f.count; i++) {
+        const st_tensor *t = &f.tensors[i];
+        entries[i] =
+            (st_entry){.name = t->name, .ndim = t->ndim, .data = t->data, .dtype = t->dtype};
+        memcpy(entries[i].shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+        if (!is_float(t->dtype) || t->dtype == dtype) continue;
+        if (!(owned[i] = converted(&f, t, dtype, err))) rc = -1;
+        entries[i].data = owned[i];
+        entries[i].dtype = dtype;
+    }
+    if (rc == 0) {
+        char format[64] = "pt";
+        st_metadata(&f, "format", format, sizeof format, NULL);
+        const char *const keys[] = {"format"}, *const values[] = {format};
+        snprintf(path, sizeof path, "%s/model.safetensors", out_dir);
+        rc = st_write_f32_meta(path, entries, f.count, keys, values, 1, err);
+    }
+    for (int i = 0; owned && i < f.count; i++) free(owned[i]);
+    free(owned), free(entries);
+    st_close(&f);
+    return rc;
+}
+
+int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, vit_error *err) {
+    if (dtype != ST_F32 && dtype != ST_F16 && dtype != ST_BF16)
+        return vit_fail(err, "convert: the dtype must be F32, F16 or BF16");
+    struct stat a, b;
+    if (stat(in_dir, &a) != 0) return vit_fail(err, "%s: %s", in_dir, strerror(errno));
+    if (stat(out_dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        return vit_fail(err, "%s: the output directory is the input directory", out_dir);
+    if (make_dir(out_dir, err) != 0) return -1;
+    static const struct {
+        const char *name;
+        int required;
+    } files[] = {{"config.json", 1},
+                 {"preprocessor_config.json", 0},
+                 {"vocab.txt", 0},
+                 {"tokenizer_config.json", 0},
+                 {"special_tokens_map.json", 0}};
+    char from[4096];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(from, sizeof from, "%s/%s", in_dir, files[i].name);
+        if (copy_file(from, out_dir, files[i].name, files[i].required, err) != 0) return -1;
+    }
+    return convert_weights(in_dir, out_dir, dtype, err);
+}

@@ -41,6 +41,11 @@ int tokenizer_files_save(const char *dir, const char *from_dir, const char *voca
  * shape config.json implies, converted to float32. */
 int model_load(model *m, const char *model_dir, vit_error *err);
 
+/* A copy of model directory in_dir in out_dir (created if missing; not in_dir itself) with every
+ * float tensor of model.safetensors stored as dtype (ST_F32, ST_F16 or ST_BF16, rounded to
+ * nearest even), the other tensors and the metadata as they are, and config.json,
+ * preprocessor_config.json and the tokenizer files copied. */
+int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, vit_error *err);
 /* MODEL_DIR's preprocessing: preprocessor_config.json read against config.json's image_size and
  * num_channels (preprocess_config_read). */
 int model_dir_load_preprocess(const char *dir, preprocess_config *cfg, vit_error *err);

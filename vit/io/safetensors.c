@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ const char *st_dtype_name(st_dtype dtype) {
     return "?";
 }
 
-static size_t dtype_size(st_dtype dtype) {
+size_t st_dtype_size(st_dtype dtype) {
     for (size_t i = 0; i < sizeof dtype_table / sizeof dtype_table[0]; i++)
         if (dtype_table[i].dtype == dtype) return dtype_table[i].size;
     return 0;
@@ -98,10 +99,10 @@ static int parse_tensor(const st_file *file, const cJSON *entry, const uint8_t *
     }
     t->numel = (int64_t)numel;
     t->nbytes = (size_t)(offsets[1] - offsets[0]);
-    if (numel * dtype_size(t->dtype) != offsets[1] - offsets[0])
+    if (numel * st_dtype_size(t->dtype) != offsets[1] - offsets[0])
         return vit_fail(err, "%s: tensor '%s' has %zu bytes but shape and dtype need %llu",
                         file->path, name, t->nbytes,
-                        (unsigned long long)(numel * dtype_size(t->dtype)));
+                        (unsigned long long)(numel * st_dtype_size(t->dtype)));
     t->data = data + offsets[0];
     *begin = offsets[0];
     t->name = strdup(name);
@@ -279,13 +280,13 @@ int st_write_f32_meta(const char *path, const st_entry *entries, int count, cons
         int64_t numel = 1;
         for (int d = 0; d < entries[i].ndim; d++) numel *= entries[i].shape[d];
         cJSON *t = cJSON_AddObjectToObject(root, entries[i].name);
-        cJSON_AddStringToObject(t, "dtype", "F32");
+        cJSON_AddStringToObject(t, "dtype", st_dtype_name(entries[i].dtype));
         cJSON *shape = cJSON_AddArrayToObject(t, "shape");
         for (int d = 0; d < entries[i].ndim; d++)
             cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)entries[i].shape[d]));
         cJSON *offs = cJSON_AddArrayToObject(t, "data_offsets");
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
-        offset += (uint64_t)numel * 4;
+        offset += (uint64_t)numel * st_dtype_size(entries[i].dtype);
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
     }
     char *json = cJSON_PrintUnformatted(root);
@@ -306,7 +307,7 @@ int st_write_f32_meta(const char *path, const st_entry *entries, int count, cons
     for (int i = 0; i < count && !ferror(a.f); i++) {
         size_t numel = 1;
         for (int d = 0; d < entries[i].ndim; d++) numel *= (size_t)entries[i].shape[d];
-        fwrite(entries[i].data, sizeof(float), numel, a.f);
+        fwrite(entries[i].data, st_dtype_size(entries[i].dtype), numel, a.f);
     }
     return atomic_file_commit(&a, err);
 }
@@ -328,4 +329,35 @@ int st_metadata(const st_file *file, const char *key, char *buf, size_t size, vi
         memcpy(buf, item->valuestring, strlen(item->valuestring) + 1);
     cJSON_Delete(root);
     return rc;
+}
+
+void st_f32_to_f16(uint16_t *out, const float *in, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t x;
+        memcpy(&x, &in[i], 4);
+        const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+        const uint32_t abs = x & 0x7fffffffu;
+        if (abs > 0x7f800000u) { /* NaN stays a (quiet) NaN */
+            out[i] = sign | 0x7e00u;
+        } else if (abs >= 0x477ff000u) { /* 65520 and above round to infinity */
+            out[i] = sign | 0x7c00u;
+        } else if (abs >= 0x38800000u) { /* a normal half: rebias, round the 13 bits dropped */
+            out[i] = sign | (uint16_t)((abs - 0x38000000u + 0xfffu + ((abs >> 13) & 1u)) >> 13);
+        } else { /* a subnormal half (or zero): whole units of 2^-24, ties to even */
+            float a;
+            memcpy(&a, &abs, 4);
+            out[i] = sign | (uint16_t)lrintf(a * 16777216.0f);
+        }
+    }
+}
+
+void st_f32_to_bf16(uint16_t *out, const float *in, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t x;
+        memcpy(&x, &in[i], 4);
+        if ((x & 0x7fffffffu) > 0x7f800000u)
+            out[i] = (uint16_t)((x >> 16) | 0x40u); /* NaN stays a (quiet) NaN */
+        else
+            out[i] = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+    }
 }

@@ -48,21 +48,25 @@ const char *st_dtype_name(st_dtype dtype);
 /* Converts any float dtype to float32 into out (numel floats). */
 int st_to_f32(const st_file *file, const st_tensor *t, float *out, vit_error *err);
 
-/* Writing: float32 tensors only, to a temporary file renamed into place (never a half-written
- * file). */
+/* Writing, to a temporary file renamed into place (never a half-written file). An entry's dtype
+ * is ST_F32 unless set; data holds numel elements of it. */
 typedef struct {
     const char *name;
     int ndim;
     int64_t shape[ST_MAX_DIMS];
-    const float *data;
+    const void *data;
+    st_dtype dtype;
 } st_entry;
-
 int st_write_f32(const char *path, const st_entry *entries, int count, vit_error *err);
-
 /* As st_write_f32, with an "__metadata__" object of nmeta string pairs (keys[i]: values[i]), e.g.
  * {"format": "pt"}, which PyTorch/transformers expect of model files. */
 int st_write_f32_meta(const char *path, const st_entry *entries, int count, const char *const *keys,
                       const char *const *values, int nmeta, vit_error *err);
+/* Bytes of one element of dtype. */
+size_t st_dtype_size(st_dtype dtype);
+/* n floats of in as float16 / bfloat16 (round to nearest even; NaN kept NaN, overflow to Inf). */
+void st_f32_to_f16(uint16_t *out, const float *in, size_t n);
+void st_f32_to_bf16(uint16_t *out, const float *in, size_t n);
 
 /* The "__metadata__" value of key in an open file, copied into buf (size bytes). Returns 0, or -1
  * with err when the file has no such string entry or it does not fit. */

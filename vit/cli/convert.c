@@ -1,0 +1,65 @@
+/* vit convert: a model directory with its weights stored in another float type. */
+#include <stdio.h>
+#include <strings.h>
+
+#include "vit/cli/cli.h"
+#include "vit/io/model_dir.h"
+
+enum { OPT_DTYPE = 1 };
+
+static const cli_option options[] = {
+    {OPT_DTYPE, "dtype", 0, "T", "f16, bf16 or f32: how model.safetensors stores floats", "f16"},
+};
+
+static const cli_command command = {
+    "convert",
+    "copy a model directory with its weights stored as F16, BF16 or F32",
+    "[--dtype f16|bf16|f32] IN_DIR OUT_DIR",
+    "Writes OUT_DIR (created if missing) with IN_DIR's config.json, preprocessor_config.json and\n"
+    "tokenizer files, and its model.safetensors with every float tensor rounded to the chosen "
+    "type\n"
+    "(to nearest, ties to even). vit loads all three; so do transformers and PyTorch. F16 halves\n"
+    "the files of an F32 model; vit computes in float32 either way.",
+    options,
+    sizeof options / sizeof options[0]};
+
+const cli_command *cli_convert_command(void) {
+    return &command;
+}
+
+static int parse_dtype(const cli_parser *p, st_dtype *out) {
+    static const struct {
+        const char *name;
+        st_dtype dtype;
+    } names[] = {{"f16", ST_F16}, {"bf16", ST_BF16}, {"f32", ST_F32}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcasecmp(p->value, names[i].name) == 0) {
+            *out = names[i].dtype;
+            return 0;
+        }
+    fprintf(stderr, "vit convert: invalid value for %s: '%s' (expected f16, bf16 or f32)\n",
+            p->option, p->value);
+    return -1;
+}
+
+int cli_convert(int argc, char **argv) {
+    st_dtype dtype = ST_F16;
+    cli_parser p;
+    cli_parse_begin(&p, &command, argc, argv);
+    int id, bad = 0;
+    while (!bad && (id = cli_parse_next(&p)) > 0)
+        if (id == OPT_DTYPE) bad = parse_dtype(&p, &dtype);
+    if (bad || id == CLI_ERROR) return 2;
+    if (id == CLI_HELP) return 0;
+    if (p.num_rest != 2) {
+        fprintf(stderr, "vit convert: expected IN_DIR and OUT_DIR (vit convert --help)\n");
+        return 2;
+    }
+    vit_error err = {0};
+    if (model_dir_convert(p.rest[0], p.rest[1], dtype, &err) != 0) {
+        fprintf(stderr, "vit convert: %s\n", err.msg);
+        return 1;
+    }
+    printf("%s -> %s (%s)\n", p.rest[0], p.rest[1], st_dtype_name(dtype));
+    return 0;
+}
