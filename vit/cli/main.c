@@ -44,7 +44,8 @@ static void print_man(FILE *out) {
     for (size_t i = 0; i < NUM_COMMANDS; i++) cli_print_man(commands[i].command(), out);
     fputs(".SH ENVIRONMENT\n.TP\n.B VIT_MODEL\nthe model directory when no \\-m is given\n"
           ".TP\n.B OMP_NUM_THREADS\nthe default thread count\n.TP\n.B OMP_WAIT_POLICY\n"
-          "passive unless set: waiting threads sleep instead of spinning\n"
+          "libgomp's default unless set (spin briefly, then sleep); passive makes waiting threads "
+          "sleep at once (kinder to other processes, slower per oneDNN call)\n"
           ".TP\n.B OPENBLAS_CORETYPE\nforces an OpenBLAS kernel (figures depend on it)\n",
           out);
 }
