@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,7 +49,7 @@ void st_close(st_file *file) {
     if (!file) return;
     for (int i = 0; i < file->count; i++) free(file->tensors[i].name);
     free(file->tensors);
-    if (file->map && file->map != MAP_FAILED) munmap(file->map, file->map_size);
+    free(file->map);
     free(file->path);
     memset(file, 0, sizeof *file);
 }
@@ -182,13 +181,27 @@ int st_open(const char *path, st_file *file, vit_error *err) {
         return vit_fail(err, "%s: truncated safetensors file (%lld bytes)", path,
                         (long long)st.st_size);
     }
+    /* Read, not mapped: a mapped file that shrinks under us (overwritten in place while loading)
+     * would end the process with SIGBUS; a short read is an error instead. The tensors are
+     * converted into the model's own block at load, so the copy lives only that long. */
     file->map_size = (size_t)st.st_size;
-    file->map = mmap(NULL, file->map_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    file->map = malloc(file->map_size);
+    size_t got = 0;
+    while (file->map && got < file->map_size) {
+        const ssize_t n = read(fd, (char *)file->map + got, file->map_size - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
     close(fd);
-    if (file->map == MAP_FAILED) {
-        file->map = NULL;
+    if (!file->map || got != file->map_size) {
+        if (file->map)
+            vit_fail(err, "%s: the file changed while it was read (%zu of %zu bytes)", path, got,
+                     file->map_size);
+        else
+            vit_fail(err, "%s: out of memory for %zu bytes", path, file->map_size);
         st_close(file);
-        return vit_fail(err, "%s: mmap failed: %s", path, strerror(errno));
+        return -1;
     }
     const uint8_t *bytes = file->map;
     uint64_t header_len = 0;

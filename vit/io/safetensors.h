@@ -6,7 +6,8 @@
 
 #include "vit/base/error.h"
 
-/* safetensors files (SPEC §3): memory-mapped, fully validated on open. */
+/* safetensors files (SPEC §3): read whole and fully validated on open (a file overwritten while it
+ * is read is an error, never a signal). */
 
 #define ST_MAX_DIMS 8
 
@@ -30,7 +31,7 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS];
     int64_t numel;
     size_t nbytes;
-    const void *data; /* points into the mapping */
+    const void *data; /* points into the file's bytes (st_file.map) */
 } st_tensor;
 
 typedef struct {
