@@ -259,7 +259,7 @@ typedef struct {
 static double patch_loss(void *p) {
     patch_case *c = p;
     linear_forward(c->scratch, c->patches, c->w, c->b, c->B * c->N, c->K, c->D);
-    patch_tokens_forward(c->x, c->scratch, c->cls, c->pos, c->B, c->N, c->D);
+    patch_tokens_forward(c->x, c->scratch, c->cls, 1, c->pos, c->B, c->N, c->D);
     return dot(c->wx, c->x, (size_t)c->B * (c->N + 1) * c->D);
 }
 
@@ -281,7 +281,7 @@ static void test_patch_embed(void **state) {
     float *dw = test_alloc_floats(D * K), *db = test_alloc_floats(D), *dcls = test_alloc_floats(D),
           *dpos = test_alloc_floats(T * D);
     patch_loss(&c);
-    patch_tokens_backward(c.scratch, dcls, dpos, c.wx, B, N, D);
+    patch_tokens_backward(c.scratch, dcls, 1, dpos, c.wx, B, N, D);
     linear_backward(NULL, dw, db, c.scratch, c.patches, NULL, B * N, K, D);
     expect_close("patch embed dweight", check_tensor(c.w, dw, D * K, patch_loss, &c));
     expect_close("patch embed dbias", check_tensor(c.b, db, D, patch_loss, &c));
