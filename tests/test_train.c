@@ -373,20 +373,23 @@ static void expect_same_run(const char *a, const char *b) {
     model_free(&ma), model_free(&mb);
 }
 
-static void resume_case(const char *name, int64_t stop_at) {
+/* init: NULL (a new ViT), or a model directory to fine-tune. */
+static void resume_case(const char *name, int64_t stop_at, const char *init) {
     char whole[4200], split[4200], state_path[4300];
-    out_dir(whole, sizeof whole, "whole");
+    out_dir(whole, sizeof whole, init ? "whole-fine-tuned" : "whole");
     out_dir(split, sizeof split, name);
     vit_error err = {0};
     train_options o = tiny_run(whole);
-    static int whole_done;
-    if (!whole_done) {
+    o.init_dir = init;
+    static int whole_done[2];
+    if (!whole_done[init != NULL]) {
         if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
-        whole_done = 1;
+        whole_done[init != NULL] = 1;
     }
     snprintf(state_path, sizeof state_path, "%s/%s", whole, TRAIN_STATE_FILE);
     assert_int_equal(access(state_path, F_OK), -1); /* a finished run leaves no state */
     o = tiny_run(split);
+    o.init_dir = init;
     const train_hooks stop = {.stop_at_step = stop_at};
     assert_int_equal(train_run(&o, 0, &stop, &err), 1);
     snprintf(state_path, sizeof state_path, "%s/%s", split, TRAIN_STATE_FILE);
@@ -403,12 +406,18 @@ static void resume_case(const char *name, int64_t stop_at) {
 /* 36 training images in batches of 8: 4 steps an epoch, 12 in all. */
 static void test_resume_mid_epoch(void **state) {
     (void)state;
-    resume_case("stopped-mid-epoch", 6);
+    resume_case("stopped-mid-epoch", 6, NULL);
+}
+
+/* A DeiTForImageClassification resumes as exactly (its "deit." names in the state). */
+static void test_resume_deit(void **state) {
+    (void)state;
+    resume_case("stopped-deit", 6, "tests/data/deit-micro");
 }
 
 static void test_resume_at_epoch_end(void **state) {
     (void)state;
-    resume_case("stopped-at-epoch", 4);
+    resume_case("stopped-at-epoch", 4, NULL);
 }
 
 static void test_resume_errors(void **state) {
@@ -506,6 +515,7 @@ int main(void) {
         cmocka_unit_test(test_augment_is_shift_and_flip),
         cmocka_unit_test(test_resume_mid_epoch),
         cmocka_unit_test(test_resume_at_epoch_end),
+        cmocka_unit_test(test_resume_deit),
         cmocka_unit_test(test_resume_errors),
         cmocka_unit_test(test_training_learns),
         cmocka_unit_test(test_fine_tune_deit_teacher),
