@@ -199,8 +199,7 @@ void model_free(model *m) {
 
 /* HF's base_model_prefix: "vit.", "deit." or "bert.". */
 const char *model_prefix(const model *m) {
-    const char *type = config_model_type(&m->cfg);
-    return type[0] == 'v' ? "vit." : type[0] == 'd' ? "deit." : "bert.";
+    return m->cfg.kind == MODEL_BERT ? "bert." : m->cfg.arch == ARCH_VIT ? "vit." : "deit.";
 }
 
 const param_entry *model_find_param(const model *m, const char *name) {
