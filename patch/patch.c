@@ -18,29 +18,29 @@ void patch_extract(float *patches, const float *pixels, int B, int C, int H, int
             }
 }
 
-void patch_tokens_forward(float *x, const float *embed, const float *cls, const float *pos, int B,
-                          int N, int D) {
-    const int T = N + 1;
+void patch_tokens_forward(float *x, const float *embed, const float *special, int S,
+                          const float *pos, int B, int N, int D) {
+    const int T = S + N;
     for (int b = 0; b < B; b++) {
         float *xb = x + (size_t)b * T * D;
-        for (int d = 0; d < D; d++) xb[d] = cls[d] + pos[d];
+        for (int i = 0; i < S * D; i++) xb[i] = special[i] + pos[i];
         for (int i = 0; i < N; i++) {
             const float *e = embed + ((size_t)b * N + i) * D;
-            const float *p = pos + (size_t)(i + 1) * D;
-            float *row = xb + (size_t)(i + 1) * D;
+            const float *p = pos + (size_t)(S + i) * D;
+            float *row = xb + (size_t)(S + i) * D;
             for (int d = 0; d < D; d++) row[d] = e[d] + p[d];
         }
     }
 }
 
-void patch_tokens_backward(float *dembed, float *dcls, float *dpos, const float *dx, int B, int N,
-                           int D) {
-    const int T = N + 1;
+void patch_tokens_backward(float *dembed, float *dspecial, int S, float *dpos, const float *dx,
+                           int B, int N, int D) {
+    const int T = S + N;
     for (int b = 0; b < B; b++) {
         const float *db = dx + (size_t)b * T * D;
-        for (int d = 0; d < D; d++) dcls[d] += db[d];
+        for (int i = 0; i < S * D; i++) dspecial[i] += db[i];
         for (size_t i = 0; i < (size_t)T * D; i++) dpos[i] += db[i];
-        memcpy(dembed + (size_t)b * N * D, db + D, sizeof(float) * (size_t)N * D);
+        memcpy(dembed + (size_t)b * N * D, db + (size_t)S * D, sizeof(float) * (size_t)N * D);
     }
 }
 
@@ -62,9 +62,9 @@ static int clamp_index(int i, int n) {
     return i < 0 ? 0 : i >= n ? n - 1 : i;
 }
 
-void pos_embed_interpolate(float *out, const float *pos, int n, int m, int D) {
-    memcpy(out, pos, sizeof(float) * (size_t)D); /* the CLS position is kept */
-    const float *grid = pos + D;
+void pos_embed_interpolate(float *out, const float *pos, int S, int n, int m, int D) {
+    memcpy(out, pos, sizeof(float) * (size_t)S * D); /* the special tokens' positions are kept */
+    const float *grid = pos + (size_t)S * D;
     const double scale = (double)n / m;
     for (int oy = 0; oy < m; oy++) {
         double sy = (oy + 0.5) * scale - 0.5, wy[4];
@@ -74,7 +74,7 @@ void pos_embed_interpolate(float *out, const float *pos, int n, int m, int D) {
             double sx = (ox + 0.5) * scale - 0.5, wx[4];
             int x0 = (int)floor(sx);
             cubic_weights(sx - x0, wx);
-            float *dst = out + (size_t)(1 + oy * m + ox) * D;
+            float *dst = out + (size_t)(S + oy * m + ox) * D;
             for (int d = 0; d < D; d++) {
                 double acc = 0.0;
                 for (int i = 0; i < 4; i++) {

@@ -1,6 +1,7 @@
 /* config.json parsing (SPEC §1): HF defaults for missing fields, errors naming the field. */
 #include "tests/testutil.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "vit/model/config.h"
@@ -79,6 +80,59 @@ static void test_errors(void **state) {
     expect_error("{\"num_channels\": 2}", "field 'num_channels'");
 }
 
+static image_arch deit_arch(const char *architectures) {
+    char json[512];
+    snprintf(json, sizeof json, "{\"model_type\": \"deit\"%s%s}", architectures ? "," : "",
+             architectures ? architectures : "");
+    model_config cfg;
+    vit_error err = {0};
+    if (model_config_parse(json, "m/config.json", &cfg, &err) != 0) fail_msg("%s", err.msg);
+    const image_arch arch = cfg.arch;
+    assert_int_equal(cfg.kind, MODEL_VIT);
+    assert_int_equal(config_special_tokens(&cfg), 2);
+    assert_int_equal(config_classifier_heads(&cfg), arch == ARCH_DEIT_TEACHER ? 2 : 1);
+    assert_string_equal(config_model_type(&cfg), "deit");
+    model_config_free(&cfg);
+    return arch;
+}
+
+/* model_type "deit": DeiTConfig's defaults (ViTConfig's), and the class chosen from
+ * architectures as AutoModelForImageClassification chooses: the first entry naming one of its two
+ * DeiT classes, else DeiTForImageClassification. */
+static void test_deit(void **state) {
+    (void)state;
+    model_config cfg;
+    vit_error err = {0};
+    assert_int_equal(model_config_parse("{\"model_type\": \"deit\"}", "m", &cfg, &err), 0);
+    assert_int_equal(cfg.hidden_size, 768);
+    assert_int_equal(cfg.image_size, 224);
+    assert_true(cfg.layer_norm_eps == 1e-12f);
+    assert_string_equal(config_architecture(&cfg), "DeiTForImageClassification");
+    model_config_free(&cfg);
+    assert_int_equal(deit_arch(NULL), ARCH_DEIT);
+    assert_int_equal(deit_arch("\"architectures\": null"), ARCH_DEIT);
+    assert_int_equal(deit_arch("\"architectures\": [\"DeiTForImageClassification\"]"), ARCH_DEIT);
+    assert_int_equal(deit_arch("\"architectures\": [\"DeiTForImageClassificationWithTeacher\"]"),
+                     ARCH_DEIT_TEACHER);
+    assert_int_equal(
+        deit_arch("\"architectures\": [\"DeiTModel\", \"DeiTForImageClassificationWithTeacher\"]"),
+        ARCH_DEIT_TEACHER);
+    assert_int_equal(deit_arch("\"architectures\": [\"DeiTForMaskedImageModeling\"]"), ARCH_DEIT);
+    /* a ViT's architectures are not read: it is always ViTForImageClassification */
+    const char *vit =
+        "{\"model_type\": \"vit\", \"architectures\": [\"DeiTForImageClassification\"]}";
+    assert_int_equal(model_config_parse(vit, "m", &cfg, &err), 0);
+    assert_int_equal(cfg.arch, ARCH_VIT);
+    assert_int_equal(config_special_tokens(&cfg), 1);
+    assert_string_equal(config_architecture(&cfg), "ViTForImageClassification");
+    model_config_free(&cfg);
+    expect_error("{\"model_type\": \"deit\", \"architectures\": \"DeiTForImageClassification\"}",
+                 "field 'architectures' must be a list of strings");
+    expect_error("{\"model_type\": \"deit\", \"architectures\": [1]}",
+                 "field 'architectures' must be a list of strings");
+    expect_error("{\"model_type\": \"levit\"}", "supported: vit, deit, bert");
+}
+
 static void test_missing_file(void **state) {
     (void)state;
     model_config cfg;
@@ -89,9 +143,8 @@ static void test_missing_file(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_fields_and_labels),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_fields_and_labels),
+        cmocka_unit_test(test_errors),       cmocka_unit_test(test_deit),
         cmocka_unit_test(test_missing_file),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);

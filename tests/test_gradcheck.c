@@ -251,45 +251,53 @@ static void test_crossentropy(void **state) {
 /* ---- patch embedding ---- */
 
 typedef struct {
-    int B, N, K, D;
-    float *patches, *w, *b, *cls, *pos, *x, *scratch, *wx;
+    int B, N, K, D, S;
+    float *patches, *w, *b, *cls, *pos, *x, *scratch, *wx; /* cls: the S special tokens */
 } patch_case;
 
 /* The patch embedding as the ViT runs it: a linear layer on the patches, then the tokens. */
 static double patch_loss(void *p) {
     patch_case *c = p;
     linear_forward(c->scratch, c->patches, c->w, c->b, c->B * c->N, c->K, c->D);
-    patch_tokens_forward(c->x, c->scratch, c->cls, c->pos, c->B, c->N, c->D);
-    return dot(c->wx, c->x, (size_t)c->B * (c->N + 1) * c->D);
+    patch_tokens_forward(c->x, c->scratch, c->cls, c->S, c->pos, c->B, c->N, c->D);
+    return dot(c->wx, c->x, (size_t)c->B * (c->S + c->N) * c->D);
 }
 
-static void test_patch_embed(void **state) {
-    (void)state;
-    enum { B = 2, C = 2, S = 4, P = 2, N = 4, K = C * P * P, D = 3, T = N + 1 };
-    float pixels[B * C * S * S];
+/* S special tokens before the patches: ViT's CLS (1), DeiT's CLS and distillation token (2). */
+static void check_patch_embed(int S) {
+    enum { B = 2, C = 2, SZ = 4, P = 2, N = 4, K = C * P * P, D = 3 };
+    const int T = S + N;
+    float pixels[B * C * SZ * SZ];
     test_fill(pixels, sizeof pixels / sizeof *pixels, -1, 1);
-    patch_case c = {.B = B, .N = N, .K = K, .D = D};
+    patch_case c = {.B = B, .N = N, .K = K, .D = D, .S = S};
     c.patches = test_alloc_floats(B * N * K), c.w = test_alloc_floats(D * K),
     c.b = test_alloc_floats(D);
-    c.cls = test_alloc_floats(D), c.pos = test_alloc_floats(T * D),
+    c.cls = test_alloc_floats(S * D), c.pos = test_alloc_floats(T * D),
     c.x = test_alloc_floats(B * T * D);
     c.scratch = test_alloc_floats(B * N * D), c.wx = test_alloc_floats(B * T * D);
-    patch_extract(c.patches, pixels, B, C, S, S, P);
-    test_fill(c.w, D * K, -1, 1), test_fill(c.b, D, -1, 1), test_fill(c.cls, D, -1, 1),
+    patch_extract(c.patches, pixels, B, C, SZ, SZ, P);
+    test_fill(c.w, D * K, -1, 1), test_fill(c.b, D, -1, 1), test_fill(c.cls, S * D, -1, 1),
         test_fill(c.pos, T * D, -1, 1);
     test_fill(c.wx, B * T * D, -1, 1);
-    float *dw = test_alloc_floats(D * K), *db = test_alloc_floats(D), *dcls = test_alloc_floats(D),
-          *dpos = test_alloc_floats(T * D);
+    float *dw = test_alloc_floats(D * K), *db = test_alloc_floats(D),
+          *dcls = test_alloc_floats(S * D), *dpos = test_alloc_floats(T * D);
     patch_loss(&c);
-    patch_tokens_backward(c.scratch, dcls, dpos, c.wx, B, N, D);
+    patch_tokens_backward(c.scratch, dcls, S, dpos, c.wx, B, N, D);
     linear_backward(NULL, dw, db, c.scratch, c.patches, NULL, B * N, K, D);
+    print_message(" %d special token%s\n", S, S > 1 ? "s" : "");
     expect_close("patch embed dweight", check_tensor(c.w, dw, D * K, patch_loss, &c));
     expect_close("patch embed dbias", check_tensor(c.b, db, D, patch_loss, &c));
-    expect_close("patch embed dcls", check_tensor(c.cls, dcls, D, patch_loss, &c));
+    expect_close("patch embed dspecial", check_tensor(c.cls, dcls, S * D, patch_loss, &c));
     expect_close("patch embed dpos", check_tensor(c.pos, dpos, T * D, patch_loss, &c));
     free(c.patches), free(c.w), free(c.b), free(c.cls), free(c.pos), free(c.x), free(c.scratch),
         free(c.wx);
     free(dw), free(db), free(dcls), free(dpos);
+}
+
+static void test_patch_embed(void **state) {
+    (void)state;
+    check_patch_embed(1);
+    check_patch_embed(2);
 }
 
 /* ---- the encoder alone: post-LN (BERT) with a padding mask, pre-LN causal ---- */
@@ -402,7 +410,7 @@ static void test_encoder_pre_norm_causal_dropout(void **state) {
 /* ---- a whole small ViT: the training forward, cross-entropy, the backward ---- */
 
 static const char *tiny_vit_json =
-    "{\"model_type\": \"vit\", \"image_size\": 8, \"patch_size\": 4, \"num_channels\": 3,"
+    "{\"model_type\": \"%s\", \"image_size\": 8, \"patch_size\": 4, \"num_channels\": 3,"
     " \"hidden_size\": 8, \"num_hidden_layers\": 2, \"num_attention_heads\": 2,"
     " \"intermediate_size\": 16, \"num_labels\": 3, \"layer_norm_eps\": 1e-12, \"qkv_bias\": %s}";
 
@@ -420,9 +428,11 @@ typedef struct {
     int freeze;
 } vit_case;
 
-static void vit_case_init(vit_case *c, int qkv_bias) {
+/* type: "vit", or "deit" (a DeiTForImageClassification: the distillation token reaches the loss
+ * through attention only). */
+static void vit_case_init_type(vit_case *c, int qkv_bias, const char *type) {
     char json[512];
-    snprintf(json, sizeof json, tiny_vit_json, qkv_bias ? "true" : "false");
+    snprintf(json, sizeof json, tiny_vit_json, type, qkv_bias ? "true" : "false");
     model_config cfg;
     vit_error err = {0};
     if (model_config_parse(json, "tiny", &cfg, &err) != 0) fail_msg("%s", err.msg);
@@ -441,6 +451,10 @@ static void vit_case_init(vit_case *c, int qkv_bias) {
     if (model_bind(&c->g, &c->m, c->grads) != 0 ||
         vit_acts_alloc(&c->a, &c->m, VB, 0, 1, &err) != 0)
         fail_msg("%s", err.msg);
+}
+
+static void vit_case_init(vit_case *c, int qkv_bias) {
+    vit_case_init_type(c, qkv_bias, "vit");
 }
 
 static void vit_case_free(vit_case *c) {
@@ -519,6 +533,36 @@ static void test_vit_whole_model_dropout(void **state) {
     c.attn_drop = 0.2f;
     check_vit(&c, "ViT, hidden + attention dropout 0.2 (fixed seed)");
     vit_case_free(&c);
+}
+
+static void test_deit_whole_model(void **state) {
+    (void)state;
+    vit_case c = {.smoothing = 0.1f, .p_drop = 0.1f};
+    vit_case_init_type(&c, 1, "deit");
+    assert_non_null(model_find_param(&c.m, "embeddings.distillation_token"));
+    check_vit(&c, "DeiTForImageClassification 8x8/4 (CLS, distillation token), dropout 0.1");
+    vit_case_free(&c);
+}
+
+/* A DeiT with teacher is inference-only (HF's has no loss): no training buffers for it. */
+static void test_deit_teacher_not_trained(void **state) {
+    (void)state;
+    char json[600];
+    snprintf(json, sizeof json, tiny_vit_json, "deit", "true");
+    strcpy(json + strlen(json) - 1,
+           ", \"architectures\": [\"DeiTForImageClassificationWithTeacher\"]}");
+    model_config cfg;
+    model m;
+    vit_acts a;
+    vit_error err = {0};
+    if (model_config_parse(json, "tiny", &cfg, &err) != 0 || model_create(&m, &cfg, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(vit_acts_alloc(&a, &m, 2, 0, 1, &err), -1);
+    print_message("  %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "DeiTForImageClassificationWithTeacher is inference-only"));
+    assert_int_equal(vit_acts_alloc(&a, &m, 2, 0, 0, &err), 0); /* inference is fine */
+    vit_acts_free(&a);
+    model_free(&m);
 }
 
 /* No qkv bias in the checkpoint: those tensors are frozen, their gradients exactly zero. */
@@ -655,6 +699,8 @@ int main(void) {
         cmocka_unit_test(test_encoder_pre_norm_causal_dropout),
         cmocka_unit_test(test_vit_whole_model),
         cmocka_unit_test(test_vit_whole_model_dropout),
+        cmocka_unit_test(test_deit_whole_model),
+        cmocka_unit_test(test_deit_teacher_not_trained),
         cmocka_unit_test(test_absent_params_zero_grads),
         cmocka_unit_test(test_grads_accumulate),
         cmocka_unit_test(test_dropout_determinism),

@@ -40,14 +40,14 @@ static void test_interpolation_matches_pytorch(void **state) {
         {2.105468750, -0.449424744}, {2.437500000, 1.045364380},  {2.984375000, 3.507369995},
         {3.316406250, 5.002159119}};
     float out[17][2];
-    pos_embed_interpolate(&out[0][0], &pos[0][0], 2, 4, 2);
+    pos_embed_interpolate(&out[0][0], &pos[0][0], 1, 2, 4, 2);
     assert_float_equal(out[0][0], 7, 0); /* the CLS position is kept */
     assert_float_equal(out[0][1], 8, 0);
     for (int i = 0; i < 16; i++)
         for (int d = 0; d < 2; d++) assert_float_equal(out[1 + i][d], want[i][d], 1e-6);
     /* same size: an exact copy */
     float same[5][2];
-    pos_embed_interpolate(&same[0][0], &pos[0][0], 2, 2, 2);
+    pos_embed_interpolate(&same[0][0], &pos[0][0], 1, 2, 2, 2);
     assert_memory_equal(same, pos, sizeof pos);
 }
 

@@ -373,20 +373,23 @@ static void expect_same_run(const char *a, const char *b) {
     model_free(&ma), model_free(&mb);
 }
 
-static void resume_case(const char *name, int64_t stop_at) {
+/* init: NULL (a new ViT), or a model directory to fine-tune. */
+static void resume_case(const char *name, int64_t stop_at, const char *init) {
     char whole[4200], split[4200], state_path[4300];
-    out_dir(whole, sizeof whole, "whole");
+    out_dir(whole, sizeof whole, init ? "whole-fine-tuned" : "whole");
     out_dir(split, sizeof split, name);
     vit_error err = {0};
     train_options o = tiny_run(whole);
-    static int whole_done;
-    if (!whole_done) {
+    o.init_dir = init;
+    static int whole_done[2];
+    if (!whole_done[init != NULL]) {
         if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
-        whole_done = 1;
+        whole_done[init != NULL] = 1;
     }
     snprintf(state_path, sizeof state_path, "%s/%s", whole, TRAIN_STATE_FILE);
     assert_int_equal(access(state_path, F_OK), -1); /* a finished run leaves no state */
     o = tiny_run(split);
+    o.init_dir = init;
     const train_hooks stop = {.stop_at_step = stop_at};
     assert_int_equal(train_run(&o, 0, &stop, &err), 1);
     snprintf(state_path, sizeof state_path, "%s/%s", split, TRAIN_STATE_FILE);
@@ -403,12 +406,18 @@ static void resume_case(const char *name, int64_t stop_at) {
 /* 36 training images in batches of 8: 4 steps an epoch, 12 in all. */
 static void test_resume_mid_epoch(void **state) {
     (void)state;
-    resume_case("stopped-mid-epoch", 6);
+    resume_case("stopped-mid-epoch", 6, NULL);
+}
+
+/* A DeiTForImageClassification resumes as exactly (its "deit." names in the state). */
+static void test_resume_deit(void **state) {
+    (void)state;
+    resume_case("stopped-deit", 6, "tests/data/deit-micro");
 }
 
 static void test_resume_at_epoch_end(void **state) {
     (void)state;
-    resume_case("stopped-at-epoch", 4);
+    resume_case("stopped-at-epoch", 4, NULL);
 }
 
 static void test_resume_errors(void **state) {
@@ -450,6 +459,51 @@ static void test_training_learns(void **state) {
     assert_true(val >= 0.75); /* chance is 1/3 */
 }
 
+/* Fine-tuning a DeiT with teacher (HF's is inference-only): a DeiTForImageClassification comes
+ * out, with a new classifier on CLS and the teacher's encoder and special tokens to start from;
+ * every tensor trains, the distillation token too (it reaches the loss through attention). */
+static void test_fine_tune_deit_teacher(void **state) {
+    (void)state;
+    char dir[4200], path[4300];
+    out_dir(dir, sizeof dir, "deit-from-teacher");
+    train_options o = tiny_run(dir);
+    o.init_dir = "tests/data/deit-micro-teacher";
+    o.epochs = 1;
+    vit_error err = {0};
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    model from, m;
+    load_params(o.init_dir, &from);
+    load_params(dir, &m);
+    assert_int_equal(m.cfg.arch, ARCH_DEIT);
+    assert_int_equal(m.cfg.num_labels, 3);
+    assert_int_equal(m.cfg.hidden_size, from.cfg.hidden_size);
+    const char *moved[] = {"embeddings.distillation_token", "embeddings.cls_token",
+                           "encoder.layer.1.output.dense.weight"};
+    for (int i = 0; i < 3; i++) {
+        const param_entry *a = find(&from, moved[i]), *b = find(&m, moved[i]);
+        double change = 0;
+        for (size_t j = 0; j < a->numel; j++)
+            change = fmax(change, fabs(from.params[a->offset + j] - m.params[b->offset + j]));
+        print_message("  %s moved by up to %.3g\n", moved[i], change);
+        assert_true(change > 0 && change < 0.1); /* trained, from the teacher's values */
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    st_file f;
+    assert_int_equal(st_open(path, &f, &err), 0);
+    assert_non_null(st_find(&f, "deit.embeddings.distillation_token"));
+    assert_non_null(st_find(&f, "classifier.weight"));
+    assert_null(st_find(&f, "cls_classifier.weight"));
+    assert_null(st_find(&f, "distillation_classifier.weight"));
+    st_close(&f);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    size_t n;
+    char *config = (char *)read_whole_file(path, &n);
+    assert_non_null(strstr(config, "\"DeiTForImageClassification\""));
+    assert_non_null(strstr(config, "\"deit\"")); /* model_type */
+    free(config);
+    model_free(&from), model_free(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_adamw_hand_computed),
@@ -461,8 +515,10 @@ int main(void) {
         cmocka_unit_test(test_augment_is_shift_and_flip),
         cmocka_unit_test(test_resume_mid_epoch),
         cmocka_unit_test(test_resume_at_epoch_end),
+        cmocka_unit_test(test_resume_deit),
         cmocka_unit_test(test_resume_errors),
         cmocka_unit_test(test_training_learns),
+        cmocka_unit_test(test_fine_tune_deit_teacher),
     };
     return cmocka_run_group_tests_name("train", tests, NULL, NULL);
 }

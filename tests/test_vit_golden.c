@@ -144,7 +144,7 @@ static void check_hidden_states(const char *name, const char *image, double tol)
     float *x = malloc(sizeof(float) * (size_t)T * D);
     patch_extract(patches, pixels, 1, c->num_channels, c->image_size, c->image_size, P);
     linear_forward(scratch, patches, m.patch_w, m.patch_b, N, K, D);
-    patch_tokens_forward(x, scratch, m.cls_token, m.pos_embed, 1, N, D);
+    patch_tokens_forward(x, scratch, m.cls_token, 1, m.pos_embed, 1, N, D);
     snprintf(key, sizeof key, "%s/embeddings", image);
     float *want = golden_f32(&g, key, NULL);
     double d = max_rel_diff(x, want, (size_t)T * D);

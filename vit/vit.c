@@ -191,10 +191,11 @@ int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_e
     return rc;
 }
 
-/* Mean of the patch tokens of image b after the final LayerNorm, into out [D]. */
+/* Mean of the patch tokens of image b after the final LayerNorm (the special tokens, CLS and a
+ * DeiT's distillation token, left out), into out [D]. */
 static void mean_patch_token(vit_context *c, int b, float *out) {
-    const int D = c->m.cfg.hidden_size, N = c->acts.tokens - 1;
-    const float *x = vit_acts_hidden(&c->acts) + ((size_t)b * c->acts.tokens + 1) * D;
+    const int D = c->m.cfg.hidden_size, S = c->acts.special, N = c->acts.tokens - S;
+    const float *x = vit_acts_hidden(&c->acts) + ((size_t)b * c->acts.tokens + S) * D;
     layernorm_forward(c->tokens, NULL, NULL, x, c->m.final_ln_w, c->m.final_ln_b, N, D,
                       c->m.cfg.layer_norm_eps);
     for (int d = 0; d < D; d++) {

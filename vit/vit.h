@@ -79,7 +79,8 @@ typedef struct {
 
 VIT_API vit_params vit_default_params(void);
 
-/* Loads a ViTForImageClassification directory (config.json, model.safetensors, optional
+/* Loads a ViTForImageClassification, DeiTForImageClassification or
+ * DeiTForImageClassificationWithTeacher directory (config.json, model.safetensors, optional
  * preprocessor_config.json). params NULL: vit_default_params(). */
 VIT_API vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error *err);
 VIT_API void vit_free(vit_context *ctx);
@@ -113,7 +114,8 @@ VIT_API int vit_forward(vit_context *ctx, const float *pixels, int batch, float 
 
 /* Features for retrieval: [batch, hidden] per image, the final LayerNorm's output at the CLS token
  * (VIT_POOL_CLS, what the classifier reads) or the mean of the patch tokens after it
- * (VIT_POOL_MEAN). */
+ * (VIT_POOL_MEAN). For a DeiT too: the CLS token (not the distillation token), and the mean of
+ * the patch tokens alone. */
 typedef enum { VIT_POOL_CLS, VIT_POOL_MEAN } vit_pool;
 VIT_API int vit_embed(vit_context *ctx, const float *pixels, int batch, vit_pool pool,
                       float *features, vit_error *err);

@@ -53,14 +53,17 @@ static void print_input(const model *m, const char *dir) {
     const model_config *cfg = &m->cfg;
     if (cfg->kind == MODEL_VIT) {
         const int tokens = model_vit_tokens(m, cfg->image_size);
-        printf("architecture:   ViTForImageClassification (pre-LN encoder)\n");
+        const char *deit = cfg->arch == ARCH_DEIT_TEACHER ? ", distillation token and head"
+                           : cfg->arch == ARCH_DEIT       ? ", distillation token"
+                                                          : "";
+        printf("architecture:   %s (pre-LN encoder%s)\n", config_architecture(cfg), deit);
         printf("input:          %d channel%s, %dx%d, patch %d (%d tokens)\n", cfg->num_channels,
                cfg->num_channels > 1 ? "s" : "", cfg->image_size, cfg->image_size, cfg->patch_size,
                tokens);
         printf("flops/image:    %.3f GFLOP\n", model_flops(m, tokens) / 1e9);
         print_preprocessing(dir);
     } else {
-        printf("architecture:   BertForSequenceClassification (post-LN encoder)\n");
+        printf("architecture:   %s (post-LN encoder)\n", config_architecture(cfg));
         printf("input:          up to %d tokens, vocabulary %d\n", cfg->max_position_embeddings,
                cfg->vocab_size);
         printf("flops/128 tok:  %.3f GFLOP\n", model_flops(m, 128) / 1e9);

@@ -71,11 +71,12 @@ static char *bert_config_json(const model_config *c, float hidden_dropout,
     return text;
 }
 
+/* ViTConfig's fields, which are also DeiTConfig's. */
 static char *vit_config_json(const model_config *c, float hidden_dropout, float attention_dropout) {
     cJSON *root = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(root, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString("ViTForImageClassification"));
-    cJSON_AddStringToObject(root, "model_type", "vit");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(config_architecture(c)));
+    cJSON_AddStringToObject(root, "model_type", config_model_type(c));
     cJSON_AddNumberToObject(root, "image_size", c->image_size);
     cJSON_AddNumberToObject(root, "patch_size", c->patch_size);
     cJSON_AddNumberToObject(root, "num_channels", c->num_channels);

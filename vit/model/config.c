@@ -34,6 +34,25 @@ const char *activation_name(activation_kind act) {
     return act == ACT_GELU ? "gelu" : act == ACT_GELU_TANH ? "gelu_new" : "relu";
 }
 
+int config_special_tokens(const model_config *cfg) {
+    return cfg->kind == MODEL_VIT && cfg->arch != ARCH_VIT ? 2 : 1;
+}
+
+int config_classifier_heads(const model_config *cfg) {
+    return cfg->kind == MODEL_VIT && cfg->arch == ARCH_DEIT_TEACHER ? 2 : 1;
+}
+
+const char *config_architecture(const model_config *cfg) {
+    if (cfg->kind == MODEL_BERT) return "BertForSequenceClassification";
+    return cfg->arch == ARCH_DEIT           ? "DeiTForImageClassification"
+           : cfg->arch == ARCH_DEIT_TEACHER ? "DeiTForImageClassificationWithTeacher"
+                                            : "ViTForImageClassification";
+}
+
+const char *config_model_type(const model_config *cfg) {
+    return cfg->kind == MODEL_BERT ? "bert" : cfg->arch == ARCH_VIT ? "vit" : "deit";
+}
+
 static int get_labels(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
     int n = 2; /* HF PretrainedConfig default */
@@ -126,6 +145,44 @@ static int parse_fields(const cJSON *root, model_config *cfg, const char *src, v
     return get_labels(root, cfg, src, err);
 }
 
+/* A DeiT's class, chosen as transformers' AutoModelForImageClassification chooses among the two
+ * it maps "deit" to: the first entry of `architectures` that names one of them, else the first,
+ * DeiTForImageClassification. */
+static int get_deit_arch(const cJSON *root, image_arch *arch, const char *src, vit_error *err) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "architectures"), *item;
+    *arch = ARCH_DEIT;
+    if (!list || cJSON_IsNull(list)) return 0;
+    if (!cJSON_IsArray(list))
+        return vit_fail(err, "%s: field 'architectures' must be a list of strings", src);
+    cJSON_ArrayForEach(item, list) {
+        if (!cJSON_IsString(item))
+            return vit_fail(err, "%s: field 'architectures' must be a list of strings", src);
+        if (strcmp(item->valuestring, "DeiTForImageClassification") == 0) return 0;
+        if (strcmp(item->valuestring, "DeiTForImageClassificationWithTeacher") == 0) {
+            *arch = ARCH_DEIT_TEACHER;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* model_type: "vit" (also when absent), "deit" or "bert". */
+static int get_model_type(const cJSON *root, model_kind *kind, image_arch *arch, const char *src,
+                          vit_error *err) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    *kind = MODEL_VIT;
+    *arch = ARCH_VIT;
+    if (!type || strcmp(cJSON_IsString(type) ? type->valuestring : "", "vit") == 0) return 0;
+    if (!cJSON_IsString(type)) return vit_fail(err, "%s: field 'model_type' must be a string", src);
+    if (strcmp(type->valuestring, "bert") == 0) {
+        *kind = MODEL_BERT;
+        return 0;
+    }
+    if (strcmp(type->valuestring, "deit") == 0) return get_deit_arch(root, arch, src, err);
+    return vit_fail(err, "%s: field 'model_type' is '%s'; supported: vit, deit, bert", src,
+                    type->valuestring);
+}
+
 int model_config_parse(const char *json, const char *source, model_config *cfg, vit_error *err) {
     memset(cfg, 0, sizeof *cfg);
     cJSON *root = cJSON_Parse(json);
@@ -133,21 +190,14 @@ int model_config_parse(const char *json, const char *source, model_config *cfg, 
         cJSON_Delete(root);
         return vit_fail(err, "%s: not a valid JSON object", source);
     }
-    model_kind kind = MODEL_VIT;
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    if (type && !cJSON_IsString(type)) {
-        cJSON_Delete(root);
-        return vit_fail(err, "%s: field 'model_type' must be a string", source);
-    }
-    if (type && strcmp(type->valuestring, "bert") == 0)
-        kind = MODEL_BERT;
-    else if (type && strcmp(type->valuestring, "vit") != 0) {
-        vit_fail(err, "%s: field 'model_type' is '%s'; supported: vit, bert", source,
-                 type->valuestring);
+    model_kind kind;
+    image_arch arch;
+    if (get_model_type(root, &kind, &arch, source, err) != 0) {
         cJSON_Delete(root);
         return -1;
     }
-    set_defaults(cfg, kind);
+    set_defaults(cfg, kind); /* DeiTConfig's defaults are ViTConfig's */
+    cfg->arch = arch;
     int rc = parse_fields(root, cfg, source, err);
     cJSON_Delete(root);
     if (rc != 0) model_config_free(cfg);

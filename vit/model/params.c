@@ -77,16 +77,38 @@ static void add_mlp(layout *L, encoder_layer *w, int l, int D, int I) {
     w->fc2_b = P1(0, D, "encoder.layer.%d.output.dense.bias", l);
 }
 
-static void layout_vit(layout *L, model *m) {
+/* The special tokens back to back ([S, D], one patch_tokens_forward argument), then the position
+ * embeddings for them and the N patches. */
+static void add_vit_embeddings(layout *L, model *m) {
     const model_config *c = &m->cfg;
-    const int D = c->hidden_size, I = c->intermediate_size, P = c->patch_size;
-    const int n = c->image_size / P;
+    const int D = c->hidden_size, P = c->patch_size, n = c->image_size / P;
+    const int S = config_special_tokens(c);
+    L->packed = S > 1;
     m->cls_token = add_param(L, 1, 0, 0, 3, SHAPE(1, 1, D), "embeddings.cls_token");
+    L->packed = 0;
+    if (S > 1) add_param(L, 1, 0, 0, 3, SHAPE(1, 1, D), "embeddings.distillation_token");
     m->pos_embed =
-        add_param(L, 1, 0, 0, 3, SHAPE(1, n * n + 1, D), "embeddings.position_embeddings");
+        add_param(L, 1, 0, 0, 3, SHAPE(1, n * n + S, D), "embeddings.position_embeddings");
     m->patch_w = add_param(L, 1, 1, 0, 4, SHAPE(D, c->num_channels, P, P),
                            "embeddings.patch_embeddings.projection.weight");
     m->patch_b = P1(0, D, "embeddings.patch_embeddings.projection.bias");
+}
+
+/* ViT's classifier, or a DeiT with teacher's two (HF names them by the token they read). */
+static void add_vit_heads(layout *L, model *m) {
+    const int D = m->cfg.hidden_size, K = m->cfg.num_labels;
+    const int two = config_classifier_heads(&m->cfg) > 1;
+    m->head_w = add_param(L, 0, 1, 0, 2, SHAPE(K, D), "%sclassifier.weight", two ? "cls_" : "");
+    m->head_b = add_param(L, 0, 0, 0, 1, SHAPE(K), "%sclassifier.bias", two ? "cls_" : "");
+    if (!two) return;
+    m->dist_head_w = add_param(L, 0, 1, 0, 2, SHAPE(K, D), "distillation_classifier.weight");
+    m->dist_head_b = add_param(L, 0, 0, 0, 1, SHAPE(K), "distillation_classifier.bias");
+}
+
+static void layout_vit(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, I = c->intermediate_size;
+    add_vit_embeddings(L, m);
     for (int l = 0; l < c->num_layers; l++) {
         encoder_layer *w = &m->layers[l];
         w->ln1_w = P1(0, D, "encoder.layer.%d.layernorm_before.weight", l);
@@ -100,8 +122,7 @@ static void layout_vit(layout *L, model *m) {
     }
     m->final_ln_w = P1(0, D, "layernorm.weight");
     m->final_ln_b = P1(0, D, "layernorm.bias");
-    m->head_w = add_param(L, 0, 1, 0, 2, SHAPE(c->num_labels, D), "classifier.weight");
-    m->head_b = add_param(L, 0, 0, 0, 1, SHAPE(c->num_labels), "classifier.bias");
+    add_vit_heads(L, m);
 }
 
 static void layout_bert(layout *L, model *m) {
@@ -176,8 +197,9 @@ void model_free(model *m) {
     memset(m, 0, sizeof *m);
 }
 
+/* HF's base_model_prefix: "vit.", "deit." or "bert.". */
 const char *model_prefix(const model *m) {
-    return m->cfg.kind == MODEL_VIT ? "vit." : "bert.";
+    return m->cfg.kind == MODEL_BERT ? "bert." : m->cfg.arch == ARCH_VIT ? "vit." : "deit.";
 }
 
 const param_entry *model_find_param(const model *m, const char *name) {
@@ -188,7 +210,7 @@ const param_entry *model_find_param(const model *m, const char *name) {
 
 int model_vit_tokens(const model *m, int size) {
     int n = size / m->cfg.patch_size;
-    return n * n + 1;
+    return n * n + config_special_tokens(&m->cfg);
 }
 
 double model_flops(const model *m, int T) {
@@ -198,10 +220,12 @@ double model_flops(const model *m, int T) {
                        + 2.0 * 2 * T * T * D  /* scores and weighted values */
                        + 2.0 * T * D * D      /* output projection */
                        + 2.0 * 2 * T * D * I; /* MLP */
+    const int patches = T - config_special_tokens(c);
     double embed = c->kind == MODEL_VIT
-                       ? 2.0 * (T - 1) * D * c->num_channels * c->patch_size * c->patch_size
+                       ? 2.0 * patches * D * c->num_channels * c->patch_size * c->patch_size
                        : 0.0;
-    double head = 2.0 * D * c->num_labels + (c->kind == MODEL_BERT ? 2.0 * D * D : 0.0);
+    double head = 2.0 * D * c->num_labels * config_classifier_heads(c) +
+                  (c->kind == MODEL_BERT ? 2.0 * D * D : 0.0);
     return embed + c->num_layers * per_layer + head;
 }
 
@@ -212,7 +236,7 @@ static float *rebase(const model *layout, float *block, float *p) {
 int model_bind(model *view, const model *layout, float *block) {
     *view = *layout;
     view->params = block;
-    view->patch = view->pooler = view->head = NULL; /* a view is never prepared */
+    view->patch = view->pooler = view->head = view->dist_head = NULL; /* never prepared */
     view->gemm_workspace = NULL;
     view->layers = calloc((size_t)layout->cfg.num_layers, sizeof *view->layers);
     if (!view->layers) return -1;
@@ -229,7 +253,8 @@ int model_bind(model *view, const model *layout, float *block) {
     float **fields[] = {&view->patch_w,    &view->patch_b,  &view->cls_token, &view->pos_embed,
                         &view->word_emb,   &view->pos_emb,  &view->type_emb,  &view->emb_ln_w,
                         &view->emb_ln_b,   &view->pooler_w, &view->pooler_b,  &view->final_ln_w,
-                        &view->final_ln_b, &view->head_w,   &view->head_b};
+                        &view->final_ln_b, &view->head_w,   &view->head_b,    &view->dist_head_w,
+                        &view->dist_head_b};
     /* the fields still hold layout's pointers (*view = *layout above) */
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         *fields[i] = rebase(layout, block, *fields[i]);

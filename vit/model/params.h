@@ -11,7 +11,7 @@
 #include "vit/base/error.h"
 
 typedef struct {
-    char name[96]; /* without the "vit."/"bert." prefix */
+    char name[96]; /* without the "vit."/"deit."/"bert." prefix */
     int ndim;
     int64_t shape[4];
     size_t offset, numel; /* into model.params */
@@ -29,15 +29,18 @@ typedef struct {
     param_entry *entries;
     int num_entries;
     encoder_layer *layers;
-    /* ViT embeddings */
-    float *patch_w, *patch_b, *cls_token, *pos_embed; /* [D, C·P·P], [D], [D], [(N+1), D] */
+    /* ViT and DeiT embeddings: patch projection [D, C·P·P] and [D]; the S special tokens [S, D]
+     * back to back (CLS, then a DeiT's distillation token; S = config_special_tokens); position
+     * embeddings [S + N, D] */
+    float *patch_w, *patch_b, *cls_token, *pos_embed;
     /* BERT embeddings and pooler */
     float *word_emb, *pos_emb, *type_emb, *emb_ln_w, *emb_ln_b, *pooler_w, *pooler_b;
-    /* head: ViT's final LayerNorm, classifier */
-    float *final_ln_w, *final_ln_b, *head_w, *head_b;
+    /* head: ViT's final LayerNorm, classifier (a DeiT with teacher: cls_classifier, and
+     * distillation_classifier as dist_head_*) */
+    float *final_ln_w, *final_ln_b, *head_w, *head_b, *dist_head_w, *dist_head_b;
     /* Inference: the linear layers outside the encoder prepared for a backend (model_prepare;
      * the encoder's are in its layers), and the scratch their runs share. NULL: not prepared. */
-    gemm_weight *patch, *pooler, *head;
+    gemm_weight *patch, *pooler, *head, *dist_head;
     void *gemm_workspace;
 } model;
 
@@ -53,7 +56,7 @@ void model_clear_absent(const model *m, float *grads);
 size_t model_live_params(const model *m);
 /* Multiply-adds x2 of one forward pass for one input of `tokens` tokens. */
 double model_flops(const model *m, int tokens);
-/* Tokens of a ViT input of size x size pixels: (size/P)² patches + CLS. */
+/* Tokens of a ViT input of size x size pixels: (size/P)² patches + the special tokens. */
 int model_vit_tokens(const model *m, int size);
 
 /* Prepares every linear layer for inference with backend and precision, for batches of up to

@@ -47,12 +47,16 @@ int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int 
     const model_config *c = &m->cfg;
     const int D = c->hidden_size, B = max_batch;
     int rc = prepare_layers(m, &p, B * tokens);
+    const int patches = tokens - config_special_tokens(c);
     if (rc == 0 && c->kind == MODEL_VIT)
         rc = one(&p, &m->patch, m->patch_w, m->patch_b, D,
-                 c->num_channels * c->patch_size * c->patch_size, EPILOGUE_NONE, B * (tokens - 1));
+                 c->num_channels * c->patch_size * c->patch_size, EPILOGUE_NONE, B * patches);
     if (rc == 0 && c->kind == MODEL_BERT)
         rc = one(&p, &m->pooler, m->pooler_w, m->pooler_b, D, D, EPILOGUE_NONE, B);
     if (rc == 0) rc = one(&p, &m->head, m->head_w, m->head_b, c->num_labels, D, EPILOGUE_NONE, B);
+    if (rc == 0 && m->dist_head_w)
+        rc = one(&p, &m->dist_head, m->dist_head_w, m->dist_head_b, c->num_labels, D, EPILOGUE_NONE,
+                 B);
     if (rc == 0 && p.workspace && !(m->gemm_workspace = vit_alloc_floats(p.workspace / 4 + 1)))
         rc = vit_fail(err, "out of memory");
     if (rc != 0) model_unprepare(m);
@@ -68,8 +72,8 @@ void model_unprepare(model *m) {
             *all[i] = NULL;
         }
     }
-    gemm_weight **all[] = {&m->patch, &m->pooler, &m->head};
-    for (int i = 0; i < 3; i++) {
+    gemm_weight **all[] = {&m->patch, &m->pooler, &m->head, &m->dist_head};
+    for (int i = 0; i < 4; i++) {
         gemm_free(*all[i]);
         *all[i] = NULL;
     }
@@ -84,7 +88,7 @@ size_t model_prepared_bytes(const model *m) {
         const gemm_weight *all[] = {w->qkv, w->proj, w->fc1, w->fc2};
         for (int i = 0; i < 4; i++) n += all[i] ? gemm_extra_bytes(all[i]) : 0;
     }
-    const gemm_weight *all[] = {m->patch, m->pooler, m->head};
-    for (int i = 0; i < 3; i++) n += all[i] ? gemm_extra_bytes(all[i]) : 0;
+    const gemm_weight *all[] = {m->patch, m->pooler, m->head, m->dist_head};
+    for (int i = 0; i < 4; i++) n += all[i] ? gemm_extra_bytes(all[i]) : 0;
     return n;
 }

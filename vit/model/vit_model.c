@@ -1,5 +1,6 @@
-/* The ViT forward pass, top to bottom, and its backward: patches -> embeddings (+dropout) ->
- * encoder -> final LayerNorm on the CLS rows -> classifier; then the same stages backwards. */
+/* The ViT (and DeiT) forward pass, top to bottom, and its backward: patches -> embeddings
+ * (+dropout) -> encoder -> final LayerNorm on the rows the classifiers read -> classifiers; then
+ * the same stages backwards. */
 #include "vit/model/vit_model.h"
 
 #include <stdlib.h>
@@ -15,15 +16,17 @@ static int set_resolution(vit_acts *a, const model *m, int size, vit_error *err)
     if (a->size % c->patch_size != 0 || a->size < c->patch_size)
         return vit_fail(err, "input size %d is not a positive multiple of the patch size %d",
                         a->size, c->patch_size);
+    a->special = config_special_tokens(c);
+    a->heads = config_classifier_heads(c);
     a->grid = a->size / c->patch_size;
-    a->tokens = a->grid * a->grid + 1;
+    a->tokens = a->grid * a->grid + a->special;
     a->patch_dim = c->num_channels * c->patch_size * c->patch_size;
     const int n = c->image_size / c->patch_size;
     a->pos = m->pos_embed;
     if (a->grid == n) return 0;
     a->pos_owned = vit_alloc_floats((size_t)a->tokens * c->hidden_size);
     if (!a->pos_owned) return vit_fail(err, "out of memory");
-    pos_embed_interpolate(a->pos_owned, m->pos_embed, n, a->grid, c->hidden_size);
+    pos_embed_interpolate(a->pos_owned, m->pos_embed, a->special, n, a->grid, c->hidden_size);
     a->pos = a->pos_owned;
     return 0;
 }
@@ -36,16 +39,23 @@ int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int tra
     if (training && size > 0 && size != m->cfg.image_size)
         return vit_fail(err, "training runs at the model's image_size %d, not %d",
                         m->cfg.image_size, size);
+    if (training && config_classifier_heads(&m->cfg) > 1)
+        return vit_fail(err,
+                        "%s is inference-only (as in Hugging Face): fine-tune it as a "
+                        "DeiTForImageClassification",
+                        config_architecture(&m->cfg));
     if (set_resolution(a, m, size, err) != 0) return -1;
     a->max_batch = max_batch;
     a->training = training;
     const size_t B = (size_t)max_batch, N = (size_t)a->grid * a->grid, T = (size_t)a->tokens;
     const size_t D = (size_t)m->cfg.hidden_size, K = (size_t)a->patch_dim;
+    const size_t H = (size_t)a->heads, L = (size_t)m->cfg.num_labels;
     const size_t g = training ? 1 : 0; /* gradient buffers only when training */
-    const size_t sizes[] = {B * N * K, B * N * D, B * T * D,     B * D,     B * D,
-                            B,         B,         g * B * T * D, g * B * D, g * B * D};
-    float **fields[] = {&a->patches,  &a->embed,    &a->x,  &a->cls_in,  &a->cls_ln,
-                        &a->cls_mean, &a->cls_rstd, &a->dx, &a->dcls_in, &a->dcls_ln};
+    const size_t sizes[] = {B * N * K,     B * N * D,     B * T * D,    H * B * D,
+                            H * B * D,     H * B,         H * B,        (H - 1) * B * L,
+                            g * B * T * D, g * H * B * D, g * H * B * D};
+    float **fields[] = {&a->patches,  &a->embed,    &a->x,  &a->cls_in,  &a->cls_ln, &a->cls_mean,
+                        &a->cls_rstd, &a->head_out, &a->dx, &a->dcls_in, &a->dcls_ln};
     a->block = alloc_float_block(sizeof sizes / sizeof sizes[0], sizes, fields);
     if (training) a->emb_keep = malloc(B * T * D);
     if (!a->block || (training && !a->emb_keep) ||
@@ -71,6 +81,37 @@ const float *vit_acts_cls(const vit_acts *a) {
     return a->cls_ln;
 }
 
+/* One classifier, head (0: classifier / cls_classifier, 1: distillation_classifier), on rows
+ * [B, D]. */
+static void head_forward(const model *m, int head, const float *rows, int B, int fast,
+                         float *logits) {
+    const int D = m->cfg.hidden_size, L = m->cfg.num_labels;
+    if (fast)
+        gemm_run(head ? m->dist_head : m->head, rows, B, logits, m->gemm_workspace);
+    else if (head)
+        linear_forward(logits, rows, m->dist_head_w, m->dist_head_b, B, D, L);
+    else
+        linear_forward(logits, rows, m->head_w, m->head_b, B, D, L);
+}
+
+/* Only the rows the classifiers read reach the final LayerNorm: token h of each image for head h,
+ * gathered head by head ([heads, B, D]). Two heads (DeiT with teacher): logits = their mean, as
+ * HF's DeiTForImageClassificationWithTeacher at inference. */
+static void heads_forward(const model *m, vit_acts *a, int B, int fast, float *logits) {
+    const int D = m->cfg.hidden_size, T = a->tokens, H = a->heads;
+    const size_t BL = (size_t)B * m->cfg.num_labels;
+    for (int h = 0; h < H; h++)
+        for (int b = 0; b < B; b++)
+            memcpy(a->cls_in + ((size_t)h * B + b) * D, a->x + ((size_t)b * T + h) * D,
+                   sizeof(float) * (size_t)D);
+    layernorm_forward(a->cls_ln, a->cls_mean, a->cls_rstd, a->cls_in, m->final_ln_w, m->final_ln_b,
+                      H * B, D, m->cfg.layer_norm_eps);
+    head_forward(m, 0, a->cls_ln, B, fast, logits);
+    if (H == 1) return;
+    head_forward(m, 1, a->cls_ln + (size_t)B * D, B, fast, a->head_out);
+    for (size_t i = 0; i < BL; i++) logits[i] = (logits[i] + a->head_out[i]) * 0.5f;
+}
+
 int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
                       const forward_mode *mode, float *logits, vit_error *err) {
     mode = forward_mode_or_inference(mode);
@@ -91,7 +132,7 @@ int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
         gemm_run(m->patch, a->patches, B * N, a->embed, m->gemm_workspace);
     else
         linear_forward(a->embed, a->patches, m->patch_w, m->patch_b, B * N, a->patch_dim, D);
-    patch_tokens_forward(a->x, a->embed, m->cls_token, a->pos, B, N, D);
+    patch_tokens_forward(a->x, a->embed, m->cls_token, a->special, a->pos, B, N, D);
     if (p_drop > 0.0f) { /* HF ViTEmbeddings ends with dropout */
         dropout_mask(a->emb_keep, n, p_drop, mode->rng);
         dropout_forward(a->x, a->x, a->emb_keep, n, p_drop);
@@ -100,15 +141,7 @@ int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
     encoder_set_mode(&a->enc, encoder_trains, p_drop, encoder_trains ? mode->attention_dropout : 0,
                      mode->rng);
     encoder_forward(&m->enc, m->layers, &a->enc, a->x, NULL, B, T);
-    /* only the CLS rows reach the classifier: the final LayerNorm on those alone */
-    for (int b = 0; b < B; b++)
-        memcpy(a->cls_in + (size_t)b * D, a->x + (size_t)b * T * D, sizeof(float) * (size_t)D);
-    layernorm_forward(a->cls_ln, a->cls_mean, a->cls_rstd, a->cls_in, m->final_ln_w, m->final_ln_b,
-                      B, D, c->layer_norm_eps);
-    if (fast)
-        gemm_run(m->head, a->cls_ln, B, logits, m->gemm_workspace);
-    else
-        linear_forward(logits, a->cls_ln, m->head_w, m->head_b, B, D, c->num_labels);
+    heads_forward(m, a, B, fast, logits);
     return forward_logits_check(mode, logits, (size_t)B * c->num_labels, err);
 }
 
@@ -121,13 +154,14 @@ static void backward_pass(const model *m, const model *g, vit_acts *a, const flo
     layernorm_backward(a->dcls_in, g->final_ln_w, g->final_ln_b, a->dcls_ln, a->cls_in, a->cls_mean,
                        a->cls_rstd, m->final_ln_w, B, D);
     if (a->mode.freeze_encoder) return;
-    /* only the CLS rows of the encoder output have a gradient */
+    /* only the CLS rows of the encoder output have a gradient (one head: training a DeiT with
+     * teacher is refused by vit_acts_alloc) */
     memset(a->dx, 0, n * sizeof(float));
     for (int b = 0; b < B; b++)
         memcpy(a->dx + (size_t)b * T * D, a->dcls_in + (size_t)b * D, sizeof(float) * (size_t)D);
     encoder_backward(&m->enc, m->layers, g->layers, &a->enc, a->dx, B, T);
     if (a->mode.dropout > 0.0f) dropout_backward(a->dx, a->dx, a->emb_keep, n, a->mode.dropout);
-    patch_tokens_backward(a->embed, g->cls_token, g->pos_embed, a->dx, B, N, D);
+    patch_tokens_backward(a->embed, g->cls_token, a->special, g->pos_embed, a->dx, B, N, D);
     linear_backward(NULL, g->patch_w, g->patch_b, a->embed, a->patches, NULL, B * N, a->patch_dim,
                     D);
 }

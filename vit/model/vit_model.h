@@ -1,10 +1,12 @@
 #ifndef VIT_MODEL_VIT_MODEL_H
 #define VIT_MODEL_VIT_MODEL_H
 
-/* The ViT classifier, forward and backward, one pass for inference and training:
+/* The ViT classifier (and DeiT's, the same network with one more special token and head),
+ * forward and backward, one pass for inference and training:
  *
  *   pixels [B, C, S, S] -> patches [B·N, C·P·P] -> patch embedding [B·N, D] -> tokens [B, T, D]
- *   (CLS, positions) -> encoder (pre-LN) -> final LayerNorm on the CLS rows -> logits [B, L]
+ *   (CLS [, distillation], positions) -> encoder (pre-LN) -> final LayerNorm on the rows the
+ *   classifiers read (CLS [, distillation]) -> logits [B, L] (the mean of the heads' logits)
  *
  *   vit_acts a;
  *   vit_acts_alloc(&a, &m, max_batch, size, training, &err);
@@ -22,16 +24,20 @@
 
 typedef struct {
     int max_batch, training;
-    int size, grid, tokens, patch_dim; /* run resolution: S, S/P, N + 1, C·P·P */
+    int size, grid, tokens, patch_dim; /* run resolution: S, S/P, special + N, C·P·P */
+    int special, heads;                /* config_special_tokens, config_classifier_heads */
     const float *pos; /* position embeddings at this size: the model's, or pos_owned */
     float *pos_owned; /* interpolated (HF interpolate_pos_encoding) when size differs */
     float *block;     /* one allocation for the buffers below */
     float *patches;   /* [B·N, C·P·P] */
     float *embed;     /* [B·N, D] projected patches; the backward's scratch for their gradient */
     float *x;         /* [B, T, D] the encoder's input and output */
-    float *cls_in, *cls_ln, *cls_mean, *cls_rstd; /* [B, D] CLS rows around the final LayerNorm */
-    float *dx, *dcls_in, *dcls_ln;                /* training: gradients */
-    uint8_t *emb_keep; /* training: [B, T, D] dropout mask after the embeddings */
+    /* [heads, B, D] the rows the classifiers read (CLS, then the distillation token's for a
+     * second head), around the final LayerNorm; stats [heads, B] */
+    float *cls_in, *cls_ln, *cls_mean, *cls_rstd;
+    float *head_out;               /* [B, L] the second head's logits */
+    float *dx, *dcls_in, *dcls_ln; /* training: gradients */
+    uint8_t *emb_keep;             /* training: [B, T, D] dropout mask after the embeddings */
     encoder_acts enc;
     forward_mode mode; /* of the last forward (the backward follows it) */
     int last_batch;
@@ -39,7 +45,8 @@ typedef struct {
 
 /* Buffers for batches of up to max_batch images of size x size (0: the model's image_size; the
  * position embeddings are interpolated for another size). training: per-layer activations and
- * gradient buffers too. Errors: a size that is not a positive multiple of the patch, memory. */
+ * gradient buffers too. Errors: a size that is not a positive multiple of the patch, memory,
+ * training a DeiT with teacher (inference only, as in Hugging Face). */
 int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int training,
                    vit_error *err);
 void vit_acts_free(vit_acts *a);
@@ -49,8 +56,9 @@ void vit_acts_free(vit_acts *a);
 int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
                       const forward_mode *mode, float *logits, vit_error *err);
 
-/* The encoder's final hidden states of the last forward: [B, T, D] before the final LayerNorm,
- * and the CLS rows after it, [B, D] (the classifier's input). */
+/* The encoder's final hidden states of the last forward: [B, T, D] before the final LayerNorm
+ * (special tokens first, then the patches), and the CLS rows after it, [B, D] (the classifier's
+ * input). */
 const float *vit_acts_hidden(const vit_acts *a);
 const float *vit_acts_cls(const vit_acts *a);
 

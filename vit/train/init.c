@@ -22,14 +22,15 @@ static float trunc_normal(uint64_t *st, float std) {
 
 /* 2D sine-cosine position embeddings (MAE, "Better plain ViT baselines"): a quarter of the
  * dimensions each for sin/cos of the row and of the column at frequencies 1/10000^(k/(D/4)).
- * Row 0 (CLS) stays zero. Nearby patches start with similar embeddings, so attention can be
- * local from the first step instead of learning positions from noise. D % 4 == 0. */
-static void sincos_pos_embed(float *pos, int n, int D) {
+ * The S special tokens' rows (CLS, a DeiT's distillation token) stay zero. Nearby patches start
+ * with similar embeddings, so attention can be local from the first step instead of learning
+ * positions from noise. D % 4 == 0. */
+static void sincos_pos_embed(float *pos, int S, int n, int D) {
     const int q = D / 4;
-    memset(pos, 0, sizeof(float) * (size_t)D);
+    memset(pos, 0, sizeof(float) * (size_t)S * D);
     for (int y = 0; y < n; y++)
         for (int x = 0; x < n; x++) {
-            float *row = pos + (size_t)(1 + y * n + x) * D;
+            float *row = pos + (size_t)(S + y * n + x) * D;
             for (int k = 0; k < q; k++) {
                 const double omega = 1.0 / pow(10000.0, (double)k / q);
                 row[k] = (float)sin(y * omega);
@@ -77,7 +78,7 @@ static void init_vit_params(model *m, const char *prefix, uint64_t seed) {
         float *p = m->params + e->offset;
         const int bias = is_bias(e->name);
         if (strstr(e->name, "position_embeddings") && D % 4 == 0) {
-            sincos_pos_embed(p, n, D);
+            sincos_pos_embed(p, config_special_tokens(&m->cfg), n, D);
         } else if (strstr(e->name, "patch_embeddings") && !bias) {
             const int fan_in = (int)(e->numel / (size_t)D);
             for (size_t j = 0; j < e->numel; j++) p[j] = trunc_normal(&st, 1.0f / sqrtf(fan_in));
@@ -164,11 +165,14 @@ static int same_labels(const model *m, char *const *classes, int n) {
     return same;
 }
 
-/* A copy of `from` with a classifier for `classes` (initialised as a new one). */
+/* A copy of `from` with a classifier for `classes` (initialised as a new one). A DeiT with
+ * teacher becomes a DeiTForImageClassification (its encoder and both special tokens; a classifier
+ * on CLS), as HF's DeiTForImageClassification.from_pretrained makes of one. */
 static int replace_head(trainer *t, model *from, char **classes, int n, vit_error *err) {
     model_config cfg = from->cfg;
     cfg.labels = classes;
     cfg.num_labels = n;
+    if (cfg.arch == ARCH_DEIT_TEACHER) cfg.arch = ARCH_DEIT;
     if (model_create(&t->m, &cfg, err) != 0) return -1;
     for (int i = 0; i < t->m.num_entries; i++) {
         const param_entry *e = &t->m.entries[i];
@@ -193,14 +197,21 @@ static int fine_tune_model(trainer *t, vit_error *err) {
     char **classes = NULL;
     int n = 0;
     if (run_classes(t, &from, &classes, &n, err) != 0) return model_free(&from), -1;
-    if (same_labels(&from, classes, n)) {
+    const int teacher = config_classifier_heads(&from.cfg) > 1; /* inference-only heads */
+    if (same_labels(&from, classes, n) && !teacher) {
         t->m = from; /* the head fits: keep it, and the model's label strings */
         free_strings(classes, n);
         trainer_info(t, "fine-tuning %s with its classifier (%d labels)", t->o.init_dir, n);
         return 0;
     }
-    trainer_info(t, "fine-tuning %s with a new classifier: %d labels (it had %d)", t->o.init_dir, n,
-                 from.cfg.num_labels);
+    if (teacher)
+        trainer_info(t,
+                     "fine-tuning %s as a DeiTForImageClassification: a new classifier on the "
+                     "CLS token (%d labels); the distillation head is inference-only",
+                     t->o.init_dir, n);
+    else
+        trainer_info(t, "fine-tuning %s with a new classifier: %d labels (it had %d)",
+                     t->o.init_dir, n, from.cfg.num_labels);
     const int rc = replace_head(t, &from, classes, n, err); /* takes classes */
     model_free(&from);
     return rc;
