@@ -10,6 +10,8 @@
 #   make format       clang-format every source; make format-check only reports
 #   make check-layers includes only go down the layers (tools/check-layers)
 #   make cross-check  every source compiles for aarch64 (Debian's cross compiler)
+#   make fuzz         every parser's libFuzzer harness (tests/fuzz) for FUZZ_SECONDS (default 60)
+#   make fuzz-smoke   each harness for a few seconds over its corpus (in CI)
 #   make NATIVE=1     a build for this CPU only (-march=native), for comparison
 #   make ONEDNN=0     a build without oneDNN (OpenBLAS only: no bf16 kernels, no int8)
 
@@ -58,7 +60,7 @@ SHLIB    := $(BUILD)/libvit.so.$(VERSION)
 SOURCES  := $(wildcard */*.c */*.h */*/*.c */*/*.h)
 
 .PHONY: all deps test asan demo clean format format-check check-layers cross-check data model \
-        install uninstall
+        install uninstall fuzz fuzz-smoke fuzz-build
 all: $(BIN)/vit $(SHLIB) $(BUILD)/vit.1
 	@$(call give_back,$(BUILD) $(BIN))
 
@@ -123,6 +125,27 @@ asan:
 	$(MAKE) test BUILD=build/asan BIN=build/asan/bin EXAMPLE_CFLAGS="$(SANITIZE)" \
 	  OPT="-O1 -fno-omit-frame-pointer $(SANITIZE) -fno-sanitize-recover=undefined"
 SANITIZE := -fsanitize=address,undefined
+
+# ---- fuzzing: clang's libFuzzer with ASan + UBSan, in their own build tree ----
+
+FUZZ_BUILD   := build/fuzz
+FUZZERS       = $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SECONDS ?= 60
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+
+fuzz-build: $(BUILD)/.deps
+	@tools/install-deps clang libclang-rt-14-dev libomp-14-dev
+	$(MAKE) CC=clang ONEDNN=0 BUILD=$(FUZZ_BUILD) \
+	  OPT="-O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(FUZZERS)
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(LIB)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
+
+fuzz: fuzz-build
+	@tools/fuzz $(FUZZ_SECONDS) $(FUZZERS)
+
+fuzz-smoke: fuzz-build
+	@tools/fuzz 5 $(FUZZERS)
 
 # ---- installation ----
 
