@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "vit/io/model_dir.h"
 #include "vit/model/params.h"
@@ -342,6 +344,56 @@ static void test_convert_round_trip(void **state) {
     assert_non_null(strstr(err.msg, "the output directory is the input directory"));
 }
 
+/* A model folder of config.json text beside a valid safetensors file of one tiny tensor. */
+static const char *config_beside_tiny_file(const char *name, const char *config) {
+    static char dir[4200];
+    snprintf(dir, sizeof dir, "%s/%s", test_tmpdir(), name);
+    mkdir(dir, 0755);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(config, f);
+    fclose(f);
+    float x = 1;
+    st_entry e = {"vit.embeddings.cls_token", 3, {1, 1, 1}, &x, ST_F32};
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    vit_error err;
+    if (st_write_f32(path, &e, 1, &err) != 0) fail_msg("%s", err.msg);
+    return dir;
+}
+
+/* A config.json alone cannot make vit allocate: a 1.2-billion-parameter config beside a file of
+ * one value fails on the first tensor that does not match before the parameters exist, a larger one on the
+ * limit, and a patch grid whose square would overflow on the grid. */
+static void test_config_bounded_by_file(void **state) {
+    (void)state;
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    model m;
+    vit_error err = {0};
+    const char *dir = config_beside_tiny_file(
+        "huge", "{\"model_type\": \"vit\", \"hidden_size\": 2048, \"num_hidden_layers\": 24, "
+                "\"num_attention_heads\": 16, \"intermediate_size\": 8192}");
+    assert_int_equal(model_load(&m, dir, &err), -1);
+    print_message("  %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "tensor 'vit.embeddings.cls_token' has shape [1, 1, 1]"));
+    getrusage(RUSAGE_SELF, &after);
+    assert_true(after.ru_maxrss - before.ru_maxrss < 200 * 1024); /* kB: not the 4.8 GB */
+    dir = config_beside_tiny_file(
+        "too-big", "{\"model_type\": \"vit\", \"hidden_size\": 8192, \"num_hidden_layers\": 48, "
+                   "\"num_attention_heads\": 16, \"intermediate_size\": 32768}");
+    assert_int_equal(model_load(&m, dir, &err), -1);
+    print_message("  %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "more than the limit"));
+    dir = config_beside_tiny_file("grid", "{\"model_type\": \"vit\", \"image_size\": 65536, "
+                                          "\"patch_size\": 1, \"hidden_size\": 8, "
+                                          "\"num_attention_heads\": 1}");
+    assert_int_equal(model_load(&m, dir, &err), -1);
+    print_message("  %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "65536 patches per side, more than the limit of 128"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_file),
@@ -361,6 +413,7 @@ int main(void) {
         cmocka_unit_test(test_unprefixed_names_load),
         cmocka_unit_test(test_half_rounding),
         cmocka_unit_test(test_convert_round_trip),
+        cmocka_unit_test(test_config_bounded_by_file),
     };
     return cmocka_run_group_tests_name("safetensors", tests, NULL, NULL);
 }

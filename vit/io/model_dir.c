@@ -251,40 +251,63 @@ static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape)
     if (used < size) snprintf(buf + used, size - used, "]");
 }
 
-static int load_entry(model *m, const st_file *f, const param_entry *e, vit_error *err) {
+/* The file's tensor for entry e, of e's shape; NULL (err set) when missing or misshapen. */
+static const st_tensor *entry_tensor(const model *m, const st_file *f, const param_entry *e,
+                                     vit_error *err) {
     char full[128];
     snprintf(full, sizeof full, "%s%s", e->prefixed ? model_prefix(m) : "", e->name);
     const st_tensor *t = st_find(f, full);
     if (!t) t = st_find(f, e->name); /* bare ViTModel / BertModel checkpoints have no prefix */
-    if (!t) return vit_fail(err, "%s: missing tensor '%s'", f->path, full);
+    if (!t) return vit_fail(err, "%s: missing tensor '%s'", f->path, full), NULL;
     int same = t->ndim == e->ndim;
     for (int d = 0; same && d < e->ndim; d++) same = t->shape[d] == e->shape[d];
     if (!same) {
         char want[64], got[64];
         format_shape(want, sizeof want, e->ndim, e->shape);
         format_shape(got, sizeof got, t->ndim, t->shape);
-        return vit_fail(err, "%s: tensor '%s' has shape %s, expected %s", f->path, t->name, got,
-                        want);
+        vit_fail(err, "%s: tensor '%s' has shape %s, expected %s", f->path, t->name, got, want);
+        return NULL;
     }
-    return st_to_f32(f, t, m->params + e->offset, err);
+    return t;
+}
+
+/* Every tensor the layout needs is in the file, of its shape (before anything is allocated). */
+static int check_tensors(const model *m, const st_file *f, vit_error *err) {
+    for (int i = 0; i < m->num_entries; i++)
+        if (!m->entries[i].absent && !entry_tensor(m, f, &m->entries[i], err)) return -1;
+    return 0;
 }
 
 int model_load(model *m, const char *model_dir, vit_error *err) {
     model_config cfg;
     if (model_config_load(model_dir, &cfg, err) != 0) return -1;
-    if (model_create(m, &cfg, err) != 0) return -1;
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", model_dir);
     st_file f;
     if (st_open(path, &f, err) != 0) {
-        model_free(m);
+        model_config_free(&cfg);
         return -1;
     }
-    int rc = 0;
+    /* the file against the config before the parameters are allocated: a config that asks for
+     * what the file does not hold fails now, not after gigabytes were zeroed */
+    int rc = model_layout(m, &cfg, err);
+    if (rc != 0 && err) { /* name the file that asked */
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        vit_fail(err, "%s/config.json: %s", model_dir, why);
+    }
+    if (rc == 0 && check_tensors(m, &f, err) != 0) {
+        model_free(m);
+        rc = -1;
+    }
+    if (rc == 0) rc = model_alloc(m, err);
     for (int i = 0; i < m->num_entries && rc == 0; i++)
-        if (!m->entries[i].absent) rc = load_entry(m, &f, &m->entries[i], err);
+        if (!m->entries[i].absent)
+            rc = st_to_f32(&f, entry_tensor(m, &f, &m->entries[i], err),
+                           m->params + m->entries[i].offset, err);
     st_close(&f);
-    if (rc != 0) model_free(m);
+    if (rc != 0 && m->params) model_free(m);
+    model_config_free(&cfg);
     return rc;
 }
 

@@ -139,6 +139,11 @@ static int parse_fields(const cJSON *root, model_config *cfg, const char *src, v
     if (cfg->kind == MODEL_VIT && cfg->patch_size > cfg->image_size)
         return vit_fail(err, "%s: field 'patch_size' (%d) is larger than image_size (%d)", src,
                         cfg->patch_size, cfg->image_size);
+    if (cfg->kind == MODEL_VIT && cfg->image_size / cfg->patch_size > CONFIG_MAX_GRID)
+        return vit_fail(err,
+                        "%s: image_size / patch_size is %d patches per side, more than the limit "
+                        "of %d",
+                        src, cfg->image_size / cfg->patch_size, CONFIG_MAX_GRID);
     if (cfg->kind == MODEL_VIT && cfg->num_channels != 1 && cfg->num_channels != 3)
         return vit_fail(err, "%s: field 'num_channels' is %d; only 1 and 3 are supported", src,
                         cfg->num_channels);

@@ -7,6 +7,10 @@
 /* config.json of a Hugging Face model directory (SPEC §1). */
 
 /* MODEL_VIT: the image classifiers (ViT and DeiT, one forward); MODEL_BERT: text. */
+/* The most patches per side of an image (128: 16,384 tokens, a 2048-pixel image at patch 16):
+ * attention grows with the square of the tokens, and n * n must not overflow. */
+#define CONFIG_MAX_GRID 128
+
 typedef enum { MODEL_VIT, MODEL_BERT } model_kind;
 
 /* Which image classifier (model_type and architectures in config.json). They share the encoder

@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 typedef struct {
     model *m;
     size_t offset;
+    size_t values; /* the tensors' elements (those present in a file), without the padding */
     int count;
     int fill;
     int packed; /* the next tensor follows this one with no padding (query/key/value stacks) */
@@ -24,7 +26,7 @@ static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim
                         const int64_t *shape, const char *fmt, ...) {
     size_t numel = 1;
     for (int d = 0; d < ndim; d++) numel *= (size_t)shape[d];
-    float *where = L->fill ? L->m->params + L->offset : NULL;
+    float *where = L->fill && L->m->params ? L->m->params + L->offset : NULL;
     if (L->fill) {
         param_entry *e = &L->m->entries[L->count];
         va_list ap;
@@ -40,6 +42,7 @@ static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim
         e->absent = absent;
     }
     L->count++;
+    if (!absent) L->values += numel;
     /* 16-float alignment keeps every tensor 64-byte aligned for the BLAS kernels */
     L->offset += L->packed ? numel : (numel + 15) & ~(size_t)15;
     return where;
@@ -159,7 +162,7 @@ static void run_layout(layout *L, model *m) {
         layout_bert(L, m);
 }
 
-int model_create(model *m, model_config *cfg, vit_error *err) {
+int model_layout(model *m, model_config *cfg, vit_error *err) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg); /* labels now belong to the model */
@@ -173,19 +176,40 @@ int model_create(model *m, model_config *cfg, vit_error *err) {
                              .post_norm = c->kind == MODEL_BERT};
     m->layers = calloc((size_t)c->num_layers, sizeof *m->layers);
     layout L = {.m = m};
-    run_layout(&L, m); /* count */
-    m->entries = calloc((size_t)L.count, sizeof *m->entries);
+    if (m->layers) run_layout(&L, m); /* count */
+    m->entries = m->layers ? calloc((size_t)L.count, sizeof *m->entries) : NULL;
     m->num_params = L.offset;
-    m->params = m->layers && m->entries ? vit_alloc_floats(m->num_params) : NULL;
-    if (!m->params) {
+    if (!m->entries) {
         model_free(m);
-        return vit_fail(err, "out of memory for %zu parameters", L.offset);
+        return vit_fail(err, "out of memory");
     }
-    memset(m->params, 0, m->num_params * sizeof(float));
+    if (L.offset > MODEL_MAX_PARAMS) {
+        model_free(m);
+        return vit_fail(err,
+                        "the configuration asks for %zu parameters, more than the limit of %zu",
+                        L.offset, (size_t)MODEL_MAX_PARAMS);
+    }
     L = (layout){.m = m, .fill = 1};
-    run_layout(&L, m);
+    run_layout(&L, m); /* the table of names, shapes and offsets */
     m->num_entries = L.count;
     return 0;
+}
+
+int model_alloc(model *m, vit_error *err) {
+    m->params = vit_alloc_floats(m->num_params);
+    if (!m->params) {
+        const size_t n = m->num_params;
+        model_free(m);
+        return vit_fail(err, "out of memory for %zu parameters", n);
+    }
+    memset(m->params, 0, m->num_params * sizeof(float));
+    layout L = {.m = m, .fill = 1};
+    run_layout(&L, m); /* the tensor pointers, into the block */
+    return 0;
+}
+
+int model_create(model *m, model_config *cfg, vit_error *err) {
+    return model_layout(m, cfg, err) != 0 ? -1 : model_alloc(m, err);
 }
 
 void model_free(model *m) {

@@ -44,8 +44,17 @@ typedef struct {
     void *gemm_workspace;
 } model;
 
-/* Lays out zeroed parameters for cfg (takes ownership of cfg's labels). */
+/* The most parameters a configuration may ask for (8 GB of float32): a config.json alone must not
+ * be able to make vit allocate without bound. */
+#define MODEL_MAX_PARAMS ((size_t)1 << 31)
+
+/* Lays out zeroed parameters for cfg (takes ownership of cfg's labels); an error when cfg asks
+ * for more than MODEL_MAX_PARAMS. The same in two steps: model_layout makes the table of tensors
+ * (names, shapes, offsets) without the parameter block, so a checkpoint can be checked against it
+ * first; model_alloc then allocates and zeroes the block (on failure, both free m). */
 int model_create(model *m, model_config *cfg, vit_error *err);
+int model_layout(model *m, model_config *cfg, vit_error *err);
+int model_alloc(model *m, vit_error *err);
 void model_free(model *m);
 const char *model_prefix(const model *m);
 const param_entry *model_find_param(const model *m, const char *name);

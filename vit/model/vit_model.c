@@ -16,6 +16,9 @@ static int set_resolution(vit_acts *a, const model *m, int size, vit_error *err)
     if (a->size % c->patch_size != 0 || a->size < c->patch_size)
         return vit_fail(err, "input size %d is not a positive multiple of the patch size %d",
                         a->size, c->patch_size);
+    if (a->size / c->patch_size > CONFIG_MAX_GRID)
+        return vit_fail(err, "input size %d is %d patches per side, more than the limit of %d",
+                        a->size, a->size / c->patch_size, CONFIG_MAX_GRID);
     a->special = config_special_tokens(c);
     a->heads = config_classifier_heads(c);
     a->grid = a->size / c->patch_size;
