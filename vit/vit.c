@@ -24,8 +24,19 @@ struct vit_context {
     int threads;
     float *block; /* one image's pixels, logits of a batch, one image's normalised tokens */
     float *pixels, *logits, *tokens;
-    char compute[128]; /* what runs the linear layers */
+    char compute[128];   /* what runs the linear layers */
+    char model_dir[512]; /* for messages */
 };
+
+/* A failed forward's message, prefixed with the model it ran (the forward knows no path). */
+static int name_model(const vit_context *c, int rc, vit_error *err) {
+    if (rc != 0 && err) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        vit_fail(err, "%s: %s", c->model_dir, why);
+    }
+    return rc;
+}
 
 const char *vit_version(void) {
     return XSTR(VIT_VERSION_MAJOR) "." XSTR(VIT_VERSION_MINOR) "." XSTR(VIT_VERSION_PATCH);
@@ -84,6 +95,7 @@ vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error
     c->params = params ? *params : vit_default_params();
     if (c->params.max_batch < 1) c->params.max_batch = 1;
     c->threads = threads_resolve(c->params.threads);
+    snprintf(c->model_dir, sizeof c->model_dir, "%s", model_dir);
     if (model_load(&c->m, model_dir, err) != 0) {
         free(c);
         return NULL;
@@ -93,8 +105,7 @@ vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error
         goto fail;
     }
     if (vit_acts_alloc(&c->acts, &c->m, c->params.max_batch, c->params.image_size, 0, err) != 0) {
-        vit_error inner = *err;
-        vit_fail(err, "%s: %s", model_dir, inner.msg);
+        name_model(c, -1, err);
         goto fail;
     }
     ops_init();
@@ -188,7 +199,7 @@ int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_e
     const threads_scope scope = threads_begin(c->threads);
     const int rc = vit_model_forward(&c->m, &c->acts, pixels, B, NULL, logits, err);
     threads_end(scope);
-    return rc;
+    return name_model(c, rc, err);
 }
 
 /* Mean of the patch tokens of image b after the final LayerNorm (the special tokens, CLS and a
@@ -219,7 +230,7 @@ int vit_embed(vit_context *c, const float *pixels, int B, vit_pool pool, float *
             mean_patch_token(c, b, features + b * D);
     }
     threads_end(scope);
-    return rc;
+    return name_model(c, rc, err);
 }
 
 void vit_softmax(float *logits, int n) {

@@ -27,7 +27,8 @@ static inline float fast_expf(float x) {
     int32_t bits = ((int32_t)n + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    return x < lo ? 0.0f : p * scale;
+    /* NaN stays NaN (the clamp above made it finite): a NaN score must not become a weight */
+    return x != x ? x : (x < lo ? 0.0f : p * scale);
 }
 
 /* erf as an odd/even rational minimax fit on [-4, 4] (the one XLA and Eigen use; outside, erf is
