@@ -435,6 +435,53 @@ static void test_resume_errors(void **state) {
     assert_non_null(strstr(err.msg, "/nonexistent/folder"));
 }
 
+/* A checkpoint is replaced whole or not at all: when writing its optimizer state fails (here a
+ * directory stands where the state's temporary file goes, as a full disk would fail it), the
+ * weights, config and log stay those of the previous checkpoint and no temporary is left; a
+ * temporary that a killed run left behind is removed when a run starts. */
+static void test_checkpoint_all_or_nothing(void **state) {
+    (void)state;
+    char dir[4200], path[4300], trap[4300], stale[4300];
+    out_dir(dir, sizeof dir, "all-or-nothing");
+    vit_error err = {0};
+    train_options o = tiny_run(dir);
+    const train_hooks stop = {.stop_at_step = 4}; /* the end of the first epoch */
+    assert_int_equal(train_run(&o, 0, &stop, &err), 1);
+    const char *files[] = {"model.safetensors", "config.json", TRAIN_STATE_FILE, TRAIN_LOG_FILE};
+    uint8_t *before[4];
+    size_t size[4];
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        before[i] = read_whole_file(path, &size[i]);
+        assert_non_null(before[i]);
+    }
+    snprintf(trap, sizeof trap, "%s/%s.tmp", dir, TRAIN_STATE_FILE);
+    assert_int_equal(mkdir(trap, 0777), 0);
+    snprintf(stale, sizeof stale, "%s/model.safetensors.tmp", dir);
+    FILE *f = fopen(stale, "w");
+    assert_non_null(f);
+    fputs("left by a killed run", f);
+    fclose(f);
+    const train_options r = {.out_dir = dir, .threads = 1};
+    assert_int_equal(train_run(&r, 1, NULL, &err), -1);
+    print_message("  %s\n", err.msg);
+    assert_non_null(strstr(err.msg, TRAIN_STATE_FILE));
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        size_t n;
+        uint8_t *after = read_whole_file(path, &n);
+        assert_non_null(after);
+        if (n != size[i] || memcmp(after, before[i], n) != 0) fail_msg("%s changed", files[i]);
+        free(after), free(before[i]);
+    }
+    assert_int_equal(access(stale, F_OK), -1);
+    snprintf(path, sizeof path, "%s/model.safetensors.tmp", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof path, "%s/%s.tmp", dir, TRAIN_LOG_FILE);
+    assert_int_equal(access(path, F_OK), -1);
+    rmdir(trap);
+}
+
 /* Training learns: the loss falls and the held-out images are classified far above chance. */
 static void test_training_learns(void **state) {
     (void)state;
@@ -517,6 +564,7 @@ int main(void) {
         cmocka_unit_test(test_resume_at_epoch_end),
         cmocka_unit_test(test_resume_deit),
         cmocka_unit_test(test_resume_errors),
+        cmocka_unit_test(test_checkpoint_all_or_nothing),
         cmocka_unit_test(test_training_learns),
         cmocka_unit_test(test_fine_tune_deit_teacher),
     };

@@ -81,11 +81,53 @@ int atomic_file_open(atomic_file *a, const char *path, vit_error *err) {
     return 0;
 }
 
+static _Thread_local atomic_group *open_group;
+
+void atomic_group_begin(atomic_group *g) {
+    g->count = g->overflow = 0;
+    open_group = g;
+}
+
+void atomic_group_abort(atomic_group *g) {
+    for (int i = 0; i < g->count; i++) unlink(g->tmp[i]);
+    g->count = 0;
+    open_group = NULL;
+}
+
+int atomic_group_commit(atomic_group *g, vit_error *err) {
+    open_group = NULL;
+    if (g->overflow) {
+        atomic_group_abort(g);
+        return vit_fail(err, "more than %d files in one atomic group", ATOMIC_GROUP_MAX);
+    }
+    for (int i = 0; i < g->count; i++)
+        if (rename(g->tmp[i], g->path[i]) != 0) {
+            vit_fail(err, "%s: %s", g->path[i], strerror(errno));
+            for (int j = i; j < g->count; j++) unlink(g->tmp[j]);
+            return -1;
+        }
+    g->count = 0;
+    return 0;
+}
+
+/* Written and closed: into the open group, or renamed now. */
+static int finish(const atomic_file *a) {
+    atomic_group *g = open_group;
+    if (!g) return rename(a->tmp, a->path);
+    if (g->count == ATOMIC_GROUP_MAX) {
+        g->overflow = 1;
+        return 0;
+    }
+    memcpy(g->path[g->count], a->path, sizeof a->path);
+    memcpy(g->tmp[g->count++], a->tmp, sizeof a->tmp);
+    return 0;
+}
+
 int atomic_file_commit(atomic_file *a, vit_error *err) {
     int ok = !ferror(a->f);
     ok &= fclose(a->f) == 0;
     a->f = NULL;
-    if (!ok || rename(a->tmp, a->path) != 0) {
+    if (!ok || finish(a) != 0) {
         const int e = errno;
         unlink(a->tmp);
         return vit_fail(err, "%s: write failed: %s", a->path, strerror(e));

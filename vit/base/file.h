@@ -33,6 +33,26 @@ int atomic_file_commit(atomic_file *a, vit_error *err);
 /* Gives up: closes and removes the temporary file. */
 void atomic_file_abort(atomic_file *a);
 
+/* Files replaced together (a training checkpoint: weights, config, optimizer state, log): while
+ * a group is open on this thread, atomic_file_commit writes and closes a file but leaves its rename
+ * to atomic_group_commit, which renames them all; a failure before that (a full disk) removes every
+ * temporary and leaves every old file as it was, so the files never disagree.
+ *
+ *   atomic_group g;
+ *   atomic_group_begin(&g);
+ *   if (write_a(err) != 0 || write_b(err) != 0) return atomic_group_abort(&g), -1;
+ *   return atomic_group_commit(&g, err);
+ */
+#define ATOMIC_GROUP_MAX 16
+typedef struct {
+    char path[ATOMIC_GROUP_MAX][4096], tmp[ATOMIC_GROUP_MAX][4100];
+    int count, overflow;
+} atomic_group;
+
+void atomic_group_begin(atomic_group *g);
+int atomic_group_commit(atomic_group *g, vit_error *err);
+void atomic_group_abort(atomic_group *g);
+
 /* data[0..size) to path, atomically as above. */
 int write_file_atomic(const char *path, const void *data, size_t size, vit_error *err);
 

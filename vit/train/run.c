@@ -12,6 +12,7 @@
 
 #include "vit/base/alloc.h"
 #include "vit/base/clock.h"
+#include "vit/base/file.h"
 #include "vit/base/rng.h"
 #include "vit/base/threads.h"
 #include "vit/core/ops.h"
@@ -138,11 +139,20 @@ static void trainer_free(trainer *t) {
 
 /* ---- the loop ---- */
 
+/* train_log.jsonl with e's line added, rewritten whole so that it joins the checkpoint's atomic
+ * group (a log that says an epoch ended only when its checkpoint exists). */
 static int append_log(const trainer *t, const train_epoch *e, vit_error *err) {
     char path[4096];
     trainer_path(t, path, sizeof path, TRAIN_LOG_FILE);
-    FILE *f = fopen(path, "a");
-    if (!f) return vit_fail(err, "%s: %s", path, strerror(errno));
+    size_t old_size = 0;
+    char *old = access(path, F_OK) == 0 ? vit_read_file(path, 256 << 20, &old_size, err) : NULL;
+    if (!old && access(path, F_OK) == 0) return -1;
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (!f) return free(old), vit_fail(err, "out of memory");
+    if (old) fwrite(old, 1, old_size, f);
+    free(old);
     fprintf(f,
             "{\"epoch\": %d, \"step\": %lld, \"lr\": %.6g, \"train_loss\": %.6f, \"train_top1\": "
             "%.6f, ",
@@ -152,8 +162,23 @@ static int append_log(const trainer *t, const train_epoch *e, vit_error *err) {
     else
         fprintf(f, "\"val_loss\": null, \"val_top1\": null, ");
     fprintf(f, "\"seconds\": %.3f, \"%s_per_s\": %.1f}\n", e->seconds, e->unit, e->images_per_s);
-    if (fclose(f) != 0) return vit_fail(err, "%s: write failed", path);
-    return 0;
+    if (fclose(f) != 0 || !text) return free(text), vit_fail(err, "out of memory");
+    const int rc = write_file_atomic(path, text, size, err);
+    free(text);
+    return rc;
+}
+
+/* The checkpoint (weights, config, optimizer state) and, at an epoch's end, its log line, all
+ * replaced together: a full disk or a kill leaves the previous checkpoint whole. */
+static int checkpoint(const trainer *t, double epoch_seconds, const train_epoch *e,
+                      vit_error *err) {
+    atomic_group g;
+    atomic_group_begin(&g);
+    if (trainer_save_checkpoint(t, epoch_seconds, err) != 0 || (e && append_log(t, e, err) != 0)) {
+        atomic_group_abort(&g);
+        return -1;
+    }
+    return atomic_group_commit(&g, err);
 }
 
 static int end_epoch(trainer *t, double epoch_seconds, vit_error *err) {
@@ -171,7 +196,7 @@ static int end_epoch(trainer *t, double epoch_seconds, vit_error *err) {
     if (t->n_val && train_evaluate(t, &e.val_loss, &e.val_top1, err) != 0) return -1;
     e.seconds = epoch_seconds + (clock_seconds() - t0);
     t->epoch_loss_sum = 0, t->epoch_correct = t->epoch_seen = 0, t->epoch_seconds_before = 0;
-    if (trainer_save_checkpoint(t, 0.0, err) != 0 || append_log(t, &e, err) != 0) return -1;
+    if (checkpoint(t, 0.0, &e, err) != 0) return -1;
     if (t->hooks && t->hooks->epoch_done) t->hooks->epoch_done(t->hooks->user, &e);
     return 0;
 }
@@ -220,16 +245,30 @@ static int loop(trainer *t, vit_error *err) {
             epoch_start = clock_seconds();
         }
         if (t->step < t->total_steps && stop_requested(t)) {
-            if (trainer_save_checkpoint(t, clock_seconds() - epoch_start, err) != 0) return -1;
+            if (checkpoint(t, clock_seconds() - epoch_start, NULL, err) != 0) return -1;
             return 1;
         }
     }
     return 0;
 }
 
+/* Temporaries a killed run left in out_dir (a checkpoint is only ever whole under its own names).
+ */
+static void remove_stale_temporaries(const char *out_dir) {
+    static const char *const names[] = {
+        "model.safetensors", "config.json", "preprocessor_config.json", TRAIN_STATE_FILE,
+        TRAIN_LOG_FILE,      "vocab.txt",   "tokenizer_config.json",    "special_tokens_map.json"};
+    char path[4200];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s.tmp", out_dir, names[i]);
+        unlink(path);
+    }
+}
+
 /* Set-up from scratch, or (resume) from out_dir's state; then the epochs. */
 static int run(trainer *t, const train_options *opt, int resume, vit_error *err) {
     st_file state = {0};
+    if (opt->out_dir) remove_stale_temporaries(opt->out_dir);
     if (resume) {
         if (!opt->out_dir) return vit_fail(err, "no output folder to resume");
         if (trainer_open_state(t, &state, err) != 0) return -1;
