@@ -364,8 +364,8 @@ static const char *config_beside_tiny_file(const char *name, const char *config)
 }
 
 /* A config.json alone cannot make vit allocate: a 1.2-billion-parameter config beside a file of
- * one value fails on the first tensor that does not match before the parameters exist, a larger one on the
- * limit, and a patch grid whose square would overflow on the grid. */
+ * one value fails on the first tensor that does not match before the parameters exist, a larger one
+ * on the limit, and a patch grid whose square would overflow on the grid. */
 static void test_config_bounded_by_file(void **state) {
     (void)state;
     struct rusage before, after;
