@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
     if (!out || !ms || runs < 1) return 1;
     for (int i = -1; i < runs; i++) {
         const double t0 = now_ms();
-        if (preprocess_file(&cfg, argv[2], 0, out, &err) != 0) {
+        if (preprocess_file(&cfg, argv[2], 0, 0, out, &err) != 0) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }

@@ -22,11 +22,17 @@ typedef struct {
 
 void image_free(image_u8 *img);
 
-/* Decodes a PNG or JPEG (chosen by magic bytes) into `channels` (3: RGB, 1: Pillow's L).
- * max_pixels <= 0 means IMAGE_DEFAULT_MAX_PIXELS. Errors name `name` (usually the path). */
+/* Flag of image_decode_* and preprocess_file: turn the pixels upright as the file's EXIF
+ * orientation (tag 274) says, as Pillow's ImageOps.exif_transpose, which Hugging Face pipelines
+ * apply. Without it: Pillow's Image.open(f) pixels. */
+#define IMAGE_EXIF_ORIENTATION 1
+
+/* Decodes a PNG or JPEG, told by its first bytes, into `channels` (3: RGB, 1: Pillow's L), as
+ * Pillow's Image.open(f).convert(mode) gives it. max_pixels <= 0 means IMAGE_DEFAULT_MAX_PIXELS.
+ * flags: 0 or IMAGE_EXIF_ORIENTATION. Errors are one line naming `name` (usually the path). */
 int image_decode_memory(const uint8_t *data, size_t size, const char *name, int channels,
-                        int64_t max_pixels, image_u8 *out, vit_error *err);
-int image_decode_file(const char *path, int channels, int64_t max_pixels, image_u8 *out,
+                        int64_t max_pixels, int flags, image_u8 *out, vit_error *err);
+int image_decode_file(const char *path, int channels, int64_t max_pixels, int flags, image_u8 *out,
                       vit_error *err);
 /* 8-bit RGB pixels in memory (width·height·3 bytes) as if decoded: copied, converted to L when
  * channels is 1, with the same size limits. */
@@ -80,8 +86,8 @@ void preprocess_output_shape(const preprocess_config *cfg, int *channels, int *h
  */
 int preprocess_image(const preprocess_config *cfg, const image_u8 *img, float *out, vit_error *err);
 
-/* Convenience: decode + preprocess one file into out. */
-int preprocess_file(const preprocess_config *cfg, const char *path, int64_t max_pixels, float *out,
-                    vit_error *err);
+/* Convenience: decode (flags as image_decode_file's) + preprocess one file into out. */
+int preprocess_file(const preprocess_config *cfg, const char *path, int64_t max_pixels, int flags,
+                    float *out, vit_error *err);
 
 #endif

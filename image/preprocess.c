@@ -226,10 +226,10 @@ int preprocess_image(const preprocess_config *cfg, const image_u8 *img, float *o
     return 0;
 }
 
-int preprocess_file(const preprocess_config *cfg, const char *path, int64_t max_pixels, float *out,
-                    vit_error *err) {
+int preprocess_file(const preprocess_config *cfg, const char *path, int64_t max_pixels, int flags,
+                    float *out, vit_error *err) {
     image_u8 img;
-    if (image_decode_file(path, cfg->channels, max_pixels, &img, err) != 0) return -1;
+    if (image_decode_file(path, cfg->channels, max_pixels, flags, &img, err) != 0) return -1;
     int rc = preprocess_image(cfg, &img, out, err);
     if (rc != 0 && err) {
         /* name the file: preprocess_image's errors do not know it */

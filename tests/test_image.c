@@ -101,7 +101,7 @@ static membuf write_jpeg(int width, int height, J_COLOR_SPACE space, int compone
 
 static void decode_ok(const membuf *file, int channels, image_u8 *img) {
     vit_error err = {0};
-    if (image_decode_memory(file->data, file->size, "t.png", channels, 0, img, &err) != 0)
+    if (image_decode_memory(file->data, file->size, "t.png", channels, 0, 0, img, &err) != 0)
         fail_msg("decode failed: %s", err.msg);
 }
 
@@ -249,7 +249,7 @@ static void expect_file_error(const void *data, size_t size, const char *name, c
     const char *path = write_temp_file(name, data, size);
     image_u8 img;
     vit_error err = {0};
-    assert_int_equal(image_decode_file(path, 3, 0, &img, &err), -1);
+    assert_int_equal(image_decode_file(path, 3, 0, 0, &img, &err), -1);
     assert_null(img.pixels);
     print_message("  %s\n", err.msg);
     if (!strstr(err.msg, name) || !strstr(err.msg, needle))
@@ -322,9 +322,9 @@ static void test_bad_files(void **state) {
 
     image_u8 img;
     vit_error err = {0};
-    assert_int_equal(image_decode_file("/nonexistent/x.png", 3, 0, &img, &err), -1);
+    assert_int_equal(image_decode_file("/nonexistent/x.png", 3, 0, 0, &img, &err), -1);
     assert_non_null(strstr(err.msg, "/nonexistent/x.png"));
-    assert_int_equal(image_decode_file(test_tmpdir(), 3, 0, &img, &err), -1);
+    assert_int_equal(image_decode_file(test_tmpdir(), 3, 0, 0, &img, &err), -1);
     assert_non_null(strstr(err.msg, "is a directory"));
 }
 
@@ -333,9 +333,9 @@ static void test_pixel_limit(void **state) {
     membuf png = small_png(); /* 40 x 30 = 1200 pixels */
     image_u8 img;
     vit_error err = {0};
-    assert_int_equal(image_decode_memory(png.data, png.size, "p.png", 3, 1199, &img, &err), -1);
+    assert_int_equal(image_decode_memory(png.data, png.size, "p.png", 3, 1199, 0, &img, &err), -1);
     assert_non_null(strstr(err.msg, "exceeds the limit of 1199"));
-    assert_int_equal(image_decode_memory(png.data, png.size, "p.png", 3, 1200, &img, &err), 0);
+    assert_int_equal(image_decode_memory(png.data, png.size, "p.png", 3, 1200, 0, &img, &err), 0);
     image_free(&img);
     free(png.data);
 }
@@ -517,7 +517,7 @@ static void check_golden_pixels(const char *model) {
         float *want = malloc(sizeof(float) * (size_t)t->numel);
         float *got = malloc(sizeof(float) * (size_t)t->numel);
         assert_int_equal(st_to_f32(&st, t, want, &err), 0);
-        if (preprocess_file(&cfg, path, 0, got, &err) != 0) fail_msg("%s", err.msg);
+        if (preprocess_file(&cfg, path, 0, 0, got, &err) != 0) fail_msg("%s", err.msg);
         for (int64_t k = 0; k < t->numel; k++) {
             const double d = fabs((double)got[k] - want[k]);
             if (d > worst) worst = d;

@@ -160,7 +160,7 @@ void vit_input_shape(const vit_context *c, int *channels, int *height, int *widt
 /* ---- preprocessing ---- */
 
 int vit_preprocess_file(const vit_context *c, const char *path, float *pixels, vit_error *err) {
-    return preprocess_file(&c->prep, path, c->params.max_pixels, pixels, err);
+    return preprocess_file(&c->prep, path, c->params.max_pixels, 0, pixels, err);
 }
 
 /* An image already decoded: preprocess it, its errors named after `name`. */
@@ -179,7 +179,7 @@ int vit_preprocess_memory(const vit_context *c, const void *bytes, size_t size, 
                           vit_error *err) {
     image_u8 img;
     if (image_decode_memory(bytes, size, "image in memory", c->prep.channels, c->params.max_pixels,
-                            &img, err) != 0)
+                            0, &img, err) != 0)
         return -1;
     return preprocess_named(c, &img, "image in memory", pixels, err);
 }

@@ -93,7 +93,7 @@ int cli_preprocess(int argc, char **argv) {
         fprintf(stderr, "vit preprocess: out of memory\n");
         return 1;
     }
-    int rc = preprocess_file(&cfg, path, max_pixels, pixels, &err);
+    int rc = preprocess_file(&cfg, path, max_pixels, 0, pixels, &err);
     if (rc == 0) {
         st_entry entry = {.name = "pixels", .ndim = 3, .shape = {C, H, W}, .data = pixels};
         rc = st_write_f32(out_path, &entry, 1, &err);

@@ -38,7 +38,8 @@ int pixel_lut(const preprocess_config *pp, float *lut, vit_error *err) {
 static int load_one(const preprocess_config *q, const char *path, int C, int S, float *buf,
                     uint8_t *dst, vit_error *err) {
     image_u8 img = {0};
-    if (image_decode_file(path, C, 0, &img, err) != 0) return -1;
+    /* Pillow's raw pixels (no EXIF orientation), as timm's datasets read them */
+    if (image_decode_file(path, C, 0, 0, &img, err) != 0) return -1;
     vit_error e;
     const int rc = preprocess_image(q, &img, buf, &e);
     image_free(&img);
