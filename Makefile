@@ -25,7 +25,7 @@ endif
 # activation and exp kernels vectorise (floating-point exceptions are never looked at).
 CFLAGS  ?= $(OPT) -g -ffp-contract=off -fno-trapping-math
 # Every dependency's flags come from pkg-config (deferred: the packages may be installed first).
-PKGS     = openblas libpng libjpeg libcjson libutf8proc
+PKGS     = openblas libpng libjpeg libwebp libwebpdemux libtiff-4 libgif libcjson libutf8proc
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration \
            -Werror=incompatible-pointer-types -fopenmp -fPIC -fvisibility=hidden -I. \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -45,8 +45,9 @@ VERSION := $(shell awk '/define VIT_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "."
                         END {print v}' vit/vit.h)
 MAJOR   := $(firstword $(subst ., ,$(VERSION)))
 
-DEB_PACKAGES := gcc make pkg-config clang-format libpng-dev libjpeg62-turbo-dev libopenblas-dev \
-                libcjson-dev libutf8proc-dev libcmocka-dev libdnnl-dev dataset-fashion-mnist
+DEB_PACKAGES := gcc make pkg-config clang-format libpng-dev libjpeg62-turbo-dev libwebp-dev \
+                libtiff-dev libgif-dev libopenblas-dev libcjson-dev libutf8proc-dev libcmocka-dev \
+                libdnnl-dev dataset-fashion-mnist
 
 LIB_SRC  := $(wildcard vit/*.c vit/base/*.c vit/core/*.c vit/model/*.c vit/io/*.c vit/data/*.c \
               vit/eval/*.c vit/train/*.c image/*.c patch/*.c text/*.c)
@@ -70,7 +71,7 @@ give_back = if [ "$$(id -u)" = 0 ] && [ "$$(stat -c %u .)" != 0 ]; then \
               chown -R --reference=. $(1) 2>/dev/null; else true; fi
 
 deps: $(BUILD)/.deps
-$(BUILD)/.deps: tools/install-deps
+$(BUILD)/.deps: tools/install-deps Makefile
 	@mkdir -p $(BUILD)
 	@tools/install-deps $(DEB_PACKAGES)
 	@touch $@

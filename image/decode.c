@@ -48,6 +48,10 @@ void decode_to_rgb_inplace(uint8_t *buf, size_t count, int from) {
     }
 }
 
+void decode_palette_ramp(decode_palette *p) {
+    for (int i = 0; i < 256; i++) p->rgb[i][0] = p->rgb[i][1] = p->rgb[i][2] = (uint8_t)i;
+}
+
 /* ---- dispatch ---- */
 
 typedef int (*decoder)(const decode_source *, image_u8 *, decode_meta *, vit_error *);
@@ -56,6 +60,12 @@ typedef int (*decoder)(const decode_source *, image_u8 *, decode_meta *, vit_err
 static decoder find_decoder(const uint8_t *d, size_t n) {
     if (n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0) return decode_png;
     if (n >= 3 && memcmp(d, "\xff\xd8\xff", 3) == 0) return decode_jpeg;
+    if (n >= 12 && memcmp(d, "RIFF", 4) == 0 && memcmp(d + 8, "WEBP", 4) == 0) return decode_webp;
+    if (n >= 4 && (memcmp(d, "II*\0", 4) == 0 || memcmp(d, "MM\0*", 4) == 0 ||
+                   memcmp(d, "II+\0", 4) == 0 || memcmp(d, "MM\0+", 4) == 0))
+        return decode_tiff;
+    if (n >= 6 && (memcmp(d, "GIF87a", 6) == 0 || memcmp(d, "GIF89a", 6) == 0)) return decode_gif;
+    if (n >= 2 && memcmp(d, "BM", 2) == 0) return decode_bmp;
     return NULL;
 }
 
@@ -70,7 +80,7 @@ int image_decode_memory(const uint8_t *data, size_t size, const char *name, int 
     if (check_channels(name, channels, err) != 0) return -1;
     if (size == 0) return vit_fail(err, "%s: empty file", name);
     const decoder decode = find_decoder(data, size);
-    if (!decode) return vit_fail(err, "%s: not a PNG or JPEG file", name);
+    if (!decode) return vit_fail(err, "%s: not a PNG, JPEG, WebP, TIFF, GIF or BMP file", name);
     const decode_source src = {.data = data,
                                .size = size,
                                .name = name,

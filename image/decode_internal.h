@@ -28,6 +28,10 @@ typedef struct {
  * set, or -1 with err naming src->name and nothing allocated. */
 int decode_png(const decode_source *src, image_u8 *out, decode_meta *meta, vit_error *err);
 int decode_jpeg(const decode_source *src, image_u8 *out, decode_meta *meta, vit_error *err);
+int decode_webp(const decode_source *src, image_u8 *out, decode_meta *meta, vit_error *err);
+int decode_tiff(const decode_source *src, image_u8 *out, decode_meta *meta, vit_error *err);
+int decode_gif(const decode_source *src, image_u8 *out, decode_meta *meta, vit_error *err);
+int decode_bmp(const decode_source *src, image_u8 *out, decode_meta *meta, vit_error *err);
 
 /* An error unless 0 < width, height and width·height <= max_pixels; `format` names the format in
  * the message. Call before allocating the pixels. */
@@ -37,6 +41,13 @@ int decode_check_dimensions(const char *name, const char *format, long long widt
 /* Interleaved pixels of `from` channels (1 grey, 2 grey+alpha, 3 RGB, 4 RGBA) to RGB in place;
  * buf holds count · max(from, 3) bytes. Alpha is dropped, not composited (Pillow's convert). */
 void decode_to_rgb_inplace(uint8_t *buf, size_t count, int from);
+
+/* A palette as Pillow holds one: 256 RGB entries, those the file gives first, the rest Pillow's
+ * initial grey ramp (i, i, i), which is what an index beyond the file's palette shows. */
+typedef struct {
+    uint8_t rgb[256][3];
+} decode_palette;
+void decode_palette_ramp(decode_palette *p);
 
 /* The orientation tag (274) of an EXIF block as Pillow's Image.getexif() reads it: `data` is a
  * TIFF structure, optionally after "Exif\0\0". Returns 2..8 for a rotation or flip; 1 when the tag

@@ -273,10 +273,10 @@ static void test_bad_files(void **state) {
     uint32_t r = 12345;
     for (size_t i = 0; i < sizeof noise; i++)
         noise[i] = (uint8_t)((r = r * 1103515245u + 12345u) >> 16);
-    noise[0] = 0x42; /* never a PNG or JPEG signature */
-    expect_file_error(noise, sizeof noise, "noise.jpg", "not a PNG or JPEG");
+    noise[0] = 0x43; /* no image signature starts with 'C' */
+    expect_file_error(noise, sizeof noise, "noise.jpg", "not a PNG, JPEG, WebP, TIFF, GIF or BMP");
     const char text[] = "this is not an image\n";
-    expect_file_error(text, sizeof text - 1, "text.png", "not a PNG or JPEG");
+    expect_file_error(text, sizeof text - 1, "text.png", "not a PNG, JPEG, WebP, TIFF, GIF or BMP");
 
     membuf png = small_png();
     expect_file_error(png.data, png.size / 2, "truncated.png", "truncated PNG data");
