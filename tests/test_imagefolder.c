@@ -20,8 +20,9 @@ static int match(const char *const *folders, int nf, const char *const *labels, 
 
 static void test_image_names(void **state) {
     (void)state;
-    const char *yes[] = {"a.png", "a.PNG", "b.jpg", "b.JpG", "c.jpeg", "c.JPEG", "x.y.png"};
-    const char *no[] = {"a.gif", "png", ".png", "a.png.txt", "a.pn", "a.jpe", "a", "a.webp"};
+    const char *yes[] = {"a.png",   "a.PNG", "b.jpg",  "b.JpG", "c.jpeg", "c.JPEG",
+                         "x.y.png", "a.gif", "a.webp", "a.tif", "a.TIFF", "a.bmp"};
+    const char *no[] = {"png", ".png", "a.png.txt", "a.pn", "a.jpe", "a", "a.tga", "a.webpx"};
     for (int i = 0; i < COUNT(yes); i++) assert_true(imagefolder_is_image_name(yes[i]));
     for (int i = 0; i < COUNT(no); i++) assert_false(imagefolder_is_image_name(no[i]));
 }

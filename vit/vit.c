@@ -48,7 +48,8 @@ vit_params vit_default_params(void) {
                         .image_size = 0,
                         .max_pixels = 0,
                         .backend = VIT_BACKEND_DEFAULT,
-                        .precision = VIT_FP32};
+                        .precision = VIT_FP32,
+                        .exif_orientation = 1};
 }
 
 int api_prepare(model *m, vit_backend backend, vit_precision precision, int max_batch, int tokens,
@@ -159,8 +160,13 @@ void vit_input_shape(const vit_context *c, int *channels, int *height, int *widt
 
 /* ---- preprocessing ---- */
 
+/* image_decode_* flags for the context's parameters. */
+static int decode_flags(const vit_context *c) {
+    return c->params.exif_orientation ? IMAGE_EXIF_ORIENTATION : 0;
+}
+
 int vit_preprocess_file(const vit_context *c, const char *path, float *pixels, vit_error *err) {
-    return preprocess_file(&c->prep, path, c->params.max_pixels, 0, pixels, err);
+    return preprocess_file(&c->prep, path, c->params.max_pixels, decode_flags(c), pixels, err);
 }
 
 /* An image already decoded: preprocess it, its errors named after `name`. */
@@ -179,7 +185,7 @@ int vit_preprocess_memory(const vit_context *c, const void *bytes, size_t size, 
                           vit_error *err) {
     image_u8 img;
     if (image_decode_memory(bytes, size, "image in memory", c->prep.channels, c->params.max_pixels,
-                            0, &img, err) != 0)
+                            decode_flags(c), &img, err) != 0)
         return -1;
     return preprocess_named(c, &img, "image in memory", pixels, err);
 }

@@ -75,6 +75,9 @@ typedef struct {
     int64_t max_pixels; /* decoder limit; 0 = 100 megapixels */
     vit_backend backend;
     vit_precision precision;
+    int exif_orientation; /* 1 (the default): images are turned upright as their EXIF orientation
+                           * says, as Hugging Face pipelines do (Pillow's ImageOps.exif_transpose);
+                           * 0: Pillow's raw pixels, as timm's datasets read them */
 } vit_params;
 
 VIT_API vit_params vit_default_params(void);
@@ -99,8 +102,9 @@ VIT_API size_t vit_num_parameters(const vit_context *ctx);
 VIT_API const char *vit_compute(const vit_context *ctx);
 
 /* One image -> the model's input tensor `pixels` (vit_input_floats floats), exactly as Hugging
- * Face's image processor with Pillow: from a file (PNG or JPEG, told by its first bytes), from an
- * encoded file in memory, or from 8-bit RGB pixels (width·height·3 bytes, row-major). */
+ * Face's image processor with Pillow: from a file (PNG, JPEG, WebP, TIFF, GIF or BMP, told by its
+ * first bytes; params.exif_orientation says whether EXIF orientation is applied), from an encoded
+ * file in memory, or from 8-bit RGB pixels (width·height·3 bytes, row-major). */
 VIT_API int vit_preprocess_file(const vit_context *ctx, const char *path, float *pixels,
                                 vit_error *err);
 VIT_API int vit_preprocess_memory(const vit_context *ctx, const void *bytes, size_t size,

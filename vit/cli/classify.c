@@ -22,6 +22,7 @@ enum {
     OPT_THRESHOLD,
     OPT_LABELS,
     OPT_STDIN_IMAGE,
+    OPT_NO_EXIF,
 };
 
 static const cli_option options[] = {
@@ -40,6 +41,10 @@ static const cli_option options[] = {
      "the model's id2label"},
     {OPT_STDIN_IMAGE, "stdin-image", 0, NULL,
      "classify one image whose bytes come on standard input", NULL},
+    {OPT_NO_EXIF, "no-exif", 0, NULL,
+     "ignore EXIF orientation (Pillow's raw pixels); by default images are turned upright as "
+     "Hugging Face pipelines do",
+     NULL},
     CLI_BATCH_OPTION("images per forward pass", "8"),
     CLI_THREADS_OPTION,
     CLI_SIZE_OPTION("run at N x N pixels (position embeddings interpolated as Hugging Face does)"),
@@ -323,6 +328,9 @@ static int parse_options(int argc, char **argv, classify_run *r, vit_params *par
             break;
         case OPT_LOGITS:
             r->with_logits = 1;
+            break;
+        case OPT_NO_EXIF:
+            params->exif_orientation = 0;
             break;
         default:
             bad = cli_shared_option(&p, id, params);

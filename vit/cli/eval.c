@@ -23,6 +23,7 @@ enum {
     OPT_CLASS_MAP,
     OPT_JSON,
     OPT_PREDICTIONS,
+    OPT_EXIF,
 };
 
 static const cli_option options[] = {
@@ -33,6 +34,10 @@ static const cli_option options[] = {
     {OPT_JSON, "json", 0, "OUT", "write the whole report as JSON ('-': standard output)", NULL},
     {OPT_PREDICTIONS, "predictions", 0, "OUT",
      "one row per input: file, true, predicted, probability ('-': standard output)", NULL},
+    {OPT_EXIF, "exif", 0, NULL,
+     "turn images upright by their EXIF orientation, as Hugging Face pipelines do (by default "
+     "Pillow's raw pixels, as timm's and torchvision's datasets)",
+     NULL},
     CLI_BATCH_OPTION("inputs per forward pass", "16 images, 32 texts"),
     CLI_THREADS_OPTION,
     CLI_SIZE_OPTION("run at N x N pixels"),
@@ -45,9 +50,9 @@ static const cli_command command = {
     "eval",
     "accuracy on labelled image folders or TSV files: top-1/top-5, per class, confusions",
     "[options] DIR|FILE.tsv",
-    "DIR holds one folder per class (DIR/<class>/.../*.png|jpg|jpeg). Classes come from\n"
-    "--class-map or by matching folder names to the model's labels. FILE.tsv holds\n"
-    "`sentence<TAB>label` lines (with a header line) for a BERT text classifier.",
+    "DIR holds one folder per class (DIR/<class>/.../*.png|jpg|jpeg|webp|tif|tiff|gif|bmp).\n"
+    "Classes come from --class-map or by matching folder names to the model's labels. FILE.tsv\n"
+    "holds `sentence<TAB>label` lines (with a header line) for a BERT text classifier.",
     options,
     sizeof options / sizeof options[0]};
 
@@ -291,7 +296,8 @@ static int is_text_file(const char *path) {
 /* Options into o; returns -1 after a usage error (reported), 1 for --help, else 0. */
 static int parse_options(int argc, char **argv, eval_options *o) {
     o->params = vit_default_params();
-    o->params.max_batch = 0; /* the default depends on images or texts */
+    o->params.max_batch = 0;        /* the default depends on images or texts */
+    o->params.exif_orientation = 0; /* dataset parity with timm unless --exif */
     cli_parser p;
     cli_parse_begin(&p, &command, argc, argv);
     int id, bad = 0;
@@ -308,6 +314,9 @@ static int parse_options(int argc, char **argv, eval_options *o) {
             break;
         case OPT_PREDICTIONS:
             o->pred_path = p.value;
+            break;
+        case OPT_EXIF:
+            o->params.exif_orientation = 1;
             break;
         default:
             bad = cli_shared_option(&p, id, &o->params);

@@ -9,7 +9,7 @@
 #include "vit/cli/cli.h"
 #include "vit/io/safetensors.h"
 
-enum { OPT_MODEL = 1, OPT_OUTPUT };
+enum { OPT_MODEL = 1, OPT_OUTPUT, OPT_EXIF };
 
 static const cli_option options[] = {
     {OPT_MODEL, "model", 'm', "DIR",
@@ -17,6 +17,10 @@ static const cli_option options[] = {
      "preprocessor_config.json suffice)",
      "$VIT_MODEL, else the shipped model"},
     {OPT_OUTPUT, "output", 'o', "OUT.safetensors", "where the tensor goes (required)", NULL},
+    {OPT_EXIF, "exif", 0, NULL,
+     "turn the image upright by its EXIF orientation, as Hugging Face pipelines do (by default "
+     "Pillow's raw pixels)",
+     NULL},
     CLI_SIZE_OPTION("preprocess to N x N instead"),
     CLI_PIXELS_OPTION,
 };
@@ -36,7 +40,7 @@ const cli_command *cli_preprocess_command(void) {
 
 typedef struct {
     const char *model_opt, *out_path, *path;
-    vit_params params; /* image_size and max_pixels (shared options) */
+    vit_params params; /* image_size and max_pixels (shared options), exif_orientation */
 } preprocess_options;
 
 /* Returns 0 to run, else the exit status (-1: --help). */
@@ -51,6 +55,9 @@ static int parse_options(int argc, char **argv, preprocess_options *o) {
             break;
         case OPT_OUTPUT:
             o->out_path = p.value;
+            break;
+        case OPT_EXIF:
+            o->params.exif_orientation = 1;
             break;
         default:
             bad = cli_shared_option(&p, id, &o->params);
@@ -93,7 +100,8 @@ int cli_preprocess(int argc, char **argv) {
         fprintf(stderr, "vit preprocess: out of memory\n");
         return 1;
     }
-    int rc = preprocess_file(&cfg, path, max_pixels, 0, pixels, &err);
+    const int flags = o.params.exif_orientation ? IMAGE_EXIF_ORIENTATION : 0;
+    int rc = preprocess_file(&cfg, path, max_pixels, flags, pixels, &err);
     if (rc == 0) {
         st_entry entry = {.name = "pixels", .ndim = 3, .shape = {C, H, W}, .data = pixels};
         rc = st_write_f32(out_path, &entry, 1, &err);

@@ -26,10 +26,13 @@ static char *join_path(const char *dir, const char *name) {
 }
 
 int imagefolder_is_image_name(const char *name) {
+    static const char *const extensions[] = {".png", ".jpg",  ".jpeg", ".webp",
+                                             ".tif", ".tiff", ".gif",  ".bmp"};
     const char *dot = strrchr(name, '.');
     if (!dot || dot == name) return 0;
-    return strcasecmp(dot, ".png") == 0 || strcasecmp(dot, ".jpg") == 0 ||
-           strcasecmp(dot, ".jpeg") == 0;
+    for (size_t i = 0; i < sizeof extensions / sizeof extensions[0]; i++)
+        if (strcasecmp(dot, extensions[i]) == 0) return 1;
+    return 0;
 }
 
 /* ---- directory listings ---- */

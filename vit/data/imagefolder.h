@@ -5,8 +5,9 @@
  *
  *   ROOT/<class folder>/<image>            images may sit in nested folders inside a class folder
  *
- * Images are regular files named *.png, *.jpg or *.jpeg (any case); other files are ignored, and
- * so are hidden entries (names starting with '.': .git, .ipynb_checkpoints, macOS ._ files).
+ * Images are regular files named *.png, *.jpg, *.jpeg, *.webp, *.tif, *.tiff, *.gif or *.bmp (any
+ * case); other files are ignored, and so are hidden entries (names starting with '.': .git,
+ * .ipynb_checkpoints, macOS ._ files).
  * Class folders and the files inside are visited in byte-wise sorted order, so runs repeat.
  *
  *   imagefolder f;
@@ -35,7 +36,7 @@ typedef struct {
 int imagefolder_open(imagefolder *f, const char *root, vit_error *err);
 void imagefolder_close(imagefolder *f);
 
-/* 1 when name ends in .png, .jpg or .jpeg, any case. */
+/* 1 when name ends in .png, .jpg, .jpeg, .webp, .tif, .tiff, .gif or .bmp, any case. */
 int imagefolder_is_image_name(const char *name);
 
 /* The folder-to-label rules, for any list of folder names and label names. Each folder takes the
