@@ -18,9 +18,17 @@ typedef struct {
     int short_read; /* the file ended where more was asked for */
 } gif_reader;
 
-/* giflib's input function: fewer bytes than asked for means the file is cut short. */
+/* giflib's input function: fewer bytes than asked for means the file is cut short. One byte asked
+ * for at the very end reads as 0, the block terminator: a file cut just after the last block of
+ * image data then decodes, as in Pillow, which stops reading once the frame is full (if pixels
+ * were still missing, giflib fails on the empty block, and the error says truncated). */
 static int gif_read(GifFileType *gif, GifByteType *buf, int n) {
     gif_reader *r = gif->UserData;
+    if (n == 1 && r->pos == r->size) {
+        buf[0] = 0;
+        r->short_read = 1;
+        return 1;
+    }
     const size_t left = r->size - r->pos;
     const size_t take = (size_t)n < left ? (size_t)n : left;
     memcpy(buf, r->data + r->pos, take);
@@ -30,8 +38,7 @@ static int gif_read(GifFileType *gif, GifByteType *buf, int n) {
 }
 
 static int gif_error(const decode_source *src, const gif_reader *r, int code, vit_error *err) {
-    if (code == D_GIF_ERR_READ_FAILED && r->short_read)
-        return vit_fail(err, "%s: invalid GIF: truncated GIF data", src->name);
+    if (r->short_read) return vit_fail(err, "%s: invalid GIF: truncated GIF data", src->name);
     if (code == D_GIF_ERR_READ_FAILED) /* giflib's word for bad sizes as well */
         return vit_fail(err, "%s: invalid GIF: bad block or LZW code size", src->name);
     if (code == D_GIF_ERR_EOF_TOO_SOON)

@@ -228,6 +228,8 @@ static void test_truncated_and_corrupt(void **state) {
         const size_t step = size / 97 + 1;
         for (size_t cut = 0; cut < size; cut += step, decodes++)
             failed += decode_damaged(data, cut, e, e->file) != 0;
+        for (size_t cut = size > 3 ? size - 3 : 0; cut < size; cut++, decodes++)
+            failed += decode_damaged(data, cut, e, e->file) != 0;
         for (size_t at = 0; at < size; at += step) {
             static const uint8_t values[] = {0x00, 0xff, 0x80};
             for (int v = 0; v < 4; v++, decodes++) {
@@ -246,6 +248,13 @@ static void test_truncated_and_corrupt(void **state) {
 /* A file cut in half says so; damaged headers say what is wrong. */
 static void test_clear_messages(void **state) {
     (void)state;
+    /* a GIF without its trailer, or also its last block terminator, decodes as in Pillow */
+    const expectation *gif = find_row("gif_palette.gif", 0);
+    size_t gif_size;
+    uint8_t *gif_data = read_data(gif->file, &gif_size);
+    assert_int_equal(decode_damaged(gif_data, gif_size - 1, gif, gif->file), 0);
+    assert_int_equal(decode_damaged(gif_data, gif_size - 2, gif, gif->file), 0);
+    free(gif_data);
     static const char *const halves[] = {"webp_lossy.webp", "tiff_rgb8_lzw.tif", "tiff_rgb8.tif",
                                          "gif_palette.gif", "bmp_rgb24.bmp",     "bmp_pal4.bmp"};
     for (size_t i = 0; i < sizeof halves / sizeof halves[0]; i++) {
