@@ -122,7 +122,9 @@ test: all $(TESTS)
 	  tests/install.sh
 
 # Sanitizers in a separate build tree so the normal objects stay optimised.
+# (bin/vit finds the shipped models beside its bin/: build/asan/models links to them.)
 asan:
+	@mkdir -p build/asan && ln -sfn ../../models build/asan/models
 	$(MAKE) test BUILD=build/asan BIN=build/asan/bin EXAMPLE_CFLAGS="$(SANITIZE)" \
 	  OPT="-O1 -fno-omit-frame-pointer $(SANITIZE) -fno-sanitize-recover=undefined"
 SANITIZE := -fsanitize=address,undefined
