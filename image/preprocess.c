@@ -3,6 +3,7 @@
  * HF's rescale) -> normalise (float32, as HF's normalize) -> CHW. */
 #include "image/image.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,7 +29,21 @@ static void set_defaults(preprocess_config *cfg, int size, int channels) {
     };
 }
 
-/* `size`/`crop_size`: an int N (N x N), {"height", "width"}, or (size only) {"shortest_edge"}. */
+/* One integer member of a size object, 1..IMAGE_MAX_SIDE (null or another type is an error). */
+static int size_member(const cJSON *obj, const char *key, int *out, const char *src,
+                       const char *field, vit_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 1 && v->valuedouble <= IMAGE_MAX_SIDE) ||
+        v->valuedouble != floor(v->valuedouble))
+        return vit_fail(err, "%s: field '%s': '%s' must be an integer in 1..%d", src, field, key,
+                        IMAGE_MAX_SIDE);
+    *out = v->valueint;
+    return 0;
+}
+
+/* `size`/`crop_size`: an int N (N x N), {"height", "width"}, or (size only) {"shortest_edge"}.
+ * Keys are matched exactly, as transformers reads them: any other key ("Width",
+ * "Shortest_Edge", "longest_edge") is an error rather than a size silently left out. */
 static int get_size(const cJSON *root, const char *key, int allow_shortest, int *height, int *width,
                     int *shortest, const char *src, vit_error *err) {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
@@ -42,22 +57,23 @@ static int get_size(const cJSON *root, const char *key, int allow_shortest, int 
     }
     if (!cJSON_IsObject(item))
         return vit_fail(err, "%s: field '%s' must be an integer or an object", src, key);
-    const int has_hw = cJSON_HasObjectItem(item, "height") || cJSON_HasObjectItem(item, "width");
-    const int has_short = cJSON_HasObjectItem(item, "shortest_edge");
-    if (cJSON_HasObjectItem(item, "longest_edge"))
-        return vit_fail(err, "%s: field '%s': longest_edge is not supported", src, key);
-    if (has_short && allow_shortest && !has_hw) {
-        int s = 0;
-        if (json_get_int(item, "shortest_edge", 1, IMAGE_MAX_SIDE, &s, src, err) != 0) return -1;
-        *shortest = s;
-        return 0;
+    const cJSON *member;
+    cJSON_ArrayForEach(member, item) {
+        const char *k = member->string;
+        if (strcmp(k, "height") != 0 && strcmp(k, "width") != 0 &&
+            !(allow_shortest && strcmp(k, "shortest_edge") == 0))
+            return vit_fail(
+                err, "%s: field '%s' has an unsupported key '%s' (expected %s)", src, key, k,
+                allow_shortest ? "height and width, or shortest_edge" : "height and width");
     }
-    if (!cJSON_HasObjectItem(item, "height") || !cJSON_HasObjectItem(item, "width") || has_short)
-        return vit_fail(err, "%s: field '%s' must have integer height and width%s", src, key,
-                        allow_shortest ? ", or shortest_edge" : "");
+    if (allow_shortest && cJSON_GetObjectItemCaseSensitive(item, "shortest_edge")) {
+        if (cJSON_GetArraySize(item) != 1)
+            return vit_fail(err, "%s: field '%s': shortest_edge goes alone", src, key);
+        return size_member(item, "shortest_edge", shortest, src, key, err);
+    }
     int h = 0, w = 0;
-    if (json_get_int(item, "height", 1, IMAGE_MAX_SIDE, &h, src, err) != 0 ||
-        json_get_int(item, "width", 1, IMAGE_MAX_SIDE, &w, src, err) != 0)
+    if (size_member(item, "height", &h, src, key, err) != 0 ||
+        size_member(item, "width", &w, src, key, err) != 0)
         return -1;
     *height = h;
     *width = w;
@@ -168,13 +184,21 @@ void preprocess_config_set_size(preprocess_config *cfg, int size) {
 }
 
 /* HF get_resize_output_image_size(default_to_square=False): the short side becomes S, the long
- * one int(S * long / short). */
-static void shortest_edge_size(int width, int height, int s, int *out_w, int *out_h) {
+ * one int(S * long / short). An error when that side would be absurd (an extreme aspect ratio):
+ * it cannot be resized to anyway. */
+static int shortest_edge_size(int width, int height, int s, int *out_w, int *out_h,
+                              vit_error *err) {
     const int is_wide = width > height;
     const int shorter = is_wide ? height : width, longer = is_wide ? width : height;
-    const int new_long = (int)((double)s * longer / shorter);
-    *out_w = is_wide ? new_long : s;
-    *out_h = is_wide ? s : new_long;
+    const double new_long = floor((double)s * longer / shorter);
+    if (new_long > (double)IMAGE_DEFAULT_MAX_PIXELS / s)
+        return vit_fail(err,
+                        "preprocess: a %dx%d image with its short side at %d would be %.0f pixels "
+                        "long, beyond the limit of %lld pixels",
+                        width, height, s, new_long, IMAGE_DEFAULT_MAX_PIXELS);
+    *out_w = is_wide ? (int)new_long : s;
+    *out_h = is_wide ? s : (int)new_long;
+    return 0;
 }
 
 static int floor_half(int n) {
@@ -216,8 +240,9 @@ int preprocess_image(const preprocess_config *cfg, const image_u8 *img, float *o
     const image_u8 *src = img;
     if (cfg->do_resize) {
         int w = cfg->resize_width, h = cfg->resize_height;
-        if (cfg->shortest_edge > 0)
-            shortest_edge_size(img->width, img->height, cfg->shortest_edge, &w, &h);
+        if (cfg->shortest_edge > 0 &&
+            shortest_edge_size(img->width, img->height, cfg->shortest_edge, &w, &h, err) != 0)
+            return -1;
         if (image_resize(img, w, h, cfg->resample, &resized, err) != 0) return -1;
         src = &resized;
     }

@@ -78,6 +78,9 @@ static void test_errors(void **state) {
     expect_error("{\"id2label\": {\"x\": \"a\"}}", "id2label key 'x'");
     expect_error("{\"id2label\": {\"0\": 7}}", "id2label[0]");
     expect_error("{\"num_channels\": 2}", "field 'num_channels'");
+    /* found by tests/fuzz/fuzz_config: false read as 0 escaped the range and divided by zero */
+    expect_error("{\"patch_size\": false}", "field 'patch_size' is false, outside 1..65536");
+    expect_error("{\"image_size\": 4096, \"patch_size\": 2}", "2048 patches per side");
 }
 
 static image_arch deit_arch(const char *architectures) {

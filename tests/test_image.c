@@ -457,7 +457,16 @@ static void test_preprocess_config_errors(void **state) {
         const char *prep, *needle;
     } cases[] = {
         {"{\"size\": \"big\"}", "field 'size'"},
-        {"{\"size\": {\"height\": 32}}", "field 'size' must have integer height and width"},
+        {"{\"size\": {\"height\": 32}}", "field 'size': 'width' must be an integer in 1..16384"},
+        /* keys are exact and null is no size (fuzzing found both giving a crop width of 0) */
+        {"{\"crop_size\": {\"height\": 40, \"Width\": 40}}",
+         "field 'crop_size' has an unsupported key 'Width'"},
+        {"{\"crop_size\": {\"height\": 40, \"width\": null}}",
+         "field 'crop_size': 'width' must be an integer"},
+        {"{\"size\": {\"Shortest_Edge\": 40}}", "unsupported key 'Shortest_Edge'"},
+        {"{\"size\": {\"shortest_edge\": 40, \"longest_edge\": 60}}",
+         "unsupported key 'longest_edge'"},
+        {"{\"size\": {\"height\": 2.5, \"width\": 3}}", "'height' must be an integer"},
         {"{\"resample\": 7}", "field 'resample'"},
         {"{\"image_std\": [0.5, 0, 0.5]}", "field 'image_std'"},
         {"{\"image_mean\": [0.5, 0.5]}", "field 'image_mean' must be a number or a list of 3"},
@@ -474,6 +483,54 @@ static void test_preprocess_config_errors(void **state) {
         if (!strstr(err.msg, "preprocessor_config.json") || !strstr(err.msg, cases[i].needle))
             fail_msg("expected '%s' in '%s'", cases[i].needle, err.msg);
     }
+}
+
+/* A long thin image under a big shortest_edge: the long side would pass INT_MAX (it was cast to
+ * -2147483648): an error naming the sizes instead. */
+static void test_shortest_edge_extreme_aspect(void **state) {
+    (void)state;
+    preprocess_config cfg = {.do_resize = 1,
+                             .shortest_edge = 16384,
+                             .resample = RESAMPLE_BILINEAR,
+                             .do_center_crop = 1,
+                             .crop_height = 8,
+                             .crop_width = 8,
+                             .channels = 1};
+    uint8_t px[4000] = {0};
+    const image_u8 img = {4000, 1, 1, px};
+    float out[64];
+    vit_error err = {0};
+    assert_int_equal(preprocess_image(&cfg, &img, out, &err), -1);
+    print_message("  %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "a 4000x1 image with its short side at 16384 would be"));
+}
+
+/* A PNG cut short decodes as Pillow 9.4 decodes it: tests/data/pullover.png (595 bytes) opens
+ * in Pillow with its last 1..21 bytes missing (IEND, the last IDAT's CRC, the zlib checksum and
+ * the final deflate bits) and fails from 22 on (checked with python3-pil); the pixels of every cut
+ * that decodes are the whole file's. */
+static void test_png_cut_short_as_pillow(void **state) {
+    (void)state;
+    size_t size;
+    uint8_t *whole = read_whole_file("tests/data/pullover.png", &size);
+    assert_non_null(whole);
+    assert_int_equal(size, 595);
+    vit_error err = {0};
+    image_u8 ref, img;
+    assert_int_equal(image_decode_memory(whole, size, "whole.png", 3, 0, 0, &ref, &err), 0);
+    for (size_t cut = 1; cut <= 40; cut++) {
+        const int rc = image_decode_memory(whole, size - cut, "cut.png", 3, 0, 0, &img, &err);
+        if (cut <= 21) {
+            if (rc != 0) fail_msg("cut by %zu: %s", cut, err.msg);
+            assert_memory_equal(img.pixels, ref.pixels, (size_t)ref.width * ref.height * 3);
+            image_free(&img);
+        } else {
+            if (rc == 0) fail_msg("cut by %zu decodes; Pillow refuses it", cut);
+            assert_non_null(strstr(err.msg, "cut.png: invalid PNG"));
+        }
+    }
+    image_free(&ref);
+    free(whole);
 }
 
 static void test_defaults_without_preprocessor_config(void **state) {
@@ -557,6 +614,8 @@ int main(void) {
         cmocka_unit_test(test_resize_hand_computed),
         cmocka_unit_test(test_center_crop_pads_with_zero),
         cmocka_unit_test(test_preprocess_config_errors),
+        cmocka_unit_test(test_shortest_edge_extreme_aspect),
+        cmocka_unit_test(test_png_cut_short_as_pillow),
         cmocka_unit_test(test_defaults_without_preprocessor_config),
         cmocka_unit_test(test_golden_micro_a),
         cmocka_unit_test(test_golden_micro_b),

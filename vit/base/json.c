@@ -11,8 +11,13 @@ int json_get_int(const cJSON *obj, const char *key, int lo, int hi, int *out, co
                  vit_error *err) {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!item || cJSON_IsNull(item)) return 0;
-    if (cJSON_IsBool(item)) {
-        *out = cJSON_IsTrue(item);
+    if (cJSON_IsBool(item)) { /* true/false as 1/0, within the field's range like any number
+                               * (fuzzing found "patch_size": false dividing by zero) */
+        const int v = cJSON_IsTrue(item);
+        if (v < lo || v > hi)
+            return vit_fail(err, "%s: field '%s' is %s, outside %d..%d", src, key,
+                            v ? "true" : "false", lo, hi);
+        *out = v;
         return 0;
     }
     if (!cJSON_IsNumber(item) || item->valuedouble != floor(item->valuedouble))

@@ -1,0 +1,32 @@
+/* Image decoding of every format vit reads (told by the first bytes), with the EXIF orientation
+ * applied, within a pixel limit that keeps each input fast; then the preprocessing of a model to a
+ * small size (resize bicubic to a short side of 12, center crop 8, rescale, normalise), and the
+ * grey conversion of 1-channel models. */
+#include "image/image.h"
+#include "tests/fuzz/fuzz_input.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    vit_error err;
+    image_u8 img;
+    const int channels = size && (data[size - 1] & 1) ? 1 : 3;
+    if (image_decode_memory(data, size, "fuzz", channels, 1 << 20, IMAGE_EXIF_ORIENTATION, &img,
+                            &err) != 0)
+        return 0;
+    if (img.width < 1 || img.height < 1 || !img.pixels) abort(); /* success must mean an image */
+    preprocess_config cfg = {.do_resize = 1,
+                             .shortest_edge = 12,
+                             .resample = RESAMPLE_BICUBIC,
+                             .do_center_crop = 1,
+                             .crop_height = 8,
+                             .crop_width = 8,
+                             .do_rescale = 1,
+                             .rescale_factor = 1.0 / 255,
+                             .do_normalize = 1,
+                             .mean = {0.5f, 0.5f, 0.5f},
+                             .std = {0.5f, 0.5f, 0.5f},
+                             .channels = channels};
+    float out[3 * 8 * 8];
+    preprocess_image(&cfg, &img, out, &err);
+    image_free(&img);
+    return 0;
+}
