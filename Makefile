@@ -49,7 +49,7 @@ DEB_PACKAGES := gcc make pkg-config clang-format libpng-dev libjpeg62-turbo-dev 
                 libcjson-dev libutf8proc-dev libcmocka-dev libdnnl-dev dataset-fashion-mnist
 
 LIB_SRC  := $(wildcard vit/*.c vit/base/*.c vit/core/*.c vit/model/*.c vit/io/*.c vit/data/*.c \
-              vit/eval/*.c vit/train/*.c image/*.c patch/*.c text/*.c)
+              vit/eval/*.c vit/train/*.c vit/serve/*.c image/*.c patch/*.c text/*.c)
 CLI_SRC  := $(wildcard vit/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
