@@ -81,7 +81,9 @@ typedef struct {
     char method[8];   /* as logged */
     char target[224]; /* "/v1/classify?k=3", as logged */
     double started;
-    int begun, submitted;
+    int begun;    /* the handler has seen it */
+    int deferred; /* a request without a body: routed when it is complete (see has_body) */
+    int submitted;
     endpoint ep;
     /* the body, until it is all there */
     char *body;
@@ -643,6 +645,15 @@ static enum MHD_Result answer_jobs(request *r) {
 
 /* ---- libmicrohttpd's callbacks ---- */
 
+/* libmicrohttpd closes the connection after an answer queued before the body (it will not read
+ * the body): right for refusing a body, wasteful for a request that has none. */
+static int has_body(struct MHD_Connection *conn) {
+    const char *length =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
+           (length && strtoull(length, NULL, 10) > 0);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **req_cls) {
@@ -653,12 +664,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (!r->begun) {
         r->begun = 1;
         snprintf(r->method, sizeof r->method, "%s", method);
-        return begin(r, url, method);
+        if (has_body(conn)) return begin(r, url, method);
+        r->deferred = 1;
+        return MHD_YES;
     }
     if (*upload_size > 0) {
         const enum MHD_Result rc = receive(r, upload, *upload_size);
         *upload_size = 0;
         return rc;
+    }
+    if (r->deferred) {
+        r->deferred = 0;
+        const enum MHD_Result rc = begin(r, url, method);
+        if (rc != MHD_YES || r->status) return rc;
     }
     return r->submitted ? answer_jobs(r) : submit(r);
 }
