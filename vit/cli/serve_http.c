@@ -107,6 +107,16 @@ typedef struct {
     size_t answer_bytes;
 } request;
 
+/* The log's view of what a client sent: printable ASCII, cut short (no line of the log can be
+ * forged by a request). */
+static void printable(char *out, size_t size, const char *in) {
+    size_t n = 0;
+    const char *p = in;
+    for (; *p && n + 4 < size; p++) out[n++] = *p > 0x20 && *p < 0x7f ? *p : '?';
+    if (*p) memcpy(out + n, "...", 3), n += 3;
+    out[n] = 0;
+}
+
 static void request_free(request *r) {
     if (!r) return;
     for (int i = 0; i < r->num_inputs; i++) {
@@ -663,7 +673,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     r->conn = conn;
     if (!r->begun) {
         r->begun = 1;
-        snprintf(r->method, sizeof r->method, "%s", method);
+        printable(r->method, sizeof r->method, method);
         if (has_body(conn)) return begin(r, url, method);
         r->deferred = 1;
         return MHD_YES;
@@ -681,15 +691,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return r->submitted ? answer_jobs(r) : submit(r);
 }
 
-/* The log's view of a target: printable ASCII, cut short. */
-static void set_target(request *r, const char *uri) {
-    size_t n = 0;
-    const char *p = uri;
-    for (; *p && n + 4 < sizeof r->target; p++) r->target[n++] = *p > 0x20 && *p < 0x7f ? *p : '?';
-    if (*p) memcpy(r->target + n, "...", 3), n += 3;
-    r->target[n] = 0;
-}
-
 /* A request line has arrived: its state begins here (so that it is logged however it ends). */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
     serve_app *app = cls;
@@ -699,7 +700,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
     r->conn = conn;
     r->started = clock_seconds();
     r->ep = EP_OTHER;
-    set_target(r, uri);
+    printable(r->target, sizeof r->target, uri);
     atomic_fetch_add(&app->in_flight, 1);
     return r;
 }
@@ -736,8 +737,10 @@ static void log_request(const request *r, enum MHD_RequestTerminationCode toe, d
     if (r->images || r->texts)
         snprintf(inputs, sizeof inputs, " %d %s%s", r->images ? r->images : r->texts,
                  r->images ? "image" : "text", (r->images ? r->images : r->texts) > 1 ? "s" : "");
-    fprintf(stderr, "%s %s %s %s %s %zu B %.1f ms%s\n", when, who, r->method[0] ? r->method : "-",
-            r->target, status, r->answer_bytes, seconds * 1e3, inputs);
+    char bytes[32] = "-";
+    if (r->answer_bytes != (size_t)-1) snprintf(bytes, sizeof bytes, "%zu", r->answer_bytes);
+    fprintf(stderr, "%s %s %s %s %s %s B %.1f ms%s\n", when, who, r->method[0] ? r->method : "-",
+            r->target, status, bytes, seconds * 1e3, inputs);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
@@ -748,10 +751,15 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (!r) return;
     r->conn = conn;
     const double seconds = clock_seconds() - r->started;
-    if (r->status) serve_metrics_request(app->metrics, routes[r->ep].path, r->status, seconds);
-    if (!app->quiet) {
-        log_request(r, toe, seconds);
+    const union MHD_ConnectionInfo *answered =
+        r->status ? NULL : MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+    if (answered) { /* libmicrohttpd's own answer to a request it could not parse */
+        r->status = (int)answered->http_status;
+        r->answer_bytes = (size_t)-1; /* not known */
+        serve_metrics_error(app->metrics, SERVE_ERR_BAD_REQUEST);
     }
+    if (r->status) serve_metrics_request(app->metrics, routes[r->ep].path, r->status, seconds);
+    if (!app->quiet) log_request(r, toe, seconds);
     request_free(r);
     atomic_fetch_sub(&app->in_flight, 1);
 }
@@ -763,11 +771,18 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     atomic_fetch_add(&app->connections, what == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
 }
 
+/* libmicrohttpd's own messages, less those about a client's bad request (its log line has the
+ * status libmicrohttpd answered with). */
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+    static const char *const clients_fault[] = {"Error processing request",
+                                                "Connection was closed by remote side",
+                                                "Not enough memory in pool"};
     const serve_app *app = cls;
     if (app->quiet) return;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
+    for (size_t i = 0; i < sizeof clients_fault / sizeof clients_fault[0]; i++)
+        if (strncmp(msg, clients_fault[i], strlen(clients_fault[i])) == 0) return;
     const size_t n = strlen(msg);
     fprintf(stderr, "vit serve: libmicrohttpd: %s%s", msg, n && msg[n - 1] == '\n' ? "" : "\n");
 }

@@ -96,6 +96,7 @@ static void finish(serve_batcher *b, serve_job *job, serve_status status) {
 
 static void *decode_main(void *arg) {
     serve_batcher *b = arg;
+    pthread_setname_np(pthread_self(), "vit-decode");    /* as top -H and debuggers show it */
     (void)setpriority(PRIO_PROCESS, (id_t)gettid(), 19); /* per thread on Linux */
     pthread_mutex_lock(&b->lock);
     for (;;) {
@@ -184,6 +185,7 @@ static void run_batch(serve_batcher *b, serve_job **batch, int n) {
 
 static void *forward_main(void *arg) {
     serve_batcher *b = arg;
+    pthread_setname_np(pthread_self(), "vit-forward");
     pthread_mutex_lock(&b->lock);
     for (int n; (n = await_batch(b, b->batch)) > 0;) {
         pthread_mutex_unlock(&b->lock);
