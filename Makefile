@@ -14,6 +14,7 @@
 #   make fuzz-smoke   each harness for a few seconds over its corpus (in CI)
 #   make NATIVE=1     a build for this CPU only (-march=native), for comparison
 #   make ONEDNN=0     a build without oneDNN (OpenBLAS only: no bf16 kernels, no int8)
+#   make MICROHTTPD=0 a build without libmicrohttpd (no `vit serve`)
 
 CC      ?= cc
 OPT     ?= -O3
@@ -36,6 +37,10 @@ ONEDNN  ?= 1
 DNNL     = $(if $(filter 1,$(ONEDNN)),$(shell test -f /usr/include/oneapi/dnnl/dnnl.h && echo 1))
 CFLAGS  += $(if $(DNNL),-DVIT_ONEDNN)
 LDLIBS  += $(if $(DNNL),-ldnnl)
+# libmicrohttpd (libmicrohttpd-dev) for `vit serve`, when installed, unless MICROHTTPD=0; only
+# bin/vit links it (the library has the batcher, not the HTTP layer).
+MICROHTTPD ?= 1
+MHD      = $(if $(filter 1,$(MICROHTTPD)),$(shell pkg-config --exists libmicrohttpd && echo 1))
 BUILD   ?= build
 BIN     ?= bin
 
@@ -47,10 +52,10 @@ MAJOR   := $(firstword $(subst ., ,$(VERSION)))
 
 DEB_PACKAGES := gcc make pkg-config clang-format libpng-dev libjpeg62-turbo-dev libwebp-dev \
                 libtiff-dev libgif-dev libopenblas-dev libcjson-dev libutf8proc-dev libcmocka-dev \
-                libdnnl-dev dataset-fashion-mnist
+                libdnnl-dev libmicrohttpd-dev dataset-fashion-mnist
 
 LIB_SRC  := $(wildcard vit/*.c vit/base/*.c vit/core/*.c vit/model/*.c vit/io/*.c vit/data/*.c \
-              vit/eval/*.c vit/train/*.c image/*.c patch/*.c text/*.c)
+              vit/eval/*.c vit/train/*.c vit/serve/*.c image/*.c patch/*.c text/*.c)
 CLI_SRC  := $(wildcard vit/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -89,6 +94,9 @@ $(SHLIB): $(LIB_OBJ)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libvit.so.$(MAJOR) -o $@ $^ $(LDLIBS)
 
 # bin/vit links the static library: it runs from the build tree or anywhere it is installed.
+$(BUILD)/vit/cli/serve.o $(BUILD)/vit/cli/serve_http.o: CFLAGS += \
+  $(if $(MHD),-DVIT_MICROHTTPD $(shell pkg-config --cflags libmicrohttpd))
+$(BIN)/vit: LDLIBS += $(if $(MHD),$(shell pkg-config --libs libmicrohttpd))
 $(BIN)/vit: $(CLI_OBJ) $(LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)

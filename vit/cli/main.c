@@ -19,6 +19,7 @@ static const struct {
     {cli_train, cli_train_command},
     {cli_preprocess, cli_preprocess_command},
     {cli_convert, cli_convert_command},
+    {cli_serve, cli_serve_command},
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -1,0 +1,442 @@
+/* The serving core without HTTP: the dynamic batcher (vit/serve/batcher.h) on a model of the
+ * test's own whose forward pass waits at a gate the test opens, so batching, the bounded queue,
+ * expiry and draining are checked deterministically; then the real tasks (vit/serve/tasks.h)
+ * against vit_forward, vit_embed and vit_text_forward one input at a time; and the Prometheus
+ * text of vit/serve/metrics.h. */
+#include "tests/testutil.h"
+
+#include <pthread.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vit/serve/batcher.h"
+#include "vit/serve/metrics.h"
+#include "vit/serve/tasks.h"
+#include "vit/vit.h"
+
+/* ---- a model of the test's own: data is a number as text; out[0] = 2 * it ---- */
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int gate_open;
+    int fail_forward;
+    int batches, sizes[64], tasks[64];
+    int mixed;      /* a batch held jobs of more than one task */
+    int in_forward; /* a forward pass is waiting at the gate */
+    int done;       /* jobs whose done call ran */
+} fake_model;
+
+static int fake_decode(void *self, serve_job *job, vit_error *err) {
+    (void)self;
+    char text[32] = {0};
+    memcpy(text, job->data, job->size < 31 ? job->size : 31);
+    char *end;
+    const long v = strtol(text, &end, 10);
+    if (end == text || *end) return vit_fail(err, "'%s' is not a number", text);
+    float *input = malloc(sizeof(float));
+    if (!input) return vit_fail(err, "out of memory");
+    *input = (float)v;
+    job->input = input;
+    return 0;
+}
+
+static int fake_forward(void *self, serve_job *const *jobs, int n, vit_error *err) {
+    fake_model *m = self;
+    pthread_mutex_lock(&m->lock);
+    if (m->batches < 64) {
+        m->sizes[m->batches] = n;
+        m->tasks[m->batches] = jobs[0]->task;
+    }
+    m->batches++;
+    for (int i = 1; i < n; i++) m->mixed |= jobs[i]->task != jobs[0]->task;
+    m->in_forward = 1;
+    pthread_cond_broadcast(&m->changed);
+    while (!m->gate_open) pthread_cond_wait(&m->changed, &m->lock);
+    m->in_forward = 0;
+    const int fail = m->fail_forward;
+    pthread_mutex_unlock(&m->lock);
+    if (fail) return vit_fail(err, "the forward pass failed");
+    for (int i = 0; i < n; i++) jobs[i]->out[0] = 2 * *(const float *)jobs[i]->input;
+    return 0;
+}
+
+static fake_model *fake_model_new(void) {
+    fake_model *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->changed, NULL);
+    return m;
+}
+
+static void fake_model_free(fake_model *m) {
+    pthread_mutex_destroy(&m->lock);
+    pthread_cond_destroy(&m->changed);
+    free(m);
+}
+
+static void open_gate(fake_model *m) {
+    pthread_mutex_lock(&m->lock);
+    m->gate_open = 1;
+    pthread_cond_broadcast(&m->changed);
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* Waits (at most 10 s) until a forward pass is at the closed gate. */
+static void await_forward(fake_model *m) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&m->lock);
+    while (!m->in_forward)
+        if (pthread_cond_timedwait(&m->changed, &m->lock, &until) != 0) break;
+    const int there = m->in_forward;
+    pthread_mutex_unlock(&m->lock);
+    assert_true(there);
+}
+
+static void job_done(serve_job *job) {
+    fake_model *m = job->user;
+    pthread_mutex_lock(&m->lock);
+    m->done++;
+    pthread_cond_broadcast(&m->changed);
+    pthread_mutex_unlock(&m->lock);
+}
+
+typedef struct {
+    serve_job jobs[16];
+    float out[16];
+    char text[16][16];
+} job_set;
+
+static void make_jobs(job_set *s, fake_model *m, int first, int n, int task) {
+    for (int i = first; i < first + n; i++) {
+        snprintf(s->text[i], sizeof s->text[i], "%d", i);
+        s->jobs[i] = (serve_job){.task = task,
+                                 .data = s->text[i],
+                                 .size = strlen(s->text[i]),
+                                 .out = &s->out[i],
+                                 .done = job_done,
+                                 .user = m};
+    }
+}
+
+static serve_batcher *batcher_for(fake_model *m, int max_batch, int max_queue, int wait_ms,
+                                  int timeout_ms) {
+    const serve_model model = {.self = m, .decode = fake_decode, .forward = fake_forward};
+    const serve_batcher_options opt = {.max_batch = max_batch,
+                                       .batch_wait_ms = wait_ms,
+                                       .max_queue = max_queue,
+                                       .decode_threads = 2,
+                                       .timeout_ms = timeout_ms};
+    vit_error err = {0};
+    serve_batcher *b = serve_batcher_create(&model, &opt, &err);
+    if (!b) fail_msg("%s", err.msg);
+    return b;
+}
+
+/* While one batch runs, jobs arriving meanwhile gather into the next one: one forward pass. */
+static void test_concurrent_jobs_share_a_batch(void **state) {
+    (void)state;
+    fake_model *m = fake_model_new();
+    serve_batcher *b = batcher_for(m, 8, 64, 5000, 0);
+    job_set s;
+    make_jobs(&s, m, 0, 6, 0);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[0], 1), SERVE_SUBMITTED);
+    await_forward(m);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[1], 5), SERVE_SUBMITTED);
+    open_gate(m);
+    serve_batcher_drain(b);
+    assert_int_equal(m->batches, 2);
+    assert_int_equal(m->sizes[0], 1);
+    assert_int_equal(m->sizes[1], 5);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(s.jobs[i].status, SERVE_OK);
+        assert_true(s.out[i] == 2.0f * i);
+        assert_int_equal(s.jobs[i].batch_size, i == 0 ? 1 : 5);
+    }
+    assert_int_equal(m->done, 6);
+    serve_batcher_free(b);
+    fake_model_free(m);
+}
+
+/* max_batch bounds every batch; jobs of different tasks never share one. */
+static void test_max_batch_and_tasks(void **state) {
+    (void)state;
+    fake_model *m = fake_model_new();
+    serve_batcher *b = batcher_for(m, 3, 64, 5000, 0);
+    job_set s;
+    make_jobs(&s, m, 0, 1, 0);
+    make_jobs(&s, m, 1, 7, 0);
+    make_jobs(&s, m, 8, 4, 1);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[0], 1), SERVE_SUBMITTED);
+    await_forward(m);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[1], 11), SERVE_SUBMITTED);
+    open_gate(m);
+    serve_batcher_drain(b);
+    int total = 0;
+    for (int i = 0; i < m->batches; i++) {
+        assert_in_range(m->sizes[i], 1, 3);
+        total += m->sizes[i];
+    }
+    assert_int_equal(total, 12);
+    for (int i = 0; i < 12; i++) {
+        assert_int_equal(s.jobs[i].status, SERVE_OK);
+        assert_true(s.out[i] == 2.0f * i);
+    }
+    assert_false(m->mixed);
+    int batches_of_task1 = 0, task1_jobs = 0;
+    for (int i = 0; i < m->batches; i++)
+        if (m->tasks[i] == 1) batches_of_task1++, task1_jobs += m->sizes[i];
+    assert_int_equal(task1_jobs, 4);
+    assert_int_equal(batches_of_task1, 2);
+    serve_batcher_free(b);
+    fake_model_free(m);
+}
+
+/* The queue is bounded: a submission that does not fit is refused whole, and one larger than the
+ * queue can never fit. */
+static void test_queue_full(void **state) {
+    (void)state;
+    fake_model *m = fake_model_new();
+    serve_batcher *b = batcher_for(m, 8, 4, 0, 0);
+    job_set s;
+    make_jobs(&s, m, 0, 10, 0);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[0], 1), SERVE_SUBMITTED);
+    await_forward(m);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[1], 3), SERVE_SUBMITTED);
+    assert_int_equal(serve_batcher_pending(b), 4);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[4], 1), SERVE_QUEUE_FULL);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[4], 5), SERVE_TOO_MANY);
+    open_gate(m);
+    serve_batcher_drain(b);
+    assert_int_equal(m->done, 4);
+    assert_int_equal(serve_batcher_pending(b), 0);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[4], 1), SERVE_CLOSED);
+    serve_batcher_free(b);
+    fake_model_free(m);
+}
+
+/* A job that cannot be decoded fails alone; a failed forward pass fails its batch. */
+static void test_failures(void **state) {
+    (void)state;
+    fake_model *m = fake_model_new();
+    serve_batcher *b = batcher_for(m, 8, 16, 0, 0);
+    job_set s;
+    make_jobs(&s, m, 0, 3, 0);
+    s.jobs[1].data = "not a number";
+    s.jobs[1].size = strlen("not a number");
+    open_gate(m);
+    assert_int_equal(serve_batcher_submit(b, s.jobs, 3), SERVE_SUBMITTED);
+    serve_batcher_drain(b);
+    assert_int_equal(s.jobs[0].status, SERVE_OK);
+    assert_int_equal(s.jobs[1].status, SERVE_BAD_INPUT);
+    assert_non_null(strstr(s.jobs[1].err.msg, "not a number"));
+    assert_int_equal(s.jobs[1].batch_size, 0);
+    assert_int_equal(s.jobs[2].status, SERVE_OK);
+    serve_batcher_free(b);
+
+    m->fail_forward = 1;
+    b = batcher_for(m, 8, 16, 0, 0);
+    make_jobs(&s, m, 0, 2, 0);
+    assert_int_equal(serve_batcher_submit(b, s.jobs, 2), SERVE_SUBMITTED);
+    serve_batcher_free(b); /* drains first */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(s.jobs[i].status, SERVE_FAILED);
+        assert_string_equal(s.jobs[i].err.msg, "the forward pass failed");
+    }
+    fake_model_free(m);
+}
+
+/* A job whose batch has not started within timeout_ms expires. */
+static void test_expiry(void **state) {
+    (void)state;
+    fake_model *m = fake_model_new();
+    serve_batcher *b = batcher_for(m, 1, 16, 0, 50);
+    job_set s;
+    make_jobs(&s, m, 0, 2, 0);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[0], 1), SERVE_SUBMITTED);
+    await_forward(m);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[1], 1), SERVE_SUBMITTED);
+    usleep(150 * 1000);
+    open_gate(m);
+    serve_batcher_drain(b);
+    assert_int_equal(s.jobs[0].status, SERVE_OK);
+    assert_int_equal(s.jobs[1].status, SERVE_EXPIRED);
+    assert_true(s.jobs[1].wait_seconds >= 0.05);
+    assert_non_null(strstr(s.jobs[1].err.msg, "queue"));
+    serve_batcher_free(b);
+    fake_model_free(m);
+}
+
+/* ---- the real tasks, against the API one input at a time ---- */
+
+#define IMAGENET "models/vit-tiny-in1k"
+static const char *const photos[] = {"examples/photos/cat.jpg", "examples/photos/coffee.jpg",
+                                     "examples/photos/rocket.jpg"};
+
+static void count_done(serve_job *job) {
+    (void)job;
+}
+
+static void assert_close(const float *a, const float *b, size_t n, double tol) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
+    if (worst > tol) fail_msg("differs by %g (tolerance %g)", worst, tol);
+}
+
+static void test_image_tasks_match_the_api(void **state) {
+    (void)state;
+    vit_params params = vit_default_params();
+    params.max_batch = 4;
+    vit_error err = {0};
+    vit_context *ctx = vit_load(IMAGENET, &params, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    serve_tasks *tasks = serve_tasks_create(ctx, NULL, 4, &err);
+    assert_non_null(tasks);
+    const size_t L = serve_task_outputs(tasks, SERVE_CLASSIFY), D = vit_hidden_size(ctx);
+    assert_int_equal(L, 1000);
+    assert_int_equal(serve_task_outputs(tasks, SERVE_TEXT), 0);
+    const serve_model model = serve_tasks_model(tasks);
+    const serve_batcher_options opt = {
+        .max_batch = 4, .batch_wait_ms = 50, .max_queue = 16, .decode_threads = 2};
+    serve_batcher *b = serve_batcher_create(&model, &opt, &err);
+    assert_non_null(b);
+    serve_job jobs[6];
+    float *out = test_alloc_floats(6 * L);
+    uint8_t *bytes[3];
+    size_t sizes[3];
+    for (int i = 0; i < 6; i++) {
+        const int p = i % 3;
+        if (i < 3) assert_non_null(bytes[p] = read_whole_file(photos[p], &sizes[p]));
+        jobs[i] = (serve_job){.task = i < 3 ? SERVE_CLASSIFY : SERVE_EMBED_MEAN,
+                              .data = bytes[p],
+                              .size = sizes[p],
+                              .out = out + (size_t)i * L,
+                              .done = count_done};
+    }
+    assert_int_equal(serve_batcher_submit(b, jobs, 6), SERVE_SUBMITTED);
+    serve_batcher_drain(b);
+    float *pixels = test_alloc_floats(vit_input_floats(ctx)), *want = test_alloc_floats(L);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(jobs[i].status, SERVE_OK);
+        assert_int_equal(vit_preprocess_file(ctx, photos[i % 3], pixels, &err), 0);
+        if (i < 3)
+            assert_int_equal(vit_forward(ctx, pixels, 1, want, &err), 0);
+        else
+            assert_int_equal(vit_embed(ctx, pixels, 1, VIT_POOL_MEAN, want, &err), 0);
+        assert_close(jobs[i].out, want, i < 3 ? L : D, 1e-4);
+    }
+    serve_batcher_free(b);
+    serve_tasks_free(tasks);
+    for (int i = 0; i < 3; i++) free(bytes[i]);
+    free(out), free(pixels), free(want);
+    vit_free(ctx);
+}
+
+static void test_text_task_matches_the_api(void **state) {
+    (void)state;
+    REQUIRE_SHARED();
+    vit_text_params params = vit_text_default_params();
+    params.max_batch = 4;
+    vit_error err = {0};
+    vit_text_context *ctx = vit_text_load(shared_path("models/bert-sst2-tiny"), &params, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    serve_tasks *tasks = serve_tasks_create(NULL, ctx, 4, &err);
+    assert_non_null(tasks);
+    const serve_model model = serve_tasks_model(tasks);
+    const serve_batcher_options opt = {
+        .max_batch = 4, .batch_wait_ms = 50, .max_queue = 16, .decode_threads = 1};
+    serve_batcher *b = serve_batcher_create(&model, &opt, &err);
+    static const char *texts[] = {"a gorgeous, witty, seductive movie.",
+                                  "the plot is nothing but boilerplate clichés", "fine"};
+    serve_job jobs[3];
+    float out[3][2], want[2];
+    for (int i = 0; i < 3; i++)
+        jobs[i] = (serve_job){.task = SERVE_TEXT,
+                              .data = texts[i],
+                              .size = strlen(texts[i]),
+                              .out = out[i],
+                              .done = count_done};
+    assert_int_equal(serve_batcher_submit(b, jobs, 3), SERVE_SUBMITTED);
+    serve_batcher_drain(b);
+    for (int i = 0; i < 3; i++) {
+        const size_t n = strlen(texts[i]);
+        assert_int_equal(vit_text_forward(ctx, &texts[i], &n, 1, want, NULL, &err), 0);
+        assert_int_equal(jobs[i].status, SERVE_OK);
+        assert_close(out[i], want, 2, 1e-4);
+    }
+    serve_batcher_free(b);
+    serve_tasks_free(tasks);
+    vit_text_free(ctx);
+}
+
+/* ---- metrics ---- */
+
+static void test_metrics_text_format(void **state) {
+    (void)state;
+    serve_metrics *m = serve_metrics_create(8);
+    assert_non_null(m);
+    serve_metrics_request(m, "/v1/classify", 200, 0.02);
+    serve_metrics_request(m, "/v1/classify", 200, 0.2);
+    serve_metrics_request(m, "/health", 200, 0.0001);
+    serve_metrics_error(m, SERVE_ERR_QUEUE_FULL);
+    serve_metrics_inputs(m, "image", 3);
+    serve_metrics_batch(m, "classify", 3, 0.04);
+    serve_metrics_batch(m, "classify", 8, 0.12);
+    serve_metrics_queue_wait(m, 0.003);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    const serve_gauges g = {.queued = 2, .in_flight = 1, .connections = 3, .started = 1e9};
+    serve_metrics_write(m, &g, out);
+    fclose(out);
+    static const char *want[] = {
+        "# TYPE vit_serve_requests_total counter\n",
+        "vit_serve_requests_total{endpoint=\"/v1/classify\",code=\"200\"} 2\n",
+        "vit_serve_requests_total{endpoint=\"/health\",code=\"200\"} 1\n",
+        "vit_serve_errors_total{kind=\"queue_full\"} 1\n",
+        "vit_serve_errors_total{kind=\"bad_input\"} 0\n",
+        "vit_serve_inputs_total{kind=\"image\"} 3\n",
+        "vit_serve_batches_total{task=\"classify\"} 2\n",
+        "# TYPE vit_serve_batch_size histogram\n",
+        "vit_serve_batch_size_bucket{le=\"2\"} 0\n",
+        "vit_serve_batch_size_bucket{le=\"4\"} 1\n",
+        "vit_serve_batch_size_bucket{le=\"8\"} 2\n",
+        "vit_serve_batch_size_bucket{le=\"+Inf\"} 2\n",
+        "vit_serve_batch_size_sum 11\n",
+        "vit_serve_batch_size_count 2\n",
+        "vit_serve_request_duration_seconds_bucket{le=\"0.025\"} 2\n",
+        "vit_serve_request_duration_seconds_bucket{le=\"0.25\"} 3\n",
+        "vit_serve_request_duration_seconds_count 3\n",
+        "vit_serve_queue_wait_seconds_bucket{le=\"0.005\"} 1\n",
+        "vit_serve_forward_seconds_count 2\n",
+        "vit_serve_queued_inputs 2\n",
+        "vit_serve_requests_in_flight 1\n",
+        "vit_serve_connections 3\n",
+        "process_start_time_seconds 1000000000\n",
+        "# TYPE process_resident_memory_bytes gauge\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(text, want[i])) fail_msg("no line %s in:\n%s", want[i], text);
+    free(text);
+    serve_metrics_free(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_concurrent_jobs_share_a_batch),
+        cmocka_unit_test(test_max_batch_and_tasks),
+        cmocka_unit_test(test_queue_full),
+        cmocka_unit_test(test_failures),
+        cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_image_tasks_match_the_api),
+        cmocka_unit_test(test_text_task_matches_the_api),
+        cmocka_unit_test(test_metrics_text_format),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,812 @@
+/* `vit serve` end to end: the binary ($VIT_BIN) on a free loopback port, each endpoint's answers
+ * against `vit classify --json`, `vit text --json`, `vit info` and the library for the same
+ * inputs, every error path, the queue refusing when full, timeouts, a clean shutdown on SIGTERM
+ * with a request under way, and the port in use. Every wait is bounded: sockets time out, servers
+ * are killed by alarm() if a test leaves one behind. Skips loudly when bin/vit has no serve. */
+#include "tests/testutil.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vit/vit.h"
+
+#define IMAGENET "models/vit-tiny-in1k" /* the default model */
+#define BERT     "models/bert-sst2-tiny"
+#define MAX_BODY 2000000 /* the main server's --max-body-bytes: ten ImageNet photos fit */
+
+static const char *const photos[] = {"examples/photos/cat.jpg", "examples/photos/coffee.jpg",
+                                     "examples/photos/rocket.jpg"};
+
+/* ---- a server process ---- */
+
+typedef struct {
+    pid_t pid;
+    int port;
+    char log[4200]; /* its standard error */
+} server;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static char *read_log(const server *s) {
+    size_t n;
+    char *text = (char *)read_whole_file(s->log, &n);
+    return text ? text : strdup("");
+}
+
+/* Starts `vit serve --port 0 ARGS...` and waits (at most 120 s) for its "listening" line. Returns
+ * 0, or -1 when this vit has no serve built in (the test is then skipped). */
+static int start_server(server *s, const char *const *args) {
+    static int count;
+    snprintf(s->log, sizeof s->log, "%s/serve-%d.log", test_tmpdir(), count++);
+    const char *argv[64] = {test_vit_bin(), "serve", "--port", "0"};
+    int argc = 4;
+    while (*args && argc < 63) argv[argc++] = *args++;
+    argv[argc] = NULL;
+    fflush(NULL);
+    s->pid = fork();
+    assert_true(s->pid >= 0);
+    if (s->pid == 0) {
+        const int err = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        const int null = open("/dev/null", O_RDWR);
+        if (err < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(err, 2) < 0)
+            _exit(127);
+        unsetenv("VIT_MODEL");
+        alarm(600); /* a server no test stopped */
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    for (const double until = now() + 120; now() < until; usleep(20 * 1000)) {
+        char *log = read_log(s);
+        const char *at = strstr(log, "listening on http://127.0.0.1:");
+        if (at) s->port = atoi(at + strlen("listening on http://127.0.0.1:"));
+        const int absent = strstr(log, "not built in") != NULL;
+        free(log);
+        if (at) return 0;
+        int status;
+        if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+            if (absent) return -1;
+            log = read_log(s);
+            fail_msg("vit serve exited at start: %s", log);
+        }
+    }
+    kill(s->pid, SIGKILL);
+    fail_msg("vit serve did not start within 120 s");
+    return -1;
+}
+
+#define START_OR_SKIP(s, ...)                                                                      \
+    do {                                                                                           \
+        REQUIRE_BIN();                                                                             \
+        const char *args_[] = {__VA_ARGS__, NULL};                                                 \
+        if (start_server(s, args_) != 0) {                                                         \
+            print_message("SKIP %s: this vit has no serve (built without libmicrohttpd)\n",        \
+                          __func__);                                                               \
+            skip();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+/* Sends sig and waits (at most 60 s) for the exit; returns its status (128 + a signal). */
+static int stop_server(server *s, int sig) {
+    kill(s->pid, sig);
+    int status = 0;
+    for (const double until = now() + 60; now() < until; usleep(10 * 1000))
+        if (waitpid(s->pid, &status, WNOHANG) == s->pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, &status, 0);
+    fail_msg("vit serve did not stop within 60 s of signal %d", sig);
+    return -1;
+}
+
+/* ---- a small HTTP client ---- */
+
+typedef struct {
+    int status;
+    char *head; /* the status line and headers */
+    char *body;
+    size_t size;
+    cJSON *json; /* the body parsed, when it is JSON */
+} response;
+
+static void response_free(response *r) {
+    free(r->head);
+    free(r->body);
+    cJSON_Delete(r->json);
+}
+
+static int connect_to(int port) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    const struct timeval limit = {60, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void send_all(int fd, const void *data, size_t size) {
+    const char *p = data;
+    while (size > 0) {
+        const ssize_t n = send(fd, p, size, MSG_NOSIGNAL);
+        if (n <= 0) return; /* the server may close early (e.g. a 413 before the body) */
+        p += n;
+        size -= (size_t)n;
+    }
+}
+
+/* "METHOD target HTTP/1.1" with a Content-Length when there is a body, extra headers (each ending
+ * in \r\n), then the body. */
+static void send_request(int fd, const char *method, const char *target, const char *extra,
+                         const void *body, size_t size) {
+    char head[2048];
+    int n = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s", method, target,
+                     extra ? extra : "");
+    if (body) n += snprintf(head + n, sizeof head - (size_t)n, "Content-Length: %zu\r\n", size);
+    n += snprintf(head + n, sizeof head - (size_t)n, "\r\n");
+    send_all(fd, head, (size_t)n);
+    if (body) send_all(fd, body, size);
+}
+
+static const char *header(const response *r, const char *name) {
+    static char value[256];
+    char key[80];
+    snprintf(key, sizeof key, "\r\n%s:", name);
+    const char *at = strcasestr(r->head, key);
+    if (!at) return NULL;
+    at += strlen(key);
+    while (*at == ' ') at++;
+    const size_t n = strcspn(at, "\r\n");
+    snprintf(value, sizeof value, "%.*s", (int)n, at);
+    return value;
+}
+
+/* One response: the head, then Content-Length bytes of body (none for HEAD). status 0: the
+ * connection closed (or timed out) without one. */
+static response read_response(int fd, int head_only) {
+    response r = {0};
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    char *end = NULL;
+    while (!end) {
+        if (len + 1 >= cap) buf = realloc(buf, cap *= 2);
+        const ssize_t n = recv(fd, buf + len, cap - len - 1, 0);
+        if (n <= 0) break;
+        len += (size_t)n;
+        buf[len] = 0;
+        end = strstr(buf, "\r\n\r\n");
+    }
+    if (!end) return free(buf), r;
+    r.head = strndup(buf, (size_t)(end - buf) + 2);
+    sscanf(r.head, "HTTP/1.%*d %d", &r.status);
+    const char *length = header(&r, "Content-Length");
+    const size_t want = head_only || !length ? 0 : strtoull(length, NULL, 10);
+    size_t have = len - (size_t)(end + 4 - buf);
+    r.body = malloc(want + 1);
+    memcpy(r.body, end + 4, have < want ? have : want);
+    while (have < want) {
+        const ssize_t n = recv(fd, r.body + have, want - have, 0);
+        if (n <= 0) break;
+        have += (size_t)n;
+    }
+    r.size = have < want ? have : want;
+    r.body[r.size] = 0;
+    r.json = cJSON_ParseWithLength(r.body, r.size);
+    free(buf);
+    return r;
+}
+
+static response request(int port, const char *method, const char *target, const char *extra,
+                        const void *body, size_t size) {
+    const int fd = connect_to(port);
+    assert_true(fd >= 0);
+    send_request(fd, method, target, extra, body, size);
+    response r = read_response(fd, strcmp(method, "HEAD") == 0);
+    close(fd);
+    return r;
+}
+
+static response post_file(int port, const char *target, const char *path) {
+    size_t size;
+    uint8_t *bytes = read_whole_file(path, &size);
+    assert_non_null(bytes);
+    response r = request(port, "POST", target, NULL, bytes, size);
+    free(bytes);
+    return r;
+}
+
+#define BOUNDARY "vit-test-boundary-7MA4YWxkTrZu0gW"
+
+typedef struct {
+    char *data;
+    size_t size, cap;
+} buffer;
+
+static void put(buffer *b, const void *data, size_t n) {
+    if (b->size + n > b->cap) {
+        b->cap = (b->size + n) * 2;
+        b->data = realloc(b->data, b->cap);
+        assert_non_null(b->data);
+    }
+    memcpy(b->data + b->size, data, n);
+    b->size += n;
+}
+
+static void put_part(buffer *b, const char *field, const char *filename, const void *data,
+                     size_t size) {
+    char head[512];
+    const int n = snprintf(head, sizeof head,
+                           "--" BOUNDARY "\r\nContent-Disposition: form-data; name=\"%s\"; "
+                           "filename=\"%s\"\r\nContent-Type: application/octet-stream\r\n\r\n",
+                           field, filename);
+    put(b, head, (size_t)n);
+    put(b, data, size);
+    put(b, "\r\n", 2);
+}
+
+static void put_file_part(buffer *b, const char *path) {
+    size_t size;
+    uint8_t *bytes = read_whole_file(path, &size);
+    assert_non_null(bytes);
+    put_part(b, "image", strrchr(path, '/') + 1, bytes, size);
+    free(bytes);
+}
+
+static response post_form(int port, const char *target, buffer *form) {
+    put(form, "--" BOUNDARY "--\r\n", strlen("--" BOUNDARY "--\r\n"));
+    response r = request(port, "POST", target,
+                         "Content-Type: multipart/form-data; boundary=" BOUNDARY "\r\n", form->data,
+                         form->size);
+    free(form->data);
+    *form = (buffer){0};
+    return r;
+}
+
+/* ---- what the CLI says of the same inputs ---- */
+
+/* `vit classify --json ARGS... FILES...`: one object per file. */
+static cJSON *classify_json(const char *const *args, const char *const *files, int n) {
+    const char *argv[64] = {"classify", "-m", IMAGENET, "--json"};
+    int argc = 4;
+    while (*args) argv[argc++] = *args++;
+    for (int i = 0; i < n; i++) argv[argc++] = files[i];
+    argv[argc] = NULL;
+    test_run_result run = test_run_vit(NULL, NULL, argv);
+    assert_int_equal(run.status, 0);
+    cJSON *all = cJSON_CreateArray();
+    for (char *line = strtok(run.out, "\n"); line; line = strtok(NULL, "\n"))
+        cJSON_AddItemToArray(all, cJSON_Parse(line));
+    test_run_free(&run);
+    assert_int_equal(cJSON_GetArraySize(all), n);
+    return all;
+}
+
+/* The same "top" (index and label exactly; probabilities to 1e-5: batches of other sizes may
+ * round differently) and, if both have them, the same logits. */
+static void assert_same_answer(const cJSON *got, const cJSON *want) {
+    const cJSON *gt = cJSON_GetObjectItem(got, "top"), *wt = cJSON_GetObjectItem(want, "top");
+    if (!gt || !wt) fail_msg("no top in %s", cJSON_PrintUnformatted(got));
+    assert_int_equal(cJSON_GetArraySize(gt), cJSON_GetArraySize(wt));
+    for (int i = 0; i < cJSON_GetArraySize(wt); i++) {
+        const cJSON *g = cJSON_GetArrayItem(gt, i), *w = cJSON_GetArrayItem(wt, i);
+        assert_int_equal(cJSON_GetObjectItem(g, "index")->valueint,
+                         cJSON_GetObjectItem(w, "index")->valueint);
+        assert_string_equal(cJSON_GetObjectItem(g, "label")->valuestring,
+                            cJSON_GetObjectItem(w, "label")->valuestring);
+        assert_true(fabs(cJSON_GetObjectItem(g, "prob")->valuedouble -
+                         cJSON_GetObjectItem(w, "prob")->valuedouble) < 1e-5);
+    }
+    const cJSON *gl = cJSON_GetObjectItem(got, "logits"), *wl = cJSON_GetObjectItem(want, "logits");
+    assert_true(!gl == !wl);
+    for (int i = 0; gl && i < cJSON_GetArraySize(wl); i++)
+        assert_true(fabs(cJSON_GetArrayItem(gl, i)->valuedouble -
+                         cJSON_GetArrayItem(wl, i)->valuedouble) < 1e-3);
+}
+
+static const char *error_of(const response *r) {
+    const cJSON *e = cJSON_GetObjectItem(r->json, "error");
+    if (!cJSON_IsString(e))
+        fail_msg("status %d without a JSON error: %.*s", r->status, (int)r->size, r->body);
+    return e->valuestring;
+}
+
+/* A refused request: the status and a JSON {"error": ...} mentioning `says`. */
+static void assert_refused(response r, int status, const char *says) {
+    if (r.status != status)
+        fail_msg("status %d, expected %d: %.*s", r.status, status, (int)r.size, r.body);
+    assert_non_null(strstr(header(&r, "Content-Type"), "application/json"));
+    if (!strstr(error_of(&r), says)) fail_msg("'%s' does not say '%s'", error_of(&r), says);
+    response_free(&r);
+}
+
+/* ---- the main server, shared by the tests of answers and errors ---- */
+
+static server main_server;
+static int have_text; /* ../shared's BERT is served too */
+
+static int start_main(void **state) {
+    (void)state;
+    if (!test_vit_bin() || !shared_dir()) return 0; /* the tests skip */
+    char bert[4200];
+    snprintf(bert, sizeof bert, "%s/" BERT, shared_dir());
+    const char *args[] = {"-m", IMAGENET, "--max-body-bytes", "2000000", "--max-queue", "16",
+                          "-t", "2",      "--text-model",     bert,      NULL};
+    if (start_server(&main_server, args) != 0) main_server.pid = 0;
+    have_text = main_server.pid != 0;
+    return 0;
+}
+
+static int stop_main(void **state) {
+    (void)state;
+    if (main_server.pid > 0) assert_int_equal(stop_server(&main_server, SIGTERM), 0);
+    return 0;
+}
+
+#define REQUIRE_MAIN()                                                                             \
+    do {                                                                                           \
+        REQUIRE_BIN();                                                                             \
+        if (main_server.pid <= 0) {                                                                \
+            print_message("SKIP %s: this vit has no serve (built without libmicrohttpd)\n",        \
+                          __func__);                                                               \
+            skip();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+/* POST /v1/classify with each photo as the body: classify --json's top for the same file. */
+static void test_classify_raw_matches_cli(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    const char *args[] = {"-k", "3", NULL};
+    cJSON *want = classify_json(args, photos, 3);
+    for (int i = 0; i < 3; i++) {
+        response r = post_file(main_server.port, "/v1/classify?k=3", photos[i]);
+        assert_int_equal(r.status, 200);
+        assert_string_equal(header(&r, "Content-Type"), "application/json");
+        assert_same_answer(r.json, cJSON_GetArrayItem(want, i));
+        assert_null(cJSON_GetObjectItem(r.json, "file"));
+        response_free(&r);
+    }
+    cJSON_Delete(want);
+}
+
+/* ImageNet validation images from ../shared, ten of them in one form, with threshold and logits. */
+static void test_classify_form_matches_cli(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    char paths[10][4200], cmd[4400];
+    const char *files[10];
+    snprintf(cmd, sizeof cmd, "find %s/data/imagenet-sample-100 -type f | sort | head -10",
+             shared_dir());
+    FILE *find = popen(cmd, "r");
+    assert_non_null(find);
+    buffer form = {0};
+    for (int i = 0; i < 10; i++) {
+        assert_non_null(fgets(paths[i], sizeof paths[i], find));
+        paths[i][strcspn(paths[i], "\n")] = 0;
+        files[i] = paths[i];
+        put_file_part(&form, files[i]);
+    }
+    pclose(find);
+    const char *args[] = {"-k", "4", "--threshold", "0.01", "--logits", NULL};
+    cJSON *want = classify_json(args, files, 10);
+    response r = post_form(main_server.port, "/v1/classify?k=4&threshold=0.01&logits=1", &form);
+    assert_int_equal(r.status, 200);
+    const cJSON *results = cJSON_GetObjectItem(r.json, "results");
+    assert_int_equal(cJSON_GetArraySize(results), 10);
+    for (int i = 0; i < 10; i++) {
+        const cJSON *got = cJSON_GetArrayItem(results, i);
+        assert_string_equal(cJSON_GetObjectItem(got, "file")->valuestring,
+                            strrchr(files[i], '/') + 1);
+        assert_same_answer(got, cJSON_GetArrayItem(want, i));
+    }
+    response_free(&r);
+    cJSON_Delete(want);
+}
+
+/* One bad part among good ones: an error object in its place, the others answered, 200. Every
+ * part bad: 400, with the same results. */
+static void test_classify_form_partial_failure(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    buffer form = {0};
+    put_file_part(&form, photos[0]);
+    put_part(&form, "image", "notes.txt", "not an image", 12);
+    response r = post_form(main_server.port, "/v1/classify?k=1", &form);
+    assert_int_equal(r.status, 200);
+    const cJSON *results = cJSON_GetObjectItem(r.json, "results");
+    assert_int_equal(cJSON_GetArraySize(results), 2);
+    assert_non_null(cJSON_GetObjectItem(cJSON_GetArrayItem(results, 0), "top"));
+    const cJSON *bad = cJSON_GetArrayItem(results, 1);
+    assert_string_equal(cJSON_GetObjectItem(bad, "file")->valuestring, "notes.txt");
+    assert_non_null(strstr(cJSON_GetObjectItem(bad, "error")->valuestring, "not a PNG or JPEG"));
+    response_free(&r);
+    put_part(&form, "image", "a.txt", "nope", 4);
+    put_part(&form, "image", "b.txt", "nope", 4);
+    r = post_form(main_server.port, "/v1/classify", &form);
+    assert_int_equal(r.status, 400);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "results")), 2);
+    assert_refused(r, 400, "not a PNG or JPEG");
+}
+
+/* /v1/embed: the library's vit_embed of the same image, both poolings, raw and in a form. */
+static void test_embed_matches_library(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    vit_error err = {0};
+    vit_context *ctx = vit_load(IMAGENET, NULL, &err);
+    assert_non_null(ctx);
+    const int D = vit_hidden_size(ctx);
+    float *pixels = test_alloc_floats(vit_input_floats(ctx)), *want = test_alloc_floats(D);
+    assert_int_equal(vit_preprocess_file(ctx, photos[1], pixels, &err), 0);
+    for (int pool = 0; pool < 2; pool++) {
+        assert_int_equal(vit_embed(ctx, pixels, 1, pool ? VIT_POOL_MEAN : VIT_POOL_CLS, want, &err),
+                         0);
+        response r =
+            post_file(main_server.port, pool ? "/v1/embed?pool=mean" : "/v1/embed", photos[1]);
+        assert_int_equal(r.status, 200);
+        const cJSON *e = cJSON_GetObjectItem(r.json, "embedding");
+        assert_int_equal(cJSON_GetArraySize(e), D);
+        for (int d = 0; d < D; d++)
+            assert_true(fabs(cJSON_GetArrayItem(e, d)->valuedouble - want[d]) < 1e-3);
+        response_free(&r);
+    }
+    buffer form = {0};
+    put_file_part(&form, photos[1]);
+    put_file_part(&form, photos[2]);
+    response r = post_form(main_server.port, "/v1/embed?pool=mean", &form);
+    assert_int_equal(r.status, 200);
+    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "results"), 0);
+    assert_string_equal(cJSON_GetObjectItem(first, "file")->valuestring, "coffee.jpg");
+    const cJSON *e = cJSON_GetObjectItem(first, "embedding");
+    for (int d = 0; d < D; d++)
+        assert_true(fabs(cJSON_GetArrayItem(e, d)->valuedouble - want[d]) < 1e-3);
+    response_free(&r);
+    free(pixels), free(want);
+    vit_free(ctx);
+}
+
+/* /v1/text: `vit text --json` of the same sentences, results in order. */
+static void test_text_matches_cli(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    if (!have_text) skip();
+    const char *args[] = {"text",
+                          "-m",
+                          shared_path(BERT),
+                          "--json",
+                          "-k",
+                          "2",
+                          "--logits",
+                          "a gorgeous, witty, seductive movie.",
+                          "the plot is nothing but boilerplate clichés",
+                          NULL};
+    test_run_result run = test_run_vit(NULL, NULL, args);
+    assert_int_equal(run.status, 0);
+    const char *body = "{\"texts\": [\"a gorgeous, witty, seductive movie.\", \"the plot is "
+                       "nothing but boilerplate clich\\u00e9s\"]}";
+    response r = request(main_server.port, "POST", "/v1/text?k=2&logits=1",
+                         "Content-Type: application/json\r\n", body, strlen(body));
+    assert_int_equal(r.status, 200);
+    const cJSON *results = cJSON_GetObjectItem(r.json, "results");
+    assert_int_equal(cJSON_GetArraySize(results), 2);
+    char *line = strtok(run.out, "\n");
+    for (int i = 0; i < 2; i++, line = strtok(NULL, "\n")) {
+        cJSON *want = cJSON_Parse(line);
+        const cJSON *got = cJSON_GetArrayItem(results, i);
+        assert_string_equal(cJSON_GetObjectItem(got, "text")->valuestring,
+                            cJSON_GetObjectItem(want, "text")->valuestring);
+        assert_same_answer(got, want);
+        cJSON_Delete(want);
+    }
+    response_free(&r);
+    test_run_free(&run);
+}
+
+static long long info_parameters(void) {
+    const char *args[] = {"info", "-m", IMAGENET, NULL};
+    test_run_result run = test_run_vit(NULL, NULL, args);
+    assert_int_equal(run.status, 0);
+    const char *at = strstr(run.out, "parameters:");
+    assert_non_null(at);
+    const long long n = atoll(at + strlen("parameters:"));
+    test_run_free(&run);
+    return n;
+}
+
+/* GET /health, /v1/model (what vit info says), /metrics (Prometheus text, counting what was
+ * served), HEAD. */
+static void test_health_model_metrics(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    response r = request(main_server.port, "GET", "/health", NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(cJSON_GetObjectItem(r.json, "status")->valuestring, "ok");
+    response_free(&r);
+    r = request(main_server.port, "HEAD", "/health", NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    response_free(&r);
+    r = request(main_server.port, "GET", "/v1/model", NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    const cJSON *image = cJSON_GetObjectItem(r.json, "image");
+    assert_string_equal(cJSON_GetObjectItem(image, "architecture")->valuestring,
+                        "ViTForImageClassification");
+    assert_int_equal((long long)cJSON_GetObjectItem(image, "parameters")->valuedouble,
+                     info_parameters());
+    const cJSON *labels = cJSON_GetObjectItem(image, "labels");
+    assert_int_equal(cJSON_GetArraySize(labels), 1000);
+    assert_string_equal(cJSON_GetArrayItem(labels, 285)->valuestring, "Egyptian cat");
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(image, "input"), "tokens")->valueint,
+                     197);
+    if (have_text)
+        assert_string_equal(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "text"), "architecture")->valuestring,
+            "BertForSequenceClassification");
+    response_free(&r);
+    response c = post_file(main_server.port, "/v1/classify", photos[0]);
+    assert_int_equal(c.status, 200);
+    response_free(&c);
+    r = request(main_server.port, "GET", "/metrics", NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(header(&r, "Content-Type"), "text/plain; version=0.0.4"));
+    static const char *lines[] = {
+        "vit_serve_requests_total{endpoint=\"/v1/classify\",code=\"200\"}",
+        "vit_serve_errors_total{kind=\"queue_full\"}",
+        "vit_serve_inputs_total{kind=\"image\"}",
+        "vit_serve_batch_size_bucket{le=\"1\"}",
+        "vit_serve_queue_wait_seconds_count",
+        "vit_serve_forward_seconds_bucket{le=\"+Inf\"}",
+        "process_resident_memory_bytes"};
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        if (!strstr(r.body, lines[i])) fail_msg("no %s in /metrics", lines[i]);
+    response_free(&r);
+}
+
+/* Every bad request: a 4xx with a JSON error, and the server goes on. */
+static void test_bad_requests(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    const int port = main_server.port;
+    assert_refused(request(port, "POST", "/v1/classify", NULL, "hello", 5), 400,
+                   "not a PNG or JPEG");
+    size_t size;
+    uint8_t *jpeg = read_whole_file(photos[0], &size);
+    assert_refused(request(port, "POST", "/v1/classify", NULL, jpeg, size / 2), 400, "");
+    uint8_t *big = calloc(MAX_BODY + 1, 1);
+    memcpy(big, jpeg, size);
+    assert_refused(request(port, "POST", "/v1/classify", NULL, big, MAX_BODY + 1), 413,
+                   "--max-body-bytes");
+    free(big);
+    assert_refused(request(port, "POST", "/v1/classify", NULL, "", 0), 400, "empty body");
+    assert_refused(request(port, "GET", "/v1/classify", NULL, NULL, 0), 405, "takes POST");
+    response r = request(port, "DELETE", "/health", NULL, NULL, 0);
+    assert_string_equal(header(&r, "Allow"), "GET, HEAD");
+    assert_refused(r, 405, "takes GET");
+    assert_refused(request(port, "GET", "/nowhere", NULL, NULL, 0), 404, "no such path");
+    assert_refused(request(port, "POST", "/v1/classify?top=3", NULL, jpeg, size), 400,
+                   "unknown query parameter 'top'");
+    assert_refused(request(port, "POST", "/v1/classify?k=0", NULL, jpeg, size), 400, "invalid k");
+    assert_refused(request(port, "POST", "/v1/classify?threshold=2", NULL, jpeg, size), 400,
+                   "invalid threshold");
+    assert_refused(request(port, "POST", "/v1/embed?pool=max", NULL, jpeg, size), 400,
+                   "cls or mean");
+    free(jpeg);
+    const char *form = "--" BOUNDARY "\r\nContent-Disposition: form-data; name=\"image\"; "
+                       "filename=\"x.jpg\"\r\n\r\nabc";
+    assert_refused(request(port, "POST", "/v1/classify",
+                           "Content-Type: multipart/form-data; boundary=" BOUNDARY "\r\n", form,
+                           strlen(form)),
+                   400, "truncated multipart");
+    buffer b = {0};
+    put_part(&b, "file", "cat.jpg", "x", 1);
+    assert_refused(post_form(port, "/v1/classify", &b), 400, "unexpected form field 'file'");
+    put(&b, "", 0);
+    assert_refused(post_form(port, "/v1/classify", &b), 400, "no \"image\" part");
+    for (int i = 0; i < 17; i++) put_part(&b, "image", "tiny.jpg", "x", 1);
+    assert_refused(post_form(port, "/v1/classify", &b), 413, "more than 16 images");
+    if (have_text) {
+        static const char *bodies[] = {"{\"texts\": [\"a\", ", "[1, 2]", "{\"text\": \"a\"}",
+                                       "{\"texts\": []}", "{\"texts\": [\"a\", 3]}"};
+        static const char *says[] = {"not valid JSON", "not a JSON object", "no \"texts\" array",
+                                     "empty", "non-string"};
+        for (int i = 0; i < 5; i++)
+            assert_refused(request(port, "POST", "/v1/text", NULL, bodies[i], strlen(bodies[i])),
+                           400, says[i]);
+    }
+    r = request(port, "GET", "/health", NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    response_free(&r);
+}
+
+/* A chunked body that grows past the limit is read to its end and refused with 413; HTTP that is
+ * not HTTP gets libmicrohttpd's own 400; a keep-alive connection serves several requests. */
+static void test_chunked_garbage_keepalive(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    int fd = connect_to(main_server.port);
+    send_request(fd, "POST", "/v1/classify", "Transfer-Encoding: chunked\r\n", NULL, 0);
+    char chunk[70000 + 16];
+    const int n = snprintf(chunk, sizeof chunk, "%x\r\n", 70000);
+    memset(chunk + n, 'x', 70000);
+    memcpy(chunk + n + 70000, "\r\n", 2);
+    for (int i = 0; i * 70000 <= MAX_BODY; i++) send_all(fd, chunk, (size_t)n + 70002);
+    send_all(fd, "0\r\n\r\n", 5);
+    assert_refused(read_response(fd, 0), 413, "--max-body-bytes");
+    close(fd);
+    fd = connect_to(main_server.port);
+    send_all(fd, "\x01\x02 garbage\r\n\r\n", 14);
+    response r = read_response(fd, 0);
+    assert_true(r.status == 400 || r.status == 0);
+    response_free(&r);
+    close(fd);
+    fd = connect_to(main_server.port);
+    for (int i = 0; i < 3; i++) {
+        send_request(fd, "GET", "/health", NULL, NULL, 0);
+        r = read_response(fd, 0);
+        assert_int_equal(r.status, 200);
+        response_free(&r);
+    }
+    close(fd);
+}
+
+/* ---- servers of their own ---- */
+
+/* One image at a time in the queue: of many requests sent at once, some are refused with 503 (and
+ * Retry-After), the others answered; none is lost or hangs. */
+static void test_queue_full_gives_503(void **state) {
+    (void)state;
+    server s;
+    START_OR_SKIP(&s, "-m", IMAGENET, "--max-queue", "1", "--max-batch", "1", "--quiet");
+    size_t size;
+    uint8_t *jpeg = read_whole_file(photos[0], &size);
+    enum { N = 12 };
+    int fds[N], ok = 0, full = 0;
+    for (int i = 0; i < N; i++) {
+        assert_true((fds[i] = connect_to(s.port)) >= 0);
+        send_request(fds[i], "POST", "/v1/classify", NULL, jpeg, size);
+    }
+    for (int i = 0; i < N; i++) {
+        response r = read_response(fds[i], 0);
+        close(fds[i]);
+        if (r.status == 503) {
+            assert_string_equal(header(&r, "Retry-After"), "1");
+            assert_non_null(strstr(error_of(&r), "queue is full"));
+            full++;
+        } else {
+            assert_int_equal(r.status, 200);
+            ok++;
+        }
+        response_free(&r);
+    }
+    free(jpeg);
+    print_message("    %d answered, %d refused with 503\n", ok, full);
+    assert_true(ok >= 1 && full >= 1);
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+}
+
+/* A body that stops coming is dropped after --timeout; the server goes on. */
+static void test_slow_body_times_out(void **state) {
+    (void)state;
+    server s;
+    START_OR_SKIP(&s, "-m", IMAGENET, "--timeout", "1");
+    const int fd = connect_to(s.port);
+    send_all(fd, "POST /v1/classify HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabc", 63);
+    const double t0 = now();
+    response r = read_response(fd, 0);
+    assert_int_equal(r.status, 0); /* closed without an answer */
+    assert_true(now() - t0 < 10);
+    response_free(&r);
+    close(fd);
+    r = request(s.port, "GET", "/health", NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    response_free(&r);
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+    char *log = read_log(&s);
+    assert_non_null(strstr(log, "POST /v1/classify timeout"));
+    free(log);
+}
+
+/* SIGTERM with a request under way: it is answered in full, then the process exits 0 and the port
+ * no longer accepts connections. */
+static void test_sigterm_finishes_requests(void **state) {
+    (void)state;
+    server s;
+    START_OR_SKIP(&s, "-m", IMAGENET, "-t", "1", "--max-batch", "2");
+    const int fd = connect_to(s.port);
+    send_request(fd, "GET", "/health", NULL, NULL, 0); /* the connection is surely accepted */
+    response r = read_response(fd, 0);
+    assert_int_equal(r.status, 200);
+    response_free(&r);
+    buffer form = {0};
+    for (int i = 0; i < 12; i++) put_file_part(&form, photos[i % 3]);
+    put(&form, "--" BOUNDARY "--\r\n", strlen("--" BOUNDARY "--\r\n"));
+    send_request(fd, "POST", "/v1/classify?k=1",
+                 "Content-Type: multipart/form-data; boundary=" BOUNDARY "\r\n", form.data,
+                 form.size);
+    free(form.data);
+    usleep(50 * 1000);
+    kill(s.pid, SIGTERM);
+    r = read_response(fd, 0);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "results")), 12);
+    assert_string_equal(header(&r, "Connection"), "close");
+    response_free(&r);
+    close(fd);
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+    assert_true(connect_to(s.port) < 0);
+    char *log = read_log(&s);
+    assert_non_null(strstr(log, "finishing 1 request under way"));
+    assert_non_null(strstr(log, "POST /v1/classify?k=1 200"));
+    assert_non_null(strstr(log, "12 images"));
+    assert_non_null(strstr(log, "vit serve: stopped"));
+    free(log);
+}
+
+/* The port in use: one line saying so, exit status 1. */
+static void test_port_in_use(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    socklen_t len = sizeof addr;
+    getsockname(fd, (struct sockaddr *)&addr, &len);
+    char port[16];
+    snprintf(port, sizeof port, "%d", ntohs(addr.sin_port));
+    const char *args[] = {"serve", "-m", IMAGENET, "--port", port, NULL};
+    test_run_result run = test_run_vit(NULL, NULL, args);
+    close(fd);
+    if (strstr(run.err, "not built in")) {
+        test_run_free(&run);
+        print_message("SKIP %s: this vit has no serve\n", __func__);
+        skip();
+    }
+    assert_int_equal(run.status, 1);
+    char want[128];
+    snprintf(want, sizeof want,
+             "vit serve: cannot listen on 127.0.0.1:%s: Address already in use\n", port);
+    assert_string_equal(run.err, want);
+    test_run_free(&run);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_classify_raw_matches_cli),
+        cmocka_unit_test(test_classify_form_matches_cli),
+        cmocka_unit_test(test_classify_form_partial_failure),
+        cmocka_unit_test(test_embed_matches_library),
+        cmocka_unit_test(test_text_matches_cli),
+        cmocka_unit_test(test_health_model_metrics),
+        cmocka_unit_test(test_bad_requests),
+        cmocka_unit_test(test_chunked_garbage_keepalive),
+        /* servers of their own */
+        cmocka_unit_test(test_queue_full_gives_503),
+        cmocka_unit_test(test_slow_body_times_out),
+        cmocka_unit_test(test_sigterm_finishes_requests),
+        cmocka_unit_test(test_port_in_use),
+    };
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests(tests, start_main, stop_main);
+}

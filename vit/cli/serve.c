@@ -1,0 +1,301 @@
+/* vit serve: an HTTP service that keeps the models loaded and batches concurrent requests. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vit/base/clock.h"
+#include "vit/cli/cli.h"
+#include "vit/cli/serve.h"
+
+enum {
+    OPT_MODEL = 1,
+    OPT_TEXT_MODEL,
+    OPT_HOST,
+    OPT_PORT,
+    OPT_WAIT,
+    OPT_QUEUE,
+    OPT_BODY,
+    OPT_CONNECTIONS,
+    OPT_TIMEOUT,
+    OPT_DECODERS,
+    OPT_QUIET,
+};
+
+static const cli_option options[] = {
+    {OPT_MODEL, "model", 'm', "DIR", "the image model", "$VIT_MODEL, else the shipped model"},
+    {OPT_TEXT_MODEL, "text-model", 0, "DIR",
+     "a text model for POST /v1/text (without -m and $VIT_MODEL: text only)", NULL},
+    {OPT_HOST, "host", 0, "ADDR", "the address to listen on", "127.0.0.1 (this machine only)"},
+    {OPT_PORT, "port", 'p', "N", "the port (0: any free port, shown when listening)", "8080"},
+    {CLI_OPT_BATCH, "max-batch", 'b', "N", "images (or texts) per forward pass, at most", "8"},
+    {OPT_WAIT, "batch-wait-ms", 0, "MS",
+     "longest a batch's first image waits for others still being decoded", "10"},
+    {OPT_QUEUE, "max-queue", 0, "N",
+     "images and texts queued or running, at most; beyond it requests get 503", "64"},
+    {OPT_BODY, "max-body-bytes", 0, "N", "largest request body (413 beyond it)", "20000000"},
+    {OPT_CONNECTIONS, "max-connections", 0, "N", "clients connected at once", "64"},
+    {OPT_TIMEOUT, "timeout", 0, "S",
+     "seconds an idle connection is kept, a body may take to arrive, an image may wait in the "
+     "queue",
+     "30"},
+    {OPT_DECODERS, "decode-threads", 0, "N", "threads decoding images (at nice 19)",
+     "one per core"},
+    CLI_THREADS_OPTION,
+    CLI_SIZE_OPTION("run at N x N pixels (position embeddings interpolated as Hugging Face does)"),
+    CLI_PIXELS_OPTION,
+    CLI_BACKEND_OPTION,
+    CLI_PRECISION_OPTION,
+    {OPT_QUIET, "quiet", 'q', NULL, "no line per request on standard error", NULL},
+};
+
+static const cli_command command = {
+    "serve",
+    "an HTTP service: classify, embed and text endpoints with dynamic batching",
+    "[options]",
+    "Serves the image model (and a text model, with --text-model) over HTTP until SIGTERM or\n"
+    "SIGINT, which stop it accepting connections, let the requests under way finish, and exit 0.\n"
+    "POST /v1/classify (?k=5&threshold=0&logits=0) and POST /v1/embed (?pool=cls|mean) take an\n"
+    "image as the body, or a multipart/form-data form of \"image\" parts; POST /v1/text takes\n"
+    "{\"texts\": [...]}; GET /health, GET /metrics (Prometheus) and GET /v1/model describe the\n"
+    "service. Concurrent requests are decoded in parallel and run together in one forward pass.\n"
+    "One line per request goes to standard error (--quiet: none).",
+    options,
+    sizeof options / sizeof options[0]};
+
+const cli_command *cli_serve_command(void) {
+    return &command;
+}
+
+typedef struct {
+    const char *model_opt, *text_dir;
+    vit_params params;
+    int batch_wait_ms, decode_threads;
+    serve_app app;
+} serve_options;
+
+static int parse_option(const cli_parser *p, int id, serve_options *o) {
+    int64_t bytes;
+    switch (id) {
+    case OPT_MODEL:
+        return o->model_opt = p->value, 0;
+    case OPT_TEXT_MODEL:
+        return o->text_dir = p->value, 0;
+    case OPT_HOST:
+        return o->app.host = p->value, 0;
+    case OPT_PORT:
+        return cli_int(p, 0, 65535, &o->app.port);
+    case OPT_WAIT:
+        return cli_int(p, 0, 60000, &o->batch_wait_ms);
+    case OPT_QUEUE:
+        return cli_int(p, 1, 1 << 20, &o->app.max_inputs);
+    case OPT_BODY:
+        if (cli_int64(p, 1, (long long)1 << 40, &bytes) != 0) return -1;
+        return o->app.max_body_bytes = (size_t)bytes, 0;
+    case OPT_CONNECTIONS:
+        return cli_int(p, 1, 100000, &o->app.max_connections);
+    case OPT_TIMEOUT:
+        return cli_int(p, 1, 86400, &o->app.timeout_s);
+    case OPT_DECODERS:
+        return cli_int(p, 1, 256, &o->decode_threads);
+    case OPT_QUIET:
+        return o->app.quiet = 1, 0;
+    default:
+        return cli_shared_option(p, id, &o->params);
+    }
+}
+
+/* Returns 0 to run, else the exit status (-1: --help). */
+static int parse_options(int argc, char **argv, serve_options *o) {
+    cli_parser p;
+    cli_parse_begin(&p, &command, argc, argv);
+    int id, bad = 0;
+    while (!bad && (id = cli_parse_next(&p)) > 0) bad = parse_option(&p, id, o);
+    if (bad || id == CLI_ERROR) return 2;
+    if (id == CLI_HELP) return -1;
+    if (p.num_rest) {
+        fprintf(stderr, "vit serve: unexpected argument '%s' (vit serve --help)\n", p.rest[0]);
+        return 2;
+    }
+    return 0;
+}
+
+#ifdef VIT_MICROHTTPD
+
+/* ---- models ---- */
+
+typedef struct {
+    char image_dir[4096];
+    vit_context *image;
+    vit_text_context *text;
+    serve_tasks *tasks;
+    serve_batcher *batcher;
+    serve_metrics *metrics;
+    char *model_json;
+} service;
+
+static void on_batch(void *user, int task, int size, double seconds) {
+    static const char *names[] = {"classify", "embed", "embed", "text"};
+    serve_metrics_batch(user, names[task >= 0 && task <= SERVE_TEXT ? task : 0], size, seconds);
+}
+
+/* The image model: -m, else $VIT_MODEL, else the shipped one unless a text model alone was asked
+ * for. */
+static int load_image_model(service *s, serve_options *o) {
+    const char *env = getenv("VIT_MODEL");
+    if (!o->model_opt && !(env && *env) && o->text_dir) return 0;
+    vit_error err = {0};
+    s->image =
+        vit_load(cli_model_dir(o->model_opt, s->image_dir, sizeof s->image_dir), &o->params, &err);
+    if (!s->image) cli_print_load_error("serve", o->model_opt, s->image_dir, &err);
+    return s->image ? 0 : -1;
+}
+
+static int load_text_model(service *s, const serve_options *o) {
+    if (!o->text_dir) return 0;
+    vit_text_params tp = vit_text_default_params();
+    tp.threads = o->params.threads;
+    tp.max_batch = o->params.max_batch;
+    tp.backend = o->params.backend;
+    tp.precision = o->params.precision;
+    vit_error err = {0};
+    s->text = vit_text_load(o->text_dir, &tp, &err);
+    if (!s->text) fprintf(stderr, "vit serve: %s\n", err.msg);
+    return s->text ? 0 : -1;
+}
+
+static int start_service(service *s, serve_options *o) {
+    if (load_image_model(s, o) != 0 || load_text_model(s, o) != 0) return -1;
+    vit_error err = {0};
+    s->metrics = serve_metrics_create(o->params.max_batch);
+    s->model_json = serve_model_json(s->image_dir, s->image, o->text_dir, s->text);
+    s->tasks = serve_tasks_create(s->image, s->text, o->params.max_batch, &err);
+    if (!s->metrics || !s->model_json || !s->tasks) {
+        fprintf(stderr, "vit serve: %s\n", err.msg[0] ? err.msg : "out of memory");
+        return -1;
+    }
+    const serve_batcher_options bo = {.max_batch = o->params.max_batch,
+                                      .batch_wait_ms = o->batch_wait_ms,
+                                      .max_queue = o->app.max_inputs,
+                                      .decode_threads = o->decode_threads,
+                                      .timeout_ms = o->app.timeout_s * 1000,
+                                      .on_batch = on_batch,
+                                      .user = s->metrics};
+    const serve_model model = serve_tasks_model(s->tasks);
+    if (!(s->batcher = serve_batcher_create(&model, &bo, &err))) {
+        fprintf(stderr, "vit serve: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static void stop_service(service *s) {
+    serve_batcher_free(s->batcher);
+    serve_tasks_free(s->tasks);
+    serve_metrics_free(s->metrics);
+    free(s->model_json);
+    vit_free(s->image);
+    vit_text_free(s->text);
+}
+
+/* ---- lifecycle ---- */
+
+/* SIGINT and SIGTERM are taken by sigwait on the main thread only: blocked before any thread
+ * starts (threads inherit the mask). A client gone away must not kill the process: SIGPIPE
+ * ignored. */
+static sigset_t stop_signals(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    return set;
+}
+
+static void announce(const serve_options *o, const service *s, const char *bound) {
+    fprintf(stderr, "vit serve: listening on http://%s", bound);
+    if (s->image) fprintf(stderr, "; image model %s (%s)", s->image_dir, vit_compute(s->image));
+    if (s->text) fprintf(stderr, "; text model %s (%s)", o->text_dir, vit_text_compute(s->text));
+    fprintf(stderr, "; max batch %d, queue %d\n", o->params.max_batch, o->app.max_inputs);
+}
+
+/* After the first signal: no new connections, the requests under way finish (at most the timeout,
+ * or until a second signal), then everything stops. */
+static void drain(serve_app *app, serve_http *http, int sig) {
+    const sigset_t set = stop_signals();
+    fprintf(stderr, "vit serve: %s: finishing %d request%s under way\n", strsignal(sig),
+            atomic_load(&app->in_flight), atomic_load(&app->in_flight) == 1 ? "" : "s");
+    serve_http_quiesce(http);
+    atomic_store(&app->draining, 1);
+    const double until = clock_seconds() + app->timeout_s;
+    const struct timespec tick = {0, 10 * 1000 * 1000};
+    while (atomic_load(&app->in_flight) > 0 && clock_seconds() < until)
+        if (sigtimedwait(&set, NULL, &tick) > 0) {
+            fprintf(stderr, "vit serve: second signal: stopping now\n");
+            break;
+        }
+    serve_batcher_drain(app->batcher); /* no connection may stay suspended */
+}
+
+static int run(serve_options *o) {
+    service s = {0};
+    if (start_service(&s, o) != 0) {
+        stop_service(&s);
+        return 1;
+    }
+    serve_app *app = &o->app;
+    app->image = s.image;
+    app->text = s.text;
+    app->model_json = s.model_json;
+    app->tasks = s.tasks;
+    app->batcher = s.batcher;
+    app->metrics = s.metrics;
+    app->started = (double)time(NULL);
+    char bound[128];
+    vit_error err = {0};
+    serve_http *http = serve_http_start(app, bound, sizeof bound, &err);
+    if (!http) {
+        fprintf(stderr, "vit serve: %s\n", err.msg);
+        stop_service(&s);
+        return 1;
+    }
+    announce(o, &s, bound);
+    const sigset_t set = stop_signals();
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0) continue;
+    drain(app, http, sig);
+    serve_http_stop(http);
+    stop_service(&s);
+    fprintf(stderr, "vit serve: stopped\n");
+    return 0;
+}
+
+#endif
+
+int cli_serve(int argc, char **argv) {
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    serve_options o = {.params = vit_default_params(),
+                       .batch_wait_ms = 10,
+                       .decode_threads = cores > 0 ? (int)cores : 1,
+                       .app = {.host = "127.0.0.1",
+                               .port = 8080,
+                               .max_connections = 64,
+                               .timeout_s = 30,
+                               .max_body_bytes = 20000000,
+                               .max_inputs = 64}};
+    o.params.max_batch = 8;
+    const int parsed = parse_options(argc, argv, &o);
+    if (parsed != 0) return parsed < 0 ? 0 : parsed;
+#ifdef VIT_MICROHTTPD
+    const sigset_t set = stop_signals();
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return run(&o);
+#else
+    fprintf(stderr, "vit serve: not built in (this vit was built without libmicrohttpd: install "
+                    "libmicrohttpd-dev and rebuild)\n");
+    return 1;
+#endif
+}

@@ -1,0 +1,54 @@
+#ifndef VIT_CLI_SERVE_H
+#define VIT_CLI_SERVE_H
+
+/* `vit serve`: the HTTP layer (libmicrohttpd) over the batcher of vit/serve. serve.c reads the
+ * options, loads the models and runs the lifecycle; serve_http.c answers the requests;
+ * serve_model.c describes the models (GET /v1/model). */
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "vit/serve/batcher.h"
+#include "vit/serve/metrics.h"
+#include "vit/serve/tasks.h"
+#include "vit/vit.h"
+
+typedef struct {
+    /* options */
+    const char *host;
+    int port;              /* 0: any free port */
+    int max_connections;   /* clients connected at once */
+    int timeout_s;         /* idle connections, a body's upload, a job's wait in the queue */
+    size_t max_body_bytes; /* a request's body */
+    int max_inputs;        /* images or texts in one request (the queue's size) */
+    int quiet;             /* no request log */
+    /* what serves */
+    vit_context *image;     /* NULL: no image model */
+    vit_text_context *text; /* NULL: no text model */
+    const char *model_json; /* the GET /v1/model answer */
+    serve_tasks *tasks;
+    serve_batcher *batcher;
+    serve_metrics *metrics;
+    double started; /* seconds since the epoch */
+    /* state, shared by the HTTP threads, the batcher's and the main thread */
+    atomic_int in_flight;   /* requests begun and not yet completed */
+    atomic_int connections; /* open client connections */
+    atomic_int draining;    /* shutting down: new requests get 503 */
+} serve_app;
+
+typedef struct serve_http serve_http;
+
+/* Listens on app->host:app->port and serves from its own threads. Writes the address it listens
+ * on ("127.0.0.1:8080", "[::1]:8080") into bound. NULL with err (a one-line reason: the port in
+ * use, an unknown host) when it cannot. */
+serve_http *serve_http_start(serve_app *app, char *bound, size_t size, vit_error *err);
+/* Stops accepting connections (the listening socket is closed); requests under way go on. */
+void serve_http_quiesce(serve_http *h);
+/* Closes every connection and stops the threads (the batcher must have no job left). */
+void serve_http_stop(serve_http *h);
+
+/* GET /v1/model's answer: what `vit info` says of the models, as one JSON object (malloc'ed). */
+char *serve_model_json(const char *image_dir, const vit_context *image, const char *text_dir,
+                       const vit_text_context *text);
+
+#endif

@@ -1,0 +1,179 @@
+/* GET /v1/model: what `vit info` says of the served models, as JSON, written once at start. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "image/image.h"
+#include "vit/cli/json_writer.h"
+#include "vit/cli/serve.h"
+#include "vit/core/gemm.h"
+#include "vit/io/model_dir.h"
+#include "vit/model/config.h"
+
+static void write_encoder(json_writer *w, const model_config *cfg) {
+    json_key(w, "encoder");
+    json_object(w);
+    json_key(w, "layers");
+    json_int(w, cfg->num_layers);
+    json_key(w, "hidden");
+    json_int(w, cfg->hidden_size);
+    json_key(w, "heads");
+    json_int(w, cfg->num_heads);
+    json_key(w, "mlp");
+    json_int(w, cfg->intermediate_size);
+    json_key(w, "activation");
+    json_string(w, activation_name(cfg->act));
+    json_key(w, "layer_norm_eps");
+    json_float(w, cfg->layer_norm_eps);
+    json_key(w, "norm");
+    json_string(w, cfg->kind == MODEL_VIT ? "pre-LN" : "post-LN");
+    json_end(w);
+}
+
+static void write_labels(json_writer *w, int count, const char *(*label)(const void *, int),
+                         const void *ctx) {
+    json_key(w, "labels");
+    json_array(w);
+    for (int i = 0; i < count; i++) json_string(w, label(ctx, i));
+    json_end(w);
+}
+
+static const char *image_label(const void *ctx, int i) {
+    return vit_label(ctx, i);
+}
+static const char *text_label(const void *ctx, int i) {
+    return vit_text_label(ctx, i);
+}
+
+static void write_size(json_writer *w, const char *key, int height, int width) {
+    json_key(w, key);
+    json_object(w);
+    json_key(w, "height");
+    json_int(w, height);
+    json_key(w, "width");
+    json_int(w, width);
+    json_end(w);
+}
+
+/* The preprocessing as it runs (at --size, if given). */
+static void write_preprocessing(json_writer *w, const char *dir, int size) {
+    preprocess_config p;
+    vit_error err = {0};
+    if (model_dir_load_preprocess(dir, &p, &err) != 0) return;
+    preprocess_config_set_size(&p, size);
+    static const char *filters[] = {"nearest", "lanczos", "bilinear", "bicubic", "box", "hamming"};
+    json_key(w, "preprocessing");
+    json_object(w);
+    if (p.do_resize && p.shortest_edge > 0) {
+        json_key(w, "shortest_edge");
+        json_int(w, p.shortest_edge);
+    } else if (p.do_resize) {
+        write_size(w, "resize", p.resize_height, p.resize_width);
+    }
+    if (p.do_resize && p.resample >= 0 && p.resample <= 5) {
+        json_key(w, "resample");
+        json_string(w, filters[p.resample]);
+    }
+    if (p.do_center_crop) write_size(w, "center_crop", p.crop_height, p.crop_width);
+    if (p.do_rescale) {
+        json_key(w, "rescale_factor");
+        json_float(w, (float)p.rescale_factor);
+    }
+    if (p.do_normalize) {
+        json_key(w, "mean");
+        json_array(w);
+        for (int c = 0; c < p.channels; c++) json_float(w, p.mean[c]);
+        json_end(w);
+        json_key(w, "std");
+        json_array(w);
+        for (int c = 0; c < p.channels; c++) json_float(w, p.std[c]);
+        json_end(w);
+    }
+    json_end(w);
+}
+
+static void write_image_model(json_writer *w, const char *dir, const vit_context *ctx,
+                              const model_config *cfg) {
+    int channels, height, width;
+    vit_input_shape(ctx, &channels, &height, &width);
+    json_key(w, "input");
+    json_object(w);
+    json_key(w, "channels");
+    json_int(w, channels);
+    json_key(w, "height");
+    json_int(w, height);
+    json_key(w, "width");
+    json_int(w, width);
+    json_key(w, "patch");
+    json_int(w, cfg->patch_size);
+    json_key(w, "tokens");
+    json_int(w, vit_tokens(ctx));
+    json_end(w);
+    json_key(w, "flops_per_image");
+    json_float(w, (float)vit_flops_per_image(ctx));
+    write_preprocessing(w, dir, height);
+    write_encoder(w, cfg);
+    json_key(w, "parameters");
+    json_int(w, (long long)vit_num_parameters(ctx));
+    json_key(w, "embedding_size");
+    json_int(w, vit_hidden_size(ctx));
+    write_labels(w, vit_num_labels(ctx), image_label, ctx);
+    json_key(w, "compute");
+    json_string(w, vit_compute(ctx));
+}
+
+static void write_text_model(json_writer *w, const vit_text_context *ctx, const model_config *cfg) {
+    json_key(w, "max_tokens");
+    json_int(w, vit_text_max_tokens(ctx));
+    json_key(w, "vocabulary");
+    json_int(w, cfg->vocab_size);
+    write_encoder(w, cfg);
+    write_labels(w, vit_text_num_labels(ctx), text_label, ctx);
+    json_key(w, "compute");
+    json_string(w, vit_text_compute(ctx));
+}
+
+/* "image" or "text": the model directory's description, or nothing when it is not served. */
+static void write_model(json_writer *w, const char *key, const char *dir, const vit_context *image,
+                        const vit_text_context *text) {
+    model_config cfg;
+    vit_error err = {0};
+    if ((!image && !text) || model_config_load(dir, &cfg, &err) != 0) return;
+    json_key(w, key);
+    json_object(w);
+    json_key(w, "model");
+    json_string(w, dir);
+    json_key(w, "architecture");
+    json_string(w, config_architecture(&cfg));
+    json_key(w, "model_type");
+    json_string(w, config_model_type(&cfg));
+    if (image)
+        write_image_model(w, dir, image, &cfg);
+    else
+        write_text_model(w, text, &cfg);
+    json_end(w);
+    model_config_free(&cfg);
+}
+
+char *serve_model_json(const char *image_dir, const vit_context *image, const char *text_dir,
+                       const vit_text_context *text) {
+    char *json = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&json, &size);
+    if (!out) return NULL;
+    json_writer w = json_begin(out);
+    json_object(&w);
+    write_model(&w, "image", image_dir, image, NULL);
+    write_model(&w, "text", text_dir, NULL, text);
+    char openblas[96], onednn[96];
+    json_key(&w, "library");
+    json_string(&w, vit_version());
+    json_key(&w, "backends");
+    json_array(&w);
+    json_string(&w, gemm_backend_describe(GEMM_OPENBLAS, openblas, sizeof openblas));
+    json_string(&w, gemm_backend_describe(GEMM_ONEDNN, onednn, sizeof onednn));
+    json_end(&w);
+    json_end(&w);
+    json_line(&w);
+    fclose(out);
+    return json;
+}

@@ -1,0 +1,97 @@
+#ifndef VIT_SERVE_BATCHER_H
+#define VIT_SERVE_BATCHER_H
+
+/* A dynamic batcher: jobs submitted from any thread (an image each, or a text) are decoded in
+ * parallel by decode threads, then run together, up to max_batch at a time, in one forward pass on
+ * the batcher's own forward thread, which alone touches the model. Nothing here knows HTTP: `vit
+ * serve` is a thin layer over it, and a program can run it directly:
+ *
+ *   serve_batcher *b = serve_batcher_create(&model, &(serve_batcher_options){.max_batch = 8,
+ *                                           .batch_wait_ms = 10, .max_queue = 64}, &err);
+ *   serve_job job = {.task = TASK, .data = bytes, .size = n, .out = logits, .done = on_done};
+ *   if (serve_batcher_submit(b, &job, 1) != SERVE_SUBMITTED) ... // full: try later
+ *   ...on_done(&job) runs once, on a batcher thread, when the job has its answer...
+ *   serve_batcher_free(b);  // finishes every submitted job first
+ *
+ * A batch goes as soon as it is full, or when no other job is being decoded (nothing more is
+ * coming soon: waiting would only add latency), or once its first job has waited batch_wait_ms.
+ * The queue is bounded: max_queue jobs between submission and their done call, beyond which a
+ * submission is refused whole rather than the queue growing. */
+
+#include <stddef.h>
+
+#include "vit/base/error.h"
+
+typedef enum {
+    SERVE_OK,        /* job->out holds the answer */
+    SERVE_BAD_INPUT, /* the model could not decode job->data (err says why) */
+    SERVE_EXPIRED,   /* waited more than timeout_ms before its batch started */
+    SERVE_FAILED     /* the forward pass failed (err says why) */
+} serve_status;
+
+typedef struct serve_job serve_job;
+struct serve_job {
+    /* Set by the submitter, untouched by the batcher until done is called. */
+    int task;         /* the model's kind of work (jobs of one task share a batch) */
+    const void *data; /* the input (an encoded image, a text), alive until done */
+    size_t size;
+    float *out;                   /* where the model writes the job's answer */
+    void (*done)(serve_job *job); /* once, on a batcher thread; may free the job */
+    void *user;
+    /* Set before done is called. */
+    serve_status status;
+    vit_error err;
+    double wait_seconds; /* from submission to the start of its batch */
+    int batch_size;      /* jobs in its forward pass (0 if it never reached one) */
+    /* The model's: what decode produced for forward (freed by the batcher with free()). */
+    void *input;
+    /* The batcher's. */
+    double submitted_at, ready_at;
+    serve_job *next;
+};
+
+/* What the batcher runs. */
+typedef struct {
+    void *self;
+    /* job->data -> job->input, on a decode thread, concurrently with anything. -1 with err: the
+     * job fails as SERVE_BAD_INPUT. */
+    int (*decode)(void *self, serve_job *job, vit_error *err);
+    /* jobs[0..n) of one task (n <= max_batch) in one pass, each answer into its job->out; on the
+     * forward thread only. -1 with err: every one of them fails as SERVE_FAILED. */
+    int (*forward)(void *self, serve_job *const *jobs, int n, vit_error *err);
+} serve_model;
+
+typedef struct {
+    int max_batch;      /* jobs per forward pass (>= 1) */
+    int batch_wait_ms;  /* longest a batch's first job waits for others being decoded */
+    int max_queue;      /* jobs submitted and not yet done, at most (>= 1) */
+    int decode_threads; /* threads decoding beside the forward pass (>= 1; they run at nice 19) */
+    int timeout_ms;     /* a job whose batch has not started after this expires; 0: never */
+    /* Called on the forward thread after each forward pass (may be NULL). */
+    void (*on_batch)(void *user, int task, int size, double forward_seconds);
+    void *user;
+} serve_batcher_options;
+
+typedef struct serve_batcher serve_batcher;
+
+serve_batcher *serve_batcher_create(const serve_model *model, const serve_batcher_options *opt,
+                                    vit_error *err);
+
+typedef enum {
+    SERVE_SUBMITTED,  /* every job will have its done call */
+    SERVE_QUEUE_FULL, /* no room for them now (none was taken) */
+    SERVE_TOO_MANY,   /* more jobs than the queue can ever hold */
+    SERVE_CLOSED      /* the batcher is draining */
+} serve_submit_result;
+
+/* Submits jobs[0..n) all together or none of them. */
+serve_submit_result serve_batcher_submit(serve_batcher *b, serve_job *jobs, int n);
+
+/* Jobs submitted and not yet done. */
+int serve_batcher_pending(serve_batcher *b);
+/* Refuses new jobs from now on and waits until every submitted job is done. */
+void serve_batcher_drain(serve_batcher *b);
+/* Drains, then stops the threads. */
+void serve_batcher_free(serve_batcher *b);
+
+#endif

@@ -1,0 +1,32 @@
+#ifndef VIT_SERVE_TASKS_H
+#define VIT_SERVE_TASKS_H
+
+/* The batcher's model for `vit serve`: a loaded image model (classify, embed) and/or a text model,
+ * behind serve_model. Each job's data is an encoded image (PNG or JPEG, any format vit_preprocess_
+ * memory reads) or a UTF-8 text; its out gets serve_task_outputs floats. */
+
+#include <stddef.h>
+
+#include "vit/serve/batcher.h"
+#include "vit/vit.h"
+
+typedef enum {
+    SERVE_CLASSIFY,   /* image -> logits [num_labels] */
+    SERVE_EMBED_CLS,  /* image -> the CLS feature [hidden] (vit_embed, VIT_POOL_CLS) */
+    SERVE_EMBED_MEAN, /* image -> the mean patch feature [hidden] (VIT_POOL_MEAN) */
+    SERVE_TEXT        /* text -> logits [the text model's num_labels] */
+} serve_task;
+
+typedef struct serve_tasks serve_tasks;
+
+/* Either model may be NULL (not both); both were loaded with max_batch >= max_batch. The models
+ * stay the caller's, and are used by the batcher's forward thread only. */
+serve_tasks *serve_tasks_create(vit_context *image, vit_text_context *text, int max_batch,
+                                vit_error *err);
+void serve_tasks_free(serve_tasks *t);
+
+serve_model serve_tasks_model(serve_tasks *t);
+/* Floats one job of the task writes to its out; 0 when its model is not loaded. */
+size_t serve_task_outputs(const serve_tasks *t, serve_task task);
+
+#endif
