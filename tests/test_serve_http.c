@@ -439,14 +439,15 @@ static void test_classify_form_partial_failure(void **state) {
     assert_non_null(cJSON_GetObjectItem(cJSON_GetArrayItem(results, 0), "top"));
     const cJSON *bad = cJSON_GetArrayItem(results, 1);
     assert_string_equal(cJSON_GetObjectItem(bad, "file")->valuestring, "notes.txt");
-    assert_non_null(strstr(cJSON_GetObjectItem(bad, "error")->valuestring, "not a PNG or JPEG"));
+    assert_non_null(strstr(cJSON_GetObjectItem(bad, "error")->valuestring,
+                           "not a PNG, JPEG, WebP, TIFF, GIF or BMP"));
     response_free(&r);
     put_part(&form, "image", "a.txt", "nope", 4);
     put_part(&form, "image", "b.txt", "nope", 4);
     r = post_form(main_server.port, "/v1/classify", &form);
     assert_int_equal(r.status, 400);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "results")), 2);
-    assert_refused(r, 400, "not a PNG or JPEG");
+    assert_refused(r, 400, "not a PNG, JPEG, WebP, TIFF, GIF or BMP");
 }
 
 /* /v1/embed: the library's vit_embed of the same image, both poolings, raw and in a form. */
@@ -588,7 +589,7 @@ static void test_bad_requests(void **state) {
     REQUIRE_MAIN();
     const int port = main_server.port;
     assert_refused(request(port, "POST", "/v1/classify", NULL, "hello", 5), 400,
-                   "not a PNG or JPEG");
+                   "not a PNG, JPEG, WebP, TIFF, GIF or BMP");
     size_t size;
     uint8_t *jpeg = read_whole_file(photos[0], &size);
     assert_refused(request(port, "POST", "/v1/classify", NULL, jpeg, size / 2), 400, "");
