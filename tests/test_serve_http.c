@@ -107,8 +107,17 @@ static int stop_server(server *s, int sig) {
     kill(s->pid, sig);
     int status = 0;
     for (const double until = now() + 60; now() < until; usleep(10 * 1000))
-        if (waitpid(s->pid, &status, WNOHANG) == s->pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+            const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            if (rc != 0) { /* what it said, to see why */
+                char *log = read_log(s);
+                const size_t n = strlen(log);
+                fprintf(stderr, "vit serve exited with %d; the end of its log:\n%s\n", rc,
+                        log + (n > 6000 ? n - 6000 : 0));
+                free(log);
+            }
+            return rc;
+        }
     kill(s->pid, SIGKILL);
     waitpid(s->pid, &status, 0);
     fail_msg("vit serve did not stop within 60 s of signal %d", sig);
@@ -244,6 +253,7 @@ typedef struct {
 } buffer;
 
 static void put(buffer *b, const void *data, size_t n) {
+    if (n == 0) return;
     if (b->size + n > b->cap) {
         b->cap = (b->size + n) * 2;
         b->data = realloc(b->data, b->cap);

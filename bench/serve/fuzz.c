@@ -39,6 +39,7 @@ typedef struct {
 } buffer;
 
 static void put(buffer *b, const void *data, size_t n) {
+    if (n == 0) return;
     if (b->size + n > b->cap) {
         b->cap = (b->size + n) * 2 + 256;
         b->data = realloc(b->data, b->cap);

@@ -78,7 +78,7 @@ typedef struct {
 typedef struct {
     serve_app *app;
     struct MHD_Connection *conn;
-    char method[8];   /* as logged */
+    char method[16];  /* as logged */
     char target[224]; /* "/v1/classify?k=3", as logged */
     double started;
     int begun;    /* the handler has seen it */
@@ -95,7 +95,8 @@ typedef struct {
     serve_task task;
     input *inputs;
     int num_inputs, multipart;
-    cJSON *json; /* a text request */
+    int too_many; /* more inputs than the queue holds */
+    cJSON *json;  /* a text request */
     char form_error[160];
     /* its jobs */
     serve_job *jobs;
@@ -372,9 +373,10 @@ static enum MHD_Result receive(request *r, const char *data, size_t size) {
 
 static int add_input(request *r, const char *name) {
     if (r->num_inputs >= r->app->max_inputs) {
+        r->too_many = 1;
         snprintf(r->form_error, sizeof r->form_error,
-                 "more than %d images in one request (the queue's size, --max-queue)",
-                 r->app->max_inputs);
+                 "more than %d %s in one request (the queue's size, --max-queue)",
+                 r->app->max_inputs, r->ep == EP_TEXT ? "texts" : "images");
         return -1;
     }
     input *grown = realloc(r->inputs, sizeof *grown * (size_t)(r->num_inputs + 1));
@@ -385,6 +387,7 @@ static int add_input(request *r, const char *name) {
 }
 
 static int append(input *in, const char *data, size_t size) {
+    if (size == 0) return 0; /* data may be NULL then */
     if (in->size + size > in->cap) {
         size_t cap = in->cap ? in->cap * 2 : 64 << 10;
         while (cap < in->size + size) cap *= 2;
@@ -483,7 +486,8 @@ static int parse_texts(request *r) {
  * thread (which may free the request at once: nothing of it is touched after the resume). */
 static void job_done(serve_job *job) {
     request *r = job->user;
-    serve_metrics_queue_wait(r->app->metrics, job->wait_seconds);
+    if (job->status != SERVE_BAD_INPUT) /* it waited for a batch */
+        serve_metrics_queue_wait(r->app->metrics, job->wait_seconds);
     if (atomic_fetch_sub(&r->remaining, 1) == 1) MHD_resume_connection(r->conn);
 }
 
@@ -525,11 +529,10 @@ static enum MHD_Result submit(request *r) {
     const int parsed = r->ep == EP_TEXT ? parse_texts(r) : parse_images(r);
     if (parsed != 0 && !r->form_error[0]) return MHD_NO; /* out of memory */
     if (parsed != 0)
-        return answer_error(r,
-                            r->num_inputs >= r->app->max_inputs ? HTTP_TOO_LARGE : HTTP_BAD_REQUEST,
-                            r->num_inputs >= r->app->max_inputs ? SERVE_ERR_TOO_LARGE
-                            : r->ep == EP_TEXT                  ? SERVE_ERR_BAD_INPUT
-                                                                : SERVE_ERR_BAD_REQUEST,
+        return answer_error(r, r->too_many ? HTTP_TOO_LARGE : HTTP_BAD_REQUEST,
+                            r->too_many        ? SERVE_ERR_TOO_LARGE
+                            : r->ep == EP_TEXT ? SERVE_ERR_BAD_INPUT
+                                               : SERVE_ERR_BAD_REQUEST,
                             "%s", r->form_error);
     if (make_jobs(r) != 0) return MHD_NO;
     r->submitted = 1;
