@@ -1,5 +1,7 @@
 /* vit serve: an HTTP service that keeps the models loaded and batches concurrent requests. */
-#include <pthread.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,15 +205,41 @@ static void stop_service(service *s) {
 
 /* ---- lifecycle ---- */
 
-/* SIGINT and SIGTERM are taken by sigwait on the main thread only: blocked before any thread
- * starts (threads inherit the mask). A client gone away must not kill the process: SIGPIPE
- * ignored. */
-static sigset_t stop_signals(void) {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    return set;
+/* SIGINT and SIGTERM reach a handler that writes the signal's number to a pipe the main thread
+ * reads. Blocking them and calling sigwait is not enough: OpenBLAS starts its threads before main
+ * runs, with the signals unblocked, and a signal the kernel hands to one of those would kill the
+ * process with its default action (seen: a second SIGTERM during shutdown, exit 143). A client gone
+ * away must not kill the process either: SIGPIPE ignored. */
+static int stop_pipe[2] = {-1, -1};
+
+static void on_stop_signal(int sig) {
+    const int saved = errno;
+    const unsigned char byte = (unsigned char)sig;
+    if (write(stop_pipe[1], &byte, 1) < 0) { /* the pipe is full: a signal is pending anyway */
+    }
+    errno = saved;
+}
+
+static int catch_stop_signals(void) {
+    if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        fprintf(stderr, "vit serve: cannot create a pipe for signals: %s\n", strerror(errno));
+        return -1;
+    }
+    struct sigaction action = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, NULL);
+    sigaction(SIGTERM, &action, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+/* The next stop signal's number, or 0 when none came within timeout_ms (-1: wait for ever). */
+static int wait_stop_signal(int timeout_ms) {
+    struct pollfd in = {.fd = stop_pipe[0], .events = POLLIN};
+    const int ready = poll(&in, 1, timeout_ms);
+    unsigned char byte = 0;
+    if (ready > 0 && read(stop_pipe[0], &byte, 1) == 1) return byte;
+    return 0;
 }
 
 static void announce(const serve_options *o, const service *s, const char *bound) {
@@ -224,15 +252,13 @@ static void announce(const serve_options *o, const service *s, const char *bound
 /* After the first signal: no new connections, the requests under way finish (at most the timeout,
  * or until a second signal), then everything stops. */
 static void drain(serve_app *app, serve_http *http, int sig) {
-    const sigset_t set = stop_signals();
     fprintf(stderr, "vit serve: %s: finishing %d request%s under way\n", strsignal(sig),
             atomic_load(&app->in_flight), atomic_load(&app->in_flight) == 1 ? "" : "s");
     serve_http_quiesce(http);
     atomic_store(&app->draining, 1);
     const double until = clock_seconds() + app->timeout_s;
-    const struct timespec tick = {0, 10 * 1000 * 1000};
     while (atomic_load(&app->in_flight) > 0 && clock_seconds() < until)
-        if (sigtimedwait(&set, NULL, &tick) > 0) {
+        if (wait_stop_signal(10) > 0) {
             fprintf(stderr, "vit serve: second signal: stopping now\n");
             break;
         }
@@ -262,9 +288,8 @@ static int run(serve_options *o) {
         return 1;
     }
     announce(o, &s, bound);
-    const sigset_t set = stop_signals();
     int sig = 0;
-    while (sigwait(&set, &sig) != 0) continue;
+    while (sig == 0) sig = wait_stop_signal(-1);
     drain(app, http, sig);
     serve_http_stop(http);
     stop_service(&s);
@@ -289,9 +314,7 @@ int cli_serve(int argc, char **argv) {
     const int parsed = parse_options(argc, argv, &o);
     if (parsed != 0) return parsed < 0 ? 0 : parsed;
 #ifdef VIT_MICROHTTPD
-    const sigset_t set = stop_signals();
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    if (catch_stop_signals() != 0) return 1;
     return run(&o);
 #else
     fprintf(stderr, "vit serve: not built in (this vit was built without libmicrohttpd: install "
