@@ -140,7 +140,8 @@ SANITIZE := -fsanitize=address,undefined
 # ---- fuzzing: clang's libFuzzer with ASan + UBSan, in their own build tree ----
 
 FUZZ_BUILD   := build/fuzz
-FUZZERS       = $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZERS       = $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(filter-out $(if $(MHD),,tests/fuzz/fuzz_http.c),\
+                  $(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_SECONDS ?= 60
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
@@ -151,6 +152,15 @@ fuzz-build: $(BUILD)/.deps
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(LIB)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
+
+# The HTTP harness runs the real server of the CLI (without its main): the CLI's objects as an
+# archive, libmicrohttpd. Without libmicrohttpd it is not built.
+FUZZ_HTTP_OBJ := $(filter-out $(BUILD)/vit/cli/main.o,$(CLI_OBJ))
+$(BUILD)/libvitcli.a: $(FUZZ_HTTP_OBJ)
+	$(AR) rcs $@ $^
+$(FUZZ_BUILD)/fuzz_http: tests/fuzz/fuzz_http.c $(BUILD)/libvitcli.a $(LIB)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libvitcli.a $(LIB) $(LDLIBS) \
+	  $(shell pkg-config --libs libmicrohttpd)
 
 fuzz: fuzz-build
 	@tools/fuzz $(FUZZ_SECONDS) $(FUZZERS)

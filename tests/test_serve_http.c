@@ -630,6 +630,13 @@ static void test_bad_requests(void **state) {
                            "Content-Type: multipart/form-data; boundary=" BOUNDARY "\r\n", form,
                            strlen(form)),
                    400, "truncated multipart");
+    /* found by tests/fuzz/fuzz_http: a part without a name reached strcmp(NULL) */
+    const char *nameless = "--" BOUNDARY "\r\nContent-Disposition: form-data; "
+                           "filename=\"x.jpg\"\r\n\r\nabc\r\n--" BOUNDARY "--\r\n";
+    assert_refused(request(port, "POST", "/v1/classify",
+                           "Content-Type: multipart/form-data; boundary=" BOUNDARY "\r\n", nameless,
+                           strlen(nameless)),
+                   400, "a form part without a name");
     buffer b = {0};
     put_part(&b, "file", "cat.jpg", "x", 1);
     assert_refused(post_form(port, "/v1/classify", &b), 400, "unexpected form field 'file'");

@@ -45,6 +45,14 @@ static inline void fuzz_write(const char *name, const uint8_t *data, size_t size
     if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0) abort();
 }
 
+/* Writes data to fuzz_dir()/sub/name (sub must exist). */
+static inline void fuzz_write_in(const char *sub, const char *name, const uint8_t *data,
+                                 size_t size) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", sub, name);
+    fuzz_write(path, data, size);
+}
+
 /* Splits data at the first occurrence of the byte sep: the part before in *a (na bytes), after
  * in *b; with no sep, all of it is *a. Lets one input feed two files. */
 static inline void fuzz_split(const uint8_t *data, size_t size, uint8_t sep, const uint8_t **a,

@@ -90,7 +90,7 @@ static double median_ms(vit_context *ctx, int B, int runs) {
     if (pixels && logits && ms) {
         unsigned seed = 1;
         for (size_t i = 0; i < F * (size_t)B; i++)
-            pixels[i] = (float)rand_r(&seed) / RAND_MAX * 2.0f - 1.0f;
+            pixels[i] = (float)((double)rand_r(&seed) / RAND_MAX * 2.0 - 1.0);
         for (int i = 0; i < 3; i++) vit_forward(ctx, pixels, B, logits, &err);
         for (int i = 0; i < runs; i++) {
             const double t0 = clock_seconds();

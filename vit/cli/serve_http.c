@@ -265,6 +265,7 @@ static enum MHD_Result query_param(void *cls, enum MHD_ValueKind kind, const cha
     (void)kind;
     request *r = cls;
     const char *v = value ? value : "";
+    if (!key) key = "";
     int bad;
     if (strcmp(key, "k") == 0 && r->ep != EP_EMBED)
         bad = parse_int(v, 1, 1 << 20, &r->k);
@@ -407,6 +408,11 @@ static enum MHD_Result form_part(void *cls, enum MHD_ValueKind kind, const char 
                                  const char *data, uint64_t off, size_t size) {
     (void)kind, (void)type, (void)encoding;
     request *r = cls;
+    if (!key) { /* a part whose Content-Disposition has no name */
+        snprintf(r->form_error, sizeof r->form_error,
+                 "a form part without a name (send each image as a part named \"image\")");
+        return MHD_NO;
+    }
     if (strcmp(key, "image") != 0) {
         snprintf(r->form_error, sizeof r->form_error,
                  "unexpected form field '%.40s' (send each image as a part named \"image\")", key);

@@ -120,9 +120,10 @@ static int parse_augment(const char *text, train_options *o) {
  * act on several fields or on the run itself. Option ids: OPT_TABLE + table index, then these. */
 enum { OPT_TABLE = 256, OPT_AUGMENT = 1000, OPT_NO_AUGMENT, OPT_RESUME };
 
-static const char *group_names[] = {"data (images: DIR/<class>/*.png|jpg|webp|tif|gif|bmp; text: a "
-                                    "sentence<TAB>label file with a header line)",
-                                    "model (new)", "model (fine-tune)", "training"};
+static const char *group_names[] = {
+    ("data (images: DIR/<class>/*.png|jpg|webp|tif|gif|bmp; text: a "
+     "sentence<TAB>label file with a header line)"),
+    "model (new)", "model (fine-tune)", "training"};
 
 static cli_option options[CLI_MAX_OPTIONS];
 static char defaults[CLI_MAX_OPTIONS][32];

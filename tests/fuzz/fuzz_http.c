@@ -1,0 +1,160 @@
+/* vit serve's HTTP request handling: the input is sent as it is, as one client's bytes, to a
+ * server running in this process (libmicrohttpd, vit/cli/serve_http.c, the batcher and the models
+ * behind it), on a loopback port. The server must answer or close within a few seconds, never
+ * with a 500 (an internal error is a bug), and keep running: a crash in any of its threads ends
+ * this process, and the sanitizers watch every thread.
+ *
+ * Models: models/fashion-vit (shipped, small: fast forward passes) for the image endpoints, and
+ * ../shared/models/bert-sst2-tiny for /v1/text when it is there. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vit/cli/serve.h"
+
+#define IMAGE_MODEL    "models/fashion-vit"
+#define TEXT_MODEL     "../shared/models/bert-sst2-tiny"
+#define ANSWER_SECONDS 5 /* the server's timeout is 1 s: an answer or a close well before this */
+
+static serve_app app;
+static serve_http *server; /* runs until the process ends */
+static int port;
+
+static void on_batch(void *user, int task, int size, double seconds) {
+    serve_metrics_batch(user, task == SERVE_TEXT ? "text" : "classify", size, seconds);
+}
+
+static void fail(const char *what, const char *detail) {
+    fprintf(stderr, "fuzz_http: %s: %s\n", what, detail);
+    abort();
+}
+
+/* The service as `vit serve -m models/fashion-vit [--text-model ...] -t 1 --max-batch 4
+ * --timeout 1 --max-body-bytes 1000000 --max-queue 16 --quiet`. */
+static void start_server(void) {
+    signal(SIGPIPE, SIG_IGN);
+    vit_error err = {0};
+    vit_params params = vit_default_params();
+    params.threads = 1;
+    params.max_batch = 4;
+    app.image = vit_load(IMAGE_MODEL, &params, &err);
+    if (!app.image) fail(IMAGE_MODEL, err.msg);
+    if (access(TEXT_MODEL "/config.json", R_OK) == 0) {
+        vit_text_params tp = vit_text_default_params();
+        tp.threads = 1;
+        tp.max_batch = 4;
+        app.text = vit_text_load(TEXT_MODEL, &tp, &err);
+        if (!app.text) fail(TEXT_MODEL, err.msg);
+    } else {
+        fprintf(stderr, "fuzz_http: %s not found: POST /v1/text is fuzzed without a text model\n",
+                TEXT_MODEL);
+    }
+    app.host = "127.0.0.1";
+    app.port = 0;
+    app.max_connections = 16;
+    app.timeout_s = 1;
+    app.max_body_bytes = 1000000;
+    app.max_inputs = 16;
+    app.quiet = 1;
+    app.metrics = serve_metrics_create(4);
+    app.model_json =
+        serve_model_json(IMAGE_MODEL, app.image, app.text ? TEXT_MODEL : NULL, app.text);
+    app.tasks = serve_tasks_create(app.image, app.text, 4, &err);
+    if (!app.metrics || !app.model_json || !app.tasks) fail("set-up", err.msg);
+    const serve_batcher_options bo = {.max_batch = 4,
+                                      .batch_wait_ms = 1,
+                                      .max_queue = 16,
+                                      .decode_threads = 1,
+                                      .timeout_ms = 1000,
+                                      .on_batch = on_batch,
+                                      .user = app.metrics};
+    const serve_model model = serve_tasks_model(app.tasks);
+    app.batcher = serve_batcher_create(&model, &bo, &err);
+    if (!app.batcher) fail("batcher", err.msg);
+    char bound[128];
+    if (!(server = serve_http_start(&app, bound, sizeof bound, &err))) fail("listen", err.msg);
+    const char *colon = strrchr(bound, ':');
+    port = colon ? atoi(colon + 1) : 0;
+    if (port <= 0) fail("listen", bound);
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Whether buf holds whole responses only (each a head and Content-Length bytes of body). */
+static int responses_complete(const char *buf, size_t n) {
+    size_t at = 0;
+    while (at < n) {
+        const char *end = memmem(buf + at, n - at, "\r\n\r\n", 4);
+        if (!end) return 0;
+        size_t body = 0;
+        for (const char *h = buf + at; h < end; h++)
+            if ((h == buf + at || h[-1] == '\n') && strncasecmp(h, "Content-Length:", 15) == 0)
+                body = strtoul(h + 15, NULL, 10);
+        at = (size_t)(end - buf) + 4 + body;
+    }
+    return at == n;
+}
+
+/* Sends the bytes, closes the sending side, reads the answers: until the server closes, or, once
+ * whole responses are in, until it stays quiet for QUIET_MS (libmicrohttpd keeps a keep-alive
+ * connection whose client half-closed open until its idle timeout: waiting for that would cost
+ * a second per input). Nothing, or half a response, for ANSWER_SECONDS is a hang. */
+#define QUIET_MS 30
+static void exchange(const uint8_t *data, size_t size, char *head, size_t head_size) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) fail("socket", "cannot create one");
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) fail("connect", "refused");
+    size_t sent = 0;
+    while (sent < size) {
+        const ssize_t n = send(fd, data + sent, size - sent, MSG_NOSIGNAL);
+        if (n <= 0) break; /* the server closed early: an answer may still be there */
+        sent += (size_t)n;
+    }
+    shutdown(fd, SHUT_WR);
+    static char got[1 << 20];
+    size_t n_got = 0;
+    double until = now() + ANSWER_SECONDS;
+    for (;;) {
+        const int complete = n_got > 0 && responses_complete(got, n_got);
+        const int wait_ms = complete ? QUIET_MS : (int)((until - now()) * 1000);
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (wait_ms <= 0 || poll(&p, 1, wait_ms) <= 0) {
+            if (complete) break;
+            fail("hang", n_got ? "half an answer, then nothing" : "no answer and no close");
+        }
+        const ssize_t n = recv(fd, got + n_got, sizeof got - n_got, 0);
+        if (n <= 0) break;
+        n_got += (size_t)n;
+        if (n_got == sizeof got) fail("answer", "more than 1 MB");
+        until = now() + ANSWER_SECONDS;
+    }
+    const size_t keep = n_got < head_size - 1 ? n_got : head_size - 1;
+    memcpy(head, got, keep);
+    head[keep] = 0;
+    close(fd);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (port == 0) start_server();
+    char head[256];
+    exchange(data, size, head, sizeof head);
+    /* Every answer to a bad request is a 4xx (503 when busy); a 500 is an internal error. */
+    if (strncmp(head, "HTTP/1.1 500", 12) == 0 || strncmp(head, "HTTP/1.0 500", 12) == 0)
+        fail("500 answer", head);
+    return 0;
+}
