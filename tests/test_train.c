@@ -551,6 +551,47 @@ static void test_fine_tune_deit_teacher(void **state) {
     model_free(&from), model_free(&m);
 }
 
+/* found by tests/fuzz/fuzz_checkpoint: a checkpoint's options were not range-checked on --resume,
+ * and val_split 5 held out more images than a class has (out of bounds in trainer_hold_out). */
+static void test_resume_checks_option_ranges(void **state) {
+    (void)state;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/resume-ranges", test_tmpdir());
+    mkdir(dir, 0755);
+    const char *files[] = {"config.json", "model.safetensors", "preprocessor_config.json"};
+    for (int i = 0; i < 3; i++) {
+        char from[4200], to[4200];
+        snprintf(from, sizeof from, "tests/fuzz/checkpoint/%s", files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        size_t size;
+        uint8_t *data = read_whole_file(from, &size);
+        assert_non_null(data);
+        FILE *f = fopen(to, "wb");
+        assert_int_equal(fwrite(data, 1, size, f), size);
+        fclose(f);
+        free(data);
+    }
+    size_t size;
+    uint8_t *state_file = read_whole_file("tests/fuzz/corpus/fuzz_checkpoint/state", &size);
+    assert_non_null(state_file);
+    const char *key = "\\\"val_split\\\":0"; /* inside the metadata's JSON string */
+    uint8_t *at = memmem(state_file, size, key, strlen(key));
+    assert_non_null(at);
+    at[strlen(key) - 1] = '5'; /* same length: the header stays valid */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, TRAIN_STATE_FILE);
+    FILE *f = fopen(path, "wb");
+    assert_int_equal(fwrite(state_file, 1, size, f), size);
+    fclose(f);
+    free(state_file);
+    train_options opt = train_default_options();
+    opt.out_dir = dir;
+    opt.threads = 1;
+    vit_error err = {0};
+    assert_int_equal(train_run(&opt, 1, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "train_state.safetensors: option val-split is 5, outside"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_adamw_hand_computed),
@@ -565,6 +606,7 @@ int main(void) {
         cmocka_unit_test(test_resume_deit),
         cmocka_unit_test(test_resume_errors),
         cmocka_unit_test(test_checkpoint_all_or_nothing),
+        cmocka_unit_test(test_resume_checks_option_ranges),
         cmocka_unit_test(test_training_learns),
         cmocka_unit_test(test_fine_tune_deit_teacher),
     };

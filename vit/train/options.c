@@ -171,6 +171,10 @@ int train_option_set(train_options *o, const train_option *opt, const char *text
 int train_options_check(const train_options *o, vit_error *err) {
     if (!o->train_path) return vit_fail(err, "no training data");
     if (!o->out_dir) return vit_fail(err, "no output folder");
+    return train_options_check_values(o, err);
+}
+
+int train_options_check_values(const train_options *o, vit_error *err) {
     for (int i = 0; i < train_option_count; i++) {
         const train_option *opt = &train_option_table[i];
         if (opt->type == OPTION_STRING || opt->type == OPTION_SEED) continue;

@@ -83,6 +83,8 @@ train_options train_default_options(void);
 int train_option_set(train_options *o, const train_option *opt, const char *text, vit_error *err);
 /* Every option within its range, and the combinations that make sense. */
 int train_options_check(const train_options *o, vit_error *err);
+/* The range checks alone (a resumed run's options, read from its checkpoint). */
+int train_options_check_values(const train_options *o, vit_error *err);
 
 /* The saved options as one JSON object (caller frees), and back. Strings read back are strdup'ed
  * into owned[0..5] (the caller frees them). */

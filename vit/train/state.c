@@ -104,6 +104,11 @@ int trainer_open_state(trainer *t, st_file *f, vit_error *err) {
     int rc = opts ? st_metadata(f, "options", opts, cap, err) : vit_fail(err, "out of memory");
     if (rc == 0) rc = train_options_from_json(&t->o, t->owned, opts, path, err);
     free(opts);
+    /* the same ranges as on the command line: a state file is input like any other */
+    if (rc == 0 && train_options_check_values(&t->o, err) != 0) {
+        vit_error inner = *err;
+        rc = vit_fail(err, "%s: %s", path, inner.msg);
+    }
     if (rc != 0) st_close(f);
     return rc;
 }
