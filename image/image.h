@@ -84,6 +84,17 @@ void preprocess_config_set_size(preprocess_config *cfg, int size);
 /* Output tensor shape of preprocess_image. */
 void preprocess_output_shape(const preprocess_config *cfg, int *channels, int *height, int *width);
 
+/* Where the model's input comes from in an image of width x height: the image is resized to
+ * resized_w x resized_h, and the input's pixel (x, y) is the resized image's (x + left, y + top)
+ * (zero where that falls outside: a crop larger than the image). */
+typedef struct {
+    int resized_w, resized_h;
+    int left, top;
+    int out_w, out_h;
+} preprocess_geometry;
+int preprocess_geometry_of(const preprocess_config *cfg, int width, int height,
+                           preprocess_geometry *g, vit_error *err);
+
 /* img (with cfg->channels channels) -> CHW float32 written into out (channels*height*width floats).
  */
 int preprocess_image(const preprocess_config *cfg, const image_u8 *img, float *out, vit_error *err);

@@ -228,25 +228,38 @@ HOT_LOOP static void crop_normalize(const preprocess_config *cfg, const image_u8
     }
 }
 
+int preprocess_geometry_of(const preprocess_config *cfg, int width, int height,
+                           preprocess_geometry *g, vit_error *err) {
+    int c;
+    preprocess_output_shape(cfg, &c, &g->out_h, &g->out_w);
+    if (g->out_h == 0) return vit_fail(err, "preprocess: the configuration gives no fixed size");
+    g->resized_w = width, g->resized_h = height;
+    if (cfg->do_resize) {
+        g->resized_w = cfg->resize_width, g->resized_h = cfg->resize_height;
+        if (cfg->shortest_edge > 0 && shortest_edge_size(width, height, cfg->shortest_edge,
+                                                         &g->resized_w, &g->resized_h, err) != 0)
+            return -1;
+    }
+    g->top = floor_half(g->resized_h - g->out_h);
+    g->left = floor_half(g->resized_w - g->out_w);
+    return 0;
+}
+
 int preprocess_image(const preprocess_config *cfg, const image_u8 *img, float *out,
                      vit_error *err) {
     if (img->channels != cfg->channels)
         return vit_fail(err, "preprocess: image has %d channels, the model takes %d", img->channels,
                         cfg->channels);
-    int c, out_h, out_w;
-    preprocess_output_shape(cfg, &c, &out_h, &out_w);
-    if (out_h == 0) return vit_fail(err, "preprocess: the configuration gives no fixed size");
+    preprocess_geometry g = {0};
+    if (preprocess_geometry_of(cfg, img->width, img->height, &g, err) != 0) return -1;
     image_u8 resized = {0};
     const image_u8 *src = img;
     if (cfg->do_resize) {
-        int w = cfg->resize_width, h = cfg->resize_height;
-        if (cfg->shortest_edge > 0 &&
-            shortest_edge_size(img->width, img->height, cfg->shortest_edge, &w, &h, err) != 0)
+        if (image_resize(img, g.resized_w, g.resized_h, cfg->resample, &resized, err) != 0)
             return -1;
-        if (image_resize(img, w, h, cfg->resample, &resized, err) != 0) return -1;
         src = &resized;
     }
-    crop_normalize(cfg, src, out_h, out_w, out);
+    crop_normalize(cfg, src, g.out_h, g.out_w, out);
     image_free(&resized);
     return 0;
 }

@@ -195,7 +195,7 @@ static void check_attention(const char *what, int T, int D, int H, int causal, i
     test_fill(c.qkv, nqkv, -1.5f, 1.5f), test_fill(c.wout, nout, -1, 1);
     float *dqkv = test_alloc_floats(nqkv), *dprobs = test_alloc_floats(np);
     attn_loss(&c);
-    attention_backward(dqkv, dprobs, c.wout, c.qkv, c.probs, c.keep, c.p, B, T, D, H);
+    attention_backward(dqkv, dprobs, NULL, c.wout, c.qkv, c.probs, c.keep, c.p, B, T, D, H);
     expect_close(what, check_tensor(c.qkv, dqkv, nqkv, attn_loss, &c));
     if (masked) /* padding keys get no gradient in K and V */
         for (int t = T - 2; t < T; t++)

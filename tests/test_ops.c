@@ -191,7 +191,7 @@ static void test_attention_backward_by_hand(void **state) {
     const float dout[] = {1, 0, 0, 0};
     attention_forward(out, probs, tiny_qkv, NULL, 0, 1, 2, 2, 1);
     memset(dqkv, 0x7f, sizeof dqkv); /* garbage: every element must be written */
-    attention_backward(dqkv, dprobs, dout, tiny_qkv, probs, NULL, 0.0f, 1, 2, 2, 1);
+    attention_backward(dqkv, dprobs, NULL, dout, tiny_qkv, probs, NULL, 0.0f, 1, 2, 2, 1);
     const double q = 0.375 * log(3.0), k = 0.375 / sqrt(2.0);
     expect_floats(dqkv, (const double[]){q, 0, -k, 0, 0.25, 0, 0, 0, k, 0, 0.75, 0}, 12, 4 * TOL);
 }

@@ -10,6 +10,7 @@
 #include "vit/base/threads.h"
 #include "vit/core/ops.h"
 #include "vit/io/model_dir.h"
+#include "vit/model/explain.h"
 #include "vit/model/vit_model.h"
 #include "vit/vit_internal.h"
 
@@ -26,7 +27,19 @@ struct vit_context {
     float *pixels, *logits, *tokens;
     char compute[128];   /* what runs the linear layers */
     char model_dir[512]; /* for messages */
+    explainer *explain;  /* vit_explain's buffers, made on its first call */
 };
+
+api_image_view api_image_context(vit_context *c) {
+    return (api_image_view){.m = &c->m,
+                            .prep = &c->prep,
+                            .size = c->acts.size,
+                            .threads = c->threads,
+                            .max_pixels = c->params.max_pixels,
+                            .decode_flags = c->params.exif_orientation ? IMAGE_EXIF_ORIENTATION : 0,
+                            .model_dir = c->model_dir,
+                            .explain = &c->explain};
+}
 
 /* A failed forward's message, prefixed with the model it ran (the forward knows no path). */
 static int name_model(const vit_context *c, int rc, vit_error *err) {
@@ -122,6 +135,8 @@ fail:
 
 void vit_free(vit_context *c) {
     if (!c) return;
+    if (c->explain) explainer_free(c->explain);
+    free(c->explain);
     vit_acts_free(&c->acts);
     free(c->block);
     model_free(&c->m);

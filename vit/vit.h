@@ -120,7 +120,7 @@ VIT_API int vit_forward(vit_context *ctx, const float *pixels, int batch, float 
  * (VIT_POOL_CLS, what the classifier reads) or the mean of the patch tokens after it
  * (VIT_POOL_MEAN). For a DeiT too: the CLS token (not the distillation token), and the mean of
  * the patch tokens alone. */
-typedef enum { VIT_POOL_CLS, VIT_POOL_MEAN } vit_pool;
+typedef enum { VIT_POOL_CLS, VIT_POOL_MEAN, VIT_POOL_POOLER /* text only */ } vit_pool;
 VIT_API int vit_embed(vit_context *ctx, const float *pixels, int batch, vit_pool pool,
                       float *features, vit_error *err);
 
@@ -145,6 +145,37 @@ VIT_API int vit_classify_memory(vit_context *ctx, const void *bytes, size_t size
                                 vit_prediction *top, vit_error *err);
 VIT_API int vit_classify_image(vit_context *ctx, const uint8_t *rgb, int width, int height, int k,
                                vit_prediction *top, vit_error *err);
+
+/* ---- where the model looked ---- */
+
+/* VIT_EXPLAIN_ROLLOUT: attention rollout (Abnar & Zuidema 2020: per layer the mean over heads
+ * plus the identity, rows normalised, multiplied through the layers; the CLS row), whatever the
+ * class. VIT_EXPLAIN_LAST: the last layer's CLS attention, one map per head. VIT_EXPLAIN_GRAD:
+ * gradient-weighted rollout for one class (Chefer et al. 2021: per layer the mean over heads of
+ * max(0, dy/dA ∘ A), accumulated R += Ā·R; y the class's logit). Computed in fp32 with the plain
+ * (training) forward, whatever the context's backend and precision. */
+typedef enum { VIT_EXPLAIN_ROLLOUT, VIT_EXPLAIN_LAST, VIT_EXPLAIN_GRAD } vit_explain_method;
+
+typedef struct {
+    int label;          /* the class explained: the one asked for, or the most probable */
+    float prob;         /* its softmax probability */
+    int maps;           /* 1, or the number of heads (VIT_EXPLAIN_LAST) */
+    int grid_h, grid_w; /* one value per patch of the model's input */
+    float *map;         /* [maps, grid_h, grid_w], raw (not scaled); vit_explanation_free */
+} vit_explanation;
+
+/* One preprocessed image (vit_input_floats floats) -> its explanation. label < 0: the most
+ * probable class. Not for a DeiT with teacher. */
+VIT_API int vit_explain(vit_context *ctx, const float *pixels, vit_explain_method method, int label,
+                        vit_explanation *out, vit_error *err);
+VIT_API void vit_explanation_free(vit_explanation *e);
+
+/* An image file -> a PNG at png_path: the (upright, as params.exif_orientation says) original
+ * image with the map blended over it (VIT_EXPLAIN_LAST: a grid of small copies, one per head),
+ * placed back through the resize and crop, and below it a strip with the label, its probability,
+ * the method and the colour scale. out (may be NULL) gets the explanation. */
+VIT_API int vit_explain_file(vit_context *ctx, const char *path, vit_explain_method method,
+                             int label, const char *png_path, vit_explanation *out, vit_error *err);
 
 /* ---- text classification (BERT on the same encoder) ---- */
 
@@ -180,6 +211,14 @@ VIT_API int vit_text_forward(vit_text_context *ctx, const char *const *texts, co
  * number. And the vocabulary string of an id (NULL when out of range). */
 VIT_API const int32_t *vit_text_ids(const vit_text_context *ctx, int i, int *count);
 VIT_API const char *vit_text_piece(const vit_text_context *ctx, int id);
+
+/* Sentence features [n, hidden] of texts as vit_text_forward takes them, in one forward pass:
+ * VIT_POOL_CLS the final hidden state at [CLS], VIT_POOL_POOLER the pooler's output (tanh of a
+ * linear layer on it: what the classifier reads), VIT_POOL_MEAN the mean of the final hidden
+ * states over the text's tokens ([CLS] and [SEP] included, padding not). */
+VIT_API int vit_text_embed(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
+                           int n, vit_pool pool, float *features, vit_error *err);
+VIT_API int vit_text_hidden_size(const vit_text_context *ctx);
 
 /* One text (NUL-terminated) -> its k most probable classes. Returns their number or -1. */
 VIT_API int vit_text_classify(vit_text_context *ctx, const char *text, int k, vit_prediction *top,

@@ -5,8 +5,22 @@
 
 #include <stddef.h>
 
+#include "image/image.h"
+#include "vit/model/explain.h"
 #include "vit/model/params.h"
 #include "vit/vit.h"
+
+/* What vit_explain.c needs of an image context (vit.c owns the struct). */
+typedef struct {
+    const model *m;
+    const preprocess_config *prep;
+    int size, threads;
+    int64_t max_pixels;
+    int decode_flags;
+    const char *model_dir;
+    explainer **explain; /* NULL until the first explanation */
+} api_image_view;
+api_image_view api_image_context(vit_context *ctx);
 
 /* Prepares m's linear layers on the backend and precision asked for (VIT_BACKEND_DEFAULT:
  * oneDNN where the build has it, else OpenBLAS), for batches of max_batch inputs of tokens

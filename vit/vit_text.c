@@ -180,6 +180,50 @@ int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t
     return rc;
 }
 
+int vit_text_hidden_size(const vit_text_context *c) {
+    return c->m.cfg.hidden_size;
+}
+
+/* The mean of text b's final hidden states over its tokens (the mask's ones). */
+static void mean_tokens(const vit_text_context *c, int b, int T, float *out) {
+    const int D = c->m.cfg.hidden_size;
+    const float *x = c->acts.x + (size_t)b * T * D;
+    const uint8_t *mask = c->mask + (size_t)b * T;
+    int n = 0;
+    memset(out, 0, sizeof(float) * D);
+    for (int t = 0; t < T; t++) {
+        if (!mask[t]) continue;
+        for (int d = 0; d < D; d++) out[d] += x[(size_t)t * D + d];
+        n++;
+    }
+    for (int d = 0; d < D; d++) out[d] /= n > 0 ? n : 1;
+}
+
+int vit_text_embed(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                   vit_pool pool, float *features, vit_error *err) {
+    if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN && pool != VIT_POOL_POOLER)
+        return vit_fail(err, "unknown pooling %d", (int)pool);
+    if (B < 1 || B > c->max_batch)
+        return vit_fail(err, "batch of %d texts outside 1..%d", B, c->max_batch);
+    if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;
+    const int T = pack_batch(c, B);
+    float *logits = malloc(sizeof(float) * B * c->m.cfg.num_labels);
+    if (!logits) return vit_fail(err, "out of memory");
+    const threads_scope scope = threads_begin(c->threads);
+    const int rc = bert_model_forward(&c->m, &c->acts, c->ids, c->mask, B, T, NULL, logits, err);
+    threads_end(scope);
+    free(logits);
+    const size_t D = (size_t)c->m.cfg.hidden_size;
+    for (int b = 0; rc == 0 && b < B; b++) {
+        if (pool == VIT_POOL_MEAN)
+            mean_tokens(c, b, T, features + b * D);
+        else
+            memcpy(features + b * D, (pool == VIT_POOL_CLS ? c->acts.cls : c->acts.pooled) + b * D,
+                   D * sizeof(float));
+    }
+    return rc;
+}
+
 int vit_text_classify(vit_text_context *c, const char *text, int k, vit_prediction *top,
                       vit_error *err) {
     if (k < 1) return vit_fail(err, "k %d is not positive", k);

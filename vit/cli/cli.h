@@ -20,6 +20,8 @@ int cli_train(int argc, char **argv);
 int cli_preprocess(int argc, char **argv);
 int cli_convert(int argc, char **argv);
 int cli_serve(int argc, char **argv);
+int cli_explain(int argc, char **argv);
+int cli_embed(int argc, char **argv);
 
 /* Each subcommand's options and texts: its --help, and its section of the man page. */
 const cli_command *cli_classify_command(void);
@@ -31,6 +33,8 @@ const cli_command *cli_train_command(void);
 const cli_command *cli_preprocess_command(void);
 const cli_command *cli_convert_command(void);
 const cli_command *cli_serve_command(void);
+const cli_command *cli_explain_command(void);
+const cli_command *cli_embed_command(void);
 
 /* The model directory: the -m value if given, else $VIT_MODEL, else the default model shipped
  * with the program (see cli_default_model_dir). Writes into buf; returns buf. */

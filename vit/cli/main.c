@@ -20,6 +20,8 @@ static const struct {
     {cli_preprocess, cli_preprocess_command},
     {cli_convert, cli_convert_command},
     {cli_serve, cli_serve_command},
+    {cli_explain, cli_explain_command},
+    {cli_embed, cli_embed_command},
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -221,8 +221,9 @@ static void attention_block_backward(const encoder_shape *s, const encoder_layer
     const float *qkv = encoder_acts_layer(a, a->qkv, l), *ctx = encoder_acts_layer(a, a->ctx, l);
     const uint8_t *keep = a->attn_drop > 0.0f ? encoder_acts_mask(a, a->keep_probs, l) : NULL;
     linear_backward(a->d_ctx, g->proj_w, g->proj_b, dy, ctx, w->proj_w, BT, D, D);
-    attention_backward(a->d_qkv, a->d_probs, a->d_ctx, qkv, encoder_acts_layer(a, a->probs, l),
-                       keep, a->attn_drop, B, T, D, H);
+    float *probs_grad = a->probs_grad ? a->probs_grad + (size_t)l * B * H * T * T : NULL;
+    attention_backward(a->d_qkv, a->d_probs, probs_grad, a->d_ctx, qkv,
+                       encoder_acts_layer(a, a->probs, l), keep, a->attn_drop, B, T, D, H);
     linear_backward(a->d_ln, g->qkv_w, g->qkv_b, a->d_qkv, inp, w->qkv_w, BT, D, 3 * D);
 }
 

@@ -74,6 +74,9 @@ typedef struct {
     float *d_qkv;      /* [B,T,3D] */
     float *d_act;      /* [B,T,I] gradient wrt act_out, then wrt fc1_out */
     float *d_probs;    /* [B,H,T,T] attention scratch (also the dropped weights in the forward) */
+    /* NULL, or [layers, B, H, T, T] set by the caller: the backward leaves there the gradient wrt
+     * every layer's attention weights (gradient-weighted explanations). */
+    float *probs_grad;
 } encoder_acts;
 
 /* per_layer also allocates the dropout masks and the backward's scratch. */

@@ -526,9 +526,9 @@ static void head_am_any(float *out, int ld_out, const float *a, const float *m, 
 }
 
 /* dp: [T, T] scratch. */
-static void attention_head_backward(float *dq, float *dp, const float *dout, const float *q,
-                                    const float *P, const uint8_t *keep, float drop, int T, int D,
-                                    int dh, float scale) {
+static void attention_head_backward(float *dq, float *dp, float *dp_out, const float *dout,
+                                    const float *q, const float *P, const uint8_t *keep, float drop,
+                                    int T, int D, int dh, float scale) {
     const int ld = 3 * D, tiled = dh % TILE_W == 0, Tp = (T + TILE_W - 1) / TILE_W * TILE_W;
     const float *k = q + D, *v = q + 2 * D;
     float *dk = dq + D, *dv = dq + 2 * D;
@@ -555,6 +555,7 @@ static void attention_head_backward(float *dq, float *dp, const float *dout, con
         head_dp_any(dp, dout, v, T, D, dh);
     }
     if (keep) dropout_backward(dp, dp, keep, (size_t)T * T, drop);
+    if (dp_out) memcpy(dp_out, dp, sizeof(float) * T * T);
     /* softmax: dS = P ∘ (dP - rowsum(dP ∘ P)), times the score scale (S = scale·Q·Kᵀ); zero
      * wherever P is (masked keys) */
     for (int i = 0; i < T; i++) {
@@ -576,9 +577,9 @@ static void attention_head_backward(float *dq, float *dp, const float *dout, con
     }
 }
 
-void attention_backward(float *dqkv, float *dprobs, const float *dout, const float *qkv,
-                        const float *probs, const uint8_t *keep, float p, int B, int T, int D,
-                        int H) {
+void attention_backward(float *dqkv, float *dprobs, float *probs_grad, const float *dout,
+                        const float *qkv, const float *probs, const uint8_t *keep, float p, int B,
+                        int T, int D, int H) {
     const int dh = D / H, tasks = B * H, max_threads = omp_get_max_threads();
     const float scale = 1.0f / sqrtf((float)dh);
     /* (batch, head) pairs are independent and write disjoint columns of dqkv. Each thread reuses
@@ -591,10 +592,10 @@ void attention_backward(float *dqkv, float *dprobs, const float *dout, const flo
         for (int task = 0; task < tasks; task++) {
             const int b = task / H, h = task % H;
             const size_t head = (size_t)task * T * T;
-            attention_head_backward(dqkv + (size_t)b * T * 3 * D + h * dh, dp,
-                                    dout + (size_t)b * T * D + h * dh,
-                                    qkv + (size_t)b * T * 3 * D + h * dh, probs + head,
-                                    keep ? keep + head : NULL, p, T, D, dh, scale);
+            attention_head_backward(
+                dqkv + (size_t)b * T * 3 * D + h * dh, dp, probs_grad ? probs_grad + head : NULL,
+                dout + (size_t)b * T * D + h * dh, qkv + (size_t)b * T * 3 * D + h * dh,
+                probs + head, keep ? keep + head : NULL, p, T, D, dh, scale);
         }
     }
 }

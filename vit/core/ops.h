@@ -93,10 +93,11 @@ void attention_forward_dropout(float *out, float *probs, float *dropped, const f
                                int B, int T, int D, int H);
 /* dqkv [B, T, 3D] (overwritten, every element) from dout [B, T, D] and the forward's qkv and
  * probs; dprobs [B, H, T, T] is scratch. keep/p: the attention dropout mask, or NULL/0.
+ * probs_grad [B, H, T, T] or NULL: gets the gradient wrt the attention weights (before dropout).
  * Masked (padding, causal) keys have zero weight, so they get zero gradient without the mask. */
-void attention_backward(float *dqkv, float *dprobs, const float *dout, const float *qkv,
-                        const float *probs, const uint8_t *keep, float p, int B, int T, int D,
-                        int H);
+void attention_backward(float *dqkv, float *dprobs, float *probs_grad, const float *dout,
+                        const float *qkv, const float *probs, const uint8_t *keep, float p, int B,
+                        int T, int D, int H);
 
 /* Softmax cross-entropy with label smoothing eps, PyTorch's CrossEntropyLoss(label_smoothing=eps)
  * averaged over the batch: target q = (1 - eps)·onehot(label) + eps/L. logits [B, L], labels [B]

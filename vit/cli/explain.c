@@ -1,0 +1,169 @@
+/* vit explain: pictures of where the model looked, one PNG per image (vit_explain_file). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "vit/cli/cli.h"
+#include "vit/io/safetensors.h"
+
+enum { OPT_MODEL = 1, OPT_OUTPUT, OPT_METHOD, OPT_LABEL, OPT_TOP, OPT_RAW, OPT_NO_EXIF };
+
+static const cli_option options[] = {
+    {OPT_MODEL, "model", 'm', "DIR", "the image model", "$VIT_MODEL, else the shipped model"},
+    {OPT_OUTPUT, "output", 'o', "OUT_DIR", "where the pictures go (created; required)", NULL},
+    {OPT_METHOD, "method", 0, "rollout|last|grad",
+     "attention rollout; the last layer's CLS attention per head; gradient-weighted rollout "
+     "(class-specific)",
+     "rollout"},
+    {OPT_LABEL, "label", 0, "N", "explain class N (grad: the map is N's; others: the legend)",
+     NULL},
+    {OPT_TOP, "top", 0, NULL, "explain the most probable class", "yes"},
+    {OPT_RAW, "raw", 0, NULL,
+     "also write the map as OUT_DIR/NAME.safetensors (F32 'map' [maps, grid, grid], raw values)",
+     NULL},
+    {OPT_NO_EXIF, "no-exif", 0, NULL, "ignore EXIF orientation (Pillow's raw pixels)", NULL},
+    CLI_SIZE_OPTION("run at N x N (position embeddings interpolated)"),
+    CLI_PIXELS_OPTION,
+    CLI_THREADS_OPTION,
+};
+
+static const cli_command command = {
+    "explain",
+    "draw where the model looked, as a heat map over each image",
+    "[options] IMAGE... -o OUT_DIR",
+    "Writes OUT_DIR/NAME.png for each IMAGE: the image (its original size) with the map blended\n"
+    "over it, placed back through the preprocessing's resize and crop (what the model never saw\n"
+    "is darkened), and a strip below with the class, its probability and the colour scale.\n"
+    "Prints one line per image: the file, the class explained, its probability, the picture.",
+    options,
+    sizeof options / sizeof options[0]};
+
+const cli_command *cli_explain_command(void) {
+    return &command;
+}
+
+typedef struct {
+    const char *model_opt, *out_dir;
+    vit_explain_method method;
+    int label, raw;
+    vit_params params;
+    char **files;
+    int num_files;
+} explain_options;
+
+static int parse_method(const char *s, vit_explain_method *m) {
+    static const char *names[] = {"rollout", "last", "grad"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, names[i]) == 0) return *m = (vit_explain_method)i, 0;
+    fprintf(stderr, "vit explain: --method '%s': rollout, last or grad\n", s);
+    return 2;
+}
+
+/* Returns 0 to run, else the exit status (-1: --help). */
+static int parse_options(int argc, char **argv, explain_options *o) {
+    int id, bad = 0;
+    cli_parser p;
+    cli_parse_begin(&p, &command, argc, argv);
+    while (!bad && (id = cli_parse_next(&p)) > 0) {
+        switch (id) {
+        case OPT_MODEL:
+            o->model_opt = p.value;
+            break;
+        case OPT_OUTPUT:
+            o->out_dir = p.value;
+            break;
+        case OPT_METHOD:
+            bad = parse_method(p.value, &o->method);
+            break;
+        case OPT_LABEL:
+            bad = cli_int(&p, 0, 1 << 20, &o->label);
+            break;
+        case OPT_TOP:
+            o->label = -1;
+            break;
+        case OPT_RAW:
+            o->raw = 1;
+            break;
+        case OPT_NO_EXIF:
+            o->params.exif_orientation = 0;
+            break;
+        default:
+            bad = cli_shared_option(&p, id, &o->params);
+        }
+    }
+    if (bad || id == CLI_ERROR) return 2;
+    if (id == CLI_HELP) return -1;
+    if (p.num_rest < 1 || !o->out_dir) {
+        fprintf(stderr, "vit explain: expected IMAGE... and -o OUT_DIR (vit explain --help)\n");
+        return 2;
+    }
+    o->files = p.rest;
+    o->num_files = p.num_rest;
+    return 0;
+}
+
+/* OUT_DIR/<the file's name without its extension>.EXT */
+static void output_path(const char *out_dir, const char *file, const char *ext, char *buf,
+                        size_t size) {
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    const char *dot = strrchr(base, '.');
+    const int len = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
+    snprintf(buf, size, "%s/%.*s.%s", out_dir, len, base, ext);
+}
+
+static int write_raw(const char *path, const vit_explanation *x, vit_error *err) {
+    st_entry e = {
+        .name = "map", .ndim = 3, .shape = {x->maps, x->grid_h, x->grid_w}, .data = x->map};
+    return st_write_f32(path, &e, 1, err);
+}
+
+static int explain_one(vit_context *ctx, const explain_options *o, const char *file) {
+    char png[4096], raw[4096];
+    output_path(o->out_dir, file, "png", png, sizeof png);
+    vit_explanation x;
+    vit_error err = {0};
+    int rc = vit_explain_file(ctx, file, o->method, o->label, png, &x, &err);
+    if (rc == 0 && o->raw) {
+        output_path(o->out_dir, file, "safetensors", raw, sizeof raw);
+        rc = write_raw(raw, &x, &err);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "vit explain: %s\n", err.msg);
+        return 1;
+    }
+    const char *label = vit_label(ctx, x.label);
+    printf("%s\t%d\t%s\t%.4f\t%s\n", file, x.label, label ? label : "", x.prob, png);
+    vit_explanation_free(&x);
+    return 0;
+}
+
+int cli_explain(int argc, char **argv) {
+    explain_options o = {.params = vit_default_params(), .label = -1};
+    const int parsed = parse_options(argc, argv, &o);
+    if (parsed != 0) return parsed < 0 ? 0 : parsed;
+    if (mkdir(o.out_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "vit explain: cannot create %s: %s\n", o.out_dir, strerror(errno));
+        return 1;
+    }
+    char model_dir[4096];
+    vit_error err = {0};
+    vit_context *ctx =
+        vit_load(cli_model_dir(o.model_opt, model_dir, sizeof model_dir), &o.params, &err);
+    if (!ctx) {
+        cli_print_load_error("explain", o.model_opt, model_dir, &err);
+        return 1;
+    }
+    if (o.label >= vit_num_labels(ctx)) {
+        fprintf(stderr, "vit explain: --label %d: the model has classes 0..%d\n", o.label,
+                vit_num_labels(ctx) - 1);
+        vit_free(ctx);
+        return 2;
+    }
+    int failed = 0;
+    for (int i = 0; i < o.num_files; i++) failed += explain_one(ctx, &o, o.files[i]);
+    vit_free(ctx);
+    return failed ? 1 : 0;
+}
