@@ -39,7 +39,8 @@ void patch_tokens_backward(float *dembed, float *dspecial, int S, float *dpos, c
     for (int b = 0; b < B; b++) {
         const float *db = dx + (size_t)b * T * D;
         for (int i = 0; i < S * D; i++) dspecial[i] += db[i];
-        for (size_t i = 0; i < (size_t)T * D; i++) dpos[i] += db[i];
+        if (dpos)
+            for (size_t i = 0; i < (size_t)T * D; i++) dpos[i] += db[i];
         memcpy(dembed + (size_t)b * N * D, db + (size_t)S * D, sizeof(float) * (size_t)N * D);
     }
 }

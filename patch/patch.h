@@ -18,7 +18,8 @@ void patch_tokens_forward(float *x, const float *embed, const float *special, in
                           const float *pos, int B, int N, int D);
 
 /* Backward of patch_tokens_forward from dx [B, T, D]: dembed [B·N, D] gets the patch rows'
- * gradients (overwritten); dspecial [S, D] and dpos [T, D] ACCUMULATE (summed over the batch). */
+ * gradients (overwritten); dspecial [S, D] and dpos [T, D] ACCUMULATE (summed over the batch);
+ * dpos NULL: no position gradient. */
 void patch_tokens_backward(float *dembed, float *dspecial, int S, float *dpos, const float *dx,
                            int B, int N, int D);
 

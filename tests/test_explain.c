@@ -101,6 +101,29 @@ static void test_micro_models_match_reference(void **state) {
     check_model(dir, "tests/data/explain/micro-b.safetensors");
 }
 
+/* At another resolution (--size: position embeddings interpolated) the grid follows the size, and
+ * the maps of a size equal to the model's are those of the default. */
+static void test_other_sizes(void **state) {
+    (void)state;
+    vit_params p = vit_default_params();
+    p.image_size = 48;
+    vit_error err = {0};
+    vit_context *ctx = vit_load("tests/data/deit-micro", &p, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    float *pixels = malloc(sizeof(float) * vit_input_floats(ctx));
+    assert_int_equal(vit_preprocess_file(ctx, "examples/photos/cat.jpg", pixels, &err), 0);
+    for (int m = 0; m < 3; m++) {
+        vit_explanation x;
+        if (vit_explain(ctx, pixels, (vit_explain_method)m, -1, &x, &err) != 0)
+            fail_msg("%s", err.msg);
+        assert_int_equal(x.grid_h, 6);
+        assert_int_equal(x.grid_w, 6);
+        vit_explanation_free(&x);
+    }
+    free(pixels);
+    vit_free(ctx);
+}
+
 /* Two special tokens (CLS and distillation) left out of the map. */
 static void test_deit_matches_reference(void **state) {
     (void)state;
@@ -133,6 +156,15 @@ static void test_picture_has_the_original_size(void **state) {
     assert_memory_equal(x.map, y.map, sizeof(float) * x.grid_h * x.grid_w);
     assert_int_equal(vit_explain(ctx, pixels, VIT_EXPLAIN_GRAD, 10, &y, &err), -1);
     assert_non_null(strstr(err.msg, "label 10 outside"));
+    /* a DeiT with teacher has two heads: refused in one line */
+    vit_context *teacher = vit_load("tests/data/deit-micro-teacher", NULL, &err);
+    assert_non_null(teacher);
+    float *tp = malloc(sizeof(float) * vit_input_floats(teacher));
+    assert_int_equal(vit_preprocess_file(teacher, photo, tp, &err), 0);
+    assert_int_equal(vit_explain(teacher, tp, VIT_EXPLAIN_ROLLOUT, -1, &y, &err), -1);
+    assert_non_null(strstr(err.msg, "no explanations for a model with two heads"));
+    free(tp);
+    vit_free(teacher);
     vit_explanation_free(&x);
     vit_explanation_free(&y);
     free(pixels);
@@ -241,6 +273,7 @@ int main(void) {
         cmocka_unit_test(test_micro_models_match_reference),
         cmocka_unit_test(test_deit_matches_reference),
         cmocka_unit_test(test_picture_has_the_original_size),
+        cmocka_unit_test(test_other_sizes),
         cmocka_unit_test(test_hottest_where_the_evidence_is),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

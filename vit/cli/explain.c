@@ -140,11 +140,24 @@ static int explain_one(vit_context *ctx, const explain_options *o, const char *f
     return 0;
 }
 
+/* mkdir -p */
+static int make_dirs(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
 int cli_explain(int argc, char **argv) {
     explain_options o = {.params = vit_default_params(), .label = -1};
     const int parsed = parse_options(argc, argv, &o);
     if (parsed != 0) return parsed < 0 ? 0 : parsed;
-    if (mkdir(o.out_dir, 0777) != 0 && errno != EEXIST) {
+    if (make_dirs(o.out_dir) != 0) {
         fprintf(stderr, "vit explain: cannot create %s: %s\n", o.out_dir, strerror(errno));
         return 1;
     }

@@ -7,7 +7,7 @@
 
 int explainer_init(explainer *e, const model *m, int size, vit_error *err) {
     memset(e, 0, sizeof *e);
-    if (vit_acts_alloc(&e->acts, m, 1, size, 1, err) != 0) return -1;
+    if (vit_acts_alloc(&e->acts, m, 1, size, VIT_ACTS_EXPLAIN, err) != 0) return -1;
     const size_t T = (size_t)e->acts.tokens, H = (size_t)m->enc.heads, L = (size_t)m->enc.layers;
     e->grads = calloc(m->num_params, sizeof(float));
     e->probs_grad = malloc(sizeof(float) * L * H * T * T);

@@ -39,9 +39,14 @@ int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int tra
     memset(a, 0, sizeof *a);
     if (m->cfg.kind != MODEL_VIT) return vit_fail(err, "not a ViT model");
     if (max_batch < 1) return vit_fail(err, "batch size %d is not positive", max_batch);
-    if (training && size > 0 && size != m->cfg.image_size)
+    if (training == VIT_ACTS_TRAIN && size > 0 && size != m->cfg.image_size)
         return vit_fail(err, "training runs at the model's image_size %d, not %d",
                         m->cfg.image_size, size);
+    if (training == VIT_ACTS_EXPLAIN && config_classifier_heads(&m->cfg) > 1)
+        return vit_fail(err,
+                        "%s: no explanations for a model with two heads (the backward runs "
+                        "one); a DeiTForImageClassification has one",
+                        config_architecture(&m->cfg));
     if (training && config_classifier_heads(&m->cfg) > 1)
         return vit_fail(err,
                         "%s is inference-only (as in Hugging Face): fine-tune it as a "
@@ -164,7 +169,8 @@ static void backward_pass(const model *m, const model *g, vit_acts *a, const flo
         memcpy(a->dx + (size_t)b * T * D, a->dcls_in + (size_t)b * D, sizeof(float) * (size_t)D);
     encoder_backward(&m->enc, m->layers, g->layers, &a->enc, a->dx, B, T);
     if (a->mode.dropout > 0.0f) dropout_backward(a->dx, a->dx, a->emb_keep, n, a->mode.dropout);
-    patch_tokens_backward(a->embed, g->cls_token, a->special, g->pos_embed, a->dx, B, N, D);
+    patch_tokens_backward(a->embed, g->cls_token, a->special, a->pos_owned ? NULL : g->pos_embed,
+                          a->dx, B, N, D);
     linear_backward(NULL, g->patch_w, g->patch_b, a->embed, a->patches, NULL, B * N, a->patch_dim,
                     D);
 }

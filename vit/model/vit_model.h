@@ -44,9 +44,13 @@ typedef struct {
 } vit_acts;
 
 /* Buffers for batches of up to max_batch images of size x size (0: the model's image_size; the
- * position embeddings are interpolated for another size). training: per-layer activations and
- * gradient buffers too. Errors: a size that is not a positive multiple of the patch, memory,
- * training a DeiT with teacher (inference only, as in Hugging Face). */
+ * position embeddings are interpolated for another size). training (VIT_ACTS_TRAIN): per-layer
+ * activations and gradient buffers too; VIT_ACTS_EXPLAIN the same at any size, where the
+ * backward leaves the interpolated position embeddings without a gradient (explanations need the
+ * attention's gradients, not the parameters'). Errors: a size that is not a positive multiple of
+ * the patch, memory, training a DeiT with teacher (inference only, as in Hugging Face), training
+ * at another size. */
+enum { VIT_ACTS_INFER = 0, VIT_ACTS_TRAIN = 1, VIT_ACTS_EXPLAIN = 2 };
 int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int training,
                    vit_error *err);
 void vit_acts_free(vit_acts *a);
