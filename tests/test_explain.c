@@ -154,6 +154,7 @@ static void test_picture_has_the_original_size(void **state) {
     vit_explanation y;
     assert_int_equal(vit_explain(ctx, pixels, VIT_EXPLAIN_GRAD, 3, &y, &err), 0);
     assert_memory_equal(x.map, y.map, sizeof(float) * x.grid_h * x.grid_w);
+    vit_explanation_free(&y);
     assert_int_equal(vit_explain(ctx, pixels, VIT_EXPLAIN_GRAD, 10, &y, &err), -1);
     assert_non_null(strstr(err.msg, "label 10 outside"));
     /* a DeiT with teacher has two heads: refused in one line */
