@@ -41,6 +41,11 @@ LDLIBS  += $(if $(DNNL),-ldnnl)
 # bin/vit links it (the library has the batcher, not the HTTP layer).
 MICROHTTPD ?= 1
 MHD      = $(if $(filter 1,$(MICROHTTPD)),$(shell pkg-config --exists libmicrohttpd && echo 1))
+# OpenMPI (libopenmpi-dev) for `mpirun -np N bin/vit eval|train`, when installed, unless MPI=0;
+# the same binary runs alone. Only vit/base/dist.c sees MPI's headers.
+MPI     ?= 1
+OMPI     = $(if $(filter 1,$(MPI)),$(shell pkg-config --exists ompi-c && echo 1))
+LDLIBS  += $(if $(OMPI),$(shell pkg-config --libs ompi-c))
 BUILD   ?= build
 BIN     ?= bin
 
@@ -52,7 +57,7 @@ MAJOR   := $(firstword $(subst ., ,$(VERSION)))
 
 DEB_PACKAGES := gcc make pkg-config clang-format libpng-dev libjpeg62-turbo-dev libwebp-dev \
                 libtiff-dev libgif-dev libopenblas-dev libcjson-dev libutf8proc-dev libcmocka-dev \
-                libdnnl-dev libmicrohttpd-dev dataset-fashion-mnist
+                libdnnl-dev libmicrohttpd-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist
 
 LIB_SRC  := $(wildcard vit/*.c vit/base/*.c vit/core/*.c vit/model/*.c vit/io/*.c vit/data/*.c \
               vit/eval/*.c vit/train/*.c vit/serve/*.c image/*.c patch/*.c text/*.c)
@@ -94,6 +99,7 @@ $(SHLIB): $(LIB_OBJ)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libvit.so.$(MAJOR) -o $@ $^ $(LDLIBS)
 
 # bin/vit links the static library: it runs from the build tree or anywhere it is installed.
+$(BUILD)/vit/base/dist.o: CFLAGS += $(if $(OMPI),-DVIT_MPI $(shell pkg-config --cflags ompi-c))
 $(BUILD)/vit/cli/serve.o $(BUILD)/vit/cli/serve_http.o: CFLAGS += \
   $(if $(MHD),-DVIT_MICROHTTPD $(shell pkg-config --cflags libmicrohttpd))
 $(BIN)/vit: LDLIBS += $(if $(MHD),$(shell pkg-config --libs libmicrohttpd))
@@ -127,7 +133,7 @@ $(BUILD)/tools/%: tools/%.c $(LIB)
 test: all $(TESTS)
 	@$(call give_back,$(BUILD) $(BIN))
 	@VIT_BIN=$(abspath $(BIN)/vit) EXAMPLE_CFLAGS="$(EXAMPLE_CFLAGS)" tests/run $(TESTS) \
-	  tests/install.sh
+	  tests/install.sh tests/mpi.sh
 
 # Sanitizers in a separate build tree so the normal objects stay optimised.
 # (bin/vit finds the shipped models beside its bin/: build/asan/models links to them.)
@@ -186,7 +192,7 @@ install: all
 	ln -sf libvit.so.$(MAJOR) $(ROOT)/lib/libvit.so
 	install -m 644 vit/vit.h $(ROOT)/include/vit.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' \
-	  -e 's|@LIBS@|$(if $(DNNL),-ldnnl)|' tools/vit.pc.in > $(ROOT)/lib/pkgconfig/vit.pc
+	  -e 's|@LIBS@|$(if $(DNNL),-ldnnl) $(if $(OMPI),$(shell pkg-config --libs ompi-c))|' tools/vit.pc.in > $(ROOT)/lib/pkgconfig/vit.pc
 	install -m 644 $(BUILD)/vit.1 $(ROOT)/share/man/man1/vit.1
 	install -m 644 tools/vit.bash-completion $(ROOT)/share/bash-completion/completions/vit
 	for f in $(MODELS); do install -m 644 $$f $(ROOT)/share/vit/$$f; done

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include "vit/base/clock.h"
+#include "vit/base/dist.h"
 #include "vit/cli/cli.h"
 #include "vit/eval/report.h"
 #include "vit/data/imagefolder.h"
+#include "vit/eval/eval_dist.h"
 #include "vit/eval/eval_images.h"
 #include "vit/eval/eval_text.h"
 #include "vit/vit.h"
@@ -234,22 +236,90 @@ static int evaluate_images(eval_run *r, const eval_options *o) {
     return status;
 }
 
+/* Each rank's skipped inputs as they happen, and its results recorded for rank 0. */
+typedef struct {
+    eval_run *run;
+    eval_records records;
+} rank_run;
+
+static void rank_result(void *user, const eval_result *res) {
+    eval_records_add(&((rank_run *)user)->records, res);
+}
+static void rank_skip(void *user, const char *path, const char *reason) {
+    report_skip(((rank_run *)user)->run, path, reason);
+}
+static void rank_progress(void *user, long done) {
+    show_progress(((rank_run *)user)->run, done);
+}
+
+/* The same over the ranks of mpirun: each takes its share of the folder; rank 0 gathers the
+ * outcomes in walk order and writes the one report (and predictions) a single process would. */
+static int evaluate_images_ranks(eval_run *r, const eval_options *o, dist_world w) {
+    vit_error err = {{0}};
+    outputs out = {0};
+    const int root = w.rank == 0;
+    int ok = !root || open_outputs(o, &out) == 0;
+    eval_report *local = ok ? eval_report_create(vit_num_labels(r->ctx), &err) : NULL;
+    eval_report *merged = root && local ? eval_report_create(vit_num_labels(r->ctx), &err) : NULL;
+    ok = local && (!root || merged);
+    rank_run rr = {.run = r};
+    if (ok) {
+        r->progress = root && isatty(STDERR_FILENO); /* rank 0's share, as a share of all */
+        if (r->progress) r->total = (count_inputs(&r->folder) + w.size - 1) / w.size;
+        r->start = clock_seconds();
+        const eval_images_options opt = {.batch = o->params.max_batch,
+                                         .decode_threads = cli_decode_threads(o->params.threads),
+                                         .rank = w.rank,
+                                         .ranks = w.size,
+                                         .result = rank_result,
+                                         .user = &rr,
+                                         .skipped = rank_skip,
+                                         .progress = rank_progress};
+        ok = eval_images(r->ctx, &r->folder, &opt, local, &err) == 0;
+        clear_progress(r);
+        if (!ok) fprintf(stderr, "vit eval: rank %d: %s\n", w.rank, err.msg);
+    }
+    /* every rank reaches the gather, whatever happened to it */
+    if (out.predictions) fputs(EVAL_PREDICTIONS_HEADER, out.predictions);
+    vit_error merge_err = {{0}};
+    if (eval_records_merge(&rr.records, merged, out.predictions, &merge_err) != 0) {
+        if (root) fprintf(stderr, "vit eval: %s\n", merge_err.msg);
+        ok = 0;
+    }
+    ok = dist_all_ok(ok);
+    int status = ok ? 0 : 1;
+    if (root && merged) {
+        const int shown = report_and_finish(r, merged, o, &out, clock_seconds() - r->start);
+        status = ok ? shown : 1;
+    }
+    if (root) status = close_outputs(o, &out, status);
+    eval_records_free(&rr.records);
+    eval_report_free(local);
+    eval_report_free(merged);
+    return status;
+}
+
 static int evaluate_folder(eval_options *o) {
     eval_run r = {0};
     vit_error err = {{0}};
+    int status;
+    if (o->params.max_batch == 0) o->params.max_batch = DEFAULT_IMAGE_BATCH;
     if (imagefolder_open(&r.folder, o->data_dir, &err) != 0) {
         fprintf(stderr, "vit eval: %s\n", err.msg);
-        return 2;
-    }
-    if (o->params.max_batch == 0) o->params.max_batch = DEFAULT_IMAGE_BATCH;
-    r.ctx = vit_load(o->model_dir, &o->params, &err);
-    int status;
-    if (!r.ctx) {
+        status = 2;
+    } else if (!(r.ctx = vit_load(o->model_dir, &o->params, &err))) {
         fprintf(stderr, "vit eval: %s\n", err.msg);
         status = 1;
     } else if (map_classes(&r, o) != 0) {
         status = 2;
     } else {
+        status = -1; /* loaded: evaluate */
+    }
+    const dist_world w = dist_get();
+    if (w.size > 1) { /* every rank evaluates, or none does */
+        const int all_loaded = dist_all_ok(status == -1);
+        if (status == -1) status = all_loaded ? evaluate_images_ranks(&r, o, w) : 1;
+    } else if (status == -1) {
         status = evaluate_images(&r, o);
     }
     vit_free(r.ctx);
@@ -344,5 +414,13 @@ int cli_eval(int argc, char **argv) {
     if (rc != 0) return rc > 0 ? 0 : 2;
     char model_dir[4096];
     o.model_dir = cli_model_dir(o.model_dir, model_dir, sizeof model_dir);
+    if (is_text_file(o.data_dir) && dist_get().size > 1) {
+        if (dist_get().rank == 0)
+            fprintf(stderr,
+                    "vit eval: %s: a TSV file is evaluated by one process; run it without "
+                    "mpirun\n",
+                    o.data_dir);
+        return 2;
+    }
     return is_text_file(o.data_dir) ? evaluate_text(&o) : evaluate_folder(&o);
 }

@@ -4,6 +4,7 @@
 
 #include "image/image.h"
 #include "vit/io/model_dir.h"
+#include "vit/base/dist.h"
 #include "vit/cli/cli.h"
 #include "vit/core/gemm.h"
 #include "vit/model/params.h"
@@ -122,6 +123,8 @@ int cli_info(int argc, char **argv) {
            !gemm_backend_available(GEMM_ONEDNN) ? ""
            : gemm_bf16_native(GEMM_ONEDNN)      ? ", bf16 kernels"
                                                 : ", no bf16 kernels (bf16 computed in fp32)");
+    printf("mpi:            %s\n",
+           dist_library() ? dist_library() : "not built in (make MPI=1 with libopenmpi-dev)");
     model_free(&m);
     return 0;
 }

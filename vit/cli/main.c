@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "vit/base/alloc.h"
+#include "vit/base/dist.h"
 #include "vit/cli/cli.h"
 
 static const struct {
@@ -73,8 +74,27 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (size_t i = 0; i < NUM_COMMANDS; i++)
-        if (strcmp(arg, commands[i].command()->name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(arg, commands[i].command()->name) == 0) {
+            /* under mpirun, every rank runs the same command; alone, this does nothing */
+            vit_error err = {0};
+            if (dist_start(&argc, &argv, &err) != 0) {
+                fprintf(stderr, "vit: %s\n", err.msg);
+                return 1;
+            }
+            /* only eval shares its work among ranks: any other command would run N times over */
+            if (dist_get().size > 1 && strcmp(arg, "eval") != 0) {
+                if (dist_get().rank == 0)
+                    fprintf(stderr,
+                            "vit %s: runs in one process (under mpirun only 'vit eval' "
+                            "splits its work); run it without mpirun\n",
+                            arg);
+                dist_stop();
+                return 2;
+            }
+            const int status = commands[i].run(argc - 1, argv + 1);
+            dist_stop();
+            return status;
+        }
     fprintf(stderr, "vit: unknown command '%s'\n", arg);
     usage(stderr);
     return 2;

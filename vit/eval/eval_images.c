@@ -39,18 +39,29 @@ typedef struct {
     eval_report *report;
     float *probs;
     int labels;
-    long done;
+    int rank, ranks; /* the share: ranks >= 1 */
+    long walked;     /* entries of the walk seen (loader thread) */
+    long done;       /* inputs of the share finished (main thread) */
 } eval_run;
 
-/* Loader thread: the next image of the walk, its true class as the tag. */
+/* Loader thread: the next image of this process's share of the walk, its true class as the tag.
+ */
 static int next_image(void *user, pipeline_item *item) {
     eval_run *r = user;
-    imagefolder_entry e;
-    int rc = imagefolder_walk_next(r->walk, &e, &item->err); /* unreadable: err set, not decoded */
-    if (rc != 1) return rc;
-    item->path = e.path;
-    item->tag = e.label;
-    return 1;
+    for (;;) {
+        imagefolder_entry e;
+        /* unreadable: err set, not decoded */
+        int rc = imagefolder_walk_next(r->walk, &e, &item->err);
+        if (rc != 1) return rc;
+        if (r->walked++ % r->ranks != r->rank) { /* another process's */
+            free(e.path);
+            item->err.msg[0] = 0;
+            continue;
+        }
+        item->path = e.path;
+        item->tag = e.label;
+        return 1;
+    }
 }
 
 /* A TSV field: the path with tab, newline, carriage return and backslash escaped. */
@@ -68,33 +79,48 @@ static void put_field(const char *s, FILE *out) {
     }
 }
 
+void eval_write_prediction(FILE *out, const eval_result *res) {
+    put_field(res->path, out);
+    fprintf(out, "\t%d\t%d\t%.6f\n", res->true_label, res->pred, res->prob);
+}
+
 /* Main thread: one batch, items in input order. */
 static void batch_done(void *user, const pipeline_item *items, int count) {
     eval_run *r = user;
     const eval_images_options *o = r->opt;
     for (int i = 0; i < count; i++) {
         const pipeline_item *it = &items[i];
-        r->done++;
+        /* the share's k-th input is the walk's k·ranks + rank-th (the pipeline keeps the order) */
+        eval_result res = {.index = r->done++ * r->ranks + r->rank,
+                           .path = it->path,
+                           .true_label = it->tag,
+                           .pred = -1};
         if (!it->ok) {
             if (o->skipped) o->skipped(o->user, it->path, it->err.msg);
             eval_report_skip(r->report, it->path, it->err.msg);
+            res.reason = it->err.msg;
+            if (o->result) o->result(o->user, &res);
             continue;
         }
         memcpy(r->probs, it->logits, sizeof(float) * (size_t)r->labels);
         vit_softmax(r->probs, r->labels);
-        const int pred = eval_report_add(r->report, it->tag, r->probs);
-        if (o->predictions) {
-            put_field(it->path, o->predictions);
-            fprintf(o->predictions, "\t%d\t%d\t%.6f\n", it->tag, pred, r->probs[pred]);
-        }
+        eval_score(r->probs, r->labels, it->tag, &res.pred, &res.in_top5);
+        res.prob = r->probs[res.pred];
+        eval_report_add_result(r->report, it->tag, res.pred, res.in_top5);
+        if (o->predictions) eval_write_prediction(o->predictions, &res);
+        if (o->result) o->result(o->user, &res);
     }
     if (o->progress) o->progress(o->user, r->done);
 }
 
 int eval_images(vit_context *ctx, const imagefolder *f, const eval_images_options *opt,
                 eval_report *report, vit_error *err) {
-    eval_run r = {.opt = opt, .report = report, .labels = vit_num_labels(ctx)};
-    if (opt->predictions) fputs("file\ttrue\tpredicted\tprobability\n", opt->predictions);
+    eval_run r = {.opt = opt,
+                  .report = report,
+                  .labels = vit_num_labels(ctx),
+                  .rank = opt->ranks > 1 ? opt->rank : 0,
+                  .ranks = opt->ranks > 1 ? opt->ranks : 1};
+    if (opt->predictions) fputs(EVAL_PREDICTIONS_HEADER, opt->predictions);
     r.probs = malloc(sizeof(float) * (size_t)r.labels);
     if (!r.probs) return vit_fail(err, "out of memory");
     r.walk = imagefolder_walk_open(f, err);

@@ -29,8 +29,24 @@ pipeline_model eval_pipeline_model(vit_context *ctx);
 int eval_map_classes(imagefolder *f, const vit_context *ctx, const char *class_map, int *by_order,
                      vit_error *err);
 
+/* One input's outcome, for a caller that gathers them (the ranks of a distributed eval). */
 typedef struct {
-    int batch;          /* images per forward pass (<= the context's max_batch) */
+    long index; /* in the folder's walk order, all ranks' inputs counted */
+    const char *path;
+    int true_label;
+    int pred;   /* -1: skipped, reason says why */
+    float prob; /* of pred */
+    int in_top5;
+    const char *reason;
+} eval_result;
+
+typedef struct {
+    int batch; /* images per forward pass (<= the context's max_batch) */
+    /* this process's share of the folder: the inputs whose index in the walk is rank modulo
+     * ranks (0 and 0: all of them) */
+    int rank, ranks;
+    /* each input's outcome, in order (may be NULL); the report and predictions get them too */
+    void (*result)(void *user, const eval_result *r);
     int decode_threads; /* see pipeline_options */
     FILE *predictions;  /* NULL, or one row per image: file, true, predicted, probability */
     void *user;
@@ -39,6 +55,11 @@ typedef struct {
     void (*skipped)(void *user, const char *path, const char *reason);
     void (*progress)(void *user, long done);
 } eval_images_options;
+
+/* A --predictions row: file, true class, predicted class, its probability. */
+void eval_write_prediction(FILE *out, const eval_result *res);
+/* The header line of the --predictions file. */
+#define EVAL_PREDICTIONS_HEADER "file\ttrue\tpredicted\tprobability\n"
 
 /* Evaluates every image of the mapped folder f into report. Returns 0, or -1 with err when the
  * run itself fails (out of memory, a folder that cannot be listed at the top, a forward pass). */

@@ -38,15 +38,26 @@ void eval_report_free(eval_report *r) {
     free(r);
 }
 
-int eval_report_add(eval_report *r, int true_label, const float *probs) {
-    int pred = 0, above = 0; /* classes scored strictly higher than the true one */
-    for (int j = 1; j < r->labels; j++)
-        if (probs[j] > probs[pred]) pred = j;
-    for (int j = 0; j < r->labels; j++) above += probs[j] > probs[true_label];
+void eval_score(const float *probs, int labels, int true_label, int *pred, int *in_top5) {
+    int best = 0, above = 0; /* classes scored strictly higher than the true one */
+    for (int j = 1; j < labels; j++)
+        if (probs[j] > probs[best]) best = j;
+    for (int j = 0; j < labels; j++) above += probs[j] > probs[true_label];
+    *pred = best;
+    *in_top5 = above < 5;
+}
+
+void eval_report_add_result(eval_report *r, int true_label, int pred, int in_top5) {
     r->count++;
     r->top1 += pred == true_label;
-    r->top5 += above < 5;
+    r->top5 += in_top5 != 0;
     r->confusion[(size_t)true_label * r->labels + pred]++;
+}
+
+int eval_report_add(eval_report *r, int true_label, const float *probs) {
+    int pred, in_top5;
+    eval_score(probs, r->labels, true_label, &pred, &in_top5);
+    eval_report_add_result(r, true_label, pred, in_top5);
     return pred;
 }
 

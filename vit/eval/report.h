@@ -16,6 +16,10 @@ void eval_report_free(eval_report *r);
 /* One evaluated input: its true class and the model's probabilities [num_labels].
  * Returns the predicted class. */
 int eval_report_add(eval_report *r, int true_label, const float *probs);
+/* The same in two steps: the predicted class of probs [labels] and whether the true class is
+ * among the 5 best (ties in its favour); then that result into the report. */
+void eval_score(const float *probs, int labels, int true_label, int *pred, int *in_top5);
+void eval_report_add_result(eval_report *r, int true_label, int pred, int in_top5);
 /* One input skipped, with the reason (copied). A reason of the form "INPUT: why" keeps only
  * "why", so messages that already name the input are not repeated. */
 int eval_report_skip(eval_report *r, const char *input, const char *reason);
