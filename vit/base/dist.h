@@ -26,6 +26,7 @@ const char *dist_library(void);
 int dist_all_ok(int ok);
 /* Sums n ints / doubles / floats over the ranks, in place, on every rank. */
 int dist_sum_ints(int64_t *v, int n, vit_error *err);
+int dist_sum_doubles(double *v, int n, vit_error *err);
 int dist_sum_floats(float *v, size_t n, vit_error *err);
 /* Rank 0 gets every rank's bytes one after another in rank order (*all malloc'ed, *total
  * bytes); the other ranks get NULL and 0. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "vit/base/clock.h"
+#include "vit/base/dist.h"
 #include "vit/cli/cli.h"
 #include "vit/train/options.h"
 #include "vit/train/run.h"
@@ -244,13 +245,14 @@ int cli_train(int argc, char **argv) {
     }
     char took[32];
     format_duration(took, sizeof took, clock_seconds() - t0);
-    if (rc == 1) {
+    const int speaks = dist_get().rank == 0; /* under mpirun, process 0 says how it ended */
+    if (rc == 1 && speaks) {
         fprintf(stderr,
                 "vit train: stopped by %s after %s; checkpoint saved in %s (continue with: vit "
                 "train --out %s --resume)\n",
                 stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", took, o.out_dir, o.out_dir);
-        return 128 + (stop_signal ? stop_signal : SIGINT);
     }
-    fprintf(stderr, "vit train: done in %s; model in %s\n", took, o.out_dir);
+    if (rc == 1) return 128 + (stop_signal ? stop_signal : SIGINT);
+    if (speaks) fprintf(stderr, "vit train: done in %s; model in %s\n", took, o.out_dir);
     return 0;
 }

@@ -95,12 +95,24 @@ int encoder_set_mode(encoder_acts *acts, int keep, float hidden, float attn, uin
     return 0;
 }
 
-/* Training: a fresh dropout mask for layer l's branch output in a->scratch (n floats). */
-static void branch_dropout(encoder_acts *a, uint8_t *field, int l, size_t n) {
+void encoder_set_batch_part(encoder_acts *acts, int first, int total) {
+    acts->batch_first = first;
+    acts->batch_total = total;
+}
+
+/* A mask of B examples of per floats each, as this batch's part of the whole batch's mask. */
+static void batch_mask(const encoder_acts *a, uint8_t *keep, int B, size_t per, float p) {
+    const size_t first = (size_t)a->batch_first * per;
+    const size_t total = (size_t)(a->batch_total > 0 ? a->batch_total : B) * per;
+    dropout_mask_part(keep, (size_t)B * per, p, a->rng, first, total);
+}
+
+/* Training: a fresh dropout mask for layer l's branch output in a->scratch (B·per floats). */
+static void branch_dropout(encoder_acts *a, uint8_t *field, int l, int B, size_t per) {
     if (a->hidden_drop <= 0.0f) return;
     uint8_t *keep = encoder_acts_mask(a, field, l);
-    dropout_mask(keep, n, a->hidden_drop, a->rng);
-    dropout_forward(a->scratch, a->scratch, keep, n, a->hidden_drop);
+    batch_mask(a, keep, B, per, a->hidden_drop);
+    dropout_forward(a->scratch, a->scratch, keep, (size_t)B * per, a->hidden_drop);
 }
 
 /* Prepared layers run inference (vit/core/gemm.h); training keeps the plain products. */
@@ -118,7 +130,7 @@ static void add_branch(const encoder_layer *w, encoder_acts *a, int l, gemm_weig
         return;
     }
     linear_forward(a->scratch, inp, weight, bias, BT, IN, OUT);
-    branch_dropout(a, mask_field, l, (size_t)BT * OUT);
+    branch_dropout(a, mask_field, l, BT / a->run_tokens, (size_t)a->run_tokens * OUT);
     vector_add(residual, residual, a->scratch, (size_t)BT * OUT);
 }
 
@@ -135,7 +147,7 @@ static void attention_block(const encoder_shape *s, const encoder_layer *w, enco
         attention_infer(ctx, qkv, mask, s->causal, a->attn_scratch, a->attn_threads, B, T, D, H);
     } else if (a->attn_drop > 0.0f) {
         uint8_t *keep = encoder_acts_mask(a, a->keep_probs, l);
-        dropout_mask(keep, (size_t)B * H * T * T, a->attn_drop, a->rng);
+        batch_mask(a, keep, B, (size_t)H * T * T, a->attn_drop);
         attention_forward_dropout(ctx, probs, a->d_probs, qkv, mask, s->causal, keep, a->attn_drop,
                                   B, T, D, H);
     } else {
@@ -193,6 +205,7 @@ static void post_norm_layer(const encoder_shape *s, const encoder_layer *w, enco
 
 void encoder_forward(const encoder_shape *s, const encoder_layer *layers, encoder_acts *a, float *x,
                      const uint8_t *key_mask, int B, int T) {
+    a->run_tokens = T;
     for (int l = 0; l < s->layers; l++) {
         if (s->post_norm)
             post_norm_layer(s, &layers[l], a, l, x, key_mask, B, T);

@@ -63,17 +63,21 @@ typedef struct {
     /* Training mode (per_layer) only, all zero otherwise. */
     float hidden_drop, attn_drop; /* dropout probabilities of the next forward (0: eval mode) */
     uint64_t *rng;                /* generator the dropout masks are drawn from */
-    uint8_t *mask_block;          /* one allocation for the masks, each one per layer: */
-    uint8_t *keep_attn;           /* [B,T,D] dropout on the attention output projection */
-    uint8_t *keep_mlp;            /* [B,T,D] dropout on the MLP output */
-    uint8_t *keep_probs;          /* [B,H,T,T] dropout on the attention weights */
-    float *grad_block; /* one allocation for the backward's scratch, shared by all layers: */
-    float *d_ln;       /* [B,T,D] gradient wrt a branch's input (the LN output in pre-LN) */
-    float *d_res;      /* [B,T,D] post-LN: gradient wrt the sum before a LayerNorm */
-    float *d_ctx;      /* [B,T,D] */
-    float *d_qkv;      /* [B,T,3D] */
-    float *d_act;      /* [B,T,I] gradient wrt act_out, then wrt fc1_out */
-    float *d_probs;    /* [B,H,T,T] attention scratch (also the dropped weights in the forward) */
+    /* this batch is examples batch_first.. of a batch of batch_total split among processes
+     * (0, 0: the whole batch): the masks are that part of the whole batch's */
+    int batch_first, batch_total;
+    int run_tokens;      /* T of the forward under way */
+    uint8_t *mask_block; /* one allocation for the masks, each one per layer: */
+    uint8_t *keep_attn;  /* [B,T,D] dropout on the attention output projection */
+    uint8_t *keep_mlp;   /* [B,T,D] dropout on the MLP output */
+    uint8_t *keep_probs; /* [B,H,T,T] dropout on the attention weights */
+    float *grad_block;   /* one allocation for the backward's scratch, shared by all layers: */
+    float *d_ln;         /* [B,T,D] gradient wrt a branch's input (the LN output in pre-LN) */
+    float *d_res;        /* [B,T,D] post-LN: gradient wrt the sum before a LayerNorm */
+    float *d_ctx;        /* [B,T,D] */
+    float *d_qkv;        /* [B,T,3D] */
+    float *d_act;        /* [B,T,I] gradient wrt act_out, then wrt fc1_out */
+    float *d_probs;      /* [B,H,T,T] attention scratch (also the dropped weights in the forward) */
     /* NULL, or [layers, B, H, T, T] set by the caller: the backward leaves there the gradient wrt
      * every layer's attention weights (gradient-weighted explanations). */
     float *probs_grad;
@@ -95,6 +99,8 @@ uint8_t *encoder_acts_mask(const encoder_acts *acts, uint8_t *field, int layer);
  * from *rng and kept for the backward (keep required). 0, 0, 0 is eval mode (the default).
  * Returns -1 (and changes nothing) when acts cannot serve the mode. */
 int encoder_set_mode(encoder_acts *acts, int keep, float hidden, float attn, uint64_t *rng);
+/* The batch's place in a batch split among processes, for the dropout masks (0, 0: whole). */
+void encoder_set_batch_part(encoder_acts *acts, int first, int total);
 
 /* x [B, T, D] in, transformed in place. key_mask [B, T] or NULL (0 = padding). */
 void encoder_forward(const encoder_shape *shape, const encoder_layer *layers, encoder_acts *acts,

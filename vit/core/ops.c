@@ -283,6 +283,25 @@ void dropout_mask(uint8_t *keep, size_t n, float p, uint64_t *rng) {
     *rng = base + (uint64_t)draws * RNG_GAMMA;
 }
 
+void dropout_mask_part(uint8_t *keep, size_t n, float p, uint64_t *rng, size_t first,
+                       size_t total) {
+    if (first == 0 && n == total) {
+        dropout_mask(keep, n, p, rng);
+        return;
+    }
+    const uint64_t threshold = p <= 0.0f   ? 0
+                               : p >= 1.0f ? (1ull << 32)
+                                           : (uint64_t)((double)p * 4294967296.0);
+    const uint64_t base = *rng;
+#pragma omp parallel for if (n >= 131072) schedule(static)
+    for (size_t i = 0; i < n; i++) { /* element g of the whole mask, as dropout_mask draws it */
+        const size_t g = first + i;
+        const uint64_t r = rng_mix(base + (uint64_t)(g / 2 + 1) * RNG_GAMMA);
+        keep[i] = ((g & 1) ? r >> 32 : r & 0xffffffffu) >= threshold;
+    }
+    *rng = base + (uint64_t)((total + 1) / 2) * RNG_GAMMA;
+}
+
 static float dropout_scale(float p) {
     return p >= 1.0f ? 0.0f : 1.0f / (1.0f - p);
 }

@@ -57,6 +57,9 @@ void activation_backward(float *dinp, const float *dout, const float *inp, size_
 /* Dropout (PyTorch nn.Dropout in training mode): keep[n] = 1 with probability 1 - p, else 0,
  * drawn from the splitmix64 generator *rng (advanced; same state -> same mask). */
 void dropout_mask(uint8_t *keep, size_t n, float p, uint64_t *rng);
+/* Elements first..first+n of the mask dropout_mask would draw for total elements (and *rng
+ * advanced as it would be): one process's part of a batch split among several. */
+void dropout_mask_part(uint8_t *keep, size_t n, float p, uint64_t *rng, size_t first, size_t total);
 /* out[i] = inp[i] · keep[i] / (1 - p) (p >= 1 zeroes everything, as PyTorch does); in place
  * allowed. */
 void dropout_forward(float *out, const float *inp, const uint8_t *keep, size_t n, float p);

@@ -179,13 +179,18 @@ static void shifted(const uint8_t *src, int C, int S, const float *lut, int dx, 
 
 void image_set_batch(const image_set *s, const int *idx, int n, const float *lut,
                      const augment_options *aug, uint64_t seed, float *pixels) {
+    image_set_batch_part(s, idx, n, lut, aug, seed, 0, pixels);
+}
+
+void image_set_batch_part(const image_set *s, const int *idx, int n, const float *lut,
+                          const augment_options *aug, uint64_t seed, int first, float *pixels) {
     const int C = s->C, S = s->S;
     const size_t per = (size_t)C * S * S;
 #pragma omp parallel for schedule(static) if (n * per >= 16384)
     for (int i = 0; i < n; i++) {
         const uint8_t *src = s->pixels + (size_t)idx[i] * per;
         float *dst = pixels + (size_t)i * per;
-        uint64_t st = rng_derive(seed, (uint64_t)i, 0);
+        uint64_t st = rng_derive(seed, (uint64_t)(first + i), 0);
         if (!aug) {
             for (size_t j = 0; j < per; j++) dst[j] = lut[(j / ((size_t)S * S)) * 256 + src[j]];
             continue;

@@ -45,5 +45,9 @@ typedef struct {
  * gives the same batch whatever the thread count. */
 void image_set_batch(const image_set *s, const int *idx, int n, const float *lut,
                      const augment_options *aug, uint64_t seed, float *pixels);
+/* The same for images first..first+n-1 of a batch split among processes: image i draws as the
+ * whole batch's image first + i would. */
+void image_set_batch_part(const image_set *s, const int *idx, int n, const float *lut,
+                          const augment_options *aug, uint64_t seed, int first, float *pixels);
 
 #endif

@@ -18,6 +18,9 @@ typedef struct {
     float attention_dropout;  /* attention_probs_dropout_prob: on the attention weights */
     float classifier_dropout; /* BERT's dropout before the classifier; < 0: `dropout` */
     uint64_t *rng;            /* splitmix64 state the masks are drawn from (advanced) */
+    /* the batch is examples batch_first.. of a batch of batch_total split among processes (0,
+     * 0: the whole batch): its dropout masks are that part of the whole batch's */
+    int batch_first, batch_total;
 } forward_mode;
 
 /* mode, or the all-zero inference mode when mode is NULL. */

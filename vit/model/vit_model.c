@@ -142,12 +142,15 @@ int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
         linear_forward(a->embed, a->patches, m->patch_w, m->patch_b, B * N, a->patch_dim, D);
     patch_tokens_forward(a->x, a->embed, m->cls_token, a->special, a->pos, B, N, D);
     if (p_drop > 0.0f) { /* HF ViTEmbeddings ends with dropout */
-        dropout_mask(a->emb_keep, n, p_drop, mode->rng);
+        const size_t per = n / (size_t)B;
+        dropout_mask_part(a->emb_keep, n, p_drop, mode->rng, (size_t)mode->batch_first * per,
+                          (size_t)(mode->batch_total > 0 ? mode->batch_total : B) * per);
         dropout_forward(a->x, a->x, a->emb_keep, n, p_drop);
     }
     /* the shared encoder, pre-LN */
     encoder_set_mode(&a->enc, encoder_trains, p_drop, encoder_trains ? mode->attention_dropout : 0,
                      mode->rng);
+    encoder_set_batch_part(&a->enc, mode->batch_first, mode->batch_total);
     encoder_forward(&m->enc, m->layers, &a->enc, a->x, NULL, B, T);
     heads_forward(m, a, B, fast, logits);
     return forward_logits_check(mode, logits, (size_t)B * c->num_labels, err);

@@ -12,6 +12,7 @@
 
 #include "vit/base/alloc.h"
 #include "vit/base/clock.h"
+#include "vit/base/dist.h"
 #include "vit/base/file.h"
 #include "vit/base/rng.h"
 #include "vit/base/threads.h"
@@ -19,8 +20,13 @@
 #include "vit/io/safetensors.h"
 #include "vit/train/trainer.h"
 
+/* The hooks speak for the run: on process 0 only, under mpirun. */
+static const train_hooks *speaking_hooks(const trainer *t) {
+    return t->rank == 0 ? t->hooks : NULL;
+}
+
 void trainer_info(const trainer *t, const char *fmt, ...) {
-    if (!t->hooks || !t->hooks->info) return;
+    if (!speaking_hooks(t) || !t->hooks->info) return;
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -56,6 +62,11 @@ int trainer_hold_out(const trainer *t, const int *labels, size_t n, int *is_val,
 static int setup_training(trainer *t, vit_error *err) {
     const train_options *o = &t->o;
     t->B = o->batch < t->n_train ? o->batch : t->n_train;
+    /* under mpirun each process takes a contiguous part of every batch */
+    if (t->ranks > t->B)
+        return vit_fail(err, "a batch of %d cannot be split among %d processes", t->B, t->ranks);
+    t->part_first = (int)((int64_t)t->B * t->rank / t->ranks);
+    t->part_n = (int)((int64_t)t->B * (t->rank + 1) / t->ranks) - t->part_first;
     t->steps_per_epoch = t->n_train / t->B;
     t->total_steps = t->steps_per_epoch * o->epochs;
     t->sched = (lr_schedule){.lr = o->lr,
@@ -193,11 +204,15 @@ static int end_epoch(trainer *t, double epoch_seconds, vit_error *err) {
                      .images_per_s = epoch_seconds > 0 ? t->epoch_seen / epoch_seconds : 0,
                      .unit = t->task->unit};
     const double t0 = clock_seconds();
-    if (t->n_val && train_evaluate(t, &e.val_loss, &e.val_top1, err) != 0) return -1;
+    /* validation, checkpoint and log: process 0's (the others wait at the next step) */
+    int rc = 0;
+    if (t->rank == 0 && t->n_val) rc = train_evaluate(t, &e.val_loss, &e.val_top1, err);
     e.seconds = epoch_seconds + (clock_seconds() - t0);
     t->epoch_loss_sum = 0, t->epoch_correct = t->epoch_seen = 0, t->epoch_seconds_before = 0;
-    if (checkpoint(t, 0.0, &e, err) != 0) return -1;
-    if (t->hooks && t->hooks->epoch_done) t->hooks->epoch_done(t->hooks->user, &e);
+    if (rc == 0 && t->rank == 0) rc = checkpoint(t, 0.0, &e, err);
+    if (!dist_all_ok(rc == 0)) return rc != 0 ? -1 : vit_fail(err, "process 0 failed");
+    const train_hooks *h = speaking_hooks(t);
+    if (h && h->epoch_done) h->epoch_done(h->user, &e);
     return 0;
 }
 
@@ -209,7 +224,7 @@ static void epoch_order(trainer *t, int64_t epoch) {
 }
 
 static void report_progress(const trainer *t, int64_t epoch, int64_t first, double start) {
-    if (!t->hooks || !t->hooks->progress) return;
+    if (!speaking_hooks(t) || !t->hooks->progress) return;
     const double spent = clock_seconds() - start;
     const double per_step = spent / (double)(t->step - first);
     const train_progress p = {.epoch = (int)epoch + 1,
@@ -225,9 +240,12 @@ static void report_progress(const trainer *t, int64_t epoch, int64_t first, doub
     t->hooks->progress(t->hooks->user, &p);
 }
 
+/* Whether to stop now: asked of any process, all stop together. */
 static int stop_requested(const trainer *t) {
     const train_hooks *h = t->hooks;
-    return h && ((h->stop && *h->stop) || (h->stop_at_step > 0 && t->step >= h->stop_at_step));
+    const int stop =
+        h && ((h->stop && *h->stop) || (h->stop_at_step > 0 && t->step >= h->stop_at_step));
+    return t->ranks > 1 ? !dist_all_ok(!stop) : stop;
 }
 
 static int loop(trainer *t, vit_error *err) {
@@ -245,7 +263,9 @@ static int loop(trainer *t, vit_error *err) {
             epoch_start = clock_seconds();
         }
         if (t->step < t->total_steps && stop_requested(t)) {
-            if (checkpoint(t, clock_seconds() - epoch_start, NULL, err) != 0) return -1;
+            const int rc =
+                t->rank == 0 ? checkpoint(t, clock_seconds() - epoch_start, NULL, err) : 0;
+            if (!dist_all_ok(rc == 0)) return rc != 0 ? -1 : vit_fail(err, "process 0 failed");
             return 1;
         }
     }
@@ -268,30 +288,42 @@ static void remove_stale_temporaries(const char *out_dir) {
 /* Set-up from scratch, or (resume) from out_dir's state; then the epochs. */
 static int run(trainer *t, const train_options *opt, int resume, vit_error *err) {
     st_file state = {0};
-    if (opt->out_dir) remove_stale_temporaries(opt->out_dir);
+    const dist_world w = dist_get();
+    t->rank = w.rank, t->ranks = w.size;
+    /* out_dir is process 0's to write; the others only read a checkpoint from it */
+    if (opt->out_dir && t->rank == 0) remove_stale_temporaries(opt->out_dir);
+    int rc = 0;
     if (resume) {
-        if (!opt->out_dir) return vit_fail(err, "no output folder to resume");
-        if (trainer_open_state(t, &state, err) != 0) return -1;
+        if (!opt->out_dir) rc = vit_fail(err, "no output folder to resume");
+        if (rc == 0) rc = trainer_open_state(t, &state, err);
         t->o.out_dir = opt->out_dir;
         t->o.threads = opt->threads;
     } else {
-        if (train_options_check(&t->o, err) != 0 || choose_task(t, err) != 0) return -1;
-        own_paths(t);
-        if (prepare_out_dir(t, err) != 0) return -1;
+        rc = train_options_check(&t->o, err) != 0 || choose_task(t, err) != 0 ? -1 : 0;
+        if (rc == 0) own_paths(t);
+        if (rc == 0 && t->rank == 0) rc = prepare_out_dir(t, err);
     }
-    int rc = 0;
-    if (trainer_setup_model(t, resume, err) != 0 || t->task->load_data(t, err) != 0 ||
-        setup_training(t, err) != 0 || (resume && trainer_load_state(t, &state, err) != 0))
+    if (!dist_all_ok(rc == 0)) {
+        if (resume && rc == 0) st_close(&state);
+        return rc != 0 ? -1 : vit_fail(err, "another process failed to set up (see its message)");
+    }
+    if (trainer_setup_model(t, resume, err) != 0 ||
+        (t->task == &task_text && t->ranks > 1 &&
+         vit_fail(err, "text training over several processes is not built yet; run it without "
+                       "mpirun")) ||
+        t->task->load_data(t, err) != 0 || setup_training(t, err) != 0 ||
+        (resume && trainer_load_state(t, &state, err) != 0))
         rc = -1;
     if (resume) st_close(&state);
-    if (rc != 0) return -1;
+    if (!dist_all_ok(rc == 0))
+        return rc != 0 ? -1 : vit_fail(err, "another process failed to set up (see its message)");
     trainer_info(t,
                  "%d classes; %d training %s (%lld steps of %d per epoch), %d validation; "
                  "%zu parameters",
                  t->num_classes, t->n_train, t->task->unit, (long long)t->steps_per_epoch, t->B,
                  t->n_val, model_live_params(&t->m));
     rc = loop(t, err);
-    if (rc == 0) { /* done: the state has served its purpose */
+    if (rc == 0 && t->rank == 0) { /* done: the state has served its purpose */
         char path[4096];
         trainer_path(t, path, sizeof path, TRAIN_STATE_FILE);
         unlink(path);

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "vit/base/dist.h"
 #include "vit/core/ops.h"
 #include "vit/train/trainer.h"
 
@@ -19,30 +20,50 @@ static int count_correct(const float *logits, const int *labels, int B, int L) {
     return correct;
 }
 
-/* Gradients of the batch in t->grads; *loss its mean loss, *correct its top-1 hits. */
-static int forward_backward(trainer *t, const int *idx, float *loss, int *correct, vit_error *err) {
-    const int B = t->B, L = t->num_classes;
-    if (t->task->load_batch(t, idx, B, 1, err) != 0) return -1;
+/* Gradients of the batch idx[0..B) in t->grads: of this process's part of it, scaled so that the
+ * parts' sum (dist_sum_floats) is the whole batch's mean gradient. *loss and *correct: the
+ * part's mean loss and top-1 hits. */
+static int forward_backward(trainer *t, const int *idx, double *loss, int *correct,
+                            vit_error *err) {
+    const int B = t->B, L = t->num_classes, first = t->part_first, n = t->part_n;
+    if (t->task->load_batch(t, idx + first, n, 1, err) != 0) return -1;
     const forward_mode mode = {.train = 1,
                                .freeze_encoder = t->o.freeze_encoder,
                                .dropout = t->o.dropout,
                                .attention_dropout = t->o.attention_dropout,
                                .classifier_dropout = -1.0f,
-                               .rng = &t->drop_rng};
+                               .rng = &t->drop_rng,
+                               .batch_first = first,
+                               .batch_total = B};
     memset(t->grads, 0, t->m.num_params * sizeof(float));
-    if (t->task->forward(t, B, &mode, t->logits, err) != 0) return -1;
+    if (t->task->forward(t, n, &mode, t->logits, err) != 0) return -1;
     const float smoothing = t->o.label_smoothing;
-    *loss = (float)crossentropy_forward(t->probs, t->logits, t->labels, B, L, smoothing);
-    *correct = count_correct(t->logits, t->labels, B, L);
-    crossentropy_backward(t->dlogits, t->probs, t->labels, B, L, smoothing, 1.0f);
+    *loss = crossentropy_forward(t->probs, t->logits, t->labels, n, L, smoothing);
+    *correct = count_correct(t->logits, t->labels, n, L);
+    crossentropy_backward(t->dlogits, t->probs, t->labels, n, L, smoothing,
+                          n == B ? 1.0f : (float)n / (float)B);
     t->task->backward(t, t->dlogits);
     return 0;
 }
 
+/* The parts' gradients summed into every process's block; the whole batch's mean loss and hits.
+ */
+static int sum_parts(trainer *t, double *loss, int *correct, vit_error *err) {
+    if (t->ranks <= 1) return 0;
+    if (dist_sum_floats(t->grads, t->m.num_params, err) != 0) return -1;
+    double sums[2] = {*loss * t->part_n, (double)*correct};
+    if (dist_sum_doubles(sums, 2, err) != 0) return -1;
+    *loss = sums[0] / t->B, *correct = (int)sums[1];
+    return 0;
+}
+
 int train_step(trainer *t, const int *idx, vit_error *err) {
-    float loss;
+    double mean;
     int correct;
-    if (forward_backward(t, idx, &loss, &correct, err) != 0) return -1;
+    if (forward_backward(t, idx, &mean, &correct, err) != 0 ||
+        sum_parts(t, &mean, &correct, err) != 0)
+        return -1;
+    const float loss = (float)mean;
     if (!isfinite(loss))
         return vit_fail(err, "the loss diverged (%g) at step %lld: try a lower --lr", loss,
                         (long long)t->step + 1);

@@ -153,7 +153,8 @@ static int split_val(const trainer *t, file_list *all, file_list *train, file_li
 
 static void load_progress(void *user, size_t done, size_t total) {
     const trainer *t = user;
-    if (t->hooks && t->hooks->load_progress) t->hooks->load_progress(t->hooks->user, done, total);
+    if (t->rank == 0 && t->hooks && t->hooks->load_progress)
+        t->hooks->load_progress(t->hooks->user, done, total);
 }
 
 static int load_images(trainer *t, vit_error *err) {
@@ -202,8 +203,9 @@ static int image_batch(trainer *t, const int *idx, int n, int train, vit_error *
     const image_set *s = train ? &d->train : &d->val;
     for (int b = 0; b < n; b++) t->labels[b] = s->labels[idx[b]];
     const int augment = train && t->o.augment;
-    image_set_batch(s, idx, n, d->lut, augment ? &t->o.aug : NULL,
-                    train ? rng_derive(t->o.seed, RNG_AUGMENT, (uint64_t)t->step) : 0, d->pixels);
+    image_set_batch_part(s, idx, n, d->lut, augment ? &t->o.aug : NULL,
+                         train ? rng_derive(t->o.seed, RNG_AUGMENT, (uint64_t)t->step) : 0,
+                         train ? t->part_first : 0, d->pixels);
     return 0;
 }
 

@@ -68,6 +68,10 @@ struct trainer {
     float *grads; /* one block, m.num_params floats */
     float *logits, *probs, *dlogits;
     int *perm, *labels, *scratch;
+    /* the processes of a distributed run (vit/base/dist.h): each step's batch of B is split, this
+     * one computing examples part_first..part_first+part_n-1 */
+    int rank, ranks;
+    int part_first, part_n;
     /* the state a checkpoint keeps */
     int64_t step;
     uint64_t drop_rng;
