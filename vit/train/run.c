@@ -322,7 +322,18 @@ static int run(trainer *t, const train_options *opt, int resume, vit_error *err)
                  "%zu parameters",
                  t->num_classes, t->n_train, t->task->unit, (long long)t->steps_per_epoch, t->B,
                  t->n_val, model_live_params(&t->m));
+    const double started = clock_seconds();
+    const int64_t first_step = t->step;
     rc = loop(t, err);
+    if (t->ranks > 1 && t->step > first_step) {
+        const double steps = (double)(t->step - first_step);
+        trainer_info(t,
+                     "%d processes: %.2f MB of gradients summed per step in %.2f ms, %.1f %% of "
+                     "the %.1f ms a step took",
+                     t->ranks, t->m.num_params * 4.0 / 1e6, 1e3 * t->allreduce_seconds / steps,
+                     100.0 * t->allreduce_seconds / (clock_seconds() - started),
+                     1e3 * (clock_seconds() - started) / steps);
+    }
     if (rc == 0 && t->rank == 0) { /* done: the state has served its purpose */
         char path[4096];
         trainer_path(t, path, sizeof path, TRAIN_STATE_FILE);

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "vit/base/clock.h"
 #include "vit/base/dist.h"
 #include "vit/core/ops.h"
 #include "vit/train/trainer.h"
@@ -50,7 +51,9 @@ static int forward_backward(trainer *t, const int *idx, double *loss, int *corre
  */
 static int sum_parts(trainer *t, double *loss, int *correct, vit_error *err) {
     if (t->ranks <= 1) return 0;
+    const double start = clock_seconds();
     if (dist_sum_floats(t->grads, t->m.num_params, err) != 0) return -1;
+    t->allreduce_seconds += clock_seconds() - start;
     double sums[2] = {*loss * t->part_n, (double)*correct};
     if (dist_sum_doubles(sums, 2, err) != 0) return -1;
     *loss = sums[0] / t->B, *correct = (int)sums[1];

@@ -72,6 +72,7 @@ struct trainer {
      * one computing examples part_first..part_first+part_n-1 */
     int rank, ranks;
     int part_first, part_n;
+    double allreduce_seconds; /* spent summing the gradients, this session */
     /* the state a checkpoint keeps */
     int64_t step;
     uint64_t drop_rng;
