@@ -108,6 +108,22 @@ grep '^epoch' "$dir/one.log" | sed 's/, [0-9.]* s (.*//' >"$dir/a"
 grep '^epoch' "$dir/two.log" | sed 's/, [0-9.]* s (.*//' >"$dir/b"
 cmp -s "$dir/a" "$dir/b" || fail "losses differ: $(paste "$dir/a" "$dir/b")"
 check_dw "$dir/one" "$dir/two" 3 "train 1 vs 2 processes, 3 steps, losses equal"
+# text: a new BERT on 300 SST-2 sentences, 2 epochs of 9 steps (batches padded to their longest
+# sentence: each process's part to the whole batch's), dropout and word dropout on
+head -n 301 "$shared/data/sst2/train.tsv" >"$dir/sst.tsv"
+text="--train $dir/sst.tsv --val-split 0 --vocab $shared/models/bert-sst2-tiny/vocab.txt --hidden 32
+      --layers 2 --heads 2 --mlp 64 --max-len 64 --epochs 2 --batch 32 --dropout 0.1
+      --attention-dropout 0.1 --token-dropout 0.1 -t 1"
+# shellcheck disable=SC2086
+"$vit" train $text --out "$dir/t1" >"$dir/t1.log" 2>&1 || fail "text, one process: $(cat "$dir/t1.log")"
+# shellcheck disable=SC2086
+mpirun -np 2 --oversubscribe "$vit" train $text --out "$dir/t2" >"$dir/t2.log" 2>&1 ||
+    fail "text, 2 processes: $(cat "$dir/t2.log")"
+grep '^epoch' "$dir/t1.log" | sed 's/, [0-9.]* s (.*//' >"$dir/a"
+grep '^epoch' "$dir/t2.log" | sed 's/, [0-9.]* s (.*//' >"$dir/b"
+cmp -s "$dir/a" "$dir/b" || fail "text losses differ: $(paste "$dir/a" "$dir/b")"
+check_dw "$dir/t1" "$dir/t2" 18 "text, 1 vs 2 processes, 18 steps, losses equal"
+
 # stopped under 2 processes (SIGINT after the first epoch), resumed by one: as the run above
 # shellcheck disable=SC2086
 # (env execs mpirun: $! is mpirun's pid, which must get the signal)

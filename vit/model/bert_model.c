@@ -129,12 +129,15 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
     layernorm_forward(a->x, a->emb_mean, a->emb_rstd, a->emb, m->emb_ln_w, m->emb_ln_b, B * T, D,
                       m->cfg.layer_norm_eps);
     if (p_drop > 0.0f) {
-        dropout_mask(a->emb_keep, n, p_drop, mode->rng);
+        const size_t per = n / (size_t)B;
+        dropout_mask_part(a->emb_keep, n, p_drop, mode->rng, (size_t)mode->batch_first * per,
+                          (size_t)(mode->batch_total > 0 ? mode->batch_total : B) * per);
         dropout_forward(a->x, a->x, a->emb_keep, n, p_drop);
     }
     /* the shared encoder, post-LN, padding masked */
     encoder_set_mode(&a->enc, encoder_trains, p_drop, encoder_trains ? mode->attention_dropout : 0,
                      mode->rng);
+    encoder_set_batch_part(&a->enc, mode->batch_first, mode->batch_total);
     encoder_forward(&m->enc, m->layers, &a->enc, a->x, mask, B, T);
     /* token 0 -> pooler -> dropout -> classifier */
     for (int b = 0; b < B; b++)
@@ -147,7 +150,9 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
     }
     const float *h = a->pooled;
     if (p_cls > 0.0f) {
-        dropout_mask(a->head_keep, (size_t)B * D, p_cls, mode->rng);
+        dropout_mask_part(a->head_keep, (size_t)B * D, p_cls, mode->rng,
+                          (size_t)mode->batch_first * D,
+                          (size_t)(mode->batch_total > 0 ? mode->batch_total : B) * D);
         dropout_forward(a->head_in, a->pooled, a->head_keep, (size_t)B * D, p_cls);
         h = a->head_in;
     }

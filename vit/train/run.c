@@ -307,12 +307,8 @@ static int run(trainer *t, const train_options *opt, int resume, vit_error *err)
         if (resume && rc == 0) st_close(&state);
         return rc != 0 ? -1 : vit_fail(err, "another process failed to set up (see its message)");
     }
-    if (trainer_setup_model(t, resume, err) != 0 ||
-        (t->task == &task_text && t->ranks > 1 &&
-         vit_fail(err, "text training over several processes is not built yet; run it without "
-                       "mpirun")) ||
-        t->task->load_data(t, err) != 0 || setup_training(t, err) != 0 ||
-        (resume && trainer_load_state(t, &state, err) != 0))
+    if (trainer_setup_model(t, resume, err) != 0 || t->task->load_data(t, err) != 0 ||
+        setup_training(t, err) != 0 || (resume && trainer_load_state(t, &state, err) != 0))
         rc = -1;
     if (resume) st_close(&state);
     if (!dist_all_ok(rc == 0))

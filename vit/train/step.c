@@ -27,7 +27,7 @@ static int count_correct(const float *logits, const int *labels, int B, int L) {
 static int forward_backward(trainer *t, const int *idx, double *loss, int *correct,
                             vit_error *err) {
     const int B = t->B, L = t->num_classes, first = t->part_first, n = t->part_n;
-    if (t->task->load_batch(t, idx + first, n, 1, err) != 0) return -1;
+    if (t->task->load_batch(t, idx, B, 1, err) != 0) return -1; /* this process's part of it */
     const forward_mode mode = {.train = 1,
                                .freeze_encoder = t->o.freeze_encoder,
                                .dropout = t->o.dropout,
@@ -37,7 +37,7 @@ static int forward_backward(trainer *t, const int *idx, double *loss, int *corre
                                .batch_first = first,
                                .batch_total = B};
     memset(t->grads, 0, t->m.num_params * sizeof(float));
-    if (t->task->forward(t, n, &mode, t->logits, err) != 0) return -1;
+    if (t->task->forward(t, n, &mode, t->logits, err) != 0) return -1; /* the part: n examples */
     const float smoothing = t->o.label_smoothing;
     *loss = crossentropy_forward(t->probs, t->logits, t->labels, n, L, smoothing);
     *correct = count_correct(t->logits, t->labels, n, L);

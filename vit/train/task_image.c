@@ -200,6 +200,7 @@ static int prepare_images(trainer *t, vit_error *err) {
 static int image_batch(trainer *t, const int *idx, int n, int train, vit_error *err) {
     (void)err;
     image_task *d = task_data(t);
+    if (train) idx += t->part_first, n = t->part_n;
     const image_set *s = train ? &d->train : &d->val;
     for (int b = 0; b < n; b++) t->labels[b] = s->labels[idx[b]];
     const int augment = train && t->o.augment;

@@ -1,7 +1,10 @@
 /* Training on text: a sentence<TAB>label TSV tokenized once into memory, a BERT classifier,
  * batches of similar length, word dropout. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "text/tokenizer.h"
 #include "vit/base/rng.h"
@@ -27,6 +30,9 @@ typedef struct {
     uint8_t *mask; /* [B, max_len] */
     int T;         /* the batch's length */
     bert_acts acts;
+    /* under mpirun, processes other than 0 write nothing into out_dir: their copy of the
+     * tokenizer files goes to a folder of their own, removed at the end */
+    char own_dir[64];
 } text_task;
 
 static text_task *task_data(const trainer *t) {
@@ -37,6 +43,31 @@ static text_task *task_data(const trainer *t) {
 static text_task *ensure_data(trainer *t) {
     if (!t->data) t->data = calloc(1, sizeof(text_task));
     return t->data;
+}
+
+/* Where this process keeps the tokenizer files: out_dir on process 0 (saved with the model),
+ * else a temporary folder. NULL (err set) when it cannot be made. */
+static const char *tokenizer_dir(const trainer *t, text_task *d, vit_error *err) {
+    if (t->rank == 0) return t->o.out_dir;
+    if (!d->own_dir[0]) {
+        snprintf(d->own_dir, sizeof d->own_dir, "/tmp/vit-train-rank%d-XXXXXX", t->rank);
+        if (!mkdtemp(d->own_dir)) {
+            d->own_dir[0] = 0;
+            return vit_fail(err, "cannot create a temporary folder: %s", strerror(errno)), NULL;
+        }
+    }
+    return d->own_dir;
+}
+
+static void remove_own_dir(text_task *d) {
+    if (!d->own_dir[0]) return;
+    const char *names[] = {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"};
+    char path[128];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", d->own_dir, names[i]);
+        unlink(path);
+    }
+    rmdir(d->own_dir);
 }
 
 /* ---- classes, model, tokenizer ---- */
@@ -62,8 +93,9 @@ static int new_bert(trainer *t, char **classes, int n, vit_error *err) {
     const train_options *o = &t->o;
     text_task *d = ensure_data(t);
     const int max_pos = o->max_len ? o->max_len : 128;
-    if (!d || tokenizer_files_save(o->out_dir, NULL, o->vocab_file, max_pos, err) != 0 ||
-        tokenizer_load(o->out_dir, &d->tok, err) != 0) {
+    const char *dir = d ? tokenizer_dir(t, d, err) : NULL;
+    if (!dir || tokenizer_files_save(dir, NULL, o->vocab_file, max_pos, err) != 0 ||
+        tokenizer_load(dir, &d->tok, err) != 0) {
         free_strings(classes, n);
         return d ? -1 : vit_fail(err, "out of memory");
     }
@@ -88,10 +120,11 @@ static int new_bert(trainer *t, char **classes, int n, vit_error *err) {
 static int text_companion(trainer *t, const char *dir, vit_error *err) {
     text_task *d = ensure_data(t);
     if (!d) return vit_fail(err, "out of memory");
-    if (dir && strcmp(dir, t->o.out_dir) != 0 &&
-        tokenizer_files_save(t->o.out_dir, dir, NULL, 0, err) != 0)
+    const char *own = dir ? tokenizer_dir(t, d, err) : NULL;
+    if (dir && !own) return -1;
+    if (dir && strcmp(dir, own) != 0 && tokenizer_files_save(own, dir, NULL, 0, err) != 0)
         return -1;
-    if (dir && tokenizer_load(t->o.out_dir, &d->tok, err) != 0) return -1;
+    if (dir && tokenizer_load(own, &d->tok, err) != 0) return -1;
     const int limit = t->o.max_len ? t->o.max_len : tokenizer_max_len(d->tok);
     d->max_len =
         limit < t->m.cfg.max_position_embeddings ? limit : t->m.cfg.max_position_embeddings;
@@ -207,6 +240,12 @@ static int text_batch(trainer *t, const int *idx, int n, int train, vit_error *e
     d->T =
         text_set_batch(train ? &d->train_text : d->val_src, d->rows, n, d->ids, d->mask, t->labels);
     if (train && t->o.token_dropout > 0) drop_tokens(t, n);
+    if (train && t->part_n < n) { /* this process's rows, padded to the whole batch's length */
+        const size_t T = (size_t)d->T, first = (size_t)t->part_first, part = (size_t)t->part_n;
+        memmove(d->ids, d->ids + first * T, part * T * sizeof *d->ids);
+        memmove(d->mask, d->mask + first * T, part * T * sizeof *d->mask);
+        memmove(t->labels, t->labels + first, part * sizeof *t->labels);
+    }
     return 0;
 }
 
@@ -225,6 +264,7 @@ static void free_texts(trainer *t) {
     if (!d) return;
     bert_acts_free(&d->acts);
     tokenizer_free(d->tok);
+    remove_own_dir(d);
     text_set_free(&d->train_text);
     text_set_free(&d->val_text);
     free(d->train_rows), free(d->val_rows), free(d->rows), free(d->ids), free(d->mask);

@@ -38,8 +38,9 @@ typedef struct {
     /* The epoch's order of t->perm after the shuffle (text: batches of similar length); NULL:
      * none. */
     void (*order)(trainer *t, uint64_t *state);
-    /* Examples idx[0..n) of the training (train: augmented with the step's draws) or validation
-     * set as the next forward's input; their classes into t->labels. */
+    /* Examples idx[0..n) of the validation set, or (train) this process's part of the training
+     * batch idx[0..n) (examples part_first..part_first+part_n-1, augmented with the step's draws
+     * as the whole batch would be), as the next forward's input; their classes into t->labels. */
     int (*load_batch)(trainer *t, const int *idx, int n, int train, vit_error *err);
     int (*forward)(trainer *t, int n, const forward_mode *mode, float *logits, vit_error *err);
     void (*backward)(trainer *t, const float *dlogits);
