@@ -124,11 +124,14 @@ grep '^epoch' "$dir/t2.log" | sed 's/, [0-9.]* s (.*//' >"$dir/b"
 cmp -s "$dir/a" "$dir/b" || fail "text losses differ: $(paste "$dir/a" "$dir/b")"
 check_dw "$dir/t1" "$dir/t2" 18 "text, 1 vs 2 processes, 18 steps, losses equal"
 
-# stopped under 2 processes (SIGINT after the first epoch), resumed by one: as the run above
+# stopped under 2 processes (SIGINT after the first epoch), resumed by one: as the run above, at
+# 64x64 with hidden 64 so that a step takes long enough for the signal to land mid-run on a quiet
+# machine (at 32x32 the 100 steps could end before it arrived)
+long="$train --image-size 64 --hidden 64 --mlp 128"
 # shellcheck disable=SC2086
 # (env execs mpirun: $! is mpirun's pid, which must get the signal)
 env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-    mpirun -np 2 --oversubscribe "$vit" train $train --epochs 100 --out "$dir/stop" >"$dir/stop.log" 2>&1 &
+    mpirun -np 2 --oversubscribe "$vit" train $long --epochs 300 --out "$dir/stop" >"$dir/stop.log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do [ -s "$dir/stop/train_log.jsonl" ] && break; sleep 0.05; done
 kill -INT $pid
@@ -137,7 +140,7 @@ wait $pid
 stopped=$(grep -c . "$dir/stop/train_log.jsonl")
 "$vit" train --out "$dir/stop" --resume -t 1 >"$dir/resume.log" 2>&1 || fail "resume: $(cat "$dir/resume.log")"
 # shellcheck disable=SC2086
-"$vit" train $train --epochs 100 --out "$dir/whole" >/dev/null 2>&1 || fail "the uninterrupted run"
-check_dw "$dir/whole" "$dir/stop" 100 "stopped under 2 processes at step $stopped, resumed by 1, 100 steps, against one uninterrupted"
+"$vit" train $long --epochs 300 --out "$dir/whole" >/dev/null 2>&1 || fail "the uninterrupted run"
+check_dw "$dir/whole" "$dir/stop" 300 "stopped under 2 processes at step $stopped, resumed by 1, 300 steps, against one uninterrupted"
 echo "mpi: eval of 32 files (2 unreadable) with 2 and 3 ranks equals one process's report, JSON and predictions"
 echo "[  PASSED  ] 1 test(s)."

@@ -40,39 +40,28 @@ int vit_explain(vit_context *ctx, const float *pixels, vit_explain_method method
     explainer *e = get_explainer(&v, err);
     if (!e) return -1;
     const int grid = e->acts.grid, maps = explain_maps(v.m, (explain_method)method);
-    float *logits = malloc(sizeof(float) * L);
+    float *logits = e->logits;
     out->map = malloc(sizeof(float) * maps * grid * grid);
-    if (!logits || !out->map) {
-        free(logits);
-        vit_explanation_free(out);
-        return vit_fail(err, "out of memory");
-    }
+    if (!out->map) return vit_fail(err, "out of memory");
     const threads_scope scope = threads_begin(v.threads);
-    const int rc =
-        explainer_run(e, v.m, pixels, (explain_method)method, label, logits, out->map, err);
+    int rc = explainer_run(e, v.m, pixels, (explain_method)method, &label, logits, out->map, err);
     threads_end(scope);
-    if (rc == 0) {
-        if (label < 0)
-            for (int j = label = 0; j < L; j++) label = logits[j] > logits[label] ? j : label;
-        vit_softmax(logits, L);
-        *out = (vit_explanation){.label = label,
-                                 .prob = logits[label],
-                                 .maps = maps,
-                                 .grid_h = grid,
-                                 .grid_w = grid,
-                                 .map = out->map};
-        for (int i = 0; i < maps * grid * grid; i++)
-            if (!isfinite(out->map[i])) {
-                free(logits);
-                vit_explanation_free(out);
-                return vit_fail(err,
-                                "%s: the explanation is not finite (NaN or Inf in the weights)",
-                                v.model_dir);
-            }
+    for (int i = 0; rc == 0 && i < maps * grid * grid; i++)
+        if (!isfinite(out->map[i]))
+            rc = vit_fail(err, "%s: the explanation is not finite (NaN or Inf in the weights)",
+                          v.model_dir);
+    if (rc != 0) {
+        vit_explanation_free(out);
+        return -1;
     }
-    free(logits);
-    if (rc != 0) vit_explanation_free(out);
-    return rc;
+    vit_softmax(logits, L);
+    *out = (vit_explanation){.label = label,
+                             .prob = logits[label],
+                             .maps = maps,
+                             .grid_h = grid,
+                             .grid_w = grid,
+                             .map = out->map};
+    return 0;
 }
 
 void vit_explanation_free(vit_explanation *e) {

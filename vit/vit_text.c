@@ -22,7 +22,7 @@ struct vit_text_context {
     int *lengths;  /* [max_batch] */
     int32_t *ids;  /* [max_batch * max_tokens]: the last batch packed as [B, T] */
     uint8_t *mask; /* same layout: 1 = token, 0 = padding */
-    float *logits; /* [labels]: vit_text_classify's */
+    float *logits; /* [max_batch, labels]: vit_text_classify's and vit_text_embed's */
     char compute[128];
 };
 
@@ -59,7 +59,7 @@ static int alloc_batch(vit_text_context *c, const char *dir, vit_error *err) {
     c->ids = malloc(sizeof *c->ids * cells);
     c->mask = malloc(cells);
     c->lengths = calloc((size_t)c->max_batch, sizeof *c->lengths);
-    c->logits = malloc(sizeof *c->logits * (size_t)c->m.cfg.num_labels);
+    c->logits = malloc(sizeof *c->logits * (size_t)c->max_batch * (size_t)c->m.cfg.num_labels);
     c->scratch = tokenizer_scratch_create();
     if (!c->rows || !c->ids || !c->mask || !c->lengths || !c->logits || !c->scratch)
         return vit_fail(err, "%s: out of memory for batches of %d texts", dir, c->max_batch);
@@ -207,12 +207,9 @@ int vit_text_embed(vit_text_context *c, const char *const *texts, const size_t *
         return vit_fail(err, "batch of %d texts outside 1..%d", B, c->max_batch);
     if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;
     const int T = pack_batch(c, B);
-    float *logits = malloc(sizeof(float) * B * c->m.cfg.num_labels);
-    if (!logits) return vit_fail(err, "out of memory");
     const threads_scope scope = threads_begin(c->threads);
-    const int rc = bert_model_forward(&c->m, &c->acts, c->ids, c->mask, B, T, NULL, logits, err);
+    const int rc = bert_model_forward(&c->m, &c->acts, c->ids, c->mask, B, T, NULL, c->logits, err);
     threads_end(scope);
-    free(logits);
     const size_t D = (size_t)c->m.cfg.hidden_size;
     for (int b = 0; rc == 0 && b < B; b++) {
         if (pool == VIT_POOL_MEAN)

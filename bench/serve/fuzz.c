@@ -9,16 +9,14 @@
  * prints the answers by status, the connections closed without one, and whether the server is
  * alive; exit status 0 when /health always answered and no answer was a 5xx other than 503 (queue
  * full) and 505 (libmicrohttpd's answer to an HTTP version it does not speak). */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
+
+#include "bench/serve/client.h"
 
 static uint64_t rng_state = 1;
 
@@ -228,30 +226,11 @@ static int make_request(buffer *b, int kind, const corpus *c) {
 }
 #define KINDS 18
 
-static int connect_loopback(int port) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return -1;
-    const struct timeval limit = {40, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /* Sends req and reads the status of the answer: -1 no connection, 0 closed without an answer. */
 static int exchange(int port, const buffer *req, int hang_up) {
-    const int fd = connect_loopback(port);
+    const int fd = connect_loopback(port, 40);
     if (fd < 0) return -1;
-    for (size_t sent = 0; sent < req->size;) {
-        const ssize_t n = send(fd, req->data + sent, req->size - sent, MSG_NOSIGNAL);
-        if (n <= 0) break;
-        sent += (size_t)n;
-    }
+    send_all(fd, req->data, req->size); /* a server that stops reading may still answer */
     int status = 0;
     if (!hang_up) {
         char buf[256];

@@ -6,18 +6,15 @@
  *
  * prints one line: requests, errors (any answer but 200, or a connection lost), seconds,
  * requests/s, and latency p50/p90/p99/max in ms. Exit status 0 when no request failed. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "bench/serve/client.h"
 
 typedef struct {
     char *data;
@@ -41,33 +38,6 @@ static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int connect_loopback(int port) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return -1;
-    const struct timeval limit = {30, 0};
-    const int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-static int send_all(int fd, const char *p, size_t n) {
-    while (n > 0) {
-        const ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-        if (k <= 0) return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
 }
 
 /* Reads one response; returns its status (0: none), *keep whether the connection stays open. */
@@ -107,7 +77,7 @@ static void *client(void *arg) {
                                l->path, f->size);
         const double t0 = now();
         int status = 0, keep = 0;
-        if (fd < 0) fd = connect_loopback(l->port);
+        if (fd < 0) fd = connect_loopback(l->port, 30);
         if (fd >= 0 && send_all(fd, head, (size_t)n) == 0 && send_all(fd, f->data, f->size) == 0)
             status = read_response(fd, buf, 1 << 16, &keep);
         l->latency_ms[atomic_fetch_add(&l->finished, 1)] = 1e3 * (now() - t0);

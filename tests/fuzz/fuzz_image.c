@@ -13,15 +13,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                             &err) != 0)
         return 0;
     if (img.width < 1 || img.height < 1 || !img.pixels) abort(); /* success must mean an image */
-    /* A thin image scaled to a short side of 12 can be millions of pixels long: correct and
-     * bounded (the library's limit is 100 megapixels), but seconds per input under ASan. The
-     * harness keeps to resizes of at most 1 megapixel. */
-    const double shorter = img.width < img.height ? img.width : img.height;
-    const double longer = img.width < img.height ? img.height : img.width;
-    if (12.0 * (12.0 * longer / shorter) > (double)(1 << 20)) {
-        image_free(&img);
-        return 0;
-    }
     preprocess_config cfg = {.do_resize = 1,
                              .shortest_edge = 12,
                              .resample = RESAMPLE_BICUBIC,
@@ -34,6 +25,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                              .mean = {0.5f, 0.5f, 0.5f},
                              .std = {0.5f, 0.5f, 0.5f},
                              .channels = channels};
+    /* A thin image scaled to a short side of 12 can be millions of pixels long: correct and
+     * bounded (the library's limit is 100 megapixels), but seconds per input under ASan. The
+     * harness keeps to resizes of at most 1 megapixel. */
+    preprocess_geometry g;
+    if (preprocess_geometry_of(&cfg, img.width, img.height, &g, &err) != 0 ||
+        (double)g.resized_w * g.resized_h > (double)(1 << 20)) {
+        image_free(&img);
+        return 0;
+    }
     float out[3 * 8 * 8];
     preprocess_image(&cfg, &img, out, &err);
     image_free(&img);

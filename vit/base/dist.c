@@ -57,13 +57,6 @@ int dist_all_ok(int ok) {
     return all;
 }
 
-int dist_sum_ints(int64_t *v, int n, vit_error *err) {
-    if (!joined || n == 0) return 0;
-    if (MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
-        return vit_fail(err, "MPI_Allreduce failed");
-    return 0;
-}
-
 int dist_sum_doubles(double *v, int n, vit_error *err) {
     if (!joined || n == 0) return 0;
     if (MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
@@ -129,10 +122,6 @@ const char *dist_library(void) {
 }
 int dist_all_ok(int ok) {
     return ok;
-}
-int dist_sum_ints(int64_t *v, int n, vit_error *err) {
-    (void)v, (void)n, (void)err;
-    return 0;
 }
 int dist_sum_floats(float *v, size_t n, vit_error *err) {
     (void)v, (void)n, (void)err;

@@ -24,8 +24,7 @@ const char *dist_library(void);
 
 /* Whether every rank's ok is nonzero (each rank gets the answer). */
 int dist_all_ok(int ok);
-/* Sums n ints / doubles / floats over the ranks, in place, on every rank. */
-int dist_sum_ints(int64_t *v, int n, vit_error *err);
+/* Sums n doubles / floats over the ranks, in place, on every rank. */
 int dist_sum_doubles(double *v, int n, vit_error *err);
 int dist_sum_floats(float *v, size_t n, vit_error *err);
 /* Rank 0 gets every rank's bytes one after another in rank order (*all malloc'ed, *total

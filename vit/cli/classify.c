@@ -3,8 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sys/stat.h>
-
 #include "vit/base/file.h"
 #include "vit/base/strlist.h"
 #include "vit/cli/cli.h"
@@ -89,11 +87,6 @@ typedef struct {
 
 /* ---- inputs: arguments, folders, paths on standard input ---- */
 
-static int is_directory(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /* The next path of the folder being walked: 1 (an image, or an unreadable entry handed over as
  * failed), 0 when the folder is done. */
 static int next_in_folder(classify_run *r, pipeline_item *item) {
@@ -139,7 +132,7 @@ static int next_input(void *user, pipeline_item *item) {
         const char *f = r->files[r->next_file++];
         if (strcmp(f, "-") == 0) {
             r->from_stdin = 1;
-        } else if (is_directory(f)) {
+        } else if (cli_is_dir(f)) {
             if (!(r->walk = imagefolder_walk_tree(f, &item->err))) return -1;
         } else {
             item->path = strdup(f);

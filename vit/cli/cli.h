@@ -42,6 +42,8 @@ const char *cli_model_dir(const char *option, char *buf, size_t size);
 /* Where the shipped models are: models/ beside the binary's bin/ folder (a build tree), else
  * share/vit/models/ beside it (an installed prefix). */
 const char *cli_models_dir(char *buf, size_t size);
+/* Whether path names a directory (following links). */
+int cli_is_dir(const char *path);
 
 /* Prints "vit COMMAND: <err>" and, when the model came from no -m and no $VIT_MODEL and the
  * default model is not there, how to get one. */

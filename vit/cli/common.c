@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cblas.h>
@@ -38,6 +39,11 @@ const char *cli_models_dir(char *buf, size_t size) {
         if (has_models(installed)) snprintf(buf, size, "%s", installed);
     }
     return buf;
+}
+
+int cli_is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 const char *cli_model_dir(const char *option, char *buf, size_t size) {

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "vit/base/file.h"
 #include "vit/base/strlist.h"
@@ -203,11 +202,6 @@ static int embed_dir(image_batch *b, const char *dir, vit_pool pool, feature_tab
     return rc;
 }
 
-static int is_dir(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 static int embed_images(const embed_options *o, const char *model_dir, feature_table *t) {
     vit_error err = {0};
     image_batch b = {0};
@@ -229,8 +223,8 @@ static int embed_images(const embed_options *o, const char *model_dir, feature_t
     b.ok = calloc((size_t)b.batch, sizeof *b.ok);
     int rc = b.pixels && b.features && b.paths && b.ok ? 0 : -1;
     for (int i = 0; rc == 0 && i < o->num_args; i++)
-        rc = is_dir(o->args[i]) ? embed_dir(&b, o->args[i], o->pool, t)
-                                : queue_image(&b, o->args[i], o->pool, t);
+        rc = cli_is_dir(o->args[i]) ? embed_dir(&b, o->args[i], o->pool, t)
+                                    : queue_image(&b, o->args[i], o->pool, t);
     if (rc == 0 && b.pending > 0) rc = flush_images(&b, o->pool, t);
     if (rc != 0) fprintf(stderr, "vit embed: out of memory, or the forward failed\n");
     free(b.pixels);
@@ -335,21 +329,15 @@ static int write_npy(const char *path, const feature_table *t, vit_error *err) {
 
 static int write_safetensors(const char *path, const feature_table *t, vit_error *err) {
     /* the inputs' names as a JSON list, in the metadata */
-    size_t size = 3;
-    for (size_t i = 0; i < t->rows; i++) size += 2 * strlen(t->names[i]) + 4;
-    char *names = malloc(size), *p = names;
-    if (!names) return vit_fail(err, "out of memory");
-    *p++ = '[';
-    for (size_t i = 0; i < t->rows; i++) {
-        if (i) *p++ = ',';
-        *p++ = '"';
-        for (const char *c = t->names[i]; *c; c++) {
-            if (*c == '"' || *c == '\\') *p++ = '\\';
-            *p++ = (unsigned char)*c < 0x20 ? '?' : *c;
-        }
-        *p++ = '"';
-    }
-    *p++ = ']', *p = 0;
+    char *names = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&names, &size);
+    if (!f) return vit_fail(err, "out of memory");
+    json_writer w = json_begin(f);
+    json_array(&w);
+    for (size_t i = 0; i < t->rows; i++) json_string(&w, t->names[i]);
+    json_end(&w);
+    if (fclose(f) != 0 || !names) return free(names), vit_fail(err, "out of memory");
     const st_entry e = {
         .name = "embeddings", .ndim = 2, .shape = {(int64_t)t->rows, t->dim}, .data = t->data};
     const char *keys[] = {"inputs"}, *values[] = {names};

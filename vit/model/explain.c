@@ -12,7 +12,9 @@ int explainer_init(explainer *e, const model *m, int size, vit_error *err) {
     e->grads = calloc(m->num_params, sizeof(float));
     e->probs_grad = malloc(sizeof(float) * L * H * T * T);
     e->rollout = malloc(sizeof(double) * 3 * T * T);
-    if (!e->grads || !e->probs_grad || !e->rollout || model_bind(&e->g, m, e->grads) != 0) {
+    e->logits = malloc(sizeof(float) * (size_t)m->cfg.num_labels);
+    if (!e->grads || !e->probs_grad || !e->rollout || !e->logits ||
+        model_bind(&e->g, m, e->grads) != 0) {
         explainer_free(e);
         return vit_fail(err, "out of memory for the explanation's buffers");
     }
@@ -27,6 +29,7 @@ void explainer_free(explainer *e) {
     free(e->grads);
     free(e->probs_grad);
     free(e->rollout);
+    free(e->logits);
     memset(e, 0, sizeof *e);
 }
 
@@ -102,16 +105,18 @@ static void attention_gradients(explainer *e, const model *m, int label) {
 }
 
 int explainer_run(explainer *e, const model *m, const float *pixels, explain_method method,
-                  int label, float *logits, float *map, vit_error *err) {
+                  int *label_io, float *logits, float *map, vit_error *err) {
     if (method != EXPLAIN_ROLLOUT && method != EXPLAIN_LAST && method != EXPLAIN_GRAD)
         return vit_fail(err, "unknown explanation method %d", (int)method);
     const forward_mode mode = {.train = 1};
     if (vit_model_forward(m, &e->acts, pixels, 1, &mode, logits, err) != 0) return -1;
     const int L_out = m->cfg.num_labels;
+    int label = *label_io;
     if (label < 0)
         for (int j = label = 0; j < L_out; j++) label = logits[j] > logits[label] ? j : label;
     if (label >= L_out)
         return vit_fail(err, "label %d outside the model's %d classes", label, L_out);
+    *label_io = label;
     const int T = e->acts.tokens, S = e->acts.special, N = T - S, H = m->enc.heads;
     if (method == EXPLAIN_LAST) {
         const float *probs = encoder_acts_layer(&e->acts.enc, e->acts.enc.probs, m->enc.layers - 1);

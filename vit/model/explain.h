@@ -33,6 +33,7 @@ typedef struct {
     model g;           /* their view, model_bind */
     float *probs_grad; /* [layers, heads, T, T] dy/dA of every layer */
     double *rollout, *step, *scratch; /* [T, T] each */
+    float *logits;                    /* [num_labels] of the last run */
 } explainer;
 
 /* Buffers for images of size x size (0: the model's image_size). Errors: memory, a model the
@@ -43,9 +44,10 @@ void explainer_free(explainer *e);
 /* Maps per image: 1, or the heads for EXPLAIN_LAST; each grid x grid floats. */
 int explain_maps(const model *m, explain_method method);
 
-/* pixels [C, size, size] -> logits [num_labels] and map [explain_maps, grid, grid]. label: the
- * class the gradient method explains (< 0: the most probable); the others ignore it. */
+/* pixels [C, size, size] -> logits [num_labels] and map [explain_maps, grid, grid]. *label: the
+ * class the gradient method explains (< 0: the most probable, and *label set to it); the other
+ * methods do not depend on it. */
 int explainer_run(explainer *e, const model *m, const float *pixels, explain_method method,
-                  int label, float *logits, float *map, vit_error *err);
+                  int *label, float *logits, float *map, vit_error *err);
 
 #endif
