@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "vit/base/alloc.h"
+#include "vit/base/bytes.h"
 #include "vit/base/file.h"
 #include "vit/base/rng.h"
 #include "vit/base/strlist.h"
@@ -137,11 +138,40 @@ static void test_rng(void **state) {
     assert_true(rng_normal(&again) == rng_normal(&(uint64_t){rng_derive(7, 1, 2)}));
 }
 
+/* 200000 bytes appended in pieces of 1..997 equal the same bytes written in one go; a limit on
+ * the capacity holds, and an append past it is refused with the buffer unchanged. */
+static void test_byte_buf(void **state) {
+    (void)state;
+    enum { N = 200000 };
+    static char want[N];
+    for (int i = 0; i < N; i++) want[i] = (char)(i * 7 + i / 251);
+    byte_buf b = {0};
+    assert_int_equal(byte_buf_append(&b, NULL, 0, SIZE_MAX), 0);
+    for (size_t at = 0, piece = 1; at < N; at += piece, piece = piece % 997 + 1) {
+        if (piece > N - at) piece = N - at;
+        assert_int_equal(byte_buf_append(&b, want + at, piece, SIZE_MAX), 0);
+    }
+    assert_int_equal(b.size, N);
+    assert_true(b.cap >= N && b.cap < 2 * N + (64 << 10));
+    assert_memory_equal(b.data, want, N);
+    byte_buf_free(&b);
+    assert_null(b.data);
+
+    const size_t limit = 100000;
+    assert_int_equal(byte_buf_append(&b, want, 70000, limit), 0);
+    assert_int_equal(byte_buf_append(&b, want + 70000, 30000, limit), 0);
+    assert_int_equal(b.cap, limit); /* 64 KiB doubled would be 128 KiB */
+    assert_int_equal(byte_buf_append(&b, want, 1, limit), -1);
+    assert_int_equal(b.size, limit);
+    assert_memory_equal(b.data, want, limit);
+    byte_buf_free(&b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strlist),     cmocka_unit_test(test_block_allocator),
         cmocka_unit_test(test_atomic_file), cmocka_unit_test(test_thread_scope),
-        cmocka_unit_test(test_rng),
+        cmocka_unit_test(test_rng),         cmocka_unit_test(test_byte_buf),
     };
     return cmocka_run_group_tests_name("base", tests, NULL, NULL);
 }

@@ -18,11 +18,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/loopback.h"
+#include "vit/base/bytes.h"
 #include "vit/vit.h"
 
 #define IMAGENET "models/vit-tiny-in1k" /* the default model */
@@ -143,28 +144,7 @@ static void response_free(response *r) {
 }
 
 static int connect_to(int port) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    const struct timeval limit = {60, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-static void send_all(int fd, const void *data, size_t size) {
-    const char *p = data;
-    while (size > 0) {
-        const ssize_t n = send(fd, p, size, MSG_NOSIGNAL);
-        if (n <= 0) return; /* the server may close early (e.g. a 413 before the body) */
-        p += n;
-        size -= (size_t)n;
-    }
+    return connect_loopback(port, 60);
 }
 
 /* "METHOD target HTTP/1.1" with a Content-Length when there is a body, extra headers (each ending
@@ -249,23 +229,11 @@ static response post_file(int port, const char *target, const char *path) {
 
 #define BOUNDARY "vit-test-boundary-7MA4YWxkTrZu0gW"
 
-typedef struct {
-    char *data;
-    size_t size, cap;
-} buffer;
-
-static void put(buffer *b, const void *data, size_t n) {
-    if (n == 0) return;
-    if (b->size + n > b->cap) {
-        b->cap = (b->size + n) * 2;
-        b->data = realloc(b->data, b->cap);
-        assert_non_null(b->data);
-    }
-    memcpy(b->data + b->size, data, n);
-    b->size += n;
+static void put(byte_buf *b, const void *data, size_t n) {
+    assert_int_equal(byte_buf_append(b, data, n, SIZE_MAX), 0);
 }
 
-static void put_part(buffer *b, const char *field, const char *filename, const void *data,
+static void put_part(byte_buf *b, const char *field, const char *filename, const void *data,
                      size_t size) {
     char head[512];
     const int n = snprintf(head, sizeof head,
@@ -277,7 +245,7 @@ static void put_part(buffer *b, const char *field, const char *filename, const v
     put(b, "\r\n", 2);
 }
 
-static void put_file_part(buffer *b, const char *path) {
+static void put_file_part(byte_buf *b, const char *path) {
     size_t size;
     uint8_t *bytes = read_whole_file(path, &size);
     assert_non_null(bytes);
@@ -285,13 +253,12 @@ static void put_file_part(buffer *b, const char *path) {
     free(bytes);
 }
 
-static response post_form(int port, const char *target, buffer *form) {
+static response post_form(int port, const char *target, byte_buf *form) {
     put(form, "--" BOUNDARY "--\r\n", strlen("--" BOUNDARY "--\r\n"));
     response r = request(port, "POST", target,
                          "Content-Type: multipart/form-data; boundary=" BOUNDARY "\r\n", form->data,
                          form->size);
-    free(form->data);
-    *form = (buffer){0};
+    byte_buf_free(form);
     return r;
 }
 
@@ -412,7 +379,7 @@ static void test_classify_form_matches_cli(void **state) {
              shared_dir());
     FILE *find = popen(cmd, "r");
     assert_non_null(find);
-    buffer form = {0};
+    byte_buf form = {0};
     for (int i = 0; i < 10; i++) {
         assert_non_null(fgets(paths[i], sizeof paths[i], find));
         paths[i][strcspn(paths[i], "\n")] = 0;
@@ -441,7 +408,7 @@ static void test_classify_form_matches_cli(void **state) {
 static void test_classify_form_partial_failure(void **state) {
     (void)state;
     REQUIRE_MAIN();
-    buffer form = {0};
+    byte_buf form = {0};
     put_file_part(&form, photos[0]);
     put_part(&form, "image", "notes.txt", "not an image", 12);
     response r = post_form(main_server.port, "/v1/classify?k=1", &form);
@@ -484,7 +451,7 @@ static void test_embed_matches_library(void **state) {
             assert_true(fabs(cJSON_GetArrayItem(e, d)->valuedouble - want[d]) < 1e-3);
         response_free(&r);
     }
-    buffer form = {0};
+    byte_buf form = {0};
     put_file_part(&form, photos[1]);
     put_file_part(&form, photos[2]);
     response r = post_form(main_server.port, "/v1/embed?pool=mean", &form);
@@ -637,7 +604,7 @@ static void test_bad_requests(void **state) {
                            "Content-Type: multipart/form-data; boundary=" BOUNDARY "\r\n", nameless,
                            strlen(nameless)),
                    400, "a form part without a name");
-    buffer b = {0};
+    byte_buf b = {0};
     put_part(&b, "file", "cat.jpg", "x", 1);
     assert_refused(post_form(port, "/v1/classify", &b), 400, "unexpected form field 'file'");
     put(&b, "", 0);
@@ -757,13 +724,13 @@ static void test_sigterm_finishes_requests(void **state) {
     response r = read_response(fd, 0);
     assert_int_equal(r.status, 200);
     response_free(&r);
-    buffer form = {0};
+    byte_buf form = {0};
     for (int i = 0; i < 12; i++) put_file_part(&form, photos[i % 3]);
     put(&form, "--" BOUNDARY "--\r\n", strlen("--" BOUNDARY "--\r\n"));
     send_request(fd, "POST", "/v1/classify?k=1",
                  "Content-Type: multipart/form-data; boundary=" BOUNDARY "\r\n", form.data,
                  form.size);
-    free(form.data);
+    byte_buf_free(&form);
     usleep(50 * 1000);
     kill(s.pid, SIGTERM);
     r = read_response(fd, 0);

@@ -16,7 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/serve/client.h"
+#include "tests/loopback.h"
+#include "vit/base/bytes.h"
 
 static uint64_t rng_state = 1;
 
@@ -31,27 +32,15 @@ static size_t below(size_t n) {
     return n ? (size_t)(next_random() % n) : 0;
 }
 
-typedef struct {
-    char *data;
-    size_t size, cap;
-} buffer;
-
-static void put(buffer *b, const void *data, size_t n) {
-    if (n == 0) return;
-    if (b->size + n > b->cap) {
-        b->cap = (b->size + n) * 2 + 256;
-        b->data = realloc(b->data, b->cap);
-        if (!b->data) abort();
-    }
-    memcpy(b->data + b->size, data, n);
-    b->size += n;
+static void put(byte_buf *b, const void *data, size_t n) {
+    if (byte_buf_append(b, data, n, SIZE_MAX) != 0) abort();
 }
 
-static void puts_(buffer *b, const char *s) {
+static void puts_(byte_buf *b, const char *s) {
     put(b, s, strlen(s));
 }
 
-static void put_random(buffer *b, size_t n) {
+static void put_random(byte_buf *b, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const char c = (char)next_random();
         put(b, &c, 1);
@@ -59,14 +48,14 @@ static void put_random(buffer *b, size_t n) {
 }
 
 typedef struct {
-    buffer *images;
+    byte_buf *images;
     int num_images;
 } corpus;
 
 /* A sample image, mutated: cut short, bytes flipped, or a slice dropped. */
-static void put_mutated_image(buffer *b, const corpus *c, int how) {
-    const buffer *img = &c->images[below((size_t)c->num_images)];
-    buffer m = {0};
+static void put_mutated_image(byte_buf *b, const corpus *c, int how) {
+    const byte_buf *img = &c->images[below((size_t)c->num_images)];
+    byte_buf m = {0};
     put(&m, img->data, img->size);
     if (how == 0) {
         m.size = below(m.size);
@@ -78,11 +67,11 @@ static void put_mutated_image(buffer *b, const corpus *c, int how) {
         m.size -= n;
     }
     put(b, m.data, m.size);
-    free(m.data);
+    byte_buf_free(&m);
 }
 
-static void put_request(buffer *b, const char *method, const char *target, const char *headers,
-                        const buffer *body) {
+static void put_request(byte_buf *b, const char *method, const char *target, const char *headers,
+                        const byte_buf *body) {
     char head[1024];
     snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s", method, target,
              headers ? headers : "");
@@ -98,7 +87,7 @@ static void put_request(buffer *b, const char *method, const char *target, const
 #define BOUNDARY "fuzzboundaryXYZ"
 #define FORM     "Content-Type: multipart/form-data; boundary=" BOUNDARY "\r\n"
 
-static void put_form(buffer *body, const corpus *c, int parts) {
+static void put_form(byte_buf *body, const corpus *c, int parts) {
     for (int i = 0; i < parts; i++) {
         puts_(body, "--" BOUNDARY "\r\nContent-Disposition: form-data; name=\"");
         puts_(body, below(8) ? "image" : "other");
@@ -112,7 +101,7 @@ static void put_form(buffer *body, const corpus *c, int parts) {
 }
 
 /* A slightly wrong JSON body for /v1/text. */
-static void put_bad_json(buffer *body) {
+static void put_bad_json(byte_buf *body) {
     static const char *bodies[] = {
         "{\"texts\": [\"ok\", \"fine\"]}", "{\"texts\": \"x\"}",
         "{\"texts\": [1, {\"a\": []}]}",   "null",
@@ -134,8 +123,8 @@ static const char *const queries[] = {"?k=-1",          "?k=abc",         "?k=99
                                       "?&&&",           "?pool=mean&k=2", "?threshold=1e309"};
 
 /* The kind-th malformed request into b; returns 1 when the client hangs up without reading. */
-static int make_request(buffer *b, int kind, const corpus *c) {
-    buffer body = {0};
+static int make_request(byte_buf *b, int kind, const corpus *c) {
+    byte_buf body = {0};
     char target[4096];
     int hang_up = 0;
     switch (kind) {
@@ -221,13 +210,13 @@ static int make_request(buffer *b, int kind, const corpus *c) {
         hang_up = 1;
         break;
     }
-    free(body.data);
+    byte_buf_free(&body);
     return hang_up;
 }
 #define KINDS 18
 
 /* Sends req and reads the status of the answer: -1 no connection, 0 closed without an answer. */
-static int exchange(int port, const buffer *req, int hang_up) {
+static int exchange(int port, const byte_buf *req, int hang_up) {
     const int fd = connect_loopback(port, 40);
     if (fd < 0) return -1;
     send_all(fd, req->data, req->size); /* a server that stops reading may still answer */
@@ -246,7 +235,7 @@ static int exchange(int port, const buffer *req, int hang_up) {
 
 static int health(int port) {
     static char text[] = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    const buffer req = {.data = text, .size = sizeof text - 1};
+    const byte_buf req = {.data = text, .size = sizeof text - 1};
     return exchange(port, &req, 0);
 }
 
@@ -282,10 +271,10 @@ int main(int argc, char **argv) {
     if (load_images(&c, argv + i, argc - i) != 0) return 2;
     int by_class[6] = {0}, closed = 0, hung_up = 0, health_failures = 0, server_errors = 0;
     for (int r = 0; r < total; r++) {
-        buffer req = {0};
+        byte_buf req = {0};
         const int hang_up = make_request(&req, r % KINDS, &c);
         const int status = exchange(port, &req, hang_up);
-        free(req.data);
+        byte_buf_free(&req);
         if (status > 0) by_class[status / 100 % 6]++;
         if (status == 0 && !hang_up) closed++;
         hung_up += hang_up;

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/serve/client.h"
+#include "tests/loopback.h"
 
 typedef struct {
     char *data;

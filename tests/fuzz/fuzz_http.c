@@ -6,8 +6,6 @@
  *
  * Models: models/fashion-vit (shipped, small: fast forward passes) for the image endpoints, and
  * ../shared/models/bert-sst2-tiny for /v1/text when it is there. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -18,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tests/loopback.h"
 #include "vit/cli/serve.h"
 
 #define IMAGE_MODEL "models/fashion-vit"
@@ -104,20 +103,9 @@ static int responses_complete(const char *buf, size_t n) {
 }
 
 static int connect_server(void) {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) fail("socket", "cannot create one");
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) fail("connect", "refused");
+    const int fd = connect_loopback(port, ANSWER_SECONDS);
+    if (fd < 0) fail("connect", "refused");
     return fd;
-}
-
-static void send_all(int fd, const void *data, size_t size) {
-    for (size_t sent = 0; sent < size;) {
-        const ssize_t n = send(fd, (const char *)data + sent, size - sent, MSG_NOSIGNAL);
-        if (n <= 0) return; /* the server closed early: an answer may still be there */
-        sent += (size_t)n;
-    }
 }
 
 /* Reads from fd into got (at most size - 1 bytes kept): until the server closes; once whole

@@ -279,15 +279,10 @@ static int classify_stdin_image(classify_run *r, vit_error *err) {
 /* ---- options ---- */
 
 static int parse_format(const cli_parser *p, output_format *out) {
-    static const char *names[] = {"text", "json", "csv", "tsv"};
-    for (int i = 0; i < 4; i++)
-        if (strcmp(p->value, names[i]) == 0) {
-            *out = (output_format)i;
-            return 0;
-        }
-    fprintf(stderr, "vit classify: invalid value for %s: '%s' (expected text, json, csv or tsv)\n",
-            p->option, p->value);
-    return -1;
+    static const char *const names[] = {"text", "json", "csv", "tsv"};
+    const int i = cli_choice(p, names, 4);
+    if (i >= 0) *out = (output_format)i;
+    return i < 0 ? -1 : 0;
 }
 
 /* Options into r and params; returns 0 to run, else the exit status. */

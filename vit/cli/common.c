@@ -101,28 +101,16 @@ const char *cli_blas_core(void) {
     return openblas_get_corename();
 }
 
-/* The index of p->value among names[0..n), or -1 after reporting it. */
-static int choose(const cli_parser *p, const char *const *names, int n) {
-    for (int i = 0; i < n; i++)
-        if (strcmp(p->value, names[i]) == 0) return i;
-    fprintf(stderr, "vit %s: invalid value for %s: '%s' (expected", p->cmd->name, p->option,
-            p->value);
-    for (int i = 0; i < n; i++)
-        fprintf(stderr, "%s %s", i ? (i == n - 1 ? " or" : ",") : "", names[i]);
-    fprintf(stderr, ")\n");
-    return -1;
-}
-
 static int parse_backend(const cli_parser *p, vit_backend *out) {
     static const char *names[] = {"openblas", "onednn"};
-    const int i = choose(p, names, 2);
+    const int i = cli_choice(p, names, 2);
     if (i >= 0) *out = i == 0 ? VIT_BACKEND_OPENBLAS : VIT_BACKEND_ONEDNN;
     return i < 0 ? -1 : 0;
 }
 
 static int parse_precision(const cli_parser *p, vit_precision *out) {
     static const char *names[] = {"fp32", "bf16", "int8"};
-    const int i = choose(p, names, 3);
+    const int i = cli_choice(p, names, 3);
     if (i >= 0) *out = i == 0 ? VIT_FP32 : i == 1 ? VIT_BF16 : VIT_INT8;
     return i < 0 ? -1 : 0;
 }

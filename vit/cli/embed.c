@@ -58,12 +58,11 @@ typedef struct {
     int num_args;
 } embed_options;
 
-static int parse_pool(const char *s, vit_pool *pool) {
-    static const char *names[] = {"cls", "mean", "pooler"};
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, names[i]) == 0) return *pool = (vit_pool)i, 0;
-    fprintf(stderr, "vit embed: --pool '%s': cls, mean or pooler\n", s);
-    return 2;
+static int parse_pool(const cli_parser *p, vit_pool *pool) {
+    static const char *const names[] = {"cls", "mean", "pooler"};
+    const int i = cli_choice(p, names, 3);
+    if (i >= 0) *pool = (vit_pool)i;
+    return i < 0 ? -1 : 0;
 }
 
 /* Returns 0 to run, else the exit status (-1: --help). */
@@ -80,7 +79,7 @@ static int parse_options(int argc, char **argv, embed_options *o) {
             o->out = p.value;
             break;
         case OPT_POOL:
-            bad = parse_pool(p.value, &o->pool);
+            bad = parse_pool(&p, &o->pool);
             break;
         case OPT_NO_EXIF:
             o->params.exif_orientation = 0;

@@ -53,12 +53,11 @@ typedef struct {
     int num_files;
 } explain_options;
 
-static int parse_method(const char *s, vit_explain_method *m) {
-    static const char *names[] = {"rollout", "last", "grad"};
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, names[i]) == 0) return *m = (vit_explain_method)i, 0;
-    fprintf(stderr, "vit explain: --method '%s': rollout, last or grad\n", s);
-    return 2;
+static int parse_method(const cli_parser *p, vit_explain_method *m) {
+    static const char *const names[] = {"rollout", "last", "grad"};
+    const int i = cli_choice(p, names, 3);
+    if (i >= 0) *m = (vit_explain_method)i;
+    return i < 0 ? -1 : 0;
 }
 
 /* Returns 0 to run, else the exit status (-1: --help). */
@@ -75,7 +74,7 @@ static int parse_options(int argc, char **argv, explain_options *o) {
             o->out_dir = p.value;
             break;
         case OPT_METHOD:
-            bad = parse_method(p.value, &o->method);
+            bad = parse_method(&p, &o->method);
             break;
         case OPT_LABEL:
             bad = cli_int(&p, 0, 1 << 20, &o->label);

@@ -114,6 +114,17 @@ int cli_int(const cli_parser *p, int lo, int hi, int *out) {
     return 0;
 }
 
+int cli_choice(const cli_parser *p, const char *const *names, int n) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(p->value, names[i]) == 0) return i;
+    fprintf(stderr, "vit %s: invalid value for %s: '%s' (expected", p->cmd->name, p->option,
+            p->value);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "%s %s", i ? (i == n - 1 ? " or" : ",") : "", names[i]);
+    fprintf(stderr, ")\n");
+    return -1;
+}
+
 int cli_number(const cli_parser *p, double lo, double hi, double *out) {
     char *end;
     errno = 0;

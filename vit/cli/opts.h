@@ -63,6 +63,8 @@ int cli_parse_next(cli_parser *p);
 int cli_int(const cli_parser *p, int lo, int hi, int *out);
 int cli_int64(const cli_parser *p, long long lo, long long hi, int64_t *out);
 int cli_number(const cli_parser *p, double lo, double hi, double *out);
+/* The index of the value among names[0..n), or -1 after reporting a usage error. */
+int cli_choice(const cli_parser *p, const char *const *names, int n);
 /* The name of the current option as the user wrote it ("-b" or "--batch"). */
 const char *cli_option_name(const cli_parser *p);
 

@@ -24,6 +24,7 @@
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
 
+#include "vit/base/bytes.h"
 #include "vit/base/clock.h"
 #include "vit/cli/cli.h"
 
@@ -70,9 +71,8 @@ static endpoint route(const char *url) {
 /* ---- a request ---- */
 
 typedef struct {
-    char *name; /* the form part's file name, or NULL */
-    char *data; /* the part's bytes (a form part's own copy, or the body) */
-    size_t size, cap;
+    char *name;     /* the form part's file name, or NULL */
+    byte_buf bytes; /* a form part's own copy, or a view (cap 0) of the body or of a JSON text */
 } input;
 
 typedef struct {
@@ -86,8 +86,7 @@ typedef struct {
     int submitted;
     endpoint ep;
     /* the body, until it is all there */
-    char *body;
-    size_t size, cap;
+    byte_buf body;
     int too_large; /* over max_body_bytes: the rest is discarded */
     /* what it asks */
     int k, logits;
@@ -122,10 +121,10 @@ static void request_free(request *r) {
     if (!r) return;
     for (int i = 0; i < r->num_inputs; i++) {
         free(r->inputs[i].name);
-        if (r->multipart) free(r->inputs[i].data);
+        if (r->multipart) byte_buf_free(&r->inputs[i].bytes);
     }
     free(r->inputs);
-    free(r->body);
+    byte_buf_free(&r->body);
     cJSON_Delete(r->json);
     free(r->jobs);
     free(r->outputs);
@@ -349,25 +348,12 @@ static enum MHD_Result begin(request *r, const char *url, const char *method) {
 static enum MHD_Result receive(request *r, const char *data, size_t size) {
     const serve_app *app = r->app;
     if (clock_seconds() - r->started > app->timeout_s) return MHD_NO;
-    if (r->too_large || size > app->max_body_bytes - r->size) {
+    if (r->too_large || size > app->max_body_bytes - r->body.size) {
         r->too_large = 1;
-        free(r->body);
-        r->body = NULL;
-        r->size += size < SIZE_MAX - r->size ? size : 0;
+        byte_buf_free(&r->body);
         return MHD_YES;
     }
-    if (r->size + size > r->cap) {
-        size_t cap = r->cap ? r->cap : 64 << 10;
-        while (cap < r->size + size) cap *= 2;
-        if (cap > app->max_body_bytes) cap = app->max_body_bytes;
-        char *grown = realloc(r->body, cap);
-        if (!grown) return MHD_NO;
-        r->body = grown;
-        r->cap = cap;
-    }
-    memcpy(r->body + r->size, data, size);
-    r->size += size;
-    return MHD_YES;
+    return byte_buf_append(&r->body, data, size, app->max_body_bytes) == 0 ? MHD_YES : MHD_NO;
 }
 
 /* ---- inputs: a raw body, a multipart form, a JSON list of texts ---- */
@@ -387,21 +373,6 @@ static int add_input(request *r, const char *name) {
     return name && !r->inputs[r->num_inputs - 1].name ? -1 : 0;
 }
 
-static int append(input *in, const char *data, size_t size) {
-    if (size == 0) return 0; /* data may be NULL then */
-    if (in->size + size > in->cap) {
-        size_t cap = in->cap ? in->cap * 2 : 64 << 10;
-        while (cap < in->size + size) cap *= 2;
-        char *grown = realloc(in->data, cap);
-        if (!grown) return -1;
-        in->data = grown;
-        in->cap = cap;
-    }
-    memcpy(in->data + in->size, data, size);
-    in->size += size;
-    return 0;
-}
-
 /* The form's "image" parts, each an input; any other field is an error. */
 static enum MHD_Result form_part(void *cls, enum MHD_ValueKind kind, const char *key,
                                  const char *filename, const char *type, const char *encoding,
@@ -419,11 +390,11 @@ static enum MHD_Result form_part(void *cls, enum MHD_ValueKind kind, const char 
         return MHD_NO;
     }
     input *last = r->num_inputs ? &r->inputs[r->num_inputs - 1] : NULL;
-    if (off == 0 && (!last || last->size > 0)) {
+    if (off == 0 && (!last || last->bytes.size > 0)) {
         if (add_input(r, filename) != 0) return MHD_NO;
         last = &r->inputs[r->num_inputs - 1];
     }
-    return append(last, data, size) == 0 ? MHD_YES : MHD_NO;
+    return byte_buf_append(&last->bytes, data, size, SIZE_MAX) == 0 ? MHD_YES : MHD_NO;
 }
 
 static int parse_form(request *r) {
@@ -434,7 +405,7 @@ static int parse_form(request *r) {
                  "a multipart/form-data body needs a boundary in its Content-Type");
         return -1;
     }
-    const enum MHD_Result rc = MHD_post_process(pp, r->body, r->size);
+    const enum MHD_Result rc = MHD_post_process(pp, r->body.data, r->body.size);
     const enum MHD_Result complete = MHD_destroy_post_processor(pp);
     if (!r->form_error[0] && (rc != MHD_YES || complete != MHD_YES))
         snprintf(r->form_error, sizeof r->form_error, "malformed or truncated multipart form");
@@ -451,21 +422,20 @@ static int is_form(const request *r) {
 
 static int parse_images(request *r) {
     if (is_form(r)) return parse_form(r);
-    if (r->size == 0) {
+    if (r->body.size == 0) {
         snprintf(r->form_error, sizeof r->form_error,
                  "empty body: send an image's bytes, or a multipart/form-data form of \"image\" "
                  "parts");
         return -1;
     }
     if (add_input(r, NULL) != 0) return -1;
-    r->inputs[0].data = r->body; /* still owned by the body */
-    r->inputs[0].size = r->size;
+    r->inputs[0].bytes = (byte_buf){r->body.data, r->body.size, 0}; /* owned by the body */
     return 0;
 }
 
 /* {"texts": ["...", ...]}: each text an input (its bytes stay in r->json). */
 static int parse_texts(request *r) {
-    r->json = cJSON_ParseWithLength(r->body ? r->body : "", r->size);
+    r->json = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.size);
     const cJSON *texts = cJSON_GetObjectItemCaseSensitive(r->json, "texts");
     const char *why = !r->json                         ? "the body is not valid JSON"
                       : !cJSON_IsObject(r->json)       ? "the body is not a JSON object"
@@ -480,8 +450,8 @@ static int parse_texts(request *r) {
             return -1;
         }
         if (add_input(r, NULL) != 0) return -1;
-        r->inputs[r->num_inputs - 1].data = t->valuestring;
-        r->inputs[r->num_inputs - 1].size = strlen(t->valuestring);
+        r->inputs[r->num_inputs - 1].bytes =
+            (byte_buf){t->valuestring, strlen(t->valuestring), 0}; /* owned by r->json */
     }
     return 0;
 }
@@ -504,8 +474,8 @@ static int make_jobs(request *r) {
     if (!r->jobs || !r->outputs) return -1;
     for (int i = 0; i < r->num_inputs; i++)
         r->jobs[i] = (serve_job){.task = r->task,
-                                 .data = r->inputs[i].data,
-                                 .size = r->inputs[i].size,
+                                 .data = r->inputs[i].bytes.data,
+                                 .size = r->inputs[i].bytes.size,
                                  .out = r->outputs + r->width * (size_t)i,
                                  .done = job_done,
                                  .user = r};
@@ -611,7 +581,7 @@ static void write_result(json_writer *w, const request *r, int i) {
     const serve_job *job = &r->jobs[i];
     if (r->ep == EP_TEXT) {
         json_key(w, "text");
-        json_value_string(w, r->inputs[i].data, r->inputs[i].size);
+        json_value_string(w, r->inputs[i].bytes.data, r->inputs[i].bytes.size);
     } else if (r->inputs[i].name) {
         json_key(w, "file");
         json_string(w, r->inputs[i].name);

@@ -4,26 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vit/base/bytes.h"
 #include "vit/base/dist.h"
 
 /* A record: index (int64), true class, predicted class (-1: skipped), top-5 flag (int32 each),
  * probability (float), then the path and the reason, each a uint32 length and its bytes. Native
  * byte order: every rank runs the same binary on the same kind of machine. */
 
-static int reserve(eval_records *rec, size_t more) {
-    if (rec->size + more <= rec->cap) return 0;
-    size_t cap = rec->cap ? rec->cap * 2 : 1 << 16;
-    while (cap < rec->size + more) cap *= 2;
-    char *grown = realloc(rec->data, cap);
-    if (!grown) return -1;
-    rec->data = grown;
-    rec->cap = cap;
-    return 0;
-}
-
 static void put(eval_records *rec, const void *p, size_t n) {
-    memcpy(rec->data + rec->size, p, n);
-    rec->size += n;
+    if (!rec->failed && byte_buf_append(&rec->bytes, p, n, SIZE_MAX) != 0) rec->failed = 1;
 }
 
 static void put_string(eval_records *rec, const char *s) {
@@ -34,11 +23,6 @@ static void put_string(eval_records *rec, const char *s) {
 
 void eval_records_add(void *user, const eval_result *r) {
     eval_records *rec = user;
-    const size_t path = r->path ? strlen(r->path) : 0, reason = r->reason ? strlen(r->reason) : 0;
-    if (rec->failed || reserve(rec, 8 + 4 * 3 + 4 + 8 + path + reason) != 0) {
-        rec->failed = 1;
-        return;
-    }
     const int64_t index = r->index;
     const int32_t ints[3] = {r->true_label, r->pred, r->in_top5};
     put(rec, &index, sizeof index);
@@ -49,8 +33,8 @@ void eval_records_add(void *user, const eval_result *r) {
 }
 
 void eval_records_free(eval_records *rec) {
-    free(rec->data);
-    memset(rec, 0, sizeof *rec);
+    byte_buf_free(&rec->bytes);
+    rec->failed = 0;
 }
 
 typedef struct {
@@ -137,7 +121,7 @@ int eval_records_merge(eval_records *rec, eval_report *report, FILE *predictions
         return vit_fail(err, "out of memory recording results (on some rank)");
     char *all = NULL;
     size_t total = 0;
-    if (dist_gather(rec->data, rec->size, &all, &total, err) != 0) return -1;
+    if (dist_gather(rec->bytes.data, rec->bytes.size, &all, &total, err) != 0) return -1;
     int rc = 0;
     if (dist_get().rank == 0) rc = replay(all, total, report, predictions, err);
     free(all);

@@ -13,13 +13,13 @@
 
 #include <stdio.h>
 
+#include "vit/base/bytes.h"
 #include "vit/eval/eval_images.h"
 #include "vit/eval/report.h"
 
 typedef struct {
-    char *data;
-    size_t size, cap;
-    int failed; /* out of memory while recording */
+    byte_buf bytes;
+    int failed; /* out of memory while recording (the records are then incomplete) */
 } eval_records;
 
 /* Appends one outcome (user: the eval_records). */

@@ -1,8 +1,9 @@
-#ifndef VIT_BENCH_SERVE_CLIENT_H
-#define VIT_BENCH_SERVE_CLIENT_H
+#ifndef VIT_TESTS_LOOPBACK_H
+#define VIT_TESTS_LOOPBACK_H
 
-/* What the load generator and the malformed-request sender share: a loopback connection whose
- * reads and writes give up after timeout_s, and sending a whole buffer. */
+/* A client of `vit serve` on this machine, for its tests, its HTTP fuzzer and the load and
+ * malformed-request benchmarks (bench/serve): a loopback connection whose reads and writes give
+ * up after timeout_s, and sending a whole buffer. */
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,7 +15,7 @@
 #include <unistd.h>
 
 static inline int connect_loopback(int port, int timeout_s) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     const struct timeval limit = {timeout_s, 0};
     const int one = 1;
@@ -30,8 +31,10 @@ static inline int connect_loopback(int port, int timeout_s) {
     return fd;
 }
 
-/* 0 when all n bytes went, -1 when the connection ended first. */
-static inline int send_all(int fd, const char *p, size_t n) {
+/* 0 when all n bytes went, -1 when the connection ended first (a server may answer and close
+ * before a body is all sent: a 413, say). */
+static inline int send_all(int fd, const void *data, size_t n) {
+    const char *p = data;
     while (n > 0) {
         const ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
         if (k <= 0) return -1;
