@@ -80,6 +80,34 @@ static void test_clip_golden(void **state) {
     bpe_free(b);
 }
 
+/* The micro CLIP models' own vocabularies (tests/data, written by tools/clip_reference.py) give
+ * the ids its Python tokenizer gave the golden texts, cut to the models' 16 and 20 positions. */
+static void test_micro_vocabularies(void **state) {
+    (void)state;
+    const char *models[] = {"tests/data/clip-micro", "tests/data/clip-micro-gelu"};
+    const int positions[] = {16, 20};
+    for (int m = 0; m < 2; m++) {
+        bpe *b = load_or_fail(models[m]);
+        char path[256];
+        snprintf(path, sizeof path, "%s/golden.json", models[m]);
+        char *json = (char *)read_whole_file(path, NULL);
+        assert_non_null(json);
+        cJSON *golden = cJSON_Parse(json);
+        const cJSON *texts = cJSON_GetObjectItem(golden, "texts");
+        const cJSON *ids = cJSON_GetObjectItem(golden, "ids");
+        assert_true(cJSON_GetArraySize(texts) >= 5);
+        for (int i = 0; i < cJSON_GetArraySize(texts); i++) {
+            int32_t got[MAX_IDS];
+            const char *text = cJSON_GetArrayItem(texts, i)->valuestring;
+            const int n = encode(b, text, positions[m], got);
+            expect_ids(text, got, n, cJSON_GetArrayItem(ids, i));
+        }
+        cJSON_Delete(golden);
+        free(json);
+        bpe_free(b);
+    }
+}
+
 /* ---- a tiny vocabulary: every byte symbol, with and without </w>, and a few merges ---- */
 
 static void append(char **s, size_t *len, size_t *cap, const char *text) {
@@ -240,9 +268,8 @@ static void test_bad_files(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clip_golden),
-        cmocka_unit_test(test_merges_and_pieces),
-        cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_clip_golden),       cmocka_unit_test(test_micro_vocabularies),
+        cmocka_unit_test(test_merges_and_pieces), cmocka_unit_test(test_decode),
         cmocka_unit_test(test_bad_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

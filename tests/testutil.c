@@ -75,7 +75,7 @@ uint8_t *read_whole_file(const char *path, size_t *size) {
     fclose(f);
     if (buf) {
         buf[n] = 0; /* text files can go straight to parsers */
-        *size = (size_t)n;
+        if (size) *size = (size_t)n;
     }
     return buf;
 }

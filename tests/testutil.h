@@ -29,7 +29,8 @@ const char *shared_path(const char *relative);
 const char *test_tmpdir(void);
 /* Writes bytes to test_tmpdir()/name and returns the full path (static buffer per call slot). */
 const char *write_temp_file(const char *name, const void *data, size_t size);
-/* Reads a whole file, NUL-terminated (not counted in *size); caller frees. NULL on failure. */
+/* Reads a whole file, NUL-terminated (not counted in *size; size may be NULL); caller frees. NULL
+ * on failure. */
 uint8_t *read_whole_file(const char *path, size_t *size);
 
 /* ---- running bin/vit ---- */
