@@ -19,16 +19,48 @@ void ops_init(void) {
     openblas_set_num_threads(1);
 }
 
-void topk_indices(const float *x, int n, int k, int *out) {
-    for (int i = 0; i < k; i++) {
-        int best = -1;
-        for (int j = 0; j < n; j++) {
-            int taken = 0;
-            for (int t = 0; t < i && !taken; t++) taken = out[t] == j;
-            if (!taken && (best < 0 || x[j] > x[best])) best = j;
-        }
-        out[i] = best;
+/* x[i] ranks before x[j]: larger, or equal and i lower; NaN after every number (a total order,
+ * so the heap below stays consistent whatever the values). */
+static int ranks_before(const float *x, int i, int j) {
+    const int nan_i = isnan(x[i]) != 0, nan_j = isnan(x[j]) != 0;
+    if (nan_i || nan_j) return nan_i == nan_j ? i < j : nan_j;
+    return x[i] > x[j] || (x[i] == x[j] && i < j);
+}
+
+/* Restores heap[at..]: heap[0] ranks last of the n kept (a min-heap in the ranking). */
+static void sift_down(const float *x, int *heap, int n, int at) {
+    for (;;) {
+        int last = at;
+        const int l = 2 * at + 1, r = l + 1;
+        if (l < n && ranks_before(x, heap[last], heap[l])) last = l;
+        if (r < n && ranks_before(x, heap[last], heap[r])) last = r;
+        if (last == at) return;
+        const int t = heap[at];
+        heap[at] = heap[last];
+        heap[last] = t;
+        at = last;
     }
+}
+
+/* O(n log k): the k best so far in a heap whose root is the one to beat; then the heap is taken
+ * apart from its root, which fills out from the back. */
+int topk_indices(const float *x, int n, int k, int *out) {
+    k = k < n ? k : n;
+    if (k <= 0) return 0;
+    for (int i = 0; i < k; i++) out[i] = i;
+    for (int i = k / 2 - 1; i >= 0; i--) sift_down(x, out, k, i);
+    for (int j = k; j < n; j++)
+        if (ranks_before(x, j, out[0])) {
+            out[0] = j;
+            sift_down(x, out, k, 0);
+        }
+    for (int m = k - 1; m > 0; m--) {
+        const int t = out[0];
+        out[0] = out[m];
+        out[m] = t;
+        sift_down(x, out, m, 0);
+    }
+    return k;
 }
 
 /* This thread's share [lo, hi) of n rows. */

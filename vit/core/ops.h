@@ -22,8 +22,9 @@ typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU } activation_kind;
  * threads runs OpenBLAS on its share of the rows. Call before the first matrix product. */
 void ops_init(void);
 
-/* out[0..k) = indices of the k largest of x[0..n), largest first (ties: lower index first). */
-void topk_indices(const float *x, int n, int k, int *out);
+/* out[0..m) = indices of the m = min(k, n) largest of x[0..n), largest first (ties: lower index
+ * first; NaN after every number); returns m (0 when k <= 0). O(n log k). */
+int topk_indices(const float *x, int n, int k, int *out);
 
 /* out[n] = a[n] + b[n] (out may alias either). */
 void vector_add(float *out, const float *a, const float *b, size_t n);
