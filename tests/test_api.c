@@ -85,13 +85,17 @@ static void test_top_k(void **state) {
     if (!ctx) fail_msg("%s", err.msg);
     const float probs[10] = {0.1f, 0.3f, 0.05f, 0.3f, 0.0f, 0.05f, 0.2f, 0.0f, 0.0f, 0.0f};
     vit_prediction top[4];
-    assert_int_equal(vit_top_k(ctx, probs, 4, top), 4);
+    assert_int_equal(vit_top_k(ctx, probs, 4, top, &err), 4);
     const int want[] = {1, 3, 6, 0}; /* ties: the lower index first */
     for (int i = 0; i < 4; i++) {
         assert_int_equal(top[i].index, want[i]);
         assert_true(top[i].prob == probs[want[i]]);
         assert_string_equal(top[i].label, vit_label(ctx, want[i]));
     }
+    assert_int_equal(vit_top_k(ctx, probs, 0, top, &err), 0);
+    assert_int_equal(vit_top_k(ctx, probs, -3, top, &err), -1);
+    assert_string_equal(err.msg, "top-k: k -3 is negative");
+    assert_int_equal(vit_top_k(ctx, probs, -1, top, NULL), -1); /* err may be NULL */
     vit_free(ctx);
 }
 
@@ -216,6 +220,15 @@ static void test_text(void **state) {
     assert_true(n > 2);
     assert_string_equal(vit_text_piece(ctx, ids[0]), "[CLS]");
     assert_string_equal(vit_text_piece(ctx, ids[n - 1]), "[SEP]");
+    /* vit_text_top_k: vit_top_k's order (a tie: the lower index first), k cut to the labels */
+    const float tie[2] = {0.5f, 0.5f};
+    assert_int_equal(vit_text_top_k(ctx, tie, 5, top, &err), 2);
+    assert_int_equal(top[0].index, 0);
+    assert_string_equal(top[1].label, vit_text_label(ctx, 1));
+    assert_int_equal(vit_text_top_k(ctx, probs + 2, 1, top, &err), 1);
+    assert_int_equal(top[0].index, probs[3] > probs[2] ? 1 : 0);
+    assert_int_equal(vit_text_top_k(ctx, tie, -1, top, &err), -1);
+    assert_string_equal(err.msg, "top-k: k -1 is negative");
     vit_text_free(ctx);
 }
 

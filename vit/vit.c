@@ -260,15 +260,24 @@ void vit_softmax(float *logits, int n) {
 
 /* ---- classification ---- */
 
-int vit_top_k(const vit_context *c, const float *probs, int k, vit_prediction *top) {
-    const int L = c->m.cfg.num_labels;
+int api_top_k(const model_config *cfg, const float *probs, int k, vit_prediction *top,
+              vit_error *err) {
+    if (k < 0) return vit_fail(err, "top-k: k %d is negative", k);
+    const int L = cfg->num_labels;
     k = k < L ? k : L;
-    int idx[k > 0 ? k : 1];
+    int *idx = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
+    if (!idx) return vit_fail(err, "top-k: out of memory for %d indices", k);
     topk_indices(probs, L, k, idx);
     for (int i = 0; i < k; i++)
         top[i] =
-            (vit_prediction){.index = idx[i], .prob = probs[idx[i]], .label = vit_label(c, idx[i])};
+            (vit_prediction){.index = idx[i], .prob = probs[idx[i]], .label = cfg->labels[idx[i]]};
+    free(idx);
     return k;
+}
+
+int vit_top_k(const vit_context *c, const float *probs, int k, vit_prediction *top,
+              vit_error *err) {
+    return api_top_k(&c->m.cfg, probs, k, top, err);
 }
 
 /* ctx->pixels (one image) -> top-k. */
@@ -276,7 +285,7 @@ static int classify_pixels(vit_context *c, int k, vit_prediction *top, vit_error
     if (k < 1) return vit_fail(err, "k %d is not positive", k);
     if (vit_forward(c, c->pixels, 1, c->logits, err) != 0) return -1;
     vit_softmax(c->logits, c->m.cfg.num_labels);
-    return vit_top_k(c, c->logits, k, top);
+    return vit_top_k(c, c->logits, k, top, err);
 }
 
 int vit_classify_file(vit_context *c, const char *path, int k, vit_prediction *top,

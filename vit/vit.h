@@ -133,9 +133,12 @@ typedef struct {
     const char *label; /* owned by the context */
 } vit_prediction;
 
-/* The k most probable classes of probs [num_labels] (largest first; ties: lower index first)
- * into top[0..k). Returns min(k, num_labels). */
-VIT_API int vit_top_k(const vit_context *ctx, const float *probs, int k, vit_prediction *top);
+/* The k most probable classes of probs [num_labels] (largest first; ties: lower index first; NaN
+ * last) into top[0..min(k, num_labels)). Returns their number, or -1 (k negative, or out of
+ * memory). O(n log k) in the labels n. Reads only the labels: safe beside a computation on the
+ * same context. */
+VIT_API int vit_top_k(const vit_context *ctx, const float *probs, int k, vit_prediction *top,
+                      vit_error *err);
 
 /* Preprocess + forward + softmax + top-k of one image: a file, an encoded file in memory, or
  * 8-bit RGB pixels. Returns the number of predictions written (min(k, num_labels)) or -1. */
@@ -219,6 +222,10 @@ VIT_API const char *vit_text_piece(const vit_text_context *ctx, int id);
 VIT_API int vit_text_embed(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
                            int n, vit_pool pool, float *features, vit_error *err);
 VIT_API int vit_text_hidden_size(const vit_text_context *ctx);
+
+/* The k most probable classes of probs [labels], as vit_top_k. */
+VIT_API int vit_text_top_k(const vit_text_context *ctx, const float *probs, int k,
+                           vit_prediction *top, vit_error *err);
 
 /* One text (NUL-terminated) -> its k most probable classes. Returns their number or -1. */
 VIT_API int vit_text_classify(vit_text_context *ctx, const char *text, int k, vit_prediction *top,

@@ -28,4 +28,8 @@ api_image_view api_image_context(vit_context *ctx);
 int api_prepare(model *m, vit_backend backend, vit_precision precision, int max_batch, int tokens,
                 char *compute, size_t size, vit_error *err);
 
+/* The top-k of probs [cfg->num_labels] as predictions, for vit_top_k and vit_text_top_k. */
+int api_top_k(const model_config *cfg, const float *probs, int k, vit_prediction *top,
+              vit_error *err);
+
 #endif

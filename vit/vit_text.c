@@ -226,12 +226,10 @@ int vit_text_classify(vit_text_context *c, const char *text, int k, vit_predicti
     if (k < 1) return vit_fail(err, "k %d is not positive", k);
     const size_t len = text ? strlen(text) : 0;
     if (vit_text_forward(c, &text, &len, 1, c->logits, c->logits, err) != 0) return -1;
-    const int L = c->m.cfg.num_labels;
-    k = k < L ? k : L;
-    int idx[k];
-    topk_indices(c->logits, L, k, idx);
-    for (int i = 0; i < k; i++)
-        top[i] = (vit_prediction){
-            .index = idx[i], .prob = c->logits[idx[i]], .label = c->m.cfg.labels[idx[i]]};
-    return k;
+    return vit_text_top_k(c, c->logits, k, top, err);
+}
+
+int vit_text_top_k(const vit_text_context *c, const float *probs, int k, vit_prediction *top,
+                   vit_error *err) {
+    return api_top_k(&c->m.cfg, probs, k, top, err);
 }

@@ -232,15 +232,20 @@ static void print_header(const classify_run *r) {
     if (r->format == FORMAT_TSV) printf("file\trank\tindex\tlabel\tprob\n");
 }
 
-static void report(classify_run *r, const pipeline_item *it) {
+/* The item's top-k into r->top; an item that fails here (out of memory) is reported as failed. */
+static pipeline_item rank(classify_run *r, const pipeline_item *it) {
+    pipeline_item ranked = *it;
     const int L = vit_num_labels(r->ctx);
-    r->shown = 0;
-    if (it->ok) {
-        memcpy(r->probs, it->logits, sizeof(float) * (size_t)L);
-        vit_softmax(r->probs, L);
-        vit_top_k(r->ctx, r->probs, r->top_k, r->top);
-        r->shown = above_threshold(r);
-    } else {
+    memcpy(r->probs, it->logits, sizeof(float) * (size_t)L);
+    vit_softmax(r->probs, L);
+    ranked.ok = vit_top_k(r->ctx, r->probs, r->top_k, r->top, &ranked.err) >= 0;
+    return ranked;
+}
+
+static void report(classify_run *r, const pipeline_item *item) {
+    const pipeline_item ranked = item->ok ? rank(r, item) : *item, *it = &ranked;
+    r->shown = it->ok ? above_threshold(r) : 0;
+    if (!it->ok) {
         r->failures++;
         fprintf(stderr, "vit classify: %s\n", it->err.msg);
     }

@@ -543,20 +543,6 @@ static void write_floats(json_writer *w, const char *key, const float *x, size_t
 }
 
 /* "top" (and "logits") of one answer: as `vit classify --json` and `vit text --json` print. */
-/* The text API has no top-k of its own: the same order as vit_top_k's (ties: lower index). */
-static void text_top_k(const vit_text_context *text, const float *probs, int L, int k,
-                       vit_prediction *top) {
-    for (int i = 0; i < k; i++) {
-        int best = -1;
-        for (int j = 0; j < L; j++) {
-            int taken = 0;
-            for (int t = 0; t < i; t++) taken |= top[t].index == j;
-            if (!taken && (best < 0 || probs[j] > probs[best])) best = j;
-        }
-        top[i] = (vit_prediction){best, probs[best], vit_text_label(text, best)};
-    }
-}
-
 static void write_top(json_writer *w, const request *r, const float *logits) {
     const int L = (int)r->width, k = r->k < L ? r->k : L;
     float *probs = malloc(sizeof(float) * (size_t)L);
@@ -565,11 +551,9 @@ static void write_top(json_writer *w, const request *r, const float *logits) {
     if (probs && top) {
         memcpy(probs, logits, sizeof(float) * (size_t)L);
         vit_softmax(probs, L);
-        if (r->task == SERVE_TEXT)
-            text_top_k(r->app->text, probs, L, k, top);
-        else
-            vit_top_k(r->app->image, probs, k, top);
-        while (shown < k && top[shown].prob >= r->threshold) shown++;
+        const int n = r->task == SERVE_TEXT ? vit_text_top_k(r->app->text, probs, k, top, NULL)
+                                            : vit_top_k(r->app->image, probs, k, top, NULL);
+        while (shown < n && top[shown].prob >= r->threshold) shown++;
     }
     cli_json_top(w, top, shown);
     if (r->logits) write_floats(w, "logits", logits, (size_t)L);

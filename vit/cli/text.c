@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "text/utf8.h"
-#include "vit/core/ops.h"
 #include "vit/vit.h"
 #include "vit/cli/cli.h"
 
@@ -80,7 +79,7 @@ typedef struct {
     int next_text;
     vit_text_context *clf;
     int labels;
-    int *top; /* [top_k] */
+    vit_prediction *top; /* [top_k]: the text being printed */
     batch b;
     int failures;
 } text_run;
@@ -201,18 +200,13 @@ static int fill_batch(text_run *r) {
 
 /* ---- output ---- */
 
-static void print_json(text_run *r, int i, const float *logits, const float *probs) {
+static void print_json(text_run *r, int i, const float *logits) {
     const batch *b = &r->b;
     json_writer w = json_begin(stdout);
     json_object(&w);
     json_key(&w, "text");
     json_value_string(&w, b->text[i], b->len[i]);
-    vit_prediction top[r->opt.top_k];
-    for (int j = 0; j < r->opt.top_k; j++)
-        top[j] = (vit_prediction){.index = r->top[j],
-                                  .prob = probs[r->top[j]],
-                                  .label = vit_text_label(r->clf, r->top[j])};
-    cli_json_top(&w, top, r->opt.top_k);
+    cli_json_top(&w, r->top, r->opt.top_k);
     if (r->opt.logits) {
         json_key(&w, "logits");
         json_array(&w);
@@ -235,12 +229,12 @@ static void print_json(text_run *r, int i, const float *logits, const float *pro
     json_line(&w);
 }
 
-static void print_plain(text_run *r, int i, const float *logits, const float *probs) {
+static void print_plain(text_run *r, int i, const float *logits) {
     const batch *b = &r->b;
     fwrite(b->text[i], 1, b->len[i], stdout);
     putchar('\n');
     for (int j = 0; j < r->opt.top_k; j++)
-        printf("  %.4f  %s\n", (double)probs[r->top[j]], vit_text_label(r->clf, r->top[j]));
+        printf("  %.4f  %s\n", (double)r->top[j].prob, r->top[j].label);
     if (r->opt.logits) {
         fputs("  logits:", stdout);
         for (int j = 0; j < r->labels; j++) printf(" %.6g", (double)logits[j]);
@@ -294,11 +288,14 @@ static int classify_all(text_run *r) {
         }
         for (int i = 0; i < b->count; i++) {
             const float *logits = b->logits + (size_t)i * L, *probs = b->probs + (size_t)i * L;
-            topk_indices(probs, L, r->opt.top_k, r->top);
+            if (vit_text_top_k(r->clf, probs, r->opt.top_k, r->top, &err) < 0) {
+                fprintf(stderr, "vit text: %s: %s\n", b->source[i], err.msg);
+                return -1;
+            }
             if (r->opt.json)
-                print_json(r, i, logits, probs);
+                print_json(r, i, logits);
             else
-                print_plain(r, i, logits, probs);
+                print_plain(r, i, logits);
         }
         if (fflush(stdout) != 0) {
             fprintf(stderr, "vit text: writing the output: %s\n", strerror(errno));
