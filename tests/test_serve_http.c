@@ -429,6 +429,106 @@ static void test_classify_form_partial_failure(void **state) {
     assert_refused(r, 400, "not a PNG, JPEG, WebP, TIFF, GIF or BMP");
 }
 
+/* A part without a filename: a plain form field. */
+static void put_field(byte_buf *b, const char *field, const void *data, size_t size) {
+    char head[256];
+    const int n =
+        snprintf(head, sizeof head,
+                 "--" BOUNDARY "\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n", field);
+    put(b, head, (size_t)n);
+    put(b, data, size);
+    put(b, "\r\n", 2);
+}
+
+/* results[i] of a form's answer is photo `photo` (by its top class), or an error saying "empty",
+ * under the file name `file` (NULL: none given). */
+static void expect_result(const cJSON *results, int i, const char *file, int photo) {
+    static const int top_class[] = {285, 967}; /* Egyptian cat, espresso */
+    const cJSON *got = cJSON_GetArrayItem(results, i), *name = cJSON_GetObjectItem(got, "file");
+    if (!got) fail_msg("no result %d", i);
+    if (file ? !cJSON_IsString(name) || strcmp(name->valuestring, file) != 0 : name != NULL)
+        fail_msg("result %d: file %s, expected %s", i, cJSON_PrintUnformatted(got), file);
+    const cJSON *error = cJSON_GetObjectItem(got, "error");
+    if (photo < 0) {
+        if (!cJSON_IsString(error) || !strstr(error->valuestring, "empty"))
+            fail_msg("result %d: %s, expected an error saying empty", i,
+                     cJSON_PrintUnformatted(got));
+        return;
+    }
+    const cJSON *top = cJSON_GetArrayItem(cJSON_GetObjectItem(got, "top"), 0);
+    if (!top || cJSON_GetObjectItem(top, "index")->valueint != top_class[photo])
+        fail_msg("result %d: %s, expected class %d", i, cJSON_PrintUnformatted(got),
+                 top_class[photo]);
+}
+
+/* An empty "image" part, first, in the middle or last, with or without a file name: an error in
+ * its own place (the others answered, 200), never merged into the next part; every part empty:
+ * 400. Empty texts are texts: each answered in its place. */
+static void test_form_empty_parts(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    const int cat = 0, coffee = 1, empty = -1;
+    const int layouts[3][3] = {{empty, cat, coffee}, {cat, empty, coffee}, {cat, coffee, empty}};
+    for (int l = 0; l < 3; l++) {
+        byte_buf form = {0};
+        for (int i = 0; i < 3; i++)
+            if (layouts[l][i] == empty)
+                put_part(&form, "image", "empty.jpg", "", 0);
+            else
+                put_file_part(&form, photos[layouts[l][i]]);
+        response r = post_form(main_server.port, "/v1/classify?k=1", &form);
+        if (r.status != 200) fail_msg("layout %d: status %d: %s", l, r.status, r.body);
+        const cJSON *results = cJSON_GetObjectItem(r.json, "results");
+        assert_int_equal(cJSON_GetArraySize(results), 3);
+        for (int i = 0; i < 3; i++) {
+            const int p = layouts[l][i];
+            expect_result(results, i,
+                          p == empty ? "empty.jpg"
+                          : p == cat ? "cat.jpg"
+                                     : "coffee.jpg",
+                          p);
+        }
+        response_free(&r);
+    }
+    byte_buf form = {0}; /* fields without a file name: empty, a photo, empty, empty, a photo */
+    put_field(&form, "image", "", 0);
+    put_file_part(&form, photos[cat]);
+    put_field(&form, "image", "", 0);
+    put_field(&form, "image", "", 0);
+    put_file_part(&form, photos[coffee]);
+    response r = post_form(main_server.port, "/v1/classify?k=1", &form);
+    assert_int_equal(r.status, 200);
+    const cJSON *results = cJSON_GetObjectItem(r.json, "results");
+    assert_int_equal(cJSON_GetArraySize(results), 5);
+    const int want[] = {empty, cat, empty, empty, coffee};
+    for (int i = 0; i < 5; i++)
+        expect_result(results, i,
+                      want[i] == empty ? NULL
+                      : want[i] == cat ? "cat.jpg"
+                                       : "coffee.jpg",
+                      want[i]);
+    response_free(&r);
+    put_part(&form, "image", "a.jpg", "", 0);
+    put_field(&form, "image", "", 0);
+    r = post_form(main_server.port, "/v1/classify", &form);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "results")), 2);
+    assert_refused(r, 400, "empty");
+    if (!have_text) return;
+    const char *body = "{\"texts\": [\"\", \"a gorgeous, witty, seductive movie.\", \"\"]}";
+    r = request(main_server.port, "POST", "/v1/text?k=1", "Content-Type: application/json\r\n",
+                body, strlen(body));
+    assert_int_equal(r.status, 200);
+    results = cJSON_GetObjectItem(r.json, "results");
+    assert_int_equal(cJSON_GetArraySize(results), 3);
+    for (int i = 0; i < 3; i++) {
+        const cJSON *got = cJSON_GetArrayItem(results, i);
+        assert_string_equal(cJSON_GetObjectItem(got, "text")->valuestring,
+                            i == 1 ? "a gorgeous, witty, seductive movie." : "");
+        assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(got, "top")), 1);
+    }
+    response_free(&r);
+}
+
 /* /v1/embed: the library's vit_embed of the same image, both poolings, raw and in a form. */
 static void test_embed_matches_library(void **state) {
     (void)state;
@@ -816,6 +916,7 @@ int main(void) {
         cmocka_unit_test(test_classify_raw_matches_cli),
         cmocka_unit_test(test_classify_form_matches_cli),
         cmocka_unit_test(test_classify_form_partial_failure),
+        cmocka_unit_test(test_form_empty_parts),
         cmocka_unit_test(test_embed_matches_library),
         cmocka_unit_test(test_text_matches_cli),
         cmocka_unit_test(test_health_model_metrics),

@@ -389,11 +389,11 @@ static enum MHD_Result form_part(void *cls, enum MHD_ValueKind kind, const char 
                  "unexpected form field '%.40s' (send each image as a part named \"image\")", key);
         return MHD_NO;
     }
-    input *last = r->num_inputs ? &r->inputs[r->num_inputs - 1] : NULL;
-    if (off == 0 && (!last || last->bytes.size > 0)) {
-        if (add_input(r, filename) != 0) return MHD_NO;
-        last = &r->inputs[r->num_inputs - 1];
-    }
+    /* libmicrohttpd calls at least once per part, first at offset 0 (an empty part: once, with
+     * size 0). Given the whole body at once it has a part's first bytes in that first call unless
+     * the body ends before the part does (a truncated form, refused), so offset 0 is a new part. */
+    if ((off == 0 || r->num_inputs == 0) && add_input(r, filename) != 0) return MHD_NO;
+    input *last = &r->inputs[r->num_inputs - 1];
     return byte_buf_append(&last->bytes, data, size, SIZE_MAX) == 0 ? MHD_YES : MHD_NO;
 }
 
