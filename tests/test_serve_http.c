@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -529,6 +530,67 @@ static void test_form_empty_parts(void **state) {
     response_free(&r);
 }
 
+/* Every label of 16 images (?k=1000): each answer whole and in vit_top_k's order; while it is
+ * under way another connection's GET /health is answered at once. The answers were once built
+ * on libmicrohttpd's one thread, at O(k²·n) a label list: 3 s for these during which no
+ * connection was served. */
+static void test_k1000_keeps_server_responsive(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    enum { N = 16 };
+    byte_buf form = {0};
+    for (int i = 0; i < N; i++) put_file_part(&form, photos[i % 2]);
+    put(&form, "--" BOUNDARY "--\r\n", strlen("--" BOUNDARY "--\r\n"));
+    const int fd = connect_to(main_server.port);
+    assert_true(fd >= 0);
+    send_request(fd, "POST", "/v1/classify?k=1000",
+                 "Content-Type: multipart/form-data; boundary=" BOUNDARY "\r\n", form.data,
+                 form.size);
+    byte_buf_free(&form);
+    double slowest = 0;
+    int probes = 0;
+    struct pollfd answered = {.fd = fd, .events = POLLIN};
+    for (const double until = now() + 300; now() < until && poll(&answered, 1, 0) == 0;) {
+        const double t0 = now();
+        response h = request(main_server.port, "GET", "/health", NULL, NULL, 0);
+        assert_int_equal(h.status, 200);
+        response_free(&h);
+        slowest = fmax(slowest, now() - t0);
+        probes++;
+        usleep(5000);
+    }
+    response r = read_response(fd, 0);
+    close(fd);
+    print_message("    %d GET /health during the request, the slowest %.1f ms\n", probes,
+                  slowest * 1e3);
+    assert_int_equal(r.status, 200);
+    const cJSON *results = cJSON_GetObjectItem(r.json, "results");
+    assert_int_equal(cJSON_GetArraySize(results), N);
+    for (int i = 0; i < N; i++) {
+        const cJSON *top = cJSON_GetObjectItem(cJSON_GetArrayItem(results, i), "top");
+        assert_int_equal(cJSON_GetArraySize(top), 1000);
+        char seen[1000] = {0};
+        double sum = 0;
+        for (int j = 0; j < 1000; j++) {
+            const cJSON *p = cJSON_GetArrayItem(top, j);
+            const int index = cJSON_GetObjectItem(p, "index")->valueint;
+            const double prob = cJSON_GetObjectItem(p, "prob")->valuedouble;
+            assert_true(index >= 0 && index < 1000 && !seen[index]);
+            seen[index] = 1;
+            sum += prob;
+            if (j == 0) assert_int_equal(index, i % 2 ? 967 : 285);
+            if (j == 0) continue;
+            const cJSON *q = cJSON_GetArrayItem(top, j - 1); /* %.9g: equal text, equal floats */
+            const double before = cJSON_GetObjectItem(q, "prob")->valuedouble;
+            assert_true(before > prob ||
+                        (before == prob && cJSON_GetObjectItem(q, "index")->valueint < index));
+        }
+        assert_true(fabs(sum - 1) < 1e-3);
+    }
+    response_free(&r);
+    if (slowest > 1.0) fail_msg("GET /health waited %.2f s behind the answer", slowest);
+}
+
 /* /v1/embed: the library's vit_embed of the same image, both poolings, raw and in a form. */
 static void test_embed_matches_library(void **state) {
     (void)state;
@@ -917,6 +979,7 @@ int main(void) {
         cmocka_unit_test(test_classify_form_matches_cli),
         cmocka_unit_test(test_classify_form_partial_failure),
         cmocka_unit_test(test_form_empty_parts),
+        cmocka_unit_test(test_k1000_keeps_server_responsive),
         cmocka_unit_test(test_embed_matches_library),
         cmocka_unit_test(test_text_matches_cli),
         cmocka_unit_test(test_health_model_metrics),

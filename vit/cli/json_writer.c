@@ -98,6 +98,11 @@ void json_float(json_writer *w, float v) {
         fputs("null", w->out); /* JSON has no NaN or infinity */
 }
 
+void json_raw(json_writer *w, const char *s, size_t n) {
+    before_value(w);
+    fwrite(s, 1, n, w->out);
+}
+
 void json_line(json_writer *w) {
     fputc('\n', w->out);
 }

@@ -33,6 +33,8 @@ void json_string(json_writer *w, const char *s);
 void json_value_string(json_writer *w, const char *s, size_t n); /* s[0..n) */
 void json_int(json_writer *w, long long v);
 void json_float(json_writer *w, float v);
+/* A value another writer already wrote, s[0..n), as it is. */
+void json_raw(json_writer *w, const char *s, size_t n);
 void json_line(json_writer *w); /* ends the document with a newline */
 
 #endif

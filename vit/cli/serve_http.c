@@ -1,8 +1,10 @@
 /* vit serve's HTTP layer on libmicrohttpd: routes, request bodies and forms, answers and the
  * request log. The work itself is the batcher's (vit/serve): a request's images or texts become
- * jobs, its connection is suspended while they wait for their batch, and the last job to finish
- * resumes it so that libmicrohttpd's thread writes the answer. That one thread handles every
- * connection (epoll), so connections cost no threads and the cores stay the forward pass's. */
+ * jobs, its connection is suspended while they wait for their batch, each job's answer is written
+ * by the batcher thread that finishes it, and the last one assembles the whole answer and resumes
+ * the connection, so that libmicrohttpd's thread only queues its bytes. That one thread handles
+ * every connection (epoll): connections cost no threads and the cores stay the forward pass's, as
+ * long as nothing on it grows with a request's inputs or k. */
 #include "vit/cli/serve.h"
 
 #ifdef VIT_MICROHTTPD
@@ -70,6 +72,12 @@ static endpoint route(const char *url) {
 
 /* ---- a request ---- */
 
+/* A JSON document in memory (malloc'ed). */
+typedef struct {
+    char *text;
+    size_t size;
+} json_text;
+
 typedef struct {
     char *name;     /* the form part's file name, or NULL */
     byte_buf bytes; /* a form part's own copy, or a view (cap 0) of the body or of a JSON text */
@@ -102,7 +110,11 @@ typedef struct {
     float *outputs;
     size_t width;
     atomic_int remaining;
-    /* its answer */
+    /* its answer: each input's object, then the whole, written on batcher threads */
+    json_text *results;
+    json_text prepared;
+    int prepared_status;
+    /* what was answered, for the log */
     int status, images, texts;
     size_t answer_bytes;
 } request;
@@ -126,6 +138,9 @@ static void request_free(request *r) {
     free(r->inputs);
     byte_buf_free(&r->body);
     cJSON_Delete(r->json);
+    for (int i = 0; r->results && i < r->num_inputs; i++) free(r->results[i].text);
+    free(r->results);
+    free(r->prepared.text);
     free(r->jobs);
     free(r->outputs);
     free(r);
@@ -164,14 +179,29 @@ typedef struct {
     json_writer w;
 } json_doc;
 
-static int doc_open(json_doc *d) {
+static int doc_begin(json_doc *d) {
     d->text = NULL;
     d->size = 0;
     d->out = open_memstream(&d->text, &d->size);
     if (!d->out) return -1;
     d->w = json_begin(d->out);
+    return 0;
+}
+
+/* A document that is one object (its keys to come). */
+static int doc_open(json_doc *d) {
+    if (doc_begin(d) != 0) return -1;
     json_object(&d->w);
     return 0;
+}
+
+/* The document written, or {NULL, 0} when memory ran out (ok 0: discarded). */
+static json_text doc_close(json_doc *d, int ok) {
+    if (fclose(d->out) != 0 || !ok) {
+        free(d->text);
+        return (json_text){NULL, 0};
+    }
+    return (json_text){d->text, d->size};
 }
 
 static enum MHD_Result doc_answer(request *r, int status, json_doc *d) {
@@ -456,22 +486,149 @@ static int parse_texts(request *r) {
     return 0;
 }
 
+/* ---- the answer of jobs done, written on the batcher's threads ---- */
+
+static int job_status(const serve_job *job, serve_error_kind *kind) {
+    switch (job->status) {
+    case SERVE_OK:
+        return HTTP_OK;
+    case SERVE_BAD_INPUT:
+        return *kind = SERVE_ERR_BAD_INPUT, HTTP_BAD_REQUEST;
+    case SERVE_EXPIRED:
+        return *kind = SERVE_ERR_TIMEOUT, HTTP_UNAVAILABLE;
+    default:
+        return *kind = SERVE_ERR_INTERNAL, HTTP_INTERNAL_ERROR;
+    }
+}
+
+static void write_floats(json_writer *w, const char *key, const float *x, size_t n) {
+    json_key(w, key);
+    json_array(w);
+    for (size_t i = 0; i < n; i++) json_float(w, x[i]);
+    json_end(w);
+}
+
+/* "top" (and "logits") of one answer: as `vit classify --json` and `vit text --json` print.
+ * -1: out of memory. */
+static int write_top(json_writer *w, const request *r, const float *logits) {
+    const int L = (int)r->width, k = r->k < L ? r->k : L;
+    float *probs = malloc(sizeof(float) * (size_t)L);
+    vit_prediction *top = malloc(sizeof *top * (size_t)k);
+    int n = -1, shown = 0;
+    if (probs && top) {
+        memcpy(probs, logits, sizeof(float) * (size_t)L);
+        vit_softmax(probs, L);
+        n = r->task == SERVE_TEXT ? vit_text_top_k(r->app->text, probs, k, top, NULL)
+                                  : vit_top_k(r->app->image, probs, k, top, NULL);
+    }
+    while (shown < n && top[shown].prob >= r->threshold) shown++;
+    if (n >= 0) {
+        cli_json_top(w, top, shown);
+        if (r->logits) write_floats(w, "logits", logits, (size_t)L);
+    }
+    free(probs);
+    free(top);
+    return n < 0 ? -1 : 0;
+}
+
+static int write_result(json_writer *w, const request *r, int i) {
+    const serve_job *job = &r->jobs[i];
+    if (r->ep == EP_TEXT) {
+        json_key(w, "text");
+        json_value_string(w, r->inputs[i].bytes.data, r->inputs[i].bytes.size);
+    } else if (r->inputs[i].name) {
+        json_key(w, "file");
+        json_string(w, r->inputs[i].name);
+    }
+    if (job->status != SERVE_OK) {
+        json_key(w, "error");
+        json_string(w, job->err.msg);
+    } else if (r->ep == EP_EMBED) {
+        write_floats(w, "embedding", job->out, r->width);
+    } else {
+        return write_top(w, r, job->out);
+    }
+    return 0;
+}
+
+/* Input i's answer object into r->results[i] ({NULL, 0} when memory ran out). */
+static void format_result(request *r, int i) {
+    json_doc d;
+    if (doc_open(&d) != 0) return;
+    const int rc = write_result(&d.w, r, i);
+    json_end(&d.w);
+    r->results[i] = doc_close(&d, rc == 0);
+}
+
+/* {"results": [...]} in input order, an error object for each input that failed, and the first
+ * error when no input succeeded. */
+static void write_results(json_writer *w, const request *r, int status) {
+    json_object(w);
+    if (status != HTTP_OK) {
+        int first = 0;
+        while (r->jobs[first].status == SERVE_OK) first++;
+        json_key(w, "error");
+        json_string(w, r->jobs[first].err.msg);
+    }
+    json_key(w, "results");
+    json_array(w);
+    for (int i = 0; i < r->num_inputs; i++) json_raw(w, r->results[i].text, r->results[i].size);
+    json_end(w);
+    json_end(w);
+}
+
+/* One raw image: its answer alone. A form or a list of texts: the list of results. */
+static json_text join_results(const request *r, int status) {
+    for (int i = 0; i < r->num_inputs; i++)
+        if (!r->results[i].text) return (json_text){NULL, 0}; /* out of memory */
+    json_doc d;
+    if (doc_begin(&d) != 0) return (json_text){NULL, 0};
+    if (!r->multipart && r->ep != EP_TEXT)
+        json_raw(&d.w, r->results[0].text, r->results[0].size);
+    else
+        write_results(&d.w, r, status);
+    json_line(&d.w);
+    return doc_close(&d, 1);
+}
+
+/* After the last job: the status (the request fails only when every input did), the metrics and
+ * the answer's bytes. */
+static void prepare_answer(request *r) {
+    int status = 0, ok = 0;
+    serve_error_kind kind = SERVE_ERR_INTERNAL;
+    for (int i = 0; i < r->num_inputs; i++) {
+        const int s = job_status(&r->jobs[i], &kind);
+        ok += s == HTTP_OK;
+        if (!status || (status != HTTP_OK && s == HTTP_OK)) status = s;
+    }
+    *(r->ep == EP_TEXT ? &r->texts : &r->images) = ok;
+    serve_metrics_inputs(r->app->metrics, r->ep == EP_TEXT ? "text" : "image", ok);
+    if (status != HTTP_OK) serve_metrics_error(r->app->metrics, kind);
+    r->prepared_status = status;
+    r->prepared = join_results(r, status);
+}
+
 /* ---- jobs ---- */
 
-/* On a batcher thread: the last of the request's jobs hands the connection back to the HTTP
- * thread (which may free the request at once: nothing of it is touched after the resume). */
+/* On a batcher thread: the job's answer is written here; the last of the request's jobs writes
+ * the whole and hands the connection back to the HTTP thread (which may free the request at once:
+ * nothing of it is touched after the resume). */
 static void job_done(serve_job *job) {
     request *r = job->user;
     if (job->status != SERVE_BAD_INPUT) /* it waited for a batch */
         serve_metrics_queue_wait(r->app->metrics, job->wait_seconds);
-    if (atomic_fetch_sub(&r->remaining, 1) == 1) MHD_resume_connection(r->conn);
+    format_result(r, (int)(job - r->jobs));
+    if (atomic_fetch_sub(&r->remaining, 1) != 1) return;
+    prepare_answer(r);
+    MHD_resume_connection(r->conn);
 }
 
 static int make_jobs(request *r) {
     r->width = serve_task_outputs(r->app->tasks, r->task);
     r->jobs = calloc((size_t)r->num_inputs, sizeof *r->jobs);
+    r->results = calloc((size_t)r->num_inputs, sizeof *r->results);
     r->outputs = malloc(sizeof(float) * r->width * (size_t)r->num_inputs);
-    if (!r->jobs || !r->outputs) return -1;
+    if (!r->jobs || !r->results || !r->outputs) return -1;
     for (int i = 0; i < r->num_inputs; i++)
         r->jobs[i] = (serve_job){.task = r->task,
                                  .data = r->inputs[i].bytes.data,
@@ -520,100 +677,12 @@ static enum MHD_Result submit(request *r) {
     return queued;
 }
 
-/* ---- the answer of jobs done ---- */
-
-static int job_status(const serve_job *job, serve_error_kind *kind) {
-    switch (job->status) {
-    case SERVE_OK:
-        return HTTP_OK;
-    case SERVE_BAD_INPUT:
-        return *kind = SERVE_ERR_BAD_INPUT, HTTP_BAD_REQUEST;
-    case SERVE_EXPIRED:
-        return *kind = SERVE_ERR_TIMEOUT, HTTP_UNAVAILABLE;
-    default:
-        return *kind = SERVE_ERR_INTERNAL, HTTP_INTERNAL_ERROR;
-    }
-}
-
-static void write_floats(json_writer *w, const char *key, const float *x, size_t n) {
-    json_key(w, key);
-    json_array(w);
-    for (size_t i = 0; i < n; i++) json_float(w, x[i]);
-    json_end(w);
-}
-
-/* "top" (and "logits") of one answer: as `vit classify --json` and `vit text --json` print. */
-static void write_top(json_writer *w, const request *r, const float *logits) {
-    const int L = (int)r->width, k = r->k < L ? r->k : L;
-    float *probs = malloc(sizeof(float) * (size_t)L);
-    vit_prediction *top = malloc(sizeof *top * (size_t)k);
-    int shown = 0;
-    if (probs && top) {
-        memcpy(probs, logits, sizeof(float) * (size_t)L);
-        vit_softmax(probs, L);
-        const int n = r->task == SERVE_TEXT ? vit_text_top_k(r->app->text, probs, k, top, NULL)
-                                            : vit_top_k(r->app->image, probs, k, top, NULL);
-        while (shown < n && top[shown].prob >= r->threshold) shown++;
-    }
-    cli_json_top(w, top, shown);
-    if (r->logits) write_floats(w, "logits", logits, (size_t)L);
-    free(probs);
-    free(top);
-}
-
-static void write_result(json_writer *w, const request *r, int i) {
-    const serve_job *job = &r->jobs[i];
-    if (r->ep == EP_TEXT) {
-        json_key(w, "text");
-        json_value_string(w, r->inputs[i].bytes.data, r->inputs[i].bytes.size);
-    } else if (r->inputs[i].name) {
-        json_key(w, "file");
-        json_string(w, r->inputs[i].name);
-    }
-    if (job->status != SERVE_OK) {
-        json_key(w, "error");
-        json_string(w, job->err.msg);
-    } else if (r->ep == EP_EMBED) {
-        write_floats(w, "embedding", job->out, r->width);
-    } else {
-        write_top(w, r, job->out);
-    }
-}
-
-/* One raw image: its answer alone. A form or a list of texts: {"results": [...]} in input order,
- * an error object for each input that failed; the request fails only when every input did. */
+/* The answer the last job prepared, handed to libmicrohttpd as it is. */
 static enum MHD_Result answer_jobs(request *r) {
-    int status = 0, ok = 0;
-    serve_error_kind kind = SERVE_ERR_INTERNAL;
-    for (int i = 0; i < r->num_inputs; i++) {
-        const int s = job_status(&r->jobs[i], &kind);
-        ok += s == HTTP_OK;
-        if (!status || (status != HTTP_OK && s == HTTP_OK)) status = s;
-    }
-    *(r->ep == EP_TEXT ? &r->texts : &r->images) = ok;
-    serve_metrics_inputs(r->app->metrics, r->ep == EP_TEXT ? "text" : "image", ok);
-    if (status != HTTP_OK) serve_metrics_error(r->app->metrics, kind);
-    json_doc d;
-    if (doc_open(&d) != 0) return MHD_NO;
-    if (!r->multipart && r->ep != EP_TEXT) {
-        write_result(&d.w, r, 0);
-        return doc_answer(r, status, &d);
-    }
-    if (status != HTTP_OK) {
-        int first = 0;
-        while (r->jobs[first].status == SERVE_OK) first++;
-        json_key(&d.w, "error");
-        json_string(&d.w, r->jobs[first].err.msg);
-    }
-    json_key(&d.w, "results");
-    json_array(&d.w);
-    for (int i = 0; i < r->num_inputs; i++) {
-        json_object(&d.w);
-        write_result(&d.w, r, i);
-        json_end(&d.w);
-    }
-    json_end(&d.w);
-    return doc_answer(r, status, &d);
+    char *text = r->prepared.text;
+    if (!text) return MHD_NO; /* out of memory */
+    r->prepared.text = NULL;
+    return answer(r, r->prepared_status, text, r->prepared.size);
 }
 
 /* ---- libmicrohttpd's callbacks ---- */
