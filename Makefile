@@ -3,8 +3,9 @@
 #   make test         build and run every test (tests needing ../shared skip loudly without it)
 #   make asan         the tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo         classify sample images with the shipped default model
-#   make install      bin/vit, libvit, vit.h, vit.pc, the man page, bash completion and the shipped
-#                     models under $(DESTDIR)$(PREFIX); make uninstall removes exactly those
+#   make install      bin/vit, libvit, vit.h and vit_error.h, vit.pc, the man page, bash completion
+#                     and the shipped models under $(DESTDIR)$(PREFIX); make uninstall removes
+#                     exactly those
 #   make data         Fashion-MNIST as PNG folders in data/fashion-mnist (dataset-fashion-mnist)
 #   make model        train the default model models/fashion-vit from data/fashion-mnist/train
 #   make format       clang-format every source; make format-check only reports
@@ -178,7 +179,7 @@ fuzz-smoke: fuzz-build
 
 MODELS    := $(wildcard models/*/*)
 INSTALLED := bin/vit lib/libvit.a lib/libvit.so.$(VERSION) lib/libvit.so.$(MAJOR) lib/libvit.so \
-             include/vit.h lib/pkgconfig/vit.pc share/man/man1/vit.1 \
+             include/vit.h include/vit_error.h lib/pkgconfig/vit.pc share/man/man1/vit.1 \
              share/bash-completion/completions/vit $(MODELS:models/%=share/vit/models/%)
 ROOT      := $(DESTDIR)$(PREFIX)
 
@@ -191,6 +192,7 @@ install: all
 	ln -sf libvit.so.$(VERSION) $(ROOT)/lib/libvit.so.$(MAJOR)
 	ln -sf libvit.so.$(MAJOR) $(ROOT)/lib/libvit.so
 	install -m 644 vit/vit.h $(ROOT)/include/vit.h
+	install -m 644 vit/vit_error.h $(ROOT)/include/vit_error.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' \
 	  -e 's|@LIBS@|$(if $(DNNL),-ldnnl) $(if $(OMPI),$(shell pkg-config --libs ompi-c))|' tools/vit.pc.in > $(ROOT)/lib/pkgconfig/vit.pc
 	install -m 644 $(BUILD)/vit.1 $(ROOT)/share/man/man1/vit.1

@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vit_error.h" /* vit_error */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -46,13 +48,6 @@ extern "C" {
 /* "0.1.0": the library's version (may differ from the header's VIT_VERSION_* if linked against
  * another build). */
 VIT_API const char *vit_version(void);
-
-#ifndef VIT_ERROR_DEFINED
-#define VIT_ERROR_DEFINED
-typedef struct {
-    char msg[512];
-} vit_error;
-#endif
 
 /* How the linear layers run. The backend: oneDNN where the build has it (the faster), else
  * OpenBLAS (the reference). The precision: fp32; bf16 (weights and activations rounded to

@@ -1,14 +1,9 @@
 #ifndef VIT_BASE_ERROR_H
 #define VIT_BASE_ERROR_H
 
-/* Library code never prints or exits: it fills a vit_error and returns -1 (or NULL). The public
- * header vit.h declares the same struct (whichever comes first defines it). */
-#ifndef VIT_ERROR_DEFINED
-#define VIT_ERROR_DEFINED
-typedef struct {
-    char msg[512];
-} vit_error;
-#endif
+/* Library code never prints or exits: it fills a vit_error (the public type, vit/vit_error.h)
+ * and returns -1 (or NULL). */
+#include "vit/vit_error.h"
 
 /* Formats the message into err (if non-NULL) and returns -1, so callers can `return vit_fail(...)`.
  */
