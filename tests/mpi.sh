@@ -125,9 +125,23 @@ text="--train $dir/sst.tsv --val-split 0 --vocab $shared/models/bert-sst2-tiny/v
       --attention-dropout 0.1 --token-dropout 0.1 -t 1"
 # shellcheck disable=SC2086
 "$vit" train $text --out "$dir/t1" >"$dir/t1.log" 2>&1 || fail "text, one process: $(cat "$dir/t1.log")"
+# Every process builds the tokenizer in memory: none writes a file outside the run's folders. With
+# strace installed, the processes' file creations are traced (OpenMPI's session files go to
+# TMPDIR, inside $dir) and any under /tmp but outside $dir fails the test.
+tracer=
+if command -v strace >/dev/null; then
+    mkdir "$dir/tmp" "$dir/trace"
+    tracer="strace -f -qq -e trace=mkdir,mkdirat,creat,open,openat -ff -o $dir/trace/t"
+fi
 # shellcheck disable=SC2086
-mpirun -np 2 --oversubscribe "$vit" train $text --out "$dir/t2" >"$dir/t2.log" 2>&1 ||
-    fail "text, 2 processes: $(cat "$dir/t2.log")"
+TMPDIR="$dir/tmp" mpirun -np 2 --oversubscribe $tracer "$vit" train $text --out "$dir/t2" \
+    >"$dir/t2.log" 2>&1 || fail "text, 2 processes: $(cat "$dir/t2.log")"
+if [ -n "$tracer" ]; then
+    written=$(cat "$dir"/trace/t.* | grep -E '^(mkdir|creat)|O_CREAT' | grep -v '= -1' |
+        grep '"/tmp/' | grep -v "\"$dir/")
+    [ -z "$written" ] || fail "text, 2 processes: files created outside the run's folders: $written"
+    echo "mpi: text, 2 processes: no file created under /tmp but in the run's own folders (strace)"
+fi
 grep '^epoch' "$dir/t1.log" | sed 's/, [0-9.]* s (.*//' >"$dir/a"
 grep '^epoch' "$dir/t2.log" | sed 's/, [0-9.]* s (.*//' >"$dir/b"
 cmp -s "$dir/a" "$dir/b" || fail "text losses differ: $(paste "$dir/a" "$dir/b")"

@@ -413,6 +413,122 @@ static void test_vocab_lines(void **state) {
     tokenizer_free(t);
 }
 
+/* ---- from memory ---- */
+
+/* dir's tokenizer files as bytes (tokenizer_load_memory's input), read with the tests' own reader;
+ * paths[i] names source i. Free each text afterwards. */
+static tokenizer_sources read_sources(const char *dir, char (*paths)[4200]) {
+    static const char *const names[] = {"vocab.txt", "tokenizer_config.json",
+                                        "special_tokens_map.json", "config.json"};
+    tokenizer_sources src;
+    tokenizer_source *all[] = {&src.vocab, &src.config, &src.special_tokens_map, &src.model_config};
+    for (int i = 0; i < 4; i++) {
+        snprintf(paths[i], 4200, "%s/%s", dir, names[i]);
+        all[i]->name = paths[i];
+        all[i]->text = (const char *)read_whole_file(paths[i], &all[i]->size);
+    }
+    assert_non_null(src.vocab.text);
+    return src;
+}
+
+static void free_sources(tokenizer_sources *src) {
+    free((char *)src->vocab.text);
+    free((char *)src->config.text);
+    free((char *)src->special_tokens_map.text);
+    free((char *)src->model_config.text);
+}
+
+/* Two tokenizers agree: the settings, every id's piece, and every text's ids. */
+static void expect_same(const tokenizer *a, const tokenizer *b, const char *const *texts, int n) {
+    assert_int_equal(tokenizer_vocab_size(a), tokenizer_vocab_size(b));
+    assert_int_equal(tokenizer_max_len(a), tokenizer_max_len(b));
+    assert_int_equal(tokenizer_cls_id(a), tokenizer_cls_id(b));
+    assert_int_equal(tokenizer_sep_id(a), tokenizer_sep_id(b));
+    assert_int_equal(tokenizer_pad_id(a), tokenizer_pad_id(b));
+    assert_int_equal(tokenizer_unk_id(a), tokenizer_unk_id(b));
+    for (int id = 0; id < tokenizer_vocab_size(a); id++)
+        assert_string_equal(tokenizer_piece(a, id), tokenizer_piece(b, id));
+    for (int i = 0; i < n; i++) {
+        int32_t ids_a[MAX_IDS], ids_b[MAX_IDS];
+        vit_error err = {0};
+        const int len = (int)strlen(texts[i]);
+        const int na = tokenizer_encode(a, texts[i], (size_t)len, MAX_IDS, ids_a, NULL, &err);
+        const int nb = tokenizer_encode(b, texts[i], (size_t)len, MAX_IDS, ids_b, NULL, &err);
+        assert_true(na > 0);
+        assert_int_equal(na, nb);
+        assert_memory_equal(ids_a, ids_b, sizeof(int32_t) * (size_t)na);
+    }
+}
+
+/* The tokenizer made from a folder's bytes is the one tokenizer_load makes of the folder. */
+static void expect_memory_equals_files(const char *dir, const char *const *texts, int n) {
+    char paths[4][4200];
+    tokenizer_sources src = read_sources(dir, paths);
+    tokenizer *from_memory = NULL;
+    vit_error err = {0};
+    if (tokenizer_load_memory(&src, &from_memory, &err) != 0) fail_msg("%s", err.msg);
+    free_sources(&src); /* the tokenizer keeps copies */
+    tokenizer *from_files = load_or_fail(dir);
+    expect_same(from_memory, from_files, texts, n);
+    tokenizer_free(from_memory);
+    tokenizer_free(from_files);
+}
+
+/* Every setting the files can carry (cased, a renamed special, a shorter max_len) reaches the
+ * tokenizer made from memory. */
+static void test_memory_equals_files(void **state) {
+    (void)state;
+    const char *dir =
+        make_model("memory", tiny_vocab, "{\"do_lower_case\": false, \"model_max_length\": 100}",
+                   "{\"max_position_embeddings\": 40}");
+    const char *map = "{\"cls_token\": \"[MASK]\"}";
+    write_temp_file("memory/special_tokens_map.json", map, strlen(map));
+    static const char *const texts[] = {"Cafe\xcc\x81 the THE", "unaffable [MASK] x!",
+                                        "\xe4\xb8\xad\xe6\x96\x87 \xc2\xabsep\xc2\xbb"};
+    expect_memory_equals_files(dir, texts, 3);
+    tokenizer *t = load_or_fail(dir); /* the settings were not the defaults */
+    assert_int_equal(tokenizer_max_len(t), 40);
+    assert_int_equal(tokenizer_cls_id(t), 4);
+    EXPECT(t, "THE", "[MASK] [UNK] [SEP]");
+    tokenizer_free(t);
+}
+
+/* The same for bert-sst2-tiny on its 30 golden texts. */
+static void test_memory_equals_files_golden(void **state) {
+    (void)state;
+    REQUIRE_SHARED();
+    cJSON *root = load_golden();
+    const char *texts[64];
+    int n = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, root) {
+        if (n < 64) texts[n++] = cJSON_GetObjectItem(item, "text")->valuestring;
+    }
+    expect_memory_equals_files(shared_path("models/bert-sst2-tiny"), texts, n);
+    cJSON_Delete(root);
+}
+
+/* Errors name each source by its name. */
+static void test_memory_errors(void **state) {
+    (void)state;
+    const char *vocab = "[UNK]\n[CLS]\n[SEP]\n";
+    tokenizer_sources src = {
+        .vocab = {vocab, strlen(vocab), "given vocab"},
+        .config = {"{\"do_lower_case\": 1}", 20, "given config"},
+        .special_tokens_map = {NULL, 0, "no map"},
+        .model_config = {NULL, 0, "no config"},
+    };
+    tokenizer *t = NULL;
+    vit_error err = {0};
+    assert_int_equal(tokenizer_load_memory(&src, &t, &err), -1);
+    assert_null(t);
+    assert_non_null(strstr(err.msg, "given config: 'do_lower_case' must be true or false"));
+    src.config.text = NULL;
+    src.vocab = (tokenizer_source){"[CLS]\n[SEP]\n", 12, "given vocab"};
+    assert_int_equal(tokenizer_load_memory(&src, &t, &err), -1);
+    assert_non_null(strstr(err.msg, "given vocab: no unk_token '[UNK]'"));
+}
+
 static void expect_load_error(const char *dir, const char *needle) {
     tokenizer *t = (tokenizer *)1;
     vit_error err = {0};
@@ -465,6 +581,9 @@ int main(void) {
         cmocka_unit_test(test_special_tokens_map),
         cmocka_unit_test(test_vocab_lines),
         cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_memory_equals_files),
+        cmocka_unit_test(test_memory_equals_files_golden),
+        cmocka_unit_test(test_memory_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

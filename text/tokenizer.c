@@ -42,30 +42,15 @@ struct tokenizer_scratch {
 
 /* ---- loading ---- */
 
-static int join_path(char *path, size_t size, const char *dir, const char *name, vit_error *err) {
-    const int n = snprintf(path, size, "%s/%s", dir, name);
-    if (n < 0 || (size_t)n >= size) return vit_fail(err, "%s/%s: path too long", dir, name);
-    return 0;
-}
-
-/* Parses dir/name into *root, which stays NULL when the file does not exist. */
-static int load_json(const char *dir, const char *name, cJSON **root, char *path, size_t size,
-                     vit_error *err) {
+/* A source's JSON object into *root, which stays NULL when the source is absent. */
+static int parse_json(const tokenizer_source *src, cJSON **root, vit_error *err) {
     *root = NULL;
-    if (join_path(path, size, dir, name, err) != 0) return -1;
-    struct stat st;
-    if (stat(path, &st) != 0 && errno == ENOENT) return 0;
-    size_t n;
-    char *text = vit_read_file(path, 16 << 20, &n, err); /* tokenizer JSON: small */
-    if (!text) return -1;
-    *root = cJSON_ParseWithLength(text, n);
-    free(text);
-    if (!cJSON_IsObject(*root)) {
-        cJSON_Delete(*root);
-        *root = NULL;
-        return vit_fail(err, "%s: not a JSON object", path);
-    }
-    return 0;
+    if (!src->text) return 0;
+    *root = cJSON_ParseWithLength(src->text, src->size);
+    if (cJSON_IsObject(*root)) return 0;
+    cJSON_Delete(*root);
+    *root = NULL;
+    return vit_fail(err, "%s: not a JSON object", src->name);
 }
 
 static int json_bool(const cJSON *root, const char *key, bool *out, const char *src,
@@ -115,10 +100,10 @@ static int check_unsupported(const cJSON *root, const char *src, vit_error *err)
     return 0;
 }
 
-static int read_tokenizer_config(tokenizer *t, const char *dir, vit_error *err) {
-    char path[4096];
+static int read_tokenizer_config(tokenizer *t, const tokenizer_source *src, vit_error *err) {
+    const char *path = src->name;
     cJSON *root;
-    if (load_json(dir, "tokenizer_config.json", &root, path, sizeof path, err) != 0) return -1;
+    if (parse_json(src, &root, err) != 0) return -1;
     bool lower = true, strip = true;
     const cJSON *strip_item = root ? cJSON_GetObjectItemCaseSensitive(root, "strip_accents") : NULL;
     const bool strip_given = strip_item && !cJSON_IsNull(strip_item);
@@ -142,34 +127,33 @@ static int read_tokenizer_config(tokenizer *t, const char *dir, vit_error *err) 
 }
 
 /* transformers lets special_tokens_map.json override the names in tokenizer_config.json. */
-static int read_special_tokens_map(tokenizer *t, const char *dir, vit_error *err) {
-    char path[4096];
+static int read_special_tokens_map(tokenizer *t, const tokenizer_source *src, vit_error *err) {
     cJSON *root;
-    if (load_json(dir, "special_tokens_map.json", &root, path, sizeof path, err) != 0) return -1;
+    if (parse_json(src, &root, err) != 0) return -1;
     int rc = 0;
     for (int i = 0; i < SP_COUNT && root && rc == 0; i++)
-        rc = json_special(root, special_key[i], &t->special[i], path, err);
+        rc = json_special(root, special_key[i], &t->special[i], src->name, err);
     cJSON_Delete(root);
     return rc;
 }
 
-static int read_model_config(tokenizer *t, const char *dir, vit_error *err) {
-    char path[4096];
+static int read_model_config(tokenizer *t, const tokenizer_source *src, vit_error *err) {
     cJSON *root;
-    if (load_json(dir, "config.json", &root, path, sizeof path, err) != 0) return -1;
-    const int rc = root ? json_length(root, "max_position_embeddings", &t->max_len, path, err) : 0;
+    if (parse_json(src, &root, err) != 0) return -1;
+    const int rc =
+        root ? json_length(root, "max_position_embeddings", &t->max_len, src->name, err) : 0;
     cJSON_Delete(root);
     return rc;
 }
 
 /* Looks the special tokens up and orders the ones to recognise in text, longest first, so that
  * the longest name wins where one is a prefix of another (as transformers' trie does). */
-static int resolve_specials(tokenizer *t, const char *dir, vit_error *err) {
+static int resolve_specials(tokenizer *t, const char *vocab_name, vit_error *err) {
     for (int i = 0; i < SP_COUNT; i++) {
         const char *s = t->special[i];
         t->special_id[i] = s ? vocab_find(&t->vocab, s, strlen(s), false) : -1;
         if (t->special_id[i] < 0 && (i == SP_UNK || i == SP_CLS || i == SP_SEP))
-            return vit_fail(err, "%s/vocab.txt: no %s %s%s%s", dir, special_key[i], s ? "'" : "",
+            return vit_fail(err, "%s: no %s %s%s%s", vocab_name, special_key[i], s ? "'" : "",
                             s ? s : "(unset)", s ? "'" : "");
         if (t->special_id[i] < 0 || !s[0]) continue;
         size_t len = strlen(s);
@@ -228,24 +212,54 @@ static int set_defaults(tokenizer *t, vit_error *err) {
     return 0;
 }
 
-int tokenizer_load(const char *model_dir, tokenizer **out, vit_error *err) {
-    if (!model_dir || !out) return vit_fail(err, "tokenizer_load: missing model_dir or out");
+int tokenizer_load_memory(const tokenizer_sources *src, tokenizer **out, vit_error *err) {
     *out = NULL;
+    if (!src->vocab.text) return vit_fail(err, "%s: no vocabulary", src->vocab.name);
     tokenizer *t = calloc(1, sizeof *t);
-    if (!t) return vit_fail(err, "%s: out of memory", model_dir);
-    char path[4096];
+    if (!t) return vit_fail(err, "%s: out of memory", src->vocab.name);
     if (set_defaults(t, err) != 0 ||
-        join_path(path, sizeof path, model_dir, "vocab.txt", err) != 0 ||
-        vocab_load(&t->vocab, path, err) != 0 || read_tokenizer_config(t, model_dir, err) != 0 ||
-        read_special_tokens_map(t, model_dir, err) != 0 ||
-        read_model_config(t, model_dir, err) != 0 || resolve_specials(t, model_dir, err) != 0 ||
-        set_never_split(t, err) != 0) {
+        vocab_from_memory(&t->vocab, src->vocab.text, src->vocab.size, src->vocab.name, err) != 0 ||
+        read_tokenizer_config(t, &src->config, err) != 0 ||
+        read_special_tokens_map(t, &src->special_tokens_map, err) != 0 ||
+        read_model_config(t, &src->model_config, err) != 0 ||
+        resolve_specials(t, src->vocab.name, err) != 0 || set_never_split(t, err) != 0) {
         tokenizer_free(t);
         return -1;
     }
     if (t->max_len <= 0) t->max_len = DEFAULT_MAX_LEN;
     *out = t;
     return 0;
+}
+
+/* model_dir/name's bytes into *src (src->text NULL when an optional file does not exist); path
+ * holds its name. The vocabulary may reach 256 MiB (BERT's: ~230 kB), a JSON file 16 MiB. */
+static int read_source(const char *model_dir, const char *name, int required, char *path,
+                       size_t size, tokenizer_source *src, vit_error *err) {
+    *src = (tokenizer_source){.name = path};
+    const int n = snprintf(path, size, "%s/%s", model_dir, name);
+    if (n < 0 || (size_t)n >= size) return vit_fail(err, "%s/%s: path too long", model_dir, name);
+    struct stat st;
+    if (!required && stat(path, &st) != 0 && errno == ENOENT) return 0;
+    char *text = vit_read_file(path, required ? 256 << 20 : 16 << 20, &src->size, err);
+    src->text = text;
+    return text ? 0 : -1;
+}
+
+int tokenizer_load(const char *model_dir, tokenizer **out, vit_error *err) {
+    if (!model_dir || !out) return vit_fail(err, "tokenizer_load: missing model_dir or out");
+    *out = NULL;
+    static const char *const names[] = {"vocab.txt", "tokenizer_config.json",
+                                        "special_tokens_map.json", "config.json"};
+    char paths[4][4096];
+    tokenizer_sources src;
+    memset(&src, 0, sizeof src);
+    tokenizer_source *all[] = {&src.vocab, &src.config, &src.special_tokens_map, &src.model_config};
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < 4; i++)
+        rc = read_source(model_dir, names[i], i == 0, paths[i], sizeof paths[i], all[i], err);
+    if (rc == 0) rc = tokenizer_load_memory(&src, out, err);
+    for (int i = 0; i < 4; i++) free((char *)all[i]->text);
+    return rc;
 }
 
 void tokenizer_free(tokenizer *t) {

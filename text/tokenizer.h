@@ -32,6 +32,25 @@ typedef struct tokenizer tokenizer;
 int tokenizer_load(const char *model_dir, tokenizer **out, vit_error *err);
 void tokenizer_free(tokenizer *tok);
 
+/* One of those files as bytes in memory: text[0..size), or text NULL when the file is absent;
+ * name is what errors call it (its path, or where its bytes came from). */
+typedef struct {
+    const char *text;
+    size_t size;
+    const char *name;
+} tokenizer_source;
+
+typedef struct {
+    tokenizer_source vocab;              /* vocab.txt (required) */
+    tokenizer_source config;             /* tokenizer_config.json */
+    tokenizer_source special_tokens_map; /* special_tokens_map.json */
+    tokenizer_source model_config;       /* config.json */
+} tokenizer_sources;
+
+/* The tokenizer tokenizer_load makes of a folder holding those files, made from their bytes: no
+ * file is read (the bytes are copied; src may be freed afterwards). */
+int tokenizer_load_memory(const tokenizer_sources *src, tokenizer **out, vit_error *err);
+
 /* Working memory of tokenizer_encode_with, grown as texts need and kept for the next call, so a
  * loop over many texts allocates nothing once warm. One per thread. NULL when out of memory. */
 typedef struct tokenizer_scratch tokenizer_scratch;

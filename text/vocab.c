@@ -83,20 +83,19 @@ static int build_table(vocab *v, const char *path, vit_error *err) {
     return 0;
 }
 
-int vocab_load(vocab *v, const char *path, vit_error *err) {
-    memset(v, 0, sizeof *v);
-    /* BERT vocabularies: ~230 kB */
-    if (strlist_read(&v->lines, path, 256 << 20, 0, err) != 0) return -1;
+/* The table over v->lines, or -1 (v freed) when the vocabulary is empty or not UTF-8. */
+static int index_lines(vocab *v, const char *name, vit_error *err) {
     v->count = v->lines.count;
-    if (v->count == 0) {
-        vocab_free(v);
-        return vit_fail(err, "%s: empty vocabulary", path);
-    }
-    if (check_utf8(v, path, err) != 0 || build_table(v, path, err) != 0) {
-        vocab_free(v);
-        return -1;
-    }
-    return 0;
+    int rc = v->count == 0 ? vit_fail(err, "%s: empty vocabulary", name) : 0;
+    if (rc == 0 && (check_utf8(v, name, err) != 0 || build_table(v, name, err) != 0)) rc = -1;
+    if (rc != 0) vocab_free(v);
+    return rc;
+}
+
+int vocab_from_memory(vocab *v, const char *bytes, size_t size, const char *name, vit_error *err) {
+    memset(v, 0, sizeof *v);
+    if (strlist_from_memory(&v->lines, bytes, size, name, 0, err) != 0) return -1;
+    return index_lines(v, name, err);
 }
 
 void vocab_free(vocab *v) {

@@ -19,10 +19,10 @@ typedef struct {
     size_t max_length; /* longest token in bytes, bounds the WordPiece search */
 } vocab;
 
-/* Reads path as Python's load_vocab does: lines end at "\n", "\r\n" or "\r"; a token seen twice
- * keeps the later id for lookup. Fails on a missing or unreadable file, invalid UTF-8, a NUL byte
- * or an empty file. */
-int vocab_load(vocab *v, const char *path, vit_error *err);
+/* vocab.txt's bytes[0..size) (copied), read as Python's load_vocab reads the file: lines end at
+ * "\n", "\r\n" or "\r"; a token seen twice keeps the later id for lookup. Fails on invalid UTF-8, a
+ * NUL byte or an empty vocabulary, with err naming name (the file's path). */
+int vocab_from_memory(vocab *v, const char *bytes, size_t size, const char *name, vit_error *err);
 void vocab_free(vocab *v);
 
 /* Id of the token s[0..n), or of "##" + s when continuation is set; -1 when absent. */

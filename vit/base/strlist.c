@@ -26,26 +26,15 @@ static void trim(char **s, size_t *n, int first) {
     while (*n > 0 && isspace((unsigned char)(*s)[*n - 1])) (*n)--;
 }
 
-int strlist_read(strlist *l, const char *path, size_t max_bytes, int flags, vit_error *err) {
-    memset(l, 0, sizeof *l);
-    size_t size;
-    if (!(l->text = vit_read_file(path, max_bytes, &size, err))) return -1;
+/* Splits l->text (size bytes, one more allocated) into lines; name is what errors call it. */
+static int split_lines(strlist *l, size_t size, const char *name, int flags, vit_error *err) {
     long nul_line;
     const size_t bound = count_breaks(l->text, size, &nul_line) + 1;
-    if (nul_line) {
-        strlist_free(l);
-        return vit_fail(err, "%s: line %ld contains a NUL byte", path, nul_line);
-    }
-    if (bound > INT_MAX / 2) {
-        strlist_free(l);
-        return vit_fail(err, "%s: too many lines", path);
-    }
+    if (nul_line) return vit_fail(err, "%s: line %ld contains a NUL byte", name, nul_line);
+    if (bound > INT_MAX / 2) return vit_fail(err, "%s: too many lines", name);
     l->lines = malloc(sizeof *l->lines * bound);
     l->lengths = malloc(sizeof *l->lengths * bound);
-    if (!l->lines || !l->lengths) {
-        strlist_free(l);
-        return vit_fail(err, "%s: out of memory", path);
-    }
+    if (!l->lines || !l->lengths) return vit_fail(err, "%s: out of memory", name);
     for (size_t start = 0, i = 0; start < size; start = i) {
         while (i < size && l->text[i] != '\n' && l->text[i] != '\r') i++;
         char *line = l->text + start;
@@ -59,6 +48,26 @@ int strlist_read(strlist *l, const char *path, size_t max_bytes, int flags, vit_
         l->lengths[l->count++] = n;
     }
     return 0;
+}
+
+int strlist_read(strlist *l, const char *path, size_t max_bytes, int flags, vit_error *err) {
+    memset(l, 0, sizeof *l);
+    size_t size;
+    if (!(l->text = vit_read_file(path, max_bytes, &size, err))) return -1;
+    if (split_lines(l, size, path, flags, err) == 0) return 0;
+    strlist_free(l);
+    return -1;
+}
+
+int strlist_from_memory(strlist *l, const char *bytes, size_t size, const char *name, int flags,
+                        vit_error *err) {
+    memset(l, 0, sizeof *l);
+    if (!(l->text = malloc(size + 1))) return vit_fail(err, "%s: out of memory", name);
+    if (size) memcpy(l->text, bytes, size);
+    l->text[size] = '\0';
+    if (split_lines(l, size, name, flags, err) == 0) return 0;
+    strlist_free(l);
+    return -1;
 }
 
 void strlist_free(strlist *l) {

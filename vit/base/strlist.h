@@ -24,6 +24,9 @@ typedef struct {
 
 /* Reads path (at most max_bytes). Returns 0, or -1 with err naming the file. */
 int strlist_read(strlist *out, const char *path, size_t max_bytes, int flags, vit_error *err);
+/* The same from a copy of bytes[0..size), called name in errors. */
+int strlist_from_memory(strlist *out, const char *bytes, size_t size, const char *name, int flags,
+                        vit_error *err);
 void strlist_free(strlist *l);
 
 #endif

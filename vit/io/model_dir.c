@@ -197,7 +197,7 @@ static int copy_file(const char *from, const char *dir, const char *name, int re
     return save_text(dir, name, text, err);
 }
 
-static char *default_tokenizer_config(int max_len) {
+char *tokenizer_default_config(int max_len) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddBoolToObject(root, "do_lower_case", 1);
     cJSON_AddBoolToObject(root, "do_basic_tokenize", 1);
@@ -223,7 +223,7 @@ int tokenizer_files_save(const char *dir, const char *from_dir, const char *voca
     char from[4096];
     if (!from_dir) {
         if (copy_file(vocab_file, dir, "vocab.txt", 1, err) != 0) return -1;
-        return save_text(dir, "tokenizer_config.json", default_tokenizer_config(max_len), err);
+        return save_text(dir, "tokenizer_config.json", tokenizer_default_config(max_len), err);
     }
     const char *names[] = {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"};
     for (int i = 0; i < 3; i++) {

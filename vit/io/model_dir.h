@@ -37,6 +37,8 @@ int model_save(const char *dir, const model *m, const preprocess_config *pp, flo
  * BertTokenizer (bert-base-uncased's settings) cut at max_len tokens. */
 int tokenizer_files_save(const char *dir, const char *from_dir, const char *vocab_file, int max_len,
                          vit_error *err);
+/* That tokenizer_config.json's text (malloc'ed; NULL when out of memory). */
+char *tokenizer_default_config(int max_len);
 
 /* config.json + model.safetensors from a model directory: every tensor by its name, of the
  * shape config.json implies, converted to float32. */

@@ -1,12 +1,11 @@
 /* Training on text: a sentence<TAB>label TSV tokenized once into memory, a BERT classifier,
  * batches of similar length, word dropout. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "text/tokenizer.h"
+#include "vit/base/file.h"
 #include "vit/base/rng.h"
 #include "vit/data/text_set.h"
 #include "vit/io/model_dir.h"
@@ -30,9 +29,6 @@ typedef struct {
     uint8_t *mask; /* [B, max_len] */
     int T;         /* the batch's length */
     bert_acts acts;
-    /* under mpirun, processes other than 0 write nothing into out_dir: their copy of the
-     * tokenizer files goes to a folder of their own, removed at the end */
-    char own_dir[64];
 } text_task;
 
 static text_task *task_data(const trainer *t) {
@@ -43,31 +39,6 @@ static text_task *task_data(const trainer *t) {
 static text_task *ensure_data(trainer *t) {
     if (!t->data) t->data = calloc(1, sizeof(text_task));
     return t->data;
-}
-
-/* Where this process keeps the tokenizer files: out_dir on process 0 (saved with the model),
- * else a temporary folder. NULL (err set) when it cannot be made. */
-static const char *tokenizer_dir(const trainer *t, text_task *d, vit_error *err) {
-    if (t->rank == 0) return t->o.out_dir;
-    if (!d->own_dir[0]) {
-        snprintf(d->own_dir, sizeof d->own_dir, "/tmp/vit-train-rank%d-XXXXXX", t->rank);
-        if (!mkdtemp(d->own_dir)) {
-            d->own_dir[0] = 0;
-            return vit_fail(err, "cannot create a temporary folder: %s", strerror(errno)), NULL;
-        }
-    }
-    return d->own_dir;
-}
-
-static void remove_own_dir(text_task *d) {
-    if (!d->own_dir[0]) return;
-    const char *names[] = {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"};
-    char path[128];
-    for (int i = 0; i < 3; i++) {
-        snprintf(path, sizeof path, "%s/%s", d->own_dir, names[i]);
-        unlink(path);
-    }
-    rmdir(d->own_dir);
 }
 
 /* ---- classes, model, tokenizer ---- */
@@ -88,14 +59,34 @@ static int text_classes(const trainer *t, const model *from, char ***classes, in
     return 0;
 }
 
-/* A new BERT: the vocabulary (copied into out_dir with a tokenizer config) sizes its embeddings. */
+/* A new model's tokenizer: --vocab with bert-base-uncased's settings, cut at max_len tokens, made
+ * in memory by every process; process 0 saves its files into out_dir beside the model. */
+static int new_tokenizer(const trainer *t, text_task *d, int max_len, vit_error *err) {
+    const char *vocab_file = t->o.vocab_file;
+    if (t->rank == 0 && tokenizer_files_save(t->o.out_dir, NULL, vocab_file, max_len, err) != 0)
+        return -1;
+    size_t size;
+    char *vocab = vit_read_file(vocab_file, 256 << 20, &size, err);
+    if (!vocab) return -1;
+    char *config = tokenizer_default_config(max_len);
+    int rc = config ? 0 : vit_fail(err, "out of memory");
+    if (rc == 0) {
+        const tokenizer_sources src = {
+            .vocab = {vocab, size, vocab_file},
+            .config = {config, strlen(config), "the new model's tokenizer_config.json"}};
+        rc = tokenizer_load_memory(&src, &d->tok, err);
+    }
+    free(vocab);
+    free(config);
+    return rc;
+}
+
+/* A new BERT: the vocabulary sizes its embeddings. */
 static int new_bert(trainer *t, char **classes, int n, vit_error *err) {
     const train_options *o = &t->o;
     text_task *d = ensure_data(t);
     const int max_pos = o->max_len ? o->max_len : 128;
-    const char *dir = d ? tokenizer_dir(t, d, err) : NULL;
-    if (!dir || tokenizer_files_save(dir, NULL, o->vocab_file, max_pos, err) != 0 ||
-        tokenizer_load(dir, &d->tok, err) != 0) {
+    if (!d || new_tokenizer(t, d, max_pos, err) != 0) {
         free_strings(classes, n);
         return d ? -1 : vit_fail(err, "out of memory");
     }
@@ -116,15 +107,14 @@ static int new_bert(trainer *t, char **classes, int n, vit_error *err) {
     return trainer_create_model(t, &cfg, classes, n, err);
 }
 
-/* The tokenizer (copied into out_dir when fine-tuning), then the sentence length. */
+/* The tokenizer of the model taken from dir (process 0 copies its files into out_dir when
+ * fine-tuning), then the sentence length. */
 static int text_companion(trainer *t, const char *dir, vit_error *err) {
     text_task *d = ensure_data(t);
     if (!d) return vit_fail(err, "out of memory");
-    const char *own = dir ? tokenizer_dir(t, d, err) : NULL;
-    if (dir && !own) return -1;
-    if (dir && strcmp(dir, own) != 0 && tokenizer_files_save(own, dir, NULL, 0, err) != 0)
-        return -1;
-    if (dir && tokenizer_load(own, &d->tok, err) != 0) return -1;
+    const int copy = dir && t->rank == 0 && strcmp(dir, t->o.out_dir) != 0;
+    if (copy && tokenizer_files_save(t->o.out_dir, dir, NULL, 0, err) != 0) return -1;
+    if (dir && tokenizer_load(dir, &d->tok, err) != 0) return -1;
     const int limit = t->o.max_len ? t->o.max_len : tokenizer_max_len(d->tok);
     d->max_len =
         limit < t->m.cfg.max_position_embeddings ? limit : t->m.cfg.max_position_embeddings;
@@ -264,7 +254,6 @@ static void free_texts(trainer *t) {
     if (!d) return;
     bert_acts_free(&d->acts);
     tokenizer_free(d->tok);
-    remove_own_dir(d);
     text_set_free(&d->train_text);
     text_set_free(&d->val_text);
     free(d->train_rows), free(d->val_rows), free(d->rows), free(d->ids), free(d->mask);
