@@ -76,6 +76,20 @@ int dist_sum_floats(float *v, size_t n, vit_error *err) {
     return 0;
 }
 
+/* Rank 0: room for the gathered bytes, and the table of who sends how many. The other ranks
+ * learn whether it got them: each returns the error, and no one starts sending. */
+static int gather_room(int64_t sum, char **all, int **sizes, int **offsets, vit_error *err) {
+    if (world.rank == 0) {
+        *sizes = calloc((size_t)world.size, sizeof **sizes);
+        *offsets = calloc((size_t)world.size, sizeof **offsets);
+        *all = malloc((size_t)sum + 1);
+    }
+    if (dist_all_ok(world.rank != 0 || (*sizes && *offsets && *all))) return 0;
+    free(*sizes), free(*offsets), free(*all);
+    *sizes = *offsets = NULL, *all = NULL;
+    return vit_fail(err, "rank 0: out of memory for %lld gathered bytes", (long long)sum);
+}
+
 int dist_gather(const void *mine, size_t n, char **all, size_t *total, vit_error *err) {
     *all = NULL, *total = 0;
     if (!joined) {
@@ -90,17 +104,8 @@ int dist_gather(const void *mine, size_t n, char **all, size_t *total, vit_error
     if (sum > (int64_t)1 << 30)
         return vit_fail(err, "%lld bytes to gather on rank 0: more than 1 GiB", (long long)sum);
     int size = (int)n, *sizes = NULL, *offsets = NULL;
-    if (world.rank == 0) {
-        sizes = calloc((size_t)world.size, sizeof *sizes);
-        offsets = calloc((size_t)world.size, sizeof *offsets);
-        *all = malloc((size_t)sum + 1);
-        /* MPI has no way back from here: the others are already sending */
-        if (!sizes || !offsets || !*all) {
-            fprintf(stderr, "vit: rank 0: out of memory for %lld gathered bytes\n", (long long)sum);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-        *total = (size_t)sum;
-    }
+    if (gather_room(sum, all, &sizes, &offsets, err) != 0) return -1;
+    if (world.rank == 0) *total = (size_t)sum;
     MPI_Gather(&size, 1, MPI_INT, sizes, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (world.rank == 0)
         for (int r = 0, at = 0; r < world.size; at += sizes[r], r++) offsets[r] = at;
@@ -140,3 +145,8 @@ int dist_gather(const void *mine, size_t n, char **all, size_t *total, vit_error
 }
 
 #endif
+
+int dist_all_succeeded(int rc, const char *what, vit_error *err) {
+    if (dist_all_ok(rc == 0)) return 0;
+    return rc != 0 ? -1 : vit_fail(err, "another process failed %s (see its message)", what);
+}

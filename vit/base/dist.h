@@ -24,11 +24,16 @@ const char *dist_library(void);
 
 /* Whether every rank's ok is nonzero (each rank gets the answer). */
 int dist_all_ok(int ok);
+/* 0 when every rank's rc is 0; else -1 on every rank: err keeps a failed rank's own reason, and
+ * tells the others "another process failed <what> (see its message)". Where one rank can fail
+ * alone, this is how the others learn it instead of waiting for it (or aborting). Alone: rc. */
+int dist_all_succeeded(int rc, const char *what, vit_error *err);
 /* Sums n doubles / floats over the ranks, in place, on every rank. */
 int dist_sum_doubles(double *v, int n, vit_error *err);
 int dist_sum_floats(float *v, size_t n, vit_error *err);
 /* Rank 0 gets every rank's bytes one after another in rank order (*all malloc'ed, *total
- * bytes); the other ranks get NULL and 0. */
+ * bytes); the other ranks get NULL and 0. A failure (more than 1 GiB in all, rank 0 out of
+ * memory) is every rank's: each returns -1. */
 int dist_gather(const void *mine, size_t n, char **all, size_t *total, vit_error *err);
 
 #endif

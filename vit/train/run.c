@@ -56,13 +56,6 @@ int trainer_hold_out(const trainer *t, const int *labels, size_t n, int *is_val,
     return 0;
 }
 
-/* Whether every process got rc == 0 (collective; alone: rc itself). A process that did not fail
- * itself says another one did. */
-static int all_succeeded(int rc, const char *what, vit_error *err) {
-    if (dist_all_ok(rc == 0)) return 0;
-    return rc != 0 ? -1 : vit_fail(err, "another process failed %s (see its message)", what);
-}
-
 /* ---- set-up ---- */
 
 /* Batch size, schedule, buffers, the gradient block, the optimizer. */
@@ -217,7 +210,7 @@ static int end_epoch(trainer *t, double epoch_seconds, vit_error *err) {
     e.seconds = epoch_seconds + (clock_seconds() - t0);
     t->epoch_loss_sum = 0, t->epoch_correct = t->epoch_seen = 0, t->epoch_seconds_before = 0;
     if (rc == 0 && t->rank == 0) rc = checkpoint(t, 0.0, &e, err);
-    if (all_succeeded(rc, "to validate or checkpoint", err) != 0) return -1;
+    if (dist_all_succeeded(rc, "to validate or checkpoint", err) != 0) return -1;
     const train_hooks *h = speaking_hooks(t);
     if (h && h->epoch_done) h->epoch_done(h->user, &e);
     return 0;
@@ -272,7 +265,7 @@ static int loop(trainer *t, vit_error *err) {
         if (t->step < t->total_steps && stop_requested(t)) {
             const int rc =
                 t->rank == 0 ? checkpoint(t, clock_seconds() - epoch_start, NULL, err) : 0;
-            if (all_succeeded(rc, "to checkpoint", err) != 0) return -1;
+            if (dist_all_succeeded(rc, "to checkpoint", err) != 0) return -1;
             return 1;
         }
     }
@@ -310,7 +303,7 @@ static int run(trainer *t, const train_options *opt, int resume, vit_error *err)
         if (rc == 0) own_paths(t);
         if (rc == 0 && t->rank == 0) rc = prepare_out_dir(t, err);
     }
-    if (all_succeeded(rc, "to set up", err) != 0) {
+    if (dist_all_succeeded(rc, "to set up", err) != 0) {
         if (resume && rc == 0) st_close(&state);
         return -1;
     }
@@ -318,7 +311,7 @@ static int run(trainer *t, const train_options *opt, int resume, vit_error *err)
         setup_training(t, err) != 0 || (resume && trainer_load_state(t, &state, err) != 0))
         rc = -1;
     if (resume) st_close(&state);
-    if (all_succeeded(rc, "to set up", err) != 0) return -1;
+    if (dist_all_succeeded(rc, "to set up", err) != 0) return -1;
     trainer_info(t,
                  "%d classes; %d training %s (%lld steps of %d per epoch), %d validation; "
                  "%zu parameters",

@@ -48,24 +48,27 @@ static int forward_backward(trainer *t, const int *idx, double *loss, int *corre
 }
 
 /* The parts' gradients summed into every process's block; the whole batch's mean loss and hits.
- */
-static int sum_parts(trainer *t, double *loss, int *correct, vit_error *err) {
-    if (t->ranks <= 1) return 0;
+ * rc is this process's forward and backward: the processes first sum their failures, so that all
+ * stop together when one failed instead of the others waiting for its gradients. */
+static int sum_parts(trainer *t, int rc, double *loss, int *correct, vit_error *err) {
+    if (t->ranks <= 1) return rc;
+    double sums[3] = {rc == 0 ? *loss * t->part_n : 0.0, rc == 0 ? (double)*correct : 0.0, rc != 0};
+    if (dist_sum_doubles(sums, 3, err) != 0) return -1;
+    if (sums[2] > 0)
+        return rc != 0 ? -1
+                       : vit_fail(err, "another process failed a training step (see its message)");
     const double start = clock_seconds();
     if (dist_sum_floats(t->grads, t->m.num_params, err) != 0) return -1;
     t->allreduce_seconds += clock_seconds() - start;
-    double sums[2] = {*loss * t->part_n, (double)*correct};
-    if (dist_sum_doubles(sums, 2, err) != 0) return -1;
     *loss = sums[0] / t->B, *correct = (int)sums[1];
     return 0;
 }
 
 int train_step(trainer *t, const int *idx, vit_error *err) {
-    double mean;
-    int correct;
-    if (forward_backward(t, idx, &mean, &correct, err) != 0 ||
-        sum_parts(t, &mean, &correct, err) != 0)
-        return -1;
+    double mean = 0.0;
+    int correct = 0;
+    const int rc = forward_backward(t, idx, &mean, &correct, err);
+    if (sum_parts(t, rc, &mean, &correct, err) != 0) return -1;
     const float loss = (float)mean;
     if (!isfinite(loss))
         return vit_fail(err, "the loss diverged (%g) at step %lld: try a lower --lr", loss,
