@@ -76,6 +76,32 @@ mpirun -np 2 --oversubscribe "$vit" classify examples/photos/cat.jpg >/dev/null 
     fail "vit classify under mpirun was not refused"
 [ "$(grep -c "runs in one process" "$dir/c.err")" = 1 ] || fail "refusal: $(cat "$dir/c.err")"
 
+# a failure on one process only (a broken model on rank 1; rank 0's --predictions path that
+# cannot be written): every process exits with a message of its own, within a minute, and none
+# calls MPI_Abort
+mkdir "$dir/broken" && printf '{not json' >"$dir/broken/config.json"
+one_fails() { # what, then mpirun's arguments
+    what=$1 && shift
+    timeout 60 env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+        mpirun --tag-output --oversubscribe "$@" >"$dir/fail.out" 2>&1
+    status=$?
+    [ $status = 124 ] && fail "$what: still running after 60 s"
+    [ $status != 0 ] || fail "$what: exit 0"
+    ! grep -q MPI_ABORT "$dir/fail.out" || fail "$what: MPI_Abort: $(cat "$dir/fail.out")"
+    for rank in 0 1; do
+        grep -q "^\[1,$rank\]<stderr>:vit eval: " "$dir/fail.out" ||
+            fail "$what: rank $rank said nothing: $(cat "$dir/fail.out")"
+    done
+    echo "mpi: $what: both processes exit 1 with a message: $(grep -c '<stderr>:vit' "$dir/fail.out") lines"
+}
+wnids="--class-map $shared/data/imagenet-wnids.txt"
+# shellcheck disable=SC2086 # $wnids: two words
+one_fails "a broken model on rank 1" -np 1 "$vit" eval -t 1 $wnids "$dir/data" : \
+    -np 1 "$vit" eval -t 1 -m "$dir/broken" $wnids "$dir/data"
+# shellcheck disable=SC2086
+one_fails "rank 0's output unwritable" -np 2 "$vit" eval -t 1 $wnids \
+    --predictions "$dir/none/p.tsv" "$dir/data"
+
 # training: 2 processes with a global batch of 32 against one with 32, dropout and augmentation
 # on: the same losses (printed to 4 places) and the same weights up to float32 summation order
 # (the two halves' gradients are summed by MPI, not inside one product). Adam turns a rounding

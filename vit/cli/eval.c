@@ -74,6 +74,8 @@ typedef struct {
 typedef struct {
     imagefolder folder;
     vit_context *ctx;
+    outputs out;         /* process 0's */
+    eval_report *report; /* every process's; process 0's gets the whole folder */
     int progress;        /* stderr is a terminal: keep a progress line there */
     long total;          /* inputs to go through (counted only for progress) */
     double start, shown; /* seconds */
@@ -179,8 +181,7 @@ static int map_classes(eval_run *r, const eval_options *o) {
 }
 
 /* The report's view of the classes: label names and the folder of each class (NULL if none). */
-static int report_and_finish(const eval_run *r, const eval_report *report, const eval_options *o,
-                             const outputs *out, double seconds) {
+static int report_and_finish(const eval_run *r, const eval_options *o, double seconds) {
     const int L = vit_num_labels(r->ctx);
     const char **labels = malloc(sizeof *labels * (size_t)L);
     const char **folders = calloc((size_t)L, sizeof *folders);
@@ -195,7 +196,7 @@ static int report_and_finish(const eval_run *r, const eval_report *report, const
                           .folders = folders,
                           .unit = "images",
                           .seconds = seconds};
-        status = finish(report, &s, out);
+        status = finish(r->report, &s, &r->out);
     } else {
         fputs("vit eval: out of memory\n", stderr);
     }
@@ -204,124 +205,63 @@ static int report_and_finish(const eval_run *r, const eval_report *report, const
     return status;
 }
 
-/* Walks, classifies and reports the image folder. Returns the exit status. */
-static int evaluate_images(eval_run *r, const eval_options *o) {
+/* The folder, the model, its classes, the outputs (process 0's) and the report. Returns 0, or the
+ * exit status after reporting what failed. */
+static int start_folder(eval_run *r, const eval_options *o) {
     vit_error err = {{0}};
-    outputs out;
-    if (open_outputs(o, &out) != 0) return 1;
-    eval_report *report = eval_report_create(vit_num_labels(r->ctx), &err);
-    int status = 0;
-    if (!report) {
+    if (imagefolder_open(&r->folder, o->data_dir, &err) != 0) {
         fprintf(stderr, "vit eval: %s\n", err.msg);
-        status = 1;
-    } else {
-        r->progress = isatty(STDERR_FILENO);
-        if (r->progress) r->total = count_inputs(&r->folder);
-        r->start = clock_seconds();
-        const eval_images_options opt = {.batch = o->params.max_batch,
-                                         .decode_threads = cli_decode_threads(o->params.threads),
-                                         .predictions = out.predictions,
-                                         .user = r,
-                                         .skipped = report_skip,
-                                         .progress = show_progress};
-        const int rc = eval_images(r->ctx, &r->folder, &opt, report, &err);
-        const double seconds = clock_seconds() - r->start;
-        clear_progress(r);
-        if (rc != 0) fprintf(stderr, "vit eval: %s\n", err.msg);
-        status = report_and_finish(r, report, o, &out, seconds);
-        if (rc != 0) status = 1;
+        return 2;
     }
-    status = close_outputs(o, &out, status);
-    eval_report_free(report);
-    return status;
+    if (!(r->ctx = vit_load(o->model_dir, &o->params, &err))) {
+        fprintf(stderr, "vit eval: %s\n", err.msg);
+        return 1;
+    }
+    if (map_classes(r, o) != 0) return 2;
+    if (dist_get().rank == 0 && open_outputs(o, &r->out) != 0) return 1;
+    if (!(r->report = eval_report_create(vit_num_labels(r->ctx), &err))) {
+        fprintf(stderr, "vit eval: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
 }
 
-/* Each rank's skipped inputs as they happen, and its results recorded for rank 0. */
-typedef struct {
-    eval_run *run;
-    eval_records records;
-} rank_run;
-
-static void rank_result(void *user, const eval_result *res) {
-    eval_records_add(&((rank_run *)user)->records, res);
-}
-static void rank_skip(void *user, const char *path, const char *reason) {
-    report_skip(((rank_run *)user)->run, path, reason);
-}
-static void rank_progress(void *user, long done) {
-    show_progress(((rank_run *)user)->run, done);
-}
-
-/* The same over the ranks of mpirun: each takes its share of the folder; rank 0 gathers the
- * outcomes in walk order and writes the one report (and predictions) a single process would. */
-static int evaluate_images_ranks(eval_run *r, const eval_options *o, dist_world w) {
+/* Walks and classifies the image folder (under mpirun, this process's share of it); process 0
+ * reports the whole. Returns the exit status. */
+static int evaluate_images(eval_run *r, const eval_options *o) {
+    const dist_world w = dist_get();
+    r->progress = w.rank == 0 && isatty(STDERR_FILENO); /* process 0's share, as a share of all */
+    if (r->progress) r->total = (count_inputs(&r->folder) + w.size - 1) / w.size;
+    r->start = clock_seconds();
+    const eval_images_options opt = {.batch = o->params.max_batch,
+                                     .decode_threads = cli_decode_threads(o->params.threads),
+                                     .predictions = r->out.predictions,
+                                     .user = r,
+                                     .skipped = report_skip,
+                                     .progress = show_progress};
     vit_error err = {{0}};
-    outputs out = {0};
-    const int root = w.rank == 0;
-    int ok = !root || open_outputs(o, &out) == 0;
-    eval_report *local = ok ? eval_report_create(vit_num_labels(r->ctx), &err) : NULL;
-    eval_report *merged = root && local ? eval_report_create(vit_num_labels(r->ctx), &err) : NULL;
-    ok = local && (!root || merged);
-    rank_run rr = {.run = r};
-    if (ok) {
-        r->progress = root && isatty(STDERR_FILENO); /* rank 0's share, as a share of all */
-        if (r->progress) r->total = (count_inputs(&r->folder) + w.size - 1) / w.size;
-        r->start = clock_seconds();
-        const eval_images_options opt = {.batch = o->params.max_batch,
-                                         .decode_threads = cli_decode_threads(o->params.threads),
-                                         .rank = w.rank,
-                                         .ranks = w.size,
-                                         .result = rank_result,
-                                         .user = &rr,
-                                         .skipped = rank_skip,
-                                         .progress = rank_progress};
-        ok = eval_images(r->ctx, &r->folder, &opt, local, &err) == 0;
-        clear_progress(r);
-        if (!ok) fprintf(stderr, "vit eval: rank %d: %s\n", w.rank, err.msg);
-    }
-    /* every rank reaches the gather, whatever happened to it */
-    if (out.predictions) fputs(EVAL_PREDICTIONS_HEADER, out.predictions);
-    vit_error merge_err = {{0}};
-    if (eval_records_merge(&rr.records, merged, out.predictions, &merge_err) != 0) {
-        if (root) fprintf(stderr, "vit eval: %s\n", merge_err.msg);
-        ok = 0;
-    }
-    ok = dist_all_ok(ok);
-    int status = ok ? 0 : 1;
-    if (root && merged) {
-        const int shown = report_and_finish(r, merged, o, &out, clock_seconds() - r->start);
-        status = ok ? shown : 1;
-    }
-    if (root) status = close_outputs(o, &out, status);
-    eval_records_free(&rr.records);
-    eval_report_free(local);
-    eval_report_free(merged);
-    return status;
+    const int rc = eval_images_dist(r->ctx, &r->folder, &opt, r->report, &err);
+    const double seconds = clock_seconds() - r->start;
+    clear_progress(r);
+    if (rc != 0) fprintf(stderr, "vit eval: %s\n", err.msg);
+    if (w.rank != 0) return rc != 0;
+    const int status = report_and_finish(r, o, seconds);
+    return rc != 0 ? 1 : status;
 }
 
 static int evaluate_folder(eval_options *o) {
-    eval_run r = {0};
-    vit_error err = {{0}};
-    int status;
     if (o->params.max_batch == 0) o->params.max_batch = DEFAULT_IMAGE_BATCH;
-    if (imagefolder_open(&r.folder, o->data_dir, &err) != 0) {
-        fprintf(stderr, "vit eval: %s\n", err.msg);
-        status = 2;
-    } else if (!(r.ctx = vit_load(o->model_dir, &o->params, &err))) {
+    eval_run r = {0};
+    int status = start_folder(&r, o);
+    vit_error err = {{0}};
+    if (dist_all_succeeded(status, "to start", &err) == 0) { /* under mpirun: all, or none */
+        status = evaluate_images(&r, o);
+    } else if (status == 0) {
         fprintf(stderr, "vit eval: %s\n", err.msg);
         status = 1;
-    } else if (map_classes(&r, o) != 0) {
-        status = 2;
-    } else {
-        status = -1; /* loaded: evaluate */
     }
-    const dist_world w = dist_get();
-    if (w.size > 1) { /* every rank evaluates, or none does */
-        const int all_loaded = dist_all_ok(status == -1);
-        if (status == -1) status = all_loaded ? evaluate_images_ranks(&r, o, w) : 1;
-    } else if (status == -1) {
-        status = evaluate_images(&r, o);
-    }
+    status = close_outputs(o, &r.out, status);
+    eval_report_free(r.report);
     vit_free(r.ctx);
     imagefolder_close(&r.folder);
     return status;
