@@ -10,13 +10,12 @@
 #include "vit/vit.h"
 
 enum {
-    OPT_MODEL = 1,
-    OPT_RUNS,
+    OPT_RUNS = 1,
     OPT_JSON,
 };
 
 static const cli_option options[] = {
-    {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the shipped model"},
+    CLI_MODEL_OPTION("model directory", CLI_MODEL_DEFAULT),
     CLI_BATCH_OPTION("images per forward pass", "1"),
     {OPT_RUNS, "runs", 'n', "N", "timed forward passes (after 3 warm-up passes)", "20"},
     CLI_THREADS_OPTION,
@@ -45,38 +44,23 @@ static int compare_double(const void *a, const void *b) {
 }
 
 typedef struct {
-    const char *model_opt;
-    vit_params params;
+    cli_common common;
     int runs, json;
 } bench_options;
 
-/* Returns 0 to run, else the exit status (-1: --help). */
-static int parse_options(int argc, char **argv, bench_options *o) {
-    cli_parser p;
-    cli_parse_begin(&p, &command, argc, argv);
-    int id, bad = 0;
-    while (!bad && (id = cli_parse_next(&p)) > 0) {
-        switch (id) {
-        case OPT_MODEL:
-            o->model_opt = p.value;
-            break;
-        case OPT_RUNS:
-            bad = cli_int(&p, 1, 1000000, &o->runs);
-            break;
-        case OPT_JSON:
-            o->json = 1;
-            break;
-        default:
-            bad = cli_shared_option(&p, id, &o->params);
-        }
-    }
-    if (bad || id == CLI_ERROR) return 2;
-    if (id == CLI_HELP) return -1;
-    if (p.num_rest) {
-        fprintf(stderr, "vit bench: unexpected argument '%s' (vit bench --help)\n", p.rest[0]);
-        return 2;
-    }
+static int bench_option(const cli_parser *p, int id, void *user) {
+    bench_options *o = user;
+    if (id == OPT_RUNS) return cli_int(p, 1, 1000000, &o->runs);
+    if (id == OPT_JSON) o->json = 1;
     return 0;
+}
+
+static cli_outcome parse_options(int argc, char **argv, bench_options *o) {
+    cli_parser p;
+    const cli_outcome parsed = cli_parse(&p, &command, argc, argv, &o->common, bench_option, o);
+    if (parsed == CLI_PARSED && p.num_rest)
+        return cli_usage_error(&command, "unexpected argument '%s'", p.rest[0]);
+    return parsed;
 }
 
 /* The median milliseconds of `runs` forward passes of batch B on random pixels, after three
@@ -108,9 +92,10 @@ static double median_ms(vit_context *ctx, int B, int runs) {
 
 static void print_result(const bench_options *o, const vit_context *ctx, const char *dir,
                          double median) {
-    const int B = o->params.max_batch, runs = o->runs;
+    const int B = o->common.params.max_batch, runs = o->runs;
     const double ips = B * 1000.0 / median, gflops = vit_flops_per_image(ctx) * B / (median * 1e6);
-    const int threads = o->params.threads > 0 ? o->params.threads : omp_get_max_threads();
+    const int threads =
+        o->common.params.threads > 0 ? o->common.params.threads : omp_get_max_threads();
     const char *wait = getenv("OMP_WAIT_POLICY"); /* figures depend on it: see main.c */
     if (!o->json) {
         printf("%s: batch %d, %d thread%s (OpenMP wait policy %s), %s; OpenBLAS %s\n"
@@ -142,17 +127,13 @@ static void print_result(const bench_options *o, const vit_context *ctx, const c
 }
 
 int cli_bench(int argc, char **argv) {
-    bench_options o = {.params = vit_default_params(), .runs = 20};
-    const int parsed = parse_options(argc, argv, &o);
-    if (parsed != 0) return parsed < 0 ? 0 : parsed;
+    bench_options o = {.common.params = vit_default_params(), .runs = 20};
+    const cli_outcome parsed = parse_options(argc, argv, &o);
+    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     char dir[4096];
-    vit_error err = {0};
-    vit_context *ctx = vit_load(cli_model_dir(o.model_opt, dir, sizeof dir), &o.params, &err);
-    if (!ctx) {
-        fprintf(stderr, "vit bench: %s\n", err.msg);
-        return 1;
-    }
-    const double median = median_ms(ctx, o.params.max_batch, o.runs);
+    vit_context *ctx = cli_load_image_model(&command, &o.common, dir, sizeof dir);
+    if (!ctx) return 1;
+    const double median = median_ms(ctx, o.common.params.max_batch, o.runs);
     if (median < 0)
         fprintf(stderr, "vit bench: out of memory\n");
     else

@@ -12,19 +12,17 @@
 #include "vit/vit.h"
 
 enum {
-    OPT_MODEL = 1,
-    OPT_TOP,
+    OPT_TOP = 1,
     OPT_FORMAT,
     OPT_JSON,
     OPT_LOGITS,
     OPT_THRESHOLD,
     OPT_LABELS,
     OPT_STDIN_IMAGE,
-    OPT_NO_EXIF,
 };
 
 static const cli_option options[] = {
-    {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the shipped model"},
+    CLI_MODEL_OPTION("model directory", CLI_MODEL_DEFAULT),
     {OPT_TOP, "top", 'k', "N", "show the N most likely labels", "5"},
     {OPT_FORMAT, "format", 'f', "F",
      "text, json (one object per line and file), csv or tsv (a row per file and label, with a "
@@ -39,10 +37,7 @@ static const cli_option options[] = {
      "the model's id2label"},
     {OPT_STDIN_IMAGE, "stdin-image", 0, NULL,
      "classify one image whose bytes come on standard input", NULL},
-    {OPT_NO_EXIF, "no-exif", 0, NULL,
-     "ignore EXIF orientation (Pillow's raw pixels); by default images are turned upright as "
-     "Hugging Face pipelines do",
-     NULL},
+    CLI_EXIF_UPRIGHT,
     CLI_BATCH_OPTION("images per forward pass", "8"),
     CLI_THREADS_OPTION,
     CLI_SIZE_OPTION("run at N x N pixels (position embeddings interpolated as Hugging Face does)"),
@@ -290,58 +285,38 @@ static int parse_format(const cli_parser *p, output_format *out) {
     return i < 0 ? -1 : 0;
 }
 
-/* Options into r and params; returns 0 to run, else the exit status. */
-static int parse_options(int argc, char **argv, classify_run *r, vit_params *params,
-                         const char **model_opt) {
+static int classify_option(const cli_parser *p, int id, void *user) {
+    classify_run *r = user;
+    switch (id) {
+    case OPT_TOP:
+        return cli_int(p, 1, 1 << 20, &r->top_k);
+    case OPT_FORMAT:
+        return parse_format(p, &r->format);
+    case OPT_JSON:
+        return r->format = FORMAT_JSON, 0;
+    case OPT_THRESHOLD:
+        return cli_number(p, 0.0, 1.0, &r->threshold);
+    case OPT_LABELS:
+        return r->labels_path = p->value, 0;
+    case OPT_STDIN_IMAGE:
+        return r->stdin_image = 1, 0;
+    case OPT_LOGITS:
+        return r->with_logits = 1, 0;
+    }
+    return 0;
+}
+
+/* Options into r and c; the files to classify into r. */
+static cli_outcome parse_options(int argc, char **argv, classify_run *r, cli_common *c) {
     cli_parser p;
-    cli_parse_begin(&p, &command, argc, argv);
-    int id, bad = 0;
-    while (!bad && (id = cli_parse_next(&p)) > 0) {
-        switch (id) {
-        case OPT_MODEL:
-            *model_opt = p.value;
-            break;
-        case OPT_TOP:
-            bad = cli_int(&p, 1, 1 << 20, &r->top_k);
-            break;
-        case OPT_FORMAT:
-            bad = parse_format(&p, &r->format);
-            break;
-        case OPT_JSON:
-            r->format = FORMAT_JSON;
-            break;
-        case OPT_THRESHOLD:
-            bad = cli_number(&p, 0.0, 1.0, &r->threshold);
-            break;
-        case OPT_LABELS:
-            r->labels_path = p.value;
-            break;
-        case OPT_STDIN_IMAGE:
-            r->stdin_image = 1;
-            break;
-        case OPT_LOGITS:
-            r->with_logits = 1;
-            break;
-        case OPT_NO_EXIF:
-            params->exif_orientation = 0;
-            break;
-        default:
-            bad = cli_shared_option(&p, id, params);
-        }
-    }
-    if (bad || id == CLI_ERROR) return 2;
-    if (id == CLI_HELP) return -1;
-    if (p.num_rest == 0 && !r->stdin_image) {
-        fprintf(stderr, "vit classify: no input files (vit classify --help)\n");
-        return 2;
-    }
-    if (p.num_rest > 0 && r->stdin_image) {
-        fprintf(stderr, "vit classify: --stdin-image takes no FILE arguments\n");
-        return 2;
-    }
+    const cli_outcome parsed = cli_parse(&p, &command, argc, argv, c, classify_option, r);
+    if (parsed != CLI_PARSED) return parsed;
+    if (p.num_rest == 0 && !r->stdin_image) return cli_usage_error(&command, "no input files");
+    if (p.num_rest > 0 && r->stdin_image)
+        return cli_usage_error(&command, "--stdin-image takes no FILE arguments");
     r->files = p.rest;
     r->num_files = p.num_rest;
-    return 0;
+    return CLI_PARSED;
 }
 
 /* --labels: one name per class of the model. */
@@ -354,7 +329,9 @@ static int load_labels(classify_run *r, vit_error *err) {
     return 0;
 }
 
-static int run(classify_run *r, const vit_params *params, vit_error *err) {
+/* Classifies every input and prints each one's labels. Returns -1 (err) when the run itself
+ * fails; a file that cannot be read is reported and counted in r->failures. */
+static int classify_inputs(classify_run *r, const vit_params *params, vit_error *err) {
     if (load_labels(r, err) != 0) return -1;
     if (r->top_k > vit_num_labels(r->ctx)) r->top_k = vit_num_labels(r->ctx);
     r->probs = malloc(sizeof(float) * (size_t)vit_num_labels(r->ctx));
@@ -370,19 +347,14 @@ static int run(classify_run *r, const vit_params *params, vit_error *err) {
 
 int cli_classify(int argc, char **argv) {
     classify_run r = {.top_k = 5};
-    const char *model_opt = NULL;
-    vit_params params = vit_default_params();
-    params.max_batch = 8;
-    const int parsed = parse_options(argc, argv, &r, &params, &model_opt);
-    if (parsed != 0) return parsed < 0 ? 0 : parsed;
+    cli_common c = {.params = vit_default_params()};
+    c.params.max_batch = 8;
+    const cli_outcome parsed = parse_options(argc, argv, &r, &c);
+    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     char model_dir[4096];
+    if (!(r.ctx = cli_load_image_model(&command, &c, model_dir, sizeof model_dir))) return 1;
     vit_error err = {0};
-    r.ctx = vit_load(cli_model_dir(model_opt, model_dir, sizeof model_dir), &params, &err);
-    if (!r.ctx) {
-        cli_print_load_error("classify", model_opt, model_dir, &err);
-        return 1;
-    }
-    const int rc = run(&r, &params, &err);
+    const int rc = classify_inputs(&r, &c.params, &err);
     if (rc != 0) fprintf(stderr, "vit classify: %s\n", err.msg);
     imagefolder_walk_close(r.walk);
     strlist_free(&r.labels);

@@ -36,34 +36,54 @@ const cli_command *cli_serve_command(void);
 const cli_command *cli_explain_command(void);
 const cli_command *cli_embed_command(void);
 
-/* The model directory: the -m value if given, else $VIT_MODEL, else the default model shipped
- * with the program (see cli_default_model_dir). Writes into buf; returns buf. */
-const char *cli_model_dir(const char *option, char *buf, size_t size);
-/* Where the shipped models are: models/ beside the binary's bin/ folder (a build tree), else
- * share/vit/models/ beside it (an installed prefix). */
-const char *cli_models_dir(char *buf, size_t size);
-/* Whether path names a directory (following links). */
-int cli_is_dir(const char *path);
+/* ---- the command line ---- */
 
-/* Prints "vit COMMAND: <err>" and, when the model came from no -m and no $VIT_MODEL and the
- * default model is not there, how to get one. */
-void cli_print_load_error(const char *command, const char *model_opt, const char *model_dir,
-                          const vit_error *err);
+/* What parsing a command line came to: every command's parser ends in one of these. */
+typedef enum {
+    CLI_PARSED,      /* run the command (operands: p->rest[0 .. p->num_rest)) */
+    CLI_HELP_SHOWN,  /* --help was printed: exit 0 */
+    CLI_USAGE_ERROR, /* a usage error was reported on one line: exit 2 */
+} cli_outcome;
 
-/* "top": [{"index": i, "label": "...", "prob": p}, ...] inside the current JSON object. */
-void cli_json_top(json_writer *w, const vit_prediction *top, int k);
+/* The exit status of a command line that does not run: 0 after --help, 2 after a usage error. */
+int cli_exit_status(cli_outcome outcome);
 
-/* Options the inference commands share: a row each in their option tables and one handler,
- * so their names, limits and help read the same everywhere. The ids lie above any command's own. */
+/* "vit NAME: <message> (vit NAME --help)" on stderr; returns CLI_USAGE_ERROR. */
+cli_outcome cli_usage_error(const cli_command *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* What the shared options below set: a row each in the option tables of the commands that take
+ * them and one handler, so their names, limits and help read the same everywhere. */
+typedef struct {
+    const char *model; /* -m DIR, or NULL */
+    vit_params params; /* --batch, --threads, --size, --max-pixels, --backend, --precision,
+                        * --exif and --no-exif */
+} cli_common;
+
+/* One of a command's own options (id below CLI_OPT_MODEL), its value in p->value: 0, or -1 after
+ * reporting an invalid value. */
+typedef int (*cli_option_fn)(const cli_parser *p, int id, void *user);
+
+/* Parses argv with cmd's table: the shared options into *common, the command's own through
+ * own(p, id, user). */
+cli_outcome cli_parse(cli_parser *p, const cli_command *cmd, int argc, char **argv,
+                      cli_common *common, cli_option_fn own, void *user);
+
+/* The shared options. Their ids lie above any command's own. */
 enum {
-    CLI_OPT_BATCH = 1000,
+    CLI_OPT_MODEL = 1000,
+    CLI_OPT_BATCH,
     CLI_OPT_THREADS,
     CLI_OPT_SIZE,
     CLI_OPT_PIXELS,
     CLI_OPT_BACKEND,
     CLI_OPT_PRECISION,
-    CLI_OPT_LAST
+    CLI_OPT_EXIF,
+    CLI_OPT_NO_EXIF,
 };
+#define CLI_MODEL_DEFAULT "$VIT_MODEL, else the shipped model"
+#define CLI_MODEL_OPTION(help, def)                                                                \
+    { CLI_OPT_MODEL, "model", 'm', "DIR", help, def }
 #define CLI_BATCH_OPTION(help, def)                                                                \
     { CLI_OPT_BATCH, "batch", 'b', "N", help, def }
 #define CLI_THREADS_OPTION                                                                         \
@@ -82,14 +102,49 @@ enum {
     }
 #define CLI_PRECISION_OPTION                                                                       \
     { CLI_OPT_PRECISION, "precision", 0, "P", "fp32, bf16 or int8 for the linear layers", "fp32" }
+/* --exif and --no-exif, for every command that reads image files; the command's default (its
+ * params.exif_orientation before parsing) is shown as "yes" on one of the two. */
+#define CLI_EXIF_OPTIONS(exif_default, no_exif_default)                                            \
+    {CLI_OPT_EXIF,                                                                                 \
+     "exif",                                                                                       \
+     0,                                                                                            \
+     NULL,                                                                                         \
+     "turn images upright by their EXIF orientation, as Hugging Face pipelines do",                \
+     exif_default},                                                                                \
+    {                                                                                              \
+        CLI_OPT_NO_EXIF, "no-exif", 0, NULL,                                                       \
+            "ignore EXIF orientation: Pillow's raw pixels, as timm's and torchvision's datasets "  \
+            "read them",                                                                           \
+            no_exif_default                                                                        \
+    }
+#define CLI_EXIF_UPRIGHT CLI_EXIF_OPTIONS("yes", NULL)
+#define CLI_EXIF_RAW     CLI_EXIF_OPTIONS(NULL, "yes")
 
-/* Whether id is one of the shared options above. */
-static inline int cli_is_shared_option(int id) {
-    return id >= CLI_OPT_BATCH && id < CLI_OPT_LAST;
-}
-/* Stores the current shared option's value (p->value) in params. Returns 0, or -1 after
- * reporting an invalid value. */
-int cli_shared_option(const cli_parser *p, int id, vit_params *params);
+/* ---- models, outputs ---- */
+
+/* The model directory: the -m value if given, else $VIT_MODEL, else the default model shipped
+ * with the program (see cli_default_model_dir). Writes into buf; returns buf. */
+const char *cli_model_dir(const char *option, char *buf, size_t size);
+/* Where the shipped models are: models/ beside the binary's bin/ folder (a build tree), else
+ * share/vit/models/ beside it (an installed prefix). */
+const char *cli_models_dir(char *buf, size_t size);
+/* Whether path names a directory (following links). */
+int cli_is_dir(const char *path);
+
+/* Prints "vit COMMAND: <err>" and, when the model came from no -m and no $VIT_MODEL and the
+ * default model is not there, how to get one. */
+void cli_print_load_error(const char *command, const char *model_opt, const char *model_dir,
+                          const vit_error *err);
+
+/* The image model the shared options name (-m, else $VIT_MODEL, else the shipped one), loaded
+ * with their params; its folder into dir. NULL after reporting why, as cli_print_load_error. */
+vit_context *cli_load_image_model(const cli_command *cmd, const cli_common *c, char *dir,
+                                  size_t size);
+/* The shared options' threads, batch (when set), backend and precision for a text model. */
+vit_text_params cli_text_params(const vit_params *p);
+
+/* "top": [{"index": i, "label": "...", "prob": p}, ...] inside the current JSON object. */
+void cli_json_top(json_writer *w, const vit_prediction *top, int k);
 
 /* Threads that decode images beside the forward pass, given the forward's thread request. */
 int cli_decode_threads(int threads);

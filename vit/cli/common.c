@@ -76,6 +76,23 @@ void cli_print_load_error(const char *command, const char *model_opt, const char
     fprintf(stderr, "vit %s: %s\n", command, err->msg);
 }
 
+vit_context *cli_load_image_model(const cli_command *cmd, const cli_common *c, char *dir,
+                                  size_t size) {
+    vit_error err = {0};
+    vit_context *ctx = vit_load(cli_model_dir(c->model, dir, size), &c->params, &err);
+    if (!ctx) cli_print_load_error(cmd->name, c->model, dir, &err);
+    return ctx;
+}
+
+vit_text_params cli_text_params(const vit_params *p) {
+    vit_text_params tp = vit_text_default_params();
+    tp.threads = p->threads;
+    if (p->max_batch > 0) tp.max_batch = p->max_batch;
+    tp.backend = p->backend;
+    tp.precision = p->precision;
+    return tp;
+}
+
 void cli_json_top(json_writer *w, const vit_prediction *top, int k) {
     json_key(w, "top");
     json_array(w);
@@ -99,36 +116,4 @@ int cli_decode_threads(int threads) {
 
 const char *cli_blas_core(void) {
     return openblas_get_corename();
-}
-
-static int parse_backend(const cli_parser *p, vit_backend *out) {
-    static const char *names[] = {"openblas", "onednn"};
-    const int i = cli_choice(p, names, 2);
-    if (i >= 0) *out = i == 0 ? VIT_BACKEND_OPENBLAS : VIT_BACKEND_ONEDNN;
-    return i < 0 ? -1 : 0;
-}
-
-static int parse_precision(const cli_parser *p, vit_precision *out) {
-    static const char *names[] = {"fp32", "bf16", "int8"};
-    const int i = cli_choice(p, names, 3);
-    if (i >= 0) *out = i == 0 ? VIT_FP32 : i == 1 ? VIT_BF16 : VIT_INT8;
-    return i < 0 ? -1 : 0;
-}
-
-int cli_shared_option(const cli_parser *p, int id, vit_params *params) {
-    switch (id) {
-    case CLI_OPT_BATCH:
-        return cli_int(p, 1, 4096, &params->max_batch);
-    case CLI_OPT_THREADS:
-        return cli_int(p, 1, 1024, &params->threads);
-    case CLI_OPT_SIZE:
-        return cli_int(p, 1, 8192, &params->image_size);
-    case CLI_OPT_PIXELS:
-        return cli_int64(p, 1, 2000000000, &params->max_pixels);
-    case CLI_OPT_BACKEND:
-        return parse_backend(p, &params->backend);
-    case CLI_OPT_PRECISION:
-        return parse_precision(p, &params->precision);
-    }
-    return 0;
 }

@@ -42,19 +42,17 @@ static int parse_dtype(const cli_parser *p, st_dtype *out) {
     return -1;
 }
 
+static int convert_option(const cli_parser *p, int id, void *user) {
+    return id == OPT_DTYPE ? parse_dtype(p, user) : 0;
+}
+
 int cli_convert(int argc, char **argv) {
     st_dtype dtype = ST_F16;
     cli_parser p;
-    cli_parse_begin(&p, &command, argc, argv);
-    int id, bad = 0;
-    while (!bad && (id = cli_parse_next(&p)) > 0)
-        if (id == OPT_DTYPE) bad = parse_dtype(&p, &dtype);
-    if (bad || id == CLI_ERROR) return 2;
-    if (id == CLI_HELP) return 0;
-    if (p.num_rest != 2) {
-        fprintf(stderr, "vit convert: expected IN_DIR and OUT_DIR (vit convert --help)\n");
-        return 2;
-    }
+    cli_outcome parsed = cli_parse(&p, &command, argc, argv, NULL, convert_option, &dtype);
+    if (parsed == CLI_PARSED && p.num_rest != 2)
+        parsed = cli_usage_error(&command, "expected IN_DIR and OUT_DIR");
+    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     vit_error err = {0};
     if (model_dir_convert(p.rest[0], p.rest[1], dtype, &err) != 0) {
         fprintf(stderr, "vit convert: %s\n", err.msg);

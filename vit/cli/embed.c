@@ -12,11 +12,10 @@
 #include "vit/io/safetensors.h"
 #include "vit/model/config.h"
 
-enum { OPT_MODEL = 1, OPT_OUTPUT, OPT_POOL, OPT_NO_EXIF };
+enum { OPT_OUTPUT = 1, OPT_POOL };
 
 static const cli_option options[] = {
-    {OPT_MODEL, "model", 'm', "DIR", "an image (ViT, DeiT) or text (BERT) model",
-     "$VIT_MODEL, else the shipped model"},
+    CLI_MODEL_OPTION("an image (ViT, DeiT) or text (BERT) model", CLI_MODEL_DEFAULT),
     {OPT_OUTPUT, "output", 'o', "OUT.safetensors|OUT.npy|-",
      "where the features go (required): an F32 tensor 'embeddings' [n, hidden], or a .npy array; "
      "'-': one line per input on stdout, its name, a tab, the numbers",
@@ -25,7 +24,7 @@ static const cli_option options[] = {
      "images: the final LayerNorm at CLS, or the mean of the patch tokens; text: the hidden state "
      "at [CLS], the mean over the tokens, or the pooler's output",
      "cls"},
-    {OPT_NO_EXIF, "no-exif", 0, NULL, "ignore EXIF orientation (Pillow's raw pixels)", NULL},
+    CLI_EXIF_UPRIGHT,
     CLI_BATCH_OPTION("inputs per forward pass", "16"),
     CLI_THREADS_OPTION,
     CLI_SIZE_OPTION("run at N x N (position embeddings interpolated)"),
@@ -51,9 +50,9 @@ const cli_command *cli_embed_command(void) {
 }
 
 typedef struct {
-    const char *model_opt, *out;
+    const char *out;
     vit_pool pool;
-    vit_params params;
+    cli_common common;
     char **args;
     int num_args;
 } embed_options;
@@ -65,38 +64,21 @@ static int parse_pool(const cli_parser *p, vit_pool *pool) {
     return i < 0 ? -1 : 0;
 }
 
-/* Returns 0 to run, else the exit status (-1: --help). */
-static int parse_options(int argc, char **argv, embed_options *o) {
-    int id, bad = 0;
+static int embed_option(const cli_parser *p, int id, void *user) {
+    embed_options *o = user;
+    if (id == OPT_OUTPUT) o->out = p->value;
+    return id == OPT_POOL ? parse_pool(p, &o->pool) : 0;
+}
+
+static cli_outcome parse_options(int argc, char **argv, embed_options *o) {
     cli_parser p;
-    cli_parse_begin(&p, &command, argc, argv);
-    while (!bad && (id = cli_parse_next(&p)) > 0) {
-        switch (id) {
-        case OPT_MODEL:
-            o->model_opt = p.value;
-            break;
-        case OPT_OUTPUT:
-            o->out = p.value;
-            break;
-        case OPT_POOL:
-            bad = parse_pool(&p, &o->pool);
-            break;
-        case OPT_NO_EXIF:
-            o->params.exif_orientation = 0;
-            break;
-        default:
-            bad = cli_shared_option(&p, id, &o->params);
-        }
-    }
-    if (bad || id == CLI_ERROR) return 2;
-    if (id == CLI_HELP) return -1;
-    if (p.num_rest < 1 || !o->out) {
-        fprintf(stderr, "vit embed: expected FILE|DIR... and -o OUT (vit embed --help)\n");
-        return 2;
-    }
+    const cli_outcome parsed = cli_parse(&p, &command, argc, argv, &o->common, embed_option, o);
+    if (parsed != CLI_PARSED) return parsed;
+    if (p.num_rest < 1 || !o->out)
+        return cli_usage_error(&command, "expected FILE|DIR... and -o OUT");
     o->args = p.rest;
     o->num_args = p.num_rest;
-    return 0;
+    return CLI_PARSED;
 }
 
 /* ---- the features, growing as inputs are read ---- */
@@ -201,20 +183,17 @@ static int embed_dir(image_batch *b, const char *dir, vit_pool pool, feature_tab
     return rc;
 }
 
-static int embed_images(const embed_options *o, const char *model_dir, feature_table *t) {
-    vit_error err = {0};
+static int embed_images(const embed_options *o, feature_table *t) {
     image_batch b = {0};
-    b.ctx = vit_load(model_dir, &o->params, &err);
-    if (!b.ctx) {
-        cli_print_load_error("embed", o->model_opt, model_dir, &err);
+    char model_dir[4096];
+    if (!(b.ctx = cli_load_image_model(&command, &o->common, model_dir, sizeof model_dir)))
         return 1;
-    }
     if (o->pool == VIT_POOL_POOLER) {
         fprintf(stderr, "vit embed: --pool pooler is for text models (images: cls or mean)\n");
         vit_free(b.ctx);
         return 2;
     }
-    b.batch = o->params.max_batch;
+    b.batch = o->common.params.max_batch;
     t->dim = vit_hidden_size(b.ctx);
     b.pixels = malloc(sizeof(float) * vit_input_floats(b.ctx) * b.batch);
     b.features = malloc(sizeof(float) * t->dim * b.batch);
@@ -260,11 +239,7 @@ static int embed_lines(vit_text_context *ctx, const strlist *lines, const char *
 }
 
 static int embed_texts(const embed_options *o, const char *model_dir, feature_table *t) {
-    vit_text_params tp = vit_text_default_params();
-    tp.threads = o->params.threads;
-    tp.max_batch = o->params.max_batch;
-    tp.backend = o->params.backend;
-    tp.precision = o->params.precision;
+    const vit_text_params tp = cli_text_params(&o->common.params);
     vit_error err = {0};
     vit_text_context *ctx = vit_text_load(model_dir, &tp, &err);
     if (!ctx) {
@@ -383,15 +358,14 @@ static int is_text_model(const char *model_dir) {
 }
 
 int cli_embed(int argc, char **argv) {
-    embed_options o = {.params = vit_default_params()};
-    o.params.max_batch = 16;
-    const int parsed = parse_options(argc, argv, &o);
-    if (parsed != 0) return parsed < 0 ? 0 : parsed;
+    embed_options o = {.common.params = vit_default_params()};
+    o.common.params.max_batch = 16;
+    const cli_outcome parsed = parse_options(argc, argv, &o);
+    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     char model_dir[4096];
-    cli_model_dir(o.model_opt, model_dir, sizeof model_dir);
+    cli_model_dir(o.common.model, model_dir, sizeof model_dir);
     feature_table t = {0};
-    int rc =
-        is_text_model(model_dir) ? embed_texts(&o, model_dir, &t) : embed_images(&o, model_dir, &t);
+    int rc = is_text_model(model_dir) ? embed_texts(&o, model_dir, &t) : embed_images(&o, &t);
     if ((rc == 0 || rc == 3) && write_output(o.out, &t) != 0) rc = 1;
     table_free(&t);
     return rc == 3 ? 1 : rc;

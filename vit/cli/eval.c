@@ -21,25 +21,20 @@
 #define DEFAULT_IMAGE_BATCH 16
 
 enum {
-    OPT_MODEL = 1,
-    OPT_CLASS_MAP,
+    OPT_CLASS_MAP = 1,
     OPT_JSON,
     OPT_PREDICTIONS,
-    OPT_EXIF,
 };
 
 static const cli_option options[] = {
-    {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the shipped model"},
+    CLI_MODEL_OPTION("model directory", CLI_MODEL_DEFAULT),
     {OPT_CLASS_MAP, "class-map", 0, "FILE",
      "folder names, one per line, line number = class index (timm's class map)",
      "match folder names to the model's labels"},
     {OPT_JSON, "json", 0, "OUT", "write the whole report as JSON ('-': standard output)", NULL},
     {OPT_PREDICTIONS, "predictions", 0, "OUT",
      "one row per input: file, true, predicted, probability ('-': standard output)", NULL},
-    {OPT_EXIF, "exif", 0, NULL,
-     "turn images upright by their EXIF orientation, as Hugging Face pipelines do (by default "
-     "Pillow's raw pixels, as timm's and torchvision's datasets)",
-     NULL},
+    CLI_EXIF_RAW,
     CLI_BATCH_OPTION("inputs per forward pass", "16 images, 32 texts"),
     CLI_THREADS_OPTION,
     CLI_SIZE_OPTION("run at N x N pixels"),
@@ -64,7 +59,7 @@ const cli_command *cli_eval_command(void) {
 
 typedef struct {
     const char *model_dir, *data_dir, *class_map, *json_path, *pred_path;
-    vit_params params;
+    cli_common common; /* -m; the batch (0: images' or texts' default) and compute options */
 } eval_options;
 
 typedef struct {
@@ -213,10 +208,8 @@ static int start_folder(eval_run *r, const eval_options *o) {
         fprintf(stderr, "vit eval: %s\n", err.msg);
         return 2;
     }
-    if (!(r->ctx = vit_load(o->model_dir, &o->params, &err))) {
-        fprintf(stderr, "vit eval: %s\n", err.msg);
-        return 1;
-    }
+    char dir[4096];
+    if (!(r->ctx = cli_load_image_model(&command, &o->common, dir, sizeof dir))) return 1;
     if (map_classes(r, o) != 0) return 2;
     if (dist_get().rank == 0 && open_outputs(o, &r->out) != 0) return 1;
     if (!(r->report = eval_report_create(vit_num_labels(r->ctx), &err))) {
@@ -233,8 +226,8 @@ static int evaluate_images(eval_run *r, const eval_options *o) {
     r->progress = w.rank == 0 && isatty(STDERR_FILENO); /* process 0's share, as a share of all */
     if (r->progress) r->total = (count_inputs(&r->folder) + w.size - 1) / w.size;
     r->start = clock_seconds();
-    const eval_images_options opt = {.batch = o->params.max_batch,
-                                     .decode_threads = cli_decode_threads(o->params.threads),
+    const eval_images_options opt = {.batch = o->common.params.max_batch,
+                                     .decode_threads = cli_decode_threads(o->common.params.threads),
                                      .predictions = r->out.predictions,
                                      .user = r,
                                      .skipped = report_skip,
@@ -250,7 +243,7 @@ static int evaluate_images(eval_run *r, const eval_options *o) {
 }
 
 static int evaluate_folder(eval_options *o) {
-    if (o->params.max_batch == 0) o->params.max_batch = DEFAULT_IMAGE_BATCH;
+    if (o->common.params.max_batch == 0) o->common.params.max_batch = DEFAULT_IMAGE_BATCH;
     eval_run r = {0};
     int status = start_folder(&r, o);
     vit_error err = {{0}};
@@ -273,10 +266,10 @@ static int evaluate_text(const eval_options *o) {
         fprintf(stderr, "vit eval: warning: --class-map applies to image folders; ignored\n");
     outputs out;
     if (open_outputs(o, &out) != 0) return 1;
-    text_eval_options topt = {.batch = o->params.max_batch,
-                              .threads = o->params.threads,
-                              .backend = o->params.backend,
-                              .precision = o->params.precision};
+    text_eval_options topt = {.batch = o->common.params.max_batch,
+                              .threads = o->common.params.threads,
+                              .backend = o->common.params.backend,
+                              .precision = o->common.params.precision};
     text_eval_result res;
     vit_error err = {{0}};
     int status;
@@ -303,57 +296,42 @@ static int is_text_file(const char *path) {
            S_ISREG(st.st_mode);
 }
 
-/* Options into o; returns -1 after a usage error (reported), 1 for --help, else 0. */
-static int parse_options(int argc, char **argv, eval_options *o) {
-    o->params = vit_default_params();
-    o->params.max_batch = 0;        /* the default depends on images or texts */
-    o->params.exif_orientation = 0; /* dataset parity with timm unless --exif */
-    cli_parser p;
-    cli_parse_begin(&p, &command, argc, argv);
-    int id, bad = 0;
-    while (!bad && (id = cli_parse_next(&p)) > 0) {
-        switch (id) {
-        case OPT_MODEL:
-            o->model_dir = p.value;
-            break;
-        case OPT_CLASS_MAP:
-            o->class_map = p.value;
-            break;
-        case OPT_JSON:
-            o->json_path = p.value;
-            break;
-        case OPT_PREDICTIONS:
-            o->pred_path = p.value;
-            break;
-        case OPT_EXIF:
-            o->params.exif_orientation = 1;
-            break;
-        default:
-            bad = cli_shared_option(&p, id, &o->params);
-        }
+static int eval_option(const cli_parser *p, int id, void *user) {
+    eval_options *o = user;
+    switch (id) {
+    case OPT_CLASS_MAP:
+        return o->class_map = p->value, 0;
+    case OPT_JSON:
+        return o->json_path = p->value, 0;
+    case OPT_PREDICTIONS:
+        return o->pred_path = p->value, 0;
     }
-    if (bad || id == CLI_ERROR) return -1;
-    if (id == CLI_HELP) return 1;
-    if (p.num_rest != 1) {
-        fprintf(stderr, "vit eval: %s (vit eval --help)\n",
-                p.num_rest ? "one DIR expected" : "no DIR given");
-        return -1;
-    }
-    if (o->json_path && o->pred_path && strcmp(o->json_path, "-") == 0 &&
-        strcmp(o->pred_path, "-") == 0) {
-        fprintf(stderr, "vit eval: --json and --predictions cannot both go to stdout\n");
-        return -1;
-    }
-    o->data_dir = p.rest[0];
     return 0;
+}
+
+static cli_outcome parse_options(int argc, char **argv, eval_options *o) {
+    o->common.params = vit_default_params();
+    o->common.params.max_batch = 0;        /* the default depends on images or texts */
+    o->common.params.exif_orientation = 0; /* dataset parity with timm unless --exif */
+    cli_parser p;
+    const cli_outcome parsed = cli_parse(&p, &command, argc, argv, &o->common, eval_option, o);
+    if (parsed != CLI_PARSED) return parsed;
+    if (p.num_rest != 1)
+        return cli_usage_error(&command, p.num_rest ? "one DIR expected" : "no DIR given");
+    const int both_stdout = o->json_path && o->pred_path && strcmp(o->json_path, "-") == 0 &&
+                            strcmp(o->pred_path, "-") == 0;
+    if (both_stdout)
+        return cli_usage_error(&command, "--json and --predictions cannot both go to stdout");
+    o->data_dir = p.rest[0];
+    return CLI_PARSED;
 }
 
 int cli_eval(int argc, char **argv) {
     eval_options o = {0};
-    int rc = parse_options(argc, argv, &o);
-    if (rc != 0) return rc > 0 ? 0 : 2;
+    const cli_outcome parsed = parse_options(argc, argv, &o);
+    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     char model_dir[4096];
-    o.model_dir = cli_model_dir(o.model_dir, model_dir, sizeof model_dir);
+    o.model_dir = cli_model_dir(o.common.model, model_dir, sizeof model_dir);
     if (is_text_file(o.data_dir) && dist_get().size > 1) {
         if (dist_get().rank == 0)
             fprintf(stderr,

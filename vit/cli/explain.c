@@ -8,10 +8,10 @@
 #include "vit/cli/cli.h"
 #include "vit/io/safetensors.h"
 
-enum { OPT_MODEL = 1, OPT_OUTPUT, OPT_METHOD, OPT_LABEL, OPT_TOP, OPT_RAW, OPT_NO_EXIF };
+enum { OPT_OUTPUT = 1, OPT_METHOD, OPT_LABEL, OPT_TOP, OPT_RAW };
 
 static const cli_option options[] = {
-    {OPT_MODEL, "model", 'm', "DIR", "the image model", "$VIT_MODEL, else the shipped model"},
+    CLI_MODEL_OPTION("the image model", CLI_MODEL_DEFAULT),
     {OPT_OUTPUT, "output", 'o', "OUT_DIR", "where the pictures go (created; required)", NULL},
     {OPT_METHOD, "method", 0, "rollout|last|grad",
      "attention rollout; the last layer's CLS attention per head; gradient-weighted rollout "
@@ -23,7 +23,7 @@ static const cli_option options[] = {
     {OPT_RAW, "raw", 0, NULL,
      "also write the map as OUT_DIR/NAME.safetensors (F32 'map' [maps, grid, grid], raw values)",
      NULL},
-    {OPT_NO_EXIF, "no-exif", 0, NULL, "ignore EXIF orientation (Pillow's raw pixels)", NULL},
+    CLI_EXIF_UPRIGHT,
     CLI_SIZE_OPTION("run at N x N (position embeddings interpolated)"),
     CLI_PIXELS_OPTION,
     CLI_THREADS_OPTION,
@@ -45,10 +45,10 @@ const cli_command *cli_explain_command(void) {
 }
 
 typedef struct {
-    const char *model_opt, *out_dir;
+    const char *out_dir;
     vit_explain_method method;
     int label, raw;
-    vit_params params;
+    cli_common common;
     char **files;
     int num_files;
 } explain_options;
@@ -60,47 +60,32 @@ static int parse_method(const cli_parser *p, vit_explain_method *m) {
     return i < 0 ? -1 : 0;
 }
 
-/* Returns 0 to run, else the exit status (-1: --help). */
-static int parse_options(int argc, char **argv, explain_options *o) {
-    int id, bad = 0;
+static int explain_option(const cli_parser *p, int id, void *user) {
+    explain_options *o = user;
+    switch (id) {
+    case OPT_OUTPUT:
+        return o->out_dir = p->value, 0;
+    case OPT_METHOD:
+        return parse_method(p, &o->method);
+    case OPT_LABEL:
+        return cli_int(p, 0, 1 << 20, &o->label);
+    case OPT_TOP:
+        return o->label = -1, 0;
+    case OPT_RAW:
+        return o->raw = 1, 0;
+    }
+    return 0;
+}
+
+static cli_outcome parse_options(int argc, char **argv, explain_options *o) {
     cli_parser p;
-    cli_parse_begin(&p, &command, argc, argv);
-    while (!bad && (id = cli_parse_next(&p)) > 0) {
-        switch (id) {
-        case OPT_MODEL:
-            o->model_opt = p.value;
-            break;
-        case OPT_OUTPUT:
-            o->out_dir = p.value;
-            break;
-        case OPT_METHOD:
-            bad = parse_method(&p, &o->method);
-            break;
-        case OPT_LABEL:
-            bad = cli_int(&p, 0, 1 << 20, &o->label);
-            break;
-        case OPT_TOP:
-            o->label = -1;
-            break;
-        case OPT_RAW:
-            o->raw = 1;
-            break;
-        case OPT_NO_EXIF:
-            o->params.exif_orientation = 0;
-            break;
-        default:
-            bad = cli_shared_option(&p, id, &o->params);
-        }
-    }
-    if (bad || id == CLI_ERROR) return 2;
-    if (id == CLI_HELP) return -1;
-    if (p.num_rest < 1 || !o->out_dir) {
-        fprintf(stderr, "vit explain: expected IMAGE... and -o OUT_DIR (vit explain --help)\n");
-        return 2;
-    }
+    const cli_outcome parsed = cli_parse(&p, &command, argc, argv, &o->common, explain_option, o);
+    if (parsed != CLI_PARSED) return parsed;
+    if (p.num_rest < 1 || !o->out_dir)
+        return cli_usage_error(&command, "expected IMAGE... and -o OUT_DIR");
     o->files = p.rest;
     o->num_files = p.num_rest;
-    return 0;
+    return CLI_PARSED;
 }
 
 /* OUT_DIR/<the file's name without its extension>.EXT */
@@ -153,21 +138,16 @@ static int make_dirs(const char *path) {
 }
 
 int cli_explain(int argc, char **argv) {
-    explain_options o = {.params = vit_default_params(), .label = -1};
-    const int parsed = parse_options(argc, argv, &o);
-    if (parsed != 0) return parsed < 0 ? 0 : parsed;
+    explain_options o = {.common.params = vit_default_params(), .label = -1};
+    const cli_outcome parsed = parse_options(argc, argv, &o);
+    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     if (make_dirs(o.out_dir) != 0) {
         fprintf(stderr, "vit explain: cannot create %s: %s\n", o.out_dir, strerror(errno));
         return 1;
     }
     char model_dir[4096];
-    vit_error err = {0};
-    vit_context *ctx =
-        vit_load(cli_model_dir(o.model_opt, model_dir, sizeof model_dir), &o.params, &err);
-    if (!ctx) {
-        cli_print_load_error("explain", o.model_opt, model_dir, &err);
-        return 1;
-    }
+    vit_context *ctx = cli_load_image_model(&command, &o.common, model_dir, sizeof model_dir);
+    if (!ctx) return 1;
     if (o.label >= vit_num_labels(ctx)) {
         fprintf(stderr, "vit explain: --label %d: the model has classes 0..%d\n", o.label,
                 vit_num_labels(ctx) - 1);

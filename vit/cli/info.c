@@ -9,10 +9,10 @@
 #include "vit/core/gemm.h"
 #include "vit/model/params.h"
 
-enum { OPT_MODEL = 1, OPT_LABELS };
+enum { OPT_LABELS = 1 };
 
 static const cli_option options[] = {
-    {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the shipped model"},
+    CLI_MODEL_OPTION("model directory", CLI_MODEL_DEFAULT),
     {OPT_LABELS, "labels", 0, NULL, "list every label", "the first five"},
 };
 
@@ -84,27 +84,26 @@ static void print_labels(const model_config *cfg, int all) {
     printf("%s\n", shown < cfg->num_labels ? ", ... (--labels lists all)" : "");
 }
 
+static int info_option(const cli_parser *p, int id, void *user) {
+    (void)p;
+    if (id == OPT_LABELS) *(int *)user = 1;
+    return 0;
+}
+
 int cli_info(int argc, char **argv) {
-    const char *model_opt = NULL;
-    int all_labels = 0, id;
+    cli_common c = {0};
+    int all_labels = 0;
     cli_parser p;
-    cli_parse_begin(&p, &command, argc, argv);
-    while ((id = cli_parse_next(&p)) > 0) {
-        if (id == OPT_MODEL) model_opt = p.value;
-        if (id == OPT_LABELS) all_labels = 1;
-    }
-    if (id == CLI_HELP) return 0;
-    if (id == CLI_ERROR) return 2;
-    if (p.num_rest) {
-        fprintf(stderr, "vit info: unexpected argument '%s' (vit info --help)\n", p.rest[0]);
-        return 2;
-    }
+    cli_outcome parsed = cli_parse(&p, &command, argc, argv, &c, info_option, &all_labels);
+    if (parsed == CLI_PARSED && p.num_rest)
+        parsed = cli_usage_error(&command, "unexpected argument '%s'", p.rest[0]);
+    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     char dir[4096];
-    cli_model_dir(model_opt, dir, sizeof dir);
+    cli_model_dir(c.model, dir, sizeof dir);
     model m;
     vit_error err = {0};
     if (model_load(&m, dir, &err) != 0) {
-        cli_print_load_error("info", model_opt, dir, &err);
+        cli_print_load_error("info", c.model, dir, &err);
         return 1;
     }
     const model_config *cfg = &m.cfg;

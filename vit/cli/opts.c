@@ -1,8 +1,11 @@
 #include "vit/cli/opts.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "vit/cli/cli.h"
 
 void cli_parse_begin(cli_parser *p, const cli_command *cmd, int argc, char **argv) {
     memset(p, 0, sizeof *p);
@@ -136,6 +139,71 @@ int cli_number(const cli_parser *p, double lo, double hi, double *out) {
     }
     *out = v;
     return 0;
+}
+
+/* ---- a command line: its three outcomes, the shared options ---- */
+
+int cli_exit_status(cli_outcome outcome) {
+    return outcome == CLI_HELP_SHOWN ? 0 : 2;
+}
+
+cli_outcome cli_usage_error(const cli_command *cmd, const char *fmt, ...) {
+    fprintf(stderr, "vit %s: ", cmd->name);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (vit %s --help)\n", cmd->name);
+    return CLI_USAGE_ERROR;
+}
+
+static int parse_backend(const cli_parser *p, vit_backend *out) {
+    static const char *names[] = {"openblas", "onednn"};
+    const int i = cli_choice(p, names, 2);
+    if (i >= 0) *out = i == 0 ? VIT_BACKEND_OPENBLAS : VIT_BACKEND_ONEDNN;
+    return i < 0 ? -1 : 0;
+}
+
+static int parse_precision(const cli_parser *p, vit_precision *out) {
+    static const char *names[] = {"fp32", "bf16", "int8"};
+    const int i = cli_choice(p, names, 3);
+    if (i >= 0) *out = i == 0 ? VIT_FP32 : i == 1 ? VIT_BF16 : VIT_INT8;
+    return i < 0 ? -1 : 0;
+}
+
+/* The current shared option's value into c: 0, or -1 after reporting an invalid value. */
+static int shared_option(const cli_parser *p, int id, cli_common *c) {
+    vit_params *params = &c->params;
+    switch (id) {
+    case CLI_OPT_MODEL:
+        return c->model = p->value, 0;
+    case CLI_OPT_BATCH:
+        return cli_int(p, 1, 4096, &params->max_batch);
+    case CLI_OPT_THREADS:
+        return cli_int(p, 1, 1024, &params->threads);
+    case CLI_OPT_SIZE:
+        return cli_int(p, 1, 8192, &params->image_size);
+    case CLI_OPT_PIXELS:
+        return cli_int64(p, 1, 2000000000, &params->max_pixels);
+    case CLI_OPT_BACKEND:
+        return parse_backend(p, &params->backend);
+    case CLI_OPT_PRECISION:
+        return parse_precision(p, &params->precision);
+    case CLI_OPT_EXIF:
+    case CLI_OPT_NO_EXIF:
+        return params->exif_orientation = id == CLI_OPT_EXIF, 0;
+    }
+    return 0;
+}
+
+cli_outcome cli_parse(cli_parser *p, const cli_command *cmd, int argc, char **argv,
+                      cli_common *common, cli_option_fn own, void *user) {
+    cli_parse_begin(p, cmd, argc, argv);
+    int id, bad = 0;
+    while (!bad && (id = cli_parse_next(p)) > 0)
+        bad = id >= CLI_OPT_MODEL && common ? shared_option(p, id, common) : own(p, id, user);
+    if (bad || id == CLI_ERROR) return CLI_USAGE_ERROR;
+    return id == CLI_HELP ? CLI_HELP_SHOWN : CLI_PARSED;
 }
 
 /* ---- help and man page ---- */

@@ -2,18 +2,18 @@
 #define VIT_CLI_OPTS_H
 
 /* One option idiom for every subcommand: a table of options drives the parsing (getopt_long),
- * `vit COMMAND --help` and the man page, so the three never disagree.
+ * `vit COMMAND --help` and the man page, so the three never disagree. Commands parse through
+ * cli_parse (cli.h), which runs the loop below and gives one of three outcomes.
  *
  *   static const cli_option options[] = {
- *       {OPT_MODEL, "model", 'm', "DIR", "model directory", "$VIT_MODEL, else the default"},
+ *       {OPT_TOP, "top", 'k', "N", "show the N most likely labels", "5"},
  *       ...};
  *   static const cli_command command = {"classify", "[options] FILE...", "Classifies ...",
  *                                       options, N};
  *   cli_parser p;
  *   cli_parse_begin(&p, &command, argc, argv);
- *   while ((id = cli_parse_next(&p)) > 0) switch (id) { case OPT_MODEL: dir = p.value; ... }
- *   if (id < 0) return id == CLI_HELP ? 0 : 2;   // --help printed, or a usage error reported
- *   ... p.rest[0 .. p.num_rest) are the operands ...
+ *   while ((id = cli_parse_next(&p)) > 0) switch (id) { case OPT_TOP: ... p.value ... }
+ *   // id: CLI_END (operands in p.rest[0 .. p.num_rest)), CLI_HELP or CLI_ERROR
  */
 
 #include <getopt.h>

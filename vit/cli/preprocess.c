@@ -9,18 +9,14 @@
 #include "vit/cli/cli.h"
 #include "vit/io/safetensors.h"
 
-enum { OPT_MODEL = 1, OPT_OUTPUT, OPT_EXIF };
+enum { OPT_OUTPUT = 1 };
 
 static const cli_option options[] = {
-    {OPT_MODEL, "model", 'm', "DIR",
-     "the model whose preprocessing to apply (config.json and "
-     "preprocessor_config.json suffice)",
-     "$VIT_MODEL, else the shipped model"},
+    CLI_MODEL_OPTION("the model whose preprocessing to apply (config.json and "
+                     "preprocessor_config.json suffice)",
+                     CLI_MODEL_DEFAULT),
     {OPT_OUTPUT, "output", 'o', "OUT.safetensors", "where the tensor goes (required)", NULL},
-    {OPT_EXIF, "exif", 0, NULL,
-     "turn the image upright by its EXIF orientation, as Hugging Face pipelines do (by default "
-     "Pillow's raw pixels)",
-     NULL},
+    CLI_EXIF_RAW,
     CLI_SIZE_OPTION("preprocess to N x N instead"),
     CLI_PIXELS_OPTION,
 };
@@ -39,47 +35,33 @@ const cli_command *cli_preprocess_command(void) {
 }
 
 typedef struct {
-    const char *model_opt, *out_path, *path;
-    vit_params params; /* image_size and max_pixels (shared options), exif_orientation */
+    const char *out_path, *path;
+    cli_common common; /* -m, and the params' image_size, max_pixels and exif_orientation */
 } preprocess_options;
 
-/* Returns 0 to run, else the exit status (-1: --help). */
-static int parse_options(int argc, char **argv, preprocess_options *o) {
-    int id, bad = 0;
-    cli_parser p;
-    cli_parse_begin(&p, &command, argc, argv);
-    while (!bad && (id = cli_parse_next(&p)) > 0) {
-        switch (id) {
-        case OPT_MODEL:
-            o->model_opt = p.value;
-            break;
-        case OPT_OUTPUT:
-            o->out_path = p.value;
-            break;
-        case OPT_EXIF:
-            o->params.exif_orientation = 1;
-            break;
-        default:
-            bad = cli_shared_option(&p, id, &o->params);
-        }
-    }
-    if (bad || id == CLI_ERROR) return 2;
-    if (id == CLI_HELP) return -1;
-    if (p.num_rest != 1 || !o->out_path) {
-        fprintf(stderr, "vit preprocess: expected one FILE and -o OUT (vit preprocess --help)\n");
-        return 2;
-    }
-    o->path = p.rest[0];
+static int preprocess_option(const cli_parser *p, int id, void *user) {
+    if (id == OPT_OUTPUT) ((preprocess_options *)user)->out_path = p->value;
     return 0;
 }
 
+static cli_outcome parse_options(int argc, char **argv, preprocess_options *o) {
+    cli_parser p;
+    const cli_outcome parsed =
+        cli_parse(&p, &command, argc, argv, &o->common, preprocess_option, o);
+    if (parsed != CLI_PARSED) return parsed;
+    if (p.num_rest != 1 || !o->out_path)
+        return cli_usage_error(&command, "expected one FILE and -o OUT");
+    o->path = p.rest[0];
+    return CLI_PARSED;
+}
+
 int cli_preprocess(int argc, char **argv) {
-    preprocess_options o = {0};
-    const int parsed = parse_options(argc, argv, &o);
-    if (parsed != 0) return parsed < 0 ? 0 : parsed;
-    const char *model_opt = o.model_opt, *out_path = o.out_path, *path = o.path;
-    const int size = o.params.image_size;
-    const int64_t max_pixels = o.params.max_pixels;
+    preprocess_options o = {0}; /* EXIF orientation off unless --exif, as eval */
+    const cli_outcome parsed = parse_options(argc, argv, &o);
+    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
+    const char *model_opt = o.common.model, *out_path = o.out_path, *path = o.path;
+    const int size = o.common.params.image_size;
+    const int64_t max_pixels = o.common.params.max_pixels;
     char model_dir[4096];
     cli_model_dir(model_opt, model_dir, sizeof model_dir);
     vit_error err = {0};
@@ -100,7 +82,7 @@ int cli_preprocess(int argc, char **argv) {
         fprintf(stderr, "vit preprocess: out of memory\n");
         return 1;
     }
-    const int flags = o.params.exif_orientation ? IMAGE_EXIF_ORIENTATION : 0;
+    const int flags = o.common.params.exif_orientation ? IMAGE_EXIF_ORIENTATION : 0;
     int rc = preprocess_file(&cfg, path, max_pixels, flags, pixels, &err);
     if (rc == 0) {
         st_entry entry = {.name = "pixels", .ndim = 3, .shape = {C, H, W}, .data = pixels};

@@ -14,8 +14,7 @@
 #include "vit/cli/serve.h"
 
 enum {
-    OPT_MODEL = 1,
-    OPT_TEXT_MODEL,
+    OPT_TEXT_MODEL = 1,
     OPT_HOST,
     OPT_PORT,
     OPT_WAIT,
@@ -28,7 +27,7 @@ enum {
 };
 
 static const cli_option options[] = {
-    {OPT_MODEL, "model", 'm', "DIR", "the image model", "$VIT_MODEL, else the shipped model"},
+    CLI_MODEL_OPTION("the image model", CLI_MODEL_DEFAULT),
     {OPT_TEXT_MODEL, "text-model", 0, "DIR",
      "a text model for POST /v1/text (without -m and $VIT_MODEL: text only)", NULL},
     {OPT_HOST, "host", 0, "ADDR", "the address to listen on", "127.0.0.1 (this machine only)"},
@@ -49,6 +48,7 @@ static const cli_option options[] = {
     CLI_THREADS_OPTION,
     CLI_SIZE_OPTION("run at N x N pixels (position embeddings interpolated as Hugging Face does)"),
     CLI_PIXELS_OPTION,
+    CLI_EXIF_UPRIGHT,
     CLI_BACKEND_OPTION,
     CLI_PRECISION_OPTION,
     {OPT_QUIET, "quiet", 'q', NULL, "no line per request on standard error", NULL},
@@ -79,11 +79,10 @@ typedef struct {
     serve_app app;
 } serve_options;
 
-static int parse_option(const cli_parser *p, int id, serve_options *o) {
+static int serve_option(const cli_parser *p, int id, void *user) {
+    serve_options *o = user;
     int64_t bytes;
     switch (id) {
-    case OPT_MODEL:
-        return o->model_opt = p->value, 0;
     case OPT_TEXT_MODEL:
         return o->text_dir = p->value, 0;
     case OPT_HOST:
@@ -105,24 +104,18 @@ static int parse_option(const cli_parser *p, int id, serve_options *o) {
         return cli_int(p, 1, 256, &o->decode_threads);
     case OPT_QUIET:
         return o->app.quiet = 1, 0;
-    default:
-        return cli_shared_option(p, id, &o->params);
-    }
-}
-
-/* Returns 0 to run, else the exit status (-1: --help). */
-static int parse_options(int argc, char **argv, serve_options *o) {
-    cli_parser p;
-    cli_parse_begin(&p, &command, argc, argv);
-    int id, bad = 0;
-    while (!bad && (id = cli_parse_next(&p)) > 0) bad = parse_option(&p, id, o);
-    if (bad || id == CLI_ERROR) return 2;
-    if (id == CLI_HELP) return -1;
-    if (p.num_rest) {
-        fprintf(stderr, "vit serve: unexpected argument '%s' (vit serve --help)\n", p.rest[0]);
-        return 2;
     }
     return 0;
+}
+
+static cli_outcome parse_options(int argc, char **argv, serve_options *o) {
+    cli_common c = {.params = o->params};
+    cli_parser p;
+    const cli_outcome parsed = cli_parse(&p, &command, argc, argv, &c, serve_option, o);
+    o->model_opt = c.model, o->params = c.params;
+    if (parsed == CLI_PARSED && p.num_rest)
+        return cli_usage_error(&command, "unexpected argument '%s'", p.rest[0]);
+    return parsed;
 }
 
 #ifdef VIT_MICROHTTPD
@@ -158,11 +151,7 @@ static int load_image_model(service *s, serve_options *o) {
 
 static int load_text_model(service *s, const serve_options *o) {
     if (!o->text_dir) return 0;
-    vit_text_params tp = vit_text_default_params();
-    tp.threads = o->params.threads;
-    tp.max_batch = o->params.max_batch;
-    tp.backend = o->params.backend;
-    tp.precision = o->params.precision;
+    const vit_text_params tp = cli_text_params(&o->params);
     vit_error err = {0};
     s->text = vit_text_load(o->text_dir, &tp, &err);
     if (!s->text) fprintf(stderr, "vit serve: %s\n", err.msg);
@@ -265,7 +254,7 @@ static void drain(serve_app *app, serve_http *http, int sig) {
     serve_batcher_drain(app->batcher); /* no connection may stay suspended */
 }
 
-static int run(serve_options *o) {
+static int serve_until_stopped(serve_options *o) {
     service s = {0};
     if (start_service(&s, o) != 0) {
         stop_service(&s);
@@ -311,11 +300,11 @@ int cli_serve(int argc, char **argv) {
                                .max_body_bytes = 20000000,
                                .max_inputs = 64}};
     o.params.max_batch = 8;
-    const int parsed = parse_options(argc, argv, &o);
-    if (parsed != 0) return parsed < 0 ? 0 : parsed;
+    const cli_outcome parsed = parse_options(argc, argv, &o);
+    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
 #ifdef VIT_MICROHTTPD
     if (catch_stop_signals() != 0) return 1;
-    return run(&o);
+    return serve_until_stopped(&o);
 #else
     fprintf(stderr, "vit serve: not built in (this vit was built without libmicrohttpd: install "
                     "libmicrohttpd-dev and rebuild)\n");

@@ -1,6 +1,5 @@
 /* vit text: top-k labels of texts with a BERT sentence classifier. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +13,7 @@
 #define DEFAULT_BATCH 32
 
 enum {
-    OPT_MODEL = 1,
-    OPT_TOP,
+    OPT_TOP = 1,
     OPT_JSON,
     OPT_LOGITS,
     OPT_TOKENS,
@@ -23,7 +21,7 @@ enum {
 };
 
 static const cli_option options[] = {
-    {OPT_MODEL, "model", 'm', "DIR", "a BertForSequenceClassification folder", "$VIT_MODEL"},
+    CLI_MODEL_OPTION("a BertForSequenceClassification folder", "$VIT_MODEL"),
     {OPT_TOP, "top", 'k', "N", "show the N most likely labels (at most the model's labels)", "5"},
     {OPT_JSON, "json", 0, NULL,
      "one JSON object per text: text, top, and logits / ids, pieces if asked", NULL},
@@ -52,10 +50,10 @@ const cli_command *cli_text_command(void) {
 }
 
 typedef struct {
-    const char *model_opt, *file;
+    const char *file;
     int top_k, json, logits, tokens;
-    vit_params compute; /* the shared options: threads, max_batch, backend, precision */
-    char **texts;       /* the TEXT arguments */
+    cli_common common; /* -m; threads, max_batch (0: not given), backend, precision */
+    char **texts;      /* the TEXT arguments */
     int num_texts;
 } options_t;
 
@@ -86,47 +84,36 @@ typedef struct {
 
 /* ---- options ---- */
 
-/* Returns 0 to run, 1 after --help, 2 on a usage error (already reported). */
-static int parse_options(int argc, char **argv, options_t *o) {
+static int text_option(const cli_parser *p, int id, void *user) {
+    options_t *o = user;
+    switch (id) {
+    case OPT_FILE:
+        return o->file = p->value, 0;
+    case OPT_JSON:
+        return o->json = 1, 0;
+    case OPT_LOGITS:
+        return o->logits = 1, 0;
+    case OPT_TOKENS:
+        return o->tokens = 1, 0;
+    case OPT_TOP:
+        return cli_int(p, 1, 1 << 20, &o->top_k);
+    }
+    return 0;
+}
+
+static cli_outcome parse_options(int argc, char **argv, options_t *o) {
     *o = (options_t){.top_k = 5};
     cli_parser p;
-    cli_parse_begin(&p, &command, argc, argv);
-    int id, bad = 0;
-    while (!bad && (id = cli_parse_next(&p)) > 0) {
-        switch (id) {
-        case OPT_MODEL:
-            o->model_opt = p.value;
-            break;
-        case OPT_FILE:
-            o->file = p.value;
-            break;
-        case OPT_JSON:
-            o->json = 1;
-            break;
-        case OPT_LOGITS:
-            o->logits = 1;
-            break;
-        case OPT_TOKENS:
-            o->tokens = 1;
-            break;
-        case OPT_TOP:
-            bad = cli_int(&p, 1, 1 << 20, &o->top_k);
-            break;
-        default:
-            bad = cli_shared_option(&p, id, &o->compute);
-        }
-    }
-    if (bad || id == CLI_ERROR) return 2;
-    if (id == CLI_HELP) return 1;
+    const cli_outcome parsed = cli_parse(&p, &command, argc, argv, &o->common, text_option, o);
     o->texts = p.rest;
     o->num_texts = p.num_rest;
-    return 0;
+    return parsed;
 }
 
 /* -m, else $VIT_MODEL. The shipped default model reads images, so there is no fallback. */
 static const char *model_dir(const options_t *o) {
     const char *env = getenv("VIT_MODEL");
-    if (o->model_opt) return o->model_opt;
+    if (o->common.model) return o->common.model;
     return env && *env ? env : NULL;
 }
 
@@ -185,7 +172,7 @@ static size_t invalid_utf8(const char *s, size_t n) {
 static int fill_batch(text_run *r) {
     batch *b = &r->b;
     b->count = 0;
-    while (b->count < r->opt.compute.max_batch) {
+    while (b->count < r->opt.common.params.max_batch) {
         const int rc = next_input(r, b->count);
         if (rc < 0) r->failures++;
         if (rc <= 0) break;
@@ -307,8 +294,8 @@ static int classify_all(text_run *r) {
 
 int cli_text(int argc, char **argv) {
     text_run r = {0};
-    const int parsed = parse_options(argc, argv, &r.opt);
-    if (parsed != 0) return parsed == 1 ? 0 : 2;
+    const cli_outcome parsed = parse_options(argc, argv, &r.opt);
+    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     const char *dir = model_dir(&r.opt);
     if (!dir) {
         fprintf(stderr, "vit text: no model: give -m MODEL_DIR (a BERT text classifier) or set "
@@ -317,15 +304,11 @@ int cli_text(int argc, char **argv) {
     }
     if (open_input(&r) != 0) return 1;
     /* Batches wait for their last line: someone typing wants each answer at once. */
-    if (r.opt.compute.max_batch == 0)
-        r.opt.compute.max_batch = r.in == stdin && isatty(STDIN_FILENO) ? 1 : DEFAULT_BATCH;
+    vit_params *c = &r.opt.common.params;
+    if (c->max_batch == 0) c->max_batch = r.in == stdin && isatty(STDIN_FILENO) ? 1 : DEFAULT_BATCH;
     vit_error err = {0};
     int rc = 1;
-    const vit_params *c = &r.opt.compute;
-    const vit_text_params params = {.threads = c->threads,
-                                    .max_batch = c->max_batch,
-                                    .backend = c->backend,
-                                    .precision = c->precision};
+    const vit_text_params params = cli_text_params(c);
     r.clf = vit_text_load(dir, &params, &err);
     if (!r.clf) {
         fprintf(stderr, "vit text: %s\n", err.msg);
@@ -333,13 +316,12 @@ int cli_text(int argc, char **argv) {
         r.labels = vit_text_num_labels(r.clf);
         if (r.opt.top_k > r.labels) r.opt.top_k = r.labels;
         r.top = malloc(sizeof *r.top * (size_t)r.opt.top_k);
-        if (!r.top || batch_alloc(&r.b, r.opt.compute.max_batch, r.labels) != 0)
-            fprintf(stderr, "vit text: out of memory for batches of %d texts\n",
-                    r.opt.compute.max_batch);
+        if (!r.top || batch_alloc(&r.b, c->max_batch, r.labels) != 0)
+            fprintf(stderr, "vit text: out of memory for batches of %d texts\n", c->max_batch);
         else
             rc = classify_all(&r) != 0 || r.failures ? 1 : 0;
     }
-    batch_free(&r.b, r.opt.compute.max_batch);
+    batch_free(&r.b, c->max_batch);
     free(r.top);
     vit_text_free(r.clf);
     if (r.in && r.in != stdin) fclose(r.in);

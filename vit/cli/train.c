@@ -118,8 +118,8 @@ static int parse_augment(const char *text, train_options *o) {
 }
 
 /* The command line: every row of the library's option table that has a name, then the few that
- * act on several fields or on the run itself. Option ids: OPT_TABLE + table index, then these. */
-enum { OPT_TABLE = 256, OPT_AUGMENT = 1000, OPT_NO_AUGMENT, OPT_RESUME };
+ * act on several fields or on the run itself. Option ids: these, then OPT_TABLE + table index. */
+enum { OPT_AUGMENT = 1, OPT_NO_AUGMENT, OPT_RESUME, OPT_TABLE = 256 };
 
 static const char *group_names[] = {
     ("data (images: DIR/<class>/*.png|jpg|webp|tif|gif|bmp; text: a "
@@ -177,55 +177,49 @@ const cli_command *cli_train_command(void) {
     return &command;
 }
 
-/* Options into o; returns 0 to run, 1 after --help, 2 on a usage error (reported). */
-static int parse_options(int argc, char **argv, train_options *o, int *resume) {
-    cli_parser p;
-    cli_parse_begin(&p, cli_train_command(), argc, argv);
-    int id, shape_given = 0;
+typedef struct {
+    train_options *o;
+    int resume, shape_given;
+} train_command_line;
+
+static int parse_train_option(const cli_parser *p, int id, void *user) {
+    train_command_line *l = user;
+    if (id == OPT_AUGMENT) return parse_augment(p->value, l->o);
+    if (id == OPT_NO_AUGMENT) return l->o->augment = 0, 0;
+    if (id == OPT_RESUME) return l->resume = 1, 0;
+    const train_option *t = &train_option_table[id - OPT_TABLE];
     vit_error err;
-    while ((id = cli_parse_next(&p)) > 0) {
-        if (id == OPT_AUGMENT) {
-            if (parse_augment(p.value, o) != 0) return 2;
-        } else if (id == OPT_NO_AUGMENT) {
-            o->augment = 0;
-        } else if (id == OPT_RESUME) {
-            *resume = 1;
-        } else {
-            const train_option *t = &train_option_table[id - OPT_TABLE];
-            if (train_option_set(o, t, p.value, &err) != 0) {
-                fprintf(stderr, "vit train: %s\n", err.msg);
-                return 2;
-            }
-            shape_given |= (t->flags & OPTION_SHAPE) != 0;
-        }
+    if (train_option_set(l->o, t, p->value, &err) != 0) {
+        fprintf(stderr, "vit train: %s\n", err.msg);
+        return -1;
     }
-    if (id == CLI_ERROR) return 2;
-    if (id == CLI_HELP) return 1;
-    if (p.num_rest) {
-        fprintf(stderr, "vit train: unexpected argument '%s' (vit train --help)\n", p.rest[0]);
-        return 2;
-    }
-    if (!o->out_dir || (!*resume && !o->train_path)) {
-        fprintf(stderr, "vit train: --out and --train are required (vit train --help)\n");
-        return 2;
-    }
-    if (o->init_dir && shape_given) {
-        fprintf(stderr, "vit train: --init takes the model's shape; drop the shape options\n");
-        return 2;
-    }
-    if (o->channels == 2) {
-        fprintf(stderr, "vit train: --channels must be 1 (grey) or 3 (RGB)\n");
-        return 2;
-    }
-    if (o->val_path && o->val_split > 0) o->val_split = 0;
+    l->shape_given |= (t->flags & OPTION_SHAPE) != 0;
     return 0;
+}
+
+/* Options into o (and whether to resume); then the checks of their combination. */
+static cli_outcome parse_options(int argc, char **argv, train_options *o, int *resume) {
+    const cli_command *cmd = cli_train_command();
+    train_command_line l = {.o = o};
+    cli_parser p;
+    const cli_outcome parsed = cli_parse(&p, cmd, argc, argv, NULL, parse_train_option, &l);
+    *resume = l.resume;
+    if (parsed != CLI_PARSED) return parsed;
+    if (p.num_rest) return cli_usage_error(cmd, "unexpected argument '%s'", p.rest[0]);
+    if (!o->out_dir || (!l.resume && !o->train_path))
+        return cli_usage_error(cmd, "--out and --train are required");
+    if (o->init_dir && l.shape_given)
+        return cli_usage_error(cmd, "--init takes the model's shape; drop the shape options");
+    if (o->channels == 2) return cli_usage_error(cmd, "--channels must be 1 (grey) or 3 (RGB)");
+    if (o->val_path && o->val_split > 0) o->val_split = 0;
+    return CLI_PARSED;
 }
 
 int cli_train(int argc, char **argv) {
     train_options o = train_default_options();
     int resume = 0;
-    const int parsed = parse_options(argc, argv, &o, &resume);
-    if (parsed != 0) return parsed == 1 ? 0 : 2;
+    const cli_outcome parsed = parse_options(argc, argv, &o, &resume);
+    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
 
     cli_state s = {.tty = isatty(2)};
     install_signals();

@@ -1,0 +1,166 @@
+/* The shape every `vit` command shares: -h prints its help and exits 0; an unknown option or a
+ * wrong operand is a one-line usage error and exit 2; --model, --exif and --no-exif are the same
+ * options wherever they apply. The commands are taken from `vit --help`, so a new one is checked
+ * too. Runs the binary named by $VIT_BIN (set by `make test`). */
+#include "tests/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_COMMANDS 32
+
+/* The commands `vit --help` lists ("  NAME   summary" lines after "commands:"). */
+static int list_commands(char names[][32]) {
+    test_run_result r = test_run_vit(NULL, NULL, (const char *const[]){"--help", NULL});
+    assert_int_equal(r.status, 0);
+    const char *at = strstr(r.out, "commands:\n");
+    assert_non_null(at);
+    int n = 0;
+    for (at += strlen("commands:\n"); n < MAX_COMMANDS && strncmp(at, "  ", 2) == 0; n++) {
+        sscanf(at, " %31s", names[n]);
+        at = strchr(at, '\n') + 1;
+    }
+    test_run_free(&r);
+    assert_true(n >= 11);
+    return n;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* stderr is exactly one line that begins with "vit CMD: " and contains want. */
+static void expect_one_line(const test_run_result *r, const char *cmd, const char *want) {
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "vit %s: ", cmd);
+    if (count_lines(r->err) != 1 || strncmp(r->err, prefix, strlen(prefix)) != 0 ||
+        !strstr(r->err, want))
+        fail_msg("vit %s: expected one line '%s...%s' on stderr, got: %s", cmd, prefix, want,
+                 r->err);
+}
+
+static void test_help(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char names[MAX_COMMANDS][32];
+    const int n = list_commands(names);
+    for (int i = 0; i < n; i++) {
+        const char *flags[] = {"-h", "--help"};
+        for (int f = 0; f < 2; f++) {
+            test_run_result r =
+                test_run_vit(NULL, NULL, (const char *const[]){names[i], flags[f], NULL});
+            char usage[64];
+            snprintf(usage, sizeof usage, "usage: vit %.31s ", names[i]);
+            if (r.status != 0 || strncmp(r.out, usage, strlen(usage)) != 0 || r.err[0])
+                fail_msg("vit %s %s: exit %d, stdout '%.60s', stderr '%s'", names[i], flags[f],
+                         r.status, r.out, r.err);
+            assert_non_null(strstr(r.out, "  -h, --help "));
+            test_run_free(&r);
+        }
+    }
+    print_message("  %d commands answer -h and --help with their help, exit 0\n", n);
+}
+
+static void test_unknown_option(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char names[MAX_COMMANDS][32];
+    const int n = list_commands(names);
+    for (int i = 0; i < n; i++) {
+        test_run_result r =
+            test_run_vit(NULL, NULL, (const char *const[]){names[i], "--no-such-option", NULL});
+        if (r.status != 2) fail_msg("vit %s --no-such-option: exit %d", names[i], r.status);
+        expect_one_line(&r, names[i], "unknown option '--no-such-option'");
+        assert_string_equal(r.out, "");
+        test_run_free(&r);
+    }
+    print_message("  %d commands refuse an unknown option in one line, exit 2\n", n);
+}
+
+/* Operands and option combinations the commands refuse: one line ending in "(vit CMD --help)",
+ * exit 2, before anything is loaded. */
+static void test_usage_errors(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    static const char *const cases[][10] = {
+        {"classify", NULL},
+        {"eval", NULL},
+        {"eval", "a", "b", NULL},
+        {"info", "extra", NULL},
+        {"bench", "extra", NULL},
+        {"preprocess", "x.png", NULL},
+        {"convert", "in", NULL},
+        {"serve", "extra", NULL},
+        {"explain", "x.png", NULL},
+        {"embed", "x.png", NULL},
+        {"train", "--train", "data", NULL},
+        {"train", "--train", "d", "--out", "o", "--init", "m", "--layers", "2", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *cmd = cases[i][0];
+        test_run_result r = test_run_vit(NULL, NULL, cases[i]);
+        char help[64];
+        snprintf(help, sizeof help, "(vit %s --help)\n", cmd);
+        if (r.status != 2) fail_msg("vit %s ...: exit %d: %s", cmd, r.status, r.err);
+        expect_one_line(&r, cmd, help);
+        test_run_free(&r);
+    }
+}
+
+/* An image folder of one class with one (unread) file, and a model folder that does not exist. */
+static const char *image_folder(void) {
+    static char dir[4200], class_dir[4300];
+    snprintf(dir, sizeof dir, "%s/cli-images", test_tmpdir());
+    snprintf(class_dir, sizeof class_dir, "%s/a", dir);
+    assert_int_equal(mkdir(dir, 0700) | mkdir(class_dir, 0700), 0);
+    write_temp_file("cli-images/a/x.png", "not read", 8);
+    return dir;
+}
+
+/* --model, --exif and --no-exif are accepted by every command that reads images (the run then
+ * fails on the missing model, exit 1, naming it); --model by those that load any model. */
+static void test_model_and_exif(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char missing[4200], out[4200];
+    snprintf(missing, sizeof missing, "%s/no-such-model", test_tmpdir());
+    snprintf(out, sizeof out, "%s/cli-out", test_tmpdir());
+    const char *image = write_temp_file("cli-x.png", "not read", 8);
+    const char *const operands[][4] = {
+        {"classify", image, NULL},
+        {"eval", image_folder(), NULL},
+        {"serve", "--port", "0", NULL},
+        {"explain", image, "-o", out},
+        {"embed", image, "-o", out},
+        {"preprocess", image, "-o", out},
+        {"text", "a sentence", NULL},
+        {"bench", NULL},
+        {"info", NULL},
+    };
+    for (size_t i = 0; i < sizeof operands / sizeof operands[0]; i++) {
+        const int images = i < 6;
+        const char *args[12] = {operands[i][0], "--model", missing};
+        int n = 3;
+        if (images) args[n++] = "--no-exif", args[n++] = "--exif";
+        for (int k = 1; k < 4 && operands[i][k]; k++) args[n++] = operands[i][k];
+        test_run_result r = test_run_vit(NULL, NULL, args);
+        if (r.status != 1 || !strstr(r.err, "no-such-model"))
+            fail_msg("vit %s --model DIR%s: exit %d: %s", args[0],
+                     images ? " --no-exif --exif" : "", r.status, r.err);
+        test_run_free(&r);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_unknown_option),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_model_and_exif),
+    };
+    return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
+}
