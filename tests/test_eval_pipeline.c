@@ -151,45 +151,10 @@ static void test_source_error_stops(void **state) {
     free(expected);
 }
 
-typedef struct {
-    int next;
-    int seen;
-} paths_state;
-
-static int next_path(void *user, char **path) {
-    paths_state *s = user;
-    if (s->next == 3) return 0;
-    *path = image_path(images[s->next++]);
-    return 1;
-}
-
-static void paths_done(void *user, const pipeline_item *items, int count) {
-    paths_state *s = user;
-    for (int k = 0; k < count; k++, s->seen++) {
-        assert_true(items[k].ok);
-        assert_int_equal(items[k].tag, 0);
-    }
-}
-
-/* The path-list form used by vit classify. */
-static void test_paths(void **state) {
-    (void)state;
-    REQUIRE_SHARED();
-    vit_context *ctx = load(2);
-    paths_state s = {0};
-    pipeline_options opt = {.batch = 2, .decode_threads = 1};
-    vit_error err = {{0}};
-    const pipeline_model model = eval_pipeline_model(ctx);
-    assert_int_equal(pipeline_run(&model, &opt, next_path, paths_done, &s, &err), 0);
-    assert_int_equal(s.seen, 3);
-    vit_free(ctx);
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_and_failures),
         cmocka_unit_test(test_source_error_stops),
-        cmocka_unit_test(test_paths),
     };
     return cmocka_run_group_tests_name("pipeline", tests, NULL, NULL);
 }

@@ -118,7 +118,6 @@ static int openblas_prepare(gemm_weight *w, vit_error *err) {
     const size_t n = (size_t)w->OUT * w->IN;
     if (!(w->rounded = vit_alloc_floats(n))) return vit_fail(err, "out of memory");
     round_rows_bf16(w->rounded, w->weight, n);
-    w->extra_bytes = n * sizeof(float);
     return 0;
 }
 
@@ -176,8 +175,4 @@ void gemm_free(gemm_weight *w) {
 
 size_t gemm_workspace_bytes(const gemm_weight *w) {
     return w->workspace_bytes;
-}
-
-size_t gemm_extra_bytes(const gemm_weight *w) {
-    return w->extra_bytes;
 }

@@ -55,7 +55,5 @@ size_t gemm_workspace_bytes(const gemm_weight *w);
  * its own parallel region. */
 void gemm_run(gemm_weight *w, const float *x, int N, float *y, void *workspace);
 void gemm_free(gemm_weight *w);
-/* Bytes the prepared form holds beyond the fp32 weight it was made from. */
-size_t gemm_extra_bytes(const gemm_weight *w);
 
 #endif

@@ -15,7 +15,6 @@ struct gemm_weight {
     const float *weight, *bias; /* the fp32 originals, read in place */
     float *rounded;             /* bf16 computed in fp32: the weight rounded to bfloat16 */
     void *onednn;               /* the oneDNN backend's state */
-    size_t extra_bytes;         /* held beyond the fp32 weight */
     size_t workspace_bytes;
 };
 

@@ -173,7 +173,7 @@ static int make_memory(dnnl_memory_t *m, dnnl_memory_desc_t md, const void *data
 /* L->weight from data [OUT, IN] of L->wei_type: in place where the chosen layout is PyTorch's
  * (returns 0), else reordered once into memory of oneDNN's, its bytes added to *extra (returns
  * 1); -1 when out of memory. */
-static int make_weight_memory(const gemm_weight *w, layer *L, const void *data, size_t *extra) {
+static int make_weight_memory(const gemm_weight *w, layer *L, const void *data) {
     const dnnl_memory_desc_t plain = weight_desc(w->IN, w->OUT, L->wei_type);
     if (dnnl_memory_desc_equal(&plain, &L->wei_md)) return make_memory(&L->weight, plain, data);
     dnnl_memory_t from = NULL;
@@ -190,7 +190,6 @@ static int make_weight_memory(const gemm_weight *w, layer *L, const void *data, 
                      dnnl_stream_wait(stream) == dnnl_success
                  ? 1
                  : -1;
-        *extra += dnnl_memory_desc_get_size(&L->wei_md);
     }
     dnnl_primitive_destroy(reorder);
     dnnl_primitive_desc_destroy(pd);
@@ -198,18 +197,17 @@ static int make_weight_memory(const gemm_weight *w, layer *L, const void *data, 
     return rc;
 }
 
-/* The primitives and the weight memory for data (bytes long; the layer's own copy, L->owned,
- * is freed once reordered); 0, or -1 with err set. */
-static int make_layer(gemm_weight *w, layer *L, const void *data, size_t bytes, vit_error *err) {
+/* The primitives and the weight memory for data (the layer's own copy, L->owned, is freed once
+ * reordered); 0, or -1 with err set. */
+static int make_layer(gemm_weight *w, layer *L, const void *data, vit_error *err) {
     if (make_primitives(w, L) != 0)
         return vit_fail(err, "oneDNN has no %s matmul on this CPU (%s)",
                         gemm_precision_name(w->precision), isa_name());
-    const int reordered = make_weight_memory(w, L, data, &w->extra_bytes);
+    const int reordered = make_weight_memory(w, L, data);
     if (reordered < 0) return vit_fail(err, "out of memory");
     if (reordered && data == L->owned) {
         free(L->owned);
         L->owned = NULL;
-        w->extra_bytes -= bytes;
     }
     return 0;
 }
@@ -261,12 +259,11 @@ static int prepare_int8(layer *L, gemm_weight *w, vit_error *err) {
     L->src_type = dnnl_u8;
     L->wei_type = dnnl_s8;
     L->dst_type = dnnl_s32;
-    const size_t rows = (size_t)w->max_rows, n = (size_t)w->OUT * w->IN;
+    const size_t rows = (size_t)w->max_rows;
     /* u8 rows, then each row's scale and zero point, then the int32 products (run_int8) */
     w->workspace_bytes =
         align64(rows * w->IN) + 2 * align64(rows * sizeof(float)) + rows * w->OUT * sizeof(int32_t);
-    w->extra_bytes = n + (size_t)w->OUT * (sizeof(float) + sizeof(int32_t));
-    return make_layer(w, L, L->owned, n, err);
+    return make_layer(w, L, L->owned, err);
 }
 
 /* bf16 on bf16 kernels: the weight converted once; else the same numbers in fp32. */
@@ -284,16 +281,14 @@ static int prepare_bf16(layer *L, gemm_weight *w, vit_error *err) {
         L->src_type = L->wei_type = dnnl_bf16;
         L->dst_type = dnnl_f32;
         w->workspace_bytes = (size_t)w->max_rows * w->IN * sizeof(uint16_t);
-        w->extra_bytes = n * sizeof(uint16_t);
-        return make_layer(w, L, w16, n * sizeof *w16, err);
+        return make_layer(w, L, w16, err);
     }
     L->emulate_bf16 = 1;
     if (!(w->rounded = vit_alloc_floats(n))) return vit_fail(err, "out of memory");
     round_rows_bf16(w->rounded, w->weight, n);
-    w->extra_bytes = n * sizeof(float);
     w->workspace_bytes = (size_t)w->max_rows * w->IN * sizeof(float);
     L->src_type = L->wei_type = L->dst_type = dnnl_f32;
-    return make_layer(w, L, w->rounded, n * sizeof(float), err);
+    return make_layer(w, L, w->rounded, err);
 }
 
 int onednn_prepare(gemm_weight *w, vit_error *err) {
@@ -307,7 +302,7 @@ int onednn_prepare(gemm_weight *w, vit_error *err) {
         rc = prepare_bf16(L, w, err);
     } else {
         L->src_type = L->wei_type = L->dst_type = dnnl_f32;
-        rc = make_layer(w, L, w->weight, 0, err);
+        rc = make_layer(w, L, w->weight, err);
     }
     if (rc == 0 && L->with_bias && make_memory(&L->bias, matrix(1, w->OUT, dnnl_f32), w->bias) != 0)
         rc = vit_fail(err, "out of memory");

@@ -32,7 +32,7 @@ typedef struct {
     const pipeline_model *model;
     pipeline_options opt;
     pipeline_source_fn source;
-    void *source_user, *user;
+    void *user; /* the source's and the done callback's */
     size_t floats;
     batch_slot slots[2];
     pthread_mutex_t lock; /* guards the slots' state and counters, stop and listed_all */
@@ -48,7 +48,7 @@ static void list_batch(pipeline *p, batch_slot *s) {
     while (s->count < p->opt.batch) {
         pipeline_item *it = &s->items[s->count];
         memset(it, 0, sizeof *it);
-        if ((rc = p->source(p->source_user, it)) != 1) break;
+        if ((rc = p->source(p->user, it)) != 1) break;
         s->count++;
     }
     s->last = rc != 1;
@@ -194,14 +194,21 @@ static int alloc_slots(pipeline *p, vit_error *err) {
     return 0;
 }
 
-static int run(const pipeline_model *model, const pipeline_options *opt, pipeline_source_fn source,
-               void *source_user, pipeline_done_fn done, void *user, vit_error *err) {
-    pipeline p = {.model = model,
-                  .opt = *opt,
-                  .source = source,
-                  .source_user = source_user,
-                  .user = user,
-                  .floats = model->input_floats};
+/* The slots, with the paths of batches listed but never consumed (after an error). */
+static void free_slots(pipeline *p) {
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; p->slots[k].items && i < p->slots[k].count; i++)
+            free(p->slots[k].items[i].path);
+        free(p->slots[k].items);
+        free(p->slots[k].pixels);
+    }
+}
+
+int pipeline_run_source(const pipeline_model *model, const pipeline_options *opt,
+                        pipeline_source_fn source, pipeline_done_fn done, void *user,
+                        vit_error *err) {
+    pipeline p = {
+        .model = model, .opt = *opt, .source = source, .user = user, .floats = model->input_floats};
     if (p.opt.batch < 1) p.opt.batch = 1;
     if (p.opt.decode_threads < 1) p.opt.decode_threads = 1;
     float *logits = malloc(sizeof(float) * (size_t)p.opt.batch * (size_t)model->outputs);
@@ -220,36 +227,9 @@ static int run(const pipeline_model *model, const pipeline_options *opt, pipelin
         started++;
     if (rc == 0) rc = consume_all(&p, logits, done, err);
     for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
-    for (int k = 0; k < 2; k++) { /* batches listed but never consumed after an error */
-        for (int i = 0; p.slots[k].items && i < p.slots[k].count; i++)
-            free(p.slots[k].items[i].path);
-        free(p.slots[k].items);
-        free(p.slots[k].pixels);
-    }
+    free_slots(&p);
     pthread_mutex_destroy(&p.lock);
     pthread_cond_destroy(&p.changed);
     free(logits);
     return rc;
-}
-
-int pipeline_run_source(const pipeline_model *model, const pipeline_options *opt,
-                        pipeline_source_fn source, pipeline_done_fn done, void *user,
-                        vit_error *err) {
-    return run(model, opt, source, user, done, user, err);
-}
-
-typedef struct {
-    pipeline_next_fn next;
-    void *user;
-} path_source;
-
-static int from_paths(void *user, pipeline_item *item) {
-    path_source *ps = user;
-    return ps->next(ps->user, &item->path);
-}
-
-int pipeline_run(const pipeline_model *model, const pipeline_options *opt, pipeline_next_fn next,
-                 pipeline_done_fn done, void *user, vit_error *err) {
-    path_source ps = {next, user};
-    return run(model, opt, from_paths, &ps, done, user, err);
 }

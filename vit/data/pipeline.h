@@ -10,7 +10,7 @@
 
 /* What the pipeline runs: any model that preprocesses a file into input_floats floats (on any
  * thread, concurrently) and maps a batch of such inputs to `outputs` floats each (on the calling
- * thread). eval/eval_images.h makes one of a vit_context. */
+ * thread). vit/eval/eval_images.h makes one of a vit_context. */
 typedef struct {
     void *self;
     size_t input_floats;
@@ -21,15 +21,13 @@ typedef struct {
 
 typedef struct {
     char *path;
-    int tag;       /* the source's value for this input (e.g. its true class); 0 from next_fn */
-    int ok;        /* decoded and classified */
-    vit_error err; /* why not, when !ok */
+    int tag;             /* the source's value for this input (e.g. its true class), or 0 */
+    int ok;              /* decoded and classified */
+    vit_error err;       /* why not, when !ok */
     const float *logits; /* [outputs] when ok */
 } pipeline_item;
 
-/* Returns 1 and a malloc'ed path (the pipeline frees it), or 0 at the end of the input. */
-typedef int (*pipeline_next_fn)(void *user, char **path);
-/* The general input: fills item->path (malloc'ed, the pipeline frees it) and may set item->tag.
+/* The input: fills item->path (malloc'ed, the pipeline frees it) and may set item->tag.
  * A source may hand over an input that already failed (e.g. a file it could not list) by setting
  * item->err.msg: it is reported as not ok without being decoded. Returns 1, 0 at the end, or -1
  * with item->err set to stop the run with that error. Called on the loader thread. */
@@ -43,8 +41,8 @@ typedef struct {
                          * the calling thread decodes too while it would otherwise wait */
 } pipeline_options;
 
-int pipeline_run(const pipeline_model *model, const pipeline_options *opt, pipeline_next_fn next,
-                 pipeline_done_fn done, void *user, vit_error *err);
+/* Runs every input of source through the model, each batch to done (user: both callbacks').
+ * Returns 0, or -1 with err when the run stops (a forward pass, a source's error, memory). */
 int pipeline_run_source(const pipeline_model *model, const pipeline_options *opt,
                         pipeline_source_fn source, pipeline_done_fn done, void *user,
                         vit_error *err);

@@ -74,8 +74,6 @@ int model_vit_tokens(const model *m, int size);
 int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int max_batch,
                   int tokens, vit_error *err);
 void model_unprepare(model *m);
-/* Bytes the prepared layers hold beyond the fp32 parameters (int8 and bf16 copies). */
-size_t model_prepared_bytes(const model *m);
 
 /* A view of another block with layout's shapes (gradients, optimizer moments): every tensor
  * pointer of layout rebased from layout->params onto block (layout->num_params floats). The view

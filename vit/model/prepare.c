@@ -80,15 +80,3 @@ void model_unprepare(model *m) {
     free(m->gemm_workspace);
     m->gemm_workspace = NULL;
 }
-
-size_t model_prepared_bytes(const model *m) {
-    size_t n = 0;
-    for (int l = 0; m->layers && l < m->cfg.num_layers; l++) {
-        const encoder_layer *w = &m->layers[l];
-        const gemm_weight *all[] = {w->qkv, w->proj, w->fc1, w->fc2};
-        for (int i = 0; i < 4; i++) n += all[i] ? gemm_extra_bytes(all[i]) : 0;
-    }
-    const gemm_weight *all[] = {m->patch, m->pooler, m->head, m->dist_head};
-    for (int i = 0; i < 4; i++) n += all[i] ? gemm_extra_bytes(all[i]) : 0;
-    return n;
-}

@@ -286,7 +286,7 @@ static void remove_stale_temporaries(const char *out_dir) {
 }
 
 /* Set-up from scratch, or (resume) from out_dir's state; then the epochs. */
-static int run(trainer *t, const train_options *opt, int resume, vit_error *err) {
+static int set_up_and_train(trainer *t, const train_options *opt, int resume, vit_error *err) {
     st_file state = {0};
     const dist_world w = dist_get();
     t->rank = w.rank, t->ranks = w.size;
@@ -342,7 +342,7 @@ int train_run(const train_options *opt, int resume, const train_hooks *hooks, vi
     ops_init();
     /* the whole run on this thread's count; decoding the data runs on the OpenMP threads too */
     const threads_scope scope = threads_begin(threads_resolve(opt->threads));
-    const int rc = run(&t, opt, resume, err);
+    const int rc = set_up_and_train(&t, opt, resume, err);
     threads_end(scope);
     trainer_free(&t);
     return rc;
