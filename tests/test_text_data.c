@@ -1,4 +1,4 @@
-/* vit/text_data: the TSV line parser (shared with `vit eval`), a file tokenized into memory,
+/* vit/data/text_set: the TSV line parser (shared with `vit eval`), a file tokenized into memory,
  * padded batches; then a tiny BERT trained end to end from a TSV (text_set ->
  * bert_model_forward/backward -> AdamW) on a separable task. Self-contained: the vocabulary is
  * written here, no ../shared. */

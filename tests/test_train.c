@@ -156,7 +156,7 @@ static void test_clip_global_norm(void **state) {
 
 /* ---- checkpoints ---- */
 
-/* model_save then model_load and preprocess_config_load: the same tensors bit for bit, the same
+/* model_save then model_load and model_dir_load_preprocess: the same tensors bit for bit, the same
  * configuration and labels, a safetensors file PyTorch accepts ({"format": "pt"}). */
 static void test_checkpoint_round_trip(void **state) {
     (void)state;

@@ -1,7 +1,8 @@
 #ifndef VIT_TESTUTIL_H
 #define VIT_TESTUTIL_H
 
-/* Shared helpers for the cmocka tests; include after <cmocka.h>'s prerequisites. */
+/* Shared helpers for the cmocka tests. Include it first: it includes <cmocka.h> and what cmocka.h
+ * needs before it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,7 +28,8 @@ const char *shared_path(const char *relative);
 
 /* A fresh private temporary directory for this process (created once, removed at exit). */
 const char *test_tmpdir(void);
-/* Writes bytes to test_tmpdir()/name and returns the full path (static buffer per call slot). */
+/* Writes bytes to test_tmpdir()/name (name's folders must exist; aborts when it cannot write) and
+ * returns the full path, in one of eight static buffers used in turn. */
 const char *write_temp_file(const char *name, const void *data, size_t size);
 /* Reads a whole file, NUL-terminated (not counted in *size; size may be NULL); caller frees. NULL
  * on failure. */

@@ -123,7 +123,7 @@ enum {
 /* ---- models, outputs ---- */
 
 /* The model directory: the -m value if given, else $VIT_MODEL, else the default model shipped
- * with the program (see cli_default_model_dir). Writes into buf; returns buf. */
+ * with the program (see cli_models_dir). Writes into buf; returns buf. */
 const char *cli_model_dir(const char *option, char *buf, size_t size);
 /* Where the shipped models are: models/ beside the binary's bin/ folder (a build tree), else
  * share/vit/models/ beside it (an installed prefix). */

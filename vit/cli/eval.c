@@ -260,7 +260,7 @@ static int evaluate_folder(eval_options *o) {
     return status;
 }
 
-/* `sentence<TAB>label` lines through a BERT classifier (vit/text_eval.h). */
+/* `sentence<TAB>label` lines through a BERT classifier (vit/eval/eval_text.h). */
 static int evaluate_text(const eval_options *o) {
     if (o->class_map)
         fprintf(stderr, "vit eval: warning: --class-map applies to image folders; ignored\n");

@@ -1,16 +1,16 @@
-#ifndef VIT_TEXT_DATA_H
-#define VIT_TEXT_DATA_H
+#ifndef VIT_DATA_TEXT_SET_H
+#define VIT_DATA_TEXT_SET_H
 
 /* Labelled sentences for training a BERT classifier: a `sentence<TAB>label` TSV read whole and
- * tokenized once into memory, then padded batches of token ids for bert_train_step.
+ * tokenized once into memory, then padded batches of token ids for the trainer (vit/train).
  *
  *   text_set s;
  *   text_set_load(&s, "train.tsv", tok, 128, labels, num_labels, &err);
- *   int T = text_set_batch(&s, idx, B, ids, mask, batch_labels);   // ids, mask: B·s.max_len
+ *   int T = text_set_batch(&s, idx, B, ids, mask, labels_out);   // ids, mask: B·s.max_len
  *   ...
  *   text_set_free(&s);
  *
- * The file format and the label rules are those of `vit eval` on text (vit/text_eval.h), and
+ * The file format and the label rules are those of `vit eval` on text (vit/eval/eval_text.h), and
  * text_tsv_parse_line is the parser both use: a header line (skipped, whatever it says), then one
  * `sentence<TAB>label` per line; "\r\n" endings accepted, empty lines ignored; the label a class
  * index (decimal, in 0..labels-1) or else a label name, compared exactly, then ignoring case.

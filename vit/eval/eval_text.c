@@ -92,7 +92,7 @@ static int skip_line(run *r, const char *why) {
     return eval_report_skip(r->report, where, reason);
 }
 
-/* Parses the line in slot i (n bytes) with the parser training shares (vit/text_data.h).
+/* Parses the line in slot i (n bytes) with the parser training shares (vit/data/text_set.h).
  * Returns 1 when it joins the batch, 0 when it is empty or skipped, -1 when out of memory. */
 static int parse_line(run *r, int i, size_t n) {
     text_tsv_line l;

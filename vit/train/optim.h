@@ -6,9 +6,9 @@
  *
  *   adamw opt;
  *   adamw_init(&opt, &m, &(adamw_hparams){.lr = 1e-3f, .weight_decay = 0.05f}, &err);
- *   ... per step: grads from vit_train_step ...
- *   grad_clip_global_norm(&m, grads, 1.0f);
- *   adamw_step(&opt, &m, grads, lr_schedule(&sched, step));
+ *   ... per step: grads from train_step's forward and backward ...
+ *   grad_clip_global_norm(&m, grads, &opt, 1.0f);
+ *   adamw_step(&opt, &m, grads, lr_at(&sched, step));
  *   adamw_free(&opt);
  */
 
