@@ -138,10 +138,6 @@ static int next_input(void *user, pipeline_item *item) {
 
 /* ---- output ---- */
 
-static const char *label_name(const classify_run *r, const vit_prediction *p) {
-    return r->labels.count ? r->labels.lines[p->index] : p->label;
-}
-
 /* How many of the top predictions pass the threshold (they are in decreasing order). */
 static int above_threshold(const classify_run *r) {
     int n = 0;
@@ -158,19 +154,7 @@ static void print_json(const classify_run *r, const pipeline_item *it) {
         json_key(&w, "error");
         json_string(&w, it->err.msg);
     } else {
-        json_key(&w, "top");
-        json_array(&w);
-        for (int i = 0; i < r->shown; i++) {
-            json_object(&w);
-            json_key(&w, "index");
-            json_int(&w, r->top[i].index);
-            json_key(&w, "label");
-            json_string(&w, label_name(r, &r->top[i]));
-            json_key(&w, "prob");
-            json_float(&w, r->top[i].prob);
-            json_end(&w);
-        }
-        json_end(&w);
+        cli_json_top(&w, r->top, r->shown);
         if (r->with_logits) {
             json_key(&w, "logits");
             json_array(&w);
@@ -184,8 +168,7 @@ static void print_json(const classify_run *r, const pipeline_item *it) {
 
 static void print_text(const classify_run *r, const pipeline_item *it) {
     printf("%s\n", it->path);
-    for (int i = 0; i < r->shown; i++)
-        printf("  %.4f  %s\n", r->top[i].prob, label_name(r, &r->top[i]));
+    for (int i = 0; i < r->shown; i++) printf("  %.4f  %s\n", r->top[i].prob, r->top[i].label);
     if (r->with_logits) {
         printf("  logits:");
         for (int i = 0; i < vit_num_labels(r->ctx); i++) printf(" %.6g", it->logits[i]);
@@ -217,7 +200,7 @@ static void print_rows(const classify_run *r, const pipeline_item *it) {
     for (int i = 0; i < r->shown; i++) {
         print_field(it->path, r->format);
         printf("%c%d%c%d%c", sep, i + 1, sep, r->top[i].index, sep);
-        print_field(label_name(r, &r->top[i]), r->format);
+        print_field(r->top[i].label, r->format);
         printf("%c%.6f\n", sep, r->top[i].prob);
     }
 }
@@ -234,6 +217,8 @@ static pipeline_item rank(classify_run *r, const pipeline_item *it) {
     memcpy(r->probs, it->logits, sizeof(float) * (size_t)L);
     vit_softmax(r->probs, L);
     ranked.ok = vit_top_k(r->ctx, r->probs, r->top_k, r->top, &ranked.err) >= 0;
+    for (int i = 0; ranked.ok && r->labels.count && i < r->top_k; i++) /* --labels renames */
+        r->top[i].label = r->labels.lines[r->top[i].index];
     return ranked;
 }
 
