@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from explain_reference import read_safetensors, write_safetensors  # noqa: E402
+from hf_reference import read_safetensors, write_safetensors  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared")
@@ -48,7 +48,7 @@ def forward(w, cfg, ids):
 
 def main():
     cfg = json.load(open(os.path.join(MODEL, "config.json")))
-    w = {k: v.double() for k, v in read_safetensors(os.path.join(MODEL, "model.safetensors")).items()}
+    w = {k: v.double() for k, v in read_safetensors(os.path.join(MODEL, "model.safetensors"))[0].items()}
     cases = json.load(open(os.path.join(MODEL, "golden.json")))[:5]
     rows = [forward(w, cfg, torch.tensor(c["ids"])) for c in cases]
     out = {name: torch.stack([r[i] for r in rows]) for i, name in enumerate(("cls", "pooler", "mean"))}
