@@ -103,20 +103,17 @@ static void test_top_k(void **state) {
  * (float64 PyTorch), within the micro models' logit tolerance. */
 static void test_embed_matches_reference(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     vit_error err = {0};
-    vit_context *ctx = vit_load(shared_path("models/micro-a"), NULL, &err);
+    vit_context *ctx = vit_load(MICRO_A, NULL, &err);
     if (!ctx) fail_msg("%s", err.msg);
     const int D = vit_hidden_size(ctx), T = vit_tokens(ctx);
     size_t n;
-    float *want = test_read_tensor(shared_path("models/micro-a/golden.safetensors"),
-                                   "rgb_64x48.png/layernorm", &n);
+    float *want = test_read_tensor(MICRO_A "/golden.safetensors", "rgb_64x48.png/layernorm", &n);
     assert_non_null(want);
     assert_int_equal(n, (size_t)T * D);
     float *pixels = malloc(sizeof(float) * vit_input_floats(ctx)), cls[64], mean[64];
     assert_true(D <= 64);
-    if (vit_preprocess_file(ctx, shared_path("models/golden-images/rgb_64x48.png"), pixels, &err) !=
-        0)
+    if (vit_preprocess_file(ctx, GOLDEN_IMAGES "/rgb_64x48.png", pixels, &err) != 0)
         fail_msg("%s", err.msg);
     assert_int_equal(vit_embed(ctx, pixels, 1, VIT_POOL_CLS, cls, &err), 0);
     assert_int_equal(vit_embed(ctx, pixels, 1, VIT_POOL_MEAN, mean, &err), 0);
@@ -198,7 +195,7 @@ static void test_threads_follow_the_context(void **state) {
 
 static void test_text(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     vit_error err = {0};
     vit_text_context *ctx = vit_text_load(shared_path("models/bert-sst2-tiny"), NULL, &err);
     if (!ctx) fail_msg("%s", err.msg);

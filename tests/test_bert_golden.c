@@ -20,7 +20,7 @@
 
 static void test_golden_logits(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     size_t size;
     char *json = (char *)read_whole_file(shared_path("models/bert-sst2-tiny/golden.json"), &size);
     assert_non_null(json);
@@ -127,7 +127,7 @@ static void check_api_backend(const cJSON *root, vit_backend backend) {
 
 static void test_api_backends(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     size_t size;
     char *json = (char *)read_whole_file(shared_path("models/bert-sst2-tiny/golden.json"), &size);
     assert_non_null(json);

@@ -353,7 +353,7 @@ static void test_forward_argument_errors(void **state) {
 
 static void test_training_forward_equals_inference(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     const char *dir = shared_path("models/bert-sst2-tiny");
     static const char *texts[] = {
         "it 's a charming and often affecting journey . ",

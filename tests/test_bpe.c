@@ -39,7 +39,7 @@ static void expect_ids(const char *what, const int32_t *got, int n, const cJSON 
 
 static void test_clip_golden(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("data/clip/tokenizer-golden.json");
     bpe *b = load_or_fail(shared_path("data/clip"));
     size_t size;
     char *json = (char *)read_whole_file(shared_path("data/clip/tokenizer-golden.json"), &size);

@@ -214,7 +214,6 @@ static void test_teacher_hidden(void **state) {
 /* ---- preprocessing: DeiTImageProcessor's dict fields and the hub's int size/crop_size ---- */
 
 static void check_pixels(const char *dir, const char *golden_file, int size) {
-    REQUIRE_SHARED();
     vit_error err = {0};
     vit_params params = vit_default_params();
     params.image_size = size;
@@ -228,7 +227,7 @@ static void check_pixels(const char *dir, const char *golden_file, int size) {
     float *pixels = malloc(sizeof(float) * F);
     double worst = 0;
     for (int i = 0; i < images; i++) {
-        snprintf(path, sizeof path, "%s/%s", shared_path("models/golden-images"), names[i]);
+        snprintf(path, sizeof path, "%s/%s", GOLDEN_IMAGES, names[i]);
         if (vit_preprocess_file(ctx, path, pixels, &err) != 0) fail_msg("%s", err.msg);
         int64_t n;
         float *want = golden(&g, names[i], "pixels", &n);

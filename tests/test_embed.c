@@ -25,7 +25,7 @@ static const char *const texts[] = {
 
 static void test_text_features_match_reference(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", shared_path("models/bert-sst2-tiny"));
     vit_error err = {0};

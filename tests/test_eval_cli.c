@@ -101,7 +101,7 @@ static const char *join(const char *dir, const char *name) {
 }
 
 static const char *golden(const char *name) {
-    return join(shared_path("models/golden-images"), name);
+    return join(GOLDEN_IMAGES, name);
 }
 
 /* ---- bad files ---- */
@@ -232,7 +232,6 @@ static void golden_top1(const cJSON *golden_json, const char *image, int *cls, d
  * and named with its reason; files that are not images are ignored. */
 static void test_junk_folder(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     const char *root = new_dir("junk");
     /* class_0 exact; "Class-1" and "CLASS 2" by the normalised-name rule */
     const char *dirs[] = {new_dir("junk/class_0"), new_dir("junk/Class-1"), new_dir("junk/CLASS 2"),
@@ -298,16 +297,8 @@ static void test_junk_folder(void **state) {
     char json[4096], preds[4096];
     snprintf(json, sizeof json, "%s/junk.json", test_tmpdir());
     snprintf(preds, sizeof preds, "%s/junk.tsv", test_tmpdir());
-    const char *args[] = {"-m",
-                          shared_path("models/micro-a"),
-                          "--json",
-                          json,
-                          "--predictions",
-                          preds,
-                          "-b",
-                          "4",
-                          root,
-                          NULL};
+    const char *args[] = {"-m",  MICRO_A, "--json", json, "--predictions",
+                          preds, "-b",    "4",      root, NULL};
     int status = run_eval(args);
     char *err_text = read_text(err_path);
     if (status != 0) fail_msg("exit %d; stderr: %.2000s", status, err_text);
@@ -345,7 +336,7 @@ static void test_junk_folder(void **state) {
     static prediction rows[64];
     int n = read_predictions(preds, rows, 64);
     assert_int_equal(n, num_good);
-    cJSON *gold = read_json(shared_path("models/micro-a/golden.json"));
+    cJSON *gold = read_json(MICRO_A "/golden.json");
     for (int i = 0; i < COUNT(good); i++) {
         const prediction *p = find_prediction(rows, n, join(dirs[good[i].dir], good[i].image));
         if (!p) fail_msg("%s was not evaluated", good[i].image);
@@ -364,7 +355,7 @@ static void test_junk_folder(void **state) {
 /* The acceptance figures: top-1 0.86, top-5 0.99, every prediction as the reference's. */
 static void test_imagenet_sample(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("data/imagenet-sample-100");
     char json[4096], preds[4096];
     snprintf(json, sizeof json, "%s/in.json", test_tmpdir());
     snprintf(preds, sizeof preds, "%s/in.tsv", test_tmpdir());
@@ -424,10 +415,9 @@ static const char *folders_with_an_image(const char *root_rel, const char *const
 
 static void test_unmatched_folder_is_an_error(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     const char *names[] = {"class_0", "dogs", "class_1"};
     const char *root = folders_with_an_image("unmatched", names, 3);
-    const char *args[] = {"-m", shared_path("models/micro-a"), root, NULL};
+    const char *args[] = {"-m", MICRO_A, root, NULL};
     assert_int_equal(run_eval(args), 2);
     char *err = read_text(err_path);
     assert_non_null(strstr(err, "'dogs'"));
@@ -440,12 +430,11 @@ static void test_unmatched_folder_is_an_error(void **state) {
 /* No folder name matches, as many folders as labels: sorted order, with a warning. */
 static void test_sorted_order_fallback(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     const char *names[] = {"e", "c", "a", "d", "b"};
     const char *root = folders_with_an_image("ordered", names, 5);
     char preds[4096];
     snprintf(preds, sizeof preds, "%s/ordered.tsv", test_tmpdir());
-    const char *args[] = {"-m", shared_path("models/micro-a"), "--predictions", preds, root, NULL};
+    const char *args[] = {"-m", MICRO_A, "--predictions", preds, root, NULL};
     assert_int_equal(run_eval(args), 0);
     char *err = read_text(err_path);
     assert_non_null(strstr(err, "warning"));
@@ -465,16 +454,14 @@ static void test_sorted_order_fallback(void **state) {
 
 static void test_class_map(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     const char *names[] = {"four", "two"};
     const char *root = folders_with_an_image("mapped", names, 2);
     const char map[] = "zero\none\ntwo\nthree\nfour\n";
     const char *map_path = write_temp_file("map.txt", map, sizeof map - 1);
     char preds[4096];
     snprintf(preds, sizeof preds, "%s/mapped.tsv", test_tmpdir());
-    const char *args[] = {
-        "-m", shared_path("models/micro-a"), "--class-map", map_path, "--predictions", preds, root,
-        NULL};
+    const char *args[] = {"-m",  MICRO_A, "--class-map", map_path, "--predictions",
+                          preds, root,    NULL};
     assert_int_equal(run_eval(args), 0);
     prediction rows[4];
     assert_int_equal(read_predictions(preds, rows, 4), 2);
@@ -490,10 +477,9 @@ static void test_class_map(void **state) {
 
 static void test_json_on_stdout(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     const char *names[] = {"class_3"};
     const char *root = folders_with_an_image("json", names, 1);
-    const char *args[] = {"-m", shared_path("models/micro-a"), "--json", "-", root, NULL};
+    const char *args[] = {"-m", MICRO_A, "--json", "-", root, NULL};
     assert_int_equal(run_eval(args), 0);
     cJSON *o = read_json(out_path); /* nothing but the document */
     static const char *keys[] = {"model",   "data",      "images",  "skipped",
@@ -513,8 +499,7 @@ static void test_json_on_stdout(void **state) {
 
 static void test_exit_statuses(void **state) {
     (void)state;
-    REQUIRE_SHARED();
-    const char *model = shared_path("models/micro-a");
+    const char *model = MICRO_A;
     /* only undecodable files: nothing evaluated */
     const char *root = new_dir("allbad");
     write_bytes(join(new_dir("allbad/class_0"), "x.png"), "junk", 4);

@@ -37,7 +37,7 @@ typedef struct {
 
 static char *image_path(const char *name) {
     char buf[4096];
-    snprintf(buf, sizeof buf, "%s/%s", shared_path("models/golden-images"), name);
+    snprintf(buf, sizeof buf, "%s/%s", GOLDEN_IMAGES, name);
     return strdup(buf);
 }
 
@@ -88,7 +88,7 @@ static vit_context *load(int max_batch) {
     vit_params p = vit_default_params();
     p.max_batch = max_batch;
     vit_error err = {{0}};
-    vit_context *ctx = vit_load(shared_path("models/micro-a"), &p, &err);
+    vit_context *ctx = vit_load(MICRO_A, &p, &err);
     if (!ctx) fail_msg("%s", err.msg);
     return ctx;
 }
@@ -113,7 +113,6 @@ static float *one_by_one(void) {
 
 static void test_order_and_failures(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     float *expected = one_by_one();
     const int batches[] = {1, 4, 64}, threads[] = {1, 3};
     for (int b = 0; b < COUNT(batches); b++)
@@ -136,7 +135,6 @@ static void test_order_and_failures(void **state) {
 
 static void test_source_error_stops(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     float *expected = one_by_one();
     vit_context *ctx = load(4);
     run_state s = {

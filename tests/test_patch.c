@@ -55,16 +55,15 @@ static void test_interpolation_matches_pytorch(void **state) {
  * PyTorch forward (the same tolerance as the native-size goldens). */
 static void test_forward_at_other_size(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     size_t size;
-    char *json = (char *)read_whole_file("tests/data/micro-a-size48.json", &size);
+    char *json = (char *)read_whole_file(TEST_DATA "/micro-a-size48.json", &size);
     assert_non_null(json);
     cJSON *root = cJSON_Parse(json);
     assert_non_null(root);
     vit_params params = vit_default_params();
     params.image_size = cJSON_GetObjectItem(root, "size")->valueint;
     vit_error err = {0};
-    vit_context *ctx = vit_load(shared_path("models/micro-a"), &params, &err);
+    vit_context *ctx = vit_load(MICRO_A, &params, &err);
     if (!ctx) fail_msg("%s", err.msg);
     assert_int_equal(vit_tokens(ctx), 6 * 6 + 1);
     float *pixels = malloc(sizeof(float) * vit_input_floats(ctx));
@@ -74,7 +73,7 @@ static void test_forward_at_other_size(void **state) {
     const cJSON *item;
     cJSON_ArrayForEach(item, cJSON_GetObjectItem(root, "logits")) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s", shared_path("models/golden-images"), item->string);
+        snprintf(path, sizeof path, "%s/%s", GOLDEN_IMAGES, item->string);
         if (vit_preprocess_file(ctx, path, pixels, &err) != 0) fail_msg("%s", err.msg);
         assert_int_equal(vit_forward(ctx, pixels, 1, logits, &err), 0);
         assert_int_equal(cJSON_GetArraySize(item), 5);

@@ -107,14 +107,14 @@ static void check_images(const image_case *c, vit_precision precision, double bo
 
 static void test_vit_precisions(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/vit-tiny-in1k/golden.safetensors");
     image_case c;
     image_case_load(&c);
     check_images(&c, VIT_BF16, VIT_BF16_BOUND);
     vit_params p = vit_default_params();
     p.precision = VIT_INT8;
     vit_error err = {0};
-    vit_context *probe = vit_load(shared_path("models/micro-a"), &p, &err);
+    vit_context *probe = vit_load(MICRO_A, &p, &err);
     if (probe) {
         vit_free(probe);
         check_images(&c, VIT_INT8, VIT_INT8_BOUND);
@@ -145,7 +145,7 @@ static void text_logits(vit_precision precision, const char **texts, const size_
 
 static void test_bert_precisions(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     size_t size;
     char *json = (char *)read_whole_file(shared_path("models/bert-sst2-tiny/golden.json"), &size);
     cJSON *root = cJSON_Parse(json);

@@ -175,11 +175,11 @@ static const char *model_dir_with(const char *name, const char *drop, const char
     snprintf(dir, sizeof dir, "%s/%s", test_tmpdir(), name);
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s' '%s/config.json'", dir,
-             shared_path("models/micro-a/config.json"), dir);
+             MICRO_A "/config.json", dir);
     assert_int_equal(system(cmd), 0);
     st_file src;
     vit_error err = {0};
-    assert_int_equal(st_open(shared_path("models/micro-a/model.safetensors"), &src, &err), 0);
+    assert_int_equal(st_open(MICRO_A "/model.safetensors", &src, &err), 0);
     st_entry *entries = calloc((size_t)src.count, sizeof *entries);
     float **bufs = calloc((size_t)src.count, sizeof *bufs);
     int n = 0;
@@ -208,7 +208,6 @@ static const char *model_dir_with(const char *name, const char *drop, const char
 
 static void test_missing_tensor(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     const char *dir = model_dir_with("missing", "vit.encoder.layer.1.output.dense.bias", NULL);
     model m;
     vit_error err = {0};
@@ -219,7 +218,6 @@ static void test_missing_tensor(void **state) {
 
 static void test_misshapen_tensor(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     const char *dir =
         model_dir_with("shape", NULL, "vit.encoder.layer.0.intermediate.dense.weight");
     model m;
@@ -232,11 +230,10 @@ static void test_misshapen_tensor(void **state) {
 
 static void test_unprefixed_names_load(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     /* A bare checkpoint: same tensors without "vit." loads to identical parameters. */
     st_file src;
     vit_error err = {0};
-    assert_int_equal(st_open(shared_path("models/micro-a/model.safetensors"), &src, &err), 0);
+    assert_int_equal(st_open(MICRO_A "/model.safetensors", &src, &err), 0);
     st_entry *entries = calloc((size_t)src.count, sizeof *entries);
     char **names = calloc((size_t)src.count, sizeof *names);
     float **bufs = calloc((size_t)src.count, sizeof *bufs);
@@ -254,7 +251,7 @@ static void test_unprefixed_names_load(void **state) {
     assert_int_equal(st_write_f32(path, entries, src.count, &err), 0);
     model a, b;
     assert_int_equal(model_load(&a, dir, &err), 0);
-    assert_int_equal(model_load(&b, shared_path("models/micro-a"), &err), 0);
+    assert_int_equal(model_load(&b, MICRO_A, &err), 0);
     assert_int_equal(a.num_params, b.num_params);
     assert_memory_equal(a.params, b.params, a.num_params * sizeof(float));
     model_free(&a);
@@ -311,9 +308,8 @@ static void test_half_rounding(void **state) {
  * F16 model loads with every weight equal to its F32 value rounded to half. */
 static void test_convert_round_trip(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     char src[4096], a[4200], b[4200], c[4200], pa[4300], pc[4300];
-    snprintf(src, sizeof src, "%s", shared_path("models/micro-a"));
+    snprintf(src, sizeof src, "%s", MICRO_A);
     snprintf(a, sizeof a, "%s/conv-f16", test_tmpdir());
     snprintf(b, sizeof b, "%s/conv-f32", test_tmpdir());
     snprintf(c, sizeof c, "%s/conv-f16-again", test_tmpdir());

@@ -340,7 +340,7 @@ static void test_image_tasks_match_the_api(void **state) {
 
 static void test_text_task_matches_the_api(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     vit_text_params params = vit_text_default_params();
     params.max_batch = 4;
     vit_error err = {0};

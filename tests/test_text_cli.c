@@ -127,6 +127,7 @@ static double golden_run(const cJSON *golden, const char *batch, cJSON **lines) 
 static void test_golden_texts(void **state) {
     (void)state;
     REQUIRE_BIN();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     cJSON *golden = load_golden(), *batched, *single;
     const double worst_batched = golden_run(golden, "7", &batched);
     const double worst_single = golden_run(golden, "1", &single);
@@ -153,6 +154,7 @@ static void test_golden_texts(void **state) {
 static void test_lines(void **state) {
     (void)state;
     REQUIRE_BIN();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     static const char lines[] = "a sometimes tedious film .\r\n\nit 's a charming journey .\n";
     const char *path = write_temp_file("lines.txt", lines, sizeof lines - 1);
     const char *from_file[] = {"--json", "-f", path, NULL};
@@ -182,6 +184,7 @@ static void test_lines(void **state) {
 static void test_plain_output(void **state) {
     (void)state;
     REQUIRE_BIN();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     const char *args[] = {
         "-m", model_dir(), "-k", "1", "--tokens", "--", "-- a sometimes tedious film .", NULL};
     result r = run_text(NULL, NULL, args);
@@ -199,6 +202,7 @@ static void test_plain_output(void **state) {
 static void test_invalid_utf8(void **state) {
     (void)state;
     REQUIRE_BIN();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     static const char lines[] = "fine\nbad\xff\xfe film\n";
     const char *path = write_temp_file("bad-utf8.txt", lines, sizeof lines - 1);
     const char *args[] = {"--json", "--tokens", "-f", path, NULL};
@@ -235,9 +239,10 @@ static void expect_failure(const char *model, const char *const *args, int statu
 static void test_errors(void **state) {
     (void)state;
     REQUIRE_BIN();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     const char *none[] = {"hello", NULL};
     expect_failure(NULL, none, 2, "vit text: no model: give -m MODEL_DIR");
-    const char *image[] = {"-m", shared_path("models/micro-a"), "hello", NULL};
+    const char *image[] = {"-m", MICRO_A, "hello", NULL};
     expect_failure(NULL, image, 1, "not a text model");
     const char *missing_dir[] = {"-m", "/nonexistent-model", "hello", NULL};
     expect_failure(NULL, missing_dir, 1, "vit text: /nonexistent-model");

@@ -59,7 +59,8 @@ static char **evaluate(const char *tsv, int batch, int threads, text_eval_result
 
 /* Every row: data line i, the true label of dev.tsv's line i, the reference's prediction. */
 static void check_dev(int batch, int threads) {
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("data/sst2/dev.tsv");
+    REQUIRE_SHARED("models/bert-sst2-tiny/dev_predictions.txt");
     int ndev, nref, nrows;
     char **dev = read_lines(shared_path("data/sst2/dev.tsv"), &ndev);
     char **ref = read_lines(shared_path("models/bert-sst2-tiny/dev_predictions.txt"), &nref);
@@ -139,7 +140,7 @@ static cJSON *report_json(const text_eval_result *res) {
 
 static void test_bad_lines(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     static const char tsv[] = "sentence\tlabel\n"                                    /* 1 */
                               "it 's a charming and often affecting journey . \t1\n" /* 2 */
                               "no tab here\n"                                        /* 3 */
@@ -217,15 +218,14 @@ static void expect_error(const char *model, const char *tsv, const char *needle)
 
 static void test_errors(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     char missing[4200];
     snprintf(missing, sizeof missing, "%s/missing.tsv", test_tmpdir());
     expect_error(model_dir(), missing, "missing.tsv: No such file or directory");
     expect_error(model_dir(), test_tmpdir(), "Is a directory");
-    expect_error(shared_path("models/micro-a"), shared_path("data/sst2/dev.tsv"),
-                 "not a text model");
     /* Only the header: nothing evaluated, which is not an error here (the caller decides). */
     const char *empty = write_temp_file("header.tsv", "sentence\tlabel\n", 15);
+    expect_error(MICRO_A, empty, "not a text model");
     text_eval_result res;
     vit_error err = {0};
     assert_int_equal(text_eval_tsv(model_dir(), empty, NULL, NULL, &res, &err), 0);

@@ -242,7 +242,7 @@ static void test_text_fine_tune(void **state) {
  * bert-sst2-tiny (the shapes differ: another size), every config.json field it has. */
 static void test_text_layout_matches_hf(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     char dir[4200], path[4300];
     out_dir(dir, sizeof dir, "text-layout");
     train_options o = tiny_text_run(dir);

@@ -89,7 +89,7 @@ static cJSON *load_golden(void) {
 /* Every golden text: the same ids and the same pieces, in order. */
 static void test_golden(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     tokenizer *t = load_or_fail(shared_path("models/bert-sst2-tiny"));
     cJSON *root = load_golden();
     int total = 0, same = 0;
@@ -121,7 +121,7 @@ static void test_golden(void **state) {
 
 static void test_shared_settings(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     tokenizer *t = load_or_fail(shared_path("models/bert-sst2-tiny"));
     assert_int_equal(tokenizer_vocab_size(t), 30522);
     assert_int_equal(tokenizer_max_len(t), 128);
@@ -496,7 +496,7 @@ static void test_memory_equals_files(void **state) {
 /* The same for bert-sst2-tiny on its 30 golden texts. */
 static void test_memory_equals_files_golden(void **state) {
     (void)state;
-    REQUIRE_SHARED();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
     cJSON *root = load_golden();
     const char *texts[64];
     int n = 0;

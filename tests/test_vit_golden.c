@@ -1,5 +1,7 @@
-/* The whole ViT forward against float64 PyTorch goldens (SPEC §9): logits of every golden image,
- * and the hidden states after every stage for the first image, to localise a mismatch. */
+/* The whole ViT forward against float64 PyTorch goldens (docs/SPEC.md §9): logits of every golden
+ * image, and the hidden states after every stage for the first image, to localise a mismatch. The
+ * micro models and their goldens are the repository's (tests/data, tools/vit_reference.py); the
+ * real ViT-Tiny is ../shared's. */
 #include "tests/testutil.h"
 
 #include <math.h>
@@ -40,17 +42,16 @@ static int argmax(const float *x, int n) {
     return best;
 }
 
-static void check_backend_logits(const char *name, double tol, vit_backend backend) {
-    char dir[256], golden[300];
-    snprintf(dir, sizeof dir, "models/%s", name);
-    snprintf(golden, sizeof golden, "models/%s/golden.safetensors", name);
+static void check_backend_logits(const char *dir, double tol, vit_backend backend) {
+    char golden[4200];
+    snprintf(golden, sizeof golden, "%s/golden.safetensors", dir);
     vit_error err = {0};
     vit_params params = vit_default_params();
     params.backend = backend;
-    vit_context *ctx = vit_load(shared_path(dir), &params, &err);
+    vit_context *ctx = vit_load(dir, &params, &err);
     if (!ctx) fail_msg("%s", err.msg);
     st_file g;
-    if (st_open(shared_path(golden), &g, &err) != 0) fail_msg("%s", err.msg);
+    if (st_open(golden, &g, &err) != 0) fail_msg("%s", err.msg);
     const int L = vit_num_labels(ctx);
     float *logits = malloc(sizeof(float) * (size_t)L);
     double worst = 0.0;
@@ -75,7 +76,7 @@ static void check_backend_logits(const char *name, double tol, vit_backend backe
         free(pixels);
         free(want);
     }
-    print_message("%s, %s: %d images, max |dlogit| = %.3g, top-1 agreement %d/%d\n", name,
+    print_message("%s, %s: %d images, max |dlogit| = %.3g, top-1 agreement %d/%d\n", dir,
                   vit_compute(ctx), images, worst, top1_same, images);
     assert_true(images > 0);
     assert_true(worst <= tol);
@@ -86,32 +87,32 @@ static void check_backend_logits(const char *name, double tol, vit_backend backe
 }
 
 /* Every backend of the build, fp32. */
-static void check_model_logits(const char *name, double tol) {
-    REQUIRE_SHARED();
-    check_backend_logits(name, tol, VIT_BACKEND_OPENBLAS);
+static void check_model_logits(const char *dir, double tol) {
+    check_backend_logits(dir, tol, VIT_BACKEND_OPENBLAS);
     vit_error err;
     vit_params p = vit_default_params();
     p.backend = VIT_BACKEND_ONEDNN;
-    vit_context *probe = vit_load(shared_path("models/micro-a"), &p, &err);
+    vit_context *probe = vit_load(MICRO_A, &p, &err);
     if (!probe) {
-        print_message("%s: oneDNN not in this build (%s): OpenBLAS only\n", name, err.msg);
+        print_message("%s: oneDNN not in this build (%s): OpenBLAS only\n", dir, err.msg);
         return;
     }
     vit_free(probe);
-    check_backend_logits(name, tol, VIT_BACKEND_ONEDNN);
+    check_backend_logits(dir, tol, VIT_BACKEND_ONEDNN);
 }
 
 static void test_micro_a_logits(void **state) {
     (void)state;
-    check_model_logits("micro-a", MICRO_TOL);
+    check_model_logits(MICRO_A, MICRO_TOL);
 }
 static void test_micro_b_logits(void **state) {
     (void)state;
-    check_model_logits("micro-b", MICRO_TOL);
+    check_model_logits(MICRO_B, MICRO_TOL);
 }
 static void test_vit_tiny_logits(void **state) {
     (void)state;
-    check_model_logits("vit-tiny-in1k", TINY_TOL);
+    REQUIRE_SHARED("models/vit-tiny-in1k/golden.safetensors");
+    check_model_logits(shared_path("models/vit-tiny-in1k"), TINY_TOL);
 }
 
 static double max_rel_diff(const float *got, const float *want, size_t n) {
@@ -124,16 +125,14 @@ static double max_rel_diff(const float *got, const float *want, size_t n) {
 }
 
 /* Runs the forward stage by stage on the image that has hidden-state goldens. */
-static void check_hidden_states(const char *name, const char *image, double tol) {
-    REQUIRE_SHARED();
-    char dir[256], key[512];
-    snprintf(dir, sizeof dir, "models/%s", name);
+static void check_hidden_states(const char *dir, const char *image, double tol) {
+    char golden[4200], key[512];
     vit_error err = {0};
     model m;
-    if (model_load(&m, shared_path(dir), &err) != 0) fail_msg("%s", err.msg);
-    snprintf(dir, sizeof dir, "models/%s/golden.safetensors", name);
+    if (model_load(&m, dir, &err) != 0) fail_msg("%s", err.msg);
+    snprintf(golden, sizeof golden, "%s/golden.safetensors", dir);
     st_file g;
-    if (st_open(shared_path(dir), &g, &err) != 0) fail_msg("%s", err.msg);
+    if (st_open(golden, &g, &err) != 0) fail_msg("%s", err.msg);
     const model_config *c = &m.cfg;
     const int D = c->hidden_size, P = c->patch_size, n = c->image_size / P, N = n * n, T = N + 1;
     const int K = c->num_channels * P * P;
@@ -148,7 +147,7 @@ static void check_hidden_states(const char *name, const char *image, double tol)
     snprintf(key, sizeof key, "%s/embeddings", image);
     float *want = golden_f32(&g, key, NULL);
     double d = max_rel_diff(x, want, (size_t)T * D);
-    print_message("%s %s: embeddings %.3g\n", name, image, d);
+    print_message("%s %s: embeddings %.3g\n", dir, image, d);
     assert_true(d <= tol);
     free(want);
     encoder_shape one = m.enc;
@@ -160,7 +159,7 @@ static void check_hidden_states(const char *name, const char *image, double tol)
         snprintf(key, sizeof key, "%s/layer.%d", image, l);
         want = golden_f32(&g, key, NULL);
         d = max_rel_diff(x, want, (size_t)T * D);
-        print_message("%s %s: layer.%d %.3g\n", name, image, l, d);
+        print_message("%s %s: layer.%d %.3g\n", dir, image, l, d);
         assert_true(d <= tol);
         free(want);
     }
@@ -168,7 +167,7 @@ static void check_hidden_states(const char *name, const char *image, double tol)
     snprintf(key, sizeof key, "%s/layernorm", image);
     want = golden_f32(&g, key, NULL);
     d = max_rel_diff(x, want, (size_t)T * D);
-    print_message("%s %s: layernorm %.3g\n", name, image, d);
+    print_message("%s %s: layernorm %.3g\n", dir, image, d);
     assert_true(d <= tol);
     free(want);
     encoder_acts_free(&acts);
@@ -182,26 +181,26 @@ static void check_hidden_states(const char *name, const char *image, double tol)
 
 static void test_micro_a_hidden(void **state) {
     (void)state;
-    check_hidden_states("micro-a", "rgb_64x48.png", MICRO_TOL);
+    check_hidden_states(MICRO_A, "rgb_64x48.png", MICRO_TOL);
 }
 static void test_micro_b_hidden(void **state) {
     (void)state;
-    check_hidden_states("micro-b", "rgb_64x48.png", MICRO_TOL);
+    check_hidden_states(MICRO_B, "rgb_64x48.png", MICRO_TOL);
 }
 
 static void test_vit_tiny_hidden(void **state) {
     (void)state;
-    check_hidden_states("vit-tiny-in1k", "n01440764_tench.JPEG", TINY_TOL);
+    REQUIRE_SHARED("models/vit-tiny-in1k/golden.safetensors");
+    check_hidden_states(shared_path("models/vit-tiny-in1k"), "n01440764_tench.JPEG", TINY_TOL);
 }
 
 /* Batched and one-by-one passes give the same logits (rows of a batch never mix). */
 static void test_batch_matches_single(void **state) {
     (void)state;
-    REQUIRE_SHARED();
     vit_error err = {0};
     vit_params params = vit_default_params();
     params.max_batch = 4;
-    vit_context *ctx = vit_load(shared_path("models/micro-b"), &params, &err);
+    vit_context *ctx = vit_load(MICRO_B, &params, &err);
     if (!ctx) fail_msg("%s", err.msg);
     const size_t F = vit_input_floats(ctx);
     const int L = vit_num_labels(ctx);
@@ -224,11 +223,9 @@ static void test_batch_matches_single(void **state) {
  * gives the public API's logits bit for bit (on the reference backend: oneDNN's products round
  * differently, the golden tests bound them), and the training forward (activations kept, no
  * dropout) the same up to the order of the attention sums, whose weights it keeps: within 3e-5,
- * a tenth of the golden tolerance (measured 1.1e-5 on logits of up to ~20). */
-static void test_training_forward_equals_inference(void **state) {
-    (void)state;
-    REQUIRE_SHARED();
-    const char *dir = shared_path("models/vit-tiny-in1k");
+ * a tenth of the ViT-Tiny golden tolerance (measured 1.1e-5 on ViT-Tiny's logits of up to ~20,
+ * equal on micro-b's 17 tokens). */
+static void check_training_forward(const char *dir, const char *const images[2]) {
     vit_error err = {0};
     vit_params params = vit_default_params();
     params.max_batch = 2;
@@ -242,11 +239,8 @@ static void test_training_forward_equals_inference(void **state) {
     const int L = vit_num_labels(ctx);
     float *pixels = malloc(sizeof(float) * F * 2), *want = malloc(sizeof(float) * L * 2),
           *eval = malloc(sizeof(float) * L * 2), *trained = malloc(sizeof(float) * L * 2);
-    const char *images[] = {"data/imagenet-sample-100/n01440764/n01440764_tench.JPEG",
-                            "data/imagenet-sample-100/n02128925/n02128925_jaguar.JPEG"};
     for (int b = 0; b < 2; b++)
-        if (vit_preprocess_file(ctx, shared_path(images[b]), pixels + F * b, &err) != 0)
-            fail_msg("%s", err.msg);
+        if (vit_preprocess_file(ctx, images[b], pixels + F * b, &err) != 0) fail_msg("%s", err.msg);
     assert_int_equal(vit_forward(ctx, pixels, 2, want, &err), 0);
     assert_int_equal(vit_model_forward(&m, &train, pixels, 2, NULL, eval, &err), 0);
     const forward_mode mode = {.train = 1};
@@ -254,14 +248,33 @@ static void test_training_forward_equals_inference(void **state) {
     assert_memory_equal(eval, want, sizeof(float) * L * 2);
     double worst = 0;
     for (int i = 0; i < L * 2; i++) worst = fmax(worst, fabs(trained[i] - want[i]));
-    print_message("vit-tiny-in1k: eval forward == vit_forward bit for bit; training forward "
-                  "within %.2g (2 images, %d logits each)\n",
-                  worst, L);
+    print_message("%s: eval forward == vit_forward bit for bit; training forward within %.2g (2 "
+                  "images, %d logits each)\n",
+                  dir, worst, L);
     assert_true(worst <= 3e-5);
     free(pixels), free(want), free(eval), free(trained);
     vit_acts_free(&train);
     model_free(&m);
     vit_free(ctx);
+}
+
+static void test_training_forward_equals_inference(void **state) {
+    (void)state;
+    const char *const images[2] = {GOLDEN_IMAGES "/rgb_64x48.png",
+                                   GOLDEN_IMAGES "/tall_40x400.jpg"};
+    check_training_forward(MICRO_B, images);
+}
+
+static void test_training_forward_equals_inference_vit_tiny(void **state) {
+    (void)state;
+    REQUIRE_SHARED("data/imagenet-sample-100");
+    char tench[4200], jaguar[4200];
+    snprintf(tench, sizeof tench, "%s",
+             shared_path("data/imagenet-sample-100/n01440764/n01440764_tench.JPEG"));
+    snprintf(jaguar, sizeof jaguar, "%s",
+             shared_path("data/imagenet-sample-100/n02128925/n02128925_jaguar.JPEG"));
+    const char *const images[2] = {tench, jaguar};
+    check_training_forward(shared_path("models/vit-tiny-in1k"), images);
 }
 
 int main(void) {
@@ -274,6 +287,7 @@ int main(void) {
         cmocka_unit_test(test_vit_tiny_hidden),
         cmocka_unit_test(test_batch_matches_single),
         cmocka_unit_test(test_training_forward_equals_inference),
+        cmocka_unit_test(test_training_forward_equals_inference_vit_tiny),
     };
     return cmocka_run_group_tests_name("vit golden", tests, NULL, NULL);
 }

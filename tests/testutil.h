@@ -7,21 +7,32 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 #include <cmocka.h>
 
-/* The reference data folder: $VIT_SHARED, else ../shared from the project root. NULL when absent.
- */
+/* The tests' own data, written by the float64 tools in tools/ (paths from the project root, where
+ * the tests run): the micro ViTs with their goldens and the golden images they are computed on. */
+#define TEST_DATA     "tests/data"
+#define MICRO_A       TEST_DATA "/micro-a"       /* tools/vit_reference.py */
+#define MICRO_B       TEST_DATA "/micro-b"       /* tools/vit_reference.py */
+#define GOLDEN_IMAGES TEST_DATA "/golden-images" /* tools/vit_reference.py */
+
+/* The reference data folder for what is big or real (the ImageNet model and samples, SST-2 and the
+ * BERT trained on it, CLIP's vocabulary, CIFAR-10): $VIT_SHARED, else ../shared from the project
+ * root. NULL when absent. */
 const char *shared_dir(void);
 
 /* Path inside shared/ (static buffer, overwritten by the next call). */
 const char *shared_path(const char *relative);
 
-/* Skips the current test with a loud message when ../shared is missing. */
-#define REQUIRE_SHARED()                                                                           \
+/* Skips the current test with a loud message naming what it needs when ../shared, or `relative`
+ * inside it, is missing: only tests that need real data use it. */
+#define REQUIRE_SHARED(relative)                                                                   \
     do {                                                                                           \
-        if (!shared_dir()) {                                                                       \
-            print_message("SKIP %s: ../shared not found (set VIT_SHARED to its path)\n",           \
-                          __func__);                                                               \
+        if (!shared_dir() || access(shared_path(relative), R_OK) != 0) {                           \
+            print_message("SKIP %s: needs real data that is not in the repository, "               \
+                          "../shared/%s: not found (set VIT_SHARED to ../shared's path)\n",        \
+                          __func__, relative);                                                     \
             skip();                                                                                \
         }                                                                                          \
     } while (0)
@@ -39,10 +50,9 @@ uint8_t *read_whole_file(const char *path, size_t *size);
 
 /* $VIT_BIN (set by `make test`), or NULL. */
 const char *test_vit_bin(void);
-/* Skips the current test loudly when ../shared or $VIT_BIN is missing. */
+/* Skips the current test loudly when $VIT_BIN is missing. */
 #define REQUIRE_BIN()                                                                              \
     do {                                                                                           \
-        REQUIRE_SHARED();                                                                          \
         if (!test_vit_bin()) {                                                                     \
             print_message("SKIP %s: VIT_BIN not set (run through make test)\n", __func__);         \
             skip();                                                                                \
