@@ -1,7 +1,7 @@
 /* Image files to 8-bit RGB (or L) pixels, as Pillow's Image.open(f).convert(mode) gives them
- * (SPEC §4). The format comes from the file's first bytes, never from its name; each format's
- * decoder is in image/decode_FORMAT.c. Afterwards, on request, the pixels are turned upright as
- * the file's EXIF orientation says (image/exif.c). */
+ * (docs/SPEC.md §4). The format comes from the file's first bytes, never from its name; each
+ * format's decoder is in image/decode_FORMAT.c. Afterwards, on request, the pixels are turned
+ * upright as the file's EXIF orientation says (image/exif.c). */
 #include "image/image.h"
 
 #include <stdlib.h>

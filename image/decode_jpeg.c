@@ -1,6 +1,6 @@
 /* JPEG to 8-bit RGB with libjpeg(-turbo) defaults (ISLOW DCT, fancy upsampling), as Pillow
- * (SPEC §4). The first APP1 segment that starts with "Exif\0\0" gives the EXIF orientation, as
- * for Pillow. libjpeg reports errors by longjmp: the setjmp sits in a small function of its own
+ * (docs/SPEC.md §4). The first APP1 segment that starts with "Exif\0\0" gives the EXIF orientation,
+ * as for Pillow. libjpeg reports errors by longjmp: the setjmp sits in a small function of its own
  * and all state it must clean up lives in a struct owned by its caller. */
 #include <setjmp.h>
 #include <stdio.h> /* before jpeglib.h, which uses FILE */

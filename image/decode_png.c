@@ -1,8 +1,8 @@
-/* PNG to 8-bit RGB with libpng, as Pillow gives it (SPEC §4): every colour type and bit depth,
- * interlaced; alpha and palette transparency dropped; 16-bit samples keep their high byte. The
- * EXIF orientation comes from where Pillow's getexif looks (before or after the image data): the
- * eXIf chunk, else the hex "Raw profile type exif" text ImageMagick writes, and when neither has
- * the tag, tiff:Orientation in the XMP text (XML:com.adobe.xmp). libpng reports errors by
+/* PNG to 8-bit RGB with libpng, as Pillow gives it (docs/SPEC.md §4): every colour type and bit
+ * depth, interlaced; alpha and palette transparency dropped; 16-bit samples keep their high byte.
+ * The EXIF orientation comes from where Pillow's getexif looks (before or after the image data):
+ * the eXIf chunk, else the hex "Raw profile type exif" text ImageMagick writes, and when neither
+ * has the tag, tiff:Orientation in the XMP text (XML:com.adobe.xmp). libpng reports errors by
  * longjmp: the setjmp sits in a small function of its own and all state it must clean up lives in
  * a struct owned by its caller, so no local variable is modified between setjmp and longjmp. */
 #include <setjmp.h>

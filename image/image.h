@@ -3,7 +3,7 @@
 
 /* Stage 1 of the data's path: an image file becomes 8-bit pixels, then the float tensor a model
  * consumes, exactly as Pillow's Image.open(f).convert("RGB") plus a Hugging Face image processor
- * (SPEC §4-§6). */
+ * (docs/SPEC.md §4-§6). */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -41,7 +41,7 @@ int image_decode_file(const char *path, int channels, int64_t max_pixels, int fl
 int image_from_rgb(const uint8_t *rgb, int width, int height, const char *name, int channels,
                    int64_t max_pixels, image_u8 *out, vit_error *err);
 
-/* Pillow's resample codes (SPEC §5). */
+/* Pillow's resample codes (docs/SPEC.md §5). */
 enum {
     RESAMPLE_NEAREST = 0,
     RESAMPLE_LANCZOS = 1,
@@ -53,7 +53,7 @@ enum {
 
 #define IMAGE_MAX_SIDE 16384 /* largest size or crop_size a preprocessor config may ask for */
 
-/* Pillow-exact 8-bit resize (SPEC §6), any of the resample codes above. dst is allocated
+/* Pillow-exact 8-bit resize (docs/SPEC.md §6), any of the resample codes above. dst is allocated
  * (image_free it). */
 int image_resize(const image_u8 *src, int out_width, int out_height, int resample, image_u8 *dst,
                  vit_error *err);
@@ -78,7 +78,8 @@ typedef struct {
 int preprocess_config_read(const char *model_dir, int image_size, int channels,
                            preprocess_config *cfg, vit_error *err);
 
-/* Makes the config produce size x size outputs (for --size N; SPEC §7) keeping its transform. */
+/* Makes the config produce size x size outputs (for --size N; docs/SPEC.md §7) keeping its
+ * transform. */
 void preprocess_config_set_size(preprocess_config *cfg, int size);
 
 /* Output tensor shape of preprocess_image. */

@@ -1,6 +1,6 @@
-/* A model's preprocessor_config.json and the transform it describes (SPEC §5): resize (uint8, as
- * Pillow) -> center crop (uint8, zero padding) -> rescale (float64 product rounded to float32, as
- * HF's rescale) -> normalise (float32, as HF's normalize) -> CHW. */
+/* A model's preprocessor_config.json and the transform it describes (docs/SPEC.md §5): resize
+ * (uint8, as Pillow) -> center crop (uint8, zero padding) -> rescale (float64 product rounded to
+ * float32, as HF's rescale) -> normalise (float32, as HF's normalize) -> CHW. */
 #include "image/image.h"
 
 #include <math.h>

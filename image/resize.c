@@ -1,5 +1,5 @@
-/* Pillow's Image.resize for 8-bit images, bit for bit (SPEC §6; Pillow 9.4 Resample.c and, for
- * nearest, Geometry.c). The arithmetic (double coefficients, 22-bit fixed point, rounding,
+/* Pillow's Image.resize for 8-bit images, bit for bit (docs/SPEC.md §6; Pillow 9.4 Resample.c and,
+ * for nearest, Geometry.c). The arithmetic (double coefficients, 22-bit fixed point, rounding,
  * clamping, multiplying by 1/filterscale rather than dividing) follows Pillow's exactly, because a
  * different but "equivalent" formula changes the odd pixel by one grey level. */
 #include "image/image.h"

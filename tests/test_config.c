@@ -1,4 +1,5 @@
-/* config.json parsing (SPEC §1): HF defaults for missing fields, errors naming the field. */
+/* config.json parsing (docs/SPEC.md §1): HF defaults for missing fields, errors naming the field.
+ */
 #include "tests/testutil.h"
 
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* DeiT as Hugging Face stores it: DeiTForImageClassification (tests/data/deit-micro) and
  * DeiTForImageClassificationWithTeacher (tests/data/deit-micro-teacher) against the float64
- * goldens of tools/deit_reference.py (the SPEC §9 format): logits on every backend, the hidden
- * states stage by stage, --size through the interpolated position embeddings, features, F16/BF16
- * files, `vit info`, and checkpoints that are wrong in the ways a DeiT can be. */
+ * goldens of tools/deit_reference.py (the docs/SPEC.md §9 format): logits on every backend, the
+ * hidden states stage by stage, --size through the interpolated position embeddings, features,
+ * F16/BF16 files, `vit info`, and checkpoints that are wrong in the ways a DeiT can be. */
 #include "tests/testutil.h"
 
 #include <fcntl.h>

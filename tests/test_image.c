@@ -1,7 +1,8 @@
-/* image/: decoding (SPEC §4), Pillow's resize (§6) and HF preprocessing (§5).
+/* image/: decoding (docs/SPEC.md §4), Pillow's resize (§6) and HF preprocessing (§5).
  * PNG variants are written here with libpng's writer from known pixels, so each decoded result is
- * checked against the source array under SPEC §4's rules (alpha dropped, grey replicated, high
- * byte kept), not against our own reader. Pillow equivalence is checked on the golden tensors. */
+ * checked against the source array under docs/SPEC.md §4's rules (alpha dropped, grey replicated,
+ * high byte kept), not against our own reader. Pillow equivalence is checked on the golden tensors.
+ */
 #include "tests/testutil.h"
 
 #include <math.h>
@@ -356,7 +357,7 @@ static void test_jpeg_grey_replicated(void **state) {
     free(jpg.data);
 }
 
-/* ---- resize: hand-computed cases (SPEC §6 arithmetic, checked against Pillow 9.4) ---- */
+/* ---- resize: hand-computed cases (docs/SPEC.md §6 arithmetic, checked against Pillow 9.4) ---- */
 
 static void expect_resize_row(const uint8_t *in, int n_in, int n_out, int resample,
                               const uint8_t *expected) {
@@ -549,7 +550,7 @@ static void test_defaults_without_preprocessor_config(void **state) {
     assert_true(fabs(cfg.rescale_factor - 1.0 / 255) < 1e-15);
 }
 
-/* ---- Pillow / Hugging Face equivalence on the golden tensors (SPEC §9) ---- */
+/* ---- Pillow / Hugging Face equivalence on the golden tensors (docs/SPEC.md §9) ---- */
 
 /* Every golden image through the model's preprocessing against the reference's pixels. 1e-6: the
  * uint8 pixels must be Pillow's exactly (one step of 1/255 / std is 0.017 or more); what is left is

@@ -1,4 +1,5 @@
-/* safetensors validation (SPEC §3) and model loading errors: each bad file is a clear error. */
+/* safetensors validation (docs/SPEC.md §3) and model loading errors: each bad file is a clear
+ * error. */
 #include "tests/testutil.h"
 
 #include <math.h>

@@ -1,5 +1,6 @@
-/* BERT WordPiece tokenizer (SPEC §8): the 30 golden texts of bert-sst2-tiny (ids and pieces), and
- * hand-written cases on small vocabularies written at test time, independent of ../shared. */
+/* BERT WordPiece tokenizer (docs/SPEC.md §8): the 30 golden texts of bert-sst2-tiny (ids and
+ * pieces), and hand-written cases on small vocabularies written at test time, independent of
+ * ../shared. */
 #include "tests/testutil.h"
 
 #include <cjson/cJSON.h>

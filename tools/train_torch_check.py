@@ -2,7 +2,7 @@
 """Checks that a model directory written by `vit train` is a valid Hugging Face checkpoint for
 PyTorch, without transformers or safetensors installed: parses model.safetensors with json +
 struct, builds ViTForImageClassification's (or BertForSequenceClassification's) forward in plain
-torch (HF module names, SPEC §2/§7/§8), loads every tensor (strict: no missing or unexpected
+torch (HF module names, docs/SPEC.md §2/§7/§8), loads every tensor (strict: no missing or unexpected
 names), and compares its logits with `vit classify --logits --json` on the given images (or
 `vit text --logits --tokens --json` on the given sentences: the ids come from vit's tokenizer).
 

@@ -2,11 +2,11 @@
 #define VIT_CHECKPOINT_H
 
 /* Writing model directories that bin/vit, transformers and PyTorch read: config.json
- * (ViTForImageClassification, a DeiT class, or BertForSequenceClassification, SPEC §1),
- * model.safetensors (SPEC §2 names, float32, metadata {"format": "pt"}), and for a ViT or a DeiT
- * preprocessor_config.json (the evaluation transform), for a BERT the tokenizer files. Every file
- * is written to a temporary name and renamed into place, so a crash never leaves a half-written
- * file. */
+ * (ViTForImageClassification, a DeiT class, or BertForSequenceClassification, docs/SPEC.md §1),
+ * model.safetensors (docs/SPEC.md §2 names, float32, metadata {"format": "pt"}), and for a ViT or a
+ * DeiT preprocessor_config.json (the evaluation transform), for a BERT the tokenizer files. Every
+ * file is written to a temporary name and renamed into place, so a crash never leaves a
+ * half-written file. */
 
 #include "image/image.h"
 #include "vit/base/error.h"
@@ -20,9 +20,9 @@ char *model_config_json(const model_config *cfg, float hidden_dropout, float att
 char *preprocess_config_json(const preprocess_config *pp);
 
 /* The tensors of a model as safetensors entries with their file names ("vit."/"deit." prefix where
- * SPEC §2 has it); absent tensors (no qkv bias) are left out. names must hold m->num_entries
- * buffers of 128 bytes; entries m->num_entries. Returns the number of entries. block supplies the
- * data (m->params, or another block of the same layout such as optimizer moments). */
+ * docs/SPEC.md §2 has it); absent tensors (no qkv bias) are left out. names must hold
+ * m->num_entries buffers of 128 bytes; entries m->num_entries. Returns the number of entries. block
+ * supplies the data (m->params, or another block of the same layout such as optimizer moments). */
 int model_st_entries(const model *m, const float *block, st_entry *entries, char (*names)[128]);
 
 /* MODEL_DIR/{config.json, model.safetensors}, and for a ViT preprocessor_config.json from pp (a

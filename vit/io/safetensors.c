@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ST_MAX_HEADER (100u << 20) /* SPEC §3: a sane bound on the JSON header */
+#define ST_MAX_HEADER (100u << 20) /* docs/SPEC.md §3: a sane bound on the JSON header */
 
 static const struct {
     const char *name;

@@ -6,8 +6,8 @@
 
 #include "vit/base/error.h"
 
-/* safetensors files (SPEC §3): read whole and fully validated on open (a file overwritten while it
- * is read is an error, never a signal). */
+/* safetensors files (docs/SPEC.md §3): read whole and fully validated on open (a file overwritten
+ * while it is read is an error, never a signal). */
 
 #define ST_MAX_DIMS 8
 

@@ -4,7 +4,7 @@
 #include "vit/base/error.h"
 #include "vit/core/ops.h"
 
-/* config.json of a Hugging Face model directory (SPEC §1). */
+/* config.json of a Hugging Face model directory (docs/SPEC.md §1). */
 
 /* MODEL_VIT: the image classifiers (ViT and DeiT, one forward); MODEL_BERT: text. */
 /* The most patches per side of an image (128: 16,384 tokens, a 2048-pixel image at patch 16):

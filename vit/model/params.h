@@ -1,7 +1,8 @@
 #ifndef VIT_MODEL_PARAMS_H
 #define VIT_MODEL_PARAMS_H
 
-/* A model's parameters: one allocation, every tensor known by its Hugging Face name (SPEC §2). */
+/* A model's parameters: one allocation, every tensor known by its Hugging Face name (docs/SPEC.md
+ * §2). */
 
 #include <stddef.h>
 #include <stdint.h>
