@@ -21,6 +21,7 @@ white space runs to one space, per-character lower case, CLIP's pattern, GPT-2's
 </w>, merges by rank); this tokenizer is first checked against the 26 texts of
 ../shared/data/clip/tokenizer-golden.json (OpenAI's ids) with CLIP's real vocabulary. SigLIP's
 goldens carry the token ids themselves (its SentencePiece tokenizer is not part of this file).
+The images are three of tests/data/golden-images (tools/vit_reference.py writes them).
 
 Each folder: config.json, preprocessor_config.json, model.safetensors (F32, names as
 save_pretrained writes them), golden.safetensors and golden.json:
@@ -49,6 +50,7 @@ from PIL import Image
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared")
+IMAGE_DIR = os.path.join(ROOT, "tests", "data", "golden-images")  # tools/vit_reference.py's
 IMAGES = ["rgb_64x48.png", "tall_40x400.jpg", "palette_120x90.png"]
 TEXTS = ["a photo of a cat", "A Photo of the DOG's photo!", "", "cat dog cat dog cat dog cat dog "
          "cat dog cat dog cat dog cat dog", "the photo 12 of a bird \u00e9t\u00e9"]
@@ -477,7 +479,7 @@ def write_model(name, spec):
     w32 = {k: x.to(torch.float32) for k, x in w.items()}
     tensors, worst32, img64, img32, txt64, txt32 = {}, 0.0, [], [], [], []
     for image in IMAGES:
-        pixels = preprocess(os.path.join(SHARED, "models", "golden-images", image), spec)
+        pixels = preprocess(os.path.join(IMAGE_DIR, image), spec)
         tensors[f"image/{image}/pixels"] = pixels.numpy()
         e64 = image_embeds(w, spec, pixels[None].double())[0]
         e32 = image_embeds(w32, spec, pixels[None])[0]
