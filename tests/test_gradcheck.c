@@ -332,8 +332,18 @@ static encoder_layer layout_layer(float *block, size_t *off, int D, int I) {
         p[i] = block + *off;
         *off += sizes[i];
     }
-    return (encoder_layer){p[0], p[1], p[2], p[3], p[4],  p[5],
-                           p[6], p[7], p[8], p[9], p[10], p[11]};
+    return (encoder_layer){.ln1_w = p[0],
+                           .ln1_b = p[1],
+                           .qkv_w = p[2],
+                           .qkv_b = p[3],
+                           .proj_w = p[4],
+                           .proj_b = p[5],
+                           .ln2_w = p[6],
+                           .ln2_b = p[7],
+                           .fc1_w = p[8],
+                           .fc1_b = p[9],
+                           .fc2_w = p[10],
+                           .fc2_b = p[11]}; /* not prepared for inference: no gemm_weights */
 }
 
 static void check_encoder(const char *what, int post_norm, int causal, int masked,
