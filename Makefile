@@ -1,5 +1,6 @@
 # vit: Vision Transformer inference and training in C.
-#   make              bin/vit, build/libvit.a and build/libvit.so (portable: no -march=native)
+#   make              bin/vit, build/libvit.a and build/libvit.so (portable: no -march=native), then
+#                     one line naming the optional features built in and those left out, and why
 #   make test         build and run every test (tests needing ../shared skip loudly without it)
 #   make asan         the tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo         classify sample images with the shipped default model
@@ -14,8 +15,25 @@
 #   make fuzz         every parser's libFuzzer harness (tests/fuzz) for FUZZ_SECONDS (default 60)
 #   make fuzz-smoke   each harness for a few seconds over its corpus (in CI)
 #   make NATIVE=1     a build for this CPU only (-march=native), for comparison
-#   make ONEDNN=0     a build without oneDNN (OpenBLAS only: no bf16 kernels, no int8)
-#   make MICROHTTPD=0 a build without libmicrohttpd (no `vit serve`)
+#
+# What it needs (Debian 12 packages):
+#   required          a C compiler with OpenMP, make, pkg-config; OpenBLAS, libpng, libjpeg, libwebp,
+#                     libtiff, giflib, cJSON, utf8proc (group build)
+#   optional          each feature built in when its package is installed, left out by FLAG=0
+#                     (group optional):
+#                       ONEDNN=0      oneDNN (libdnnl-dev): the faster backend, bf16 kernels, int8
+#                       MPI=0         OpenMPI (libopenmpi-dev, openmpi-bin): mpirun vit eval|train
+#                       MICROHTTPD=0  libmicrohttpd (libmicrohttpd-dev): vit serve (and curl, the
+#                                     README's client)
+#   make deps         installs the groups build, optional and test (as root; as another user it
+#                     prints the one apt-get command); one group: make deps-build, deps-optional,
+#                     deps-test (cmocka), deps-data (Fashion-MNIST), deps-fuzz (clang),
+#                     deps-format (clang-format), deps-cross (the aarch64 cross compiler)
+# Run as root, each target installs what it needs and is missing (make: the build's packages and
+# those of the optional features not switched off; make test: the tests' too; make demo: the
+# data). Run as another user, make needs only the required packages: it stops with the command
+# that installs those when one is missing, and leaves out the features whose packages are not
+# installed.
 
 CC      ?= cc
 OPT     ?= -O3
@@ -26,27 +44,67 @@ endif
 # no-trapping-math: comparisons may be computed unconditionally, which lets the clamps of the
 # activation and exp kernels vectorise (floating-point exceptions are never looked at).
 CFLAGS  ?= $(OPT) -g -ffp-contract=off -fno-trapping-math
-# Every dependency's flags come from pkg-config (deferred: the packages may be installed first).
-PKGS     = openblas libpng libjpeg libwebp libwebpdemux libtiff-4 libgif libcjson libutf8proc
+
+# ---- required and optional packages ----
+
+REQUIRED    := openblas libpng libjpeg libwebp libwebpdemux libtiff-4 libgif libcjson libutf8proc
+FEATURES    := ONEDNN MPI MICROHTTPD
+ONEDNN      ?= 1
+MPI         ?= 1
+MICROHTTPD  ?= 1
+# Per feature: its name in make's summary, its Debian packages (the -dev one first), the shell
+# test that finds it installed (its flags go only to the objects that use it, below).
+NAME_ONEDNN     := oneDNN
+DEB_ONEDNN      := libdnnl-dev
+FIND_ONEDNN     := test -f /usr/include/oneapi/dnnl/dnnl.h
+NAME_MPI        := OpenMPI
+DEB_MPI         := libopenmpi-dev openmpi-bin
+FIND_MPI        := pkg-config --exists ompi-c
+NAME_MICROHTTPD := vit~serve
+DEB_MICROHTTPD  := libmicrohttpd-dev curl
+FIND_MICROHTTPD := pkg-config --exists libmicrohttpd
+
+# Debian packages by group (make deps-GROUP).
+DEPS_GROUPS    := build optional test data fuzz format cross
+DEPS.build     := gcc libc6-dev make pkg-config libopenblas-dev libpng-dev libjpeg62-turbo-dev \
+                  libwebp-dev libtiff-dev libgif-dev libcjson-dev libutf8proc-dev
+DEPS.optional   = $(foreach f,$(FEATURES),$(if $(filter 1,$($(f))),$(DEB_$(f))))
+DEPS.test      := libcmocka-dev
+DEPS.data      := dataset-fashion-mnist
+DEPS.fuzz      := clang libclang-rt-14-dev libomp-14-dev
+DEPS.format    := clang-format
+DEPS.cross     := gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+
+# The features built in: those switched on whose packages are installed. Looked for once, when a
+# recipe first needs them: after make has installed the packages (as root). `once` turns a
+# deferred variable into the value of its first expansion.
+once     = $(eval $(1) := $(2))$($(1))
+BUILT    = $(call once,BUILT,$(foreach f,$(FEATURES),$(if $(filter 1,$($(f))),$(if \
+             $(shell $(FIND_$(f)) 2>/dev/null && echo 1),$(f)))))
+built    = $(filter $(1),$(BUILT))
+DNNL     = $(call built,ONEDNN)
+OMPI     = $(call built,MPI)
+MHD      = $(call built,MICROHTTPD)
+PKGS     = $(REQUIRED)
+PKG_CFLAGS = $(call once,PKG_CFLAGS,$(shell pkg-config --cflags $(PKGS) 2>/dev/null))
+PKG_LIBS   = $(call once,PKG_LIBS,$(shell pkg-config --libs $(PKGS) 2>/dev/null))
+OMPI_LIBS  = $(call once,OMPI_LIBS,$(if $(OMPI),$(shell pkg-config --libs ompi-c)))
+# make's one line: what is built in, what is left out and why. (Spaces inside an entry are '~'
+# until the entries are joined.)
+comma   := ,
+space   := $(eval) $(eval)
+list     = $(subst ~, ,$(subst $(space),$(comma)$(space),$(strip $(1))))
+missing  = $(filter-out $(BUILT),$(foreach f,$(FEATURES),$(if $(filter 1,$($(f))),$(f))))
+why_out  = $(if $(filter $(1),$(missing)),$(firstword $(DEB_$(1)))~not~installed,$(1)=$($(1)))
+SUMMARY  = vit: built with $(or $(call list,$(foreach f,$(BUILT),$(NAME_$(f)))),no optional \
+           feature); left out: $(or $(call list,$(foreach f,$(filter-out $(BUILT),$(FEATURES)),\
+           $(NAME_$(f))~($(call why_out,$(f))))),nothing)$(if $(missing),; make deps-optional \
+           installs what is not installed)
+
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration \
            -Werror=incompatible-pointer-types -fopenmp -fPIC -fvisibility=hidden -I. \
-           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
-# oneDNN (libdnnl-dev, no pkg-config file) when installed, unless ONEDNN=0: the faster backend,
-# bf16 and int8. Looked for when used, after the packages are installed.
-ONEDNN  ?= 1
-DNNL     = $(if $(filter 1,$(ONEDNN)),$(shell test -f /usr/include/oneapi/dnnl/dnnl.h && echo 1))
-CFLAGS  += $(if $(DNNL),-DVIT_ONEDNN)
-LDLIBS  += $(if $(DNNL),-ldnnl)
-# libmicrohttpd (libmicrohttpd-dev) for `vit serve`, when installed, unless MICROHTTPD=0; only
-# bin/vit links it (the library has the batcher, not the HTTP layer).
-MICROHTTPD ?= 1
-MHD      = $(if $(filter 1,$(MICROHTTPD)),$(shell pkg-config --exists libmicrohttpd && echo 1))
-# OpenMPI (libopenmpi-dev) for `mpirun -np N bin/vit eval|train`, when installed, unless MPI=0;
-# the same binary runs alone. Only vit/base/dist.c sees MPI's headers.
-MPI     ?= 1
-OMPI     = $(if $(filter 1,$(MPI)),$(shell pkg-config --exists ompi-c && echo 1))
-LDLIBS  += $(if $(OMPI),$(shell pkg-config --libs ompi-c))
+           $(PKG_CFLAGS) $(foreach f,$(BUILT),-DVIT_$(f))
+LDLIBS  += $(PKG_LIBS) $(if $(DNNL),-ldnnl) $(OMPI_LIBS) -lm -lpthread
 # The tests compile without a warning: a new one fails their build (TEST_WERROR= lets it pass).
 TEST_WERROR ?= -Werror
 BUILD   ?= build
@@ -57,10 +115,6 @@ DESTDIR ?=
 VERSION := $(shell awk '/define VIT_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $$3} \
                         END {print v}' vit/vit.h)
 MAJOR   := $(firstword $(subst ., ,$(VERSION)))
-
-DEB_PACKAGES := gcc make pkg-config clang-format libpng-dev libjpeg62-turbo-dev libwebp-dev \
-                libtiff-dev libgif-dev libopenblas-dev libcjson-dev libutf8proc-dev libcmocka-dev \
-                libdnnl-dev libmicrohttpd-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist
 
 LIB_SRC  := $(wildcard vit/*.c vit/base/*.c vit/core/*.c vit/model/*.c vit/io/*.c vit/data/*.c \
               vit/eval/*.c vit/train/*.c vit/serve/*.c image/*.c patch/*.c text/*.c)
@@ -73,23 +127,37 @@ LIB      := $(BUILD)/libvit.a
 SHLIB    := $(BUILD)/libvit.so.$(VERSION)
 SOURCES  := $(wildcard */*.c */*.h */*/*.c */*/*.h)
 
-.PHONY: all deps test asan demo clean format format-check check-layers cross-check data model \
-        install uninstall fuzz fuzz-smoke fuzz-build
+.PHONY: all deps $(DEPS_GROUPS:%=deps-%) needs-build needs-test needs-data needs-format test asan \
+        demo clean format format-check check-layers cross-check data model install uninstall fuzz \
+        fuzz-smoke fuzz-build FORCE
 all: $(BIN)/vit $(SHLIB) $(BUILD)/vit.1
 	@$(call give_back,$(BUILD) $(BIN))
+	@echo "$(SUMMARY)"
 
 # Run as root (to install packages) in someone else's checkout, make hands what it built back to
 # the checkout's owner, so a later make as that user can rebuild.
 give_back = if [ "$$(id -u)" = 0 ] && [ "$$(stat -c %u .)" != 0 ]; then \
               chown -R --reference=. $(1) 2>/dev/null; else true; fi
 
-deps: $(BUILD)/.deps
-$(BUILD)/.deps: tools/install-deps Makefile
-	@mkdir -p $(BUILD)
-	@tools/install-deps $(DEB_PACKAGES)
-	@touch $@
+deps: deps-build deps-optional deps-test
+$(DEPS_GROUPS:%=deps-%):
+	@tools/install-deps $(DEPS.$(@:deps-%=%))
 
-$(BUILD)/%.o: %.c Makefile | $(BUILD)/.deps
+# Before anything is compiled. As root: the build's packages and the optional features' that are
+# not switched off, installed if missing. As another user: the compiler and the required
+# libraries must be there (pkg-config finds them), else make stops with the apt-get command.
+# Likewise the tests' cmocka and the demo's data.
+needs-build:
+	@tools/install-deps --found "$(REQUIRED)" --program $(firstword $(CC)) $(DEPS.build) \
+	  $(if $(filter 0,$(shell id -u)),$(DEPS.optional))
+
+# The optional features built in, rewritten only when they change (a FLAG=0, a package installed
+# or removed since), so that everything is rebuilt with the new set.
+$(BUILD)/features: FORCE | needs-build
+	@mkdir -p $(BUILD)
+	@echo "$(BUILT)" | cmp -s - $@ || echo "$(BUILT)" > $@
+
+$(BUILD)/%.o: %.c Makefile $(BUILD)/features | needs-build
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -102,9 +170,9 @@ $(SHLIB): $(LIB_OBJ)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libvit.so.$(MAJOR) -o $@ $^ $(LDLIBS)
 
 # bin/vit links the static library: it runs from the build tree or anywhere it is installed.
-$(BUILD)/vit/base/dist.o: CFLAGS += $(if $(OMPI),-DVIT_MPI $(shell pkg-config --cflags ompi-c))
+$(BUILD)/vit/base/dist.o: CFLAGS += $(if $(OMPI),$(shell pkg-config --cflags ompi-c))
 $(BUILD)/vit/cli/serve.o $(BUILD)/vit/cli/serve_http.o: CFLAGS += \
-  $(if $(MHD),-DVIT_MICROHTTPD $(shell pkg-config --cflags libmicrohttpd))
+  $(if $(MHD),$(shell pkg-config --cflags libmicrohttpd))
 $(BIN)/vit: LDLIBS += $(if $(MHD),$(shell pkg-config --libs libmicrohttpd))
 $(BIN)/vit: $(CLI_OBJ) $(LIB)
 	@mkdir -p $(BIN)
@@ -113,13 +181,17 @@ $(BIN)/vit: $(CLI_OBJ) $(LIB)
 $(BUILD)/vit.1: $(BIN)/vit
 	$(BIN)/vit --man > $@
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/tests/testutil.o $(LIB)
+$(BUILD)/tests/%: tests/%.c $(BUILD)/tests/testutil.o $(LIB) | needs-test
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_WERROR) -MMD -MP -o $@ $< $(BUILD)/tests/testutil.o $(LIB) $(LDLIBS) \
 	  -lcmocka
-$(BUILD)/tests/testutil.o: tests/testutil.c Makefile | $(BUILD)/.deps
+$(BUILD)/tests/testutil.o: tests/testutil.c Makefile $(BUILD)/features | needs-build needs-test
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_WERROR) -MMD -MP -c $< -o $@
+needs-test:
+	@tools/install-deps --found cmocka $(DEPS.test)
+needs-data:
+	@tools/install-deps $(DEPS.data)
 
 # The inference attention's register tiles are written for fused multiply-adds.
 $(BUILD)/vit/core/attention_infer.o: CFLAGS += -ffp-contract=fast
@@ -158,8 +230,8 @@ FUZZERS       = $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(filter-out $(if $(MH
 FUZZ_SECONDS ?= 60
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-fuzz-build: $(BUILD)/.deps
-	@tools/install-deps clang libclang-rt-14-dev libomp-14-dev
+fuzz-build: needs-build
+	@tools/install-deps --program clang $(DEPS.fuzz)
 	$(MAKE) CC=clang ONEDNN=0 BUILD=$(FUZZ_BUILD) \
 	  OPT="-O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(FUZZERS)
 
@@ -220,7 +292,7 @@ uninstall:
 # complete export.
 FASHION_MNIST := /usr/share/datasets/fashion-mnist
 data: data/fashion-mnist/labels.txt
-data/fashion-mnist/labels.txt: | $(BUILD)/tools/fashion_mnist_export
+data/fashion-mnist/labels.txt: | needs-data $(BUILD)/tools/fashion_mnist_export
 	@mkdir -p data
 	$(BUILD)/tools/fashion_mnist_export $(FASHION_MNIST) data/fashion-mnist
 	@$(call give_back,data $(BUILD))
@@ -247,26 +319,32 @@ model: $(BIN)/vit data
 	  $(FASHION_VIT_RUN)/preprocessor_config.json $(FASHION_VIT_RUN)/train_log.jsonl models/fashion-vit/
 
 # A few Fashion-MNIST test images (from the Debian package) through the shipped default model.
-demo: $(BIN)/vit $(BUILD)/tools/fashion_mnist_export
+demo: $(BIN)/vit $(BUILD)/tools/fashion_mnist_export | needs-data
 	@BUILD=$(BUILD) BIN=$(BIN) tools/demo
 	@$(call give_back,$(BUILD) $(BIN))
 
 # ---- source hygiene ----
 
-format:
+format: needs-format
 	clang-format -i $(SOURCES)
 
-format-check:
+format-check: needs-format
 	@clang-format --dry-run -Werror $(SOURCES) && echo "clang-format: $(words $(SOURCES)) files clean"
 
 check-layers:
 	@tools/check-layers && echo "layers: every include goes down"
 
+needs-format:
+	@tools/install-deps --program clang-format $(DEPS.format)
+
 # Every source compiles for aarch64 too (Debian's cross compiler).
-cross-check:
+cross-check: needs-build
+	@tools/install-deps --program aarch64-linux-gnu-gcc $(DEPS.cross)
 	@tools/cross-check
 
 clean:
 	rm -rf $(BUILD) $(BIN)
+
+FORCE:
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TESTS:=.d)
