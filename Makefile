@@ -17,14 +17,16 @@
 #   make NATIVE=1     a build for this CPU only (-march=native), for comparison
 #
 # What it needs (Debian 12 packages):
-#   required          a C compiler with OpenMP, make, pkg-config; OpenBLAS, libpng, libjpeg, libwebp,
-#                     libtiff, giflib, cJSON, utf8proc (group build)
+#   required          a C compiler with OpenMP, make, pkg-config; OpenBLAS, libpng, libjpeg, cJSON,
+#                     utf8proc (group build)
 #   optional          each feature built in when its package is installed, left out by FLAG=0
 #                     (group optional):
 #                       ONEDNN=0      oneDNN (libdnnl-dev): the faster backend, bf16 kernels, int8
 #                       MPI=0         OpenMPI (libopenmpi-dev, openmpi-bin): mpirun vit eval|train
 #                       MICROHTTPD=0  libmicrohttpd (libmicrohttpd-dev): vit serve (and curl, the
 #                                     README's client)
+#                       WEBP=0 TIFF=0 GIF=0  those image formats (libwebp-dev, libtiff-dev,
+#                                     libgif-dev); PNG, JPEG and BMP are always there
 #   make deps         installs the groups build, optional and test (as root; as another user it
 #                     prints the one apt-get command); one group: make deps-build, deps-optional,
 #                     deps-test (cmocka), deps-data (Fashion-MNIST), deps-fuzz (clang),
@@ -47,13 +49,17 @@ CFLAGS  ?= $(OPT) -g -ffp-contract=off -fno-trapping-math
 
 # ---- required and optional packages ----
 
-REQUIRED    := openblas libpng libjpeg libwebp libwebpdemux libtiff-4 libgif libcjson libutf8proc
-FEATURES    := ONEDNN MPI MICROHTTPD
+REQUIRED    := openblas libpng libjpeg libcjson libutf8proc
+FEATURES    := ONEDNN MPI MICROHTTPD WEBP TIFF GIF
 ONEDNN      ?= 1
 MPI         ?= 1
 MICROHTTPD  ?= 1
+WEBP        ?= 1
+TIFF        ?= 1
+GIF         ?= 1
 # Per feature: its name in make's summary, its Debian packages (the -dev one first), the shell
-# test that finds it installed (its flags go only to the objects that use it, below).
+# test that finds it installed, its pkg-config modules (flags for every object; MPI's and
+# libmicrohttpd's go only to the objects that use them, below).
 NAME_ONEDNN     := oneDNN
 DEB_ONEDNN      := libdnnl-dev
 FIND_ONEDNN     := test -f /usr/include/oneapi/dnnl/dnnl.h
@@ -63,11 +69,21 @@ FIND_MPI        := pkg-config --exists ompi-c
 NAME_MICROHTTPD := vit~serve
 DEB_MICROHTTPD  := libmicrohttpd-dev curl
 FIND_MICROHTTPD := pkg-config --exists libmicrohttpd
+NAME_WEBP       := WebP
+DEB_WEBP        := libwebp-dev
+PC_WEBP         := libwebp libwebpdemux
+NAME_TIFF       := TIFF
+DEB_TIFF        := libtiff-dev
+PC_TIFF         := libtiff-4
+NAME_GIF        := GIF
+DEB_GIF         := libgif-dev
+PC_GIF          := libgif
+$(foreach f,WEBP TIFF GIF,$(eval FIND_$(f) := pkg-config --exists $(PC_$(f))))
 
 # Debian packages by group (make deps-GROUP).
 DEPS_GROUPS    := build optional test data fuzz format cross
 DEPS.build     := gcc libc6-dev make pkg-config libopenblas-dev libpng-dev libjpeg62-turbo-dev \
-                  libwebp-dev libtiff-dev libgif-dev libcjson-dev libutf8proc-dev
+                  libcjson-dev libutf8proc-dev
 DEPS.optional   = $(foreach f,$(FEATURES),$(if $(filter 1,$($(f))),$(DEB_$(f))))
 DEPS.test      := libcmocka-dev
 DEPS.data      := dataset-fashion-mnist
@@ -85,7 +101,7 @@ built    = $(filter $(1),$(BUILT))
 DNNL     = $(call built,ONEDNN)
 OMPI     = $(call built,MPI)
 MHD      = $(call built,MICROHTTPD)
-PKGS     = $(REQUIRED)
+PKGS     = $(REQUIRED) $(foreach f,$(call built,WEBP TIFF GIF),$(PC_$(f)))
 PKG_CFLAGS = $(call once,PKG_CFLAGS,$(shell pkg-config --cflags $(PKGS) 2>/dev/null))
 PKG_LIBS   = $(call once,PKG_LIBS,$(shell pkg-config --libs $(PKGS) 2>/dev/null))
 OMPI_LIBS  = $(call once,OMPI_LIBS,$(if $(OMPI),$(shell pkg-config --libs ompi-c)))
@@ -212,7 +228,7 @@ $(BUILD)/tools/%: tools/%.c $(LIB)
 test: all $(TESTS)
 	@$(call give_back,$(BUILD) $(BIN))
 	@VIT_BIN=$(abspath $(BIN)/vit) EXAMPLE_CFLAGS="$(EXAMPLE_CFLAGS)" tests/run $(TESTS) \
-	  tests/install.sh tests/mpi.sh
+	  tests/install.sh tests/mpi.sh tests/minimal-build.sh
 
 # Sanitizers in a separate build tree so the normal objects stay optimised.
 # (bin/vit finds the shipped models beside its bin/: build/asan/models links to them.)
@@ -337,10 +353,11 @@ check-layers:
 needs-format:
 	@tools/install-deps --program clang-format $(DEPS.format)
 
-# Every source compiles for aarch64 too (Debian's cross compiler).
+# Every source compiles for aarch64 too (Debian's cross compiler), the image formats this build
+# has included.
 cross-check: needs-build
 	@tools/install-deps --program aarch64-linux-gnu-gcc $(DEPS.cross)
-	@tools/cross-check
+	@tools/cross-check $(foreach f,$(call built,WEBP TIFF GIF),-DVIT_$(f))
 
 clean:
 	rm -rf $(BUILD) $(BIN)

@@ -56,16 +56,79 @@ void decode_palette_ramp(decode_palette *p) {
 
 typedef int (*decoder)(const decode_source *, image_u8 *, decode_meta *, vit_error *);
 
-/* The decoder for the file's first bytes (the signatures Pillow recognises), or NULL. */
-static decoder find_decoder(const uint8_t *d, size_t n) {
-    if (n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0) return decode_png;
-    if (n >= 3 && memcmp(d, "\xff\xd8\xff", 3) == 0) return decode_jpeg;
-    if (n >= 12 && memcmp(d, "RIFF", 4) == 0 && memcmp(d + 8, "WEBP", 4) == 0) return decode_webp;
-    if (n >= 4 && (memcmp(d, "II*\0", 4) == 0 || memcmp(d, "MM\0*", 4) == 0 ||
-                   memcmp(d, "II+\0", 4) == 0 || memcmp(d, "MM\0+", 4) == 0))
-        return decode_tiff;
-    if (n >= 6 && (memcmp(d, "GIF87a", 6) == 0 || memcmp(d, "GIF89a", 6) == 0)) return decode_gif;
-    if (n >= 2 && memcmp(d, "BM", 2) == 0) return decode_bmp;
+/* The optional formats are compiled in with their libraries (make WEBP=0 TIFF=0 GIF=0 leaves
+ * them out, as does a build without the package); their signatures are known either way. */
+#ifdef VIT_WEBP
+#define WEBP_DECODER decode_webp
+#else
+#define WEBP_DECODER NULL
+#endif
+#ifdef VIT_TIFF
+#define TIFF_DECODER decode_tiff
+#else
+#define TIFF_DECODER NULL
+#endif
+#ifdef VIT_GIF
+#define GIF_DECODER decode_gif
+#else
+#define GIF_DECODER NULL
+#endif
+
+static int is_png(const uint8_t *d, size_t n) {
+    return n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0;
+}
+static int is_jpeg(const uint8_t *d, size_t n) {
+    return n >= 3 && memcmp(d, "\xff\xd8\xff", 3) == 0;
+}
+static int is_webp(const uint8_t *d, size_t n) {
+    return n >= 12 && memcmp(d, "RIFF", 4) == 0 && memcmp(d + 8, "WEBP", 4) == 0;
+}
+static int is_tiff(const uint8_t *d, size_t n) {
+    return n >= 4 && (memcmp(d, "II*\0", 4) == 0 || memcmp(d, "MM\0*", 4) == 0 ||
+                      memcmp(d, "II+\0", 4) == 0 || memcmp(d, "MM\0+", 4) == 0);
+}
+static int is_gif(const uint8_t *d, size_t n) {
+    return n >= 6 && (memcmp(d, "GIF87a", 6) == 0 || memcmp(d, "GIF89a", 6) == 0);
+}
+static int is_bmp(const uint8_t *d, size_t n) {
+    return n >= 2 && memcmp(d, "BM", 2) == 0;
+}
+
+/* The formats by their first bytes (the signatures Pillow recognises), in the order tried. */
+static const struct {
+    const char *name;
+    int (*matches)(const uint8_t *, size_t);
+    decoder decode;      /* NULL: this build is without it */
+    const char *package; /* the Debian package a build with it needs */
+} formats[] = {
+    {"PNG", is_png, decode_png, NULL},
+    {"JPEG", is_jpeg, decode_jpeg, NULL},
+    {"WebP", is_webp, WEBP_DECODER, "libwebp-dev"},
+    {"TIFF", is_tiff, TIFF_DECODER, "libtiff-dev"},
+    {"GIF", is_gif, GIF_DECODER, "libgif-dev"},
+    {"BMP", is_bmp, decode_bmp, NULL},
+};
+enum { NUM_FORMATS = sizeof formats / sizeof formats[0] };
+
+const char *image_format(int i, int *built_in) {
+    if (i < 0 || i >= NUM_FORMATS) return NULL;
+    if (built_in) *built_in = formats[i].decode != NULL;
+    return formats[i].name;
+}
+
+/* The decoder for the file's first bytes; NULL with err set when the format is unknown or not
+ * built in. */
+static decoder find_decoder(const uint8_t *d, size_t n, const char *name, vit_error *err) {
+    for (int i = 0; i < NUM_FORMATS; i++) {
+        if (!formats[i].matches(d, n)) continue;
+        if (!formats[i].decode)
+            vit_fail(err,
+                     "%s: a %s file, and this vit was built without %s support (rebuild it with "
+                     "%s installed)",
+                     name, formats[i].name, formats[i].name, formats[i].package);
+        return formats[i].decode;
+    }
+    vit_fail(err, "%s: not a PNG, JPEG, WebP, TIFF, GIF or BMP file", name);
     return NULL;
 }
 
@@ -79,8 +142,8 @@ int image_decode_memory(const uint8_t *data, size_t size, const char *name, int 
     memset(out, 0, sizeof *out);
     if (check_channels(name, channels, err) != 0) return -1;
     if (size == 0) return vit_fail(err, "%s: empty file", name);
-    const decoder decode = find_decoder(data, size);
-    if (!decode) return vit_fail(err, "%s: not a PNG, JPEG, WebP, TIFF, GIF or BMP file", name);
+    const decoder decode = find_decoder(data, size, name, err);
+    if (!decode) return -1;
     const decode_source src = {.data = data,
                                .size = size,
                                .name = name,

@@ -5,6 +5,8 @@
  * grey, the index itself; an index beyond the table: Pillow's grey ramp). Transparency is dropped,
  * not composited. Image data cut short, or ending (with its end code) before the frame is full, is
  * an error, as in Pillow ("image file is truncated"). */
+#ifdef VIT_GIF /* built with giflib (image/decode.c refuses these files otherwise) */
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,3 +144,5 @@ int decode_gif(const decode_source *src, image_u8 *out, decode_meta *meta, vit_e
     }
     return rc;
 }
+
+#endif /* VIT_GIF */

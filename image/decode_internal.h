@@ -25,7 +25,8 @@ typedef struct {
 } decode_meta;
 
 /* Each returns 0 with out->width, out->height and out->pixels (width·height RGB triples, malloc'd)
- * set, or -1 with err naming src->name and nothing allocated. */
+ * set, or -1 with err naming src->name and nothing allocated. WebP, TIFF and GIF are compiled in
+ * with their libraries only (VIT_WEBP, VIT_TIFF, VIT_GIF; see image/decode.c). */
 int decode_png(const decode_source *src, image_u8 *out, decode_meta *meta, vit_error *err);
 int decode_jpeg(const decode_source *src, image_u8 *out, decode_meta *meta, vit_error *err);
 int decode_webp(const decode_source *src, image_u8 *out, decode_meta *meta, vit_error *err);

@@ -20,6 +20,8 @@
  *
  * Errors and warnings go to handlers of this file only (libtiff's per-file handlers), never to
  * stderr. */
+#ifdef VIT_TIFF /* built with libtiff (image/decode.c refuses these files otherwise) */
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,3 +457,5 @@ int decode_tiff(const decode_source *src, image_u8 *out, decode_meta *meta, vit_
     }
     return rc;
 }
+
+#endif /* VIT_TIFF */

@@ -1,6 +1,8 @@
 /* WebP (lossy, lossless, with alpha, animated: the first frame) to 8-bit RGB, the way Pillow 9.4
  * reads it: libwebp's animation decoder with its default options (non-premultiplied RGBA on a
  * transparent canvas), alpha then dropped. The EXIF chunk gives the EXIF orientation. */
+#ifdef VIT_WEBP /* built with libwebp (image/decode.c refuses these files otherwise) */
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,3 +87,5 @@ int decode_webp(const decode_source *src, image_u8 *out, decode_meta *meta, vit_
     WebPAnimDecoderDelete(dec);
     return rc;
 }
+
+#endif /* VIT_WEBP */

@@ -27,11 +27,16 @@ void image_free(image_u8 *img);
  * apply. Without it: Pillow's Image.open(f) pixels. */
 #define IMAGE_EXIF_ORIENTATION 1
 
+/* The formats the decoder knows, in the order it tries their signatures: the name of the i-th
+ * (from 0; NULL past the last) and whether this build decodes it (WebP, TIFF and GIF are optional
+ * in the build; a file of a format built without is refused, one line saying so). */
+const char *image_format(int i, int *built_in);
+
 /* Decodes a PNG, JPEG, WebP, TIFF, GIF (first frame) or BMP, told by its first bytes, into
  * `channels` (3: RGB, 1: Pillow's L), as Pillow's Image.open(f).convert(mode) gives it (a TIFF's
  * own Orientation tag is applied either way, as Pillow does when it loads a TIFF). max_pixels <= 0
  * means IMAGE_DEFAULT_MAX_PIXELS. flags: 0 or IMAGE_EXIF_ORIENTATION. Errors are one line naming
- * `name` (usually the path). */
+ * `name` (usually the path); a WebP, TIFF or GIF file in a build without that format is one. */
 int image_decode_memory(const uint8_t *data, size_t size, const char *name, int channels,
                         int64_t max_pixels, int flags, image_u8 *out, vit_error *err);
 int image_decode_file(const char *path, int channels, int64_t max_pixels, int flags, image_u8 *out,

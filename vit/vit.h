@@ -98,7 +98,8 @@ VIT_API const char *vit_compute(const vit_context *ctx);
 
 /* One image -> the model's input tensor `pixels` (vit_input_floats floats), exactly as Hugging
  * Face's image processor with Pillow: from a file (PNG, JPEG, WebP, TIFF, GIF or BMP, told by its
- * first bytes; params.exif_orientation says whether EXIF orientation is applied), from an encoded
+ * first bytes; WebP, TIFF and GIF only in a library built with them, `vit info` says which;
+ * params.exif_orientation says whether EXIF orientation is applied), from an encoded
  * file in memory, or from 8-bit RGB pixels (width·height·3 bytes, row-major). */
 VIT_API int vit_preprocess_file(const vit_context *ctx, const char *path, float *pixels,
                                 vit_error *err);

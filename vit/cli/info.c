@@ -84,6 +84,21 @@ static void print_labels(const model_config *cfg, int all) {
     printf("%s\n", shown < cfg->num_labels ? ", ... (--labels lists all)" : "");
 }
 
+/* The image formats this build decodes, then those it was built without. */
+static void print_formats(void) {
+    const char *name;
+    int built_in, without = 0;
+    printf("formats:        ");
+    for (int i = 0, n = 0; (name = image_format(i, &built_in)); i++)
+        if (built_in)
+            printf("%s%s", n++ ? ", " : "", name);
+        else
+            without++;
+    for (int i = 0, n = 0; without && (name = image_format(i, &built_in)); i++)
+        if (!built_in) printf("%s%s", n++ ? ", " : "; built without ", name);
+    printf("\n");
+}
+
 static int info_option(const cli_parser *p, int id, void *user) {
     (void)p;
     if (id == OPT_LABELS) *(int *)user = 1;
@@ -122,6 +137,7 @@ int cli_info(int argc, char **argv) {
            !gemm_backend_available(GEMM_ONEDNN) ? ""
            : gemm_bf16_native(GEMM_ONEDNN)      ? ", bf16 kernels"
                                                 : ", no bf16 kernels (bf16 computed in fp32)");
+    print_formats();
     printf("mpi:            %s\n",
            dist_library() ? dist_library() : "not built in (make MPI=1 with libopenmpi-dev)");
     model_free(&m);

@@ -1,0 +1,50 @@
+#!/bin/sh
+# A build with every optional feature switched off (make ONEDNN=0 MPI=0 MICROHTTPD=0 WEBP=0 TIFF=0
+# GIF=0, at -O0 for speed, in its own build tree): make's line names each as left out and why;
+# bin/vit classifies a JPEG as the full build does; vit info says what the build is without; a
+# WebP, TIFF or GIF file and vit serve are refused in one line each; the formats test passes with
+# its left-out formats counted as skipped. Prints a cmocka-style summary for tests/run.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+full=${VIT_BIN:-bin/vit}
+min=${BUILD:-build}/min
+vit=$min/bin/vit
+model=models/vit-tiny-in1k
+fail() {
+    echo "minimal-build: $*"
+    echo "[  FAILED  ] 1 test(s), listed below:"
+    exit 1
+}
+off="ONEDNN=0 MPI=0 MICROHTTPD=0 WEBP=0 TIFF=0 GIF=0"
+# its own make: not the calling make's jobs or variables (but for the C compiler)
+# shellcheck disable=SC2086 # one word per variable
+out=$(MAKEFLAGS='' make -s -j2 BUILD="$min" BIN="$min/bin" OPT=-O0 CC="${CC:-cc}" $off all \
+    "$min/tests/test_formats" 2>&1) || fail "make $off failed: $(printf '%s' "$out" | tail -n 5)"
+line=$(printf '%s\n' "$out" | grep '^vit: built with')
+want="vit: built with no optional feature; left out: oneDNN (ONEDNN=0), OpenMPI (MPI=0),"
+want="$want vit serve (MICROHTTPD=0), WebP (WEBP=0), TIFF (TIFF=0), GIF (GIF=0)"
+[ "$line" = "$want" ] || fail "make said '$line', not '$want'"
+info=$("$vit" info -m "$model") || fail "vit info failed"
+for expected in "backends: .*oneDNN (not in this build)" "mpi: *not built in" \
+    "formats: *PNG, JPEG, BMP; built without WebP, TIFF, GIF"; do
+    printf '%s\n' "$info" | grep -q "^$expected" || fail "vit info does not say '$expected'"
+done
+got=$("$vit" classify -m "$model" -k 3 examples/photos/cat.jpg) || fail "vit classify failed"
+want=$("$full" classify -m "$model" -k 3 examples/photos/cat.jpg)
+[ "$got" = "$want" ] || fail "the minimal build says '$got', the full build '$want'"
+for f in webp_lossy.webp tiff_rgb8.tif gif_palette.gif; do
+    f=tests/data/formats/$f
+    err=$("$vit" classify -m "$model" "$f" 2>&1 >/dev/null) && fail "$f was classified"
+    case "$err" in
+    *"$f: a "*" file, and this vit was built without "*" support"*) ;;
+    *) fail "$f: '$err'" ;;
+    esac
+    [ "$(printf '%s\n' "$err" | wc -l)" = 1 ] || fail "$f: more than one line: $err"
+done
+err=$("$vit" serve -m "$model" 2>&1) && fail "vit serve ran"
+case "$err" in *"not built in"*) ;; *) fail "vit serve: '$err'" ;; esac
+formats=$(VIT_BIN="$vit" "$min/tests/test_formats" 2>&1) || fail "test_formats failed: $formats"
+printf '%s\n' "$formats" | grep -q '^\[  SKIPPED \] 1 test' || fail "test_formats skipped nothing"
+echo "minimal-build: $line"
+printf '%s\n' "$formats" | grep "^SKIP"
+echo "[  PASSED  ] 1 test(s)."
