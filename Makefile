@@ -6,7 +6,7 @@
 #   make demo         classify sample images with the shipped default model
 #   make install      bin/vit, libvit, vit.h and vit_error.h, vit.pc, the man page, bash completion
 #                     and the shipped models under $(DESTDIR)$(PREFIX); make uninstall removes
-#                     exactly those
+#                     exactly those, and the folders install created once they are empty
 #   make data         Fashion-MNIST as PNG folders in data/fashion-mnist (dataset-fashion-mnist)
 #   make model        train the default model models/fashion-vit from data/fashion-mnist/train
 #   make format       clang-format every source; make format-check only reports
@@ -276,10 +276,17 @@ INSTALLED := bin/vit lib/libvit.a lib/libvit.so.$(VERSION) lib/libvit.so.$(MAJOR
              include/vit.h include/vit_error.h lib/pkgconfig/vit.pc share/man/man1/vit.1 \
              share/bash-completion/completions/vit $(MODELS:models/%=share/vit/models/%)
 ROOT      := $(DESTDIR)$(PREFIX)
+# The folders install creates (with their parents, PREFIX itself included) are listed in this
+# file for uninstall, which removes them once empty; not in a DESTDIR install (for packaging).
+CREATED   := $(if $(DESTDIR),,$(ROOT)/share/vit/created-folders)
+# Outside the dynamic linker's own folders, programs linked through vit.pc find libvit.so.0
+# where it was installed (an rpath); /usr and /usr/local need none (and ldconfig runs there).
+RPATH     := $(if $(filter /usr /usr/local,$(PREFIX:%/=%)),, -Wl$(comma)-rpath$(comma)$${libdir})
 
 install: all
-	install -d $(ROOT)/bin $(ROOT)/lib/pkgconfig $(ROOT)/include $(ROOT)/share/man/man1 \
-	  $(ROOT)/share/bash-completion/completions $(sort $(dir $(MODELS:models/%=$(ROOT)/share/vit/models/%)))
+	@tools/install-dirs $(ROOT) "$(CREATED)" $(ROOT)/bin $(ROOT)/lib/pkgconfig $(ROOT)/include \
+	  $(ROOT)/share/man/man1 $(ROOT)/share/bash-completion/completions \
+	  $(sort $(dir $(MODELS:models/%=$(ROOT)/share/vit/models/%)))
 	install -m 755 $(BIN)/vit $(ROOT)/bin/vit
 	install -m 644 $(LIB) $(ROOT)/lib/libvit.a
 	install -m 755 $(SHLIB) $(ROOT)/lib/libvit.so.$(VERSION)
@@ -288,18 +295,22 @@ install: all
 	install -m 644 vit/vit.h $(ROOT)/include/vit.h
 	install -m 644 vit/vit_error.h $(ROOT)/include/vit_error.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' \
-	  -e 's|@LIBS@|$(if $(DNNL),-ldnnl) $(if $(OMPI),$(shell pkg-config --libs ompi-c))|' tools/vit.pc.in > $(ROOT)/lib/pkgconfig/vit.pc
+	  -e 's|@RPATH@|$(RPATH)|' -e 's|@LIBS@|$(if $(DNNL),-ldnnl) $(OMPI_LIBS)|' \
+	  tools/vit.pc.in > $(ROOT)/lib/pkgconfig/vit.pc
 	install -m 644 $(BUILD)/vit.1 $(ROOT)/share/man/man1/vit.1
 	install -m 644 tools/vit.bash-completion $(ROOT)/share/bash-completion/completions/vit
 	for f in $(MODELS); do install -m 644 $$f $(ROOT)/share/vit/$$f; done
 	@# the dynamic linker's cache, so programs find libvit.so.0 in a standard prefix
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
-# Exactly the files install wrote, then the folders of vit's own that are left empty.
+# Exactly the files install wrote, then the folders it created that are left empty (in a DESTDIR
+# install: vit's own folders).
 uninstall:
 	rm -f $(addprefix $(ROOT)/,$(INSTALLED))
-	-rmdir $(sort $(dir $(MODELS:models/%=$(ROOT)/share/vit/models/%))) \
-	  $(ROOT)/share/vit/models $(ROOT)/share/vit 2>/dev/null
+	@tools/install-dirs --remove $(ROOT) $(ROOT)/share/vit/created-folders
+	@rmdir $(sort $(dir $(MODELS:models/%=$(ROOT)/share/vit/models/%))) \
+	  $(ROOT)/share/vit/models $(ROOT)/share/vit 2>/dev/null || true
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 # ---- data, the default model, the demo ----
 

@@ -1,32 +1,34 @@
 #!/bin/sh
-# make install into a temporary prefix; examples/classify.c built against it through pkg-config
-# alone and run; its answer against bin/vit classify's; the installed vit finds its default model;
-# make uninstall leaves nothing of vit behind. Prints a cmocka-style summary for tests/run.
+# What README's "Install and link" promises, in temporary prefixes: make install into a prefix
+# that does not exist yet; examples/classify.c built with PKG_CONFIG_PATH set and
+# `cc ... $(pkg-config --cflags --libs vit)` alone, and run without LD_LIBRARY_PATH; its answer
+# against bin/vit classify's; the installed vit finds its default model; make uninstall leaves
+# nothing, not even the folders install created. Then a prefix holding a folder of its own
+# before install: uninstall leaves exactly that. Prints a cmocka-style summary for tests/run.
 set -u
 cd "$(dirname "$0")/.." || exit 1
-prefix=$(mktemp -d /tmp/vit-install-XXXXXX)
-trap 'rm -rf "$prefix"' EXIT
+tmp=$(mktemp -d /tmp/vit-install-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+prefix="$tmp/prefix"
 fail() {
     echo "install: $*"
     echo "[  FAILED  ] 1 test(s), listed below:"
     exit 1
 }
-make -s install PREFIX="$prefix" BUILD="${BUILD:-build}" BIN="${BIN:-bin}" >/dev/null ||
-    fail "make install failed"
+install() { make -s install PREFIX="$1" BUILD="${BUILD:-build}" BIN="${BIN:-bin}" >/dev/null; }
+uninstall() { make -s uninstall PREFIX="$1" BUILD="${BUILD:-build}" BIN="${BIN:-bin}" >/dev/null; }
+install "$prefix" || fail "make install failed"
+unset LD_LIBRARY_PATH
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 flags=$(pkg-config --cflags --libs vit) || fail "pkg-config does not know vit"
-# shellcheck disable=SC2086 # the flags are words
-cc ${EXAMPLE_CFLAGS:-} examples/classify.c $flags -o "$prefix/classify" ||
+# shellcheck disable=SC2046,SC2086 # the flags are words
+cc ${EXAMPLE_CFLAGS:-} examples/classify.c $(pkg-config --cflags --libs vit) -o "$tmp/classify" ||
     fail "examples/classify.c does not build with: $flags"
-image=$(mktemp /tmp/vit-install-image-XXXXXX.png)
-trap 'rm -rf "$prefix" "$image"' EXIT
-# a real image: a Fashion-MNIST test image if the dataset is there, else one of the tests' own
-src=$(find tests/data -name '*.png' 2>/dev/null | head -n 1)
-[ -n "$src" ] || fail "no image in tests/data"
-cp "$src" "$image"
+image="$tmp/pullover.png"
+cp tests/data/pullover.png "$image"
 model="$prefix/share/vit/models/fashion-vit"
-got=$(LD_LIBRARY_PATH="$prefix/lib" "$prefix/classify" "$model" "$image") ||
-    fail "the example failed: $got"
+got=$("$tmp/classify" "$model" "$image" 2>&1) ||
+    fail "the example, run without LD_LIBRARY_PATH, failed: $got"
 want=$("${BIN:-bin}/vit" classify -k 3 -m models/fashion-vit "$image" | tail -n 3 | sed 's/^  //')
 [ "$got" = "$want" ] || fail "the example says '$got', bin/vit classify '$want'"
 # the installed vit, moved away from the build tree, finds the installed default model
@@ -36,10 +38,17 @@ installed=$(cd / && "$prefix/bin/vit" classify -k 3 "$image" | tail -n 3)
 "$prefix/bin/vit" --version >/dev/null || fail "vit --version"
 man -l "$prefix/share/man/man1/vit.1" >/dev/null 2>&1 || [ ! -x "$(command -v man)" ] ||
     fail "the man page does not render"
-make -s uninstall PREFIX="$prefix" BUILD="${BUILD:-build}" BIN="${BIN:-bin}" >/dev/null ||
-    fail "make uninstall failed"
-rm -f "$prefix/classify"
-left=$(find "$prefix" -type f -o -type l)
-[ -z "$left" ] || fail "make uninstall left: $left"
-echo "install: PREFIX=$prefix: example built with '$flags' agrees with bin/vit classify; uninstall leaves nothing"
+install "$prefix" || fail "make install over an installation failed"
+uninstall "$prefix" || fail "make uninstall failed"
+[ ! -e "$prefix" ] || fail "make uninstall left: $(find "$prefix" | tr '\n' ' ')"
+# a prefix with a folder of its own (holding a file) and an empty one: both stay, nothing else
+mkdir -p "$prefix/lib" "$prefix/share/man"
+touch "$prefix/lib/other.so"
+install "$prefix" || fail "make install into an existing prefix failed"
+uninstall "$prefix" || fail "make uninstall from an existing prefix failed"
+left=$(cd "$prefix" && find . | sort | tr '\n' ' ')
+[ "$left" = ". ./lib ./lib/other.so ./share ./share/man " ] ||
+    fail "make uninstall from an existing prefix left '$left', not what was there before"
+echo "install: PREFIX=$prefix: example built with '$flags' runs and agrees with bin/vit classify;" \
+    "uninstall leaves nothing, or what was there before"
 echo "[  PASSED  ] 1 test(s)."
