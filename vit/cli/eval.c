@@ -49,7 +49,8 @@ static const cli_command command = {
     "[options] DIR|FILE.tsv",
     "DIR holds one folder per class (DIR/<class>/.../*.png|jpg|jpeg|webp|tif|tiff|gif|bmp).\n"
     "Classes come from --class-map or by matching folder names to the model's labels. FILE.tsv\n"
-    "holds `sentence<TAB>label` lines (with a header line) for a BERT text classifier.",
+    "holds `sentence<TAB>label` lines (with a header line) for a BERT text classifier. Over N\n"
+    "processes: mpirun -np N vit eval ... DIR (as root, mpirun also wants --allow-run-as-root).",
     options,
     sizeof options / sizeof options[0]};
 

@@ -137,7 +137,8 @@ static cli_command command = {
     "--vocab, or --init a BERT folder). Writes MODEL_DIR/config.json, model.safetensors and\n"
     "preprocessor_config.json (text: vocab.txt, tokenizer_config.json) after every epoch, and\n"
     "appends one JSON line per epoch to MODEL_DIR/train_log.jsonl. Ctrl-C saves a checkpoint;\n"
-    "--resume continues exactly where the run stopped.",
+    "--resume continues exactly where the run stopped. Over N processes: mpirun -np N vit train\n"
+    "... (as root, mpirun also wants --allow-run-as-root).",
     options,
     0};
 
