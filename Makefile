@@ -155,7 +155,9 @@ all: $(BIN)/vit $(SHLIB) $(BUILD)/vit.1
 give_back = if [ "$$(id -u)" = 0 ] && [ "$$(stat -c %u .)" != 0 ]; then \
               chown -R --reference=. $(1) 2>/dev/null; else true; fi
 
-deps: deps-build deps-optional deps-test
+# One apt-get for all (apt-gets run side by side under make -j would fight over dpkg's lock).
+deps:
+	@tools/install-deps $(DEPS.build) $(DEPS.optional) $(DEPS.test)
 $(DEPS_GROUPS:%=deps-%):
 	@tools/install-deps $(DEPS.$(@:deps-%=%))
 
@@ -204,9 +206,10 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/tests/testutil.o $(LIB) | needs-test
 $(BUILD)/tests/testutil.o: tests/testutil.c Makefile $(BUILD)/features | needs-build needs-test
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_WERROR) -MMD -MP -c $< -o $@
-needs-test:
+# After the build's packages, not beside them (make -j): one apt-get at a time.
+needs-test: needs-build
 	@tools/install-deps --found cmocka $(DEPS.test)
-needs-data:
+needs-data: needs-build
 	@tools/install-deps $(DEPS.data)
 
 # The inference attention's register tiles are written for fused multiply-adds.
