@@ -20,6 +20,7 @@
 struct vit_context {
     model m;
     vit_acts acts;
+    gemm_state *gemm; /* acts.enc.gemm: running the prepared layers */
     preprocess_config prep;
     vit_params params;
     int threads;
@@ -125,7 +126,8 @@ vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error
     ops_init();
     if (setup_preprocessing(c, model_dir, err) != 0 || alloc_buffers(c, err) != 0 ||
         api_prepare(&c->m, c->params.backend, c->params.precision, c->params.max_batch,
-                    c->acts.tokens, c->compute, sizeof c->compute, err) != 0)
+                    c->acts.tokens, c->compute, sizeof c->compute, err) != 0 ||
+        !(c->acts.enc.gemm = c->gemm = model_gemm_state(&c->m, err)))
         goto fail;
     return c;
 fail:
@@ -138,6 +140,7 @@ void vit_free(vit_context *c) {
     if (c->explain) explainer_free(c->explain);
     free(c->explain);
     vit_acts_free(&c->acts);
+    gemm_state_free(c->gemm);
     free(c->block);
     model_free(&c->m);
     free(c);

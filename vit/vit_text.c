@@ -15,6 +15,7 @@
 struct vit_text_context {
     model m;
     bert_acts acts;
+    gemm_state *gemm; /* acts.enc.gemm: running the prepared layers */
     tokenizer *tok;
     tokenizer_scratch *scratch;
     int threads, max_batch, max_tokens, pad_id;
@@ -95,7 +96,8 @@ vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *pa
     }
     ops_init();
     if (api_prepare(&c->m, p.backend, p.precision, c->max_batch, c->max_tokens, c->compute,
-                    sizeof c->compute, err) != 0) {
+                    sizeof c->compute, err) != 0 ||
+        !(c->acts.enc.gemm = c->gemm = model_gemm_state(&c->m, err))) {
         vit_text_free(c);
         return NULL;
     }
@@ -105,6 +107,7 @@ vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *pa
 void vit_text_free(vit_text_context *c) {
     if (!c) return;
     bert_acts_free(&c->acts);
+    gemm_state_free(c->gemm);
     tokenizer_scratch_free(c->scratch);
     tokenizer_free(c->tok);
     free(c->rows);

@@ -115,18 +115,20 @@ static void branch_dropout(encoder_acts *a, uint8_t *field, int l, int B, size_t
     dropout_forward(a->scratch, a->scratch, keep, (size_t)B * per, a->hidden_drop);
 }
 
-/* Prepared layers run inference (vit/core/gemm.h); training keeps the plain products. */
+/* Prepared layers run inference (vit/core/gemm.h) with the caller's gemm_state; training keeps
+ * the plain products. */
 static int prepared(const encoder_acts *a, const encoder_layer *w) {
-    return w->qkv && !a->keep;
+    return w->qkv && a->gemm && !a->keep;
 }
 
 /* The branch's output projection added into residual (which holds the residual stream), through
  * dropout when training. */
-static void add_branch(const encoder_layer *w, encoder_acts *a, int l, gemm_weight *prepared_w,
-                       const float *weight, const float *bias, const float *inp, int BT, int IN,
-                       int OUT, uint8_t *mask_field, float *residual) {
+static void add_branch(const encoder_layer *w, encoder_acts *a, int l,
+                       const gemm_weight *prepared_w, const float *weight, const float *bias,
+                       const float *inp, int BT, int IN, int OUT, uint8_t *mask_field,
+                       float *residual) {
     if (prepared(a, w)) {
-        gemm_run(prepared_w, inp, BT, residual, a->workspace);
+        gemm_run(prepared_w, inp, BT, residual, a->gemm);
         return;
     }
     linear_forward(a->scratch, inp, weight, bias, BT, IN, OUT);
@@ -140,7 +142,7 @@ static void attention_block(const encoder_shape *s, const encoder_layer *w, enco
     float *qkv = encoder_acts_layer(a, a->qkv, l), *ctx = encoder_acts_layer(a, a->ctx, l);
     float *probs = encoder_acts_layer(a, a->probs, l);
     if (prepared(a, w))
-        gemm_run(w->qkv, inp, BT, qkv, a->workspace);
+        gemm_run(w->qkv, inp, BT, qkv, a->gemm);
     else
         linear_forward(qkv, inp, w->qkv_w, w->qkv_b, BT, D, 3 * D);
     if (!a->keep && a->attn_scratch) { /* inference: no weights kept */
@@ -161,7 +163,7 @@ static void mlp_block(const encoder_shape *s, const encoder_layer *w, encoder_ac
     const int D = s->dim, I = s->mlp_dim;
     float *fc1 = encoder_acts_layer(a, a->fc1_out, l), *act = encoder_acts_layer(a, a->act_out, l);
     if (prepared(a, w)) { /* the activation is fc1's epilogue */
-        gemm_run(w->fc1, inp, BT, act, a->workspace);
+        gemm_run(w->fc1, inp, BT, act, a->gemm);
     } else {
         linear_forward(fc1, inp, w->fc1_w, w->fc1_b, BT, D, I);
         activation_forward(act, fc1, (size_t)BT * I, s->act);

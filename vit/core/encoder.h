@@ -52,11 +52,12 @@ typedef struct {
     float *mid;     /* [B,T,D] pre-LN: x after the attention residual; post-LN: x + Attn(x) */
     float *ln2_out; /* [B,T,D] */
     float *ln2_mean, *ln2_rstd;
-    float *fc1_out;  /* [B,T,I] before the activation */
-    float *act_out;  /* [B,T,I] */
-    float *sum2;     /* [B,T,D] post-LN: x + MLP(x) before LN2 */
-    float *scratch;  /* [B,T,D] projection outputs before the residual add */
-    void *workspace; /* the prepared layers' shared scratch (the model's), set before a forward */
+    float *fc1_out;      /* [B,T,I] before the activation */
+    float *act_out;      /* [B,T,I] */
+    float *sum2;         /* [B,T,D] post-LN: x + MLP(x) before LN2 */
+    float *scratch;      /* [B,T,D] projection outputs before the residual add */
+    gemm_state *gemm;    /* running the prepared layers: the caller's state (not owned), set
+                          * before an inference forward on them */
     float *attn_scratch; /* inference attention (attention_infer), for attn_threads threads */
     int attn_threads;
 

@@ -79,7 +79,7 @@ void apply_epilogue(float *y, const float *acc, size_t n, gemm_epilogue epilogue
 /* Each OpenMP thread: its rows into out (bias, then sgemm adding to it), then the epilogue; a
  * residual branch goes through the workspace and is added to y. The same operations, in the
  * same order, as linear_forward + activation_forward / vector_add. */
-static void openblas_run(gemm_weight *w, const float *x, int N, float *y, float *ws) {
+static void openblas_run(const gemm_weight *w, const float *x, int N, float *y, float *ws) {
     const int IN = w->IN, OUT = w->OUT, accumulate = w->epilogue == EPILOGUE_ACCUMULATE;
     const float *W = w->rounded ? w->rounded : w->weight;
     float *branch = accumulate ? ws : y;
@@ -154,14 +154,39 @@ gemm_weight *gemm_prepare(gemm_backend backend, gemm_precision precision, const 
     return w;
 }
 
-void gemm_run(gemm_weight *w, const float *x, int N, float *y, void *workspace) {
+gemm_state *gemm_state_create(gemm_backend backend, size_t workspace_bytes, vit_error *err) {
+    gemm_state *s = calloc(1, sizeof *s);
+    if (!s) return vit_fail(err, "out of memory"), NULL;
+    s->workspace_bytes = workspace_bytes;
+    int ok = !workspace_bytes || (s->workspace = vit_alloc_floats(workspace_bytes / 4 + 1));
+#ifdef VIT_ONEDNN
+    if (ok && backend == GEMM_ONEDNN) ok = (s->onednn = onednn_state_create()) != NULL;
+#endif
+    (void)backend;
+    if (!ok) {
+        gemm_state_free(s);
+        return vit_fail(err, "out of memory"), NULL;
+    }
+    return s;
+}
+
+void gemm_state_free(gemm_state *s) {
+    if (!s) return;
+#ifdef VIT_ONEDNN
+    onednn_state_free(s->onednn);
+#endif
+    free(s->workspace);
+    free(s);
+}
+
+void gemm_run(const gemm_weight *w, const float *x, int N, float *y, gemm_state *s) {
 #ifdef VIT_ONEDNN
     if (w->backend == GEMM_ONEDNN) {
-        onednn_run(w, x, N, y, workspace);
+        onednn_run(w, x, N, y, s);
         return;
     }
 #endif
-    openblas_run(w, x, N, y, workspace);
+    openblas_run(w, x, N, y, s->workspace);
 }
 
 void gemm_free(gemm_weight *w) {

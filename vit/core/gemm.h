@@ -10,7 +10,11 @@
  *   - oneDNN (when built with it): one matmul primitive per layer, created at load with the
  *     batch rows a run-time dimension, the weight read in place in PyTorch's [OUT, IN] layout
  *     (on AVX2 the layout oneDNN picks for itself is slower at batch 1), bias and epilogue fused.
- *     Called from serial code: oneDNN runs its own OpenMP region on the same pool.
+ *     Called from serial code: oneDNN runs its own OpenMP region on the same pool. The
+ *     primitives use a scratchpad the caller gives (gemm_state), never one of their own, so two
+ *     threads may run one at once (oneDNN's "user" scratchpad mode). A primitive's thread count
+ *     is the creating thread's OpenMP count (oneDNN fixes it then): prepare on the thread count
+ *     the layers will run with.
  * Precisions: fp32; bf16 (weights and activations rounded to bfloat16, products accumulated in
  * fp32: oneDNN's bf16 kernels where the CPU has them, else the same numbers computed in fp32,
  * with no speed-up); int8 (oneDNN: weights per output channel, symmetric, at load; activations
@@ -50,10 +54,21 @@ gemm_weight *gemm_prepare(gemm_backend backend, gemm_precision precision, const 
                           vit_error *err);
 /* Scratch a run needs (for max_rows rows): one block, shared by the layers that run in turn. */
 size_t gemm_workspace_bytes(const gemm_weight *w);
-/* y[N, OUT] from x[N, IN] (N <= max_rows) with workspace (64-byte aligned, at least
- * gemm_workspace_bytes). x and y must not overlap. Called from serial code: the backend runs
- * its own parallel region. */
-void gemm_run(gemm_weight *w, const float *x, int N, float *y, void *workspace);
+
+/* What one caller needs to run prepared layers: the scratch, and on oneDNN a stream of its own
+ * and the primitives made for row counts other than max_rows. A prepared layer is read-only
+ * while it runs, so callers with a gemm_state each may run the same layers at once on different
+ * threads; one gemm_state serves one run at a time. */
+typedef struct gemm_state gemm_state;
+/* A state for layers of backend whose largest gemm_workspace_bytes is workspace_bytes. NULL with
+ * err when out of memory. */
+gemm_state *gemm_state_create(gemm_backend backend, size_t workspace_bytes, vit_error *err);
+void gemm_state_free(gemm_state *s);
+
+/* y[N, OUT] from x[N, IN] (N <= max_rows) with the caller's state. x and y must not overlap.
+ * Called from serial code: the backend runs its own parallel region, with the calling thread's
+ * OpenMP thread count. */
+void gemm_run(const gemm_weight *w, const float *x, int N, float *y, gemm_state *s);
 void gemm_free(gemm_weight *w);
 
 #endif

@@ -14,8 +14,16 @@ struct gemm_weight {
     int OUT, IN, max_rows;
     const float *weight, *bias; /* the fp32 originals, read in place */
     float *rounded;             /* bf16 computed in fp32: the weight rounded to bfloat16 */
-    void *onednn;               /* the oneDNN backend's state */
+    void *onednn;               /* the oneDNN backend's layer (read-only once prepared) */
     size_t workspace_bytes;
+};
+
+/* One caller's: the workspace (64-byte aligned), and the oneDNN backend's part (a stream, the
+ * primitives made for other row counts; NULL on OpenBLAS). */
+struct gemm_state {
+    void *workspace;
+    size_t workspace_bytes;
+    void *onednn;
 };
 
 /* x rounded to the nearest bfloat16 (ties to even), kept as a float; NaN stays NaN. */
@@ -40,8 +48,10 @@ int onednn_available(void);
 const char *onednn_describe(char *buf, size_t size);
 int onednn_bf16_native(void);
 int onednn_prepare(gemm_weight *w, vit_error *err);
-void onednn_run(gemm_weight *w, const float *x, int N, float *y, void *workspace);
+void onednn_run(const gemm_weight *w, const float *x, int N, float *y, gemm_state *s);
 void onednn_free(gemm_weight *w);
+void *onednn_state_create(void);
+void onednn_state_free(void *state);
 #endif
 
 #endif

@@ -1,10 +1,15 @@
 /* The oneDNN backend of vit/core/gemm.h: matmul primitives made for a fixed number of rows, the
  * weight reordered once at load into the layout they choose (blocked, for oneDNN's brgemm
  * kernels: on AVX-512 1.1-1.2x the run-time-rows primitive in fp32 at ViT-B, and the only way to
- * its bf16 kernels). One primitive for the full batch is made at load, one for the last other
- * row count when it comes (oneDNN's primitive cache makes a repeat cheap). Where no fixed-rows
- * primitive exists, one primitive with the rows a run-time dimension. Compiled when the build has
- * oneDNN (VIT_ONEDNN). */
+ * its bf16 kernels). One primitive for the full batch is made at load and kept in the layer;
+ * each caller's gemm_state keeps one per layer for the last other row count it ran (oneDNN's
+ * primitive cache makes a repeat cheap). Where no fixed-rows primitive exists, one primitive
+ * with the rows a run-time dimension.
+ *
+ * Threads: a prepared layer is never written after gemm_prepare. Its primitives run with the
+ * scratchpad in the caller's workspace (oneDNN's user scratchpad mode: "thread-safe as long as
+ * the scratchpad buffers are not used concurrently"), on the caller's stream; the weight and
+ * bias memory objects are only read. Compiled when the build has oneDNN (VIT_ONEDNN). */
 #ifdef VIT_ONEDNN
 #include <math.h>
 #include <omp.h>
@@ -22,13 +27,11 @@
 /* ---- the engine ---- */
 
 static dnnl_engine_t engine;
-static dnnl_stream_t stream;
 static int ready;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void create_engine(void) {
-    ready = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success &&
-            dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
+    ready = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success;
 }
 
 int onednn_available(void) {
@@ -57,6 +60,22 @@ const char *onednn_describe(char *buf, size_t size) {
 
 /* ---- memory descriptors ---- */
 
+static size_t align64(size_t n) {
+    return (n + 63) & ~(size_t)63;
+}
+
+/* The scratchpad a primitive runs with (user mode: the caller gives it). */
+static const dnnl_memory_desc_t *scratchpad_desc(const_dnnl_primitive_t prim) {
+    const_dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_primitive_get_primitive_desc(prim, &pd) != dnnl_success) return NULL;
+    return dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+}
+
+static size_t scratchpad_bytes(const_dnnl_primitive_t prim) {
+    const dnnl_memory_desc_t *md = scratchpad_desc(prim);
+    return md ? dnnl_memory_desc_get_size(md) : 0;
+}
+
 /* rows x cols, row-major; rows DNNL_RUNTIME_DIM_VAL for the batch rows. */
 static dnnl_memory_desc_t matrix(dnnl_dim_t rows, dnnl_dim_t cols, dnnl_data_type_t type) {
     dnnl_memory_desc_t md;
@@ -78,11 +97,11 @@ static dnnl_memory_desc_t weight_desc(int IN, int OUT, dnnl_data_type_t type) {
 typedef struct {
     dnnl_data_type_t src_type, wei_type, dst_type;
     int with_bias;
-    int runtime_rows;          /* one primitive for any row count (no fixed-rows one here) */
-    dnnl_memory_desc_t wei_md; /* the weight's layout, chosen at load */
-    dnnl_primitive_t prim;     /* for max_rows rows (any rows where runtime_rows) */
-    dnnl_primitive_t other;    /* for other_rows rows: the last other count run */
-    int other_rows;
+    int runtime_rows;           /* one primitive for any row count (no fixed-rows one here) */
+    dnnl_memory_desc_t wei_md;  /* the weight's layout, chosen at load */
+    dnnl_primitive_t prim;      /* for max_rows rows (any rows where runtime_rows) */
+    size_t scratchpad;          /* prim's scratchpad bytes, after `own` in the workspace */
+    size_t own;                 /* the workspace bytes run_int8 and the bf16 paths use, aligned */
     dnnl_memory_t weight, bias; /* made once; src and dst are made per run (the rows vary) */
     int emulate_bf16;           /* bf16 in fp32: rounded weight, rounded activations */
     void *owned;                /* the bf16 or int8 copy of the weight */
@@ -94,6 +113,10 @@ typedef struct {
 static dnnl_primitive_attr_t make_attr(gemm_epilogue epilogue, gemm_precision precision) {
     dnnl_primitive_attr_t attr;
     if (dnnl_primitive_attr_create(&attr) != dnnl_success) return NULL;
+    if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) {
+        dnnl_primitive_attr_destroy(attr);
+        return NULL;
+    }
     if (precision == PRECISION_INT8) return attr; /* the epilogue follows the dequantisation */
     dnnl_post_ops_t po;
     dnnl_post_ops_create(&po);
@@ -179,8 +202,10 @@ static int make_weight_memory(const gemm_weight *w, layer *L, const void *data) 
     dnnl_memory_t from = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t reorder = NULL;
+    dnnl_stream_t stream = NULL; /* this load's own: another thread may be loading too */
     int rc = -1;
-    if (make_memory(&from, plain, data) == 0 &&
+    if (dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success &&
+        make_memory(&from, plain, data) == 0 &&
         dnnl_memory_create(&L->weight, &L->wei_md, engine, DNNL_MEMORY_ALLOCATE) == dnnl_success &&
         dnnl_reorder_primitive_desc_create(&pd, &plain, engine, &L->wei_md, engine, NULL) ==
             dnnl_success &&
@@ -194,15 +219,20 @@ static int make_weight_memory(const gemm_weight *w, layer *L, const void *data) 
     dnnl_primitive_destroy(reorder);
     dnnl_primitive_desc_destroy(pd);
     dnnl_memory_destroy(from);
+    dnnl_stream_destroy(stream);
     return rc;
 }
 
 /* The primitives and the weight memory for data (the layer's own copy, L->owned, is freed once
- * reordered); 0, or -1 with err set. */
+ * reordered); 0, or -1 with err set. The workspace grows by the primitive's scratchpad, after
+ * the part the layer uses itself. */
 static int make_layer(gemm_weight *w, layer *L, const void *data, vit_error *err) {
     if (make_primitives(w, L) != 0)
         return vit_fail(err, "oneDNN has no %s matmul on this CPU (%s)",
                         gemm_precision_name(w->precision), isa_name());
+    L->own = align64(w->workspace_bytes);
+    L->scratchpad = scratchpad_bytes(L->prim);
+    w->workspace_bytes = L->own + L->scratchpad;
     const int reordered = make_weight_memory(w, L, data);
     if (reordered < 0) return vit_fail(err, "out of memory");
     if (reordered && data == L->owned) {
@@ -248,10 +278,6 @@ static int quantize_weight(layer *L, const gemm_weight *w) {
         L->colsum[o] = sum;
     }
     return 0;
-}
-
-static size_t align64(size_t n) {
-    return (n + 63) & ~(size_t)63;
 }
 
 static int prepare_int8(layer *L, gemm_weight *w, vit_error *err) {
@@ -313,7 +339,6 @@ void onednn_free(gemm_weight *w) {
     layer *L = w->onednn;
     if (!L) return;
     dnnl_primitive_destroy(L->prim);
-    dnnl_primitive_destroy(L->other);
     dnnl_memory_destroy(L->weight);
     dnnl_memory_destroy(L->bias);
     free(L->owned);
@@ -389,32 +414,115 @@ static void convert_rows_bf16(uint16_t *out, const float *x, size_t n) {
     }
 }
 
-/* The primitive for N rows: made when a new row count comes (oneDNN's cache keeps the ones made
- * before); NULL when it cannot be made (out of memory). */
-static dnnl_primitive_t primitive_for(layer *L, const gemm_weight *w, int N) {
-    if (L->runtime_rows || N == w->max_rows) return L->prim;
-    if (N != L->other_rows) {
-        dnnl_primitive_destroy(L->other);
-        L->other = make_matmul(w, L, N, &L->wei_md, NULL);
-        L->other_rows = L->other ? N : 0;
-    }
-    return L->other;
+/* ---- a caller's state: its stream, and its primitives for other row counts ---- */
+
+typedef struct {
+    const gemm_weight *w; /* NULL: a free slot */
+    int rows;
+    dnnl_primitive_t prim;
+    size_t scratchpad;
+} other_primitive;
+
+typedef struct {
+    dnnl_stream_t stream;
+    other_primitive *slots; /* open addressing on the layer's address */
+    size_t capacity, used;
+} caller;
+
+void *onednn_state_create(void) {
+    caller *c = calloc(1, sizeof *c);
+    if (c && onednn_available() &&
+        dnnl_stream_create(&c->stream, engine, dnnl_stream_default_flags) == dnnl_success)
+        return c;
+    free(c);
+    return NULL;
 }
 
-/* dst = src x weight (+ bias, epilogue). Returns 0, or -1 when it could not run. */
-static int execute(layer *L, const gemm_weight *w, const void *src, int N, void *dst) {
-    dnnl_primitive_t prim = primitive_for(L, w, N);
-    if (!prim) return -1;
-    dnnl_memory_t s = NULL, d = NULL;
-    make_memory(&s, matrix(N, w->IN, L->src_type), src);
-    make_memory(&d, matrix(N, w->OUT, L->dst_type), dst);
-    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, L->weight}, {DNNL_ARG_DST, d}};
-    int nargs = 3;
+void onednn_state_free(void *state) {
+    caller *c = state;
+    if (!c) return;
+    for (size_t i = 0; i < c->capacity; i++) dnnl_primitive_destroy(c->slots[i].prim);
+    free(c->slots);
+    dnnl_stream_destroy(c->stream);
+    free(c);
+}
+
+static other_primitive *find_slot(other_primitive *slots, size_t capacity, const gemm_weight *w) {
+    size_t i = ((uintptr_t)w >> 4) * 0x9E3779B97F4A7C15u % capacity;
+    while (slots[i].w && slots[i].w != w) i = (i + 1) % capacity;
+    return &slots[i];
+}
+
+/* c's slot for layer w (a new one zeroed); NULL when out of memory. */
+static other_primitive *slot_for(caller *c, const gemm_weight *w) {
+    if (2 * (c->used + 1) > c->capacity) {
+        const size_t capacity = c->capacity ? 2 * c->capacity : 64;
+        other_primitive *slots = calloc(capacity, sizeof *slots);
+        if (!slots) return NULL;
+        for (size_t i = 0; i < c->capacity; i++)
+            if (c->slots[i].w) *find_slot(slots, capacity, c->slots[i].w) = c->slots[i];
+        free(c->slots);
+        c->slots = slots;
+        c->capacity = capacity;
+    }
+    other_primitive *slot = find_slot(c->slots, c->capacity, w);
+    if (!slot->w) {
+        slot->w = w;
+        c->used++;
+    }
+    return slot;
+}
+
+/* The workspace holds at least bytes (its contents are not kept); 0, or -1 out of memory. */
+static int reserve_workspace(gemm_state *s, size_t bytes) {
+    if (bytes <= s->workspace_bytes) return 0;
+    float *grown = vit_alloc_floats(bytes / 4 + 1);
+    if (!grown) return -1;
+    free(s->workspace);
+    s->workspace = grown;
+    s->workspace_bytes = bytes;
+    return 0;
+}
+
+/* The primitive for N rows and its scratchpad bytes: the layer's for max_rows, else the
+ * caller's, made when a new row count comes (oneDNN's cache keeps the ones made before); NULL
+ * when it cannot be made (out of memory). */
+static dnnl_primitive_t primitive_for(const layer *L, const gemm_weight *w, int N, gemm_state *s,
+                                      size_t *scratchpad) {
+    *scratchpad = L->scratchpad;
+    if (L->runtime_rows || N == w->max_rows) return L->prim;
+    other_primitive *o = slot_for(s->onednn, w);
+    if (!o) return NULL;
+    if (N != o->rows) {
+        dnnl_primitive_destroy(o->prim);
+        o->prim = make_matmul(w, L, N, &L->wei_md, NULL);
+        o->rows = o->prim ? N : 0;
+        o->scratchpad = o->prim ? scratchpad_bytes(o->prim) : 0;
+    }
+    *scratchpad = o->scratchpad;
+    return o->prim && reserve_workspace(s, L->own + o->scratchpad) == 0 ? o->prim : NULL;
+}
+
+/* dst = src x weight (+ bias, epilogue) on the caller's stream, with its scratchpad after the
+ * layer's own part of the workspace. Returns 0, or -1 when it could not run. */
+static int execute(const layer *L, const gemm_weight *w, dnnl_primitive_t prim, size_t scratchpad,
+                   const void *src, int N, void *dst, gemm_state *s) {
+    const caller *c = s->onednn;
+    dnnl_memory_t m[3] = {NULL, NULL, NULL};
+    make_memory(&m[0], matrix(N, w->IN, L->src_type), src);
+    make_memory(&m[1], matrix(N, w->OUT, L->dst_type), dst);
+    dnnl_exec_arg_t args[5] = {
+        {DNNL_ARG_SRC, m[0]}, {DNNL_ARG_WEIGHTS, L->weight}, {DNNL_ARG_DST, m[1]}};
+    int nargs = 3, ok = 1;
     if (L->bias) args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, L->bias};
-    const int ok = s && d && dnnl_primitive_execute(prim, stream, nargs, args) == dnnl_success &&
-                   dnnl_stream_wait(stream) == dnnl_success;
-    dnnl_memory_destroy(s);
-    dnnl_memory_destroy(d);
+    if (scratchpad) {
+        ok = make_memory(&m[2], *scratchpad_desc(prim), (char *)s->workspace + L->own) == 0;
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m[2]};
+    }
+    ok = ok && m[0] && m[1] &&
+         dnnl_primitive_execute(prim, c->stream, nargs, args) == dnnl_success &&
+         dnnl_stream_wait(c->stream) == dnnl_success;
+    for (int i = 0; i < 3; i++) dnnl_memory_destroy(m[i]);
     return ok ? 0 : -1;
 }
 
@@ -424,10 +532,13 @@ static void fail_rows(float *y, int N, int OUT) {
     for (size_t i = 0; i < (size_t)N * OUT; i++) y[i] = NAN;
 }
 
-static void run_int8(layer *L, const gemm_weight *w, const float *x, int N, float *y, uint8_t *ws) {
-    uint8_t *q = ws;
+/* The products in int32 of x quantized per row, then dequantized with the epilogue. The
+ * workspace: the u8 rows, each row's scale and zero point, the int32 products. */
+static int run_int8(const layer *L, const gemm_weight *w, dnnl_primitive_t prim, size_t scratchpad,
+                    const float *x, int N, float *y, gemm_state *s) {
+    uint8_t *q = s->workspace;
     const size_t scales = align64((size_t)w->max_rows * sizeof(float));
-    float *row_scale = (float *)(ws + align64((size_t)w->max_rows * w->IN));
+    float *row_scale = (float *)(q + align64((size_t)w->max_rows * w->IN));
     float *row_zero = (float *)((uint8_t *)row_scale + scales);
     int32_t *acc = (int32_t *)((uint8_t *)row_zero + scales);
 #pragma omp parallel
@@ -436,10 +547,7 @@ static void run_int8(layer *L, const gemm_weight *w, const float *x, int N, floa
         quantize_rows(q, row_scale, row_zero, x, (int)((long long)N * t / k),
                       (int)((long long)N * (t + 1) / k), w->IN);
     }
-    if (execute(L, w, q, N, acc) != 0) {
-        fail_rows(y, N, w->OUT);
-        return;
-    }
+    if (execute(L, w, prim, scratchpad, q, N, acc, s) != 0) return -1;
     const int accumulate = w->epilogue == EPILOGUE_ACCUMULATE;
 #pragma omp parallel
     {
@@ -450,22 +558,30 @@ static void run_int8(layer *L, const gemm_weight *w, const float *x, int N, floa
         if (!accumulate && r1 > r0)
             apply_epilogue(y + (size_t)r0 * w->OUT, NULL, (size_t)(r1 - r0) * w->OUT, w->epilogue);
     }
+    return 0;
 }
 
-void onednn_run(gemm_weight *w, const float *x, int N, float *y, void *workspace) {
-    layer *L = w->onednn;
-    if (w->precision == PRECISION_INT8) {
-        run_int8(L, w, x, N, y, workspace);
-        return;
-    }
+/* fp32 and bf16: the activations converted (bf16) into the workspace first. */
+static int run_float(const layer *L, const gemm_weight *w, dnnl_primitive_t prim, size_t scratchpad,
+                     const float *x, int N, float *y, gemm_state *s) {
     const void *src = x;
     if (L->src_type == dnnl_bf16) {
-        convert_rows_bf16(workspace, x, (size_t)N * w->IN);
-        src = workspace;
+        convert_rows_bf16(s->workspace, x, (size_t)N * w->IN);
+        src = s->workspace;
     } else if (L->emulate_bf16) {
-        round_rows_bf16(workspace, x, (size_t)N * w->IN);
-        src = workspace;
+        round_rows_bf16(s->workspace, x, (size_t)N * w->IN);
+        src = s->workspace;
     }
-    if (execute(L, w, src, N, y) != 0) fail_rows(y, N, w->OUT);
+    return execute(L, w, prim, scratchpad, src, N, y, s);
+}
+
+void onednn_run(const gemm_weight *w, const float *x, int N, float *y, gemm_state *s) {
+    const layer *L = w->onednn;
+    size_t scratchpad;
+    dnnl_primitive_t prim = primitive_for(L, w, N, s, &scratchpad);
+    const int rc = !prim                            ? -1
+                   : w->precision == PRECISION_INT8 ? run_int8(L, w, prim, scratchpad, x, N, y, s)
+                                                    : run_float(L, w, prim, scratchpad, x, N, y, s);
+    if (rc != 0) fail_rows(y, N, w->OUT);
 }
 #endif

@@ -123,7 +123,7 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
     a->last_batch = B;
     a->last_tokens = T;
     const int fast = m->pooler && !mode->train; /* prepared layers run inference */
-    a->enc.workspace = m->gemm_workspace;
+    if (fast && !a->enc.gemm) return vit_fail(err, "prepared layers run without a gemm_state");
     /* embeddings, LayerNorm, and (HF BertEmbeddings) dropout */
     embeddings_forward(a->emb, m, ids, B, T);
     layernorm_forward(a->x, a->emb_mean, a->emb_rstd, a->emb, m->emb_ln_w, m->emb_ln_b, B * T, D,
@@ -143,7 +143,7 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
     for (int b = 0; b < B; b++)
         memcpy(a->cls + (size_t)b * D, a->x + (size_t)b * T * D, sizeof(float) * (size_t)D);
     if (fast) {
-        gemm_run(m->pooler, a->cls, B, a->pooled, m->gemm_workspace);
+        gemm_run(m->pooler, a->cls, B, a->pooled, a->enc.gemm);
         for (size_t i = 0; i < (size_t)B * D; i++) a->pooled[i] = tanhf(a->pooled[i]);
     } else {
         pooler_forward(a->pooled, a->cls, m->pooler_w, m->pooler_b, B, D);
@@ -157,7 +157,7 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
         h = a->head_in;
     }
     if (fast)
-        gemm_run(m->head, h, B, logits, m->gemm_workspace);
+        gemm_run(m->head, h, B, logits, a->enc.gemm);
     else
         linear_forward(logits, h, m->head_w, m->head_b, B, D, m->cfg.num_labels);
     return forward_logits_check(mode, logits, (size_t)B * m->cfg.num_labels, err);

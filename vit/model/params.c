@@ -261,7 +261,7 @@ int model_bind(model *view, const model *layout, float *block) {
     *view = *layout;
     view->params = block;
     view->patch = view->pooler = view->head = view->dist_head = NULL; /* never prepared */
-    view->gemm_workspace = NULL;
+    view->gemm_workspace_bytes = 0;
     view->layers = calloc((size_t)layout->cfg.num_layers, sizeof *view->layers);
     if (!view->layers) return -1;
     for (int l = 0; l < layout->cfg.num_layers; l++) {

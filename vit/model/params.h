@@ -40,9 +40,12 @@ typedef struct {
      * distillation_classifier as dist_head_*) */
     float *final_ln_w, *final_ln_b, *head_w, *head_b, *dist_head_w, *dist_head_b;
     /* Inference: the linear layers outside the encoder prepared for a backend (model_prepare;
-     * the encoder's are in its layers), and the scratch their runs share. NULL: not prepared. */
+     * the encoder's are in its layers; NULL: not prepared), and what a caller's gemm_state for
+     * them needs (model_gemm_state). Prepared layers are read-only: any number of threads may
+     * run forwards on one model at once, each with its own activations and gemm_state. */
     gemm_weight *patch, *pooler, *head, *dist_head;
-    void *gemm_workspace;
+    gemm_backend backend;
+    size_t gemm_workspace_bytes;
 } model;
 
 /* The most parameters a configuration may ask for (8 GB of float32): a config.json alone must not
@@ -75,6 +78,9 @@ int model_vit_tokens(const model *m, int size);
 int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int max_batch,
                   int tokens, vit_error *err);
 void model_unprepare(model *m);
+/* A state for running m's prepared layers, for one thread at a time (encoder_acts.gemm). NULL
+ * with err when out of memory. */
+gemm_state *model_gemm_state(const model *m, vit_error *err);
 
 /* A view of another block with layout's shapes (gradients, optimizer moments): every tensor
  * pointer of layout rebased from layout->params onto block (layout->num_params floats). The view

@@ -1,7 +1,6 @@
 /* Every linear layer of a model prepared for inference on a backend (vit/core/gemm.h). */
 #include <stdlib.h>
 
-#include "vit/base/alloc.h"
 #include "vit/model/params.h"
 
 static gemm_epilogue activation_epilogue(activation_kind act) {
@@ -57,8 +56,8 @@ int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int 
     if (rc == 0 && m->dist_head_w)
         rc = one(&p, &m->dist_head, m->dist_head_w, m->dist_head_b, c->num_labels, D, EPILOGUE_NONE,
                  B);
-    if (rc == 0 && p.workspace && !(m->gemm_workspace = vit_alloc_floats(p.workspace / 4 + 1)))
-        rc = vit_fail(err, "out of memory");
+    m->backend = backend;
+    m->gemm_workspace_bytes = p.workspace;
     if (rc != 0) model_unprepare(m);
     return rc;
 }
@@ -77,6 +76,9 @@ void model_unprepare(model *m) {
         gemm_free(*all[i]);
         *all[i] = NULL;
     }
-    free(m->gemm_workspace);
-    m->gemm_workspace = NULL;
+    m->gemm_workspace_bytes = 0;
+}
+
+gemm_state *model_gemm_state(const model *m, vit_error *err) {
+    return gemm_state_create(m->backend, m->gemm_workspace_bytes, err);
 }

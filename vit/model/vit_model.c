@@ -91,11 +91,11 @@ const float *vit_acts_cls(const vit_acts *a) {
 
 /* One classifier, head (0: classifier / cls_classifier, 1: distillation_classifier), on rows
  * [B, D]. */
-static void head_forward(const model *m, int head, const float *rows, int B, int fast,
+static void head_forward(const model *m, vit_acts *a, int head, const float *rows, int B, int fast,
                          float *logits) {
     const int D = m->cfg.hidden_size, L = m->cfg.num_labels;
     if (fast)
-        gemm_run(head ? m->dist_head : m->head, rows, B, logits, m->gemm_workspace);
+        gemm_run(head ? m->dist_head : m->head, rows, B, logits, a->enc.gemm);
     else if (head)
         linear_forward(logits, rows, m->dist_head_w, m->dist_head_b, B, D, L);
     else
@@ -114,9 +114,9 @@ static void heads_forward(const model *m, vit_acts *a, int B, int fast, float *l
                    sizeof(float) * (size_t)D);
     layernorm_forward(a->cls_ln, a->cls_mean, a->cls_rstd, a->cls_in, m->final_ln_w, m->final_ln_b,
                       H * B, D, m->cfg.layer_norm_eps);
-    head_forward(m, 0, a->cls_ln, B, fast, logits);
+    head_forward(m, a, 0, a->cls_ln, B, fast, logits);
     if (H == 1) return;
-    head_forward(m, 1, a->cls_ln + (size_t)B * D, B, fast, a->head_out);
+    head_forward(m, a, 1, a->cls_ln + (size_t)B * D, B, fast, a->head_out);
     for (size_t i = 0; i < BL; i++) logits[i] = (logits[i] + a->head_out[i]) * 0.5f;
 }
 
@@ -134,10 +134,10 @@ int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
     a->last_batch = B;
     /* patches -> tokens: one matrix product embeds every patch of the batch */
     const int fast = m->patch && !mode->train; /* prepared layers run inference */
-    a->enc.workspace = m->gemm_workspace;
+    if (fast && !a->enc.gemm) return vit_fail(err, "prepared layers run without a gemm_state");
     patch_extract(a->patches, pixels, B, c->num_channels, a->size, a->size, c->patch_size);
     if (fast)
-        gemm_run(m->patch, a->patches, B * N, a->embed, m->gemm_workspace);
+        gemm_run(m->patch, a->patches, B * N, a->embed, a->enc.gemm);
     else
         linear_forward(a->embed, a->patches, m->patch_w, m->patch_b, B * N, a->patch_dim, D);
     patch_tokens_forward(a->x, a->embed, m->cls_token, a->special, a->pos, B, N, D);

@@ -11,6 +11,8 @@
  *   vit_acts a;
  *   vit_acts_alloc(&a, &m, max_batch, size, training, &err);
  *   vit_model_forward(&m, &a, pixels, B, NULL, logits, &err);          // inference
+ *   (on prepared layers, model_prepare: a.enc.gemm = model_gemm_state(&m, &err) first; m is
+ *   only read, so threads may share it, each with its own acts and gemm_state)
  *   vit_model_forward(&m, &a, pixels, B, &mode, logits, &err);         // training: keeps acts
  *   vit_model_backward(&m, &grads, &a, dlogits);                       // grads: a model_bind view
  */
