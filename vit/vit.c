@@ -67,13 +67,16 @@ vit_params vit_default_params(void) {
 }
 
 int api_prepare(model *m, vit_backend backend, vit_precision precision, int max_batch, int tokens,
-                char *compute, size_t size, vit_error *err) {
+                int threads, char *compute, size_t size, vit_error *err) {
     gemm_backend b = backend == VIT_BACKEND_OPENBLAS ? GEMM_OPENBLAS : GEMM_ONEDNN;
     if (backend == VIT_BACKEND_DEFAULT && !gemm_backend_available(GEMM_ONEDNN)) b = GEMM_OPENBLAS;
     const gemm_precision p = precision == VIT_INT8   ? PRECISION_INT8
                              : precision == VIT_BF16 ? PRECISION_BF16
                                                      : PRECISION_FP32;
-    if (model_prepare(m, b, p, max_batch, tokens, err) != 0) return -1;
+    const threads_scope scope = threads_begin(threads);
+    const int rc = model_prepare(m, b, p, max_batch, tokens, err);
+    threads_end(scope);
+    if (rc != 0) return -1;
     char what[96];
     snprintf(compute, size, "%s, %s%s", gemm_backend_describe(b, what, sizeof what),
              gemm_precision_name(p),
@@ -126,7 +129,7 @@ vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error
     ops_init();
     if (setup_preprocessing(c, model_dir, err) != 0 || alloc_buffers(c, err) != 0 ||
         api_prepare(&c->m, c->params.backend, c->params.precision, c->params.max_batch,
-                    c->acts.tokens, c->compute, sizeof c->compute, err) != 0 ||
+                    c->acts.tokens, c->threads, c->compute, sizeof c->compute, err) != 0 ||
         !(c->acts.enc.gemm = c->gemm = model_gemm_state(&c->m, err)))
         goto fail;
     return c;

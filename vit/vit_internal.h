@@ -24,9 +24,10 @@ api_image_view api_image_context(vit_context *ctx);
 
 /* Prepares m's linear layers on the backend and precision asked for (VIT_BACKEND_DEFAULT:
  * oneDNN where the build has it, else OpenBLAS), for batches of max_batch inputs of tokens
- * tokens, and describes the result in compute ("oneDNN 2.6.3 (avx2), fp32"). */
+ * tokens run with `threads` threads (oneDNN fixes a primitive's thread count when it is made),
+ * and describes the result in compute ("oneDNN 2.6.3 (avx2), fp32"). */
 int api_prepare(model *m, vit_backend backend, vit_precision precision, int max_batch, int tokens,
-                char *compute, size_t size, vit_error *err);
+                int threads, char *compute, size_t size, vit_error *err);
 
 /* The top-k of probs [cfg->num_labels] as predictions, for vit_top_k and vit_text_top_k. */
 int api_top_k(const model_config *cfg, const float *probs, int k, vit_prediction *top,

@@ -95,8 +95,8 @@ vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *pa
         return NULL;
     }
     ops_init();
-    if (api_prepare(&c->m, p.backend, p.precision, c->max_batch, c->max_tokens, c->compute,
-                    sizeof c->compute, err) != 0 ||
+    if (api_prepare(&c->m, p.backend, p.precision, c->max_batch, c->max_tokens, c->threads,
+                    c->compute, sizeof c->compute, err) != 0 ||
         !(c->acts.enc.gemm = c->gemm = model_gemm_state(&c->m, err))) {
         vit_text_free(c);
         return NULL;

@@ -8,6 +8,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <string.h>
 
 #define ATTENTION_ROW_BLOCK 64
@@ -15,8 +16,16 @@
 /* Threads: OpenMP owns the cores. OpenBLAS runs single-threaded inside each OpenMP thread on a
  * slice of the rows (ops_init sets this up), so the two never spin against each other. */
 
-void ops_init(void) {
+/* OpenBLAS's thread count is the process's, not the calling thread's: set once, never changed,
+ * so contexts computing on several threads at once each call single-threaded sgemm (the pthread
+ * OpenBLAS serves concurrent calls from several threads). */
+static void openblas_single(void) {
     openblas_set_num_threads(1);
+}
+
+void ops_init(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, openblas_single);
 }
 
 /* x[i] ranks before x[j]: larger, or equal and i lower; NaN after every number (a total order,
