@@ -1,6 +1,7 @@
 /* The public API for images (vit.h): a loaded model, its preprocessing and its buffers. */
 #include "vit/vit.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,28 +18,37 @@
 #define STR(x)  #x
 #define XSTR(x) STR(x)
 
+/* What the contexts of one vit_load (and its vit_share copies) have in common: written while
+ * vit_load runs, only read after, freed with the last context using it. */
+typedef struct {
+    atomic_int refs;        /* contexts using it */
+    model m;                /* the parameters and their prepared layers */
+    preprocess_config prep; /* at the run size */
+    vit_params params;      /* as loaded */
+    char compute[128];      /* what runs the linear layers */
+    char model_dir[512];    /* for messages */
+} vit_weights;
+
+/* One computation's state over shared weights. */
 struct vit_context {
-    model m;
+    vit_weights *w;
     vit_acts acts;
     gemm_state *gemm; /* acts.enc.gemm: running the prepared layers */
-    preprocess_config prep;
-    vit_params params;
     int threads;
     float *block; /* one image's pixels, logits of a batch, one image's normalised tokens */
     float *pixels, *logits, *tokens;
-    char compute[128];   /* what runs the linear layers */
-    char model_dir[512]; /* for messages */
-    explainer *explain;  /* vit_explain's buffers, made on its first call */
+    explainer *explain; /* vit_explain's buffers, made on its first call */
 };
 
 api_image_view api_image_context(vit_context *c) {
-    return (api_image_view){.m = &c->m,
-                            .prep = &c->prep,
+    return (api_image_view){.m = &c->w->m,
+                            .prep = &c->w->prep,
                             .size = c->acts.size,
                             .threads = c->threads,
-                            .max_pixels = c->params.max_pixels,
-                            .decode_flags = c->params.exif_orientation ? IMAGE_EXIF_ORIENTATION : 0,
-                            .model_dir = c->model_dir,
+                            .max_pixels = c->w->params.max_pixels,
+                            .decode_flags =
+                                c->w->params.exif_orientation ? IMAGE_EXIF_ORIENTATION : 0,
+                            .model_dir = c->w->model_dir,
                             .explain = &c->explain};
 }
 
@@ -47,7 +57,7 @@ static int name_model(const vit_context *c, int rc, vit_error *err) {
     if (rc != 0 && err) {
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
-        vit_fail(err, "%s: %s", c->model_dir, why);
+        vit_fail(err, "%s: %s", c->w->model_dir, why);
     }
     return rc;
 }
@@ -86,56 +96,110 @@ int api_prepare(model *m, vit_backend backend, vit_precision precision, int max_
     return 0;
 }
 
+/* ---- weights: loaded once, shared ---- */
+
+static void weights_release(vit_weights *w) {
+    if (!w || atomic_fetch_sub(&w->refs, 1) != 1) return;
+    model_free(&w->m);
+    free(w);
+}
+
+/* The model of model_dir, unprepared, with one reference. */
+static vit_weights *weights_load(const char *model_dir, const vit_params *params, vit_error *err) {
+    vit_weights *w = calloc(1, sizeof *w);
+    if (!w) return vit_fail(err, "out of memory"), NULL;
+    atomic_init(&w->refs, 1);
+    w->params = params ? *params : vit_default_params();
+    if (w->params.max_batch < 1) w->params.max_batch = 1;
+    snprintf(w->model_dir, sizeof w->model_dir, "%s", model_dir);
+    if (model_load(&w->m, model_dir, err) != 0) {
+        free(w);
+        return NULL;
+    }
+    if (w->m.cfg.kind != MODEL_VIT) {
+        vit_fail(err, "%s: a BERT model; use 'vit text' for text models", model_dir);
+        weights_release(w);
+        return NULL;
+    }
+    ops_init();
+    return w;
+}
+
 /* The preprocessing must yield exactly what the model takes at the run size. */
-static int setup_preprocessing(vit_context *c, const char *model_dir, vit_error *err) {
-    if (model_dir_load_preprocess(model_dir, &c->prep, err) != 0) return -1;
-    preprocess_config_set_size(&c->prep, c->acts.size);
+static int setup_preprocessing(vit_weights *w, int size, vit_error *err) {
+    if (model_dir_load_preprocess(w->model_dir, &w->prep, err) != 0) return -1;
+    preprocess_config_set_size(&w->prep, size);
     int pc, ph, pw;
-    preprocess_output_shape(&c->prep, &pc, &ph, &pw);
-    if (pc != c->m.cfg.num_channels || ph != c->acts.size || pw != c->acts.size)
+    preprocess_output_shape(&w->prep, &pc, &ph, &pw);
+    if (pc != w->m.cfg.num_channels || ph != size || pw != size)
         return vit_fail(err, "%s: preprocessing yields %dx%dx%d but the model takes %dx%dx%d",
-                        model_dir, pc, ph, pw, c->m.cfg.num_channels, c->acts.size, c->acts.size);
+                        w->model_dir, pc, ph, pw, w->m.cfg.num_channels, size, size);
     return 0;
 }
 
+/* ---- a context: one computation's state ---- */
+
 static int alloc_buffers(vit_context *c, vit_error *err) {
-    const size_t D = (size_t)c->m.cfg.hidden_size;
-    const size_t sizes[] = {vit_input_floats(c), (size_t)c->params.max_batch * c->m.cfg.num_labels,
+    const model *m = &c->w->m;
+    const size_t D = (size_t)m->cfg.hidden_size;
+    const size_t sizes[] = {vit_input_floats(c), (size_t)c->w->params.max_batch * m->cfg.num_labels,
                             (size_t)c->acts.tokens * D};
     float **fields[] = {&c->pixels, &c->logits, &c->tokens};
     c->block = alloc_float_block(3, sizes, fields);
     return c->block ? 0 : vit_fail(err, "out of memory");
 }
 
-vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error *err) {
+/* A context over w (taking one reference to it, released on failure), its activations and
+ * buffers made; the gemm state follows once w is prepared. */
+static vit_context *context_create(vit_weights *w, int threads, vit_error *err) {
     vit_context *c = calloc(1, sizeof *c);
-    if (!c) return vit_fail(err, "out of memory"), NULL;
-    c->params = params ? *params : vit_default_params();
-    if (c->params.max_batch < 1) c->params.max_batch = 1;
-    c->threads = threads_resolve(c->params.threads);
-    snprintf(c->model_dir, sizeof c->model_dir, "%s", model_dir);
-    if (model_load(&c->m, model_dir, err) != 0) {
-        free(c);
+    if (!c) {
+        weights_release(w);
+        return vit_fail(err, "out of memory"), NULL;
+    }
+    c->w = w;
+    c->threads = threads;
+    if (vit_acts_alloc(&c->acts, &w->m, w->params.max_batch, w->params.image_size, 0, err) != 0) {
+        name_model(c, -1, err);
+        vit_free(c);
         return NULL;
     }
-    if (c->m.cfg.kind != MODEL_VIT) {
-        vit_fail(err, "%s: a BERT model; use 'vit text' for text models", model_dir);
-        goto fail;
+    if (alloc_buffers(c, err) != 0) {
+        vit_free(c);
+        return NULL;
     }
-    if (vit_acts_alloc(&c->acts, &c->m, c->params.max_batch, c->params.image_size, 0, err) != 0) {
-        name_model(c, -1, err);
-        goto fail;
-    }
-    ops_init();
-    if (setup_preprocessing(c, model_dir, err) != 0 || alloc_buffers(c, err) != 0 ||
-        api_prepare(&c->m, c->params.backend, c->params.precision, c->params.max_batch,
-                    c->acts.tokens, c->threads, c->compute, sizeof c->compute, err) != 0 ||
-        !(c->acts.enc.gemm = c->gemm = model_gemm_state(&c->m, err)))
-        goto fail;
     return c;
-fail:
-    vit_free(c);
-    return NULL;
+}
+
+/* The context's gemm state for its weights' prepared layers. */
+static int add_gemm_state(vit_context *c, vit_error *err) {
+    c->acts.enc.gemm = c->gemm = model_gemm_state(&c->w->m, err);
+    return c->gemm ? 0 : -1;
+}
+
+vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error *err) {
+    vit_weights *w = weights_load(model_dir, params, err);
+    if (!w) return NULL;
+    vit_context *c = context_create(w, threads_resolve(w->params.threads), err);
+    if (!c) return NULL;
+    if (setup_preprocessing(w, c->acts.size, err) != 0 ||
+        api_prepare(&w->m, w->params.backend, w->params.precision, w->params.max_batch,
+                    c->acts.tokens, c->threads, w->compute, sizeof w->compute, err) != 0 ||
+        add_gemm_state(c, err) != 0) {
+        vit_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+vit_context *vit_share(const vit_context *ctx, vit_error *err) {
+    atomic_fetch_add(&ctx->w->refs, 1);
+    vit_context *c = context_create(ctx->w, ctx->threads, err);
+    if (c && add_gemm_state(c, err) != 0) {
+        vit_free(c);
+        return NULL;
+    }
+    return c;
 }
 
 void vit_free(vit_context *c) {
@@ -145,37 +209,37 @@ void vit_free(vit_context *c) {
     vit_acts_free(&c->acts);
     gemm_state_free(c->gemm);
     free(c->block);
-    model_free(&c->m);
+    weights_release(c->w);
     free(c);
 }
 
 int vit_num_labels(const vit_context *c) {
-    return c->m.cfg.num_labels;
+    return c->w->m.cfg.num_labels;
 }
 const char *vit_label(const vit_context *c, int i) {
-    return i >= 0 && i < c->m.cfg.num_labels ? c->m.cfg.labels[i] : NULL;
+    return i >= 0 && i < c->w->m.cfg.num_labels ? c->w->m.cfg.labels[i] : NULL;
 }
 size_t vit_input_floats(const vit_context *c) {
-    return (size_t)c->m.cfg.num_channels * c->acts.size * c->acts.size;
+    return (size_t)c->w->m.cfg.num_channels * c->acts.size * c->acts.size;
 }
 int vit_tokens(const vit_context *c) {
     return c->acts.tokens;
 }
 int vit_hidden_size(const vit_context *c) {
-    return c->m.cfg.hidden_size;
+    return c->w->m.cfg.hidden_size;
 }
 double vit_flops_per_image(const vit_context *c) {
-    return model_flops(&c->m, c->acts.tokens);
+    return model_flops(&c->w->m, c->acts.tokens);
 }
 size_t vit_num_parameters(const vit_context *c) {
-    return model_live_params(&c->m);
+    return model_live_params(&c->w->m);
 }
 const char *vit_compute(const vit_context *c) {
-    return c->compute;
+    return c->w->compute;
 }
 
 void vit_input_shape(const vit_context *c, int *channels, int *height, int *width) {
-    *channels = c->m.cfg.num_channels;
+    *channels = c->w->m.cfg.num_channels;
     *height = *width = c->acts.size;
 }
 
@@ -183,17 +247,18 @@ void vit_input_shape(const vit_context *c, int *channels, int *height, int *widt
 
 /* image_decode_* flags for the context's parameters. */
 static int decode_flags(const vit_context *c) {
-    return c->params.exif_orientation ? IMAGE_EXIF_ORIENTATION : 0;
+    return c->w->params.exif_orientation ? IMAGE_EXIF_ORIENTATION : 0;
 }
 
 int vit_preprocess_file(const vit_context *c, const char *path, float *pixels, vit_error *err) {
-    return preprocess_file(&c->prep, path, c->params.max_pixels, decode_flags(c), pixels, err);
+    return preprocess_file(&c->w->prep, path, c->w->params.max_pixels, decode_flags(c), pixels,
+                           err);
 }
 
 /* An image already decoded: preprocess it, its errors named after `name`. */
 static int preprocess_named(const vit_context *c, image_u8 *img, const char *name, float *pixels,
                             vit_error *err) {
-    const int rc = preprocess_image(&c->prep, img, pixels, err);
+    const int rc = preprocess_image(&c->w->prep, img, pixels, err);
     image_free(img);
     if (rc != 0 && err) {
         vit_error inner = *err;
@@ -205,8 +270,8 @@ static int preprocess_named(const vit_context *c, image_u8 *img, const char *nam
 int vit_preprocess_memory(const vit_context *c, const void *bytes, size_t size, float *pixels,
                           vit_error *err) {
     image_u8 img;
-    if (image_decode_memory(bytes, size, "image in memory", c->prep.channels, c->params.max_pixels,
-                            decode_flags(c), &img, err) != 0)
+    if (image_decode_memory(bytes, size, "image in memory", c->w->prep.channels,
+                            c->w->params.max_pixels, decode_flags(c), &img, err) != 0)
         return -1;
     return preprocess_named(c, &img, "image in memory", pixels, err);
 }
@@ -214,8 +279,8 @@ int vit_preprocess_memory(const vit_context *c, const void *bytes, size_t size, 
 int vit_preprocess_rgb(const vit_context *c, const uint8_t *rgb, int width, int height,
                        float *pixels, vit_error *err) {
     image_u8 img;
-    if (image_from_rgb(rgb, width, height, "RGB image", c->prep.channels, c->params.max_pixels,
-                       &img, err) != 0)
+    if (image_from_rgb(rgb, width, height, "RGB image", c->w->prep.channels,
+                       c->w->params.max_pixels, &img, err) != 0)
         return -1;
     return preprocess_named(c, &img, "RGB image", pixels, err);
 }
@@ -224,7 +289,7 @@ int vit_preprocess_rgb(const vit_context *c, const uint8_t *rgb, int width, int 
 
 int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_error *err) {
     const threads_scope scope = threads_begin(c->threads);
-    const int rc = vit_model_forward(&c->m, &c->acts, pixels, B, NULL, logits, err);
+    const int rc = vit_model_forward(&c->w->m, &c->acts, pixels, B, NULL, logits, err);
     threads_end(scope);
     return name_model(c, rc, err);
 }
@@ -232,10 +297,10 @@ int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_e
 /* Mean of the patch tokens of image b after the final LayerNorm (the special tokens, CLS and a
  * DeiT's distillation token, left out), into out [D]. */
 static void mean_patch_token(vit_context *c, int b, float *out) {
-    const int D = c->m.cfg.hidden_size, S = c->acts.special, N = c->acts.tokens - S;
+    const int D = c->w->m.cfg.hidden_size, S = c->acts.special, N = c->acts.tokens - S;
     const float *x = vit_acts_hidden(&c->acts) + ((size_t)b * c->acts.tokens + S) * D;
-    layernorm_forward(c->tokens, NULL, NULL, x, c->m.final_ln_w, c->m.final_ln_b, N, D,
-                      c->m.cfg.layer_norm_eps);
+    layernorm_forward(c->tokens, NULL, NULL, x, c->w->m.final_ln_w, c->w->m.final_ln_b, N, D,
+                      c->w->m.cfg.layer_norm_eps);
     for (int d = 0; d < D; d++) {
         double sum = 0.0;
         for (int i = 0; i < N; i++) sum += c->tokens[(size_t)i * D + d];
@@ -248,8 +313,8 @@ int vit_embed(vit_context *c, const float *pixels, int B, vit_pool pool, float *
     if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN)
         return vit_fail(err, "unknown pooling %d", (int)pool);
     const threads_scope scope = threads_begin(c->threads);
-    const int rc = vit_model_forward(&c->m, &c->acts, pixels, B, NULL, c->logits, err);
-    const size_t D = (size_t)c->m.cfg.hidden_size;
+    const int rc = vit_model_forward(&c->w->m, &c->acts, pixels, B, NULL, c->logits, err);
+    const size_t D = (size_t)c->w->m.cfg.hidden_size;
     for (int b = 0; rc == 0 && b < B; b++) {
         if (pool == VIT_POOL_CLS)
             memcpy(features + b * D, vit_acts_cls(&c->acts) + b * D, D * sizeof(float));
@@ -283,14 +348,14 @@ int api_top_k(const model_config *cfg, const float *probs, int k, vit_prediction
 
 int vit_top_k(const vit_context *c, const float *probs, int k, vit_prediction *top,
               vit_error *err) {
-    return api_top_k(&c->m.cfg, probs, k, top, err);
+    return api_top_k(&c->w->m.cfg, probs, k, top, err);
 }
 
 /* ctx->pixels (one image) -> top-k. */
 static int classify_pixels(vit_context *c, int k, vit_prediction *top, vit_error *err) {
     if (k < 1) return vit_fail(err, "k %d is not positive", k);
     if (vit_forward(c, c->pixels, 1, c->logits, err) != 0) return -1;
-    vit_softmax(c->logits, c->m.cfg.num_labels);
+    vit_softmax(c->logits, c->w->m.cfg.num_labels);
     return vit_top_k(c, c->logits, k, top, err);
 }
 

@@ -11,6 +11,9 @@
  *   vit_prediction top[3];
  *   int n = vit_classify_file(ctx, "photo.jpg", 3, top, &err);
  *   for (int i = 0; i < n; i++) printf("%.4f  %s\n", top[i].prob, top[i].label);
+ *   vit_context *more = vit_share(ctx, &err);   // the same weights, for another thread
+ *   ...
+ *   vit_free(more);
  *   vit_free(ctx);
  *
  * Build: cc app.c $(pkg-config --cflags --libs vit)
@@ -18,10 +21,16 @@
  * Errors: a function that fails returns -1 (or NULL) and fills *err (which may be NULL) with one
  * line naming the file and the problem. The library never prints and never exits.
  *
- * Threads: a context computes with its own thread count (params.threads), applied on every call
- * whichever thread makes it, and restored afterwards. One context runs one computation at a time
- * (it owns its buffers): share a context between threads only behind a lock, or give each thread
- * its own. vit_preprocess_* may run on any thread at any time, concurrently with anything.
+ * Threads: a context is a model's weights, read-only once loaded, and the state of one
+ * computation (activations, buffers). vit_share makes another context over the same weights
+ * with a state of its own: contexts sharing weights may compute at the same time on different
+ * threads, and the weights stay in memory until the last of them is freed, in any order. One
+ * context runs one computation at a time: give each thread its own (vit_share costs no second
+ * copy of the weights), or share one behind a lock. A context computes with its own thread count
+ * (params.threads), applied on every call whichever thread makes it, and restored afterwards;
+ * contexts computing at once should split the cores between them (their threads summing to the
+ * cores at most). vit_preprocess_* may run on any thread at any time, concurrently with
+ * anything. The same holds for text contexts (vit_text_share).
  *
  * Versions 0.x: the API may still change between minor versions (the soname says so). */
 
@@ -81,6 +90,11 @@ VIT_API vit_params vit_default_params(void);
  * DeiTForImageClassificationWithTeacher directory (config.json, model.safetensors, optional
  * preprocessor_config.json). params NULL: vit_default_params(). */
 VIT_API vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error *err);
+/* Another context over ctx's weights (no copy of them), with its own activations and buffers and
+ * ctx's parameters (its thread count too): it may compute on another thread while ctx does.
+ * Safe to call while ctx computes. NULL with err when out of memory. */
+VIT_API vit_context *vit_share(const vit_context *ctx, vit_error *err);
+/* Frees the context's state, and the weights with the last context using them. */
 VIT_API void vit_free(vit_context *ctx);
 
 VIT_API int vit_num_labels(const vit_context *ctx);
@@ -193,6 +207,8 @@ VIT_API vit_text_params vit_text_default_params(void);
  * optional tokenizer_config.json and special_tokens_map.json). params NULL: the defaults. */
 VIT_API vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *params,
                                         vit_error *err);
+/* Another context over ctx's weights and tokenizer, as vit_share. */
+VIT_API vit_text_context *vit_text_share(const vit_text_context *ctx, vit_error *err);
 VIT_API void vit_text_free(vit_text_context *ctx);
 
 VIT_API int vit_text_num_labels(const vit_text_context *ctx);

@@ -2,6 +2,7 @@
  * batches of texts tokenized, padded to the longest and classified in one forward pass. */
 #include "vit/vit.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,19 +13,28 @@
 #include "vit/model/bert_model.h"
 #include "vit/vit_internal.h"
 
+/* What the contexts of one vit_text_load (and its vit_text_share copies) have in common:
+ * written while vit_text_load runs, only read after, freed with the last context using it. */
+typedef struct {
+    atomic_int refs; /* contexts using it */
+    model m;         /* the parameters and their prepared layers */
+    tokenizer *tok;  /* read-only: each context encodes with its own scratch */
+    int max_batch, max_tokens, pad_id;
+    char compute[128];
+} text_weights;
+
+/* One computation's state over shared weights. */
 struct vit_text_context {
-    model m;
+    text_weights *w;
     bert_acts acts;
     gemm_state *gemm; /* acts.enc.gemm: running the prepared layers */
-    tokenizer *tok;
     tokenizer_scratch *scratch;
-    int threads, max_batch, max_tokens, pad_id;
+    int threads;
     int32_t *rows; /* [max_batch, max_tokens]: each text's ids, rows of the last run */
     int *lengths;  /* [max_batch] */
     int32_t *ids;  /* [max_batch * max_tokens]: the last batch packed as [B, T] */
     uint8_t *mask; /* same layout: 1 = token, 0 = padding */
     float *logits; /* [max_batch, labels]: vit_text_classify's and vit_text_embed's */
-    char compute[128];
 };
 
 vit_text_params vit_text_default_params(void) {
@@ -46,25 +56,79 @@ static int require_bert(const char *dir, vit_error *err) {
     return 0;
 }
 
-static int check_vocab(const vit_text_context *c, const char *dir, vit_error *err) {
-    const int n = tokenizer_vocab_size(c->tok), limit = c->m.cfg.vocab_size;
+static int check_vocab(const text_weights *w, const char *dir, vit_error *err) {
+    const int n = tokenizer_vocab_size(w->tok), limit = w->m.cfg.vocab_size;
     if (n > limit)
         return vit_fail(err, "%s: vocab.txt has %d tokens but config.json vocab_size is %d", dir, n,
                         limit);
     return 0;
 }
 
-static int alloc_batch(vit_text_context *c, const char *dir, vit_error *err) {
-    const size_t cells = (size_t)c->max_batch * (size_t)c->max_tokens;
+static void weights_release(text_weights *w) {
+    if (!w || atomic_fetch_sub(&w->refs, 1) != 1) return;
+    tokenizer_free(w->tok);
+    model_free(&w->m);
+    free(w);
+}
+
+/* The model and tokenizer of dir, unprepared, with one reference. */
+static text_weights *weights_load(const char *dir, const vit_text_params *p, vit_error *err) {
+    text_weights *w = calloc(1, sizeof *w);
+    if (!w) return vit_fail(err, "%s: out of memory", dir), NULL;
+    atomic_init(&w->refs, 1);
+    if (model_load(&w->m, dir, err) != 0) {
+        free(w);
+        return NULL;
+    }
+    w->max_batch = p->max_batch;
+    if (tokenizer_load(dir, &w->tok, err) != 0 || check_vocab(w, dir, err) != 0) {
+        weights_release(w);
+        return NULL;
+    }
+    w->max_tokens = tokenizer_max_len(w->tok);
+    if (w->max_tokens > w->m.cfg.max_position_embeddings)
+        w->max_tokens = w->m.cfg.max_position_embeddings;
+    /* Padding is masked out, so any valid id will do where the vocabulary has no [PAD]. */
+    w->pad_id = tokenizer_pad_id(w->tok) >= 0 ? tokenizer_pad_id(w->tok) : 0;
+    ops_init();
+    return w;
+}
+
+static int alloc_batch(vit_text_context *c, vit_error *err) {
+    const text_weights *w = c->w;
+    const size_t cells = (size_t)w->max_batch * (size_t)w->max_tokens;
     c->rows = malloc(sizeof *c->rows * cells);
     c->ids = malloc(sizeof *c->ids * cells);
     c->mask = malloc(cells);
-    c->lengths = calloc((size_t)c->max_batch, sizeof *c->lengths);
-    c->logits = malloc(sizeof *c->logits * (size_t)c->max_batch * (size_t)c->m.cfg.num_labels);
+    c->lengths = calloc((size_t)w->max_batch, sizeof *c->lengths);
+    c->logits = malloc(sizeof *c->logits * (size_t)w->max_batch * (size_t)w->m.cfg.num_labels);
     c->scratch = tokenizer_scratch_create();
     if (!c->rows || !c->ids || !c->mask || !c->lengths || !c->logits || !c->scratch)
-        return vit_fail(err, "%s: out of memory for batches of %d texts", dir, c->max_batch);
+        return vit_fail(err, "out of memory for batches of %d texts", w->max_batch);
     return 0;
+}
+
+/* A context over w (taking one reference to it, released on failure) with its buffers and
+ * activations; the gemm state follows once w is prepared. */
+static vit_text_context *context_create(text_weights *w, int threads, vit_error *err) {
+    vit_text_context *c = calloc(1, sizeof *c);
+    if (!c) {
+        weights_release(w);
+        return vit_fail(err, "out of memory"), NULL;
+    }
+    c->w = w;
+    c->threads = threads;
+    if (alloc_batch(c, err) != 0 ||
+        bert_acts_alloc(&c->acts, &w->m, w->max_batch, w->max_tokens, 0, err) != 0) {
+        vit_text_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static int add_gemm_state(vit_text_context *c, vit_error *err) {
+    c->acts.enc.gemm = c->gemm = model_gemm_state(&c->w->m, err);
+    return c->gemm ? 0 : -1;
 }
 
 vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *params,
@@ -72,32 +136,22 @@ vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *pa
     const vit_text_params p = params ? *params : vit_text_default_params();
     if (p.max_batch < 1) return vit_fail(err, "batch size %d is not positive", p.max_batch), NULL;
     if (require_bert(model_dir, err) != 0) return NULL;
-    vit_text_context *c = calloc(1, sizeof *c);
-    if (!c) return vit_fail(err, "%s: out of memory", model_dir), NULL;
-    if (model_load(&c->m, model_dir, err) != 0) {
-        free(c);
-        return NULL;
-    }
-    c->max_batch = p.max_batch;
-    c->threads = threads_resolve(p.threads);
-    if (tokenizer_load(model_dir, &c->tok, err) != 0 || check_vocab(c, model_dir, err) != 0) {
+    text_weights *w = weights_load(model_dir, &p, err);
+    vit_text_context *c = w ? context_create(w, threads_resolve(p.threads), err) : NULL;
+    if (!c) return NULL;
+    if (api_prepare(&w->m, p.backend, p.precision, w->max_batch, w->max_tokens, c->threads,
+                    w->compute, sizeof w->compute, err) != 0 ||
+        add_gemm_state(c, err) != 0) {
         vit_text_free(c);
         return NULL;
     }
-    c->max_tokens = tokenizer_max_len(c->tok);
-    if (c->max_tokens > c->m.cfg.max_position_embeddings)
-        c->max_tokens = c->m.cfg.max_position_embeddings;
-    /* Padding is masked out, so any valid id will do where the vocabulary has no [PAD]. */
-    c->pad_id = tokenizer_pad_id(c->tok) >= 0 ? tokenizer_pad_id(c->tok) : 0;
-    if (alloc_batch(c, model_dir, err) != 0 ||
-        bert_acts_alloc(&c->acts, &c->m, c->max_batch, c->max_tokens, 0, err) != 0) {
-        vit_text_free(c);
-        return NULL;
-    }
-    ops_init();
-    if (api_prepare(&c->m, p.backend, p.precision, c->max_batch, c->max_tokens, c->threads,
-                    c->compute, sizeof c->compute, err) != 0 ||
-        !(c->acts.enc.gemm = c->gemm = model_gemm_state(&c->m, err))) {
+    return c;
+}
+
+vit_text_context *vit_text_share(const vit_text_context *ctx, vit_error *err) {
+    atomic_fetch_add(&ctx->w->refs, 1);
+    vit_text_context *c = context_create(ctx->w, ctx->threads, err);
+    if (c && add_gemm_state(c, err) != 0) {
         vit_text_free(c);
         return NULL;
     }
@@ -109,35 +163,34 @@ void vit_text_free(vit_text_context *c) {
     bert_acts_free(&c->acts);
     gemm_state_free(c->gemm);
     tokenizer_scratch_free(c->scratch);
-    tokenizer_free(c->tok);
     free(c->rows);
     free(c->lengths);
     free(c->ids);
     free(c->mask);
     free(c->logits);
-    model_free(&c->m);
+    weights_release(c->w);
     free(c);
 }
 
 int vit_text_num_labels(const vit_text_context *c) {
-    return c->m.cfg.num_labels;
+    return c->w->m.cfg.num_labels;
 }
 const char *vit_text_label(const vit_text_context *c, int index) {
-    return index >= 0 && index < c->m.cfg.num_labels ? c->m.cfg.labels[index] : NULL;
+    return index >= 0 && index < c->w->m.cfg.num_labels ? c->w->m.cfg.labels[index] : NULL;
 }
 int vit_text_max_tokens(const vit_text_context *c) {
-    return c->max_tokens;
+    return c->w->max_tokens;
 }
 const char *vit_text_compute(const vit_text_context *c) {
-    return c->compute;
+    return c->w->compute;
 }
 const char *vit_text_piece(const vit_text_context *c, int id) {
-    return tokenizer_piece(c->tok, id);
+    return tokenizer_piece(c->w->tok, id);
 }
 
 const int32_t *vit_text_ids(const vit_text_context *c, int i, int *n) {
     *n = c->lengths[i];
-    return c->rows + (size_t)i * c->max_tokens;
+    return c->rows + (size_t)i * c->w->max_tokens;
 }
 
 /* Copies the B rows into [B, T] with T the longest, padding and masking the rest. */
@@ -148,9 +201,9 @@ static int pack_batch(vit_text_context *c, int B) {
         const int n = c->lengths[b];
         int32_t *ids = c->ids + (size_t)b * T;
         uint8_t *mask = c->mask + (size_t)b * T;
-        memcpy(ids, c->rows + (size_t)b * c->max_tokens, sizeof *ids * (size_t)n);
+        memcpy(ids, c->rows + (size_t)b * c->w->max_tokens, sizeof *ids * (size_t)n);
         memset(mask, 1, (size_t)n);
-        for (int t = n; t < T; t++) ids[t] = c->pad_id;
+        for (int t = n; t < T; t++) ids[t] = c->w->pad_id;
         memset(mask + n, 0, (size_t)(T - n));
     }
     return T;
@@ -160,8 +213,8 @@ static int tokenize_batch(vit_text_context *c, const char *const *texts, const s
                           int B, vit_error *err) {
     for (int b = 0; b < B; b++) {
         c->lengths[b] =
-            tokenizer_encode_with(c->tok, c->scratch, texts[b], lengths[b], c->max_tokens,
-                                  c->rows + (size_t)b * c->max_tokens, NULL, err);
+            tokenizer_encode_with(c->w->tok, c->scratch, texts[b], lengths[b], c->w->max_tokens,
+                                  c->rows + (size_t)b * c->w->max_tokens, NULL, err);
         if (c->lengths[b] < 0) {
             for (int k = b; k < B; k++) c->lengths[k] = 0;
             return -1;
@@ -172,24 +225,24 @@ static int tokenize_batch(vit_text_context *c, const char *const *texts, const s
 
 int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
                      float *logits, float *probs, vit_error *err) {
-    if (B < 1 || B > c->max_batch)
-        return vit_fail(err, "batch of %d texts outside 1..%d", B, c->max_batch);
+    if (B < 1 || B > c->w->max_batch)
+        return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
     if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;
     const int T = pack_batch(c, B);
     const threads_scope scope = threads_begin(c->threads);
-    const int rc = bert_model_forward(&c->m, &c->acts, c->ids, c->mask, B, T, NULL, logits, err);
+    const int rc = bert_model_forward(&c->w->m, &c->acts, c->ids, c->mask, B, T, NULL, logits, err);
     threads_end(scope);
-    if (rc == 0 && probs) softmax_probs(probs, logits, B, c->m.cfg.num_labels);
+    if (rc == 0 && probs) softmax_probs(probs, logits, B, c->w->m.cfg.num_labels);
     return rc;
 }
 
 int vit_text_hidden_size(const vit_text_context *c) {
-    return c->m.cfg.hidden_size;
+    return c->w->m.cfg.hidden_size;
 }
 
 /* The mean of text b's final hidden states over its tokens (the mask's ones). */
 static void mean_tokens(const vit_text_context *c, int b, int T, float *out) {
-    const int D = c->m.cfg.hidden_size;
+    const int D = c->w->m.cfg.hidden_size;
     const float *x = c->acts.x + (size_t)b * T * D;
     const uint8_t *mask = c->mask + (size_t)b * T;
     int n = 0;
@@ -206,14 +259,15 @@ int vit_text_embed(vit_text_context *c, const char *const *texts, const size_t *
                    vit_pool pool, float *features, vit_error *err) {
     if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN && pool != VIT_POOL_POOLER)
         return vit_fail(err, "unknown pooling %d", (int)pool);
-    if (B < 1 || B > c->max_batch)
-        return vit_fail(err, "batch of %d texts outside 1..%d", B, c->max_batch);
+    if (B < 1 || B > c->w->max_batch)
+        return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
     if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;
     const int T = pack_batch(c, B);
     const threads_scope scope = threads_begin(c->threads);
-    const int rc = bert_model_forward(&c->m, &c->acts, c->ids, c->mask, B, T, NULL, c->logits, err);
+    const int rc =
+        bert_model_forward(&c->w->m, &c->acts, c->ids, c->mask, B, T, NULL, c->logits, err);
     threads_end(scope);
-    const size_t D = (size_t)c->m.cfg.hidden_size;
+    const size_t D = (size_t)c->w->m.cfg.hidden_size;
     for (int b = 0; rc == 0 && b < B; b++) {
         if (pool == VIT_POOL_MEAN)
             mean_tokens(c, b, T, features + b * D);
@@ -234,5 +288,5 @@ int vit_text_classify(vit_text_context *c, const char *text, int k, vit_predicti
 
 int vit_text_top_k(const vit_text_context *c, const float *probs, int k, vit_prediction *top,
                    vit_error *err) {
-    return api_top_k(&c->m.cfg, probs, k, top, err);
+    return api_top_k(&c->w->m.cfg, probs, k, top, err);
 }
