@@ -1,6 +1,7 @@
 /* The serving core without HTTP: the dynamic batcher (vit/serve/batcher.h) on a model of the
  * test's own whose forward pass waits at a gate the test opens, so batching, the bounded queue,
- * expiry and draining are checked deterministically; then the real tasks (vit/serve/tasks.h)
+ * expiry, draining and two workers' forward passes at once are checked deterministically; then
+ * the real tasks (vit/serve/tasks.h), with one worker and with two over one copy of the weights,
  * against vit_forward, vit_embed and vit_text_forward one input at a time; and the Prometheus
  * text of vit/serve/metrics.h. */
 #include "tests/testutil.h"
@@ -26,9 +27,10 @@ typedef struct {
     int gate_open;
     int fail_forward;
     int batches, sizes[64], tasks[64];
-    int mixed;      /* a batch held jobs of more than one task */
-    int in_forward; /* a forward pass is waiting at the gate */
-    int done;       /* jobs whose done call ran */
+    int mixed;       /* a batch held jobs of more than one task */
+    int in_forward;  /* forward passes waiting at the gate */
+    int workers[64]; /* of each batch */
+    int done;        /* jobs whose done call ran */
 } fake_model;
 
 static int fake_decode(void *self, serve_job *job, vit_error *err) {
@@ -45,19 +47,20 @@ static int fake_decode(void *self, serve_job *job, vit_error *err) {
     return 0;
 }
 
-static int fake_forward(void *self, serve_job *const *jobs, int n, vit_error *err) {
+static int fake_forward(void *self, int worker, serve_job *const *jobs, int n, vit_error *err) {
     fake_model *m = self;
     pthread_mutex_lock(&m->lock);
     if (m->batches < 64) {
         m->sizes[m->batches] = n;
         m->tasks[m->batches] = jobs[0]->task;
+        m->workers[m->batches] = worker;
     }
     m->batches++;
     for (int i = 1; i < n; i++) m->mixed |= jobs[i]->task != jobs[0]->task;
-    m->in_forward = 1;
+    m->in_forward++;
     pthread_cond_broadcast(&m->changed);
     while (!m->gate_open) pthread_cond_wait(&m->changed, &m->lock);
-    m->in_forward = 0;
+    m->in_forward--;
     const int fail = m->fail_forward;
     pthread_mutex_unlock(&m->lock);
     if (fail) return vit_fail(err, "the forward pass failed");
@@ -86,17 +89,21 @@ static void open_gate(fake_model *m) {
     pthread_mutex_unlock(&m->lock);
 }
 
-/* Waits (at most 10 s) until a forward pass is at the closed gate. */
-static void await_forward(fake_model *m) {
+/* Waits (at most 10 s) until n forward passes are at the closed gate. */
+static void await_forwards(fake_model *m, int n) {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 10;
     pthread_mutex_lock(&m->lock);
-    while (!m->in_forward)
+    while (m->in_forward < n)
         if (pthread_cond_timedwait(&m->changed, &m->lock, &until) != 0) break;
     const int there = m->in_forward;
     pthread_mutex_unlock(&m->lock);
-    assert_true(there);
+    assert_int_equal(there, n);
+}
+
+static void await_forward(fake_model *m) {
+    await_forwards(m, 1);
 }
 
 static void job_done(serve_job *job) {
@@ -125,18 +132,24 @@ static void make_jobs(job_set *s, fake_model *m, int first, int n, int task) {
     }
 }
 
-static serve_batcher *batcher_for(fake_model *m, int max_batch, int max_queue, int wait_ms,
-                                  int timeout_ms) {
+static serve_batcher *batcher_with(fake_model *m, int max_batch, int max_queue, int wait_ms,
+                                   int timeout_ms, int workers) {
     const serve_model model = {.self = m, .decode = fake_decode, .forward = fake_forward};
     const serve_batcher_options opt = {.max_batch = max_batch,
                                        .batch_wait_ms = wait_ms,
                                        .max_queue = max_queue,
                                        .decode_threads = 2,
-                                       .timeout_ms = timeout_ms};
+                                       .timeout_ms = timeout_ms,
+                                       .workers = workers};
     vit_error err = {0};
     serve_batcher *b = serve_batcher_create(&model, &opt, &err);
     if (!b) fail_msg("%s", err.msg);
     return b;
+}
+
+static serve_batcher *batcher_for(fake_model *m, int max_batch, int max_queue, int wait_ms,
+                                  int timeout_ms) {
+    return batcher_with(m, max_batch, max_queue, wait_ms, timeout_ms, 1);
 }
 
 /* While one batch runs, jobs arriving meanwhile gather into the next one: one forward pass. */
@@ -273,6 +286,41 @@ static void test_expiry(void **state) {
     fake_model_free(m);
 }
 
+/* Two workers: while one batch waits at the gate, the next goes to the other worker at once, and
+ * a third waits for either; batching and max_batch as with one. */
+static void test_two_workers(void **state) {
+    (void)state;
+    fake_model *m = fake_model_new();
+    serve_batcher *b = batcher_with(m, 2, 64, 0, 0, 2);
+    job_set s;
+    make_jobs(&s, m, 0, 7, 0);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[0], 1), SERVE_SUBMITTED);
+    await_forwards(m, 1);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[1], 1), SERVE_SUBMITTED);
+    await_forwards(m, 2); /* both workers at the gate */
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[2], 5), SERVE_SUBMITTED);
+    usleep(50 * 1000);
+    pthread_mutex_lock(&m->lock);
+    assert_int_equal(m->batches, 2); /* no third worker */
+    assert_true(m->workers[0] != m->workers[1]);
+    pthread_mutex_unlock(&m->lock);
+    open_gate(m);
+    serve_batcher_drain(b);
+    int total = 0;
+    for (int i = 0; i < m->batches; i++) {
+        assert_in_range(m->sizes[i], 1, 2);
+        assert_in_range(m->workers[i], 0, 1);
+        total += m->sizes[i];
+    }
+    assert_int_equal(total, 7);
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal(s.jobs[i].status, SERVE_OK);
+        assert_true(s.out[i] == 2.0f * i);
+    }
+    serve_batcher_free(b);
+    fake_model_free(m);
+}
+
 /* ---- the real tasks, against the API one input at a time ---- */
 
 #define IMAGENET "models/vit-tiny-in1k"
@@ -289,21 +337,24 @@ static void assert_close(const float *a, const float *b, size_t n, double tol) {
     if (worst > tol) fail_msg("differs by %g (tolerance %g)", worst, tol);
 }
 
-static void test_image_tasks_match_the_api(void **state) {
-    (void)state;
+/* Six photos (three classified, three embedded) through the batcher with `workers` workers. */
+static void image_tasks_match_the_api(int workers) {
     vit_params params = vit_default_params();
     params.max_batch = 4;
     vit_error err = {0};
     vit_context *ctx = vit_load(IMAGENET, &params, &err);
     if (!ctx) fail_msg("%s", err.msg);
-    serve_tasks *tasks = serve_tasks_create(ctx, NULL, 4, &err);
+    serve_tasks *tasks = serve_tasks_create(ctx, NULL, 4, workers, &err);
     assert_non_null(tasks);
     const size_t L = serve_task_outputs(tasks, SERVE_CLASSIFY), D = vit_hidden_size(ctx);
     assert_int_equal(L, 1000);
     assert_int_equal(serve_task_outputs(tasks, SERVE_TEXT), 0);
     const serve_model model = serve_tasks_model(tasks);
-    const serve_batcher_options opt = {
-        .max_batch = 4, .batch_wait_ms = 50, .max_queue = 16, .decode_threads = 2};
+    const serve_batcher_options opt = {.max_batch = 4,
+                                       .batch_wait_ms = 50,
+                                       .max_queue = 16,
+                                       .decode_threads = 2,
+                                       .workers = workers};
     serve_batcher *b = serve_batcher_create(&model, &opt, &err);
     assert_non_null(b);
     serve_job jobs[6];
@@ -338,19 +389,32 @@ static void test_image_tasks_match_the_api(void **state) {
     vit_free(ctx);
 }
 
-static void test_text_task_matches_the_api(void **state) {
+static void test_image_tasks_match_the_api(void **state) {
     (void)state;
+    image_tasks_match_the_api(1);
+}
+
+/* Two workers, the second on a vit_share of the context: the same answers. */
+static void test_image_tasks_two_workers(void **state) {
+    (void)state;
+    image_tasks_match_the_api(2);
+}
+
+static void text_task_matches_the_api(int workers) {
     REQUIRE_SHARED("models/bert-sst2-tiny");
     vit_text_params params = vit_text_default_params();
     params.max_batch = 4;
     vit_error err = {0};
     vit_text_context *ctx = vit_text_load(shared_path("models/bert-sst2-tiny"), &params, &err);
     if (!ctx) fail_msg("%s", err.msg);
-    serve_tasks *tasks = serve_tasks_create(NULL, ctx, 4, &err);
+    serve_tasks *tasks = serve_tasks_create(NULL, ctx, 4, workers, &err);
     assert_non_null(tasks);
     const serve_model model = serve_tasks_model(tasks);
-    const serve_batcher_options opt = {
-        .max_batch = 4, .batch_wait_ms = 50, .max_queue = 16, .decode_threads = 1};
+    const serve_batcher_options opt = {.max_batch = 4,
+                                       .batch_wait_ms = 50,
+                                       .max_queue = 16,
+                                       .decode_threads = 1,
+                                       .workers = workers};
     serve_batcher *b = serve_batcher_create(&model, &opt, &err);
     static const char *texts[] = {"a gorgeous, witty, seductive movie.",
                                   "the plot is nothing but boilerplate clichés", "fine"};
@@ -373,6 +437,16 @@ static void test_text_task_matches_the_api(void **state) {
     serve_batcher_free(b);
     serve_tasks_free(tasks);
     vit_text_free(ctx);
+}
+
+static void test_text_task_matches_the_api(void **state) {
+    (void)state;
+    text_task_matches_the_api(1);
+}
+
+static void test_text_task_two_workers(void **state) {
+    (void)state;
+    text_task_matches_the_api(2);
 }
 
 /* ---- metrics ---- */
@@ -434,8 +508,11 @@ int main(void) {
         cmocka_unit_test(test_queue_full),
         cmocka_unit_test(test_failures),
         cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_two_workers),
         cmocka_unit_test(test_image_tasks_match_the_api),
+        cmocka_unit_test(test_image_tasks_two_workers),
         cmocka_unit_test(test_text_task_matches_the_api),
+        cmocka_unit_test(test_text_task_two_workers),
         cmocka_unit_test(test_metrics_text_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -853,6 +853,57 @@ static void test_queue_full_gives_503(void **state) {
     assert_int_equal(stop_server(&s, SIGTERM), 0);
 }
 
+/* The logits of a classify answer, exactly the same in both. */
+static void assert_same_logits(const cJSON *got, const cJSON *want) {
+    const cJSON *g = cJSON_GetObjectItem(got, "logits"), *w = cJSON_GetObjectItem(want, "logits");
+    assert_int_equal(cJSON_GetArraySize(g), cJSON_GetArraySize(w));
+    for (int i = 0; i < cJSON_GetArraySize(w); i++)
+        assert_true(cJSON_GetArrayItem(g, i)->valuedouble == cJSON_GetArrayItem(w, i)->valuedouble);
+}
+
+/* --workers 2: two forward passes at once over one copy of the weights. A photo alone (a batch of
+ * one) gets the very logits --workers 1 gives it, both servers running one thread per worker;
+ * photos sent all at once, batched as they come, the same answers to assert_same_answer's
+ * tolerance (batches of other sizes may round differently). */
+static void test_two_workers_answer_alike(void **state) {
+    (void)state;
+    server one, two;
+    START_OR_SKIP(&one, "-m", IMAGENET, "-t", "1", "--quiet");
+    START_OR_SKIP(&two, "-m", IMAGENET, "-t", "2", "--workers", "2", "--quiet");
+    char *log = read_log(&two);
+    assert_non_null(strstr(log, "2 workers x 1 thread"));
+    free(log);
+    const char *target = "/v1/classify?k=3&logits=1";
+    response want[3];
+    for (int i = 0; i < 3; i++) {
+        want[i] = post_file(one.port, target, photos[i]);
+        response got = post_file(two.port, target, photos[i]);
+        assert_int_equal(want[i].status, 200);
+        assert_int_equal(got.status, 200);
+        assert_same_logits(got.json, want[i].json);
+        response_free(&got);
+    }
+    enum { N = 9 };
+    int fds[N];
+    for (int i = 0; i < N; i++) {
+        size_t size;
+        uint8_t *jpeg = read_whole_file(photos[i % 3], &size);
+        assert_true((fds[i] = connect_to(two.port)) >= 0);
+        send_request(fds[i], "POST", target, NULL, jpeg, size);
+        free(jpeg);
+    }
+    for (int i = 0; i < N; i++) {
+        response r = read_response(fds[i], 0);
+        close(fds[i]);
+        assert_int_equal(r.status, 200);
+        assert_same_answer(r.json, want[i % 3].json);
+        response_free(&r);
+    }
+    for (int i = 0; i < 3; i++) response_free(&want[i]);
+    assert_int_equal(stop_server(&one, SIGTERM), 0);
+    assert_int_equal(stop_server(&two, SIGTERM), 0);
+}
+
 /* A body that stops coming is dropped after --timeout; the server goes on. */
 static void test_slow_body_times_out(void **state) {
     (void)state;
@@ -987,6 +1038,7 @@ int main(void) {
         cmocka_unit_test(test_chunked_garbage_keepalive),
         /* servers of their own */
         cmocka_unit_test(test_queue_full_gives_503),
+        cmocka_unit_test(test_two_workers_answer_alike),
         cmocka_unit_test(test_slow_body_times_out),
         cmocka_unit_test(test_sigterm_finishes_requests),
         cmocka_unit_test(test_signal_to_any_thread),

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "vit/base/clock.h"
+#include "vit/base/threads.h"
 #include "vit/cli/cli.h"
 #include "vit/cli/serve.h"
 
@@ -23,6 +24,7 @@ enum {
     OPT_CONNECTIONS,
     OPT_TIMEOUT,
     OPT_DECODERS,
+    OPT_WORKERS,
     OPT_QUIET,
 };
 
@@ -45,6 +47,10 @@ static const cli_option options[] = {
      "30"},
     {OPT_DECODERS, "decode-threads", 0, "N", "threads decoding images (at nice 19)",
      "one per core"},
+    {OPT_WORKERS, "workers", 'w', "N",
+     "forward passes running at once, each on its own batch with threads/N threads, over one "
+     "copy of the weights",
+     "1"},
     CLI_THREADS_OPTION,
     CLI_SIZE_OPTION("run at N x N pixels (position embeddings interpolated as Hugging Face does)"),
     CLI_PIXELS_OPTION,
@@ -63,7 +69,8 @@ static const cli_command command = {
     "POST /v1/classify (?k=5&threshold=0&logits=0) and POST /v1/embed (?pool=cls|mean) take an\n"
     "image as the body, or a multipart/form-data form of \"image\" parts; POST /v1/text takes\n"
     "{\"texts\": [...]}; GET /health, GET /metrics (Prometheus) and GET /v1/model describe the\n"
-    "service. Concurrent requests are decoded in parallel and run together in one forward pass.\n"
+    "service. Concurrent requests are decoded in parallel and run together in one forward pass;\n"
+    "with --workers N, N forward passes run at once, each on its share of the threads.\n"
     "One line per request goes to standard error (--quiet: none).",
     options,
     sizeof options / sizeof options[0]};
@@ -75,7 +82,7 @@ const cli_command *cli_serve_command(void) {
 typedef struct {
     const char *model_opt, *text_dir;
     vit_params params;
-    int batch_wait_ms, decode_threads;
+    int batch_wait_ms, decode_threads, workers;
     serve_app app;
 } serve_options;
 
@@ -102,6 +109,8 @@ static int serve_option(const cli_parser *p, int id, void *user) {
         return cli_int(p, 1, 86400, &o->app.timeout_s);
     case OPT_DECODERS:
         return cli_int(p, 1, 256, &o->decode_threads);
+    case OPT_WORKERS:
+        return cli_int(p, 1, 256, &o->workers);
     case OPT_QUIET:
         return o->app.quiet = 1, 0;
     }
@@ -158,12 +167,20 @@ static int load_text_model(service *s, const serve_options *o) {
     return s->text ? 0 : -1;
 }
 
+/* The cores split between the workers: each loads (and shares) with threads / workers, at least
+ * one. */
+static void split_threads(serve_options *o) {
+    const int threads = threads_resolve(o->params.threads) / o->workers;
+    o->params.threads = threads > 0 ? threads : 1;
+}
+
 static int start_service(service *s, serve_options *o) {
+    split_threads(o);
     if (load_image_model(s, o) != 0 || load_text_model(s, o) != 0) return -1;
     vit_error err = {0};
     s->metrics = serve_metrics_create(o->params.max_batch);
     s->model_json = serve_model_json(s->image_dir, s->image, o->text_dir, s->text);
-    s->tasks = serve_tasks_create(s->image, s->text, o->params.max_batch, &err);
+    s->tasks = serve_tasks_create(s->image, s->text, o->params.max_batch, o->workers, &err);
     if (!s->metrics || !s->model_json || !s->tasks) {
         fprintf(stderr, "vit serve: %s\n", err.msg[0] ? err.msg : "out of memory");
         return -1;
@@ -173,6 +190,7 @@ static int start_service(service *s, serve_options *o) {
                                       .max_queue = o->app.max_inputs,
                                       .decode_threads = o->decode_threads,
                                       .timeout_ms = o->app.timeout_s * 1000,
+                                      .workers = o->workers,
                                       .on_batch = on_batch,
                                       .user = s->metrics};
     const serve_model model = serve_tasks_model(s->tasks);
@@ -235,7 +253,9 @@ static void announce(const serve_options *o, const service *s, const char *bound
     fprintf(stderr, "vit serve: listening on http://%s", bound);
     if (s->image) fprintf(stderr, "; image model %s (%s)", s->image_dir, vit_compute(s->image));
     if (s->text) fprintf(stderr, "; text model %s (%s)", o->text_dir, vit_text_compute(s->text));
-    fprintf(stderr, "; max batch %d, queue %d\n", o->params.max_batch, o->app.max_inputs);
+    fprintf(stderr, "; max batch %d, queue %d; %d worker%s x %d thread%s\n", o->params.max_batch,
+            o->app.max_inputs, o->workers, o->workers == 1 ? "" : "s", o->params.threads,
+            o->params.threads == 1 ? "" : "s");
 }
 
 /* After the first signal: no new connections, the requests under way finish (at most the timeout,
@@ -293,6 +313,7 @@ int cli_serve(int argc, char **argv) {
     serve_options o = {.params = vit_default_params(),
                        .batch_wait_ms = 10,
                        .decode_threads = cores > 0 ? (int)cores : 1,
+                       .workers = 1,
                        .app = {.host = "127.0.0.1",
                                .port = 8080,
                                .max_connections = 64,

@@ -11,11 +11,11 @@
 #include "vit/base/clock.h"
 
 /* Jobs move from `decode` (submitted) through a decode thread to `ready` (decoded), and from there
- * in batches through the forward thread; a job that fails leaves at the step where it failed.
- * The forward thread owns the cores (the model's OpenMP threads): the decode threads run at nice
- * 19, on the time the forward pass leaves idle, as vit/data/pipeline.c's do. They are plain
- * threads, not OpenMP: an OpenMP region started off the forward thread would make libgomp slow
- * down the forward pass's own team. */
+ * in batches through a worker's forward thread; a job that fails leaves at the step where it
+ * failed. The forward threads own the cores (each its model state's OpenMP threads, a team of
+ * its own): the decode threads run at nice 19, on the time the forward passes leave idle, as
+ * vit/data/pipeline.c's do. They are plain threads, not OpenMP: an OpenMP region started off a
+ * forward thread would make libgomp slow down the forward pass's own team. */
 
 typedef struct {
     serve_job *head, *tail;
@@ -28,14 +28,22 @@ struct serve_batcher {
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t to_decode, to_forward, idle;
     job_list decode, ready;
-    int decoding;      /* jobs a decode thread holds */
-    int pending;       /* submitted and not yet done */
-    int closed;        /* draining: submissions refused */
-    int quit;          /* the threads are to end */
-    serve_job **batch; /* the forward thread's [max_batch] */
-    pthread_t forward_thread, *decode_threads;
-    int started_decoders, forward_started;
+    int decoding;           /* jobs a decode thread holds */
+    int pending;            /* submitted and not yet done */
+    int closed;             /* draining: submissions refused */
+    int quit;               /* the threads are to end */
+    struct worker *workers; /* [opt.workers] */
+    pthread_t *decode_threads;
+    int started_decoders, started_workers;
 };
+
+/* A forward thread and its batch. */
+typedef struct worker {
+    serve_batcher *b;
+    int index;
+    serve_job **batch; /* [max_batch] */
+    pthread_t thread;
+} worker;
 
 static void list_push(job_list *l, serve_job *job) {
     job->next = NULL;
@@ -123,7 +131,7 @@ static void *decode_main(void *arg) {
     return NULL;
 }
 
-/* ---- the forward thread ---- */
+/* ---- the forward threads ---- */
 
 static struct timespec deadline_after(double seconds_from_now) {
     struct timespec ts;
@@ -134,22 +142,33 @@ static struct timespec deadline_after(double seconds_from_now) {
     return ts;
 }
 
+/* The batch of task, its first job ready until `until`, goes now. */
+static int batch_due(serve_batcher *b, int task, double until) {
+    const int coming = b->decode.count + b->decoding > 0;
+    return count_task(&b->ready, task) >= b->opt.max_batch || !coming ||
+           until - clock_seconds() <= 0 || b->quit;
+}
+
 /* With the lock held: waits for a first ready job, then for its batch to fill while others are
- * still being decoded, at most batch_wait_ms; takes the batch. Returns its size (0: quit). */
+ * still being decoded, at most batch_wait_ms; takes the batch and wakes another worker for what
+ * is left. Returns its size (0: quit). When another worker takes the first job meanwhile, it
+ * starts over. */
 static int await_batch(serve_batcher *b, serve_job **batch) {
-    while (!b->ready.head && !b->quit) pthread_cond_wait(&b->to_forward, &b->lock);
-    if (!b->ready.head) return 0;
-    const int task = b->ready.head->task;
-    const double until = b->ready.head->ready_at + b->opt.batch_wait_ms * 1e-3;
     for (;;) {
-        const double left = until - clock_seconds();
-        const int coming = b->decode.count + b->decoding > 0;
-        if (count_task(&b->ready, task) >= b->opt.max_batch || !coming || left <= 0 || b->quit)
-            break;
-        const struct timespec ts = deadline_after(left);
-        pthread_cond_timedwait(&b->to_forward, &b->lock, &ts);
+        while (!b->ready.head && !b->quit) pthread_cond_wait(&b->to_forward, &b->lock);
+        if (!b->ready.head) return 0;
+        const serve_job *first = b->ready.head;
+        const int task = first->task;
+        const double until = first->ready_at + b->opt.batch_wait_ms * 1e-3;
+        while (b->ready.head == first && !batch_due(b, task, until)) {
+            const struct timespec ts = deadline_after(until - clock_seconds());
+            pthread_cond_timedwait(&b->to_forward, &b->lock, &ts);
+        }
+        if (b->ready.head != first) continue;
+        const int n = list_take_task(&b->ready, task, batch, b->opt.max_batch);
+        if (b->ready.head) pthread_cond_signal(&b->to_forward);
+        return n;
     }
-    return list_take_task(&b->ready, task, batch, b->opt.max_batch);
 }
 
 /* Fails the jobs that waited too long; returns how many are left, packed at the front. */
@@ -169,12 +188,12 @@ static int drop_expired(serve_batcher *b, serve_job **batch, int n, double now) 
     return kept;
 }
 
-static void run_batch(serve_batcher *b, serve_job **batch, int n) {
+static void run_batch(serve_batcher *b, int worker, serve_job **batch, int n) {
     const double start = clock_seconds();
     n = drop_expired(b, batch, n, start);
     if (n == 0) return;
     vit_error err = {0};
-    const int rc = b->model.forward(b->model.self, batch, n, &err);
+    const int rc = b->model.forward(b->model.self, worker, batch, n, &err);
     if (b->opt.on_batch) b->opt.on_batch(b->opt.user, batch[0]->task, n, clock_seconds() - start);
     for (int i = 0; i < n; i++) {
         batch[i]->batch_size = n;
@@ -184,12 +203,13 @@ static void run_batch(serve_batcher *b, serve_job **batch, int n) {
 }
 
 static void *forward_main(void *arg) {
-    serve_batcher *b = arg;
+    worker *w = arg;
+    serve_batcher *b = w->b;
     pthread_setname_np(pthread_self(), "vit-forward");
     pthread_mutex_lock(&b->lock);
-    for (int n; (n = await_batch(b, b->batch)) > 0;) {
+    for (int n; (n = await_batch(b, w->batch)) > 0;) {
         pthread_mutex_unlock(&b->lock);
-        run_batch(b, b->batch, n);
+        run_batch(b, w->index, w->batch, n);
         pthread_mutex_lock(&b->lock);
     }
     pthread_mutex_unlock(&b->lock);
@@ -198,13 +218,21 @@ static void *forward_main(void *arg) {
 
 /* ---- the public side ---- */
 
+/* The workers' forward threads, each with its batch; then the decode threads. */
 static int start_threads(serve_batcher *b, vit_error *err) {
+    const int n = b->opt.workers;
     b->decode_threads = calloc((size_t)b->opt.decode_threads, sizeof(pthread_t));
-    b->batch = malloc(sizeof *b->batch * (size_t)b->opt.max_batch);
-    if (!b->decode_threads || !b->batch) return vit_fail(err, "out of memory");
-    if (pthread_create(&b->forward_thread, NULL, forward_main, b) != 0)
-        return vit_fail(err, "cannot start the forward thread: %s", strerror(errno));
-    b->forward_started = 1;
+    b->workers = calloc((size_t)n, sizeof *b->workers);
+    if (!b->decode_threads || !b->workers) return vit_fail(err, "out of memory");
+    for (int i = 0; i < n; i++) {
+        b->workers[i] = (worker){.b = b, .index = i};
+        b->workers[i].batch = malloc(sizeof(serve_job *) * (size_t)b->opt.max_batch);
+        if (!b->workers[i].batch) return vit_fail(err, "out of memory");
+    }
+    for (; b->started_workers < n; b->started_workers++)
+        if (pthread_create(&b->workers[b->started_workers].thread, NULL, forward_main,
+                           &b->workers[b->started_workers]) != 0)
+            return vit_fail(err, "cannot start a forward thread: %s", strerror(errno));
     while (b->started_decoders < b->opt.decode_threads &&
            pthread_create(&b->decode_threads[b->started_decoders], NULL, decode_main, b) == 0)
         b->started_decoders++;
@@ -220,6 +248,7 @@ serve_batcher *serve_batcher_create(const serve_model *model, const serve_batche
     if (b->opt.max_batch < 1) b->opt.max_batch = 1;
     if (b->opt.max_queue < 1) b->opt.max_queue = 1;
     if (b->opt.decode_threads < 1) b->opt.decode_threads = 1;
+    if (b->opt.workers < 1) b->opt.workers = 1;
     if (b->opt.batch_wait_ms < 0) b->opt.batch_wait_ms = 0;
     pthread_mutex_init(&b->lock, NULL);
     pthread_condattr_t monotonic;
@@ -284,10 +313,11 @@ void serve_batcher_free(serve_batcher *b) {
     pthread_cond_broadcast(&b->to_decode);
     pthread_cond_broadcast(&b->to_forward);
     pthread_mutex_unlock(&b->lock);
-    if (b->forward_started) pthread_join(b->forward_thread, NULL);
+    for (int i = 0; i < b->started_workers; i++) pthread_join(b->workers[i].thread, NULL);
     for (int i = 0; i < b->started_decoders; i++) pthread_join(b->decode_threads[i], NULL);
     free(b->decode_threads);
-    free(b->batch);
+    for (int i = 0; b->workers && i < b->opt.workers; i++) free(b->workers[i].batch);
+    free(b->workers);
     pthread_mutex_destroy(&b->lock);
     pthread_cond_destroy(&b->to_decode);
     pthread_cond_destroy(&b->to_forward);

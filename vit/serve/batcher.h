@@ -3,8 +3,8 @@
 
 /* A dynamic batcher: jobs submitted from any thread (an image each, or a text) are decoded in
  * parallel by decode threads, then run together, up to max_batch at a time, in one forward pass on
- * the batcher's own forward thread, which alone touches the model. Nothing here knows HTTP: `vit
- * serve` is a thin layer over it, and a program can run it directly:
+ * one of the batcher's forward threads (workers), each of which alone touches its own model state.
+ * Nothing here knows HTTP: `vit serve` is a thin layer over it, and a program can run it directly:
  *
  *   serve_batcher *b = serve_batcher_create(&model, &(serve_batcher_options){.max_batch = 8,
  *                                           .batch_wait_ms = 10, .max_queue = 64}, &err);
@@ -57,8 +57,10 @@ typedef struct {
      * job fails as SERVE_BAD_INPUT. */
     int (*decode)(void *self, serve_job *job, vit_error *err);
     /* jobs[0..n) of one task (n <= max_batch) in one pass, each answer into its job->out; on the
-     * forward thread only. -1 with err: every one of them fails as SERVE_FAILED. */
-    int (*forward)(void *self, serve_job *const *jobs, int n, vit_error *err);
+     * forward thread of worker (0..workers-1), which alone calls it with that number: forward
+     * passes of different workers run at the same time. -1 with err: every one of them fails as
+     * SERVE_FAILED. */
+    int (*forward)(void *self, int worker, serve_job *const *jobs, int n, vit_error *err);
 } serve_model;
 
 typedef struct {
@@ -67,7 +69,9 @@ typedef struct {
     int max_queue;      /* jobs submitted and not yet done, at most (>= 1) */
     int decode_threads; /* threads decoding beside the forward pass (>= 1; they run at nice 19) */
     int timeout_ms;     /* a job whose batch has not started after this expires; 0: never */
-    /* Called on the forward thread after each forward pass (may be NULL). */
+    int workers;        /* forward threads, each taking batches as above (>= 1) */
+    /* Called on a forward thread after each forward pass (may be NULL; workers > 1: on several
+     * threads at once). */
     void (*on_batch)(void *user, int task, int size, double forward_seconds);
     void *user;
 } serve_batcher_options;

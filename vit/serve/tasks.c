@@ -3,14 +3,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct serve_tasks {
+/* One worker's: its contexts (worker 0: the caller's; the others vit_share's over the same
+ * weights) and its buffers. */
+typedef struct {
     vit_context *image;
     vit_text_context *text;
-    int max_batch;
     float *pixels;  /* [max_batch, C, H, W]: the batch's decoded images side by side */
     float *outputs; /* [max_batch, the widest answer] */
     const char **texts;
     size_t *lengths;
+} task_worker;
+
+struct serve_tasks {
+    vit_context *image; /* the caller's (worker 0's): decoding, and what the answers are */
+    vit_text_context *text;
+    int max_batch, workers;
+    task_worker *worker; /* [workers] */
 };
 
 size_t serve_task_outputs(const serve_tasks *t, serve_task task) {
@@ -44,52 +52,70 @@ static int decode(void *self, serve_job *job, vit_error *err) {
     return vit_preprocess_memory(t->image, job->data, job->size, job->input, err);
 }
 
-static int forward_images(serve_tasks *t, serve_job *const *jobs, int n, vit_error *err) {
-    const size_t floats = vit_input_floats(t->image);
+static int forward_images(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
+    const size_t floats = vit_input_floats(w->image);
     for (int i = 0; i < n; i++)
-        memcpy(t->pixels + (size_t)i * floats, jobs[i]->input, sizeof(float) * floats);
+        memcpy(w->pixels + (size_t)i * floats, jobs[i]->input, sizeof(float) * floats);
     switch ((serve_task)jobs[0]->task) {
     case SERVE_CLASSIFY:
-        return vit_forward(t->image, t->pixels, n, t->outputs, err);
+        return vit_forward(w->image, w->pixels, n, w->outputs, err);
     case SERVE_EMBED_CLS:
-        return vit_embed(t->image, t->pixels, n, VIT_POOL_CLS, t->outputs, err);
+        return vit_embed(w->image, w->pixels, n, VIT_POOL_CLS, w->outputs, err);
     default:
-        return vit_embed(t->image, t->pixels, n, VIT_POOL_MEAN, t->outputs, err);
+        return vit_embed(w->image, w->pixels, n, VIT_POOL_MEAN, w->outputs, err);
     }
 }
 
-static int forward_texts(serve_tasks *t, serve_job *const *jobs, int n, vit_error *err) {
+static int forward_texts(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
     for (int i = 0; i < n; i++) {
-        t->texts[i] = jobs[i]->data;
-        t->lengths[i] = jobs[i]->size;
+        w->texts[i] = jobs[i]->data;
+        w->lengths[i] = jobs[i]->size;
     }
-    return vit_text_forward(t->text, t->texts, t->lengths, n, t->outputs, NULL, err);
+    return vit_text_forward(w->text, w->texts, w->lengths, n, w->outputs, NULL, err);
 }
 
-static int forward(void *self, serve_job *const *jobs, int n, vit_error *err) {
+static int forward(void *self, int worker, serve_job *const *jobs, int n, vit_error *err) {
     serve_tasks *t = self;
+    task_worker *w = &t->worker[worker];
     const serve_task task = (serve_task)jobs[0]->task;
     const size_t width = serve_task_outputs(t, task);
     if (width == 0) return vit_fail(err, "no model loaded for task %d", (int)task);
     const int rc =
-        task == SERVE_TEXT ? forward_texts(t, jobs, n, err) : forward_images(t, jobs, n, err);
+        task == SERVE_TEXT ? forward_texts(w, jobs, n, err) : forward_images(w, jobs, n, err);
     for (int i = 0; rc == 0 && i < n; i++)
-        memcpy(jobs[i]->out, t->outputs + (size_t)i * width, sizeof(float) * width);
+        memcpy(jobs[i]->out, w->outputs + (size_t)i * width, sizeof(float) * width);
     return rc;
 }
 
+/* Worker i's contexts (shares of the caller's beyond the first) and buffers. */
+static int worker_init(serve_tasks *t, int i, vit_error *err) {
+    task_worker *w = &t->worker[i];
+    w->image = i == 0 || !t->image ? t->image : vit_share(t->image, err);
+    w->text = i == 0 || !t->text ? t->text : vit_text_share(t->text, err);
+    if ((t->image && !w->image) || (t->text && !w->text)) return -1;
+    const size_t B = (size_t)t->max_batch;
+    w->outputs = malloc(sizeof(float) * B * widest_output(t));
+    w->pixels = t->image ? malloc(sizeof(float) * B * vit_input_floats(t->image)) : NULL;
+    w->texts = malloc(sizeof *w->texts * B);
+    w->lengths = malloc(sizeof *w->lengths * B);
+    if (!w->outputs || (t->image && !w->pixels) || !w->texts || !w->lengths)
+        return vit_fail(err, "out of memory");
+    return 0;
+}
+
 serve_tasks *serve_tasks_create(vit_context *image, vit_text_context *text, int max_batch,
-                                vit_error *err) {
+                                int workers, vit_error *err) {
+    if (!image && !text) return vit_fail(err, "no model to serve"), NULL;
     serve_tasks *t = calloc(1, sizeof *t);
     if (!t) return vit_fail(err, "out of memory"), NULL;
-    *t = (serve_tasks){.image = image, .text = text, .max_batch = max_batch < 1 ? 1 : max_batch};
-    const size_t B = (size_t)t->max_batch;
-    t->outputs = malloc(sizeof(float) * B * widest_output(t));
-    t->pixels = image ? malloc(sizeof(float) * B * vit_input_floats(image)) : NULL;
-    t->texts = malloc(sizeof *t->texts * B);
-    t->lengths = malloc(sizeof *t->lengths * B);
-    if ((!image && !text) || !t->outputs || (image && !t->pixels) || !t->texts || !t->lengths) {
-        vit_fail(err, image || text ? "out of memory" : "no model to serve");
+    *t = (serve_tasks){.image = image,
+                       .text = text,
+                       .max_batch = max_batch < 1 ? 1 : max_batch,
+                       .workers = workers < 1 ? 1 : workers};
+    t->worker = calloc((size_t)t->workers, sizeof *t->worker);
+    int rc = t->worker ? 0 : vit_fail(err, "out of memory");
+    for (int i = 0; rc == 0 && i < t->workers; i++) rc = worker_init(t, i, err);
+    if (rc != 0) {
         serve_tasks_free(t);
         return NULL;
     }
@@ -98,10 +124,18 @@ serve_tasks *serve_tasks_create(vit_context *image, vit_text_context *text, int 
 
 void serve_tasks_free(serve_tasks *t) {
     if (!t) return;
-    free(t->pixels);
-    free(t->outputs);
-    free(t->texts);
-    free(t->lengths);
+    for (int i = 0; t->worker && i < t->workers; i++) {
+        task_worker *w = &t->worker[i];
+        if (i > 0) { /* the shares */
+            vit_free(w->image);
+            vit_text_free(w->text);
+        }
+        free(w->pixels);
+        free(w->outputs);
+        free(w->texts);
+        free(w->lengths);
+    }
+    free(t->worker);
     free(t);
 }
 

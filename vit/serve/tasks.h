@@ -20,9 +20,11 @@ typedef enum {
 typedef struct serve_tasks serve_tasks;
 
 /* Either model may be NULL (not both); both were loaded with max_batch >= max_batch. The models
- * stay the caller's, and are used by the batcher's forward thread only. */
+ * stay the caller's and compute for worker 0 only; each further worker (up to workers) computes
+ * with a vit_share (vit_text_share) of them: one copy of the weights, a state per worker. The
+ * batcher must have as many workers. */
 serve_tasks *serve_tasks_create(vit_context *image, vit_text_context *text, int max_batch,
-                                vit_error *err);
+                                int workers, vit_error *err);
 void serve_tasks_free(serve_tasks *t);
 
 serve_model serve_tasks_model(serve_tasks *t);
