@@ -116,6 +116,12 @@ static void test_activations(void **state) {
                   5, TOL);
     activation_forward(y, x, 5, ACT_RELU);
     expect_floats(y, (const double[]){1, 0, 2, 0, 0}, 5, 0.0);
+    /* quick_gelu x·σ(1.702x): σ(1.702) = 0.8457958, σ(3.404) = 0.9678293, σ(-0.851) = 0.2992231 */
+    activation_forward(y, x, 5, ACT_QUICK_GELU);
+    expect_floats(y,
+                  (const double[]){0.8457957659328212, -0.1542042340671787, 1.9356586231442083, 0,
+                                   -0.1496115633936199},
+                  5, TOL);
 }
 
 static void test_activation_backward(void **state) {
@@ -140,6 +146,13 @@ static void test_activation_backward(void **state) {
     expect_floats(
         d,
         (const double[]){2 * 1.0829640838457826, 2 * -0.08296408384578255, 2 * 1.0860992566236183},
+        3, 2 * TOL);
+    /* quick_gelu': σ(ax)·(1 + a·x·(1 - σ(ax))), a = 1.702 */
+    for (int i = 0; i < 3; i++) d[i] = 2;
+    activation_backward(d, d, x, 3, ACT_QUICK_GELU);
+    expect_floats(
+        d,
+        (const double[]){2 * 1.067779606556334, 2 * -0.06777960655633404, 2 * 1.0738153543085418},
         3, 2 * TOL);
     const float xr[] = {1, -1, 0};
     for (int i = 0; i < 3; i++) d[i] = 2;

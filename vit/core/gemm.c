@@ -66,6 +66,9 @@ void apply_epilogue(float *y, const float *acc, size_t n, gemm_epilogue epilogue
     case EPILOGUE_RELU:
         activation_serial(y, y, n, ACT_RELU);
         break;
+    case EPILOGUE_QUICK_GELU:
+        activation_serial(y, y, n, ACT_QUICK_GELU);
+        break;
     case EPILOGUE_ACCUMULATE:
         add_rows(y, acc, n);
         break;

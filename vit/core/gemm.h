@@ -32,7 +32,8 @@ typedef enum {
     EPILOGUE_GELU,      /* y = gelu_erf(xWᵀ + b) */
     EPILOGUE_GELU_TANH, /* y = gelu_tanh(xWᵀ + b) */
     EPILOGUE_RELU,
-    EPILOGUE_ACCUMULATE /* y += xWᵀ + b (y holds the residual stream) */
+    EPILOGUE_QUICK_GELU, /* y = quick_gelu(xWᵀ + b): x·σ(1.702x) */
+    EPILOGUE_ACCUMULATE  /* y += xWᵀ + b (y holds the residual stream) */
 } gemm_epilogue;
 
 typedef struct gemm_weight gemm_weight;

@@ -130,6 +130,9 @@ static dnnl_primitive_attr_t make_attr(gemm_epilogue epilogue, gemm_precision pr
     case EPILOGUE_RELU:
         dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0);
         break;
+    case EPILOGUE_QUICK_GELU: /* swish: x·σ(alpha·x) */
+        dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_swish, 1.702f, 0);
+        break;
     case EPILOGUE_ACCUMULATE:
         dnnl_post_ops_append_sum(po, 1.0f);
         break;

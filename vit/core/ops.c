@@ -262,9 +262,16 @@ HOT_LOOP static void gelu_tanh_kernel(float *out, const float *inp, size_t n) {
 HOT_LOOP static void relu_kernel(float *out, const float *inp, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
 }
+/* CLIP's quick_gelu, x·σ(1.702x), with expf (x/(1 + e^(-1.702x)) is the same value, one division)
+ */
+HOT_LOOP static void quick_gelu_kernel(float *out, const float *inp, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = inp[i] / (1.0f + expf(-1.702f * inp[i]));
+}
 
-static const unary_kernel activation_kernels[] = {
-    [ACT_GELU] = gelu_erf_kernel, [ACT_GELU_TANH] = gelu_tanh_kernel, [ACT_RELU] = relu_kernel};
+static const unary_kernel activation_kernels[] = {[ACT_GELU] = gelu_erf_kernel,
+                                                  [ACT_GELU_TANH] = gelu_tanh_kernel,
+                                                  [ACT_RELU] = relu_kernel,
+                                                  [ACT_QUICK_GELU] = quick_gelu_kernel};
 
 void activation_forward(float *out, const float *inp, size_t n, activation_kind act) {
     run_unary(activation_kernels[act], out, inp, n);
@@ -296,6 +303,14 @@ HOT_LOOP static void gelu_tanh_grad_kernel(float *dinp, const float *dout, const
                                            size_t n) {
     for (size_t i = 0; i < n; i++) dinp[i] = dout[i] * gelu_tanh_grad(inp[i]);
 }
+/* d/dx x·σ(ax) = σ(ax)·(1 + a·x·(1 - σ(ax))), a = 1.702. */
+HOT_LOOP static void quick_gelu_grad_kernel(float *dinp, const float *dout, const float *inp,
+                                            size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const float s = 1.0f / (1.0f + expf(-1.702f * inp[i]));
+        dinp[i] = dout[i] * s * (1.0f + 1.702f * inp[i] * (1.0f - s));
+    }
+}
 HOT_LOOP static void relu_grad_kernel(float *dinp, const float *dout, const float *inp, size_t n) {
     for (size_t i = 0; i < n; i++) dinp[i] = inp[i] > 0.0f ? dout[i] : 0.0f;
 }
@@ -304,7 +319,8 @@ void activation_backward(float *dinp, const float *dout, const float *inp, size_
                          activation_kind act) {
     static const binary_kernel kernels[] = {[ACT_GELU] = gelu_erf_grad_kernel,
                                             [ACT_GELU_TANH] = gelu_tanh_grad_kernel,
-                                            [ACT_RELU] = relu_grad_kernel};
+                                            [ACT_RELU] = relu_grad_kernel,
+                                            [ACT_QUICK_GELU] = quick_gelu_grad_kernel};
     run_binary(kernels[act], dinp, dout, inp, n);
 }
 

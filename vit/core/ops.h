@@ -16,7 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU } activation_kind;
+/* quick_gelu: x·σ(1.702·x) (CLIP) */
+typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU, ACT_QUICK_GELU } activation_kind;
 
 /* OpenBLAS single-threaded: OpenMP owns the cores (see vit/base/threads.h) and each of its
  * threads runs OpenBLAS on its share of the rows. Call before the first matrix product. */

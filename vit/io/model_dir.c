@@ -279,8 +279,12 @@ static int check_tensors(const model *m, const st_file *f, vit_error *err) {
 }
 
 int model_load(model *m, const char *model_dir, vit_error *err) {
+    return model_load_tower(m, model_dir, TOWER_DEFAULT, err);
+}
+
+int model_load_tower(model *m, const char *model_dir, config_tower tower, vit_error *err) {
     model_config cfg;
-    if (model_config_load(model_dir, &cfg, err) != 0) return -1;
+    if (model_config_load_tower(model_dir, tower, &cfg, err) != 0) return -1;
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", model_dir);
     st_file f;

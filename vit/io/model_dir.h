@@ -43,6 +43,9 @@ char *tokenizer_default_config(int max_len);
 /* config.json + model.safetensors from a model directory: every tensor by its name, of the
  * shape config.json implies, converted to float32. */
 int model_load(model *m, const char *model_dir, vit_error *err);
+/* The same for one tower of a joint model (CLIP, SigLIP: TOWER_IMAGE or TOWER_TEXT; a ViT, DeiT or
+ * BERT folder's one model whatever is asked). */
+int model_load_tower(model *m, const char *model_dir, config_tower tower, vit_error *err);
 
 /* A copy of model directory in_dir in out_dir (created if missing; not in_dir itself) with every
  * float tensor of model.safetensors stored as dtype (ST_F32, ST_F16 or ST_BF16, rounded to

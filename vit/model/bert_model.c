@@ -15,6 +15,8 @@ int bert_acts_alloc(bert_acts *a, const model *m, int max_batch, int max_tokens,
     const model_config *c = &m->cfg;
     if (c->kind != MODEL_BERT) return vit_fail(err, "not a BERT model");
     if (max_batch < 1) return vit_fail(err, "batch size %d is not positive", max_batch);
+    if (training && c->family != FAMILY_HF)
+        return vit_fail(err, "%s: inference only, for now", config_architecture(c));
     if (max_tokens < 1 || max_tokens > c->max_position_embeddings)
         return vit_fail(err, "%d tokens outside 1..%d (max_position_embeddings)", max_tokens,
                         c->max_position_embeddings);
@@ -50,7 +52,7 @@ void bert_acts_free(bert_acts *a) {
 
 /* ---- embeddings ---- */
 
-/* emb [B, T, D] = word[ids] + position[t] + token type 0. */
+/* emb [B, T, D] = word[ids] + position[t] (+ token type 0, where the model has them). */
 static void embeddings_forward(float *emb, const model *m, const int32_t *ids, int B, int T) {
     const int D = m->cfg.hidden_size;
     for (int b = 0; b < B; b++)
@@ -58,8 +60,40 @@ static void embeddings_forward(float *emb, const model *m, const int32_t *ids, i
             const float *w = m->word_emb + (size_t)ids[(size_t)b * T + t] * D,
                         *p = m->pos_emb + (size_t)t * D;
             float *row = emb + ((size_t)b * T + t) * D;
-            for (int d = 0; d < D; d++) row[d] = w[d] + p[d] + m->type_emb[d];
+            for (int d = 0; d < D; d++) row[d] = w[d] + p[d];
+            if (m->cfg.opt.token_types)
+                for (int d = 0; d < D; d++) row[d] += m->type_emb[d];
         }
+}
+
+/* The row each text is read at (joint models' towers): the first end token (CLIP), the largest
+ * id (CLIP's old configs: the end token is the largest id), or the last position (SigLIP). */
+static int pooled_position(const model_config *c, const int32_t *ids, int T) {
+    int at = 0;
+    if (c->opt.pool == POOL_LAST) return T - 1;
+    for (int t = 0; t < T; t++) {
+        if (c->opt.pool == POOL_EOS && ids[t] == c->eos_token_id) return t;
+        if (c->opt.pool == POOL_EOS_MAX && ids[t] > ids[at]) at = t;
+    }
+    return at; /* POOL_EOS without an end token: row 0, as argmax of all zeros in HF */
+}
+
+/* A joint model's text tower after the encoder: the pooled rows, the final LayerNorm on them,
+ * the projection into the joint space. */
+static void joint_head_forward(const model *m, bert_acts *a, const int32_t *ids, int B, int T,
+                               int fast, float *out) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size;
+    for (int b = 0; b < B; b++) {
+        const int t = pooled_position(c, ids + (size_t)b * T, T);
+        memcpy(a->cls + (size_t)b * D, a->x + ((size_t)b * T + t) * D, sizeof(float) * (size_t)D);
+    }
+    layernorm_forward(a->pooled, NULL, NULL, a->cls, m->final_ln_w, m->final_ln_b, B, D,
+                      c->layer_norm_eps);
+    if (fast)
+        gemm_run(m->head, a->pooled, B, out, a->enc.gemm);
+    else
+        linear_forward(out, a->pooled, m->head_w, m->head_b, B, D, c->num_labels);
 }
 
 /* Scatter-add of demb [B, T, D] into the rows the forward read (g: the gradient view). Serial:
@@ -122,12 +156,15 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
     a->ids = ids;
     a->last_batch = B;
     a->last_tokens = T;
-    const int fast = m->pooler && !mode->train; /* prepared layers run inference */
+    const int fast = m->head && !mode->train; /* prepared layers run inference */
     if (fast && !a->enc.gemm) return vit_fail(err, "prepared layers run without a gemm_state");
     /* embeddings, LayerNorm, and (HF BertEmbeddings) dropout */
     embeddings_forward(a->emb, m, ids, B, T);
-    layernorm_forward(a->x, a->emb_mean, a->emb_rstd, a->emb, m->emb_ln_w, m->emb_ln_b, B * T, D,
-                      m->cfg.layer_norm_eps);
+    if (m->cfg.opt.embed_norm)
+        layernorm_forward(a->x, a->emb_mean, a->emb_rstd, a->emb, m->emb_ln_w, m->emb_ln_b, B * T,
+                          D, m->cfg.layer_norm_eps);
+    else
+        memcpy(a->x, a->emb, sizeof(float) * n);
     if (p_drop > 0.0f) {
         const size_t per = n / (size_t)B;
         dropout_mask_part(a->emb_keep, n, p_drop, mode->rng, (size_t)mode->batch_first * per,
@@ -139,6 +176,10 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
                      mode->rng);
     encoder_set_batch_part(&a->enc, mode->batch_first, mode->batch_total);
     encoder_forward(&m->enc, m->layers, &a->enc, a->x, mask, B, T);
+    if (m->cfg.opt.pool != POOL_BERT) {
+        joint_head_forward(m, a, ids, B, T, fast, logits);
+        return forward_logits_check(mode, logits, (size_t)B * m->cfg.num_labels, err);
+    }
     /* token 0 -> pooler -> dropout -> classifier */
     for (int b = 0; b < B; b++)
         memcpy(a->cls + (size_t)b * D, a->x + (size_t)b * T * D, sizeof(float) * (size_t)D);

@@ -24,18 +24,46 @@ static int get_activation(const cJSON *root, activation_kind *out, const char *s
         *out = ACT_GELU_TANH;
     else if (strcmp(s, "relu") == 0)
         *out = ACT_RELU;
+    else if (strcmp(s, "quick_gelu") == 0)
+        *out = ACT_QUICK_GELU;
     else
-        return vit_fail(err, "%s: field 'hidden_act' is '%s', expected gelu, gelu_new or relu", src,
-                        s);
+        return vit_fail(err,
+                        "%s: field 'hidden_act' is '%s', expected gelu, gelu_new, "
+                        "gelu_pytorch_tanh, quick_gelu or relu",
+                        src, s);
     return 0;
 }
 
 const char *activation_name(activation_kind act) {
-    return act == ACT_GELU ? "gelu" : act == ACT_GELU_TANH ? "gelu_new" : "relu";
+    return act == ACT_GELU         ? "gelu"
+           : act == ACT_GELU_TANH  ? "gelu_new"
+           : act == ACT_QUICK_GELU ? "quick_gelu"
+                                   : "relu";
 }
 
 int config_special_tokens(const model_config *cfg) {
-    return cfg->kind == MODEL_VIT && cfg->arch != ARCH_VIT ? 2 : 1;
+    return cfg->opt.special;
+}
+
+void config_apply_family(model_config *c) {
+    const int hf = c->family == FAMILY_HF, clip = c->family == FAMILY_CLIP,
+              siglip = c->family == FAMILY_SIGLIP;
+    tower_options o = {0};
+    if (c->kind == MODEL_VIT) {
+        o.special = siglip ? 0 : hf && c->arch != ARCH_VIT ? 2 : 1;
+        o.patch_bias = !clip;
+        o.embed_norm = clip; /* pre_layrnorm */
+        o.pool = siglip ? POOL_PROBE : POOL_CLS;
+        o.head = clip ? HEAD_PROJECTION : siglip ? HEAD_NONE : HEAD_CLASSIFIER;
+    } else {
+        o.embed_norm = o.token_types = o.post_norm = hf;
+        o.causal = clip;
+        o.pool = clip     ? (c->eos_token_id == 2 ? POOL_EOS_MAX : POOL_EOS)
+                 : siglip ? POOL_LAST
+                          : POOL_BERT;
+        o.head = clip ? HEAD_PROJECTION : siglip ? HEAD_LINEAR : HEAD_CLASSIFIER;
+    }
+    c->opt = o;
 }
 
 int config_classifier_heads(const model_config *cfg) {
@@ -43,6 +71,10 @@ int config_classifier_heads(const model_config *cfg) {
 }
 
 const char *config_architecture(const model_config *cfg) {
+    if (cfg->family == FAMILY_CLIP)
+        return cfg->kind == MODEL_VIT ? "CLIPModel (vision tower)" : "CLIPModel (text tower)";
+    if (cfg->family == FAMILY_SIGLIP)
+        return cfg->kind == MODEL_VIT ? "SiglipModel (vision tower)" : "SiglipModel (text tower)";
     if (cfg->kind == MODEL_BERT) return "BertForSequenceClassification";
     return cfg->arch == ARCH_DEIT           ? "DeiTForImageClassification"
            : cfg->arch == ARCH_DEIT_TEACHER ? "DeiTForImageClassificationWithTeacher"
@@ -50,6 +82,7 @@ const char *config_architecture(const model_config *cfg) {
 }
 
 const char *config_model_type(const model_config *cfg) {
+    if (cfg->family != FAMILY_HF) return cfg->family == FAMILY_CLIP ? "clip" : "siglip";
     return cfg->kind == MODEL_BERT ? "bert" : cfg->arch == ARCH_VIT ? "vit" : "deit";
 }
 
@@ -109,6 +142,23 @@ static void set_defaults(model_config *cfg, model_kind kind) {
     cfg->type_vocab_size = 2;
 }
 
+/* CLIPVisionConfig / CLIPTextConfig and SiglipVisionConfig / SiglipTextConfig defaults. */
+static void set_family_defaults(model_config *cfg) {
+    const int clip = cfg->family == FAMILY_CLIP, text = cfg->kind == MODEL_BERT;
+    if (cfg->family == FAMILY_HF) return;
+    cfg->act = clip ? ACT_QUICK_GELU : ACT_GELU_TANH;
+    cfg->layer_norm_eps = clip ? 1e-5f : 1e-6f;
+    cfg->patch_size = clip ? 32 : 16;
+    cfg->vocab_size = clip ? 49408 : 32000;
+    cfg->max_position_embeddings = clip ? 77 : 64;
+    cfg->eos_token_id = clip ? 49407 : 1;
+    if (clip && text) {
+        cfg->hidden_size = 512;
+        cfg->intermediate_size = 2048;
+        cfg->num_heads = 8;
+    }
+}
+
 static int parse_fields(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
     const int big = 1 << 20;
     if (json_get_int(root, "hidden_size", 1, big, &cfg->hidden_size, src, err) ||
@@ -147,7 +197,7 @@ static int parse_fields(const cJSON *root, model_config *cfg, const char *src, v
     if (cfg->kind == MODEL_VIT && cfg->num_channels != 1 && cfg->num_channels != 3)
         return vit_fail(err, "%s: field 'num_channels' is %d; only 1 and 3 are supported", src,
                         cfg->num_channels);
-    return get_labels(root, cfg, src, err);
+    return cfg->family == FAMILY_HF ? get_labels(root, cfg, src, err) : 0;
 }
 
 /* A DeiT's class, chosen as transformers' AutoModelForImageClassification chooses among the two
@@ -171,53 +221,150 @@ static int get_deit_arch(const cJSON *root, image_arch *arch, const char *src, v
     return 0;
 }
 
-/* model_type: "vit" (also when absent), "deit" or "bert". */
-static int get_model_type(const cJSON *root, model_kind *kind, image_arch *arch, const char *src,
+/* A joint model's model_type ("clip", "siglip": two towers, chosen by `tower`) or a one-tower
+ * folder's ("clip_vision_model", "siglip_text_model", ...): the family and the tower's kind; 1
+ * when the type is one of them, 0 when not. */
+static int joint_model_type(const char *type, config_tower tower, model_config *cfg) {
+    static const struct {
+        const char *name;
+        model_family family;
+        int tower; /* 0: joint, 1: image, 2: text */
+    } types[] = {{"clip", FAMILY_CLIP, 0},
+                 {"clip_vision_model", FAMILY_CLIP, 1},
+                 {"clip_text_model", FAMILY_CLIP, 2},
+                 {"siglip", FAMILY_SIGLIP, 0},
+                 {"siglip_vision_model", FAMILY_SIGLIP, 1},
+                 {"siglip_text_model", FAMILY_SIGLIP, 2}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strcmp(type, types[i].name) == 0) {
+            cfg->family = types[i].family;
+            const int text = types[i].tower ? types[i].tower == 2 : tower == TOWER_TEXT;
+            cfg->kind = text ? MODEL_BERT : MODEL_VIT;
+            return 1;
+        }
+    return 0;
+}
+
+/* model_type: "vit" (also when absent), "deit", "bert", or a joint model's. */
+static int get_model_type(const cJSON *root, config_tower tower, model_config *cfg, const char *src,
                           vit_error *err) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    *kind = MODEL_VIT;
-    *arch = ARCH_VIT;
+    cfg->kind = MODEL_VIT;
+    cfg->arch = ARCH_VIT;
     if (!type || strcmp(cJSON_IsString(type) ? type->valuestring : "", "vit") == 0) return 0;
     if (!cJSON_IsString(type)) return vit_fail(err, "%s: field 'model_type' must be a string", src);
     if (strcmp(type->valuestring, "bert") == 0) {
-        *kind = MODEL_BERT;
+        cfg->kind = MODEL_BERT;
         return 0;
     }
-    if (strcmp(type->valuestring, "deit") == 0) return get_deit_arch(root, arch, src, err);
-    return vit_fail(err, "%s: field 'model_type' is '%s'; supported: vit, deit, bert", src,
-                    type->valuestring);
+    if (strcmp(type->valuestring, "deit") == 0) return get_deit_arch(root, &cfg->arch, src, err);
+    if (joint_model_type(type->valuestring, tower, cfg)) return 0;
+    return vit_fail(err,
+                    "%s: field 'model_type' is '%s'; supported: vit, deit, bert, clip, siglip "
+                    "(and their _vision_model and _text_model folders)",
+                    src, type->valuestring);
 }
 
-int model_config_parse(const char *json, const char *source, model_config *cfg, vit_error *err) {
+/* A joint model's tower: its sub-object (text_config, vision_config) or, in a one-tower folder,
+ * the root; the embedding's length (projection_dim / projection_size, or the width) as
+ * num_labels. */
+static int tower_object(const cJSON *root, const model_config *cfg, const cJSON **tower,
+                        const char *src, vit_error *err) {
+    const char *name = cfg->kind == MODEL_BERT ? "text_config" : "vision_config";
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    *tower = root;
+    if (strchr(type->valuestring, '_')) return 0; /* clip_vision_model, ... */
+    const cJSON *sub = cJSON_GetObjectItemCaseSensitive(root, name);
+    if (sub && !cJSON_IsObject(sub) && !cJSON_IsNull(sub))
+        return vit_fail(err, "%s: field '%s' must be an object", src, name);
+    *tower = cJSON_IsObject(sub) ? sub : NULL; /* NULL: every field at its default */
+    return 0;
+}
+
+static int joint_output(const cJSON *root, const cJSON *tower, model_config *cfg, const char *src,
+                        vit_error *err) {
+    const int big = 1 << 20;
+    int dim = cfg->hidden_size;
+    if (cfg->family == FAMILY_CLIP) {
+        dim = 512;
+        if (json_get_int(tower ? tower : root, "projection_dim", 1, big, &dim, src, err) ||
+            (tower != root && json_get_int(root, "projection_dim", 1, big, &dim, src, err)))
+            return -1;
+    } else if (cfg->kind == MODEL_BERT) {
+        if (json_get_int(tower ? tower : root, "projection_size", 1, big, &dim, src, err))
+            return -1;
+    } else {
+        int use_head = 1;
+        if (json_get_bool(tower ? tower : root, "vision_use_head", &use_head, src, err)) return -1;
+        if (!use_head)
+            return vit_fail(err, "%s: vision_use_head false (no pooling head) is not supported",
+                            src);
+    }
+    cfg->num_labels = dim;
+    cfg->labels = calloc((size_t)dim, sizeof *cfg->labels);
+    if (!cfg->labels) return vit_fail(err, "%s: out of memory", src);
+    for (int i = 0; i < dim; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "DIM_%d", i);
+        if (!(cfg->labels[i] = strdup(name))) return vit_fail(err, "%s: out of memory", src);
+    }
+    return 0;
+}
+
+static int parse_joint(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
+    const cJSON *tower;
+    if (tower_object(root, cfg, &tower, src, err) != 0) return -1;
+    static const cJSON empty = {.type = cJSON_Object};
+    const cJSON *fields = tower ? tower : &empty;
+    if (parse_fields(fields, cfg, src, err) != 0 ||
+        json_get_int(fields, "eos_token_id", 0, 1 << 24, &cfg->eos_token_id, src, err) != 0)
+        return -1;
+    return joint_output(root, tower, cfg, src, err);
+}
+
+int model_config_parse_tower(const char *json, const char *source, config_tower tower,
+                             model_config *cfg, vit_error *err) {
     memset(cfg, 0, sizeof *cfg);
     cJSON *root = cJSON_Parse(json);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return vit_fail(err, "%s: not a valid JSON object", source);
     }
-    model_kind kind;
-    image_arch arch;
-    if (get_model_type(root, &kind, &arch, source, err) != 0) {
+    model_config type = {0};
+    if (get_model_type(root, tower, &type, source, err) != 0) {
         cJSON_Delete(root);
         return -1;
     }
-    set_defaults(cfg, kind); /* DeiTConfig's defaults are ViTConfig's */
-    cfg->arch = arch;
-    int rc = parse_fields(root, cfg, source, err);
+    set_defaults(cfg, type.kind); /* DeiTConfig's defaults are ViTConfig's */
+    cfg->arch = type.arch;
+    cfg->family = type.family;
+    set_family_defaults(cfg);
+    int rc = cfg->family == FAMILY_HF ? parse_fields(root, cfg, source, err)
+                                      : parse_joint(root, cfg, source, err);
     cJSON_Delete(root);
     if (rc != 0) model_config_free(cfg);
+    if (rc == 0) config_apply_family(cfg);
     return rc;
 }
 
-int model_config_load(const char *model_dir, model_config *cfg, vit_error *err) {
+int model_config_parse(const char *json, const char *source, model_config *cfg, vit_error *err) {
+    return model_config_parse_tower(json, source, TOWER_DEFAULT, cfg, err);
+}
+
+int model_config_load_tower(const char *model_dir, config_tower tower, model_config *cfg,
+                            vit_error *err) {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", model_dir);
     memset(cfg, 0, sizeof *cfg);
     char *json = vit_read_file(path, MAX_CONFIG_BYTES, NULL, err);
     if (!json) return -1;
-    int rc = model_config_parse(json, path, cfg, err);
+    int rc = model_config_parse_tower(json, path, tower, cfg, err);
     free(json);
     return rc;
+}
+
+int model_config_load(const char *model_dir, model_config *cfg, vit_error *err) {
+    return model_config_load_tower(model_dir, TOWER_DEFAULT, cfg, err);
 }
 
 void model_config_free(model_config *cfg) {

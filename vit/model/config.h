@@ -21,8 +21,43 @@ typedef enum { MODEL_VIT, MODEL_BERT } model_kind;
  *                      on each, logits = their mean */
 typedef enum { ARCH_VIT, ARCH_DEIT, ARCH_DEIT_TEACHER } image_arch;
 
+/* Families beyond Hugging Face's ViT, DeiT and BERT classifiers: the towers of a joint image-text
+ * model (CLIPModel, SiglipModel and their one-tower folders). A folder of a joint model holds two
+ * towers; which one a model_config describes is chosen when it is read (config_tower). */
+typedef enum { FAMILY_HF, FAMILY_CLIP, FAMILY_SIGLIP } model_family;
+typedef enum { TOWER_DEFAULT, TOWER_IMAGE, TOWER_TEXT } config_tower;
+
+/* What is read out of the encoder's output:
+ *   POOL_CLS      image: the final LayerNorm on the special tokens' rows (ViT, DeiT, CLIP)
+ *   POOL_PROBE    image: the final LayerNorm on every row, then SigLIP's attention probe
+ *   POOL_BERT     text: token 0 through the tanh pooler (BERT)
+ *   POOL_EOS      text: the final LayerNorm at the first end token (CLIP)
+ *   POOL_EOS_MAX  text: the same at the largest id (CLIP configs with the old eos_token_id 2)
+ *   POOL_LAST     text: the same at the last position (SigLIP, texts padded to max_length) */
+typedef enum { POOL_CLS, POOL_PROBE, POOL_BERT, POOL_EOS, POOL_EOS_MAX, POOL_LAST } pool_kind;
+/* The head on the pooled rows: a classifier (num_labels, with bias), a projection into a joint
+ * space without bias (CLIP) or with one (SigLIP's text head), or none (SigLIP's image tower: the
+ * probe's output is the embedding). For the last three num_labels is the embedding's length. */
+typedef enum { HEAD_CLASSIFIER, HEAD_PROJECTION, HEAD_LINEAR, HEAD_NONE } head_kind;
+
+/* The named options the family sets (config_apply_family), which the layout and the forwards
+ * follow: no family test below this point. */
+typedef struct {
+    int special;     /* image: tokens before the patches: 0 (SigLIP), 1 (CLS), 2 (DeiT) */
+    int patch_bias;  /* image: the patch projection has a bias (not CLIP's) */
+    int embed_norm;  /* a LayerNorm on the summed embeddings (BERT; CLIP's pre_layrnorm) */
+    int token_types; /* text: token type embeddings (BERT) */
+    int post_norm;   /* the encoder is post-LN (BERT) */
+    int causal;      /* text: each position attends to itself and those before it (CLIP) */
+    pool_kind pool;
+    head_kind head;
+} tower_options;
+
 typedef struct {
     model_kind kind;
+    model_family family;
+    tower_options opt; /* set from kind, arch and family by config_apply_family */
+    int eos_token_id;  /* text towers of joint models */
     /* shared encoder */
     int hidden_size, num_layers, num_heads, intermediate_size;
     activation_kind act;
@@ -41,10 +76,19 @@ typedef struct {
 int model_config_load(const char *model_dir, model_config *cfg, vit_error *err);
 /* Parses config.json text; `source` names it in errors. */
 int model_config_parse(const char *json, const char *source, model_config *cfg, vit_error *err);
+/* The same for one tower of a joint model (TOWER_DEFAULT: a joint model's image tower; a ViT,
+ * DeiT or BERT folder has one tower whatever is asked). */
+int model_config_load_tower(const char *model_dir, config_tower tower, model_config *cfg,
+                            vit_error *err);
+int model_config_parse_tower(const char *json, const char *source, config_tower tower,
+                             model_config *cfg, vit_error *err);
+/* Sets cfg->opt from cfg->kind, arch and family (done by the parser and by model_layout, so a
+ * configuration built in code gets its options too). */
+void config_apply_family(model_config *cfg);
 void model_config_free(model_config *cfg);
 const char *activation_name(activation_kind act);
 
-/* Tokens before the patches: 1 (CLS), or 2 for a DeiT (CLS, distillation). */
+/* Tokens before the patches: 1 (CLS), 2 for a DeiT (CLS, distillation), 0 for SigLIP. */
 int config_special_tokens(const model_config *cfg);
 /* Classifier heads, each on one of the first tokens after the final LayerNorm; logits are their
  * mean: 2 for DeiTForImageClassificationWithTeacher, else 1. */

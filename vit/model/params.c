@@ -55,8 +55,8 @@ static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim
 /* Query, key and value stacked into one [3D, D] block so one GEMM computes all three; the
  * weights (and the biases) are packed back to back, with no padding between them, or a hidden size
  * that is not a multiple of 16 would leave gaps inside the [3D, D] and [3D] blocks. */
-static void add_qkv(layout *L, encoder_layer *w, int l, const char *fmt, int D, int has_bias) {
-    static const char *parts[] = {"query", "key", "value"};
+static void add_qkv_parts(layout *L, encoder_layer *w, int l, const char *fmt,
+                          const char *const parts[3], int D, int has_bias) {
     char name[96];
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, fmt, l, parts[i]);
@@ -71,6 +71,11 @@ static void add_qkv(layout *L, encoder_layer *w, int l, const char *fmt, int D, 
         if (i == 0) w->qkv_b = p;
     }
     L->packed = 0;
+}
+
+static void add_qkv(layout *L, encoder_layer *w, int l, const char *fmt, int D, int has_bias) {
+    static const char *const parts[] = {"query", "key", "value"};
+    add_qkv_parts(L, w, l, fmt, parts, D, has_bias);
 }
 
 static void add_mlp(layout *L, encoder_layer *w, int l, int D, int I) {
@@ -155,8 +160,98 @@ static void layout_bert(layout *L, model *m) {
     m->head_b = add_param(L, 0, 0, 0, 1, SHAPE(c->num_labels), "classifier.bias");
 }
 
+/* ---- the towers of CLIP and SigLIP (CLIPEncoderLayer's names, pre-LN) ---- */
+
+static float *add_norm(layout *L, float **bias, int D, const char *name) {
+    float *w = add_param(L, 1, 0, 0, 1, SHAPE(D), "%s.weight", name);
+    *bias = add_param(L, 1, 0, 0, 1, SHAPE(D), "%s.bias", name);
+    return w;
+}
+
+static void add_clip_layers(layout *L, model *m) {
+    static const char *const parts[] = {"q_proj", "k_proj", "v_proj"};
+    const int D = m->cfg.hidden_size, I = m->cfg.intermediate_size;
+    for (int l = 0; l < m->cfg.num_layers; l++) {
+        encoder_layer *w = &m->layers[l];
+        char name[96];
+        snprintf(name, sizeof name, "encoder.layers.%d.layer_norm1", l);
+        w->ln1_w = add_norm(L, &w->ln1_b, D, name);
+        add_qkv_parts(L, w, l, "encoder.layers.%d.self_attn.%s", parts, D, 1);
+        w->proj_w = P2(1, D, D, "encoder.layers.%d.self_attn.out_proj.weight", l);
+        w->proj_b = P1(0, D, "encoder.layers.%d.self_attn.out_proj.bias", l);
+        snprintf(name, sizeof name, "encoder.layers.%d.layer_norm2", l);
+        w->ln2_w = add_norm(L, &w->ln2_b, D, name);
+        w->fc1_w = P2(1, I, D, "encoder.layers.%d.mlp.fc1.weight", l);
+        w->fc1_b = P1(0, I, "encoder.layers.%d.mlp.fc1.bias", l);
+        w->fc2_w = P2(1, D, I, "encoder.layers.%d.mlp.fc2.weight", l);
+        w->fc2_b = P1(0, D, "encoder.layers.%d.mlp.fc2.bias", l);
+    }
+}
+
+/* SigLIP's attention-pooling head as a layer: in_proj (q, k, v packed as torch's
+ * MultiheadAttention stores them) in qkv, out_proj in proj, its LayerNorm in ln2, its MLP. */
+static void add_probe_head(layout *L, model *m) {
+    const int D = m->cfg.hidden_size, I = m->cfg.intermediate_size;
+    encoder_layer *w = &m->probe;
+    m->probe_token = add_param(L, 1, 0, 0, 3, SHAPE(1, 1, D), "head.probe");
+    w->qkv_w = P2(1, 3 * D, D, "head.attention.in_proj_weight");
+    w->qkv_b = P1(0, 3 * D, "head.attention.in_proj_bias");
+    w->proj_w = P2(1, D, D, "head.attention.out_proj.weight");
+    w->proj_b = P1(0, D, "head.attention.out_proj.bias");
+    w->ln2_w = add_norm(L, &w->ln2_b, D, "head.layernorm");
+    w->fc1_w = P2(1, I, D, "head.mlp.fc1.weight");
+    w->fc1_b = P1(0, I, "head.mlp.fc1.bias");
+    w->fc2_w = P2(1, D, I, "head.mlp.fc2.weight");
+    w->fc2_b = P1(0, D, "head.mlp.fc2.bias");
+}
+
+/* The projection into the joint space (CLIP: unprefixed, no bias; SigLIP's text head: prefixed,
+ * with one), and the scores' scale and bias (CLIP's logit_scale is a 0-d tensor, SigLIP's [1]). */
+static void add_joint_head(layout *L, model *m, const char *projection) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, P = c->num_labels, clip = c->family == FAMILY_CLIP;
+    if (c->opt.head != HEAD_NONE) {
+        m->head_w = add_param(L, !clip, 1, 0, 2, SHAPE(P, D), "%s.weight", projection);
+        m->head_b = add_param(L, !clip, 0, c->opt.head == HEAD_PROJECTION, 1, SHAPE(P), "%s.bias",
+                              projection);
+    }
+    m->logit_scale = add_param(L, 0, 0, 0, clip ? 0 : 1, SHAPE(1), "logit_scale");
+    if (!clip) m->logit_bias = add_param(L, 0, 0, 0, 1, SHAPE(1), "logit_bias");
+}
+
+static void layout_joint_image(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, P = c->patch_size, n = c->image_size / P, S = c->opt.special;
+    if (S) m->cls_token = add_param(L, 1, 0, 0, 1, SHAPE(D), "embeddings.class_embedding");
+    m->patch_w = add_param(L, 1, 1, 0, 4, SHAPE(D, c->num_channels, P, P),
+                           "embeddings.patch_embedding.weight");
+    m->patch_b =
+        add_param(L, 1, 0, !c->opt.patch_bias, 1, SHAPE(D), "embeddings.patch_embedding.bias");
+    m->pos_embed =
+        add_param(L, 1, 0, 0, 2, SHAPE(n * n + S, D), "embeddings.position_embedding.weight");
+    if (c->opt.embed_norm) m->emb_ln_w = add_norm(L, &m->emb_ln_b, D, "pre_layrnorm");
+    add_clip_layers(L, m);
+    m->final_ln_w = add_norm(L, &m->final_ln_b, D, "post_layernorm");
+    if (c->opt.pool == POOL_PROBE) add_probe_head(L, m);
+    add_joint_head(L, m, "visual_projection");
+}
+
+static void layout_joint_text(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size;
+    m->word_emb = P2(1, c->vocab_size, D, "embeddings.token_embedding.weight");
+    m->pos_emb = P2(1, c->max_position_embeddings, D, "embeddings.position_embedding.weight");
+    add_clip_layers(L, m);
+    m->final_ln_w = add_norm(L, &m->final_ln_b, D, "final_layer_norm");
+    add_joint_head(L, m, c->family == FAMILY_CLIP ? "text_projection" : "head");
+}
+
 static void run_layout(layout *L, model *m) {
-    if (m->cfg.kind == MODEL_VIT)
+    if (m->cfg.family != FAMILY_HF && m->cfg.kind == MODEL_VIT)
+        layout_joint_image(L, m);
+    else if (m->cfg.family != FAMILY_HF)
+        layout_joint_text(L, m);
+    else if (m->cfg.kind == MODEL_VIT)
         layout_vit(L, m);
     else
         layout_bert(L, m);
@@ -166,6 +261,7 @@ int model_layout(model *m, model_config *cfg, vit_error *err) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg); /* labels now belong to the model */
+    config_apply_family(&m->cfg);
     const model_config *c = &m->cfg;
     m->enc = (encoder_shape){.layers = c->num_layers,
                              .dim = c->hidden_size,
@@ -173,7 +269,8 @@ int model_layout(model *m, model_config *cfg, vit_error *err) {
                              .mlp_dim = c->intermediate_size,
                              .act = c->act,
                              .eps = c->layer_norm_eps,
-                             .post_norm = c->kind == MODEL_BERT};
+                             .post_norm = c->opt.post_norm,
+                             .causal = c->opt.causal};
     m->layers = calloc((size_t)c->num_layers, sizeof *m->layers);
     layout L = {.m = m};
     if (m->layers) run_layout(&L, m); /* count */
@@ -221,8 +318,11 @@ void model_free(model *m) {
     memset(m, 0, sizeof *m);
 }
 
-/* HF's base_model_prefix: "vit.", "deit." or "bert.". */
+/* HF's base_model_prefix: "vit.", "deit." or "bert."; a joint model's tower: "vision_model." or
+ * "text_model.". */
 const char *model_prefix(const model *m) {
+    if (m->cfg.family != FAMILY_HF)
+        return m->cfg.kind == MODEL_VIT ? "vision_model." : "text_model.";
     return m->cfg.kind == MODEL_BERT ? "bert." : m->cfg.arch == ARCH_VIT ? "vit." : "deit.";
 }
 

@@ -39,6 +39,10 @@ typedef struct {
     /* head: ViT's final LayerNorm, classifier (a DeiT with teacher: cls_classifier, and
      * distillation_classifier as dist_head_*) */
     float *final_ln_w, *final_ln_b, *head_w, *head_b, *dist_head_w, *dist_head_b;
+    /* SigLIP's attention-pooling head: the probe [D] and a layer holding in_proj (qkv), out_proj
+     * (proj), its LayerNorm (ln2) and MLP; a joint model's score scale (and SigLIP's bias), [1] */
+    float *probe_token, *logit_scale, *logit_bias;
+    encoder_layer probe;
     /* Inference: the linear layers outside the encoder prepared for a backend (model_prepare;
      * the encoder's are in its layers; NULL: not prepared), and what a caller's gemm_state for
      * them needs (model_gemm_state). Prepared layers are read-only: any number of threads may

@@ -4,9 +4,10 @@
 #include "vit/model/params.h"
 
 static gemm_epilogue activation_epilogue(activation_kind act) {
-    return act == ACT_GELU        ? EPILOGUE_GELU
-           : act == ACT_GELU_TANH ? EPILOGUE_GELU_TANH
-                                  : EPILOGUE_RELU;
+    return act == ACT_GELU         ? EPILOGUE_GELU
+           : act == ACT_GELU_TANH  ? EPILOGUE_GELU_TANH
+           : act == ACT_QUICK_GELU ? EPILOGUE_QUICK_GELU
+                                   : EPILOGUE_RELU;
 }
 
 typedef struct {
@@ -50,9 +51,10 @@ int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int 
     if (rc == 0 && c->kind == MODEL_VIT)
         rc = one(&p, &m->patch, m->patch_w, m->patch_b, D,
                  c->num_channels * c->patch_size * c->patch_size, EPILOGUE_NONE, B * patches);
-    if (rc == 0 && c->kind == MODEL_BERT)
+    if (rc == 0 && m->pooler_w)
         rc = one(&p, &m->pooler, m->pooler_w, m->pooler_b, D, D, EPILOGUE_NONE, B);
-    if (rc == 0) rc = one(&p, &m->head, m->head_w, m->head_b, c->num_labels, D, EPILOGUE_NONE, B);
+    if (rc == 0 && m->head_w)
+        rc = one(&p, &m->head, m->head_w, m->head_b, c->num_labels, D, EPILOGUE_NONE, B);
     if (rc == 0 && m->dist_head_w)
         rc = one(&p, &m->dist_head, m->dist_head_w, m->dist_head_b, c->num_labels, D, EPILOGUE_NONE,
                  B);

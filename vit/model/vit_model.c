@@ -9,6 +9,7 @@
 #include "patch/patch.h"
 #include "vit/base/alloc.h"
 #include "vit/core/ops.h"
+#include "vit/core/probe.h"
 
 static int set_resolution(vit_acts *a, const model *m, int size, vit_error *err) {
     const model_config *c = &m->cfg;
@@ -47,6 +48,9 @@ int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int tra
                         "%s: no explanations for a model with two heads (the backward runs "
                         "one); a DeiTForImageClassification has one",
                         config_architecture(&m->cfg));
+    if (m->cfg.family != FAMILY_HF && (training || (size > 0 && size != m->cfg.image_size)))
+        return vit_fail(err, "%s: inference at the model's image_size only, for now",
+                        config_architecture(&m->cfg));
     if (training && config_classifier_heads(&m->cfg) > 1)
         return vit_fail(err,
                         "%s is inference-only (as in Hugging Face): fine-tune it as a "
@@ -66,7 +70,11 @@ int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int tra
                         &a->cls_rstd, &a->head_out, &a->dx, &a->dcls_in, &a->dcls_ln};
     a->block = alloc_float_block(sizeof sizes / sizeof sizes[0], sizes, fields);
     if (training) a->emb_keep = malloc(B * T * D);
-    if (!a->block || (training && !a->emb_keep) ||
+    const int probe = m->cfg.opt.pool == POOL_PROBE;
+    if (probe)
+        a->probe_scratch = vit_alloc_floats(probe_pool_scratch_floats(
+            max_batch, a->tokens, m->cfg.hidden_size, m->cfg.intermediate_size));
+    if (!a->block || (training && !a->emb_keep) || (probe && !a->probe_scratch) ||
         encoder_acts_alloc(&a->enc, &m->enc, max_batch, a->tokens, training) != 0) {
         vit_acts_free(a);
         return vit_fail(err, "out of memory for batches of %d images", max_batch);
@@ -78,6 +86,7 @@ void vit_acts_free(vit_acts *a) {
     free(a->pos_owned);
     free(a->block);
     free(a->emb_keep);
+    free(a->probe_scratch);
     encoder_acts_free(&a->enc);
     memset(a, 0, sizeof *a);
 }
@@ -107,6 +116,15 @@ static void head_forward(const model *m, vit_acts *a, int head, const float *row
  * HF's DeiTForImageClassificationWithTeacher at inference. */
 static void heads_forward(const model *m, vit_acts *a, int B, int fast, float *logits) {
     const int D = m->cfg.hidden_size, T = a->tokens, H = a->heads;
+    if (m->cfg.opt.pool == POOL_PROBE) { /* SigLIP: every row normalised, then the probe */
+        const model_config *c = &m->cfg;
+        layernorm_forward(a->x, NULL, NULL, a->x, m->final_ln_w, m->final_ln_b, B * T, D,
+                          c->layer_norm_eps);
+        probe_pool_forward(&m->probe, m->probe_token, a->x, B, T, D, c->num_heads,
+                           c->intermediate_size, c->act, c->layer_norm_eps, a->probe_scratch,
+                           logits);
+        return;
+    }
     const size_t BL = (size_t)B * m->cfg.num_labels;
     for (int h = 0; h < H; h++)
         for (int b = 0; b < B; b++)
@@ -141,6 +159,9 @@ int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
     else
         linear_forward(a->embed, a->patches, m->patch_w, m->patch_b, B * N, a->patch_dim, D);
     patch_tokens_forward(a->x, a->embed, m->cls_token, a->special, a->pos, B, N, D);
+    if (c->opt.embed_norm) /* CLIP's pre_layrnorm */
+        layernorm_forward(a->x, NULL, NULL, a->x, m->emb_ln_w, m->emb_ln_b, B * T, D,
+                          c->layer_norm_eps);
     if (p_drop > 0.0f) { /* HF ViTEmbeddings ends with dropout */
         const size_t per = n / (size_t)B;
         dropout_mask_part(a->emb_keep, n, p_drop, mode->rng, (size_t)mode->batch_first * per,

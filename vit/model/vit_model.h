@@ -40,6 +40,7 @@ typedef struct {
     float *head_out;               /* [B, L] the second head's logits */
     float *dx, *dcls_in, *dcls_ln; /* training: gradients */
     uint8_t *emb_keep;             /* training: [B, T, D] dropout mask after the embeddings */
+    float *probe_scratch;          /* SigLIP's attention pooling (probe_pool_forward) */
     encoder_acts enc;
     forward_mode mode; /* of the last forward (the backward follows it) */
     int last_batch;

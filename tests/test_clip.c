@@ -1,0 +1,228 @@
+/* CLIP and SigLIP towers against the float64 goldens of tools/clip_reference.py (tests/data:
+ * clip-micro, quick_gelu, legacy eos_token_id 2; clip-micro-gelu; siglip-micro, the attention
+ * probe and a bidirectional text tower pooled at the last position): image and text embeddings
+ * and the scaled (SigLIP: and biased) cosine scores, on the plain fp32 path and on each backend's
+ * prepared layers.
+ *
+ * Tolerance 1e-4 on embeddings and scores: the float32 PyTorch forward of the same models is
+ * within 3.1e-6 of the float64 one (golden.json), so 1e-4 leaves room for another summation order
+ * while a wrong part (a missing LayerNorm, the wrong pooled row, quick_gelu for gelu) moves them
+ * by 1e-2 or more. */
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/core/gemm.h"
+#include "vit/io/model_dir.h"
+#include "vit/model/bert_model.h"
+#include "vit/model/vit_model.h"
+
+#define TOL      1e-4
+#define IMAGES   3
+#define TEXTS    5
+#define MAX_TEXT 32
+
+static const char *const image_names[IMAGES] = {"rgb_64x48.png", "tall_40x400.jpg",
+                                                "palette_120x90.png"};
+
+typedef struct {
+    const char *dir;
+    int dim;
+    float image[IMAGES][64], text[TEXTS][64];
+    int backends; /* how many ways each tower ran */
+} run;
+
+static float *golden(const char *dir, const char *name, size_t *numel) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/golden.safetensors", dir);
+    float *t = test_read_tensor(path, name, numel);
+    if (!t) fail_msg("%s: golden tensor %s missing", path, name);
+    return t;
+}
+
+static double worst_seen; /* the largest difference of the model under test */
+
+static void expect_close(const char *what, const float *got, const float *want, size_t n) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)got[i] - want[i]));
+    if (!(worst <= TOL)) fail_msg("%s: max |difference| %.3g, more than %g", what, worst, TOL);
+    worst_seen = fmax(worst_seen, worst);
+}
+
+/* The model prepared on a backend (-1: unprepared, the plain fp32 layers) and a gemm_state. */
+static gemm_state *prepare(model *m, int backend, int batch, int tokens) {
+    vit_error err = {0};
+    if (backend < 0) return NULL;
+    if (model_prepare(m, backend, PRECISION_FP32, batch, tokens, &err) != 0)
+        fail_msg("model_prepare: %s", err.msg);
+    gemm_state *s = model_gemm_state(m, &err);
+    if (!s) fail_msg("model_gemm_state: %s", err.msg);
+    return s;
+}
+
+static int backends(int *list) {
+    int n = 0;
+    list[n++] = -1;
+    list[n++] = GEMM_OPENBLAS;
+    if (gemm_backend_available(GEMM_ONEDNN)) list[n++] = GEMM_ONEDNN;
+    return n;
+}
+
+static void image_tower(run *r) {
+    model m;
+    vit_error err = {0};
+    if (model_load_tower(&m, r->dir, TOWER_IMAGE, &err) != 0) fail_msg("%s", err.msg);
+    r->dim = m.cfg.num_labels;
+    assert_true(r->dim <= 64);
+    vit_acts a;
+    if (vit_acts_alloc(&a, &m, IMAGES, 0, VIT_ACTS_INFER, &err) != 0) fail_msg("%s", err.msg);
+    const size_t F = (size_t)m.cfg.num_channels * m.cfg.image_size * m.cfg.image_size;
+    float *pixels = test_alloc_floats(IMAGES * F), want[IMAGES][64], got[IMAGES * 64];
+    for (int i = 0; i < IMAGES; i++) {
+        char name[128];
+        size_t n;
+        snprintf(name, sizeof name, "image/%s/pixels", image_names[i]);
+        float *p = golden(r->dir, name, &n);
+        assert_int_equal(n, F);
+        memcpy(pixels + i * F, p, sizeof(float) * F);
+        free(p);
+        snprintf(name, sizeof name, "image/%s/embeds", image_names[i]);
+        float *e = golden(r->dir, name, &n);
+        assert_int_equal(n, (size_t)r->dim);
+        memcpy(want[i], e, sizeof(float) * n);
+        free(e);
+    }
+    int list[3];
+    for (int k = 0, nb = backends(list); k < nb; k++) {
+        gemm_state *s = prepare(&m, list[k], IMAGES, a.tokens);
+        a.enc.gemm = s;
+        if (vit_model_forward(&m, &a, pixels, IMAGES, NULL, got, &err) != 0)
+            fail_msg("%s", err.msg);
+        for (int i = 0; i < IMAGES; i++) {
+            char what[256];
+            snprintf(what, sizeof what, "%s image %s (backend %d)", r->dir, image_names[i],
+                     list[k]);
+            expect_close(what, got + (size_t)i * r->dim, want[i], (size_t)r->dim);
+        }
+        for (int i = 0; i < IMAGES; i++)
+            memcpy(r->image[i], got + (size_t)i * r->dim, sizeof(float) * (size_t)r->dim);
+        gemm_state_free(s);
+        model_unprepare(&m);
+    }
+    r->backends = backends(list);
+    free(pixels);
+    vit_acts_free(&a);
+    model_free(&m);
+}
+
+/* The texts' golden ids, padded to the longest with the last id of the shortest (the end token,
+ * which is also CLIP's pad token; SigLIP's texts come padded to max_length). */
+static int text_ids(const run *r, int32_t ids[TEXTS][MAX_TEXT]) {
+    int T = 0, len[TEXTS];
+    for (int i = 0; i < TEXTS; i++) {
+        char name[64];
+        size_t n;
+        snprintf(name, sizeof name, "text/%d/ids", i);
+        float *f = golden(r->dir, name, &n);
+        assert_true(n <= MAX_TEXT);
+        for (size_t t = 0; t < n; t++) ids[i][t] = (int32_t)f[t];
+        len[i] = (int)n;
+        T = len[i] > T ? len[i] : T;
+        free(f);
+    }
+    for (int i = 0; i < TEXTS; i++)
+        for (int t = len[i]; t < T; t++) ids[i][t] = ids[i][len[i] - 1];
+    return T;
+}
+
+static void text_tower(run *r) {
+    model m;
+    vit_error err = {0};
+    if (model_load_tower(&m, r->dir, TOWER_TEXT, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(m.cfg.num_labels, r->dim);
+    int32_t ids[TEXTS][MAX_TEXT], packed[TEXTS * MAX_TEXT];
+    const int T = text_ids(r, ids);
+    for (int i = 0; i < TEXTS; i++) memcpy(packed + i * T, ids[i], sizeof(int32_t) * (size_t)T);
+    bert_acts a;
+    if (bert_acts_alloc(&a, &m, TEXTS, T, 0, &err) != 0) fail_msg("%s", err.msg);
+    float got[TEXTS * 64];
+    int list[3];
+    for (int k = 0, nb = backends(list); k < nb; k++) {
+        gemm_state *s = prepare(&m, list[k], TEXTS, T);
+        a.enc.gemm = s;
+        if (bert_model_forward(&m, &a, packed, NULL, TEXTS, T, NULL, got, &err) != 0)
+            fail_msg("%s", err.msg);
+        for (int i = 0; i < TEXTS; i++) {
+            char name[64], what[256];
+            size_t n;
+            snprintf(name, sizeof name, "text/%d/embeds", i);
+            float *want = golden(r->dir, name, &n);
+            snprintf(what, sizeof what, "%s text %d (backend %d)", r->dir, i, list[k]);
+            expect_close(what, got + (size_t)i * r->dim, want, n);
+            free(want);
+        }
+        for (int i = 0; i < TEXTS; i++)
+            memcpy(r->text[i], got + (size_t)i * r->dim, sizeof(float) * (size_t)r->dim);
+        gemm_state_free(s);
+        model_unprepare(&m);
+    }
+    /* the scores: cosine similarities times exp(logit_scale) (+ logit_bias) */
+    float scores[IMAGES * TEXTS];
+    for (int i = 0; i < IMAGES; i++)
+        for (int t = 0; t < TEXTS; t++) {
+            double dot = 0, ni = 0, nt = 0;
+            for (int d = 0; d < r->dim; d++) {
+                dot += (double)r->image[i][d] * r->text[t][d];
+                ni += (double)r->image[i][d] * r->image[i][d];
+                nt += (double)r->text[t][d] * r->text[t][d];
+            }
+            scores[i * TEXTS + t] = (float)(dot / sqrt(ni * nt) * exp(m.logit_scale[0]) +
+                                            (m.logit_bias ? m.logit_bias[0] : 0.0));
+        }
+    size_t n;
+    float *want = golden(r->dir, "logits_per_image", &n);
+    assert_int_equal(n, IMAGES * TEXTS);
+    char what[256];
+    snprintf(what, sizeof what, "%s logits_per_image", r->dir);
+    expect_close(what, scores, want, n);
+    free(want);
+    bert_acts_free(&a);
+    model_free(&m);
+}
+
+static void check_model(const char *dir) {
+    run r = {.dir = dir};
+    worst_seen = 0;
+    image_tower(&r);
+    text_tower(&r);
+    print_message("%s: %d images and %d texts, embeddings (%d) and scores within %.2g of float64 "
+                  "on %d paths (plain fp32, OpenBLAS, oneDNN where built)\n",
+                  dir, IMAGES, TEXTS, r.dim, worst_seen, r.backends);
+}
+
+static void test_clip_quick_gelu(void **state) {
+    (void)state;
+    check_model("tests/data/clip-micro");
+}
+
+static void test_clip_gelu(void **state) {
+    (void)state;
+    check_model("tests/data/clip-micro-gelu");
+}
+
+static void test_siglip(void **state) {
+    (void)state;
+    check_model("tests/data/siglip-micro");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_clip_quick_gelu),
+        cmocka_unit_test(test_clip_gelu),
+        cmocka_unit_test(test_siglip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
