@@ -308,10 +308,30 @@ static void mean_patch_token(vit_context *c, int b, float *out) {
     }
 }
 
+int vit_joint_dim(const vit_context *c) {
+    api_joint j;
+    return api_joint_of(&c->w->m, &j, NULL) == 0 ? j.dim : 0;
+}
+
+/* VIT_POOL_JOINT: the image tower's output, normalised. */
+static int embed_joint(vit_context *c, const float *pixels, int B, float *features,
+                       vit_error *err) {
+    api_joint j;
+    if (api_joint_of(&c->w->m, &j, err) != 0) return name_model(c, -1, err);
+    const int rc = vit_forward(c, pixels, B, features, err);
+    if (rc == 0) api_normalize_rows(features, B, j.dim);
+    return rc;
+}
+
 int vit_embed(vit_context *c, const float *pixels, int B, vit_pool pool, float *features,
               vit_error *err) {
+    if (pool == VIT_POOL_JOINT) return embed_joint(c, pixels, B, features, err);
     if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN)
         return vit_fail(err, "unknown pooling %d", (int)pool);
+    if (c->w->m.cfg.opt.pool == POOL_PROBE)
+        return vit_fail(
+            err, "%s: a SigLIP image tower has no CLS token; its embedding is VIT_POOL_JOINT",
+            c->w->model_dir);
     const threads_scope scope = threads_begin(c->threads);
     const int rc = vit_model_forward(&c->w->m, &c->acts, pixels, B, NULL, c->logits, err);
     const size_t D = (size_t)c->w->m.cfg.hidden_size;

@@ -130,7 +130,15 @@ VIT_API int vit_forward(vit_context *ctx, const float *pixels, int batch, float 
  * (VIT_POOL_CLS, what the classifier reads) or the mean of the patch tokens after it
  * (VIT_POOL_MEAN). For a DeiT too: the CLS token (not the distillation token), and the mean of
  * the patch tokens alone. */
-typedef enum { VIT_POOL_CLS, VIT_POOL_MEAN, VIT_POOL_POOLER /* text only */ } vit_pool;
+/* VIT_POOL_JOINT (CLIP, SigLIP): the embedding in the joint image-text space, L2-normalised
+ * (vit_joint_dim floats; HF's image_embeds and text_embeds). A SigLIP image tower has no CLS
+ * token: VIT_POOL_JOINT only. */
+typedef enum {
+    VIT_POOL_CLS,
+    VIT_POOL_MEAN,
+    VIT_POOL_POOLER, /* text only */
+    VIT_POOL_JOINT
+} vit_pool;
 VIT_API int vit_embed(vit_context *ctx, const float *pixels, int batch, vit_pool pool,
                       float *features, vit_error *err);
 
@@ -190,9 +198,49 @@ VIT_API void vit_explanation_free(vit_explanation *e);
 VIT_API int vit_explain_file(vit_context *ctx, const char *path, vit_explain_method method,
                              int label, const char *png_path, vit_explanation *out, vit_error *err);
 
-/* ---- text classification (BERT on the same encoder) ---- */
+/* ---- joint image-text models: CLIP and SigLIP ----
+ *
+ * A CLIPModel or SiglipModel folder holds two towers: vit_load reads its image tower, vit_text_load
+ * its text tower (CLIP's byte-level BPE tokenizer; SigLIP's SentencePiece one where the build has
+ * it). vit_embed and vit_text_embed with VIT_POOL_JOINT give embeddings in one space; zero-shot
+ * classification embeds the class names once (vit_classes_create) and scores each image against
+ * them:
+ *
+ *   vit_context *img = vit_load(dir, NULL, &err);
+ *   vit_text_context *txt = vit_text_load(dir, NULL, &err);
+ *   const char *names[] = {"cat", "dog"}, *templates[] = {"a photo of a {}."};
+ *   vit_classes *classes = vit_classes_create(txt, names, 2, templates, 1, &err);
+ *   float scores[2], probs[2];
+ *   vit_preprocess_file(img, "photo.jpg", pixels, &err);
+ *   vit_zero_shot(img, classes, pixels, 1, scores, probs, &err);  // probs[0]: "cat" */
 
-typedef struct vit_text_context vit_text_context;
+/* The joint embedding's length (projection_dim), 0 for a model of another kind. */
+VIT_API int vit_joint_dim(const vit_context *ctx);
+
+typedef struct vit_classes vit_classes;
+typedef struct vit_text_context vit_text_context; /* the text API below */
+
+/* The class names' embeddings, computed once: for each name, every template with "{}" replaced by
+ * the name (templates NULL or n_templates 0: the name itself), embedded and normalised, their mean
+ * normalised again (CLIP's prompt ensembling). text must be a joint model's text tower. */
+VIT_API vit_classes *vit_classes_create(vit_text_context *text, const char *const *names, int n,
+                                        const char *const *templates, int n_templates,
+                                        vit_error *err);
+VIT_API void vit_classes_free(vit_classes *classes);
+VIT_API int vit_classes_count(const vit_classes *classes);
+VIT_API const char *vit_classes_name(const vit_classes *classes, int index);
+/* 1 when the scores are read one by one through a sigmoid (SigLIP), 0 through a softmax over the
+ * classes (CLIP). */
+VIT_API int vit_classes_sigmoid(const vit_classes *classes);
+
+/* pixels [batch, C, H, W] -> scores [batch, classes]: the cosine similarity times
+ * exp(logit_scale) (plus SigLIP's logit_bias), HF's logits_per_image; probs (may be NULL): their
+ * softmax over the classes (CLIP) or each one's sigmoid (SigLIP). The image model must be the
+ * image tower of the folder the classes' text tower came from (same joint dim). */
+VIT_API int vit_zero_shot(vit_context *image, const vit_classes *classes, const float *pixels,
+                          int batch, float *scores, float *probs, vit_error *err);
+
+/* ---- text classification (BERT on the same encoder) ---- */
 
 typedef struct {
     int threads;   /* compute threads; 0 = OMP_NUM_THREADS, else one per core */
@@ -213,6 +261,8 @@ VIT_API void vit_text_free(vit_text_context *ctx);
 
 VIT_API int vit_text_num_labels(const vit_text_context *ctx);
 VIT_API const char *vit_text_label(const vit_text_context *ctx, int index);
+/* The most texts one call takes (params.max_batch). */
+VIT_API int vit_text_max_batch(const vit_text_context *ctx);
 /* Longest token sequence ([CLS] and [SEP] included): longer texts are cut (HF truncation). */
 VIT_API int vit_text_max_tokens(const vit_text_context *ctx);
 /* What computes, as vit_compute. */
@@ -234,6 +284,8 @@ VIT_API const char *vit_text_piece(const vit_text_context *ctx, int id);
 VIT_API int vit_text_embed(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
                            int n, vit_pool pool, float *features, vit_error *err);
 VIT_API int vit_text_hidden_size(const vit_text_context *ctx);
+/* The joint embedding's length of a CLIP or SigLIP text tower, 0 for a BERT. */
+VIT_API int vit_text_joint_dim(const vit_text_context *ctx);
 
 /* The k most probable classes of probs [labels], as vit_top_k. */
 VIT_API int vit_text_top_k(const vit_text_context *ctx, const float *probs, int k,

@@ -30,6 +30,17 @@ int api_prepare(model *m, vit_backend backend, vit_precision precision, int max_
                 int threads, char *compute, size_t size, vit_error *err);
 
 /* The top-k of probs [cfg->num_labels] as predictions, for vit_top_k and vit_text_top_k. */
+/* A joint model's tower: its embedding length, exp(logit_scale) and logit_bias (0 where it has
+ * none), and whether scores are read through a sigmoid; -1 (with err) when m is not one. */
+typedef struct {
+    int dim, sigmoid;
+    double scale, bias;
+} api_joint;
+int api_joint_of(const model *m, api_joint *out, vit_error *err);
+const model *api_text_model(const vit_text_context *c);
+/* Each of the n rows of x [n, dim] divided by its L2 norm (in double). */
+void api_normalize_rows(float *x, int n, int dim);
+
 int api_top_k(const model_config *cfg, const float *probs, int k, vit_prediction *top,
               vit_error *err);
 

@@ -1,12 +1,13 @@
-/* The public API for text (vit.h): a BERT classifier, its WordPiece tokenizer and its buffers;
- * batches of texts tokenized, padded to the longest and classified in one forward pass. */
+/* The public API for text (vit.h): a BERT classifier or a joint model's text tower, its tokenizer
+ * (text/text_tokenizer.h) and its buffers; batches of texts tokenized, padded to the longest and
+ * run in one forward pass. */
 #include "vit/vit.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "text/tokenizer.h"
+#include "text/text_tokenizer.h"
 #include "vit/base/threads.h"
 #include "vit/core/ops.h"
 #include "vit/io/model_dir.h"
@@ -16,9 +17,9 @@
 /* What the contexts of one vit_text_load (and its vit_text_share copies) have in common:
  * written while vit_text_load runs, only read after, freed with the last context using it. */
 typedef struct {
-    atomic_int refs; /* contexts using it */
-    model m;         /* the parameters and their prepared layers */
-    tokenizer *tok;  /* read-only: each context encodes with its own scratch */
+    atomic_int refs;     /* contexts using it */
+    model m;             /* the parameters and their prepared layers */
+    text_tokenizer *tok; /* read-only: each context encodes with its own scratch */
     int max_batch, max_tokens, pad_id;
     char compute[128];
 } text_weights;
@@ -28,7 +29,7 @@ struct vit_text_context {
     text_weights *w;
     bert_acts acts;
     gemm_state *gemm; /* acts.enc.gemm: running the prepared layers */
-    tokenizer_scratch *scratch;
+    text_tokenizer_scratch *scratch;
     int threads;
     int32_t *rows; /* [max_batch, max_tokens]: each text's ids, rows of the last run */
     int *lengths;  /* [max_batch] */
@@ -43,30 +44,31 @@ vit_text_params vit_text_default_params(void) {
 }
 
 /* Refuses image models before their weights are read. */
-static int require_bert(const char *dir, vit_error *err) {
+static int require_text(const char *dir, vit_error *err) {
     model_config cfg;
-    if (model_config_load(dir, &cfg, err) != 0) return -1;
+    if (model_config_load_tower(dir, TOWER_TEXT, &cfg, err) != 0) return -1;
     const model_kind kind = cfg.kind;
     model_config_free(&cfg);
     if (kind != MODEL_BERT)
-        return vit_fail(err,
-                        "%s: not a text model (config.json model_type is not \"bert\"); text needs "
-                        "a BertForSequenceClassification folder",
-                        dir);
+        return vit_fail(
+            err,
+            "%s: not a text model (config.json model_type is not bert, clip or "
+            "siglip); text needs a BertForSequenceClassification, CLIP or SigLIP folder",
+            dir);
     return 0;
 }
 
 static int check_vocab(const text_weights *w, const char *dir, vit_error *err) {
-    const int n = tokenizer_vocab_size(w->tok), limit = w->m.cfg.vocab_size;
+    const int n = text_tokenizer_vocab_size(w->tok), limit = w->m.cfg.vocab_size;
     if (n > limit)
-        return vit_fail(err, "%s: vocab.txt has %d tokens but config.json vocab_size is %d", dir, n,
-                        limit);
+        return vit_fail(err, "%s: the %s vocabulary has %d tokens but config.json vocab_size is %d",
+                        dir, text_tokenizer_kind(w->tok), n, limit);
     return 0;
 }
 
 static void weights_release(text_weights *w) {
     if (!w || atomic_fetch_sub(&w->refs, 1) != 1) return;
-    tokenizer_free(w->tok);
+    text_tokenizer_free(w->tok);
     model_free(&w->m);
     free(w);
 }
@@ -76,20 +78,19 @@ static text_weights *weights_load(const char *dir, const vit_text_params *p, vit
     text_weights *w = calloc(1, sizeof *w);
     if (!w) return vit_fail(err, "%s: out of memory", dir), NULL;
     atomic_init(&w->refs, 1);
-    if (model_load(&w->m, dir, err) != 0) {
+    if (model_load_tower(&w->m, dir, TOWER_TEXT, err) != 0) {
         free(w);
         return NULL;
     }
     w->max_batch = p->max_batch;
-    if (tokenizer_load(dir, &w->tok, err) != 0 || check_vocab(w, dir, err) != 0) {
+    if (text_tokenizer_load(dir, &w->tok, err) != 0 || check_vocab(w, dir, err) != 0) {
         weights_release(w);
         return NULL;
     }
-    w->max_tokens = tokenizer_max_len(w->tok);
-    if (w->max_tokens > w->m.cfg.max_position_embeddings)
+    w->max_tokens = text_tokenizer_max_len(w->tok);
+    if (w->max_tokens < 2 || w->max_tokens > w->m.cfg.max_position_embeddings)
         w->max_tokens = w->m.cfg.max_position_embeddings;
-    /* Padding is masked out, so any valid id will do where the vocabulary has no [PAD]. */
-    w->pad_id = tokenizer_pad_id(w->tok) >= 0 ? tokenizer_pad_id(w->tok) : 0;
+    w->pad_id = text_tokenizer_pad_id(w->tok);
     ops_init();
     return w;
 }
@@ -102,7 +103,7 @@ static int alloc_batch(vit_text_context *c, vit_error *err) {
     c->mask = malloc(cells);
     c->lengths = calloc((size_t)w->max_batch, sizeof *c->lengths);
     c->logits = malloc(sizeof *c->logits * (size_t)w->max_batch * (size_t)w->m.cfg.num_labels);
-    c->scratch = tokenizer_scratch_create();
+    c->scratch = text_tokenizer_scratch_create(w->tok);
     if (!c->rows || !c->ids || !c->mask || !c->lengths || !c->logits || !c->scratch)
         return vit_fail(err, "out of memory for batches of %d texts", w->max_batch);
     return 0;
@@ -135,7 +136,7 @@ vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *pa
                                 vit_error *err) {
     const vit_text_params p = params ? *params : vit_text_default_params();
     if (p.max_batch < 1) return vit_fail(err, "batch size %d is not positive", p.max_batch), NULL;
-    if (require_bert(model_dir, err) != 0) return NULL;
+    if (require_text(model_dir, err) != 0) return NULL;
     text_weights *w = weights_load(model_dir, &p, err);
     vit_text_context *c = w ? context_create(w, threads_resolve(p.threads), err) : NULL;
     if (!c) return NULL;
@@ -162,7 +163,7 @@ void vit_text_free(vit_text_context *c) {
     if (!c) return;
     bert_acts_free(&c->acts);
     gemm_state_free(c->gemm);
-    tokenizer_scratch_free(c->scratch);
+    text_tokenizer_scratch_free(c->scratch);
     free(c->rows);
     free(c->lengths);
     free(c->ids);
@@ -178,6 +179,9 @@ int vit_text_num_labels(const vit_text_context *c) {
 const char *vit_text_label(const vit_text_context *c, int index) {
     return index >= 0 && index < c->w->m.cfg.num_labels ? c->w->m.cfg.labels[index] : NULL;
 }
+int vit_text_max_batch(const vit_text_context *c) {
+    return c->w->max_batch;
+}
 int vit_text_max_tokens(const vit_text_context *c) {
     return c->w->max_tokens;
 }
@@ -185,7 +189,7 @@ const char *vit_text_compute(const vit_text_context *c) {
     return c->w->compute;
 }
 const char *vit_text_piece(const vit_text_context *c, int id) {
-    return tokenizer_piece(c->w->tok, id);
+    return text_tokenizer_piece(c->w->tok, id);
 }
 
 const int32_t *vit_text_ids(const vit_text_context *c, int i, int *n) {
@@ -213,8 +217,8 @@ static int tokenize_batch(vit_text_context *c, const char *const *texts, const s
                           int B, vit_error *err) {
     for (int b = 0; b < B; b++) {
         c->lengths[b] =
-            tokenizer_encode_with(c->w->tok, c->scratch, texts[b], lengths[b], c->w->max_tokens,
-                                  c->rows + (size_t)b * c->w->max_tokens, NULL, err);
+            text_tokenizer_encode(c->w->tok, c->scratch, texts[b], lengths[b], c->w->max_tokens,
+                                  c->rows + (size_t)b * c->w->max_tokens, err);
         if (c->lengths[b] < 0) {
             for (int k = b; k < B; k++) c->lengths[k] = 0;
             return -1;
@@ -255,10 +259,33 @@ static void mean_tokens(const vit_text_context *c, int b, int T, float *out) {
     for (int d = 0; d < D; d++) out[d] /= n > 0 ? n : 1;
 }
 
+const model *api_text_model(const vit_text_context *c) {
+    return &c->w->m;
+}
+
+int vit_text_joint_dim(const vit_text_context *c) {
+    api_joint j;
+    return api_joint_of(&c->w->m, &j, NULL) == 0 ? j.dim : 0;
+}
+
+/* VIT_POOL_JOINT: the text tower's output, normalised. */
+static int embed_joint(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                       float *features, vit_error *err) {
+    api_joint j;
+    if (api_joint_of(&c->w->m, &j, err) != 0) return -1;
+    const int rc = vit_text_forward(c, texts, lengths, B, features, NULL, err);
+    if (rc == 0) api_normalize_rows(features, B, j.dim);
+    return rc;
+}
+
 int vit_text_embed(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
                    vit_pool pool, float *features, vit_error *err) {
+    if (pool == VIT_POOL_JOINT) return embed_joint(c, texts, lengths, B, features, err);
     if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN && pool != VIT_POOL_POOLER)
         return vit_fail(err, "unknown pooling %d", (int)pool);
+    if (c->w->m.cfg.opt.pool != POOL_BERT)
+        return vit_fail(err, "%s: its text embedding is VIT_POOL_JOINT",
+                        config_architecture(&c->w->m.cfg));
     if (B < 1 || B > c->w->max_batch)
         return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
     if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;

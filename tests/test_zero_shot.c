@@ -1,0 +1,243 @@
+/* Joint image-text models through the public API (vit.h) against tools/clip_reference.py's goldens
+ * (tests/data/clip-micro, clip-micro-gelu, siglip-micro): CLIPImageProcessor's and
+ * SiglipImageProcessor's pixels from the image files, normalised image embeddings (vit_embed,
+ * VIT_POOL_JOINT), text embeddings from the texts themselves (CLIP's BPE tokenizer and text tower),
+ * zero-shot scores (vit_classes_create + vit_zero_shot) equal to logits_per_image, their softmax,
+ * CLIP's prompt ensembling against the mean computed here, and the errors.
+ *
+ * Tolerances: pixels 1e-6 (Pillow's integer resize is matched bit for bit; the rest is float32
+ * arithmetic in the same order); embeddings and scores 1e-4, as tests/test_clip.c. */
+#include "tests/testutil.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/vit.h"
+
+#define IMAGES 3
+#define TEXTS  5
+
+static const char *const image_names[IMAGES] = {"rgb_64x48.png", "tall_40x400.jpg",
+                                                "palette_120x90.png"};
+
+static float *golden(const char *dir, const char *name, size_t *numel) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/golden.safetensors", dir);
+    float *t = test_read_tensor(path, name, numel);
+    if (!t) fail_msg("%s: golden tensor %s missing", path, name);
+    return t;
+}
+
+static void expect_close(const char *what, const float *got, const float *want, size_t n,
+                         double tol) {
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)got[i] - want[i]) <= tol))
+            fail_msg("%s[%zu]: %.7g, want %.7g (tolerance %g)", what, i, got[i], want[i], tol);
+}
+
+static void normalise(float *x, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (double)x[i] * x[i];
+    for (int i = 0; i < n; i++) x[i] = (float)(x[i] / sqrt(s));
+}
+
+/* The golden texts (golden.json's "texts"), NULL-terminated copies. */
+static char **golden_texts(const char *dir) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/golden.json", dir);
+    char *json = (char *)read_whole_file(path, NULL);
+    cJSON *root = cJSON_Parse(json);
+    const cJSON *texts = cJSON_GetObjectItem(root, "texts");
+    assert_int_equal(cJSON_GetArraySize(texts), TEXTS);
+    char **out = calloc(TEXTS + 1, sizeof *out);
+    for (int i = 0; i < TEXTS; i++) out[i] = strdup(cJSON_GetArrayItem(texts, i)->valuestring);
+    cJSON_Delete(root);
+    free(json);
+    return out;
+}
+
+/* Images from their files: pixels and normalised embeddings against the goldens. */
+static float *check_images(vit_context *img, const char *dir, int dim) {
+    const size_t F = vit_input_floats(img);
+    float *pixels = test_alloc_floats(IMAGES * F), *embeds = test_alloc_floats(IMAGES * dim);
+    vit_error err = {0};
+    for (int i = 0; i < IMAGES; i++) {
+        char path[256], name[128];
+        snprintf(path, sizeof path, "tests/data/golden-images/%s", image_names[i]);
+        if (vit_preprocess_file(img, path, pixels + i * F, &err) != 0) fail_msg("%s", err.msg);
+        size_t n;
+        snprintf(name, sizeof name, "image/%s/pixels", image_names[i]);
+        float *want = golden(dir, name, &n);
+        assert_int_equal(n, F);
+        expect_close(name, pixels + i * F, want, F, 1e-6);
+        free(want);
+    }
+    if (vit_embed(img, pixels, IMAGES, VIT_POOL_JOINT, embeds, &err) != 0) fail_msg("%s", err.msg);
+    for (int i = 0; i < IMAGES; i++) {
+        char name[128];
+        size_t n;
+        snprintf(name, sizeof name, "image/%s/embeds", image_names[i]);
+        float *want = golden(dir, name, &n);
+        normalise(want, (int)n);
+        expect_close(name, embeds + (size_t)i * dim, want, n, 1e-4);
+        free(want);
+    }
+    free(embeds);
+    return pixels;
+}
+
+static void check_clip(const char *dir) {
+    vit_error err = {0};
+    vit_params ip = vit_default_params();
+    ip.max_batch = IMAGES;
+    vit_context *img = vit_load(dir, &ip, &err);
+    if (!img) fail_msg("%s", err.msg);
+    vit_text_context *txt = vit_text_load(dir, NULL, &err);
+    if (!txt) fail_msg("%s", err.msg);
+    const int dim = vit_joint_dim(img);
+    assert_true(dim > 0);
+    assert_int_equal(vit_text_joint_dim(txt), dim);
+    float *pixels = check_images(img, dir, dim);
+    /* the texts: their embeddings, then as class names (no template) their scores */
+    char **texts = golden_texts(dir);
+    size_t lengths[TEXTS];
+    for (int i = 0; i < TEXTS; i++) lengths[i] = strlen(texts[i]);
+    float embeds[TEXTS * 64];
+    if (vit_text_embed(txt, (const char *const *)texts, lengths, TEXTS, VIT_POOL_JOINT, embeds,
+                       &err) != 0)
+        fail_msg("%s", err.msg);
+    for (int i = 0; i < TEXTS; i++) {
+        char name[64];
+        size_t n;
+        snprintf(name, sizeof name, "text/%d/embeds", i);
+        float *want = golden(dir, name, &n);
+        normalise(want, (int)n);
+        expect_close(name, embeds + (size_t)i * dim, want, n, 1e-4);
+        free(want);
+    }
+    vit_classes *classes =
+        vit_classes_create(txt, (const char *const *)texts, TEXTS, NULL, 0, &err);
+    if (!classes) fail_msg("%s", err.msg);
+    assert_int_equal(vit_classes_count(classes), TEXTS);
+    assert_string_equal(vit_classes_name(classes, 0), texts[0]);
+    assert_int_equal(vit_classes_sigmoid(classes), 0);
+    float scores[IMAGES * TEXTS], probs[IMAGES * TEXTS];
+    if (vit_zero_shot(img, classes, pixels, IMAGES, scores, probs, &err) != 0)
+        fail_msg("%s", err.msg);
+    size_t n;
+    float *want = golden(dir, "logits_per_image", &n);
+    assert_int_equal(n, IMAGES * TEXTS);
+    expect_close("logits_per_image", scores, want, n, 1e-4);
+    for (int i = 0; i < IMAGES; i++) { /* the softmax over each image's classes */
+        double sum = 0;
+        for (int k = 0; k < TEXTS; k++) sum += exp(want[i * TEXTS + k]);
+        for (int k = 0; k < TEXTS; k++)
+            assert_float_equal(probs[i * TEXTS + k], exp(want[i * TEXTS + k]) / sum, 1e-5);
+    }
+    free(want);
+    vit_classes_free(classes);
+    /* prompt ensembling: the class embedding is the normalised mean of its prompts' normalised
+     * embeddings ("{}" filled everywhere it stands) */
+    const char *templates[] = {"a photo of a {}.", "{} and {}", "the {}"};
+    const char *name = "cat";
+    const char *prompts[] = {"a photo of a cat.", "cat and cat", "the cat"};
+    const size_t plen[] = {strlen(prompts[0]), strlen(prompts[1]), strlen(prompts[2])};
+    float each[3 * 64], mean[64] = {0};
+    if (vit_text_embed(txt, prompts, plen, 3, VIT_POOL_JOINT, each, &err) != 0)
+        fail_msg("%s", err.msg);
+    for (int p = 0; p < 3; p++)
+        for (int d = 0; d < dim; d++) mean[d] += each[p * dim + d];
+    normalise(mean, dim);
+    classes = vit_classes_create(txt, &name, 1, templates, 3, &err);
+    if (!classes) fail_msg("%s", err.msg);
+    float one[IMAGES];
+    assert_int_equal(vit_zero_shot(img, classes, pixels, IMAGES, one, NULL, &err), 0);
+    float image0[64];
+    assert_int_equal(vit_embed(img, pixels, 1, VIT_POOL_JOINT, image0, &err), 0);
+    double dot = 0;
+    for (int d = 0; d < dim; d++) dot += (double)image0[d] * mean[d];
+    /* the scale: exp(logit_scale) = exp(2.6592) as the reference wrote it */
+    assert_float_equal(one[0], dot * exp(2.6592), 1e-4);
+    vit_classes_free(classes);
+    for (int i = 0; i < TEXTS; i++) free(texts[i]);
+    free(texts);
+    free(pixels);
+    vit_text_free(txt);
+    vit_free(img);
+}
+
+static void test_clip_quick_gelu(void **state) {
+    (void)state;
+    check_clip("tests/data/clip-micro");
+}
+
+static void test_clip_gelu(void **state) {
+    (void)state;
+    check_clip("tests/data/clip-micro-gelu");
+}
+
+/* SigLIP's image tower: its pixels (square resize, mean = std = 0.5) and embeddings; zero-shot
+ * needs its text tower, whose SentencePiece tokenizer the model folder lacks here: a clear error.
+ */
+static void test_siglip_image(void **state) {
+    (void)state;
+    vit_error err = {0};
+    vit_params ip = vit_default_params();
+    ip.max_batch = IMAGES;
+    vit_context *img = vit_load("tests/data/siglip-micro", &ip, &err);
+    if (!img) fail_msg("%s", err.msg);
+    assert_int_equal(vit_joint_dim(img), 32);
+    free(check_images(img, "tests/data/siglip-micro", 32));
+    float features[32 * IMAGES];
+    float *pixels = test_alloc_floats(IMAGES * vit_input_floats(img));
+    assert_int_equal(vit_embed(img, pixels, 1, VIT_POOL_CLS, features, &err), -1);
+    assert_non_null(strstr(err.msg, "no CLS token"));
+    free(pixels);
+    assert_null(vit_text_load("tests/data/siglip-micro", NULL, &err));
+    assert_non_null(strstr(err.msg, "tokenizer"));
+    vit_free(img);
+}
+
+/* Not joint models: a ViT has no joint dim and no classes; mismatched towers are refused. */
+static void test_errors(void **state) {
+    (void)state;
+    vit_error err = {0};
+    vit_context *vit = vit_load("tests/data/micro-a", NULL, &err);
+    if (!vit) fail_msg("%s", err.msg);
+    assert_int_equal(vit_joint_dim(vit), 0);
+    float x[64];
+    float *pixels = test_alloc_floats(vit_input_floats(vit));
+    assert_int_equal(vit_embed(vit, pixels, 1, VIT_POOL_JOINT, x, &err), -1);
+    assert_non_null(strstr(err.msg, "not a joint image-text model"));
+    vit_text_context *txt = vit_text_load("tests/data/clip-micro", NULL, &err);
+    if (!txt) fail_msg("%s", err.msg);
+    const char *name = "cat";
+    assert_null(vit_classes_create(txt, &name, 0, NULL, 0, &err));
+    assert_non_null(strstr(err.msg, "no class names"));
+    vit_classes *classes = vit_classes_create(txt, &name, 1, NULL, 0, &err);
+    assert_non_null(classes);
+    float scores[1];
+    assert_int_equal(vit_zero_shot(vit, classes, pixels, 1, scores, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "joint dim"));
+    vit_context *other = vit_load("tests/data/clip-micro-gelu", NULL, &err);
+    assert_non_null(other);
+    assert_int_equal(vit_zero_shot(other, classes, pixels, 1, scores, NULL, &err), -1);
+    vit_free(other);
+    vit_classes_free(classes);
+    vit_text_free(txt);
+    free(pixels);
+    vit_free(vit);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_clip_quick_gelu),
+        cmocka_unit_test(test_clip_gelu),
+        cmocka_unit_test(test_siglip_image),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
