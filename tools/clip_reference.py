@@ -38,7 +38,6 @@ usage: /usr/bin/python3 tools/clip_reference.py [SHARED]   (SHARED: ../shared by
 
 import json
 import os
-import struct
 import sys
 import unicodedata
 
@@ -46,7 +45,9 @@ import numpy as np
 import regex
 import torch
 import torch.nn.functional as F
-from PIL import Image
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_reference import preprocess, write_safetensors  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared")
@@ -346,25 +347,7 @@ def text_embeds(w, spec, ids, eos_token_id):
     return lin(w, "text_projection", h[rows, (ids == eos_token_id).int().argmax(-1)])
 
 
-# ---- preprocessing as transformers' slow image processors, Pillow 9.4 ----
-
-def preprocess(path, spec):
-    im = Image.open(path).convert("RGB")
-    S, R = spec["vision"]["image"], spec["resize"]
-    if spec["kind"] == "clip":  # shortest edge R (longer side truncated), center crop S
-        w, h = im.size
-        size = (R, int(R * h / w)) if w <= h else (int(R * w / h), R)
-        a = np.asarray(im.resize(size, Image.BICUBIC, reducing_gap=None))
-        top, left = (a.shape[0] - S) // 2, (a.shape[1] - S) // 2
-        a = a[top:top + S, left:left + S]
-        mean, std = CLIP_MEAN, CLIP_STD
-    else:  # a square resize, no crop
-        a = np.asarray(im.resize((S, S), Image.BICUBIC, reducing_gap=None))
-        mean, std = [0.5] * 3, [0.5] * 3
-    x = (a.astype(np.float64) * (1 / 255)).astype(np.float32)
-    x = (x - np.array(mean, np.float32)) / np.array(std, np.float32)
-    return torch.from_numpy(np.ascontiguousarray(x.transpose(2, 0, 1)))
-
+# ---- preprocessing: hf_reference.preprocess on the processor config written here ----
 
 def preprocessor_config(spec):
     S = spec["vision"]["image"]
@@ -411,21 +394,6 @@ def config_json(spec, vocab_size, eos):
 
 
 # ---- files ----
-
-def write_safetensors(path, tensors):
-    """name -> float32 numpy array; 8-byte aligned header, metadata {"format": "pt"}."""
-    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
-    for name in sorted(tensors):
-        b = np.ascontiguousarray(tensors[name], dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(b)]}
-        blobs.append(b)
-        offset += len(b)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
 
 def f32(t):
     return t.detach().to(torch.float32).numpy()
@@ -479,7 +447,8 @@ def write_model(name, spec):
     w32 = {k: x.to(torch.float32) for k, x in w.items()}
     tensors, worst32, img64, img32, txt64, txt32 = {}, 0.0, [], [], [], []
     for image in IMAGES:
-        pixels = preprocess(os.path.join(IMAGE_DIR, image), spec)
+        pixels = preprocess(os.path.join(IMAGE_DIR, image), preprocessor_config(spec),
+                            spec["vision"]["image"])
         tensors[f"image/{image}/pixels"] = pixels.numpy()
         e64 = image_embeds(w, spec, pixels[None].double())[0]
         e32 = image_embeds(w32, spec, pixels[None])[0]
