@@ -1,4 +1,5 @@
 /* vit info: what a model directory holds. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -71,6 +72,54 @@ static void print_input(const model *m, const char *dir) {
     }
 }
 
+/* The parts a joint model's tower was assembled from (config_apply_family's options). */
+static void print_tower_parts(const model *m) {
+    static const char *const pools[] = {[POOL_CLS] = "the CLS row",
+                                        [POOL_PROBE] = "every row, then the attention probe",
+                                        [POOL_BERT] = "token 0 through the tanh pooler",
+                                        [POOL_EOS] = "the first end token",
+                                        [POOL_EOS_MAX] = "the largest id (eos_token_id 2)",
+                                        [POOL_LAST] = "the last position"};
+    static const char *const heads[] = {[HEAD_CLASSIFIER] = "a classifier",
+                                        [HEAD_PROJECTION] = "a projection without bias",
+                                        [HEAD_LINEAR] = "a linear head",
+                                        [HEAD_NONE] = "no projection"};
+    const model_config *c = &m->cfg;
+    const tower_options *o = &c->opt;
+    printf("                %s%d layers pre-LN%s, hidden %d, %d heads, mlp %d, %s; final "
+           "LayerNorm, pooled by %s, then %s\n",
+           o->embed_norm ? "embedding LayerNorm, " : "", c->num_layers, o->causal ? " causal" : "",
+           c->hidden_size, c->num_heads, c->intermediate_size, activation_name(c->act),
+           pools[o->pool], heads[o->head]);
+}
+
+/* A CLIP or SigLIP folder: both towers and how the scores are made. */
+static void print_joint(const model *image, const char *dir) {
+    const model_config *c = &image->cfg;
+    const int tokens = model_vit_tokens(image, c->image_size);
+    printf("architecture:   %s: an image and a text tower, embeddings of %d\n",
+           c->family == FAMILY_CLIP ? "CLIPModel" : "SiglipModel", c->num_labels);
+    printf("image tower:    %d channels, %dx%d, patch %d (%d tokens), %.3f GFLOP/image\n",
+           c->num_channels, c->image_size, c->image_size, c->patch_size, tokens,
+           model_flops(image, tokens) / 1e9);
+    print_tower_parts(image);
+    print_preprocessing(dir);
+    model text;
+    vit_error err = {0};
+    if (model_load_tower(&text, dir, TOWER_TEXT, &err) != 0) {
+        printf("text tower:     not loadable: %s\n", err.msg);
+    } else {
+        printf("text tower:     up to %d tokens, vocabulary %d, %zu parameters\n",
+               text.cfg.max_position_embeddings, text.cfg.vocab_size, model_live_params(&text));
+        print_tower_parts(&text);
+        model_free(&text);
+    }
+    printf("scores:         exp(logit_scale) = %.4g times the cosine%s; %s\n",
+           exp((double)image->logit_scale[0]), image->logit_bias ? " plus logit_bias" : "",
+           image->logit_bias ? "a sigmoid per class (SigLIP)"
+                             : "a softmax over the classes (CLIP)");
+}
+
 /* Labels often contain commas themselves ("tench, Tinca tinca"): index and quote each. */
 static void print_labels(const model_config *cfg, int all) {
     printf("labels:         %d", cfg->num_labels);
@@ -123,12 +172,18 @@ int cli_info(int argc, char **argv) {
     }
     const model_config *cfg = &m.cfg;
     printf("model:          %s\n", dir);
-    print_input(&m, dir);
-    printf("encoder:        %d layers, hidden %d, %d heads, mlp %d, %s, layer_norm_eps %g%s\n",
-           cfg->num_layers, cfg->hidden_size, cfg->num_heads, cfg->intermediate_size,
-           activation_name(cfg->act), cfg->layer_norm_eps, cfg->qkv_bias ? "" : ", no qkv bias");
-    printf("parameters:     %zu\n", model_live_params(&m));
-    print_labels(cfg, all_labels);
+    if (cfg->family != FAMILY_HF) {
+        print_joint(&m, dir);
+        printf("parameters:     %zu (image tower)\n", model_live_params(&m));
+    } else {
+        print_input(&m, dir);
+        printf("encoder:        %d layers, hidden %d, %d heads, mlp %d, %s, layer_norm_eps %g%s\n",
+               cfg->num_layers, cfg->hidden_size, cfg->num_heads, cfg->intermediate_size,
+               activation_name(cfg->act), cfg->layer_norm_eps,
+               cfg->qkv_bias ? "" : ", no qkv bias");
+        printf("parameters:     %zu\n", model_live_params(&m));
+        print_labels(cfg, all_labels);
+    }
     char openblas[96], onednn[96];
     printf("library:        vit %s\n", vit_version());
     printf("backends:       %s; %s%s\n",
