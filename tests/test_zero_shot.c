@@ -201,6 +201,79 @@ static void test_siglip_image(void **state) {
     vit_free(img);
 }
 
+/* Scores of images x texts (the golden texts as class names) at one precision, both towers. */
+static void scores_at(const char *dir, vit_precision precision, float *scores) {
+    vit_error err = {0};
+    vit_params ip = vit_default_params();
+    ip.max_batch = IMAGES;
+    ip.precision = precision;
+    vit_text_params tp = vit_text_default_params();
+    tp.precision = precision;
+    vit_context *img = vit_load(dir, &ip, &err);
+    vit_text_context *txt = img ? vit_text_load(dir, &tp, &err) : NULL;
+    if (!img || !txt) fail_msg("%s", err.msg);
+    const size_t F = vit_input_floats(img);
+    float *pixels = test_alloc_floats(IMAGES * F);
+    for (int i = 0; i < IMAGES; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "tests/data/golden-images/%s", image_names[i]);
+        if (vit_preprocess_file(img, path, pixels + i * F, &err) != 0) fail_msg("%s", err.msg);
+    }
+    char **texts = golden_texts(dir);
+    vit_classes *classes =
+        vit_classes_create(txt, (const char *const *)texts, TEXTS, NULL, 0, &err);
+    if (!classes || vit_zero_shot(img, classes, pixels, IMAGES, scores, NULL, &err) != 0)
+        fail_msg("%s", err.msg);
+    vit_classes_free(classes);
+    for (int i = 0; i < TEXTS; i++) free(texts[i]);
+    free(texts);
+    free(pixels);
+    vit_text_free(txt);
+    vit_free(img);
+}
+
+/* bf16 and int8 (where the build has oneDNN) against fp32 on the zero-shot scores of both towers.
+ * The scores are exp(logit_scale) = 14.3 times a cosine: a relative error e of the embeddings
+ * moves them by about 14.3·e. bf16 rounds weights and activations to 8 bits of mantissa (2^-9
+ * relative) through 2-3 layers and two towers; int8 keeps 7-8 bits of weight per channel and 8 of
+ * activation per token. These random micro models' scores span about ±14 (the scale times a
+ * cosine near ±1), so bf16's 0.05 is 0.35 % of their range. Bounds: about twice the largest
+ * difference measured here (printed; bf16 on a CPU without bf16 kernels, rounded the same way),
+ * far below what a broken tower gives (scores off by whole units). */
+#define CLIP_BF16_BOUND 0.12 /* measured 0.052 (clip-micro), 0.049 (clip-micro-gelu) */
+#define CLIP_INT8_BOUND 0.45 /* measured 0.18, 0.21 */
+
+static void check_precisions(const char *dir) {
+    float fp32[IMAGES * TEXTS], other[IMAGES * TEXTS];
+    scores_at(dir, VIT_FP32, fp32);
+    const vit_precision precisions[] = {VIT_BF16, VIT_INT8};
+    const double bounds[] = {CLIP_BF16_BOUND, CLIP_INT8_BOUND};
+    for (int k = 0; k < 2; k++) {
+        vit_error err = {0};
+        vit_params p = vit_default_params();
+        p.precision = precisions[k];
+        vit_context *probe = vit_load(dir, &p, &err);
+        if (!probe) { /* int8 needs oneDNN */
+            print_message("SKIP %s %s: %s\n", dir, k ? "int8" : "bf16", err.msg);
+            continue;
+        }
+        vit_free(probe);
+        scores_at(dir, precisions[k], other);
+        double worst = 0;
+        for (int i = 0; i < IMAGES * TEXTS; i++)
+            worst = fmax(worst, fabs((double)other[i] - fp32[i]));
+        print_message("%s, %s: max |d score| against fp32 %.3g (bound %g)\n", dir,
+                      k ? "int8" : "bf16", worst, bounds[k]);
+        assert_true(worst <= bounds[k]);
+    }
+}
+
+static void test_precisions(void **state) {
+    (void)state;
+    check_precisions("tests/data/clip-micro");
+    check_precisions("tests/data/clip-micro-gelu");
+}
+
 /* Not joint models: a ViT has no joint dim and no classes; mismatched towers are refused. */
 static void test_errors(void **state) {
     (void)state;
@@ -234,9 +307,8 @@ static void test_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clip_quick_gelu),
-        cmocka_unit_test(test_clip_gelu),
-        cmocka_unit_test(test_siglip_image),
+        cmocka_unit_test(test_clip_quick_gelu), cmocka_unit_test(test_clip_gelu),
+        cmocka_unit_test(test_siglip_image),    cmocka_unit_test(test_precisions),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
