@@ -1,6 +1,7 @@
 /* config.json and preprocessor_config.json: the input up to the first 0xff byte is a config.json
- * (parsed as a model's), the rest a preprocessor_config.json read against it; then --size on top
- * (a size taken from the input's first byte) and the output shape. */
+ * (parsed as a model's, and as a joint model's text tower), the rest a preprocessor_config.json
+ * read against it; then --size on top (a size taken from the input's first byte) and the output
+ * shape. */
 #include "image/image.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "vit/model/config.h"
@@ -15,6 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json[nconfig] = 0;
     model_config cfg;
     vit_error err;
+    if (model_config_parse_tower(json, "config.json", TOWER_TEXT, &cfg, &err) == 0)
+        model_config_free(&cfg); /* a joint model's text tower too */
     const int ok = model_config_parse(json, "config.json", &cfg, &err) == 0;
     free(json);
     if (!ok) return 0;
