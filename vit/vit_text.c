@@ -197,10 +197,13 @@ const int32_t *vit_text_ids(const vit_text_context *c, int i, int *n) {
     return c->rows + (size_t)i * c->w->max_tokens;
 }
 
-/* Copies the B rows into [B, T] with T the longest, padding and masking the rest. */
+/* Copies the B rows into [B, T] with T the longest, padding and masking the rest. A tower pooled
+ * at the last position (SigLIP, trained on texts padded to max_length and attending to the
+ * padding) gets every text padded to max_tokens, and its mask is not used (run_mask). */
 static int pack_batch(vit_text_context *c, int B) {
     int T = 1;
     for (int b = 0; b < B; b++) T = c->lengths[b] > T ? c->lengths[b] : T;
+    if (c->w->m.cfg.opt.pool == POOL_LAST) T = c->w->max_tokens;
     for (int b = 0; b < B; b++) {
         const int n = c->lengths[b];
         int32_t *ids = c->ids + (size_t)b * T;
@@ -227,6 +230,11 @@ static int tokenize_batch(vit_text_context *c, const char *const *texts, const s
     return 0;
 }
 
+/* The mask the forward gets: none for a tower that attends to its padding. */
+static const uint8_t *run_mask(const vit_text_context *c) {
+    return c->w->m.cfg.opt.pool == POOL_LAST ? NULL : c->mask;
+}
+
 int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
                      float *logits, float *probs, vit_error *err) {
     if (B < 1 || B > c->w->max_batch)
@@ -234,7 +242,8 @@ int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t
     if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;
     const int T = pack_batch(c, B);
     const threads_scope scope = threads_begin(c->threads);
-    const int rc = bert_model_forward(&c->w->m, &c->acts, c->ids, c->mask, B, T, NULL, logits, err);
+    const int rc =
+        bert_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, logits, err);
     threads_end(scope);
     if (rc == 0 && probs) softmax_probs(probs, logits, B, c->w->m.cfg.num_labels);
     return rc;
@@ -292,7 +301,7 @@ int vit_text_embed(vit_text_context *c, const char *const *texts, const size_t *
     const int T = pack_batch(c, B);
     const threads_scope scope = threads_begin(c->threads);
     const int rc =
-        bert_model_forward(&c->w->m, &c->acts, c->ids, c->mask, B, T, NULL, c->logits, err);
+        bert_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, c->logits, err);
     threads_end(scope);
     const size_t D = (size_t)c->w->m.cfg.hidden_size;
     for (int b = 0; rc == 0 && b < B; b++) {
