@@ -217,6 +217,21 @@ static void test_text(void **state) {
     assert_true(n > 2);
     assert_string_equal(vit_text_piece(ctx, ids[0]), "[CLS]");
     assert_string_equal(vit_text_piece(ctx, ids[n - 1]), "[SEP]");
+    /* vit_text_tokenize: the ids the forward read, without a forward and without disturbing
+     * them; a short buffer gets its first ids and the whole count */
+    int32_t alone[64];
+    assert_int_equal(vit_text_tokenize(ctx, texts[0], lens[0], alone, 64, &err), n);
+    assert_memory_equal(alone, ids, sizeof *ids * (size_t)n);
+    int32_t two[3] = {-1, -1, -1};
+    assert_int_equal(vit_text_tokenize(ctx, texts[0], lens[0], two, 2, &err), n);
+    assert_int_equal(two[0], ids[0]);
+    assert_int_equal(two[1], ids[1]);
+    assert_int_equal(two[2], -1);
+    assert_int_equal(vit_text_tokenize(ctx, "", 0, two, 3, &err), 2); /* [CLS] [SEP] */
+    int again;
+    const int32_t *after = vit_text_ids(ctx, 0, &again);
+    assert_int_equal(again, n);
+    assert_memory_equal(after, alone, sizeof *ids * (size_t)n);
     /* vit_text_top_k: vit_top_k's order (a tie: the lower index first), k cut to the labels */
     const float tie[2] = {0.5f, 0.5f};
     assert_int_equal(vit_text_top_k(ctx, tie, 5, top, &err), 2);

@@ -276,6 +276,12 @@ VIT_API int vit_text_forward(vit_text_context *ctx, const char *const *texts, co
  * number. And the vocabulary string of an id (NULL when out of range). */
 VIT_API const int32_t *vit_text_ids(const vit_text_context *ctx, int i, int *count);
 VIT_API const char *vit_text_piece(const vit_text_context *ctx, int id);
+/* text[0..len) (UTF-8; invalid bytes are skipped) -> the token ids a forward pass would read, start
+ * and end tokens included, cut to vit_text_max_tokens as vit_text_forward cuts: the first
+ * min(count, cap) into ids. Returns count (which may exceed cap), or -1. No forward pass; not
+ * beside a computation on the same context (it encodes with the context's working memory). */
+VIT_API int vit_text_tokenize(vit_text_context *ctx, const char *text, size_t len, int32_t *ids,
+                              int cap, vit_error *err);
 
 /* Sentence features [n, hidden] of texts as vit_text_forward takes them, in one forward pass:
  * VIT_POOL_CLS the final hidden state at [CLS], VIT_POOL_POOLER the pooler's output (tanh of a

@@ -197,6 +197,18 @@ const int32_t *vit_text_ids(const vit_text_context *c, int i, int *n) {
     return c->rows + (size_t)i * c->w->max_tokens;
 }
 
+int vit_text_tokenize(vit_text_context *c, const char *text, size_t len, int32_t *ids, int cap,
+                      vit_error *err) {
+    if (cap < 0) return vit_fail(err, "tokenize: room for %d ids is negative", cap);
+    int32_t *row = malloc(sizeof *row * (size_t)c->w->max_tokens);
+    if (!row) return vit_fail(err, "out of memory");
+    const int n =
+        text_tokenizer_encode(c->w->tok, c->scratch, text, len, c->w->max_tokens, row, err);
+    if (n > 0 && cap > 0) memcpy(ids, row, sizeof *ids * (size_t)(n < cap ? n : cap));
+    free(row);
+    return n;
+}
+
 /* Copies the B rows into [B, T] with T the longest, padding and masking the rest. A tower pooled
  * at the last position (SigLIP, trained on texts padded to max_length and attending to the
  * padding) gets every text padded to max_tokens, and its mask is not used (run_mask). */
