@@ -7,6 +7,7 @@
 #include "vit/base/strlist.h"
 #include "vit/cli/cli.h"
 #include "vit/cli/json_writer.h"
+#include "vit/cli/zero_shot.h"
 #include "vit/data/imagefolder.h"
 #include "vit/eval/eval_images.h"
 #include "vit/vit.h"
@@ -44,6 +45,7 @@ static const cli_option options[] = {
     CLI_PIXELS_OPTION,
     CLI_BACKEND_OPTION,
     CLI_PRECISION_OPTION,
+    CLI_ZERO_SHOT_OPTIONS,
 };
 
 static const cli_command command = {
@@ -53,7 +55,11 @@ static const cli_command command = {
     "Classifies each FILE (its format told by its first bytes) and every image under each DIR\n"
     "(recursively, sorted, the same rules as eval); FILE '-' reads paths from standard input, one\n"
     "per line. A file that cannot be read is reported and the others still run; the exit status\n"
-    "is then 1.",
+    "is then 1.\n\n"
+    "A CLIP or SigLIP model classifies zero-shot: each image against the class names of --classes\n"
+    "or --classes-file, each name put into the prompt templates and embedded once by the model's\n"
+    "text tower. The probabilities are the softmax over the names (CLIP) or each name's sigmoid\n"
+    "(SigLIP); --logits prints the scores they come from (HF's logits_per_image).",
     options,
     sizeof options / sizeof options[0]};
 
@@ -75,6 +81,10 @@ typedef struct {
     imagefolder_walk *walk; /* the folder being listed */
     int failures;
     vit_context *ctx;
+    cli_zero_shot zs;     /* zero-shot: zs.classes, else NULL */
+    eval_zero_shot joint; /* the image tower and zs.classes, for the pipeline */
+    pipeline_model model; /* what runs the images: the classifier, or zero-shot */
+    int num_classes;      /* the model's labels, or the class names */
     float *probs;
     vit_prediction *top;
     int shown; /* predictions of the current file at or above the threshold */
@@ -158,7 +168,7 @@ static void print_json(const classify_run *r, const pipeline_item *it) {
         if (r->with_logits) {
             json_key(&w, "logits");
             json_array(&w);
-            for (int i = 0; i < vit_num_labels(r->ctx); i++) json_float(&w, it->logits[i]);
+            for (int i = 0; i < r->num_classes; i++) json_float(&w, it->logits[i]);
             json_end(&w);
         }
     }
@@ -171,7 +181,7 @@ static void print_text(const classify_run *r, const pipeline_item *it) {
     for (int i = 0; i < r->shown; i++) printf("  %.4f  %s\n", r->top[i].prob, r->top[i].label);
     if (r->with_logits) {
         printf("  logits:");
-        for (int i = 0; i < vit_num_labels(r->ctx); i++) printf(" %.6g", it->logits[i]);
+        for (int i = 0; i < r->num_classes; i++) printf(" %.6g", it->logits[i]);
         printf("\n");
     }
 }
@@ -213,10 +223,15 @@ static void print_header(const classify_run *r) {
 /* The item's top-k into r->top; an item that fails here (out of memory) is reported as failed. */
 static pipeline_item rank(classify_run *r, const pipeline_item *it) {
     pipeline_item ranked = *it;
-    const int L = vit_num_labels(r->ctx);
-    memcpy(r->probs, it->logits, sizeof(float) * (size_t)L);
-    vit_softmax(r->probs, L);
-    ranked.ok = vit_top_k(r->ctx, r->probs, r->top_k, r->top, &ranked.err) >= 0;
+    const int L = r->num_classes;
+    const vit_classes *classes = r->zs.classes;
+    /* zero-shot: the probabilities follow the scores (eval_zero_shot_model) */
+    const float *probs = classes ? it->logits + L : r->probs;
+    if (!classes) {
+        memcpy(r->probs, it->logits, sizeof(float) * (size_t)L);
+        vit_softmax(r->probs, L);
+    }
+    ranked.ok = eval_top_k(r->ctx, classes, probs, r->top_k, r->top, &ranked.err) >= 0;
     for (int i = 0; ranked.ok && r->labels.count && i < r->top_k; i++) /* --labels renames */
         r->top[i].label = r->labels.lines[r->top[i].index];
     return ranked;
@@ -250,11 +265,11 @@ static int classify_stdin_image(classify_run *r, vit_error *err) {
     char *bytes = vit_read_stream(stdin, "standard input", (size_t)1 << 30, &size, err);
     if (!bytes) return -1;
     float *pixels = malloc(sizeof(float) * vit_input_floats(r->ctx));
-    float *logits = malloc(sizeof(float) * (size_t)vit_num_labels(r->ctx));
+    float *logits = malloc(sizeof(float) * (size_t)r->model.outputs);
     pipeline_item it = {.path = "-", .logits = logits};
     int rc = pixels && logits ? 0 : vit_fail(err, "out of memory");
     if (rc == 0 && vit_preprocess_memory(r->ctx, bytes, size, pixels, &it.err) == 0 &&
-        vit_forward(r->ctx, pixels, 1, logits, &it.err) == 0)
+        r->model.forward(r->model.self, pixels, 1, logits, &it.err) == 0)
         it.ok = 1;
     if (rc == 0) report(r, &it);
     free(bytes), free(pixels), free(logits);
@@ -272,6 +287,7 @@ static int parse_format(const cli_parser *p, output_format *out) {
 
 static int classify_option(const cli_parser *p, int id, void *user) {
     classify_run *r = user;
+    if (CLI_IS_ZERO_SHOT_OPTION(id)) return cli_zero_shot_option(p, id, &r->zs);
     switch (id) {
     case OPT_TOP:
         return cli_int(p, 1, 1 << 20, &r->top_k);
@@ -299,6 +315,11 @@ static cli_outcome parse_options(int argc, char **argv, classify_run *r, cli_com
     if (p.num_rest == 0 && !r->stdin_image) return cli_usage_error(&command, "no input files");
     if (p.num_rest > 0 && r->stdin_image)
         return cli_usage_error(&command, "--stdin-image takes no FILE arguments");
+    if (r->labels_path && cli_zero_shot_given(&r->zs))
+        return cli_usage_error(&command, "--labels renames a model's own classes; with --classes "
+                                         "or --classes-file the names are the classes");
+    const cli_outcome zs = cli_zero_shot_check(&command, &r->zs);
+    if (zs != CLI_PARSED) return zs;
     r->files = p.rest;
     r->num_files = p.num_rest;
     return CLI_PARSED;
@@ -308,9 +329,9 @@ static cli_outcome parse_options(int argc, char **argv, classify_run *r, cli_com
 static int load_labels(classify_run *r, vit_error *err) {
     if (!r->labels_path) return 0;
     if (strlist_read(&r->labels, r->labels_path, 64 << 20, STRLIST_TRIM, err) != 0) return -1;
-    if (r->labels.count != vit_num_labels(r->ctx))
+    if (r->labels.count != r->num_classes)
         return vit_fail(err, "%s: %d labels, the model has %d", r->labels_path, r->labels.count,
-                        vit_num_labels(r->ctx));
+                        r->num_classes);
     return 0;
 }
 
@@ -318,16 +339,31 @@ static int load_labels(classify_run *r, vit_error *err) {
  * fails; a file that cannot be read is reported and counted in r->failures. */
 static int classify_inputs(classify_run *r, const vit_params *params, vit_error *err) {
     if (load_labels(r, err) != 0) return -1;
-    if (r->top_k > vit_num_labels(r->ctx)) r->top_k = vit_num_labels(r->ctx);
-    r->probs = malloc(sizeof(float) * (size_t)vit_num_labels(r->ctx));
+    if (r->top_k > r->num_classes) r->top_k = r->num_classes;
+    r->probs = malloc(sizeof(float) * (size_t)r->num_classes);
     r->top = malloc(sizeof *r->top * (size_t)r->top_k);
     if (!r->probs || !r->top) return vit_fail(err, "out of memory");
     print_header(r);
     if (r->stdin_image) return classify_stdin_image(r, err);
     const pipeline_options opt = {.batch = params->max_batch,
                                   .decode_threads = cli_decode_threads(params->threads)};
-    const pipeline_model model = eval_pipeline_model(r->ctx);
-    return pipeline_run_source(&model, &opt, next_input, batch_done, r, err);
+    return pipeline_run_source(&r->model, &opt, next_input, batch_done, r, err);
+}
+
+/* What runs the images: the model's own classifier, or (class names given) zero-shot against the
+ * names, embedded here with the folder's text tower. */
+static int start_model(classify_run *r, const char *model_dir, const vit_params *params,
+                       vit_error *err) {
+    if (!cli_zero_shot_given(&r->zs)) {
+        r->model = eval_pipeline_model(r->ctx);
+        r->num_classes = vit_num_labels(r->ctx);
+        return 0;
+    }
+    if (cli_zero_shot_load(&r->zs, model_dir, params, err) != 0) return -1;
+    r->joint = (eval_zero_shot){.image = r->ctx, .classes = r->zs.classes};
+    r->model = eval_zero_shot_model(&r->joint);
+    r->num_classes = vit_classes_count(r->zs.classes);
+    return 0;
 }
 
 int cli_classify(int argc, char **argv) {
@@ -335,16 +371,23 @@ int cli_classify(int argc, char **argv) {
     cli_common c = {.params = vit_default_params()};
     c.params.max_batch = 8;
     const cli_outcome parsed = parse_options(argc, argv, &r, &c);
-    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     char model_dir[4096];
-    if (!(r.ctx = cli_load_image_model(&command, &c, model_dir, sizeof model_dir))) return 1;
+    if (parsed != CLI_PARSED ||
+        !(r.ctx = cli_load_image_model(&command, &c, model_dir, sizeof model_dir))) {
+        cli_zero_shot_free(&r.zs);
+        return parsed != CLI_PARSED ? cli_exit_status(parsed) : 1;
+    }
+    const cli_outcome fits = cli_zero_shot_check_model(&command, &r.zs, r.ctx, model_dir);
     vit_error err = {0};
-    const int rc = classify_inputs(&r, &c.params, &err);
+    int rc = fits == CLI_PARSED ? start_model(&r, model_dir, &c.params, &err) : 0;
+    if (fits == CLI_PARSED && rc == 0) rc = classify_inputs(&r, &c.params, &err);
     if (rc != 0) fprintf(stderr, "vit classify: %s\n", err.msg);
     imagefolder_walk_close(r.walk);
     strlist_free(&r.labels);
     free(r.probs);
     free(r.top);
+    cli_zero_shot_free(&r.zs);
     vit_free(r.ctx);
+    if (fits != CLI_PARSED) return cli_exit_status(fits);
     return rc != 0 || r.failures ? 1 : 0;
 }

@@ -11,6 +11,7 @@
 #include "vit/base/clock.h"
 #include "vit/base/dist.h"
 #include "vit/cli/cli.h"
+#include "vit/cli/zero_shot.h"
 #include "vit/eval/report.h"
 #include "vit/data/imagefolder.h"
 #include "vit/eval/eval_dist.h"
@@ -41,6 +42,7 @@ static const cli_option options[] = {
     CLI_PIXELS_OPTION,
     CLI_BACKEND_OPTION,
     CLI_PRECISION_OPTION,
+    CLI_ZERO_SHOT_OPTIONS,
 };
 
 static const cli_command command = {
@@ -50,7 +52,10 @@ static const cli_command command = {
     "DIR holds one folder per class (DIR/<class>/.../*.png|jpg|jpeg|webp|tif|tiff|gif|bmp).\n"
     "Classes come from --class-map or by matching folder names to the model's labels. FILE.tsv\n"
     "holds `sentence<TAB>label` lines (with a header line) for a BERT text classifier. Over N\n"
-    "processes: mpirun -np N vit eval ... DIR (as root, mpirun also wants --allow-run-as-root).",
+    "processes: mpirun -np N vit eval ... DIR (as root, mpirun also wants --allow-run-as-root).\n\n"
+    "A CLIP or SigLIP model is evaluated zero-shot: the classes are the names of --classes-file\n"
+    "(or --classes) in index order, each put into the templates and embedded once; folders are\n"
+    "mapped to them as to a model's labels (by name, or by --class-map's line numbers).",
     options,
     sizeof options / sizeof options[0]};
 
@@ -61,6 +66,7 @@ const cli_command *cli_eval_command(void) {
 typedef struct {
     const char *model_dir, *data_dir, *class_map, *json_path, *pred_path;
     cli_common common; /* -m; the batch (0: images' or texts' default) and compute options */
+    cli_zero_shot zs;  /* zero-shot: the class names and templates; zs.classes once embedded */
 } eval_options;
 
 typedef struct {
@@ -164,7 +170,8 @@ static int finish(const eval_report *rep, const eval_summary *s, const outputs *
 static int map_classes(eval_run *r, const eval_options *o) {
     vit_error err = {{0}};
     int by_order = 0;
-    if (eval_map_classes(&r->folder, r->ctx, o->class_map, &by_order, &err) != 0) {
+    const int L = eval_num_classes(r->ctx, o->zs.classes);
+    if (eval_map_classes(&r->folder, r->ctx, o->zs.classes, o->class_map, &by_order, &err) != 0) {
         fprintf(stderr, "vit eval: %s\n", err.msg);
         return -1;
     }
@@ -172,18 +179,18 @@ static int map_classes(eval_run *r, const eval_options *o) {
         fprintf(stderr,
                 "vit eval: warning: %s: no folder name matches a label of the model; taking the %d "
                 "folders in sorted order as classes 0..%d (give --class-map to be sure)\n",
-                o->data_dir, vit_num_labels(r->ctx), vit_num_labels(r->ctx) - 1);
+                o->data_dir, L, L - 1);
     return 0;
 }
 
 /* The report's view of the classes: label names and the folder of each class (NULL if none). */
 static int report_and_finish(const eval_run *r, const eval_options *o, double seconds) {
-    const int L = vit_num_labels(r->ctx);
+    const int L = eval_num_classes(r->ctx, o->zs.classes);
     const char **labels = malloc(sizeof *labels * (size_t)L);
     const char **folders = calloc((size_t)L, sizeof *folders);
     int status = 1;
     if (labels && folders) {
-        for (int i = 0; i < L; i++) labels[i] = vit_label(r->ctx, i);
+        for (int i = 0; i < L; i++) labels[i] = eval_class_name(r->ctx, o->zs.classes, i);
         for (int i = 0; i < r->folder.num_folders; i++)
             folders[r->folder.label_of[i]] = r->folder.folders[i];
         eval_summary s = {.model = o->model_dir,
@@ -201,9 +208,27 @@ static int report_and_finish(const eval_run *r, const eval_options *o, double se
     return status;
 }
 
+/* Zero-shot: the class names' prompts embedded with the folder's text tower (every process
+ * embeds them all). Returns 0, or the exit status after reporting what failed. */
+static int start_zero_shot(eval_run *r, eval_options *o, const char *dir) {
+    const cli_outcome fits = cli_zero_shot_check_model(&command, &o->zs, r->ctx, dir);
+    if (fits != CLI_PARSED) return cli_exit_status(fits);
+    if (!cli_zero_shot_given(&o->zs)) return 0;
+    vit_error err = {{0}};
+    if (cli_zero_shot_load(&o->zs, dir, &o->common.params, &err) != 0) {
+        fprintf(stderr, "vit eval: %s\n", err.msg);
+        return 1;
+    }
+    if (dist_get().rank == 0)
+        fprintf(stderr, "vit eval: %d class names x %d template%s embedded in %.2f s\n",
+                o->zs.num_names, o->zs.num_prompts, o->zs.num_prompts == 1 ? "" : "s",
+                o->zs.seconds);
+    return 0;
+}
+
 /* The folder, the model, its classes, the outputs (process 0's) and the report. Returns 0, or the
  * exit status after reporting what failed. */
-static int start_folder(eval_run *r, const eval_options *o) {
+static int start_folder(eval_run *r, eval_options *o) {
     vit_error err = {{0}};
     if (imagefolder_open(&r->folder, o->data_dir, &err) != 0) {
         fprintf(stderr, "vit eval: %s\n", err.msg);
@@ -211,9 +236,11 @@ static int start_folder(eval_run *r, const eval_options *o) {
     }
     char dir[4096];
     if (!(r->ctx = cli_load_image_model(&command, &o->common, dir, sizeof dir))) return 1;
+    const int status = start_zero_shot(r, o, dir);
+    if (status != 0) return status;
     if (map_classes(r, o) != 0) return 2;
     if (dist_get().rank == 0 && open_outputs(o, &r->out) != 0) return 1;
-    if (!(r->report = eval_report_create(vit_num_labels(r->ctx), &err))) {
+    if (!(r->report = eval_report_create(eval_num_classes(r->ctx, o->zs.classes), &err))) {
         fprintf(stderr, "vit eval: %s\n", err.msg);
         return 1;
     }
@@ -228,6 +255,7 @@ static int evaluate_images(eval_run *r, const eval_options *o) {
     if (r->progress) r->total = (count_inputs(&r->folder) + w.size - 1) / w.size;
     r->start = clock_seconds();
     const eval_images_options opt = {.batch = o->common.params.max_batch,
+                                     .classes = o->zs.classes,
                                      .decode_threads = cli_decode_threads(o->common.params.threads),
                                      .predictions = r->out.predictions,
                                      .user = r,
@@ -256,6 +284,7 @@ static int evaluate_folder(eval_options *o) {
     }
     status = close_outputs(o, &r.out, status);
     eval_report_free(r.report);
+    cli_zero_shot_free(&o->zs);
     vit_free(r.ctx);
     imagefolder_close(&r.folder);
     return status;
@@ -299,6 +328,7 @@ static int is_text_file(const char *path) {
 
 static int eval_option(const cli_parser *p, int id, void *user) {
     eval_options *o = user;
+    if (CLI_IS_ZERO_SHOT_OPTION(id)) return cli_zero_shot_option(p, id, &o->zs);
     switch (id) {
     case OPT_CLASS_MAP:
         return o->class_map = p->value, 0;
@@ -324,13 +354,19 @@ static cli_outcome parse_options(int argc, char **argv, eval_options *o) {
     if (both_stdout)
         return cli_usage_error(&command, "--json and --predictions cannot both go to stdout");
     o->data_dir = p.rest[0];
-    return CLI_PARSED;
+    if (is_text_file(o->data_dir) && cli_zero_shot_given(&o->zs))
+        return cli_usage_error(&command, "%s: --classes and --classes-file are for image folders",
+                               o->data_dir);
+    return cli_zero_shot_check(&command, &o->zs);
 }
 
 int cli_eval(int argc, char **argv) {
     eval_options o = {0};
     const cli_outcome parsed = parse_options(argc, argv, &o);
-    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
+    if (parsed != CLI_PARSED) {
+        cli_zero_shot_free(&o.zs);
+        return cli_exit_status(parsed);
+    }
     char model_dir[4096];
     o.model_dir = cli_model_dir(o.common.model, model_dir, sizeof model_dir);
     if (is_text_file(o.data_dir) && dist_get().size > 1) {

@@ -179,7 +179,7 @@ int eval_images_dist(vit_context *ctx, const imagefolder *f, const eval_images_o
     mine.rank = w.rank, mine.ranks = w.size, mine.predictions = NULL, mine.user = &s;
     mine.result = share_result, mine.skipped = share_skipped, mine.progress = share_progress;
     /* this process's share counts into a report of its own; process 0's gets the replay */
-    eval_report *own = eval_report_create(vit_num_labels(ctx), err);
+    eval_report *own = eval_report_create(eval_num_classes(ctx, opt->classes), err);
     int rc = own ? eval_images(ctx, f, &mine, own, err) : -1;
     eval_report_free(own);
     /* every process reaches the gather, whatever happened to it */

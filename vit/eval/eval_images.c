@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vit/core/ops.h"
+
 static int preprocess_file(void *self, const char *path, float *pixels, vit_error *err) {
     return vit_preprocess_file(self, path, pixels, err);
 }
@@ -20,14 +22,66 @@ pipeline_model eval_pipeline_model(vit_context *ctx) {
                             .forward = forward};
 }
 
-int eval_map_classes(imagefolder *f, const vit_context *ctx, const char *class_map, int *by_order,
-                     vit_error *err) {
-    const int L = vit_num_labels(ctx);
+static int zero_shot_preprocess(void *self, const char *path, float *pixels, vit_error *err) {
+    return vit_preprocess_file(((const eval_zero_shot *)self)->image, path, pixels, err);
+}
+
+/* vit_zero_shot writes a batch's scores [n, K] and probabilities [n, K] apart; the pipeline wants
+ * each input's row: its scores, then its probabilities. */
+static int zero_shot_forward(void *self, const float *pixels, int n, float *out, vit_error *err) {
+    const eval_zero_shot *zs = self;
+    const size_t K = (size_t)vit_classes_count(zs->classes);
+    float *scores = malloc(sizeof(float) * 2 * (size_t)n * K), *probs = scores + (size_t)n * K;
+    if (!scores) return vit_fail(err, "out of memory");
+    const int rc = vit_zero_shot(zs->image, zs->classes, pixels, n, scores, probs, err);
+    for (int b = 0; rc == 0 && b < n; b++) {
+        memcpy(out + 2 * K * (size_t)b, scores + K * (size_t)b, sizeof(float) * K);
+        memcpy(out + 2 * K * (size_t)b + K, probs + K * (size_t)b, sizeof(float) * K);
+    }
+    free(scores);
+    return rc;
+}
+
+pipeline_model eval_zero_shot_model(const eval_zero_shot *zs) {
+    return (pipeline_model){.self = (void *)zs,
+                            .input_floats = vit_input_floats(zs->image),
+                            .outputs = 2 * vit_classes_count(zs->classes),
+                            .preprocess = zero_shot_preprocess,
+                            .forward = zero_shot_forward};
+}
+
+int eval_num_classes(const vit_context *ctx, const vit_classes *classes) {
+    return classes ? vit_classes_count(classes) : vit_num_labels(ctx);
+}
+
+const char *eval_class_name(const vit_context *ctx, const vit_classes *classes, int i) {
+    return classes ? vit_classes_name(classes, i) : vit_label(ctx, i);
+}
+
+int eval_top_k(const vit_context *ctx, const vit_classes *classes, const float *probs, int k,
+               vit_prediction *top, vit_error *err) {
+    if (!classes) return vit_top_k(ctx, probs, k, top, err);
+    if (k < 0) return vit_fail(err, "top-k: k %d is negative", k);
+    const int K = vit_classes_count(classes);
+    k = k < K ? k : K;
+    int *idx = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
+    if (!idx) return vit_fail(err, "top-k: out of memory for %d indices", k);
+    topk_indices(probs, K, k, idx);
+    for (int i = 0; i < k; i++)
+        top[i] = (vit_prediction){
+            .index = idx[i], .prob = probs[idx[i]], .label = vit_classes_name(classes, idx[i])};
+    free(idx);
+    return k;
+}
+
+int eval_map_classes(imagefolder *f, const vit_context *ctx, const vit_classes *classes,
+                     const char *class_map, int *by_order, vit_error *err) {
+    const int L = eval_num_classes(ctx, classes);
     *by_order = 0;
     if (class_map) return imagefolder_map_file(f, class_map, L, err);
     const char **labels = malloc(sizeof *labels * (size_t)L);
     if (!labels) return vit_fail(err, "out of memory");
-    for (int i = 0; i < L; i++) labels[i] = vit_label(ctx, i);
+    for (int i = 0; i < L; i++) labels[i] = eval_class_name(ctx, classes, i);
     const int rc = imagefolder_map_labels(f, labels, L, by_order, err);
     free(labels);
     return rc;
@@ -102,10 +156,14 @@ static void batch_done(void *user, const pipeline_item *items, int count) {
             if (o->result) o->result(o->user, &res);
             continue;
         }
-        memcpy(r->probs, it->logits, sizeof(float) * (size_t)r->labels);
-        vit_softmax(r->probs, r->labels);
-        eval_score(r->probs, r->labels, it->tag, &res.pred, &res.in_top5);
-        res.prob = r->probs[res.pred];
+        /* zero-shot: the probabilities follow the scores; else the softmax of the logits */
+        const float *probs = o->classes ? it->logits + r->labels : r->probs;
+        if (!o->classes) {
+            memcpy(r->probs, it->logits, sizeof(float) * (size_t)r->labels);
+            vit_softmax(r->probs, r->labels);
+        }
+        eval_score(probs, r->labels, it->tag, &res.pred, &res.in_top5);
+        res.prob = probs[res.pred];
         eval_report_add_result(r->report, it->tag, res.pred, res.in_top5);
         if (o->predictions) eval_write_prediction(o->predictions, &res);
         if (o->result) o->result(o->user, &res);
@@ -117,7 +175,7 @@ int eval_images(vit_context *ctx, const imagefolder *f, const eval_images_option
                 eval_report *report, vit_error *err) {
     eval_run r = {.opt = opt,
                   .report = report,
-                  .labels = vit_num_labels(ctx),
+                  .labels = eval_num_classes(ctx, opt->classes),
                   .rank = opt->ranks > 1 ? opt->rank : 0,
                   .ranks = opt->ranks > 1 ? opt->ranks : 1};
     if (opt->predictions) fputs(EVAL_PREDICTIONS_HEADER, opt->predictions);
@@ -126,7 +184,9 @@ int eval_images(vit_context *ctx, const imagefolder *f, const eval_images_option
     r.walk = imagefolder_walk_open(f, err);
     int rc = -1;
     if (r.walk) {
-        const pipeline_model model = eval_pipeline_model(ctx);
+        const eval_zero_shot zs = {.image = ctx, .classes = opt->classes};
+        const pipeline_model model =
+            opt->classes ? eval_zero_shot_model(&zs) : eval_pipeline_model(ctx);
         const pipeline_options popt = {.batch = opt->batch, .decode_threads = opt->decode_threads};
         rc = pipeline_run_source(&model, &popt, next_image, batch_done, &r, err);
     }

@@ -5,7 +5,7 @@
  * vit/data/imagefolder.h), for `vit eval`:
  *
  *   imagefolder f;                      imagefolder_open(&f, "val", &err);
- *   eval_map_classes(&f, ctx, NULL, &by_order, &err);     // or a class map file
+ *   eval_map_classes(&f, ctx, NULL, NULL, &by_order, &err);     // or a class map file
  *   eval_report *rep = eval_report_create(vit_num_labels(ctx), &err);
  *   eval_images(ctx, &f, &(eval_images_options){.batch = 16}, rep, &err);
  *
@@ -23,11 +23,29 @@
  * vit_forward into logits. */
 pipeline_model eval_pipeline_model(vit_context *ctx);
 
-/* Maps f's folders to the context's classes: by class_map (a file of folder names, one per line,
- * line number = class index) when given, else by the ImageFolder matching rules (*by_order set
- * when the folders were taken in sorted order for want of a match). */
-int eval_map_classes(imagefolder *f, const vit_context *ctx, const char *class_map, int *by_order,
-                     vit_error *err);
+/* Zero-shot: a CLIP or SigLIP image tower scored against class names (vit_classes_create) as the
+ * pipeline's model. Each input's outputs are its K scores (vit_zero_shot: HF's logits_per_image)
+ * followed by their K probabilities (the softmax over the classes, or each one's sigmoid); zs must
+ * outlive the run. */
+typedef struct {
+    vit_context *image;
+    const vit_classes *classes;
+} eval_zero_shot;
+pipeline_model eval_zero_shot_model(const eval_zero_shot *zs);
+
+/* The classes images are scored against: the class names when classes is given (zero-shot), else
+ * the context's labels. Their number, and the name of class i. */
+int eval_num_classes(const vit_context *ctx, const vit_classes *classes);
+const char *eval_class_name(const vit_context *ctx, const vit_classes *classes, int i);
+/* The k most probable of those classes, as vit_top_k. */
+int eval_top_k(const vit_context *ctx, const vit_classes *classes, const float *probs, int k,
+               vit_prediction *top, vit_error *err);
+
+/* Maps f's folders to the classes (classes NULL: the context's): by class_map (a file of folder
+ * names, one per line, line number = class index) when given, else by the ImageFolder matching
+ * rules (*by_order set when the folders were taken in sorted order for want of a match). */
+int eval_map_classes(imagefolder *f, const vit_context *ctx, const vit_classes *classes,
+                     const char *class_map, int *by_order, vit_error *err);
 
 /* One input's outcome, for a caller that gathers them (the ranks of a distributed eval). */
 typedef struct {
@@ -42,6 +60,9 @@ typedef struct {
 
 typedef struct {
     int batch; /* images per forward pass (<= the context's max_batch) */
+    /* NULL: the model's own classes; else zero-shot against these (the context is the image tower
+     * of the folder their text tower came from) */
+    const vit_classes *classes;
     /* this process's share of the folder: the inputs whose index in the walk is rank modulo
      * ranks (0 and 0: all of them) */
     int rank, ranks;
