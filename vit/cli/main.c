@@ -23,6 +23,7 @@ static const struct {
     {cli_serve, cli_serve_command},
     {cli_explain, cli_explain_command},
     {cli_embed, cli_embed_command},
+    {cli_tokenize, cli_tokenize_command},
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 
