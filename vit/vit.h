@@ -268,18 +268,20 @@ VIT_API int vit_text_max_tokens(const vit_text_context *ctx);
 /* What computes, as vit_compute. */
 VIT_API const char *vit_text_compute(const vit_text_context *ctx);
 
-/* texts[i][0..lengths[i]) for i < n (UTF-8; invalid bytes are skipped) in one forward pass padded
- * to the longest: logits [n, labels], probs [n, labels] (softmax; may be NULL). */
+/* texts[i][0..lengths[i]) for i < n (UTF-8; an invalid byte is skipped by WordPiece, read as U+FFFD
+ * by byte-level BPE as Python's errors="replace" reads it) in one forward pass padded to the
+ * longest: logits [n, labels], probs [n, labels] (softmax; may be NULL). */
 VIT_API int vit_text_forward(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
                              int n, float *logits, float *probs, vit_error *err);
 /* The token ids of text i of the last vit_text_forward ([CLS] ... [SEP]); *count gets their
  * number. And the vocabulary string of an id (NULL when out of range). */
 VIT_API const int32_t *vit_text_ids(const vit_text_context *ctx, int i, int *count);
 VIT_API const char *vit_text_piece(const vit_text_context *ctx, int id);
-/* text[0..len) (UTF-8; invalid bytes are skipped) -> the token ids a forward pass would read, start
- * and end tokens included, cut to vit_text_max_tokens as vit_text_forward cuts: the first
- * min(count, cap) into ids. Returns count (which may exceed cap), or -1. No forward pass; not
- * beside a computation on the same context (it encodes with the context's working memory). */
+/* text[0..len) (UTF-8, invalid bytes as vit_text_forward takes them) -> the token ids a forward
+ * pass would read, start and end tokens included, cut to vit_text_max_tokens as vit_text_forward
+ * cuts: the first min(count, cap) into ids. Returns count (which may exceed cap), or -1. No
+ * forward pass; not beside a computation on the same context (it encodes with the context's
+ * working memory). */
 VIT_API int vit_text_tokenize(vit_text_context *ctx, const char *text, size_t len, int32_t *ids,
                               int cap, vit_error *err);
 

@@ -26,8 +26,9 @@ static const cli_command command = {
     "Prints, for each TEXT (with none, each line of standard input), the ids the model's text\n"
     "tower reads: start and end tokens included ([CLS] ... [SEP], <|startoftext|> ...\n"
     "<|endoftext|>), cut to the model's maximum length as every command cuts them, and the\n"
-    "vocabulary piece of each id. Invalid UTF-8 bytes are skipped, with a warning. Put TEXTs that\n"
-    "begin with '-' after '--'.",
+    "vocabulary piece of each id. Invalid UTF-8 bytes are warned about: WordPiece skips them,\n"
+    "byte-level BPE reads each as U+FFFD (Python's errors=\"replace\"). Put TEXTs that begin with\n"
+    "'-' after '--'.",
     options,
     sizeof options / sizeof options[0]};
 
@@ -78,8 +79,10 @@ static int tokenize_one(tokenize_run *r, const char *text, size_t len, const cha
     size_t bad = 0;
     for (size_t i = 0; i < len;) bad += utf8_decode((const uint8_t *)text, len, &i) < 0;
     if (bad)
-        fprintf(stderr, "vit tokenize: %s: invalid UTF-8 (%zu byte%s skipped)\n", source, bad,
-                bad == 1 ? "" : "s");
+        fprintf(stderr,
+                "vit tokenize: %s: invalid UTF-8 (%zu byte%s; WordPiece skips them, byte-level BPE "
+                "reads each as U+FFFD)\n",
+                source, bad, bad == 1 ? "" : "s");
     vit_error err = {0};
     const int n = vit_text_tokenize(r->ctx, text, len, r->ids, vit_text_max_tokens(r->ctx), &err);
     if (n < 0) {
