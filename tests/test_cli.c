@@ -138,6 +138,7 @@ static void test_model_and_exif(void **state) {
         {"embed", image, "-o", out},
         {"preprocess", image, "-o", out},
         {"text", "a sentence", NULL},
+        {"tokenize", "a sentence", NULL},
         {"bench", NULL},
         {"info", NULL},
     };
@@ -155,12 +156,43 @@ static void test_model_and_exif(void **state) {
     }
 }
 
+/* Every command of `vit --help` is one the bash completion offers and has its section in the man
+ * page. */
+static void test_completion_and_man(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char names[MAX_COMMANDS][32];
+    const int n = list_commands(names);
+    char *completion = (char *)read_whole_file("tools/vit.bash-completion", NULL);
+    assert_non_null(completion);
+    const char *start = strstr(completion, "compgen -W \"");
+    assert_non_null(start);
+    start += strlen("compgen -W \"");
+    const char *end = strchr(start, '"');
+    assert_non_null(end);
+    char words[1024]; /* the offered words, with a space before and after each */
+    snprintf(words, sizeof words, " %.*s ", (int)(end - start), start);
+    test_run_result man = test_run_vit(NULL, NULL, (const char *const[]){"--man", NULL});
+    assert_int_equal(man.status, 0);
+    for (int i = 0; i < n; i++) {
+        char word[40], section[48];
+        snprintf(word, sizeof word, " %.31s ", names[i]);
+        if (!strstr(words, word))
+            fail_msg("tools/vit.bash-completion does not offer the command %s", names[i]);
+        snprintf(section, sizeof section, ".SS vit %.31s\n", names[i]);
+        if (!strstr(man.out, section)) fail_msg("vit --man has no section for %s", names[i]);
+    }
+    test_run_free(&man);
+    free(completion);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_unknown_option),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_model_and_exif),
+        cmocka_unit_test(test_completion_and_man),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
