@@ -338,6 +338,8 @@ static void test_errors(void **state) {
         {2, "--labels renames", {"classify", "-m", CLIP, "--classes", "a", "--labels", "f", NULL}},
         {1, "tokenizer", {"classify", "-m", SIGLIP, "--classes", "cat,dog", NULL}},
         {2, "is a joint image-text model", {"eval", "-m", CLIP, NULL}},
+        /* folders that match no name: said before the names are embedded */
+        {2, "folder 'car' matches no label", {"eval", "-m", CLIP, "--classes", "a,b", NULL}},
         {2,
          "--classes and --classes-file are for image folders",
          {"eval", "-m", CLIP, "--classes", "a,b", NULL}},

@@ -359,7 +359,9 @@ static int start_model(classify_run *r, const char *model_dir, const vit_params 
         r->num_classes = vit_num_labels(r->ctx);
         return 0;
     }
-    if (cli_zero_shot_load(&r->zs, model_dir, params, err) != 0) return -1;
+    if (cli_zero_shot_read(&r->zs, err) != 0 ||
+        cli_zero_shot_embed(&r->zs, model_dir, params, err) != 0)
+        return -1;
     r->joint = (eval_zero_shot){.image = r->ctx, .classes = r->zs.classes};
     r->model = eval_zero_shot_model(&r->joint);
     r->num_classes = vit_classes_count(r->zs.classes);

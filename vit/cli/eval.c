@@ -170,8 +170,10 @@ static int finish(const eval_report *rep, const eval_summary *s, const outputs *
 static int map_classes(eval_run *r, const eval_options *o) {
     vit_error err = {{0}};
     int by_order = 0;
-    const int L = eval_num_classes(r->ctx, o->zs.classes);
-    if (eval_map_classes(&r->folder, r->ctx, o->zs.classes, o->class_map, &by_order, &err) != 0) {
+    const int zero_shot = cli_zero_shot_given(&o->zs);
+    const int L = zero_shot ? o->zs.num_names : vit_num_labels(r->ctx);
+    if (eval_map_classes(&r->folder, r->ctx, zero_shot ? o->zs.names : NULL, o->zs.num_names,
+                         o->class_map, &by_order, &err) != 0) {
         fprintf(stderr, "vit eval: %s\n", err.msg);
         return -1;
     }
@@ -208,14 +210,24 @@ static int report_and_finish(const eval_run *r, const eval_options *o, double se
     return status;
 }
 
-/* Zero-shot: the class names' prompts embedded with the folder's text tower (every process
- * embeds them all). Returns 0, or the exit status after reporting what failed. */
-static int start_zero_shot(eval_run *r, eval_options *o, const char *dir) {
+/* Zero-shot: the class names read (the folders are mapped to them before they are embedded).
+ * Returns 0, or the exit status after reporting what failed. */
+static int read_class_names(eval_run *r, eval_options *o, const char *dir) {
     const cli_outcome fits = cli_zero_shot_check_model(&command, &o->zs, r->ctx, dir);
     if (fits != CLI_PARSED) return cli_exit_status(fits);
+    vit_error err = {{0}};
+    if (cli_zero_shot_given(&o->zs) && cli_zero_shot_read(&o->zs, &err) != 0) {
+        fprintf(stderr, "vit eval: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* Then their prompts embedded with the folder's text tower (every process embeds them all). */
+static int embed_class_names(eval_options *o, const char *dir) {
     if (!cli_zero_shot_given(&o->zs)) return 0;
     vit_error err = {{0}};
-    if (cli_zero_shot_load(&o->zs, dir, &o->common.params, &err) != 0) {
+    if (cli_zero_shot_embed(&o->zs, dir, &o->common.params, &err) != 0) {
         fprintf(stderr, "vit eval: %s\n", err.msg);
         return 1;
     }
@@ -236,9 +248,10 @@ static int start_folder(eval_run *r, eval_options *o) {
     }
     char dir[4096];
     if (!(r->ctx = cli_load_image_model(&command, &o->common, dir, sizeof dir))) return 1;
-    const int status = start_zero_shot(r, o, dir);
+    int status = read_class_names(r, o, dir);
     if (status != 0) return status;
     if (map_classes(r, o) != 0) return 2;
+    if ((status = embed_class_names(o, dir)) != 0) return status;
     if (dist_get().rank == 0 && open_outputs(o, &r->out) != 0) return 1;
     if (!(r->report = eval_report_create(eval_num_classes(r->ctx, o->zs.classes), &err))) {
         fprintf(stderr, "vit eval: %s\n", err.msg);

@@ -109,8 +109,8 @@ static int read_names(cli_zero_shot *zs, vit_error *err) {
     return 0;
 }
 
-/* --template values, then --templates FILE's lines; none: CLI_DEFAULT_TEMPLATE. Into *out. */
-static int gather_templates(cli_zero_shot *zs, const char ***out, vit_error *err) {
+/* --template values, then --templates FILE's lines; none: CLI_DEFAULT_TEMPLATE. */
+static int gather_templates(cli_zero_shot *zs, vit_error *err) {
     const strlist *l = &zs->file_templates;
     if (zs->templates_file) {
         if (strlist_read(&zs->file_templates, zs->templates_file, MAX_FILE_BYTES,
@@ -125,27 +125,25 @@ static int gather_templates(cli_zero_shot *zs, const char ***out, vit_error *err
     for (int i = 0; i < l->count; i++) all[zs->num_templates + i] = l->lines[i];
     if (n == 0) all[0] = CLI_DEFAULT_TEMPLATE;
     zs->num_prompts = n ? n : 1;
-    *out = all;
+    zs->all_templates = all;
     return 0;
 }
 
-int cli_zero_shot_load(cli_zero_shot *zs, const char *model_dir, const vit_params *params,
-                       vit_error *err) {
+int cli_zero_shot_read(cli_zero_shot *zs, vit_error *err) {
     if (zs->list_file && read_names(zs, err) != 0) return -1;
-    const char **templates = NULL;
-    if (gather_templates(zs, &templates, err) != 0) return -1;
+    return gather_templates(zs, err);
+}
+
+int cli_zero_shot_embed(cli_zero_shot *zs, const char *model_dir, const vit_params *params,
+                        vit_error *err) {
     vit_text_params tp = cli_text_params(params);
     tp.max_batch = TEXT_BATCH;
-    int rc = -1;
-    if ((zs->text = vit_text_load(model_dir, &tp, err))) {
-        const double start = clock_seconds();
-        zs->classes =
-            vit_classes_create(zs->text, zs->names, zs->num_names, templates, zs->num_prompts, err);
-        zs->seconds = clock_seconds() - start;
-        rc = zs->classes ? 0 : -1;
-    }
-    free(templates);
-    return rc;
+    if (!(zs->text = vit_text_load(model_dir, &tp, err))) return -1;
+    const double start = clock_seconds();
+    zs->classes = vit_classes_create(zs->text, zs->names, zs->num_names, zs->all_templates,
+                                     zs->num_prompts, err);
+    zs->seconds = clock_seconds() - start;
+    return zs->classes ? 0 : -1;
 }
 
 void cli_zero_shot_free(cli_zero_shot *zs) {
@@ -154,6 +152,7 @@ void cli_zero_shot_free(cli_zero_shot *zs) {
     strlist_free(&zs->file_names);
     strlist_free(&zs->file_templates);
     free(zs->names);
+    free(zs->all_templates);
     free(zs->list_copy);
     free(zs->templates);
     *zs = (cli_zero_shot){0};

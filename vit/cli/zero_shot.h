@@ -9,7 +9,8 @@
  *   if (CLI_IS_ZERO_SHOT_OPTION(id)) return cli_zero_shot_option(p, id, &zs);
  *   ...  after parsing:  cli_zero_shot_check(&command, &zs)
  *   ...  the image model loaded:  cli_zero_shot_check_model(&command, &zs, ctx, dir)
- *   cli_zero_shot_load(&zs, dir, &params, &err);    // zs.classes, zs.seconds
+ *   cli_zero_shot_read(&zs, &err);                   // the names (zs.names, zs.num_names)
+ *   cli_zero_shot_embed(&zs, dir, &params, &err);    // zs.classes, zs.seconds
  *   cli_zero_shot_free(&zs); */
 
 #include "vit/base/strlist.h"
@@ -70,11 +71,12 @@ typedef struct {
     strlist file_names, file_templates;
     const char **names;
     int num_names;
-    /* cli_zero_shot_load's */
+    const char **all_templates; /* --template's, then --templates's; else the default */
+    int num_prompts;            /* templates per name */
+    /* cli_zero_shot_embed's */
     vit_text_context *text;
     vit_classes *classes;
-    int num_prompts; /* templates per name */
-    double seconds;  /* embedding the names' prompts */
+    double seconds; /* embedding the names' prompts */
 } cli_zero_shot;
 
 /* One of the ids above: its value into zs. 0, or -1 after reporting a usage error. */
@@ -88,11 +90,13 @@ cli_outcome cli_zero_shot_check(const cli_command *cmd, cli_zero_shot *zs);
  * class names need a joint model. */
 cli_outcome cli_zero_shot_check_model(const cli_command *cmd, const cli_zero_shot *zs,
                                       const vit_context *ctx, const char *model_dir);
-/* Reads the files, loads model_dir's text tower with params' threads, backend and precision, and
- * embeds every name's prompts (zs->classes; zs->seconds the time that took). 0, or -1 with err
- * naming the file or the folder. */
-int cli_zero_shot_load(cli_zero_shot *zs, const char *model_dir, const vit_params *params,
-                       vit_error *err);
+/* Reads --classes-file and --templates (zs->names, zs->num_prompts). 0, or -1 with err naming the
+ * file. */
+int cli_zero_shot_read(cli_zero_shot *zs, vit_error *err);
+/* Then loads model_dir's text tower with params' threads, backend and precision, and embeds every
+ * name's prompts (zs->classes; zs->seconds the time that took). 0, or -1 with err. */
+int cli_zero_shot_embed(cli_zero_shot *zs, const char *model_dir, const vit_params *params,
+                        vit_error *err);
 void cli_zero_shot_free(cli_zero_shot *zs);
 
 #endif

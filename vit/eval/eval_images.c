@@ -74,14 +74,14 @@ int eval_top_k(const vit_context *ctx, const vit_classes *classes, const float *
     return k;
 }
 
-int eval_map_classes(imagefolder *f, const vit_context *ctx, const vit_classes *classes,
-                     const char *class_map, int *by_order, vit_error *err) {
-    const int L = eval_num_classes(ctx, classes);
+int eval_map_classes(imagefolder *f, const vit_context *ctx, const char *const *names,
+                     int num_names, const char *class_map, int *by_order, vit_error *err) {
+    const int L = names ? num_names : vit_num_labels(ctx);
     *by_order = 0;
     if (class_map) return imagefolder_map_file(f, class_map, L, err);
     const char **labels = malloc(sizeof *labels * (size_t)L);
     if (!labels) return vit_fail(err, "out of memory");
-    for (int i = 0; i < L; i++) labels[i] = eval_class_name(ctx, classes, i);
+    for (int i = 0; i < L; i++) labels[i] = names ? names[i] : vit_label(ctx, i);
     const int rc = imagefolder_map_labels(f, labels, L, by_order, err);
     free(labels);
     return rc;

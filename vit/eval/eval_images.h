@@ -5,7 +5,7 @@
  * vit/data/imagefolder.h), for `vit eval`:
  *
  *   imagefolder f;                      imagefolder_open(&f, "val", &err);
- *   eval_map_classes(&f, ctx, NULL, NULL, &by_order, &err);     // or a class map file
+ *   eval_map_classes(&f, ctx, NULL, 0, NULL, &by_order, &err);     // or a class map file
  *   eval_report *rep = eval_report_create(vit_num_labels(ctx), &err);
  *   eval_images(ctx, &f, &(eval_images_options){.batch = 16}, rep, &err);
  *
@@ -41,11 +41,12 @@ const char *eval_class_name(const vit_context *ctx, const vit_classes *classes, 
 int eval_top_k(const vit_context *ctx, const vit_classes *classes, const float *probs, int k,
                vit_prediction *top, vit_error *err);
 
-/* Maps f's folders to the classes (classes NULL: the context's): by class_map (a file of folder
- * names, one per line, line number = class index) when given, else by the ImageFolder matching
- * rules (*by_order set when the folders were taken in sorted order for want of a match). */
-int eval_map_classes(imagefolder *f, const vit_context *ctx, const vit_classes *classes,
-                     const char *class_map, int *by_order, vit_error *err);
+/* Maps f's folders to the classes, names[0..num_names) (zero-shot's class names; names NULL: the
+ * context's labels): by class_map (a file of folder names, one per line, line number = class
+ * index) when given, else by the ImageFolder matching rules (*by_order set when the folders were
+ * taken in sorted order for want of a match). */
+int eval_map_classes(imagefolder *f, const vit_context *ctx, const char *const *names,
+                     int num_names, const char *class_map, int *by_order, vit_error *err);
 
 /* One input's outcome, for a caller that gathers them (the ranks of a distributed eval). */
 typedef struct {
