@@ -279,9 +279,9 @@ VIT_API const int32_t *vit_text_ids(const vit_text_context *ctx, int i, int *cou
 VIT_API const char *vit_text_piece(const vit_text_context *ctx, int id);
 /* text[0..len) (UTF-8, invalid bytes as vit_text_forward takes them) -> the token ids a forward
  * pass would read, start and end tokens included, cut to vit_text_max_tokens as vit_text_forward
- * cuts: the first min(count, cap) into ids. Returns count (which may exceed cap), or -1. No
- * forward pass; not beside a computation on the same context (it encodes with the context's
- * working memory). */
+ * cuts (not the padding a SigLIP tower also reads up to that length): the first min(count, cap)
+ * into ids. Returns count (which may exceed cap), or -1. No forward pass; not beside a
+ * computation on the same context (it encodes with the context's working memory). */
 VIT_API int vit_text_tokenize(vit_text_context *ctx, const char *text, size_t len, int32_t *ids,
                               int cap, vit_error *err);
 
