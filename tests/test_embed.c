@@ -1,6 +1,9 @@
 /* Features: vit_text_embed against a float64 PyTorch reference (tools/embed_reference.py), and
- * `vit embed` (safetensors, .npy, text lines, the list of inputs) against the library's vit_embed.
- * (vit_embed itself is checked against the goldens' hidden states in test_api and test_deit.) */
+ * `vit embed` (safetensors, .npy, text lines, the list of inputs) against the library's vit_embed;
+ * for CLIP and SigLIP folders, images and --text in the joint space against vit_embed and
+ * vit_text_embed with VIT_POOL_JOINT and against tools/clip_reference.py's logits_per_image.
+ * (vit_embed itself is checked against the goldens' hidden states in test_api and test_deit, the
+ * joint embeddings in test_zero_shot.) */
 #include "tests/testutil.h"
 
 #include <math.h>
@@ -9,6 +12,8 @@
 #include <string.h>
 
 #include "vit/vit.h"
+
+#include <cjson/cJSON.h>
 
 /* float32 against float64 through two post-LN layers: measured below 3e-6; 1e-4 is the project's
  * tolerance for logits against the float64 goldens (README). */
@@ -145,11 +150,211 @@ static void test_cli_unreadable_input(void **state) {
     test_run_free(&r);
 }
 
+/* ---- joint models: CLIP and SigLIP ---- */
+
+#define GOLDEN_IMAGES_N 3
+#define GOLDEN_TEXTS_N  5
+static const char *const golden_images[GOLDEN_IMAGES_N] = {
+    "tests/data/golden-images/rgb_64x48.png", "tests/data/golden-images/tall_40x400.jpg",
+    "tests/data/golden-images/palette_120x90.png"};
+
+/* The texts of a model folder's golden.json (tools/clip_reference.py), copies in texts[]. */
+static void golden_texts(const char *dir, char **texts) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/golden.json", dir);
+    char *json = (char *)read_whole_file(path, NULL);
+    assert_non_null(json);
+    cJSON *root = cJSON_Parse(json);
+    const cJSON *list = cJSON_GetObjectItem(root, "texts");
+    assert_int_equal(cJSON_GetArraySize(list), GOLDEN_TEXTS_N);
+    for (int i = 0; i < GOLDEN_TEXTS_N; i++)
+        texts[i] = strdup(cJSON_GetArrayItem(list, i)->valuestring);
+    cJSON_Delete(root);
+    free(json);
+}
+
+/* `vit embed ARGS... -o out` (args NULL-terminated, at most 16): the rows of its 'embeddings'
+ * (rows x dim) and the list of names beside it. */
+static float *run_embed(const char *const *args, const char *out, size_t rows, int dim,
+                        char **names) {
+    const char *argv[24] = {"embed"};
+    int n = 1;
+    while (*args) argv[n++] = *args++;
+    argv[n++] = "-o";
+    argv[n++] = out;
+    argv[n] = NULL;
+    test_run_result r = test_run_vit(NULL, NULL, argv);
+    if (r.status != 0) fail_msg("vit embed exited %d: %s", r.status, r.err);
+    test_run_free(&r);
+    size_t numel;
+    float *got = test_read_tensor(out, "embeddings", &numel);
+    assert_non_null(got);
+    assert_int_equal(numel, rows * (size_t)dim);
+    char list[4200];
+    snprintf(list, sizeof list, "%.*s.txt", (int)(strrchr(out, '.') - out), out);
+    *names = (char *)read_whole_file(list, NULL);
+    assert_non_null(*names);
+    return got;
+}
+
+static void expect_rows(const char *what, const float *got, const float *want, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)got[i] - want[i]) <= 1e-5))
+            fail_msg("%s[%zu]: %.7g, want %.7g", what, i, got[i], want[i]);
+}
+
+/* A CLIP folder: images (joint by default) and --text rows equal vit_embed and vit_text_embed
+ * with VIT_POOL_JOINT (the library: checked against float64 in test_zero_shot), of unit length;
+ * an image's row times a text's row is their cosine similarity, so times exp(logit_scale) it is
+ * the reference's logits_per_image. */
+static void check_joint_cli(const char *dir) {
+    vit_error err = {0};
+    vit_params ip = vit_default_params();
+    ip.max_batch = GOLDEN_IMAGES_N;
+    vit_context *img = vit_load(dir, &ip, &err);
+    if (!img) fail_msg("%s", err.msg);
+    vit_text_context *txt = vit_text_load(dir, NULL, &err);
+    if (!txt) fail_msg("%s", err.msg);
+    const int D = vit_joint_dim(img);
+    assert_true(D > 0);
+    const size_t F = vit_input_floats(img);
+    float *pixels = test_alloc_floats(GOLDEN_IMAGES_N * F),
+          *want_img = test_alloc_floats(GOLDEN_IMAGES_N * D),
+          *want_txt = test_alloc_floats(GOLDEN_TEXTS_N * D);
+    for (int i = 0; i < GOLDEN_IMAGES_N; i++)
+        assert_int_equal(vit_preprocess_file(img, golden_images[i], pixels + i * F, &err), 0);
+    assert_int_equal(vit_embed(img, pixels, GOLDEN_IMAGES_N, VIT_POOL_JOINT, want_img, &err), 0);
+    char *texts[GOLDEN_TEXTS_N];
+    golden_texts(dir, texts);
+    size_t lengths[GOLDEN_TEXTS_N];
+    for (int i = 0; i < GOLDEN_TEXTS_N; i++) lengths[i] = strlen(texts[i]);
+    assert_int_equal(vit_text_embed(txt, (const char *const *)texts, lengths, GOLDEN_TEXTS_N,
+                                    VIT_POOL_JOINT, want_txt, &err),
+                     0);
+
+    char out[4200], *names;
+    snprintf(out, sizeof out, "%s/images.safetensors", test_tmpdir());
+    const char *image_args[] = {"-m", dir, golden_images[0], golden_images[1], golden_images[2],
+                                NULL};
+    float *got_img = run_embed(image_args, out, GOLDEN_IMAGES_N, D, &names);
+    expect_rows("image rows", got_img, want_img, (size_t)GOLDEN_IMAGES_N * D);
+    free(names);
+    /* the texts: three --text, the other two from a --text-file, in the order given */
+    char file_text[512];
+    snprintf(file_text, sizeof file_text, "%s\n%s\n", texts[3], texts[4]);
+    const char *file = write_temp_file("texts.txt", file_text, strlen(file_text));
+    snprintf(out, sizeof out, "%s/texts.safetensors", test_tmpdir());
+    const char *text_args[] = {"-m",     dir,      "--text",      texts[0], "--text", texts[1],
+                               "--text", texts[2], "--text-file", file,     NULL};
+    float *got_txt = run_embed(text_args, out, GOLDEN_TEXTS_N, D, &names);
+    expect_rows("text rows", got_txt, want_txt, (size_t)GOLDEN_TEXTS_N * D);
+    char want_names[1024];
+    snprintf(want_names, sizeof want_names, "%s\n%s\n%s\n%s:1\n%s:2\n", texts[0], texts[1],
+             texts[2], file, file);
+    assert_string_equal(names, want_names);
+    free(names);
+
+    size_t n;
+    char golden[256];
+    snprintf(golden, sizeof golden, "%s/golden.safetensors", dir);
+    float *logits = test_read_tensor(golden, "logits_per_image", &n);
+    assert_int_equal(n, GOLDEN_IMAGES_N * GOLDEN_TEXTS_N);
+    for (int i = 0; i < GOLDEN_IMAGES_N; i++) {
+        double norm = 0;
+        for (int d = 0; d < D; d++) norm += (double)got_img[i * D + d] * got_img[i * D + d];
+        assert_float_equal(norm, 1.0, 1e-5);
+        for (int t = 0; t < GOLDEN_TEXTS_N; t++) {
+            double dot = 0, tnorm = 0;
+            for (int d = 0; d < D; d++) {
+                dot += (double)got_img[i * D + d] * got_txt[t * D + d];
+                tnorm += (double)got_txt[t * D + d] * got_txt[t * D + d];
+            }
+            assert_float_equal(tnorm, 1.0, 1e-5);
+            /* the reference's scale: exp(logit_scale), logit_scale = 2.6592 */
+            assert_float_equal(dot * exp(2.6592), logits[i * GOLDEN_TEXTS_N + t], 1e-4);
+        }
+    }
+    free(logits);
+    free(got_img);
+    free(got_txt);
+    for (int i = 0; i < GOLDEN_TEXTS_N; i++) free(texts[i]);
+    free(pixels);
+    free(want_img);
+    free(want_txt);
+    vit_text_free(txt);
+    vit_free(img);
+}
+
+static void test_cli_joint_clip(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    check_joint_cli("tests/data/clip-micro");
+    check_joint_cli("tests/data/clip-micro-gelu");
+}
+
+/* SigLIP's image tower has only the joint embedding: the default; --pool cls is the library's
+ * refusal. Its folder has no tokenizer: --text says so. And what does not fit: --pool joint for a
+ * DeiT, images beside --text. */
+static void test_cli_joint_siglip_and_refusals(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *dir = "tests/data/siglip-micro";
+    vit_error err = {0};
+    vit_context *img = vit_load(dir, NULL, &err);
+    if (!img) fail_msg("%s", err.msg);
+    const int D = vit_joint_dim(img);
+    float *pixels = test_alloc_floats(vit_input_floats(img)), *want = test_alloc_floats(D);
+    assert_int_equal(vit_preprocess_file(img, golden_images[1], pixels, &err), 0);
+    assert_int_equal(vit_embed(img, pixels, 1, VIT_POOL_JOINT, want, &err), 0);
+    const char *args[] = {"embed", "-m", dir, golden_images[1], "-o", "-", NULL};
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    assert_int_equal(r.status, 0);
+    const size_t len = strlen(golden_images[1]);
+    assert_memory_equal(r.out, golden_images[1], len);
+    assert_int_equal(r.out[len], '\t');
+    char *end = r.out + len + 1;
+    for (int d = 0; d < D; d++) assert_true(fabs(strtod(end, &end) - want[d]) <= 1e-5);
+    assert_string_equal(end, "\n");
+    test_run_free(&r);
+    vit_free(img);
+    free(pixels);
+    free(want);
+
+    const struct {
+        const char *args[8];
+        int status;
+        const char *says;
+    } refused[] = {
+        {{"embed", "-m", dir, "--pool", "cls", golden_images[1], "-o", "-"}, 1, "no CLS token"},
+        {{"embed", "-m", dir, "--text", "a cat", "-o", "-"}, 1, "no tokenizer files"},
+        {{"embed", "-m", "tests/data/deit-micro", "--pool", "joint", golden_images[1], "-o", "-"},
+         2,
+         "--pool joint is for CLIP and SigLIP models"},
+        {{"embed", "-m", "tests/data/clip-micro", "--text", "a cat", golden_images[1], "-o", "-"},
+         2,
+         "images and --text/--text-file in one run"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        const char *argv[9];
+        memcpy(argv, refused[i].args, sizeof refused[i].args);
+        argv[8] = NULL;
+        r = test_run_vit(NULL, NULL, argv);
+        assert_int_equal(r.status, refused[i].status);
+        if (!strstr(r.err, refused[i].says)) fail_msg("%s: expected '%s'", r.err, refused[i].says);
+        assert_string_equal(r.out, "");
+        assert_non_null(strchr(r.err, '\n'));
+        assert_string_equal(strchr(r.err, '\n'), "\n"); /* one line */
+        test_run_free(&r);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_features_match_reference),
         cmocka_unit_test(test_cli_matches_library),
         cmocka_unit_test(test_cli_unreadable_input),
+        cmocka_unit_test(test_cli_joint_clip),
+        cmocka_unit_test(test_cli_joint_siglip_and_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

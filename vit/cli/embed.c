@@ -1,5 +1,6 @@
-/* vit embed: one feature vector per image (vit_embed) or per sentence (vit_text_embed), in input
- * order, written as safetensors, .npy, or text lines, with the list of inputs beside it. */
+/* vit embed: one feature vector per image (vit_embed) or per text (vit_text_embed), in input
+ * order, written as safetensors, .npy, or text lines, with the list of inputs beside it. A CLIP or
+ * SigLIP folder gives both kinds in its joint space (VIT_POOL_JOINT, its default). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,22 +9,30 @@
 #include "vit/base/file.h"
 #include "vit/base/strlist.h"
 #include "vit/cli/cli.h"
+#include "vit/cli/image_batch.h"
 #include "vit/data/imagefolder.h"
 #include "vit/io/safetensors.h"
 #include "vit/model/config.h"
 
-enum { OPT_OUTPUT = 1, OPT_POOL };
+enum { OPT_OUTPUT = 1, OPT_POOL, OPT_TEXT, OPT_TEXT_FILE };
 
 static const cli_option options[] = {
-    CLI_MODEL_OPTION("an image (ViT, DeiT) or text (BERT) model", CLI_MODEL_DEFAULT),
+    CLI_MODEL_OPTION("an image (ViT, DeiT), text (BERT) or image-text (CLIP, SigLIP) model",
+                     CLI_MODEL_DEFAULT),
     {OPT_OUTPUT, "output", 'o', "OUT.safetensors|OUT.npy|-",
-     "where the features go (required): an F32 tensor 'embeddings' [n, hidden], or a .npy array; "
+     "where the features go (required): an F32 tensor 'embeddings' [n, dim], or a .npy array; "
      "'-': one line per input on stdout, its name, a tab, the numbers",
      NULL},
-    {OPT_POOL, "pool", 0, "cls|mean|pooler",
+    {OPT_TEXT, "text", 0, "TEXT",
+     "a text to embed (repeatable): with a CLIP or SigLIP model, by its text tower into the "
+     "images' joint space",
+     NULL},
+    {OPT_TEXT_FILE, "text-file", 0, "FILE", "texts to embed, one per line (repeatable)", NULL},
+    {OPT_POOL, "pool", 0, "cls|mean|pooler|joint",
      "images: the final LayerNorm at CLS, or the mean of the patch tokens; text: the hidden state "
-     "at [CLS], the mean over the tokens, or the pooler's output",
-     "cls"},
+     "at [CLS], the mean over the tokens, or the pooler's output; joint: CLIP's and SigLIP's "
+     "normalised embedding in the joint image-text space (image_embeds, text_embeds)",
+     "joint for CLIP and SigLIP, else cls"},
     CLI_EXIF_UPRIGHT,
     CLI_BATCH_OPTION("inputs per forward pass", "16"),
     CLI_THREADS_OPTION,
@@ -35,13 +44,17 @@ static const cli_option options[] = {
 
 static const cli_command command = {
     "embed",
-    "write feature vectors of images or sentences, for retrieval and clustering",
-    "[options] FILE|DIR... -o OUT.safetensors|OUT.npy|-",
+    "write feature vectors of images or texts, for retrieval and clustering",
+    "[options] FILE|DIR...|--text TEXT... -o OUT.safetensors|OUT.npy|-",
     "Image models: FILE is an image, DIR a folder searched for images (recursively, sorted). Text\n"
-    "models: each FILE holds one sentence per line. The rows follow the inputs' order; the "
-    "inputs'\n"
-    "names go to OUT's name with .txt for its extension (and into the safetensors metadata,\n"
-    "'inputs', as a JSON list). An input that cannot be read is reported and left out (exit 1).",
+    "models: each FILE holds one text per line. --text and --text-file embed texts, in the order\n"
+    "given (before a text model's FILEs): with a CLIP or SigLIP folder, by its text tower into\n"
+    "the joint space of its images, so an image's row times a text's row is their cosine\n"
+    "similarity. The rows follow the inputs' order; the inputs' names (an image's path, "
+    "FILE:LINE,\n"
+    "or the text itself) go to OUT's name with .txt for its extension (and into the safetensors\n"
+    "metadata, 'inputs', as a JSON list). An input that cannot be read is reported and left out\n"
+    "(exit 1).",
     options,
     sizeof options / sizeof options[0]};
 
@@ -49,24 +62,35 @@ const cli_command *cli_embed_command(void) {
     return &command;
 }
 
+/* The texts of --text and --text-file, in the order given. */
+typedef struct {
+    const char *value;
+    int is_file;
+} text_arg;
+
 typedef struct {
     const char *out;
-    vit_pool pool;
+    int pool; /* a vit_pool, or -1: the model's default */
     cli_common common;
+    text_arg *texts;
+    int num_texts;
     char **args;
     int num_args;
 } embed_options;
 
-static int parse_pool(const cli_parser *p, vit_pool *pool) {
-    static const char *const names[] = {"cls", "mean", "pooler"};
-    const int i = cli_choice(p, names, 3);
-    if (i >= 0) *pool = (vit_pool)i;
+static int parse_pool(const cli_parser *p, int *pool) {
+    static const char *const names[] = {"cls", "mean", "pooler", "joint"};
+    static const vit_pool pools[] = {VIT_POOL_CLS, VIT_POOL_MEAN, VIT_POOL_POOLER, VIT_POOL_JOINT};
+    const int i = cli_choice(p, names, 4);
+    if (i >= 0) *pool = (int)pools[i];
     return i < 0 ? -1 : 0;
 }
 
 static int embed_option(const cli_parser *p, int id, void *user) {
     embed_options *o = user;
     if (id == OPT_OUTPUT) o->out = p->value;
+    if (id == OPT_TEXT || id == OPT_TEXT_FILE)
+        o->texts[o->num_texts++] = (text_arg){p->value, id == OPT_TEXT_FILE};
     return id == OPT_POOL ? parse_pool(p, &o->pool) : 0;
 }
 
@@ -74,8 +98,8 @@ static cli_outcome parse_options(int argc, char **argv, embed_options *o) {
     cli_parser p;
     const cli_outcome parsed = cli_parse(&p, &command, argc, argv, &o->common, embed_option, o);
     if (parsed != CLI_PARSED) return parsed;
-    if (p.num_rest < 1 || !o->out)
-        return cli_usage_error(&command, "expected FILE|DIR... and -o OUT");
+    if ((p.num_rest < 1 && o->num_texts == 0) || !o->out)
+        return cli_usage_error(&command, "expected FILE|DIR... or --text, and -o OUT");
     o->args = p.rest;
     o->num_args = p.num_rest;
     return CLI_PARSED;
@@ -114,57 +138,19 @@ static void table_free(feature_table *t) {
 
 /* ---- images ---- */
 
-typedef struct {
-    vit_context *ctx;
-    int batch, failed;
-    float *pixels, *features; /* [batch, C·H·W], [batch, D] */
-    char **paths;             /* [batch] the inputs waiting for the next forward */
-    int *ok;                  /* [batch] preprocessed */
-    int pending;
-} image_batch;
-
-/* Preprocesses the pending images in parallel, runs one forward, adds the rows in order. */
-static int flush_images(image_batch *b, vit_pool pool, feature_table *t) {
-    const size_t floats = vit_input_floats(b->ctx);
-    vit_error *errs = calloc((size_t)b->pending, sizeof *errs);
-    if (!errs) return -1;
-#pragma omp parallel for schedule(dynamic)
-    for (int i = 0; i < b->pending; i++)
-        b->ok[i] = vit_preprocess_file(b->ctx, b->paths[i], b->pixels + i * floats, &errs[i]) == 0;
-    /* the forward on the readable ones, packed to the front */
-    int n = 0;
-    for (int i = 0; i < b->pending; i++) {
-        if (!b->ok[i]) {
-            fprintf(stderr, "vit embed: %s\n", errs[i].msg);
-            b->failed++;
-            continue;
-        }
-        if (n != i) memcpy(b->pixels + n * floats, b->pixels + i * floats, sizeof(float) * floats);
-        n++;
-    }
-    free(errs);
-    vit_error err = {0};
-    int rc = n > 0 ? vit_embed(b->ctx, b->pixels, n, pool, b->features, &err) : 0;
-    if (rc != 0) fprintf(stderr, "vit embed: %s\n", err.msg);
-    for (int i = 0, row = 0; rc == 0 && i < b->pending; i++)
-        if (b->ok[i] && table_add(t, b->paths[i], b->features + (size_t)row++ * t->dim) != 0)
-            rc = -1;
-    for (int i = 0; i < b->pending; i++) free(b->paths[i]);
-    b->pending = 0;
-    return rc;
+static int add_row(void *user, const char *path, size_t tag, const float *row) {
+    (void)tag;
+    if (table_add(user, path, row) == 0) return 0;
+    fprintf(stderr, "vit embed: out of memory\n");
+    return -1;
 }
 
-static int queue_image(image_batch *b, const char *path, vit_pool pool, feature_table *t) {
-    if (!(b->paths[b->pending++] = strdup(path))) return -1;
-    return b->pending == b->batch ? flush_images(b, pool, t) : 0;
-}
-
-static int embed_dir(image_batch *b, const char *dir, vit_pool pool, feature_table *t) {
+static int embed_dir(image_batch *b, const char *dir, int *failed) {
     vit_error err = {0};
     imagefolder_walk *w = imagefolder_walk_tree(dir, &err);
     if (!w) {
         fprintf(stderr, "vit embed: %s\n", err.msg);
-        b->failed++;
+        ++*failed;
         return 0;
     }
     imagefolder_entry e;
@@ -172,69 +158,114 @@ static int embed_dir(image_batch *b, const char *dir, vit_pool pool, feature_tab
     while (rc == 0 && (more = imagefolder_walk_next(w, &e, &err)) == 1) {
         if (e.unreadable) {
             fprintf(stderr, "vit embed: %s\n", err.msg);
-            b->failed++;
+            ++*failed;
         } else {
-            rc = queue_image(b, e.path, pool, t);
+            rc = image_batch_add(b, e.path, 0);
         }
         free(e.path);
     }
-    if (rc == 0 && more < 0) rc = -1;
+    if (rc == 0 && more < 0) {
+        fprintf(stderr, "vit embed: %s\n", err.msg);
+        rc = -1;
+    }
     imagefolder_walk_close(w);
     return rc;
 }
 
 static int embed_images(const embed_options *o, feature_table *t) {
-    image_batch b = {0};
     char model_dir[4096];
-    if (!(b.ctx = cli_load_image_model(&command, &o->common, model_dir, sizeof model_dir)))
-        return 1;
-    if (o->pool == VIT_POOL_POOLER) {
-        fprintf(stderr, "vit embed: --pool pooler is for text models (images: cls or mean)\n");
-        vit_free(b.ctx);
+    vit_context *ctx = cli_load_image_model(&command, &o->common, model_dir, sizeof model_dir);
+    if (!ctx) return 1;
+    const int joint_dim = vit_joint_dim(ctx);
+    const vit_pool pool = o->pool >= 0 ? (vit_pool)o->pool
+                          : joint_dim  ? VIT_POOL_JOINT
+                                       : VIT_POOL_CLS;
+    const char *refused = pool == VIT_POOL_POOLER ? "--pool pooler is for text models"
+                          : pool == VIT_POOL_JOINT && !joint_dim
+                              ? "--pool joint is for CLIP and SigLIP models"
+                              : NULL;
+    if (refused) {
+        fprintf(stderr, "vit embed: %s (%s: images take cls or mean)\n", refused, model_dir);
+        vit_free(ctx);
         return 2;
     }
-    b.batch = o->common.params.max_batch;
-    t->dim = vit_hidden_size(b.ctx);
-    b.pixels = malloc(sizeof(float) * vit_input_floats(b.ctx) * b.batch);
-    b.features = malloc(sizeof(float) * t->dim * b.batch);
-    b.paths = calloc((size_t)b.batch, sizeof *b.paths);
-    b.ok = calloc((size_t)b.batch, sizeof *b.ok);
-    int rc = b.pixels && b.features && b.paths && b.ok ? 0 : -1;
+    t->dim = pool == VIT_POOL_JOINT ? joint_dim : vit_hidden_size(ctx);
+    image_batch *b =
+        image_batch_create(ctx, "embed", o->common.params.max_batch, pool, t->dim, add_row, t);
+    int rc = b ? 0 : -1, failed = 0;
+    if (!b)
+        fprintf(stderr, "vit embed: out of memory for batches of %d images\n",
+                o->common.params.max_batch);
     for (int i = 0; rc == 0 && i < o->num_args; i++)
-        rc = cli_is_dir(o->args[i]) ? embed_dir(&b, o->args[i], o->pool, t)
-                                    : queue_image(&b, o->args[i], o->pool, t);
-    if (rc == 0 && b.pending > 0) rc = flush_images(&b, o->pool, t);
-    if (rc != 0) fprintf(stderr, "vit embed: out of memory, or the forward failed\n");
-    free(b.pixels);
-    free(b.features);
-    free(b.paths);
-    free(b.ok);
-    vit_free(b.ctx);
-    return rc != 0 ? 1 : b.failed ? 3 : 0;
+        rc = cli_is_dir(o->args[i]) ? embed_dir(b, o->args[i], &failed)
+                                    : image_batch_add(b, o->args[i], 0);
+    if (rc == 0) rc = image_batch_flush(b);
+    if (b) failed += image_batch_failed(b);
+    image_batch_free(b);
+    vit_free(ctx);
+    return rc != 0 ? 1 : failed ? 3 : 0;
 }
 
 /* ---- text ---- */
 
-static int embed_lines(vit_text_context *ctx, const strlist *lines, const char *file, int batch,
-                       vit_pool pool, feature_table *t) {
+/* texts[0..n) embedded in batches; names[i] names row i. */
+static int embed_lines(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
+                       const char *const *names, int n, vit_pool pool, feature_table *t) {
+    const int batch = vit_text_max_batch(ctx);
     float *features = malloc(sizeof(float) * t->dim * batch);
-    if (!features) return -1;
+    if (!features) return fprintf(stderr, "vit embed: out of memory\n"), -1;
     int rc = 0;
-    for (int start = 0; rc == 0 && start < lines->count; start += batch) {
-        const int n = lines->count - start < batch ? lines->count - start : batch;
+    for (int start = 0; rc == 0 && start < n; start += batch) {
+        const int count = n - start < batch ? n - start : batch;
         vit_error err = {0};
-        if (vit_text_embed(ctx, (const char *const *)lines->lines + start, lines->lengths + start,
-                           n, pool, features, &err) != 0) {
-            fprintf(stderr, "vit embed: %s: %s\n", file, err.msg);
+        if (vit_text_embed(ctx, texts + start, lengths + start, count, pool, features, &err) != 0) {
+            fprintf(stderr, "vit embed: %s: %s\n", names[start], err.msg);
             rc = -1;
         }
-        for (int i = 0; rc == 0 && i < n; i++) {
-            char name[4200];
-            snprintf(name, sizeof name, "%s:%d", file, start + i + 1);
-            if (table_add(t, name, features + (size_t)i * t->dim) != 0) rc = -1;
-        }
+        for (int i = 0; rc == 0 && i < count; i++)
+            if (table_add(t, names[start + i], features + (size_t)i * t->dim) != 0) {
+                fprintf(stderr, "vit embed: out of memory\n");
+                rc = -1;
+            }
     }
     free(features);
+    return rc;
+}
+
+/* The lines of a file, each named FILE:LINE. */
+static int embed_file(vit_text_context *ctx, const char *file, vit_pool pool, feature_table *t,
+                      int *failed) {
+    strlist lines;
+    vit_error err = {0};
+    if (strlist_read(&lines, file, 1 << 30, STRLIST_SKIP_BLANK, &err) != 0) {
+        fprintf(stderr, "vit embed: %s\n", err.msg);
+        ++*failed;
+        return 0;
+    }
+    char **names = calloc((size_t)lines.count + 1, sizeof *names);
+    int rc = names ? 0 : -1;
+    for (int i = 0; rc == 0 && i < lines.count; i++)
+        if (asprintf(&names[i], "%s:%d", file, i + 1) < 0) names[i] = NULL, rc = -1;
+    if (rc == 0)
+        rc = embed_lines(ctx, (const char *const *)lines.lines, lines.lengths,
+                         (const char *const *)names, lines.count, pool, t);
+    else
+        fprintf(stderr, "vit embed: out of memory\n");
+    for (int i = 0; names && i < lines.count; i++) free(names[i]);
+    free(names);
+    strlist_free(&lines);
+    return rc;
+}
+
+/* One --text, named by itself with its tabs and line breaks as spaces (a name is one line). */
+static int embed_text(vit_text_context *ctx, const char *text, vit_pool pool, feature_table *t) {
+    char *name = strdup(text);
+    if (!name) return fprintf(stderr, "vit embed: out of memory\n"), -1;
+    for (char *c = name; *c; c++)
+        if (*c == '\t' || *c == '\n' || *c == '\r') *c = ' ';
+    const size_t length = strlen(text);
+    const int rc = embed_lines(ctx, &text, &length, (const char *const *)&name, 1, pool, t);
+    free(name);
     return rc;
 }
 
@@ -246,18 +277,26 @@ static int embed_texts(const embed_options *o, const char *model_dir, feature_ta
         fprintf(stderr, "vit embed: %s\n", err.msg);
         return 1;
     }
-    t->dim = vit_text_hidden_size(ctx);
-    int rc = 0, failed = 0;
-    for (int i = 0; rc == 0 && i < o->num_args; i++) {
-        strlist lines;
-        if (strlist_read(&lines, o->args[i], 1 << 30, STRLIST_SKIP_BLANK, &err) != 0) {
-            fprintf(stderr, "vit embed: %s\n", err.msg);
-            failed++;
-            continue;
-        }
-        rc = embed_lines(ctx, &lines, o->args[i], tp.max_batch, o->pool, t);
-        strlist_free(&lines);
+    const int joint_dim = vit_text_joint_dim(ctx);
+    const vit_pool pool = o->pool >= 0 ? (vit_pool)o->pool
+                          : joint_dim  ? VIT_POOL_JOINT
+                                       : VIT_POOL_CLS;
+    if (pool == VIT_POOL_JOINT && !joint_dim) {
+        fprintf(stderr,
+                "vit embed: --pool joint is for CLIP and SigLIP models (%s: texts take cls, mean "
+                "or pooler)\n",
+                model_dir);
+        vit_text_free(ctx);
+        return 2;
     }
+    t->dim = pool == VIT_POOL_JOINT ? joint_dim : vit_text_hidden_size(ctx);
+    int rc = 0, failed = 0;
+    for (int i = 0; rc == 0 && i < o->num_texts; i++)
+        rc = o->texts[i].is_file ? embed_file(ctx, o->texts[i].value, pool, t, &failed)
+                                 : embed_text(ctx, o->texts[i].value, pool, t);
+    /* a text model's operands are files of texts */
+    for (int i = 0; rc == 0 && i < o->num_args; i++)
+        rc = embed_file(ctx, o->args[i], pool, t, &failed);
     vit_text_free(ctx);
     return rc != 0 ? 1 : failed ? 3 : 0;
 }
@@ -358,15 +397,29 @@ static int is_text_model(const char *model_dir) {
 }
 
 int cli_embed(int argc, char **argv) {
-    embed_options o = {.common.params = vit_default_params()};
+    embed_options o = {.common.params = vit_default_params(), .pool = -1};
     o.common.params.max_batch = 16;
+    if (!(o.texts = calloc((size_t)argc + 1, sizeof *o.texts))) {
+        fprintf(stderr, "vit embed: out of memory\n");
+        return 1;
+    }
     const cli_outcome parsed = parse_options(argc, argv, &o);
-    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
+    if (parsed != CLI_PARSED) return free(o.texts), cli_exit_status(parsed);
     char model_dir[4096];
     cli_model_dir(o.common.model, model_dir, sizeof model_dir);
     feature_table t = {0};
-    int rc = is_text_model(model_dir) ? embed_texts(&o, model_dir, &t) : embed_images(&o, &t);
+    int rc;
+    if (is_text_model(model_dir)) {
+        rc = embed_texts(&o, model_dir, &t);
+    } else if (o.num_texts > 0 && o.num_args > 0) {
+        /* an image model's operands are images: one kind of input per run */
+        rc = cli_exit_status(cli_usage_error(
+            &command, "images and --text/--text-file in one run (embed them in two)"));
+    } else {
+        rc = o.num_texts > 0 ? embed_texts(&o, model_dir, &t) : embed_images(&o, &t);
+    }
     if ((rc == 0 || rc == 3) && write_output(o.out, &t) != 0) rc = 1;
     table_free(&t);
+    free(o.texts);
     return rc == 3 ? 1 : rc;
 }
