@@ -24,6 +24,7 @@ static const struct {
     {cli_explain, cli_explain_command},
     {cli_embed, cli_embed_command},
     {cli_tokenize, cli_tokenize_command},
+    {cli_search, cli_search_command},
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 
