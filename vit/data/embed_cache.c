@@ -2,8 +2,11 @@
 #include "vit/data/embed_cache.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vit/io/safetensors.h"
 
@@ -209,7 +212,18 @@ int embed_cache_write(const char *file, const embed_cache *c, vit_error *err) {
         {.name = "mtimes", .ndim = 1, .shape = {n}, .data = c->mtimes, .dtype = ST_I64},
     };
     const char *keys[] = {"vit_embed_cache", "key", "paths"}, *values[] = {FORMAT, c->key, paths};
-    const int rc = st_write_f32_meta(file, entries, 3, keys, values, 3, err);
+    /* written under a name of this process's own, then renamed: two searches of one folder at
+     * once each replace the file whole (st_write_f32_meta's own temporary is FILE.tmp) */
+    char tmp[EMBED_CACHE_MAX_PATH + 32];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.%ld", file, (long)getpid()) >= sizeof tmp) {
+        free(paths);
+        return vit_fail(err, "%s: path too long", file);
+    }
+    int rc = st_write_f32_meta(tmp, entries, 3, keys, values, 3, err);
     free(paths);
+    if (rc == 0 && rename(tmp, file) != 0) {
+        rc = vit_fail(err, "%s: %s", file, strerror(errno));
+        unlink(tmp);
+    }
     return rc;
 }
