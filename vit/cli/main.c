@@ -52,7 +52,9 @@ static void print_man(FILE *out) {
           ".TP\n.B OMP_NUM_THREADS\nthe default thread count\n.TP\n.B OMP_WAIT_POLICY\n"
           "libgomp's default unless set (spin briefly, then sleep); passive makes waiting threads "
           "sleep at once (kinder to other processes, slower per oneDNN call)\n"
-          ".TP\n.B OPENBLAS_CORETYPE\nforces an OpenBLAS kernel (figures depend on it)\n",
+          ".TP\n.B OPENBLAS_CORETYPE\nforces an OpenBLAS kernel (figures depend on it)\n"
+          ".TP\n.B XDG_CACHE_HOME\nwhere vit search keeps its caches of image embeddings "
+          "(vit/search/ inside it; ~/.cache when unset)\n",
           out);
 }
 
