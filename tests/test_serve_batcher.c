@@ -152,6 +152,40 @@ static serve_batcher *batcher_for(fake_model *m, int max_batch, int max_queue, i
     return batcher_with(m, max_batch, max_queue, wait_ms, timeout_ms, 1);
 }
 
+/* A client answered from a job's done call that submits a full queue again at once (vit serve
+ * writes each answer from done) finds the room: the job it was answered for no longer counts.
+ * It once did, until done returned, and such a request got 503. */
+typedef struct {
+    serve_batcher *b;
+    job_set *again;
+    _Atomic int result;
+} resubmit;
+
+static void done_and_submit(serve_job *job) {
+    resubmit *r = job->user;
+    r->result = serve_batcher_submit(r->b, r->again->jobs, 2);
+}
+
+static void test_room_once_answered(void **state) {
+    (void)state;
+    fake_model *m = fake_model_new();
+    open_gate(m);
+    serve_batcher *b = batcher_for(m, 8, 2, 0, 0);
+    job_set first, again;
+    make_jobs(&first, m, 0, 1, 0);
+    make_jobs(&again, m, 0, 2, 0);
+    resubmit r = {.b = b, .again = &again, .result = -1};
+    first.jobs[0].done = done_and_submit;
+    first.jobs[0].user = &r;
+    assert_int_equal(serve_batcher_submit(b, first.jobs, 1), SERVE_SUBMITTED);
+    for (int waited = 0; r.result == -1 && waited < 10000; waited++) usleep(1000);
+    serve_batcher_drain(b); /* refuses submissions from now on: only once done has run */
+    assert_int_equal(r.result, SERVE_SUBMITTED);
+    assert_int_equal(m->done, 2); /* the two submitted from done ran too */
+    serve_batcher_free(b);
+    fake_model_free(m);
+}
+
 /* While one batch runs, jobs arriving meanwhile gather into the next one: one forward pass. */
 static void test_concurrent_jobs_share_a_batch(void **state) {
     (void)state;
@@ -506,6 +540,7 @@ int main(void) {
         cmocka_unit_test(test_concurrent_jobs_share_a_batch),
         cmocka_unit_test(test_max_batch_and_tasks),
         cmocka_unit_test(test_queue_full),
+        cmocka_unit_test(test_room_once_answered),
         cmocka_unit_test(test_failures),
         cmocka_unit_test(test_expiry),
         cmocka_unit_test(test_two_workers),

@@ -30,6 +30,9 @@ struct serve_batcher {
     job_list decode, ready;
     int decoding;           /* jobs a decode thread holds */
     int pending;            /* submitted and not yet done */
+    int queued;             /* submitted and not yet answered: what max_queue bounds. It drops
+                             * before a job's done call, pending after it, so a client that gets
+                             * its answer from done and submits again at once finds the room */
     int closed;             /* draining: submissions refused */
     int quit;               /* the threads are to end */
     struct worker *workers; /* [opt.workers] */
@@ -94,6 +97,9 @@ static void finish(serve_batcher *b, serve_job *job, serve_status status) {
     free(job->input);
     job->input = NULL;
     job->status = status;
+    pthread_mutex_lock(&b->lock);
+    b->queued--;
+    pthread_mutex_unlock(&b->lock);
     job->done(job);
     pthread_mutex_lock(&b->lock);
     if (--b->pending == 0) pthread_cond_broadcast(&b->idle);
@@ -272,7 +278,7 @@ serve_submit_result serve_batcher_submit(serve_batcher *b, serve_job *jobs, int 
     serve_submit_result result = SERVE_SUBMITTED;
     if (b->closed)
         result = SERVE_CLOSED;
-    else if (b->pending + n > b->opt.max_queue)
+    else if (b->queued + n > b->opt.max_queue)
         result = SERVE_QUEUE_FULL;
     for (int i = 0; result == SERVE_SUBMITTED && i < n; i++) {
         jobs[i].submitted_at = now;
@@ -285,6 +291,7 @@ serve_submit_result serve_batcher_submit(serve_batcher *b, serve_job *jobs, int 
     }
     if (result == SERVE_SUBMITTED) {
         b->pending += n;
+        b->queued += n;
         pthread_cond_broadcast(&b->to_decode);
     }
     pthread_mutex_unlock(&b->lock);
@@ -293,7 +300,7 @@ serve_submit_result serve_batcher_submit(serve_batcher *b, serve_job *jobs, int 
 
 int serve_batcher_pending(serve_batcher *b) {
     pthread_mutex_lock(&b->lock);
-    const int n = b->pending;
+    const int n = b->queued;
     pthread_mutex_unlock(&b->lock);
     return n;
 }
