@@ -59,6 +59,35 @@ static char **golden_texts(const char *dir) {
     return out;
 }
 
+/* vit_classes_score of the images' joint embeddings: vit_zero_shot's scores and probabilities,
+ * bit for bit (the same batch); vit_classes_top_k: each image's classes by probability, named. */
+static void check_score_and_top_k(vit_context *img, const vit_classes *classes, const float *pixels,
+                                  const float *scores, const float *probs) {
+    float embeds[IMAGES * 64], again[IMAGES * TEXTS], again_probs[IMAGES * TEXTS];
+    vit_error err = {0};
+    assert_int_equal(vit_embed(img, pixels, IMAGES, VIT_POOL_JOINT, embeds, &err), 0);
+    assert_int_equal(vit_classes_score(classes, embeds, IMAGES, again, again_probs, &err), 0);
+    assert_memory_equal(again, scores, sizeof again);
+    assert_memory_equal(again_probs, probs, sizeof again_probs);
+    assert_int_equal(vit_classes_score(classes, embeds, 0, again, NULL, &err), -1);
+    for (int i = 0; i < IMAGES; i++) {
+        const float *p = probs + i * TEXTS;
+        vit_prediction top[TEXTS + 1];
+        assert_int_equal(vit_classes_top_k(classes, p, TEXTS + 1, top, &err), TEXTS);
+        int seen = 0;
+        for (int j = 0; j < TEXTS; j++) {
+            seen |= 1 << top[j].index;
+            assert_string_equal(top[j].label, vit_classes_name(classes, top[j].index));
+            assert_true(top[j].prob == p[top[j].index]);
+            if (j > 0) assert_true(top[j - 1].prob >= top[j].prob);
+        }
+        assert_int_equal(seen, (1 << TEXTS) - 1);
+        assert_int_equal(vit_classes_top_k(classes, p, 2, top, &err), 2);
+        assert_int_equal(vit_classes_top_k(classes, p, -1, top, &err), -1);
+        assert_non_null(strstr(err.msg, "negative"));
+    }
+}
+
 /* Images from their files: pixels and normalised embeddings against the goldens. */
 static float *check_images(vit_context *img, const char *dir, int dim) {
     const size_t F = vit_input_floats(img);
@@ -138,6 +167,7 @@ static void check_clip(const char *dir) {
             assert_float_equal(probs[i * TEXTS + k], exp(want[i * TEXTS + k]) / sum, 1e-5);
     }
     free(want);
+    check_score_and_top_k(img, classes, pixels, scores, probs);
     vit_classes_free(classes);
     /* prompt ensembling: the class embedding is the normalised mean of its prompts' normalised
      * embeddings ("{}" filled everywhere it stands) */

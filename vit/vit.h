@@ -239,6 +239,15 @@ VIT_API int vit_classes_sigmoid(const vit_classes *classes);
  * image tower of the folder the classes' text tower came from (same joint dim). */
 VIT_API int vit_zero_shot(vit_context *image, const vit_classes *classes, const float *pixels,
                           int batch, float *scores, float *probs, vit_error *err);
+/* The same scores of images already embedded: embeds [batch, vit_joint_dim] as vit_embed gives
+ * them with VIT_POOL_JOINT (a server embeds an image once and scores it against any classes).
+ * vit_zero_shot is vit_embed followed by this. */
+VIT_API int vit_classes_score(const vit_classes *classes, const float *embeds, int batch,
+                              float *scores, float *probs, vit_error *err);
+/* The k most probable classes of one image's probs [classes], as vit_top_k (labels: the class
+ * names, owned by classes). */
+VIT_API int vit_classes_top_k(const vit_classes *classes, const float *probs, int k,
+                              vit_prediction *top, vit_error *err);
 
 /* ---- text classification (BERT on the same encoder) ---- */
 

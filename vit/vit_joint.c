@@ -149,6 +149,21 @@ static void score_probs(const vit_classes *c, const float *scores, int B, float 
     for (size_t i = 0; i < n; i++) probs[i] = (float)(1.0 / (1.0 + exp(-(double)scores[i])));
 }
 
+int vit_classes_score(const vit_classes *c, const float *embeds, int B, float *scores, float *probs,
+                      vit_error *err) {
+    if (B < 1) return vit_fail(err, "zero-shot: a batch of %d images", B);
+    const int dim = c->dim;
+    for (int b = 0; b < B; b++)
+        for (int k = 0; k < c->count; k++) {
+            const float *x = embeds + (size_t)b * dim, *e = c->embeds + (size_t)k * dim;
+            double dot = 0.0;
+            for (int d = 0; d < dim; d++) dot += (double)x[d] * e[d];
+            scores[(size_t)b * c->count + k] = (float)(dot * c->joint.scale + c->joint.bias);
+        }
+    if (probs) score_probs(c, scores, B, probs);
+    return 0;
+}
+
 int vit_zero_shot(vit_context *image, const vit_classes *c, const float *pixels, int B,
                   float *scores, float *probs, vit_error *err) {
     const int dim = vit_joint_dim(image);
@@ -157,17 +172,24 @@ int vit_zero_shot(vit_context *image, const vit_classes *c, const float *pixels,
                         "zero-shot: the image model's joint dim %d is not the classes' %d (both "
                         "towers must come from one CLIP or SigLIP folder)",
                         dim, c->dim);
-    float *features = malloc(sizeof(float) * (size_t)B * dim);
+    float *features = malloc(sizeof(float) * (size_t)(B > 0 ? B : 1) * dim);
     if (!features) return vit_fail(err, "out of memory");
-    const int rc = vit_embed(image, pixels, B, VIT_POOL_JOINT, features, err);
-    for (int b = 0; rc == 0 && b < B; b++)
-        for (int k = 0; k < c->count; k++) {
-            const float *x = features + (size_t)b * dim, *e = c->embeds + (size_t)k * dim;
-            double dot = 0.0;
-            for (int d = 0; d < dim; d++) dot += (double)x[d] * e[d];
-            scores[(size_t)b * c->count + k] = (float)(dot * c->joint.scale + c->joint.bias);
-        }
+    int rc = vit_embed(image, pixels, B, VIT_POOL_JOINT, features, err);
+    if (rc == 0) rc = vit_classes_score(c, features, B, scores, probs, err);
     free(features);
-    if (rc == 0 && probs) score_probs(c, scores, B, probs);
     return rc;
+}
+
+int vit_classes_top_k(const vit_classes *c, const float *probs, int k, vit_prediction *top,
+                      vit_error *err) {
+    if (k < 0) return vit_fail(err, "top-k: k %d is negative", k);
+    k = k < c->count ? k : c->count;
+    int *idx = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
+    if (!idx) return vit_fail(err, "top-k: out of memory for %d indices", k);
+    topk_indices(probs, c->count, k, idx);
+    for (int i = 0; i < k; i++)
+        top[i] =
+            (vit_prediction){.index = idx[i], .prob = probs[idx[i]], .label = c->names[idx[i]]};
+    free(idx);
+    return k;
 }
