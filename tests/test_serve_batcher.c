@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "vit/serve/batcher.h"
+#include "vit/serve/class_sets.h"
 #include "vit/serve/metrics.h"
 #include "vit/serve/tasks.h"
 #include "vit/vit.h"
@@ -483,6 +484,244 @@ static void test_text_task_two_workers(void **state) {
     text_task_matches_the_api(2);
 }
 
+/* ---- a joint model: its tasks and the class sets ---- */
+
+#define CLIP "tests/data/clip-micro"
+
+static vit_text_context *clip_text(int max_batch) {
+    vit_text_params params = vit_text_default_params();
+    params.max_batch = max_batch;
+    vit_error err = {0};
+    vit_text_context *text = vit_text_load(CLIP, &params, &err);
+    if (!text) fail_msg("%s", err.msg);
+    return text;
+}
+
+/* The scores of a fixed unit vector against a set's classes: equal scores, equal embeddings. */
+static void class_scores(const vit_classes *classes, float *scores) {
+    float x[20];
+    for (int d = 0; d < 20; d++) x[d] = (float)((d % 3) - 1) / sqrtf(13.0f);
+    vit_error err = {0};
+    assert_int_equal(vit_classes_score(classes, x, 1, scores, NULL, &err), 0);
+}
+
+static void assert_same_classes(const vit_classes *got, const vit_classes *want) {
+    const int n = vit_classes_count(want);
+    assert_int_equal(vit_classes_count(got), n);
+    float a[64], b[64];
+    class_scores(got, a);
+    class_scores(want, b);
+    assert_memory_equal(a, b, sizeof(float) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        assert_string_equal(vit_classes_name(got, i), vit_classes_name(want, i));
+}
+
+/* A set is embedded once and found after; its classes are vit_classes_create's; other lists,
+ * templates or a different split of the same characters are other sets; the set used longest ago
+ * is evicted beyond the capacity, and one still held stays usable until released; a set that
+ * cannot be embedded is an error and is not cached. */
+static void test_class_cache(void **state) {
+    (void)state;
+    vit_text_context *text = clip_text(8);
+    serve_class_cache *c = serve_class_cache_create(2);
+    assert_non_null(c);
+    const char *animals[] = {"cat", "dog", "a red car"}, *photo[] = {"a photo of a {}."};
+    const char *split1[] = {"a", "bc"}, *split2[] = {"ab", "c"};
+    const serve_class_query q1 = {animals, 3, NULL, 0}, q2 = {animals, 3, photo, 1},
+                            q3 = {split1, 2, NULL, 0}, q4 = {split2, 2, NULL, 0};
+    vit_error err = {0};
+    assert_null(serve_class_cache_find(c, &q1));
+    serve_class_set *a = serve_class_cache_get(c, &q1, text, &err);
+    if (!a) fail_msg("%s", err.msg);
+    vit_classes *want = vit_classes_create(text, animals, 3, NULL, 0, &err);
+    assert_same_classes(serve_class_set_classes(a), want);
+    vit_classes_free(want);
+    serve_class_set *again = serve_class_cache_get(c, &q1, text, &err);
+    serve_class_set *found = serve_class_cache_find(c, &q1);
+    assert_ptr_equal(again, a);
+    assert_ptr_equal(found, a);
+    serve_class_stats st = serve_class_cache_stats(c);
+    assert_int_equal(st.embedded, 1);
+    assert_int_equal(st.classes_embedded, 3);
+    assert_int_equal(st.hits, 2);
+    assert_int_equal(st.cached, 1);
+    serve_class_set_release(c, again);
+    serve_class_set_release(c, found);
+    serve_class_set *b = serve_class_cache_get(c, &q2, text, &err); /* with a template */
+    assert_ptr_not_equal(b, a);
+    want = vit_classes_create(text, animals, 3, photo, 1, &err);
+    assert_same_classes(serve_class_set_classes(b), want);
+    vit_classes_free(want);
+    serve_class_set_release(c, b);
+    serve_class_set *x = serve_class_cache_find(c, &q1); /* q1 is now used last: q2 goes next */
+    serve_class_set_release(c, x);
+    serve_class_set *d = serve_class_cache_get(c, &q3, text, &err);
+    st = serve_class_cache_stats(c);
+    assert_int_equal(st.embedded, 3);
+    assert_int_equal(st.cached, 2);
+    assert_int_equal(st.evicted, 1);
+    assert_null(serve_class_cache_find(c, &q2));
+    serve_class_set *e = serve_class_cache_get(c, &q4, text, &err); /* evicts q1, held by a */
+    assert_ptr_not_equal(e, d);
+    assert_int_equal(serve_class_cache_stats(c).evicted, 2);
+    assert_null(serve_class_cache_find(c, &q1));
+    want = vit_classes_create(text, animals, 3, NULL, 0, &err);
+    assert_same_classes(serve_class_set_classes(a), want); /* still whole */
+    vit_classes_free(want);
+    serve_class_set_release(c, a);
+    serve_class_set_release(c, d);
+    serve_class_set_release(c, e);
+    const serve_class_query none = {animals, 0, NULL, 0};
+    for (int i = 0; i < 2; i++) {
+        assert_null(serve_class_cache_get(c, &none, text, &err));
+        assert_non_null(strstr(err.msg, "no class names"));
+    }
+    assert_int_equal(serve_class_cache_stats(c).embedded, 4);
+    assert_int_equal(serve_class_cache_stats(c).cached, 2);
+    serve_class_cache_free(c);
+    vit_text_free(text);
+}
+
+typedef struct {
+    serve_class_cache *cache;
+    const serve_class_query *query;
+    vit_text_context *text;
+    serve_class_set *got;
+} class_getter;
+
+static void *get_classes(void *arg) {
+    class_getter *g = arg;
+    vit_error err = {0};
+    g->got = serve_class_cache_get(g->cache, g->query, g->text, &err);
+    return NULL;
+}
+
+/* Two threads asking for one set at once (300 names, two templates each: the second asks while
+ * the first embeds): it is embedded once, both get it. */
+static void test_class_cache_two_threads(void **state) {
+    (void)state;
+    enum { N = 300 };
+    char names[N][24];
+    const char *list[N], *templates[] = {"a photo of a {}.", "the {}"};
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "thing %d", i);
+        list[i] = names[i];
+    }
+    const serve_class_query q = {list, N, templates, 2};
+    serve_class_cache *c = serve_class_cache_create(4);
+    class_getter g[2];
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++) {
+        g[i] = (class_getter){c, &q, clip_text(8), NULL};
+        assert_int_equal(pthread_create(&threads[i], NULL, get_classes, &g[i]), 0);
+    }
+    for (int i = 0; i < 2; i++) pthread_join(threads[i], NULL);
+    assert_non_null(g[0].got);
+    assert_ptr_equal(g[0].got, g[1].got);
+    const serve_class_stats st = serve_class_cache_stats(c);
+    assert_int_equal(st.embedded, 1);
+    assert_int_equal(st.hits, 1);
+    for (int i = 0; i < 2; i++) {
+        serve_class_set_release(c, g[i].got);
+        vit_text_free(g[i].text);
+    }
+    serve_class_cache_free(c);
+}
+
+/* A joint model's tasks through the batcher, against the library one input at a time: an image's
+ * joint embedding, a text's with its token count, and a class set (embedded by a forward thread,
+ * then found in the cache). */
+static void joint_tasks_match_the_api(int workers) {
+    vit_params params = vit_default_params();
+    params.max_batch = 4;
+    vit_error err = {0};
+    vit_context *image = vit_load(CLIP, &params, &err);
+    if (!image) fail_msg("%s", err.msg);
+    vit_text_context *text = clip_text(4);
+    serve_tasks *tasks = serve_tasks_create(image, text, 4, workers, &err);
+    assert_non_null(tasks);
+    const size_t D = 20;
+    assert_int_equal(serve_task_outputs(tasks, SERVE_EMBED_JOINT), D);
+    assert_int_equal(serve_task_outputs(tasks, SERVE_EMBED_TEXT), D + 1);
+    assert_int_equal(serve_task_outputs(tasks, SERVE_CLASSES), 0);
+    const serve_model model = serve_tasks_model(tasks);
+    const serve_batcher_options opt = {.max_batch = 4,
+                                       .batch_wait_ms = 50,
+                                       .max_queue = 16,
+                                       .decode_threads = 2,
+                                       .workers = workers};
+    serve_batcher *b = serve_batcher_create(&model, &opt, &err);
+    assert_non_null(b);
+    serve_class_cache *cache = serve_class_cache_create(4);
+    const char *names[] = {"cat", "dog"}, *texts[] = {"a photo of a cat", "dog", ""};
+    serve_class_request req[2] = {{.cache = cache, .query = {names, 2, NULL, 0}},
+                                  {.cache = cache, .query = {names, 2, NULL, 0}}};
+    serve_job jobs[8];
+    float out[8][21];
+    uint8_t *bytes[3];
+    size_t sizes[3];
+    for (int i = 0; i < 3; i++) {
+        assert_non_null(bytes[i] = read_whole_file(photos[i], &sizes[i]));
+        jobs[i] = (serve_job){.task = SERVE_EMBED_JOINT,
+                              .data = bytes[i],
+                              .size = sizes[i],
+                              .out = out[i],
+                              .done = count_done};
+        jobs[3 + i] = (serve_job){.task = SERVE_EMBED_TEXT,
+                                  .data = texts[i],
+                                  .size = strlen(texts[i]),
+                                  .out = out[3 + i],
+                                  .done = count_done};
+    }
+    for (int i = 0; i < 2; i++)
+        jobs[6 + i] = (serve_job){.task = SERVE_CLASSES, .data = &req[i], .done = count_done};
+    assert_int_equal(serve_batcher_submit(b, jobs, 8), SERVE_SUBMITTED);
+    serve_batcher_drain(b);
+    float *pixels = test_alloc_floats(vit_input_floats(image)), want[20];
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(jobs[i].status, SERVE_OK);
+        assert_int_equal(vit_preprocess_file(image, photos[i], pixels, &err), 0);
+        assert_int_equal(vit_embed(image, pixels, 1, VIT_POOL_JOINT, want, &err), 0);
+        assert_close(out[i], want, D, 1e-5);
+        const size_t n = strlen(texts[i]);
+        assert_int_equal(jobs[3 + i].status, SERVE_OK);
+        assert_int_equal(vit_text_embed(text, &texts[i], &n, 1, VIT_POOL_JOINT, want, &err), 0);
+        assert_close(out[3 + i], want, D, 1e-5);
+        int tokens = 0;
+        vit_text_ids(text, 0, &tokens);
+        assert_true(tokens >= 2); /* the start and end tokens at least */
+        assert_true(out[3 + i][D] == (float)tokens);
+    }
+    vit_classes *classes = vit_classes_create(text, names, 2, NULL, 0, &err);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(jobs[6 + i].status, SERVE_OK);
+        if (!req[i].set) fail_msg("class set %d: %s", i, req[i].err.msg);
+        assert_same_classes(serve_class_set_classes(req[i].set), classes);
+    }
+    assert_ptr_equal(req[0].set, req[1].set);
+    assert_int_equal(serve_class_cache_stats(cache).embedded, 1);
+    assert_int_equal(serve_class_cache_stats(cache).hits, 1);
+    for (int i = 0; i < 2; i++) serve_class_set_release(cache, req[i].set);
+    vit_classes_free(classes);
+    serve_batcher_free(b);
+    serve_tasks_free(tasks);
+    serve_class_cache_free(cache);
+    for (int i = 0; i < 3; i++) free(bytes[i]);
+    free(pixels);
+    vit_text_free(text);
+    vit_free(image);
+}
+
+static void test_joint_tasks_match_the_api(void **state) {
+    (void)state;
+    joint_tasks_match_the_api(1);
+}
+
+static void test_joint_tasks_two_workers(void **state) {
+    (void)state;
+    joint_tasks_match_the_api(2);
+}
+
 /* ---- metrics ---- */
 
 static void test_metrics_text_format(void **state) {
@@ -548,6 +787,10 @@ int main(void) {
         cmocka_unit_test(test_image_tasks_two_workers),
         cmocka_unit_test(test_text_task_matches_the_api),
         cmocka_unit_test(test_text_task_two_workers),
+        cmocka_unit_test(test_class_cache),
+        cmocka_unit_test(test_class_cache_two_threads),
+        cmocka_unit_test(test_joint_tasks_match_the_api),
+        cmocka_unit_test(test_joint_tasks_two_workers),
         cmocka_unit_test(test_metrics_text_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -142,8 +142,7 @@ typedef struct {
 } service;
 
 static void on_batch(void *user, int task, int size, double seconds) {
-    static const char *names[] = {"classify", "embed", "embed", "text"};
-    serve_metrics_batch(user, names[task >= 0 && task <= SERVE_TEXT ? task : 0], size, seconds);
+    serve_metrics_batch(user, serve_task_name((serve_task)task), size, seconds);
 }
 
 /* The image model: -m, else $VIT_MODEL, else the shipped one unless a text model alone was asked

@@ -21,6 +21,21 @@ struct serve_tasks {
     task_worker *worker; /* [workers] */
 };
 
+const char *serve_task_name(serve_task task) {
+    static const char *const names[] = {
+        [SERVE_CLASSIFY] = "classify", [SERVE_EMBED_CLS] = "embed",
+        [SERVE_EMBED_MEAN] = "embed",  [SERVE_TEXT] = "text",
+        [SERVE_EMBED_JOINT] = "embed", [SERVE_EMBED_TEXT] = "embed_text",
+        [SERVE_CLASSES] = "classes"};
+    return task >= SERVE_CLASSIFY && task <= SERVE_CLASSES ? names[task] : "unknown";
+}
+
+/* A text's embedding: the joint one of a CLIP or SigLIP text tower, else BERT's [CLS]. */
+static int text_embedding_size(const vit_text_context *text) {
+    const int joint = vit_text_joint_dim(text);
+    return joint > 0 ? joint : vit_text_hidden_size(text);
+}
+
 size_t serve_task_outputs(const serve_tasks *t, serve_task task) {
     switch (task) {
     case SERVE_CLASSIFY:
@@ -30,23 +45,35 @@ size_t serve_task_outputs(const serve_tasks *t, serve_task task) {
         return t->image ? (size_t)vit_hidden_size(t->image) : 0;
     case SERVE_TEXT:
         return t->text ? (size_t)vit_text_num_labels(t->text) : 0;
+    case SERVE_EMBED_JOINT:
+        return t->image ? (size_t)vit_joint_dim(t->image) : 0;
+    case SERVE_EMBED_TEXT:
+        return t->text ? (size_t)text_embedding_size(t->text) + 1 : 0;
+    case SERVE_CLASSES:
+        return 0;
     }
     return 0;
 }
 
 static size_t widest_output(const serve_tasks *t) {
     size_t w = 0;
-    for (int task = SERVE_CLASSIFY; task <= SERVE_TEXT; task++) {
+    for (int task = SERVE_CLASSIFY; task <= SERVE_CLASSES; task++) {
         const size_t n = serve_task_outputs(t, (serve_task)task);
         if (n > w) w = n;
     }
     return w;
 }
 
+static int is_image_task(int task) {
+    return task == SERVE_CLASSIFY || task == SERVE_EMBED_CLS || task == SERVE_EMBED_MEAN ||
+           task == SERVE_EMBED_JOINT;
+}
+
 /* Images are preprocessed on the decode threads; texts are tokenized in the forward call. */
 static int decode(void *self, serve_job *job, vit_error *err) {
     serve_tasks *t = self;
-    if (job->task == SERVE_TEXT) return 0;
+    if (!is_image_task(job->task)) return 0;
+    if (!t->image) return vit_fail(err, "no image model");
     const size_t floats = vit_input_floats(t->image);
     if (!(job->input = malloc(sizeof(float) * floats))) return vit_fail(err, "out of memory");
     return vit_preprocess_memory(t->image, job->data, job->size, job->input, err);
@@ -61,6 +88,8 @@ static int forward_images(task_worker *w, serve_job *const *jobs, int n, vit_err
         return vit_forward(w->image, w->pixels, n, w->outputs, err);
     case SERVE_EMBED_CLS:
         return vit_embed(w->image, w->pixels, n, VIT_POOL_CLS, w->outputs, err);
+    case SERVE_EMBED_JOINT:
+        return vit_embed(w->image, w->pixels, n, VIT_POOL_JOINT, w->outputs, err);
     default:
         return vit_embed(w->image, w->pixels, n, VIT_POOL_MEAN, w->outputs, err);
     }
@@ -71,17 +100,46 @@ static int forward_texts(task_worker *w, serve_job *const *jobs, int n, vit_erro
         w->texts[i] = jobs[i]->data;
         w->lengths[i] = jobs[i]->size;
     }
-    return vit_text_forward(w->text, w->texts, w->lengths, n, w->outputs, NULL, err);
+    if (jobs[0]->task == SERVE_TEXT)
+        return vit_text_forward(w->text, w->texts, w->lengths, n, w->outputs, NULL, err);
+    /* SERVE_EMBED_TEXT: [n, dim] embedded, then spread to rows of dim + 1 (from the last row
+     * back, in place), each ending in the text's token count */
+    const int joint = vit_text_joint_dim(w->text) > 0;
+    const size_t dim = (size_t)text_embedding_size(w->text);
+    if (vit_text_embed(w->text, w->texts, w->lengths, n, joint ? VIT_POOL_JOINT : VIT_POOL_CLS,
+                       w->outputs, err) != 0)
+        return -1;
+    for (int i = n - 1; i >= 0; i--) {
+        int tokens = 0;
+        vit_text_ids(w->text, i, &tokens);
+        memmove(w->outputs + (size_t)i * (dim + 1), w->outputs + (size_t)i * dim,
+                sizeof(float) * dim);
+        w->outputs[(size_t)i * (dim + 1) + dim] = (float)tokens;
+    }
+    return 0;
+}
+
+/* Each class set from the cache, or embedded here with this worker's text context; a set that
+ * fails is that job's error alone. */
+static int forward_classes(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
+    if (!w->text || vit_text_joint_dim(w->text) <= 0)
+        return vit_fail(err, "zero-shot needs a joint model's text tower");
+    for (int i = 0; i < n; i++) {
+        serve_class_request *req = (serve_class_request *)jobs[i]->data; /* the submitter's */
+        req->set = serve_class_cache_get(req->cache, &req->query, w->text, &req->err);
+    }
+    return 0;
 }
 
 static int forward(void *self, int worker, serve_job *const *jobs, int n, vit_error *err) {
     serve_tasks *t = self;
     task_worker *w = &t->worker[worker];
     const serve_task task = (serve_task)jobs[0]->task;
+    if (task == SERVE_CLASSES) return forward_classes(w, jobs, n, err);
     const size_t width = serve_task_outputs(t, task);
     if (width == 0) return vit_fail(err, "no model loaded for task %d", (int)task);
     const int rc =
-        task == SERVE_TEXT ? forward_texts(w, jobs, n, err) : forward_images(w, jobs, n, err);
+        is_image_task(task) ? forward_images(w, jobs, n, err) : forward_texts(w, jobs, n, err);
     for (int i = 0; rc == 0 && i < n; i++)
         memcpy(jobs[i]->out, w->outputs + (size_t)i * width, sizeof(float) * width);
     return rc;

@@ -3,19 +3,40 @@
 
 /* The batcher's model for `vit serve`: a loaded image model (classify, embed) and/or a text model,
  * behind serve_model. Each job's data is an encoded image (PNG or JPEG, any format vit_preprocess_
- * memory reads) or a UTF-8 text; its out gets serve_task_outputs floats. */
+ * memory reads) or a UTF-8 text, and its out gets serve_task_outputs floats; a class set's job
+ * (SERVE_CLASSES) is the one exception, its data a serve_class_request. */
 
 #include <stddef.h>
 
 #include "vit/serve/batcher.h"
+#include "vit/serve/class_sets.h"
 #include "vit/vit.h"
 
 typedef enum {
-    SERVE_CLASSIFY,   /* image -> logits [num_labels] */
-    SERVE_EMBED_CLS,  /* image -> the CLS feature [hidden] (vit_embed, VIT_POOL_CLS) */
-    SERVE_EMBED_MEAN, /* image -> the mean patch feature [hidden] (VIT_POOL_MEAN) */
-    SERVE_TEXT        /* text -> logits [the text model's num_labels] */
+    SERVE_CLASSIFY,    /* image -> logits [num_labels] */
+    SERVE_EMBED_CLS,   /* image -> the CLS feature [hidden] (vit_embed, VIT_POOL_CLS) */
+    SERVE_EMBED_MEAN,  /* image -> the mean patch feature [hidden] (VIT_POOL_MEAN) */
+    SERVE_TEXT,        /* text -> logits [the text model's num_labels] */
+    SERVE_EMBED_JOINT, /* image -> its joint embedding [joint dim] (VIT_POOL_JOINT), normalised */
+    /* text -> its embedding and then its number of tokens: a joint model's text tower gives the
+     * joint embedding (VIT_POOL_JOINT), a BERT the final hidden state at [CLS] (VIT_POOL_CLS, as
+     * `vit embed` does): [joint dim or hidden, then 1] */
+    SERVE_EMBED_TEXT,
+    SERVE_CLASSES /* a class set: data is a serve_class_request, out unused (no floats) */
 } serve_task;
+
+/* A zero-shot class set asked of a forward thread: found in the cache or embedded there with that
+ * worker's text context. The submitter owns it; the forward pass fills in set (taken: the
+ * submitter releases it) or, when embedding failed, err. */
+typedef struct {
+    serve_class_cache *cache;
+    serve_class_query query;
+    serve_class_set *set;
+    vit_error err;
+} serve_class_request;
+
+/* The task's name, for metrics: "classify", "embed", "text", "embed_text" or "classes". */
+const char *serve_task_name(serve_task task);
 
 typedef struct serve_tasks serve_tasks;
 
@@ -28,7 +49,8 @@ serve_tasks *serve_tasks_create(vit_context *image, vit_text_context *text, int 
 void serve_tasks_free(serve_tasks *t);
 
 serve_model serve_tasks_model(serve_tasks *t);
-/* Floats one job of the task writes to its out; 0 when its model is not loaded. */
+/* Floats one job of the task writes to its out; 0 when its model is not loaded (or the image
+ * model is not a joint one, for SERVE_EMBED_JOINT), and for SERVE_CLASSES. */
 size_t serve_task_outputs(const serve_tasks *t, serve_task task);
 
 #endif
