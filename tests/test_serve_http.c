@@ -24,10 +24,12 @@
 #include <unistd.h>
 
 #include "tests/loopback.h"
+#include "vit/base/base64.h"
 #include "vit/base/bytes.h"
 #include "vit/vit.h"
 
 #define IMAGENET "models/vit-tiny-in1k" /* the default model */
+#define CLIP     "tests/data/clip-micro"
 #define BERT     "models/bert-sst2-tiny"
 #define MAX_BODY 2000000 /* the main server's --max-body-bytes */
 
@@ -323,7 +325,8 @@ static void assert_refused(response r, int status, const char *says) {
 /* ---- the main server, shared by the tests of answers and errors ---- */
 
 static server main_server;
-static int have_text; /* ../shared's BERT is served too */
+static int have_text;      /* ../shared's BERT is served too */
+static server clip_server; /* a joint model: tests/data/clip-micro with its text tower */
 
 static int start_main(void **state) {
     (void)state;
@@ -340,14 +343,39 @@ static int start_main(void **state) {
     }
     if (start_server(&main_server, args) != 0) main_server.pid = 0;
     have_text = text && main_server.pid != 0;
+    const char *clip[] = {"-m",
+                          CLIP,
+                          "--max-classes",
+                          "400",
+                          "--max-prompts",
+                          "800",
+                          "--max-queue",
+                          "12",
+                          "--class-cache",
+                          "4",
+                          "-t",
+                          "1",
+                          NULL};
+    if (main_server.pid != 0 && start_server(&clip_server, clip) != 0) clip_server.pid = 0;
     return 0;
 }
 
 static int stop_main(void **state) {
     (void)state;
     if (main_server.pid > 0) assert_int_equal(stop_server(&main_server, SIGTERM), 0);
+    if (clip_server.pid > 0) assert_int_equal(stop_server(&clip_server, SIGTERM), 0);
     return 0;
 }
+
+#define REQUIRE_CLIP()                                                                             \
+    do {                                                                                           \
+        REQUIRE_BIN();                                                                             \
+        if (clip_server.pid <= 0) {                                                                \
+            print_message("SKIP %s: this vit has no serve (built without libmicrohttpd)\n",        \
+                          __func__);                                                               \
+            skip();                                                                                \
+        }                                                                                          \
+    } while (0)
 
 #define REQUIRE_MAIN()                                                                             \
     do {                                                                                           \
@@ -818,7 +846,621 @@ static void test_chunked_garbage_keepalive(void **state) {
     close(fd);
 }
 
+/* ---- a joint model (CLIP): zero-shot classification and /v1/embeddings ---- */
+
+static const char *const zero_shot_images[] = {"examples/photos/cat.jpg",
+                                               GOLDEN_IMAGES "/rgb_300x200.png",
+                                               GOLDEN_IMAGES "/palette_120x90.png"};
+
+/* The library's zero-shot of the same images against the same names and templates: its scores
+ * [3, n] and probabilities. */
+typedef struct {
+    int n;
+    float scores[3 * 16], probs[3 * 16];
+} zero_shot_want;
+
+static zero_shot_want library_zero_shot(const char *const *names, int n,
+                                        const char *const *templates, int n_templates) {
+    zero_shot_want want = {.n = n};
+    assert_true(n <= 16);
+    vit_error err = {0};
+    vit_context *image = vit_load(CLIP, NULL, &err);
+    vit_text_context *text = vit_text_load(CLIP, NULL, &err);
+    if (!image || !text) fail_msg("%s", err.msg);
+    vit_classes *classes = vit_classes_create(text, names, n, templates, n_templates, &err);
+    assert_non_null(classes);
+    float *pixels = test_alloc_floats(vit_input_floats(image));
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(vit_preprocess_file(image, zero_shot_images[i], pixels, &err), 0);
+        assert_int_equal(
+            vit_zero_shot(image, classes, pixels, 1, want.scores + i * n, want.probs + i * n, &err),
+            0);
+    }
+    free(pixels);
+    vit_classes_free(classes);
+    vit_text_free(text);
+    vit_free(image);
+    return want;
+}
+
+/* A zero-shot answer object: every class (k >= n) in vit_classes_top_k's order, named, with the
+ * library's probabilities and, if asked, its scores as "logits". */
+static void assert_zero_shot(const cJSON *got, const zero_shot_want *want, int image,
+                             const char *const *names) {
+    const int n = want->n;
+    const float *probs = want->probs + image * n, *scores = want->scores + image * n;
+    const cJSON *top = cJSON_GetObjectItem(got, "top");
+    if (cJSON_GetArraySize(top) != n) fail_msg("not %d classes: %s", n, cJSON_Print(got));
+    for (int j = 0; j < n; j++) {
+        const cJSON *p = cJSON_GetArrayItem(top, j);
+        const int index = cJSON_GetObjectItem(p, "index")->valueint;
+        assert_true(index >= 0 && index < n);
+        assert_string_equal(cJSON_GetObjectItem(p, "label")->valuestring, names[index]);
+        const double prob = cJSON_GetObjectItem(p, "prob")->valuedouble;
+        if (fabs(prob - probs[index]) > 1e-5)
+            fail_msg("image %d, %s: prob %.7g, the library's %.7g", image, names[index], prob,
+                     probs[index]);
+        if (j > 0)
+            assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(top, j - 1), "prob")->valuedouble >=
+                        prob);
+    }
+    const cJSON *logits = cJSON_GetObjectItem(got, "logits");
+    for (int k = 0; logits && k < n; k++)
+        assert_true(fabs(cJSON_GetArrayItem(logits, k)->valuedouble - scores[k]) < 1e-4);
+}
+
+/* "data:image/...;base64,..." of a file. */
+static char *data_url(const char *path) {
+    size_t size;
+    uint8_t *bytes = read_whole_file(path, &size);
+    assert_non_null(bytes);
+    const char *type = strstr(path, ".png") ? "image/png" : "image/jpeg";
+    char *url = malloc(strlen(type) + 16 + base64_encoded_size(size));
+    const int n = sprintf(url, "data:%s;base64,", type);
+    base64_encode(bytes, size, url + n);
+    free(bytes);
+    return url;
+}
+
+static response post_json(int port, const char *target, const cJSON *body) {
+    char *text = cJSON_PrintUnformatted(body);
+    response r =
+        request(port, "POST", target, "Content-Type: application/json\r\n", text, strlen(text));
+    free(text);
+    return r;
+}
+
+/* POST /v1/classify?classes=... on a joint model: the library's vit_zero_shot (softmax over the
+ * names), the same names and templates given in the query, in a form and in a JSON body (where a
+ * name may hold a comma); k and threshold as classify's. */
+static void test_zero_shot_matches_library(void **state) {
+    (void)state;
+    REQUIRE_CLIP();
+    const int port = clip_server.port;
+    const char *names[] = {"cat", "dog", "a red car"};
+    zero_shot_want want = library_zero_shot(names, 3, NULL, 0);
+    for (int i = 0; i < 3; i++) {
+        response r = post_file(port, "/v1/classify?classes=cat,dog,a%20red%20car&logits=1",
+                               zero_shot_images[i]);
+        if (r.status != 200) fail_msg("status %d: %s", r.status, r.body);
+        assert_zero_shot(r.json, &want, i, names);
+        response_free(&r);
+    }
+    response r = post_file(port, "/v1/classify?classes=%20cat%20,dog,a%20red%20car&k=1",
+                           zero_shot_images[0]); /* names trimmed; k */
+    assert_int_equal(r.status, 200);
+    const cJSON *top = cJSON_GetObjectItem(r.json, "top");
+    assert_int_equal(cJSON_GetArraySize(top), 1);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(top, 0), "label")->valuestring,
+                        "cat");
+    response_free(&r);
+    r = post_file(port, "/v1/classify?classes=cat,dog,a%20red%20car&threshold=0.5",
+                  zero_shot_images[0]);
+    int above = 0;
+    for (int k = 0; k < 3; k++) above += want.probs[k] >= 0.5;
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "top")), above);
+    response_free(&r);
+    /* two templates, averaged (CLIP's prompt ensembling): in a form, then in JSON */
+    const char *templates[] = {"a photo of a {}.", "a blurry photo of the {}"};
+    want = library_zero_shot(names, 3, templates, 2);
+    byte_buf form = {0};
+    for (int i = 0; i < 3; i++) put_file_part(&form, zero_shot_images[i]);
+    put_field(&form, "classes", "cat, dog", 8);
+    put_field(&form, "classes", "a red car", 9); /* a second field: more names */
+    put_field(&form, "template", templates[0], strlen(templates[0]));
+    put_field(&form, "template", templates[1], strlen(templates[1]));
+    r = post_form(port, "/v1/classify?logits=1", &form);
+    if (r.status != 200) fail_msg("status %d: %s", r.status, r.body);
+    const cJSON *results = cJSON_GetObjectItem(r.json, "results");
+    assert_int_equal(cJSON_GetArraySize(results), 3);
+    for (int i = 0; i < 3; i++) {
+        const cJSON *got = cJSON_GetArrayItem(results, i);
+        assert_string_equal(cJSON_GetObjectItem(got, "file")->valuestring,
+                            strrchr(zero_shot_images[i], '/') + 1);
+        assert_zero_shot(got, &want, i, names);
+    }
+    response_free(&r);
+    const char *odd[] = {"a car, red", "dog", "cat"};
+    want = library_zero_shot(odd, 3, templates, 1);
+    cJSON *body = cJSON_CreateObject(), *images = cJSON_AddArrayToObject(body, "images");
+    for (int i = 0; i < 3; i++) {
+        char *url = data_url(zero_shot_images[i]);
+        cJSON_AddItemToArray(images, cJSON_CreateString(url));
+        free(url);
+    }
+    cJSON_AddItemToObject(body, "classes", cJSON_CreateStringArray(odd, 3));
+    cJSON_AddItemToObject(body, "templates", cJSON_CreateStringArray(templates, 1));
+    r = post_json(port, "/v1/classify?logits=1", body);
+    cJSON_Delete(body);
+    if (r.status != 200) fail_msg("status %d: %s", r.status, r.body);
+    results = cJSON_GetObjectItem(r.json, "results");
+    assert_int_equal(cJSON_GetArraySize(results), 3);
+    for (int i = 0; i < 3; i++) assert_zero_shot(cJSON_GetArrayItem(results, i), &want, i, odd);
+    response_free(&r);
+}
+
+/* A number of /metrics. */
+static double metric(int port, const char *name) {
+    response r = request(port, "GET", "/metrics", NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    char key[128];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *at = strstr(r.body, key);
+    if (!at) fail_msg("no %s in /metrics", name);
+    const double v = strtod(at + strlen(key), NULL);
+    response_free(&r);
+    return v;
+}
+
+#define EMBEDDED "vit_serve_zero_shot_class_sets_embedded_total"
+#define HITS     "vit_serve_zero_shot_class_set_hits_total"
+
+/* A class set is embedded once: the same names again are found in the cache (the same answer),
+ * the same names in another order or with a template are other sets; 6 requests at once for a new
+ * set of 300 names embed it once. */
+static void test_zero_shot_cache(void **state) {
+    (void)state;
+    REQUIRE_CLIP();
+    const int port = clip_server.port;
+    const double embedded = metric(port, EMBEDDED), hits = metric(port, HITS);
+    const char *target = "/v1/classify?classes=tabby,tiger,lynx&logits=1";
+    response first = post_file(port, target, zero_shot_images[0]);
+    assert_int_equal(first.status, 200);
+    assert_true(metric(port, EMBEDDED) == embedded + 1);
+    response again = post_file(port, target, zero_shot_images[0]);
+    assert_int_equal(again.status, 200);
+    assert_string_equal(again.body, first.body);
+    assert_true(metric(port, EMBEDDED) == embedded + 1);
+    assert_true(metric(port, HITS) == hits + 1);
+    response_free(&first), response_free(&again);
+    response r = post_file(port, "/v1/classify?classes=lynx,tiger,tabby", zero_shot_images[0]);
+    assert_int_equal(r.status, 200);
+    response_free(&r);
+    r = post_file(port, "/v1/classify?classes=tabby,tiger,lynx&template=the%20%7B%7D",
+                  zero_shot_images[0]);
+    assert_int_equal(r.status, 200);
+    response_free(&r);
+    assert_true(metric(port, EMBEDDED) == embedded + 3);
+    assert_true(metric(port, "vit_serve_zero_shot_class_sets_cached") <= 4); /* --class-cache */
+    /* at once */
+    byte_buf names = {0};
+    put(&names, "/v1/classify?k=1&classes=", 25);
+    for (int i = 0; i < 300; i++) {
+        char name[32];
+        put(&names, name, (size_t)snprintf(name, sizeof name, "%st%d", i ? "," : "", i));
+    }
+    put(&names, "", 1);
+    enum { N = 6 };
+    int fds[N];
+    size_t size;
+    uint8_t *jpeg = read_whole_file(zero_shot_images[0], &size);
+    const double before = metric(port, EMBEDDED), hits_before = metric(port, HITS);
+    for (int i = 0; i < N; i++) {
+        assert_true((fds[i] = connect_to(port)) >= 0);
+        send_request(fds[i], "POST", names.data, NULL, jpeg, size);
+    }
+    char *answer = NULL;
+    for (int i = 0; i < N; i++) {
+        r = read_response(fds[i], 0);
+        close(fds[i]);
+        if (r.status != 200) fail_msg("status %d: %s", r.status, r.body);
+        if (answer) assert_string_equal(r.body, answer);
+        if (!answer) answer = strdup(r.body);
+        response_free(&r);
+    }
+    assert_true(metric(port, EMBEDDED) == before + 1);
+    assert_true(metric(port, HITS) == hits_before + N - 1);
+    free(answer), free(jpeg);
+    byte_buf_free(&names);
+}
+
+/* The library's embeddings of texts and images (VIT_POOL_JOINT, normalised) and the texts' tokens,
+ * for /v1/embeddings. */
+static void library_embeddings(const char *const *texts, int n_texts, const char *const *images,
+                               int n_images, float *embeds, long long *tokens) {
+    vit_error err = {0};
+    vit_context *image = vit_load(CLIP, NULL, &err);
+    vit_text_context *text = vit_text_load(CLIP, NULL, &err);
+    if (!image || !text) fail_msg("%s", err.msg);
+    *tokens = 0;
+    for (int i = 0; i < n_texts; i++) {
+        const size_t n = strlen(texts[i]);
+        assert_int_equal(
+            vit_text_embed(text, &texts[i], &n, 1, VIT_POOL_JOINT, embeds + 20 * i, &err), 0);
+        int count = 0;
+        vit_text_ids(text, 0, &count);
+        *tokens += count;
+    }
+    float *pixels = test_alloc_floats(vit_input_floats(image));
+    for (int i = 0; i < n_images; i++) {
+        assert_int_equal(vit_preprocess_file(image, images[i], pixels, &err), 0);
+        assert_int_equal(
+            vit_embed(image, pixels, 1, VIT_POOL_JOINT, embeds + 20 * (n_texts + i), &err), 0);
+    }
+    free(pixels);
+    vit_text_free(text);
+    vit_free(image);
+}
+
+/* POST /v1/embeddings (OpenAI's shape): texts and images (data URLs) in one request, each the
+ * library's joint embedding in input order; usage counts the texts' tokens; encoding_format base64
+ * carries the same floats; a single string is one text. */
+static void test_embeddings_match_library(void **state) {
+    (void)state;
+    REQUIRE_CLIP();
+    const char *texts[] = {"a photo of a cat", "", "a dog on a beach"};
+    const char *images[] = {zero_shot_images[0], zero_shot_images[1]};
+    float want[5 * 20];
+    long long tokens;
+    library_embeddings(texts, 3, images, 2, want, &tokens);
+    cJSON *body = cJSON_CreateObject(), *input = cJSON_AddArrayToObject(body, "input");
+    cJSON_AddItemToArray(input, cJSON_CreateString(texts[0]));
+    char *url = data_url(images[0]);
+    cJSON_AddItemToArray(input, cJSON_CreateString(url));
+    free(url);
+    cJSON_AddItemToArray(input, cJSON_CreateString(texts[1]));
+    url = data_url(images[1]);
+    cJSON_AddItemToArray(input, cJSON_CreateString(url));
+    free(url);
+    cJSON_AddItemToArray(input, cJSON_CreateString(texts[2]));
+    cJSON_AddStringToObject(body, "model", "anything");
+    const int order[] = {0, 3, 1, 4, 2}; /* input i is want's row order[i] */
+    response as_floats = post_json(clip_server.port, "/v1/embeddings", body);
+    cJSON_AddStringToObject(body, "encoding_format", "base64");
+    cJSON_AddNumberToObject(body, "dimensions", 20);
+    response as_base64 = post_json(clip_server.port, "/v1/embeddings", body);
+    cJSON_Delete(body);
+    if (as_floats.status != 200) fail_msg("status %d: %s", as_floats.status, as_floats.body);
+    assert_int_equal(as_base64.status, 200);
+    const cJSON *got = as_floats.json;
+    assert_string_equal(cJSON_GetObjectItem(got, "object")->valuestring, "list");
+    assert_string_equal(cJSON_GetObjectItem(got, "model")->valuestring, "clip-micro");
+    const cJSON *usage = cJSON_GetObjectItem(got, "usage");
+    assert_int_equal(cJSON_GetObjectItem(usage, "prompt_tokens")->valueint, tokens);
+    assert_int_equal(cJSON_GetObjectItem(usage, "total_tokens")->valueint, tokens);
+    const cJSON *data = cJSON_GetObjectItem(got, "data"),
+                *data64 = cJSON_GetObjectItem(as_base64.json, "data");
+    assert_int_equal(cJSON_GetArraySize(data), 5);
+    for (int i = 0; i < 5; i++) {
+        const cJSON *item = cJSON_GetArrayItem(data, i);
+        assert_string_equal(cJSON_GetObjectItem(item, "object")->valuestring, "embedding");
+        assert_int_equal(cJSON_GetObjectItem(item, "index")->valueint, i);
+        const cJSON *e = cJSON_GetObjectItem(item, "embedding");
+        assert_int_equal(cJSON_GetArraySize(e), 20);
+        double norm = 0;
+        for (int d = 0; d < 20; d++) {
+            const double v = cJSON_GetArrayItem(e, d)->valuedouble;
+            if (fabs(v - want[order[i] * 20 + d]) > 1e-5)
+                fail_msg("input %d [%d]: %.7g, the library's %.7g", i, d, v,
+                         want[order[i] * 20 + d]);
+            norm += v * v;
+        }
+        assert_true(fabs(norm - 1) < 1e-5);
+        const char *b64 =
+            cJSON_GetObjectItem(cJSON_GetArrayItem(data64, i), "embedding")->valuestring;
+        float floats[21];
+        size_t where;
+        assert_int_equal(base64_decode(b64, strlen(b64), floats, &where), 80);
+        for (int d = 0; d < 20; d++)
+            assert_true(floats[d] == (float)cJSON_GetArrayItem(e, d)->valuedouble);
+    }
+    response_free(&as_floats), response_free(&as_base64);
+    const char *one = "{\"input\": \"a dog on a beach\"}";
+    response r = request(clip_server.port, "POST", "/v1/embeddings", NULL, one, strlen(one));
+    assert_int_equal(r.status, 200);
+    data = cJSON_GetObjectItem(r.json, "data");
+    assert_int_equal(cJSON_GetArraySize(data), 1);
+    const cJSON *e = cJSON_GetObjectItem(cJSON_GetArrayItem(data, 0), "embedding");
+    for (int d = 0; d < 20; d++)
+        assert_true(fabs(cJSON_GetArrayItem(e, d)->valuedouble - want[2 * 20 + d]) < 1e-5);
+    response_free(&r);
+}
+
+/* A ViT and a BERT (the main server): /v1/embeddings gives what `vit embed` gives by default
+ * (the CLS features), images or texts in a request, not both (unrelated spaces). */
+static void test_embeddings_without_joint_model(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    vit_error err = {0};
+    vit_context *ctx = vit_load(IMAGENET, NULL, &err);
+    assert_non_null(ctx);
+    const int D = vit_hidden_size(ctx);
+    float *pixels = test_alloc_floats(vit_input_floats(ctx)), *want = test_alloc_floats(D);
+    assert_int_equal(vit_preprocess_file(ctx, photos[1], pixels, &err), 0);
+    assert_int_equal(vit_embed(ctx, pixels, 1, VIT_POOL_CLS, want, &err), 0);
+    cJSON *body = cJSON_CreateObject(), *input = cJSON_AddArrayToObject(body, "input");
+    char *url = data_url(photos[1]);
+    cJSON_AddItemToArray(input, cJSON_CreateString(url));
+    free(url);
+    response r = post_json(main_server.port, "/v1/embeddings", body);
+    if (r.status != 200) fail_msg("status %d: %s", r.status, r.body);
+    const cJSON *e = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "data"), 0),
+                                         "embedding");
+    assert_int_equal(cJSON_GetArraySize(e), D);
+    for (int d = 0; d < D; d++)
+        assert_true(fabs(cJSON_GetArrayItem(e, d)->valuedouble - want[d]) < 1e-3);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "usage"), "prompt_tokens")->valueint, 0);
+    response_free(&r);
+    free(pixels), free(want);
+    vit_free(ctx);
+    if (have_text) {
+        cJSON_AddItemToArray(input, cJSON_CreateString("a gorgeous, witty, seductive movie."));
+        assert_refused(post_json(main_server.port, "/v1/embeddings", body), 400,
+                       "need a joint image-text model");
+        vit_text_context *bert = vit_text_load(shared_path(BERT), NULL, &err);
+        assert_non_null(bert);
+        const char *text = "a gorgeous, witty, seductive movie.";
+        const size_t n = strlen(text);
+        float cls[1024];
+        assert_true(vit_text_hidden_size(bert) <= 1024);
+        assert_int_equal(vit_text_embed(bert, &text, &n, 1, VIT_POOL_CLS, cls, &err), 0);
+        int tokens = 0;
+        vit_text_ids(bert, 0, &tokens);
+        const char *texts = "{\"input\": [\"a gorgeous, witty, seductive movie.\"]}";
+        r = request(main_server.port, "POST", "/v1/embeddings", NULL, texts, strlen(texts));
+        assert_int_equal(r.status, 200);
+        e = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "data"), 0),
+                                "embedding");
+        assert_int_equal(cJSON_GetArraySize(e), vit_text_hidden_size(bert));
+        for (int d = 0; d < vit_text_hidden_size(bert); d++)
+            assert_true(fabs(cJSON_GetArrayItem(e, d)->valuedouble - cls[d]) < 1e-3);
+        assert_int_equal(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "usage"), "prompt_tokens")->valueint,
+            tokens);
+        response_free(&r);
+        vit_text_free(bert);
+    }
+    cJSON_Delete(body);
+}
+
+/* Every bad zero-shot or /v1/embeddings request: 4xx with a JSON error, and the server goes on. */
+static void test_joint_bad_requests(void **state) {
+    (void)state;
+    REQUIRE_CLIP();
+    REQUIRE_MAIN();
+    const int port = clip_server.port;
+    size_t size;
+    uint8_t *jpeg = read_whole_file(photos[0], &size);
+    static const struct {
+        const char *target;
+        int status;
+        const char *says;
+    } queries[] = {
+        {"/v1/classify", 400, "classes are needed"},
+        {"/v1/classify?template=a%20%7B%7D", 400, "classes are needed"},
+        {"/v1/classify?classes=", 400, "an empty class name"},
+        {"/v1/classify?classes=cat,,dog", 400, "an empty class name"},
+        {"/v1/classify?classes=cat,dog,", 400, "an empty class name"},
+        {"/v1/classify?classes=cat&template=a%20photo", 400, "has no {}"},
+        {"/v1/classify?classes=cat&k=0", 400, "invalid k"},
+        {"/v1/classify?classes=cat&pool=cls", 400, "unknown query parameter 'pool'"},
+        {"/v1/embeddings?k=3", 400, "unknown query parameter 'k'"},
+    };
+    for (size_t i = 0; i < sizeof queries / sizeof queries[0]; i++)
+        assert_refused(request(port, "POST", queries[i].target, NULL, jpeg, size),
+                       queries[i].status, queries[i].says);
+    /* the limits: 400 names, 800 prompts, 300 bytes a name */
+    byte_buf target = {0};
+    put(&target, "/v1/classify?classes=", 21);
+    for (int i = 0; i < 401; i++) put(&target, i ? ",c" : "c", i ? 2 : 1);
+    put(&target, "", 1);
+    assert_refused(request(port, "POST", target.data, NULL, jpeg, size), 413,
+                   "more than 400 class names in one request (--max-classes)");
+    byte_buf_free(&target);
+    put(&target, "/v1/classify?template=a%7B%7D&template=b%7B%7D&template=c%7B%7D&classes=", 72);
+    for (int i = 0; i < 300; i++) put(&target, i ? ",c" : "c", i ? 2 : 1);
+    put(&target, "", 1);
+    assert_refused(request(port, "POST", target.data, NULL, jpeg, size), 413,
+                   "300 class names times 3 templates: 900 texts to embed, over the limit of 800 "
+                   "(--max-prompts)");
+    byte_buf_free(&target);
+    put(&target, "/v1/classify?classes=cat,", 25);
+    for (int i = 0; i < 301; i++) put(&target, "x", 1);
+    put(&target, "", 1);
+    assert_refused(request(port, "POST", target.data, NULL, jpeg, size), 413,
+                   "a class name of 301 bytes, over the limit of 300");
+    byte_buf_free(&target);
+    /* forms and JSON bodies */
+    byte_buf form = {0};
+    put_file_part(&form, photos[0]);
+    put_field(&form, "classes", "cat", 3);
+    assert_refused(post_form(port, "/v1/classify?classes=dog", &form), 400,
+                   "classes given both in the query and in the form");
+    static const struct {
+        const char *body;
+        const char *says;
+    } classify_bodies[] = {
+        {"{\"images\": [", "not valid JSON"},
+        {"[]", "not a JSON object"},
+        {"{\"classes\": [\"cat\"]}", "no \"images\""},
+        {"{\"images\": \"data:image/png;base64,AA==\"}", "\"images\" is not a list"},
+        {"{\"images\": [\"cat.jpg\"], \"classes\": [\"cat\"]}",
+         "images[0] is not a data URL of an image"},
+        {"{\"images\": [\"data:image/png;base64,A\"], \"classes\": [\"cat\"]}",
+         "images[0]: the data URL's base64 is malformed at byte 0"},
+        {"{\"images\": [\"data:image/png,abc\"], \"classes\": [\"cat\"]}", "must be base64"},
+        {"{\"images\": [\"data:image/png;base64,AA==\"], \"classes\": [3]}",
+         "classes[0] is not a string"},
+        {"{\"images\": [\"data:image/png;base64,AA==\"], \"classes\": [\"\"]}",
+         "an empty class name"},
+        {"{\"images\": [\"data:image/png;base64,AA==\"], \"labels\": [\"cat\"]}",
+         "unknown key \"labels\""},
+    };
+    for (size_t i = 0; i < sizeof classify_bodies / sizeof classify_bodies[0]; i++)
+        assert_refused(request(port, "POST", "/v1/classify", "Content-Type: application/json\r\n",
+                               classify_bodies[i].body, strlen(classify_bodies[i].body)),
+                       400, classify_bodies[i].says);
+    /* the image is no image: every image failed, 400 */
+    const char *not_png = "{\"images\": [\"data:image/png;base64,aGVsbG8=\"], \"classes\": "
+                          "[\"cat\", \"dog\"]}";
+    assert_refused(request(port, "POST", "/v1/classify", "Content-Type: application/json\r\n",
+                           not_png, strlen(not_png)),
+                   400, "not a PNG, JPEG");
+    static const struct {
+        const char *body;
+        int status;
+        const char *says;
+    } embeddings[] = {
+        {"{\"input\": [\"a\"", 400, "not valid JSON"},
+        {"\"a cat\"", 400, "not a JSON object"},
+        {"{\"inputs\": [\"a\"]}", 400, "no \"input\""},
+        {"{\"input\": []}", 400, "\"input\" is empty"},
+        {"{\"input\": 7}", 400, "neither a string nor a list"},
+        {"{\"input\": [\"a\", [1, 2]]}", 400, "input[1] is not a string"},
+        {"{\"input\": [\"a\", \"data:image/png;base64,@@\"]}", 400,
+         "input[1]: the data URL's base64 is malformed at byte 0"},
+        {"{\"input\": [\"data:image/jpeg;charset=x,abc\"]}", 400, "must be base64"},
+        {"{\"input\": [\"a\", \"data:image/png;base64,aGVsbG8=\"]}", 400,
+         "input[1]: image in memory: not a PNG, JPEG"},
+        {"{\"input\": [\"a\"], \"encoding_format\": \"hex\"}", 400, "\"float\" or \"base64\""},
+        {"{\"input\": [\"a\"], \"dimensions\": 8}", 400, "embeddings have 20"},
+        {"{\"input\": [\"a\"], \"model\": 3}", 400, "\"model\" is not a string"},
+        {"{\"input\": [\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\",\"10\",\"11\",\"12\","
+         "\"13\"]}",
+         413, "more than 12 inputs in one request"},
+    };
+    for (size_t i = 0; i < sizeof embeddings / sizeof embeddings[0]; i++)
+        assert_refused(request(port, "POST", "/v1/embeddings", NULL, embeddings[i].body,
+                               strlen(embeddings[i].body)),
+                       embeddings[i].status, embeddings[i].says);
+    const char *texts = "{\"texts\": [\"a\"]}";
+    assert_refused(request(port, "POST", "/v1/text", NULL, texts, strlen(texts)), 404,
+                   "the text tower of a joint image-text model classifies nothing");
+    /* classes on a model with labels of its own */
+    assert_refused(
+        request(main_server.port, "POST", "/v1/classify?classes=cat,dog", NULL, jpeg, size), 400,
+        "classes and templates are for a joint image-text model");
+    byte_buf vit_form = {0};
+    put_file_part(&vit_form, photos[0]);
+    put_field(&vit_form, "template", "a {}", 4);
+    assert_refused(post_form(main_server.port, "/v1/classify", &vit_form), 400,
+                   "classes and templates are for a joint image-text model");
+    free(jpeg);
+    response r = request(port, "GET", "/health", NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    response_free(&r);
+    r = request(port, "GET", "/metrics", NULL, NULL, 0);
+    assert_null(strstr(r.body, "code=\"500\""));
+    response_free(&r);
+}
+
+/* GET /v1/model of a joint model: both towers, their joint dim, CLIP's softmax. */
+static void test_joint_model_description(void **state) {
+    (void)state;
+    REQUIRE_CLIP();
+    response r = request(clip_server.port, "GET", "/v1/model", NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    const cJSON *image = cJSON_GetObjectItem(r.json, "image"),
+                *text = cJSON_GetObjectItem(r.json, "text"),
+                *joint = cJSON_GetObjectItem(r.json, "joint");
+    assert_string_equal(cJSON_GetObjectItem(image, "architecture")->valuestring,
+                        "CLIPModel (vision tower)");
+    assert_string_equal(cJSON_GetObjectItem(text, "architecture")->valuestring,
+                        "CLIPModel (text tower)");
+    assert_int_equal(cJSON_GetObjectItem(image, "joint_dim")->valueint, 20);
+    assert_int_equal(cJSON_GetObjectItem(text, "joint_dim")->valueint, 20);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(text, "encoder"), "hidden")->valueint,
+                     24);
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(text, "encoder"), "norm")->valuestring, "pre-LN");
+    assert_null(cJSON_GetObjectItem(image, "labels"));
+    assert_string_equal(cJSON_GetObjectItem(joint, "family")->valuestring, "CLIP");
+    assert_int_equal(cJSON_GetObjectItem(joint, "dim")->valueint, 20);
+    assert_string_equal(cJSON_GetObjectItem(joint, "probabilities")->valuestring, "softmax");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(joint, "text_tower")));
+    response_free(&r);
+    char *log = read_log(&clip_server);
+    assert_non_null(strstr(log, "image model " CLIP " ("));
+    assert_non_null(strstr(log, "its text tower ("));
+    assert_non_null(strstr(log, "joint dim 20"));
+    free(log);
+}
+
 /* ---- servers of their own ---- */
+
+/* SigLIP's image tower without its text tower (the folder has no tokenizer here): served for
+ * image embeddings (its joint ones: no CLS token), zero-shot and texts refused saying why. */
+static void test_siglip_without_text_tower(void **state) {
+    (void)state;
+    server s;
+    START_OR_SKIP(&s, "-m", "tests/data/siglip-micro", "-t", "1", "--quiet");
+    char *log = read_log(&s);
+    assert_non_null(strstr(log, "the text tower is not served"));
+    assert_non_null(strstr(log, "no tokenizer files"));
+    free(log);
+    response r = request(s.port, "GET", "/v1/model", NULL, NULL, 0);
+    const cJSON *joint = cJSON_GetObjectItem(r.json, "joint");
+    assert_string_equal(cJSON_GetObjectItem(joint, "family")->valuestring, "SigLIP");
+    assert_string_equal(cJSON_GetObjectItem(joint, "probabilities")->valuestring, "sigmoid");
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(joint, "text_tower")));
+    assert_null(cJSON_GetObjectItem(r.json, "text"));
+    response_free(&r);
+    assert_refused(post_file(s.port, "/v1/classify?classes=cat,dog", photos[0]), 404,
+                   "zero-shot needs the joint model's text tower, which is not served");
+    const char *text = "{\"input\": \"a cat\"}";
+    assert_refused(request(s.port, "POST", "/v1/embeddings", NULL, text, strlen(text)), 400,
+                   "input[0] is a text, and this joint model's text tower is not served");
+    vit_error err = {0};
+    vit_context *ctx = vit_load("tests/data/siglip-micro", NULL, &err);
+    assert_non_null(ctx);
+    float *pixels = test_alloc_floats(vit_input_floats(ctx)), want[32];
+    assert_int_equal(vit_preprocess_file(ctx, photos[2], pixels, &err), 0);
+    assert_int_equal(vit_embed(ctx, pixels, 1, VIT_POOL_JOINT, want, &err), 0);
+    cJSON *body = cJSON_CreateObject(), *input = cJSON_AddArrayToObject(body, "input");
+    char *url = data_url(photos[2]);
+    cJSON_AddItemToArray(input, cJSON_CreateString(url));
+    free(url);
+    r = post_json(s.port, "/v1/embeddings", body);
+    cJSON_Delete(body);
+    assert_int_equal(r.status, 200);
+    const cJSON *e = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "data"), 0),
+                                         "embedding");
+    assert_int_equal(cJSON_GetArraySize(e), 32);
+    for (int d = 0; d < 32; d++)
+        assert_true(fabs(cJSON_GetArrayItem(e, d)->valuedouble - want[d]) < 1e-5);
+    response_free(&r);
+    free(pixels);
+    vit_free(ctx);
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+}
+
+/* A joint model serves its own text tower: --text-model beside it is refused at start. */
+static void test_joint_model_with_text_model(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *args[] = {"serve", "-m", CLIP, "--text-model", CLIP, "--port", "0", NULL};
+    test_run_result run = test_run_vit(NULL, NULL, args);
+    if (strstr(run.err, "not built in")) {
+        test_run_free(&run);
+        print_message("SKIP %s: this vit has no serve\n", __func__);
+        skip();
+    }
+    assert_int_equal(run.status, 1);
+    assert_non_null(strstr(run.err, "--text-model: " CLIP " is a joint image-text model, whose "
+                                    "own text tower is served"));
+    test_run_free(&run);
+}
 
 /* One image at a time in the queue: of many requests sent at once, some are refused with 503 (and
  * Retry-After), the others answered; none is lost or hangs. */
@@ -1036,7 +1678,15 @@ int main(void) {
         cmocka_unit_test(test_health_model_metrics),
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_chunked_garbage_keepalive),
+        cmocka_unit_test(test_zero_shot_matches_library),
+        cmocka_unit_test(test_zero_shot_cache),
+        cmocka_unit_test(test_embeddings_match_library),
+        cmocka_unit_test(test_embeddings_without_joint_model),
+        cmocka_unit_test(test_joint_bad_requests),
+        cmocka_unit_test(test_joint_model_description),
         /* servers of their own */
+        cmocka_unit_test(test_siglip_without_text_tower),
+        cmocka_unit_test(test_joint_model_with_text_model),
         cmocka_unit_test(test_queue_full_gives_503),
         cmocka_unit_test(test_two_workers_answer_alike),
         cmocka_unit_test(test_slow_body_times_out),

@@ -25,13 +25,18 @@ enum {
     OPT_TIMEOUT,
     OPT_DECODERS,
     OPT_WORKERS,
+    OPT_CLASSES,
+    OPT_PROMPTS,
+    OPT_CLASS_CACHE,
     OPT_QUIET,
 };
 
 static const cli_option options[] = {
     CLI_MODEL_OPTION("the image model", CLI_MODEL_DEFAULT),
     {OPT_TEXT_MODEL, "text-model", 0, "DIR",
-     "a text model for POST /v1/text (without -m and $VIT_MODEL: text only)", NULL},
+     "a text model for POST /v1/text (without -m and $VIT_MODEL: text only); a joint model (CLIP, "
+     "SigLIP) given to -m serves its own text tower",
+     NULL},
     {OPT_HOST, "host", 0, "ADDR", "the address to listen on", "127.0.0.1 (this machine only)"},
     {OPT_PORT, "port", 'p', "N", "the port (0: any free port, shown when listening)", "8080"},
     {CLI_OPT_BATCH, "max-batch", 'b', "N", "images (or texts) per forward pass, at most", "8"},
@@ -51,6 +56,13 @@ static const cli_option options[] = {
      "forward passes running at once, each on its own batch with threads/N threads, over one "
      "copy of the weights",
      "1"},
+    {OPT_CLASSES, "max-classes", 0, "N", "class names in one zero-shot request (413 beyond it)",
+     "1000"},
+    {OPT_PROMPTS, "max-prompts", 0, "N",
+     "texts a zero-shot request's class set embeds: class names times templates (413 beyond it)",
+     "10000"},
+    {OPT_CLASS_CACHE, "class-cache", 0, "N",
+     "zero-shot class sets kept embedded (those used longest ago make way)", "16"},
     CLI_THREADS_OPTION,
     CLI_SIZE_OPTION("run at N x N pixels (position embeddings interpolated as Hugging Face does)"),
     CLI_PIXELS_OPTION,
@@ -69,7 +81,10 @@ static const cli_command command = {
     "POST /v1/classify (?k=5&threshold=0&logits=0) and POST /v1/embed (?pool=cls|mean) take an\n"
     "image as the body, or a multipart/form-data form of \"image\" parts; POST /v1/text takes\n"
     "{\"texts\": [...]}; GET /health, GET /metrics (Prometheus) and GET /v1/model describe the\n"
-    "service. Concurrent requests are decoded in parallel and run together in one forward pass;\n"
+    "service. A joint model (CLIP, SigLIP) serves both towers: POST /v1/classify?classes=cat,dog\n"
+    "(&template=a photo of a {}.) classifies zero-shot against the names given, POST\n"
+    "/v1/embeddings takes OpenAI's {\"input\": [...]} of texts and data:image/...;base64 URLs.\n"
+    "Concurrent requests are decoded in parallel and run together in one forward pass;\n"
     "with --workers N, N forward passes run at once, each on its share of the threads.\n"
     "One line per request goes to standard error (--quiet: none).",
     options,
@@ -82,7 +97,7 @@ const cli_command *cli_serve_command(void) {
 typedef struct {
     const char *model_opt, *text_dir;
     vit_params params;
-    int batch_wait_ms, decode_threads, workers;
+    int batch_wait_ms, decode_threads, workers, class_cache;
     serve_app app;
 } serve_options;
 
@@ -111,6 +126,12 @@ static int serve_option(const cli_parser *p, int id, void *user) {
         return cli_int(p, 1, 256, &o->decode_threads);
     case OPT_WORKERS:
         return cli_int(p, 1, 256, &o->workers);
+    case OPT_CLASSES:
+        return cli_int(p, 1, 1 << 20, &o->app.max_classes);
+    case OPT_PROMPTS:
+        return cli_int(p, 1, 1 << 24, &o->app.max_prompts);
+    case OPT_CLASS_CACHE:
+        return cli_int(p, 1, 4096, &o->class_cache);
     case OPT_QUIET:
         return o->app.quiet = 1, 0;
     }
@@ -133,8 +154,11 @@ static cli_outcome parse_options(int argc, char **argv, serve_options *o) {
 
 typedef struct {
     char image_dir[4096];
+    const char *text_dir; /* --text-model, or a joint model's folder */
+    char model_name[256];
     vit_context *image;
     vit_text_context *text;
+    serve_class_cache *classes;
     serve_tasks *tasks;
     serve_batcher *batcher;
     serve_metrics *metrics;
@@ -157,13 +181,57 @@ static int load_image_model(service *s, serve_options *o) {
     return s->image ? 0 : -1;
 }
 
+/* A joint image model's text tower, from its folder: without it (SigLIP's tokenizer not built in,
+ * a CLIPVisionModelWithProjection folder) the images are still served, and zero-shot and texts
+ * are refused saying why. */
+static int load_text_tower(service *s, const serve_options *o) {
+    if (o->text_dir) {
+        fprintf(stderr,
+                "vit serve: --text-model: %s is a joint image-text model, whose own text tower is "
+                "served (vit serve --help)\n",
+                s->image_dir);
+        return -1;
+    }
+    const vit_text_params tp = cli_text_params(&o->params);
+    vit_error err = {0};
+    if (!(s->text = vit_text_load(s->image_dir, &tp, &err))) {
+        fprintf(stderr,
+                "vit serve: %s: the text tower is not served (%s): no zero-shot classification, "
+                "images only on /v1/embeddings\n",
+                s->image_dir, err.msg);
+        return 0;
+    }
+    s->text_dir = s->image_dir;
+    if (vit_text_joint_dim(s->text) != vit_joint_dim(s->image)) {
+        fprintf(stderr,
+                "vit serve: %s: the text tower's joint dim %d is not the image tower's %d\n",
+                s->image_dir, vit_text_joint_dim(s->text), vit_joint_dim(s->image));
+        return -1;
+    }
+    s->classes = serve_class_cache_create(o->class_cache);
+    return s->classes ? 0 : (fprintf(stderr, "vit serve: out of memory\n"), -1);
+}
+
 static int load_text_model(service *s, const serve_options *o) {
+    if (s->image && vit_joint_dim(s->image) > 0) return load_text_tower(s, o);
     if (!o->text_dir) return 0;
     const vit_text_params tp = cli_text_params(&o->params);
     vit_error err = {0};
     s->text = vit_text_load(o->text_dir, &tp, &err);
     if (!s->text) fprintf(stderr, "vit serve: %s\n", err.msg);
+    s->text_dir = o->text_dir;
     return s->text ? 0 : -1;
+}
+
+/* The name of the folder served (the image model's, else the text model's): "model" in the
+ * answers of /v1/embeddings. */
+static void name_model(service *s) {
+    const char *dir = s->image ? s->image_dir : s->text_dir;
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    size_t start = n;
+    while (start > 0 && dir[start - 1] != '/') start--;
+    snprintf(s->model_name, sizeof s->model_name, "%.*s", (int)(n - start), dir + start);
 }
 
 /* The cores split between the workers: each loads (and shares) with threads / workers, at least
@@ -178,7 +246,8 @@ static int start_service(service *s, serve_options *o) {
     if (load_image_model(s, o) != 0 || load_text_model(s, o) != 0) return -1;
     vit_error err = {0};
     s->metrics = serve_metrics_create(o->params.max_batch);
-    s->model_json = serve_model_json(s->image_dir, s->image, o->text_dir, s->text);
+    name_model(s);
+    s->model_json = serve_model_json(s->image_dir, s->image, s->text_dir, s->text);
     s->tasks = serve_tasks_create(s->image, s->text, o->params.max_batch, o->workers, &err);
     if (!s->metrics || !s->model_json || !s->tasks) {
         fprintf(stderr, "vit serve: %s\n", err.msg[0] ? err.msg : "out of memory");
@@ -203,6 +272,7 @@ static int start_service(service *s, serve_options *o) {
 static void stop_service(service *s) {
     serve_batcher_free(s->batcher);
     serve_tasks_free(s->tasks);
+    serve_class_cache_free(s->classes);
     serve_metrics_free(s->metrics);
     free(s->model_json);
     vit_free(s->image);
@@ -251,7 +321,11 @@ static int wait_stop_signal(int timeout_ms) {
 static void announce(const serve_options *o, const service *s, const char *bound) {
     fprintf(stderr, "vit serve: listening on http://%s", bound);
     if (s->image) fprintf(stderr, "; image model %s (%s)", s->image_dir, vit_compute(s->image));
-    if (s->text) fprintf(stderr, "; text model %s (%s)", o->text_dir, vit_text_compute(s->text));
+    if (s->text && s->text_dir == s->image_dir)
+        fprintf(stderr, "; its text tower (%s), joint dim %d", vit_text_compute(s->text),
+                vit_text_joint_dim(s->text));
+    else if (s->text)
+        fprintf(stderr, "; text model %s (%s)", s->text_dir, vit_text_compute(s->text));
     fprintf(stderr, "; max batch %d, queue %d; %d worker%s x %d thread%s\n", o->params.max_batch,
             o->app.max_inputs, o->workers, o->workers == 1 ? "" : "s", o->params.threads,
             o->params.threads == 1 ? "" : "s");
@@ -282,7 +356,9 @@ static int serve_until_stopped(serve_options *o) {
     serve_app *app = &o->app;
     app->image = s.image;
     app->text = s.text;
+    app->model_name = s.model_name;
     app->model_json = s.model_json;
+    app->classes = s.classes;
     app->tasks = s.tasks;
     app->batcher = s.batcher;
     app->metrics = s.metrics;
@@ -313,12 +389,15 @@ int cli_serve(int argc, char **argv) {
                        .batch_wait_ms = 10,
                        .decode_threads = cores > 0 ? (int)cores : 1,
                        .workers = 1,
+                       .class_cache = 16,
                        .app = {.host = "127.0.0.1",
                                .port = 8080,
                                .max_connections = 64,
                                .timeout_s = 30,
                                .max_body_bytes = 20000000,
-                               .max_inputs = 64}};
+                               .max_inputs = 64,
+                               .max_classes = 1000,
+                               .max_prompts = 10000}};
     o.params.max_batch = 8;
     const cli_outcome parsed = parse_options(argc, argv, &o);
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);

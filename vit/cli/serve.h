@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "vit/serve/batcher.h"
+#include "vit/serve/class_sets.h"
 #include "vit/serve/metrics.h"
 #include "vit/serve/tasks.h"
 #include "vit/vit.h"
@@ -22,10 +23,14 @@ typedef struct {
     size_t max_body_bytes; /* a request's body */
     int max_inputs;        /* images or texts in one request (the queue's size) */
     int quiet;             /* no request log */
+    int max_classes;       /* class names in one zero-shot request */
+    int max_prompts;       /* class names times templates in one zero-shot request */
     /* what serves */
-    vit_context *image;     /* NULL: no image model */
-    vit_text_context *text; /* NULL: no text model */
-    const char *model_json; /* the GET /v1/model answer */
+    vit_context *image;         /* NULL: no image model */
+    vit_text_context *text;     /* NULL: no text model; a joint image model's: its text tower */
+    const char *model_name;     /* "model" in /v1/embeddings answers: the model folder's name */
+    const char *model_json;     /* the GET /v1/model answer */
+    serve_class_cache *classes; /* zero-shot class sets (a joint model with its text tower) */
     serve_tasks *tasks;
     serve_batcher *batcher;
     serve_metrics *metrics;

@@ -4,7 +4,13 @@
  * by the batcher thread that finishes it, and the last one assembles the whole answer and resumes
  * the connection, so that libmicrohttpd's thread only queues its bytes. That one thread handles
  * every connection (epoll): connections cost no threads and the cores stay the forward pass's, as
- * long as nothing on it grows with a request's inputs or k. */
+ * long as nothing on it grows with a request's inputs or k (beyond reading the body).
+ *
+ * A joint model (CLIP, SigLIP) classifies zero-shot: the request's images are embedded
+ * (SERVE_EMBED_JOINT) beside a job for its class set (SERVE_CLASSES: found in the cache, or
+ * embedded by the text tower on a forward thread) unless the set was found cached already; the
+ * last of its jobs scores the images against the set. /v1/embeddings embeds texts and images as
+ * OpenAI's API does. */
 #include "vit/cli/serve.h"
 
 #ifdef VIT_MICROHTTPD
@@ -26,6 +32,7 @@
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
 
+#include "vit/base/base64.h"
 #include "vit/base/bytes.h"
 #include "vit/base/clock.h"
 #include "vit/cli/cli.h"
@@ -48,7 +55,16 @@ struct serve_http {
 
 /* ---- routes ---- */
 
-typedef enum { EP_HEALTH, EP_METRICS, EP_MODEL, EP_CLASSIFY, EP_EMBED, EP_TEXT, EP_OTHER } endpoint;
+typedef enum {
+    EP_HEALTH,
+    EP_METRICS,
+    EP_MODEL,
+    EP_CLASSIFY,
+    EP_EMBED,
+    EP_TEXT,
+    EP_EMBEDDINGS,
+    EP_OTHER
+} endpoint;
 
 static const struct {
     const char *path;
@@ -58,9 +74,10 @@ static const struct {
     [EP_HEALTH] = {"/health", 0, ""},
     [EP_METRICS] = {"/metrics", 0, ""},
     [EP_MODEL] = {"/v1/model", 0, ""},
-    [EP_CLASSIFY] = {"/v1/classify", 1, "k, threshold, logits"},
+    [EP_CLASSIFY] = {"/v1/classify", 1, "k, threshold, logits; a joint model: classes, template"},
     [EP_EMBED] = {"/v1/embed", 1, "pool"},
     [EP_TEXT] = {"/v1/text", 1, "k, threshold, logits"},
+    [EP_EMBEDDINGS] = {"/v1/embeddings", 1, "none"},
     [EP_OTHER] = {"other", 0, ""},
 };
 
@@ -78,10 +95,21 @@ typedef struct {
     size_t size;
 } json_text;
 
+/* The longest class name or template, in bytes. */
+#define MAX_CLASS_BYTES 300
+
 typedef struct {
     char *name;     /* the form part's file name, or NULL */
     byte_buf bytes; /* a form part's own copy, or a view (cap 0) of the body or of a JSON text */
+    int owned;      /* bytes are its own: a form part's, a data URL's decoded */
+    int task;       /* its job's serve_task */
 } input;
+
+/* A list of strings, each malloc'ed: class names, templates. */
+typedef struct {
+    char **items;
+    int count;
+} string_list;
 
 typedef struct {
     serve_app *app;
@@ -101,12 +129,25 @@ typedef struct {
     double threshold;
     serve_task task;
     input *inputs;
-    int num_inputs, multipart;
-    int too_many; /* more inputs than the queue holds */
-    cJSON *json;  /* a text request */
-    char form_error[160];
-    /* its jobs */
+    int num_inputs;
+    int listed;   /* the answer is a list of results: a form's, or JSON's images */
+    int too_many; /* a limit exceeded: more inputs than the queue holds, too many classes (413) */
+    cJSON *json;  /* a text request, a JSON one's images, /v1/embeddings's inputs */
+    char form_error[320];
+    /* zero-shot (/v1/classify on a joint model): the class names and templates asked for */
+    int zero_shot;
+    string_list classes, templates;
+    int classes_from_query, templates_from_query;
+    string_list form_templates;        /* a form's "template" fields as they came */
+    byte_buf classes_field;            /* a form's "classes" fields, joined by commas */
+    serve_class_request class_request; /* the class set asked of a forward thread */
+    serve_class_set *class_set;        /* the set the answers use (taken; released at the end) */
+    /* /v1/embeddings: the floats of each embedding as base64, the texts' tokens */
+    int base64;
+    long long tokens;
+    /* its jobs: one per input, then the class set's when it is to be embedded */
     serve_job *jobs;
+    int num_jobs;
     float *outputs;
     size_t width;
     atomic_int remaining;
@@ -129,12 +170,23 @@ static void printable(char *out, size_t size, const char *in) {
     out[n] = 0;
 }
 
+static void strings_free(string_list *l) {
+    for (int i = 0; i < l->count; i++) free(l->items[i]);
+    free(l->items);
+    *l = (string_list){0};
+}
+
 static void request_free(request *r) {
     if (!r) return;
     for (int i = 0; i < r->num_inputs; i++) {
         free(r->inputs[i].name);
-        if (r->multipart) byte_buf_free(&r->inputs[i].bytes);
+        if (r->inputs[i].owned) byte_buf_free(&r->inputs[i].bytes);
     }
+    strings_free(&r->classes);
+    strings_free(&r->templates);
+    strings_free(&r->form_templates);
+    byte_buf_free(&r->classes_field);
+    if (r->class_set) serve_class_set_release(r->app->classes, r->class_set);
     free(r->inputs);
     byte_buf_free(&r->body);
     cJSON_Delete(r->json);
@@ -245,10 +297,15 @@ static enum MHD_Result answer_metrics(request *r) {
     size_t size = 0;
     FILE *out = open_memstream(&text, &size);
     if (!out) return MHD_NO;
-    const serve_gauges g = {.queued = serve_batcher_pending(r->app->batcher),
-                            .in_flight = atomic_load(&r->app->in_flight),
-                            .connections = atomic_load(&r->app->connections),
-                            .started = r->app->started};
+    serve_gauges g = {.queued = serve_batcher_pending(r->app->batcher),
+                      .in_flight = atomic_load(&r->app->in_flight),
+                      .connections = atomic_load(&r->app->connections),
+                      .started = r->app->started};
+    serve_class_stats classes;
+    if (r->app->classes) {
+        classes = serve_class_cache_stats(r->app->classes);
+        g.classes = &classes;
+    }
     serve_metrics_write(r->app->metrics, &g, out);
     fclose(out);
     return answer(r, HTTP_OK, text, size);
@@ -288,6 +345,117 @@ static int parse_flag(const char *s, int *out) {
     return -1;
 }
 
+/* ---- zero-shot's class names and templates ---- */
+
+static int is_joint(const serve_app *app) {
+    return app->image && vit_joint_dim(app->image) > 0;
+}
+
+static int fail_request(request *r, int limit, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The reason a request is refused, into r->form_error: 413 when a limit is exceeded (limit 1),
+ * else 400. Returns -1. */
+static int fail_request(request *r, int limit, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->form_error, sizeof r->form_error, fmt, ap);
+    va_end(ap);
+    r->too_many = limit;
+    return -1;
+}
+
+/* A copy of s[0..n) at the end of l. -1 when out of memory. */
+static int strings_add(string_list *l, const char *s, size_t n) {
+    char **grown = realloc(l->items, sizeof *grown * (size_t)(l->count + 1));
+    if (!grown) return -1;
+    l->items = grown;
+    if (!(l->items[l->count] = strndup(s, n))) return -1;
+    l->count++;
+    return 0;
+}
+
+/* A class name (s[0..n)) within the limits: not empty, at most MAX_CLASS_BYTES, at most
+ * --max-classes of them. */
+static int add_class(request *r, const char *s, size_t n) {
+    if (n == 0) return fail_request(r, 0, "an empty class name (classes are comma-separated)");
+    if (memchr(s, 0, n)) return fail_request(r, 0, "a class name holds a NUL byte");
+    if (n > MAX_CLASS_BYTES)
+        return fail_request(r, 1, "a class name of %zu bytes, over the limit of %d ('%.40s...')", n,
+                            MAX_CLASS_BYTES, s);
+    if (r->classes.count >= r->app->max_classes)
+        return fail_request(r, 1, "more than %d class names in one request (--max-classes)",
+                            r->app->max_classes);
+    return strings_add(&r->classes, s, n) == 0 ? 0 : fail_request(r, 0, "out of memory");
+}
+
+static int is_blank(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* "cat, dog,a red car": each name trimmed of the white space around it. */
+static int add_class_list(request *r, const char *list, size_t n) {
+    const char *end = list + n;
+    for (const char *p = list;; p++) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *stop = comma ? comma : end;
+        while (p < stop && is_blank(*p)) p++;
+        const char *last = stop;
+        while (last > p && is_blank(last[-1])) last--;
+        if (add_class(r, p, (size_t)(last - p)) != 0) return -1;
+        if (!comma) return 0;
+        p = comma;
+    }
+}
+
+/* A template: "{}" where the class name goes, at most MAX_CLASS_BYTES. */
+static int add_template(request *r, const char *s, size_t n) {
+    if (n > MAX_CLASS_BYTES)
+        return fail_request(r, 1, "a template of %zu bytes, over the limit of %d", n,
+                            MAX_CLASS_BYTES);
+    if (memchr(s, 0, n)) return fail_request(r, 0, "a template holds a NUL byte");
+    char *copy = strndup(s, n);
+    const int holed = copy && strstr(copy, "{}") != NULL;
+    free(copy);
+    if (!holed)
+        return fail_request(r, 0,
+                            "template '%.60s' has no {} where the class name goes (as in 'a photo "
+                            "of a {}.')",
+                            s);
+    if (r->templates.count >= r->app->max_prompts)
+        return fail_request(r, 1, "more than %d templates (--max-prompts)", r->app->max_prompts);
+    return strings_add(&r->templates, s, n) == 0 ? 0 : fail_request(r, 0, "out of memory");
+}
+
+/* Once the body is read: whether this /v1/classify is zero-shot, and its names and templates
+ * within the limits. */
+static int check_zero_shot(request *r) {
+    const serve_app *app = r->app;
+    if (!is_joint(app)) {
+        if (r->classes.count || r->templates.count)
+            return fail_request(r, 0,
+                                "classes and templates are for a joint image-text model (CLIP, "
+                                "SigLIP); this model classifies into its own %d labels",
+                                vit_num_labels(app->image));
+        return 0;
+    }
+    if (r->classes.count == 0)
+        return fail_request(r, 0,
+                            "classes are needed: this is a joint image-text model, which "
+                            "classifies zero-shot against the names given (?classes=cat,dog or a "
+                            "\"classes\" form field or JSON list)");
+    const long long prompts =
+        (long long)r->classes.count * (r->templates.count ? r->templates.count : 1);
+    if (prompts > app->max_prompts)
+        return fail_request(r, 1,
+                            "%d class names times %d templates: %lld texts to embed, over the "
+                            "limit of %d (--max-prompts)",
+                            r->classes.count, r->templates.count, prompts, app->max_prompts);
+    r->zero_shot = 1;
+    r->task = SERVE_EMBED_JOINT;
+    for (int i = 0; i < r->num_inputs; i++) r->inputs[i].task = SERVE_EMBED_JOINT;
+    return 0;
+}
+
 /* One query parameter into r; a wrong one leaves its reason in r->form_error. */
 static enum MHD_Result query_param(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value) {
@@ -295,14 +463,21 @@ static enum MHD_Result query_param(void *cls, enum MHD_ValueKind kind, const cha
     request *r = cls;
     const char *v = value ? value : "";
     if (!key) key = "";
+    const int scored = r->ep == EP_CLASSIFY || r->ep == EP_TEXT;
     int bad;
-    if (strcmp(key, "k") == 0 && r->ep != EP_EMBED)
+    if (strcmp(key, "k") == 0 && scored)
         bad = parse_int(v, 1, 1 << 20, &r->k);
-    else if (strcmp(key, "threshold") == 0 && r->ep != EP_EMBED)
+    else if (strcmp(key, "threshold") == 0 && scored)
         bad = parse_number(v, 0.0, 1.0, &r->threshold);
-    else if (strcmp(key, "logits") == 0 && r->ep != EP_EMBED)
+    else if (strcmp(key, "logits") == 0 && scored)
         bad = parse_flag(v, &r->logits);
-    else if (strcmp(key, "pool") == 0 && r->ep == EP_EMBED) {
+    else if (strcmp(key, "classes") == 0 && r->ep == EP_CLASSIFY) {
+        r->classes_from_query = 1;
+        return add_class_list(r, v, strlen(v)) == 0 ? MHD_YES : MHD_NO;
+    } else if (strcmp(key, "template") == 0 && r->ep == EP_CLASSIFY) {
+        r->templates_from_query = 1;
+        return add_template(r, v, strlen(v)) == 0 ? MHD_YES : MHD_NO;
+    } else if (strcmp(key, "pool") == 0 && r->ep == EP_EMBED) {
         bad = strcmp(v, "cls") != 0 && strcmp(v, "mean") != 0;
         r->task = strcmp(v, "mean") == 0 ? SERVE_EMBED_MEAN : SERVE_EMBED_CLS;
     } else {
@@ -323,20 +498,39 @@ static enum MHD_Result query_param(void *cls, enum MHD_ValueKind kind, const cha
 /* ---- the first call: route, method, query, declared size ---- */
 
 static int model_missing(const request *r) {
-    return r->ep == EP_TEXT ? !r->app->text : !r->app->image;
+    switch (r->ep) {
+    case EP_TEXT:
+        return !r->app->text || vit_text_joint_dim(r->app->text) > 0;
+    case EP_EMBEDDINGS:
+        return !r->app->image && !r->app->text;
+    default:
+        return !r->app->image;
+    }
 }
 
 static enum MHD_Result begin_post(request *r) {
+    const serve_app *app = r->app;
+    if (model_missing(r) && r->ep == EP_TEXT && app->text)
+        return answer_error(r, HTTP_NOT_FOUND, SERVE_ERR_NOT_FOUND,
+                            "/v1/text: the text tower of a joint image-text model classifies "
+                            "nothing (POST /v1/embeddings embeds texts; POST "
+                            "/v1/classify?classes=... classifies images zero-shot)");
     if (model_missing(r))
         return answer_error(r, HTTP_NOT_FOUND, SERVE_ERR_NOT_FOUND,
                             "%s: no %s model is served (start vit serve with %s)",
                             routes[r->ep].path, r->ep == EP_TEXT ? "text" : "image",
                             r->ep == EP_TEXT ? "--text-model DIR" : "-m DIR");
+    if (r->ep == EP_CLASSIFY && is_joint(app) && !app->classes)
+        return answer_error(r, HTTP_NOT_FOUND, SERVE_ERR_NOT_FOUND,
+                            "/v1/classify: zero-shot needs the joint model's text tower, which is "
+                            "not served (vit serve said why when it started)");
     r->k = 5;
     r->task = r->ep == EP_TEXT ? SERVE_TEXT : r->ep == EP_EMBED ? SERVE_EMBED_CLS : SERVE_CLASSIFY;
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_param, r);
     if (r->form_error[0])
-        return answer_error(r, HTTP_BAD_REQUEST, SERVE_ERR_BAD_REQUEST, "%s", r->form_error);
+        return answer_error(r, r->too_many ? HTTP_TOO_LARGE : HTTP_BAD_REQUEST,
+                            r->too_many ? SERVE_ERR_TOO_LARGE : SERVE_ERR_BAD_REQUEST, "%s",
+                            r->form_error);
     const char *length =
         MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (length && strtoull(length, NULL, 10) > r->app->max_body_bytes)
@@ -351,7 +545,7 @@ static enum MHD_Result begin(request *r, const char *url, const char *method) {
     if (r->ep == EP_OTHER)
         return answer_error(r, HTTP_NOT_FOUND, SERVE_ERR_NOT_FOUND,
                             "no such path (try POST /v1/classify, POST /v1/embed, POST /v1/text, "
-                            "GET /health, GET /metrics or GET /v1/model)");
+                            "POST /v1/embeddings, GET /health, GET /metrics or GET /v1/model)");
     const int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (routes[r->ep].post ? strcmp(method, "POST") != 0 : !get)
         return answer_error(r, HTTP_METHOD_NOT_ALLOWED, SERVE_ERR_METHOD, "%s takes %s, not %.20s",
@@ -386,24 +580,55 @@ static enum MHD_Result receive(request *r, const char *data, size_t size) {
     return byte_buf_append(&r->body, data, size, app->max_body_bytes) == 0 ? MHD_YES : MHD_NO;
 }
 
-/* ---- inputs: a raw body, a multipart form, a JSON list of texts ---- */
+/* ---- inputs: a raw body, a multipart form, a JSON list of texts or of data URLs ---- */
 
 static int add_input(request *r, const char *name) {
     if (r->num_inputs >= r->app->max_inputs) {
         r->too_many = 1;
         snprintf(r->form_error, sizeof r->form_error,
                  "more than %d %s in one request (the queue's size, --max-queue)",
-                 r->app->max_inputs, r->ep == EP_TEXT ? "texts" : "images");
+                 r->app->max_inputs,
+                 r->ep == EP_TEXT         ? "texts"
+                 : r->ep == EP_EMBEDDINGS ? "inputs"
+                                          : "images");
         return -1;
     }
     input *grown = realloc(r->inputs, sizeof *grown * (size_t)(r->num_inputs + 1));
     if (!grown) return -1;
     r->inputs = grown;
-    r->inputs[r->num_inputs++] = (input){.name = name ? strdup(name) : NULL};
+    r->inputs[r->num_inputs++] = (input){.name = name ? strdup(name) : NULL, .task = r->task};
     return name && !r->inputs[r->num_inputs - 1].name ? -1 : 0;
 }
 
-/* The form's "image" parts, each an input; any other field is an error. */
+/* A form's "classes" field (comma-separated names; several are joined) and "template" fields
+ * (one each), on /v1/classify: gathered piece by piece, read when the form is. */
+static enum MHD_Result form_class_field(request *r, const char *key, const char *data, uint64_t off,
+                                        size_t size) {
+    if (strcmp(key, "classes") == 0) {
+        const int more = off == 0 && r->classes_field.size > 0;
+        if ((more && byte_buf_append(&r->classes_field, ",", 1, SIZE_MAX) != 0) ||
+            byte_buf_append(&r->classes_field, data, size, SIZE_MAX) != 0)
+            return MHD_NO;
+        return MHD_YES;
+    }
+    string_list *t = &r->form_templates;
+    if (memchr(data, 0, size)) {
+        snprintf(r->form_error, sizeof r->form_error, "a template holds a NUL byte");
+        return MHD_NO;
+    }
+    if (off == 0 || t->count == 0) return strings_add(t, data, size) == 0 ? MHD_YES : MHD_NO;
+    char **last = &t->items[t->count - 1];
+    const size_t n = strlen(*last);
+    char *grown = realloc(*last, n + size + 1);
+    if (!grown) return MHD_NO;
+    memcpy(grown + n, data, size);
+    grown[n + size] = 0;
+    *last = grown;
+    return MHD_YES;
+}
+
+/* The form's "image" parts, each an input; on /v1/classify its class names and templates too; any
+ * other field is an error. */
 static enum MHD_Result form_part(void *cls, enum MHD_ValueKind kind, const char *key,
                                  const char *filename, const char *type, const char *encoding,
                                  const char *data, uint64_t off, size_t size) {
@@ -413,6 +638,14 @@ static enum MHD_Result form_part(void *cls, enum MHD_ValueKind kind, const char 
         snprintf(r->form_error, sizeof r->form_error,
                  "a form part without a name (send each image as a part named \"image\")");
         return MHD_NO;
+    }
+    if (r->ep == EP_CLASSIFY && (strcmp(key, "classes") == 0 || strcmp(key, "template") == 0)) {
+        if (strcmp(key, "classes") == 0 ? r->classes_from_query : r->templates_from_query) {
+            snprintf(r->form_error, sizeof r->form_error,
+                     "%s given both in the query and in the form", key);
+            return MHD_NO;
+        }
+        return form_class_field(r, key, data, off, size);
     }
     if (strcmp(key, "image") != 0) {
         snprintf(r->form_error, sizeof r->form_error,
@@ -424,11 +657,11 @@ static enum MHD_Result form_part(void *cls, enum MHD_ValueKind kind, const char 
      * the body ends before the part does (a truncated form, refused), so offset 0 is a new part. */
     if ((off == 0 || r->num_inputs == 0) && add_input(r, filename) != 0) return MHD_NO;
     input *last = &r->inputs[r->num_inputs - 1];
+    last->owned = 1;
     return byte_buf_append(&last->bytes, data, size, SIZE_MAX) == 0 ? MHD_YES : MHD_NO;
 }
 
 static int parse_form(request *r) {
-    r->multipart = 1;
     struct MHD_PostProcessor *pp = MHD_create_post_processor(r->conn, 64 << 10, form_part, r);
     if (!pp) {
         snprintf(r->form_error, sizeof r->form_error,
@@ -441,17 +674,95 @@ static int parse_form(request *r) {
         snprintf(r->form_error, sizeof r->form_error, "malformed or truncated multipart form");
     if (!r->form_error[0] && r->num_inputs == 0)
         snprintf(r->form_error, sizeof r->form_error, "the form has no \"image\" part");
-    return r->form_error[0] ? -1 : 0;
+    if (r->form_error[0]) return -1;
+    r->listed = 1;
+    for (int i = 0; i < r->form_templates.count; i++) /* now whole: within the limits? */
+        if (add_template(r, r->form_templates.items[i], strlen(r->form_templates.items[i])) != 0)
+            return -1;
+    if (r->classes_field.size > 0 &&
+        add_class_list(r, r->classes_field.data, r->classes_field.size) != 0)
+        return -1;
+    return 0;
 }
 
-static int is_form(const request *r) {
+static int has_type(const request *r, const char *want) {
     const char *type =
         MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    return type && strncasecmp(type, "multipart/form-data", 19) == 0;
+    return type && strncasecmp(type, want, strlen(want)) == 0;
+}
+
+/* A string that is an image: a data URL of an image type ("data:image/png;base64,..."). */
+static int is_image_url(const char *s) {
+    return strncasecmp(s, "data:image/", 11) == 0;
+}
+
+/* Input i, a data URL of an image (s, NUL-terminated), decoded into its own bytes. */
+static int decode_data_url(request *r, int i, const char *what, const char *s) {
+    const char *comma = strchr(s, ',');
+    const size_t head = comma ? (size_t)(comma - s) : strlen(s);
+    if (!comma || head < 7 || strncasecmp(comma - 7, ";base64", 7) != 0)
+        return fail_request(r, 0,
+                            "%s: a data URL of an image must be base64, as "
+                            "data:image/png;base64,iVBORw0KGgo...",
+                            what);
+    const char *data = comma + 1;
+    const size_t n = strlen(data);
+    input *in = &r->inputs[i];
+    if (!(in->bytes.data = malloc(n / 4 * 3 + 3))) return fail_request(r, 0, "out of memory");
+    in->owned = 1;
+    size_t where = 0;
+    const long long size = base64_decode(data, n, in->bytes.data, &where);
+    if (size < 0)
+        return fail_request(r, 0, "%s: the data URL's base64 is malformed at byte %zu of its data",
+                            what, where);
+    in->bytes.size = (size_t)size;
+    in->bytes.cap = n / 4 * 3 + 3;
+    return 0;
+}
+
+/* A JSON body of /v1/classify: {"images": [data URLs], "classes": [...], "templates": [...]}, the
+ * last two for a joint model. */
+static int parse_json_images(request *r) {
+    r->json = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.size);
+    r->listed = 1;
+    if (!r->json) return fail_request(r, 0, "the body is not valid JSON");
+    if (!cJSON_IsObject(r->json)) return fail_request(r, 0, "the body is not a JSON object");
+    const cJSON *item;
+    cJSON_ArrayForEach(item, r->json) {
+        const char *key = item->string;
+        const int images = strcmp(key, "images") == 0, classes = strcmp(key, "classes") == 0;
+        if (!images && !classes && strcmp(key, "templates") != 0)
+            return fail_request(r, 0,
+                                "unknown key \"%.40s\" (a JSON body of /v1/classify has "
+                                "\"images\", \"classes\" and \"templates\")",
+                                key);
+        if (!cJSON_IsArray(item)) return fail_request(r, 0, "\"%s\" is not a list", key);
+        if ((classes && r->classes_from_query) || (!images && !classes && r->templates_from_query))
+            return fail_request(r, 0, "%s given both in the query and in the body", key);
+        int i = 0;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, item) {
+            char what[48];
+            snprintf(what, sizeof what, "%s[%d]", key, i++);
+            if (!cJSON_IsString(v)) return fail_request(r, 0, "%s is not a string", what);
+            const char *s = v->valuestring;
+            if (images && !is_image_url(s))
+                return fail_request(r, 0, "%s is not a data URL of an image (data:image/...)",
+                                    what);
+            const int rc =
+                images    ? add_input(r, NULL) || decode_data_url(r, r->num_inputs - 1, what, s)
+                : classes ? add_class(r, s, strlen(s))
+                          : add_template(r, s, strlen(s));
+            if (rc != 0) return -1;
+        }
+    }
+    if (r->num_inputs == 0) return fail_request(r, 0, "no \"images\" in the body");
+    return 0;
 }
 
 static int parse_images(request *r) {
-    if (is_form(r)) return parse_form(r);
+    if (has_type(r, "multipart/form-data")) return parse_form(r);
+    if (r->ep == EP_CLASSIFY && has_type(r, "application/json")) return parse_json_images(r);
     if (r->body.size == 0) {
         snprintf(r->form_error, sizeof r->form_error,
                  "empty body: send an image's bytes, or a multipart/form-data form of \"image\" "
@@ -484,6 +795,91 @@ static int parse_texts(request *r) {
             (byte_buf){t->valuestring, strlen(t->valuestring), 0}; /* owned by r->json */
     }
     return 0;
+}
+
+/* The length of the embeddings /v1/embeddings gives for an image (text 0) or a text (1). */
+static int embedding_size(const serve_app *app, int text) {
+    if (text) {
+        const int joint = vit_text_joint_dim(app->text);
+        return joint > 0 ? joint : vit_text_hidden_size(app->text);
+    }
+    return is_joint(app) ? vit_joint_dim(app->image) : vit_hidden_size(app->image);
+}
+
+/* Input i of /v1/embeddings: s an image (a data URL) or a text, with a model for it. */
+static int add_embedding_input(request *r, int i, const char *s) {
+    const serve_app *app = r->app;
+    char what[32];
+    snprintf(what, sizeof what, "input[%d]", i);
+    const int image = is_image_url(s);
+    if (image && !app->image)
+        return fail_request(r, 0, "%s is an image, and no image model is served", what);
+    if (!image && !app->text)
+        return fail_request(r, 0, "%s is a text, and %s", what,
+                            is_joint(app) ? "this joint model's text tower is not served"
+                                          : "no text model is served (--text-model DIR)");
+    r->task = image ? (is_joint(app) ? SERVE_EMBED_JOINT : SERVE_EMBED_CLS) : SERVE_EMBED_TEXT;
+    if (add_input(r, NULL) != 0) return -1;
+    if (image) return decode_data_url(r, r->num_inputs - 1, what, s);
+    r->inputs[r->num_inputs - 1].bytes = (byte_buf){(char *)s, strlen(s), 0}; /* in r->json */
+    return 0;
+}
+
+/* The request's options beside "input": "model" (any name: one model is served),
+ * "encoding_format" ("float" or "base64"), "dimensions" (the model's, if given); "user" and
+ * anything else are ignored, as clients send what other servers take. */
+static int parse_embedding_options(request *r, int texts, int images) {
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(r->json, "model"),
+                *format = cJSON_GetObjectItemCaseSensitive(r->json, "encoding_format"),
+                *dims = cJSON_GetObjectItemCaseSensitive(r->json, "dimensions");
+    if (model && !cJSON_IsString(model) && !cJSON_IsNull(model))
+        return fail_request(r, 0, "\"model\" is not a string");
+    if (format && !cJSON_IsNull(format)) {
+        if (!cJSON_IsString(format) || (strcmp(format->valuestring, "float") != 0 &&
+                                        strcmp(format->valuestring, "base64") != 0))
+            return fail_request(r, 0, "\"encoding_format\" is \"float\" or \"base64\"");
+        r->base64 = strcmp(format->valuestring, "base64") == 0;
+    }
+    if (dims && !cJSON_IsNull(dims)) {
+        const int size = embedding_size(r->app, texts > 0);
+        if (!cJSON_IsNumber(dims) || dims->valuedouble != size)
+            return fail_request(r, 0,
+                                "\"dimensions\": this model's embeddings have %d, and are not "
+                                "shortened",
+                                size);
+    }
+    if (texts && images && !(is_joint(r->app) && r->app->text))
+        return fail_request(r, 0,
+                            "texts and images in one request need a joint image-text model (CLIP, "
+                            "SigLIP): the image and text models served embed into unrelated "
+                            "spaces");
+    return 0;
+}
+
+/* /v1/embeddings: OpenAI's {"input": "..." or ["...", ...], ...}, each string a text or a data URL
+ * of an image. */
+static int parse_embeddings(request *r) {
+    r->json = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.size);
+    if (!r->json) return fail_request(r, 0, "the body is not valid JSON");
+    if (!cJSON_IsObject(r->json)) return fail_request(r, 0, "the body is not a JSON object");
+    const cJSON *input = cJSON_GetObjectItemCaseSensitive(r->json, "input");
+    if (!input) return fail_request(r, 0, "no \"input\" in the body");
+    if (!cJSON_IsString(input) && !cJSON_IsArray(input))
+        return fail_request(r, 0, "\"input\" is neither a string nor a list of strings");
+    if (cJSON_IsArray(input) && cJSON_GetArraySize(input) == 0)
+        return fail_request(r, 0, "\"input\" is empty");
+    int texts = 0, images = 0, i = 0;
+    const cJSON *item = cJSON_IsString(input) ? input : input->child;
+    for (; item; item = cJSON_IsString(input) ? NULL : item->next, i++) {
+        if (!cJSON_IsString(item))
+            return fail_request(r, 0,
+                                "input[%d] is not a string (texts, and images as data URLs; not "
+                                "token ids)",
+                                i);
+        if (add_embedding_input(r, i, item->valuestring) != 0) return -1;
+        *(is_image_url(item->valuestring) ? &images : &texts) += 1;
+    }
+    return parse_embedding_options(r, texts, images);
 }
 
 /* ---- the answer of jobs done, written on the batcher's threads ---- */
@@ -531,8 +927,55 @@ static int write_top(json_writer *w, const request *r, const float *logits) {
     return n < 0 ? -1 : 0;
 }
 
+/* Zero-shot's "top" (and "logits": the scores, HF's logits_per_image) of one image's joint
+ * embedding against the request's class set, as classify's with the class names for labels. -1:
+ * out of memory. */
+static int write_zero_shot(json_writer *w, const request *r, const float *embedding) {
+    const vit_classes *classes = serve_class_set_classes(r->class_set);
+    const int L = vit_classes_count(classes), k = r->k < L ? r->k : L;
+    float *scores = malloc(sizeof(float) * (size_t)L), *probs = malloc(sizeof(float) * (size_t)L);
+    vit_prediction *top = malloc(sizeof *top * (size_t)k);
+    int n = -1, shown = 0;
+    if (scores && probs && top &&
+        vit_classes_score(classes, embedding, 1, scores, probs, NULL) == 0)
+        n = vit_classes_top_k(classes, probs, k, top, NULL);
+    while (shown < n && top[shown].prob >= r->threshold) shown++;
+    if (n >= 0) {
+        cli_json_top(w, top, shown);
+        if (r->logits) write_floats(w, "logits", scores, (size_t)L);
+    }
+    free(scores);
+    free(probs);
+    free(top);
+    return n < 0 ? -1 : 0;
+}
+
+/* One of /v1/embeddings's "data": the embedding as floats or as base64 of their little-endian
+ * bytes (what OpenAI's clients decode). */
+static int write_embedding(json_writer *w, const request *r, int i) {
+    const serve_job *job = &r->jobs[i];
+    const size_t n = serve_task_outputs(r->app->tasks, (serve_task)job->task) -
+                     (job->task == SERVE_EMBED_TEXT); /* its last float: the tokens */
+    json_key(w, "object");
+    json_string(w, "embedding");
+    if (r->base64) {
+        char *text = malloc(base64_encoded_size(sizeof(float) * n) + 1);
+        if (!text) return -1;
+        base64_encode(job->out, sizeof(float) * n, text); /* x86-64, aarch64: little-endian */
+        json_key(w, "embedding");
+        json_string(w, text);
+        free(text);
+    } else {
+        write_floats(w, "embedding", job->out, n);
+    }
+    json_key(w, "index");
+    json_int(w, i);
+    return 0;
+}
+
 static int write_result(json_writer *w, const request *r, int i) {
     const serve_job *job = &r->jobs[i];
+    if (r->ep == EP_EMBEDDINGS) return job->status == SERVE_OK ? write_embedding(w, r, i) : 0;
     if (r->ep == EP_TEXT) {
         json_key(w, "text");
         json_value_string(w, r->inputs[i].bytes.data, r->inputs[i].bytes.size);
@@ -545,6 +988,8 @@ static int write_result(json_writer *w, const request *r, int i) {
         json_string(w, job->err.msg);
     } else if (r->ep == EP_EMBED) {
         write_floats(w, "embedding", job->out, r->width);
+    } else if (r->zero_shot) {
+        return write_zero_shot(w, r, job->out);
     } else {
         return write_top(w, r, job->out);
     }
@@ -560,15 +1005,20 @@ static void format_result(request *r, int i) {
     r->results[i] = doc_close(&d, rc == 0);
 }
 
+/* The first input that failed (r->num_inputs: none). */
+static int first_failed(const request *r) {
+    int i = 0;
+    while (i < r->num_inputs && r->jobs[i].status == SERVE_OK) i++;
+    return i;
+}
+
 /* {"results": [...]} in input order, an error object for each input that failed, and the first
  * error when no input succeeded. */
 static void write_results(json_writer *w, const request *r, int status) {
     json_object(w);
     if (status != HTTP_OK) {
-        int first = 0;
-        while (r->jobs[first].status == SERVE_OK) first++;
         json_key(w, "error");
-        json_string(w, r->jobs[first].err.msg);
+        json_string(w, r->jobs[first_failed(r)].err.msg);
     }
     json_key(w, "results");
     json_array(w);
@@ -577,13 +1027,46 @@ static void write_results(json_writer *w, const request *r, int status) {
     json_end(w);
 }
 
-/* One raw image: its answer alone. A form or a list of texts: the list of results. */
+/* /v1/embeddings's answer, OpenAI's: {"object": "list", "data": [...], "model": ..., "usage": the
+ * texts' tokens}; or, when an input failed, {"error": "input[i]: why"} alone. */
+static void write_embeddings(json_writer *w, const request *r, int status) {
+    json_object(w);
+    if (status != HTTP_OK) {
+        const int i = first_failed(r);
+        char msg[sizeof r->jobs[i].err.msg + 32];
+        snprintf(msg, sizeof msg, "input[%d]: %s", i, r->jobs[i].err.msg);
+        json_key(w, "error");
+        json_string(w, msg);
+        json_end(w);
+        return;
+    }
+    json_key(w, "object");
+    json_string(w, "list");
+    json_key(w, "data");
+    json_array(w);
+    for (int i = 0; i < r->num_inputs; i++) json_raw(w, r->results[i].text, r->results[i].size);
+    json_end(w);
+    json_key(w, "model");
+    json_string(w, r->app->model_name ? r->app->model_name : "");
+    json_key(w, "usage");
+    json_object(w);
+    json_key(w, "prompt_tokens");
+    json_int(w, r->tokens);
+    json_key(w, "total_tokens");
+    json_int(w, r->tokens);
+    json_end(w);
+    json_end(w);
+}
+
+/* One raw image: its answer alone. A form, JSON images or a list of texts: the list of results. */
 static json_text join_results(const request *r, int status) {
     for (int i = 0; i < r->num_inputs; i++)
         if (!r->results[i].text) return (json_text){NULL, 0}; /* out of memory */
     json_doc d;
     if (doc_begin(&d) != 0) return (json_text){NULL, 0};
-    if (!r->multipart && r->ep != EP_TEXT)
+    if (r->ep == EP_EMBEDDINGS)
+        write_embeddings(&d.w, r, status);
+    else if (!r->listed && r->ep != EP_TEXT)
         json_raw(&d.w, r->results[0].text, r->results[0].size);
     else
         write_results(&d.w, r, status);
@@ -591,18 +1074,50 @@ static json_text join_results(const request *r, int status) {
     return doc_close(&d, 1);
 }
 
-/* After the last job: the status (the request fails only when every input did), the metrics and
- * the answer's bytes. */
+/* A zero-shot request whose class set could not be had (embedding failed, or its job waited too
+ * long): an error for the whole request. */
+static json_text class_set_error(request *r, int *status) {
+    const serve_job *job = &r->jobs[r->num_inputs];
+    serve_error_kind kind = SERVE_ERR_INTERNAL;
+    *status = job->status == SERVE_OK ? HTTP_INTERNAL_ERROR : job_status(job, &kind);
+    serve_metrics_error(r->app->metrics, kind);
+    json_doc d;
+    if (doc_open(&d) != 0) return (json_text){NULL, 0};
+    char msg[sizeof job->err.msg + 64];
+    snprintf(msg, sizeof msg, "the class names could not be embedded: %s",
+             job->status == SERVE_OK ? r->class_request.err.msg : job->err.msg);
+    json_key(&d.w, "error");
+    json_string(&d.w, msg);
+    json_end(&d.w);
+    json_line(&d.w);
+    return doc_close(&d, 1);
+}
+
+/* After the last job: the status (the request fails only when every input did; /v1/embeddings's
+ * when any did), the metrics and the answer's bytes. */
 static void prepare_answer(request *r) {
-    int status = 0, ok = 0;
+    if (r->zero_shot && !r->class_set) {
+        r->prepared = class_set_error(r, &r->prepared_status);
+        return;
+    }
+    int status = 0, images = 0, texts = 0;
     serve_error_kind kind = SERVE_ERR_INTERNAL;
     for (int i = 0; i < r->num_inputs; i++) {
-        const int s = job_status(&r->jobs[i], &kind);
-        ok += s == HTTP_OK;
+        const serve_job *job = &r->jobs[i];
+        const int s = job_status(job, &kind);
+        const int text = job->task == SERVE_TEXT || job->task == SERVE_EMBED_TEXT;
+        *(text ? &texts : &images) += s == HTTP_OK;
+        if (s == HTTP_OK && job->task == SERVE_EMBED_TEXT)
+            r->tokens += (long long)job->out[serve_task_outputs(r->app->tasks, job->task) - 1];
         if (!status || (status != HTTP_OK && s == HTTP_OK)) status = s;
     }
-    *(r->ep == EP_TEXT ? &r->texts : &r->images) = ok;
-    serve_metrics_inputs(r->app->metrics, r->ep == EP_TEXT ? "text" : "image", ok);
+    if (r->ep == EP_EMBEDDINGS && first_failed(r) < r->num_inputs) { /* none is answered */
+        status = job_status(&r->jobs[first_failed(r)], &kind);
+        images = texts = 0;
+    }
+    r->images = images, r->texts = texts;
+    if (images) serve_metrics_inputs(r->app->metrics, "image", images);
+    if (texts) serve_metrics_inputs(r->app->metrics, "text", texts);
     if (status != HTTP_OK) serve_metrics_error(r->app->metrics, kind);
     r->prepared_status = status;
     r->prepared = join_results(r, status);
@@ -610,33 +1125,52 @@ static void prepare_answer(request *r) {
 
 /* ---- jobs ---- */
 
-/* On a batcher thread: the job's answer is written here; the last of the request's jobs writes
- * the whole and hands the connection back to the HTTP thread (which may free the request at once:
- * nothing of it is touched after the resume). */
+/* On a batcher thread: the job's answer is written here (a zero-shot request's, once its class
+ * set is there too: by the last job); the last of the request's jobs writes the whole and hands
+ * the connection back to the HTTP thread (which may free the request at once: nothing of it is
+ * touched after the resume). */
 static void job_done(serve_job *job) {
     request *r = job->user;
+    const int i = (int)(job - r->jobs);
     if (job->status != SERVE_BAD_INPUT) /* it waited for a batch */
         serve_metrics_queue_wait(r->app->metrics, job->wait_seconds);
-    format_result(r, (int)(job - r->jobs));
+    if (!r->zero_shot) format_result(r, i);
     if (atomic_fetch_sub(&r->remaining, 1) != 1) return;
+    if (r->zero_shot && !r->class_set) r->class_set = r->class_request.set;
+    for (int k = 0; r->zero_shot && r->class_set && k < r->num_inputs; k++) format_result(r, k);
     prepare_answer(r);
     MHD_resume_connection(r->conn);
 }
 
+/* A job per input, each writing its floats at its own place in r->outputs; then, for a zero-shot
+ * request whose class set is not cached, the set's job. */
 static int make_jobs(request *r) {
-    r->width = serve_task_outputs(r->app->tasks, r->task);
-    r->jobs = calloc((size_t)r->num_inputs, sizeof *r->jobs);
+    r->width = 0;
+    for (int i = 0; i < r->num_inputs; i++) {
+        const size_t n = serve_task_outputs(r->app->tasks, (serve_task)r->inputs[i].task);
+        if (n > r->width) r->width = n;
+    }
+    r->num_jobs = r->num_inputs + (r->zero_shot && !r->class_set);
+    r->jobs = calloc((size_t)r->num_jobs, sizeof *r->jobs);
     r->results = calloc((size_t)r->num_inputs, sizeof *r->results);
-    r->outputs = malloc(sizeof(float) * r->width * (size_t)r->num_inputs);
+    r->outputs = malloc(sizeof(float) * (r->width ? r->width : 1) * (size_t)r->num_inputs);
     if (!r->jobs || !r->results || !r->outputs) return -1;
     for (int i = 0; i < r->num_inputs; i++)
-        r->jobs[i] = (serve_job){.task = r->task,
+        r->jobs[i] = (serve_job){.task = r->inputs[i].task,
                                  .data = r->inputs[i].bytes.data,
                                  .size = r->inputs[i].bytes.size,
                                  .out = r->outputs + r->width * (size_t)i,
                                  .done = job_done,
                                  .user = r};
-    atomic_store(&r->remaining, r->num_inputs);
+    if (r->num_jobs > r->num_inputs) {
+        r->class_request = (serve_class_request){
+            .cache = r->app->classes,
+            .query = {(const char *const *)r->classes.items, r->classes.count,
+                      (const char *const *)r->templates.items, r->templates.count}};
+        r->jobs[r->num_inputs] = (serve_job){
+            .task = SERVE_CLASSES, .data = &r->class_request, .done = job_done, .user = r};
+    }
+    atomic_store(&r->remaining, r->num_jobs);
     return 0;
 }
 
@@ -645,21 +1179,37 @@ static enum MHD_Result refuse(request *r, serve_submit_result why) {
         return answer_error(r, HTTP_UNAVAILABLE, SERVE_ERR_SHUTTING_DOWN, "shutting down");
     if (why == SERVE_TOO_MANY)
         return answer_error(r, HTTP_TOO_LARGE, SERVE_ERR_TOO_LARGE,
-                            "%d inputs in one request, more than the queue holds (%d)",
-                            r->num_inputs, r->app->max_inputs);
+                            "%d inputs in one request%s, more than the queue holds (%d)",
+                            r->num_jobs,
+                            r->num_jobs > r->num_inputs ? " (its class set to embed is one)" : "",
+                            r->app->max_inputs);
     return answer_error(r, HTTP_UNAVAILABLE, SERVE_ERR_QUEUE_FULL,
                         "the queue is full (%d inputs waiting); retry shortly",
                         serve_batcher_pending(r->app->batcher));
 }
 
-/* The body is in: its inputs become jobs. The connection is suspended before they are submitted,
- * so that no job can finish (and resume it) before it is suspended. */
+static int parse_body(request *r) {
+    switch (r->ep) {
+    case EP_TEXT:
+        return parse_texts(r);
+    case EP_EMBEDDINGS:
+        return parse_embeddings(r);
+    case EP_CLASSIFY:
+        return parse_images(r) != 0 ? -1 : check_zero_shot(r);
+    default:
+        return parse_images(r);
+    }
+}
+
+/* The body is in: its inputs become jobs (a zero-shot request's class set found in the cache, or
+ * a job of its own). The connection is suspended before they are submitted, so that no job can
+ * finish (and resume it) before it is suspended. */
 static enum MHD_Result submit(request *r) {
     if (r->too_large)
         return answer_error(r, HTTP_TOO_LARGE, SERVE_ERR_TOO_LARGE,
                             "body of more than %zu bytes (--max-body-bytes)",
                             r->app->max_body_bytes);
-    const int parsed = r->ep == EP_TEXT ? parse_texts(r) : parse_images(r);
+    const int parsed = parse_body(r);
     if (parsed != 0 && !r->form_error[0]) return MHD_NO; /* out of memory */
     if (parsed != 0)
         return answer_error(r, r->too_many ? HTTP_TOO_LARGE : HTTP_BAD_REQUEST,
@@ -667,10 +1217,15 @@ static enum MHD_Result submit(request *r) {
                             : r->ep == EP_TEXT ? SERVE_ERR_BAD_INPUT
                                                : SERVE_ERR_BAD_REQUEST,
                             "%s", r->form_error);
+    if (r->zero_shot) {
+        const serve_class_query q = {(const char *const *)r->classes.items, r->classes.count,
+                                     (const char *const *)r->templates.items, r->templates.count};
+        r->class_set = serve_class_cache_find(r->app->classes, &q);
+    }
     if (make_jobs(r) != 0) return MHD_NO;
     r->submitted = 1;
     MHD_suspend_connection(r->conn);
-    const serve_submit_result rc = serve_batcher_submit(r->app->batcher, r->jobs, r->num_inputs);
+    const serve_submit_result rc = serve_batcher_submit(r->app->batcher, r->jobs, r->num_jobs);
     if (rc == SERVE_SUBMITTED) return MHD_YES;
     const enum MHD_Result queued = refuse(r, rc);
     MHD_resume_connection(r->conn);
@@ -753,7 +1308,7 @@ static void client_address(struct MHD_Connection *conn, char *buf, size_t size) 
 
 /* One line per request: when, who, what, the status (or why there was none), size, time, inputs. */
 static void log_request(const request *r, enum MHD_RequestTerminationCode toe, double seconds) {
-    char when[40], who[64], status[32], inputs[32] = "";
+    char when[40], who[64], status[32], inputs[48] = "";
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     struct tm tm;
@@ -766,9 +1321,12 @@ static void log_request(const request *r, enum MHD_RequestTerminationCode toe, d
     else
         snprintf(status, sizeof status, "%s",
                  toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? "timeout" : "closed");
-    if (r->images || r->texts)
-        snprintf(inputs, sizeof inputs, " %d %s%s", r->images ? r->images : r->texts,
-                 r->images ? "image" : "text", (r->images ? r->images : r->texts) > 1 ? "s" : "");
+    int at = 0;
+    if (r->images)
+        at = snprintf(inputs, sizeof inputs, " %d image%s", r->images, r->images > 1 ? "s" : "");
+    if (r->texts)
+        snprintf(inputs + at, sizeof inputs - (size_t)at, "%s %d text%s", at ? "," : "", r->texts,
+                 r->texts > 1 ? "s" : "");
     char bytes[32] = "-";
     if (r->answer_bytes != (size_t)-1) snprintf(bytes, sizeof bytes, "%zu", r->answer_bytes);
     fprintf(stderr, "%s %s %s %s %s %s B %.1f ms%s\n", when, who, r->method[0] ? r->method : "-",

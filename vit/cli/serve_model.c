@@ -25,7 +25,7 @@ static void write_encoder(json_writer *w, const model_config *cfg) {
     json_key(w, "layer_norm_eps");
     json_float(w, cfg->layer_norm_eps);
     json_key(w, "norm");
-    json_string(w, cfg->kind == MODEL_VIT ? "pre-LN" : "post-LN");
+    json_string(w, cfg->opt.post_norm ? "post-LN" : "pre-LN");
     json_end(w);
 }
 
@@ -116,7 +116,12 @@ static void write_image_model(json_writer *w, const char *dir, const vit_context
     json_int(w, (long long)vit_num_parameters(ctx));
     json_key(w, "embedding_size");
     json_int(w, vit_hidden_size(ctx));
-    write_labels(w, vit_num_labels(ctx), image_label, ctx);
+    if (vit_joint_dim(ctx) > 0) { /* its outputs are the joint space's, not labels */
+        json_key(w, "joint_dim");
+        json_int(w, vit_joint_dim(ctx));
+    } else {
+        write_labels(w, vit_num_labels(ctx), image_label, ctx);
+    }
     json_key(w, "compute");
     json_string(w, vit_compute(ctx));
 }
@@ -127,17 +132,25 @@ static void write_text_model(json_writer *w, const vit_text_context *ctx, const 
     json_key(w, "vocabulary");
     json_int(w, cfg->vocab_size);
     write_encoder(w, cfg);
-    write_labels(w, vit_text_num_labels(ctx), text_label, ctx);
+    if (vit_text_joint_dim(ctx) > 0) {
+        json_key(w, "joint_dim");
+        json_int(w, vit_text_joint_dim(ctx));
+    } else {
+        write_labels(w, vit_text_num_labels(ctx), text_label, ctx);
+    }
     json_key(w, "compute");
     json_string(w, vit_text_compute(ctx));
 }
 
-/* "image" or "text": the model directory's description, or nothing when it is not served. */
+/* "image" or "text": the model directory's description (of its tower, for a joint model), or
+ * nothing when it is not served. */
 static void write_model(json_writer *w, const char *key, const char *dir, const vit_context *image,
                         const vit_text_context *text) {
     model_config cfg;
     vit_error err = {0};
-    if ((!image && !text) || model_config_load(dir, &cfg, &err) != 0) return;
+    if ((!image && !text) ||
+        model_config_load_tower(dir, image ? TOWER_IMAGE : TOWER_TEXT, &cfg, &err) != 0)
+        return;
     json_key(w, key);
     json_object(w);
     json_key(w, "model");
@@ -154,6 +167,27 @@ static void write_model(json_writer *w, const char *key, const char *dir, const 
     model_config_free(&cfg);
 }
 
+/* "joint": a CLIP or SigLIP image model, its joint space, how its scores read and what is served
+ * of it. */
+static void write_joint(json_writer *w, const char *dir, const vit_context *image,
+                        const vit_text_context *text) {
+    model_config cfg;
+    vit_error err = {0};
+    if (!image || vit_joint_dim(image) <= 0 || model_config_load(dir, &cfg, &err) != 0) return;
+    json_key(w, "joint");
+    json_object(w);
+    json_key(w, "family");
+    json_string(w, cfg.family == FAMILY_SIGLIP ? "SigLIP" : "CLIP");
+    json_key(w, "dim");
+    json_int(w, vit_joint_dim(image));
+    json_key(w, "probabilities");
+    json_string(w, cfg.family == FAMILY_SIGLIP ? "sigmoid" : "softmax");
+    json_key(w, "text_tower"); /* served: zero-shot and texts on /v1/embeddings */
+    json_raw(w, text ? "true" : "false", text ? 4 : 5);
+    json_end(w);
+    model_config_free(&cfg);
+}
+
 char *serve_model_json(const char *image_dir, const vit_context *image, const char *text_dir,
                        const vit_text_context *text) {
     char *json = NULL;
@@ -164,6 +198,7 @@ char *serve_model_json(const char *image_dir, const vit_context *image, const ch
     json_object(&w);
     write_model(&w, "image", image_dir, image, NULL);
     write_model(&w, "text", text_dir, NULL, text);
+    write_joint(&w, image_dir, image, text);
     char openblas[96], onednn[96];
     json_key(&w, "library");
     json_string(&w, vit_version());

@@ -177,6 +177,24 @@ static void write_gauge(FILE *out, const char *name, const char *help, double va
     fprintf(out, "%s %.17g\n", name, value);
 }
 
+static void write_counter(FILE *out, const char *name, const char *help, unsigned long long value) {
+    write_header(out, name, "counter", help);
+    fprintf(out, "%s %llu\n", name, value);
+}
+
+static void write_class_sets(FILE *out, const serve_class_stats *c) {
+    write_gauge(out, "vit_serve_zero_shot_class_sets_cached", "Zero-shot class sets held embedded.",
+                c->cached);
+    write_counter(out, "vit_serve_zero_shot_class_sets_embedded_total",
+                  "Zero-shot class sets embedded (not found cached).", c->embedded);
+    write_counter(out, "vit_serve_zero_shot_classes_embedded_total",
+                  "Class names embedded, over those sets.", c->classes_embedded);
+    write_counter(out, "vit_serve_zero_shot_class_set_hits_total",
+                  "Zero-shot requests whose class set was cached (or being embedded).", c->hits);
+    write_counter(out, "vit_serve_zero_shot_class_sets_evicted_total",
+                  "Class sets dropped from the cache for newer ones.", c->evicted);
+}
+
 static double resident_bytes(void) {
     long pages = 0, resident = 0;
     FILE *f = fopen("/proc/self/statm", "r");
@@ -211,6 +229,7 @@ void serve_metrics_write(serve_metrics *m, const serve_gauges *g, FILE *out) {
     write_gauge(out, "vit_serve_requests_in_flight", "Requests being received or answered.",
                 g->in_flight);
     write_gauge(out, "vit_serve_connections", "Open client connections.", g->connections);
+    if (g->classes) write_class_sets(out, g->classes);
     write_gauge(out, "process_resident_memory_bytes", "Resident memory size in bytes.",
                 resident_bytes());
     write_gauge(out, "process_start_time_seconds", "Start time of the process since the epoch.",

@@ -8,6 +8,8 @@
 
 #include <stdio.h>
 
+#include "vit/serve/class_sets.h"
+
 typedef struct serve_metrics serve_metrics;
 
 /* max_batch sets the batch-size histogram's buckets (powers of two up to it, and it). NULL when
@@ -41,13 +43,15 @@ void serve_metrics_batch(serve_metrics *m, const char *task, int size, double se
 
 /* Values read at the time of writing. */
 typedef struct {
-    int queued;      /* jobs in the batcher */
-    int in_flight;   /* requests being received or answered */
-    int connections; /* open client connections */
-    double started;  /* the process's start, seconds since the epoch */
+    int queued;                       /* jobs in the batcher */
+    int in_flight;                    /* requests being received or answered */
+    int connections;                  /* open client connections */
+    double started;                   /* the process's start, seconds since the epoch */
+    const serve_class_stats *classes; /* zero-shot's class sets (NULL: no zero-shot served) */
 } serve_gauges;
 
-/* Every metric, then the process's resident memory and start time. */
+/* Every metric, zero-shot's class sets when served, then the process's resident memory and start
+ * time. */
 void serve_metrics_write(serve_metrics *m, const serve_gauges *g, FILE *out);
 
 #endif
