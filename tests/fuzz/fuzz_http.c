@@ -5,7 +5,9 @@
  * this process, and the sanitizers watch every thread.
  *
  * Models: models/fashion-vit (shipped, small: fast forward passes) for the image endpoints, and
- * ../shared/models/bert-sst2-tiny for /v1/text when it is there. */
+ * ../shared/models/bert-sst2-tiny for /v1/text when it is there. Not a joint model: zero-shot's
+ * class names, templates and JSON images are parsed (and refused) and /v1/embeddings's texts and
+ * data URLs answered, but the class-set cache and the scores are not reached. */
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -30,7 +32,7 @@ static serve_http *server; /* runs until the process ends */
 static int port;
 
 static void on_batch(void *user, int task, int size, double seconds) {
-    serve_metrics_batch(user, task == SERVE_TEXT ? "text" : "classify", size, seconds);
+    serve_metrics_batch(user, serve_task_name((serve_task)task), size, seconds);
 }
 
 static void fail(const char *what, const char *detail) {
@@ -39,7 +41,8 @@ static void fail(const char *what, const char *detail) {
 }
 
 /* The service as `vit serve -m models/fashion-vit [--text-model ...] -t 1 --max-batch 4
- * --timeout 1 --max-body-bytes 1000000 --max-queue 16 --quiet`. */
+ * --timeout 1 --max-body-bytes 1000000 --max-queue 16 --max-classes 64 --max-prompts 256 --quiet`.
+ */
 static void start_server(void) {
     signal(SIGPIPE, SIG_IGN);
     vit_error err = {0};
@@ -64,6 +67,9 @@ static void start_server(void) {
     app.timeout_s = 1;
     app.max_body_bytes = 1000000;
     app.max_inputs = 16;
+    app.max_classes = 64;
+    app.max_prompts = 256;
+    app.model_name = "fashion-vit";
     app.quiet = 1;
     app.metrics = serve_metrics_create(4);
     app.model_json =
