@@ -36,6 +36,7 @@
 #include "vit/base/bytes.h"
 #include "vit/base/clock.h"
 #include "vit/cli/cli.h"
+#include "vit/cli/zero_shot.h"
 
 /* The status codes vit serve answers with. */
 enum {
@@ -407,20 +408,13 @@ static int add_class_list(request *r, const char *list, size_t n) {
     }
 }
 
-/* A template: "{}" where the class name goes, at most MAX_CLASS_BYTES. */
+/* A template: "{}" where the class name goes (one without is used as it is, as vit classify
+ * --template does), at most MAX_CLASS_BYTES. */
 static int add_template(request *r, const char *s, size_t n) {
     if (n > MAX_CLASS_BYTES)
         return fail_request(r, 1, "a template of %zu bytes, over the limit of %d", n,
                             MAX_CLASS_BYTES);
     if (memchr(s, 0, n)) return fail_request(r, 0, "a template holds a NUL byte");
-    char *copy = strndup(s, n);
-    const int holed = copy && strstr(copy, "{}") != NULL;
-    free(copy);
-    if (!holed)
-        return fail_request(r, 0,
-                            "template '%.60s' has no {} where the class name goes (as in 'a photo "
-                            "of a {}.')",
-                            s);
     if (r->templates.count >= r->app->max_prompts)
         return fail_request(r, 1, "more than %d templates (--max-prompts)", r->app->max_prompts);
     return strings_add(&r->templates, s, n) == 0 ? 0 : fail_request(r, 0, "out of memory");
@@ -443,8 +437,10 @@ static int check_zero_shot(request *r) {
                             "classes are needed: this is a joint image-text model, which "
                             "classifies zero-shot against the names given (?classes=cat,dog or a "
                             "\"classes\" form field or JSON list)");
-    const long long prompts =
-        (long long)r->classes.count * (r->templates.count ? r->templates.count : 1);
+    if (r->templates.count == 0 && /* vit classify's default */
+        strings_add(&r->templates, CLI_DEFAULT_TEMPLATE, strlen(CLI_DEFAULT_TEMPLATE)) != 0)
+        return fail_request(r, 0, "out of memory");
+    const long long prompts = (long long)r->classes.count * r->templates.count;
     if (prompts > app->max_prompts)
         return fail_request(r, 1,
                             "%d class names times %d templates: %lld texts to embed, over the "
