@@ -59,20 +59,23 @@ static char *fill_template(const char *template, const char *name) {
     return out;
 }
 
-/* Class k's embedding: the mean of its prompts' normalised embeddings, normalised; the prompts run
- * in batches of the text context's size. */
-static int embed_class(vit_text_context *text, vit_classes *c, const char *name,
-                       const char *const *templates, int n_templates, float *work, int batch,
-                       float *out, vit_error *err) {
-    const int prompts = n_templates > 0 ? n_templates : 1;
-    memset(out, 0, sizeof(float) * (size_t)c->dim);
-    for (int first = 0; first < prompts; first += batch) {
-        const int n = prompts - first < batch ? prompts - first : batch;
+/* Every class's embedding: the mean of its prompts' normalised embeddings, normalised. The
+ * prompts (class k, template t at k·T + t) run in full batches of the text context's size,
+ * across class boundaries, so one template over a thousand names is a few dozen forward passes. */
+static int embed_classes(vit_text_context *text, vit_classes *c, const char *const *templates,
+                         int n_templates, float *work, int batch, vit_error *err) {
+    const int T = n_templates > 0 ? n_templates : 1;
+    const long total = (long)c->count * T;
+    memset(c->embeds, 0, sizeof(float) * (size_t)c->count * c->dim);
+    for (long first = 0; first < total; first += batch) {
+        const int n = total - first < batch ? (int)(total - first) : batch;
         char *texts[64];
         size_t lengths[64];
         int rc = 0;
         for (int i = 0; i < n; i++) {
-            texts[i] = n_templates > 0 ? fill_template(templates[first + i], name) : strdup(name);
+            const char *name = c->names[(first + i) / T];
+            texts[i] =
+                n_templates > 0 ? fill_template(templates[(first + i) % T], name) : strdup(name);
             if (!texts[i]) rc = vit_fail(err, "out of memory");
             lengths[i] = texts[i] ? strlen(texts[i]) : 0;
         }
@@ -81,10 +84,12 @@ static int embed_class(vit_text_context *text, vit_classes *c, const char *name,
                                 err);
         for (int i = 0; i < n; i++) free(texts[i]);
         if (rc != 0) return -1;
-        for (int i = 0; i < n; i++)
-            for (int d = 0; d < c->dim; d++) out[d] += work[(size_t)i * c->dim + d];
+        for (int i = 0; i < n; i++) {
+            float *sum = c->embeds + (size_t)((first + i) / T) * c->dim;
+            for (int d = 0; d < c->dim; d++) sum[d] += work[(size_t)i * c->dim + d];
+        }
     }
-    api_normalize_rows(out, 1, c->dim);
+    api_normalize_rows(c->embeds, c->count, c->dim);
     return 0;
 }
 
@@ -106,10 +111,8 @@ vit_classes *vit_classes_create(vit_text_context *text, const char *const *names
     for (int k = 0; rc == 0 && k < n; k++) {
         c->count = k + 1;
         if (!(c->names[k] = strdup(names[k]))) rc = vit_fail(err, "out of memory");
-        if (rc == 0)
-            rc = embed_class(text, c, names[k], templates, n_templates, work, batch,
-                             c->embeds + (size_t)k * c->dim, err);
     }
+    if (rc == 0) rc = embed_classes(text, c, templates, n_templates, work, batch, err);
     free(work);
     if (rc != 0) {
         vit_classes_free(c);
