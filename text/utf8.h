@@ -49,6 +49,33 @@ static inline int32_t utf8_decode(const uint8_t *s, size_t n, size_t *i) {
     return cp;
 }
 
+/* Like utf8_decode, but an invalid sequence is consumed as Python's decoder with
+ * errors="replace" consumes it, each consumed run standing for one U+FFFD: the longest start of a
+ * well-formed sequence (its "maximal subpart": "\xe2\x82" before "A" is one run, "\xe0\x80" two,
+ * since no well-formed sequence starts E0 80), or else the one byte. Returns -1 for such a run. */
+static inline int32_t utf8_decode_replace(const uint8_t *s, size_t n, size_t *i) {
+    const size_t start = *i;
+    const int32_t cp = utf8_decode(s, n, i);
+    if (cp >= 0) return cp;
+    const uint8_t b = s[start];
+    int need = 0;
+    uint8_t lo = 0x80, hi = 0xBF; /* the second byte's range (Unicode's table 3-7) */
+    if (b >= 0xC2 && b <= 0xDF) {
+        need = 1;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+        need = 2, lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        need = 3, lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
+    }
+    *i = start + 1;
+    for (int k = 1; k <= need && start + (size_t)k < n; k++) {
+        const uint8_t c = s[start + (size_t)k];
+        if (k == 1 ? c < lo || c > hi : (c & 0xC0) != 0x80) break;
+        *i = start + (size_t)k + 1;
+    }
+    return -1;
+}
+
 /* Writes cp (a valid scalar value) as UTF-8 to out (room for 4 bytes); returns the byte count. */
 static inline size_t utf8_encode(int32_t cp, uint8_t *out) {
     if (cp < 0x80) {
