@@ -27,6 +27,8 @@
 #                                     README's client)
 #                       WEBP=0 TIFF=0 GIF=0  those image formats (libwebp-dev, libtiff-dev,
 #                                     libgif-dev); PNG, JPEG and BMP are always there
+#                       SENTENCEPIECE=0  libsentencepiece (libsentencepiece-dev, and g++ for
+#                                     its C++ shim): SentencePiece tokenizers (SigLIP's)
 #   make deps         installs the groups build, optional and test (as root; as another user it
 #                     prints the one apt-get command); one group: make deps-build, deps-optional,
 #                     deps-test (cmocka), deps-data (Fashion-MNIST), deps-fuzz (clang),
@@ -50,13 +52,14 @@ CFLAGS  ?= $(OPT) -g -ffp-contract=off -fno-trapping-math
 # ---- required and optional packages ----
 
 REQUIRED    := openblas libpng libjpeg libcjson libutf8proc
-FEATURES    := ONEDNN MPI MICROHTTPD WEBP TIFF GIF
+FEATURES    := ONEDNN MPI MICROHTTPD WEBP TIFF GIF SENTENCEPIECE
 ONEDNN      ?= 1
 MPI         ?= 1
 MICROHTTPD  ?= 1
 WEBP        ?= 1
 TIFF        ?= 1
 GIF         ?= 1
+SENTENCEPIECE ?= 1
 # Per feature: its name in make's summary, its Debian packages (the -dev one first), the shell
 # test that finds it installed, its pkg-config modules (flags for every object; MPI's and
 # libmicrohttpd's go only to the objects that use them, below).
@@ -79,6 +82,10 @@ NAME_GIF        := GIF
 DEB_GIF         := libgif-dev
 PC_GIF          := libgif
 $(foreach f,WEBP TIFF GIF,$(eval FIND_$(f) := pkg-config --exists $(PC_$(f))))
+# libsentencepiece is C++: its shim (text/sentencepiece_shim.cc) needs a C++ compiler too.
+NAME_SENTENCEPIECE := SentencePiece
+DEB_SENTENCEPIECE  := libsentencepiece-dev g++
+FIND_SENTENCEPIECE := pkg-config --exists sentencepiece && command -v $(CXX) >/dev/null
 
 # Debian packages by group (make deps-GROUP).
 DEPS_GROUPS    := build optional test data fuzz format cross
@@ -89,7 +96,7 @@ DEPS.test      := libcmocka-dev
 DEPS.data      := dataset-fashion-mnist
 DEPS.fuzz      := clang libclang-rt-14-dev libomp-14-dev
 DEPS.format    := clang-format
-DEPS.cross     := gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+DEPS.cross     := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
 
 # The features built in: those switched on whose packages are installed. Looked for once, when a
 # recipe first needs them: after make has installed the packages (as root). `once` turns a
@@ -101,6 +108,7 @@ built    = $(filter $(1),$(BUILT))
 DNNL     = $(call built,ONEDNN)
 OMPI     = $(call built,MPI)
 MHD      = $(call built,MICROHTTPD)
+SPM      = $(call built,SENTENCEPIECE)
 PKGS     = $(REQUIRED) $(foreach f,$(call built,WEBP TIFF GIF),$(PC_$(f)))
 PKG_CFLAGS = $(call once,PKG_CFLAGS,$(shell pkg-config --cflags $(PKGS) 2>/dev/null))
 PKG_LIBS   = $(call once,PKG_LIBS,$(shell pkg-config --libs $(PKGS) 2>/dev/null))
@@ -120,7 +128,15 @@ SUMMARY  = vit: built with $(or $(call list,$(foreach f,$(BUILT),$(NAME_$(f)))),
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration \
            -Werror=incompatible-pointer-types -fopenmp -fPIC -fvisibility=hidden -I. \
            $(PKG_CFLAGS) $(foreach f,$(BUILT),-DVIT_$(f))
-LDLIBS  += $(PKG_LIBS) $(if $(DNNL),-ldnnl) $(OMPI_LIBS) -lm -lpthread
+# libsentencepiece alone, not pkg-config's --libs, which adds its trainer's library as well.
+SPM_LIBS = $(if $(SPM),-lsentencepiece -lstdc++)
+LDLIBS  += $(PKG_LIBS) $(if $(DNNL),-ldnnl) $(OMPI_LIBS) $(SPM_LIBS) -lm -lpthread
+# The one C++ file, the shim over libsentencepiece: the C flags that apply to C++ as well.
+CXXFLAGS ?= $(OPT) -g -ffp-contract=off -fno-trapping-math
+CXXFLAGS += -std=c++17 -D_GNU_SOURCE -Wall -Wextra -fPIC -fvisibility=hidden -I. \
+            $(foreach f,$(BUILT),-DVIT_$(f)) $(if $(SPM),$(call once,SPM_CFLAGS,$(shell \
+            pkg-config --cflags sentencepiece) -DVIT_SENTENCEPIECE_VERSION='"$(shell \
+            pkg-config --modversion sentencepiece)"'))
 # The tests compile without a warning: a new one fails their build (TEST_WERROR= lets it pass).
 TEST_WERROR ?= -Werror
 BUILD   ?= build
@@ -133,15 +149,16 @@ VERSION := $(shell awk '/define VIT_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "."
 MAJOR   := $(firstword $(subst ., ,$(VERSION)))
 
 LIB_SRC  := $(wildcard vit/*.c vit/base/*.c vit/core/*.c vit/model/*.c vit/io/*.c vit/data/*.c \
-              vit/eval/*.c vit/train/*.c vit/serve/*.c image/*.c patch/*.c text/*.c)
+              vit/eval/*.c vit/train/*.c vit/serve/*.c image/*.c patch/*.c text/*.c) \
+            $(wildcard text/*.cc)
 CLI_SRC  := $(wildcard vit/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ  := $(patsubst %.cc,$(BUILD)/%.o,$(LIB_SRC:%.c=$(BUILD)/%.o))
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB      := $(BUILD)/libvit.a
 SHLIB    := $(BUILD)/libvit.so.$(VERSION)
-SOURCES  := $(wildcard */*.c */*.h */*/*.c */*/*.h)
+SOURCES  := $(wildcard */*.c */*.cc */*.h */*/*.c */*/*.cc */*/*.h)
 
 .PHONY: all deps $(DEPS_GROUPS:%=deps-%) needs-build needs-test needs-data needs-format test asan \
         demo clean format format-check check-layers cross-check data model install uninstall fuzz \
@@ -178,6 +195,14 @@ $(BUILD)/features: FORCE | needs-build
 $(BUILD)/%.o: %.c Makefile $(BUILD)/features | needs-build
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# The C++ shim over libsentencepiece, by the C++ compiler when the build has the library. Without
+# it the file is empty (#ifdef VIT_SENTENCEPIECE) and is compiled as C, so that no C++ compiler is
+# needed and the library's objects are the same list either way: which features are built in is
+# only known at recipe time, after make (as root) has installed their packages.
+$(BUILD)/%.o: %.cc Makefile $(BUILD)/features | needs-build
+	@mkdir -p $(dir $@)
+	$(if $(SPM),$(CXX) $(CXXFLAGS),$(CC) $(CFLAGS) -x c) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -244,14 +269,15 @@ SANITIZE := -fsanitize=address,undefined
 # ---- fuzzing: clang's libFuzzer with ASan + UBSan, in their own build tree ----
 
 FUZZ_BUILD   := build/fuzz
-FUZZERS       = $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(filter-out $(if $(MHD),,tests/fuzz/fuzz_http.c),\
+FUZZERS       = $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(filter-out $(if $(MHD),,tests/fuzz/fuzz_http.c) \
+                  $(if $(SPM),,tests/fuzz/fuzz_sentencepiece.c),\
                   $(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_SECONDS ?= 60
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 fuzz-build: needs-build
 	@tools/install-deps --program clang $(DEPS.fuzz)
-	$(MAKE) CC=clang ONEDNN=0 BUILD=$(FUZZ_BUILD) \
+	$(MAKE) CC=clang CXX=clang++ ONEDNN=0 BUILD=$(FUZZ_BUILD) \
 	  OPT="-O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(FUZZERS)
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(LIB)
@@ -298,7 +324,7 @@ install: all
 	install -m 644 vit/vit.h $(ROOT)/include/vit.h
 	install -m 644 vit/vit_error.h $(ROOT)/include/vit_error.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' \
-	  -e 's|@RPATH@|$(RPATH)|' -e 's|@LIBS@|$(if $(DNNL),-ldnnl) $(OMPI_LIBS)|' \
+	  -e 's|@RPATH@|$(RPATH)|' -e 's|@LIBS@|$(if $(DNNL),-ldnnl) $(OMPI_LIBS) $(SPM_LIBS)|' \
 	  tools/vit.pc.in > $(ROOT)/lib/pkgconfig/vit.pc
 	install -m 644 $(BUILD)/vit.1 $(ROOT)/share/man/man1/vit.1
 	install -m 644 tools/vit.bash-completion $(ROOT)/share/bash-completion/completions/vit
@@ -367,11 +393,11 @@ check-layers:
 needs-format:
 	@tools/install-deps --program clang-format $(DEPS.format)
 
-# Every source compiles for aarch64 too (Debian's cross compiler), the image formats this build
-# has included.
+# Every source compiles for aarch64 too (Debian's cross compilers), the image formats and the
+# SentencePiece shim this build has included.
 cross-check: needs-build
 	@tools/install-deps --program aarch64-linux-gnu-gcc $(DEPS.cross)
-	@tools/cross-check $(foreach f,$(call built,WEBP TIFF GIF),-DVIT_$(f))
+	@tools/cross-check $(foreach f,$(call built,WEBP TIFF GIF SENTENCEPIECE),-DVIT_$(f))
 
 clean:
 	rm -rf $(BUILD) $(BIN)
