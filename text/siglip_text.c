@@ -1,0 +1,612 @@
+/* SigLIP's tokenizer over a SentencePiece model (see text/siglip_text.h). Written from
+ * transformers' SiglipTokenizer (tokenization_siglip.py) and the PreTrainedTokenizer code it runs
+ * on; tools/spm_reference.py is the same in Python, and tests/data/spm-micro/golden.json holds its
+ * answers. The text is handled as code points until each run goes to the model as UTF-8. */
+#include "text/siglip_text.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <utf8proc.h>
+
+#include "text/utf8.h"
+#include "vit/base/file.h"
+
+#define MAX_SPECIAL     64 /* eos, unk, pad and additional special tokens */
+#define DEFAULT_MAX_LEN 64 /* SiglipTokenizer's model_max_length */
+#define UNDERLINE       0x2581
+#define UNDERLINE_UTF8  "\xe2\x96\x81"
+
+typedef struct {
+    char *content;  /* UTF-8 */
+    int32_t *cps;   /* the same as code points */
+    size_t n;       /* how many */
+    int id;         /* -1 until resolved */
+    bool lstrip;    /* takes the white space before it away */
+    bool rstrip;    /* and after it */
+    bool flags_set; /* added_tokens_decoder gave lstrip and rstrip */
+} special_token;
+
+struct siglip_text {
+    spm *model;
+    /* all_special_tokens: eos, unk, pad, then the additional ones, each content once */
+    special_token tok[MAX_SPECIAL];
+    int n_tok;
+    int eos, unk, pad; /* indices into tok */
+    bool lower, clean_up;
+    int max_len;
+    int unk_length;   /* how many ids the unk token's text encodes to */
+    int underline_id; /* the piece "▁" */
+};
+
+/* Python's str.isspace: Unicode's White_Space but for U+180E's old status, plus the information
+ * separators U+001C..U+001F, which Python counts (their bidirectional class is B or S). */
+static bool py_space(int32_t c) {
+    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
+           c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+           c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/* Python's string.punctuation: the ASCII punctuation and symbols. */
+static bool ascii_punct(int32_t c) {
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
+           (c >= 0x7B && c <= 0x7E);
+}
+
+/* ---- loading ---- */
+
+static int parse_json(const tokenizer_source *src, cJSON **root, vit_error *err) {
+    *root = NULL;
+    if (!src->text) return 0;
+    *root = cJSON_ParseWithLength(src->text, src->size);
+    if (cJSON_IsObject(*root)) return 0;
+    cJSON_Delete(*root);
+    *root = NULL;
+    return vit_fail(err, "%s: not a JSON object", src->name);
+}
+
+static const cJSON *field(const cJSON *root, const char *key) {
+    const cJSON *item = root ? cJSON_GetObjectItemCaseSensitive(root, key) : NULL;
+    return item && !cJSON_IsNull(item) ? item : NULL;
+}
+
+static int json_flag(const cJSON *root, const char *key, bool *out, const char *src,
+                     vit_error *err) {
+    const cJSON *item = field(root, key);
+    if (!item) return 0;
+    if (!cJSON_IsBool(item)) return vit_fail(err, "%s: '%s' must be true or false", src, key);
+    *out = cJSON_IsTrue(item);
+    return 0;
+}
+
+/* Settings whose behaviour is not implemented here are refused, never ignored. */
+static int check_unsupported(const cJSON *config, const char *src, vit_error *err) {
+    const cJSON *cls = field(config, "tokenizer_class");
+    if (cls && (!cJSON_IsString(cls) || (strcmp(cls->valuestring, "SiglipTokenizer") != 0 &&
+                                         strcmp(cls->valuestring, "SiglipTokenizerFast") != 0)))
+        return vit_fail(err, "%s: tokenizer_class %s is not SiglipTokenizer", src,
+                        cJSON_IsString(cls) ? cls->valuestring : "(not a string)");
+    const cJSON *kwargs = field(config, "sp_model_kwargs");
+    if (kwargs && !(cJSON_IsObject(kwargs) && !kwargs->child))
+        return vit_fail(err, "%s: sp_model_kwargs (sampling) is not supported", src);
+    bool split = false;
+    if (json_flag(config, "split_special_tokens", &split, src, err) != 0) return -1;
+    if (split) return vit_fail(err, "%s: split_special_tokens true is not supported", src);
+    static const char *const sides[] = {"padding_side", "truncation_side"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *side = field(config, sides[i]);
+        if (side && !(cJSON_IsString(side) && strcmp(side->valuestring, "right") == 0))
+            return vit_fail(err, "%s: %s other than \"right\" is not supported", src, sides[i]);
+    }
+    return 0;
+}
+
+/* A special token's text from a string or an AddedToken object {"content": ...}; *flags gets the
+ * object (NULL for a string). */
+static int token_value(const cJSON *item, const char *key, const char **content,
+                       const cJSON **flags, const char *src, vit_error *err) {
+    *flags = NULL;
+    if (cJSON_IsObject(item)) {
+        *flags = item;
+        item = cJSON_GetObjectItemCaseSensitive(item, "content");
+    }
+    if (!cJSON_IsString(item))
+        return vit_fail(err, "%s: '%s' must be a string or {\"content\": string}", src, key);
+    *content = item->valuestring;
+    return 0;
+}
+
+static int find_token(const siglip_text *t, const char *content) {
+    for (int i = 0; i < t->n_tok; i++)
+        if (strcmp(t->tok[i].content, content) == 0) return i;
+    return -1;
+}
+
+/* Adds content (once) and returns its index. The strips come from the AddedToken object when
+ * given (each false when absent, as AddedToken's defaults), else defaults (SiglipTokenizer makes
+ * its eos, unk and pad tokens lstrip and rstrip; additional ones given as strings are neither). */
+static int add_token(siglip_text *t, const char *content, const cJSON *flags, bool default_strip,
+                     const char *src, vit_error *err) {
+    int i = find_token(t, content);
+    if (i >= 0) return i;
+    if (t->n_tok == MAX_SPECIAL)
+        return vit_fail(err, "%s: more than %d special tokens", src, MAX_SPECIAL);
+    special_token *s = &t->tok[t->n_tok];
+    *s = (special_token){.id = -1, .lstrip = default_strip, .rstrip = default_strip};
+    if (flags) {
+        s->lstrip = s->rstrip = false;
+        if (json_flag(flags, "lstrip", &s->lstrip, src, err) != 0 ||
+            json_flag(flags, "rstrip", &s->rstrip, src, err) != 0)
+            return -1;
+    }
+    const size_t len = strlen(content);
+    s->content = strdup(content);
+    s->cps = malloc((len + 1) * sizeof *s->cps);
+    if (!s->content || !s->cps) {
+        free(s->content), free(s->cps);
+        return vit_fail(err, "%s: out of memory", src);
+    }
+    t->n_tok++;
+    for (size_t k = 0; k < len;) {
+        const int32_t c = utf8_decode((const uint8_t *)content, len, &k);
+        if (c < 0) return vit_fail(err, "%s: special token \"%.40s\" is not UTF-8", src, content);
+        s->cps[s->n++] = c;
+    }
+    /* the strips beside a token work on the text around it, never on the token itself */
+    if (s->n == 0 || py_space(s->cps[0]) || py_space(s->cps[s->n - 1]))
+        return vit_fail(err, "%s: special token \"%.40s\" is empty or has white space at an end",
+                        src, content);
+    return t->n_tok - 1;
+}
+
+/* One of eos_token, unk_token, pad_token: special_tokens_map.json's entry when given, else
+ * tokenizer_config.json's, else SiglipTokenizer's default. */
+static int attribute_token(siglip_text *t, const cJSON *map, const cJSON *config, const char *key,
+                           const char *fallback, const siglip_text_sources *src, int *index,
+                           vit_error *err) {
+    const cJSON *item = field(map, key);
+    const char *name = src->special_tokens_map.name;
+    if (!item) item = field(config, key), name = src->config.name;
+    const char *content = fallback;
+    const cJSON *flags = NULL;
+    if (item && token_value(item, key, &content, &flags, name, err) != 0) return -1;
+    *index = add_token(t, content, flags, true, name, err);
+    return *index < 0 ? -1 : 0;
+}
+
+static int additional_tokens(siglip_text *t, const cJSON *map, const cJSON *config,
+                             const siglip_text_sources *src, vit_error *err) {
+    const cJSON *list = field(map, "additional_special_tokens");
+    const char *name = src->special_tokens_map.name;
+    if (!list) list = field(config, "additional_special_tokens"), name = src->config.name;
+    if (!list) return 0;
+    if (!cJSON_IsArray(list))
+        return vit_fail(err, "%s: 'additional_special_tokens' must be a list", name);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, list) {
+        const char *content = NULL;
+        const cJSON *flags;
+        if (token_value(item, "additional_special_tokens", &content, &flags, name, err) != 0 ||
+            add_token(t, content, flags, false, name, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* added_tokens_decoder: {"id": AddedToken, ...}. Its ids and strips win over the special tokens'
+ * own (transformers loads these first, and a token already added keeps them). Only the special
+ * tokens may be listed: other added tokens would change the split and the lower-casing in ways
+ * not implemented here. */
+static int added_tokens_decoder(siglip_text *t, const cJSON *config, const char *src,
+                                vit_error *err) {
+    const cJSON *decoder = field(config, "added_tokens_decoder");
+    if (!decoder) return 0;
+    if (!cJSON_IsObject(decoder))
+        return vit_fail(err, "%s: 'added_tokens_decoder' must be an object", src);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, decoder) {
+        char *end;
+        errno = 0;
+        const long id = strtol(item->string, &end, 10);
+        if (end == item->string || *end || errno || id < 0 || id > INT_MAX)
+            return vit_fail(err, "%s: added_tokens_decoder key \"%.40s\" is not an id", src,
+                            item->string);
+        const char *content = NULL;
+        const cJSON *flags;
+        if (token_value(item, "added_tokens_decoder", &content, &flags, src, err) != 0) return -1;
+        const int i = find_token(t, content);
+        if (i < 0)
+            return vit_fail(err, "%s: added token \"%.40s\" is not a special token (not supported)",
+                            src, content);
+        bool single_word = false;
+        if (flags && json_flag(flags, "single_word", &single_word, src, err) != 0) return -1;
+        if (single_word)
+            return vit_fail(err, "%s: single_word token \"%.40s\" is not supported", src, content);
+        special_token *s = &t->tok[i];
+        if (!s->flags_set && flags) {
+            s->lstrip = s->rstrip = false;
+            if (json_flag(flags, "lstrip", &s->lstrip, src, err) != 0 ||
+                json_flag(flags, "rstrip", &s->rstrip, src, err) != 0)
+                return -1;
+            s->flags_set = true;
+        }
+        s->id = (int)id;
+    }
+    return 0;
+}
+
+static int read_settings(siglip_text *t, const siglip_text_sources *src, vit_error *err) {
+    cJSON *config, *map = NULL;
+    if (parse_json(&src->config, &config, err) != 0) return -1;
+    int rc = parse_json(&src->special_tokens_map, &map, err);
+    const char *name = src->config.name;
+    t->lower = true;
+    t->max_len = DEFAULT_MAX_LEN;
+    if (rc == 0) rc = check_unsupported(config, name, err);
+    if (rc == 0) rc = json_flag(config, "do_lower_case", &t->lower, name, err);
+    if (rc == 0) rc = json_flag(config, "clean_up_tokenization_spaces", &t->clean_up, name, err);
+    const cJSON *max_len = field(config, "model_max_length");
+    if (rc == 0 && max_len) {
+        if (!cJSON_IsNumber(max_len) || max_len->valuedouble < 1)
+            rc = vit_fail(err, "%s: 'model_max_length' must be a number of at least 1", name);
+        else /* transformers writes 1e30 for "no limit" */
+            t->max_len = max_len->valuedouble < INT_MAX ? (int)max_len->valuedouble : 0;
+    }
+    if (rc == 0) rc = attribute_token(t, map, config, "eos_token", "</s>", src, &t->eos, err);
+    if (rc == 0) rc = attribute_token(t, map, config, "unk_token", "<unk>", src, &t->unk, err);
+    if (rc == 0) rc = attribute_token(t, map, config, "pad_token", "</s>", src, &t->pad, err);
+    if (rc == 0) rc = additional_tokens(t, map, config, src, err);
+    if (rc == 0) rc = added_tokens_decoder(t, config, name, err);
+    cJSON_Delete(config);
+    cJSON_Delete(map);
+    return rc;
+}
+
+/* The special tokens' ids (those added_tokens_decoder did not give: their pieces in the model),
+ * the unk prefix's length, the "▁" piece. */
+static int resolve(siglip_text *t, const char *model_name, vit_error *err) {
+    const int vocab = spm_vocab_size(t->model);
+    for (int i = 0; i < t->n_tok; i++) {
+        special_token *s = &t->tok[i];
+        if (s->id < 0) s->id = spm_piece_id(t->model, s->content);
+        if (s->id < 0 || s->id >= vocab)
+            return vit_fail(err, "%s: special token \"%.40s\" is not a piece of the model",
+                            model_name, s->content);
+    }
+    const char *unk = t->tok[t->unk].content;
+    t->unk_length = spm_encode(t->model, unk, strlen(unk), NULL, 0, err);
+    if (t->unk_length < 0) return -1;
+    t->underline_id = spm_piece_id(t->model, UNDERLINE_UTF8);
+    if (t->underline_id < 0)
+        return vit_fail(err, "%s: the model has no piece \"" UNDERLINE_UTF8 "\" (U+2581)",
+                        model_name);
+    return 0;
+}
+
+int siglip_text_load_memory(const siglip_text_sources *src, siglip_text **out, vit_error *err) {
+    *out = NULL;
+    if (!src->model.text) return vit_fail(err, "%s: no SentencePiece model", src->model.name);
+    siglip_text *t = calloc(1, sizeof *t);
+    if (!t) return vit_fail(err, "%s: out of memory", src->model.name);
+    if (read_settings(t, src, err) != 0 ||
+        spm_load_memory(src->model.text, src->model.size, src->model.name, SPM_NO_DUMMY_PREFIX,
+                        &t->model, err) != 0 ||
+        resolve(t, src->model.name, err) != 0) {
+        siglip_text_free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}
+
+/* dir/name's bytes into *src (text NULL when an optional file does not exist); path holds its
+ * name. The model may reach 256 MiB, a JSON file 16 MiB. */
+static int read_source(const char *dir, const char *name, bool required, char *path, size_t size,
+                       tokenizer_source *src, vit_error *err) {
+    *src = (tokenizer_source){.name = path};
+    const int n = snprintf(path, size, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= size) return vit_fail(err, "%s/%s: path too long", dir, name);
+    struct stat st;
+    if (!required && stat(path, &st) != 0 && errno == ENOENT) return 0;
+    char *text = vit_read_file(path, required ? 256u << 20 : 16u << 20, &src->size, err);
+    src->text = text;
+    return text ? 0 : -1;
+}
+
+int siglip_text_load(const char *dir, siglip_text **out, vit_error *err) {
+    if (!dir || !out) return vit_fail(err, "siglip_text_load: missing dir or out");
+    *out = NULL;
+    /* the build's refusal first: without the library the folder's files do not matter */
+    if (!spm_library()) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/spiece.model", dir);
+        spm *none;
+        return spm_load(path, 0, &none, err);
+    }
+    static const char *const names[] = {"spiece.model", "tokenizer_config.json",
+                                        "special_tokens_map.json"};
+    char paths[3][4096];
+    siglip_text_sources src;
+    memset(&src, 0, sizeof src);
+    tokenizer_source *all[] = {&src.model, &src.config, &src.special_tokens_map};
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < 3; i++)
+        rc = read_source(dir, names[i], i == 0, paths[i], sizeof paths[i], all[i], err);
+    if (rc == 0) rc = siglip_text_load_memory(&src, out, err);
+    for (int i = 0; i < 3; i++) free((char *)all[i]->text);
+    return rc;
+}
+
+void siglip_text_free(siglip_text *t) {
+    if (!t) return;
+    spm_free(t->model);
+    for (int i = 0; i < t->n_tok; i++) {
+        free(t->tok[i].content);
+        free(t->tok[i].cps);
+    }
+    free(t);
+}
+
+int siglip_text_max_len(const siglip_text *t) {
+    return t->max_len;
+}
+int siglip_text_eos_id(const siglip_text *t) {
+    return t->tok[t->eos].id;
+}
+int siglip_text_pad_id(const siglip_text *t) {
+    return t->tok[t->pad].id;
+}
+int siglip_text_unk_id(const siglip_text *t) {
+    return t->tok[t->unk].id;
+}
+const spm *siglip_text_spm(const siglip_text *t) {
+    return t->model;
+}
+
+/* ---- encoding ---- */
+
+static bool matches(const int32_t *cps, size_t n, size_t at, const special_token *s) {
+    return n - at >= s->n && memcmp(cps + at, s->cps, s->n * sizeof *cps) == 0;
+}
+
+/* The special token written at cps[at], or -1. lower_case: the first of all_special_tokens that
+ * matches (the alternation of PreTrainedTokenizer.tokenize's lower-casing pattern); otherwise the
+ * longest (its trie's split). */
+static int token_at(const siglip_text *t, const int32_t *cps, size_t n, size_t at, bool first) {
+    int best = -1;
+    for (int i = 0; i < t->n_tok; i++)
+        if (matches(cps, n, at, &t->tok[i])) {
+            if (first) return i;
+            if (best < 0 || t->tok[i].n > t->tok[best].n) best = i;
+        }
+    return best;
+}
+
+/* in[0..n) lower-cased character by character (Python's str.lower on each), the special tokens
+ * kept as written, into out (room for 2n: U+0130 becomes two). Returns the new length. */
+static size_t lower_case(const siglip_text *t, const int32_t *in, size_t n, int32_t *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        const int k = token_at(t, in, n, i, true);
+        if (k >= 0) {
+            memcpy(out + o, in + i, t->tok[k].n * sizeof *in);
+            o += t->tok[k].n, i += t->tok[k].n;
+            continue;
+        }
+        const int32_t c = in[i++];
+        if (c == 0x130) { /* SpecialCasing.txt's one unconditional lower-case expansion */
+            out[o++] = 'i', out[o++] = 0x307;
+        } else {
+            out[o++] = utf8proc_tolower(c);
+        }
+    }
+    return o;
+}
+
+/* A stretch of the text: a special token (tok >= 0) or text between them. */
+typedef struct {
+    size_t start, end;
+    int tok;
+} span;
+
+/* Canonicalises cps[s.start..s.end) (punctuation out, white space runs to one space, ends
+ * stripped) and writes the unk token's text followed by it as UTF-8 into buf. Returns its byte
+ * length. */
+static size_t canonical_utf8(const siglip_text *t, const int32_t *cps, span s, uint8_t *buf) {
+    const special_token *unk = &t->tok[t->unk];
+    size_t o = strlen(unk->content);
+    memcpy(buf, unk->content, o);
+    const size_t text_start = o;
+    bool pending_space = false;
+    for (size_t i = s.start; i < s.end; i++) {
+        const int32_t c = cps[i];
+        if (ascii_punct(c)) continue;
+        if (py_space(c)) {
+            pending_space = o > text_start; /* leading white space is stripped */
+            continue;
+        }
+        if (pending_space) buf[o++] = ' ';
+        pending_space = false;
+        o += utf8_encode(c, buf + o);
+    }
+    return o; /* trailing white space was never written */
+}
+
+typedef struct {
+    int32_t *ids;
+    bool *special; /* the id is a special token written in the text */
+    int n, cap;
+} collected;
+
+static void push(collected *c, int32_t id, bool special) {
+    if (c->n < c->cap) c->ids[c->n] = id, c->special[c->n] = special, c->n++;
+}
+
+/* Encodes one text span into c (as many ids as fit). */
+static int encode_span(const siglip_text *t, const int32_t *cps, span s, uint8_t *buf,
+                       int32_t *scratch, collected *c, vit_error *err) {
+    const size_t len = canonical_utf8(t, cps, s, buf);
+    const int room = c->cap - c->n;
+    const int want = t->unk_length + room;
+    const int count = spm_encode(t->model, (const char *)buf, len, scratch, want, err);
+    if (count < 0) return -1;
+    /* the unk token's pieces are dropped, unless the text gave fewer ids than they are */
+    const int skip = count >= t->unk_length ? t->unk_length : 0;
+    for (int i = skip; i < count && i < want; i++) push(c, scratch[i], false);
+    return 0;
+}
+
+int siglip_text_encode(const siglip_text *t, const char *text, size_t len, int max_len,
+                       int32_t *ids, vit_error *err) {
+    if (!t || !ids || (!text && len) || max_len < 1)
+        return vit_fail(err, "siglip_text_encode: bad arguments");
+    if (len > (size_t)INT_MAX / 16) return vit_fail(err, "siglip_text_encode: text too long");
+    const size_t n_in = len + 1; /* at most one code point a byte, and the "▁" in front */
+    int32_t *cps = malloc(n_in * sizeof *cps), *lowered = malloc(2 * n_in * sizeof *lowered);
+    span *spans = malloc((2 * n_in + 1) * sizeof *spans);
+    uint8_t *buf = malloc(strlen(t->tok[t->unk].content) + 4 * 2 * n_in);
+    int32_t *scratch = malloc(((size_t)t->unk_length + (size_t)max_len + 2) * sizeof *scratch);
+    int32_t *got = malloc(((size_t)max_len + 1) * sizeof *got);
+    bool *special = malloc(((size_t)max_len + 1) * sizeof *special);
+    int rc = -1;
+    if (!cps || !lowered || !spans || !buf || !scratch || !got || !special) {
+        vit_fail(err, "siglip_text_encode: out of memory");
+        goto done;
+    }
+    /* SiglipTokenizer.tokenize: "▁" in front, each "▁" in the text a space */
+    size_t n = 0;
+    cps[n++] = UNDERLINE;
+    for (size_t i = 0; i < len;) {
+        const int32_t c = utf8_decode_replace((const uint8_t *)text, len, &i);
+        cps[n++] = c < 0 ? 0xFFFD : c == UNDERLINE ? ' ' : c;
+    }
+    const int32_t *s = cps;
+    if (t->lower) n = lower_case(t, cps, n, lowered), s = lowered;
+
+    /* the split at the special tokens, leftmost first, longest first */
+    size_t n_spans = 0, start = 0;
+    for (size_t i = 0; i < n;) {
+        const int k = token_at(t, s, n, i, false);
+        if (k < 0) {
+            i++;
+            continue;
+        }
+        if (i > start) spans[n_spans++] = (span){start, i, -1};
+        spans[n_spans++] = (span){i, i + t->tok[k].n, k};
+        start = i += t->tok[k].n;
+    }
+    if (start < n) spans[n_spans++] = (span){start, n, -1};
+    /* a token's rstrip takes the white space after it away, its lstrip that before it */
+    for (size_t i = 0; i < n_spans; i++) {
+        if (spans[i].tok < 0) continue;
+        const special_token *tk = &t->tok[spans[i].tok];
+        span *right = i + 1 < n_spans ? &spans[i + 1] : NULL, *left = i ? &spans[i - 1] : NULL;
+        if (tk->rstrip && right && right->tok < 0)
+            while (right->start < right->end && py_space(s[right->start])) right->start++;
+        if (tk->lstrip && left && left->tok < 0)
+            while (left->end > left->start && py_space(s[left->end - 1])) left->end--;
+    }
+
+    /* max_len + 1 ids tell all that is needed: whether the text fits with the end token, even
+     * after the leading "▁" rule drops one */
+    collected c = {got, special, 0, max_len + 1};
+    for (size_t i = 0; i < n_spans && c.n < c.cap; i++) {
+        if (spans[i].start == spans[i].end) continue;
+        if (spans[i].tok >= 0)
+            push(&c, t->tok[spans[i].tok].id, true);
+        else if (encode_span(t, s, spans[i], buf, scratch, &c, err) != 0)
+            goto done;
+    }
+    int first = 0;
+    if (c.n > 1 && !c.special[0] && got[0] == t->underline_id && c.special[1]) first = 1;
+    int count = c.n - first;
+    if (count + 1 > max_len) count = max_len - 1; /* the end token is the one special to add */
+    memcpy(ids, got + first, (size_t)count * sizeof *ids);
+    const int32_t eos = t->tok[t->eos].id;
+    if (count == 0 || ids[count - 1] != eos) ids[count++] = eos;
+    for (int i = count; i < max_len; i++) ids[i] = t->tok[t->pad].id;
+    rc = count;
+done:
+    free(cps), free(lowered), free(spans), free(buf), free(scratch), free(got), free(special);
+    return rc;
+}
+
+/* ---- decoding ---- */
+
+static bool is_special_id(const siglip_text *t, int32_t id) {
+    for (int i = 0; i < t->n_tok; i++)
+        if (t->tok[i].id == id) return true;
+    return false;
+}
+
+/* transformers' clean_up_tokenization: each replacement over the whole text, in this order. */
+static size_t clean_up(char *s, size_t n) {
+    static const char *const from[] = {" .",   " ?",  " !",  " ,",   " ' ",
+                                       " n't", " 'm", " 's", " 've", " 're"};
+    static const char *const to[] = {".", "?", "!", ",", "'", "n't", "'m", "'s", "'ve", "'re"};
+    for (size_t r = 0; r < sizeof from / sizeof *from; r++) {
+        const size_t a = strlen(from[r]), b = strlen(to[r]);
+        size_t o = 0;
+        for (size_t i = 0; i < n;) {
+            if (n - i >= a && memcmp(s + i, from[r], a) == 0) {
+                memcpy(s + o, to[r], b), o += b, i += a;
+            } else {
+                s[o++] = s[i++];
+            }
+        }
+        n = o; /* each replacement is shorter than what it replaces: in place is safe */
+    }
+    return n;
+}
+
+int siglip_text_decode(const siglip_text *t, const int32_t *ids, int n, char *out, size_t size,
+                       vit_error *err) {
+    if (!t || (!ids && n > 0) || n < 0 || (!out && size))
+        return vit_fail(err, "siglip_text_decode: bad arguments");
+    int32_t *kept = malloc(((size_t)n + 1) * sizeof *kept);
+    if (!kept) return vit_fail(err, "siglip_text_decode: out of memory");
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!is_special_id(t, ids[i])) kept[k++] = ids[i];
+    char *text = NULL;
+    int len = spm_decode(t->model, kept, k, NULL, 0, err);
+    if (len >= 0 && !(text = malloc((size_t)len + 1)))
+        len = vit_fail(err, "siglip_text_decode: out of memory");
+    if (len >= 0) len = spm_decode(t->model, kept, k, text, (size_t)len + 1, err);
+    free(kept);
+    if (len < 0) {
+        free(text);
+        return -1;
+    }
+    /* str.strip(): Python's white space off both ends */
+    size_t a = 0, b = (size_t)len;
+    while (a < b) {
+        size_t i = a;
+        const int32_t c = utf8_decode((const uint8_t *)text, b, &i);
+        if (c < 0 || !py_space(c)) break;
+        a = i;
+    }
+    while (b > a) {
+        size_t j = b - 1;
+        while (j > a && ((uint8_t)text[j] & 0xC0) == 0x80) j--;
+        size_t i = j;
+        const int32_t c = utf8_decode((const uint8_t *)text, b, &i);
+        if (c < 0 || i != b || !py_space(c)) break;
+        b = j;
+    }
+    size_t m = b - a;
+    memmove(text, text + a, m);
+    if (t->clean_up) m = clean_up(text, m);
+    if (size) {
+        const size_t w = m < size - 1 ? m : size - 1;
+        memcpy(out, text, w);
+        out[w] = '\0';
+    }
+    free(text);
+    return (int)m;
+}
