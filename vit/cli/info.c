@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "image/image.h"
+#include "text/sentencepiece.h"
 #include "vit/io/model_dir.h"
 #include "vit/base/dist.h"
 #include "vit/cli/cli.h"
@@ -148,6 +149,15 @@ static void print_formats(void) {
     printf("\n");
 }
 
+/* The tokenizers this build has: SentencePiece's needs libsentencepiece. */
+static void print_tokenizers(void) {
+    const char *spm = spm_library();
+    if (spm)
+        printf("tokenizers:     WordPiece, byte-level BPE, SentencePiece (%s)\n", spm);
+    else
+        printf("tokenizers:     WordPiece, byte-level BPE; built without SentencePiece\n");
+}
+
 static int info_option(const cli_parser *p, int id, void *user) {
     (void)p;
     if (id == OPT_LABELS) *(int *)user = 1;
@@ -193,6 +203,7 @@ int cli_info(int argc, char **argv) {
            : gemm_bf16_native(GEMM_ONEDNN)      ? ", bf16 kernels"
                                                 : ", no bf16 kernels (bf16 computed in fp32)");
     print_formats();
+    print_tokenizers();
     printf("mpi:            %s\n",
            dist_library() ? dist_library() : "not built in (make MPI=1 with libopenmpi-dev)");
     model_free(&m);
