@@ -280,8 +280,11 @@ fuzz-build: needs-build
 	$(MAKE) CC=clang CXX=clang++ ONEDNN=0 BUILD=$(FUZZ_BUILD) \
 	  OPT="-O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(FUZZERS)
 
+# With the C++ shim in the library, UBSan's C++ checks (vptr) need its C++ runtime, which clang
+# links only when asked to when the linking driver is the C one.
+FUZZ_LINK = -fsanitize=fuzzer $(if $(SPM),-fsanitize-link-c++-runtime)
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(LIB)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) $(FUZZ_LINK) -o $@ $< $(LIB) $(LDLIBS)
 
 # The HTTP harness runs the real server of the CLI (without its main): the CLI's objects as an
 # archive, libmicrohttpd. Without libmicrohttpd it is not built.
@@ -289,7 +292,7 @@ FUZZ_HTTP_OBJ := $(filter-out $(BUILD)/vit/cli/main.o,$(CLI_OBJ))
 $(BUILD)/libvitcli.a: $(FUZZ_HTTP_OBJ)
 	$(AR) rcs $@ $^
 $(FUZZ_BUILD)/fuzz_http: tests/fuzz/fuzz_http.c $(BUILD)/libvitcli.a $(LIB)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libvitcli.a $(LIB) $(LDLIBS) \
+	$(CC) $(CFLAGS) $(FUZZ_LINK) -o $@ $< $(BUILD)/libvitcli.a $(LIB) $(LDLIBS) \
 	  $(shell pkg-config --libs libmicrohttpd)
 
 fuzz: fuzz-build
