@@ -15,6 +15,10 @@ after them (SigLIP's commonest pieces have ids from 259 up: transformers' integr
 "the real mountain view" -> 260 638 3293 870), so byte fallback; the library's default nmt_nfkc
 normalisation. 512 pieces: the 259 reserved ones and 253 learned.
 
+Needs Debian's sentencepiece (spm_train), python3-sentencepiece and python3-protobuf (for
+sentencepiece_model_pb2: the model is loaded with add_dummy_prefix false as transformers does it,
+by ModelProto.MergeFrom, independently of the C shim's way).
+
 The goldens come from Debian's python3-sentencepiece (the same libsentencepiece the C shim wraps)
 and a SiglipTokenizer written here from transformers' tokenization_siglip.py and the
 PreTrainedTokenizer code it runs on (tokenize, the added-token split, prepare_for_model's
