@@ -293,8 +293,8 @@ static void test_cli_joint_clip(void **state) {
 }
 
 /* SigLIP's image tower has only the joint embedding: the default; --pool cls is the library's
- * refusal. Its folder has no tokenizer: --text says so. And what does not fit: --pool joint for a
- * DeiT, images beside --text. */
+ * refusal. A folder without its tokenizer: --text says so. And what does not fit: --pool joint for
+ * a DeiT, images beside --text. */
 static void test_cli_joint_siglip_and_refusals(void **state) {
     (void)state;
     REQUIRE_BIN();
@@ -326,7 +326,9 @@ static void test_cli_joint_siglip_and_refusals(void **state) {
         const char *says;
     } refused[] = {
         {{"embed", "-m", dir, "--pool", "cls", golden_images[1], "-o", "-"}, 1, "no CLS token"},
-        {{"embed", "-m", dir, "--text", "a cat", "-o", "-"}, 1, "no tokenizer files"},
+        {{"embed", "-m", test_joint_without_tokenizer(), "--text", "a cat", "-o", "-"},
+         1,
+         "no tokenizer files"},
         {{"embed", "-m", "tests/data/deit-micro", "--pool", "joint", golden_images[1], "-o", "-"},
          2,
          "--pool joint is for CLIP and SigLIP models"},

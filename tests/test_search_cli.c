@@ -523,7 +523,7 @@ static void test_refusals(void **state) {
         {{"-m", CLIP, "a cat", "examples/photos/cat.jpg"}, 1, "cat.jpg: not a folder"},
         {{"-m", CLIP, "a cat", "no-such-folder"}, 1, "no-such-folder: No such file or directory"},
         {{"-m", "tests/data/deit-micro", "a cat", folder}, 1, "not a CLIP or SigLIP model"},
-        {{"-m", "tests/data/siglip-micro", "a cat", folder}, 1, "no tokenizer files"},
+        {{"-m", test_joint_without_tokenizer(), "a cat", folder}, 1, "no tokenizer files"},
         {{"-m", CLIP, "-k", "-1", "a cat", folder}, 2, "invalid value for -k"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {

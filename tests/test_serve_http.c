@@ -1420,7 +1420,7 @@ static void test_joint_model_description(void **state) {
 static void test_siglip_without_text_tower(void **state) {
     (void)state;
     server s;
-    START_OR_SKIP(&s, "-m", "tests/data/siglip-micro", "-t", "1", "--quiet");
+    START_OR_SKIP(&s, "-m", test_joint_without_tokenizer(), "-t", "1", "--quiet");
     char *log = read_log(&s);
     assert_non_null(strstr(log, "the text tower is not served"));
     assert_non_null(strstr(log, "no tokenizer files"));

@@ -1,6 +1,7 @@
 #include "tests/testutil.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -212,4 +213,21 @@ test_run_result test_run_vit(const char *model, const char *stdin_path, const ch
 void test_run_free(test_run_result *r) {
     free(r->out);
     free(r->err);
+}
+
+const char *test_joint_without_tokenizer(void) {
+    static char dir[4096];
+    if (dir[0]) return dir;
+    snprintf(dir, sizeof dir, "%s/siglip-no-tokenizer", test_tmpdir());
+    mkdir(dir, 0700);
+    char cwd[2048];
+    if (!getcwd(cwd, sizeof cwd)) return NULL;
+    const char *files[] = {"config.json", "model.safetensors", "preprocessor_config.json"};
+    for (int i = 0; i < 3; i++) {
+        char from[4096], to[8192];
+        snprintf(from, sizeof from, "%s/tests/data/siglip-micro/%s", cwd, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        if (symlink(from, to) != 0 && errno != EEXIST) return NULL;
+    }
+    return dir;
 }

@@ -46,6 +46,10 @@ const char *write_temp_file(const char *name, const void *data, size_t size);
  * on failure. */
 uint8_t *read_whole_file(const char *path, size_t *size);
 
+/* tests/data/siglip-micro without its tokenizer files (links to its config, weights and
+ * preprocessing in a folder of test_tmpdir()): a joint model whose text tower cannot load. */
+const char *test_joint_without_tokenizer(void);
+
 /* ---- running bin/vit ---- */
 
 /* $VIT_BIN (set by `make test`), or NULL. */

@@ -7,15 +7,18 @@
 #include <unistd.h>
 
 #include "text/bpe.h"
+#include "text/sentencepiece.h"
+#include "text/siglip_text.h"
 #include "text/tokenizer.h"
 #include "vit/base/json.h"
 
-typedef enum { KIND_WORDPIECE, KIND_BPE } tokenizer_kind;
+typedef enum { KIND_WORDPIECE, KIND_BPE, KIND_SIGLIP } tokenizer_kind;
 
 struct text_tokenizer {
     tokenizer_kind kind;
     tokenizer *wordpiece;
     bpe *bpe;
+    siglip_text *siglip;
     int max_len, pad_id;
 };
 
@@ -72,7 +75,12 @@ int text_tokenizer_load(const char *dir, text_tokenizer **out, vit_error *err) {
             t->pad_id = tokenizer_pad_id(t->wordpiece) >= 0 ? tokenizer_pad_id(t->wordpiece) : 0;
         }
     } else if (has_file(dir, "spiece.model")) {
-        rc = vit_fail(err, "%s/spiece.model: SentencePiece tokenizers are not supported yet", dir);
+        t->kind = KIND_SIGLIP;
+        rc = siglip_text_load(dir, &t->siglip, err);
+        if (rc == 0) {
+            t->max_len = siglip_text_max_len(t->siglip);
+            t->pad_id = siglip_text_pad_id(t->siglip);
+        }
     } else {
         rc = vit_fail(err,
                       "%s: no tokenizer files (vocab.txt: WordPiece; vocab.json and merges.txt: "
@@ -91,14 +99,18 @@ void text_tokenizer_free(text_tokenizer *t) {
     if (!t) return;
     tokenizer_free(t->wordpiece);
     bpe_free(t->bpe);
+    siglip_text_free(t->siglip);
     free(t);
 }
 
 const char *text_tokenizer_kind(const text_tokenizer *t) {
-    return t->kind == KIND_BPE ? "byte-level BPE" : "WordPiece";
+    return t->kind == KIND_BPE      ? "byte-level BPE"
+           : t->kind == KIND_SIGLIP ? "SentencePiece"
+                                    : "WordPiece";
 }
 
 int text_tokenizer_vocab_size(const text_tokenizer *t) {
+    if (t->kind == KIND_SIGLIP) return spm_vocab_size(siglip_text_spm(t->siglip));
     return t->kind == KIND_BPE ? bpe_vocab_size(t->bpe) : tokenizer_vocab_size(t->wordpiece);
 }
 
@@ -111,6 +123,7 @@ int text_tokenizer_pad_id(const text_tokenizer *t) {
 }
 
 const char *text_tokenizer_piece(const text_tokenizer *t, int id) {
+    if (t->kind == KIND_SIGLIP) return spm_piece(siglip_text_spm(t->siglip), id);
     return t->kind == KIND_BPE ? bpe_piece(t->bpe, id) : tokenizer_piece(t->wordpiece, id);
 }
 
@@ -132,5 +145,7 @@ void text_tokenizer_scratch_free(text_tokenizer_scratch *s) {
 int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, const char *text,
                           size_t len, int max_len, int32_t *ids, vit_error *err) {
     if (t->kind == KIND_BPE) return bpe_encode(t->bpe, text, len, max_len, ids, err);
+    if (t->kind == KIND_SIGLIP) /* its ids end with the end token; padded past what it returns */
+        return siglip_text_encode(t->siglip, text, len, max_len, ids, err);
     return tokenizer_encode_with(t->wordpiece, s->wordpiece, text, len, max_len, ids, NULL, err);
 }

@@ -3,8 +3,9 @@
 
 /* The tokenizers of the text models behind one interface, chosen by the files a model folder has:
  * vocab.txt, BERT's WordPiece (text/tokenizer.h); vocab.json and merges.txt, CLIP's byte-level BPE
- * (text/bpe.h). Every kind gives a sequence with its start and end tokens ([CLS] ... [SEP],
- * <|startoftext|> ... <|endoftext|>), cut to max_len keeping the end token. A loaded tokenizer is
+ * (text/bpe.h); spiece.model, SigLIP's SentencePiece (text/siglip_text.h). Every kind gives a
+ * sequence ending with its end token ([CLS] ... [SEP], <|startoftext|> ... <|endoftext|>, ...
+ * </s>), cut to max_len keeping the end token. A loaded tokenizer is
  * immutable: threads encode with one at once, each with its own scratch. */
 
 #include <stddef.h>
@@ -19,7 +20,7 @@ typedef struct text_tokenizer_scratch text_tokenizer_scratch;
 int text_tokenizer_load(const char *dir, text_tokenizer **out, vit_error *err);
 void text_tokenizer_free(text_tokenizer *t);
 
-/* "WordPiece" or "byte-level BPE". */
+/* "WordPiece", "byte-level BPE" or "SentencePiece". */
 const char *text_tokenizer_kind(const text_tokenizer *t);
 int text_tokenizer_vocab_size(const text_tokenizer *t);
 /* The longest sequence the tokenizer's settings allow (model_max_length), 0 when they say none. */

@@ -19,8 +19,10 @@ CLIP folders get a small byte-level BPE vocabulary (vocab.json, merges.txt: ever
 merges for a few words, the two special tokens) tokenized here as CLIPTokenizerFast does (NFC,
 white space runs to one space, per-character lower case, CLIP's pattern, GPT-2's byte symbols with
 </w>, merges by rank); this tokenizer is first checked against the 26 texts of
-../shared/data/clip/tokenizer-golden.json (OpenAI's ids) with CLIP's real vocabulary. SigLIP's
-goldens carry the token ids themselves (its SentencePiece tokenizer is not part of this file).
+../shared/data/clip/tokenizer-golden.json (OpenAI's ids) with CLIP's real vocabulary. siglip-micro
+gets tests/data/spm-micro's SentencePiece model and settings (model_max_length set to its 16
+positions), its texts tokenized by tools/spm_reference.py's SiglipTokenizer and padded to
+max_length.
 The images are three of tests/data/golden-images (tools/vit_reference.py writes them).
 
 Each folder: config.json, preprocessor_config.json, model.safetensors (F32, names as
@@ -48,6 +50,10 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_reference import preprocess, write_safetensors  # noqa: E402
+from spm_reference import Siglip  # noqa: E402
+
+SPM_MICRO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests",
+                         "data", "spm-micro")  # tools/spm_reference.py's SentencePiece model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared")
@@ -69,8 +75,7 @@ MODELS = {
                             eps=1e-5, resize=44),
     "siglip-micro": dict(kind="siglip", seed=23, act="gelu_pytorch_tanh",
                          vision=dict(hidden=32, layers=2, heads=4, mlp=64, image=32, patch=8),
-                         text=dict(hidden=32, layers=2, heads=4, mlp=64, positions=16,
-                                   vocab=97),
+                         text=dict(hidden=32, layers=2, heads=4, mlp=64, positions=16),
                          eps=1e-6, resize=32),
 }
 
@@ -414,28 +419,40 @@ def write_tokenizer(out, spec):
     return ClipTokenizer(vocab, merges)
 
 
+def siglip_tokenizer(out, positions):
+    """tests/data/spm-micro's SentencePiece model and settings copied into the folder (the
+    tokenizer's model_max_length set to the model's positions), and the reference SiglipTokenizer
+    over them."""
+    files = {}
+    for name in ("spiece.model", "tokenizer_config.json", "special_tokens_map.json"):
+        with open(os.path.join(SPM_MICRO, name), "rb") as f:
+            files[name] = f.read()
+        if name == "tokenizer_config.json":
+            config = json.loads(files[name])
+            config["model_max_length"] = positions
+            files[name] = (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode()
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(files[name])
+    return Siglip(files["spiece.model"], json.loads(files["tokenizer_config.json"]),
+                  json.loads(files["special_tokens_map.json"]))
+
+
 def token_ids(spec, tok):
-    """Each text's ids; SigLIP's: fixed pseudo-random ids ending in its end token (1), padded with
-    it to max_length, as SiglipTokenizer with padding="max_length" gives them."""
+    """Each text's ids: CLIP's cut to the positions; SigLIP's padded to max_length (the positions)
+    with its pad token, as SiglipTokenizer with padding="max_length" gives them."""
     T = spec["text"]["positions"]
-    if tok:
+    if spec["kind"] == "clip":
         return [tok.encode(text, T) for text in TEXTS]
-    g = torch.Generator().manual_seed(spec["seed"] + 100)
-    out = []
-    for i, _ in enumerate(TEXTS):
-        n = min(T, 2 + 3 * i)
-        ids = torch.randint(2, spec["text"]["vocab"], (n - 1,), generator=g).tolist() + [1]
-        out.append(ids + [1] * (T - n))
-    return out
+    return [tok(text, T)[0] for text in TEXTS]
 
 
 def write_model(name, spec):
     out = os.path.join(ROOT, "tests", "data", name)
     os.makedirs(out, exist_ok=True)
     clip = spec["kind"] == "clip"
-    tok = write_tokenizer(out, spec) if clip else None
-    vocab_size = len(tok.vocab) if tok else spec["text"]["vocab"]
-    eos = (2 if spec["legacy_eos"] else tok.eos) if clip else 1
+    tok = write_tokenizer(out, spec) if clip else siglip_tokenizer(out, spec["text"]["positions"])
+    vocab_size = len(tok.vocab) if clip else tok.sp.vocab_size()
+    eos = (2 if spec["legacy_eos"] else tok.eos) if clip else tok.eos_id
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config_json(spec, vocab_size, eos), f, indent=2)
     with open(os.path.join(out, "preprocessor_config.json"), "w") as f:
@@ -480,7 +497,7 @@ def write_model(name, spec):
     tensors["logits_per_image"] = f32(l64)
     write_safetensors(os.path.join(out, "golden.safetensors"), tensors)
     with open(os.path.join(out, "golden.json"), "w") as f:
-        json.dump({"model": name, "images": IMAGES, "texts": TEXTS if clip else None,
+        json.dump({"model": name, "images": IMAGES, "texts": TEXTS,
                    "ids": ids_list, "float32_vs_float64_max_abs": worst32}, f, indent=1)
     print(f"{name}: {len(IMAGES)} images x {len(ids_list)} texts, float32 PyTorch vs float64 "
           f"max |d| {worst32:.3g} (embeddings and logits)")
