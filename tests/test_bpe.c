@@ -80,6 +80,33 @@ static void test_clip_golden(void **state) {
     bpe_free(b);
 }
 
+/* A harder set than OpenAI's 26 (NFC, Unicode white space, per-character lower case, scripts,
+ * numbers, special tokens in capitals, long texts cut to 77) against tools/clip_reference.py's
+ * Python tokenizer written from CLIPTokenizerFast's normaliser and pattern, on CLIP's real
+ * vocabulary (../shared). */
+static void test_clip_hard_texts(void **state) {
+    (void)state;
+    REQUIRE_SHARED("data/clip/vocab.json");
+    bpe *b = load_or_fail(shared_path("data/clip"));
+    char *json = (char *)read_whole_file("tests/data/clip-tokenizer-hard.json", NULL);
+    assert_non_null(json);
+    cJSON *golden = cJSON_Parse(json);
+    const cJSON *c;
+    int cases = 0;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(golden, "cases")) {
+        const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
+        int32_t ids[MAX_IDS];
+        const int n = encode(b, text, 77, ids);
+        expect_ids(text, ids, n, cJSON_GetObjectItem(c, "ids_77"));
+        cases++;
+    }
+    print_message("CLIP tokenizer: %d harder texts give the reference's ids\n", cases);
+    assert_true(cases >= 17);
+    cJSON_Delete(golden);
+    free(json);
+    bpe_free(b);
+}
+
 /* The micro CLIP models' own vocabularies (tests/data, written by tools/clip_reference.py) give
  * the ids its Python tokenizer gave the golden texts, cut to the models' 16 and 20 positions. */
 static void test_micro_vocabularies(void **state) {
@@ -268,8 +295,11 @@ static void test_bad_files(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clip_golden),       cmocka_unit_test(test_micro_vocabularies),
-        cmocka_unit_test(test_merges_and_pieces), cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_clip_golden),
+        cmocka_unit_test(test_clip_hard_texts),
+        cmocka_unit_test(test_micro_vocabularies),
+        cmocka_unit_test(test_merges_and_pieces),
+        cmocka_unit_test(test_decode),
         cmocka_unit_test(test_bad_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

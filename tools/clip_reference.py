@@ -149,6 +149,30 @@ def check_tokenizer():
         assert tok.encode(case["text"], 10 ** 6) == case["ids"], case["text"]
         assert tok.encode(case["text"], 77) == case["ids_77"], case["text"]
     print(f"the reference tokenizer gives OpenAI's ids for all {len(golden['cases'])} texts")
+    return tok
+
+
+# Beyond OpenAI's 26: what CLIPTokenizerFast's normaliser and pattern do that the golden texts
+# do not reach (NFC composition, Unicode white space, per-character lower case, scripts, numbers,
+# special tokens in capitals, a long text cut to the 77-token context).
+HARD_TEXTS = [
+    "cafe\u0301 na\u0308ive", "\u00c5ngstr\u00f6m \u212bngstr\u00f6m", "\u0130stanbul \u0049STANBUL",
+    "\u039f\u0394\u039f\u03a3 \u03bf\u03b4\u03bf\u03c2", "a\u00a0b\u3000c\u2028d\u2003e\t\n\r f",
+    "\uff21\uff22\uff23 \uff11\uff12\uff13", "\u0661\u0662\u0663 \u00bd \u2168 \u00b2",
+    "don\u2019t it\u2019s rock\u2019n\u2019roll", "\U0001f468\u200d\U0001f469\u200d\U0001f467 family",
+    "<|ENDOFTEXT|> <|startoftext|>x<|endoftext|>", "x" * 300, "ab" * 1000,
+    " ".join(["word%d" % i for i in range(200)]), "\u0915\u094d\u0937 \u0e01\u0e33 \ud55c\uad6d\uc5b4",
+    "''s ''t '' ' s", "C++/C# && $100.00 @user #tag", "",
+]
+
+
+def write_hard_tokenizer_set(tok):
+    cases = [{"text": t, "ids_77": tok.encode(t, 77)} for t in HARD_TEXTS]
+    with open(os.path.join(ROOT, "tests", "data", "clip-tokenizer-hard.json"), "w") as f:
+        json.dump({"tokenizer": "tools/clip_reference.py ClipTokenizer (CLIPTokenizerFast's "
+                   "normaliser, pattern and BPE) with ../shared/data/clip's vocabulary",
+                   "cases": cases}, f, indent=1, ensure_ascii=False)
+    print(f"tests/data/clip-tokenizer-hard.json: {len(cases)} texts")
 
 
 def micro_vocabulary():
@@ -505,6 +529,6 @@ def write_model(name, spec):
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    check_tokenizer()
+    write_hard_tokenizer_set(check_tokenizer())
     for name, spec in MODELS.items():
         write_model(name, spec)
