@@ -234,8 +234,11 @@ static void test_merges_and_pieces(void **state) {
                   "cat</w> <|endoftext|> cat</w> <|startoftext|>");
     /* é as e + combining acute is NFC-composed to one letter: two bytes, one piece */
     expect_pieces(b, "e\xcc\x81", "\xc3\x83 \xc2\xa9</w>");
-    /* invalid UTF-8 becomes U+FFFD (EF BF BD as byte symbols) */
+    /* invalid UTF-8 becomes U+FFFD (EF BF BD as byte symbols), one for each run Python's
+     * errors="replace" replaces: "\xe2\x82" (a cut-off character) is one, "\xe0\x80" two */
     expect_pieces(b, "\xff", "\xc3\xaf \xc2\xbf \xc2\xbd</w>");
+    expect_pieces(b, "\xe2\x82", "\xc3\xaf \xc2\xbf \xc2\xbd</w>");
+    expect_pieces(b, "\xe0\x80", "\xc3\xaf \xc2\xbf \xc2\xbd \xc3\xaf \xc2\xbf \xc2\xbd</w>");
     /* the 77-token cut keeps the end token; max_len 2 holds the start and end tokens only */
     int32_t ids[8];
     assert_int_equal(encode(b, "cat cat cat cat", 4, ids), 4);

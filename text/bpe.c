@@ -304,13 +304,14 @@ static bool is_number(int32_t c) {
     return k >= UTF8PROC_CATEGORY_ND && k <= UTF8PROC_CATEGORY_NO;
 }
 
-/* text as valid UTF-8, each invalid byte replaced by U+FFFD (malloc'ed, length in *n). */
+/* text as valid UTF-8, each invalid run replaced by one U+FFFD as Python's errors="replace"
+ * decoding does (malloc'ed, length in *n). */
 static uint8_t *valid_utf8(const char *text, size_t len, size_t *n) {
     uint8_t *out = malloc(3 * len + 1);
     if (!out) return NULL;
     size_t o = 0;
     for (size_t i = 0; i < len;) {
-        int32_t c = utf8_decode((const uint8_t *)text, len, &i);
+        int32_t c = utf8_decode_replace((const uint8_t *)text, len, &i);
         o += utf8_encode(c < 0 ? 0xFFFD : c, out + o);
     }
     *n = o;

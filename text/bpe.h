@@ -7,7 +7,8 @@
  * "#version" line):
  *   - the text is NFC-normalised, each run of white space becomes one space, and every character
  *     is lower-cased on its own (Rust's char::to_lowercase, as the tokenizers library does: no
- *     final-sigma rule); invalid UTF-8 bytes become U+FFFD, as decoding with errors="replace";
+ *     final-sigma rule); invalid UTF-8 becomes U+FFFD, one for each run Python's errors="replace"
+ * decoding replaces;
  *   - "<|startoftext|>" and "<|endoftext|>" written in the (normalised) text are those tokens;
  *   - the rest splits as CLIP's pattern 's|'t|'re|'ve|'m|'ll|'d|\p{L}+|\p{N}|[^\s\p{L}\p{N}]+
  *     (white space between pieces dropped);
