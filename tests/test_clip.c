@@ -35,14 +35,6 @@ typedef struct {
     int backends; /* how many ways each tower ran */
 } run;
 
-static float *golden(const char *dir, const char *name, size_t *numel) {
-    char path[256];
-    snprintf(path, sizeof path, "%s/golden.safetensors", dir);
-    float *t = test_read_tensor(path, name, numel);
-    if (!t) fail_msg("%s: golden tensor %s missing", path, name);
-    return t;
-}
-
 static double worst_seen; /* the largest difference of the model under test */
 
 static void expect_close(const char *what, const float *got, const float *want, size_t n) {
@@ -85,12 +77,12 @@ static void image_tower(run *r) {
         char name[128];
         size_t n;
         snprintf(name, sizeof name, "image/%s/pixels", image_names[i]);
-        float *p = golden(r->dir, name, &n);
+        float *p = test_golden_tensor(r->dir, name, &n);
         assert_int_equal(n, F);
         memcpy(pixels + i * F, p, sizeof(float) * F);
         free(p);
         snprintf(name, sizeof name, "image/%s/embeds", image_names[i]);
-        float *e = golden(r->dir, name, &n);
+        float *e = test_golden_tensor(r->dir, name, &n);
         assert_int_equal(n, (size_t)r->dim);
         memcpy(want[i], e, sizeof(float) * n);
         free(e);
@@ -126,7 +118,7 @@ static int text_ids(const run *r, int32_t ids[TEXTS][MAX_TEXT]) {
         char name[64];
         size_t n;
         snprintf(name, sizeof name, "text/%d/ids", i);
-        float *f = golden(r->dir, name, &n);
+        float *f = test_golden_tensor(r->dir, name, &n);
         assert_true(n <= MAX_TEXT);
         for (size_t t = 0; t < n; t++) ids[i][t] = (int32_t)f[t];
         len[i] = (int)n;
@@ -159,7 +151,7 @@ static void text_tower(run *r) {
             char name[64], what[256];
             size_t n;
             snprintf(name, sizeof name, "text/%d/embeds", i);
-            float *want = golden(r->dir, name, &n);
+            float *want = test_golden_tensor(r->dir, name, &n);
             snprintf(what, sizeof what, "%s text %d (backend %d)", r->dir, i, list[k]);
             expect_close(what, got + (size_t)i * r->dim, want, n);
             free(want);
@@ -183,7 +175,7 @@ static void text_tower(run *r) {
                                             (m.logit_bias ? m.logit_bias[0] : 0.0));
         }
     size_t n;
-    float *want = golden(r->dir, "logits_per_image", &n);
+    float *want = test_golden_tensor(r->dir, "logits_per_image", &n);
     assert_int_equal(n, IMAGES * TEXTS);
     char what[256];
     snprintf(what, sizeof what, "%s logits_per_image", r->dir);

@@ -23,14 +23,6 @@
 static const char *const image_names[IMAGES] = {"rgb_64x48.png", "tall_40x400.jpg",
                                                 "palette_120x90.png"};
 
-static float *golden(const char *dir, const char *name, size_t *numel) {
-    char path[256];
-    snprintf(path, sizeof path, "%s/golden.safetensors", dir);
-    float *t = test_read_tensor(path, name, numel);
-    if (!t) fail_msg("%s: golden tensor %s missing", path, name);
-    return t;
-}
-
 static void expect_close(const char *what, const float *got, const float *want, size_t n,
                          double tol) {
     for (size_t i = 0; i < n; i++)
@@ -99,7 +91,7 @@ static float *check_images(vit_context *img, const char *dir, int dim) {
         if (vit_preprocess_file(img, path, pixels + i * F, &err) != 0) fail_msg("%s", err.msg);
         size_t n;
         snprintf(name, sizeof name, "image/%s/pixels", image_names[i]);
-        float *want = golden(dir, name, &n);
+        float *want = test_golden_tensor(dir, name, &n);
         assert_int_equal(n, F);
         expect_close(name, pixels + i * F, want, F, 1e-6);
         free(want);
@@ -109,7 +101,7 @@ static float *check_images(vit_context *img, const char *dir, int dim) {
         char name[128];
         size_t n;
         snprintf(name, sizeof name, "image/%s/embeds", image_names[i]);
-        float *want = golden(dir, name, &n);
+        float *want = test_golden_tensor(dir, name, &n);
         normalise(want, (int)n);
         expect_close(name, embeds + (size_t)i * dim, want, n, 1e-4);
         free(want);
@@ -144,7 +136,7 @@ static void check_joint(const char *dir, double scale, double bias, int sigmoid)
         char name[64];
         size_t n;
         snprintf(name, sizeof name, "text/%d/embeds", i);
-        float *want = golden(dir, name, &n);
+        float *want = test_golden_tensor(dir, name, &n);
         normalise(want, (int)n);
         expect_close(name, embeds + (size_t)i * dim, want, n, 1e-4);
         free(want);
@@ -159,7 +151,7 @@ static void check_joint(const char *dir, double scale, double bias, int sigmoid)
     if (vit_zero_shot(img, classes, pixels, IMAGES, scores, probs, &err) != 0)
         fail_msg("%s", err.msg);
     size_t n;
-    float *want = golden(dir, "logits_per_image", &n);
+    float *want = test_golden_tensor(dir, "logits_per_image", &n);
     assert_int_equal(n, IMAGES * TEXTS);
     expect_close("logits_per_image", scores, want, n, 1e-4);
     for (int i = 0; i < IMAGES; i++) { /* the softmax over each image's classes, or sigmoids */

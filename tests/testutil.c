@@ -231,3 +231,11 @@ const char *test_joint_without_tokenizer(void) {
     }
     return dir;
 }
+
+float *test_golden_tensor(const char *dir, const char *name, size_t *numel) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/golden.safetensors", dir);
+    float *t = test_read_tensor(path, name, numel);
+    if (!t) fail_msg("%s: golden tensor %s missing", path, name);
+    return t;
+}

@@ -77,6 +77,9 @@ void test_run_free(test_run_result *r);
  * library's): *numel gets its element count (may be NULL). NULL when absent; caller frees. */
 float *test_read_tensor(const char *path, const char *name, size_t *numel);
 
+/* Tensor name of DIR/golden.safetensors (test_read_tensor); fails the test when it is absent. */
+float *test_golden_tensor(const char *dir, const char *name, size_t *numel);
+
 /* ---- random test data: the tests' own splitmix64, independent of the library's ---- */
 
 /* Restarts the generator (it starts at 12345). */

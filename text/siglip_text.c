@@ -16,6 +16,7 @@
 
 #include "text/utf8.h"
 #include "vit/base/file.h"
+#include "vit/base/json.h"
 
 #define MAX_SPECIAL     64 /* eos, unk, pad and additional special tokens */
 #define DEFAULT_MAX_LEN 64 /* SiglipTokenizer's model_max_length */
@@ -110,11 +111,8 @@ static int check_unsupported(const cJSON *config, const char *src, vit_error *er
  * object (NULL for a string). */
 static int token_value(const cJSON *item, const char *key, const char **content,
                        const cJSON **flags, const char *src, vit_error *err) {
-    *flags = NULL;
-    if (cJSON_IsObject(item)) {
-        *flags = item;
-        item = cJSON_GetObjectItemCaseSensitive(item, "content");
-    }
+    *flags = cJSON_IsObject(item) ? item : NULL;
+    item = json_token_content(item);
     if (!cJSON_IsString(item))
         return vit_fail(err, "%s: '%s' must be a string or {\"content\": string}", src, key);
     *content = item->valuestring;

@@ -32,13 +32,6 @@ static int has_file(const char *dir, const char *name) {
     return access(path, R_OK) == 0;
 }
 
-/* A special token as tokenizer_config.json writes it: a string, or {"content": ...}. */
-static const char *token_name(const cJSON *item) {
-    if (cJSON_IsString(item)) return item->valuestring;
-    const cJSON *content = cJSON_GetObjectItemCaseSensitive(item, "content");
-    return cJSON_IsString(content) ? content->valuestring : NULL;
-}
-
 /* CLIPTokenizer's settings: model_max_length (absent or huge: none) and pad_token (absent or not
  * in the vocabulary: the end token, as CLIP's own configs name it). */
 static int read_bpe_settings(text_tokenizer *t, const char *dir, vit_error *err) {
@@ -51,7 +44,8 @@ static int read_bpe_settings(text_tokenizer *t, const char *dir, vit_error *err)
     const cJSON *max = cJSON_GetObjectItemCaseSensitive(root, "model_max_length");
     if (cJSON_IsNumber(max) && max->valuedouble >= 2 && max->valuedouble <= 1 << 20)
         t->max_len = (int)max->valuedouble;
-    const char *pad = token_name(cJSON_GetObjectItemCaseSensitive(root, "pad_token"));
+    const cJSON *pad_item = json_token_content(cJSON_GetObjectItemCaseSensitive(root, "pad_token"));
+    const char *pad = cJSON_IsString(pad_item) ? pad_item->valuestring : NULL;
     if (pad && bpe_token_id(t->bpe, pad) >= 0) t->pad_id = bpe_token_id(t->bpe, pad);
     cJSON_Delete(root);
     return 0;

@@ -11,6 +11,7 @@
 
 #include "text/bert_basic.h"
 #include "vit/base/file.h"
+#include "vit/base/json.h"
 #include "text/utf8.h"
 #include "text/vocab.h"
 
@@ -67,7 +68,7 @@ static int json_special(const cJSON *root, const char *key, char **out, const ch
                         vit_error *err) {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!item) return 0;
-    if (cJSON_IsObject(item)) item = cJSON_GetObjectItemCaseSensitive(item, "content");
+    item = json_token_content(item);
     if (!cJSON_IsNull(item) && !cJSON_IsString(item))
         return vit_fail(err, "%s: '%s' must be a string or {\"content\": string}", src, key);
     char *name = cJSON_IsString(item) ? strdup(item->valuestring) : NULL;

@@ -351,24 +351,22 @@ void vit_softmax(float *logits, int n) {
 
 /* ---- classification ---- */
 
-int api_top_k(const model_config *cfg, const float *probs, int k, vit_prediction *top,
+int api_top_k(char *const *labels, int L, const float *probs, int k, vit_prediction *top,
               vit_error *err) {
     if (k < 0) return vit_fail(err, "top-k: k %d is negative", k);
-    const int L = cfg->num_labels;
     k = k < L ? k : L;
     int *idx = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
     if (!idx) return vit_fail(err, "top-k: out of memory for %d indices", k);
     topk_indices(probs, L, k, idx);
     for (int i = 0; i < k; i++)
-        top[i] =
-            (vit_prediction){.index = idx[i], .prob = probs[idx[i]], .label = cfg->labels[idx[i]]};
+        top[i] = (vit_prediction){.index = idx[i], .prob = probs[idx[i]], .label = labels[idx[i]]};
     free(idx);
     return k;
 }
 
 int vit_top_k(const vit_context *c, const float *probs, int k, vit_prediction *top,
               vit_error *err) {
-    return api_top_k(&c->w->m.cfg, probs, k, top, err);
+    return api_top_k(c->w->m.cfg.labels, c->w->m.cfg.num_labels, probs, k, top, err);
 }
 
 /* ctx->pixels (one image) -> top-k. */

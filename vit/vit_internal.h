@@ -41,7 +41,9 @@ const model *api_text_model(const vit_text_context *c);
 /* Each of the n rows of x [n, dim] divided by its L2 norm (in double). */
 void api_normalize_rows(float *x, int n, int dim);
 
-int api_top_k(const model_config *cfg, const float *probs, int k, vit_prediction *top,
+/* The k most probable of probs[0..L) with their labels (labels[i] for class i), in vit_top_k's
+ * order; -1 with err for k < 0 or out of memory. Shared by the image, text and zero-shot APIs. */
+int api_top_k(char *const *labels, int L, const float *probs, int k, vit_prediction *top,
               vit_error *err);
 
 #endif

@@ -185,14 +185,5 @@ int vit_zero_shot(vit_context *image, const vit_classes *c, const float *pixels,
 
 int vit_classes_top_k(const vit_classes *c, const float *probs, int k, vit_prediction *top,
                       vit_error *err) {
-    if (k < 0) return vit_fail(err, "top-k: k %d is negative", k);
-    k = k < c->count ? k : c->count;
-    int *idx = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
-    if (!idx) return vit_fail(err, "top-k: out of memory for %d indices", k);
-    topk_indices(probs, c->count, k, idx);
-    for (int i = 0; i < k; i++)
-        top[i] =
-            (vit_prediction){.index = idx[i], .prob = probs[idx[i]], .label = c->names[idx[i]]};
-    free(idx);
-    return k;
+    return api_top_k(c->names, c->count, probs, k, top, err);
 }

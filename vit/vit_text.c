@@ -336,5 +336,5 @@ int vit_text_classify(vit_text_context *c, const char *text, int k, vit_predicti
 
 int vit_text_top_k(const vit_text_context *c, const float *probs, int k, vit_prediction *top,
                    vit_error *err) {
-    return api_top_k(&c->w->m.cfg, probs, k, top, err);
+    return api_top_k(c->w->m.cfg.labels, c->w->m.cfg.num_labels, probs, k, top, err);
 }

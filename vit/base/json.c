@@ -60,3 +60,7 @@ cJSON *json_load_object(const char *path, vit_error *err) {
     }
     return root;
 }
+
+const cJSON *json_token_content(const cJSON *item) {
+    return cJSON_IsObject(item) ? cJSON_GetObjectItemCaseSensitive(item, "content") : item;
+}

@@ -15,6 +15,10 @@ int json_get_int(const cJSON *obj, const char *key, int lo, int hi, int *out, co
 int json_get_bool(const cJSON *obj, const char *key, int *out, const char *src, vit_error *err);
 int json_get_number(const cJSON *obj, const char *key, double lo, double hi, double *out,
                     const char *src, vit_error *err);
+/* A special token as tokenizer files write it, a string or a serialised AddedToken
+ * {"content": ...}: the node holding its text (the item itself, or its "content"; NULL when
+ * item is NULL or the object has none). */
+const cJSON *json_token_content(const cJSON *item);
 /* Reads a whole JSON file (at most 16 MiB) and parses it; NULL with err when unreadable or not a
  * JSON object. The caller cJSON_Deletes it. */
 cJSON *json_load_object(const char *path, vit_error *err);
