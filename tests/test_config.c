@@ -84,6 +84,57 @@ static void test_errors(void **state) {
     expect_error("{\"image_size\": 4096, \"patch_size\": 2}", "2048 patches per side");
 }
 
+/* CLIP and SigLIP: each tower from its sub-config with the family's defaults (CLIPVisionConfig,
+ * CLIPTextConfig, Siglip*Config), the options config_apply_family sets, the embedding length as
+ * num_labels, one-tower folders, and the joint fields' errors. */
+static void test_joint(void **state) {
+    (void)state;
+    model_config c;
+    vit_error err = {0};
+    const char *clip = "{\"model_type\": \"clip\", \"projection_dim\": 40, \"text_config\": "
+                       "{\"hidden_size\": 64, \"num_attention_heads\": 4, \"eos_token_id\": 2}}";
+    assert_int_equal(model_config_parse_tower(clip, "m", TOWER_IMAGE, &c, &err), 0);
+    assert_int_equal(c.kind, MODEL_VIT);
+    assert_int_equal(c.hidden_size, 768); /* CLIPVisionConfig's */
+    assert_int_equal(c.patch_size, 32);
+    assert_int_equal(c.act, ACT_QUICK_GELU);
+    assert_int_equal(c.num_labels, 40);
+    assert_true(c.opt.embed_norm && !c.opt.patch_bias && c.opt.special == 1);
+    assert_int_equal(c.opt.head, HEAD_PROJECTION);
+    model_config_free(&c);
+    assert_int_equal(model_config_parse_tower(clip, "m", TOWER_TEXT, &c, &err), 0);
+    assert_int_equal(c.kind, MODEL_BERT);
+    assert_int_equal(c.hidden_size, 64);
+    assert_int_equal(c.max_position_embeddings, 77);
+    assert_true(c.opt.causal && !c.opt.post_norm && !c.opt.embed_norm && !c.opt.token_types);
+    assert_int_equal(c.opt.pool, POOL_EOS_MAX); /* eos_token_id 2: the largest id */
+    model_config_free(&c);
+    const char *siglip = "{\"model_type\": \"siglip\"}";
+    assert_int_equal(model_config_parse_tower(siglip, "m", TOWER_IMAGE, &c, &err), 0);
+    assert_true(c.opt.special == 0 && c.opt.patch_bias && c.opt.pool == POOL_PROBE);
+    assert_int_equal(c.num_labels, 768); /* the probe's output: the width */
+    assert_int_equal(c.act, ACT_GELU_TANH);
+    model_config_free(&c);
+    assert_int_equal(model_config_parse_tower(siglip, "m", TOWER_TEXT, &c, &err), 0);
+    assert_true(!c.opt.causal && c.opt.pool == POOL_LAST && c.opt.head == HEAD_LINEAR);
+    assert_int_equal(c.max_position_embeddings, 64);
+    model_config_free(&c);
+    /* a one-tower folder is that tower whatever is asked */
+    const char *text_only = "{\"model_type\": \"clip_text_model\", \"projection_dim\": 16}";
+    assert_int_equal(model_config_parse_tower(text_only, "m", TOWER_IMAGE, &c, &err), 0);
+    assert_int_equal(c.kind, MODEL_BERT);
+    assert_int_equal(c.num_labels, 16);
+    assert_int_equal(c.opt.pool, POOL_EOS); /* the default eos_token_id 49407 */
+    model_config_free(&c);
+    expect_error("{\"model_type\": \"clip\", \"vision_config\": 3}",
+                 "field 'vision_config' must be an object");
+    expect_error("{\"model_type\": \"clip\", \"projection_dim\": 0}", "field 'projection_dim'");
+    expect_error("{\"model_type\": \"siglip\", \"vision_config\": {\"vision_use_head\": false}}",
+                 "vision_use_head false");
+    expect_error("{\"model_type\": \"siglip\", \"vision_config\": {\"hidden_act\": \"x\"}}",
+                 "field 'hidden_act'");
+}
+
 static image_arch deit_arch(const char *architectures) {
     char json[512];
     snprintf(json, sizeof json, "{\"model_type\": \"deit\"%s%s}", architectures ? "," : "",
@@ -147,9 +198,9 @@ static void test_missing_file(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_fields_and_labels),
-        cmocka_unit_test(test_errors),       cmocka_unit_test(test_deit),
-        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_defaults), cmocka_unit_test(test_fields_and_labels),
+        cmocka_unit_test(test_errors),   cmocka_unit_test(test_joint),
+        cmocka_unit_test(test_deit),     cmocka_unit_test(test_missing_file),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
