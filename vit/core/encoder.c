@@ -70,7 +70,64 @@ void encoder_acts_free(encoder_acts *acts) {
     free(acts->attn_scratch);
     free(acts->mask_block);
     free(acts->grad_block);
+    free(acts->cache_block);
     memset(acts, 0, sizeof *acts);
+}
+
+int encoder_acts_alloc_cache(encoder_acts *a, const encoder_shape *s, int cache_len, int max_images,
+                             int cross_tokens) {
+    const size_t L = (size_t)s->layers, D = (size_t)s->dim, B = (size_t)a->max_batch;
+    const size_t cache = L * B * (size_t)cache_len * 2 * D;
+    const size_t sizes[] = {
+        cache, cache, L * (size_t)max_images * (size_t)cross_tokens * 2 * D,
+        B * (size_t)a->tokens * D,
+        attention_general_scratch(cache_len > cross_tokens ? cache_len : cross_tokens)};
+    float **fields[] = {&a->kv_cache, &a->kv_spare, &a->cross_kv, &a->xq_buf, &a->attn_general};
+    a->cache_block = alloc_float_block(5, sizes, fields);
+    if (!a->cache_block) return -1;
+    a->cache_len = cache_len;
+    a->max_images = max_images;
+    a->cross_tokens = cross_tokens;
+    a->past = a->images = 0;
+    a->rows_per_image = 1;
+    return 0;
+}
+
+/* Layer l's cache of row b: [cache_len, 2D], key then value per position. */
+static float *cache_row(const encoder_acts *a, float *cache, int l, int b) {
+    const size_t row = (size_t)a->cache_len * 2 * a->dim;
+    return cache + ((size_t)l * a->max_batch + b) * row;
+}
+
+/* Layer l's cross-attention keys and values: [images, cross_run, 2D]. */
+static float *cross_layer(const encoder_acts *a, int l) {
+    return a->cross_kv + (size_t)l * a->max_images * a->cross_tokens * 2 * a->dim;
+}
+
+void encoder_cross_states(const encoder_shape *s, const encoder_layer *layers, encoder_acts *a,
+                          const float *states, int images, int S, int rows_per_image) {
+    for (int l = 0; l < s->layers; l++) {
+        const encoder_layer *w = &layers[l];
+        if (w->xkv && a->gemm)
+            gemm_run(w->xkv, states, images * S, cross_layer(a, l), a->gemm);
+        else
+            linear_forward(cross_layer(a, l), states, w->xkv_w, w->xkv_b, images * S, s->cross_dim,
+                           2 * s->dim);
+    }
+    a->images = images;
+    a->cross_run = S;
+    a->rows_per_image = rows_per_image;
+    a->past = 0;
+}
+
+void encoder_cache_reorder(encoder_acts *a, const int *parent, int rows) {
+    const size_t used = (size_t)a->past * 2 * a->dim * sizeof(float);
+    for (int l = 0; l < a->layers; l++)
+        for (int r = 0; r < rows; r++)
+            memcpy(cache_row(a, a->kv_spare, l, r), cache_row(a, a->kv_cache, l, parent[r]), used);
+    float *t = a->kv_cache;
+    a->kv_cache = a->kv_spare;
+    a->kv_spare = t;
 }
 
 float *encoder_acts_layer(const encoder_acts *acts, float *field, int layer) {
@@ -136,6 +193,46 @@ static void add_branch(const encoder_layer *w, encoder_acts *a, int l,
     vector_add(residual, residual, a->scratch, (size_t)BT * OUT);
 }
 
+/* Self-attention of T new rows per sequence over the cached rows and themselves: their keys and
+ * values join the cache first, then each sequence's queries attend causally. */
+static void cached_attention(encoder_acts *a, int l, const float *qkv, float *ctx, int B, int T,
+                             int D, int H) {
+    for (int b = 0; b < B; b++) {
+        float *cache = cache_row(a, a->kv_cache, l, b);
+        for (int t = 0; t < T; t++)
+            memcpy(cache + (size_t)(a->past + t) * 2 * D, qkv + ((size_t)b * T + t) * 3 * D + D,
+                   2 * D * sizeof *cache);
+        attention_general_forward(ctx + (size_t)b * T * D, NULL, a->attn_general,
+                                  qkv + (size_t)b * T * 3 * D, 3 * D, cache, cache + D, 2 * D, NULL,
+                                  a->past, 1, T, a->past + T, D, H);
+    }
+}
+
+/* Cross-attention: the rows of each image's sequences (rows_per_image of them, T rows each) attend
+ * to that image's states' keys and values. */
+static void cross_attention_block(const encoder_shape *s, const encoder_layer *w, encoder_acts *a,
+                                  int l, const float *inp, int B, int T, float *residual) {
+    const int D = s->dim, H = s->heads, BT = B * T, k = a->rows_per_image;
+    float *q = a->xq_buf, *ctx = encoder_acts_layer(a, a->ctx, l);
+    if (prepared(a, w))
+        gemm_run(w->xq, inp, BT, q, a->gemm);
+    else
+        linear_forward(q, inp, w->xq_w, w->xq_b, BT, D, D);
+    const float *kv = cross_layer(a, l);
+    for (int g = 0; g * k < B; g++) {
+        const size_t first = (size_t)g * k * T * D;
+        const float *img = kv + (size_t)g * a->cross_run * 2 * D;
+        attention_general_forward(ctx + first, NULL, a->attn_general, q + first, D, img, img + D,
+                                  2 * D, NULL, -1, 1, k * T, a->cross_run, D, H);
+    }
+    if (prepared(a, w)) {
+        gemm_run(w->xproj, ctx, BT, residual, a->gemm);
+        return;
+    }
+    linear_forward(a->scratch, ctx, w->xproj_w, w->xproj_b, BT, D, D);
+    vector_add(residual, residual, a->scratch, (size_t)BT * D);
+}
+
 static void attention_block(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
                             const float *inp, const uint8_t *mask, int B, int T, float *residual) {
     const int D = s->dim, BT = B * T, H = s->heads;
@@ -145,7 +242,9 @@ static void attention_block(const encoder_shape *s, const encoder_layer *w, enco
         gemm_run(w->qkv, inp, BT, qkv, a->gemm);
     else
         linear_forward(qkv, inp, w->qkv_w, w->qkv_b, BT, D, 3 * D);
-    if (!a->keep && a->attn_scratch) { /* inference: no weights kept */
+    if (a->kv_cache) { /* decoder inference: these rows after the cached ones */
+        cached_attention(a, l, qkv, ctx, B, T, D, H);
+    } else if (!a->keep && a->attn_scratch) { /* inference: no weights kept */
         attention_infer(ctx, qkv, mask, s->causal, a->attn_scratch, a->attn_threads, B, T, D, H);
     } else if (a->attn_drop > 0.0f) {
         uint8_t *keep = encoder_acts_mask(a, a->keep_probs, l);
@@ -180,6 +279,12 @@ static void pre_norm_layer(const encoder_shape *s, const encoder_layer *w, encod
     layernorm_forward(ln1, encoder_acts_layer(a, a->ln1_mean, l),
                       encoder_acts_layer(a, a->ln1_rstd, l), x, w->ln1_w, w->ln1_b, BT, D, s->eps);
     attention_block(s, w, a, l, ln1, mask, B, T, x);
+    if (s->cross) { /* x += Cross(LNx(x)) */
+        layernorm_forward(ln1, encoder_acts_layer(a, a->ln1_mean, l),
+                          encoder_acts_layer(a, a->ln1_rstd, l), x, w->lnx_w, w->lnx_b, BT, D,
+                          s->eps);
+        cross_attention_block(s, w, a, l, ln1, B, T, x);
+    }
     if (a->keep) memcpy(encoder_acts_layer(a, a->mid, l), x, n * sizeof *x);
     layernorm_forward(ln2, encoder_acts_layer(a, a->ln2_mean, l),
                       encoder_acts_layer(a, a->ln2_rstd, l), x, w->ln2_w, w->ln2_b, BT, D, s->eps);
@@ -197,6 +302,13 @@ static void post_norm_layer(const encoder_shape *s, const encoder_layer *w, enco
     layernorm_forward(x, encoder_acts_layer(a, a->ln1_mean, l),
                       encoder_acts_layer(a, a->ln1_rstd, l), mid, w->ln1_w, w->ln1_b, BT, D,
                       s->eps);
+    if (s->cross) { /* x = LNx(x + Cross(x)) */
+        memcpy(mid, x, n * sizeof *x);
+        cross_attention_block(s, w, a, l, x, B, T, mid);
+        layernorm_forward(x, encoder_acts_layer(a, a->ln1_mean, l),
+                          encoder_acts_layer(a, a->ln1_rstd, l), mid, w->lnx_w, w->lnx_b, BT, D,
+                          s->eps);
+    }
     if (a->keep) memcpy(encoder_acts_layer(a, a->ln1_out, l), x, n * sizeof *x);
     memcpy(sum2, x, n * sizeof *x);
     mlp_block(s, w, a, l, x, BT, sum2);
@@ -214,6 +326,7 @@ void encoder_forward(const encoder_shape *s, const encoder_layer *layers, encode
         else
             pre_norm_layer(s, &layers[l], a, l, x, key_mask, B, T);
     }
+    if (a->kv_cache) a->past += T;
 }
 
 /* ---- backward ---- */

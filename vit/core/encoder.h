@@ -2,7 +2,10 @@
 #define VIT_ENCODER_H
 
 /* The shared transformer encoder: [B, T, D] token embeddings in, [B, T, D] out. It knows nothing
- * of images or text; ViT runs it pre-LN, BERT post-LN. */
+ * of images or text; ViT runs it pre-LN, BERT post-LN. A decoder is the same block with a
+ * cross-attention branch between the self-attention and the MLP (shape.cross), causal, and with a
+ * cache of the self-attention's keys and values so each step computes only its new rows
+ * (encoder_acts_alloc_cache). */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +20,9 @@ typedef struct {
     int post_norm; /* 0: x += Attn(LN1(x)); x += MLP(LN2(x))   1: x = LN1(x + Attn(x)); x = LN2(x +
                       MLP(x)) */
     int causal;
+    int cross;     /* decoder: a cross-attention branch over other states (an encoder's output) */
+    int cross_dim; /* the width of those states (the branch's keys and values are computed from
+                      them) */
 } encoder_shape;
 
 /* One layer's parameters, pointing into the model's single parameter block.
@@ -32,6 +38,12 @@ typedef struct {
      * as for training): qkv plain, proj and fc2 adding into the residual stream, fc1 with the
      * activation. */
     gemm_weight *qkv, *proj, *fc1, *fc2;
+    /* Cross-attention (shape.cross): its LayerNorm (pre-LN: on the branch's input; post-LN: after
+     * its residual add), queries xq [D, D], keys and values stacked xkv [2D, cross_dim], output
+     * xproj [D, D]; prepared like the others (xproj adding into the residual stream). */
+    float *lnx_w, *lnx_b;
+    float *xq_w, *xq_b, *xkv_w, *xkv_b, *xproj_w, *xproj_b;
+    gemm_weight *xq, *xkv, *xproj;
 } encoder_layer;
 
 /* Activations, sized for at most max_batch x tokens. Allocated with `per_layer` (for training),
@@ -82,12 +94,41 @@ typedef struct {
     /* NULL, or [layers, B, H, T, T] set by the caller: the backward leaves there the gradient wrt
      * every layer's attention weights (gradient-weighted explanations). */
     float *probs_grad;
+
+    /* Decoders at inference (encoder_acts_alloc_cache), all zero otherwise. */
+    float *cache_block;  /* one allocation for the buffers below */
+    float *kv_cache;     /* [layers, max_batch, cache_len, 2D] each row's self-attention keys and
+                          * values (key then value per position) of the positions run so far */
+    float *kv_spare;     /* the same size: the reordered cache is built here, then swapped in */
+    float *cross_kv;     /* [layers, images, cross_tokens, 2D] keys and values of the states
+                          * cross-attention reads (encoder_cross_states) */
+    float *xq_buf;       /* [B, T, D] cross-attention queries */
+    float *attn_general; /* attention_general_forward's scratch */
+    int cache_len;       /* positions a row can hold */
+    int past;            /* positions cached: the next forward's rows come after them */
+    int max_images, cross_tokens; /* what the cross buffers hold at most */
+    int images, cross_run;        /* what encoder_cross_states last gave: images x cross_run */
+    int rows_per_image; /* rows r·k .. r·k + k-1 of a forward read image r's states (k beams) */
 } encoder_acts;
 
 /* per_layer also allocates the dropout masks and the backward's scratch. */
 int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *shape, int max_batch, int tokens,
                        int per_layer);
 void encoder_acts_free(encoder_acts *acts);
+/* Adds a decoder's inference buffers to acts (allocated for inference): a self-attention cache of
+ * cache_len positions per row, and cross-attention keys and values for up to max_images sets of
+ * cross_tokens states. -1 when out of memory. */
+int encoder_acts_alloc_cache(encoder_acts *acts, const encoder_shape *shape, int cache_len,
+                             int max_images, int cross_tokens);
+/* The keys and values of every layer's cross-attention for states [images, S, cross_dim] (S <=
+ * cross_tokens, images <= max_images), each image read by rows_per_image consecutive rows of
+ * the following forwards; empties the self-attention cache (past = 0). */
+void encoder_cross_states(const encoder_shape *shape, const encoder_layer *layers,
+                          encoder_acts *acts, const float *states, int images, int S,
+                          int rows_per_image);
+/* Rows continue other rows: row r of the next forward extends what row parent[r] (of the rows
+ * run so far) holds. rows <= max_batch. */
+void encoder_cache_reorder(encoder_acts *acts, const int *parent, int rows);
 /* Pointer to layer l's copy of a field of acts (the shared copy unless keep is on). */
 float *encoder_acts_layer(const encoder_acts *acts, float *field, int layer);
 /* Layer l's copy of a dropout mask field (keep_attn, keep_mlp, keep_probs). */
@@ -103,7 +144,9 @@ int encoder_set_mode(encoder_acts *acts, int keep, float hidden, float attn, uin
 /* The batch's place in a batch split among processes, for the dropout masks (0, 0: whole). */
 void encoder_set_batch_part(encoder_acts *acts, int first, int total);
 
-/* x [B, T, D] in, transformed in place. key_mask [B, T] or NULL (0 = padding). */
+/* x [B, T, D] in, transformed in place. key_mask [B, T] or NULL (0 = padding). With a cache
+ * (encoder_acts_alloc_cache) the T rows of each sequence come after the acts->past cached ones
+ * (causal attention over all of them), are cached in turn, and past grows by T. */
 void encoder_forward(const encoder_shape *shape, const encoder_layer *layers, encoder_acts *acts,
                      float *x, const uint8_t *key_mask, int B, int T);
 /* Backward of the last encoder_forward on acts (keep on, same dropout settings, same B, T).
