@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vit/base/alloc.h"
 #include "vit/base/file.h"
 
 /* The shortest decimal that reads back as the same float (1e-12, not 9.9999999600419720e-13). */
@@ -259,11 +260,13 @@ static const st_tensor *entry_tensor(const model *m, const st_file *f, const par
     const st_tensor *t = st_find(f, full);
     if (!t) t = st_find(f, e->name); /* bare ViTModel / BertModel checkpoints have no prefix */
     if (!t) return vit_fail(err, "%s: missing tensor '%s'", f->path, full), NULL;
+    int64_t shape[4]; /* as the file stores it */
+    for (int d = 0; d < e->ndim; d++) shape[d] = e->shape[e->transposed ? e->ndim - 1 - d : d];
     int same = t->ndim == e->ndim;
-    for (int d = 0; same && d < e->ndim; d++) same = t->shape[d] == e->shape[d];
+    for (int d = 0; same && d < e->ndim; d++) same = t->shape[d] == shape[d];
     if (!same) {
         char want[64], got[64];
-        format_shape(want, sizeof want, e->ndim, e->shape);
+        format_shape(want, sizeof want, e->ndim, shape);
         format_shape(got, sizeof got, t->ndim, t->shape);
         vit_fail(err, "%s: tensor '%s' has shape %s, expected %s", f->path, t->name, got, want);
         return NULL;
@@ -276,6 +279,22 @@ static int check_tensors(const model *m, const st_file *f, vit_error *err) {
     for (int i = 0; i < m->num_entries; i++)
         if (!m->entries[i].absent && !entry_tensor(m, f, &m->entries[i], err)) return -1;
     return 0;
+}
+
+/* Entry e's tensor into the parameter block, transposed to [out, in] where the file holds
+ * [in, out]. */
+static int load_entry(model *m, const st_file *f, const param_entry *e, vit_error *err) {
+    float *to = m->params + e->offset;
+    const st_tensor *t = entry_tensor(m, f, e, err);
+    if (!e->transposed) return st_to_f32(f, t, to, err);
+    float *tmp = vit_alloc_floats(e->numel);
+    if (!tmp) return vit_fail(err, "%s: out of memory", f->path);
+    const int rc = st_to_f32(f, t, tmp, err);
+    const int64_t rows = e->shape[0], cols = e->shape[1]; /* ours: [out, in] */
+    for (int64_t i = 0; rc == 0 && i < cols; i++)
+        for (int64_t o = 0; o < rows; o++) to[o * cols + i] = tmp[i * rows + o];
+    free(tmp);
+    return rc;
 }
 
 int model_load(model *m, const char *model_dir, vit_error *err) {
@@ -306,9 +325,7 @@ int model_load_tower(model *m, const char *model_dir, config_tower tower, vit_er
     }
     if (rc == 0) rc = model_alloc(m, err);
     for (int i = 0; i < m->num_entries && rc == 0; i++)
-        if (!m->entries[i].absent)
-            rc = st_to_f32(&f, entry_tensor(m, &f, &m->entries[i], err),
-                           m->params + m->entries[i].offset, err);
+        if (!m->entries[i].absent) rc = load_entry(m, &f, &m->entries[i], err);
     st_close(&f);
     if (rc != 0 && m->params) model_free(m);
     model_config_free(&cfg);

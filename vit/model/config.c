@@ -12,11 +12,11 @@
 
 #define MAX_CONFIG_BYTES (16 << 20)
 
-static int get_activation(const cJSON *root, activation_kind *out, const char *src,
-                          vit_error *err) {
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
+static int get_activation_key(const cJSON *root, const char *key, activation_kind *out,
+                              const char *src, vit_error *err) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!item) return 0;
-    if (!cJSON_IsString(item)) return vit_fail(err, "%s: field 'hidden_act' must be a string", src);
+    if (!cJSON_IsString(item)) return vit_fail(err, "%s: field '%s' must be a string", src, key);
     const char *s = item->valuestring;
     if (strcmp(s, "gelu") == 0)
         *out = ACT_GELU;
@@ -28,10 +28,15 @@ static int get_activation(const cJSON *root, activation_kind *out, const char *s
         *out = ACT_QUICK_GELU;
     else
         return vit_fail(err,
-                        "%s: field 'hidden_act' is '%s', expected gelu, gelu_new, "
+                        "%s: field '%s' is '%s', expected gelu, gelu_new, "
                         "gelu_pytorch_tanh, quick_gelu or relu",
-                        src, s);
+                        src, key, s);
     return 0;
+}
+
+static int get_activation(const cJSON *root, activation_kind *out, const char *src,
+                          vit_error *err) {
+    return get_activation_key(root, "hidden_act", out, src, err);
 }
 
 const char *activation_name(activation_kind act) {
@@ -45,11 +50,36 @@ int config_special_tokens(const model_config *cfg) {
     return cfg->opt.special;
 }
 
+/* TrOCR: post-LN, learned positions offset by 2 or sinusoidal ones, optional embedding scale and
+ * LayerNorm; GPT-2: pre-LN, learned positions, a final LayerNorm, Conv1D weights. */
+static void decoder_options(const model_config *c, tower_options *o) {
+    const int trocr = c->dec_arch == DECODER_TROCR;
+    o->post_norm = trocr;
+    o->causal = o->cross = 1;
+    o->enc_proj = c->encoder_hidden != c->hidden_size && c->cross_dim == c->hidden_size;
+    o->sinusoidal = trocr && !c->learned_positions;
+    o->pos_offset = trocr && c->learned_positions ? 2 : 0;
+    o->scale_embedding = trocr && c->scale_embedding;
+    o->embed_norm = trocr && c->layernorm_embedding;
+    o->final_norm = !trocr;
+    o->tied_head = c->tie_word_embeddings;
+    o->conv1d = !trocr;
+    o->pool = POOL_NEXT;
+    o->head = HEAD_LINEAR;
+}
+
 void config_apply_family(model_config *c) {
     const int hf = c->family == FAMILY_HF, clip = c->family == FAMILY_CLIP,
               siglip = c->family == FAMILY_SIGLIP;
     tower_options o = {0};
-    if (c->kind == MODEL_VIT) {
+    if (c->kind == MODEL_DECODER) {
+        decoder_options(c, &o);
+    } else if (c->family == FAMILY_VED) { /* ViTModel / DeiTModel: every row out */
+        o.special = c->arch == ARCH_VIT ? 1 : 2;
+        o.patch_bias = 1;
+        o.pool = POOL_ALL;
+        o.head = HEAD_NONE;
+    } else if (c->kind == MODEL_VIT) {
         o.special = siglip ? 0 : hf && c->arch != ARCH_VIT ? 2 : 1;
         o.patch_bias = !clip;
         o.embed_norm = clip; /* pre_layrnorm */
@@ -71,6 +101,10 @@ int config_classifier_heads(const model_config *cfg) {
 }
 
 const char *config_architecture(const model_config *cfg) {
+    if (cfg->kind == MODEL_DECODER)
+        return cfg->dec_arch == DECODER_TROCR ? "TrOCRForCausalLM" : "GPT2LMHeadModel";
+    if (cfg->family == FAMILY_VED)
+        return cfg->arch == ARCH_VIT ? "ViTModel (encoder)" : "DeiTModel (encoder)";
     if (cfg->family == FAMILY_CLIP)
         return cfg->kind == MODEL_VIT ? "CLIPModel (vision tower)" : "CLIPModel (text tower)";
     if (cfg->family == FAMILY_SIGLIP)
@@ -82,6 +116,8 @@ const char *config_architecture(const model_config *cfg) {
 }
 
 const char *config_model_type(const model_config *cfg) {
+    if (cfg->kind == MODEL_DECODER) return cfg->dec_arch == DECODER_TROCR ? "trocr" : "gpt2";
+    if (cfg->family == FAMILY_VED) return cfg->arch == ARCH_VIT ? "vit" : "deit";
     if (cfg->family != FAMILY_HF) return cfg->family == FAMILY_CLIP ? "clip" : "siglip";
     return cfg->kind == MODEL_BERT ? "bert" : cfg->arch == ARCH_VIT ? "vit" : "deit";
 }
@@ -322,6 +358,173 @@ static int parse_joint(const cJSON *root, model_config *cfg, const char *src, vi
     return joint_output(root, tower, cfg, src, err);
 }
 
+/* ---- VisionEncoderDecoderModel: an encoder and a decoder sub-config ---- */
+
+static int parse_ved_encoder(const cJSON *enc, model_config *cfg, const char *src, vit_error *err) {
+    model_config type = {0};
+    if (get_model_type(enc, TOWER_IMAGE, &type, src, err) != 0) return -1;
+    if (type.kind != MODEL_VIT || type.family != FAMILY_HF)
+        return vit_fail(err, "%s: the encoder's model_type must be vit or deit", src);
+    set_defaults(cfg, MODEL_VIT);
+    cfg->arch = type.arch == ARCH_VIT ? ARCH_VIT : ARCH_DEIT;
+    cfg->family = FAMILY_VED;
+    return parse_fields(enc, cfg, src, err);
+}
+
+/* TrOCRConfig's defaults (trocr-base's decoder). */
+static void trocr_defaults(model_config *c) {
+    c->vocab_size = 50265;
+    c->hidden_size = 1024;
+    c->num_layers = 12;
+    c->num_heads = 16;
+    c->intermediate_size = 4096;
+    c->max_position_embeddings = 512;
+    c->pad_token_id = 1;
+    c->eos_token_id = 2;
+    c->learned_positions = c->layernorm_embedding = 1;
+}
+
+/* GPT2Config's defaults (gpt2's); intermediate_size 0 until n_inner or 4 x n_embd sets it. */
+static void gpt2_defaults(model_config *c) {
+    c->vocab_size = 50257;
+    c->hidden_size = 768;
+    c->num_layers = 12;
+    c->num_heads = 12;
+    c->intermediate_size = 0;
+    c->max_position_embeddings = 1024;
+    c->act = ACT_GELU_TANH;
+    c->pad_token_id = -1;
+    c->eos_token_id = 50256;
+}
+
+static int parse_trocr(const cJSON *d, model_config *c, const char *src, vit_error *err) {
+    const int big = 1 << 20;
+    return json_get_int(d, "d_model", 1, big, &c->hidden_size, src, err) ||
+           json_get_int(d, "decoder_layers", 1, 1000, &c->num_layers, src, err) ||
+           json_get_int(d, "decoder_attention_heads", 1, 4096, &c->num_heads, src, err) ||
+           json_get_int(d, "decoder_ffn_dim", 1, big, &c->intermediate_size, src, err) ||
+           get_activation_key(d, "activation_function", &c->act, src, err) ||
+           json_get_int(d, "max_position_embeddings", 2, big, &c->max_position_embeddings, src,
+                        err) ||
+           json_get_bool(d, "use_learned_position_embeddings", &c->learned_positions, src, err) ||
+           json_get_bool(d, "scale_embedding", &c->scale_embedding, src, err) ||
+           json_get_bool(d, "layernorm_embedding", &c->layernorm_embedding, src, err);
+}
+
+/* Settings GPT-2's attention offers that vit does not run: refused, not ignored. */
+static int gpt2_unsupported(const cJSON *d, const char *src, vit_error *err) {
+    int scale = 1, by_layer = 0, cross = 1;
+    if (json_get_bool(d, "scale_attn_weights", &scale, src, err) ||
+        json_get_bool(d, "scale_attn_by_inverse_layer_idx", &by_layer, src, err) ||
+        json_get_bool(d, "add_cross_attention", &cross, src, err))
+        return -1;
+    if (!scale || by_layer)
+        return vit_fail(err,
+                        "%s: GPT-2 attention without the 1/sqrt(head size) scale, or scaled "
+                        "by layer, is not supported",
+                        src);
+    if (!cross)
+        return vit_fail(err,
+                        "%s: the GPT-2 decoder has no cross-attention (add_cross_attention "
+                        "false)",
+                        src);
+    return 0;
+}
+
+static int parse_gpt2(const cJSON *d, model_config *c, const char *src, vit_error *err) {
+    const int big = 1 << 20;
+    double eps = 1e-5;
+    if (json_get_int(d, "n_embd", 1, big, &c->hidden_size, src, err) ||
+        json_get_int(d, "n_layer", 1, 1000, &c->num_layers, src, err) ||
+        json_get_int(d, "n_head", 1, 4096, &c->num_heads, src, err) ||
+        json_get_int(d, "n_inner", 1, big, &c->intermediate_size, src, err) ||
+        get_activation_key(d, "activation_function", &c->act, src, err) ||
+        json_get_int(d, "n_positions", 2, big, &c->max_position_embeddings, src, err) ||
+        json_get_number(d, "layer_norm_epsilon", 1e-30, 1, &eps, src, err) ||
+        gpt2_unsupported(d, src, err))
+        return -1;
+    if (c->intermediate_size == 0) c->intermediate_size = 4 * c->hidden_size;
+    c->layer_norm_eps = (float)eps;
+    return 0;
+}
+
+/* The decoder's cross-attention reads the encoder's states at cross_attention_hidden_size (set:
+ * TrOCR's keys and values take that width) or at its own width, through enc_to_dec_proj when the
+ * encoder's differs (modeling_vision_encoder_decoder.py's rule). */
+static int parse_cross(const cJSON *d, model_config *c, const char *src, vit_error *err) {
+    c->cross_dim = 0;
+    if (json_get_int(d, "cross_attention_hidden_size", 1, 1 << 20, &c->cross_dim, src, err))
+        return -1;
+    if (c->cross_dim == 0) {
+        c->cross_dim = c->hidden_size;
+        return 0;
+    }
+    if (c->cross_dim != c->encoder_hidden ||
+        (c->dec_arch == DECODER_GPT2 && c->cross_dim != c->hidden_size))
+        return vit_fail(err,
+                        "%s: the decoder's cross_attention_hidden_size %d does not fit the "
+                        "encoder's hidden_size %d",
+                        src, c->cross_dim, c->encoder_hidden);
+    return 0;
+}
+
+static int parse_ved_decoder(const cJSON *d, int encoder_hidden, model_config *c, const char *src,
+                             vit_error *err) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(d, "model_type");
+    const char *name = cJSON_IsString(type) ? type->valuestring : "";
+    if (strcmp(name, "trocr") != 0 && strcmp(name, "gpt2") != 0)
+        return vit_fail(err, "%s: the decoder's model_type is '%s'; supported: trocr, gpt2", src,
+                        name);
+    set_defaults(c, MODEL_DECODER);
+    c->family = FAMILY_VED;
+    c->dec_arch = strcmp(name, "trocr") == 0 ? DECODER_TROCR : DECODER_GPT2;
+    c->layer_norm_eps = 1e-5f; /* nn.LayerNorm's default (TrOCR), GPT2Config's */
+    c->encoder_hidden = encoder_hidden;
+    c->tie_word_embeddings = 1;
+    (c->dec_arch == DECODER_TROCR ? trocr_defaults : gpt2_defaults)(c);
+    if ((c->dec_arch == DECODER_TROCR ? parse_trocr : parse_gpt2)(d, c, src, err) ||
+        json_get_int(d, "vocab_size", 1, 1 << 24, &c->vocab_size, src, err) ||
+        json_get_int(d, "pad_token_id", -1, 1 << 24, &c->pad_token_id, src, err) ||
+        json_get_int(d, "eos_token_id", -1, 1 << 24, &c->eos_token_id, src, err) ||
+        json_get_bool(d, "tie_word_embeddings", &c->tie_word_embeddings, src, err) ||
+        parse_cross(d, c, src, err))
+        return -1;
+    if (c->hidden_size % c->num_heads != 0)
+        return vit_fail(err, "%s: the decoder's width %d is not divisible by its %d heads", src,
+                        c->hidden_size, c->num_heads);
+    c->num_labels = c->vocab_size; /* the output projection's width */
+    return 0;
+}
+
+static const cJSON *ved_part(const cJSON *root, const char *name, const char *src, vit_error *err) {
+    const cJSON *sub = cJSON_GetObjectItemCaseSensitive(root, name);
+    if (!cJSON_IsObject(sub))
+        vit_fail(err, "%s: field '%s' must be an object (a VisionEncoderDecoder config)", src,
+                 name);
+    return cJSON_IsObject(sub) ? sub : NULL;
+}
+
+/* tower TOWER_TEXT: the decoder; else the encoder. */
+static int parse_ved(const cJSON *root, config_tower tower, model_config *cfg, const char *src,
+                     vit_error *err) {
+    const cJSON *enc = ved_part(root, "encoder", src, err), *dec = NULL;
+    if (!enc || (tower == TOWER_TEXT && !(dec = ved_part(root, "decoder", src, err)))) return -1;
+    model_config encoder = {0};
+    int rc = parse_ved_encoder(enc, &encoder, src, err);
+    if (rc == 0 && !dec) {
+        *cfg = encoder; /* its labels are cfg's now */
+        return 0;
+    }
+    if (rc == 0) rc = parse_ved_decoder(dec, encoder.hidden_size, cfg, src, err);
+    model_config_free(&encoder);
+    return rc;
+}
+
+static int is_ved(const cJSON *root) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    return cJSON_IsString(type) && strcmp(type->valuestring, "vision-encoder-decoder") == 0;
+}
+
 int model_config_parse_tower(const char *json, const char *source, config_tower tower,
                              model_config *cfg, vit_error *err) {
     memset(cfg, 0, sizeof *cfg);
@@ -329,6 +532,13 @@ int model_config_parse_tower(const char *json, const char *source, config_tower 
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return vit_fail(err, "%s: not a valid JSON object", source);
+    }
+    if (is_ved(root)) {
+        const int rc = parse_ved(root, tower, cfg, source, err);
+        cJSON_Delete(root);
+        if (rc != 0) model_config_free(cfg);
+        if (rc == 0) config_apply_family(cfg);
+        return rc;
     }
     model_config type = {0};
     if (get_model_type(root, tower, &type, source, err) != 0) {

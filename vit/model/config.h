@@ -11,7 +11,8 @@
  * attention grows with the square of the tokens, and n * n must not overflow. */
 #define CONFIG_MAX_GRID 128
 
-typedef enum { MODEL_VIT, MODEL_BERT } model_kind;
+/* MODEL_DECODER: a text decoder with cross-attention (a VisionEncoderDecoderModel's decoder). */
+typedef enum { MODEL_VIT, MODEL_BERT, MODEL_DECODER } model_kind;
 
 /* Which image classifier (model_type and architectures in config.json). They share the encoder
  * and differ in the special tokens before the patches and the classifier heads on them:
@@ -24,7 +25,10 @@ typedef enum { ARCH_VIT, ARCH_DEIT, ARCH_DEIT_TEACHER } image_arch;
 /* Families beyond Hugging Face's ViT, DeiT and BERT classifiers: the towers of a joint image-text
  * model (CLIPModel, SiglipModel and their one-tower folders). A folder of a joint model holds two
  * towers; which one a model_config describes is chosen when it is read (config_tower). */
-typedef enum { FAMILY_HF, FAMILY_CLIP, FAMILY_SIGLIP } model_family;
+/* FAMILY_VED: a VisionEncoderDecoderModel folder, whose image tower is its encoder (ViTModel or
+ * DeiTModel: no head, every row out) and whose text tower is its decoder (decoder_arch). */
+typedef enum { FAMILY_HF, FAMILY_CLIP, FAMILY_SIGLIP, FAMILY_VED } model_family;
+typedef enum { DECODER_TROCR, DECODER_GPT2 } decoder_arch;
 typedef enum { TOWER_DEFAULT, TOWER_IMAGE, TOWER_TEXT } config_tower;
 
 /* What is read out of the encoder's output:
@@ -34,7 +38,18 @@ typedef enum { TOWER_DEFAULT, TOWER_IMAGE, TOWER_TEXT } config_tower;
  *   POOL_EOS      text: the final LayerNorm at the first end token (CLIP)
  *   POOL_EOS_MAX  text: the same at the largest id (CLIP configs with the old eos_token_id 2)
  *   POOL_LAST     text: the same at the last position (SigLIP, texts padded to max_length) */
-typedef enum { POOL_CLS, POOL_PROBE, POOL_BERT, POOL_EOS, POOL_EOS_MAX, POOL_LAST } pool_kind;
+/*   POOL_ALL      image: the final LayerNorm on every row (a VisionEncoderDecoder's encoder)
+ *   POOL_NEXT     text: every row through the output projection (a decoder's next-token logits) */
+typedef enum {
+    POOL_CLS,
+    POOL_PROBE,
+    POOL_BERT,
+    POOL_EOS,
+    POOL_EOS_MAX,
+    POOL_LAST,
+    POOL_ALL,
+    POOL_NEXT
+} pool_kind;
 /* The head on the pooled rows: a classifier (num_labels, with bias), a projection into a joint
  * space without bias (CLIP) or with one (SigLIP's text head), or none (SigLIP's image tower: the
  * probe's output is the embedding). For the last three num_labels is the embedding's length. */
@@ -51,6 +66,15 @@ typedef struct {
     int causal;      /* text: each position attends to itself and those before it (CLIP) */
     pool_kind pool;
     head_kind head;
+    /* decoders */
+    int cross;           /* cross-attention over the encoder's states in every layer */
+    int enc_proj;        /* those states go through enc_to_dec_proj first (widths differ) */
+    int pos_offset;      /* learned positions: row of position p is p + pos_offset (TrOCR: 2) */
+    int sinusoidal;      /* positions from the sinusoid table (TrOCR), not learned */
+    int scale_embedding; /* token embeddings times sqrt(hidden_size) */
+    int final_norm;      /* a LayerNorm after the last layer (GPT-2's ln_f) */
+    int tied_head;       /* the output projection is the token embedding matrix */
+    int conv1d;          /* linear weights stored [in, out] (GPT-2's Conv1D) */
 } tower_options;
 
 typedef struct {
@@ -68,6 +92,11 @@ typedef struct {
     /* BERT */
     int vocab_size, max_position_embeddings, type_vocab_size;
     int pad_token_id; /* the embedding row HF keeps at zero when initialising */
+    /* decoders (MODEL_DECODER) */
+    decoder_arch dec_arch;
+    int cross_dim;      /* width of the states cross-attention reads */
+    int encoder_hidden; /* the encoder's width (enc_to_dec_proj's input) */
+    int tie_word_embeddings, learned_positions, scale_embedding, layernorm_embedding;
     /* classifier */
     int num_labels;
     char **labels; /* num_labels strings */

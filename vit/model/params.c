@@ -2,6 +2,7 @@
 
 #include "vit/base/alloc.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -15,7 +16,8 @@ typedef struct {
     size_t values; /* the tensors' elements (those present in a file), without the padding */
     int count;
     int fill;
-    int packed; /* the next tensor follows this one with no padding (query/key/value stacks) */
+    int packed;     /* the next tensor follows this one with no padding (query/key/value stacks) */
+    int transposed; /* the tensors added are stored [in, out] (GPT-2's Conv1D) */
 } layout;
 
 static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim,
@@ -40,6 +42,7 @@ static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim
         e->prefixed = prefixed;
         e->decay = decay;
         e->absent = absent;
+        e->transposed = L->transposed && ndim == 2;
     }
     L->count++;
     if (!absent) L->values += numel;
@@ -130,7 +133,7 @@ static void layout_vit(layout *L, model *m) {
     }
     m->final_ln_w = P1(0, D, "layernorm.weight");
     m->final_ln_b = P1(0, D, "layernorm.bias");
-    add_vit_heads(L, m);
+    if (c->opt.head != HEAD_NONE) add_vit_heads(L, m);
 }
 
 static void layout_bert(layout *L, model *m) {
@@ -246,8 +249,111 @@ static void layout_joint_text(layout *L, model *m) {
     add_joint_head(L, m, c->family == FAMILY_CLIP ? "text_projection" : "head");
 }
 
+/* ---- a VisionEncoderDecoder's decoder: TrOCR's names (post-LN) or GPT-2's (pre-LN, Conv1D) ----
+ */
+
+static void add_linear(layout *L, float **w, float **b, int OUT, int IN, const char *name) {
+    *w = add_param(L, 1, 1, 0, 2, SHAPE(OUT, IN), "%s.weight", name);
+    *b = add_param(L, 1, 0, 0, 1, SHAPE(OUT), "%s.bias", name);
+}
+
+/* Two projections stacked into one [2·OUT, IN] block (keys and values), packed like add_qkv. */
+static void add_pair(layout *L, float **w, float **b, int OUT, int IN, const char *first,
+                     const char *second) {
+    L->packed = 1;
+    *w = add_param(L, 1, 1, 0, 2, SHAPE(OUT, IN), "%s.weight", first);
+    L->packed = 0;
+    add_param(L, 1, 1, 0, 2, SHAPE(OUT, IN), "%s.weight", second);
+    L->packed = 1;
+    *b = add_param(L, 1, 0, 0, 1, SHAPE(OUT), "%s.bias", first);
+    L->packed = 0;
+    add_param(L, 1, 0, 0, 1, SHAPE(OUT), "%s.bias", second);
+}
+
+static void add_trocr_layer(layout *L, encoder_layer *w, int l, int D, int C, int I) {
+    static const char *const parts[] = {"q_proj", "k_proj", "v_proj"};
+    char a[96], b[96];
+    add_qkv_parts(L, w, l, "layers.%d.self_attn.%s", parts, D, 1);
+    snprintf(a, sizeof a, "layers.%d.self_attn.out_proj", l);
+    add_linear(L, &w->proj_w, &w->proj_b, D, D, a);
+    snprintf(a, sizeof a, "layers.%d.self_attn_layer_norm", l);
+    w->ln1_w = add_norm(L, &w->ln1_b, D, a);
+    snprintf(a, sizeof a, "layers.%d.encoder_attn.q_proj", l);
+    add_linear(L, &w->xq_w, &w->xq_b, D, D, a);
+    snprintf(a, sizeof a, "layers.%d.encoder_attn.k_proj", l);
+    snprintf(b, sizeof b, "layers.%d.encoder_attn.v_proj", l);
+    add_pair(L, &w->xkv_w, &w->xkv_b, D, C, a, b);
+    snprintf(a, sizeof a, "layers.%d.encoder_attn.out_proj", l);
+    add_linear(L, &w->xproj_w, &w->xproj_b, D, D, a);
+    snprintf(a, sizeof a, "layers.%d.encoder_attn_layer_norm", l);
+    w->lnx_w = add_norm(L, &w->lnx_b, D, a);
+    snprintf(a, sizeof a, "layers.%d.fc1", l);
+    add_linear(L, &w->fc1_w, &w->fc1_b, I, D, a);
+    snprintf(a, sizeof a, "layers.%d.fc2", l);
+    add_linear(L, &w->fc2_w, &w->fc2_b, D, I, a);
+    snprintf(a, sizeof a, "layers.%d.final_layer_norm", l);
+    w->ln2_w = add_norm(L, &w->ln2_b, D, a);
+}
+
+/* GPT-2's Conv1D weights are [in, out] in the file: listed here in the [out, in] of every other
+ * linear layer, marked transposed. c_attn holds query, key and value (or, in the cross-attention,
+ * key and value) side by side: transposed, they are the stacked blocks the encoder runs. */
+static void add_gpt2_layer(layout *L, encoder_layer *w, int l, int D, int I) {
+    char a[96];
+    snprintf(a, sizeof a, "h.%d.ln_1", l);
+    w->ln1_w = add_norm(L, &w->ln1_b, D, a);
+    L->transposed = 1;
+    snprintf(a, sizeof a, "h.%d.attn.c_attn", l);
+    add_linear(L, &w->qkv_w, &w->qkv_b, 3 * D, D, a);
+    snprintf(a, sizeof a, "h.%d.attn.c_proj", l);
+    add_linear(L, &w->proj_w, &w->proj_b, D, D, a);
+    snprintf(a, sizeof a, "h.%d.crossattention.q_attn", l);
+    add_linear(L, &w->xq_w, &w->xq_b, D, D, a);
+    snprintf(a, sizeof a, "h.%d.crossattention.c_attn", l);
+    add_linear(L, &w->xkv_w, &w->xkv_b, 2 * D, D, a);
+    snprintf(a, sizeof a, "h.%d.crossattention.c_proj", l);
+    add_linear(L, &w->xproj_w, &w->xproj_b, D, D, a);
+    snprintf(a, sizeof a, "h.%d.mlp.c_fc", l);
+    add_linear(L, &w->fc1_w, &w->fc1_b, I, D, a);
+    snprintf(a, sizeof a, "h.%d.mlp.c_proj", l);
+    add_linear(L, &w->fc2_w, &w->fc2_b, D, I, a);
+    L->transposed = 0;
+    snprintf(a, sizeof a, "h.%d.ln_cross_attn", l);
+    w->lnx_w = add_norm(L, &w->lnx_b, D, a);
+    snprintf(a, sizeof a, "h.%d.ln_2", l);
+    w->ln2_w = add_norm(L, &w->ln2_b, D, a);
+}
+
+static void layout_decoder(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, I = c->intermediate_size, trocr = c->dec_arch == DECODER_TROCR;
+    m->word_emb = P2(1, c->vocab_size, D, trocr ? "embed_tokens.weight" : "wte.weight");
+    if (!c->opt.sinusoidal)
+        m->pos_emb = P2(1, c->max_position_embeddings + c->opt.pos_offset, D,
+                        trocr ? "embed_positions.weight" : "wpe.weight");
+    if (c->opt.embed_norm) m->emb_ln_w = add_norm(L, &m->emb_ln_b, D, "layernorm_embedding");
+    for (int l = 0; l < c->num_layers; l++) {
+        if (trocr)
+            add_trocr_layer(L, &m->layers[l], l, D, c->cross_dim, I);
+        else
+            add_gpt2_layer(L, &m->layers[l], l, D, I);
+    }
+    if (c->opt.final_norm) m->final_ln_w = add_norm(L, &m->final_ln_b, D, "ln_f");
+    m->head_w = c->opt.tied_head ? m->word_emb
+                                 : add_param(L, 0, 1, 0, 2, SHAPE(c->vocab_size, D), "%s",
+                                             trocr ? "decoder.output_projection.weight"
+                                                   : "decoder.lm_head.weight");
+    if (!c->opt.enc_proj) return;
+    m->enc_proj_w = add_param(L, 0, 1, 0, 2, SHAPE(D, c->encoder_hidden), "enc_to_dec_proj.weight");
+    m->enc_proj_b = add_param(L, 0, 0, 0, 1, SHAPE(D), "enc_to_dec_proj.bias");
+}
+
 static void run_layout(layout *L, model *m) {
-    if (m->cfg.family != FAMILY_HF && m->cfg.kind == MODEL_VIT)
+    if (m->cfg.kind == MODEL_DECODER)
+        layout_decoder(L, m);
+    else if (m->cfg.family == FAMILY_VED)
+        layout_vit(L, m); /* ViTModel / DeiTModel: no head */
+    else if (m->cfg.family != FAMILY_HF && m->cfg.kind == MODEL_VIT)
         layout_joint_image(L, m);
     else if (m->cfg.family != FAMILY_HF)
         layout_joint_text(L, m);
@@ -270,7 +376,9 @@ int model_layout(model *m, model_config *cfg, vit_error *err) {
                              .act = c->act,
                              .eps = c->layer_norm_eps,
                              .post_norm = c->opt.post_norm,
-                             .causal = c->opt.causal};
+                             .causal = c->opt.causal,
+                             .cross = c->opt.cross,
+                             .cross_dim = c->cross_dim};
     m->layers = calloc((size_t)c->num_layers, sizeof *m->layers);
     layout L = {.m = m};
     if (m->layers) run_layout(&L, m); /* count */
@@ -292,6 +400,29 @@ int model_layout(model *m, model_config *cfg, vit_error *err) {
     return 0;
 }
 
+/* TrOCRSinusoidalPositionalEmbedding's table: row p holds sin(p·f_i) for the D/2 frequencies f_i =
+ * exp(-i·ln(10000)/(D/2 - 1)), then their cosines (a zero column when D is odd); the padding
+ * token's row is zero. Rows up to the last position a decoder of max_position_embeddings positions
+ * reaches (its positions start after the padding id). Computed in double, rounded once. */
+static int sinusoid_table(model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, half = D / 2, pad = c->pad_token_id > 0 ? c->pad_token_id : 0;
+    const int rows = c->max_position_embeddings + pad + 1;
+    m->pos_table = vit_alloc_floats((size_t)rows * D);
+    if (!m->pos_table) return -1;
+    const double step = half > 1 ? log(10000.0) / (half - 1) : 0.0;
+    for (int p = 0; p < rows; p++) {
+        float *row = m->pos_table + (size_t)p * D;
+        for (int i = 0; i < half; i++) {
+            const double angle = p * exp(-i * step);
+            row[i] = p == c->pad_token_id ? 0.0f : (float)sin(angle);
+            row[half + i] = p == c->pad_token_id ? 0.0f : (float)cos(angle);
+        }
+        if (D % 2) row[D - 1] = 0.0f;
+    }
+    return 0;
+}
+
 int model_alloc(model *m, vit_error *err) {
     m->params = vit_alloc_floats(m->num_params);
     if (!m->params) {
@@ -302,6 +433,10 @@ int model_alloc(model *m, vit_error *err) {
     memset(m->params, 0, m->num_params * sizeof(float));
     layout L = {.m = m, .fill = 1};
     run_layout(&L, m); /* the tensor pointers, into the block */
+    if (m->cfg.opt.sinusoidal && sinusoid_table(m) != 0) {
+        model_free(m);
+        return vit_fail(err, "out of memory");
+    }
     return 0;
 }
 
@@ -312,6 +447,7 @@ int model_create(model *m, model_config *cfg, vit_error *err) {
 void model_free(model *m) {
     model_unprepare(m);
     free(m->params);
+    free(m->pos_table);
     free(m->entries);
     free(m->layers);
     model_config_free(&m->cfg);
@@ -321,6 +457,9 @@ void model_free(model *m) {
 /* HF's base_model_prefix: "vit.", "deit." or "bert."; a joint model's tower: "vision_model." or
  * "text_model.". */
 const char *model_prefix(const model *m) {
+    if (m->cfg.kind == MODEL_DECODER)
+        return m->cfg.dec_arch == DECODER_TROCR ? "decoder.model.decoder." : "decoder.transformer.";
+    if (m->cfg.family == FAMILY_VED) return "encoder.";
     if (m->cfg.family != FAMILY_HF)
         return m->cfg.kind == MODEL_VIT ? "vision_model." : "text_model.";
     return m->cfg.kind == MODEL_BERT ? "bert." : m->cfg.arch == ARCH_VIT ? "vit." : "deit.";
@@ -360,25 +499,29 @@ static float *rebase(const model *layout, float *block, float *p) {
 int model_bind(model *view, const model *layout, float *block) {
     *view = *layout;
     view->params = block;
-    view->patch = view->pooler = view->head = view->dist_head = NULL; /* never prepared */
+    view->patch = view->pooler = view->head = view->dist_head = view->enc_proj = NULL;
     view->gemm_workspace_bytes = 0;
     view->layers = calloc((size_t)layout->cfg.num_layers, sizeof *view->layers);
     if (!view->layers) return -1;
     for (int l = 0; l < layout->cfg.num_layers; l++) {
         const encoder_layer *w = &layout->layers[l];
         encoder_layer *v = &view->layers[l];
-        float *const *from[] = {&w->ln1_w, &w->ln1_b, &w->qkv_w, &w->qkv_b, &w->proj_w, &w->proj_b,
-                                &w->ln2_w, &w->ln2_b, &w->fc1_w, &w->fc1_b, &w->fc2_w,  &w->fc2_b};
-        float **to[] = {&v->ln1_w, &v->ln1_b, &v->qkv_w, &v->qkv_b, &v->proj_w, &v->proj_b,
-                        &v->ln2_w, &v->ln2_b, &v->fc1_w, &v->fc1_b, &v->fc2_w,  &v->fc2_b};
+        float *const *from[] = {&w->ln1_w,  &w->ln1_b, &w->qkv_w, &w->qkv_b,   &w->proj_w,
+                                &w->proj_b, &w->ln2_w, &w->ln2_b, &w->fc1_w,   &w->fc1_b,
+                                &w->fc2_w,  &w->fc2_b, &w->lnx_w, &w->lnx_b,   &w->xq_w,
+                                &w->xq_b,   &w->xkv_w, &w->xkv_b, &w->xproj_w, &w->xproj_b};
+        float **to[] = {&v->ln1_w,  &v->ln1_b, &v->qkv_w, &v->qkv_b,   &v->proj_w,
+                        &v->proj_b, &v->ln2_w, &v->ln2_b, &v->fc1_w,   &v->fc1_b,
+                        &v->fc2_w,  &v->fc2_b, &v->lnx_w, &v->lnx_b,   &v->xq_w,
+                        &v->xq_b,   &v->xkv_w, &v->xkv_b, &v->xproj_w, &v->xproj_b};
         for (size_t i = 0; i < sizeof to / sizeof to[0]; i++)
             *to[i] = rebase(layout, block, *from[i]);
     }
-    float **fields[] = {&view->patch_w,    &view->patch_b,  &view->cls_token, &view->pos_embed,
-                        &view->word_emb,   &view->pos_emb,  &view->type_emb,  &view->emb_ln_w,
-                        &view->emb_ln_b,   &view->pooler_w, &view->pooler_b,  &view->final_ln_w,
-                        &view->final_ln_b, &view->head_w,   &view->head_b,    &view->dist_head_w,
-                        &view->dist_head_b};
+    float **fields[] = {&view->patch_w,     &view->patch_b,    &view->cls_token, &view->pos_embed,
+                        &view->word_emb,    &view->pos_emb,    &view->type_emb,  &view->emb_ln_w,
+                        &view->emb_ln_b,    &view->pooler_w,   &view->pooler_b,  &view->final_ln_w,
+                        &view->final_ln_b,  &view->head_w,     &view->head_b,    &view->dist_head_w,
+                        &view->dist_head_b, &view->enc_proj_w, &view->enc_proj_b};
     /* the fields still hold layout's pointers (*view = *layout above) */
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         *fields[i] = rebase(layout, block, *fields[i]);

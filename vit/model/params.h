@@ -17,9 +17,10 @@ typedef struct {
     int64_t shape[4];
     size_t offset, numel; /* into model.params */
     int prefixed;         /* stored as PREFIX + name in model.safetensors */
-    int decay;  /* AdamW weight decay applies: matrices, and a BERT's embeddings (not a ViT's);
-                 * never biases or norms */
-    int absent; /* not in the file (qkv_bias false): stays zero and frozen */
+    int decay;      /* AdamW weight decay applies: matrices, and a BERT's embeddings (not a ViT's);
+                     * never biases or norms */
+    int absent;     /* not in the file (qkv_bias false): stays zero and frozen */
+    int transposed; /* stored [shape[1], shape[0]] in the file (GPT-2's Conv1D weights) */
 } param_entry;
 
 typedef struct {
@@ -43,11 +44,17 @@ typedef struct {
      * (proj), its LayerNorm (ln2) and MLP; a joint model's score scale (and SigLIP's bias), [1] */
     float *probe_token, *logit_scale, *logit_bias;
     encoder_layer probe;
+    /* A decoder: its token and learned position embeddings are word_emb and pos_emb (pos_table:
+     * the sinusoid table instead, computed at load, [max_position_embeddings + pad + 1, D]), its
+     * embedding LayerNorm emb_ln, GPT-2's last LayerNorm final_ln, the output projection head_w
+     * ([vocab, D], word_emb itself when tied); enc_proj (enc_to_dec_proj) takes the encoder's
+     * states to the decoder's width. */
+    float *pos_table, *enc_proj_w, *enc_proj_b;
     /* Inference: the linear layers outside the encoder prepared for a backend (model_prepare;
      * the encoder's are in its layers; NULL: not prepared), and what a caller's gemm_state for
      * them needs (model_gemm_state). Prepared layers are read-only: any number of threads may
      * run forwards on one model at once, each with its own activations and gemm_state. */
-    gemm_weight *patch, *pooler, *head, *dist_head;
+    gemm_weight *patch, *pooler, *head, *dist_head, *enc_proj;
     gemm_backend backend;
     size_t gemm_workspace_bytes;
 } model;

@@ -36,8 +36,23 @@ static int prepare_layers(model *m, prep *p, int rows) {
             one(p, &w->fc1, w->fc1_w, w->fc1_b, I, D, activation_epilogue(m->cfg.act), rows) ||
             one(p, &w->fc2, w->fc2_w, w->fc2_b, D, I, EPILOGUE_ACCUMULATE, rows))
             return -1;
+        if (m->enc.cross &&
+            (one(p, &w->xq, w->xq_w, w->xq_b, D, D, EPILOGUE_NONE, rows) ||
+             one(p, &w->xkv, w->xkv_w, w->xkv_b, 2 * D, m->enc.cross_dim, EPILOGUE_NONE, rows) ||
+             one(p, &w->xproj, w->xproj_w, w->xproj_b, D, D, EPILOGUE_ACCUMULATE, rows)))
+            return -1;
     }
     return 0;
+}
+
+/* A decoder's output projection (no bias; the token embeddings when tied) and enc_to_dec_proj. */
+static int prepare_decoder(model *m, prep *p, int rows) {
+    const model_config *c = &m->cfg;
+    if (one(p, &m->head, m->head_w, NULL, c->vocab_size, c->hidden_size, EPILOGUE_NONE, rows))
+        return -1;
+    return c->opt.enc_proj ? one(p, &m->enc_proj, m->enc_proj_w, m->enc_proj_b, c->hidden_size,
+                                 c->encoder_hidden, EPILOGUE_NONE, rows)
+                           : 0;
 }
 
 int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int max_batch,
@@ -47,13 +62,14 @@ int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int 
     const model_config *c = &m->cfg;
     const int D = c->hidden_size, B = max_batch;
     int rc = prepare_layers(m, &p, B * tokens);
+    if (rc == 0 && c->kind == MODEL_DECODER) rc = prepare_decoder(m, &p, B * tokens);
     const int patches = tokens - config_special_tokens(c);
     if (rc == 0 && c->kind == MODEL_VIT)
         rc = one(&p, &m->patch, m->patch_w, m->patch_b, D,
                  c->num_channels * c->patch_size * c->patch_size, EPILOGUE_NONE, B * patches);
     if (rc == 0 && m->pooler_w)
         rc = one(&p, &m->pooler, m->pooler_w, m->pooler_b, D, D, EPILOGUE_NONE, B);
-    if (rc == 0 && m->head_w)
+    if (rc == 0 && m->head_w && c->kind != MODEL_DECODER)
         rc = one(&p, &m->head, m->head_w, m->head_b, c->num_labels, D, EPILOGUE_NONE, B);
     if (rc == 0 && m->dist_head_w)
         rc = one(&p, &m->dist_head, m->dist_head_w, m->dist_head_b, c->num_labels, D, EPILOGUE_NONE,
@@ -67,14 +83,14 @@ int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int 
 void model_unprepare(model *m) {
     for (int l = 0; m->layers && l < m->cfg.num_layers; l++) {
         encoder_layer *w = &m->layers[l];
-        gemm_weight **all[] = {&w->qkv, &w->proj, &w->fc1, &w->fc2};
-        for (int i = 0; i < 4; i++) {
+        gemm_weight **all[] = {&w->qkv, &w->proj, &w->fc1, &w->fc2, &w->xq, &w->xkv, &w->xproj};
+        for (int i = 0; i < 7; i++) {
             gemm_free(*all[i]);
             *all[i] = NULL;
         }
     }
-    gemm_weight **all[] = {&m->patch, &m->pooler, &m->head, &m->dist_head};
-    for (int i = 0; i < 4; i++) {
+    gemm_weight **all[] = {&m->patch, &m->pooler, &m->head, &m->dist_head, &m->enc_proj};
+    for (int i = 0; i < 5; i++) {
         gemm_free(*all[i]);
         *all[i] = NULL;
     }

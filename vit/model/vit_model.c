@@ -116,6 +116,11 @@ static void head_forward(const model *m, vit_acts *a, int head, const float *row
  * HF's DeiTForImageClassificationWithTeacher at inference. */
 static void heads_forward(const model *m, vit_acts *a, int B, int fast, float *logits) {
     const int D = m->cfg.hidden_size, T = a->tokens, H = a->heads;
+    if (m->cfg.opt.pool == POOL_ALL) { /* a VisionEncoderDecoder's encoder: every row, in a->x */
+        layernorm_forward(a->x, NULL, NULL, a->x, m->final_ln_w, m->final_ln_b, B * T, D,
+                          m->cfg.layer_norm_eps);
+        return;
+    }
     if (m->cfg.opt.pool == POOL_PROBE) { /* SigLIP: every row normalised, then the probe */
         const model_config *c = &m->cfg;
         layernorm_forward(a->x, NULL, NULL, a->x, m->final_ln_w, m->final_ln_b, B * T, D,
@@ -174,6 +179,7 @@ int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
     encoder_set_batch_part(&a->enc, mode->batch_first, mode->batch_total);
     encoder_forward(&m->enc, m->layers, &a->enc, a->x, NULL, B, T);
     heads_forward(m, a, B, fast, logits);
+    if (c->opt.pool == POOL_ALL) return forward_logits_check(mode, a->x, n, err);
     return forward_logits_check(mode, logits, (size_t)B * c->num_labels, err);
 }
 

@@ -58,14 +58,16 @@ int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int tra
                    vit_error *err);
 void vit_acts_free(vit_acts *a);
 
-/* logits [B, num_labels] of pixels [B, C, size, size] (B <= max_batch). mode NULL: inference;
+/* logits [B, num_labels] of pixels [B, C, size, size] (B <= max_batch). A VisionEncoderDecoder's
+ * encoder (POOL_ALL) has no logits (NULL): its output is every row after the final LayerNorm,
+ * vit_acts_hidden [B, T, D]. mode NULL: inference;
  * with mode->train (acts allocated for training) the activations stay for vit_model_backward. */
 int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
                       const forward_mode *mode, float *logits, vit_error *err);
 
 /* The encoder's final hidden states of the last forward: [B, T, D] before the final LayerNorm
- * (special tokens first, then the patches), and the CLS rows after it, [B, D] (the classifier's
- * input). */
+ * (special tokens first, then the patches; after it for POOL_ALL), and the CLS rows after it,
+ * [B, D] (the classifier's input). */
 const float *vit_acts_hidden(const vit_acts *a);
 const float *vit_acts_cls(const vit_acts *a);
 
