@@ -109,6 +109,33 @@ void attention_backward(float *dqkv, float *dprobs, float *probs_grad, const flo
                         const float *qkv, const float *probs, const uint8_t *keep, float p, int B,
                         int T, int D, int H);
 
+/* Multi-head attention of Tq query rows against Tk key/value rows, for B items (cross-attention;
+ * self-attention of new rows over a KV cache), vit/core/attention_general.c:
+ *   out[b,i, h·dh + c] = Σ_j p[b,h,i,j] · v[b,j, h·dh + c],
+ *   p[b,h,i,:] = softmax_j(q[b,i,h]·k[b,j,h] / √dh),  dh = D/H (any size; D a multiple of H).
+ * Row i of item b of q starts at q + (b·Tq + i)·ldq. Key/value row j of item b starts at
+ * k (v) + (b·kv_rows + j)·ldkv: kv_rows = Tk for dense buffers, or a KV cache's capacity (rows
+ * Tk.. of each item are not read). k and v may be slices of one fused buffer ([.., 2D] rows with
+ * v = k + D, or the qkv rows [.., 3D]). out [B, Tq, D] dense.
+ * causal < 0: no mask; causal >= 0: query i sees key j only when j <= causal + i (its position:
+ * causal = the number of keys before the first query, e.g. the cache's length before these rows).
+ * key_mask [B, kv_rows] or NULL (0 = not a key). A row that sees no key gets weights 0 and output 0
+ * (as softmax_forward).
+ * probs [B, H, Tq, Tk]: receives the weights for the backward (training); NULL for inference,
+ * which then keeps scores only in a tile on each thread's stack (keys in chunks, online softmax).
+ * No allocation. */
+void attention_general_forward(float *out, float *probs, const float *q, int ldq, const float *k,
+                               const float *v, int ldkv, const uint8_t *key_mask, int causal, int B,
+                               int Tq, int Tk, int kv_rows, int D, int H);
+/* Gradients from dout [B, Tq, D] and the forward's probs (same q, k, v, with kv_rows = Tk):
+ * dq (rows lddq apart) and dk, dv (rows lddkv apart; may be slices of one fused buffer like k and
+ * v) are OVERWRITTEN in their D columns of every row (other columns untouched). Masked keys have
+ * weight 0 in probs and get zero gradient: no mask argument. */
+void attention_general_backward(float *dq, int lddq, float *dk, float *dv, int lddkv,
+                                const float *dout, const float *probs, const float *q, int ldq,
+                                const float *k, const float *v, int ldkv, int B, int Tq, int Tk,
+                                int D, int H);
+
 /* Softmax cross-entropy with label smoothing eps, PyTorch's CrossEntropyLoss(label_smoothing=eps)
  * averaged over the batch: target q = (1 - eps)·onehot(label) + eps/L. logits [B, L], labels [B]
  * in 0..L-1; probs [B, L] receives the softmax for the backward. Returns the mean loss (computed
