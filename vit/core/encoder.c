@@ -78,12 +78,10 @@ int encoder_acts_alloc_cache(encoder_acts *a, const encoder_shape *s, int cache_
                              int cross_tokens) {
     const size_t L = (size_t)s->layers, D = (size_t)s->dim, B = (size_t)a->max_batch;
     const size_t cache = L * B * (size_t)cache_len * 2 * D;
-    const size_t sizes[] = {
-        cache, cache, L * (size_t)max_images * (size_t)cross_tokens * 2 * D,
-        B * (size_t)a->tokens * D,
-        attention_general_scratch(cache_len > cross_tokens ? cache_len : cross_tokens)};
-    float **fields[] = {&a->kv_cache, &a->kv_spare, &a->cross_kv, &a->xq_buf, &a->attn_general};
-    a->cache_block = alloc_float_block(5, sizes, fields);
+    const size_t sizes[] = {cache, cache, L * (size_t)max_images * (size_t)cross_tokens * 2 * D,
+                            B * (size_t)a->tokens * D};
+    float **fields[] = {&a->kv_cache, &a->kv_spare, &a->cross_kv, &a->xq_buf};
+    a->cache_block = alloc_float_block(4, sizes, fields);
     if (!a->cache_block) return -1;
     a->cache_len = cache_len;
     a->max_images = max_images;
@@ -202,10 +200,11 @@ static void cached_attention(encoder_acts *a, int l, const float *qkv, float *ct
         for (int t = 0; t < T; t++)
             memcpy(cache + (size_t)(a->past + t) * 2 * D, qkv + ((size_t)b * T + t) * 3 * D + D,
                    2 * D * sizeof *cache);
-        attention_general_forward(ctx + (size_t)b * T * D, NULL, a->attn_general,
-                                  qkv + (size_t)b * T * 3 * D, 3 * D, cache, cache + D, 2 * D, NULL,
-                                  a->past, 1, T, a->past + T, D, H);
     }
+    /* every row's cache is cache_len positions of 2D, so one call covers the batch */
+    float *cache = cache_row(a, a->kv_cache, l, 0);
+    attention_general_forward(ctx, NULL, qkv, 3 * D, cache, cache + D, 2 * D, NULL, a->past, B, T,
+                              a->past + T, a->cache_len, D, H);
 }
 
 /* Cross-attention: the rows of each image's sequences (rows_per_image of them, T rows each) attend
@@ -222,8 +221,8 @@ static void cross_attention_block(const encoder_shape *s, const encoder_layer *w
     for (int g = 0; g * k < B; g++) {
         const size_t first = (size_t)g * k * T * D;
         const float *img = kv + (size_t)g * a->cross_run * 2 * D;
-        attention_general_forward(ctx + first, NULL, a->attn_general, q + first, D, img, img + D,
-                                  2 * D, NULL, -1, 1, k * T, a->cross_run, D, H);
+        attention_general_forward(ctx + first, NULL, q + first, D, img, img + D, 2 * D, NULL, -1, 1,
+                                  k * T, a->cross_run, a->cross_run, D, H);
     }
     if (prepared(a, w)) {
         gemm_run(w->xproj, ctx, BT, residual, a->gemm);

@@ -96,16 +96,15 @@ typedef struct {
     float *probs_grad;
 
     /* Decoders at inference (encoder_acts_alloc_cache), all zero otherwise. */
-    float *cache_block;  /* one allocation for the buffers below */
-    float *kv_cache;     /* [layers, max_batch, cache_len, 2D] each row's self-attention keys and
-                          * values (key then value per position) of the positions run so far */
-    float *kv_spare;     /* the same size: the reordered cache is built here, then swapped in */
-    float *cross_kv;     /* [layers, images, cross_tokens, 2D] keys and values of the states
-                          * cross-attention reads (encoder_cross_states) */
-    float *xq_buf;       /* [B, T, D] cross-attention queries */
-    float *attn_general; /* attention_general_forward's scratch */
-    int cache_len;       /* positions a row can hold */
-    int past;            /* positions cached: the next forward's rows come after them */
+    float *cache_block; /* one allocation for the buffers below */
+    float *kv_cache;    /* [layers, max_batch, cache_len, 2D] each row's self-attention keys and
+                         * values (key then value per position) of the positions run so far */
+    float *kv_spare;    /* the same size: the reordered cache is built here, then swapped in */
+    float *cross_kv;    /* [layers, images, cross_tokens, 2D] keys and values of the states
+                         * cross-attention reads (encoder_cross_states) */
+    float *xq_buf;      /* [B, T, D] cross-attention queries */
+    int cache_len;      /* positions a row can hold */
+    int past;           /* positions cached: the next forward's rows come after them */
     int max_images, cross_tokens; /* what the cross buffers hold at most */
     int images, cross_run;        /* what encoder_cross_states last gave: images x cross_run */
     int rows_per_image; /* rows r·k .. r·k + k-1 of a forward read image r's states (k beams) */

@@ -90,11 +90,6 @@ int attention_infer_supported(int D, int H);
 size_t attention_infer_scratch(int B, int T, int D, int threads);
 void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, int causal,
                      float *scratch, int threads, int B, int T, int D, int H);
-/* TEMPORARY declarations (the helper's attention_general replaces them). */
-size_t attention_general_scratch(int Tk);
-void attention_general_forward(float *out, float *probs, float *scratch, const float *q, int ldq,
-                               const float *k, const float *v, int ldkv, const uint8_t *key_mask,
-                               int causal, int B, int Tq, int Tk, int D, int H);
 /* Training variant: HF's attention_probs_dropout on the weights. keep [B, H, T, T] (from
  * dropout_mask) and p drop weights before they multiply V; probs still receives the weights
  * before dropout (the backward needs them); dropped [B, H, T, T] is scratch. */
