@@ -58,6 +58,7 @@ int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *s, int max_batch
     acts->layers = s->layers;
     acts->dim = s->dim;
     acts->heads = s->heads;
+    acts->cross = s->cross;
     if (per_layer && training_alloc(acts, s, max_batch, tokens) != 0) {
         encoder_acts_free(acts);
         return -1;
@@ -71,6 +72,9 @@ void encoder_acts_free(encoder_acts *acts) {
     free(acts->mask_block);
     free(acts->grad_block);
     free(acts->cache_block);
+    free(acts->cross_block);
+    free(acts->cross_shared);
+    free(acts->cross_masks);
     memset(acts, 0, sizeof *acts);
 }
 
@@ -89,6 +93,38 @@ int encoder_acts_alloc_cache(encoder_acts *a, const encoder_shape *s, int cache_
     a->past = a->images = 0;
     a->rows_per_image = 1;
     return 0;
+}
+
+/* Per layer: LNx's input, output and statistics, the branch's input (post-LN), queries, weights
+ * and heads; once: every layer's keys and values, and the backward's scratch. */
+int encoder_acts_alloc_cross(encoder_acts *a, const encoder_shape *s, int cross_tokens) {
+    if (!s->cross || !a->per_layer || a->kv_cache || a->cross_block || cross_tokens < 1) return -1;
+    const size_t B = (size_t)a->max_batch, BT = B * a->tokens, D = (size_t)s->dim;
+    const size_t S = (size_t)cross_tokens, L = (size_t)s->layers;
+    const size_t sets[] = {BT * D, BT * D, BT, BT, BT * D, BT * D, BT * s->heads * S, BT * D};
+    float **set_fields[] = {&a->xln_in, &a->xln_out, &a->xln_mean, &a->xln_rstd,
+                            &a->x_in,   &a->xq,      &a->xprobs,   &a->xctx};
+    a->cross_block = alloc_float_sets(L, 8, sets, set_fields, &a->cross_floats);
+    const size_t shared[] = {L * B * S * 2 * D, BT * D, B * S * 2 * D, B * S * s->cross_dim};
+    float **shared_fields[] = {&a->cross_kv, &a->d_xq, &a->d_xkv, &a->d_states};
+    a->cross_shared = alloc_float_block(4, shared, shared_fields);
+    const size_t masks[] = {L * BT * D};
+    uint8_t **mask_fields[] = {&a->keep_cross};
+    a->cross_masks = alloc_byte_block(1, masks, mask_fields);
+    if (!a->cross_block || !a->cross_shared || !a->cross_masks) {
+        free(a->cross_block), free(a->cross_shared), free(a->cross_masks);
+        a->cross_block = a->cross_shared = NULL, a->cross_masks = NULL;
+        return -1;
+    }
+    a->max_images = a->max_batch;
+    a->cross_tokens = cross_tokens;
+    a->images = 0;
+    a->rows_per_image = 1;
+    return 0;
+}
+
+float *encoder_acts_cross(const encoder_acts *acts, float *field, int layer) {
+    return acts->keep ? field + (size_t)layer * acts->cross_floats : field;
 }
 
 /* Layer l's cache of row b: [cache_len, 2D], key then value per position. */
@@ -112,6 +148,7 @@ void encoder_cross_states(const encoder_shape *s, const encoder_layer *layers, e
             linear_forward(cross_layer(a, l), states, w->xkv_w, w->xkv_b, images * S, s->cross_dim,
                            2 * s->dim);
     }
+    a->cross_states = states;
     a->images = images;
     a->cross_run = S;
     a->rows_per_image = rows_per_image;
@@ -143,6 +180,7 @@ int encoder_set_mode(encoder_acts *acts, int keep, float hidden, float attn, uin
     const int dropout = hidden > 0.0f || attn > 0.0f;
     if ((keep || dropout) && !acts->per_layer) return -1;
     if (dropout && (!keep || !rng)) return -1;
+    if (acts->cross && ((keep && !acts->cross_block) || attn > 0.0f)) return -1;
     acts->keep = keep;
     acts->hidden_drop = hidden > 0.0f ? hidden : 0.0f;
     acts->attn_drop = attn > 0.0f ? attn : 0.0f;
@@ -207,29 +245,67 @@ static void cached_attention(encoder_acts *a, int l, const float *qkv, float *ct
                               a->past + T, a->cache_len, D, H);
 }
 
-/* Cross-attention: the rows of each image's sequences (rows_per_image of them, T rows each) attend
- * to that image's states' keys and values. */
+/* Rows of the sequences reading image g: g·k .. g·k + return - 1 (k = rows_per_image; the last
+ * image may have fewer). */
+static int image_rows(const encoder_acts *a, int g, int B) {
+    const int k = a->rows_per_image, left = B - g * k;
+    return left < k ? left : k;
+}
+
+/* Cross-attention: the rows of each image's sequences attend to that image's states' keys and
+ * values (all its rows in one call: one item of rows·T queries). Training keeps the queries, the
+ * weights and the heads in the layer's own buffers. */
 static void cross_attention_block(const encoder_shape *s, const encoder_layer *w, encoder_acts *a,
                                   int l, const float *inp, int B, int T, float *residual) {
-    const int D = s->dim, H = s->heads, BT = B * T, k = a->rows_per_image;
-    float *q = a->xq_buf, *ctx = encoder_acts_layer(a, a->ctx, l);
+    const int D = s->dim, H = s->heads, BT = B * T, k = a->rows_per_image, S = a->cross_run;
+    const int train = a->cross_block != NULL;
+    float *q = train ? encoder_acts_cross(a, a->xq, l) : a->xq_buf;
+    float *ctx = train ? encoder_acts_cross(a, a->xctx, l) : encoder_acts_layer(a, a->ctx, l);
+    float *probs = a->keep ? encoder_acts_cross(a, a->xprobs, l) : NULL;
     if (prepared(a, w))
         gemm_run(w->xq, inp, BT, q, a->gemm);
     else
         linear_forward(q, inp, w->xq_w, w->xq_b, BT, D, D);
     const float *kv = cross_layer(a, l);
     for (int g = 0; g * k < B; g++) {
-        const size_t first = (size_t)g * k * T * D;
-        const float *img = kv + (size_t)g * a->cross_run * 2 * D;
-        attention_general_forward(ctx + first, NULL, q + first, D, img, img + D, 2 * D, NULL, -1, 1,
-                                  k * T, a->cross_run, a->cross_run, D, H);
+        const size_t first = (size_t)g * k * T; /* the image's first query row */
+        const float *img = kv + (size_t)g * S * 2 * D;
+        attention_general_forward(ctx + first * D, probs ? probs + first * H * S : NULL,
+                                  q + first * D, D, img, img + D, 2 * D, NULL, -1, 1,
+                                  image_rows(a, g, B) * T, S, S, D, H);
     }
-    if (prepared(a, w)) {
-        gemm_run(w->xproj, ctx, BT, residual, a->gemm);
-        return;
-    }
-    linear_forward(a->scratch, ctx, w->xproj_w, w->xproj_b, BT, D, D);
-    vector_add(residual, residual, a->scratch, (size_t)BT * D);
+    add_branch(w, a, l, w->xproj, w->xproj_w, w->xproj_b, ctx, BT, D, D, a->keep_cross, residual);
+}
+
+/* Pre-LN: x += Cross(LNx(x)). Training keeps LNx's input, output and statistics; inference
+ * borrows LN1's buffers (nothing is kept). */
+static void cross_pre_norm(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
+                           float *x, int B, int T) {
+    const int BT = B * T;
+    const int train = a->cross_block != NULL;
+    float *out =
+        train ? encoder_acts_cross(a, a->xln_out, l) : encoder_acts_layer(a, a->ln1_out, l);
+    float *mean = train ? encoder_acts_cross(a, a->xln_mean, l) : NULL;
+    float *rstd = train ? encoder_acts_cross(a, a->xln_rstd, l) : NULL;
+    if (a->keep) memcpy(encoder_acts_cross(a, a->xln_in, l), x, sizeof *x * (size_t)BT * s->dim);
+    layernorm_forward(out, mean, rstd, x, w->lnx_w, w->lnx_b, BT, s->dim, s->eps);
+    cross_attention_block(s, w, a, l, out, B, T, x);
+}
+
+/* Post-LN: x = LNx(x + Cross(x)). Training keeps the branch's input, LNx's input and statistics;
+ * inference sums in mid. */
+static void cross_post_norm(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
+                            float *x, int B, int T) {
+    const int BT = B * T;
+    const size_t n = (size_t)BT * s->dim;
+    const int train = a->cross_block != NULL;
+    float *sum = train ? encoder_acts_cross(a, a->xln_in, l) : encoder_acts_layer(a, a->mid, l);
+    float *mean = train ? encoder_acts_cross(a, a->xln_mean, l) : NULL;
+    float *rstd = train ? encoder_acts_cross(a, a->xln_rstd, l) : NULL;
+    if (a->keep) memcpy(encoder_acts_cross(a, a->x_in, l), x, n * sizeof *x);
+    memcpy(sum, x, n * sizeof *x);
+    cross_attention_block(s, w, a, l, x, B, T, sum);
+    layernorm_forward(x, mean, rstd, sum, w->lnx_w, w->lnx_b, BT, s->dim, s->eps);
 }
 
 static void attention_block(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
@@ -278,12 +354,7 @@ static void pre_norm_layer(const encoder_shape *s, const encoder_layer *w, encod
     layernorm_forward(ln1, encoder_acts_layer(a, a->ln1_mean, l),
                       encoder_acts_layer(a, a->ln1_rstd, l), x, w->ln1_w, w->ln1_b, BT, D, s->eps);
     attention_block(s, w, a, l, ln1, mask, B, T, x);
-    if (s->cross) { /* x += Cross(LNx(x)) */
-        layernorm_forward(ln1, encoder_acts_layer(a, a->ln1_mean, l),
-                          encoder_acts_layer(a, a->ln1_rstd, l), x, w->lnx_w, w->lnx_b, BT, D,
-                          s->eps);
-        cross_attention_block(s, w, a, l, ln1, B, T, x);
-    }
+    if (s->cross) cross_pre_norm(s, w, a, l, x, B, T);
     if (a->keep) memcpy(encoder_acts_layer(a, a->mid, l), x, n * sizeof *x);
     layernorm_forward(ln2, encoder_acts_layer(a, a->ln2_mean, l),
                       encoder_acts_layer(a, a->ln2_rstd, l), x, w->ln2_w, w->ln2_b, BT, D, s->eps);
@@ -301,13 +372,7 @@ static void post_norm_layer(const encoder_shape *s, const encoder_layer *w, enco
     layernorm_forward(x, encoder_acts_layer(a, a->ln1_mean, l),
                       encoder_acts_layer(a, a->ln1_rstd, l), mid, w->ln1_w, w->ln1_b, BT, D,
                       s->eps);
-    if (s->cross) { /* x = LNx(x + Cross(x)) */
-        memcpy(mid, x, n * sizeof *x);
-        cross_attention_block(s, w, a, l, x, B, T, mid);
-        layernorm_forward(x, encoder_acts_layer(a, a->ln1_mean, l),
-                          encoder_acts_layer(a, a->ln1_rstd, l), mid, w->lnx_w, w->lnx_b, BT, D,
-                          s->eps);
-    }
+    if (s->cross) cross_post_norm(s, w, a, l, x, B, T);
     if (a->keep) memcpy(encoder_acts_layer(a, a->ln1_out, l), x, n * sizeof *x);
     memcpy(sum2, x, n * sizeof *x);
     mlp_block(s, w, a, l, x, BT, sum2);
@@ -366,6 +431,65 @@ static void mlp_block_backward(const encoder_shape *s, const encoder_layer *w,
     linear_backward(a->d_ln, g->fc1_w, g->fc1_b, a->d_act, inp, w->fc1_w, BT, D, I);
 }
 
+/* The keys' and values' gradient d_xkv of layer l's images to its xkv weights, and through them
+ * to the states (added into acts->d_cross_states when set). */
+static void cross_kv_backward(const encoder_shape *s, const encoder_layer *w,
+                              const encoder_layer *g, encoder_acts *a, int images) {
+    const int n = images * a->cross_run, D = s->dim, C = s->cross_dim;
+    float *dstates = a->d_cross_states ? a->d_states : NULL;
+    linear_backward(dstates, g->xkv_w, g->xkv_b, a->d_xkv, a->cross_states, w->xkv_w, n, C, 2 * D);
+    if (dstates) vector_add(a->d_cross_states, a->d_cross_states, dstates, (size_t)n * C);
+}
+
+/* dy: gradient wrt the cross-attention branch's output (after the projection). Leaves the
+ * gradient wrt the branch input inp in a->d_ln (overwritten). */
+static void cross_block_backward(const encoder_shape *s, const encoder_layer *w,
+                                 const encoder_layer *g, encoder_acts *a, int l, const float *dy,
+                                 const float *inp, int B, int T) {
+    const int D = s->dim, H = s->heads, BT = B * T, k = a->rows_per_image, S = a->cross_run;
+    const float *q = encoder_acts_cross(a, a->xq, l), *probs = encoder_acts_cross(a, a->xprobs, l);
+    linear_backward(a->d_ctx, g->xproj_w, g->xproj_b, dy, encoder_acts_cross(a, a->xctx, l),
+                    w->xproj_w, BT, D, D);
+    const float *kv = cross_layer(a, l);
+    int images = 0;
+    for (; images * k < B; images++) { /* an image's dK, dV sum over all its rows */
+        const size_t first = (size_t)images * k * T, img = (size_t)images * S * 2 * D;
+        attention_general_backward(a->d_xq + first * D, D, a->d_xkv + img, a->d_xkv + img + D,
+                                   2 * D, a->d_ctx + first * D, probs + first * H * S,
+                                   q + first * D, D, kv + img, kv + img + D, 2 * D, 1,
+                                   image_rows(a, images, B) * T, S, D, H);
+    }
+    linear_backward(a->d_ln, g->xq_w, g->xq_b, a->d_xq, inp, w->xq_w, BT, D, D);
+    cross_kv_backward(s, w, g, a, images);
+}
+
+/* Pre-LN x_out = x + drop(Cross(LNx(x))): dx (wrt x_out) gets LNx's branch's share added. */
+static void cross_pre_norm_backward(const encoder_shape *s, const encoder_layer *w,
+                                    const encoder_layer *g, encoder_acts *a, int l, float *dx,
+                                    int B, int T) {
+    const int BT = B * T;
+    const float *dy = branch_dropout_backward(a, dx, a->keep_cross, l, (size_t)BT * s->dim);
+    cross_block_backward(s, w, g, a, l, dy, encoder_acts_cross(a, a->xln_out, l), B, T);
+    layernorm_backward(dx, g->lnx_w, g->lnx_b, a->d_ln, encoder_acts_cross(a, a->xln_in, l),
+                       encoder_acts_cross(a, a->xln_mean, l), encoder_acts_cross(a, a->xln_rstd, l),
+                       w->lnx_w, BT, s->dim);
+}
+
+/* Post-LN x2 = LNx(x1 + drop(Cross(x1))): from dres (wrt x2) to dres wrt x1; dx is scratch. */
+static void cross_post_norm_backward(const encoder_shape *s, const encoder_layer *w,
+                                     const encoder_layer *g, encoder_acts *a, int l, float *dres,
+                                     float *dx, int B, int T) {
+    const int BT = B * T;
+    const size_t n = (size_t)BT * s->dim;
+    memset(dx, 0, n * sizeof *dx);
+    layernorm_backward(dx, g->lnx_w, g->lnx_b, dres, encoder_acts_cross(a, a->xln_in, l),
+                       encoder_acts_cross(a, a->xln_mean, l), encoder_acts_cross(a, a->xln_rstd, l),
+                       w->lnx_w, BT, s->dim); /* dx: wrt the sum x1 + drop(Cross(x1)) */
+    const float *dy = branch_dropout_backward(a, dx, a->keep_cross, l, n);
+    cross_block_backward(s, w, g, a, l, dy, encoder_acts_cross(a, a->x_in, l), B, T);
+    vector_add(dres, dx, a->d_ln, n);
+}
+
 /* x_mid = x + drop(Attn(LN1(x))); x_out = x_mid + drop(MLP(LN2(x_mid))). The residual paths carry
  * dx straight through; each LayerNorm backward adds its branch's share into dx. */
 static void pre_norm_layer_backward(const encoder_shape *s, const encoder_layer *w,
@@ -378,6 +502,7 @@ static void pre_norm_layer_backward(const encoder_shape *s, const encoder_layer 
     layernorm_backward(dx, g->ln2_w, g->ln2_b, a->d_ln, encoder_acts_layer(a, a->mid, l),
                        encoder_acts_layer(a, a->ln2_mean, l), encoder_acts_layer(a, a->ln2_rstd, l),
                        w->ln2_w, BT, D);
+    if (s->cross) cross_pre_norm_backward(s, w, g, a, l, dx, B, T);
     dy = branch_dropout_backward(a, dx, a->keep_attn, l, n);
     attention_block_backward(s, w, g, a, l, dy, encoder_acts_layer(a, a->ln1_out, l), B, T);
     layernorm_backward(dx, g->ln1_w, g->ln1_b, a->d_ln, encoder_acts_layer(a, a->layer_in, l),
@@ -385,7 +510,8 @@ static void pre_norm_layer_backward(const encoder_shape *s, const encoder_layer 
                        w->ln1_w, BT, D);
 }
 
-/* mid = x + drop(Attn(x)); x1 = LN1(mid); sum2 = x1 + drop(MLP(x1)); x_out = LN2(sum2). */
+/* mid = x + drop(Attn(x)); x1 = LN1(mid); sum2 = x1 + drop(MLP(x1)); x_out = LN2(sum2). A
+ * decoder has x2 = LNx(x1 + drop(Cross(x1))) in place of x1 from the MLP on. */
 static void post_norm_layer_backward(const encoder_shape *s, const encoder_layer *w,
                                      const encoder_layer *g, encoder_acts *a, int l, float *dx,
                                      int B, int T) {
@@ -398,7 +524,8 @@ static void post_norm_layer_backward(const encoder_shape *s, const encoder_layer
                        w->ln2_w, BT, D);
     const float *dy = branch_dropout_backward(a, dres, a->keep_mlp, l, n);
     mlp_block_backward(s, w, g, a, l, dy, encoder_acts_layer(a, a->ln1_out, l), BT);
-    vector_add(dres, dres, a->d_ln, n); /* dres: gradient wrt x1 */
+    vector_add(dres, dres, a->d_ln, n); /* dres: gradient wrt x1 (with cross-attention, x2) */
+    if (s->cross) cross_post_norm_backward(s, w, g, a, l, dres, dx, B, T);
     memset(dx, 0, n * sizeof *dx);
     layernorm_backward(dx, g->ln1_w, g->ln1_b, dres, encoder_acts_layer(a, a->mid, l),
                        encoder_acts_layer(a, a->ln1_mean, l), encoder_acts_layer(a, a->ln1_rstd, l),
@@ -410,6 +537,9 @@ static void post_norm_layer_backward(const encoder_shape *s, const encoder_layer
 
 void encoder_backward(const encoder_shape *s, const encoder_layer *layers,
                       const encoder_layer *grads, encoder_acts *a, float *dx, int B, int T) {
+    if (s->cross && a->d_cross_states) /* every layer adds its share */
+        memset(a->d_cross_states, 0,
+               sizeof(float) * (size_t)a->images * a->cross_run * (size_t)s->cross_dim);
     for (int l = s->layers - 1; l >= 0; l--) {
         if (s->post_norm)
             post_norm_layer_backward(s, &layers[l], &grads[l], a, l, dx, B, T);

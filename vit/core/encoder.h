@@ -56,7 +56,7 @@ typedef struct {
     float *block;        /* one allocation for everything below */
     /* per layer set (index with encoder_acts_layer): */
     float *layer_in; /* [B,T,D] pre-LN: input of the layer; post-LN: unused */
-    float *ln1_out;  /* [B,T,D] pre-LN: LN1(x); post-LN: LN1 output (= x after attention) */
+    float *ln1_out; /* [B,T,D] pre-LN: LN1(x); post-LN: the MLP's input (LN1's, or LNx's, output) */
     float *ln1_mean, *ln1_rstd; /* [B,T] */
     float *qkv;                 /* [B,T,3D] */
     float *probs;               /* [B,H,T,T] */
@@ -108,6 +108,30 @@ typedef struct {
     int max_images, cross_tokens; /* what the cross buffers hold at most */
     int images, cross_run;        /* what encoder_cross_states last gave: images x cross_run */
     int rows_per_image; /* rows r·k .. r·k + k-1 of a forward read image r's states (k beams) */
+
+    /* Training a decoder (encoder_acts_alloc_cross), all zero otherwise; cross_kv above is then
+     * [layers, max_batch, cross_tokens, 2D] and max_images = max_batch. */
+    int cross;           /* the shape has a cross-attention branch (set by encoder_acts_alloc) */
+    size_t cross_floats; /* floats per layer set of the fields below */
+    float *cross_block;  /* one allocation for them; per layer set (encoder_acts_cross): */
+    float *xln_in;       /* [B,T,D] LNx's input: pre-LN x after self-attention, post-LN
+                          * x1 + Cross(x1) */
+    float *xln_out;      /* [B,T,D] pre-LN: LNx's output, the branch's input */
+    float *xln_mean, *xln_rstd; /* [B,T] */
+    float *x_in;                /* [B,T,D] post-LN: the branch's input x1 (LN1's output) */
+    float *xq;                  /* [B,T,D] queries */
+    float *xprobs;              /* [B,H,T,S] weights (per image: its rows_per_image·T rows) */
+    float *xctx;                /* [B,T,D] heads concatenated, before the output projection */
+    float *cross_shared;        /* one allocation for cross_kv and the backward's scratch: */
+    float *d_xq;                /* [B,T,D] */
+    float *d_xkv;               /* [B,S,2D] one layer's gradient wrt its keys and values */
+    float *d_states;            /* [B,S,cross_dim] one layer's share of the states' gradient */
+    uint8_t *cross_masks;       /* one allocation for: */
+    uint8_t *keep_cross; /* [layers, B,T,D] dropout on the cross-attention output projection */
+    const float *cross_states; /* what encoder_cross_states was given: read by the backward */
+    /* NULL, or [images, S, cross_dim] set by the caller: the backward leaves there (overwritten)
+     * the gradient wrt the states given to encoder_cross_states, summed over the layers. */
+    float *d_cross_states;
 } encoder_acts;
 
 /* per_layer also allocates the dropout masks and the backward's scratch. */
@@ -119,9 +143,15 @@ void encoder_acts_free(encoder_acts *acts);
  * cross_tokens states. -1 when out of memory. */
 int encoder_acts_alloc_cache(encoder_acts *acts, const encoder_shape *shape, int cache_len,
                              int max_images, int cross_tokens);
+/* Adds the buffers training a decoder needs (acts allocated per_layer, shape.cross, no cache):
+ * every layer's cross-attention activations for up to cross_tokens states per sequence, the keys
+ * and values of up to max_batch images, the backward's scratch. -1 when acts cannot take them or
+ * out of memory. The cross-attention weights get no dropout: encoder_set_mode refuses attn > 0. */
+int encoder_acts_alloc_cross(encoder_acts *acts, const encoder_shape *shape, int cross_tokens);
 /* The keys and values of every layer's cross-attention for states [images, S, cross_dim] (S <=
  * cross_tokens, images <= max_images), each image read by rows_per_image consecutive rows of
- * the following forwards; empties the self-attention cache (past = 0). */
+ * the following forwards; empties the self-attention cache (past = 0). When training, states
+ * must stay as they are until the backward (it reads them for the key/value weights' gradient). */
 void encoder_cross_states(const encoder_shape *shape, const encoder_layer *layers,
                           encoder_acts *acts, const float *states, int images, int S,
                           int rows_per_image);
@@ -130,7 +160,9 @@ void encoder_cross_states(const encoder_shape *shape, const encoder_layer *layer
 void encoder_cache_reorder(encoder_acts *acts, const int *parent, int rows);
 /* Pointer to layer l's copy of a field of acts (the shared copy unless keep is on). */
 float *encoder_acts_layer(const encoder_acts *acts, float *field, int layer);
-/* Layer l's copy of a dropout mask field (keep_attn, keep_mlp, keep_probs). */
+/* Layer l's copy of a cross-attention training field (xln_in .. xctx). */
+float *encoder_acts_cross(const encoder_acts *acts, float *field, int layer);
+/* Layer l's copy of a dropout mask field (keep_attn, keep_mlp, keep_probs, keep_cross). */
 uint8_t *encoder_acts_mask(const encoder_acts *acts, uint8_t *field, int layer);
 
 /* The mode of the following forwards. keep: every layer's activations stay for encoder_backward
@@ -138,6 +170,9 @@ uint8_t *encoder_acts_mask(const encoder_acts *acts, uint8_t *field, int layer);
  * (hidden_dropout_prob) on the attention output projection and on the MLP output, each before
  * its residual add; `attn` (attention_probs_dropout_prob) on the attention weights; masks drawn
  * from *rng and kept for the backward (keep required). 0, 0, 0 is eval mode (the default).
+ * A decoder (shape.cross) also drops `hidden` on the cross-attention output projection; keep
+ * needs encoder_acts_alloc_cross, and attn > 0 is refused (the cross-attention weights would go
+ * without the dropout HF applies to them).
  * Returns -1 (and changes nothing) when acts cannot serve the mode. */
 int encoder_set_mode(encoder_acts *acts, int keep, float hidden, float attn, uint64_t *rng);
 /* The batch's place in a batch split among processes, for the dropout masks (0, 0: whole). */
@@ -151,7 +186,9 @@ void encoder_forward(const encoder_shape *shape, const encoder_layer *layers, en
 /* Backward of the last encoder_forward on acts (keep on, same dropout settings, same B, T).
  * dx [B, T, D]: in, the gradient wrt the encoder output; out, wrt its input (in place).
  * Parameter gradients ACCUMULATE into grads (same layout as layers, e.g. a model_bind view).
- * The key mask needs no argument: masked keys have zero attention weight in acts->probs. */
+ * The key mask needs no argument: masked keys have zero attention weight in acts->probs.
+ * A decoder's cross-attention: its key/value weights' gradients come from the states given to
+ * encoder_cross_states, and acts->d_cross_states (if set) receives the states' gradient. */
 void encoder_backward(const encoder_shape *shape, const encoder_layer *layers,
                       const encoder_layer *grads, encoder_acts *acts, float *dx, int B, int T);
 
