@@ -148,8 +148,8 @@ VERSION := $(shell awk '/define VIT_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "."
                         END {print v}' vit/vit.h)
 MAJOR   := $(firstword $(subst ., ,$(VERSION)))
 
-LIB_SRC  := $(wildcard vit/*.c vit/base/*.c vit/core/*.c vit/model/*.c vit/io/*.c vit/data/*.c \
-              vit/eval/*.c vit/train/*.c vit/serve/*.c image/*.c patch/*.c text/*.c) \
+LIB_SRC  := $(wildcard vit/*.c vit/base/*.c vit/core/*.c vit/model/*.c vit/gen/*.c vit/io/*.c \
+              vit/data/*.c vit/eval/*.c vit/train/*.c vit/serve/*.c image/*.c patch/*.c text/*.c) \
             $(wildcard text/*.cc)
 CLI_SRC  := $(wildcard vit/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
