@@ -28,12 +28,8 @@ static void layout(greedy_state *s, const gen_plan *p, gen_arena *a) {
  * search would add for it: log_softmax of the raw logits, 0 for a forced token, -inf for a
  * masked one. */
 static int choose(const gen_plan *p, float *x, const int32_t *seq, int len, double *logprob) {
-    float max = -INFINITY;
-    for (int i = 0; i < p->vocab; i++)
-        if (x[i] > max) max = x[i];
-    double sum = 0.0;
-    for (int i = 0; i < p->vocab; i++) sum += exp((double)(x[i] - max));
-    const float log_sum = (float)log(sum);
+    float max;
+    const float log_sum = gen_log_sum(x, p->vocab, &max);
     const int forced = gen_process(p, x, seq, len);
     int best = 0;
     for (int i = 1; i < p->vocab; i++)

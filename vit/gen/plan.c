@@ -138,13 +138,19 @@ int gen_process(const gen_plan *p, float *x, const int32_t *seq, int len) {
     return forced;
 }
 
-void gen_log_softmax(float *x, int n) {
-    float max = -INFINITY;
+float gen_log_sum(const float *x, int n, float *max) {
+    float m = -INFINITY;
     for (int i = 0; i < n; i++)
-        if (x[i] > max) max = x[i];
+        if (x[i] > m) m = x[i];
     double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += exp((double)(x[i] - max));
-    const float log_sum = (float)log(sum);
+    for (int i = 0; i < n; i++) sum += expf(x[i] - m); /* float exp as torch, double sum */
+    *max = m;
+    return (float)log(sum);
+}
+
+void gen_log_softmax(float *x, int n) {
+    float max;
+    const float log_sum = gen_log_sum(x, n, &max);
     for (int i = 0; i < n; i++) x[i] = (x[i] - max) - log_sum;
 }
 

@@ -31,9 +31,10 @@ int gen_is_eos(const gen_plan *p, int token);
  * forced EOS. Returns 1 when a forcing processor set the row (all -inf, the forced id 0). */
 int gen_process(const gen_plan *p, float *x, const int32_t *seq, int len);
 
-/* log_softmax of x[0..n) in place, as torch computes it ((x - max) - log(sum)), the sum in
- * double. */
+/* log_softmax of x[0..n) in place, as torch computes it: (x - max) - log(sum(exp(x - max))),
+ * here with the sum in double. gen_log_sum gives that log (and max) without changing x. */
 void gen_log_softmax(float *x, int n);
+float gen_log_sum(const float *x, int n, float *max);
 
 /* One allocation carved into arrays: measure with base NULL (take returns NULL and counts), then
  * allocate `used` bytes and carve the same sequence again. */
