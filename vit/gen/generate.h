@@ -68,7 +68,8 @@ gen_config gen_config_default(void);
  * of the wrong type or out of range, or a setting that would make HF generate differently and
  * that this layer does not do (do_sample true, num_beam_groups > 1, a repetition penalty,
  * bad_words_ids, suppress_tokens, ...), is an error naming the source and the key; *cfg is then
- * unchanged. Layering reads config.json's ids first, then generation_config.json. */
+ * unchanged. Keys absent from the text keep *cfg's values; HF reads generation_config.json
+ * alone when a folder has one, else the same keys from config.json (from_model_config). */
 int gen_config_read(const char *json, const char *source, gen_config *cfg, vit_error *err);
 
 /* The model as generation sees it, called once per step with all `rows` running rows (batch x
