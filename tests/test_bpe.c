@@ -11,13 +11,14 @@
 #include <sys/stat.h>
 
 #include "text/bpe.h"
+#include "text/byte_level.h"
 
 #define MAX_IDS 512
 
 static bpe *load_or_fail(const char *dir) {
     bpe *b = NULL;
     vit_error err = {0};
-    if (bpe_load(dir, &b, &err) != 0) fail_msg("bpe_load(%s): %s", dir, err.msg);
+    if (bpe_load(dir, BPE_CLIP, &b, &err) != 0) fail_msg("bpe_load(%s): %s", dir, err.msg);
     return b;
 }
 
@@ -41,6 +42,9 @@ static void test_clip_golden(void **state) {
     (void)state;
     REQUIRE_SHARED("data/clip/tokenizer-golden.json");
     bpe *b = load_or_fail(shared_path("data/clip"));
+    byte_level *clip = NULL;
+    vit_error err = {0};
+    if (byte_level_load(shared_path("data/clip"), &clip, &err) != 0) fail_msg("%s", err.msg);
     size_t size;
     char *json = (char *)read_whole_file(shared_path("data/clip/tokenizer-golden.json"), &size);
     cJSON *golden = cJSON_Parse(json);
@@ -65,7 +69,7 @@ static void test_clip_golden(void **state) {
         snprintf(want, sizeof want, "%s", cJSON_GetObjectItem(c, "decoded")->valuestring);
         for (size_t k = strlen(want); k > 0 && want[k - 1] == ' '; k--) want[k - 1] = '\0';
         if (!strstr(text, "<|")) { /* decode leaves special tokens out; OpenAI's keeps them */
-            assert_true(bpe_decode(b, ids, n, decoded, sizeof decoded) >= 0);
+            assert_true(byte_level_decode(clip, ids, n, true, decoded, sizeof decoded, &err) >= 0);
             assert_string_equal(decoded, want);
         }
         n = encode(b, text, 77, ids);
@@ -78,6 +82,7 @@ static void test_clip_golden(void **state) {
     cJSON_Delete(golden);
     free(json);
     bpe_free(b);
+    byte_level_free(clip);
 }
 
 /* A harder set than OpenAI's 26 (NFC, Unicode white space, per-character lower case, scripts,
@@ -250,28 +255,41 @@ static void test_merges_and_pieces(void **state) {
     bpe_free(b);
 }
 
+/* CLIPTokenizer.decode with skip_special_tokens (text/byte_level.h over the same vocabulary):
+ * the special tokens left out, "</w>" read as a space, the bytes put back, the ends stripped. */
 static void test_decode(void **state) {
     (void)state;
-    bpe *b = load_or_fail(make_tiny("tiny-decode", NULL));
+    const char *dir = make_tiny("tiny-decode", NULL);
+    bpe *b = load_or_fail(dir);
+    byte_level *clip = NULL;
+    vit_error err = {0};
+    if (byte_level_load(dir, &clip, &err) != 0) fail_msg("%s", err.msg);
+    assert_string_equal(byte_level_class_name(clip), "CLIPTokenizer");
     const char *text = "Hello, cat! caf\xc3\xa9";
     int32_t ids[MAX_IDS];
     const int n = encode(b, text, MAX_IDS, ids);
     char out[256];
-    assert_int_equal(bpe_decode(b, ids, n, out, sizeof out),
-                     (int)strlen("hello , cat ! caf\xc3\xa9"));
+    const int want = (int)strlen("hello , cat ! caf\xc3\xa9");
+    assert_int_equal(byte_level_decode(clip, ids, n, true, out, sizeof out, &err), want);
     assert_string_equal(out, "hello , cat ! caf\xc3\xa9");
     /* too small a buffer: cut, NUL-terminated, the whole length returned */
-    assert_int_equal(bpe_decode(b, ids, n, out, 6), (int)strlen("hello , cat ! caf\xc3\xa9"));
+    assert_int_equal(byte_level_decode(clip, ids, n, true, out, 6, &err), want);
     assert_string_equal(out, "hello");
+    /* the special tokens kept when asked */
+    assert_int_equal(byte_level_decode(clip, ids, 2, false, out, sizeof out, &err),
+                     (int)strlen("<|startoftext|>hello"));
+    assert_string_equal(out, "<|startoftext|>hello");
     const int32_t bad[1] = {bpe_vocab_size(b)};
-    assert_int_equal(bpe_decode(b, bad, 1, out, sizeof out), -1);
+    assert_int_equal(byte_level_decode(clip, bad, 1, true, out, sizeof out, &err), -1);
+    assert_non_null(strstr(err.msg, "out of range"));
+    byte_level_free(clip);
     bpe_free(b);
 }
 
 static void expect_load_error(const char *dir, const char *want) {
     bpe *b = NULL;
     vit_error err = {0};
-    assert_int_equal(bpe_load(dir, &b, &err), -1);
+    assert_int_equal(bpe_load(dir, BPE_CLIP, &b, &err), -1);
     assert_null(b);
     if (!strstr(err.msg, want)) fail_msg("error \"%s\" does not say \"%s\"", err.msg, want);
 }

@@ -235,7 +235,7 @@ static void decode_case(const siglip_text *t, const char *config, const cJSON *c
     for (int i = 0; i < n; i++) ids[i] = cJSON_GetArrayItem(list, i)->valueint;
     char decoded[MAX_IDS];
     vit_error err = {0};
-    const int d = siglip_text_decode(t, ids, n, decoded, sizeof decoded, &err);
+    const int d = siglip_text_decode(t, ids, n, true, decoded, sizeof decoded, &err);
     assert_true(d >= 0 && d < (int)sizeof decoded);
     expect_decoded(config, c, decoded, d);
 }
@@ -266,7 +266,7 @@ static void test_siglip_golden(void **state) {
             expect_ids(configs[k], c, ids, max_len, "ids");
             assert_int_equal(n, cJSON_GetObjectItem(c, "length")->valueint);
             char decoded[MAX_IDS];
-            const int d = siglip_text_decode(t, ids, max_len, decoded, sizeof decoded, &err);
+            const int d = siglip_text_decode(t, ids, max_len, true, decoded, sizeof decoded, &err);
             assert_true(d >= 0 && d < (int)sizeof decoded);
             expect_decoded(configs[k], c, decoded, d);
             cut += n == max_len && max_len > 1;

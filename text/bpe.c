@@ -28,7 +28,7 @@ struct bpe {
     size_t pair_mask; /* pair slots - 1 */
     int32_t byte_id[256], byte_eow_id[256]; /* a byte's symbol, alone and ending a word */
     int32_t symbol_byte[512];               /* GPT-2's byte symbol (a code point) -> its byte */
-    int bos, eos;
+    int bos, eos;                           /* CLIP's two special tokens, -1 for others */
 };
 
 /* ---- GPT-2's bytes_to_unicode: printable bytes stand for themselves, the others for 256 + n ----
@@ -201,7 +201,7 @@ static int load_merges(bpe *b, char *text, const char *name, vit_error *err) {
 
 /* ---- the symbols every text needs ---- */
 
-static int find_symbols(bpe *b, const char *name, vit_error *err) {
+static int find_symbols(bpe *b, unsigned flags, const char *name, vit_error *err) {
     int32_t symbol[256];
     byte_symbols(symbol);
     for (int i = 0; i < 512; i++) b->symbol_byte[i] = -1;
@@ -209,13 +209,15 @@ static int find_symbols(bpe *b, const char *name, vit_error *err) {
         char s[16];
         const size_t n = utf8_encode(symbol[c], (uint8_t *)s);
         memcpy(s + n, END_OF_WORD, sizeof END_OF_WORD);
-        b->byte_eow_id[c] = bpe_token_id(b, s);
+        b->byte_eow_id[c] = flags & BPE_CLIP ? bpe_token_id(b, s) : -1;
         s[n] = '\0';
         b->byte_id[c] = bpe_token_id(b, s);
         b->symbol_byte[symbol[c]] = c;
-        if (b->byte_id[c] < 0 || b->byte_eow_id[c] < 0)
+        if (b->byte_id[c] < 0 || ((flags & BPE_CLIP) && b->byte_eow_id[c] < 0))
             return vit_fail(err, "%s: the symbol of byte 0x%02x is not in the vocabulary", name, c);
     }
+    b->bos = b->eos = -1;
+    if (!(flags & BPE_CLIP)) return 0;
     b->bos = bpe_token_id(b, START_OF_TEXT);
     b->eos = bpe_token_id(b, END_OF_TEXT);
     if (b->bos < 0 || b->eos < 0)
@@ -225,7 +227,8 @@ static int find_symbols(bpe *b, const char *name, vit_error *err) {
 }
 
 int bpe_load_memory(const char *vocab_json, size_t vocab_size, const char *merges,
-                    size_t merges_size, const char *names, bpe **out, vit_error *err) {
+                    size_t merges_size, const char *names, unsigned flags, bpe **out,
+                    vit_error *err) {
     *out = NULL;
     bpe *b = calloc(1, sizeof *b);
     char *text = malloc(merges_size + 1);
@@ -237,7 +240,7 @@ int bpe_load_memory(const char *vocab_json, size_t vocab_size, const char *merge
     text[merges_size] = '\0';
     int rc = load_vocab(b, vocab_json, vocab_size, names, err);
     if (rc == 0) rc = load_merges(b, text, names, err);
-    if (rc == 0) rc = find_symbols(b, names, err);
+    if (rc == 0) rc = find_symbols(b, flags, names, err);
     free(text);
     if (rc != 0) {
         bpe_free(b);
@@ -247,7 +250,7 @@ int bpe_load_memory(const char *vocab_json, size_t vocab_size, const char *merge
     return 0;
 }
 
-int bpe_load(const char *dir, bpe **out, vit_error *err) {
+int bpe_load(const char *dir, unsigned flags, bpe **out, vit_error *err) {
     char vocab_path[4096], merges_path[4096], names[8300];
     snprintf(vocab_path, sizeof vocab_path, "%s/vocab.json", dir);
     snprintf(merges_path, sizeof merges_path, "%s/merges.txt", dir);
@@ -260,7 +263,7 @@ int bpe_load(const char *dir, bpe **out, vit_error *err) {
         return -1;
     }
     snprintf(names, sizeof names, "%s (with merges.txt)", vocab_path);
-    const int rc = bpe_load_memory(vocab, vocab_size, merges, merges_size, names, out, err);
+    const int rc = bpe_load_memory(vocab, vocab_size, merges, merges_size, names, flags, out, err);
     free(vocab), free(merges);
     return rc;
 }
@@ -394,17 +397,38 @@ typedef struct {
     int32_t rank, left, right;
 } candidate;
 
-typedef struct {
+struct bpe_work {
     int32_t *sym, *prev, *next; /* the piece's symbols as a linked list */
-    candidate *heap;
+    candidate *heap;            /* at most the n - 1 first pairs and two per merge */
     int heap_len;
-} merge_work;
+    size_t max_bytes;
+};
+
+bpe_work *bpe_work_create(size_t max_bytes) {
+    bpe_work *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->max_bytes = max_bytes;
+    w->sym = malloc((max_bytes + 1) * 3 * sizeof *w->sym);
+    w->heap = malloc((3 * max_bytes + 4) * sizeof *w->heap);
+    if (!w->sym || !w->heap) {
+        bpe_work_free(w);
+        return NULL;
+    }
+    w->prev = w->sym + max_bytes + 1;
+    w->next = w->prev + max_bytes + 1;
+    return w;
+}
+
+void bpe_work_free(bpe_work *w) {
+    if (!w) return;
+    free(w->sym), free(w->heap), free(w);
+}
 
 static bool before(candidate a, candidate b) {
     return a.rank < b.rank || (a.rank == b.rank && a.left < b.left);
 }
 
-static void heap_push(merge_work *w, candidate c) {
+static void heap_push(bpe_work *w, candidate c) {
     int i = w->heap_len++;
     while (i > 0 && before(c, w->heap[(i - 1) / 2])) {
         w->heap[i] = w->heap[(i - 1) / 2];
@@ -413,7 +437,7 @@ static void heap_push(merge_work *w, candidate c) {
     w->heap[i] = c;
 }
 
-static candidate heap_pop(merge_work *w) {
+static candidate heap_pop(bpe_work *w) {
     const candidate top = w->heap[0], last = w->heap[--w->heap_len];
     int i = 0;
     for (;;) {
@@ -428,7 +452,7 @@ static candidate heap_pop(merge_work *w) {
     return top;
 }
 
-static void consider(const bpe *b, merge_work *w, int32_t left) {
+static void consider(const bpe *b, bpe_work *w, int32_t left) {
     const int32_t right = left >= 0 ? w->next[left] : -1;
     int32_t merged = -1;
     if (left < 0 || right < 0) return;
@@ -436,11 +460,11 @@ static void consider(const bpe *b, merge_work *w, int32_t left) {
     if (rank >= 0) heap_push(w, (candidate){rank, left, right});
 }
 
-/* bytes[0..n) -> their ids appended to ids[*count..cap). */
-static void merge_piece(const bpe *b, merge_work *w, const uint8_t *bytes, int32_t n, int32_t *ids,
-                        int *count, int cap) {
+void bpe_merge_piece(const bpe *b, bpe_work *w, const uint8_t *bytes, int32_t n, bool end_of_word,
+                     int32_t *ids, int *count, int cap) {
+    if (n <= 0 || (size_t)n > w->max_bytes) return;
     for (int32_t i = 0; i < n; i++) {
-        w->sym[i] = i == n - 1 ? b->byte_eow_id[bytes[i]] : b->byte_id[bytes[i]];
+        w->sym[i] = end_of_word && i == n - 1 ? b->byte_eow_id[bytes[i]] : b->byte_id[bytes[i]];
         w->prev[i] = i - 1;
         w->next[i] = i + 1 < n ? i + 1 : -1;
     }
@@ -464,16 +488,12 @@ static void merge_piece(const bpe *b, merge_work *w, const uint8_t *bytes, int32
 
 static int encode_text(const bpe *b, const int32_t *t, size_t n, int32_t *ids, int cap,
                        vit_error *err) {
-    merge_work w = {0};
     uint8_t *bytes = malloc(4 * n + 1);
-    w.sym = malloc((4 * n + 1) * 3 * sizeof *w.sym);
-    w.heap = malloc((12 * n + 4) * sizeof *w.heap);
-    if (!bytes || !w.sym || !w.heap) {
-        free(bytes), free(w.sym), free(w.heap);
+    bpe_work *w = bpe_work_create(4 * n + 1);
+    if (!bytes || !w) {
+        free(bytes), bpe_work_free(w);
         return vit_fail(err, "tokenizer: out of memory for a text of %zu characters", n);
     }
-    w.prev = w.sym + 4 * n + 1;
-    w.next = w.prev + 4 * n + 1;
     int count = 1; /* ids[0] is the start token */
     for (size_t i = 0; i < n && count < cap;) {
         int32_t special;
@@ -488,11 +508,11 @@ static int encode_text(const bpe *b, const int32_t *t, size_t n, int32_t *ids, i
             int32_t nbytes = 0;
             for (size_t k = i; k < i + len; k++)
                 nbytes += (int32_t)utf8_encode(t[k], bytes + nbytes);
-            merge_piece(b, &w, bytes, nbytes, ids, &count, cap);
+            bpe_merge_piece(b, w, bytes, nbytes, true, ids, &count, cap);
             i += len;
         }
     }
-    free(bytes), free(w.sym), free(w.heap);
+    free(bytes), bpe_work_free(w);
     return count;
 }
 
@@ -512,31 +532,54 @@ int bpe_encode(const bpe *b, const char *text, size_t len, int max_len, int32_t 
     return count + 1;
 }
 
-/* ---- decoding ---- */
+/* ---- GPT-2's pattern ---- */
 
-int bpe_decode(const bpe *b, const int32_t *ids, int n, char *out, size_t size) {
-    size_t o = 0, last_text = 0;
-    for (int k = 0; k < n; k++) {
-        if (ids[k] < 0 || ids[k] >= b->count || !b->pieces[ids[k]]) return -1;
-        if (ids[k] == b->bos || ids[k] == b->eos) continue;
-        const char *p = b->pieces[ids[k]];
-        const size_t plen = strlen(p);
-        for (size_t i = 0; i < plen;) {
-            int byte;
-            if (strncmp(p + i, END_OF_WORD, strlen(END_OF_WORD)) == 0) {
-                byte = ' ';
-                i += strlen(END_OF_WORD);
-            } else {
-                const int32_t c = utf8_decode((const uint8_t *)p, plen, &i);
-                byte = c >= 0 && c < 512 ? b->symbol_byte[c] : -1;
-                if (byte < 0) return -1;
-            }
-            if (o + 1 < size) out[o] = (char)byte;
-            o++;
-            if (byte != ' ') last_text = o;
-        }
+/* The run of characters from t[i] that the class test accepts. */
+static size_t run_of(const int32_t *t, size_t n, size_t i, bool (*in_class)(int32_t)) {
+    size_t j = i;
+    while (j < n && in_class(t[j])) j++;
+    return j - i;
+}
+
+static bool is_other(int32_t c) {
+    return !is_space(c) && !is_letter(c) && !is_number(c);
+}
+
+/* 's|'t|'re|'ve|'m|'ll|'d: the contraction's length at t[i], or 0. */
+static size_t contraction(const int32_t *t, size_t n, size_t i) {
+    if (t[i] != '\'' || i + 1 >= n) return 0;
+    const int32_t a = t[i + 1], b = i + 2 < n ? t[i + 2] : 0;
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
+    return 0;
+}
+
+size_t bpe_gpt2_piece(const int32_t *t, size_t n, size_t i) {
+    size_t len = contraction(t, n, i);
+    if (len) return len;
+    /* ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: a space may lead the run (a space is in
+     * none of the classes, so without a run after it none of these matches) */
+    bool (*const classes[3])(int32_t) = {is_letter, is_number, is_other};
+    const size_t lead = t[i] == ' ' && i + 1 < n ? 1 : 0;
+    for (int k = 0; k < 3; k++)
+        if ((len = run_of(t, n, i + lead, classes[k])) > 0) return lead + len;
+    /* `\s+(?!\S)`: a run of white space but its last character when text follows it; `\s+`
+     * when that leaves nothing */
+    len = run_of(t, n, i, is_space);
+    if (i + len < n && len > 1) len--;
+    return len > 0 ? len : 1;
+}
+
+/* ---- a token's bytes ---- */
+
+int bpe_token_bytes(const bpe *b, const char *token, uint8_t *out) {
+    const size_t n = strlen(token);
+    int count = 0;
+    for (size_t i = 0; i < n;) {
+        const int32_t c = utf8_decode((const uint8_t *)token, n, &i);
+        const int32_t byte = c >= 0 && c < 512 ? b->symbol_byte[c] : -1;
+        if (byte < 0) return -1;
+        out[count++] = (uint8_t)byte;
     }
-    o = last_text; /* the trailing spaces trimmed */
-    if (size > 0) out[o < size ? o : size - 1] = '\0';
-    return (int)o;
+    return count;
 }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <utf8proc.h>
 
+#include "text/decode.h"
 #include "text/utf8.h"
 #include "vit/base/file.h"
 #include "vit/base/json.h"
@@ -45,14 +46,6 @@ struct siglip_text {
     int underline_id; /* the piece "▁" */
 };
 
-/* Python's str.isspace: Unicode's White_Space but for U+180E's old status, plus the information
- * separators U+001C..U+001F, which Python counts (their bidirectional class is B or S). */
-static bool py_space(int32_t c) {
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
-           c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-           c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
 /* Python's string.punctuation: the ASCII punctuation and symbols. */
 static bool ascii_punct(int32_t c) {
     return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
@@ -60,16 +53,6 @@ static bool ascii_punct(int32_t c) {
 }
 
 /* ---- loading ---- */
-
-static int parse_json(const tokenizer_source *src, cJSON **root, vit_error *err) {
-    *root = NULL;
-    if (!src->text) return 0;
-    *root = cJSON_ParseWithLength(src->text, src->size);
-    if (cJSON_IsObject(*root)) return 0;
-    cJSON_Delete(*root);
-    *root = NULL;
-    return vit_fail(err, "%s: not a JSON object", src->name);
-}
 
 static const cJSON *field(const cJSON *root, const char *key) {
     const cJSON *item = root ? cJSON_GetObjectItemCaseSensitive(root, key) : NULL;
@@ -156,7 +139,7 @@ static int add_token(siglip_text *t, const char *content, const cJSON *flags, bo
         s->cps[s->n++] = c;
     }
     /* the strips beside a token work on the text around it, never on the token itself */
-    if (s->n == 0 || py_space(s->cps[0]) || py_space(s->cps[s->n - 1]))
+    if (s->n == 0 || py_isspace(s->cps[0]) || py_isspace(s->cps[s->n - 1]))
         return vit_fail(err, "%s: special token \"%.40s\" is empty or has white space at an end",
                         src, content);
     return t->n_tok - 1;
@@ -240,8 +223,8 @@ static int added_tokens_decoder(siglip_text *t, const cJSON *config, const char 
 
 static int read_settings(siglip_text *t, const siglip_text_sources *src, vit_error *err) {
     cJSON *config, *map = NULL;
-    if (parse_json(&src->config, &config, err) != 0) return -1;
-    int rc = parse_json(&src->special_tokens_map, &map, err);
+    if (tokenizer_source_json(&src->config, &config, err) != 0) return -1;
+    int rc = tokenizer_source_json(&src->special_tokens_map, &map, err);
     const char *name = src->config.name;
     t->lower = true;
     t->max_len = DEFAULT_MAX_LEN;
@@ -302,20 +285,6 @@ int siglip_text_load_memory(const siglip_text_sources *src, siglip_text **out, v
     return 0;
 }
 
-/* dir/name's bytes into *src (text NULL when an optional file does not exist); path holds its
- * name. The model may reach 256 MiB, a JSON file 16 MiB. */
-static int read_source(const char *dir, const char *name, bool required, char *path, size_t size,
-                       tokenizer_source *src, vit_error *err) {
-    *src = (tokenizer_source){.name = path};
-    const int n = snprintf(path, size, "%s/%s", dir, name);
-    if (n < 0 || (size_t)n >= size) return vit_fail(err, "%s/%s: path too long", dir, name);
-    struct stat st;
-    if (!required && stat(path, &st) != 0 && errno == ENOENT) return 0;
-    char *text = vit_read_file(path, required ? 256u << 20 : 16u << 20, &src->size, err);
-    src->text = text;
-    return text ? 0 : -1;
-}
-
 int siglip_text_load(const char *dir, siglip_text **out, vit_error *err) {
     if (!dir || !out) return vit_fail(err, "siglip_text_load: missing dir or out");
     *out = NULL;
@@ -334,7 +303,7 @@ int siglip_text_load(const char *dir, siglip_text **out, vit_error *err) {
     tokenizer_source *all[] = {&src.model, &src.config, &src.special_tokens_map};
     int rc = 0;
     for (int i = 0; rc == 0 && i < 3; i++)
-        rc = read_source(dir, names[i], i == 0, paths[i], sizeof paths[i], all[i], err);
+        rc = tokenizer_source_read(dir, names[i], i == 0, paths[i], sizeof paths[i], all[i], err);
     if (rc == 0) rc = siglip_text_load_memory(&src, out, err);
     for (int i = 0; i < 3; i++) free((char *)all[i]->text);
     return rc;
@@ -424,7 +393,7 @@ static size_t canonical_utf8(const siglip_text *t, const int32_t *cps, span s, u
     for (size_t i = s.start; i < s.end; i++) {
         const int32_t c = cps[i];
         if (ascii_punct(c)) continue;
-        if (py_space(c)) {
+        if (py_isspace(c)) {
             pending_space = o > text_start; /* leading white space is stripped */
             continue;
         }
@@ -505,9 +474,9 @@ int siglip_text_encode(const siglip_text *t, const char *text, size_t len, int m
         const special_token *tk = &t->tok[spans[i].tok];
         span *right = i + 1 < n_spans ? &spans[i + 1] : NULL, *left = i ? &spans[i - 1] : NULL;
         if (tk->rstrip && right && right->tok < 0)
-            while (right->start < right->end && py_space(s[right->start])) right->start++;
+            while (right->start < right->end && py_isspace(s[right->start])) right->start++;
         if (tk->lstrip && left && left->tok < 0)
-            while (left->end > left->start && py_space(s[left->end - 1])) left->end--;
+            while (left->end > left->start && py_isspace(s[left->end - 1])) left->end--;
     }
 
     /* max_len + 1 ids tell all that is needed: whether the text fits with the end token, even
@@ -542,69 +511,62 @@ static bool is_special_id(const siglip_text *t, int32_t id) {
     return false;
 }
 
-/* transformers' clean_up_tokenization: each replacement over the whole text, in this order. */
-static size_t clean_up(char *s, size_t n) {
-    static const char *const from[] = {" .",   " ?",  " !",  " ,",   " ' ",
-                                       " n't", " 'm", " 's", " 've", " 're"};
-    static const char *const to[] = {".", "?", "!", ",", "'", "n't", "'m", "'s", "'ve", "'re"};
-    for (size_t r = 0; r < sizeof from / sizeof *from; r++) {
-        const size_t a = strlen(from[r]), b = strlen(to[r]);
-        size_t o = 0;
-        for (size_t i = 0; i < n;) {
-            if (n - i >= a && memcmp(s + i, from[r], a) == 0) {
-                memcpy(s + o, to[r], b), o += b, i += a;
-            } else {
-                s[o++] = s[i++];
-            }
-        }
-        n = o; /* each replacement is shorter than what it replaces: in place is safe */
-    }
-    return n;
+static const char *decode_token(const void *ctx, int32_t id) {
+    return spm_piece(((const siglip_text *)ctx)->model, id);
 }
 
-int siglip_text_decode(const siglip_text *t, const int32_t *ids, int n, char *out, size_t size,
-                       vit_error *err) {
-    if (!t || (!ids && n > 0) || n < 0 || (!out && size))
-        return vit_fail(err, "siglip_text_decode: bad arguments");
-    int32_t *kept = malloc(((size_t)n + 1) * sizeof *kept);
-    if (!kept) return vit_fail(err, "siglip_text_decode: out of memory");
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (!is_special_id(t, ids[i])) kept[k++] = ids[i];
-    char *text = NULL;
-    int len = spm_decode(t->model, kept, k, NULL, 0, err);
-    if (len >= 0 && !(text = malloc((size_t)len + 1)))
-        len = vit_fail(err, "siglip_text_decode: out of memory");
-    if (len >= 0) len = spm_decode(t->model, kept, k, text, (size_t)len + 1, err);
-    free(kept);
-    if (len < 0) {
-        free(text);
-        return -1;
-    }
-    /* str.strip(): Python's white space off both ends */
-    size_t a = 0, b = (size_t)len;
-    while (a < b) {
-        size_t i = a;
-        const int32_t c = utf8_decode((const uint8_t *)text, b, &i);
-        if (c < 0 || !py_space(c)) break;
-        a = i;
-    }
-    while (b > a) {
-        size_t j = b - 1;
-        while (j > a && ((uint8_t)text[j] & 0xC0) == 0x80) j--;
-        size_t i = j;
-        const int32_t c = utf8_decode((const uint8_t *)text, b, &i);
-        if (c < 0 || i != b || !py_space(c)) break;
-        b = j;
-    }
-    size_t m = b - a;
-    memmove(text, text + a, m);
-    if (t->clean_up) m = clean_up(text, m);
-    if (size) {
-        const size_t w = m < size - 1 ? m : size - 1;
-        memcpy(out, text, w);
-        out[w] = '\0';
-    }
+static bool decode_special(const void *ctx, int32_t id) {
+    return is_special_id(ctx, id);
+}
+
+/* The model's Decode of ids[0..n), appended to out. */
+static void model_decode(const siglip_text *t, const int32_t *ids, int n, text_buf *out) {
+    vit_error err = {0};
+    const int len = spm_decode(t->model, ids, n, NULL, 0, &err);
+    char *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (!text || spm_decode(t->model, ids, n, text, (size_t)len + 1, &err) != len)
+        out->failed = true;
+    else
+        text_buf_add(out, text, (size_t)len);
     free(text);
-    return (int)m;
+}
+
+/* SiglipTokenizer.convert_tokens_to_string (T5Tokenizer's): the runs of ordinary pieces through
+ * the model's Decode, each special token written as it is, a space before the first of a row of
+ * them; the ends stripped. */
+static void decode_join(const void *ctx, const int32_t *ids, const char *const *tokens, int n,
+                        text_buf *out) {
+    const siglip_text *t = ctx;
+    text_buf text = {0};
+    bool prev_special = false;
+    int start = 0; /* the run of ordinary pieces */
+    for (int i = 0; i <= n; i++) {
+        const bool special = i < n && is_special_id(t, ids[i]);
+        if (i < n && !special) {
+            prev_special = false;
+            continue;
+        }
+        if (special && !prev_special) text_buf_add(&text, " ", 1);
+        model_decode(t, ids + start, i - start, &text);
+        if (special) text_buf_add(&text, tokens[i], strlen(tokens[i]));
+        prev_special = special;
+        start = i + 1;
+    }
+    size_t a = 0, b = text.len;
+    py_strip(text.s ? text.s : "", &a, &b);
+    text_buf_add(out, text.s ? text.s + a : "", b - a);
+    if (text.failed) out->failed = true;
+    text_buf_free(&text);
+}
+
+int siglip_text_decode(const siglip_text *t, const int32_t *ids, int n, bool skip_special_tokens,
+                       char *out, size_t size, vit_error *err) {
+    if (!t) return vit_fail(err, "siglip_text_decode: bad arguments");
+    const text_decoder d = {.ctx = t,
+                            .name = "SiglipTokenizer",
+                            .token = decode_token,
+                            .special = decode_special,
+                            .join = decode_join,
+                            .clean_up = t->clean_up};
+    return text_decode(&d, ids, n, skip_special_tokens, out, size, err);
 }

@@ -21,6 +21,7 @@
  *     appended unless the last id already is it, and the rest up to max_len is the pad token.
  * A tokenizer is immutable once loaded: any number of threads may encode with one. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,13 +58,14 @@ void siglip_text_free(siglip_text *t);
 int siglip_text_encode(const siglip_text *t, const char *text, size_t len, int max_len,
                        int32_t *ids, vit_error *err);
 
-/* ids[0..n) back to text as SiglipTokenizer.decode(ids, skip_special_tokens=True): the special
- * tokens left out, the model's Decode, white space stripped from both ends, and, when
- * clean_up_tokenization_spaces, transformers' clean-up (" ." to "." and the like). Writes at most
- * size - 1 bytes and a NUL; returns the length the whole text needs (as snprintf), or -1 with err
- * for an id out of range. */
-int siglip_text_decode(const siglip_text *t, const int32_t *ids, int n, char *out, size_t size,
-                       vit_error *err);
+/* ids[0..n) back to text as SiglipTokenizer.decode(ids, skip_special_tokens): the special
+ * tokens left out when asked (else each written as it is, a space before the first of a row of
+ * them), the runs of pieces through the model's Decode, white space stripped from both ends,
+ * and, when clean_up_tokenization_spaces, transformers' clean-up (" ." to "." and the like).
+ * Writes at most size - 1 bytes and a NUL; returns the length the whole text needs (as
+ * snprintf), or -1 with err for an id out of range. */
+int siglip_text_decode(const siglip_text *t, const int32_t *ids, int n, bool skip_special_tokens,
+                       char *out, size_t size, vit_error *err);
 
 /* model_max_length: 64 unless tokenizer_config.json says otherwise; 0 when it says there is no
  * limit (transformers' 1e30). */

@@ -1,13 +1,23 @@
 #ifndef VIT_TEXT_TEXT_TOKENIZER_H
 #define VIT_TEXT_TEXT_TOKENIZER_H
 
-/* The tokenizers of the text models behind one interface, chosen by the files a model folder has:
- * vocab.txt, BERT's WordPiece (text/tokenizer.h); vocab.json and merges.txt, CLIP's byte-level BPE
- * (text/bpe.h); spiece.model, SigLIP's SentencePiece (text/siglip_text.h). Every kind gives a
- * sequence ending with its end token ([CLS] ... [SEP], <|startoftext|> ... <|endoftext|>, ...
- * </s>), cut to max_len keeping the end token. A loaded tokenizer is
- * immutable: threads encode with one at once, each with its own scratch. */
+/* The tokenizers of the text models behind one interface. A folder's tokenizer is the one its
+ * tokenizer_config.json's tokenizer_class names (with or without "Fast"): BertTokenizer
+ * (WordPiece, text/tokenizer.h), CLIPTokenizer, GPT2Tokenizer, RobertaTokenizer (byte-level BPE,
+ * text/byte_level.h), SiglipTokenizer (SentencePiece, text/siglip_text.h), XLMRobertaTokenizer
+ * (SentencePiece with fairseq's ids, text/xlmr_text.h); with another class or none, the files
+ * tell: vocab.json and merges.txt, byte-level BPE; vocab.txt, WordPiece; spiece.model, SigLIP's;
+ * sentencepiece.bpe.model, XLM-R's. So a VisionEncoderDecoder folder, whose tokenizer files lie
+ * beside its config.json, loads like any other. The SentencePiece ones need a build with
+ * libsentencepiece (without it, one line saying so).
+ *
+ * Encoding gives the ids the class's tokenizer(text) gives, with the special tokens it puts
+ * around a text ([CLS] ... [SEP], <|startoftext|> ... <|endoftext|>, <s> ... </s>, ... </s>;
+ * GPT-2 none), cut to max_len keeping those. Decoding gives the class's
+ * decode(ids, skip_special_tokens). A loaded tokenizer is immutable: threads encode and decode
+ * with one at once, each encoding with its own scratch. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,12 +32,19 @@ void text_tokenizer_free(text_tokenizer *t);
 
 /* "WordPiece", "byte-level BPE" or "SentencePiece". */
 const char *text_tokenizer_kind(const text_tokenizer *t);
+/* The transformers class it follows: "BertTokenizer", "CLIPTokenizer", "GPT2Tokenizer",
+ * "RobertaTokenizer", "SiglipTokenizer" or "XLMRobertaTokenizer". */
+const char *text_tokenizer_class(const text_tokenizer *t);
+/* One past the largest id it has (its vocabulary and added tokens). */
 int text_tokenizer_vocab_size(const text_tokenizer *t);
 /* The longest sequence the tokenizer's settings allow (model_max_length), 0 when they say none. */
 int text_tokenizer_max_len(const text_tokenizer *t);
 /* The id padding is written with: the pad token where the tokenizer has one, else the end token. */
 int text_tokenizer_pad_id(const text_tokenizer *t);
-/* The vocabulary string of id (owned by t), or NULL when out of range. */
+/* The start and end tokens (bos_token, eos_token), -1 when the class has none (BERT). */
+int text_tokenizer_bos_id(const text_tokenizer *t);
+int text_tokenizer_eos_id(const text_tokenizer *t);
+/* The token of id (owned by t), or NULL when out of range. */
 const char *text_tokenizer_piece(const text_tokenizer *t, int id);
 
 /* Working memory of one thread's encodes (NULL when out of memory). */
@@ -37,5 +54,13 @@ void text_tokenizer_scratch_free(text_tokenizer_scratch *s);
 /* text[0..len) -> ids (room for max_len >= 2). Returns their number or -1 with err. */
 int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, const char *text,
                           size_t len, int max_len, int32_t *ids, vit_error *err);
+
+/* ids[0..n) -> UTF-8 text, as the class's tokenizer.decode(ids, skip_special_tokens) gives it
+ * (with skip_special_tokens: the special tokens, such as a generated sequence's start, end and
+ * padding, left out). Writes at most size - 1 bytes and a NUL (out may be NULL when size is 0);
+ * returns the length of the whole text (as snprintf: call again with more room when it is not
+ * below size), or -1 with err: an id the tokenizer does not have, out of memory. */
+int text_tokenizer_decode(const text_tokenizer *t, const int32_t *ids, int n,
+                          bool skip_special_tokens, char *out, size_t size, vit_error *err);
 
 #endif

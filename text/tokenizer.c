@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "text/bert_basic.h"
+#include "text/decode.h"
 #include "vit/base/file.h"
 #include "vit/base/json.h"
 #include "text/utf8.h"
@@ -35,6 +36,7 @@ struct tokenizer {
     int32_t *never_split[SP_COUNT]; /* every configured name as code points, for opt */
     size_t never_split_len[SP_COUNT];
     int max_len;
+    bool clean_up; /* clean_up_tokenization_spaces: BertTokenizer's default is true */
 };
 
 struct tokenizer_scratch {
@@ -43,8 +45,7 @@ struct tokenizer_scratch {
 
 /* ---- loading ---- */
 
-/* A source's JSON object into *root, which stays NULL when the source is absent. */
-static int parse_json(const tokenizer_source *src, cJSON **root, vit_error *err) {
+int tokenizer_source_json(const tokenizer_source *src, cJSON **root, vit_error *err) {
     *root = NULL;
     if (!src->text) return 0;
     *root = cJSON_ParseWithLength(src->text, src->size);
@@ -104,7 +105,7 @@ static int check_unsupported(const cJSON *root, const char *src, vit_error *err)
 static int read_tokenizer_config(tokenizer *t, const tokenizer_source *src, vit_error *err) {
     const char *path = src->name;
     cJSON *root;
-    if (parse_json(src, &root, err) != 0) return -1;
+    if (tokenizer_source_json(src, &root, err) != 0) return -1;
     bool lower = true, strip = true;
     const cJSON *strip_item = root ? cJSON_GetObjectItemCaseSensitive(root, "strip_accents") : NULL;
     const bool strip_given = strip_item && !cJSON_IsNull(strip_item);
@@ -116,6 +117,7 @@ static int read_tokenizer_config(tokenizer *t, const tokenizer_source *src, vit_
         if (rc == 0)
             rc = json_bool(root, "tokenize_chinese_chars", &t->opt.chinese_chars, path, err);
         if (rc == 0) rc = json_bool(root, "do_split_on_punc", &t->opt.split_punct, path, err);
+        if (rc == 0) rc = json_bool(root, "clean_up_tokenization_spaces", &t->clean_up, path, err);
         for (int i = 0; i < SP_COUNT && rc == 0; i++)
             rc = json_special(root, special_key[i], &t->special[i], path, err);
         if (rc == 0) rc = json_length(root, "model_max_length", &t->max_len, path, err);
@@ -130,7 +132,7 @@ static int read_tokenizer_config(tokenizer *t, const tokenizer_source *src, vit_
 /* transformers lets special_tokens_map.json override the names in tokenizer_config.json. */
 static int read_special_tokens_map(tokenizer *t, const tokenizer_source *src, vit_error *err) {
     cJSON *root;
-    if (parse_json(src, &root, err) != 0) return -1;
+    if (tokenizer_source_json(src, &root, err) != 0) return -1;
     int rc = 0;
     for (int i = 0; i < SP_COUNT && root && rc == 0; i++)
         rc = json_special(root, special_key[i], &t->special[i], src->name, err);
@@ -140,7 +142,7 @@ static int read_special_tokens_map(tokenizer *t, const tokenizer_source *src, vi
 
 static int read_model_config(tokenizer *t, const tokenizer_source *src, vit_error *err) {
     cJSON *root;
-    if (parse_json(src, &root, err) != 0) return -1;
+    if (tokenizer_source_json(src, &root, err) != 0) return -1;
     const int rc =
         root ? json_length(root, "max_position_embeddings", &t->max_len, src->name, err) : 0;
     cJSON_Delete(root);
@@ -206,6 +208,7 @@ static int set_never_split(tokenizer *t, vit_error *err) {
 static int set_defaults(tokenizer *t, vit_error *err) {
     t->opt = (bert_basic_options){
         .lower_case = true, .strip_accents = true, .chinese_chars = true, .split_punct = true};
+    t->clean_up = true;
     for (int i = 0; i < SP_COUNT; i++) {
         t->special[i] = strdup(special_default[i]);
         if (!t->special[i]) return vit_fail(err, "tokenizer: out of memory");
@@ -232,10 +235,8 @@ int tokenizer_load_memory(const tokenizer_sources *src, tokenizer **out, vit_err
     return 0;
 }
 
-/* model_dir/name's bytes into *src (src->text NULL when an optional file does not exist); path
- * holds its name. The vocabulary may reach 256 MiB (BERT's: ~230 kB), a JSON file 16 MiB. */
-static int read_source(const char *model_dir, const char *name, int required, char *path,
-                       size_t size, tokenizer_source *src, vit_error *err) {
+int tokenizer_source_read(const char *model_dir, const char *name, bool required, char *path,
+                          size_t size, tokenizer_source *src, vit_error *err) {
     *src = (tokenizer_source){.name = path};
     const int n = snprintf(path, size, "%s/%s", model_dir, name);
     if (n < 0 || (size_t)n >= size) return vit_fail(err, "%s/%s: path too long", model_dir, name);
@@ -257,7 +258,8 @@ int tokenizer_load(const char *model_dir, tokenizer **out, vit_error *err) {
     tokenizer_source *all[] = {&src.vocab, &src.config, &src.special_tokens_map, &src.model_config};
     int rc = 0;
     for (int i = 0; rc == 0 && i < 4; i++)
-        rc = read_source(model_dir, names[i], i == 0, paths[i], sizeof paths[i], all[i], err);
+        rc = tokenizer_source_read(model_dir, names[i], i == 0, paths[i], sizeof paths[i], all[i],
+                                   err);
     if (rc == 0) rc = tokenizer_load_memory(&src, out, err);
     for (int i = 0; i < 4; i++) free((char *)all[i]->text);
     return rc;
@@ -425,4 +427,46 @@ int tokenizer_pad_id(const tokenizer *tok) {
 }
 int tokenizer_unk_id(const tokenizer *tok) {
     return tok->special_id[SP_UNK];
+}
+
+/* ---- decoding ---- */
+
+static const char *decode_token(const void *ctx, int32_t id) {
+    return tokenizer_piece(ctx, id);
+}
+
+static bool decode_special(const void *ctx, int32_t id) {
+    const tokenizer *t = ctx;
+    for (int i = 0; i < SP_COUNT; i++)
+        if (t->special_id[i] >= 0 && t->special_id[i] == id) return true;
+    return false;
+}
+
+/* BertTokenizer.convert_tokens_to_string: " ".join(tokens).replace(" ##", "").strip() */
+static void decode_join(const void *ctx, const int32_t *ids, const char *const *tokens, int n,
+                        text_buf *out) {
+    (void)ctx, (void)ids;
+    text_buf text = {0};
+    for (int i = 0; i < n; i++) {
+        const bool continuation = i > 0 && strncmp(tokens[i], "##", 2) == 0;
+        if (i > 0 && !continuation) text_buf_add(&text, " ", 1);
+        text_buf_add(&text, tokens[i] + (continuation ? 2 : 0),
+                     strlen(tokens[i]) - (continuation ? 2 : 0));
+    }
+    size_t a = 0, b = text.len;
+    py_strip(text.s ? text.s : "", &a, &b);
+    text_buf_add(out, text.s ? text.s + a : "", b - a);
+    if (text.failed) out->failed = true;
+    text_buf_free(&text);
+}
+
+int tokenizer_decode(const tokenizer *tok, const int32_t *ids, int n, bool skip_special_tokens,
+                     char *out, size_t size, vit_error *err) {
+    const text_decoder d = {.ctx = tok,
+                            .name = "WordPiece tokenizer",
+                            .token = decode_token,
+                            .special = decode_special,
+                            .join = decode_join,
+                            .clean_up = tok->clean_up};
+    return text_decode(&d, ids, n, skip_special_tokens, out, size, err);
 }

@@ -16,6 +16,8 @@
  * errors="replace" and then BertTokenizer's removal of U+FFFD gives. A tokenizer is immutable after
  * loading, so any number of threads may encode with one, each with its own tokenizer_scratch. */
 
+#include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +41,15 @@ typedef struct {
     size_t size;
     const char *name;
 } tokenizer_source;
+
+/* dir/name's bytes into *src (src->text NULL when an optional file does not exist; the caller
+ * frees it); path[0..size) holds the name. A required file may reach 256 MiB (a vocabulary or a
+ * model), an optional one (a JSON file) 16 MiB. */
+int tokenizer_source_read(const char *dir, const char *name, bool required, char *path, size_t size,
+                          tokenizer_source *src, vit_error *err);
+/* A source's JSON object into *root (cJSON_Delete it), which stays NULL when the source is absent;
+ * an error naming the source when it is not a JSON object. */
+int tokenizer_source_json(const tokenizer_source *src, cJSON **root, vit_error *err);
 
 typedef struct {
     tokenizer_source vocab;              /* vocab.txt (required) */
@@ -68,6 +79,15 @@ int tokenizer_encode_with(const tokenizer *tok, tokenizer_scratch *scratch, cons
 /* The same with a scratch of its own (a few allocations per call). */
 int tokenizer_encode(const tokenizer *tok, const char *text, size_t len, int max_len, int32_t *ids,
                      const char **pieces, vit_error *err);
+
+/* ids[0..n) back to text as BertTokenizer.decode(ids, skip_special_tokens): the special tokens
+ * ([CLS], [SEP], [PAD], [MASK], [UNK]) left out when asked, the tokens joined with spaces but
+ * "##" continuations glued on, the ends stripped, and transformers' clean_up_tokenization unless
+ * tokenizer_config.json sets clean_up_tokenization_spaces false (BertTokenizer's default is
+ * true). An id out of range is an error (BertTokenizer would read it as [UNK]). Writes at most
+ * size - 1 bytes and a NUL; returns the whole text's length (as snprintf), or -1 with err. */
+int tokenizer_decode(const tokenizer *tok, const int32_t *ids, int n, bool skip_special_tokens,
+                     char *out, size_t size, vit_error *err);
 
 /* The vocabulary string of id (owned by tok), or NULL when id is out of range. */
 const char *tokenizer_piece(const tokenizer *tok, int id);

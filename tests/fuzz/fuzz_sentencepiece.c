@@ -28,7 +28,7 @@ static void check_siglip(const siglip_text *t, const uint8_t *text, size_t n) {
     for (int i = 0; i + 1 < n8 && i + 1 < n64; i++)
         if (ids8[i] != ids64[i]) abort();
     char out[1024];
-    if (siglip_text_decode(t, ids64, 64, out, sizeof out, &err) < 0) abort();
+    if (siglip_text_decode(t, ids64, 64, true, out, sizeof out, &err) < 0) abort();
 }
 
 static void check_spm(const spm *m, const uint8_t *text, size_t n) {

@@ -1,0 +1,271 @@
+/* XLMRobertaTokenizer over a SentencePiece model (see text/xlmr_text.h). Written from
+ * transformers' tokenization_xlm_roberta.py and the slow PreTrainedTokenizer it runs on. */
+#include "text/xlmr_text.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/added_tokens.h"
+#include "text/decode.h"
+#include "text/sentencepiece.h"
+#include "text/utf8.h"
+
+#define UNDERLINE "\xe2\x96\x81" /* U+2581, SentencePiece's word start */
+
+/* fairseq's first four ids, ahead of the model's pieces */
+static const char *const fairseq[4] = {"<s>", "<pad>", "</s>", "<unk>"};
+
+struct xlmr_text {
+    spm *model;
+    int pieces; /* the model's size: <mask> is pieces + 1 */
+    added_tokens added;
+    bool clean_up;
+    int max_len;
+    char *name; /* what errors call it: the model's name */
+};
+
+/* ---- ids ---- */
+
+/* get_vocab()'s id of content: fairseq's four, <mask>, a piece shifted by one; else -1. */
+static int vocab_lookup(const void *ctx, const char *content) {
+    const xlmr_text *t = ctx;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(content, fairseq[i]) == 0) return i;
+    if (strcmp(content, "<mask>") == 0) return t->pieces + 1;
+    const int id = spm_piece_id(t->model, content);
+    return id >= 3 ? id + 1 : -1; /* the model's 0..2 are behind fairseq's */
+}
+
+const char *xlmr_text_piece(const xlmr_text *t, int id) {
+    const int k = added_tokens_find_id(&t->added, id);
+    if (k >= 0) return t->added.tok[k].content;
+    if (id >= 0 && id < 4) return fairseq[id];
+    if (id == t->pieces + 1) return "<mask>";
+    return id > 0 && id <= t->pieces ? spm_piece(t->model, id - 1) : NULL;
+}
+
+int xlmr_text_vocab_size(const xlmr_text *t) {
+    return t->added.next_id > t->pieces + 2 ? t->added.next_id : t->pieces + 2;
+}
+
+int xlmr_text_max_len(const xlmr_text *t) {
+    return t->max_len;
+}
+
+int xlmr_text_bos_id(const xlmr_text *t) {
+    return added_tokens_named_id(&t->added, TOKEN_BOS);
+}
+
+int xlmr_text_eos_id(const xlmr_text *t) {
+    return added_tokens_named_id(&t->added, TOKEN_EOS);
+}
+
+int xlmr_text_pad_id(const xlmr_text *t) {
+    const int pad = added_tokens_named_id(&t->added, TOKEN_PAD);
+    return pad >= 0 ? pad : xlmr_text_eos_id(t);
+}
+
+/* ---- loading ---- */
+
+static int check_settings(const cJSON *config, const char *src, vit_error *err) {
+    const cJSON *cls = config ? cJSON_GetObjectItemCaseSensitive(config, "tokenizer_class") : NULL;
+    if (cls && !cJSON_IsNull(cls) &&
+        !(cJSON_IsString(cls) && (strcmp(cls->valuestring, "XLMRobertaTokenizer") == 0 ||
+                                  strcmp(cls->valuestring, "XLMRobertaTokenizerFast") == 0)))
+        return vit_fail(err, "%s: tokenizer_class %s is not XLMRobertaTokenizer", src,
+                        cJSON_IsString(cls) ? cls->valuestring : "(not a string)");
+    const cJSON *kwargs =
+        config ? cJSON_GetObjectItemCaseSensitive(config, "sp_model_kwargs") : NULL;
+    if (kwargs && !cJSON_IsNull(kwargs) && !(cJSON_IsObject(kwargs) && !kwargs->child))
+        return vit_fail(err, "%s: sp_model_kwargs (sampling) is not supported", src);
+    return 0;
+}
+
+/* The tokens around a text must exist. */
+static int check_tokens(const xlmr_text *t, const char *src, vit_error *err) {
+    const added_tokens *a = &t->added;
+    if (a->named[TOKEN_CLS] < 0 || a->named[TOKEN_SEP] < 0 || a->named[TOKEN_UNK] < 0)
+        return vit_fail(err, "%s: XLMRobertaTokenizer needs a cls_token, sep_token and unk_token",
+                        src);
+    return 0;
+}
+
+/* The tokens and settings of the files (the model loaded). */
+static int read_files(xlmr_text *t, const xlmr_text_sources *src, vit_error *err) {
+    static const char *const roberta[TOKEN_NAMES] = {"<s>",   "</s>", "<unk>", "</s>",
+                                                     "<pad>", "<s>",  "<mask>"};
+    added_token_defaults d = {.lookup = vocab_lookup, .ctx = t, .vocab_size = t->pieces + 2};
+    memcpy(d.content, roberta, sizeof roberta);
+    d.lstrip[TOKEN_MASK] = true; /* "Mask token behave like a normal word" */
+    cJSON *config = NULL, *map = NULL;
+    int rc = tokenizer_source_json(&src->config, &config, err);
+    if (rc == 0) rc = tokenizer_source_json(&src->special_tokens_map, &map, err);
+    if (rc == 0) rc = check_settings(config, src->config.name, err);
+    if (rc == 0)
+        rc = added_tokens_settings(config, src->config.name, &t->clean_up, &t->max_len, err);
+    if (rc == 0)
+        rc = added_tokens_read(&t->added, config, map, &d, src->config.name,
+                               src->special_tokens_map.name, err);
+    if (rc == 0) rc = check_tokens(t, src->config.name, err);
+    cJSON_Delete(config);
+    cJSON_Delete(map);
+    return rc;
+}
+
+int xlmr_text_load_memory(const xlmr_text_sources *src, xlmr_text **out, vit_error *err) {
+    *out = NULL;
+    if (!src->model.text) return vit_fail(err, "%s: no SentencePiece model", src->model.name);
+    xlmr_text *t = calloc(1, sizeof *t);
+    if (!t || !(t->name = strdup(src->model.name))) {
+        free(t);
+        return vit_fail(err, "%s: out of memory", src->model.name);
+    }
+    int rc = spm_load_memory(src->model.text, src->model.size, src->model.name, 0, &t->model, err);
+    if (rc == 0) {
+        t->pieces = spm_vocab_size(t->model);
+        rc = read_files(t, src, err);
+    }
+    if (rc != 0) {
+        xlmr_text_free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}
+
+int xlmr_text_load(const char *dir, xlmr_text **out, vit_error *err) {
+    if (!dir || !out) return vit_fail(err, "xlmr_text_load: missing dir or out");
+    *out = NULL;
+    /* the build's refusal first: without the library the folder's files do not matter */
+    if (!spm_library()) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/sentencepiece.bpe.model", dir);
+        spm *none;
+        return spm_load(path, 0, &none, err);
+    }
+    static const char *const names[] = {"sentencepiece.bpe.model", "tokenizer_config.json",
+                                        "special_tokens_map.json"};
+    char paths[3][4096];
+    xlmr_text_sources src;
+    memset(&src, 0, sizeof src);
+    tokenizer_source *all[] = {&src.model, &src.config, &src.special_tokens_map};
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < 3; i++)
+        rc = tokenizer_source_read(dir, names[i], i == 0, paths[i], sizeof paths[i], all[i], err);
+    if (rc == 0) rc = xlmr_text_load_memory(&src, out, err);
+    for (int i = 0; i < 3; i++) free((char *)all[i]->text);
+    return rc;
+}
+
+void xlmr_text_free(xlmr_text *t) {
+    if (!t) return;
+    spm_free(t->model);
+    added_tokens_free(&t->added);
+    free(t->name);
+    free(t);
+}
+
+/* ---- encoding ---- */
+
+/* The ids of one stretch of text cps[s.start..s.end), appended to ids[*count..cap). */
+static int encode_span(const xlmr_text *t, const int32_t *cps, text_span s, uint8_t *buf,
+                       int32_t *scratch, int32_t *ids, int *count, int cap, vit_error *err) {
+    size_t len = 0;
+    for (size_t i = s.start; i < s.end; i++) len += utf8_encode(cps[i], buf + len);
+    const int room = cap - *count;
+    const int got = spm_encode(t->model, (const char *)buf, len, scratch, room, err);
+    if (got < 0) return -1;
+    const int unk = added_tokens_named_id(&t->added, TOKEN_UNK);
+    for (int i = 0; i < got && i < room; i++) ids[(*count)++] = scratch[i] ? scratch[i] + 1 : unk;
+    return 0;
+}
+
+/* The text's code points (each invalid UTF-8 run one U+FFFD); returns their count. */
+static size_t code_points(const char *text, size_t len, int32_t *cps) {
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        const int32_t c = utf8_decode_replace((const uint8_t *)text, len, &i);
+        cps[n++] = c < 0 ? 0xFFFD : c;
+    }
+    return n;
+}
+
+int xlmr_text_encode(const xlmr_text *t, const char *text, size_t len, int max_len, int32_t *ids,
+                     vit_error *err) {
+    if (!t || !ids || (!text && len)) return vit_fail(err, "xlmr_text_encode: bad arguments");
+    if (max_len < 2)
+        return vit_fail(err, "%s: max_len %d leaves no room for <s> and </s>", t->name, max_len);
+    if (len > (size_t)INT_MAX / 16) return vit_fail(err, "%s: text too long", t->name);
+    int32_t *cps = malloc((len + 1) * sizeof *cps),
+            *scratch = malloc((size_t)max_len * sizeof *scratch);
+    text_span *spans = malloc((len + 1) * sizeof *spans);
+    uint8_t *buf = malloc(4 * len + 4);
+    int count = -1;
+    if (!cps || !scratch || !spans || !buf) {
+        vit_fail(err, "%s: out of memory for a text of %zu bytes", t->name, len);
+    } else {
+        const size_t n = code_points(text ? text : "", len, cps);
+        const size_t n_spans = added_tokens_split(&t->added, cps, n, spans);
+        const int cap = max_len - 1; /* </s> goes last */
+        count = 0;
+        ids[count++] = added_tokens_named_id(&t->added, TOKEN_CLS);
+        for (size_t i = 0; i < n_spans && count >= 0 && count < cap; i++) {
+            if (spans[i].tok >= 0)
+                ids[count++] = t->added.tok[spans[i].tok].id;
+            else if (encode_span(t, cps, spans[i], buf, scratch, ids, &count, cap, err) != 0)
+                count = -1;
+        }
+        if (count >= 0) ids[count++] = added_tokens_named_id(&t->added, TOKEN_SEP);
+    }
+    free(cps), free(scratch), free(spans), free(buf);
+    return count;
+}
+
+/* ---- decoding ---- */
+
+static const char *decode_token(const void *ctx, int32_t id) {
+    return xlmr_text_piece(ctx, id);
+}
+
+static bool decode_special(const void *ctx, int32_t id) {
+    return added_tokens_find_id(&((const xlmr_text *)ctx)->added, id) >= 0;
+}
+
+/* transformers' legacy added tokens: additional special tokens past the vocabulary. */
+static bool decode_standalone(const void *ctx, int32_t id) {
+    const xlmr_text *t = ctx;
+    const int k = added_tokens_find_id(&t->added, id);
+    return k >= 0 && t->added.tok[k].additional && id >= t->pieces + 2;
+}
+
+/* convert_tokens_to_string: joined, each "\u2581" a space, the ends stripped. */
+static void decode_join(const void *ctx, const int32_t *ids, const char *const *tokens, int n,
+                        text_buf *out) {
+    (void)ctx, (void)ids;
+    text_buf text = {0};
+    for (int i = 0; i < n; i++)
+        for (const char *p = tokens[i]; *p;) {
+            const bool underline = strncmp(p, UNDERLINE, 3) == 0;
+            text_buf_add(&text, underline ? " " : p, 1);
+            p += underline ? 3 : 1;
+        }
+    size_t a = 0, b = text.len;
+    py_strip(text.s ? text.s : "", &a, &b);
+    text_buf_add(out, text.s ? text.s + a : "", b - a);
+    if (text.failed) out->failed = true;
+    text_buf_free(&text);
+}
+
+int xlmr_text_decode(const xlmr_text *t, const int32_t *ids, int n, bool skip_special_tokens,
+                     char *out, size_t size, vit_error *err) {
+    const text_decoder d = {.ctx = t,
+                            .name = t->name,
+                            .token = decode_token,
+                            .special = decode_special,
+                            .standalone = decode_standalone,
+                            .join = decode_join,
+                            .clean_up = t->clean_up};
+    return text_decode(&d, ids, n, skip_special_tokens, out, size, err);
+}
