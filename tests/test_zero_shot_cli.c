@@ -583,10 +583,10 @@ static void test_tokenize_clip_micro(void **state) {
     expect_one_line(&r, "tokenize", "argument 1: invalid UTF-8 (1 byte; ");
     assert_non_null(strstr(r.out, "ids: 530 519 239 191 445 531\n"));
     test_run_free(&r);
-    /* an image model is refused, and so is no model */
+    /* a folder without tokenizer files (an image model) is refused, and so is no model */
     r = run(NULL, (const char *const[]){"tokenize", "-m", "models/fashion-vit", "cat", NULL});
     assert_int_equal(r.status, 1);
-    expect_one_line(&r, "tokenize", "not a text model");
+    expect_one_line(&r, "tokenize", "models/fashion-vit: no tokenizer files");
     test_run_free(&r);
     r = run(NULL, (const char *const[]){"tokenize", "cat", NULL});
     assert_int_equal(r.status, 2);
