@@ -264,13 +264,15 @@ static int process_operands(tokenize_run *r, const cli_parser *p) {
 /* ---- the command ---- */
 
 /* The cut every command makes: the tokenizer's model_max_length, within the text tower's
- * positions when the folder's config.json describes a text model. */
+ * positions when the folder's config.json describes a text model (or a VisionEncoderDecoder's
+ * decoder). */
 static int cut_length(const text_tokenizer *tok, const char *dir) {
     int max_len = text_tokenizer_max_len(tok);
     model_config cfg;
     vit_error err = {0};
     if (model_config_load_tower(dir, TOWER_TEXT, &cfg, &err) != 0) return max_len;
-    const int positions = cfg.kind == MODEL_BERT ? cfg.max_position_embeddings : 0;
+    const bool text = cfg.kind == MODEL_BERT || cfg.kind == MODEL_DECODER;
+    const int positions = text ? cfg.max_position_embeddings : 0;
     model_config_free(&cfg);
     if (positions > 0 && (max_len < 2 || max_len > positions)) max_len = positions;
     return max_len;
