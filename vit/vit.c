@@ -52,6 +52,10 @@ api_image_view api_image_context(vit_context *c) {
                             .explain = &c->explain};
 }
 
+const float *api_image_hidden(const vit_context *c) {
+    return vit_acts_hidden(&c->acts);
+}
+
 /* A failed forward's message, prefixed with the model it ran (the forward knows no path). */
 static int name_model(const vit_context *c, int rc, vit_error *err) {
     if (rc != 0 && err) {

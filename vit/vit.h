@@ -312,6 +312,68 @@ VIT_API int vit_text_top_k(const vit_text_context *ctx, const float *probs, int 
 VIT_API int vit_text_classify(vit_text_context *ctx, const char *text, int k, vit_prediction *top,
                               vit_error *err);
 
+/* ---- image to text: VisionEncoderDecoderModel (TrOCR, ViT-GPT2) ----
+ *
+ *   vit_gen_context *g = vit_gen_load("models/trocr", NULL, &err);
+ *   vit_generation out;
+ *   if (vit_generate_file(g, "line.png", NULL, &out, &err) == 0) puts(out.text);
+ *   vit_generation_free(&out, 1);
+ *   vit_gen_free(g);
+ *
+ * The image goes through the encoder once; the decoder then generates greedily or by beam search
+ * exactly as transformers' generate, with the settings of the folder's generation_config.json
+ * (else config.json's) unless the call gives others; each step runs the batch's images x beams as
+ * the rows of one matrix product per layer, over a cache of the earlier positions. Thread safety
+ * as for vit_context: one context computes at a time; vit_gen_share gives another over the same
+ * weights. */
+typedef struct vit_gen_context vit_gen_context;
+
+typedef struct {
+    vit_params image; /* threads, max_batch (images per call), backend, precision, decoding */
+    int max_beams;    /* the most beams a call may ask for (0: 8; at most 64) */
+} vit_gen_params;
+VIT_API vit_gen_params vit_gen_default_params(void);
+
+VIT_API vit_gen_context *vit_gen_load(const char *model_dir, const vit_gen_params *params,
+                                      vit_error *err);
+VIT_API vit_gen_context *vit_gen_share(const vit_gen_context *ctx, vit_error *err);
+VIT_API void vit_gen_free(vit_gen_context *ctx);
+/* The image context over the encoder: its preprocessing (vit_preprocess_*, vit_input_floats) and
+ * features (vit_embed) serve the generator too. Owned by ctx. */
+VIT_API vit_context *vit_gen_image_context(vit_gen_context *ctx);
+/* What computes the decoder: "oneDNN 2.6.3 (avx2), fp32" (owned by the context). */
+VIT_API const char *vit_gen_compute(const vit_gen_context *ctx);
+VIT_API int vit_gen_vocab_size(const vit_gen_context *ctx);
+
+/* transformers' GenerationConfig fields a call may set. */
+typedef struct {
+    int num_beams;            /* 1: greedy search */
+    int max_new_tokens;       /* > 0: at most this many tokens after the start token */
+    int max_length;           /* else the whole sequence's limit, the start token included */
+    int min_length;           /* the end token is barred before this length */
+    float length_penalty;     /* beam scores are sum(log p) / length^length_penalty */
+    int early_stopping;       /* beam search: 0 false (a heuristic), 1 true, 2 "never" */
+    int no_repeat_ngram_size; /* > 0: no n-gram of this size twice in a sequence */
+} vit_gen_options;
+/* The model's own settings (generation_config.json), to change before a call. */
+VIT_API vit_gen_options vit_gen_default_options(const vit_gen_context *ctx);
+
+typedef struct {
+    char *text;   /* the ids decoded to UTF-8, special tokens skipped */
+    int32_t *ids; /* the sequence, from the decoder's start token on (transformers' sequences) */
+    int num_ids;
+    float score; /* beam search: the sequence score (sequences_scores); greedy: the sum of the
+                  * chosen tokens' log-probabilities */
+} vit_generation;
+
+/* Text for each of batch preprocessed images (pixels [batch, C, H, W], batch <= the params'
+ * max_batch) into out[batch]; opt NULL: the model's settings. Free out with vit_generation_free. */
+VIT_API int vit_generate(vit_gen_context *ctx, const float *pixels, int batch,
+                         const vit_gen_options *opt, vit_generation *out, vit_error *err);
+VIT_API int vit_generate_file(vit_gen_context *ctx, const char *path, const vit_gen_options *opt,
+                              vit_generation *out, vit_error *err);
+VIT_API void vit_generation_free(vit_generation *g, int n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,6 +21,9 @@ typedef struct {
     explainer **explain; /* NULL until the first explanation */
 } api_image_view;
 api_image_view api_image_context(vit_context *ctx);
+/* The last forward's encoder output rows, [batch, tokens, hidden] (after the final LayerNorm for a
+ * VisionEncoderDecoder's encoder). */
+const float *api_image_hidden(const vit_context *ctx);
 
 /* Prepares m's linear layers on the backend and precision asked for (VIT_BACKEND_DEFAULT:
  * oneDNN where the build has it, else OpenBLAS), for batches of max_batch inputs of tokens

@@ -25,6 +25,7 @@ static const struct {
     {cli_embed, cli_embed_command},
     {cli_tokenize, cli_tokenize_command},
     {cli_search, cli_search_command},
+    {cli_generate, cli_generate_command},
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 
