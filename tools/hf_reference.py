@@ -226,7 +226,9 @@ def forward(w, cfg, pixels, attentions=False):
     "distillation_logits"), "states" (hidden states [B, T, D] after "embeddings", each
     "layer.L" and the final "layernorm"), "special" (1, or 2 for a DeiT) and, when asked,
     "attentions": each layer's softmax weights [B, H, T, T] (kept for backward when pixels
-    require grad). Computes in pixels' dtype; weights are converted to it."""
+    require grad). Weights without a head (a VisionEncoderDecoder's encoder, names without
+    "encoder.") give no logits: the last hidden state is states["layernorm"]. Computes in
+    pixels' dtype; weights are converted to it."""
     dt = pixels.dtype
     W = {k: v.to(dt) for k, v in w.items()}
     pre = prefix_of(W)
@@ -268,7 +270,7 @@ def forward(w, cfg, pixels, attentions=False):
     if "cls_classifier.weight" in W:
         cls, dist = lin(h[:, 0], "cls_classifier"), lin(h[:, 1], "distillation_classifier")
         out.update(logits=(cls + dist) / 2, cls_logits=cls, distillation_logits=dist)
-    else:
+    elif "classifier.weight" in W:
         out["logits"] = lin(h[:, 0], "classifier")  # a DeiT's distillation token unused
     return out
 
