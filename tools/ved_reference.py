@@ -57,8 +57,9 @@ golden.safetensors and golden.json:
   batch/ids [rows, t], batch/image_of_row [rows], batch/logits [rows, t, V]
                                       rows 0 and 1 share image 0 with different ids, row 2 image 1
 golden.json: the images, the ids, the config facts, the greedy ids (max_length 20) of the golden
-images with the smallest top-2 logit gap along them, and the float32 PyTorch forward's largest
-differences from the float64 one (encoder states and logits).
+images with the smallest top-2 logit gap along them, every name and shape in model.safetensors,
+and the float32 PyTorch forward's largest differences from the float64 one (encoder states and
+logits).
 
 The random weights are shaped so that generation is not trivial, and say so nowhere in the files:
 learned position tables carry a linear trend along one direction (a position signal), the
@@ -780,6 +781,7 @@ def write_goldens(out, name, model, spec, vocab, ids):
                    "config": config_facts(model, spec, ids),
                    "greedy_max_length_20": dict(zip(IMAGES, seqs)),
                    "greedy_smallest_top2_logit_gap": min(gaps),
+                   "model_tensors": {k: list(v.shape) for k, v in sorted(model.w.items())},
                    "float32_vs_float64_max_abs": worst}, f, indent=1)
     return worst, seqs
 
