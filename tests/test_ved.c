@@ -25,6 +25,7 @@
 
 #include "vit/core/gemm.h"
 #include "vit/io/model_dir.h"
+#include "vit/io/safetensors.h"
 #include "vit/model/decoder_model.h"
 #include "vit/model/vit_model.h"
 #include "vit/vit.h"
@@ -270,6 +271,152 @@ static void test_decoder_refusals(void **state) {
     decoder_close(&r);
 }
 
+/* ---- the folders real checkpoints come as, other precisions ---- */
+
+/* Decoder logits [STEPS, V] of the golden input on golden_dir's image 0 for the model in dir: the
+ * plain fp32 path, or oneDNN's prepared layers at a precision (prepared true). */
+static float *logits_of(const char *dir, const char *golden_dir, int prepared,
+                        gemm_precision precision) {
+    model m;
+    load(dir, TOWER_TEXT, &m);
+    size_t n;
+    float *states = test_golden_tensor(golden_dir, "image/rgb_64x48.png/encoder", &n);
+    float *ids = golden(golden_dir, "%sdecoder_input_ids", "", STEPS);
+    const int S = (int)(n / (size_t)m.cfg.encoder_hidden);
+    int32_t in[STEPS];
+    for (int t = 0; t < STEPS; t++) in[t] = (int32_t)ids[t];
+    float *logits = test_alloc_floats((size_t)STEPS * m.cfg.vocab_size);
+    vit_error err = {0};
+    decoder_acts a;
+    gemm_state *s = NULL;
+    if (decoder_acts_alloc(&a, &m, 1, STEPS, 1, S, &err) != 0) fail_msg("%s", err.msg);
+    if (prepared) {
+        if (model_prepare(&m, GEMM_ONEDNN, precision, 1, S, &err) != 0) fail_msg("%s", err.msg);
+        a.enc.gemm = s = model_gemm_state(&m, &err);
+    }
+    if (decoder_set_states(&m, &a, states, 1, S, 1, &err) != 0 ||
+        decoder_forward(&m, &a, in, 1, STEPS, 1, logits, &err) != 0)
+        fail_msg("%s", err.msg);
+    gemm_state_free(s);
+    decoder_acts_free(&a);
+    model_free(&m);
+    free(states), free(ids);
+    return logits;
+}
+
+static double max_difference(const float *a, const float *b, size_t n) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
+    return worst;
+}
+
+/* vit convert to F16 keeps the folder whole (generation settings, byte-level BPE files: the
+ * generator loads) and the logits within F16's rounding of the weights (11 significant bits:
+ * bound 0.05 on logits of magnitude ~5). */
+static void test_converted_to_f16(void **state) {
+    (void)state;
+    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
+        char out[512];
+        snprintf(out, sizeof out, "%s/f16-%zu", test_tmpdir(), k);
+        vit_error err = {0};
+        if (model_dir_convert(models[k], out, ST_F16, &err) != 0) fail_msg("%s", err.msg);
+        vit_gen_context *g = vit_gen_load(out, NULL, &err);
+        if (!g) fail_msg("%s", err.msg);
+        vit_gen_free(g);
+        float *want = logits_of(models[k], models[k], 0, PRECISION_FP32);
+        float *got = logits_of(out, models[k], 0, PRECISION_FP32);
+        model m;
+        load(models[k], TOWER_TEXT, &m);
+        const double d = max_difference(got, want, (size_t)STEPS * m.cfg.vocab_size);
+        print_message("%s as F16: logits within %.3g\n", models[k], d);
+        assert_true(d > 0 && d < 0.05);
+        model_free(&m);
+        free(want), free(got);
+    }
+}
+
+/* GPT-2 files written before transformers 4.31 also hold the attention masks as tensors
+ * (attn.bias BOOL [1, 1, n, n], attn.masked_bias F32 [], in both attentions): read past, unused. */
+static void test_old_gpt2_buffers_ignored(void **state) {
+    (void)state;
+    const char *dir = models[2];
+    char from[512], out[512], path[600];
+    snprintf(from, sizeof from, "%s/model.safetensors", dir);
+    snprintf(out, sizeof out, "%s/gpt2-buffers", test_tmpdir());
+    vit_error err = {0};
+    if (model_dir_convert(dir, out, ST_F32, &err) != 0) fail_msg("%s", err.msg);
+    st_file f;
+    if (st_open(from, &f, &err) != 0) fail_msg("%s", err.msg);
+    st_entry *e = calloc((size_t)f.count + 8, sizeof *e);
+    char names[8][96];
+    static uint8_t mask[32 * 32];
+    static const float masked_bias = -10000.0f;
+    for (int i = 0; i < f.count; i++)
+        e[i] = (st_entry){.name = f.tensors[i].name,
+                          .ndim = f.tensors[i].ndim,
+                          .data = f.tensors[i].data,
+                          .dtype = f.tensors[i].dtype};
+    for (int i = 0; i < f.count; i++) memcpy(e[i].shape, f.tensors[i].shape, sizeof e[i].shape);
+    int n = f.count;
+    for (int l = 0; l < 2; l++)
+        for (int x = 0; x < 2; x++) {
+            const char *part = x ? "crossattention" : "attn";
+            snprintf(names[n - f.count], 96, "decoder.transformer.h.%d.%s.bias", l, part);
+            e[n++] = (st_entry){.name = names[n - 1 - f.count],
+                                .ndim = 4,
+                                .shape = {1, 1, 32, 32},
+                                .data = mask,
+                                .dtype = ST_BOOL};
+            snprintf(names[n - f.count], 96, "decoder.transformer.h.%d.%s.masked_bias", l, part);
+            e[n++] = (st_entry){
+                .name = names[n - 1 - f.count], .ndim = 0, .data = &masked_bias, .dtype = ST_F32};
+        }
+    snprintf(path, sizeof path, "%s/model.safetensors", out);
+    if (st_write_f32(path, e, n, &err) != 0) fail_msg("%s", err.msg);
+    st_close(&f);
+    free(e);
+    float *want = logits_of(dir, dir, 0, PRECISION_FP32);
+    float *got = logits_of(out, dir, 0, PRECISION_FP32);
+    model m;
+    load(dir, TOWER_TEXT, &m);
+    assert_true(max_difference(got, want, (size_t)STEPS * m.cfg.vocab_size) == 0.0);
+    model_free(&m);
+    free(want), free(got);
+}
+
+/* bf16 and int8 (oneDNN) against fp32 on the decoder's logits, relative to the largest |logit|.
+ * bf16 rounds weights and activations to 8 significant bits (2^-9 relative each), int8 quantises
+ * weights per output channel and activations per row to 8 bits (1/127 of the row's range), in
+ * each of the decoder's ~10 matrix products in turn. Bounds 0.02 (bf16) and 0.08 (int8), measured
+ * here at most 0.007 and 0.034; a product quantised against the wrong scale moves them by far
+ * more. */
+static void test_precisions(void **state) {
+    (void)state;
+    if (!gemm_backend_available(GEMM_ONEDNN)) {
+        print_message("SKIP test_precisions: oneDNN is not built in\n");
+        skip();
+    }
+    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
+        model m;
+        load(models[k], TOWER_TEXT, &m);
+        const size_t n = (size_t)STEPS * m.cfg.vocab_size;
+        model_free(&m);
+        float *fp32 = logits_of(models[k], models[k], 0, PRECISION_FP32);
+        float *bf16 = logits_of(models[k], models[k], 1, PRECISION_BF16);
+        float *int8 = logits_of(models[k], models[k], 1, PRECISION_INT8);
+        double scale = 0; /* the logits' magnitude */
+        for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(fp32[i]));
+        const double db = max_difference(bf16, fp32, n) / scale;
+        const double di = max_difference(int8, fp32, n) / scale;
+        print_message("%s: bf16 within %.3g, int8 within %.3g of fp32, relative to the largest "
+                      "|logit| %.3g\n",
+                      models[k], db, di, scale);
+        assert_true(db > 0 && db < 0.02);
+        assert_true(di > 0 && di < 0.08);
+        free(fp32), free(bf16), free(int8);
+    }
+}
+
 /* ---- generation through the public API against generate.json ---- */
 
 static void options_from(const cJSON *o, vit_gen_options *opt) {
@@ -362,9 +509,10 @@ static void test_generate_goldens(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_encoder_states),         cmocka_unit_test(test_decoder_logits),
-        cmocka_unit_test(test_batch_rows_and_reorder), cmocka_unit_test(test_decoder_refusals),
-        cmocka_unit_test(test_generate_goldens),
+        cmocka_unit_test(test_encoder_states),           cmocka_unit_test(test_decoder_logits),
+        cmocka_unit_test(test_batch_rows_and_reorder),   cmocka_unit_test(test_decoder_refusals),
+        cmocka_unit_test(test_generate_goldens),         cmocka_unit_test(test_converted_to_f16),
+        cmocka_unit_test(test_old_gpt2_buffers_ignored), cmocka_unit_test(test_precisions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -189,13 +189,19 @@ int model_save(const char *dir, const model *m, const preprocess_config *pp, flo
     return rc;
 }
 
-/* Copies from to dir/name (atomically); a missing source is an error only when required. */
+/* Copies from to dir/name (atomically), byte for byte (a SentencePiece model is binary); a
+ * missing source is an error only when required. */
 static int copy_file(const char *from, const char *dir, const char *name, int required,
                      vit_error *err) {
     if (!required && access(from, F_OK) != 0) return 0;
-    char *text = vit_read_file(from, 64 << 20, NULL, err);
-    if (!text) return -1;
-    return save_text(dir, name, text, err);
+    size_t size;
+    char *bytes = vit_read_file(from, 64 << 20, &size, err);
+    if (!bytes) return -1;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    const int rc = write_file_atomic(path, bytes, size, err);
+    free(bytes);
+    return rc;
 }
 
 char *tokenizer_default_config(int max_len) {
@@ -393,7 +399,13 @@ int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, v
         int required;
     } files[] = {{"config.json", 1},
                  {"preprocessor_config.json", 0},
+                 {"generation_config.json", 0},
                  {"vocab.txt", 0},
+                 {"vocab.json", 0},
+                 {"merges.txt", 0},
+                 {"spiece.model", 0},
+                 {"sentencepiece.bpe.model", 0},
+                 {"added_tokens.json", 0},
                  {"tokenizer_config.json", 0},
                  {"special_tokens_map.json", 0}};
     char from[4096];

@@ -50,7 +50,8 @@ int model_load_tower(model *m, const char *model_dir, config_tower tower, vit_er
 /* A copy of model directory in_dir in out_dir (created if missing; not in_dir itself) with every
  * float tensor of model.safetensors stored as dtype (ST_F32, ST_F16 or ST_BF16, rounded to
  * nearest even), the other tensors and the metadata as they are, and config.json,
- * preprocessor_config.json and the tokenizer files copied. */
+ * preprocessor_config.json, generation_config.json and the tokenizer files (WordPiece, byte-level
+ * BPE, SentencePiece, with their settings) copied. */
 int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, vit_error *err);
 /* MODEL_DIR's preprocessing: preprocessor_config.json read against config.json's image_size and
  * num_channels (preprocess_config_read). */
