@@ -97,6 +97,7 @@ static void test_usage_errors(void **state) {
         {"serve", "extra", NULL},
         {"explain", "x.png", NULL},
         {"embed", "x.png", NULL},
+        {"generate", NULL},
         {"train", "--train", "data", NULL},
         {"train", "--train", "d", "--out", "o", "--init", "m", "--layers", "2", NULL},
     };
@@ -137,13 +138,14 @@ static void test_model_and_exif(void **state) {
         {"explain", image, "-o", out},
         {"embed", image, "-o", out},
         {"preprocess", image, "-o", out},
+        {"generate", image, NULL},
         {"text", "a sentence", NULL},
         {"tokenize", "a sentence", NULL},
         {"bench", NULL},
         {"info", NULL},
     };
     for (size_t i = 0; i < sizeof operands / sizeof operands[0]; i++) {
-        const int images = i < 6;
+        const int images = i < 7;
         const char *args[12] = {operands[i][0], "--model", missing};
         int n = 3;
         if (images) args[n++] = "--no-exif", args[n++] = "--exif";

@@ -1,0 +1,164 @@
+/* vit generate on the VisionEncoderDecoder micro models: the ids of image files read and
+ * preprocessed by vit equal those tools/ved_reference.py's float64 forward generates from Pillow's
+ * preprocessing (golden.json's greedy ids; generate.json's beam search), the plain output is the
+ * JSON's text, a batch gives what one image at a time gives, and the errors are one line. */
+#include "tests/testutil.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TROCR TEST_DATA "/ved-trocr-vit"
+#define GPT2  TEST_DATA "/ved-gpt2-vit"
+
+static const char *const images[] = {GOLDEN_IMAGES "/rgb_64x48.png",
+                                     GOLDEN_IMAGES "/tall_40x400.jpg",
+                                     GOLDEN_IMAGES "/palette_120x90.png"};
+
+static cJSON *read_json(const char *path) {
+    char *text = (char *)read_whole_file(path, NULL);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!root) fail_msg("%s: missing or not JSON", path);
+    return root;
+}
+
+/* The ids of a JSON line against a JSON array of ids. */
+static void expect_ids(const cJSON *line, const cJSON *want, const char *what) {
+    const cJSON *ids = cJSON_GetObjectItem(line, "ids");
+    int same = cJSON_GetArraySize(ids) == cJSON_GetArraySize(want);
+    for (int i = 0; same && i < cJSON_GetArraySize(want); i++)
+        same = cJSON_GetArrayItem(ids, i)->valueint == cJSON_GetArrayItem(want, i)->valueint;
+    if (!same) fail_msg("%s: ids differ from the reference's", what);
+}
+
+/* Runs vit generate with args, expecting exit 0 and one JSON line per image: lines[i]. */
+static int run_json(const char *const *args, cJSON **lines, int max) {
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    if (r.status != 0) fail_msg("vit generate: exit %d: %s", r.status, r.err);
+    int n = 0;
+    for (char *line = strtok(r.out, "\n"); line && n < max; line = strtok(NULL, "\n"))
+        if (!(lines[n++] = cJSON_Parse(line))) fail_msg("not a JSON line: %s", line);
+    test_run_free(&r);
+    return n;
+}
+
+/* Greedy with the folder's settings on each image file: golden.json's greedy ids (max_length 20,
+ * the folder's default), one file at a time and three in a batch. */
+static void test_greedy_files(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    cJSON *golden = read_json(TROCR "/golden.json");
+    const cJSON *greedy = cJSON_GetObjectItem(golden, "greedy_max_length_20");
+    cJSON *lines[3];
+    const char *const batch[] = {"generate", "-m",      TROCR,     "--json",  "-b",
+                                 "3",        images[0], images[1], images[2], NULL};
+    assert_int_equal(run_json(batch, lines, 3), 3);
+    for (int i = 0; i < 3; i++) {
+        const char *name = strrchr(images[i], '/') + 1;
+        expect_ids(lines[i], cJSON_GetObjectItem(greedy, name), name);
+        cJSON *one[1];
+        const char *const single[] = {"generate", "-m", TROCR, "--json", images[i], NULL};
+        assert_int_equal(run_json(single, one, 1), 1);
+        expect_ids(one[0], cJSON_GetObjectItem(greedy, name), "one image at a time");
+        assert_string_equal(cJSON_GetObjectItem(one[0], "text")->valuestring,
+                            cJSON_GetObjectItem(lines[i], "text")->valuestring);
+        cJSON_Delete(one[0]);
+        cJSON_Delete(lines[i]);
+    }
+    cJSON_Delete(golden);
+}
+
+/* --beams 3 and --beams 2 --length-penalty 0.5 --no-repeat-ngram 2 on GPT-2: generate.json's
+ * ids and scores for those options (image 0 alone). */
+static void test_beam_options(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    cJSON *cases = read_json(GPT2 "/generate.json");
+    static const struct {
+        const char *name, *args[6];
+    } runs[] = {{"beams-3", {"--beams", "3", NULL}},
+                {"beams-2-lp0.5-ng2",
+                 {"--beams", "2", "--length-penalty", "0.5", "--no-repeat-ngram", "2"}}};
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        const cJSON *want = NULL, *c;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItem(cases, "cases")) {
+            if (strcmp(cJSON_GetObjectItem(c, "name")->valuestring, runs[k].name) == 0 &&
+                cJSON_GetArraySize(cJSON_GetObjectItem(c, "batch")) == 1 &&
+                cJSON_GetArrayItem(cJSON_GetObjectItem(c, "batch"), 0)->valueint == 0)
+                want = cJSON_GetArrayItem(cJSON_GetObjectItem(c, "results"), 0);
+        }
+        assert_non_null(want);
+        const char *args[16] = {"generate", "-m", GPT2, "--json"};
+        int n = 4;
+        for (int i = 0; i < 6 && runs[k].args[i]; i++) args[n++] = runs[k].args[i];
+        args[n++] = images[0];
+        cJSON *line[1];
+        assert_int_equal(run_json(args, line, 1), 1);
+        expect_ids(line[0], cJSON_GetObjectItem(want, "ids"), runs[k].name);
+        const double score = cJSON_GetObjectItem(line[0], "score")->valuedouble;
+        assert_true(fabs(score - cJSON_GetObjectItem(want, "score")->valuedouble) <= 1e-4);
+        cJSON_Delete(line[0]);
+    }
+    cJSON_Delete(cases);
+}
+
+/* The plain output: the text alone for one image, "FILE: text" for several. */
+static void test_plain_output(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    cJSON *line[1];
+    const char *const json[] = {"generate", "-m", TROCR, "--json", images[2], NULL};
+    assert_int_equal(run_json(json, line, 1), 1);
+    const char *text = cJSON_GetObjectItem(line[0], "text")->valuestring;
+    test_run_result r =
+        test_run_vit(NULL, NULL, (const char *const[]){"generate", "-m", TROCR, images[2], NULL});
+    assert_int_equal(r.status, 0);
+    char want[512];
+    snprintf(want, sizeof want, "%s\n", text);
+    assert_string_equal(r.out, want);
+    test_run_free(&r);
+    r = test_run_vit(NULL, NULL,
+                     (const char *const[]){"generate", "-m", TROCR, images[2], images[2], NULL});
+    snprintf(want, sizeof want, "%s: %s\n%s: %s\n", images[2], text, images[2], text);
+    assert_string_equal(r.out, want);
+    test_run_free(&r);
+    cJSON_Delete(line[0]);
+}
+
+/* A classifier folder, an unreadable image among good ones, a bad option value. */
+static void test_errors(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    test_run_result r =
+        test_run_vit(NULL, NULL, (const char *const[]){"generate", "-m", MICRO_A, images[0], NULL});
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "not an image-to-text model"));
+    assert_ptr_equal(strchr(r.err, '\n'), r.err + strlen(r.err) - 1); /* one line */
+    test_run_free(&r);
+    const char *bad = write_temp_file("not-an-image.png", "nope", 4);
+    r = test_run_vit(NULL, NULL,
+                     (const char *const[]){"generate", "-m", TROCR, bad, images[0], NULL});
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "not-an-image.png"));
+    assert_non_null(strstr(r.out, images[0])); /* the good image is still read */
+    test_run_free(&r);
+    r = test_run_vit(NULL, NULL,
+                     (const char *const[]){"generate", "-m", TROCR, "--early-stopping", "maybe",
+                                           images[0], NULL});
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--early-stopping"));
+    test_run_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_greedy_files),
+        cmocka_unit_test(test_beam_options),
+        cmocka_unit_test(test_plain_output),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
