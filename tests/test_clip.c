@@ -44,25 +44,6 @@ static void expect_close(const char *what, const float *got, const float *want, 
     worst_seen = fmax(worst_seen, worst);
 }
 
-/* The model prepared on a backend (-1: unprepared, the plain fp32 layers) and a gemm_state. */
-static gemm_state *prepare(model *m, int backend, int batch, int tokens) {
-    vit_error err = {0};
-    if (backend < 0) return NULL;
-    if (model_prepare(m, backend, PRECISION_FP32, batch, tokens, &err) != 0)
-        fail_msg("model_prepare: %s", err.msg);
-    gemm_state *s = model_gemm_state(m, &err);
-    if (!s) fail_msg("model_gemm_state: %s", err.msg);
-    return s;
-}
-
-static int backends(int *list) {
-    int n = 0;
-    list[n++] = -1;
-    list[n++] = GEMM_OPENBLAS;
-    if (gemm_backend_available(GEMM_ONEDNN)) list[n++] = GEMM_ONEDNN;
-    return n;
-}
-
 static void image_tower(run *r) {
     model m;
     vit_error err = {0};
@@ -88,8 +69,8 @@ static void image_tower(run *r) {
         free(e);
     }
     int list[3];
-    for (int k = 0, nb = backends(list); k < nb; k++) {
-        gemm_state *s = prepare(&m, list[k], IMAGES, a.tokens);
+    for (int k = 0, nb = test_backends(list); k < nb; k++) {
+        gemm_state *s = test_prepare(&m, list[k], IMAGES, a.tokens);
         a.enc.gemm = s;
         if (vit_model_forward(&m, &a, pixels, IMAGES, NULL, got, &err) != 0)
             fail_msg("%s", err.msg);
@@ -104,7 +85,7 @@ static void image_tower(run *r) {
         gemm_state_free(s);
         model_unprepare(&m);
     }
-    r->backends = backends(list);
+    r->backends = test_backends(list);
     free(pixels);
     vit_acts_free(&a);
     model_free(&m);
@@ -142,8 +123,8 @@ static void text_tower(run *r) {
     if (bert_acts_alloc(&a, &m, TEXTS, T, 0, &err) != 0) fail_msg("%s", err.msg);
     float got[TEXTS * 64];
     int list[3];
-    for (int k = 0, nb = backends(list); k < nb; k++) {
-        gemm_state *s = prepare(&m, list[k], TEXTS, T);
+    for (int k = 0, nb = test_backends(list); k < nb; k++) {
+        gemm_state *s = test_prepare(&m, list[k], TEXTS, T);
         a.enc.gemm = s;
         if (bert_model_forward(&m, &a, packed, NULL, TEXTS, T, NULL, got, &err) != 0)
             fail_msg("%s", err.msg);

@@ -54,25 +54,6 @@ static float *golden(const char *dir, const char *fmt, const char *image, size_t
     return t;
 }
 
-/* The model prepared on a backend (-1: unprepared, the plain fp32 layers) and a gemm_state. */
-static gemm_state *prepare(model *m, int backend, int rows, int tokens) {
-    vit_error err = {0};
-    if (backend < 0) return NULL;
-    if (model_prepare(m, backend, PRECISION_FP32, rows, tokens, &err) != 0)
-        fail_msg("model_prepare: %s", err.msg);
-    gemm_state *s = model_gemm_state(m, &err);
-    if (!s) fail_msg("model_gemm_state: %s", err.msg);
-    return s;
-}
-
-static int backends(int *list) {
-    int n = 0;
-    list[n++] = -1;
-    list[n++] = GEMM_OPENBLAS;
-    if (gemm_backend_available(GEMM_ONEDNN)) list[n++] = GEMM_ONEDNN;
-    return n;
-}
-
 static void load(const char *dir, config_tower tower, model *m) {
     vit_error err = {0};
     if (model_load_tower(m, dir, tower, &err) != 0) fail_msg("%s", err.msg);
@@ -94,7 +75,7 @@ static void encoder_states(const char *dir, int backend) {
         memcpy(pixels + i * F, p, F * sizeof *p);
         free(p);
     }
-    gemm_state *s = prepare(&m, backend, IMAGES, a.tokens);
+    gemm_state *s = test_prepare(&m, backend, IMAGES, a.tokens);
     a.enc.gemm = s;
     if (vit_model_forward(&m, &a, pixels, IMAGES, NULL, NULL, &err) != 0) fail_msg("%s", err.msg);
     for (int i = 0; i < IMAGES; i++) {
@@ -111,7 +92,7 @@ static void encoder_states(const char *dir, int backend) {
 static void test_encoder_states(void **state) {
     (void)state;
     int list[3];
-    const int n = backends(list);
+    const int n = test_backends(list);
     for (size_t k = 0; k < sizeof models / sizeof models[0]; k++)
         for (int b = 0; b < n; b++) encoder_states(models[k], list[b]);
 }
@@ -147,7 +128,7 @@ static void decoder_open(decoder_run *r, const char *dir, int backend) {
     vit_error err = {0};
     if (decoder_acts_alloc(&r->a, &r->m, IMAGES, STEPS, IMAGES, r->S, &err) != 0)
         fail_msg("%s", err.msg);
-    r->s = prepare(&r->m, backend, IMAGES, r->S > STEPS ? r->S : STEPS);
+    r->s = test_prepare(&r->m, backend, IMAGES, r->S > STEPS ? r->S : STEPS);
     r->a.enc.gemm = r->s;
 }
 
@@ -203,7 +184,7 @@ static void decoder_logits(const char *dir, int backend) {
 static void test_decoder_logits(void **state) {
     (void)state;
     int list[3];
-    const int n = backends(list);
+    const int n = test_backends(list);
     for (size_t k = 0; k < sizeof models / sizeof models[0]; k++)
         for (int b = 0; b < n; b++) decoder_logits(models[k], list[b]);
 }
@@ -243,7 +224,7 @@ static void batch_rows(const char *dir, int backend) {
 static void test_batch_rows_and_reorder(void **state) {
     (void)state;
     int list[3];
-    const int n = backends(list);
+    const int n = test_backends(list);
     for (size_t k = 0; k < sizeof models / sizeof models[0]; k++)
         for (int b = 0; b < n; b++) batch_rows(models[k], list[b]);
 }

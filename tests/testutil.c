@@ -239,3 +239,21 @@ float *test_golden_tensor(const char *dir, const char *name, size_t *numel) {
     if (!t) fail_msg("%s: golden tensor %s missing", path, name);
     return t;
 }
+
+int test_backends(int *list) {
+    int n = 0;
+    list[n++] = -1;
+    list[n++] = GEMM_OPENBLAS;
+    if (gemm_backend_available(GEMM_ONEDNN)) list[n++] = GEMM_ONEDNN;
+    return n;
+}
+
+gemm_state *test_prepare(model *m, int backend, int batch, int tokens) {
+    vit_error err = {0};
+    if (backend < 0) return NULL;
+    if (model_prepare(m, (gemm_backend)backend, PRECISION_FP32, batch, tokens, &err) != 0)
+        fail_msg("model_prepare: %s", err.msg);
+    gemm_state *s = model_gemm_state(m, &err);
+    if (!s) fail_msg("model_gemm_state: %s", err.msg);
+    return s;
+}

@@ -10,6 +10,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "vit/core/gemm.h"
+#include "vit/model/params.h"
+
 /* The tests' own data, written by the float64 tools in tools/ (paths from the project root, where
  * the tests run): the micro ViTs with their goldens and the golden images they are computed on. */
 #define TEST_DATA     "tests/data"
@@ -89,6 +92,15 @@ float test_uniform(float lo, float hi);
 void test_fill(float *x, size_t n, float lo, float hi);
 /* n zeroed floats (fails the test when out of memory); free() them. */
 float *test_alloc_floats(size_t n);
+
+/* ---- running a model on each backend (test_clip, test_ved) ---- */
+
+/* The ways a model's layers run: -1 (unprepared: the plain fp32 layers), GEMM_OPENBLAS and, where
+ * built, GEMM_ONEDNN, into list[3]; returns their number. */
+int test_backends(int *list);
+/* m prepared in fp32 on backend for batch x tokens rows, and a gemm_state for it (NULL for -1,
+ * unprepared); fails the test on an error. */
+gemm_state *test_prepare(model *m, int backend, int batch, int tokens);
 
 /* ---- finite-difference gradient checks (test_gradcheck, test_bert_gradcheck) ---- */
 
