@@ -344,6 +344,9 @@ VIT_API vit_context *vit_gen_image_context(vit_gen_context *ctx);
 /* What computes the decoder: "oneDNN 2.6.3 (avx2), fp32" (owned by the context). */
 VIT_API const char *vit_gen_compute(const vit_gen_context *ctx);
 VIT_API int vit_gen_vocab_size(const vit_gen_context *ctx);
+/* The most tokens one call may generate (max_new_tokens): the decoder's positions (the last token
+ * generated is never run through it). */
+VIT_API int vit_gen_max_new_tokens(const vit_gen_context *ctx);
 
 /* transformers' GenerationConfig fields a call may set. */
 typedef struct {

@@ -5,14 +5,11 @@
 #include "vit/vit.h"
 
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "text/text_tokenizer.h"
 #include "vit/base/alloc.h"
-#include "vit/base/file.h"
 #include "vit/base/threads.h"
 #include "vit/gen/generate.h"
 #include "vit/io/model_dir.h"
@@ -66,20 +63,6 @@ static int require_ved(const char *dir, vit_error *err) {
                          dir);
 }
 
-/* generation_config.json where the folder has one, else config.json's keys (transformers reads
- * the one or the other: GenerationConfig.from_pretrained, else from_model_config). */
-static int read_gen_config(const char *dir, gen_config *cfg, vit_error *err) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/generation_config.json", dir);
-    if (access(path, F_OK) != 0) snprintf(path, sizeof path, "%s/config.json", dir);
-    char *json = vit_read_file(path, 16 << 20, NULL, err);
-    if (!json) return -1;
-    *cfg = gen_config_default();
-    const int rc = gen_config_read(json, path, cfg, err);
-    free(json);
-    return rc;
-}
-
 /* The decoder, its generation settings and tokenizer, prepared for images x max(beams, states)
  * rows: a step runs images x beams rows, the cross-attention's keys images x states. */
 static gen_weights *gen_weights_load(const char *dir, const vit_gen_params *p, int states,
@@ -92,7 +75,7 @@ static gen_weights *gen_weights_load(const char *dir, const vit_gen_params *p, i
     w->states = states;
     const int per_image = w->max_beams > states ? w->max_beams : states;
     if (model_load_tower(&w->dec, dir, TOWER_TEXT, err) == 0 &&
-        read_gen_config(dir, &w->gen, err) == 0 && text_tokenizer_load(dir, &w->tok, err) == 0 &&
+        gen_config_load(dir, &w->gen, err) == 0 && text_tokenizer_load(dir, &w->tok, err) == 0 &&
         api_prepare(&w->dec, p->image.backend, p->image.precision, w->max_images, per_image,
                     threads, w->compute, sizeof w->compute, err) == 0)
         return w;
@@ -166,6 +149,9 @@ const char *vit_gen_compute(const vit_gen_context *c) {
 }
 int vit_gen_vocab_size(const vit_gen_context *c) {
     return c->w->dec.cfg.vocab_size;
+}
+int vit_gen_max_new_tokens(const vit_gen_context *c) {
+    return c->w->dec.cfg.max_position_embeddings;
 }
 
 vit_gen_options vit_gen_default_options(const vit_gen_context *c) {

@@ -3,8 +3,12 @@
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "vit/base/file.h"
 #include "vit/base/json.h"
 #include "vit/gen/generate.h"
 
@@ -177,5 +181,17 @@ int gen_config_read(const char *json, const char *source, gen_config *cfg, vit_e
             : 0;
     cJSON_Delete(root);
     if (rc == 0) *cfg = c;
+    return rc;
+}
+
+int gen_config_load(const char *dir, gen_config *cfg, vit_error *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    if (access(path, F_OK) != 0) snprintf(path, sizeof path, "%s/config.json", dir);
+    char *json = vit_read_file(path, 16 << 20, NULL, err);
+    if (!json) return -1;
+    *cfg = gen_config_default();
+    const int rc = gen_config_read(json, path, cfg, err);
+    free(json);
     return rc;
 }

@@ -72,6 +72,11 @@ gen_config gen_config_default(void);
  * alone when a folder has one, else the same keys from config.json (from_model_config). */
 int gen_config_read(const char *json, const char *source, gen_config *cfg, vit_error *err);
 
+/* A model folder's settings as GenerationConfig.from_pretrained reads them: its
+ * generation_config.json alone when it has one, else config.json's keys (from_model_config), over
+ * gen_config_default(). */
+int gen_config_load(const char *dir, gen_config *cfg, vit_error *err);
+
 /* The model as generation sees it, called once per step with all `rows` running rows (batch x
  * num_beams; batch for greedy; row r belongs to batch item r / num_beams). On step 0 every row
  * is the start token alone (parent is NULL, tokens[r] the start token). On step s > 0, row r
