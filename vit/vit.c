@@ -300,14 +300,17 @@ int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_e
 
 /* Mean of the patch tokens of image b after the final LayerNorm (the special tokens, CLS and a
  * DeiT's distillation token, left out), into out [D]. */
-static void mean_patch_token(vit_context *c, int b, float *out) {
+/* normed: the rows are the final LayerNorm's already (a VisionEncoderDecoder's encoder). */
+static void mean_patch_token(vit_context *c, int b, int normed, float *out) {
     const int D = c->w->m.cfg.hidden_size, S = c->acts.special, N = c->acts.tokens - S;
     const float *x = vit_acts_hidden(&c->acts) + ((size_t)b * c->acts.tokens + S) * D;
-    layernorm_forward(c->tokens, NULL, NULL, x, c->w->m.final_ln_w, c->w->m.final_ln_b, N, D,
-                      c->w->m.cfg.layer_norm_eps);
+    if (!normed)
+        layernorm_forward(c->tokens, NULL, NULL, x, c->w->m.final_ln_w, c->w->m.final_ln_b, N, D,
+                          c->w->m.cfg.layer_norm_eps);
+    const float *rows = normed ? x : c->tokens;
     for (int d = 0; d < D; d++) {
         double sum = 0.0;
-        for (int i = 0; i < N; i++) sum += c->tokens[(size_t)i * D + d];
+        for (int i = 0; i < N; i++) sum += rows[(size_t)i * D + d];
         out[d] = (float)(sum / N);
     }
 }
@@ -338,12 +341,16 @@ int vit_embed(vit_context *c, const float *pixels, int B, vit_pool pool, float *
             c->w->model_dir);
     const threads_scope scope = threads_begin(c->threads);
     const int rc = vit_model_forward(&c->w->m, &c->acts, pixels, B, NULL, c->logits, err);
-    const size_t D = (size_t)c->w->m.cfg.hidden_size;
+    const size_t D = (size_t)c->w->m.cfg.hidden_size, T = (size_t)c->acts.tokens;
+    /* a VisionEncoderDecoder's encoder normalises every row in place (its CLS row among them) */
+    const int normed = c->w->m.cfg.opt.pool == POOL_ALL;
     for (int b = 0; rc == 0 && b < B; b++) {
         if (pool == VIT_POOL_CLS)
-            memcpy(features + b * D, vit_acts_cls(&c->acts) + b * D, D * sizeof(float));
+            memcpy(features + b * D,
+                   normed ? vit_acts_hidden(&c->acts) + b * T * D : vit_acts_cls(&c->acts) + b * D,
+                   D * sizeof(float));
         else
-            mean_patch_token(c, b, features + b * D);
+            mean_patch_token(c, b, normed, features + b * D);
     }
     threads_end(scope);
     return name_model(c, rc, err);

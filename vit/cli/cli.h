@@ -146,6 +146,12 @@ void cli_print_load_error(const char *command, const char *model_opt, const char
  * with their params; its folder into dir. NULL after reporting why, as cli_print_load_error. */
 vit_context *cli_load_image_model(const cli_command *cmd, const cli_common *c, char *dir,
                                   size_t size);
+/* The same for commands that need labels (classify, explain, eval): an image-to-text folder
+ * (VisionEncoderDecoderModel) is refused in one line pointing to vit generate. */
+vit_context *cli_load_classifier(const cli_command *cmd, const cli_common *c, char *dir,
+                                 size_t size);
+/* Whether dir's config.json is a VisionEncoderDecoderModel's (0 when unreadable). */
+int cli_is_image_to_text(const char *dir);
 /* The shared options' threads, batch (when set), backend and precision for a text model. */
 vit_text_params cli_text_params(const vit_params *p);
 

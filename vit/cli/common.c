@@ -9,6 +9,7 @@
 #include <cblas.h>
 
 #include "vit/cli/cli.h"
+#include "vit/model/config.h"
 
 #define DEFAULT_MODEL "vit-tiny-in1k"
 
@@ -82,6 +83,27 @@ vit_context *cli_load_image_model(const cli_command *cmd, const cli_common *c, c
     vit_context *ctx = vit_load(cli_model_dir(c->model, dir, size), &c->params, &err);
     if (!ctx) cli_print_load_error(cmd->name, c->model, dir, &err);
     return ctx;
+}
+
+int cli_is_image_to_text(const char *dir) {
+    model_config cfg;
+    vit_error err = {0};
+    if (model_config_load(dir, &cfg, &err) != 0) return 0; /* loading it says why */
+    const int ved = cfg.family == FAMILY_VED;
+    model_config_free(&cfg);
+    return ved;
+}
+
+vit_context *cli_load_classifier(const cli_command *cmd, const cli_common *c, char *dir,
+                                 size_t size) {
+    if (cli_is_image_to_text(cli_model_dir(c->model, dir, size))) {
+        fprintf(stderr,
+                "vit %s: %s is an image-to-text model (VisionEncoderDecoderModel), without "
+                "labels: vit generate -m %s IMAGE... writes each image's text\n",
+                cmd->name, dir, dir);
+        return NULL;
+    }
+    return cli_load_image_model(cmd, c, dir, size);
 }
 
 vit_text_params cli_text_params(const vit_params *p) {

@@ -146,7 +146,7 @@ int cli_explain(int argc, char **argv) {
         return 1;
     }
     char model_dir[4096];
-    vit_context *ctx = cli_load_image_model(&command, &o.common, model_dir, sizeof model_dir);
+    vit_context *ctx = cli_load_classifier(&command, &o.common, model_dir, sizeof model_dir);
     if (!ctx) return 1;
     if (o.label >= vit_num_labels(ctx)) {
         fprintf(stderr, "vit explain: --label %d: the model has classes 0..%d\n", o.label,

@@ -5,10 +5,12 @@
 
 #include "image/image.h"
 #include "text/sentencepiece.h"
+#include "text/text_tokenizer.h"
 #include "vit/io/model_dir.h"
 #include "vit/base/dist.h"
 #include "vit/cli/cli.h"
 #include "vit/core/gemm.h"
+#include "vit/gen/generate.h"
 #include "vit/model/params.h"
 
 enum { OPT_LABELS = 1 };
@@ -52,19 +54,25 @@ static void print_preprocessing(const char *dir) {
     printf("\n");
 }
 
+/* An image model's input, cost and preprocessing. */
+static void print_image_input(const model *m, const char *dir) {
+    const model_config *cfg = &m->cfg;
+    const int tokens = model_vit_tokens(m, cfg->image_size);
+    printf("input:          %d channel%s, %dx%d, patch %d (%d tokens)\n", cfg->num_channels,
+           cfg->num_channels > 1 ? "s" : "", cfg->image_size, cfg->image_size, cfg->patch_size,
+           tokens);
+    printf("flops/image:    %.3f GFLOP\n", model_flops(m, tokens) / 1e9);
+    print_preprocessing(dir);
+}
+
 static void print_input(const model *m, const char *dir) {
     const model_config *cfg = &m->cfg;
     if (cfg->kind == MODEL_VIT) {
-        const int tokens = model_vit_tokens(m, cfg->image_size);
         const char *deit = cfg->arch == ARCH_DEIT_TEACHER ? ", distillation token and head"
                            : cfg->arch == ARCH_DEIT       ? ", distillation token"
                                                           : "";
         printf("architecture:   %s (pre-LN encoder%s)\n", config_architecture(cfg), deit);
-        printf("input:          %d channel%s, %dx%d, patch %d (%d tokens)\n", cfg->num_channels,
-               cfg->num_channels > 1 ? "s" : "", cfg->image_size, cfg->image_size, cfg->patch_size,
-               tokens);
-        printf("flops/image:    %.3f GFLOP\n", model_flops(m, tokens) / 1e9);
-        print_preprocessing(dir);
+        print_image_input(m, dir);
     } else {
         printf("architecture:   %s (post-LN encoder)\n", config_architecture(cfg));
         printf("input:          up to %d tokens, vocabulary %d\n", cfg->max_position_embeddings,
@@ -119,6 +127,102 @@ static void print_joint(const model *image, const char *dir) {
            exp((double)image->logit_scale[0]), image->logit_bias ? " plus logit_bias" : "",
            image->logit_bias ? "a sigmoid per class (SigLIP)"
                              : "a softmax over the classes (CLIP)");
+}
+
+/* A VisionEncoderDecoder's decoder: its block, positions, embeddings, cross-attention and head. */
+static void print_decoder(const model_config *d) {
+    printf("decoder:        %s, %d layers %s, hidden %d, %d heads, ffn %d, %s\n",
+           config_architecture(d), d->num_layers, d->opt.post_norm ? "post-LN" : "pre-LN",
+           d->hidden_size, d->num_heads, d->intermediate_size, activation_name(d->act));
+    printf("                positions %s, %d", d->opt.sinusoidal ? "sinusoidal" : "learned",
+           d->max_position_embeddings);
+    if (d->opt.pos_offset) printf(" (offset %d)", d->opt.pos_offset);
+    if (d->opt.scale_embedding) printf("; token embeddings x sqrt(%d)", d->hidden_size);
+    if (d->opt.embed_norm) printf("; embedding LayerNorm");
+    if (d->opt.final_norm) printf("; final LayerNorm");
+    printf("\n                cross-attention over the encoder's states, ");
+    if (d->opt.enc_proj)
+        printf("through enc_to_dec_proj (%d -> %d)\n", d->encoder_hidden, d->hidden_size);
+    else if (d->cross_dim != d->hidden_size)
+        printf("keys and values at cross_attention_hidden_size %d\n", d->cross_dim);
+    else
+        printf("as wide as the decoder (%d)\n", d->hidden_size);
+    printf("                output head %s, vocabulary %d\n",
+           d->opt.tied_head ? "tied to the token embeddings" : "of its own", d->vocab_size);
+}
+
+/* " NAME ID", or " NAME unset" for an id of -1. */
+static void print_id(const char *name, int id) {
+    if (id >= 0)
+        printf(", %s %d", name, id);
+    else
+        printf(", %s unset", name);
+}
+
+/* The settings generate uses unless a call changes them (vit generate's options). */
+static void print_generation_settings(const char *dir) {
+    gen_config g;
+    vit_error err = {0};
+    if (gen_config_load(dir, &g, &err) != 0) {
+        printf("generation:     unreadable (%s)\n", err.msg);
+        return;
+    }
+    static const char *const early[] = {"false", "true", "\"never\""};
+    printf("generation:     num_beams %d (%s search), ", g.num_beams,
+           g.num_beams > 1 ? "beam" : "greedy");
+    if (g.max_new_tokens > 0)
+        printf("max_new_tokens %d", g.max_new_tokens);
+    else
+        printf("max_length %d", g.max_length);
+    printf(", min_length %d, length_penalty %g\n", g.min_length, g.length_penalty);
+    printf("                no_repeat_ngram_size %d, early_stopping %s; eos",
+           g.no_repeat_ngram_size, early[g.early_stopping]);
+    for (int i = 0; i < g.num_eos; i++) printf("%s%d", i ? "," : " ", g.eos_ids[i]);
+    if (g.num_eos == 0) printf(" unset");
+    print_id("pad", g.pad_token_id);
+    print_id("decoder_start", g.decoder_start_token_id);
+    print_id("bos", g.bos_token_id);
+    printf("\n");
+}
+
+static void print_tokenizer(const char *dir) {
+    text_tokenizer *t = NULL;
+    vit_error err = {0};
+    if (text_tokenizer_load(dir, &t, &err) != 0) {
+        printf("tokenizer:      not loadable: %s\n", err.msg);
+        return;
+    }
+    printf("tokenizer:      %s (%s), %d ids\n", text_tokenizer_class(t), text_tokenizer_kind(t),
+           text_tokenizer_vocab_size(t));
+    text_tokenizer_free(t);
+}
+
+/* A VisionEncoderDecoderModel folder: its encoder as an image model's, then the decoder, the
+ * tokenizer and the generation settings. */
+static void print_image_to_text(const model *enc, const char *dir) {
+    const model_config *c = &enc->cfg;
+    printf("architecture:   VisionEncoderDecoderModel, image to text (vit generate)\n");
+    print_image_input(enc, dir);
+    printf("encoder:        %s (pre-LN%s), %d layers, hidden %d, %d heads, mlp %d, %s, "
+           "layer_norm_eps %g%s\n",
+           c->arch == ARCH_VIT ? "ViTModel" : "DeiTModel",
+           c->arch == ARCH_VIT ? "" : ", distillation token", c->num_layers, c->hidden_size,
+           c->num_heads, c->intermediate_size, activation_name(c->act), c->layer_norm_eps,
+           c->qkv_bias ? "" : ", no qkv bias");
+    model dec;
+    vit_error err = {0};
+    if (model_load_tower(&dec, dir, TOWER_TEXT, &err) != 0) {
+        printf("decoder:        not loadable: %s\n", err.msg);
+        printf("parameters:     %zu (encoder)\n", model_live_params(enc));
+        return;
+    }
+    print_decoder(&dec.cfg);
+    print_tokenizer(dir);
+    print_generation_settings(dir);
+    printf("parameters:     %zu (encoder %zu, decoder %zu)\n",
+           model_live_params(enc) + model_live_params(&dec), model_live_params(enc),
+           model_live_params(&dec));
+    model_free(&dec);
 }
 
 /* Labels often contain commas themselves ("tench, Tinca tinca"): index and quote each. */
@@ -182,7 +286,9 @@ int cli_info(int argc, char **argv) {
     }
     const model_config *cfg = &m.cfg;
     printf("model:          %s\n", dir);
-    if (cfg->family != FAMILY_HF) {
+    if (cfg->family == FAMILY_VED) {
+        print_image_to_text(&m, dir);
+    } else if (cfg->family != FAMILY_HF) {
         print_joint(&m, dir);
         printf("parameters:     %zu (image tower)\n", model_live_params(&m));
     } else {
