@@ -28,10 +28,11 @@ typedef struct {
     int gate_open;
     int fail_forward;
     int batches, sizes[64], tasks[64];
-    int mixed;       /* a batch held jobs of more than one task */
-    int in_forward;  /* forward passes waiting at the gate */
-    int workers[64]; /* of each batch */
-    int done;        /* jobs whose done call ran */
+    int mixed;        /* a batch held jobs of more than one task */
+    int mixed_parity; /* a batch held odd and even numbers (same_batch keeps them apart) */
+    int in_forward;   /* forward passes waiting at the gate */
+    int workers[64];  /* of each batch */
+    int done;         /* jobs whose done call ran */
 } fake_model;
 
 static int fake_decode(void *self, serve_job *job, vit_error *err) {
@@ -57,7 +58,11 @@ static int fake_forward(void *self, int worker, serve_job *const *jobs, int n, v
         m->workers[m->batches] = worker;
     }
     m->batches++;
-    for (int i = 1; i < n; i++) m->mixed |= jobs[i]->task != jobs[0]->task;
+    for (int i = 1; i < n; i++) {
+        m->mixed |= jobs[i]->task != jobs[0]->task;
+        m->mixed_parity |=
+            (int)*(const float *)jobs[i]->input % 2 != (int)*(const float *)jobs[0]->input % 2;
+    }
     m->in_forward++;
     pthread_cond_broadcast(&m->changed);
     while (!m->gate_open) pthread_cond_wait(&m->changed, &m->lock);
@@ -352,6 +357,41 @@ static void test_two_workers(void **state) {
         assert_int_equal(s.jobs[i].status, SERVE_OK);
         assert_true(s.out[i] == 2.0f * i);
     }
+    serve_batcher_free(b);
+    fake_model_free(m);
+}
+
+/* The model's same_batch: numbers of one parity only (as generation's options). */
+static int same_parity(void *self, const serve_job *a, const serve_job *b) {
+    (void)self;
+    return (int)*(const float *)a->input % 2 == (int)*(const float *)b->input % 2;
+}
+
+/* Jobs of one task that the model's same_batch keeps apart run in batches of their own, each as
+ * large as it can be; without same_batch (above) they share one. */
+static void test_same_batch_keeps_jobs_apart(void **state) {
+    (void)state;
+    fake_model *m = fake_model_new();
+    const serve_model model = {
+        .self = m, .decode = fake_decode, .forward = fake_forward, .same_batch = same_parity};
+    const serve_batcher_options opt = {
+        .max_batch = 8, .batch_wait_ms = 5000, .max_queue = 64, .decode_threads = 2, .workers = 1};
+    vit_error err = {0};
+    serve_batcher *b = serve_batcher_create(&model, &opt, &err);
+    assert_non_null(b);
+    job_set s;
+    make_jobs(&s, m, 0, 7, 0);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[0], 1), SERVE_SUBMITTED);
+    await_forward(m);
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[1], 6), SERVE_SUBMITTED); /* 1..6 */
+    open_gate(m);
+    serve_batcher_drain(b);
+    assert_int_equal(m->batches, 3);
+    assert_int_equal(m->sizes[0], 1);
+    assert_int_equal(m->sizes[1], 3); /* 1, 3, 5 or 2, 4, 6 */
+    assert_int_equal(m->sizes[2], 3);
+    assert_false(m->mixed_parity);
+    for (int i = 0; i < 7; i++) assert_true(s.out[i] == 2.0f * i);
     serve_batcher_free(b);
     fake_model_free(m);
 }
@@ -736,6 +776,8 @@ static void test_metrics_text_format(void **state) {
     serve_metrics_batch(m, "classify", 3, 0.04);
     serve_metrics_batch(m, "classify", 8, 0.12);
     serve_metrics_queue_wait(m, 0.003);
+    serve_metrics_generated(m, 17);
+    serve_metrics_generated(m, 5);
     char *text = NULL;
     size_t size = 0;
     FILE *out = open_memstream(&text, &size);
@@ -750,6 +792,8 @@ static void test_metrics_text_format(void **state) {
         "vit_serve_errors_total{kind=\"bad_input\"} 0\n",
         "vit_serve_inputs_total{kind=\"image\"} 3\n",
         "vit_serve_batches_total{task=\"classify\"} 2\n",
+        "# TYPE vit_serve_generated_tokens_total counter\n",
+        "\nvit_serve_generated_tokens_total 22\n", /* a family of one series: no labels */
         "# TYPE vit_serve_batch_size histogram\n",
         "vit_serve_batch_size_bucket{le=\"2\"} 0\n",
         "vit_serve_batch_size_bucket{le=\"4\"} 1\n",
@@ -774,10 +818,106 @@ static void test_metrics_text_format(void **state) {
     serve_metrics_free(m);
 }
 
+/* ---- image to text ---- */
+
+#define VED TEST_DATA "/ved-trocr-vit" /* a random micro TrOCR */
+
+typedef struct {
+    pthread_mutex_t lock;
+    int batches, sizes[8], tasks[8];
+} batch_log;
+
+static void log_batch(void *user, int task, int size, double seconds) {
+    (void)seconds;
+    batch_log *l = user;
+    pthread_mutex_lock(&l->lock);
+    if (l->batches < 8) l->sizes[l->batches] = size, l->tasks[l->batches] = task;
+    l->batches++;
+    pthread_mutex_unlock(&l->lock);
+}
+
+/* got is what vit_generate_file gives for the image alone with the options. */
+static void assert_generated_alone(const vit_generation *got, const char *image,
+                                   const vit_gen_options *options) {
+    vit_error err = {0};
+    vit_gen_context *alone = vit_gen_load(VED, NULL, &err);
+    if (!alone) fail_msg("%s", err.msg);
+    vit_generation want;
+    assert_int_equal(vit_generate_file(alone, image, options, &want, &err), 0);
+    assert_string_equal(got->text, want.text);
+    assert_int_equal(got->num_ids, want.num_ids);
+    for (int t = 0; t < want.num_ids; t++) assert_int_equal(got->ids[t], want.ids[t]);
+    assert_true(fabs(got->score - want.score) <= 1e-4);
+    vit_generation_free(&want, 1);
+    vit_gen_free(alone);
+}
+
+/* Three images, each asked with two option sets, all submitted at once to two workers (the second
+ * on a vit_gen_share): two forward passes of three images (one vit_generate each), and each
+ * image's text, ids and score those of vit_generate_file alone with its options (score to 1e-4:
+ * a batch of three may round the logits otherwise). */
+static void test_generate_tasks_match_the_api(void **state) {
+    (void)state;
+    static const char *const images[] = {GOLDEN_IMAGES "/rgb_64x48.png",
+                                         GOLDEN_IMAGES "/tall_40x400.jpg",
+                                         GOLDEN_IMAGES "/palette_120x90.png"};
+    vit_gen_params params = vit_gen_default_params();
+    params.image.max_batch = 4;
+    params.max_beams = 4;
+    vit_error err = {0};
+    vit_gen_context *gen = vit_gen_load(VED, &params, &err);
+    if (!gen) fail_msg("%s", err.msg);
+    serve_tasks *tasks = serve_tasks_create_gen(gen, NULL, 4, 2, &err);
+    if (!tasks) fail_msg("%s", err.msg);
+    assert_int_equal(serve_task_outputs(tasks, SERVE_GENERATE), 0);
+    assert_string_equal(serve_task_name(SERVE_GENERATE), "generate");
+    batch_log log = {.batches = 0};
+    pthread_mutex_init(&log.lock, NULL);
+    const serve_model model = serve_tasks_model(tasks);
+    const serve_batcher_options opt = {.max_batch = 4,
+                                       .batch_wait_ms = 5000,
+                                       .max_queue = 16,
+                                       .decode_threads = 2,
+                                       .workers = 2,
+                                       .on_batch = log_batch,
+                                       .user = &log};
+    serve_batcher *b = serve_batcher_create(&model, &opt, &err);
+    assert_non_null(b);
+    vit_gen_options options[2] = {vit_gen_default_options(gen), vit_gen_default_options(gen)};
+    options[1].num_beams = 3, options[1].max_new_tokens = 8, options[1].no_repeat_ngram_size = 2;
+    serve_gen_request req[6];
+    serve_job jobs[6];
+    uint8_t *bytes[3];
+    for (int i = 0; i < 6; i++) {
+        size_t size = 0;
+        if (i < 3) assert_non_null(bytes[i] = read_whole_file(images[i], &size));
+        req[i] = (serve_gen_request){.image = bytes[i % 3],
+                                     .size = i < 3 ? size : req[i - 3].size,
+                                     .options = options[i % 2]};
+        jobs[i] = (serve_job){.task = SERVE_GENERATE, .data = &req[i], .done = count_done};
+    }
+    assert_int_equal(serve_batcher_submit(b, jobs, 6), SERVE_SUBMITTED);
+    serve_batcher_drain(b);
+    assert_int_equal(log.batches, 2);
+    assert_int_equal(log.sizes[0], 3);
+    assert_int_equal(log.sizes[1], 3);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(jobs[i].status, SERVE_OK);
+        assert_generated_alone(&req[i].result, images[i % 3], &options[i % 2]);
+        vit_generation_free(&req[i].result, 1);
+    }
+    serve_batcher_free(b);
+    serve_tasks_free(tasks);
+    for (int i = 0; i < 3; i++) free(bytes[i]);
+    pthread_mutex_destroy(&log.lock);
+    vit_gen_free(gen);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_concurrent_jobs_share_a_batch),
         cmocka_unit_test(test_max_batch_and_tasks),
+        cmocka_unit_test(test_same_batch_keeps_jobs_apart),
         cmocka_unit_test(test_queue_full),
         cmocka_unit_test(test_room_once_answered),
         cmocka_unit_test(test_failures),
@@ -791,6 +931,7 @@ int main(void) {
         cmocka_unit_test(test_class_cache_two_threads),
         cmocka_unit_test(test_joint_tasks_match_the_api),
         cmocka_unit_test(test_joint_tasks_two_workers),
+        cmocka_unit_test(test_generate_tasks_match_the_api),
         cmocka_unit_test(test_metrics_text_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

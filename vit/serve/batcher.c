@@ -67,13 +67,21 @@ static serve_job *list_pop(job_list *l) {
     return job;
 }
 
-/* Takes up to max jobs of the given task out of l, oldest first, into out. */
-static int list_take_task(job_list *l, int task, serve_job **out, int max) {
+/* Whether job may run in first's forward pass: the same task, and the model agrees. */
+static int batches_with(const serve_batcher *b, const serve_job *first, const serve_job *job) {
+    if (job->task != first->task) return 0;
+    return job == first || !b->model.same_batch || b->model.same_batch(b->model.self, first, job);
+}
+
+/* Takes up to max jobs that may share first's batch (first among them) out of l, oldest first,
+ * into out. */
+static int list_take_batch(const serve_batcher *b, job_list *l, const serve_job *first,
+                           serve_job **out, int max) {
     int n = 0;
     serve_job **link = &l->head;
     while (*link && n < max) {
         serve_job *job = *link;
-        if (job->task == task) {
+        if (batches_with(b, first, job)) {
             *link = job->next;
             out[n++] = job;
             l->count--;
@@ -86,9 +94,9 @@ static int list_take_task(job_list *l, int task, serve_job **out, int max) {
     return n;
 }
 
-static int count_task(const job_list *l, int task) {
+static int count_batch(const serve_batcher *b, const job_list *l, const serve_job *first) {
     int n = 0;
-    for (const serve_job *j = l->head; j; j = j->next) n += j->task == task;
+    for (const serve_job *j = l->head; j; j = j->next) n += batches_with(b, first, j);
     return n;
 }
 
@@ -148,10 +156,10 @@ static struct timespec deadline_after(double seconds_from_now) {
     return ts;
 }
 
-/* The batch of task, its first job ready until `until`, goes now. */
-static int batch_due(serve_batcher *b, int task, double until) {
+/* The batch of first, ready until `until`, goes now. */
+static int batch_due(serve_batcher *b, const serve_job *first, double until) {
     const int coming = b->decode.count + b->decoding > 0;
-    return count_task(&b->ready, task) >= b->opt.max_batch || !coming ||
+    return count_batch(b, &b->ready, first) >= b->opt.max_batch || !coming ||
            until - clock_seconds() <= 0 || b->quit;
 }
 
@@ -164,14 +172,13 @@ static int await_batch(serve_batcher *b, serve_job **batch) {
         while (!b->ready.head && !b->quit) pthread_cond_wait(&b->to_forward, &b->lock);
         if (!b->ready.head) return 0;
         const serve_job *first = b->ready.head;
-        const int task = first->task;
         const double until = first->ready_at + b->opt.batch_wait_ms * 1e-3;
-        while (b->ready.head == first && !batch_due(b, task, until)) {
+        while (b->ready.head == first && !batch_due(b, first, until)) {
             const struct timespec ts = deadline_after(until - clock_seconds());
             pthread_cond_timedwait(&b->to_forward, &b->lock, &ts);
         }
         if (b->ready.head != first) continue;
-        const int n = list_take_task(&b->ready, task, batch, b->opt.max_batch);
+        const int n = list_take_batch(b, &b->ready, first, batch, b->opt.max_batch);
         if (b->ready.head) pthread_cond_signal(&b->to_forward);
         return n;
     }

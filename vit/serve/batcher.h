@@ -32,7 +32,8 @@ typedef enum {
 typedef struct serve_job serve_job;
 struct serve_job {
     /* Set by the submitter, untouched by the batcher until done is called. */
-    int task;         /* the model's kind of work (jobs of one task share a batch) */
+    int task;         /* the model's kind of work (jobs of one task share a batch, as the
+                       * model's same_batch allows) */
     const void *data; /* the input (an encoded image, a text), alive until done */
     size_t size;
     float *out;                   /* where the model writes the job's answer */
@@ -61,6 +62,9 @@ typedef struct {
      * passes of different workers run at the same time. -1 with err: every one of them fails as
      * SERVE_FAILED. */
     int (*forward)(void *self, int worker, serve_job *const *jobs, int n, vit_error *err);
+    /* Whether two decoded jobs of one task may share a forward pass (generation's: only with the
+     * same options); NULL: any two may. Called with the batcher's lock held: it only compares. */
+    int (*same_batch)(void *self, const serve_job *a, const serve_job *b);
 } serve_model;
 
 typedef struct {

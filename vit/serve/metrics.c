@@ -29,7 +29,7 @@ struct serve_metrics {
     histogram request_seconds, queue_wait, forward_seconds, batch_size;
 };
 
-enum { REQUESTS, ERRORS, INPUTS, BATCHES };
+enum { REQUESTS, ERRORS, INPUTS, BATCHES, GENERATED };
 static const struct {
     const char *name, *help;
 } counter_families[] = {
@@ -37,6 +37,8 @@ static const struct {
     {"vit_serve_errors_total", "Requests refused, by kind."},
     {"vit_serve_inputs_total", "Images and texts answered."},
     {"vit_serve_batches_total", "Forward passes, by task."},
+    {"vit_serve_generated_tokens_total",
+     "Tokens generated for the images answered by /v1/generate (each start token not counted)."},
 };
 
 static const char *const error_kinds[SERVE_ERR_KINDS] = {
@@ -109,6 +111,7 @@ serve_metrics *serve_metrics_create(int max_batch) {
         snprintf(labels, sizeof labels, "kind=\"%s\"", error_kinds[k]);
         count(m, ERRORS, labels, 0); /* every kind shown, from 0 */
     }
+    count(m, GENERATED, "", 0);
     return m;
 }
 
@@ -137,6 +140,10 @@ void serve_metrics_inputs(serve_metrics *m, const char *kind, int n) {
     char labels[96];
     snprintf(labels, sizeof labels, "kind=\"%s\"", kind);
     count(m, INPUTS, labels, (unsigned long long)n);
+}
+
+void serve_metrics_generated(serve_metrics *m, long long tokens) {
+    count(m, GENERATED, "", (unsigned long long)tokens);
 }
 
 void serve_metrics_queue_wait(serve_metrics *m, double seconds) {
@@ -211,8 +218,10 @@ void serve_metrics_write(serve_metrics *m, const serve_gauges *g, FILE *out) {
         write_header(out, counter_families[f].name, "counter", counter_families[f].help);
         for (int i = 0; i < m->num_counters; i++) {
             const series *s = &m->counters[i];
-            if (strcmp(s->family, counter_families[f].name) == 0)
+            if (strcmp(s->family, counter_families[f].name) == 0 && s->labels[0])
                 fprintf(out, "%s{%s} %llu\n", s->family, s->labels, s->value);
+            else if (strcmp(s->family, counter_families[f].name) == 0) /* a family of one */
+                fprintf(out, "%s %llu\n", s->family, s->value);
         }
     }
     write_histogram(out, "vit_serve_request_duration_seconds",

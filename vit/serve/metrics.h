@@ -36,9 +36,11 @@ const char *serve_error_kind_name(serve_error_kind kind);
 void serve_metrics_error(serve_metrics *m, serve_error_kind kind);
 /* Inputs answered successfully, by kind ("image", "text"). */
 void serve_metrics_inputs(serve_metrics *m, const char *kind, int n);
+/* Tokens generated for images answered (the start tokens not counted). */
+void serve_metrics_generated(serve_metrics *m, long long tokens);
 /* One job's time from submission to the start of its forward pass. */
 void serve_metrics_queue_wait(serve_metrics *m, double seconds);
-/* One forward pass: its task ("classify", "embed", "text"), size and duration. */
+/* One forward pass: its task ("classify", "embed", "text", "generate"), size and duration. */
 void serve_metrics_batch(serve_metrics *m, const char *task, int size, double seconds);
 
 /* Values read at the time of writing. */

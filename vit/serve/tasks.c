@@ -6,16 +6,19 @@
 /* One worker's: its contexts (worker 0: the caller's; the others vit_share's over the same
  * weights) and its buffers. */
 typedef struct {
+    vit_gen_context *gen; /* an image-to-text model; image is then its encoder */
     vit_context *image;
     vit_text_context *text;
-    float *pixels;  /* [max_batch, C, H, W]: the batch's decoded images side by side */
-    float *outputs; /* [max_batch, the widest answer] */
+    vit_generation *generated; /* [max_batch] (gen) */
+    float *pixels;             /* [max_batch, C, H, W]: the batch's decoded images side by side */
+    float *outputs;            /* [max_batch, the widest answer] */
     const char **texts;
     size_t *lengths;
 } task_worker;
 
 struct serve_tasks {
-    vit_context *image; /* the caller's (worker 0's): decoding, and what the answers are */
+    vit_gen_context *gen; /* the caller's (worker 0's) */
+    vit_context *image;   /* the caller's (worker 0's): decoding, and what the answers are */
     vit_text_context *text;
     int max_batch, workers;
     task_worker *worker; /* [workers] */
@@ -26,7 +29,7 @@ const char *serve_task_name(serve_task task) {
         [SERVE_CLASSIFY] = "classify", [SERVE_EMBED_CLS] = "embed",
         [SERVE_EMBED_MEAN] = "embed",  [SERVE_TEXT] = "text",
         [SERVE_EMBED_JOINT] = "embed", [SERVE_EMBED_TEXT] = "embed_text",
-        [SERVE_CLASSES] = "classes"};
+        [SERVE_GENERATE] = "generate", [SERVE_CLASSES] = "classes"};
     return task >= SERVE_CLASSIFY && task <= SERVE_CLASSES ? names[task] : "unknown";
 }
 
@@ -49,6 +52,7 @@ size_t serve_task_outputs(const serve_tasks *t, serve_task task) {
         return t->image ? (size_t)vit_joint_dim(t->image) : 0;
     case SERVE_EMBED_TEXT:
         return t->text ? (size_t)text_embedding_size(t->text) + 1 : 0;
+    case SERVE_GENERATE:
     case SERVE_CLASSES:
         return 0;
     }
@@ -66,7 +70,7 @@ static size_t widest_output(const serve_tasks *t) {
 
 static int is_image_task(int task) {
     return task == SERVE_CLASSIFY || task == SERVE_EMBED_CLS || task == SERVE_EMBED_MEAN ||
-           task == SERVE_EMBED_JOINT;
+           task == SERVE_EMBED_JOINT || task == SERVE_GENERATE;
 }
 
 /* Images are preprocessed on the decode threads; texts are tokenized in the forward call. */
@@ -74,9 +78,27 @@ static int decode(void *self, serve_job *job, vit_error *err) {
     serve_tasks *t = self;
     if (!is_image_task(job->task)) return 0;
     if (!t->image) return vit_fail(err, "no image model");
+    if (job->task == SERVE_GENERATE && !t->gen) return vit_fail(err, "no image-to-text model");
+    const serve_gen_request *g = job->task == SERVE_GENERATE ? job->data : NULL;
     const size_t floats = vit_input_floats(t->image);
     if (!(job->input = malloc(sizeof(float) * floats))) return vit_fail(err, "out of memory");
-    return vit_preprocess_memory(t->image, job->data, job->size, job->input, err);
+    return vit_preprocess_memory(t->image, g ? g->image : job->data, g ? g->size : job->size,
+                                 job->input, err);
+}
+
+static int same_options(const vit_gen_options *a, const vit_gen_options *b) {
+    return a->num_beams == b->num_beams && a->max_new_tokens == b->max_new_tokens &&
+           a->max_length == b->max_length && a->min_length == b->min_length &&
+           a->length_penalty == b->length_penalty && a->early_stopping == b->early_stopping &&
+           a->no_repeat_ngram_size == b->no_repeat_ngram_size;
+}
+
+/* Images to text share a forward pass when they ask for the same options. */
+static int same_batch(void *self, const serve_job *a, const serve_job *b) {
+    (void)self;
+    if (a->task != SERVE_GENERATE) return 1;
+    return same_options(&((const serve_gen_request *)a->data)->options,
+                        &((const serve_gen_request *)b->data)->options);
 }
 
 static int forward_images(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
@@ -93,6 +115,21 @@ static int forward_images(task_worker *w, serve_job *const *jobs, int n, vit_err
     default:
         return vit_embed(w->image, w->pixels, n, VIT_POOL_MEAN, w->outputs, err);
     }
+}
+
+/* The batch's images (of equal options) in one vit_generate: images x beams rows a step. */
+static int forward_generate(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
+    const size_t floats = vit_input_floats(w->image);
+    for (int i = 0; i < n; i++)
+        memcpy(w->pixels + (size_t)i * floats, jobs[i]->input, sizeof(float) * floats);
+    const serve_gen_request *first = jobs[0]->data;
+    if (vit_generate(w->gen, w->pixels, n, &first->options, w->generated, err) != 0) return -1;
+    for (int i = 0; i < n; i++) {
+        serve_gen_request *req = (serve_gen_request *)jobs[i]->data; /* the submitter's */
+        req->result = w->generated[i];
+        w->generated[i] = (vit_generation){0};
+    }
+    return 0;
 }
 
 static int forward_texts(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
@@ -136,6 +173,9 @@ static int forward(void *self, int worker, serve_job *const *jobs, int n, vit_er
     task_worker *w = &t->worker[worker];
     const serve_task task = (serve_task)jobs[0]->task;
     if (task == SERVE_CLASSES) return forward_classes(w, jobs, n, err);
+    if (task == SERVE_GENERATE)
+        return w->gen ? forward_generate(w, jobs, n, err)
+                      : vit_fail(err, "no image-to-text model loaded");
     const size_t width = serve_task_outputs(t, task);
     if (width == 0) return vit_fail(err, "no model loaded for task %d", (int)task);
     const int rc =
@@ -148,10 +188,17 @@ static int forward(void *self, int worker, serve_job *const *jobs, int n, vit_er
 /* Worker i's contexts (shares of the caller's beyond the first) and buffers. */
 static int worker_init(serve_tasks *t, int i, vit_error *err) {
     task_worker *w = &t->worker[i];
-    w->image = i == 0 || !t->image ? t->image : vit_share(t->image, err);
+    if (t->gen) {
+        w->gen = i == 0 ? t->gen : vit_gen_share(t->gen, err);
+        w->image = w->gen ? vit_gen_image_context(w->gen) : NULL;
+    } else {
+        w->image = i == 0 || !t->image ? t->image : vit_share(t->image, err);
+    }
     w->text = i == 0 || !t->text ? t->text : vit_text_share(t->text, err);
     if ((t->image && !w->image) || (t->text && !w->text)) return -1;
     const size_t B = (size_t)t->max_batch;
+    if (t->gen && !(w->generated = calloc(B, sizeof *w->generated)))
+        return vit_fail(err, "out of memory");
     w->outputs = malloc(sizeof(float) * B * widest_output(t));
     w->pixels = t->image ? malloc(sizeof(float) * B * vit_input_floats(t->image)) : NULL;
     w->texts = malloc(sizeof *w->texts * B);
@@ -161,12 +208,13 @@ static int worker_init(serve_tasks *t, int i, vit_error *err) {
     return 0;
 }
 
-serve_tasks *serve_tasks_create(vit_context *image, vit_text_context *text, int max_batch,
-                                int workers, vit_error *err) {
+static serve_tasks *tasks_create(vit_gen_context *gen, vit_context *image, vit_text_context *text,
+                                 int max_batch, int workers, vit_error *err) {
     if (!image && !text) return vit_fail(err, "no model to serve"), NULL;
     serve_tasks *t = calloc(1, sizeof *t);
     if (!t) return vit_fail(err, "out of memory"), NULL;
-    *t = (serve_tasks){.image = image,
+    *t = (serve_tasks){.gen = gen,
+                       .image = image,
                        .text = text,
                        .max_batch = max_batch < 1 ? 1 : max_batch,
                        .workers = workers < 1 ? 1 : workers};
@@ -180,14 +228,30 @@ serve_tasks *serve_tasks_create(vit_context *image, vit_text_context *text, int 
     return t;
 }
 
+serve_tasks *serve_tasks_create(vit_context *image, vit_text_context *text, int max_batch,
+                                int workers, vit_error *err) {
+    return tasks_create(NULL, image, text, max_batch, workers, err);
+}
+
+serve_tasks *serve_tasks_create_gen(vit_gen_context *gen, vit_text_context *text, int max_batch,
+                                    int workers, vit_error *err) {
+    if (!gen) return vit_fail(err, "no image-to-text model"), NULL;
+    return tasks_create(gen, vit_gen_image_context(gen), text, max_batch, workers, err);
+}
+
 void serve_tasks_free(serve_tasks *t) {
     if (!t) return;
     for (int i = 0; t->worker && i < t->workers; i++) {
         task_worker *w = &t->worker[i];
-        if (i > 0) { /* the shares */
-            vit_free(w->image);
+        if (i > 0) { /* the shares (a generator's own its encoder's) */
+            if (t->gen)
+                vit_gen_free(w->gen);
+            else
+                vit_free(w->image);
             vit_text_free(w->text);
         }
+        vit_generation_free(w->generated, w->generated ? t->max_batch : 0);
+        free(w->generated);
         free(w->pixels);
         free(w->outputs);
         free(w->texts);
@@ -198,5 +262,5 @@ void serve_tasks_free(serve_tasks *t) {
 }
 
 serve_model serve_tasks_model(serve_tasks *t) {
-    return (serve_model){.self = t, .decode = decode, .forward = forward};
+    return (serve_model){.self = t, .decode = decode, .forward = forward, .same_batch = same_batch};
 }

@@ -1,10 +1,11 @@
 #ifndef VIT_SERVE_TASKS_H
 #define VIT_SERVE_TASKS_H
 
-/* The batcher's model for `vit serve`: a loaded image model (classify, embed) and/or a text model,
- * behind serve_model. Each job's data is an encoded image (PNG or JPEG, any format vit_preprocess_
- * memory reads) or a UTF-8 text, and its out gets serve_task_outputs floats; a class set's job
- * (SERVE_CLASSES) is the one exception, its data a serve_class_request. */
+/* The batcher's model for `vit serve`: a loaded image model (classify, embed), or an image-to-text
+ * model (generate; its encoder embeds), and/or a text model, behind serve_model. Each job's data
+ * is an encoded image (PNG or JPEG, any format vit_preprocess_memory reads) or a UTF-8 text, and
+ * its out gets serve_task_outputs floats; the exceptions are a class set's job (SERVE_CLASSES),
+ * whose data is a serve_class_request, and generation's (SERVE_GENERATE), a serve_gen_request. */
 
 #include <stddef.h>
 
@@ -22,8 +23,19 @@ typedef enum {
      * joint embedding (VIT_POOL_JOINT), a BERT the final hidden state at [CLS] (VIT_POOL_CLS, as
      * `vit embed` does): [joint dim or hidden, then 1] */
     SERVE_EMBED_TEXT,
-    SERVE_CLASSES /* a class set: data is a serve_class_request, out unused (no floats) */
+    SERVE_GENERATE, /* image -> text: data is a serve_gen_request, out unused (no floats) */
+    SERVE_CLASSES   /* a class set: data is a serve_class_request, out unused (no floats) */
 } serve_task;
+
+/* An image's text asked of a forward thread. The submitter owns it; jobs whose options are equal
+ * share a forward pass (one vit_generate over their images), and a job done with SERVE_OK has its
+ * result filled in (taken: the submitter frees it with vit_generation_free). */
+typedef struct {
+    const void *image; /* encoded, as the other image tasks' data */
+    size_t size;
+    vit_gen_options options;
+    vit_generation result;
+} serve_gen_request;
 
 /* A zero-shot class set asked of a forward thread: found in the cache or embedded there with that
  * worker's text context. The submitter owns it; the forward pass fills in set (taken: the
@@ -35,7 +47,8 @@ typedef struct {
     vit_error err;
 } serve_class_request;
 
-/* The task's name, for metrics: "classify", "embed", "text", "embed_text" or "classes". */
+/* The task's name, for metrics: "classify", "embed", "text", "embed_text", "generate" or
+ * "classes". */
 const char *serve_task_name(serve_task task);
 
 typedef struct serve_tasks serve_tasks;
@@ -46,11 +59,16 @@ typedef struct serve_tasks serve_tasks;
  * batcher must have as many workers. */
 serve_tasks *serve_tasks_create(vit_context *image, vit_text_context *text, int max_batch,
                                 int workers, vit_error *err);
+/* The same for an image-to-text model (loaded with max_batch >= max_batch), whose encoder
+ * (vit_gen_image_context) is the image model: each further worker generates and embeds with a
+ * vit_gen_share of it. */
+serve_tasks *serve_tasks_create_gen(vit_gen_context *gen, vit_text_context *text, int max_batch,
+                                    int workers, vit_error *err);
 void serve_tasks_free(serve_tasks *t);
 
 serve_model serve_tasks_model(serve_tasks *t);
 /* Floats one job of the task writes to its out; 0 when its model is not loaded (or the image
- * model is not a joint one, for SERVE_EMBED_JOINT), and for SERVE_CLASSES. */
+ * model is not a joint one, for SERVE_EMBED_JOINT), and for SERVE_CLASSES and SERVE_GENERATE. */
 size_t serve_task_outputs(const serve_tasks *t, serve_task task);
 
 #endif
