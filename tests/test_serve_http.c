@@ -31,7 +31,8 @@
 #define IMAGENET "models/vit-tiny-in1k" /* the default model */
 #define CLIP     "tests/data/clip-micro"
 #define BERT     "models/bert-sst2-tiny"
-#define MAX_BODY 2000000 /* the main server's --max-body-bytes */
+#define VED      "tests/data/ved-trocr-vit" /* a random micro TrOCR: ViT encoder, TrOCR decoder */
+#define MAX_BODY 2000000                    /* the main server's --max-body-bytes */
 
 static const char *const photos[] = {"examples/photos/cat.jpg", "examples/photos/coffee.jpg",
                                      "examples/photos/rocket.jpg"};
@@ -327,6 +328,7 @@ static void assert_refused(response r, int status, const char *says) {
 static server main_server;
 static int have_text;      /* ../shared's BERT is served too */
 static server clip_server; /* a joint model: tests/data/clip-micro with its text tower */
+static server gen_server;  /* an image-to-text model: VED, two workers */
 
 static int start_main(void **state) {
     (void)state;
@@ -357,6 +359,9 @@ static int start_main(void **state) {
                           "1",
                           NULL};
     if (main_server.pid != 0 && start_server(&clip_server, clip) != 0) clip_server.pid = 0;
+    const char *gen[] = {"-m", VED, "--max-beams", "6", "--max-queue", "32",
+                         "-t", "2", "--workers",   "2", NULL};
+    if (main_server.pid != 0 && start_server(&gen_server, gen) != 0) gen_server.pid = 0;
     return 0;
 }
 
@@ -364,6 +369,7 @@ static int stop_main(void **state) {
     (void)state;
     if (main_server.pid > 0) assert_int_equal(stop_server(&main_server, SIGTERM), 0);
     if (clip_server.pid > 0) assert_int_equal(stop_server(&clip_server, SIGTERM), 0);
+    if (gen_server.pid > 0) assert_int_equal(stop_server(&gen_server, SIGTERM), 0);
     return 0;
 }
 
@@ -371,6 +377,16 @@ static int stop_main(void **state) {
     do {                                                                                           \
         REQUIRE_BIN();                                                                             \
         if (clip_server.pid <= 0) {                                                                \
+            print_message("SKIP %s: this vit has no serve (built without libmicrohttpd)\n",        \
+                          __func__);                                                               \
+            skip();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+#define REQUIRE_GEN()                                                                              \
+    do {                                                                                           \
+        REQUIRE_BIN();                                                                             \
+        if (gen_server.pid <= 0) {                                                                 \
             print_message("SKIP %s: this vit has no serve (built without libmicrohttpd)\n",        \
                           __func__);                                                               \
             skip();                                                                                \
@@ -1008,15 +1024,20 @@ static void test_zero_shot_matches_library(void **state) {
 }
 
 /* A number of /metrics. */
-static double metric(int port, const char *name) {
+static double metric_or(int port, const char *name, double absent) {
     response r = request(port, "GET", "/metrics", NULL, NULL, 0);
     assert_int_equal(r.status, 200);
     char key[128];
     snprintf(key, sizeof key, "\n%s ", name);
     const char *at = strstr(r.body, key);
-    if (!at) fail_msg("no %s in /metrics", name);
-    const double v = strtod(at + strlen(key), NULL);
+    const double v = at ? strtod(at + strlen(key), NULL) : absent;
     response_free(&r);
+    return v;
+}
+
+static double metric(int port, const char *name) {
+    const double v = metric_or(port, name, NAN);
+    if (isnan(v)) fail_msg("no %s in /metrics", name);
     return v;
 }
 
@@ -1413,7 +1434,414 @@ static void test_joint_model_description(void **state) {
     free(log);
 }
 
+/* ---- image to text: POST /v1/generate on a VisionEncoderDecoderModel folder ---- */
+
+/* The images the generator tests send: PNG and JPEG, resized every way. */
+static const char *const ved_images[] = {GOLDEN_IMAGES "/rgb_64x48.png",
+                                         GOLDEN_IMAGES "/tall_40x400.jpg",
+                                         GOLDEN_IMAGES "/palette_120x90.png"};
+#define VED_IMAGES 3
+
+/* One of a request's options, by its name in the request, and vit generate's flag for it. */
+typedef struct {
+    const char *key, *value;
+} gen_option;
+
+static const struct {
+    const char *key, *flag;
+} gen_flags[] = {{"num_beams", "--beams"},
+                 {"max_new_tokens", "--max-tokens"},
+                 {"min_length", "--min-length"},
+                 {"length_penalty", "--length-penalty"},
+                 {"no_repeat_ngram_size", "--no-repeat-ngram"},
+                 {"early_stopping", "--early-stopping"}};
+
+/* Option sets (each ends at a NULL key): the model's own settings, greedy and beam search with
+ * every option. */
+#define GEN_CASES 6
+static const gen_option gen_cases[GEN_CASES][5] = {
+    {{NULL, NULL}},
+    {{"num_beams", "3"}, {"max_new_tokens", "10"}, {NULL, NULL}},
+    {{"num_beams", "2"},
+     {"early_stopping", "never"},
+     {"length_penalty", "0.5"},
+     {"no_repeat_ngram_size", "2"},
+     {NULL, NULL}},
+    {{"min_length", "12"}, {"max_new_tokens", "16"}, {NULL, NULL}},
+    {{"num_beams", "4"}, {"early_stopping", "true"}, {"min_length", "5"}, {NULL, NULL}},
+    {{"no_repeat_ngram_size", "1"}, {"length_penalty", "-1.5"}, {NULL, NULL}},
+};
+
+static const char *gen_flag(const char *key) {
+    for (size_t i = 0; i < sizeof gen_flags / sizeof gen_flags[0]; i++)
+        if (strcmp(key, gen_flags[i].key) == 0) return gen_flags[i].flag;
+    fail_msg("no flag for %s", key);
+    return NULL;
+}
+
+/* `vit generate -m model --json` with the options, for files: one object per file. */
+static cJSON *generate_json(const char *model, const gen_option *opts, const char *const *files,
+                            int n) {
+    const char *argv[64] = {"generate", "-m", model, "--json"};
+    int argc = 4;
+    for (; opts->key; opts++) argv[argc++] = gen_flag(opts->key), argv[argc++] = opts->value;
+    for (int i = 0; i < n; i++) argv[argc++] = files[i];
+    argv[argc] = NULL;
+    test_run_result run = test_run_vit(NULL, NULL, argv);
+    if (run.status != 0) fail_msg("vit generate: %s", run.err);
+    cJSON *all = cJSON_CreateArray();
+    for (char *line = strtok(run.out, "\n"); line; line = strtok(NULL, "\n"))
+        cJSON_AddItemToArray(all, cJSON_Parse(line));
+    test_run_free(&run);
+    assert_int_equal(cJSON_GetArraySize(all), n);
+    return all;
+}
+
+/* "num_beams=3&max_new_tokens=10" */
+static void gen_query(const gen_option *opts, char *out, size_t size) {
+    size_t n = 0;
+    out[0] = 0;
+    for (; opts->key && n < size; opts++)
+        n += (size_t)snprintf(out + n, size - n, "%s%s=%s", n ? "&" : "", opts->key, opts->value);
+}
+
+/* What the answer's "options" should say of key: the value asked for, else the model's setting,
+ * read here from its generation_config.json over GenerationConfig's defaults (with max_length
+ * standing for max_new_tokens when neither was asked). */
+static void assert_gen_option(const cJSON *options, const char *key, const gen_option *opts,
+                              const cJSON *model_cfg) {
+    static const gen_option defaults[] = {
+        {"num_beams", "1"},      {"max_length", "20"},          {"min_length", "0"},
+        {"length_penalty", "1"}, {"no_repeat_ngram_size", "0"}, {"early_stopping", "false"}};
+    const char *want = NULL;
+    for (const gen_option *o = opts; o->key && !want; o++)
+        if (strcmp(o->key, key) == 0) want = o->value;
+    const cJSON *own = cJSON_GetObjectItem(model_cfg, key),
+                *got = cJSON_GetObjectItem(options, key);
+    char text[64];
+    if (!want && cJSON_IsNumber(own))
+        snprintf(text, sizeof text, "%g", own->valuedouble), want = text;
+    if (!want && cJSON_IsBool(own)) want = cJSON_IsTrue(own) ? "true" : "false";
+    for (size_t i = 0; !want && i < sizeof defaults / sizeof defaults[0]; i++)
+        if (strcmp(defaults[i].key, key) == 0) want = defaults[i].value;
+    if (!got) fail_msg("no %s in %s", key, cJSON_PrintUnformatted(options));
+    if (cJSON_IsNumber(got))
+        assert_true(got->valuedouble == atof(want));
+    else if (cJSON_IsBool(got))
+        assert_string_equal(cJSON_IsTrue(got) ? "true" : "false", want);
+    else
+        assert_string_equal(got->valuestring, want);
+}
+
+static cJSON *read_json_file(const char *path) {
+    char *text = (char *)read_whole_file(path, NULL);
+    assert_non_null(text);
+    cJSON *json = cJSON_Parse(text);
+    free(text);
+    assert_non_null(json);
+    return json;
+}
+
+/* got (one image's answer) is vit generate's want: the same text and ids, the score to 1e-4
+ * (batches of other sizes and thread counts may round the logits differently), and the options
+ * it ran with. */
+static void assert_same_generation(const cJSON *got, const cJSON *want, const gen_option *opts,
+                                   const char *model) {
+    const cJSON *text = cJSON_GetObjectItem(got, "text"), *ids = cJSON_GetObjectItem(got, "ids");
+    if (!cJSON_IsString(text) || !cJSON_IsArray(ids))
+        fail_msg("no text and ids in %s", cJSON_PrintUnformatted(got));
+    assert_string_equal(text->valuestring, cJSON_GetObjectItem(want, "text")->valuestring);
+    const cJSON *want_ids = cJSON_GetObjectItem(want, "ids");
+    assert_int_equal(cJSON_GetArraySize(ids), cJSON_GetArraySize(want_ids));
+    for (int t = 0; t < cJSON_GetArraySize(ids); t++)
+        assert_int_equal(cJSON_GetArrayItem(ids, t)->valueint,
+                         cJSON_GetArrayItem(want_ids, t)->valueint);
+    assert_true(fabs(cJSON_GetObjectItem(got, "score")->valuedouble -
+                     cJSON_GetObjectItem(want, "score")->valuedouble) <= 1e-4);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/generation_config.json", model);
+    cJSON *model_cfg = read_json_file(path);
+    const cJSON *options = cJSON_GetObjectItem(got, "options");
+    const int new_tokens = cJSON_GetObjectItem(options, "max_new_tokens") != NULL;
+    const char *keys[] = {"num_beams",
+                          new_tokens ? "max_new_tokens" : "max_length",
+                          "min_length",
+                          "length_penalty",
+                          "no_repeat_ngram_size",
+                          "early_stopping"};
+    for (int k = 0; k < 6; k++) assert_gen_option(options, keys[k], opts, model_cfg);
+    cJSON_Delete(model_cfg);
+}
+
+/* Each option set for the three images: a form with the options as fields, and a JSON body of
+ * data URLs with the options as numbers (early_stopping: true, false or "never"), each answer
+ * vit generate's. */
+static void test_generate_matches_cli(void **state) {
+    (void)state;
+    REQUIRE_GEN();
+    for (int c = 0; c < GEN_CASES; c++) {
+        cJSON *want = generate_json(VED, gen_cases[c], ved_images, VED_IMAGES);
+        byte_buf form = {0};
+        cJSON *body = cJSON_CreateObject(), *urls = cJSON_AddArrayToObject(body, "images");
+        for (int i = 0; i < VED_IMAGES; i++) {
+            put_file_part(&form, ved_images[i]);
+            char *url = data_url(ved_images[i]);
+            cJSON_AddItemToArray(urls, cJSON_CreateString(url));
+            free(url);
+        }
+        for (const gen_option *o = gen_cases[c]; o->key; o++) {
+            put_field(&form, o->key, o->value, strlen(o->value));
+            cJSON_AddItemToObject(body, o->key,
+                                  strcmp(o->value, "never") == 0  ? cJSON_CreateString("never")
+                                  : strcmp(o->value, "true") == 0 ? cJSON_CreateTrue()
+                                  : strcmp(o->value, "false") == 0
+                                      ? cJSON_CreateFalse()
+                                      : cJSON_CreateNumber(atof(o->value)));
+        }
+        response r[2] = {post_form(gen_server.port, "/v1/generate", &form),
+                         post_json(gen_server.port, "/v1/generate", body)};
+        for (int k = 0; k < 2; k++) {
+            if (r[k].status != 200) fail_msg("case %d: %d %s", c, r[k].status, r[k].body);
+            const cJSON *results = cJSON_GetObjectItem(r[k].json, "results");
+            assert_int_equal(cJSON_GetArraySize(results), VED_IMAGES);
+            for (int i = 0; i < VED_IMAGES; i++) {
+                const cJSON *got = cJSON_GetArrayItem(results, i),
+                            *file = cJSON_GetObjectItem(got, "file");
+                if (k == 0) assert_string_equal(file->valuestring, strrchr(ved_images[i], '/') + 1);
+                assert_same_generation(got, cJSON_GetArrayItem(want, i), gen_cases[c], VED);
+            }
+            response_free(&r[k]);
+        }
+        cJSON_Delete(body);
+        cJSON_Delete(want);
+    }
+}
+
+/* Every option set for every image at once, each image a request of its own on its own
+ * connection, all sent before any answer is read: the batcher runs those asking the same options
+ * together and the others apart, and each answer is vit generate's. */
+static void concurrent_requests_match_cli(int port, const char *model) {
+    enum { N = GEN_CASES * VED_IMAGES };
+    cJSON *want[GEN_CASES];
+    for (int c = 0; c < GEN_CASES; c++)
+        want[c] = generate_json(model, gen_cases[c], ved_images, VED_IMAGES);
+    const char *batches = "vit_serve_batches_total{task=\"generate\"}";
+    const double batches_before = metric_or(port, batches, 0); /* none yet: absent */
+    int fds[N];
+    for (int j = 0; j < N; j++) {
+        char target[256] = "/v1/generate?", query[200];
+        gen_query(gen_cases[j / VED_IMAGES], query, sizeof query);
+        strcat(target, query);
+        size_t size;
+        uint8_t *bytes = read_whole_file(ved_images[j % VED_IMAGES], &size);
+        assert_true((fds[j] = connect_to(port)) >= 0);
+        send_request(fds[j], "POST", target, NULL, bytes, size);
+        free(bytes);
+    }
+    for (int j = 0; j < N; j++) {
+        response r = read_response(fds[j], 0);
+        close(fds[j]);
+        if (r.status != 200) fail_msg("request %d: %d %s", j, r.status, r.body);
+        const int c = j / VED_IMAGES;
+        assert_same_generation(r.json, cJSON_GetArrayItem(want[c], j % VED_IMAGES), gen_cases[c],
+                               model);
+        response_free(&r);
+    }
+    print_message("    %s: %d images with %d option sets in %.0f forward passes\n", model, N,
+                  GEN_CASES, metric(port, batches) - batches_before);
+    for (int c = 0; c < GEN_CASES; c++) cJSON_Delete(want[c]);
+}
+
+static void test_generate_concurrent_options(void **state) {
+    (void)state;
+    REQUIRE_GEN();
+    concurrent_requests_match_cli(gen_server.port, VED);
+}
+
+/* An option at its limits is served (the server goes on after any refusal). */
+static void expect_generate_served(int port) {
+    size_t size;
+    uint8_t *png = read_whole_file(ved_images[0], &size);
+    response r =
+        request(port, "POST", "/v1/generate?num_beams=6&max_new_tokens=32", NULL, png, size);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "options"), "num_beams")->valueint, 6);
+    response_free(&r);
+    free(png);
+}
+
+/* Each bad option in the query: 400 naming it and what it takes; the server goes on. */
+static void test_generate_bad_query(void **state) {
+    (void)state;
+    REQUIRE_GEN();
+    const int port = gen_server.port;
+    size_t size;
+    uint8_t *png = read_whole_file(ved_images[0], &size);
+    static const struct {
+        const char *query, *says;
+    } queries[] = {
+        {"num_beams=0", "invalid num_beams '0' (an integer from 1 to 6, the server's --max-beams)"},
+        {"num_beams=7", "invalid num_beams '7'"},
+        {"num_beams=two", "invalid num_beams 'two'"},
+        {"max_new_tokens=0", "invalid max_new_tokens '0'"},
+        {"max_new_tokens=33", "(an integer from 1 to 32, the decoder's positions)"},
+        {"min_length=-1", "invalid min_length '-1'"},
+        {"length_penalty=nan", "invalid length_penalty 'nan' (a number from -100 to 100)"},
+        {"length_penalty=1e9", "invalid length_penalty"},
+        {"no_repeat_ngram_size=65", "invalid no_repeat_ngram_size '65'"},
+        {"early_stopping=maybe", "invalid early_stopping 'maybe' (true, false or never)"},
+        {"num_beams=2&num_beams=3", "num_beams given more than once"},
+        {"k=3", "unknown query parameter 'k' (/v1/generate takes num_beams, max_new_tokens"},
+    };
+    for (size_t i = 0; i < sizeof queries / sizeof queries[0]; i++) {
+        char target[128];
+        snprintf(target, sizeof target, "/v1/generate?%s", queries[i].query);
+        assert_refused(request(port, "POST", target, NULL, png, size), 400, queries[i].says);
+    }
+    free(png);
+    expect_generate_served(port);
+}
+
+/* Bad options in a form and in a JSON body: 400 naming them; the server goes on. */
+static void test_generate_bad_form_json(void **state) {
+    (void)state;
+    REQUIRE_GEN();
+    const int port = gen_server.port;
+    byte_buf form = {0};
+    put_file_part(&form, ved_images[0]);
+    put_field(&form, "max_new_tokens", "ten", 3);
+    assert_refused(post_form(port, "/v1/generate", &form), 400, "invalid max_new_tokens 'ten'");
+    put_file_part(&form, ved_images[0]);
+    put_field(&form, "num_beams", "2", 1);
+    assert_refused(post_form(port, "/v1/generate?num_beams=2", &form), 400,
+                   "num_beams given more than once");
+    put_file_part(&form, ved_images[0]);
+    put_field(&form, "beams", "2", 1);
+    assert_refused(post_form(port, "/v1/generate", &form), 400,
+                   "unexpected form field 'beams' (send each image as a part named \"image\"; "
+                   "options: num_beams");
+    char *url = data_url(ved_images[0]);
+    static const struct {
+        const char *options, *says;
+    } bodies[] = {
+        {"\"num_beams\": \"3\"", "\"num_beams\" is not a number"},
+        {"\"num_beams\": 2.5", "invalid num_beams '2.5'"},
+        {"\"early_stopping\": 1", "\"early_stopping\" is not true, false or \"never\""},
+        {"\"early_stopping\": \"sometimes\"", "invalid early_stopping 'sometimes'"},
+        {"\"temperature\": 0.7", "unknown key \"temperature\" (a JSON body of /v1/generate has "
+                                 "\"images\" and the options num_beams"},
+        {"\"classes\": [\"cat\"]", "unknown key \"classes\""},
+        {"\"min_length\": 1, \"min_length\": 2", "min_length given more than once"},
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        char *body = malloc(strlen(url) + 256);
+        sprintf(body, "{\"images\": [\"%s\"], %s}", url, bodies[i].options);
+        assert_refused(request(port, "POST", "/v1/generate", "Content-Type: application/json\r\n",
+                               body, strlen(body)),
+                       400, bodies[i].says);
+        free(body);
+    }
+    free(url);
+    expect_generate_served(port);
+}
+
+/* /v1/classify on the generator and /v1/generate on a classifier and a joint model: 400 saying
+ * why. /v1/embed on the generator: its encoder's CLS feature, as vit embed gives it (which
+ * test_ved_commands checks against the goldens). */
+static void test_generate_model_kinds(void **state) {
+    (void)state;
+    REQUIRE_GEN();
+    assert_refused(post_file(gen_server.port, "/v1/classify", ved_images[0]), 400,
+                   "ved-trocr-vit is an image-to-text model (VisionEncoderDecoderModel), without "
+                   "labels: POST /v1/generate");
+    assert_refused(post_file(main_server.port, "/v1/generate", photos[0]), 400,
+                   "vit-tiny-in1k is not an image-to-text model");
+    if (clip_server.pid > 0)
+        assert_refused(post_file(clip_server.port, "/v1/generate", photos[0]), 400,
+                       "POST /v1/classify?classes=");
+    response r = post_file(gen_server.port, "/v1/embed", ved_images[1]);
+    assert_int_equal(r.status, 200);
+    const char *args[] = {"embed", "-m", VED, "-o", "-", ved_images[1], NULL};
+    test_run_result run = test_run_vit(NULL, NULL, args);
+    assert_int_equal(run.status, 0);
+    const cJSON *embedding = cJSON_GetObjectItem(r.json, "embedding");
+    assert_int_equal(cJSON_GetArraySize(embedding), 32); /* the encoder's hidden_size */
+    char *p = strchr(run.out, '\t');
+    for (int d = 0; d < 32; d++) {
+        const double x = strtod(p + 1, &p);
+        assert_true(fabs(cJSON_GetArrayItem(embedding, d)->valuedouble - x) <= 1e-5);
+    }
+    test_run_free(&run);
+    response_free(&r);
+}
+
+/* /v1/model says image to text, with the decoder and the limits; /metrics counts generate's
+ * requests and the tokens generated; the log names the model. */
+static void test_generate_description_metrics(void **state) {
+    (void)state;
+    REQUIRE_GEN();
+    response r = request(gen_server.port, "GET", "/v1/model", NULL, NULL, 0);
+    const cJSON *image = cJSON_GetObjectItem(r.json, "image");
+    assert_string_equal(cJSON_GetObjectItem(image, "task")->valuestring, "image-to-text");
+    assert_string_equal(cJSON_GetObjectItem(image, "architecture")->valuestring,
+                        "VisionEncoderDecoderModel");
+    const cJSON *decoder = cJSON_GetObjectItem(image, "decoder");
+    assert_string_equal(cJSON_GetObjectItem(decoder, "architecture")->valuestring,
+                        "TrOCRForCausalLM");
+    assert_int_equal(cJSON_GetObjectItem(decoder, "vocabulary")->valueint, 300);
+    assert_null(cJSON_GetObjectItem(image, "labels"));
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(image, "generation"), "max_new_tokens_limit")
+            ->valueint,
+        32);
+    response_free(&r);
+    r = request(main_server.port, "GET", "/v1/model", NULL, NULL, 0);
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "image"), "task")->valuestring,
+        "image-classification");
+    response_free(&r);
+    const char *ok = "vit_serve_requests_total{endpoint=\"/v1/generate\",code=\"200\"}",
+               *tokens = "vit_serve_generated_tokens_total";
+    const double ok_before = metric(gen_server.port, ok),
+                 tokens_before = metric(gen_server.port, tokens);
+    byte_buf form = {0};
+    for (int i = 0; i < VED_IMAGES; i++) put_file_part(&form, ved_images[i]);
+    r = post_form(gen_server.port, "/v1/generate?num_beams=2", &form);
+    assert_int_equal(r.status, 200);
+    int generated = 0;
+    for (int i = 0; i < VED_IMAGES; i++)
+        generated += cJSON_GetArraySize(cJSON_GetObjectItem(
+                         cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "results"), i), "ids")) -
+                     1; /* the start token */
+    response_free(&r);
+    assert_true(metric(gen_server.port, ok) == ok_before + 1);
+    assert_true(metric(gen_server.port, tokens) == tokens_before + generated);
+    response after = request(gen_server.port, "GET", "/metrics", NULL, NULL, 0);
+    assert_non_null(strstr(after.body, "vit_serve_batches_total{task=\"generate\"}"));
+    response_free(&after);
+    char *log = read_log(&gen_server);
+    assert_non_null(strstr(log, "image-to-text model " VED " ("));
+    assert_non_null(strstr(log, "2 workers x 1 thread"));
+    free(log);
+}
+
 /* ---- servers of their own ---- */
+
+/* The other micro models, a GPT-2 decoder (through enc_to_dec_proj) and TrOCR's sinusoidal
+ * positions over a DeiT, each served by two workers over one copy of the weights: concurrent
+ * requests as above. */
+static void test_generate_other_models(void **state) {
+    (void)state;
+    static const char *const models[] = {"tests/data/ved-gpt2-vit",
+                                         "tests/data/ved-trocr-sin-deit"};
+    for (int m = 0; m < 2; m++) {
+        server s;
+        START_OR_SKIP(&s, "-m", models[m], "-t", "2", "--workers", "2", "--quiet");
+        concurrent_requests_match_cli(s.port, models[m]);
+        assert_int_equal(stop_server(&s, SIGTERM), 0);
+    }
+}
 
 /* SigLIP's image tower without its text tower (the folder has no tokenizer here): served for
  * image embeddings (its joint ones: no CLS token), zero-shot and texts refused saying why. */
@@ -1700,7 +2128,14 @@ int main(void) {
         cmocka_unit_test(test_embeddings_without_joint_model),
         cmocka_unit_test(test_joint_bad_requests),
         cmocka_unit_test(test_joint_model_description),
+        cmocka_unit_test(test_generate_matches_cli),
+        cmocka_unit_test(test_generate_concurrent_options),
+        cmocka_unit_test(test_generate_bad_query),
+        cmocka_unit_test(test_generate_bad_form_json),
+        cmocka_unit_test(test_generate_model_kinds),
+        cmocka_unit_test(test_generate_description_metrics),
         /* servers of their own */
+        cmocka_unit_test(test_generate_other_models),
         cmocka_unit_test(test_siglip_without_text_tower),
         cmocka_unit_test(test_joint_model_with_text_model),
         cmocka_unit_test(test_queue_full_gives_503),

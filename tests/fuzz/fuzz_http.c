@@ -73,7 +73,7 @@ static void start_server(void) {
     app.quiet = 1;
     app.metrics = serve_metrics_create(4);
     app.model_json =
-        serve_model_json(IMAGE_MODEL, app.image, app.text ? TEXT_MODEL : NULL, app.text);
+        serve_model_json(IMAGE_MODEL, app.image, NULL, app.text ? TEXT_MODEL : NULL, app.text);
     app.tasks = serve_tasks_create(app.image, app.text, 4, 1, &err);
     if (!app.metrics || !app.model_json || !app.tasks) fail("set-up", err.msg);
     const serve_batcher_options bo = {.max_batch = 4,

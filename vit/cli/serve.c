@@ -13,6 +13,7 @@
 #include "vit/base/threads.h"
 #include "vit/cli/cli.h"
 #include "vit/cli/serve.h"
+#include "vit/gen/generate.h"
 
 enum {
     OPT_TEXT_MODEL = 1,
@@ -28,11 +29,14 @@ enum {
     OPT_CLASSES,
     OPT_PROMPTS,
     OPT_CLASS_CACHE,
+    OPT_MAX_BEAMS,
     OPT_QUIET,
 };
 
 static const cli_option options[] = {
-    CLI_MODEL_OPTION("the image model", CLI_MODEL_DEFAULT),
+    CLI_MODEL_OPTION("the image model: a classifier, a joint model (CLIP, SigLIP) or an "
+                     "image-to-text model (VisionEncoderDecoderModel)",
+                     CLI_MODEL_DEFAULT),
     {OPT_TEXT_MODEL, "text-model", 0, "DIR",
      "a text model for POST /v1/text (without -m and $VIT_MODEL: text only); a joint model (CLIP, "
      "SigLIP) given to -m serves its own text tower",
@@ -63,6 +67,10 @@ static const cli_option options[] = {
      "10000"},
     {OPT_CLASS_CACHE, "class-cache", 0, "N",
      "zero-shot class sets kept embedded (those used longest ago make way)", "16"},
+    {OPT_MAX_BEAMS, "max-beams", 0, "N",
+     "image to text: the most beams a request may ask for (each worker holds max-batch x N "
+     "sequences)",
+     "8"},
     CLI_THREADS_OPTION,
     CLI_SIZE_OPTION("run at N x N pixels (position embeddings interpolated as Hugging Face does)"),
     CLI_PIXELS_OPTION,
@@ -84,6 +92,10 @@ static const cli_command command = {
     "service. A joint model (CLIP, SigLIP) serves both towers: POST /v1/classify?classes=cat,dog\n"
     "(&template=a photo of a {}.) classifies zero-shot against the names given, POST\n"
     "/v1/embeddings takes OpenAI's {\"input\": [...]} of texts and data:image/...;base64 URLs.\n"
+    "An image-to-text model (TrOCR, ViT-GPT2) writes each image's text: POST /v1/generate takes\n"
+    "images as /v1/classify does, with generate's options (num_beams, max_new_tokens, min_length,\n"
+    "length_penalty, no_repeat_ngram_size, early_stopping) in the query, the form or the JSON\n"
+    "body; images asking the same options run together in one vit_generate call.\n"
     "Concurrent requests are decoded in parallel and run together in one forward pass;\n"
     "with --workers N, N forward passes run at once, each on its share of the threads.\n"
     "One line per request goes to standard error (--quiet: none).",
@@ -97,7 +109,7 @@ const cli_command *cli_serve_command(void) {
 typedef struct {
     const char *model_opt, *text_dir;
     vit_params params;
-    int batch_wait_ms, decode_threads, workers, class_cache;
+    int batch_wait_ms, decode_threads, workers, class_cache, max_beams;
     serve_app app;
 } serve_options;
 
@@ -132,6 +144,8 @@ static int serve_option(const cli_parser *p, int id, void *user) {
         return cli_int(p, 1, 1 << 24, &o->app.max_prompts);
     case OPT_CLASS_CACHE:
         return cli_int(p, 1, 4096, &o->class_cache);
+    case OPT_MAX_BEAMS:
+        return cli_int(p, 1, 64, &o->max_beams);
     case OPT_QUIET:
         return o->app.quiet = 1, 0;
     }
@@ -156,6 +170,7 @@ typedef struct {
     char image_dir[4096];
     const char *text_dir; /* --text-model, or a joint model's folder */
     char model_name[256];
+    vit_gen_context *gen; /* an image-to-text model: image is its encoder */
     vit_context *image;
     vit_text_context *text;
     serve_class_cache *classes;
@@ -169,14 +184,30 @@ static void on_batch(void *user, int task, int size, double seconds) {
     serve_metrics_batch(user, serve_task_name((serve_task)task), size, seconds);
 }
 
+/* --max-beams, or more when the model's own settings ask for more (its requests without options
+ * run with them). */
+static int model_beams(const char *dir, int max_beams) {
+    gen_config g;
+    vit_error err = {0};
+    if (gen_config_load(dir, &g, &err) != 0) return max_beams; /* loading says why */
+    return g.num_beams > max_beams ? g.num_beams : max_beams;
+}
+
 /* The image model: -m, else $VIT_MODEL, else the shipped one unless a text model alone was asked
  * for. */
 static int load_image_model(service *s, serve_options *o) {
     const char *env = getenv("VIT_MODEL");
     if (!o->model_opt && !(env && *env) && o->text_dir) return 0;
     vit_error err = {0};
-    s->image =
-        vit_load(cli_model_dir(o->model_opt, s->image_dir, sizeof s->image_dir), &o->params, &err);
+    const char *dir = cli_model_dir(o->model_opt, s->image_dir, sizeof s->image_dir);
+    if (cli_is_image_to_text(dir)) {
+        vit_gen_params gp = vit_gen_default_params();
+        gp.image = o->params;
+        gp.max_beams = o->max_beams = model_beams(dir, o->max_beams);
+        if ((s->gen = vit_gen_load(dir, &gp, &err))) s->image = vit_gen_image_context(s->gen);
+    } else {
+        s->image = vit_load(dir, &o->params, &err);
+    }
     if (!s->image) cli_print_load_error("serve", o->model_opt, s->image_dir, &err);
     return s->image ? 0 : -1;
 }
@@ -247,8 +278,10 @@ static int start_service(service *s, serve_options *o) {
     vit_error err = {0};
     s->metrics = serve_metrics_create(o->params.max_batch);
     name_model(s);
-    s->model_json = serve_model_json(s->image_dir, s->image, s->text_dir, s->text);
-    s->tasks = serve_tasks_create(s->image, s->text, o->params.max_batch, o->workers, &err);
+    s->model_json = serve_model_json(s->image_dir, s->image, s->gen, s->text_dir, s->text);
+    s->tasks = s->gen
+                   ? serve_tasks_create_gen(s->gen, s->text, o->params.max_batch, o->workers, &err)
+                   : serve_tasks_create(s->image, s->text, o->params.max_batch, o->workers, &err);
     if (!s->metrics || !s->model_json || !s->tasks) {
         fprintf(stderr, "vit serve: %s\n", err.msg[0] ? err.msg : "out of memory");
         return -1;
@@ -275,7 +308,10 @@ static void stop_service(service *s) {
     serve_class_cache_free(s->classes);
     serve_metrics_free(s->metrics);
     free(s->model_json);
-    vit_free(s->image);
+    if (s->gen)
+        vit_gen_free(s->gen); /* and its encoder, s->image */
+    else
+        vit_free(s->image);
     vit_text_free(s->text);
 }
 
@@ -320,7 +356,11 @@ static int wait_stop_signal(int timeout_ms) {
 
 static void announce(const serve_options *o, const service *s, const char *bound) {
     fprintf(stderr, "vit serve: listening on http://%s", bound);
-    if (s->image) fprintf(stderr, "; image model %s (%s)", s->image_dir, vit_compute(s->image));
+    if (s->gen)
+        fprintf(stderr, "; image-to-text model %s (%s; decoder %s)", s->image_dir,
+                vit_compute(s->image), vit_gen_compute(s->gen));
+    else if (s->image)
+        fprintf(stderr, "; image model %s (%s)", s->image_dir, vit_compute(s->image));
     if (s->text && s->text_dir == s->image_dir)
         fprintf(stderr, "; its text tower (%s), joint dim %d", vit_text_compute(s->text),
                 vit_text_joint_dim(s->text));
@@ -354,6 +394,9 @@ static int serve_until_stopped(serve_options *o) {
         return 1;
     }
     serve_app *app = &o->app;
+    app->gen = s.gen;
+    if (s.gen) app->gen_defaults = vit_gen_default_options(s.gen);
+    app->max_beams = o->max_beams;
     app->image = s.image;
     app->text = s.text;
     app->model_name = s.model_name;
@@ -390,6 +433,7 @@ int cli_serve(int argc, char **argv) {
                        .decode_threads = cores > 0 ? (int)cores : 1,
                        .workers = 1,
                        .class_cache = 16,
+                       .max_beams = 8,
                        .app = {.host = "127.0.0.1",
                                .port = 8080,
                                .max_connections = 64,

@@ -26,11 +26,14 @@ typedef struct {
     int max_classes;       /* class names in one zero-shot request */
     int max_prompts;       /* class names times templates in one zero-shot request */
     /* what serves */
-    vit_context *image;         /* NULL: no image model */
-    vit_text_context *text;     /* NULL: no text model; a joint image model's: its text tower */
-    const char *model_name;     /* "model" in /v1/embeddings answers: the model folder's name */
-    const char *model_json;     /* the GET /v1/model answer */
-    serve_class_cache *classes; /* zero-shot class sets (a joint model with its text tower) */
+    vit_gen_context *gen;         /* an image-to-text model (image is then its encoder), or NULL */
+    vit_gen_options gen_defaults; /* its generation settings, which a request's options change */
+    int max_beams;                /* the most beams a request may ask for (--max-beams) */
+    vit_context *image;           /* NULL: no image model */
+    vit_text_context *text;       /* NULL: no text model; a joint image model's: its text tower */
+    const char *model_name;       /* "model" in /v1/embeddings answers: the model folder's name */
+    const char *model_json;       /* the GET /v1/model answer */
+    serve_class_cache *classes;   /* zero-shot class sets (a joint model with its text tower) */
     serve_tasks *tasks;
     serve_batcher *batcher;
     serve_metrics *metrics;
@@ -52,8 +55,9 @@ void serve_http_quiesce(serve_http *h);
 /* Closes every connection and stops the threads (the batcher must have no job left). */
 void serve_http_stop(serve_http *h);
 
-/* GET /v1/model's answer: what `vit info` says of the models, as one JSON object (malloc'ed). */
-char *serve_model_json(const char *image_dir, const vit_context *image, const char *text_dir,
-                       const vit_text_context *text);
+/* GET /v1/model's answer: what `vit info` says of the models, as one JSON object (malloc'ed).
+ * gen: image is its encoder, and the decoder and the generation settings are described too. */
+char *serve_model_json(const char *image_dir, const vit_context *image, const vit_gen_context *gen,
+                       const char *text_dir, const vit_text_context *text);
 
 #endif

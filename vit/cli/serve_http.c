@@ -56,6 +56,11 @@ struct serve_http {
 
 /* ---- routes ---- */
 
+/* /v1/generate's options (gen_keys, below), as vit generate's: transformers' GenerationConfig's
+ * names. */
+#define GEN_OPTION_NAMES                                                                           \
+    "num_beams, max_new_tokens, min_length, length_penalty, no_repeat_ngram_size, early_stopping"
+
 typedef enum {
     EP_HEALTH,
     EP_METRICS,
@@ -64,6 +69,7 @@ typedef enum {
     EP_EMBED,
     EP_TEXT,
     EP_EMBEDDINGS,
+    EP_GENERATE,
     EP_OTHER
 } endpoint;
 
@@ -79,6 +85,7 @@ static const struct {
     [EP_EMBED] = {"/v1/embed", 1, "pool"},
     [EP_TEXT] = {"/v1/text", 1, "k, threshold, logits"},
     [EP_EMBEDDINGS] = {"/v1/embeddings", 1, "none"},
+    [EP_GENERATE] = {"/v1/generate", 1, GEN_OPTION_NAMES},
     [EP_OTHER] = {"other", 0, ""},
 };
 
@@ -98,6 +105,17 @@ typedef struct {
 
 /* The longest class name or template, in bytes. */
 #define MAX_CLASS_BYTES 300
+
+/* /v1/generate's options, as vit generate's: the names a request gives them (transformers'
+ * GenerationConfig's), and the limits of those that have no other (vit generate's). */
+enum { GEN_BEAMS, GEN_MAX_NEW, GEN_MIN_LENGTH, GEN_PENALTY, GEN_NO_REPEAT, GEN_EARLY, GEN_KEYS };
+static const char *const gen_keys[GEN_KEYS] = {
+    "num_beams",      "max_new_tokens",       "min_length",
+    "length_penalty", "no_repeat_ngram_size", "early_stopping"};
+#define MAX_MIN_LENGTH  4096
+#define MAX_PENALTY     100.0
+#define MAX_NO_REPEAT   64
+#define GEN_FIELD_BYTES 32 /* a form field's value */
 
 typedef struct {
     char *name;     /* the form part's file name, or NULL */
@@ -143,9 +161,17 @@ typedef struct {
     byte_buf classes_field;            /* a form's "classes" fields, joined by commas */
     serve_class_request class_request; /* the class set asked of a forward thread */
     serve_class_set *class_set;        /* the set the answers use (taken; released at the end) */
-    /* /v1/embeddings: the floats of each embedding as base64, the texts' tokens */
+    /* /v1/embeddings: the floats of each embedding as base64, the texts' tokens (/v1/generate:
+     * the tokens generated) */
     int base64;
     long long tokens;
+    /* /v1/generate: its options (the model's, with those asked for over them), a bit for each
+     * asked for (once only), a form's option fields as they came, and what each input's job asks
+     * and gets */
+    vit_gen_options gen;
+    unsigned gen_given, gen_in_form;
+    char gen_field[GEN_KEYS][GEN_FIELD_BYTES];
+    serve_gen_request *gens;
     /* its jobs: one per input, then the class set's when it is to be embedded */
     serve_job *jobs;
     int num_jobs;
@@ -193,6 +219,8 @@ static void request_free(request *r) {
     cJSON_Delete(r->json);
     for (int i = 0; r->results && i < r->num_inputs; i++) free(r->results[i].text);
     free(r->results);
+    for (int i = 0; r->gens && i < r->num_inputs; i++) vit_generation_free(&r->gens[i].result, 1);
+    free(r->gens);
     free(r->prepared.text);
     free(r->jobs);
     free(r->outputs);
@@ -452,6 +480,116 @@ static int check_zero_shot(request *r) {
     return 0;
 }
 
+/* ---- /v1/generate's options ---- */
+
+static int gen_key(const char *key) {
+    for (int k = 0; k < GEN_KEYS; k++)
+        if (strcmp(key, gen_keys[k]) == 0) return k;
+    return -1;
+}
+
+static int parse_early(const char *s, int *out) {
+    static const char *const names[] = {"false", "true", "never"}; /* GEN_EARLY_* */
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, names[i]) == 0) return *out = i, 0;
+    return -1;
+}
+
+/* What option k takes, for its error. */
+static void gen_limits(const serve_app *app, int k, char *out, size_t size) {
+    switch (k) {
+    case GEN_BEAMS:
+        snprintf(out, size, "an integer from 1 to %d, the server's --max-beams", app->max_beams);
+        return;
+    case GEN_MAX_NEW:
+        snprintf(out, size, "an integer from 1 to %d, the decoder's positions",
+                 vit_gen_max_new_tokens(app->gen));
+        return;
+    case GEN_MIN_LENGTH:
+        snprintf(out, size, "an integer from 0 to %d", MAX_MIN_LENGTH);
+        return;
+    case GEN_PENALTY:
+        snprintf(out, size, "a number from %g to %g", -MAX_PENALTY, MAX_PENALTY);
+        return;
+    case GEN_NO_REPEAT:
+        snprintf(out, size, "an integer from 0 to %d", MAX_NO_REPEAT);
+        return;
+    default:
+        snprintf(out, size, "true, false or never");
+    }
+}
+
+/* Option k from its text (a query's, a form field's, a JSON value's) into r->gen, within its
+ * limits and given once; else -1 with the reason, naming it, in r->form_error. */
+static int set_gen_option(request *r, int k, const char *v) {
+    if (r->gen_given & (1u << k)) return fail_request(r, 0, "%s given more than once", gen_keys[k]);
+    r->gen_given |= 1u << k;
+    const serve_app *app = r->app;
+    vit_gen_options *o = &r->gen;
+    double penalty;
+    int bad;
+    switch (k) {
+    case GEN_BEAMS:
+        bad = parse_int(v, 1, app->max_beams, &o->num_beams);
+        break;
+    case GEN_MAX_NEW:
+        bad = parse_int(v, 1, vit_gen_max_new_tokens(app->gen), &o->max_new_tokens);
+        break;
+    case GEN_MIN_LENGTH:
+        bad = parse_int(v, 0, MAX_MIN_LENGTH, &o->min_length);
+        break;
+    case GEN_PENALTY:
+        bad = parse_number(v, -MAX_PENALTY, MAX_PENALTY, &penalty);
+        if (!bad) o->length_penalty = (float)penalty;
+        break;
+    case GEN_NO_REPEAT:
+        bad = parse_int(v, 0, MAX_NO_REPEAT, &o->no_repeat_ngram_size);
+        break;
+    default:
+        bad = parse_early(v, &o->early_stopping);
+    }
+    if (!bad) return 0;
+    char limits[96];
+    gen_limits(app, k, limits, sizeof limits);
+    return fail_request(r, 0, "invalid %s '%.40s' (%s)", gen_keys[k], v, limits);
+}
+
+/* A JSON body's option k: a number, or for early_stopping true, false or "never" (as
+ * generation_config.json has them), checked as its text. */
+static int json_gen_option(request *r, int k, const cJSON *v) {
+    char text[64];
+    if (cJSON_IsNumber(v) && k != GEN_EARLY)
+        snprintf(text, sizeof text, "%.17g", v->valuedouble);
+    else if (cJSON_IsBool(v) && k == GEN_EARLY)
+        snprintf(text, sizeof text, "%s", cJSON_IsTrue(v) ? "true" : "false");
+    else if (cJSON_IsString(v) && k == GEN_EARLY)
+        snprintf(text, sizeof text, "%.40s", v->valuestring);
+    else
+        return fail_request(r, 0, "\"%s\" is not %s", gen_keys[k],
+                            k == GEN_EARLY ? "true, false or \"never\"" : "a number");
+    return set_gen_option(r, k, text);
+}
+
+/* A form's option field k, gathered piece by piece (set once the form is read). */
+static enum MHD_Result form_gen_field(request *r, int k, const char *data, uint64_t off,
+                                      size_t size) {
+    char *field = r->gen_field[k];
+    const size_t have = strlen(field);
+    if (off == 0 && (r->gen_in_form & (1u << k))) {
+        snprintf(r->form_error, sizeof r->form_error, "%s given more than once", gen_keys[k]);
+        return MHD_NO;
+    }
+    r->gen_in_form |= 1u << k;
+    if (have + size >= GEN_FIELD_BYTES || memchr(data, 0, size)) {
+        snprintf(r->form_error, sizeof r->form_error, "invalid %s: not a number nor a word",
+                 gen_keys[k]);
+        return MHD_NO;
+    }
+    memcpy(field + have, data, size);
+    field[have + size] = 0;
+    return MHD_YES;
+}
+
 /* One query parameter into r; a wrong one leaves its reason in r->form_error. */
 static enum MHD_Result query_param(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value) {
@@ -473,6 +611,8 @@ static enum MHD_Result query_param(void *cls, enum MHD_ValueKind kind, const cha
     } else if (strcmp(key, "template") == 0 && r->ep == EP_CLASSIFY) {
         r->templates_from_query = 1;
         return add_template(r, v, strlen(v)) == 0 ? MHD_YES : MHD_NO;
+    } else if (r->ep == EP_GENERATE && gen_key(key) >= 0) {
+        return set_gen_option(r, gen_key(key), v) == 0 ? MHD_YES : MHD_NO;
     } else if (strcmp(key, "pool") == 0 && r->ep == EP_EMBED) {
         bad = strcmp(v, "cls") != 0 && strcmp(v, "mean") != 0;
         r->task = strcmp(v, "mean") == 0 ? SERVE_EMBED_MEAN : SERVE_EMBED_CLS;
@@ -504,8 +644,29 @@ static int model_missing(const request *r) {
     }
 }
 
+/* /v1/generate needs an image-to-text model, /v1/classify one with labels: 400 otherwise (the
+ * request is wrong for this model, which is there). */
+static enum MHD_Result refuse_kind(request *r) {
+    const serve_app *app = r->app;
+    if (r->ep == EP_CLASSIFY)
+        return answer_error(
+            r, HTTP_BAD_REQUEST, SERVE_ERR_BAD_REQUEST,
+            "/v1/classify: %s is an image-to-text model (VisionEncoderDecoderModel), "
+            "without labels: POST /v1/generate writes each image's text",
+            app->model_name);
+    return answer_error(r, HTTP_BAD_REQUEST, SERVE_ERR_BAD_REQUEST,
+                        "/v1/generate: %s is not an image-to-text model (a "
+                        "VisionEncoderDecoderModel folder, as TrOCR's): %s",
+                        app->model_name,
+                        is_joint(app) ? "POST /v1/classify?classes=... classifies its images"
+                        : app->image  ? "POST /v1/classify classifies its images"
+                                      : "only a text model is served (POST /v1/text)");
+}
+
 static enum MHD_Result begin_post(request *r) {
     const serve_app *app = r->app;
+    if ((r->ep == EP_CLASSIFY && app->gen) || (r->ep == EP_GENERATE && !app->gen))
+        return refuse_kind(r);
     if (model_missing(r) && r->ep == EP_TEXT && app->text)
         return answer_error(r, HTTP_NOT_FOUND, SERVE_ERR_NOT_FOUND,
                             "/v1/text: the text tower of a joint image-text model classifies "
@@ -521,7 +682,11 @@ static enum MHD_Result begin_post(request *r) {
                             "/v1/classify: zero-shot needs the joint model's text tower, which is "
                             "not served (vit serve said why when it started)");
     r->k = 5;
-    r->task = r->ep == EP_TEXT ? SERVE_TEXT : r->ep == EP_EMBED ? SERVE_EMBED_CLS : SERVE_CLASSIFY;
+    r->task = r->ep == EP_TEXT       ? SERVE_TEXT
+              : r->ep == EP_EMBED    ? SERVE_EMBED_CLS
+              : r->ep == EP_GENERATE ? SERVE_GENERATE
+                                     : SERVE_CLASSIFY;
+    r->gen = app->gen_defaults;
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_param, r);
     if (r->form_error[0])
         return answer_error(r, r->too_many ? HTTP_TOO_LARGE : HTTP_BAD_REQUEST,
@@ -541,7 +706,8 @@ static enum MHD_Result begin(request *r, const char *url, const char *method) {
     if (r->ep == EP_OTHER)
         return answer_error(r, HTTP_NOT_FOUND, SERVE_ERR_NOT_FOUND,
                             "no such path (try POST /v1/classify, POST /v1/embed, POST /v1/text, "
-                            "POST /v1/embeddings, GET /health, GET /metrics or GET /v1/model)");
+                            "POST /v1/embeddings, POST /v1/generate, GET /health, GET /metrics or "
+                            "GET /v1/model)");
     const int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (routes[r->ep].post ? strcmp(method, "POST") != 0 : !get)
         return answer_error(r, HTTP_METHOD_NOT_ALLOWED, SERVE_ERR_METHOD, "%s takes %s, not %.20s",
@@ -635,6 +801,8 @@ static enum MHD_Result form_part(void *cls, enum MHD_ValueKind kind, const char 
                  "a form part without a name (send each image as a part named \"image\")");
         return MHD_NO;
     }
+    if (r->ep == EP_GENERATE && gen_key(key) >= 0)
+        return form_gen_field(r, gen_key(key), data, off, size);
     if (r->ep == EP_CLASSIFY && (strcmp(key, "classes") == 0 || strcmp(key, "template") == 0)) {
         if (strcmp(key, "classes") == 0 ? r->classes_from_query : r->templates_from_query) {
             snprintf(r->form_error, sizeof r->form_error,
@@ -645,7 +813,9 @@ static enum MHD_Result form_part(void *cls, enum MHD_ValueKind kind, const char 
     }
     if (strcmp(key, "image") != 0) {
         snprintf(r->form_error, sizeof r->form_error,
-                 "unexpected form field '%.40s' (send each image as a part named \"image\")", key);
+                 "unexpected form field '%.40s' (send each image as a part named \"image\"%s%s)",
+                 key, r->ep == EP_GENERATE ? "; options: " : "",
+                 r->ep == EP_GENERATE ? routes[EP_GENERATE].params : "");
         return MHD_NO;
     }
     /* libmicrohttpd calls at least once per part, first at offset 0 (an empty part: once, with
@@ -678,6 +848,8 @@ static int parse_form(request *r) {
     if (r->classes_field.size > 0 &&
         add_class_list(r, r->classes_field.data, r->classes_field.size) != 0)
         return -1;
+    for (int k = 0; k < GEN_KEYS; k++) /* now whole: within the limits? */
+        if ((r->gen_in_form & (1u << k)) && set_gen_option(r, k, r->gen_field[k]) != 0) return -1;
     return 0;
 }
 
@@ -716,8 +888,38 @@ static int decode_data_url(request *r, int i, const char *what, const char *s) {
     return 0;
 }
 
+/* A JSON body's list `item`: "images" (data URLs), or /v1/classify's "classes" and "templates"
+ * for a joint model. */
+static int json_list(request *r, const cJSON *item) {
+    const char *key = item->string;
+    const int images = strcmp(key, "images") == 0, classes = strcmp(key, "classes") == 0;
+    if (!images && (r->ep != EP_CLASSIFY || (!classes && strcmp(key, "templates") != 0)))
+        return fail_request(r, 0, "unknown key \"%.40s\" (a JSON body of %s has %s)", key,
+                            routes[r->ep].path,
+                            r->ep == EP_CLASSIFY ? "\"images\", \"classes\" and \"templates\""
+                                                 : "\"images\" and the options " GEN_OPTION_NAMES);
+    if (!cJSON_IsArray(item)) return fail_request(r, 0, "\"%s\" is not a list", key);
+    if ((classes && r->classes_from_query) || (!images && !classes && r->templates_from_query))
+        return fail_request(r, 0, "%s given both in the query and in the body", key);
+    int i = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, item) {
+        char what[48];
+        snprintf(what, sizeof what, "%s[%d]", key, i++);
+        if (!cJSON_IsString(v)) return fail_request(r, 0, "%s is not a string", what);
+        const char *s = v->valuestring;
+        if (images && !is_image_url(s))
+            return fail_request(r, 0, "%s is not a data URL of an image (data:image/...)", what);
+        const int rc = images ? add_input(r, NULL) || decode_data_url(r, r->num_inputs - 1, what, s)
+                       : classes ? add_class(r, s, strlen(s))
+                                 : add_template(r, s, strlen(s));
+        if (rc != 0) return -1;
+    }
+    return 0;
+}
+
 /* A JSON body of /v1/classify: {"images": [data URLs], "classes": [...], "templates": [...]}, the
- * last two for a joint model. */
+ * last two for a joint model; of /v1/generate: {"images": [...]} and options ("num_beams": 4). */
 static int parse_json_images(request *r) {
     r->json = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.size);
     r->listed = 1;
@@ -725,32 +927,8 @@ static int parse_json_images(request *r) {
     if (!cJSON_IsObject(r->json)) return fail_request(r, 0, "the body is not a JSON object");
     const cJSON *item;
     cJSON_ArrayForEach(item, r->json) {
-        const char *key = item->string;
-        const int images = strcmp(key, "images") == 0, classes = strcmp(key, "classes") == 0;
-        if (!images && !classes && strcmp(key, "templates") != 0)
-            return fail_request(r, 0,
-                                "unknown key \"%.40s\" (a JSON body of /v1/classify has "
-                                "\"images\", \"classes\" and \"templates\")",
-                                key);
-        if (!cJSON_IsArray(item)) return fail_request(r, 0, "\"%s\" is not a list", key);
-        if ((classes && r->classes_from_query) || (!images && !classes && r->templates_from_query))
-            return fail_request(r, 0, "%s given both in the query and in the body", key);
-        int i = 0;
-        const cJSON *v;
-        cJSON_ArrayForEach(v, item) {
-            char what[48];
-            snprintf(what, sizeof what, "%s[%d]", key, i++);
-            if (!cJSON_IsString(v)) return fail_request(r, 0, "%s is not a string", what);
-            const char *s = v->valuestring;
-            if (images && !is_image_url(s))
-                return fail_request(r, 0, "%s is not a data URL of an image (data:image/...)",
-                                    what);
-            const int rc =
-                images    ? add_input(r, NULL) || decode_data_url(r, r->num_inputs - 1, what, s)
-                : classes ? add_class(r, s, strlen(s))
-                          : add_template(r, s, strlen(s));
-            if (rc != 0) return -1;
-        }
+        const int k = r->ep == EP_GENERATE ? gen_key(item->string) : -1;
+        if ((k >= 0 ? json_gen_option(r, k, item) : json_list(r, item)) != 0) return -1;
     }
     if (r->num_inputs == 0) return fail_request(r, 0, "no \"images\" in the body");
     return 0;
@@ -758,7 +936,8 @@ static int parse_json_images(request *r) {
 
 static int parse_images(request *r) {
     if (has_type(r, "multipart/form-data")) return parse_form(r);
-    if (r->ep == EP_CLASSIFY && has_type(r, "application/json")) return parse_json_images(r);
+    if ((r->ep == EP_CLASSIFY || r->ep == EP_GENERATE) && has_type(r, "application/json"))
+        return parse_json_images(r);
     if (r->body.size == 0) {
         snprintf(r->form_error, sizeof r->form_error,
                  "empty body: send an image's bytes, or a multipart/form-data form of \"image\" "
@@ -969,6 +1148,40 @@ static int write_embedding(json_writer *w, const request *r, int i) {
     return 0;
 }
 
+/* The options a generation ran with: the model's, with the request's over them. */
+static void write_gen_options(json_writer *w, const vit_gen_options *o) {
+    static const char *const early[] = {"false", "true", "\"never\""}; /* GEN_EARLY_* */
+    json_key(w, "options");
+    json_object(w);
+    json_key(w, "num_beams");
+    json_int(w, o->num_beams);
+    json_key(w, o->max_new_tokens > 0 ? "max_new_tokens" : "max_length");
+    json_int(w, o->max_new_tokens > 0 ? o->max_new_tokens : o->max_length);
+    json_key(w, "min_length");
+    json_int(w, o->min_length);
+    json_key(w, "length_penalty");
+    json_float(w, o->length_penalty);
+    json_key(w, "no_repeat_ngram_size");
+    json_int(w, o->no_repeat_ngram_size);
+    json_key(w, "early_stopping");
+    json_raw(w, early[o->early_stopping], strlen(early[o->early_stopping]));
+    json_end(w);
+}
+
+/* One image's text: as `vit generate --json` prints it, and the options. */
+static void write_generation(json_writer *w, const request *r, int i) {
+    const vit_generation *g = &r->gens[i].result;
+    json_key(w, "text");
+    json_string(w, g->text);
+    json_key(w, "ids");
+    json_array(w);
+    for (int t = 0; t < g->num_ids; t++) json_int(w, g->ids[t]);
+    json_end(w);
+    json_key(w, "score");
+    json_float(w, g->score);
+    write_gen_options(w, &r->gen);
+}
+
 static int write_result(json_writer *w, const request *r, int i) {
     const serve_job *job = &r->jobs[i];
     if (r->ep == EP_EMBEDDINGS) return job->status == SERVE_OK ? write_embedding(w, r, i) : 0;
@@ -984,6 +1197,8 @@ static int write_result(json_writer *w, const request *r, int i) {
         json_string(w, job->err.msg);
     } else if (r->ep == EP_EMBED) {
         write_floats(w, "embedding", job->out, r->width);
+    } else if (r->ep == EP_GENERATE) {
+        write_generation(w, r, i);
     } else if (r->zero_shot) {
         return write_zero_shot(w, r, job->out);
     } else {
@@ -1105,6 +1320,8 @@ static void prepare_answer(request *r) {
         *(text ? &texts : &images) += s == HTTP_OK;
         if (s == HTTP_OK && job->task == SERVE_EMBED_TEXT)
             r->tokens += (long long)job->out[serve_task_outputs(r->app->tasks, job->task) - 1];
+        if (s == HTTP_OK && job->task == SERVE_GENERATE) /* after the start token */
+            r->tokens += r->gens[i].result.num_ids - 1;
         if (!status || (status != HTTP_OK && s == HTTP_OK)) status = s;
     }
     if (r->ep == EP_EMBEDDINGS && first_failed(r) < r->num_inputs) { /* none is answered */
@@ -1114,6 +1331,7 @@ static void prepare_answer(request *r) {
     r->images = images, r->texts = texts;
     if (images) serve_metrics_inputs(r->app->metrics, "image", images);
     if (texts) serve_metrics_inputs(r->app->metrics, "text", texts);
+    if (r->ep == EP_GENERATE && r->tokens) serve_metrics_generated(r->app->metrics, r->tokens);
     if (status != HTTP_OK) serve_metrics_error(r->app->metrics, kind);
     r->prepared_status = status;
     r->prepared = join_results(r, status);
@@ -1150,14 +1368,23 @@ static int make_jobs(request *r) {
     r->jobs = calloc((size_t)r->num_jobs, sizeof *r->jobs);
     r->results = calloc((size_t)r->num_inputs, sizeof *r->results);
     r->outputs = malloc(sizeof(float) * (r->width ? r->width : 1) * (size_t)r->num_inputs);
-    if (!r->jobs || !r->results || !r->outputs) return -1;
-    for (int i = 0; i < r->num_inputs; i++)
+    if (r->task == SERVE_GENERATE) r->gens = calloc((size_t)r->num_inputs, sizeof *r->gens);
+    if (!r->jobs || !r->results || !r->outputs || (r->task == SERVE_GENERATE && !r->gens))
+        return -1;
+    for (int i = 0; i < r->num_inputs; i++) {
         r->jobs[i] = (serve_job){.task = r->inputs[i].task,
                                  .data = r->inputs[i].bytes.data,
                                  .size = r->inputs[i].bytes.size,
                                  .out = r->outputs + r->width * (size_t)i,
                                  .done = job_done,
                                  .user = r};
+        if (r->gens) { /* the image and the options, for the model */
+            r->gens[i] = (serve_gen_request){.image = r->inputs[i].bytes.data,
+                                             .size = r->inputs[i].bytes.size,
+                                             .options = r->gen};
+            r->jobs[i].data = &r->gens[i];
+        }
+    }
     if (r->num_jobs > r->num_inputs) {
         r->class_request = (serve_class_request){
             .cache = r->app->classes,

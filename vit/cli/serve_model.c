@@ -1,11 +1,14 @@
 /* GET /v1/model: what `vit info` says of the served models, as JSON, written once at start. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "image/image.h"
+#include "text/text_tokenizer.h"
 #include "vit/cli/json_writer.h"
 #include "vit/cli/serve.h"
 #include "vit/core/gemm.h"
+#include "vit/gen/generate.h"
 #include "vit/io/model_dir.h"
 #include "vit/model/config.h"
 
@@ -91,8 +94,99 @@ static void write_preprocessing(json_writer *w, const char *dir, int size) {
     json_end(w);
 }
 
+static void write_bool(json_writer *w, const char *key, int value) {
+    json_key(w, key);
+    json_raw(w, value ? "true" : "false", value ? 4 : 5);
+}
+
+/* An image-to-text model's decoder, as `vit info` describes it. */
+static void write_decoder(json_writer *w, const char *dir, const vit_gen_context *gen) {
+    model_config d;
+    vit_error err = {0};
+    if (model_config_load_tower(dir, TOWER_TEXT, &d, &err) != 0) return;
+    json_key(w, "decoder");
+    json_object(w);
+    json_key(w, "architecture");
+    json_string(w, config_architecture(&d));
+    json_key(w, "model_type");
+    json_string(w, config_model_type(&d));
+    json_key(w, "layers");
+    json_int(w, d.num_layers);
+    json_key(w, "hidden");
+    json_int(w, d.hidden_size);
+    json_key(w, "heads");
+    json_int(w, d.num_heads);
+    json_key(w, "ffn");
+    json_int(w, d.intermediate_size);
+    json_key(w, "activation");
+    json_string(w, activation_name(d.act));
+    json_key(w, "norm");
+    json_string(w, d.opt.post_norm ? "post-LN" : "pre-LN");
+    json_key(w, "positions");
+    json_string(w, d.opt.sinusoidal ? "sinusoidal" : "learned");
+    json_key(w, "max_positions");
+    json_int(w, d.max_position_embeddings);
+    json_key(w, "cross_attention"); /* how it reads the encoder's states */
+    json_string(w, d.opt.enc_proj                 ? "enc_to_dec_proj"
+                   : d.cross_dim != d.hidden_size ? "cross_attention_hidden_size"
+                                                  : "same width");
+    json_key(w, "cross_width");
+    json_int(w, d.cross_dim);
+    write_bool(w, "tied_head", d.opt.tied_head);
+    json_key(w, "vocabulary");
+    json_int(w, d.vocab_size);
+    text_tokenizer *t = NULL;
+    if (text_tokenizer_load(dir, &t, &err) == 0) {
+        json_key(w, "tokenizer");
+        json_string(w, text_tokenizer_class(t));
+        text_tokenizer_free(t);
+    }
+    json_key(w, "compute");
+    json_string(w, vit_gen_compute(gen));
+    json_end(w);
+    model_config_free(&d);
+}
+
+static void write_id(json_writer *w, const char *key, int id) {
+    json_key(w, key);
+    if (id >= 0)
+        json_int(w, id);
+    else
+        json_raw(w, "null", 4);
+}
+
+/* The settings a request gets unless it asks otherwise, the special ids and the limits. */
+static void write_generation(json_writer *w, const char *dir, const vit_gen_context *gen) {
+    static const char *const early[] = {"false", "true", "\"never\""};
+    const vit_gen_options o = vit_gen_default_options(gen);
+    json_key(w, "generation");
+    json_object(w);
+    json_key(w, "num_beams");
+    json_int(w, o.num_beams);
+    json_key(w, o.max_new_tokens > 0 ? "max_new_tokens" : "max_length");
+    json_int(w, o.max_new_tokens > 0 ? o.max_new_tokens : o.max_length);
+    json_key(w, "min_length");
+    json_int(w, o.min_length);
+    json_key(w, "length_penalty");
+    json_float(w, o.length_penalty);
+    json_key(w, "no_repeat_ngram_size");
+    json_int(w, o.no_repeat_ngram_size);
+    json_key(w, "early_stopping");
+    json_raw(w, early[o.early_stopping], strlen(early[o.early_stopping]));
+    gen_config g;
+    vit_error err = {0};
+    if (gen_config_load(dir, &g, &err) == 0) {
+        write_id(w, "decoder_start_token_id", g.decoder_start_token_id);
+        write_id(w, "eos_token_id", g.num_eos > 0 ? g.eos_ids[0] : -1);
+        write_id(w, "pad_token_id", g.pad_token_id);
+    }
+    json_key(w, "max_new_tokens_limit");
+    json_int(w, vit_gen_max_new_tokens(gen));
+    json_end(w);
+}
+
 static void write_image_model(json_writer *w, const char *dir, const vit_context *ctx,
-                              const model_config *cfg) {
+                              const vit_gen_context *gen, const model_config *cfg) {
     int channels, height, width;
     vit_input_shape(ctx, &channels, &height, &width);
     json_key(w, "input");
@@ -116,7 +210,10 @@ static void write_image_model(json_writer *w, const char *dir, const vit_context
     json_int(w, (long long)vit_num_parameters(ctx));
     json_key(w, "embedding_size");
     json_int(w, vit_hidden_size(ctx));
-    if (vit_joint_dim(ctx) > 0) { /* its outputs are the joint space's, not labels */
+    if (gen) { /* no labels: text */
+        write_decoder(w, dir, gen);
+        write_generation(w, dir, gen);
+    } else if (vit_joint_dim(ctx) > 0) { /* its outputs are the joint space's, not labels */
         json_key(w, "joint_dim");
         json_int(w, vit_joint_dim(ctx));
     } else {
@@ -144,8 +241,17 @@ static void write_text_model(json_writer *w, const vit_text_context *ctx, const 
 
 /* "image" or "text": the model directory's description (of its tower, for a joint model), or
  * nothing when it is not served. */
+/* What the model does, as a transformers pipeline's task. */
+static const char *model_task(const vit_context *image, const vit_gen_context *gen,
+                              const vit_text_context *text) {
+    if (gen) return "image-to-text";
+    if (image)
+        return vit_joint_dim(image) > 0 ? "zero-shot-image-classification" : "image-classification";
+    return vit_text_joint_dim(text) > 0 ? "feature-extraction" : "text-classification";
+}
+
 static void write_model(json_writer *w, const char *key, const char *dir, const vit_context *image,
-                        const vit_text_context *text) {
+                        const vit_gen_context *gen, const vit_text_context *text) {
     model_config cfg;
     vit_error err = {0};
     if ((!image && !text) ||
@@ -155,12 +261,18 @@ static void write_model(json_writer *w, const char *key, const char *dir, const 
     json_object(w);
     json_key(w, "model");
     json_string(w, dir);
+    json_key(w, "task");
+    json_string(w, model_task(image, gen, text));
     json_key(w, "architecture");
-    json_string(w, config_architecture(&cfg));
+    json_string(w, gen ? "VisionEncoderDecoderModel" : config_architecture(&cfg));
     json_key(w, "model_type");
-    json_string(w, config_model_type(&cfg));
+    json_string(w, gen ? "vision-encoder-decoder" : config_model_type(&cfg));
+    if (gen) {
+        json_key(w, "encoder_architecture");
+        json_string(w, config_architecture(&cfg));
+    }
     if (image)
-        write_image_model(w, dir, image, &cfg);
+        write_image_model(w, dir, image, gen, &cfg);
     else
         write_text_model(w, text, &cfg);
     json_end(w);
@@ -188,16 +300,16 @@ static void write_joint(json_writer *w, const char *dir, const vit_context *imag
     model_config_free(&cfg);
 }
 
-char *serve_model_json(const char *image_dir, const vit_context *image, const char *text_dir,
-                       const vit_text_context *text) {
+char *serve_model_json(const char *image_dir, const vit_context *image, const vit_gen_context *gen,
+                       const char *text_dir, const vit_text_context *text) {
     char *json = NULL;
     size_t size = 0;
     FILE *out = open_memstream(&json, &size);
     if (!out) return NULL;
     json_writer w = json_begin(out);
     json_object(&w);
-    write_model(&w, "image", image_dir, image, NULL);
-    write_model(&w, "text", text_dir, NULL, text);
+    write_model(&w, "image", image_dir, image, gen, NULL);
+    write_model(&w, "text", text_dir, NULL, NULL, text);
     write_joint(&w, image_dir, image, text);
     char openblas[96], onednn[96];
     json_key(&w, "library");
