@@ -241,7 +241,8 @@ static int run_generation(vit_gen_context *c, int B, const gen_config *g, vit_ge
     int done = 0;
     for (; rc == 0 && done < B; done++) rc = to_generation(c, &seqs[done], &out[done], err);
     if (rc != 0) vit_generation_free(out, done);
-    gen_sequences_free(seqs, B);
+    gen_sequences_free(seqs, B); /* their ids (those not handed over) */
+    free(seqs);
     return rc;
 }
 
