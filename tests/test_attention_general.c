@@ -278,7 +278,7 @@ static void check_same_as_fused(int B, int T, int D, int H, int causal, int mask
     assert_non_null(mask);
     for (int i = 0; i < B * T; i++) mask[i] = i % 7 != 3;
     const uint8_t *m = masked ? mask : NULL;
-    attention_forward(out1, p1, qkv, m, causal, B, T, D, H);
+    attention_forward(out1, p1, qkv, m, NULL, causal, B, T, D, H);
     attention_general_forward(out2, p2, qkv, ld, qkv + D, qkv + 2 * D, ld, m, causal ? 0 : -1, B, T,
                               T, T, D, H);
     double e_out = 0, e_p = 0, e_inf = 0, e_d = 0;
@@ -291,7 +291,7 @@ static void check_same_as_fused(int B, int T, int D, int H, int causal, int mask
     float *dout = test_alloc_floats(nout), *d1 = test_alloc_floats(n), *d2 = nan_floats(n);
     float *dprobs = test_alloc_floats(np);
     test_fill(dout, nout, -1.0f, 1.0f);
-    attention_backward(d1, dprobs, NULL, dout, qkv, p1, NULL, 0.0f, B, T, D, H);
+    attention_backward(d1, dprobs, NULL, NULL, dout, qkv, p1, NULL, 0.0f, B, T, D, H);
     attention_general_backward(d2, ld, d2 + D, d2 + 2 * D, ld, dout, p1, qkv, ld, qkv + D,
                                qkv + 2 * D, ld, B, T, T, D, H);
     for (size_t i = 0; i < n; i++) e_d = fmax(e_d, isnan(d2[i]) ? INFINITY : fabs(d1[i] - d2[i]));

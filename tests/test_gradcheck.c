@@ -149,29 +149,68 @@ static void test_activations(void **state) {
     }
 }
 
+/* SwiGLU: silu(u₁)·u₂ over rows of [2h], and the layer scale (inp ⊙ scale per row). */
+typedef struct {
+    int rows, h;
+    float *u, *y, *w, *scale;
+} gated_case;
+
+static double swiglu_loss(void *p) {
+    gated_case *c = p;
+    swiglu_forward(c->y, c->u, c->rows, c->h);
+    return dot(c->w, c->y, (size_t)c->rows * c->h);
+}
+
+static double scale_loss(void *p) {
+    gated_case *c = p;
+    layer_scale_forward(c->y, c->u, c->scale, c->rows, c->h);
+    return dot(c->w, c->y, (size_t)c->rows * c->h);
+}
+
+static void test_swiglu_and_layer_scale(void **state) {
+    (void)state;
+    enum { R = 3, HH = 5, D = 7 };
+    float u[R * 2 * HH], y[R * 2 * HH], w[R * 2 * HH], du[R * 2 * HH];
+    test_fill(u, R * 2 * HH, -3, 3), test_fill(w, R * 2 * HH, -1, 1);
+    gated_case c = {.rows = R, .h = HH, .u = u, .y = y, .w = w};
+    swiglu_backward(du, w, u, R, HH);
+    expect_close("swiglu backward", check_tensor(u, du, R * 2 * HH, swiglu_loss, &c));
+    /* the layer scale of rows of D, with dscale accumulated onto a nonzero start */
+    float x[R * D], dx[R * D], scale[D], dscale[D];
+    test_fill(x, R * D, -2, 2), test_fill(scale, D, -1.5f, 1.5f);
+    for (int d = 0; d < D; d++) dscale[d] = 0.25f;
+    gated_case s = {.rows = R, .h = D, .u = x, .y = y, .w = w, .scale = scale};
+    layer_scale_backward(dx, dscale, w, x, scale, R, D);
+    for (int d = 0; d < D; d++) dscale[d] -= 0.25f;
+    expect_close("layer scale dinp", check_tensor(x, dx, R * D, scale_loss, &s));
+    expect_close("layer scale dscale", check_tensor(scale, dscale, D, scale_loss, &s));
+}
+
 /* ---- attention ---- */
 
 typedef struct {
     int B, T, D, H, causal;
     const uint8_t *key_mask, *keep;
     float p;
-    float *qkv, *out, *probs, *dropped, *wout;
+    float *qkv, *out, *probs, *dropped, *wout, *bias;
 } attn_case;
 
 static double attn_loss(void *p) {
     attn_case *c = p;
     if (c->keep)
-        attention_forward_dropout(c->out, c->probs, c->dropped, c->qkv, c->key_mask, c->causal,
-                                  c->keep, c->p, c->B, c->T, c->D, c->H);
+        attention_forward_dropout(c->out, c->probs, c->dropped, c->qkv, c->key_mask, c->bias,
+                                  c->causal, c->keep, c->p, c->B, c->T, c->D, c->H);
     else
-        attention_forward(c->out, c->probs, c->qkv, c->key_mask, c->causal, c->B, c->T, c->D, c->H);
+        attention_forward(c->out, c->probs, c->qkv, c->key_mask, c->bias, c->causal, c->B, c->T,
+                          c->D, c->H);
     return dot(c->wout, c->out, (size_t)c->B * c->T * c->D);
 }
 
 /* B = 2 sequences of T tokens, D = H·dh. dh = 3 runs the plain-loop kernels, dh a multiple of 8
- * the register-tiled ones (T = 7 then leaves partial tiles of rows and columns). */
-static void check_attention(const char *what, int T, int D, int H, int causal, int masked,
-                            int dropout) {
+ * the register-tiled ones (T = 7 then leaves partial tiles of rows and columns). biased: a score
+ * bias [H, T, T] (BEiT's relative positions), whose gradient is checked too. */
+static void check_attention_biased(const char *what, int T, int D, int H, int causal, int masked,
+                                   int dropout, int biased) {
     enum { B = 2, MAX_T = 8 };
     assert_true(T <= MAX_T);
     /* batch 1 pads its last two tokens; batch 0 has none */
@@ -193,10 +232,22 @@ static void check_attention(const char *what, int T, int D, int H, int causal, i
     c.probs = test_alloc_floats(np);
     c.dropped = test_alloc_floats(np), c.wout = test_alloc_floats(nout);
     test_fill(c.qkv, nqkv, -1.5f, 1.5f), test_fill(c.wout, nout, -1, 1);
+    const size_t nb = (size_t)H * T * T;
+    float *dbias = biased ? test_alloc_floats(nb) : NULL;
+    if (biased) {
+        c.bias = test_alloc_floats(nb);
+        test_fill(c.bias, nb, -1.5f, 1.5f);
+        for (size_t i = 0; i < nb; i++) dbias[i] = 0.5f; /* accumulated into: this offset stays */
+    }
     float *dqkv = test_alloc_floats(nqkv), *dprobs = test_alloc_floats(np);
     attn_loss(&c);
-    attention_backward(dqkv, dprobs, NULL, c.wout, c.qkv, c.probs, c.keep, c.p, B, T, D, H);
+    attention_backward(dqkv, dprobs, NULL, dbias, c.wout, c.qkv, c.probs, c.keep, c.p, B, T, D, H);
     expect_close(what, check_tensor(c.qkv, dqkv, nqkv, attn_loss, &c));
+    if (biased) {
+        for (size_t i = 0; i < nb; i++) dbias[i] -= 0.5f;
+        expect_close("  and its dbias", check_tensor(c.bias, dbias, nb, attn_loss, &c));
+        free(c.bias), free(dbias);
+    }
     if (masked) /* padding keys get no gradient in K and V */
         for (int t = T - 2; t < T; t++)
             for (int j = D; j < 3 * D; j++) assert_true(dqkv[((size_t)T + t) * 3 * D + j] == 0.0f);
@@ -204,8 +255,17 @@ static void check_attention(const char *what, int T, int D, int H, int causal, i
         free(dprobs);
 }
 
+static void check_attention(const char *what, int T, int D, int H, int causal, int masked,
+                            int dropout) {
+    check_attention_biased(what, T, D, H, causal, masked, dropout, 0);
+}
+
 static void test_attention(void **state) {
     (void)state;
+    check_attention_biased("attention dqkv, score bias", 5, 6, 2, 0, 0, 0, 1);
+    check_attention_biased("attention dqkv, score bias, padding + causal + dropout", 7, 32, 2, 1, 1,
+                           1, 1);
+    check_attention_biased("attention dqkv, score bias, dh 16, T 8, padding", 8, 64, 4, 0, 1, 0, 1);
     check_attention("attention dqkv", 5, 6, 2, 0, 0, 0);
     check_attention("attention dqkv, causal", 5, 6, 2, 1, 0, 0);
     check_attention("attention dqkv, key padding mask", 5, 6, 2, 0, 1, 0);
@@ -702,6 +762,7 @@ int main(void) {
         cmocka_unit_test(test_linear),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_activations),
+        cmocka_unit_test(test_swiglu_and_layer_scale),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_crossentropy),
         cmocka_unit_test(test_patch_embed),

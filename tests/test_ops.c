@@ -169,7 +169,7 @@ static const float tiny_qkv[] = {1, 0, 0, 0, 1, 2, 0, 1, 1.5536723984241867f, 0,
 static void test_attention_by_hand(void **state) {
     (void)state;
     float out[4], probs[4];
-    attention_forward(out, probs, tiny_qkv, NULL, 0, 1, 2, 2, 1);
+    attention_forward(out, probs, tiny_qkv, NULL, NULL, 0, 1, 2, 2, 1);
     expect_floats(probs, (const double[]){0.25, 0.75, 0.5, 0.5}, 4, TOL);
     expect_floats(out, (const double[]){2.5, 3.5, 2, 3}, 4, 4 * TOL);
 }
@@ -178,17 +178,17 @@ static void test_attention_masks(void **state) {
     (void)state;
     float out[4], probs[4];
     /* causal: query 0 sees key 0 only -> [1, 0], out0 = v0; query 1 unchanged. */
-    attention_forward(out, probs, tiny_qkv, NULL, 1, 1, 2, 2, 1);
+    attention_forward(out, probs, tiny_qkv, NULL, NULL, 1, 1, 2, 2, 1);
     expect_floats(probs, (const double[]){1, 0, 0.5, 0.5}, 4, TOL);
     expect_floats(out, (const double[]){1, 2, 2, 3}, 4, 4 * TOL);
     /* key 1 is padding: both queries see key 0 only -> out = v0 twice. */
     const uint8_t pad[] = {1, 0};
-    attention_forward(out, probs, tiny_qkv, pad, 0, 1, 2, 2, 1);
+    attention_forward(out, probs, tiny_qkv, pad, NULL, 0, 1, 2, 2, 1);
     expect_floats(probs, (const double[]){1, 0, 1, 0}, 4, 0.0);
     expect_floats(out, (const double[]){1, 2, 1, 2}, 4, TOL);
     /* every key padding: no NaN, weights and output zero. */
     const uint8_t none[] = {0, 0};
-    attention_forward(out, probs, tiny_qkv, none, 0, 1, 2, 2, 1);
+    attention_forward(out, probs, tiny_qkv, none, NULL, 0, 1, 2, 2, 1);
     expect_floats(probs, (const double[]){0, 0, 0, 0}, 4, 0.0);
     expect_floats(out, (const double[]){0, 0, 0, 0}, 4, 0.0);
 }
@@ -203,9 +203,9 @@ static void test_attention_backward_by_hand(void **state) {
      */
     float out[4], probs[4], dqkv[12], dprobs[4];
     const float dout[] = {1, 0, 0, 0};
-    attention_forward(out, probs, tiny_qkv, NULL, 0, 1, 2, 2, 1);
+    attention_forward(out, probs, tiny_qkv, NULL, NULL, 0, 1, 2, 2, 1);
     memset(dqkv, 0x7f, sizeof dqkv); /* garbage: every element must be written */
-    attention_backward(dqkv, dprobs, NULL, dout, tiny_qkv, probs, NULL, 0.0f, 1, 2, 2, 1);
+    attention_backward(dqkv, dprobs, NULL, NULL, dout, tiny_qkv, probs, NULL, 0.0f, 1, 2, 2, 1);
     const double q = 0.375 * log(3.0), k = 0.375 / sqrt(2.0);
     expect_floats(dqkv, (const double[]){q, 0, -k, 0, 0.25, 0, 0, 0, k, 0, 0.75, 0}, 12, 4 * TOL);
 }

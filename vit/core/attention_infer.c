@@ -6,7 +6,8 @@
  * independent FMA chains to keep both FMA pipes busy): scores against Kᵀ, which is packed per
  * (batch, head) first so that the keys are contiguous, pre-multiplied by 1/√dh; then weights
  * times V straight from the fused qkv rows. The head size must be a multiple of 16 (64 in every
- * ViT and BERT configuration we know); other shapes take attention_forward. */
+ * ViT and BERT configuration we know); other shapes take attention_forward. A score bias (BEiT's
+ * relative positions) is added to each score tile as it is made. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -140,6 +141,15 @@ HOT_LOOP static void exponentials(float *s, int rows, int Tp, int T, float *inv)
     }
 }
 
+/* s [rows, Tp] += bias rows [rows, T] (this head's, from the block's first row; rows T apart). */
+HOT_LOOP static void add_bias(float *s, int rows, int Tp, int T, const float *bias) {
+    for (int i = 0; i < rows; i++) {
+        float *row = s + (size_t)i * Tp;
+        const float *b = bias + (size_t)i * T;
+        for (int j = 0; j < T; j++) row[j] += b[j];
+    }
+}
+
 /* Masked keys (padding, or later than the query when causal) get no weight. */
 static void mask_scores(float *s, int rows, int Tp, int T, int r0, const uint8_t *key_mask,
                         int causal) {
@@ -149,8 +159,8 @@ static void mask_scores(float *s, int rows, int Tp, int T, int r0, const uint8_t
                 s[(size_t)i * Tp + j] = -INFINITY;
 }
 
-void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, int causal,
-                     float *scratch, int threads, int B, int T, int D, int H) {
+void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
+                     int causal, float *scratch, int threads, int B, int T, int D, int H) {
     const int dh = D / H, Tp = padded(T), ld = 3 * D;
     const int blocks = (T + ROWS_PER_TASK - 1) / ROWS_PER_TASK, tasks = B * H * blocks;
     const float scale = 1.0f / sqrtf((float)dh);
@@ -172,6 +182,7 @@ void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, int 
             const int rows = T - r0 < ROWS_PER_TASK ? T - r0 : ROWS_PER_TASK;
             const float *base = qkv + (size_t)b * T * ld + h * dh;
             scores(s, base + (size_t)r0 * ld, rows, ld, kt_all + (size_t)bh * dh * Tp, Tp, dh);
+            if (bias) add_bias(s, rows, Tp, T, bias + ((size_t)h * T + r0) * T);
             if (key_mask || causal)
                 mask_scores(s, rows, Tp, T, r0, key_mask ? key_mask + (size_t)b * T : NULL, causal);
             float inv[ROWS_PER_TASK];

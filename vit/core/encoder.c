@@ -320,14 +320,15 @@ static void attention_block(const encoder_shape *s, const encoder_layer *w, enco
     if (a->kv_cache) { /* decoder inference: these rows after the cached ones */
         cached_attention(a, l, qkv, ctx, B, T, D, H);
     } else if (!a->keep && a->attn_scratch) { /* inference: no weights kept */
-        attention_infer(ctx, qkv, mask, s->causal, a->attn_scratch, a->attn_threads, B, T, D, H);
+        attention_infer(ctx, qkv, mask, NULL, s->causal, a->attn_scratch, a->attn_threads, B, T, D,
+                        H);
     } else if (a->attn_drop > 0.0f) {
         uint8_t *keep = encoder_acts_mask(a, a->keep_probs, l);
         batch_mask(a, keep, B, (size_t)H * T * T, a->attn_drop);
-        attention_forward_dropout(ctx, probs, a->d_probs, qkv, mask, s->causal, keep, a->attn_drop,
-                                  B, T, D, H);
+        attention_forward_dropout(ctx, probs, a->d_probs, qkv, mask, NULL, s->causal, keep,
+                                  a->attn_drop, B, T, D, H);
     } else {
-        attention_forward(ctx, probs, qkv, mask, s->causal, B, T, D, H);
+        attention_forward(ctx, probs, qkv, mask, NULL, s->causal, B, T, D, H);
     }
     add_branch(w, a, l, w->proj, w->proj_w, w->proj_b, ctx, BT, D, D, a->keep_attn, residual);
 }
@@ -414,7 +415,7 @@ static void attention_block_backward(const encoder_shape *s, const encoder_layer
     const uint8_t *keep = a->attn_drop > 0.0f ? encoder_acts_mask(a, a->keep_probs, l) : NULL;
     linear_backward(a->d_ctx, g->proj_w, g->proj_b, dy, ctx, w->proj_w, BT, D, D);
     float *probs_grad = a->probs_grad ? a->probs_grad + (size_t)l * B * H * T * T : NULL;
-    attention_backward(a->d_qkv, a->d_probs, probs_grad, a->d_ctx, qkv,
+    attention_backward(a->d_qkv, a->d_probs, probs_grad, NULL, a->d_ctx, qkv,
                        encoder_acts_layer(a, a->probs, l), keep, a->attn_drop, B, T, D, H);
     linear_backward(a->d_ln, g->qkv_w, g->qkv_b, a->d_qkv, inp, w->qkv_w, BT, D, 3 * D);
 }

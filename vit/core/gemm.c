@@ -157,6 +157,27 @@ gemm_weight *gemm_prepare(gemm_backend backend, gemm_precision precision, const 
     return w;
 }
 
+gemm_weight *gemm_prepare_scaled(gemm_backend backend, gemm_precision precision,
+                                 const float *weight, const float *bias, const float *scale,
+                                 int OUT, int IN, gemm_epilogue epilogue, int max_rows,
+                                 vit_error *err) {
+    const size_t n = (size_t)OUT * IN;
+    float *copy = vit_alloc_floats(n + (bias ? (size_t)OUT : 0));
+    if (!copy) return vit_fail(err, "out of memory"), NULL;
+    for (int o = 0; o < OUT; o++)
+        for (int i = 0; i < IN; i++)
+            copy[(size_t)o * IN + i] = weight[(size_t)o * IN + i] * scale[o];
+    for (int o = 0; bias && o < OUT; o++) copy[n + o] = bias[o] * scale[o];
+    gemm_weight *w = gemm_prepare(backend, precision, copy, bias ? copy + n : NULL, OUT, IN,
+                                  epilogue, max_rows, err);
+    if (!w) {
+        free(copy);
+        return NULL;
+    }
+    w->owned = copy;
+    return w;
+}
+
 gemm_state *gemm_state_create(gemm_backend backend, size_t workspace_bytes, vit_error *err) {
     gemm_state *s = calloc(1, sizeof *s);
     if (!s) return vit_fail(err, "out of memory"), NULL;
@@ -198,6 +219,7 @@ void gemm_free(gemm_weight *w) {
     if (w->backend == GEMM_ONEDNN) onednn_free(w);
 #endif
     free(w->rounded);
+    free(w->owned);
     free(w);
 }
 

@@ -53,6 +53,13 @@ const char *gemm_precision_name(gemm_precision precision);
 gemm_weight *gemm_prepare(gemm_backend backend, gemm_precision precision, const float *weight,
                           const float *bias, int OUT, int IN, gemm_epilogue epilogue, int max_rows,
                           vit_error *err);
+/* The same for y = (x·Wᵀ + b) ⊙ scale, scale [OUT] applied before the epilogue (a layer scale
+ * folded into the weight's rows and the bias): the layer computes with scaled copies it owns
+ * (freed by gemm_free), so weight, bias and scale need not outlive the call. */
+gemm_weight *gemm_prepare_scaled(gemm_backend backend, gemm_precision precision,
+                                 const float *weight, const float *bias, const float *scale,
+                                 int OUT, int IN, gemm_epilogue epilogue, int max_rows,
+                                 vit_error *err);
 /* Scratch a run needs (for max_rows rows): one block, shared by the layers that run in turn. */
 size_t gemm_workspace_bytes(const gemm_weight *w);
 

@@ -14,7 +14,9 @@ struct gemm_weight {
     int OUT, IN, max_rows;
     const float *weight, *bias; /* the fp32 originals, read in place */
     float *rounded;             /* bf16 computed in fp32: the weight rounded to bfloat16 */
-    void *onednn;               /* the oneDNN backend's layer (read-only once prepared) */
+    float
+        *owned; /* gemm_prepare_scaled: the scaled weight and bias that weight and bias point to */
+    void *onednn; /* the oneDNN backend's layer (read-only once prepared) */
     size_t workspace_bytes;
 };
 

@@ -324,6 +324,56 @@ void activation_backward(float *dinp, const float *dout, const float *inp, size_
     run_binary(kernels[act], dinp, dout, inp, n);
 }
 
+/* silu(x) = x·σ(x), with expf (as quick_gelu). */
+static inline float silu(float x) {
+    return x / (1.0f + expf(-x));
+}
+
+/* One row of SwiGLU: out[c] = silu(u[c]) · u[h + c]. */
+HOT_LOOP static void swiglu_row(float *out, const float *u, int h) {
+    for (int c = 0; c < h; c++) out[c] = silu(u[c]) * u[h + c];
+}
+
+/* d/da silu(a)·b = b·σ(a)·(1 + a·(1 - σ(a))); d/db = silu(a). */
+HOT_LOOP static void swiglu_grad_row(float *du, const float *dout, const float *u, int h) {
+    for (int c = 0; c < h; c++) {
+        const float a = u[c], s = 1.0f / (1.0f + expf(-a));
+        du[c] = dout[c] * u[h + c] * s * (1.0f + a * (1.0f - s));
+        du[h + c] = dout[c] * a * s;
+    }
+}
+
+void swiglu_forward(float *out, const float *inp, int rows, int h) {
+#pragma omp parallel for schedule(static) if ((size_t)rows * h >= PARALLEL_MIN)
+    for (int r = 0; r < rows; r++) swiglu_row(out + (size_t)r * h, inp + (size_t)r * 2 * h, h);
+}
+
+void swiglu_backward(float *dinp, const float *dout, const float *inp, int rows, int h) {
+#pragma omp parallel for schedule(static) if ((size_t)rows * h >= PARALLEL_MIN)
+    for (int r = 0; r < rows; r++)
+        swiglu_grad_row(dinp + (size_t)r * 2 * h, dout + (size_t)r * h, inp + (size_t)r * 2 * h, h);
+}
+
+HOT_LOOP static void scale_row(float *out, const float *inp, const float *scale, int D) {
+    for (int d = 0; d < D; d++) out[d] = inp[d] * scale[d];
+}
+
+void layer_scale_forward(float *out, const float *inp, const float *scale, int N, int D) {
+#pragma omp parallel for schedule(static) if ((size_t)N * D >= PARALLEL_MIN)
+    for (int n = 0; n < N; n++) scale_row(out + (size_t)n * D, inp + (size_t)n * D, scale, D);
+}
+
+void layer_scale_backward(float *dinp, float *dscale, const float *dout, const float *inp,
+                          const float *scale, int N, int D) {
+    if (dscale) /* before dinp, which may alias dout */
+        for (int n = 0; n < N; n++) {
+            const float *g = dout + (size_t)n * D, *x = inp + (size_t)n * D;
+#pragma omp simd
+            for (int d = 0; d < D; d++) dscale[d] += g[d] * x[d];
+        }
+    layer_scale_forward(dinp, dout, scale, N, D);
+}
+
 void dropout_mask(uint8_t *keep, size_t n, float p, uint64_t *rng) {
     /* keep when a uniform 32-bit number is >= p·2³², two numbers per 64-bit draw */
     const uint64_t threshold = p <= 0.0f   ? 0
@@ -430,17 +480,19 @@ void softmax_probs(float *probs, const float *logits, int rows, int cols) {
     }
 }
 
-/* Scores, softmax and weighted values for queries [r0, r1) of one (batch, head). With keep
- * (training dropout on the weights), the dropped weights go to pd and multiply V; p keeps the
- * softmax. */
+/* Scores, softmax and weighted values for queries [r0, r1) of one (batch, head). bias: this
+ * head's [T, T] score bias, or NULL. With keep (training dropout on the weights), the dropped
+ * weights go to pd and multiply V; p keeps the softmax. */
 static void attention_rows(float *out, float *p, float *pd, const float *q, const uint8_t *key_mask,
-                           int causal, const uint8_t *keep, float drop, int r0, int r1, int T,
-                           int D, int dh, float scale) {
+                           const float *bias, int causal, const uint8_t *keep, float drop, int r0,
+                           int r1, int T, int D, int dh, float scale) {
     const int ld = 3 * D;
     const float *k = q + D, *v = q + 2 * D;
-    /* scores[r0:r1, T] = scale · Q Kᵀ, read in place from the fused qkv rows (stride 3D) */
+    /* scores[r0:r1, T] = scale · Q Kᵀ (+ bias), read in place from the fused qkv rows (stride 3D)
+     */
+    if (bias) memcpy(p + (size_t)r0 * T, bias + (size_t)r0 * T, sizeof(float) * (r1 - r0) * T);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, T, dh, scale, q + (size_t)r0 * ld,
-                ld, k, ld, 0.0f, p + (size_t)r0 * T, T);
+                ld, k, ld, bias ? 1.0f : 0.0f, p + (size_t)r0 * T, T);
     if (key_mask || causal)
         for (int i = r0; i < r1; i++)
             for (int j = 0; j < T; j++)
@@ -460,8 +512,8 @@ static void attention_rows(float *out, float *p, float *pd, const float *q, cons
 /* Both forwards: tasks of (batch, head, block of query rows), enough of them to keep every core
  * busy at batch 1. */
 static void attention_tasks(float *out, float *probs, float *dropped, const float *qkv,
-                            const uint8_t *key_mask, int causal, const uint8_t *keep, float drop,
-                            int B, int T, int D, int H) {
+                            const uint8_t *key_mask, const float *bias, int causal,
+                            const uint8_t *keep, float drop, int B, int T, int D, int H) {
     const int dh = D / H, blocks = (T + ATTENTION_ROW_BLOCK - 1) / ATTENTION_ROW_BLOCK;
     const float scale = 1.0f / sqrtf((float)dh);
 #pragma omp parallel for schedule(dynamic) if (B * H * blocks > 1)
@@ -472,20 +524,21 @@ static void attention_tasks(float *out, float *probs, float *dropped, const floa
         const size_t head = ((size_t)b * H + h) * T * T;
         attention_rows(out + (size_t)b * T * D + h * dh, probs + head, keep ? dropped + head : NULL,
                        qkv + (size_t)b * T * 3 * D + h * dh,
-                       key_mask ? key_mask + (size_t)b * T : NULL, causal,
-                       keep ? keep + head : NULL, drop, r0, r1, T, D, dh, scale);
+                       key_mask ? key_mask + (size_t)b * T : NULL,
+                       bias ? bias + (size_t)h * T * T : NULL, causal, keep ? keep + head : NULL,
+                       drop, r0, r1, T, D, dh, scale);
     }
 }
 
 void attention_forward(float *out, float *probs, const float *qkv, const uint8_t *key_mask,
-                       int causal, int B, int T, int D, int H) {
-    attention_tasks(out, probs, NULL, qkv, key_mask, causal, NULL, 0.0f, B, T, D, H);
+                       const float *bias, int causal, int B, int T, int D, int H) {
+    attention_tasks(out, probs, NULL, qkv, key_mask, bias, causal, NULL, 0.0f, B, T, D, H);
 }
 
 void attention_forward_dropout(float *out, float *probs, float *dropped, const float *qkv,
-                               const uint8_t *key_mask, int causal, const uint8_t *keep, float p,
-                               int B, int T, int D, int H) {
-    attention_tasks(out, probs, dropped, qkv, key_mask, causal, keep, p, B, T, D, H);
+                               const uint8_t *key_mask, const float *bias, int causal,
+                               const uint8_t *keep, float p, int B, int T, int D, int H) {
+    attention_tasks(out, probs, dropped, qkv, key_mask, bias, causal, keep, p, B, T, D, H);
 }
 
 /* Attention backward of one (batch, head), products written out by hand.
@@ -653,26 +706,43 @@ static void attention_head_backward(float *dq, float *dp, float *dp_out, const f
     }
 }
 
-void attention_backward(float *dqkv, float *dprobs, float *probs_grad, const float *dout,
-                        const float *qkv, const float *probs, const uint8_t *keep, float p, int B,
-                        int T, int D, int H) {
-    const int dh = D / H, tasks = B * H, max_threads = omp_get_max_threads();
+/* One (batch, head) pair's backward, task = b·H + h, with dp its [T, T] scratch; its score
+ * gradient (left in dp, times the scale) added into dbias when wanted. */
+static void attention_pair_backward(float *dqkv, float *dp, float *probs_grad, float *dbias,
+                                    const float *dout, const float *qkv, const float *probs,
+                                    const uint8_t *keep, float p, int task, int T, int D, int H) {
+    const int b = task / H, h = task % H, dh = D / H;
     const float scale = 1.0f / sqrtf((float)dh);
+    const size_t head = (size_t)task * T * T;
+    attention_head_backward(dqkv + (size_t)b * T * 3 * D + h * dh, dp,
+                            probs_grad ? probs_grad + head : NULL,
+                            dout + (size_t)b * T * D + h * dh, qkv + (size_t)b * T * 3 * D + h * dh,
+                            probs + head, keep ? keep + head : NULL, p, T, D, dh, scale);
+    if (!dbias) return;
+    /* the bias enters the scores unscaled: its gradient is dS without the scale */
+    float *db = dbias + (size_t)h * T * T;
+    const float inv = 1.0f / scale;
+    for (size_t i = 0; i < (size_t)T * T; i++) db[i] += inv * dp[i];
+}
+
+void attention_backward(float *dqkv, float *dprobs, float *probs_grad, float *dbias,
+                        const float *dout, const float *qkv, const float *probs,
+                        const uint8_t *keep, float p, int B, int T, int D, int H) {
+    const int max_threads = omp_get_max_threads();
     /* (batch, head) pairs are independent and write disjoint columns of dqkv. Each thread reuses
      * one [T, T] slot of dprobs for every pair it takes, so that scratch stays in its cache (at
-     * most one thread per pair, so the slots fit). */
+     * most one thread per pair, so the slots fit). With dbias, a thread takes every item of a
+     * head, so that no two threads add into one head's bias gradient (and the sum's order is
+     * fixed). */
+    const int tasks = dbias ? H : B * H, per = dbias ? B : 1;
 #pragma omp parallel num_threads(max_threads < tasks ? max_threads : tasks)
     {
         float *dp = dprobs + (size_t)omp_get_thread_num() * T * T;
 #pragma omp for schedule(dynamic)
-        for (int task = 0; task < tasks; task++) {
-            const int b = task / H, h = task % H;
-            const size_t head = (size_t)task * T * T;
-            attention_head_backward(
-                dqkv + (size_t)b * T * 3 * D + h * dh, dp, probs_grad ? probs_grad + head : NULL,
-                dout + (size_t)b * T * D + h * dh, qkv + (size_t)b * T * 3 * D + h * dh,
-                probs + head, keep ? keep + head : NULL, p, T, D, dh, scale);
-        }
+        for (int task = 0; task < tasks; task++)
+            for (int k = 0; k < per; k++) /* dbias: task is head h, items b = k */
+                attention_pair_backward(dqkv, dp, probs_grad, dbias, dout, qkv, probs, keep, p,
+                                        dbias ? k * H + task : task, T, D, H);
     }
 }
 

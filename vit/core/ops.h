@@ -16,8 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* quick_gelu: x·σ(1.702·x) (CLIP) */
-typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU, ACT_QUICK_GELU } activation_kind;
+/* quick_gelu: x·σ(1.702·x) (CLIP). ACT_SWIGLU is not element-wise: a feed-forward whose first
+ * layer is twice as wide, silu of one half times the other (swiglu_forward); activation_forward
+ * and activation_backward take the element-wise kinds only. */
+typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU, ACT_QUICK_GELU, ACT_SWIGLU } activation_kind;
 
 /* OpenBLAS single-threaded: OpenMP owns the cores (see vit/base/threads.h) and each of its
  * threads runs OpenBLAS on its share of the rows. Call before the first matrix product. */
@@ -56,6 +58,21 @@ void activation_serial(float *out, const float *inp, size_t n, activation_kind a
 void activation_backward(float *dinp, const float *dout, const float *inp, size_t n,
                          activation_kind act);
 
+/* SwiGLU (DINOv2's use_swiglu_ffn): each row of inp [rows, 2h] is u₁ (its first h) and u₂;
+ * out [rows, h] = silu(u₁) · u₂, silu(x) = x·σ(x). */
+void swiglu_forward(float *out, const float *inp, int rows, int h);
+/* dinp [rows, 2h] (overwritten; must not overlap dout) from dout [rows, h] and the forward's inp.
+ */
+void swiglu_backward(float *dinp, const float *dout, const float *inp, int rows, int h);
+
+/* Layer scale (DINOv2's lambda1, BEiT's lambda_1/2): out[n, d] = inp[n, d] · scale[d] for
+ * inp [N, D]; in place allowed. */
+void layer_scale_forward(float *out, const float *inp, const float *scale, int N, int D);
+/* dinp[n, d] = dout[n, d] · scale[d] (overwritten; in place allowed); dscale[D] += Σₙ dout · inp
+ * (may be NULL) with inp the forward's input. */
+void layer_scale_backward(float *dinp, float *dscale, const float *dout, const float *inp,
+                          const float *scale, int N, int D);
+
 /* Dropout (PyTorch nn.Dropout in training mode): keep[n] = 1 with probability 1 - p, else 0,
  * drawn from the splitmix64 generator *rng (advanced; same state -> same mask). */
 void dropout_mask(uint8_t *keep, size_t n, float p, uint64_t *rng);
@@ -79,30 +96,34 @@ void softmax_probs(float *probs, const float *logits, int rows, int cols);
  * qkv [B, T, 3D]: per token Q, K, V, each D = H·dh with head h at columns h·dh..h·dh+dh-1.
  * probs [B, H, T, T] receives the attention weights; out [B, T, D] the heads concatenated.
  * key_mask [B, T] (NULL: none): 0 marks padding keys that no query may attend to.
- * causal: query t sees keys 0..t only. */
+ * causal: query t sees keys 0..t only.
+ * bias [H, T, T] (NULL: none): added to the scaled scores Q·Kᵀ/√dh of every batch item before the
+ * mask and the softmax (BEiT's relative position bias), row i of head h at bias + (h·T + i)·T. */
 void attention_forward(float *out, float *probs, const float *qkv, const uint8_t *key_mask,
-                       int causal, int B, int T, int D, int H);
+                       const float *bias, int causal, int B, int T, int D, int H);
 /* Inference attention (no weights kept, no dropout): the same result as attention_forward,
  * computed block by block of query rows in the cache (vit/core/attention_infer.c). Needs
  * D/H a multiple of 16 (attention_infer_supported) and scratch of attention_infer_scratch
  * floats for a team of up to `threads` threads (the region uses no more). */
 int attention_infer_supported(int D, int H);
 size_t attention_infer_scratch(int B, int T, int D, int threads);
-void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, int causal,
-                     float *scratch, int threads, int B, int T, int D, int H);
+void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
+                     int causal, float *scratch, int threads, int B, int T, int D, int H);
 /* Training variant: HF's attention_probs_dropout on the weights. keep [B, H, T, T] (from
  * dropout_mask) and p drop weights before they multiply V; probs still receives the weights
  * before dropout (the backward needs them); dropped [B, H, T, T] is scratch. */
 void attention_forward_dropout(float *out, float *probs, float *dropped, const float *qkv,
-                               const uint8_t *key_mask, int causal, const uint8_t *keep, float p,
-                               int B, int T, int D, int H);
+                               const uint8_t *key_mask, const float *bias, int causal,
+                               const uint8_t *keep, float p, int B, int T, int D, int H);
 /* dqkv [B, T, 3D] (overwritten, every element) from dout [B, T, D] and the forward's qkv and
  * probs; dprobs [B, H, T, T] is scratch. keep/p: the attention dropout mask, or NULL/0.
  * probs_grad [B, H, T, T] or NULL: gets the gradient wrt the attention weights (before dropout).
+ * dbias [H, T, T] or NULL: the gradient wrt the forward's score bias, summed over the batch,
+ * ACCUMULATED (the bias itself is not needed: the softmax backward reads only the weights).
  * Masked (padding, causal) keys have zero weight, so they get zero gradient without the mask. */
-void attention_backward(float *dqkv, float *dprobs, float *probs_grad, const float *dout,
-                        const float *qkv, const float *probs, const uint8_t *keep, float p, int B,
-                        int T, int D, int H);
+void attention_backward(float *dqkv, float *dprobs, float *probs_grad, float *dbias,
+                        const float *dout, const float *qkv, const float *probs,
+                        const uint8_t *keep, float p, int B, int T, int D, int H);
 
 /* Multi-head attention of Tq query rows against Tk key/value rows, for B items (cross-attention;
  * self-attention of new rows over a KV cache), vit/core/attention_general.c:
