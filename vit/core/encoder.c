@@ -8,6 +8,11 @@
 
 #include "vit/core/ops.h"
 
+/* Floats per row of fc1's output: SwiGLU's first layer is twice as wide. */
+static size_t fc1_width(const encoder_shape *s) {
+    return (size_t)s->mlp_dim * (s->act == ACT_SWIGLU ? 2 : 1);
+}
+
 /* Training's extra buffers: per-layer dropout masks (bytes) and the backward's shared scratch. */
 static int training_alloc(encoder_acts *a, const encoder_shape *s, int max_batch, int tokens) {
     const size_t BT = (size_t)max_batch * tokens, D = (size_t)s->dim, I = (size_t)s->mlp_dim;
@@ -15,9 +20,12 @@ static int training_alloc(encoder_acts *a, const encoder_shape *s, int max_batch
     const size_t mask_sizes[] = {L * BT * D, L * BT * D, L * BHTT};
     uint8_t **masks[] = {&a->keep_attn, &a->keep_mlp, &a->keep_probs};
     a->mask_block = alloc_byte_block(3, mask_sizes, masks);
-    const size_t sizes[] = {BT * D, BT * D, BT * D, BT * 3 * D, BT * I, BHTT};
-    float **fields[] = {&a->d_ln, &a->d_res, &a->d_ctx, &a->d_qkv, &a->d_act, &a->d_probs};
-    a->grad_block = alloc_float_block(6, sizes, fields);
+    const size_t swiglu = s->act == ACT_SWIGLU ? BT * 2 * I : 0;
+    const size_t sizes[] = {BT * D, BT * D, BT * D, BT * 3 * D, BT * I, BHTT, swiglu};
+    float **fields[] = {&a->d_ln,  &a->d_res,   &a->d_ctx, &a->d_qkv,
+                        &a->d_act, &a->d_probs, &a->d_fc1};
+    a->grad_block = alloc_float_block(7, sizes, fields);
+    if (!swiglu) a->d_fc1 = NULL;
     return a->mask_block && a->grad_block ? 0 : -1;
 }
 
@@ -25,6 +33,7 @@ int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *s, int max_batch
                        int per_layer) {
     memset(acts, 0, sizeof *acts);
     size_t BT = (size_t)max_batch * tokens, D = (size_t)s->dim, I = (size_t)s->mlp_dim;
+    const size_t kept = per_layer && s->layer_scale ? BT * D : 0;
     /* clang-format off */
     const size_t sizes[] = {
         BT * D,                                         /* layer_in */
@@ -33,18 +42,21 @@ int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *s, int max_batch
         (size_t)max_batch * s->heads * tokens * tokens, /* probs */
         BT * D, BT * D,                                 /* ctx, mid */
         BT * D, BT, BT,                                 /* ln2 */
-        BT * I, BT * I,                                 /* fc1_out, act_out */
+        BT * fc1_width(s), BT * I,                      /* fc1_out, act_out */
         BT * D, BT * D,                                 /* sum2, scratch */
+        kept, kept,                                     /* attn_out, mlp_out */
     };
     /* clang-format on */
     float **fields[] = {&acts->layer_in, &acts->ln1_out,  &acts->ln1_mean, &acts->ln1_rstd,
                         &acts->qkv,      &acts->probs,    &acts->ctx,      &acts->mid,
                         &acts->ln2_out,  &acts->ln2_mean, &acts->ln2_rstd, &acts->fc1_out,
-                        &acts->act_out,  &acts->sum2,     &acts->scratch};
+                        &acts->act_out,  &acts->sum2,     &acts->scratch,  &acts->attn_out,
+                        &acts->mlp_out};
     const size_t count = sizeof sizes / sizeof sizes[0];
     acts->block = alloc_float_sets(per_layer ? (size_t)s->layers : 1, count, sizes, fields,
                                    &acts->layer_floats);
     if (!acts->block) return -1;
+    if (!kept) acts->attn_out = acts->mlp_out = NULL;
     acts->attn_threads = omp_get_num_procs();
     if (attention_infer_supported(s->dim, s->heads) &&
         !(acts->attn_scratch = vit_alloc_floats(
@@ -214,19 +226,31 @@ static int prepared(const encoder_acts *a, const encoder_layer *w) {
     return w->qkv && a->gemm && !a->keep;
 }
 
+/* A residual branch's output projection [D, in]: the layer (prepared and plain), its layer scale
+ * (NULL: none), the fields of its dropout mask and of its output kept for the scale's gradient. */
+typedef struct {
+    const gemm_weight *prepared;
+    const float *weight, *bias, *scale;
+    int in;
+    uint8_t *mask;
+    float *kept;
+} branch_out;
+
 /* The branch's output projection added into residual (which holds the residual stream), through
- * dropout when training. */
-static void add_branch(const encoder_layer *w, encoder_acts *a, int l,
-                       const gemm_weight *prepared_w, const float *weight, const float *bias,
-                       const float *inp, int BT, int IN, int OUT, uint8_t *mask_field,
-                       float *residual) {
+ * dropout when training, times the layer scale (folded into the prepared layer). */
+static void add_branch(const encoder_layer *w, encoder_acts *a, int l, const branch_out *o,
+                       const float *inp, int BT, int D, float *residual) {
     if (prepared(a, w)) {
-        gemm_run(prepared_w, inp, BT, residual, a->gemm);
+        gemm_run(o->prepared, inp, BT, residual, a->gemm);
         return;
     }
-    linear_forward(a->scratch, inp, weight, bias, BT, IN, OUT);
-    branch_dropout(a, mask_field, l, BT / a->run_tokens, (size_t)a->run_tokens * OUT);
-    vector_add(residual, residual, a->scratch, (size_t)BT * OUT);
+    linear_forward(a->scratch, inp, o->weight, o->bias, BT, o->in, D);
+    branch_dropout(a, o->mask, l, BT / a->run_tokens, (size_t)a->run_tokens * D);
+    if (o->scale) {
+        if (a->keep) memcpy(encoder_acts_layer(a, o->kept, l), a->scratch, sizeof(float) * BT * D);
+        layer_scale_forward(a->scratch, a->scratch, o->scale, BT, D);
+    }
+    vector_add(residual, residual, a->scratch, (size_t)BT * D);
 }
 
 /* Self-attention of T new rows per sequence over the cached rows and themselves: their keys and
@@ -274,7 +298,8 @@ static void cross_attention_block(const encoder_shape *s, const encoder_layer *w
                                   q + first * D, D, img, img + D, 2 * D, NULL, -1, 1,
                                   image_rows(a, g, B) * T, S, S, D, H);
     }
-    add_branch(w, a, l, w->xproj, w->xproj_w, w->xproj_b, ctx, BT, D, D, a->keep_cross, residual);
+    const branch_out out = {w->xproj, w->xproj_w, w->xproj_b, NULL, D, a->keep_cross, NULL};
+    add_branch(w, a, l, &out, ctx, BT, D, residual);
 }
 
 /* Pre-LN: x += Cross(LNx(x)). Training keeps LNx's input, output and statistics; inference
@@ -320,30 +345,36 @@ static void attention_block(const encoder_shape *s, const encoder_layer *w, enco
     if (a->kv_cache) { /* decoder inference: these rows after the cached ones */
         cached_attention(a, l, qkv, ctx, B, T, D, H);
     } else if (!a->keep && a->attn_scratch) { /* inference: no weights kept */
-        attention_infer(ctx, qkv, mask, NULL, s->causal, a->attn_scratch, a->attn_threads, B, T, D,
-                        H);
+        attention_infer(ctx, qkv, mask, w->attn_bias, s->causal, a->attn_scratch, a->attn_threads,
+                        B, T, D, H);
     } else if (a->attn_drop > 0.0f) {
         uint8_t *keep = encoder_acts_mask(a, a->keep_probs, l);
         batch_mask(a, keep, B, (size_t)H * T * T, a->attn_drop);
-        attention_forward_dropout(ctx, probs, a->d_probs, qkv, mask, NULL, s->causal, keep,
+        attention_forward_dropout(ctx, probs, a->d_probs, qkv, mask, w->attn_bias, s->causal, keep,
                                   a->attn_drop, B, T, D, H);
     } else {
-        attention_forward(ctx, probs, qkv, mask, NULL, s->causal, B, T, D, H);
+        attention_forward(ctx, probs, qkv, mask, w->attn_bias, s->causal, B, T, D, H);
     }
-    add_branch(w, a, l, w->proj, w->proj_w, w->proj_b, ctx, BT, D, D, a->keep_attn, residual);
+    const branch_out out = {w->proj, w->proj_w, w->proj_b, w->ls1, D, a->keep_attn, a->attn_out};
+    add_branch(w, a, l, &out, ctx, BT, D, residual);
 }
 
 static void mlp_block(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
                       const float *inp, int BT, float *residual) {
-    const int D = s->dim, I = s->mlp_dim;
+    const int D = s->dim, I = s->mlp_dim, swiglu = s->act == ACT_SWIGLU;
     float *fc1 = encoder_acts_layer(a, a->fc1_out, l), *act = encoder_acts_layer(a, a->act_out, l);
-    if (prepared(a, w)) { /* the activation is fc1's epilogue */
+    if (prepared(a, w) && !swiglu) /* the activation is fc1's epilogue */
         gemm_run(w->fc1, inp, BT, act, a->gemm);
-    } else {
-        linear_forward(fc1, inp, w->fc1_w, w->fc1_b, BT, D, I);
+    else if (prepared(a, w))
+        gemm_run(w->fc1, inp, BT, fc1, a->gemm);
+    else
+        linear_forward(fc1, inp, w->fc1_w, w->fc1_b, BT, D, (int)fc1_width(s));
+    if (swiglu)
+        swiglu_forward(act, fc1, BT, I);
+    else if (!prepared(a, w))
         activation_forward(act, fc1, (size_t)BT * I, s->act);
-    }
-    add_branch(w, a, l, w->fc2, w->fc2_w, w->fc2_b, act, BT, I, D, a->keep_mlp, residual);
+    const branch_out out = {w->fc2, w->fc2_w, w->fc2_b, w->ls2, I, a->keep_mlp, a->mlp_out};
+    add_branch(w, a, l, &out, act, BT, D, residual);
 }
 
 static void pre_norm_layer(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
@@ -396,12 +427,19 @@ void encoder_forward(const encoder_shape *s, const encoder_layer *layers, encode
 
 /* ---- backward ---- */
 
-/* Gradient wrt a residual branch's output before its dropout: d itself in eval mode, else d
- * through layer l's mask, in a->scratch. */
-static const float *branch_dropout_backward(encoder_acts *a, const float *d, uint8_t *field, int l,
-                                            size_t n) {
+/* Gradient wrt a residual branch's output projection from d, wrt what the branch adds to the
+ * residual stream: d itself in eval mode without a layer scale, else in a->scratch, through the
+ * scale (its gradient accumulated into dscale when set) and layer l's dropout mask. */
+static const float *branch_backward(encoder_acts *a, const float *d, const float *scale,
+                                    float *dscale, float *kept, uint8_t *mask, int l, int BT,
+                                    int D) {
+    const size_t n = (size_t)BT * D;
+    if (scale) {
+        layer_scale_backward(a->scratch, dscale, d, encoder_acts_layer(a, kept, l), scale, BT, D);
+        d = a->scratch;
+    }
     if (a->hidden_drop <= 0.0f) return d;
-    dropout_backward(a->scratch, d, encoder_acts_mask(a, field, l), n, a->hidden_drop);
+    dropout_backward(a->scratch, d, encoder_acts_mask(a, mask, l), n, a->hidden_drop);
     return a->scratch;
 }
 
@@ -415,7 +453,7 @@ static void attention_block_backward(const encoder_shape *s, const encoder_layer
     const uint8_t *keep = a->attn_drop > 0.0f ? encoder_acts_mask(a, a->keep_probs, l) : NULL;
     linear_backward(a->d_ctx, g->proj_w, g->proj_b, dy, ctx, w->proj_w, BT, D, D);
     float *probs_grad = a->probs_grad ? a->probs_grad + (size_t)l * B * H * T * T : NULL;
-    attention_backward(a->d_qkv, a->d_probs, probs_grad, NULL, a->d_ctx, qkv,
+    attention_backward(a->d_qkv, a->d_probs, probs_grad, g->attn_bias, a->d_ctx, qkv,
                        encoder_acts_layer(a, a->probs, l), keep, a->attn_drop, B, T, D, H);
     linear_backward(a->d_ln, g->qkv_w, g->qkv_b, a->d_qkv, inp, w->qkv_w, BT, D, 3 * D);
 }
@@ -428,8 +466,12 @@ static void mlp_block_backward(const encoder_shape *s, const encoder_layer *w,
     const float *fc1 = encoder_acts_layer(a, a->fc1_out, l),
                 *act = encoder_acts_layer(a, a->act_out, l);
     linear_backward(a->d_act, g->fc2_w, g->fc2_b, dy, act, w->fc2_w, BT, I, D);
-    activation_backward(a->d_act, a->d_act, fc1, (size_t)BT * I, s->act);
-    linear_backward(a->d_ln, g->fc1_w, g->fc1_b, a->d_act, inp, w->fc1_w, BT, D, I);
+    float *dfc1 = a->d_act; /* in place, but SwiGLU's gradient is twice as wide */
+    if (s->act == ACT_SWIGLU)
+        swiglu_backward(dfc1 = a->d_fc1, a->d_act, fc1, BT, I);
+    else
+        activation_backward(a->d_act, a->d_act, fc1, (size_t)BT * I, s->act);
+    linear_backward(a->d_ln, g->fc1_w, g->fc1_b, dfc1, inp, w->fc1_w, BT, D, (int)fc1_width(s));
 }
 
 /* The keys' and values' gradient d_xkv of layer l's images to its xkv weights, and through them
@@ -469,7 +511,7 @@ static void cross_pre_norm_backward(const encoder_shape *s, const encoder_layer 
                                     const encoder_layer *g, encoder_acts *a, int l, float *dx,
                                     int B, int T) {
     const int BT = B * T;
-    const float *dy = branch_dropout_backward(a, dx, a->keep_cross, l, (size_t)BT * s->dim);
+    const float *dy = branch_backward(a, dx, NULL, NULL, NULL, a->keep_cross, l, BT, s->dim);
     cross_block_backward(s, w, g, a, l, dy, encoder_acts_cross(a, a->xln_out, l), B, T);
     layernorm_backward(dx, g->lnx_w, g->lnx_b, a->d_ln, encoder_acts_cross(a, a->xln_in, l),
                        encoder_acts_cross(a, a->xln_mean, l), encoder_acts_cross(a, a->xln_rstd, l),
@@ -486,33 +528,33 @@ static void cross_post_norm_backward(const encoder_shape *s, const encoder_layer
     layernorm_backward(dx, g->lnx_w, g->lnx_b, dres, encoder_acts_cross(a, a->xln_in, l),
                        encoder_acts_cross(a, a->xln_mean, l), encoder_acts_cross(a, a->xln_rstd, l),
                        w->lnx_w, BT, s->dim); /* dx: wrt the sum x1 + drop(Cross(x1)) */
-    const float *dy = branch_dropout_backward(a, dx, a->keep_cross, l, n);
+    const float *dy = branch_backward(a, dx, NULL, NULL, NULL, a->keep_cross, l, BT, s->dim);
     cross_block_backward(s, w, g, a, l, dy, encoder_acts_cross(a, a->x_in, l), B, T);
     vector_add(dres, dx, a->d_ln, n);
 }
 
-/* x_mid = x + drop(Attn(LN1(x))); x_out = x_mid + drop(MLP(LN2(x_mid))). The residual paths carry
- * dx straight through; each LayerNorm backward adds its branch's share into dx. */
+/* x_mid = x + ls1 ⊙ drop(Attn(LN1(x))); x_out = x_mid + ls2 ⊙ drop(MLP(LN2(x_mid))) (no ls: 1).
+ * The residual paths carry dx straight through; each LayerNorm backward adds its branch's share
+ * into dx. */
 static void pre_norm_layer_backward(const encoder_shape *s, const encoder_layer *w,
                                     const encoder_layer *g, encoder_acts *a, int l, float *dx,
                                     int B, int T) {
     const int D = s->dim, BT = B * T;
-    const size_t n = (size_t)BT * D;
-    const float *dy = branch_dropout_backward(a, dx, a->keep_mlp, l, n);
+    const float *dy = branch_backward(a, dx, w->ls2, g->ls2, a->mlp_out, a->keep_mlp, l, BT, D);
     mlp_block_backward(s, w, g, a, l, dy, encoder_acts_layer(a, a->ln2_out, l), BT);
     layernorm_backward(dx, g->ln2_w, g->ln2_b, a->d_ln, encoder_acts_layer(a, a->mid, l),
                        encoder_acts_layer(a, a->ln2_mean, l), encoder_acts_layer(a, a->ln2_rstd, l),
                        w->ln2_w, BT, D);
     if (s->cross) cross_pre_norm_backward(s, w, g, a, l, dx, B, T);
-    dy = branch_dropout_backward(a, dx, a->keep_attn, l, n);
+    dy = branch_backward(a, dx, w->ls1, g->ls1, a->attn_out, a->keep_attn, l, BT, D);
     attention_block_backward(s, w, g, a, l, dy, encoder_acts_layer(a, a->ln1_out, l), B, T);
     layernorm_backward(dx, g->ln1_w, g->ln1_b, a->d_ln, encoder_acts_layer(a, a->layer_in, l),
                        encoder_acts_layer(a, a->ln1_mean, l), encoder_acts_layer(a, a->ln1_rstd, l),
                        w->ln1_w, BT, D);
 }
 
-/* mid = x + drop(Attn(x)); x1 = LN1(mid); sum2 = x1 + drop(MLP(x1)); x_out = LN2(sum2). A
- * decoder has x2 = LNx(x1 + drop(Cross(x1))) in place of x1 from the MLP on. */
+/* mid = x + ls1 ⊙ drop(Attn(x)); x1 = LN1(mid); sum2 = x1 + ls2 ⊙ drop(MLP(x1)); x_out =
+ * LN2(sum2). A decoder has x2 = LNx(x1 + drop(Cross(x1))) in place of x1 from the MLP on. */
 static void post_norm_layer_backward(const encoder_shape *s, const encoder_layer *w,
                                      const encoder_layer *g, encoder_acts *a, int l, float *dx,
                                      int B, int T) {
@@ -523,7 +565,7 @@ static void post_norm_layer_backward(const encoder_shape *s, const encoder_layer
     layernorm_backward(dres, g->ln2_w, g->ln2_b, dx, encoder_acts_layer(a, a->sum2, l),
                        encoder_acts_layer(a, a->ln2_mean, l), encoder_acts_layer(a, a->ln2_rstd, l),
                        w->ln2_w, BT, D);
-    const float *dy = branch_dropout_backward(a, dres, a->keep_mlp, l, n);
+    const float *dy = branch_backward(a, dres, w->ls2, g->ls2, a->mlp_out, a->keep_mlp, l, BT, D);
     mlp_block_backward(s, w, g, a, l, dy, encoder_acts_layer(a, a->ln1_out, l), BT);
     vector_add(dres, dres, a->d_ln, n); /* dres: gradient wrt x1 (with cross-attention, x2) */
     if (s->cross) cross_post_norm_backward(s, w, g, a, l, dres, dx, B, T);
@@ -531,7 +573,7 @@ static void post_norm_layer_backward(const encoder_shape *s, const encoder_layer
     layernorm_backward(dx, g->ln1_w, g->ln1_b, dres, encoder_acts_layer(a, a->mid, l),
                        encoder_acts_layer(a, a->ln1_mean, l), encoder_acts_layer(a, a->ln1_rstd, l),
                        w->ln1_w, BT, D);
-    dy = branch_dropout_backward(a, dx, a->keep_attn, l, n);
+    dy = branch_backward(a, dx, w->ls1, g->ls1, a->attn_out, a->keep_attn, l, BT, D);
     attention_block_backward(s, w, g, a, l, dy, encoder_acts_layer(a, a->layer_in, l), B, T);
     vector_add(dx, dx, a->d_ln, n);
 }

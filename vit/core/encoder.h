@@ -14,29 +14,41 @@
 #include "vit/core/ops.h"
 
 typedef struct {
-    int layers, dim, heads, mlp_dim;
-    activation_kind act;
+    int layers, dim, heads;
+    int mlp_dim;         /* the MLP's hidden width (SwiGLU: h, with fc1 [2h, D] and fc2 [D, h]) */
+    activation_kind act; /* ACT_SWIGLU: fc1's output split in halves u₁, u₂, fc2 on silu(u₁)·u₂ */
     float eps;
     int post_norm; /* 0: x += Attn(LN1(x)); x += MLP(LN2(x))   1: x = LN1(x + Attn(x)); x = LN2(x +
                       MLP(x)) */
     int causal;
-    int cross;     /* decoder: a cross-attention branch over other states (an encoder's output) */
-    int cross_dim; /* the width of those states (the branch's keys and values are computed from
-                      them) */
+    int cross;       /* decoder: a cross-attention branch over other states (an encoder's output) */
+    int cross_dim;   /* the width of those states (the branch's keys and values are computed from
+                        them) */
+    int layer_scale; /* layers may have ls1/ls2 (encoder_layer): set it before encoder_acts_alloc,
+                        for training keeps the scaled branches' outputs for the scales' gradient */
 } encoder_shape;
 
 /* One layer's parameters, pointing into the model's single parameter block.
- * qkv_w [3D, D] holds query, key, value weights stacked (one GEMM for all three). */
+ * qkv_w [3D, D] holds query, key, value weights stacked (one GEMM for all three).
+ * The grads argument of encoder_backward has the same layout: each field points where that
+ * tensor's gradient accumulates (NULL: not wanted, for ls1, ls2 and attn_bias). */
 typedef struct {
     float *ln1_w, *ln1_b;
     float *qkv_w, *qkv_b;
     float *proj_w, *proj_b;
     float *ln2_w, *ln2_b;
-    float *fc1_w, *fc1_b; /* [I, D], [I] */
+    float *fc1_w, *fc1_b; /* [I, D], [I] (SwiGLU: [2I, D], [2I]) */
     float *fc2_w, *fc2_b; /* [D, I], [D] */
+    /* Layer scale (shape.layer_scale; NULL: none): x += ls1 ⊙ drop(Attn(..)), x += ls2 ⊙
+     * drop(MLP(..)), each [D]. Prepared layers (below) have it folded into proj and fc2. */
+    float *ls1, *ls2;
+    /* NULL, or [H, T, T] for the forward's T: added to the self-attention scores of every batch
+     * item before the softmax (BEiT's relative position bias, built by the model; layers may share
+     * one). Not applied by decoder inference over a KV cache. */
+    float *attn_bias;
     /* The same four linear layers prepared for inference (vit/core/gemm.h; NULL: not prepared,
-     * as for training): qkv plain, proj and fc2 adding into the residual stream, fc1 with the
-     * activation. */
+     * as for training): qkv plain, proj and fc2 adding into the residual stream (times ls1, ls2
+     * when set: gemm_prepare_scaled), fc1 with the activation (SwiGLU: plain, [2I] wide). */
     gemm_weight *qkv, *proj, *fc1, *fc2;
     /* Cross-attention (shape.cross): its LayerNorm (pre-LN: on the branch's input; post-LN: after
      * its residual add), queries xq [D, D], keys and values stacked xkv [2D, cross_dim], output
@@ -64,10 +76,12 @@ typedef struct {
     float *mid;     /* [B,T,D] pre-LN: x after the attention residual; post-LN: x + Attn(x) */
     float *ln2_out; /* [B,T,D] */
     float *ln2_mean, *ln2_rstd;
-    float *fc1_out;      /* [B,T,I] before the activation */
+    float *fc1_out;      /* [B,T,I] before the activation (SwiGLU: [B,T,2I]) */
     float *act_out;      /* [B,T,I] */
     float *sum2;         /* [B,T,D] post-LN: x + MLP(x) before LN2 */
     float *scratch;      /* [B,T,D] projection outputs before the residual add */
+    float *attn_out;     /* [B,T,D] training with shape.layer_scale (else NULL): the attention */
+    float *mlp_out;      /* and MLP branches' outputs after dropout, before the layer scale */
     gemm_state *gemm;    /* running the prepared layers: the caller's state (not owned), set
                           * before an inference forward on them */
     float *attn_scratch; /* inference attention (attention_infer), for attn_threads threads */
@@ -90,6 +104,7 @@ typedef struct {
     float *d_ctx;        /* [B,T,D] */
     float *d_qkv;        /* [B,T,3D] */
     float *d_act;        /* [B,T,I] gradient wrt act_out, then wrt fc1_out */
+    float *d_fc1;        /* [B,T,2I] SwiGLU: the gradient wrt fc1_out (else NULL) */
     float *d_probs;      /* [B,H,T,T] attention scratch (also the dropped weights in the forward) */
     /* NULL, or [layers, B, H, T, T] set by the caller: the backward leaves there the gradient wrt
      * every layer's attention weights (gradient-weighted explanations). */
@@ -185,7 +200,9 @@ void encoder_forward(const encoder_shape *shape, const encoder_layer *layers, en
                      float *x, const uint8_t *key_mask, int B, int T);
 /* Backward of the last encoder_forward on acts (keep on, same dropout settings, same B, T).
  * dx [B, T, D]: in, the gradient wrt the encoder output; out, wrt its input (in place).
- * Parameter gradients ACCUMULATE into grads (same layout as layers, e.g. a model_bind view).
+ * Parameter gradients ACCUMULATE into grads (same layout as layers, e.g. a model_bind view),
+ * the attention bias's too: grads[l].attn_bias [H, T, T] (if set) receives layer l's, summed over
+ * the batch (layers sharing one bias may share one gradient buffer: their shares add up).
  * The key mask needs no argument: masked keys have zero attention weight in acts->probs.
  * A decoder's cross-attention: its key/value weights' gradients come from the states given to
  * encoder_cross_states, and acts->d_cross_states (if set) receives the states' gradient. */

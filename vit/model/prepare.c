@@ -3,10 +3,12 @@
 
 #include "vit/model/params.h"
 
+/* fc1's epilogue: the activation, but SwiGLU's, which halves the width (the encoder runs it). */
 static gemm_epilogue activation_epilogue(activation_kind act) {
     return act == ACT_GELU         ? EPILOGUE_GELU
            : act == ACT_GELU_TANH  ? EPILOGUE_GELU_TANH
            : act == ACT_QUICK_GELU ? EPILOGUE_QUICK_GELU
+           : act == ACT_SWIGLU     ? EPILOGUE_NONE
                                    : EPILOGUE_RELU;
 }
 
@@ -17,24 +19,33 @@ typedef struct {
     vit_error *err;
 } prep;
 
-/* One layer (weight [OUT, IN]); the workspace grows to the largest need. */
-static int one(prep *p, gemm_weight **out, const float *w, const float *b, int OUT, int IN,
-               gemm_epilogue epilogue, int rows) {
-    *out = gemm_prepare(p->backend, p->precision, w, b, OUT, IN, epilogue, rows, p->err);
+/* One layer (weight [OUT, IN]), its outputs times scale [OUT] if set (a layer scale, folded into
+ * a copy of the weight the prepared layer owns); the workspace grows to the largest need. */
+static int scaled(prep *p, gemm_weight **out, const float *w, const float *b, const float *scale,
+                  int OUT, int IN, gemm_epilogue epilogue, int rows) {
+    *out = scale ? gemm_prepare_scaled(p->backend, p->precision, w, b, scale, OUT, IN, epilogue,
+                                       rows, p->err)
+                 : gemm_prepare(p->backend, p->precision, w, b, OUT, IN, epilogue, rows, p->err);
     if (!*out) return -1;
     const size_t need = gemm_workspace_bytes(*out);
     p->workspace = need > p->workspace ? need : p->workspace;
     return 0;
 }
 
+static int one(prep *p, gemm_weight **out, const float *w, const float *b, int OUT, int IN,
+               gemm_epilogue epilogue, int rows) {
+    return scaled(p, out, w, b, NULL, OUT, IN, epilogue, rows);
+}
+
 static int prepare_layers(model *m, prep *p, int rows) {
-    const int D = m->cfg.hidden_size, I = m->cfg.intermediate_size;
+    const int D = m->enc.dim, I = m->enc.mlp_dim;
+    const int I1 = m->enc.act == ACT_SWIGLU ? 2 * I : I; /* SwiGLU: fc1 gives both halves */
     for (int l = 0; l < m->cfg.num_layers; l++) {
         encoder_layer *w = &m->layers[l];
         if (one(p, &w->qkv, w->qkv_w, w->qkv_b, 3 * D, D, EPILOGUE_NONE, rows) ||
-            one(p, &w->proj, w->proj_w, w->proj_b, D, D, EPILOGUE_ACCUMULATE, rows) ||
-            one(p, &w->fc1, w->fc1_w, w->fc1_b, I, D, activation_epilogue(m->cfg.act), rows) ||
-            one(p, &w->fc2, w->fc2_w, w->fc2_b, D, I, EPILOGUE_ACCUMULATE, rows))
+            scaled(p, &w->proj, w->proj_w, w->proj_b, w->ls1, D, D, EPILOGUE_ACCUMULATE, rows) ||
+            one(p, &w->fc1, w->fc1_w, w->fc1_b, I1, D, activation_epilogue(m->enc.act), rows) ||
+            scaled(p, &w->fc2, w->fc2_w, w->fc2_b, w->ls2, D, I, EPILOGUE_ACCUMULATE, rows))
             return -1;
         if (m->enc.cross &&
             (one(p, &w->xq, w->xq_w, w->xq_b, D, D, EPILOGUE_NONE, rows) ||

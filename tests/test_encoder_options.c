@@ -1,0 +1,385 @@
+/* The encoder block's options for DINOv2 and BEiT (vit/core/encoder.h): layer scale (ls1, ls2),
+ * the SwiGLU feed-forward (ACT_SWIGLU) and a bias on the attention scores (attn_bias, per layer or
+ * shared by the layers), alone and together.
+ *
+ * - Training: every parameter's gradient, the scales', the bias's and the input's against
+ *   five-point finite differences (testutil.h: gradcheck_tensor; test_gradcheck.c explains the
+ *   stencil, the steps and the error measure), pre-LN (both families' layout), with a padding
+ *   mask, and with hidden and attention dropout (fixed masks); post-LN once with everything on.
+ *   Tolerance GRADCHECK_TOL (1e-2 relative above 1e-2, absolute below), as every gradient check.
+ * - Inference: the training forward (plain products, attention_forward, weights kept) against
+ *   the inference forward unprepared (attention_infer), and prepared by model_prepare on each
+ *   backend in fp32 (the scales folded into proj and fc2, SwiGLU after a plain fc1): within
+ *   1e-5, float32 rounding of the same sums taken in another order. bf16 and int8 prepared
+ *   against fp32 prepared within the bounds below.
+ * - attention_infer with a bias against attention_forward with it, for T on and off its tiles.
+ */
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/core/encoder.h"
+#include "vit/core/ops.h"
+#include "vit/model/config.h"
+#include "vit/model/params.h"
+
+enum { L = 2, MAX_T = 37 };
+#define N_TENSORS 14
+#define SAME_TOL  1e-5 /* inference against the training forward, fp32 */
+/* Reduced precision against fp32 on the inference case below (outputs of O(1)): bf16 rounds every
+ * operand to 8 bits of mantissa (2^-9 relative), int8 weights per output channel and activations
+ * per row to 8 bits. About twice the largest error measured (printed). */
+#define BF16_BOUND 0.06
+#define INT8_BOUND 0.16
+
+static const char *names[N_TENSORS] = {"ln1_w",  "ln1_b", "qkv_w", "qkv_b", "proj_w",
+                                       "proj_b", "ln2_w", "ln2_b", "fc1_w", "fc1_b",
+                                       "fc2_w",  "fc2_b", "ls1",   "ls2"};
+
+typedef struct {
+    int layer_scale, swiglu;
+    int bias; /* 0: none, 1: one per layer, 2: one shared by the layers */
+    int post_norm, masked;
+    float drop; /* hidden and attention dropout */
+} options;
+
+typedef struct {
+    options o;
+    int D, H, I, B, T;
+    encoder_shape s;
+    encoder_layer w[L], g[L];
+    float *wp[L][N_TENSORS], *gp[L][N_TENSORS];
+    size_t sizes[N_TENSORS], layer_floats, bias_floats;
+    float *params, *grads, *bias, *dbias;
+    encoder_acts acts;
+    uint8_t mask[2 * MAX_T];
+    float *x0, *x, *wout;
+} opt_case;
+
+static double dot(const float *w, const float *x, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)w[i] * x[i];
+    return s;
+}
+
+static void set_sizes(opt_case *c) {
+    const size_t D = (size_t)c->D, I = (size_t)c->I, W1 = c->o.swiglu ? 2 * I : I;
+    const size_t sizes[N_TENSORS] = {D, D,      3 * D * D, 3 * D, D * D, D, D,
+                                     D, W1 * D, W1,        D * I, D,     D, D};
+    memcpy(c->sizes, sizes, sizeof sizes);
+    c->layer_floats = 0;
+    for (int i = 0; i < N_TENSORS; i++) c->layer_floats += sizes[i];
+}
+
+/* Layer l's tensors in block (names[] order); no layer scale: ls1, ls2 laid out but not used. */
+static encoder_layer layout(const opt_case *c, float *block, int l, float *p[N_TENSORS]) {
+    float *at = block + (size_t)l * c->layer_floats;
+    for (int i = 0; i < N_TENSORS; i++) p[i] = at, at += c->sizes[i];
+    return (encoder_layer){.ln1_w = p[0],
+                           .ln1_b = p[1],
+                           .qkv_w = p[2],
+                           .qkv_b = p[3],
+                           .proj_w = p[4],
+                           .proj_b = p[5],
+                           .ln2_w = p[6],
+                           .ln2_b = p[7],
+                           .fc1_w = p[8],
+                           .fc1_b = p[9],
+                           .fc2_w = p[10],
+                           .fc2_b = p[11],
+                           .ls1 = c->o.layer_scale ? p[12] : NULL,
+                           .ls2 = c->o.layer_scale ? p[13] : NULL};
+}
+
+/* The score biases: [H, T, T] per layer, or one for all; the gradients' buffers alike. */
+static void attach_bias(opt_case *c) {
+    const size_t per = (size_t)c->H * c->T * c->T;
+    c->bias_floats = c->o.bias == 1 ? L * per : c->o.bias == 2 ? per : 0;
+    if (!c->bias_floats) return;
+    c->bias = test_alloc_floats(c->bias_floats), c->dbias = test_alloc_floats(c->bias_floats);
+    test_fill(c->bias, c->bias_floats, -1.5f, 1.5f);
+    for (int l = 0; l < L; l++) {
+        const size_t at = c->o.bias == 1 ? l * per : 0;
+        c->w[l].attn_bias = c->bias + at;
+        c->g[l].attn_bias = c->dbias + at;
+    }
+}
+
+static void case_init(opt_case *c, options o, int D, int H, int I, int B, int T) {
+    memset(c, 0, sizeof *c);
+    c->o = o, c->D = D, c->H = H, c->I = I, c->B = B, c->T = T;
+    set_sizes(c);
+    c->s = (encoder_shape){.layers = L,
+                           .dim = D,
+                           .heads = H,
+                           .mlp_dim = I,
+                           .act = o.swiglu ? ACT_SWIGLU : ACT_GELU,
+                           .eps = 1e-6f,
+                           .post_norm = o.post_norm,
+                           .layer_scale = o.layer_scale};
+    c->params = test_alloc_floats(c->layer_floats * L);
+    c->grads = test_alloc_floats(c->layer_floats * L);
+    test_fill(c->params, c->layer_floats * L, -0.3f, 0.3f);
+    for (int l = 0; l < L; l++) {
+        c->w[l] = layout(c, c->params, l, c->wp[l]);
+        c->g[l] = layout(c, c->grads, l, c->gp[l]);
+        for (int i = 0; i < D; i++) { /* LayerNorm weights near 1, scales 0.2..1.2 */
+            c->wp[l][0][i] += 1, c->wp[l][6][i] += 1;
+            c->wp[l][12][i] += 0.7f, c->wp[l][13][i] += 0.7f;
+        }
+    }
+    attach_bias(c);
+    for (int i = 0; i < B * T; i++) c->mask[i] = !o.masked || i < B * T - 2; /* last item pads */
+    const size_t n = (size_t)B * T * D;
+    c->x0 = test_alloc_floats(n), c->x = test_alloc_floats(n), c->wout = test_alloc_floats(n);
+    test_fill(c->x0, n, -1, 1), test_fill(c->wout, n, -1, 1);
+    assert_int_equal(encoder_acts_alloc(&c->acts, &c->s, B, T, 1), 0);
+}
+
+static void case_free(opt_case *c) {
+    encoder_acts_free(&c->acts);
+    free(c->params), free(c->grads), free(c->bias), free(c->dbias);
+    free(c->x0), free(c->x), free(c->wout);
+}
+
+/* Σ wout·encoder(x0) in training mode, the same dropout masks every time. */
+static double case_loss(void *p) {
+    opt_case *c = p;
+    const size_t n = (size_t)c->B * c->T * c->D;
+    uint64_t rng = 7;
+    assert_int_equal(encoder_set_mode(&c->acts, 1, c->o.drop, c->o.drop, &rng), 0);
+    memcpy(c->x, c->x0, n * sizeof(float));
+    encoder_forward(&c->s, c->w, &c->acts, c->x, c->o.masked ? c->mask : NULL, c->B, c->T);
+    return dot(c->wout, c->x, n);
+}
+
+static void expect_close(const char *what, double err, double max_grad) {
+    print_message("  %-32s max rel err %.2e  (max |g| %.2e)\n", what, err, max_grad);
+    if (!(err <= GRADCHECK_TOL))
+        fail_msg("%s: max relative error %.3g above %g", what, err, GRADCHECK_TOL);
+}
+
+/* One gradient against finite differences; it must not be all zero (a tensor nothing reads
+ * would pass as 0 against 0). */
+static void check_one(opt_case *c, const char *what, float *x, const float *g, size_t n) {
+    double max_grad;
+    const double err = gradcheck_tensor(x, g, n, case_loss, c, &max_grad);
+    expect_close(what, err, max_grad);
+    if (!(max_grad > 0.0)) fail_msg("%s: zero gradient", what);
+}
+
+static void check_gradients(const char *what, options o) {
+    enum { B = 2, T = 5, D = 8, H = 2, I = 12 };
+    opt_case c;
+    case_init(&c, o, D, H, I, B, T);
+    const size_t n = (size_t)B * T * D;
+    float *dx = test_alloc_floats(n);
+    if (c.dbias) /* accumulated into: start from an offset, taken off after */
+        for (size_t i = 0; i < c.bias_floats; i++) c.dbias[i] = 0.5f;
+    case_loss(&c);
+    memcpy(dx, c.wout, n * sizeof(float));
+    encoder_backward(&c.s, c.w, c.g, &c.acts, dx, B, T);
+    for (size_t i = 0; i < c.bias_floats; i++) c.dbias[i] -= 0.5f;
+    print_message(" %s\n", what);
+    char label[64];
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < (o.layer_scale ? N_TENSORS : N_TENSORS - 2); i++) {
+            snprintf(label, sizeof label, "layer %d %s", l, names[i]);
+            check_one(&c, label, c.wp[l][i], c.gp[l][i], c.sizes[i]);
+        }
+    if (c.bias_floats)
+        check_one(&c, o.bias == 2 ? "shared attention bias" : "attention biases", c.bias, c.dbias,
+                  c.bias_floats);
+    check_one(&c, "input dx", c.x0, dx, n);
+    free(dx);
+    case_free(&c);
+}
+
+static void test_layer_scale_gradients(void **state) {
+    (void)state;
+    check_gradients("pre-LN, layer scale", (options){.layer_scale = 1});
+}
+
+static void test_swiglu_gradients(void **state) {
+    (void)state;
+    check_gradients("pre-LN, SwiGLU", (options){.swiglu = 1});
+}
+
+static void test_bias_gradients(void **state) {
+    (void)state;
+    check_gradients("pre-LN, attention bias per layer, padding", (options){.bias = 1, .masked = 1});
+    check_gradients("pre-LN, one attention bias shared by the layers", (options){.bias = 2});
+}
+
+static void test_all_options_gradients(void **state) {
+    (void)state;
+    const options all = {.layer_scale = 1, .swiglu = 1, .bias = 1, .masked = 1};
+    check_gradients("pre-LN, layer scale + SwiGLU + bias, padding", all);
+    options drop = all;
+    drop.drop = 0.2f;
+    check_gradients("the same, hidden and attention dropout 0.2 (fixed masks)", drop);
+    options post = drop;
+    post.post_norm = 1, post.bias = 2;
+    check_gradients("post-LN, all options, shared bias, dropout 0.2", post);
+}
+
+/* ---- inference against the training forward ---- */
+
+static double max_diff(const float *a, const float *b, size_t n) {
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i] - b[i]));
+    return m;
+}
+
+/* A model whose encoder layers are c's (its own parameters set aside), so that model_prepare
+ * prepares c's layers as it prepares a loaded model's: restore with host_restore. */
+typedef struct {
+    model m;
+    encoder_layer *own;
+    encoder_shape enc;
+} host;
+
+static void host_init(host *h, opt_case *c) {
+    static const char *json =
+        "{\"model_type\": \"vit\", \"image_size\": 8, \"patch_size\": 4, \"num_channels\": 3,"
+        " \"hidden_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d,"
+        " \"intermediate_size\": %d, \"num_labels\": 3}";
+    char text[400];
+    snprintf(text, sizeof text, json, c->D, L, c->H, c->I);
+    model_config cfg;
+    vit_error err = {0};
+    if (model_config_parse(text, "options", &cfg, &err) != 0 || model_create(&h->m, &cfg, &err))
+        fail_msg("%s", err.msg);
+    h->own = h->m.layers, h->enc = h->m.enc;
+    h->m.layers = c->w, h->m.enc = c->s;
+}
+
+static void host_restore(host *h) {
+    model_unprepare(&h->m);
+    h->m.layers = h->own, h->m.enc = h->enc;
+    model_free(&h->m);
+}
+
+/* The inference forward of c.x0 into y: prepared (backend >= 0, precision) or plain. */
+static int run_inference(opt_case *c, host *h, int backend, gemm_precision precision, float *y) {
+    vit_error err = {0};
+    gemm_state *gs = NULL;
+    if (backend >= 0) {
+        if (model_prepare(&h->m, (gemm_backend)backend, precision, c->B, c->T, &err) != 0)
+            return print_message("  (%s %s: %s)\n", gemm_backend_name((gemm_backend)backend),
+                                 gemm_precision_name(precision), err.msg),
+                   -1;
+        if (!(gs = model_gemm_state(&h->m, &err))) fail_msg("%s", err.msg);
+    }
+    encoder_acts inf;
+    assert_int_equal(encoder_acts_alloc(&inf, &c->s, c->B, c->T, 0), 0);
+    assert_non_null(inf.attn_scratch); /* dh 16: the fast inference attention */
+    inf.gemm = gs;
+    memcpy(y, c->x0, sizeof(float) * c->B * c->T * c->D);
+    encoder_forward(&c->s, h->m.layers, &inf, y, c->o.masked ? c->mask : NULL, c->B, c->T);
+    encoder_acts_free(&inf);
+    gemm_state_free(gs);
+    model_unprepare(&h->m);
+    return 0;
+}
+
+static void check_inference(const char *what, options o) {
+    enum { B = 2, T = 19, D = 32, H = 2, I = 24 };
+    opt_case c;
+    case_init(&c, o, D, H, I, B, T);
+    host h;
+    host_init(&h, &c);
+    const size_t n = (size_t)B * T * D;
+    float *y = test_alloc_floats(n), *fp32 = test_alloc_floats(n);
+    case_loss(&c); /* c.x: the training forward */
+    print_message(" %s\n", what);
+    int backends[3];
+    const int nb = test_backends(backends);
+    for (int k = 0; k < nb; k++) {
+        const int be = backends[k];
+        assert_int_equal(run_inference(&c, &h, be, PRECISION_FP32, y), 0);
+        const char *name = be < 0 ? "unprepared" : gemm_backend_name((gemm_backend)be);
+        const double d = max_diff(y, c.x, n);
+        print_message("  %-10s fp32 against training %.2e\n", name, d);
+        if (!(d <= SAME_TOL)) fail_msg("%s: %s differs by %.3g", what, name, d);
+        if (be < 0) continue;
+        memcpy(fp32, y, n * sizeof(float));
+        const gemm_precision low[] = {PRECISION_BF16, PRECISION_INT8};
+        const double bound[] = {BF16_BOUND, INT8_BOUND};
+        for (int p = 0; p < 2; p++) {
+            if (run_inference(&c, &h, be, low[p], y) != 0) continue; /* int8: oneDNN only */
+            const double e = max_diff(y, fp32, n);
+            print_message("  %-10s %s against fp32 %.2e (bound %g)\n", name,
+                          gemm_precision_name(low[p]), e, bound[p]);
+            if (!(e <= bound[p]))
+                fail_msg("%s: %s %s off by %.3g", what, name, gemm_precision_name(low[p]), e);
+        }
+    }
+    host_restore(&h);
+    free(y), free(fp32);
+    case_free(&c);
+}
+
+static void test_inference_matches_training(void **state) {
+    (void)state;
+    check_inference("layer scale", (options){.layer_scale = 1});
+    check_inference("SwiGLU", (options){.swiglu = 1});
+    check_inference("attention bias per layer, padding", (options){.bias = 1, .masked = 1});
+    check_inference("all three, shared bias", (options){.layer_scale = 1, .swiglu = 1, .bias = 2});
+    check_inference("all three, post-LN",
+                    (options){.layer_scale = 1, .swiglu = 1, .bias = 1, .post_norm = 1});
+}
+
+/* ---- attention_infer with a bias ---- */
+
+static void check_infer_bias(int T, int D, int H, int masked, int causal) {
+    enum { B = 2 };
+    const size_t nqkv = (size_t)B * T * 3 * D, nout = (size_t)B * T * D;
+    float *qkv = test_alloc_floats(nqkv), *bias = test_alloc_floats((size_t)H * T * T);
+    float *want = test_alloc_floats(nout), *got = test_alloc_floats(nout);
+    float *probs = test_alloc_floats((size_t)B * H * T * T);
+    uint8_t mask[2 * MAX_T];
+    for (int i = 0; i < B * T; i++) mask[i] = i < B * T - 3 || !masked;
+    test_fill(qkv, nqkv, -1.5f, 1.5f), test_fill(bias, (size_t)H * T * T, -2, 2);
+    const int threads = 2;
+    float *scratch = test_alloc_floats(attention_infer_scratch(B, T, D, threads));
+    attention_forward(want, probs, qkv, masked ? mask : NULL, bias, causal, B, T, D, H);
+    attention_infer(got, qkv, masked ? mask : NULL, bias, causal, scratch, threads, B, T, D, H);
+    const double d = max_diff(got, want, nout);
+    if (!(d <= SAME_TOL))
+        fail_msg("T %d, D %d, H %d, mask %d, causal %d: attention_infer differs by %.3g", T, D, H,
+                 masked, causal, d);
+    /* and the bias matters: without it the output moves (but for one key, which takes it all) */
+    attention_infer(got, qkv, masked ? mask : NULL, NULL, causal, scratch, threads, B, T, D, H);
+    assert_true(T == 1 || max_diff(got, want, nout) > 1e-3);
+    free(qkv), free(bias), free(want), free(got), free(probs), free(scratch);
+}
+
+static void test_attention_infer_bias(void **state) {
+    (void)state;
+    /* query blocks of 18 rows, score tiles of 6 x 16: T below, at and past each */
+    const int Ts[] = {1, 5, 6, 16, 17, 18, 19, 35, 37};
+    for (size_t i = 0; i < sizeof Ts / sizeof Ts[0]; i++) {
+        check_infer_bias(Ts[i], 32, 2, 0, 0);
+        check_infer_bias(Ts[i], 64, 2, Ts[i] > 3, 0);
+        check_infer_bias(Ts[i], 48, 3, 0, 1);
+    }
+    print_message("  attention_infer with a bias = attention_forward with it, within %g\n",
+                  SAME_TOL);
+}
+
+int main(void) {
+    if (getenv("GRADCHECK_SEED")) test_seed(strtoull(getenv("GRADCHECK_SEED"), NULL, 10));
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layer_scale_gradients),
+        cmocka_unit_test(test_swiglu_gradients),
+        cmocka_unit_test(test_bias_gradients),
+        cmocka_unit_test(test_all_options_gradients),
+        cmocka_unit_test(test_inference_matches_training),
+        cmocka_unit_test(test_attention_infer_bias),
+    };
+    return cmocka_run_group_tests_name("encoder_options", tests, NULL, NULL);
+}
