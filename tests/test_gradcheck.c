@@ -35,6 +35,8 @@
 #include "vit/model/params.h"
 #include "vit/core/ops.h"
 #include "vit/model/vit_model.h"
+#include "vit/io/model_dir.h"
+#include "vit/train/optim.h"
 
 #define REL_TOL GRADCHECK_TOL
 
@@ -658,6 +660,52 @@ static void test_absent_params_zero_grads(void **state) {
     vit_case_free(&c);
 }
 
+/* BEiT's q and v biases without a k bias: one part of the stacked qkv bias absent (the key's,
+ * zero and frozen), the other two live. Its gradient is cleared, the optimizer leaves it at zero,
+ * and the weights a model writes leave it out. */
+static void test_absent_key_bias_alone(void **state) {
+    (void)state;
+    vit_case c = {.smoothing = 0.1f};
+    vit_case_init(&c, 1);
+    model *m = &c.m;
+    const size_t live = model_live_params(m);
+    int keys = 0;
+    for (int i = 0; i < m->num_entries; i++) {
+        param_entry *e = &m->entries[i];
+        if (!strstr(e->name, "attention.key.bias")) continue;
+        e->absent = 1, keys++;
+        memset(m->params + e->offset, 0, e->numel * sizeof(float));
+    }
+    assert_int_equal(keys, 2);
+    assert_int_equal(model_live_params(m), live - 2 * 8);
+    zero_grads(&c);
+    vit_loss(&c);
+    adamw opt;
+    vit_error err = {0};
+    assert_int_equal(adamw_init(&opt, m, &(adamw_hparams){.lr = 1e-2f}, &err), 0);
+    adamw_step(&opt, m, c.grads, 1e-2f);
+    adamw_free(&opt);
+    for (int i = 0; i < m->num_entries; i++) {
+        const param_entry *e = &m->entries[i];
+        if (!strstr(e->name, "attention.attention.") || !strstr(e->name, ".bias")) continue;
+        double g = 0.0, p = 0.0;
+        for (size_t j = 0; j < e->numel; j++)
+            g += fabs(c.grads[e->offset + j]), p += fabs(m->params[e->offset + j]);
+        if (e->absent) /* exactly zero, gradient and value */
+            assert_true(g == 0.0 && p == 0.0);
+        else /* query and value biases train */
+            assert_true(g > 0.0 && p > 0.0);
+    }
+    st_entry st[64];
+    char st_names[64][128];
+    assert_true(m->num_entries <= 64);
+    const int n = model_st_entries(m, m->params, st, st_names);
+    assert_int_equal(n, m->num_entries - 2);
+    for (int i = 0; i < n; i++) assert_null(strstr(st[i].name, "key.bias"));
+    assert_non_null(model_find_param(m, "encoder.layer.1.attention.attention.value.bias"));
+    vit_case_free(&c);
+}
+
 /* Two steps without zeroing give twice one step's gradients: gradients accumulate. */
 static void test_grads_accumulate(void **state) {
     (void)state;
@@ -773,6 +821,7 @@ int main(void) {
         cmocka_unit_test(test_deit_whole_model),
         cmocka_unit_test(test_deit_teacher_not_trained),
         cmocka_unit_test(test_absent_params_zero_grads),
+        cmocka_unit_test(test_absent_key_bias_alone),
         cmocka_unit_test(test_grads_accumulate),
         cmocka_unit_test(test_dropout_determinism),
         cmocka_unit_test(test_freeze_encoder),
