@@ -47,7 +47,11 @@ const char *activation_name(activation_kind act) {
 }
 
 int config_special_tokens(const model_config *cfg) {
-    return cfg->opt.special;
+    return cfg->opt.special + cfg->opt.registers;
+}
+
+int config_is_joint(const model_config *cfg) {
+    return cfg->family == FAMILY_CLIP || cfg->family == FAMILY_SIGLIP;
 }
 
 /* TrOCR: post-LN, learned positions offset by 2 or sinusoidal ones, optional embedding scale and
@@ -74,14 +78,17 @@ void config_apply_family(model_config *c) {
     tower_options o = {0};
     if (c->kind == MODEL_DECODER) {
         decoder_options(c, &o);
+    } else if (config_is_backbone(c)) {
+        config_backbone_options(c, &o);
     } else if (c->family == FAMILY_VED) { /* ViTModel / DeiTModel: every row out */
         o.special = c->arch == ARCH_VIT ? 1 : 2;
-        o.patch_bias = 1;
+        o.patch_bias = o.abs_pos = o.key_bias = 1;
         o.pool = POOL_ALL;
         o.head = HEAD_NONE;
     } else if (c->kind == MODEL_VIT) {
         o.special = siglip ? 0 : hf && c->arch != ARCH_VIT ? 2 : 1;
         o.patch_bias = !clip;
+        o.abs_pos = o.key_bias = 1;
         o.embed_norm = clip; /* pre_layrnorm */
         o.pool = siglip ? POOL_PROBE : POOL_CLS;
         o.head = clip ? HEAD_PROJECTION : siglip ? HEAD_NONE : HEAD_CLASSIFIER;
@@ -105,6 +112,7 @@ const char *config_architecture(const model_config *cfg) {
         return cfg->dec_arch == DECODER_TROCR ? "TrOCRForCausalLM" : "GPT2LMHeadModel";
     if (cfg->family == FAMILY_VED)
         return cfg->arch == ARCH_VIT ? "ViTModel (encoder)" : "DeiTModel (encoder)";
+    if (config_is_backbone(cfg)) return config_backbone_class(cfg);
     if (cfg->family == FAMILY_CLIP)
         return cfg->kind == MODEL_VIT ? "CLIPModel (vision tower)" : "CLIPModel (text tower)";
     if (cfg->family == FAMILY_SIGLIP)
@@ -118,6 +126,7 @@ const char *config_architecture(const model_config *cfg) {
 const char *config_model_type(const model_config *cfg) {
     if (cfg->kind == MODEL_DECODER) return cfg->dec_arch == DECODER_TROCR ? "trocr" : "gpt2";
     if (cfg->family == FAMILY_VED) return cfg->arch == ARCH_VIT ? "vit" : "deit";
+    if (config_is_backbone(cfg)) return config_backbone_model_type(cfg);
     if (cfg->family != FAMILY_HF) return cfg->family == FAMILY_CLIP ? "clip" : "siglip";
     return cfg->kind == MODEL_BERT ? "bert" : cfg->arch == ARCH_VIT ? "vit" : "deit";
 }
@@ -181,7 +190,7 @@ static void set_defaults(model_config *cfg, model_kind kind) {
 /* CLIPVisionConfig / CLIPTextConfig and SiglipVisionConfig / SiglipTextConfig defaults. */
 static void set_family_defaults(model_config *cfg) {
     const int clip = cfg->family == FAMILY_CLIP, text = cfg->kind == MODEL_BERT;
-    if (cfg->family == FAMILY_HF) return;
+    if (!config_is_joint(cfg)) return;
     cfg->act = clip ? ACT_QUICK_GELU : ACT_GELU_TANH;
     cfg->layer_norm_eps = clip ? 1e-5f : 1e-6f;
     cfg->patch_size = clip ? 32 : 16;
@@ -195,7 +204,7 @@ static void set_family_defaults(model_config *cfg) {
     }
 }
 
-static int parse_fields(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
+int config_parse_common(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
     const int big = 1 << 20;
     if (json_get_int(root, "hidden_size", 1, big, &cfg->hidden_size, src, err) ||
         json_get_int(root, "num_hidden_layers", 1, 1000, &cfg->num_layers, src, err) ||
@@ -233,7 +242,8 @@ static int parse_fields(const cJSON *root, model_config *cfg, const char *src, v
     if (cfg->kind == MODEL_VIT && cfg->num_channels != 1 && cfg->num_channels != 3)
         return vit_fail(err, "%s: field 'num_channels' is %d; only 1 and 3 are supported", src,
                         cfg->num_channels);
-    return cfg->family == FAMILY_HF ? get_labels(root, cfg, src, err) : 0;
+    const int classifier = cfg->family == FAMILY_HF || (config_is_backbone(cfg) && !cfg->bare);
+    return classifier ? get_labels(root, cfg, src, err) : 0;
 }
 
 /* A DeiT's class, chosen as transformers' AutoModelForImageClassification chooses among the two
@@ -295,9 +305,11 @@ static int get_model_type(const cJSON *root, config_tower tower, model_config *c
     }
     if (strcmp(type->valuestring, "deit") == 0) return get_deit_arch(root, &cfg->arch, src, err);
     if (joint_model_type(type->valuestring, tower, cfg)) return 0;
+    if (config_backbone_type(type->valuestring, cfg)) return 0;
     return vit_fail(err,
                     "%s: field 'model_type' is '%s'; supported: vit, deit, bert, clip, siglip "
-                    "(and their _vision_model and _text_model folders)",
+                    "(and their _vision_model and _text_model folders), dinov2, "
+                    "dinov2_with_registers, beit, data2vec-vision",
                     src, type->valuestring);
 }
 
@@ -336,10 +348,14 @@ static int joint_output(const cJSON *root, const cJSON *tower, model_config *cfg
             return vit_fail(err, "%s: vision_use_head false (no pooling head) is not supported",
                             src);
     }
-    cfg->num_labels = dim;
-    cfg->labels = calloc((size_t)dim, sizeof *cfg->labels);
+    return config_dim_labels(cfg, dim, src, err);
+}
+
+int config_dim_labels(model_config *cfg, int n, const char *src, vit_error *err) {
+    cfg->num_labels = n;
+    cfg->labels = calloc((size_t)n, sizeof *cfg->labels);
     if (!cfg->labels) return vit_fail(err, "%s: out of memory", src);
-    for (int i = 0; i < dim; i++) {
+    for (int i = 0; i < n; i++) {
         char name[32];
         snprintf(name, sizeof name, "DIM_%d", i);
         if (!(cfg->labels[i] = strdup(name))) return vit_fail(err, "%s: out of memory", src);
@@ -352,7 +368,7 @@ static int parse_joint(const cJSON *root, model_config *cfg, const char *src, vi
     if (tower_object(root, cfg, &tower, src, err) != 0) return -1;
     static const cJSON empty = {.type = cJSON_Object};
     const cJSON *fields = tower ? tower : &empty;
-    if (parse_fields(fields, cfg, src, err) != 0 ||
+    if (config_parse_common(fields, cfg, src, err) != 0 ||
         json_get_int(fields, "eos_token_id", 0, 1 << 24, &cfg->eos_token_id, src, err) != 0)
         return -1;
     return joint_output(root, tower, cfg, src, err);
@@ -368,7 +384,7 @@ static int parse_ved_encoder(const cJSON *enc, model_config *cfg, const char *sr
     set_defaults(cfg, MODEL_VIT);
     cfg->arch = type.arch == ARCH_VIT ? ARCH_VIT : ARCH_DEIT;
     cfg->family = FAMILY_VED;
-    return parse_fields(enc, cfg, src, err);
+    return config_parse_common(enc, cfg, src, err);
 }
 
 /* TrOCRConfig's defaults (trocr-base's decoder). */
@@ -549,8 +565,9 @@ int model_config_parse_tower(const char *json, const char *source, config_tower 
     cfg->arch = type.arch;
     cfg->family = type.family;
     set_family_defaults(cfg);
-    int rc = cfg->family == FAMILY_HF ? parse_fields(root, cfg, source, err)
-                                      : parse_joint(root, cfg, source, err);
+    int rc = cfg->family == FAMILY_HF ? config_parse_common(root, cfg, source, err)
+             : config_is_joint(cfg)   ? parse_joint(root, cfg, source, err)
+                                      : config_backbone_parse(root, cfg, source, err);
     cJSON_Delete(root);
     if (rc != 0) model_config_free(cfg);
     if (rc == 0) config_apply_family(cfg);

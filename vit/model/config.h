@@ -27,7 +27,20 @@ typedef enum { ARCH_VIT, ARCH_DEIT, ARCH_DEIT_TEACHER } image_arch;
  * towers; which one a model_config describes is chosen when it is read (config_tower). */
 /* FAMILY_VED: a VisionEncoderDecoderModel folder, whose image tower is its encoder (ViTModel or
  * DeiTModel: no head, every row out) and whose text tower is its decoder (decoder_arch). */
-typedef enum { FAMILY_HF, FAMILY_CLIP, FAMILY_SIGLIP, FAMILY_VED } model_family;
+/* The image backbones (docs/SPEC.md §11, §12), each a base model (features) or its
+ * ForImageClassification class (cfg->bare says which): FAMILY_DINOV2 (model_type "dinov2"),
+ * FAMILY_DINOV2_REG ("dinov2_with_registers"), FAMILY_BEIT ("beit") and FAMILY_DATA2VEC
+ * ("data2vec-vision": BEiT's architecture under another name). */
+typedef enum {
+    FAMILY_HF,
+    FAMILY_CLIP,
+    FAMILY_SIGLIP,
+    FAMILY_VED,
+    FAMILY_DINOV2,
+    FAMILY_DINOV2_REG,
+    FAMILY_BEIT,
+    FAMILY_DATA2VEC
+} model_family;
 typedef enum { DECODER_TROCR, DECODER_GPT2 } decoder_arch;
 typedef enum { TOWER_DEFAULT, TOWER_IMAGE, TOWER_TEXT } config_tower;
 
@@ -39,9 +52,15 @@ typedef enum { TOWER_DEFAULT, TOWER_IMAGE, TOWER_TEXT } config_tower;
  *   POOL_EOS_MAX  text: the same at the largest id (CLIP configs with the old eos_token_id 2)
  *   POOL_LAST     text: the same at the last position (SigLIP, texts padded to max_length) */
 /*   POOL_ALL      image: the final LayerNorm on every row (a VisionEncoderDecoder's encoder)
- *   POOL_NEXT     text: every row through the output projection (a decoder's next-token logits) */
+ *   POOL_NEXT     text: every row through the output projection (a decoder's next-token logits)
+ *   POOL_CLS_MEAN image: the final LayerNorm on every row, then [CLS, the mean of the patch rows]
+ *                 (Dinov2ForImageClassification; registers left out of the mean)
+ *   POOL_MEAN     image: no final LayerNorm; the mean of the patch rows through its own LayerNorm
+ *                 (BEiT's use_mean_pooling: pooler.layernorm) */
 typedef enum {
     POOL_CLS,
+    POOL_CLS_MEAN,
+    POOL_MEAN,
     POOL_PROBE,
     POOL_BERT,
     POOL_EOS,
@@ -75,6 +94,18 @@ typedef struct {
     int final_norm;      /* a LayerNorm after the last layer (GPT-2's ln_f) */
     int tied_head;       /* the output projection is the token embedding matrix */
     int conv1d;          /* linear weights stored [in, out] (GPT-2's Conv1D) */
+    /* image backbones (DINOv2, BEiT) */
+    int registers;       /* tokens after the special ones and before the patches, without
+                          * positions (DINOv2's registers) */
+    int abs_pos;         /* learned absolute positions on the special tokens and the patches */
+    int pos_antialias;   /* another size resizes them with antialiasing (DINOv2 with registers) */
+    int layer_scale;     /* per-layer vectors scaling both branches before the residual add */
+    int swiglu;          /* the feed-forward is SwiGLU (fc1 twice the width, no activation) */
+    int key_bias;        /* the key projection has a bias (not BEiT's: q and v only) */
+    int rel_bias;        /* a relative position bias table per layer (BEiT) */
+    int shared_rel_bias; /* one relative position bias table for every layer (BEiT) */
+    int processor_size;  /* runs by default at the preprocessor's size, not image_size
+                          * (DINOv2: the Hub's configs say 518, their processors crop 224) */
 } tower_options;
 
 typedef struct {
@@ -97,6 +128,11 @@ typedef struct {
     int cross_dim;      /* width of the states cross-attention reads */
     int encoder_hidden; /* the encoder's width (enc_to_dec_proj's input) */
     int tie_word_embeddings, learned_positions, scale_embedding, layernorm_embedding;
+    /* DINOv2, BEiT (docs/SPEC.md §11, §12) */
+    int bare;          /* the base model (Dinov2Model, BeitModel, ...): features, no classifier */
+    int num_registers; /* num_register_tokens (dinov2_with_registers) */
+    int use_swiglu, layer_scale, use_abs_pos, use_rel_bias, use_shared_rel_bias, mean_pooling;
+    double mlp_ratio, layer_scale_init; /* layerscale_value / layer_scale_init_value */
     /* classifier */
     int num_labels;
     char **labels; /* num_labels strings */
@@ -117,7 +153,8 @@ void config_apply_family(model_config *cfg);
 void model_config_free(model_config *cfg);
 const char *activation_name(activation_kind act);
 
-/* Tokens before the patches: 1 (CLS), 2 for a DeiT (CLS, distillation), 0 for SigLIP. */
+/* Tokens before the patches: 1 (CLS), 2 for a DeiT (CLS, distillation), 0 for SigLIP, 1 + the
+ * registers for DINOv2 with registers. */
 int config_special_tokens(const model_config *cfg);
 /* Classifier heads, each on one of the first tokens after the final LayerNorm; logits are their
  * mean: 2 for DeiTForImageClassificationWithTeacher, else 1. */
@@ -126,5 +163,30 @@ int config_classifier_heads(const model_config *cfg);
  * "bert") of cfg. */
 const char *config_architecture(const model_config *cfg);
 const char *config_model_type(const model_config *cfg);
+/* A joint image-text model's tower (CLIP, SigLIP). */
+int config_is_joint(const model_config *cfg);
+/* A DINOv2 or BEiT family (FAMILY_DINOV2 .. FAMILY_DATA2VEC). */
+int config_is_backbone(const model_config *cfg);
+/* A backbone's prefix in its ForImageClassification file ("dinov2.", "beit.", ...), its class
+ * ("Dinov2Model", "BeitForImageClassification", ...) and model_type. */
+const char *config_backbone_prefix(const model_config *cfg);
+const char *config_backbone_class(const model_config *cfg);
+const char *config_backbone_model_type(const model_config *cfg);
+
+struct cJSON;
+/* For the family readers: the fields every family shares (§1's: sizes, activation, eps, image,
+ * and id2label for a classifier), and num_labels = n outputs named DIM_0.. (a model whose output
+ * is an embedding). */
+int config_parse_common(const struct cJSON *root, model_config *cfg, const char *src,
+                        vit_error *err);
+int config_dim_labels(model_config *cfg, int n, const char *src, vit_error *err);
+/* For config.c: the backbone families' reader (config_backbone.c). 1 when model_type names one
+ * (cfg's kind, family and defaults set), 0 when not. */
+int config_backbone_type(const char *model_type, model_config *cfg);
+/* Its fields and class (cfg from config_backbone_type); an error names src and the field. */
+int config_backbone_parse(const struct cJSON *root, model_config *cfg, const char *src,
+                          vit_error *err);
+/* Its options, for config_apply_family. */
+void config_backbone_options(const model_config *cfg, tower_options *o);
 
 #endif
