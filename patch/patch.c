@@ -1,6 +1,7 @@
 #include "patch/patch.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void patch_extract(float *patches, const float *pixels, int B, int C, int H, int W, int P) {
@@ -18,75 +19,117 @@ void patch_extract(float *patches, const float *pixels, int B, int C, int H, int
             }
 }
 
-void patch_tokens_forward(float *x, const float *embed, const float *special, int S,
-                          const float *pos, int B, int N, int D) {
-    const int T = S + N;
+void patch_tokens_place(float *x, const float *embed, const float *special, int S,
+                        const float *registers, int R, const float *pos, int B, int N, int D) {
+    const int T = S + R + N;
     for (int b = 0; b < B; b++) {
         float *xb = x + (size_t)b * T * D;
-        for (int i = 0; i < S * D; i++) xb[i] = special[i] + pos[i];
+        for (int i = 0; i < S * D; i++) xb[i] = special[i] + (pos ? pos[i] : 0.0f);
+        if (R) memcpy(xb + (size_t)S * D, registers, sizeof(float) * (size_t)R * D);
         for (int i = 0; i < N; i++) {
             const float *e = embed + ((size_t)b * N + i) * D;
+            float *row = xb + (size_t)(S + R + i) * D;
+            if (!pos) {
+                memcpy(row, e, sizeof(float) * (size_t)D);
+                continue;
+            }
             const float *p = pos + (size_t)(S + i) * D;
-            float *row = xb + (size_t)(S + i) * D;
             for (int d = 0; d < D; d++) row[d] = e[d] + p[d];
         }
     }
 }
 
+void patch_tokens_forward(float *x, const float *embed, const float *special, int S,
+                          const float *pos, int B, int N, int D) {
+    patch_tokens_place(x, embed, special, S, NULL, 0, pos, B, N, D);
+}
+
+void patch_tokens_place_backward(float *dembed, float *dspecial, int S, float *dregisters, int R,
+                                 float *dpos, const float *dx, int B, int N, int D) {
+    const int T = S + R + N;
+    for (int b = 0; b < B; b++) {
+        const float *db = dx + (size_t)b * T * D, *dpatch = db + (size_t)(S + R) * D;
+        for (int i = 0; i < S * D; i++) dspecial[i] += db[i];
+        for (int i = 0; i < R * D; i++) dregisters[i] += db[(size_t)S * D + i];
+        if (dpos) {
+            for (int i = 0; i < S * D; i++) dpos[i] += db[i];
+            for (size_t i = 0; i < (size_t)N * D; i++) dpos[(size_t)S * D + i] += dpatch[i];
+        }
+        memcpy(dembed + (size_t)b * N * D, dpatch, sizeof(float) * (size_t)N * D);
+    }
+}
+
 void patch_tokens_backward(float *dembed, float *dspecial, int S, float *dpos, const float *dx,
                            int B, int N, int D) {
-    const int T = S + N;
-    for (int b = 0; b < B; b++) {
-        const float *db = dx + (size_t)b * T * D;
-        for (int i = 0; i < S * D; i++) dspecial[i] += db[i];
-        if (dpos)
-            for (size_t i = 0; i < (size_t)T * D; i++) dpos[i] += db[i];
-        memcpy(dembed + (size_t)b * N * D, db + (size_t)S * D, sizeof(float) * (size_t)N * D);
+    patch_tokens_place_backward(dembed, dspecial, S, NULL, 0, dpos, dx, B, N, D);
+}
+
+/* Keys' cubic convolution kernel at distance x (PyTorch: A = −0.75; antialiased: a = −0.5). */
+static double cubic(double x, double a) {
+    x = fabs(x);
+    if (x < 1.0) return ((a + 2) * x - (a + 3)) * x * x + 1;
+    if (x < 2.0) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+    return 0.0;
+}
+
+/* Row i of one axis's [m, n] resize matrix M (out = M · in), zero outside lo[i] .. hi[i] - 1. */
+static void axis_row(double *row, int *lo, int *hi, int i, int n, int m, grid_filter filter) {
+    const double s = (double)n / m;
+    memset(row, 0, sizeof(double) * (size_t)n);
+    if (filter == GRID_BICUBIC) { /* taps clamped to the edge: their weights add up there */
+        const double x = (i + 0.5) * s - 0.5, x0 = floor(x);
+        for (int k = -1; k <= 2; k++) {
+            const int at = (int)x0 + k < 0 ? 0 : (int)x0 + k >= n ? n - 1 : (int)x0 + k;
+            row[at] += cubic(x - (x0 + k), -0.75);
+        }
+    } else if (filter == GRID_BILINEAR) {
+        const double x = fmax((i + 0.5) * s - 0.5, 0.0);
+        const int x0 = (int)x, x1 = x0 + 1 < n ? x0 + 1 : n - 1;
+        row[x0] += 1.0 - (x - x0);
+        row[x1] += x - x0;
+    } else { /* antialiased: the filter widened by the scale, taps outside the grid dropped */
+        const double support = 2.0 * fmax(s, 1.0), inv = s >= 1.0 ? 1.0 / s : 1.0;
+        const double c = s * (i + 0.5);
+        const int a = (int)(c - support + 0.5) > 0 ? (int)(c - support + 0.5) : 0;
+        const int b = (int)(c + support + 0.5) < n ? (int)(c + support + 0.5) : n;
+        double sum = 0.0;
+        for (int x = a; x < b; x++) sum += row[x] = cubic((x - c + 0.5) * inv, -0.5);
+        for (int x = a; x < b && sum != 0.0; x++) row[x] /= sum;
     }
+    *lo = n, *hi = 0;
+    for (int x = 0; x < n; x++)
+        if (row[x] != 0.0) *lo = x < *lo ? x : *lo, *hi = x + 1;
 }
 
-/* PyTorch's cubic convolution weights for fractional offset t, A = −0.75. */
-static void cubic_weights(double t, double w[4]) {
-    const double A = -0.75;
-    double x;
-    x = t + 1.0;
-    w[0] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
-    x = t;
-    w[1] = ((A + 2) * x - (A + 3)) * x * x + 1;
-    x = 1.0 - t;
-    w[2] = ((A + 2) * x - (A + 3)) * x * x + 1;
-    x = 2.0 - t;
-    w[3] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
-}
-
-static int clamp_index(int i, int n) {
-    return i < 0 ? 0 : i >= n ? n - 1 : i;
-}
-
-void pos_embed_interpolate(float *out, const float *pos, int S, int n, int m, int D) {
-    memcpy(out, pos, sizeof(float) * (size_t)S * D); /* the special tokens' positions are kept */
-    const float *grid = pos + (size_t)S * D;
-    const double scale = (double)n / m;
-    for (int oy = 0; oy < m; oy++) {
-        double sy = (oy + 0.5) * scale - 0.5, wy[4];
-        int y0 = (int)floor(sy);
-        cubic_weights(sy - y0, wy);
-        for (int ox = 0; ox < m; ox++) {
-            double sx = (ox + 0.5) * scale - 0.5, wx[4];
-            int x0 = (int)floor(sx);
-            cubic_weights(sx - x0, wx);
-            float *dst = out + (size_t)(S + oy * m + ox) * D;
-            for (int d = 0; d < D; d++) {
+int grid_resize(float *out, const float *grid, int n, int m, int C, grid_filter filter) {
+    double *M = malloc(sizeof(double) * (size_t)m * n);
+    int *lo = malloc(sizeof(int) * 2 * (size_t)m), *hi = lo ? lo + m : NULL;
+    if (!M || !lo) return free(M), free(lo), -1;
+    for (int i = 0; i < m; i++) axis_row(M + (size_t)i * n, &lo[i], &hi[i], i, n, m, filter);
+    for (int i = 0; i < m; i++)
+        for (int l = 0; l < m; l++) {
+            float *dst = out + ((size_t)i * m + l) * C;
+            const double *wy = M + (size_t)i * n, *wx = M + (size_t)l * n;
+            for (int c = 0; c < C; c++) {
                 double acc = 0.0;
-                for (int i = 0; i < 4; i++) {
-                    const float *r = grid + (size_t)clamp_index(y0 - 1 + i, n) * n * D;
+                for (int j = lo[i]; j < hi[i]; j++) {
                     double row = 0.0;
-                    for (int j = 0; j < 4; j++)
-                        row += wx[j] * r[(size_t)clamp_index(x0 - 1 + j, n) * D + d];
-                    acc += wy[i] * row;
+                    for (int k = lo[l]; k < hi[l]; k++)
+                        row += wx[k] * grid[((size_t)j * n + k) * C + c];
+                    acc += wy[j] * row;
                 }
-                dst[d] = (float)acc;
+                dst[c] = (float)acc;
             }
         }
-    }
+    free(M), free(lo);
+    return 0;
+}
+
+int pos_embed_resize(float *out, const float *pos, int S, int n, int m, int D, grid_filter filter) {
+    memcpy(out, pos, sizeof(float) * (size_t)S * D); /* the special tokens' positions are kept */
+    return grid_resize(out + (size_t)S * D, pos + (size_t)S * D, n, m, D, filter);
+}
+
+int pos_embed_interpolate(float *out, const float *pos, int S, int n, int m, int D) {
+    return pos_embed_resize(out, pos, S, n, m, D, GRID_BICUBIC);
 }
