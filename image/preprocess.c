@@ -41,7 +41,8 @@ static int size_member(const cJSON *obj, const char *key, int *out, const char *
     return 0;
 }
 
-/* `size`/`crop_size`: an int N (N x N), {"height", "width"}, or (size only) {"shortest_edge"}.
+/* `size`/`crop_size`: an int N (N x N; with allow_shortest 2, BitImageProcessor's reading, the
+ * short side N), {"height", "width"}, or (size only) {"shortest_edge"}.
  * Keys are matched exactly, as transformers reads them: any other key ("Width",
  * "Shortest_Edge", "longest_edge") is an error rather than a size silently left out. */
 static int get_size(const cJSON *root, const char *key, int allow_shortest, int *height, int *width,
@@ -52,7 +53,7 @@ static int get_size(const cJSON *root, const char *key, int allow_shortest, int 
         int n = 0;
         if (json_get_int(root, key, 1, IMAGE_MAX_SIDE, &n, src, err) != 0) return -1;
         *height = *width = n;
-        if (shortest) *shortest = 0;
+        if (shortest) *shortest = allow_shortest == 2 ? n : 0;
         return 0;
     }
     if (!cJSON_IsObject(item))
@@ -111,12 +112,38 @@ static int get_channel_values(const cJSON *root, const char *key, int channels, 
     return 0;
 }
 
+/* The class named by image_processor_type (or an old file's feature_extractor_type) sets the
+ * defaults of the fields the file leaves out: BitImageProcessor (DINOv2's) shortest edge 224,
+ * bicubic, center crop 224, OpenAI CLIP's mean and std, and an integer size is the short side;
+ * BeitImageProcessor 256 x 256 bicubic, center crop 224. Returns 2 for Bit's integer size, else 1
+ * (get_size's allow_shortest). */
+static int processor_defaults(const cJSON *root, preprocess_config *cfg) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "image_processor_type");
+    if (!cJSON_IsString(type))
+        type = cJSON_GetObjectItemCaseSensitive(root, "feature_extractor_type");
+    const char *name = cJSON_IsString(type) ? type->valuestring : "";
+    const int bit = strncmp(name, "BitImageProcessor", 17) == 0;
+    if (!bit && strncmp(name, "Beit", 4) != 0) return 1;
+    cfg->resample = RESAMPLE_BICUBIC;
+    cfg->do_center_crop = 1;
+    cfg->crop_height = cfg->crop_width = 224;
+    cfg->shortest_edge = bit ? 224 : 0;
+    cfg->resize_height = cfg->resize_width = 256;
+    if (!bit) return 1;
+    static const float clip_mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
+    static const float clip_std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+    memcpy(cfg->mean, clip_mean, sizeof clip_mean);
+    memcpy(cfg->std, clip_std, sizeof clip_std);
+    return 2;
+}
+
 static int parse_preprocessor(const cJSON *root, preprocess_config *cfg, const char *src,
                               vit_error *err) {
     double factor = cfg->rescale_factor;
+    const int size_kind = processor_defaults(root, cfg);
     if (json_get_bool(root, "do_resize", &cfg->do_resize, src, err) ||
-        get_size(root, "size", 1, &cfg->resize_height, &cfg->resize_width, &cfg->shortest_edge, src,
-                 err) ||
+        get_size(root, "size", size_kind, &cfg->resize_height, &cfg->resize_width,
+                 &cfg->shortest_edge, src, err) ||
         json_get_int(root, "resample", 0, 5, &cfg->resample, src, err) ||
         json_get_bool(root, "do_center_crop", &cfg->do_center_crop, src, err) ||
         get_size(root, "crop_size", 0, &cfg->crop_height, &cfg->crop_width, NULL, src, err) ||
