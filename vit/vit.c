@@ -108,6 +108,17 @@ static void weights_release(vit_weights *w) {
     free(w);
 }
 
+/* The size the preprocessor makes (DINOv2 runs there by default, not at image_size: docs/SPEC.md
+ * §11); image_size when it makes none (no crop, a shortest-edge resize). */
+static int processor_size(const vit_weights *w, int *size, vit_error *err) {
+    preprocess_config p;
+    if (model_dir_load_preprocess(w->model_dir, &p, err) != 0) return -1;
+    int c, h, wd;
+    preprocess_output_shape(&p, &c, &h, &wd);
+    *size = h > 0 && h == wd ? h : w->m.cfg.image_size;
+    return 0;
+}
+
 /* The model of model_dir, unprepared, with one reference. */
 static vit_weights *weights_load(const char *model_dir, const vit_params *params, vit_error *err) {
     vit_weights *w = calloc(1, sizeof *w);
@@ -122,6 +133,11 @@ static vit_weights *weights_load(const char *model_dir, const vit_params *params
     }
     if (w->m.cfg.kind != MODEL_VIT) {
         vit_fail(err, "%s: a BERT model; use 'vit text' for text models", model_dir);
+        weights_release(w);
+        return NULL;
+    }
+    if (w->params.image_size == 0 && w->m.cfg.opt.processor_size &&
+        processor_size(w, &w->params.image_size, err) != 0) {
         weights_release(w);
         return NULL;
     }
@@ -220,6 +236,13 @@ void vit_free(vit_context *c) {
 int vit_num_labels(const vit_context *c) {
     return c->w->m.cfg.num_labels;
 }
+int vit_has_classifier(const vit_context *c) {
+    const head_kind head = c->w->m.cfg.opt.head;
+    return head == HEAD_CLASSIFIER;
+}
+void vit_patch_grid(const vit_context *c, int *grid_h, int *grid_w) {
+    *grid_h = *grid_w = c->acts.grid;
+}
 const char *vit_label(const vit_context *c, int i) {
     return i >= 0 && i < c->w->m.cfg.num_labels ? c->w->m.cfg.labels[i] : NULL;
 }
@@ -298,21 +321,38 @@ int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_e
     return name_model(c, rc, err);
 }
 
-/* Mean of the patch tokens of image b after the final LayerNorm (the special tokens, CLS and a
- * DeiT's distillation token, left out), into out [D]. */
-/* normed: the rows are the final LayerNorm's already (a VisionEncoderDecoder's encoder). */
-static void mean_patch_token(vit_context *c, int b, int normed, float *out) {
+/* Image b's last_hidden_state rows after the special tokens (CLS, a DeiT's distillation token,
+ * DINOv2's registers): into out [N, D] (patches), or their mean [D]. */
+static void patch_tokens(vit_context *c, int b, int mean, float *out) {
     const int D = c->w->m.cfg.hidden_size, S = c->acts.special, N = c->acts.tokens - S;
-    const float *x = vit_acts_hidden(&c->acts) + ((size_t)b * c->acts.tokens + S) * D;
-    if (!normed)
-        layernorm_forward(c->tokens, NULL, NULL, x, c->w->m.final_ln_w, c->w->m.final_ln_b, N, D,
-                          c->w->m.cfg.layer_norm_eps);
-    const float *rows = normed ? x : c->tokens;
+    vit_model_last_hidden(&c->w->m, &c->acts, b, c->tokens);
+    const float *rows = c->tokens + (size_t)S * D;
+    if (!mean) {
+        memcpy(out, rows, sizeof(float) * (size_t)N * D);
+        return;
+    }
     for (int d = 0; d < D; d++) {
         double sum = 0.0;
         for (int i = 0; i < N; i++) sum += rows[(size_t)i * D + d];
         out[d] = (float)(sum / N);
     }
+}
+
+/* Image b's features for pool (not VIT_POOL_JOINT) into out. Mean pooling (BEiT) has its own
+ * mean, normalised, and no final LayerNorm for the CLS row; a VisionEncoderDecoder's encoder
+ * normalises every row in place (its CLS row among them). */
+static void image_features(vit_context *c, int b, vit_pool pool, float *out) {
+    const size_t D = (size_t)c->w->m.cfg.hidden_size;
+    const int own_mean = c->w->m.cfg.opt.pool == POOL_MEAN;
+    const int cls_in_rows = own_mean || c->w->m.cfg.opt.pool == POOL_ALL;
+    if (pool == VIT_POOL_PATCHES)
+        patch_tokens(c, b, 0, out);
+    else if (pool == VIT_POOL_MEAN && !own_mean)
+        patch_tokens(c, b, 1, out);
+    else if (pool == VIT_POOL_CLS && cls_in_rows)
+        memcpy(out, vit_acts_hidden(&c->acts) + b * c->acts.tokens * D, D * sizeof(float));
+    else
+        memcpy(out, vit_acts_cls(&c->acts) + b * D, D * sizeof(float));
 }
 
 int vit_joint_dim(const vit_context *c) {
@@ -333,7 +373,7 @@ static int embed_joint(vit_context *c, const float *pixels, int B, float *featur
 int vit_embed(vit_context *c, const float *pixels, int B, vit_pool pool, float *features,
               vit_error *err) {
     if (pool == VIT_POOL_JOINT) return embed_joint(c, pixels, B, features, err);
-    if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN)
+    if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN && pool != VIT_POOL_PATCHES)
         return vit_fail(err, "unknown pooling %d", (int)pool);
     if (c->w->m.cfg.opt.pool == POOL_PROBE)
         return vit_fail(
@@ -341,17 +381,9 @@ int vit_embed(vit_context *c, const float *pixels, int B, vit_pool pool, float *
             c->w->model_dir);
     const threads_scope scope = threads_begin(c->threads);
     const int rc = vit_model_forward(&c->w->m, &c->acts, pixels, B, NULL, c->logits, err);
-    const size_t D = (size_t)c->w->m.cfg.hidden_size, T = (size_t)c->acts.tokens;
-    /* a VisionEncoderDecoder's encoder normalises every row in place (its CLS row among them) */
-    const int normed = c->w->m.cfg.opt.pool == POOL_ALL;
-    for (int b = 0; rc == 0 && b < B; b++) {
-        if (pool == VIT_POOL_CLS)
-            memcpy(features + b * D,
-                   normed ? vit_acts_hidden(&c->acts) + b * T * D : vit_acts_cls(&c->acts) + b * D,
-                   D * sizeof(float));
-        else
-            mean_patch_token(c, b, normed, features + b * D);
-    }
+    const size_t D = (size_t)c->w->m.cfg.hidden_size, N = (size_t)c->acts.grid * c->acts.grid;
+    const size_t per = pool == VIT_POOL_PATCHES ? N * D : D;
+    for (int b = 0; rc == 0 && b < B; b++) image_features(c, b, pool, features + b * per);
     threads_end(scope);
     return name_model(c, rc, err);
 }

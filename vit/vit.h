@@ -74,7 +74,8 @@ typedef struct vit_context vit_context;
 typedef struct {
     int threads;        /* compute threads; 0 = OMP_NUM_THREADS, else one per core */
     int max_batch;      /* largest batch vit_forward will be given (buffers are sized once) */
-    int image_size;     /* 0 = the model's image_size; else run at this resolution (the position
+    int image_size;     /* 0 = the model's image_size (DINOv2: its preprocessor's crop size, as
+                         * Hugging Face runs it); else run at this resolution (the position
                          * embeddings are interpolated as Hugging Face's interpolate_pos_encoding) */
     int64_t max_pixels; /* decoder limit; 0 = 100 megapixels */
     vit_backend backend;
@@ -88,7 +89,11 @@ VIT_API vit_params vit_default_params(void);
 
 /* Loads a ViTForImageClassification, DeiTForImageClassification or
  * DeiTForImageClassificationWithTeacher directory (config.json, model.safetensors, optional
- * preprocessor_config.json). params NULL: vit_default_params(). */
+ * preprocessor_config.json); also DINOv2 (Dinov2Model, Dinov2ForImageClassification, and the
+ * WithRegisters pair) and BEiT / data2vec-vision (BeitModel, BeitForImageClassification, ...).
+ * A base model (Dinov2Model, BeitModel) has no classifier: its "logits" are its pooled features
+ * (hidden_size of them, labelled DIM_0..), and vit_embed is what it is for. params NULL:
+ * vit_default_params(). */
 VIT_API vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error *err);
 /* Another context over ctx's weights (no copy of them), with its own activations and buffers and
  * ctx's parameters (its thread count too): it may compute on another thread while ctx does.
@@ -98,6 +103,9 @@ VIT_API vit_context *vit_share(const vit_context *ctx, vit_error *err);
 VIT_API void vit_free(vit_context *ctx);
 
 VIT_API int vit_num_labels(const vit_context *ctx);
+/* 1 when the model classifies (its logits are classes), 0 for a base model (Dinov2Model,
+ * BeitModel: features only) or a joint model's image tower (CLIP, SigLIP: embeddings). */
+VIT_API int vit_has_classifier(const vit_context *ctx);
 /* id2label of config.json ("LABEL_i" where it has none); NULL outside 0..num_labels-1. */
 VIT_API const char *vit_label(const vit_context *ctx, int index);
 /* Floats in one preprocessed input (C·H·W) and its shape. */
@@ -133,12 +141,22 @@ VIT_API int vit_forward(vit_context *ctx, const float *pixels, int batch, float 
 /* VIT_POOL_JOINT (CLIP, SigLIP): the embedding in the joint image-text space, L2-normalised
  * (vit_joint_dim floats; HF's image_embeds and text_embeds). A SigLIP image tower has no CLS
  * token: VIT_POOL_JOINT only. */
+/* DINOv2: VIT_POOL_CLS is its pooler_output, VIT_POOL_MEAN the mean of the patch tokens (the
+ * registers left out). BEiT with mean pooling (use_mean_pooling, no final LayerNorm): VIT_POOL_MEAN
+ * is its pooler_output (the mean of the patch tokens through pooler.layernorm), VIT_POOL_CLS the
+ * CLS token as the last layer left it. VIT_POOL_PATCHES: dense features, [batch, grid_h, grid_w,
+ * hidden] (vit_patch_grid), every patch token of last_hidden_state (after the final LayerNorm
+ * where the model has one; CLS, a DeiT's distillation token and DINOv2's registers left out), the
+ * form segmentation and depth heads read. */
 typedef enum {
     VIT_POOL_CLS,
     VIT_POOL_MEAN,
     VIT_POOL_POOLER, /* text only */
-    VIT_POOL_JOINT
+    VIT_POOL_JOINT,
+    VIT_POOL_PATCHES
 } vit_pool;
+/* The grid of patches the model sees (its input size / the patch size, each way). */
+VIT_API void vit_patch_grid(const vit_context *ctx, int *grid_h, int *grid_w);
 VIT_API int vit_embed(vit_context *ctx, const float *pixels, int batch, vit_pool pool,
                       float *features, vit_error *err);
 

@@ -1,5 +1,6 @@
 #include "vit/model/params.h"
 
+#include "patch/patch.h"
 #include "vit/base/alloc.h"
 
 #include <math.h>
@@ -59,7 +60,7 @@ static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim
  * weights (and the biases) are packed back to back, with no padding between them, or a hidden size
  * that is not a multiple of 16 would leave gaps inside the [3D, D] and [3D] blocks. */
 static void add_qkv_parts(layout *L, encoder_layer *w, int l, const char *fmt,
-                          const char *const parts[3], int D, int has_bias) {
+                          const char *const parts[3], int D, int has_bias, int key_bias) {
     char name[96];
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, fmt, l, parts[i]);
@@ -70,7 +71,8 @@ static void add_qkv_parts(layout *L, encoder_layer *w, int l, const char *fmt,
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, fmt, l, parts[i]);
         L->packed = i < 2;
-        float *p = add_param(L, 1, 0, !has_bias, 1, SHAPE(D), "%s.bias", name);
+        const int absent = !has_bias || (i == 1 && !key_bias); /* BEiT: q and v only */
+        float *p = add_param(L, 1, 0, absent, 1, SHAPE(D), "%s.bias", name);
         if (i == 0) w->qkv_b = p;
     }
     L->packed = 0;
@@ -78,7 +80,7 @@ static void add_qkv_parts(layout *L, encoder_layer *w, int l, const char *fmt,
 
 static void add_qkv(layout *L, encoder_layer *w, int l, const char *fmt, int D, int has_bias) {
     static const char *const parts[] = {"query", "key", "value"};
-    add_qkv_parts(L, w, l, fmt, parts, D, has_bias);
+    add_qkv_parts(L, w, l, fmt, parts, D, has_bias, has_bias);
 }
 
 static void add_mlp(layout *L, encoder_layer *w, int l, int D, int I) {
@@ -171,6 +173,11 @@ static float *add_norm(layout *L, float **bias, int D, const char *name) {
     return w;
 }
 
+static void add_linear(layout *L, float **w, float **b, int OUT, int IN, const char *name) {
+    *w = add_param(L, 1, 1, 0, 2, SHAPE(OUT, IN), "%s.weight", name);
+    *b = add_param(L, 1, 0, 0, 1, SHAPE(OUT), "%s.bias", name);
+}
+
 static void add_clip_layers(layout *L, model *m) {
     static const char *const parts[] = {"q_proj", "k_proj", "v_proj"};
     const int D = m->cfg.hidden_size, I = m->cfg.intermediate_size;
@@ -179,7 +186,7 @@ static void add_clip_layers(layout *L, model *m) {
         char name[96];
         snprintf(name, sizeof name, "encoder.layers.%d.layer_norm1", l);
         w->ln1_w = add_norm(L, &w->ln1_b, D, name);
-        add_qkv_parts(L, w, l, "encoder.layers.%d.self_attn.%s", parts, D, 1);
+        add_qkv_parts(L, w, l, "encoder.layers.%d.self_attn.%s", parts, D, 1, 1);
         w->proj_w = P2(1, D, D, "encoder.layers.%d.self_attn.out_proj.weight", l);
         w->proj_b = P1(0, D, "encoder.layers.%d.self_attn.out_proj.bias", l);
         snprintf(name, sizeof name, "encoder.layers.%d.layer_norm2", l);
@@ -249,13 +256,106 @@ static void layout_joint_text(layout *L, model *m) {
     add_joint_head(L, m, c->family == FAMILY_CLIP ? "text_projection" : "head");
 }
 
+/* ---- the image backbones: DINOv2 (docs/SPEC.md §11) and BEiT (§12) ---- */
+
+/* CLS, DINOv2's registers, the absolute positions (BEiT: optional) and the patch projection. */
+static void add_backbone_embeddings(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, P = c->patch_size, n = c->image_size / P, R = c->opt.registers;
+    m->cls_token = add_param(L, 1, 0, 0, 3, SHAPE(1, 1, D), "embeddings.cls_token");
+    if (R)
+        m->register_tokens = add_param(L, 1, 0, 0, 3, SHAPE(1, R, D), "embeddings.register_tokens");
+    if (c->opt.abs_pos)
+        m->pos_embed =
+            add_param(L, 1, 0, 0, 3, SHAPE(1, n * n + 1, D), "embeddings.position_embeddings");
+    m->patch_w = add_param(L, 1, 1, 0, 4, SHAPE(D, c->num_channels, P, P),
+                           "embeddings.patch_embeddings.projection.weight");
+    m->patch_b = P1(0, D, "embeddings.patch_embeddings.projection.bias");
+}
+
+/* A classifier on the pooled features: [K, 2D] on DINOv2's [CLS, patch mean], else [K, D]. */
+static void add_backbone_head(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    if (c->opt.head == HEAD_NONE) return;
+    const int F = c->hidden_size * (c->opt.pool == POOL_CLS_MEAN ? 2 : 1), K = c->num_labels;
+    m->head_w = add_param(L, 0, 1, 0, 2, SHAPE(K, F), "classifier.weight");
+    m->head_b = add_param(L, 0, 0, 0, 1, SHAPE(K), "classifier.bias");
+}
+
+/* Dinov2Layer: norm1, attention, layer_scale1, norm2, mlp (fc1/fc2, or SwiGLU's weights_in [2I, D]
+ * and weights_out), layer_scale2. */
+static void add_dinov2_layer(layout *L, model *m, int l) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, I = c->intermediate_size, swiglu = c->opt.swiglu;
+    encoder_layer *w = &m->layers[l];
+    char a[96];
+    snprintf(a, sizeof a, "encoder.layer.%d.norm1", l);
+    w->ln1_w = add_norm(L, &w->ln1_b, D, a);
+    add_qkv_parts(L, w, l, "encoder.layer.%d.attention.attention.%s",
+                  (const char *const[]){"query", "key", "value"}, D, c->qkv_bias, c->qkv_bias);
+    snprintf(a, sizeof a, "encoder.layer.%d.attention.output.dense", l);
+    add_linear(L, &w->proj_w, &w->proj_b, D, D, a);
+    w->ls1 = P1(0, D, "encoder.layer.%d.layer_scale1.lambda1", l);
+    snprintf(a, sizeof a, "encoder.layer.%d.norm2", l);
+    w->ln2_w = add_norm(L, &w->ln2_b, D, a);
+    snprintf(a, sizeof a, "encoder.layer.%d.mlp.%s", l, swiglu ? "weights_in" : "fc1");
+    add_linear(L, &w->fc1_w, &w->fc1_b, swiglu ? 2 * I : I, D, a);
+    snprintf(a, sizeof a, "encoder.layer.%d.mlp.%s", l, swiglu ? "weights_out" : "fc2");
+    add_linear(L, &w->fc2_w, &w->fc2_b, D, I, a);
+    w->ls2 = P1(0, D, "encoder.layer.%d.layer_scale2.lambda1", l);
+}
+
+static void layout_dinov2(layout *L, model *m) {
+    const int D = m->cfg.hidden_size;
+    add_backbone_embeddings(L, m);
+    for (int l = 0; l < m->cfg.num_layers; l++) add_dinov2_layer(L, m, l);
+    m->final_ln_w = add_norm(L, &m->final_ln_b, D, "layernorm");
+    add_backbone_head(L, m);
+}
+
+/* BeitLayer: ViT's names, a query and value bias without a key bias, a relative position bias
+ * table per layer (use_relative_position_bias), lambda_1 and lambda_2 (layer_scale_init_value >
+ * 0). */
+static void add_beit_layer(layout *L, model *m, int l) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, n = c->image_size / c->patch_size;
+    encoder_layer *w = &m->layers[l];
+    w->ln1_w = P1(0, D, "encoder.layer.%d.layernorm_before.weight", l);
+    w->ln1_b = P1(0, D, "encoder.layer.%d.layernorm_before.bias", l);
+    add_qkv_parts(L, w, l, "encoder.layer.%d.attention.attention.%s",
+                  (const char *const[]){"query", "key", "value"}, D, 1, 0);
+    if (c->opt.rel_bias)
+        m->rel_table[l] = P2(0, relpos_table_rows(n), c->num_heads,
+                             "encoder.layer.%d.attention.attention.relative_position_bias."
+                             "relative_position_bias_table",
+                             l);
+    w->proj_w = P2(1, D, D, "encoder.layer.%d.attention.output.dense.weight", l);
+    w->proj_b = P1(0, D, "encoder.layer.%d.attention.output.dense.bias", l);
+    w->ln2_w = P1(0, D, "encoder.layer.%d.layernorm_after.weight", l);
+    w->ln2_b = P1(0, D, "encoder.layer.%d.layernorm_after.bias", l);
+    add_mlp(L, w, l, D, c->intermediate_size);
+    if (!c->opt.layer_scale) return;
+    w->ls1 = P1(0, D, "encoder.layer.%d.lambda_1", l);
+    w->ls2 = P1(0, D, "encoder.layer.%d.lambda_2", l);
+}
+
+/* Mean pooling normalises the pooled mean (pooler.layernorm), else the last layer's output
+ * (layernorm): either is the LayerNorm before the classifier, final_ln. */
+static void layout_beit(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, n = c->image_size / c->patch_size;
+    add_backbone_embeddings(L, m);
+    for (int l = 0; l < c->num_layers; l++) add_beit_layer(L, m, l);
+    if (c->opt.shared_rel_bias)
+        m->shared_rel_table = P2(0, relpos_table_rows(n), c->num_heads,
+                                 "encoder.relative_position_bias.relative_position_bias_table");
+    m->final_ln_w =
+        add_norm(L, &m->final_ln_b, D, c->opt.pool == POOL_MEAN ? "pooler.layernorm" : "layernorm");
+    add_backbone_head(L, m);
+}
+
 /* ---- a VisionEncoderDecoder's decoder: TrOCR's names (post-LN) or GPT-2's (pre-LN, Conv1D) ----
  */
-
-static void add_linear(layout *L, float **w, float **b, int OUT, int IN, const char *name) {
-    *w = add_param(L, 1, 1, 0, 2, SHAPE(OUT, IN), "%s.weight", name);
-    *b = add_param(L, 1, 0, 0, 1, SHAPE(OUT), "%s.bias", name);
-}
 
 /* Two projections stacked into one [2·OUT, IN] block (keys and values), packed like add_qkv. */
 static void add_pair(layout *L, float **w, float **b, int OUT, int IN, const char *first,
@@ -273,7 +373,7 @@ static void add_pair(layout *L, float **w, float **b, int OUT, int IN, const cha
 static void add_trocr_layer(layout *L, encoder_layer *w, int l, int D, int C, int I) {
     static const char *const parts[] = {"q_proj", "k_proj", "v_proj"};
     char a[96], b[96];
-    add_qkv_parts(L, w, l, "layers.%d.self_attn.%s", parts, D, 1);
+    add_qkv_parts(L, w, l, "layers.%d.self_attn.%s", parts, D, 1, 1);
     snprintf(a, sizeof a, "layers.%d.self_attn.out_proj", l);
     add_linear(L, &w->proj_w, &w->proj_b, D, D, a);
     snprintf(a, sizeof a, "layers.%d.self_attn_layer_norm", l);
@@ -349,13 +449,18 @@ static void layout_decoder(layout *L, model *m) {
 }
 
 static void run_layout(layout *L, model *m) {
+    const model_family f = m->cfg.family;
     if (m->cfg.kind == MODEL_DECODER)
         layout_decoder(L, m);
+    else if (f == FAMILY_DINOV2 || f == FAMILY_DINOV2_REG)
+        layout_dinov2(L, m);
+    else if (f == FAMILY_BEIT || f == FAMILY_DATA2VEC)
+        layout_beit(L, m);
     else if (m->cfg.family == FAMILY_VED)
         layout_vit(L, m); /* ViTModel / DeiTModel: no head */
-    else if (m->cfg.family != FAMILY_HF && m->cfg.kind == MODEL_VIT)
+    else if (config_is_joint(&m->cfg) && m->cfg.kind == MODEL_VIT)
         layout_joint_image(L, m);
-    else if (m->cfg.family != FAMILY_HF)
+    else if (config_is_joint(&m->cfg))
         layout_joint_text(L, m);
     else if (m->cfg.kind == MODEL_VIT)
         layout_vit(L, m);
@@ -378,11 +483,15 @@ int model_layout(model *m, model_config *cfg, vit_error *err) {
                              .post_norm = c->opt.post_norm,
                              .causal = c->opt.causal,
                              .cross = c->opt.cross,
-                             .cross_dim = c->cross_dim};
+                             .cross_dim = c->cross_dim,
+                             .layer_scale = c->opt.layer_scale};
+    if (c->opt.swiglu) m->enc.act = ACT_SWIGLU;
     m->layers = calloc((size_t)c->num_layers, sizeof *m->layers);
+    if (c->opt.rel_bias) m->rel_table = calloc((size_t)c->num_layers, sizeof *m->rel_table);
+    const int ready = m->layers && (m->rel_table || !c->opt.rel_bias);
     layout L = {.m = m};
-    if (m->layers) run_layout(&L, m); /* count */
-    m->entries = m->layers ? calloc((size_t)L.count, sizeof *m->entries) : NULL;
+    if (ready) run_layout(&L, m); /* count */
+    m->entries = ready ? calloc((size_t)L.count, sizeof *m->entries) : NULL;
     m->num_params = L.offset;
     if (!m->entries) {
         model_free(m);
@@ -450,6 +559,7 @@ void model_free(model *m) {
     free(m->pos_table);
     free(m->entries);
     free(m->layers);
+    free(m->rel_table);
     model_config_free(&m->cfg);
     memset(m, 0, sizeof *m);
 }
@@ -460,6 +570,7 @@ const char *model_prefix(const model *m) {
     if (m->cfg.kind == MODEL_DECODER)
         return m->cfg.dec_arch == DECODER_TROCR ? "decoder.model.decoder." : "decoder.transformer.";
     if (m->cfg.family == FAMILY_VED) return "encoder.";
+    if (config_is_backbone(&m->cfg)) return config_backbone_prefix(&m->cfg);
     if (m->cfg.family != FAMILY_HF)
         return m->cfg.kind == MODEL_VIT ? "vision_model." : "text_model.";
     return m->cfg.kind == MODEL_BERT ? "bert." : m->cfg.arch == ARCH_VIT ? "vit." : "deit.";
@@ -501,27 +612,37 @@ int model_bind(model *view, const model *layout, float *block) {
     view->params = block;
     view->patch = view->pooler = view->head = view->dist_head = view->enc_proj = NULL;
     view->gemm_workspace_bytes = 0;
-    view->layers = calloc((size_t)layout->cfg.num_layers, sizeof *view->layers);
-    if (!view->layers) return -1;
+    const int L = layout->cfg.num_layers;
+    view->layers = calloc((size_t)L, sizeof *view->layers);
+    view->rel_table = layout->rel_table ? calloc((size_t)L, sizeof *view->rel_table) : NULL;
+    if (!view->layers || (layout->rel_table && !view->rel_table)) {
+        free(view->layers);
+        return -1;
+    }
+    for (int l = 0; view->rel_table && l < L; l++)
+        view->rel_table[l] = rebase(layout, block, layout->rel_table[l]);
     for (int l = 0; l < layout->cfg.num_layers; l++) {
         const encoder_layer *w = &layout->layers[l];
         encoder_layer *v = &view->layers[l];
         float *const *from[] = {&w->ln1_w,  &w->ln1_b, &w->qkv_w, &w->qkv_b,   &w->proj_w,
                                 &w->proj_b, &w->ln2_w, &w->ln2_b, &w->fc1_w,   &w->fc1_b,
                                 &w->fc2_w,  &w->fc2_b, &w->lnx_w, &w->lnx_b,   &w->xq_w,
-                                &w->xq_b,   &w->xkv_w, &w->xkv_b, &w->xproj_w, &w->xproj_b};
-        float **to[] = {&v->ln1_w,  &v->ln1_b, &v->qkv_w, &v->qkv_b,   &v->proj_w,
-                        &v->proj_b, &v->ln2_w, &v->ln2_b, &v->fc1_w,   &v->fc1_b,
-                        &v->fc2_w,  &v->fc2_b, &v->lnx_w, &v->lnx_b,   &v->xq_w,
-                        &v->xq_b,   &v->xkv_w, &v->xkv_b, &v->xproj_w, &v->xproj_b};
+                                &w->xq_b,   &w->xkv_w, &w->xkv_b, &w->xproj_w, &w->xproj_b,
+                                &w->ls1,    &w->ls2};
+        float **to[] = {&v->ln1_w,   &v->ln1_b,   &v->qkv_w, &v->qkv_b, &v->proj_w, &v->proj_b,
+                        &v->ln2_w,   &v->ln2_b,   &v->fc1_w, &v->fc1_b, &v->fc2_w,  &v->fc2_b,
+                        &v->lnx_w,   &v->lnx_b,   &v->xq_w,  &v->xq_b,  &v->xkv_w,  &v->xkv_b,
+                        &v->xproj_w, &v->xproj_b, &v->ls1,   &v->ls2};
         for (size_t i = 0; i < sizeof to / sizeof to[0]; i++)
             *to[i] = rebase(layout, block, *from[i]);
     }
-    float **fields[] = {&view->patch_w,     &view->patch_b,    &view->cls_token, &view->pos_embed,
-                        &view->word_emb,    &view->pos_emb,    &view->type_emb,  &view->emb_ln_w,
-                        &view->emb_ln_b,    &view->pooler_w,   &view->pooler_b,  &view->final_ln_w,
-                        &view->final_ln_b,  &view->head_w,     &view->head_b,    &view->dist_head_w,
-                        &view->dist_head_b, &view->enc_proj_w, &view->enc_proj_b};
+    float **fields[] = {&view->patch_w,     &view->patch_b,         &view->cls_token,
+                        &view->pos_embed,   &view->word_emb,        &view->pos_emb,
+                        &view->type_emb,    &view->emb_ln_w,        &view->emb_ln_b,
+                        &view->pooler_w,    &view->pooler_b,        &view->final_ln_w,
+                        &view->final_ln_b,  &view->head_w,          &view->head_b,
+                        &view->dist_head_w, &view->dist_head_b,     &view->enc_proj_w,
+                        &view->enc_proj_b,  &view->register_tokens, &view->shared_rel_table};
     /* the fields still hold layout's pointers (*view = *layout above) */
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         *fields[i] = rebase(layout, block, *fields[i]);
@@ -530,6 +651,7 @@ int model_bind(model *view, const model *layout, float *block) {
 
 void model_unbind(model *view) {
     free(view->layers);
+    free(view->rel_table);
     memset(view, 0, sizeof *view);
 }
 

@@ -35,6 +35,11 @@ typedef struct {
      * back to back (CLS, then a DeiT's distillation token; S = config_special_tokens); position
      * embeddings [S + N, D] */
     float *patch_w, *patch_b, *cls_token, *pos_embed;
+    /* DINOv2 and BEiT: register tokens [R, D] (after CLS, without positions); BEiT's relative
+     * position bias tables [(2n − 1)² + 3, H] for the config's n × n window: one per layer
+     * (rel_table[l], an array of num_layers pointers) and one shared by every layer. pos_embed is
+     * NULL for a BEiT without absolute positions. */
+    float *register_tokens, **rel_table, *shared_rel_table;
     /* BERT embeddings and pooler */
     float *word_emb, *pos_emb, *type_emb, *emb_ln_w, *emb_ln_b, *pooler_w, *pooler_b;
     /* head: ViT's final LayerNorm, classifier (a DeiT with teacher: cls_classifier, and

@@ -28,12 +28,25 @@ typedef struct {
     int max_batch, training;
     int size, grid, tokens, patch_dim; /* run resolution: S, S/P, special + N, C·P·P */
     int special, heads;                /* config_special_tokens, config_classifier_heads */
-    const float *pos; /* position embeddings at this size: the model's, or pos_owned */
+    const float *pos; /* position embeddings at this size: the model's, or pos_owned; NULL for a
+                       * model without absolute positions (BEiT's default) */
     float *pos_owned; /* interpolated (HF interpolate_pos_encoding) when size differs */
-    float *block;     /* one allocation for the buffers below */
-    float *patches;   /* [B·N, C·P·P] */
-    float *embed;     /* [B·N, D] projected patches; the backward's scratch for their gradient */
-    float *x;         /* [B, T, D] the encoder's input and output */
+    /* BEiT's relative position bias: the tables resized for this size (NULL at the model's
+     * size: its own are read), per layer then the shared one, relpos_table_rows(grid) x heads
+     * each; the biases [nbias, H, T, T] built from them by each forward (nbias: the layers, or 1
+     * for a shared table alone, or 0), their gradients when training; run_layers: the model's
+     * layers with these biases (the model itself is shared and only read), grad_layers the
+     * gradients' layers with the bias gradients. */
+    float *rel_resized, *bias, *dbias;
+    int nbias;
+    encoder_layer *run_layers, *grad_layers;
+    /* POOL_CLS_MEAN (Dinov2ForImageClassification): every row after the final LayerNorm
+     * [B, T, D] and its stats [B, T], the classifier's input [B, 2D], their gradients */
+    float *hid_ln, *hid_mean, *hid_rstd, *feat, *dfeat, *dhid_ln;
+    float *block;   /* one allocation for the buffers below */
+    float *patches; /* [B·N, C·P·P] */
+    float *embed;   /* [B·N, D] projected patches; the backward's scratch for their gradient */
+    float *x;       /* [B, T, D] the encoder's input and output */
     /* [heads, B, D] the rows the classifiers read (CLS, then the distillation token's for a
      * second head), around the final LayerNorm; stats [heads, B] */
     float *cls_in, *cls_ln, *cls_mean, *cls_rstd;
@@ -67,9 +80,14 @@ int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
 
 /* The encoder's final hidden states of the last forward: [B, T, D] before the final LayerNorm
  * (special tokens first, then the patches; after it for POOL_ALL), and the CLS rows after it,
- * [B, D] (the classifier's input). */
+ * [B, D] (the classifier's input; for POOL_MEAN the pooled mean after its LayerNorm, for
+ * POOL_CLS_MEAN the CLS row after the final LayerNorm). */
 const float *vit_acts_hidden(const vit_acts *a);
 const float *vit_acts_cls(const vit_acts *a);
+/* Image b's last_hidden_state of the last forward, as Hugging Face's models return it, into out
+ * [T, D]: every row after the final LayerNorm, or as the encoder left them for a model without
+ * one (BEiT with mean pooling). */
+void vit_model_last_hidden(const model *m, const vit_acts *a, int b, float *out);
 
 /* Backward of the last training forward from dlogits [B, num_labels]: parameter gradients
  * ACCUMULATE into grads (m's layout rebased, model_bind). With mode.freeze_encoder only the final

@@ -1,0 +1,395 @@
+/* DINOv2 and BEiT (and data2vec-vision) against the float64 goldens of tools/dinov2_reference.py
+ * and tools/beit_reference.py (docs/SPEC.md §11, §12): six micro models in exact Hugging Face
+ * layout (registers on and off, SwiGLU on and off, a base model saved bare, per-layer and shared
+ * relative position biases, absolute positions on and off, mean and CLS pooling), each at its
+ * preprocessor's size and at another one (positions and relative-bias tables resized):
+ * - the options config.json gives (hand-read from each file) and the errors of bad configs;
+ * - the preprocessed pixels, the positions as added and the relative biases as built;
+ * - the embeddings of the first image (patches, CLS, registers, positions);
+ * - logits, last_hidden_state and pooler_output on the plain fp32 path and on each backend's
+ *   prepared layers, and the heads alone from the goldens' last layer;
+ * - bf16 and int8 within stated bounds of fp32.
+ *
+ * Tolerance 1e-4 on every float: the float32 PyTorch forward of these models is within 2.4e-6 of
+ * the float64 one (golden.json), so 1e-4 leaves room for another summation order, while a wrong
+ * part (no layer scale, registers in the mean, the legacy +0.1 interpolation, a missing bias)
+ * moves them by 1e-2 or more (golden.json's other_interpolations: 0.05 to 0.1). */
+#include "tests/testutil.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image/image.h"
+#include "patch/patch.h"
+#include "vit/io/model_dir.h"
+#include "vit/model/vit_model.h"
+
+#define TOL    1e-4
+#define IMAGES 3
+#define MODELS 6
+
+static const char *const models[MODELS] = {"dinov2-micro",      "dinov2-micro-swiglu",
+                                           "dinov2-reg-micro",  "beit-micro",
+                                           "beit-micro-shared", "data2vec-vision-micro"};
+
+/* golden.json: the two runs (size and goldens file) and the images. */
+typedef struct {
+    char dir[128];
+    int sizes[2];
+    char files[2][64];
+    char images[IMAGES][64];
+} golden_info;
+
+static void read_info(const char *name, golden_info *g) {
+    snprintf(g->dir, sizeof g->dir, TEST_DATA "/%s", name);
+    char path[256];
+    snprintf(path, sizeof path, "%s/golden.json", g->dir);
+    char *text = (char *)read_whole_file(path, NULL);
+    assert_non_null(text);
+    cJSON *root = cJSON_Parse(text);
+    const cJSON *runs = cJSON_GetObjectItem(root, "runs");
+    assert_int_equal(cJSON_GetArraySize(runs), 2);
+    for (int r = 0; r < 2; r++) {
+        const cJSON *run = cJSON_GetArrayItem(runs, r);
+        g->sizes[r] = cJSON_GetObjectItem(run, "size")->valueint;
+        snprintf(g->files[r], sizeof g->files[r], "%s",
+                 cJSON_GetObjectItem(run, "file")->valuestring);
+        const cJSON *images = cJSON_GetObjectItem(run, "images");
+        assert_int_equal(cJSON_GetArraySize(images), IMAGES);
+        for (int i = 0; i < IMAGES; i++)
+            snprintf(g->images[i], sizeof g->images[i], "%s",
+                     cJSON_GetObjectItem(cJSON_GetArrayItem(images, i), "image")->valuestring);
+    }
+    cJSON_Delete(root);
+    free(text);
+}
+
+/* A tensor of run r's goldens; NULL when absent and optional, else a failure. */
+static float *golden(const golden_info *g, int r, const char *name, size_t *n, int optional) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", g->dir, g->files[r]);
+    float *t = test_read_tensor(path, name, n);
+    if (!t && !optional) fail_msg("%s: no tensor '%s'", path, name);
+    return t;
+}
+
+static float *image_golden(const golden_info *g, int r, int i, const char *what, size_t *n) {
+    char name[160];
+    snprintf(name, sizeof name, "%s/%s", g->images[i], what);
+    return golden(g, r, name, n, 0);
+}
+
+static double worst_seen;
+
+static void expect_close(const char *what, const float *got, const float *want, size_t n,
+                         double tol) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)got[i] - want[i]));
+    if (!(worst <= tol)) fail_msg("%s: max |difference| %.3g, more than %g", what, worst, tol);
+    worst_seen = fmax(worst_seen, worst);
+}
+
+static void load(model *m, const char *dir) {
+    vit_error err = {0};
+    if (model_load(m, dir, &err) != 0) fail_msg("%s", err.msg);
+}
+
+/* ---- configs ---- */
+
+static void test_options(void **state) {
+    (void)state;
+    static const struct {
+        const char *name;
+        int bare, registers, swiglu, I, abs_pos, antialias, ls, key_bias, rel, shared;
+        pool_kind pool;
+        const char *arch, *prefix;
+    } want[MODELS] = {
+        {"dinov2-micro", 0, 0, 0, 128, 1, 0, 1, 1, 0, 0, POOL_CLS_MEAN,
+         "Dinov2ForImageClassification", "dinov2."},
+        {"dinov2-micro-swiglu", 1, 0, 1, 88, 1, 0, 1, 1, 0, 0, POOL_CLS, "Dinov2Model", "dinov2."},
+        {"dinov2-reg-micro", 0, 4, 0, 192, 1, 1, 1, 1, 0, 0, POOL_CLS_MEAN,
+         "Dinov2WithRegistersForImageClassification", "dinov2_with_registers."},
+        {"beit-micro", 0, 0, 0, 96, 0, 0, 1, 0, 1, 0, POOL_MEAN, "BeitForImageClassification",
+         "beit."},
+        {"beit-micro-shared", 0, 0, 0, 192, 1, 0, 0, 0, 0, 1, POOL_CLS,
+         "BeitForImageClassification", "beit."},
+        {"data2vec-vision-micro", 0, 0, 0, 128, 0, 0, 1, 0, 1, 0, POOL_MEAN,
+         "Data2VecVisionForImageClassification", "data2vec_vision."},
+    };
+    for (int i = 0; i < MODELS; i++) {
+        char dir[128];
+        snprintf(dir, sizeof dir, TEST_DATA "/%s", want[i].name);
+        model m;
+        load(&m, dir);
+        const model_config *c = &m.cfg;
+        const tower_options *o = &c->opt;
+        print_message("  %s: %s, %d tensors\n", want[i].name, config_architecture(c),
+                      m.num_entries);
+        assert_int_equal(c->bare, want[i].bare);
+        assert_int_equal(o->registers, want[i].registers);
+        assert_int_equal(o->swiglu, want[i].swiglu);
+        assert_int_equal(c->intermediate_size, want[i].I);
+        assert_int_equal(o->abs_pos, want[i].abs_pos);
+        assert_int_equal(o->pos_antialias, want[i].antialias);
+        assert_int_equal(o->layer_scale, want[i].ls);
+        assert_int_equal(o->key_bias, want[i].key_bias);
+        assert_int_equal(o->rel_bias, want[i].rel);
+        assert_int_equal(o->shared_rel_bias, want[i].shared);
+        assert_int_equal(o->pool, want[i].pool);
+        assert_int_equal(o->head, want[i].bare ? HEAD_NONE : HEAD_CLASSIFIER);
+        assert_string_equal(config_architecture(c), want[i].arch);
+        assert_string_equal(model_prefix(&m), want[i].prefix);
+        assert_int_equal(config_special_tokens(c), 1 + want[i].registers);
+        if (want[i].bare) assert_int_equal(c->num_labels, c->hidden_size); /* pooler_output */
+        model_free(&m);
+    }
+}
+
+static void expect_error(const char *json, const char *needle) {
+    model_config cfg;
+    vit_error err = {0};
+    assert_int_equal(model_config_parse(json, "m/config.json", &cfg, &err), -1);
+    print_message("  %s\n", err.msg);
+    if (!strstr(err.msg, "m/config.json") || !strstr(err.msg, needle))
+        fail_msg("expected '%s' in '%s'", needle, err.msg);
+}
+
+static void test_config_defaults_and_errors(void **state) {
+    (void)state;
+    model_config c;
+    vit_error err = {0};
+    /* transformers' Dinov2Config / BeitConfig defaults; no architectures: the base model */
+    assert_int_equal(model_config_parse("{\"model_type\": \"dinov2\"}", "m", &c, &err), 0);
+    assert_true(c.bare && c.patch_size == 14 && c.layer_norm_eps == 1e-6f);
+    assert_int_equal(c.intermediate_size, 3072);
+    assert_true(c.opt.layer_scale && !c.opt.swiglu && c.opt.processor_size);
+    model_config_free(&c);
+    assert_int_equal(model_config_parse("{\"model_type\": \"dinov2\", \"use_swiglu_ffn\": true, "
+                                        "\"hidden_size\": 1536, \"num_attention_heads\": 24}",
+                                        "m", &c, &err),
+                     0);
+    assert_int_equal(c.intermediate_size, 4096); /* dinov2-giant's SwiGLU width */
+    model_config_free(&c);
+    assert_int_equal(
+        model_config_parse("{\"model_type\": \"dinov2_with_registers\"}", "m", &c, &err), 0);
+    assert_int_equal(c.opt.registers, 4);
+    assert_int_equal(config_special_tokens(&c), 5);
+    model_config_free(&c);
+    assert_int_equal(model_config_parse("{\"model_type\": \"beit\"}", "m", &c, &err), 0);
+    assert_true(c.bare && c.opt.layer_scale && c.opt.pool == POOL_MEAN && !c.opt.abs_pos);
+    assert_true(!c.opt.rel_bias && !c.opt.shared_rel_bias && c.patch_size == 16);
+    model_config_free(&c);
+    assert_int_equal(model_config_parse("{\"model_type\": \"beit\", \"layer_scale_init_value\": 0,"
+                                        " \"use_mean_pooling\": false}",
+                                        "m", &c, &err),
+                     0);
+    assert_true(!c.opt.layer_scale && c.opt.pool == POOL_CLS);
+    model_config_free(&c);
+    expect_error("{\"model_type\": \"beit\", \"architectures\": [\"BeitForMaskedImageModeling\"]}",
+                 "BeitForMaskedImageModeling");
+    expect_error("{\"model_type\": \"dinov2\", \"architectures\": [\"Dinov2Backbone\"]}",
+                 "Dinov2Backbone");
+    expect_error("{\"model_type\": \"dinov2\", \"mlp_ratio\": -1}", "mlp_ratio");
+    expect_error("{\"model_type\": \"dinov2\", \"mlp_ratio\": 0.001}", "mlp_ratio");
+    expect_error("{\"model_type\": \"dinov2_with_registers\", \"num_register_tokens\": -2}",
+                 "num_register_tokens");
+    expect_error("{\"model_type\": \"beit\", \"use_relative_position_bias\": \"yes\"}",
+                 "use_relative_position_bias");
+    expect_error("{\"model_type\": \"beit\", \"use_mean_pooling\": 3}", "use_mean_pooling");
+    expect_error("{\"model_type\": \"dinov3\"}", "dinov2_with_registers");
+}
+
+/* ---- pixels, positions, biases, embeddings ---- */
+
+static void test_pixels(void **state) {
+    (void)state;
+    for (int k = 0; k < MODELS; k++) {
+        golden_info g;
+        read_info(models[k], &g);
+        for (int r = 0; r < 2; r++) {
+            preprocess_config p;
+            vit_error err = {0};
+            if (model_dir_load_preprocess(g.dir, &p, &err) != 0) fail_msg("%s", err.msg);
+            preprocess_config_set_size(&p, g.sizes[r]);
+            const size_t F = (size_t)3 * g.sizes[r] * g.sizes[r];
+            float *got = test_alloc_floats(F);
+            for (int i = 0; i < IMAGES; i++) {
+                char path[256], what[256];
+                snprintf(path, sizeof path, GOLDEN_IMAGES "/%s", g.images[i]);
+                if (preprocess_file(&p, path, 0, 0, got, &err) != 0) fail_msg("%s", err.msg);
+                size_t n;
+                float *want = image_golden(&g, r, i, "pixels", &n);
+                assert_int_equal(n, F);
+                snprintf(what, sizeof what, "%s %s pixels at %d", models[k], g.images[i],
+                         g.sizes[r]);
+                expect_close(what, got, want, F, 1e-6);
+                free(want);
+            }
+            free(got);
+        }
+    }
+}
+
+/* The first image's embeddings (tokens before the first layer) of run r, from its golden pixels:
+ * the patch projection, then CLS, the registers and the positions (resized at another size) as the
+ * forward places them. */
+static void check_embeddings(const model *m, const vit_acts *a, const golden_info *g, int r) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, N = a->grid * a->grid, T = a->tokens, P = c->patch_size;
+    float *pixels = image_golden(g, r, 0, "pixels", NULL);
+    float *patches = test_alloc_floats((size_t)N * a->patch_dim),
+          *embed = test_alloc_floats((size_t)N * D);
+    float *x = test_alloc_floats((size_t)T * D);
+    patch_extract(patches, pixels, 1, c->num_channels, a->size, a->size, P);
+    linear_forward(embed, patches, m->patch_w, m->patch_b, N, a->patch_dim, D);
+    patch_tokens_place(x, embed, m->cls_token, c->opt.special, m->register_tokens, c->opt.registers,
+                       a->pos, 1, N, D);
+    size_t n;
+    char name[160], what[256];
+    snprintf(name, sizeof name, "%s/embeddings", g->images[0]);
+    float *want = golden(g, r, name, &n, 0);
+    assert_int_equal(n, (size_t)T * D);
+    snprintf(what, sizeof what, "%s embeddings at %d", g->dir, a->size);
+    expect_close(what, x, want, n, TOL);
+    free(want), free(pixels), free(patches), free(embed), free(x);
+}
+
+/* The positions as added ([1 + m², D]) and the biases as built ([H, T, T] per layer, or the shared
+ * one), at run r's size. */
+static void check_positions_and_biases(const model *m, vit_acts *a, const golden_info *g, int r) {
+    const int D = m->cfg.hidden_size, T = a->tokens, H = m->cfg.num_heads;
+    size_t n;
+    char what[256];
+    float *pos = golden(g, r, "position_embeddings", &n, 1);
+    assert_true((pos != NULL) == (m->cfg.opt.abs_pos != 0));
+    if (pos) {
+        assert_int_equal(n, (size_t)(1 + a->grid * a->grid) * D);
+        snprintf(what, sizeof what, "%s positions at %d", g->dir, a->size);
+        expect_close(what, a->pos, pos, n, TOL);
+        free(pos);
+    }
+    for (int b = 0; b < a->nbias; b++) {
+        char name[64];
+        if (m->cfg.opt.rel_bias)
+            snprintf(name, sizeof name, "relative_position_bias.%d", b);
+        else
+            snprintf(name, sizeof name, "relative_position_bias.shared");
+        float *want = golden(g, r, name, &n, 0);
+        assert_int_equal(n, (size_t)H * T * T);
+        snprintf(what, sizeof what, "%s %s at %d", g->dir, name, a->size);
+        expect_close(what, a->bias + b * n, want, n, TOL);
+        free(want);
+    }
+}
+
+/* ---- the whole forward ---- */
+
+typedef struct {
+    float *pixels, *logits, *pooled, *hidden; /* [IMAGES, ...] goldens (logits NULL: bare) */
+    size_t F, K, D, TD;
+} goldens;
+
+static void goldens_load(goldens *w, const model *m, const golden_info *g, int r,
+                         const vit_acts *a) {
+    memset(w, 0, sizeof *w);
+    w->F = (size_t)m->cfg.num_channels * a->size * a->size;
+    w->K = (size_t)m->cfg.num_labels, w->D = (size_t)m->cfg.hidden_size;
+    w->TD = (size_t)a->tokens * w->D;
+    w->pixels = test_alloc_floats(IMAGES * w->F);
+    w->pooled = test_alloc_floats(IMAGES * w->D);
+    w->hidden = test_alloc_floats(IMAGES * w->TD);
+    if (!m->cfg.bare) w->logits = test_alloc_floats(IMAGES * w->K);
+    for (int i = 0; i < IMAGES; i++) {
+        const char *what[] = {"pixels", "pooler_output", "last_hidden_state", "logits"};
+        float *to[] = {w->pixels + i * w->F, w->pooled + i * w->D, w->hidden + i * w->TD,
+                       w->logits ? w->logits + i * w->K : NULL};
+        const size_t sizes[] = {w->F, w->D, w->TD, w->K};
+        for (int t = 0; t < 4 && to[t]; t++) {
+            size_t n;
+            float *v = image_golden(g, r, i, what[t], &n);
+            assert_int_equal(n, sizes[t]);
+            memcpy(to[t], v, sizeof(float) * n);
+            free(v);
+        }
+    }
+}
+
+static void goldens_free(goldens *w) {
+    free(w->pixels), free(w->logits), free(w->pooled), free(w->hidden);
+}
+
+/* The last forward's outputs against the goldens. */
+static void check_outputs(const model *m, const vit_acts *a, const goldens *w, const float *logits,
+                          const char *label) {
+    float *hidden = test_alloc_floats(w->TD);
+    char what[300];
+    for (int i = 0; i < IMAGES; i++) {
+        if (w->logits) {
+            snprintf(what, sizeof what, "%s logits %d", label, i);
+            expect_close(what, logits + i * w->K, w->logits + i * w->K, w->K, TOL);
+        } else { /* a base model's output is its pooler_output */
+            snprintf(what, sizeof what, "%s output %d", label, i);
+            expect_close(what, logits + i * w->K, w->pooled + i * w->D, w->D, TOL);
+        }
+        snprintf(what, sizeof what, "%s pooler_output %d", label, i);
+        expect_close(what, vit_acts_cls(a) + i * w->D, w->pooled + i * w->D, w->D, TOL);
+        vit_model_last_hidden(m, a, i, hidden);
+        snprintf(what, sizeof what, "%s last_hidden_state %d", label, i);
+        expect_close(what, hidden, w->hidden + i * w->TD, w->TD, TOL);
+    }
+    free(hidden);
+}
+
+static void run_goldens(const char *name, int r) {
+    golden_info g;
+    read_info(name, &g);
+    model m;
+    load(&m, g.dir);
+    vit_acts a;
+    vit_error err = {0};
+    if (vit_acts_alloc(&a, &m, IMAGES, g.sizes[r], VIT_ACTS_INFER, &err) != 0)
+        fail_msg("%s", err.msg);
+    goldens w;
+    goldens_load(&w, &m, &g, r, &a);
+    check_embeddings(&m, &a, &g, r);
+    float *logits = test_alloc_floats(IMAGES * w.K);
+    int list[3];
+    worst_seen = 0;
+    for (int k = 0, nb = test_backends(list); k < nb; k++) {
+        gemm_state *s = test_prepare(&m, list[k], IMAGES, a.tokens);
+        a.enc.gemm = s;
+        if (vit_model_forward(&m, &a, w.pixels, IMAGES, NULL, logits, &err) != 0)
+            fail_msg("%s", err.msg);
+        if (k == 0) check_positions_and_biases(&m, &a, &g, r);
+        char label[200];
+        snprintf(label, sizeof label, "%s at %d (backend %d)", name, g.sizes[r], list[k]);
+        check_outputs(&m, &a, &w, logits, label);
+        gemm_state_free(s);
+        model_unprepare(&m);
+    }
+    print_message("  %-22s at %2d: max |difference| %.2g on %d ways\n", name, g.sizes[r],
+                  worst_seen, test_backends(list));
+    free(logits);
+    goldens_free(&w);
+    vit_acts_free(&a);
+    model_free(&m);
+}
+
+static void test_forward_goldens(void **state) {
+    (void)state;
+    for (int k = 0; k < MODELS; k++)
+        for (int r = 0; r < 2; r++) run_goldens(models[k], r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_config_defaults_and_errors),
+        cmocka_unit_test(test_pixels),
+        cmocka_unit_test(test_forward_goldens),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
