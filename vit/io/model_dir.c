@@ -92,6 +92,7 @@ static char *vit_config_json(const model_config *c, float hidden_dropout, float 
     cJSON_AddItemToObject(root, "attention_probs_dropout_prob", float_number(attention_dropout));
     cJSON_AddItemToObject(root, "initializer_range", float_number(0.02f));
     cJSON_AddNumberToObject(root, "encoder_stride", c->patch_size);
+    if (config_is_backbone(c)) config_backbone_write(root, c);
     add_labels(root, c);
     cJSON_AddStringToObject(root, "torch_dtype", "float32");
     char *text = cJSON_Print(root);

@@ -188,5 +188,8 @@ int config_backbone_parse(const struct cJSON *root, model_config *cfg, const cha
                           vit_error *err);
 /* Its options, for config_apply_family. */
 void config_backbone_options(const model_config *cfg, tower_options *o);
+/* Its fields beyond ViTConfig's into a config.json object being written (save_pretrained's
+ * names), so that the file reads back as the same model. */
+void config_backbone_write(struct cJSON *root, const model_config *cfg);
 
 #endif

@@ -166,3 +166,20 @@ void config_backbone_options(const model_config *c, tower_options *o) {
                                 : POOL_CLS;
     o->head = c->bare ? HEAD_NONE : HEAD_CLASSIFIER;
 }
+
+void config_backbone_write(cJSON *root, const model_config *c) {
+    if (is_dinov2(c)) {
+        cJSON_AddNumberToObject(root, "mlp_ratio", c->mlp_ratio);
+        cJSON_AddBoolToObject(root, "use_swiglu_ffn", c->use_swiglu);
+        cJSON_AddNumberToObject(root, "layerscale_value", c->layer_scale_init);
+        if (c->family == FAMILY_DINOV2_REG)
+            cJSON_AddNumberToObject(root, "num_register_tokens", c->num_registers);
+        return;
+    }
+    cJSON_AddBoolToObject(root, "use_absolute_position_embeddings", c->use_abs_pos);
+    cJSON_AddBoolToObject(root, "use_relative_position_bias", c->use_rel_bias);
+    cJSON_AddBoolToObject(root, "use_shared_relative_position_bias", c->use_shared_rel_bias);
+    cJSON_AddNumberToObject(root, "layer_scale_init_value",
+                            c->layer_scale ? c->layer_scale_init : 0);
+    cJSON_AddBoolToObject(root, "use_mean_pooling", c->mean_pooling);
+}

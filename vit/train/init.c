@@ -167,12 +167,14 @@ static int same_labels(const model *m, char *const *classes, int n) {
 
 /* A copy of `from` with a classifier for `classes` (initialised as a new one). A DeiT with
  * teacher becomes a DeiTForImageClassification (its encoder and both special tokens; a classifier
- * on CLS), as HF's DeiTForImageClassification.from_pretrained makes of one. */
+ * on CLS), as HF's DeiTForImageClassification.from_pretrained makes of one; a base model its
+ * ForImageClassification class (Dinov2ForImageClassification, ...). */
 static int replace_head(trainer *t, model *from, char **classes, int n, vit_error *err) {
     model_config cfg = from->cfg;
     cfg.labels = classes;
     cfg.num_labels = n;
     if (cfg.arch == ARCH_DEIT_TEACHER) cfg.arch = ARCH_DEIT;
+    cfg.bare = 0; /* a base model (Dinov2Model, BeitModel) gets its ForImageClassification head */
     if (model_create(&t->m, &cfg, err) != 0) return -1;
     for (int i = 0; i < t->m.num_entries; i++) {
         const param_entry *e = &t->m.entries[i];

@@ -69,8 +69,13 @@ static int new_vit(trainer *t, char **classes, int n, vit_error *err) {
     return 0;
 }
 
+/* The model's own preprocessing, at the size training runs (image_size: a DINOv2 processor crops
+ * smaller, and the interpolated positions of another size are not trained). */
 static int image_companion(trainer *t, const char *dir, vit_error *err) {
-    return dir ? model_dir_load_preprocess(dir, &t->pp, err) : 0;
+    if (!dir) return 0;
+    if (model_dir_load_preprocess(dir, &t->pp, err) != 0) return -1;
+    preprocess_config_set_size(&t->pp, t->m.cfg.image_size);
+    return 0;
 }
 
 /* ---- data ---- */
