@@ -196,8 +196,10 @@ VIT_API int vit_classify_image(vit_context *ctx, const uint8_t *rgb, int width, 
 typedef enum { VIT_EXPLAIN_ROLLOUT, VIT_EXPLAIN_LAST, VIT_EXPLAIN_GRAD } vit_explain_method;
 
 typedef struct {
-    int label;          /* the class explained: the one asked for, or the most probable */
-    float prob;         /* its softmax probability */
+    int label;          /* the class explained: the one asked for, or the most probable; -1 for a
+                         * base model (Dinov2Model, BeitModel: no classes; VIT_EXPLAIN_GRAD is
+                         * refused for it) */
+    float prob;         /* its softmax probability (0 without classes) */
     int maps;           /* 1, or the number of heads (VIT_EXPLAIN_LAST) */
     int grid_h, grid_w; /* one value per patch of the model's input */
     float *map;         /* [maps, grid_h, grid_w], raw (not scaled); vit_explanation_free */

@@ -37,6 +37,12 @@ int vit_explain(vit_context *ctx, const float *pixels, vit_explain_method method
     const int L = v.m->cfg.num_labels;
     if (label >= L)
         return vit_fail(err, "label %d outside the model's classes 0..%d", label, L - 1);
+    const int classes = v.m->cfg.opt.head == HEAD_CLASSIFIER;
+    if (!classes && method == VIT_EXPLAIN_GRAD)
+        return vit_fail(err,
+                        "%s: %s has no classes for the gradient method to explain; rollout and "
+                        "last explain it",
+                        v.model_dir, config_architecture(&v.m->cfg));
     explainer *e = get_explainer(&v, err);
     if (!e) return -1;
     const int grid = e->acts.grid, maps = explain_maps(v.m, (explain_method)method);
@@ -55,8 +61,8 @@ int vit_explain(vit_context *ctx, const float *pixels, vit_explain_method method
         return -1;
     }
     vit_softmax(logits, L);
-    *out = (vit_explanation){.label = label,
-                             .prob = logits[label],
+    *out = (vit_explanation){.label = classes ? label : -1, /* a base model's outputs: features */
+                             .prob = classes ? logits[label] : 0.0f,
                              .maps = maps,
                              .grid_h = grid,
                              .grid_w = grid,
@@ -122,8 +128,11 @@ static int write_picture(const api_image_view *v, const char *path, vit_context 
     if (rc == 0) {
         char text[160];
         const char *label = vit_label(ctx, x->label);
-        snprintf(text, sizeof text, "%s %.3f (%s)", label ? label : "?", x->prob,
-                 method_name(method));
+        if (x->label < 0) /* no classes: the method alone */
+            snprintf(text, sizeof text, "%s", method_name(method));
+        else
+            snprintf(text, sizeof text, "%s %.3f (%s)", label ? label : "?", x->prob,
+                     method_name(method));
         const int bar = pic.width / 5;
         const uint8_t white[3] = {235, 235, 235};
         draw_text(&pic, 2, orig.height + 2 + scale, scale, text, white);

@@ -375,7 +375,7 @@ int cli_classify(int argc, char **argv) {
     const cli_outcome parsed = parse_options(argc, argv, &r, &c);
     char model_dir[4096];
     if (parsed != CLI_PARSED ||
-        !(r.ctx = cli_load_classifier(&command, &c, model_dir, sizeof model_dir))) {
+        !(r.ctx = cli_load_labelled(&command, &c, model_dir, sizeof model_dir))) {
         cli_zero_shot_free(&r.zs);
         return parsed != CLI_PARSED ? cli_exit_status(parsed) : 1;
     }

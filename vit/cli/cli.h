@@ -150,6 +150,9 @@ vit_context *cli_load_image_model(const cli_command *cmd, const cli_common *c, c
  * (VisionEncoderDecoderModel) is refused in one line pointing to vit generate. */
 vit_context *cli_load_classifier(const cli_command *cmd, const cli_common *c, char *dir,
                                  size_t size);
+/* The same for commands that read classes (classify, eval): a base model (Dinov2Model,
+ * BeitModel: features, no classifier) is refused too, pointing to vit embed. */
+vit_context *cli_load_labelled(const cli_command *cmd, const cli_common *c, char *dir, size_t size);
 /* Whether dir's config.json is a VisionEncoderDecoderModel's (0 when unreadable). */
 int cli_is_image_to_text(const char *dir);
 /* The shared options' threads, batch (when set), backend and precision for a text model. */

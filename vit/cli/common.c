@@ -106,6 +106,18 @@ vit_context *cli_load_classifier(const cli_command *cmd, const cli_common *c, ch
     return cli_load_image_model(cmd, c, dir, size);
 }
 
+vit_context *cli_load_labelled(const cli_command *cmd, const cli_common *c, char *dir,
+                               size_t size) {
+    vit_context *ctx = cli_load_classifier(cmd, c, dir, size);
+    if (!ctx || vit_has_classifier(ctx) || vit_joint_dim(ctx) > 0) return ctx;
+    fprintf(stderr,
+            "vit %s: %s is a base model without a classifier (Dinov2Model, BeitModel: its "
+            "outputs are features): vit embed -m %s IMAGE... writes them\n",
+            cmd->name, dir, dir);
+    vit_free(ctx);
+    return NULL;
+}
+
 vit_text_params cli_text_params(const vit_params *p) {
     vit_text_params tp = vit_text_default_params();
     tp.threads = p->threads;

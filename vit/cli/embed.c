@@ -28,10 +28,12 @@ static const cli_option options[] = {
      "images' joint space",
      NULL},
     {OPT_TEXT_FILE, "text-file", 0, "FILE", "texts to embed, one per line (repeatable)", NULL},
-    {OPT_POOL, "pool", 0, "cls|mean|pooler|joint",
+    {OPT_POOL, "pool", 0, "cls|mean|pooler|joint|patches",
      "images: the final LayerNorm at CLS, or the mean of the patch tokens; text: the hidden state "
      "at [CLS], the mean over the tokens, or the pooler's output; joint: CLIP's and SigLIP's "
-     "normalised embedding in the joint image-text space (image_embeds, text_embeds)",
+     "normalised embedding in the joint image-text space (image_embeds, text_embeds); patches: "
+     "images' dense features, every patch token after the final LayerNorm (CLS and DINOv2's "
+     "registers left out), [n, grid_h, grid_w, dim]",
      "joint for CLIP and SigLIP, else cls"},
     CLI_EXIF_UPRIGHT,
     CLI_BATCH_OPTION("inputs per forward pass", "16"),
@@ -79,9 +81,10 @@ typedef struct {
 } embed_options;
 
 static int parse_pool(const cli_parser *p, int *pool) {
-    static const char *const names[] = {"cls", "mean", "pooler", "joint"};
-    static const vit_pool pools[] = {VIT_POOL_CLS, VIT_POOL_MEAN, VIT_POOL_POOLER, VIT_POOL_JOINT};
-    const int i = cli_choice(p, names, 4);
+    static const char *const names[] = {"cls", "mean", "pooler", "joint", "patches"};
+    static const vit_pool pools[] = {VIT_POOL_CLS, VIT_POOL_MEAN, VIT_POOL_POOLER, VIT_POOL_JOINT,
+                                     VIT_POOL_PATCHES};
+    const int i = cli_choice(p, names, 5);
     if (i >= 0) *pool = (int)pools[i];
     return i < 0 ? -1 : 0;
 }
@@ -109,6 +112,8 @@ static cli_outcome parse_options(int argc, char **argv, embed_options *o) {
 
 typedef struct {
     int dim;
+    int row_ndim;        /* a row's shape: [dim], or [grid_h, grid_w, hidden] (patches) */
+    int64_t row_dims[3]; /* their product is dim */
     size_t rows, cap;
     float *data;  /* [rows, dim] */
     char **names; /* [rows] */
@@ -185,11 +190,21 @@ static int embed_images(const embed_options *o, feature_table *t) {
                               ? "--pool joint is for CLIP and SigLIP models"
                               : NULL;
     if (refused) {
-        fprintf(stderr, "vit embed: %s (%s: images take cls or mean)\n", refused, model_dir);
+        fprintf(stderr, "vit embed: %s (%s: images take cls, mean or patches)\n", refused,
+                model_dir);
         vit_free(ctx);
         return 2;
     }
     t->dim = pool == VIT_POOL_JOINT ? joint_dim : vit_hidden_size(ctx);
+    t->row_ndim = 1;
+    t->row_dims[0] = t->dim;
+    if (pool == VIT_POOL_PATCHES) { /* [grid_h, grid_w, hidden] per image */
+        int gh, gw;
+        vit_patch_grid(ctx, &gh, &gw);
+        t->row_ndim = 3;
+        t->row_dims[0] = gh, t->row_dims[1] = gw, t->row_dims[2] = t->dim;
+        t->dim *= gh * gw;
+    }
     image_batch *b =
         image_batch_create(ctx, "embed", o->common.params.max_batch, pool, t->dim, add_row, t);
     int rc = b ? 0 : -1, failed = 0;
@@ -281,15 +296,16 @@ static int embed_texts(const embed_options *o, const char *model_dir, feature_ta
     const vit_pool pool = o->pool >= 0 ? (vit_pool)o->pool
                           : joint_dim  ? VIT_POOL_JOINT
                                        : VIT_POOL_CLS;
-    if (pool == VIT_POOL_JOINT && !joint_dim) {
-        fprintf(stderr,
-                "vit embed: --pool joint is for CLIP and SigLIP models (%s: texts take cls, mean "
-                "or pooler)\n",
-                model_dir);
+    if ((pool == VIT_POOL_JOINT && !joint_dim) || pool == VIT_POOL_PATCHES) {
+        fprintf(stderr, "vit embed: --pool %s is for %s (%s: texts take cls, mean or pooler)\n",
+                pool == VIT_POOL_PATCHES ? "patches" : "joint",
+                pool == VIT_POOL_PATCHES ? "image models" : "CLIP and SigLIP models", model_dir);
         vit_text_free(ctx);
         return 2;
     }
     t->dim = pool == VIT_POOL_JOINT ? joint_dim : vit_text_hidden_size(ctx);
+    t->row_ndim = 1;
+    t->row_dims[0] = t->dim;
     int rc = 0, failed = 0;
     for (int i = 0; rc == 0 && i < o->num_texts; i++)
         rc = o->texts[i].is_file ? embed_file(ctx, o->texts[i].value, pool, t, &failed)
@@ -321,10 +337,13 @@ static int write_list(const char *out, const feature_table *t, vit_error *err) {
 
 /* NumPy's format 1.0: magic, version, a header dict padded to 64 bytes, then the data. */
 static int write_npy(const char *path, const feature_table *t, vit_error *err) {
-    char dict[128];
-    int n =
-        snprintf(dict, sizeof dict,
-                 "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, %d), }", t->rows, t->dim);
+    char shape[96], dict[160];
+    int used = snprintf(shape, sizeof shape, "%zu", t->rows);
+    for (int d = 0; d < t->row_ndim; d++)
+        used += snprintf(shape + used, sizeof shape - (size_t)used, ", %lld",
+                         (long long)t->row_dims[d]);
+    int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }",
+                     shape);
     const int total = (10 + n + 1 + 63) / 64 * 64;
     char header[256];
     memcpy(header, "\x93NUMPY\x01\x00", 8);
@@ -351,8 +370,9 @@ static int write_safetensors(const char *path, const feature_table *t, vit_error
     for (size_t i = 0; i < t->rows; i++) json_string(&w, t->names[i]);
     json_end(&w);
     if (fclose(f) != 0 || !names) return free(names), vit_fail(err, "out of memory");
-    const st_entry e = {
-        .name = "embeddings", .ndim = 2, .shape = {(int64_t)t->rows, t->dim}, .data = t->data};
+    st_entry e = {.name = "embeddings", .ndim = 1 + t->row_ndim, .data = t->data};
+    e.shape[0] = (int64_t)t->rows;
+    memcpy(e.shape + 1, t->row_dims, sizeof(int64_t) * (size_t)t->row_ndim);
     const char *keys[] = {"inputs"}, *values[] = {names};
     const int rc = st_write_f32_meta(path, &e, 1, keys, values, 1, err);
     free(names);

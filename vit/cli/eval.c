@@ -247,7 +247,7 @@ static int start_folder(eval_run *r, eval_options *o) {
         return 2;
     }
     char dir[4096];
-    if (!(r->ctx = cli_load_classifier(&command, &o->common, dir, sizeof dir))) return 1;
+    if (!(r->ctx = cli_load_labelled(&command, &o->common, dir, sizeof dir))) return 1;
     int status = read_class_names(r, o, dir);
     if (status != 0) return status;
     if (map_classes(r, o) != 0) return 2;

@@ -65,6 +65,52 @@ static void print_image_input(const model *m, const char *dir) {
     print_preprocessing(dir);
 }
 
+/* The parts an image classifier or backbone was assembled from (config_apply_family's options):
+ * the tokens, the positions, what the encoder's blocks hold, the pooling and the head. */
+static void print_image_parts(const model *m) {
+    const model_config *c = &m->cfg;
+    const tower_options *o = &c->opt;
+    printf("parts:          tokens: %s%s", o->special > 1 ? "CLS, distillation" : "CLS",
+           o->registers ? ", " : "");
+    if (o->registers) printf("%d registers (no positions)", o->registers);
+    printf(", patches; %s; blocks: pre-LN, %s, %s%s%s%s\n",
+           !o->abs_pos        ? "no absolute positions"
+           : o->pos_antialias ? "absolute positions (other sizes: antialiased bicubic)"
+                              : "absolute positions (other sizes: bicubic)",
+           o->swiglu ? "SwiGLU feed-forward" : activation_name(c->act),
+           o->key_bias ? (c->qkv_bias ? "qkv biases" : "no qkv bias") : "q and v biases (no k)",
+           o->layer_scale ? ", layer scale" : "",
+           o->rel_bias ? ", a relative position bias per layer" : "",
+           o->shared_rel_bias ? ", a shared relative position bias" : "");
+    const char *pool = o->pool == POOL_CLS_MEAN ? "final LayerNorm, [CLS, mean of the patches]"
+                       : o->pool == POOL_MEAN   ? "mean of the patches, then pooler.layernorm"
+                                                : "final LayerNorm, CLS";
+    if (config_classifier_heads(c) > 1)
+        printf("                pooled: final LayerNorm, CLS and distillation token; a classifier "
+               "on each [%d, %d], logits their mean\n",
+               c->num_labels, c->hidden_size);
+    else if (o->head == HEAD_NONE)
+        printf("                pooled: %s; no classifier (outputs: %d features)\n", pool,
+               c->num_labels);
+    else
+        printf("                pooled: %s; classifier [%d, %d]\n", pool, c->num_labels,
+               c->hidden_size * (o->pool == POOL_CLS_MEAN ? 2 : 1));
+}
+
+/* Where the model runs by default when it is not its image_size (DINOv2: the preprocessor's). */
+static void print_run_size(const model *m, const char *dir) {
+    preprocess_config p;
+    vit_error err = {0};
+    if (!m->cfg.opt.processor_size || model_dir_load_preprocess(dir, &p, &err) != 0) return;
+    int c, h, w;
+    preprocess_output_shape(&p, &c, &h, &w);
+    if (h > 0 && h == w && h != m->cfg.image_size)
+        printf("runs at:        %dx%d, the preprocessor's size (%d tokens; positions resized "
+               "from %dx%d patches)\n",
+               h, h, model_vit_tokens(m, h), m->cfg.image_size / m->cfg.patch_size,
+               m->cfg.image_size / m->cfg.patch_size);
+}
+
 static void print_input(const model *m, const char *dir) {
     const model_config *cfg = &m->cfg;
     if (cfg->kind == MODEL_VIT) {
@@ -73,6 +119,7 @@ static void print_input(const model *m, const char *dir) {
                                                           : "";
         printf("architecture:   %s (pre-LN encoder%s)\n", config_architecture(cfg), deit);
         print_image_input(m, dir);
+        print_run_size(m, dir);
     } else {
         printf("architecture:   %s (post-LN encoder)\n", config_architecture(cfg));
         printf("input:          up to %d tokens, vocabulary %d\n", cfg->max_position_embeddings,
@@ -288,7 +335,7 @@ int cli_info(int argc, char **argv) {
     printf("model:          %s\n", dir);
     if (cfg->family == FAMILY_VED) {
         print_image_to_text(&m, dir);
-    } else if (cfg->family != FAMILY_HF) {
+    } else if (config_is_joint(cfg)) {
         print_joint(&m, dir);
         printf("parameters:     %zu (image tower)\n", model_live_params(&m));
     } else {
@@ -297,8 +344,9 @@ int cli_info(int argc, char **argv) {
                cfg->num_layers, cfg->hidden_size, cfg->num_heads, cfg->intermediate_size,
                activation_name(cfg->act), cfg->layer_norm_eps,
                cfg->qkv_bias ? "" : ", no qkv bias");
+        if (cfg->kind == MODEL_VIT) print_image_parts(&m);
         printf("parameters:     %zu\n", model_live_params(&m));
-        print_labels(cfg, all_labels);
+        if (cfg->opt.head != HEAD_NONE) print_labels(cfg, all_labels);
     }
     char openblas[96], onednn[96];
     printf("library:        vit %s\n", vit_version());

@@ -677,6 +677,11 @@ static enum MHD_Result begin_post(request *r) {
                             "%s: no %s model is served (start vit serve with %s)",
                             routes[r->ep].path, r->ep == EP_TEXT ? "text" : "image",
                             r->ep == EP_TEXT ? "--text-model DIR" : "-m DIR");
+    if (r->ep == EP_CLASSIFY && app->image && !is_joint(app) && !vit_has_classifier(app->image))
+        return answer_error(r, HTTP_BAD_REQUEST, SERVE_ERR_BAD_REQUEST,
+                            "/v1/classify: %s is a base model without a classifier (Dinov2Model, "
+                            "BeitModel): POST /v1/embed gives its features",
+                            app->model_name);
     if (r->ep == EP_CLASSIFY && is_joint(app) && !app->classes)
         return answer_error(r, HTTP_NOT_FOUND, SERVE_ERR_NOT_FOUND,
                             "/v1/classify: zero-shot needs the joint model's text tower, which is "
