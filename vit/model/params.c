@@ -590,15 +590,17 @@ int model_vit_tokens(const model *m, int size) {
 double model_flops(const model *m, int T) {
     const model_config *c = &m->cfg;
     const double D = c->hidden_size, I = c->intermediate_size;
-    double per_layer = 2.0 * T * D * 3 * D    /* qkv */
-                       + 2.0 * 2 * T * T * D  /* scores and weighted values */
-                       + 2.0 * T * D * D      /* output projection */
-                       + 2.0 * 2 * T * D * I; /* MLP */
+    const double mlp = c->opt.swiglu ? 3 : 2; /* SwiGLU's fc1 is twice as wide */
+    double per_layer = 2.0 * T * D * 3 * D      /* qkv */
+                       + 2.0 * 2 * T * T * D    /* scores and weighted values */
+                       + 2.0 * T * D * D        /* output projection */
+                       + 2.0 * mlp * T * D * I; /* MLP */
     const int patches = T - config_special_tokens(c);
     double embed = c->kind == MODEL_VIT
                        ? 2.0 * patches * D * c->num_channels * c->patch_size * c->patch_size
                        : 0.0;
-    double head = 2.0 * D * c->num_labels * config_classifier_heads(c) +
+    const double head_in = c->opt.pool == POOL_CLS_MEAN ? 2 * D : D; /* DINOv2: [CLS, mean] */
+    double head = 2.0 * head_in * c->num_labels * config_classifier_heads(c) +
                   (c->kind == MODEL_BERT ? 2.0 * D * D : 0.0);
     return embed + c->num_layers * per_layer + head;
 }
