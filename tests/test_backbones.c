@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "image/image.h"
 #include "patch/patch.h"
@@ -231,6 +232,48 @@ static void test_pixels(void **state) {
             free(got);
         }
     }
+}
+
+/* The fields a processor's file leaves out take its class's defaults (transformers'
+ * BitImageProcessor and BeitImageProcessor __init__), and Bit reads an integer size as the short
+ * side (get_size_dict(default_to_square=False)). */
+static void read_processor(const char *json, preprocess_config *p) {
+    char dir[4200], name[64];
+    static int n;
+    snprintf(name, sizeof name, "pp%d", n++);
+    snprintf(dir, sizeof dir, "%s/%s", test_tmpdir(), name);
+    assert_int_equal(mkdir(dir, 0777), 0);
+    snprintf(name + strlen(name), sizeof name - strlen(name), "/preprocessor_config.json");
+    write_temp_file(name, json, strlen(json));
+    vit_error err = {0};
+    if (preprocess_config_read(dir, 99, 3, p, &err) != 0) fail_msg("%s", err.msg);
+}
+
+static void test_processor_defaults(void **state) {
+    (void)state;
+    preprocess_config p;
+    read_processor("{\"image_processor_type\": \"BitImageProcessor\", \"size\": 256}", &p);
+    assert_int_equal(p.shortest_edge, 256);
+    assert_true(p.do_center_crop && p.crop_height == 224 && p.crop_width == 224);
+    assert_int_equal(p.resample, RESAMPLE_BICUBIC);
+    assert_true(p.mean[0] == 0.48145466f && p.std[2] == 0.27577711f); /* OPENAI_CLIP_MEAN/STD */
+    read_processor("{\"image_processor_type\": \"BitImageProcessor\"}", &p);
+    assert_int_equal(p.shortest_edge, 224);
+    read_processor("{\"feature_extractor_type\": \"BeitFeatureExtractor\", \"size\": 300, "
+                   "\"reduce_labels\": true}",
+                   &p);
+    assert_true(p.shortest_edge == 0 && p.resize_height == 300 && p.resize_width == 300);
+    assert_true(p.do_center_crop && p.crop_height == 224 && p.resample == RESAMPLE_BICUBIC);
+    assert_true(p.mean[1] == 0.5f && p.std[1] == 0.5f);
+    read_processor("{\"image_processor_type\": \"BeitImageProcessor\", \"do_center_crop\": false,"
+                   " \"crop_size\": 32}",
+                   &p);
+    assert_true(p.resize_height == 256 && p.resize_width == 256 && !p.do_center_crop);
+    int c, h, w;
+    preprocess_output_shape(&p, &c, &h, &w);
+    assert_true(h == 256 && w == 256);
+    read_processor("{\"size\": 256}", &p); /* ViTImageProcessor: square */
+    assert_true(p.shortest_edge == 0 && p.resize_height == 256 && !p.do_center_crop);
 }
 
 /* The first image's embeddings (tokens before the first layer) of run r, from its golden pixels:
@@ -460,8 +503,11 @@ static void test_precisions(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_options),    cmocka_unit_test(test_config_defaults_and_errors),
-        cmocka_unit_test(test_pixels),     cmocka_unit_test(test_forward_goldens),
+        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_config_defaults_and_errors),
+        cmocka_unit_test(test_processor_defaults),
+        cmocka_unit_test(test_pixels),
+        cmocka_unit_test(test_forward_goldens),
         cmocka_unit_test(test_precisions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
