@@ -187,13 +187,16 @@ static const encoder_layer *layers_with_biases(const model *m, vit_acts *a) {
     const float *shared = !o->shared_rel_bias ? NULL
                           : a->rel_resized    ? a->rel_resized + (o->rel_bias ? L : 0) * rows
                                               : m->shared_rel_table;
-    for (int b = 0; b < a->nbias; b++) {
+    /* inference acts run on weights that do not change (a loaded model is read-only): the biases
+     * are built once; training's change every step */
+    for (int b = 0; (a->training || !a->bias_built) && b < a->nbias; b++) {
         float *bias = a->bias + b * HTT;
         if (o->rel_bias)
             relpos_bias(bias, a->rel_resized ? a->rel_resized + b * rows : m->rel_table[b], a->grid,
                         H, 0);
         if (shared) relpos_bias(bias, shared, a->grid, H, o->rel_bias);
     }
+    a->bias_built = 1;
     memcpy(a->run_layers, m->layers, sizeof *a->run_layers * (size_t)L);
     for (int l = 0; l < L; l++) a->run_layers[l].attn_bias = a->bias + (o->rel_bias ? l : 0) * HTT;
     return a->run_layers;

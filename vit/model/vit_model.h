@@ -33,12 +33,12 @@ typedef struct {
     float *pos_owned; /* interpolated (HF interpolate_pos_encoding) when size differs */
     /* BEiT's relative position bias: the tables resized for this size (NULL at the model's
      * size: its own are read), per layer then the shared one, relpos_table_rows(grid) x heads
-     * each; the biases [nbias, H, T, T] built from them by each forward (nbias: the layers, or 1
-     * for a shared table alone, or 0), their gradients when training; run_layers: the model's
-     * layers with these biases (the model itself is shared and only read), grad_layers the
-     * gradients' layers with the bias gradients. */
+     * each; the biases [nbias, H, T, T] built from them (nbias: the layers, or 1 for a shared
+     * table alone, or 0), by each training forward, once for inference; their gradients when
+     * training; run_layers: the model's layers with these biases (the model itself is shared and
+     * only read), grad_layers the gradients' layers with the bias gradients. */
     float *rel_resized, *bias, *dbias;
-    int nbias;
+    int nbias, bias_built; /* bias_built: inference acts build them once, at the first forward */
     encoder_layer *run_layers, *grad_layers;
     /* POOL_CLS_MEAN (Dinov2ForImageClassification): every row after the final LayerNorm
      * [B, T, D] and its stats [B, T], the classifier's input [B, 2D], their gradients */
