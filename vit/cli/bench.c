@@ -97,15 +97,23 @@ static void print_result(const bench_options *o, const vit_context *ctx, const c
     const int threads =
         o->common.params.threads > 0 ? o->common.params.threads : omp_get_max_threads();
     const char *wait = getenv("OMP_WAIT_POLICY"); /* figures depend on it: see main.c */
+    int channels, height, width;
+    vit_input_shape(ctx, &channels, &height, &width);
     if (!o->json) {
-        printf("%s: batch %d, %d thread%s (OpenMP wait policy %s), %s; OpenBLAS %s\n"
+        printf("%s: %dx%d (%d tokens), batch %d, %d thread%s (OpenMP wait policy %s), %s; "
+               "OpenBLAS %s\n"
                "  %.3f ms per batch (median of %d), %.1f images/s, %.1f GFLOP/s\n",
-               dir, B, threads, threads == 1 ? "" : "s", wait ? wait : "default", vit_compute(ctx),
-               cli_blas_core(), median, runs, ips, gflops);
+               dir, width, height, vit_tokens(ctx), B, threads, threads == 1 ? "" : "s",
+               wait ? wait : "default", vit_compute(ctx), cli_blas_core(), median, runs, ips,
+               gflops);
         return;
     }
     json_writer w = json_begin(stdout);
     json_object(&w);
+    json_key(&w, "size");
+    json_int(&w, width);
+    json_key(&w, "tokens");
+    json_int(&w, vit_tokens(ctx));
     json_key(&w, "batch");
     json_int(&w, B);
     json_key(&w, "threads");

@@ -105,10 +105,10 @@ static void print_run_size(const model *m, const char *dir) {
     int c, h, w;
     preprocess_output_shape(&p, &c, &h, &w);
     if (h > 0 && h == w && h != m->cfg.image_size)
-        printf("runs at:        %dx%d, the preprocessor's size (%d tokens; positions resized "
-               "from %dx%d patches)\n",
-               h, h, model_vit_tokens(m, h), m->cfg.image_size / m->cfg.patch_size,
-               m->cfg.image_size / m->cfg.patch_size);
+        printf("runs at:        %dx%d, the preprocessor's size (%d tokens, %.3f GFLOP/image; "
+               "positions resized from %dx%d patches)\n",
+               h, h, model_vit_tokens(m, h), model_flops(m, model_vit_tokens(m, h)) / 1e9,
+               m->cfg.image_size / m->cfg.patch_size, m->cfg.image_size / m->cfg.patch_size);
 }
 
 static void print_input(const model *m, const char *dir) {
