@@ -776,3 +776,55 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *labels
         d[labels[b]] -= k * (1.0f - eps);
     }
 }
+
+/* One counted row of token_crossentropy_forward: its softmax into p (p may alias z) and its loss
+ * -Σ q_j log p_j = (1 - eps)·(lse - z_y) + eps·(lse - mean z), sums in double. */
+static double token_row(float *p, const float *z, int y, int V, float eps, int *hit) {
+    float max = z[0];
+    int best = 0;
+    for (int j = 1; j < V; j++)
+        if (z[j] > max) max = z[j], best = j;
+    double sum = 0.0, zsum = 0.0;
+    for (int j = 0; j < V; j++) {
+        sum += (double)expf(z[j] - max);
+        zsum += z[j];
+    }
+    const double lse = max + log(sum);
+    const double loss = (1.0 - eps) * (lse - z[y]) + eps * (lse - zsum / V);
+    *hit = best == y;
+    for (int j = 0; j < V; j++) p[j] = expf((float)(z[j] - lse));
+    return loss;
+}
+
+double token_crossentropy_forward(float *probs, const float *logits, const int *labels, int N,
+                                  int V, float eps, int *counted, int *hits) {
+    double total = 0.0;
+    int count = 0, right = 0;
+#pragma omp parallel for reduction(+ : total, count, right) schedule(static) if (N >= 8)
+    for (int r = 0; r < N; r++) {
+        if (labels[r] < 0) continue;
+        int hit;
+        total += token_row(probs + (size_t)r * V, logits + (size_t)r * V, labels[r], V, eps, &hit);
+        count++;
+        right += hit;
+    }
+    *counted = count;
+    if (hits) *hits = right;
+    return count ? total / count : 0.0;
+}
+
+void token_crossentropy_backward(float *dlogits, const float *probs, const int *labels, int N,
+                                 int V, float eps, float dloss, int count) {
+    const float k = count > 0 ? dloss / (float)count : 0.0f, off = eps / V;
+#pragma omp parallel for schedule(static) if (N >= 8)
+    for (int r = 0; r < N; r++) {
+        const float *p = probs + (size_t)r * V;
+        float *d = dlogits + (size_t)r * V;
+        if (labels[r] < 0) {
+            memset(d, 0, sizeof(float) * (size_t)V);
+            continue;
+        }
+        for (int j = 0; j < V; j++) d[j] = k * (p[j] - off);
+        d[labels[r]] -= k * (1.0f - eps);
+    }
+}

@@ -162,4 +162,18 @@ double crossentropy_forward(float *probs, const float *logits, const int *labels
 void crossentropy_backward(float *dlogits, const float *probs, const int *labels, int B, int L,
                            float eps, float dloss);
 
+/* The same over tokens (a decoder's next-token loss, HF's CrossEntropyLoss(ignore_index=-100,
+ * label_smoothing=eps)): rows [N, V] of logits, labels [N] where a negative label (-100) marks a
+ * row that does not count; the loss is the mean over the counted rows (*counted of them; 0 and a
+ * loss of 0 when none). probs [N, V] may alias logits (the softmax replaces them); ignored rows
+ * are left as they are. *hits (may be NULL): counted rows whose first largest logit is the label.
+ */
+double token_crossentropy_forward(float *probs, const float *logits, const int *labels, int N,
+                                  int V, float eps, int *counted, int *hits);
+/* dlogits [N, V] = dloss · (probs - q) / count on counted rows, 0 on ignored ones (overwritten;
+ * may alias probs). count: the divisor (the counted rows of the whole batch when a process
+ * holds only part of it). */
+void token_crossentropy_backward(float *dlogits, const float *probs, const int *labels, int N,
+                                 int V, float eps, float dloss, int count);
+
 #endif

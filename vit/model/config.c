@@ -533,6 +533,11 @@ static int parse_ved(const cJSON *root, config_tower tower, model_config *cfg, c
     }
     if (rc == 0) rc = parse_ved_decoder(dec, encoder.hidden_size, cfg, src, err);
     model_config_free(&encoder);
+    cfg->start_token_id = cfg->shift_pad_id = -1;
+    if (rc == 0)
+        rc = json_get_int(root, "decoder_start_token_id", -1, 1 << 24, &cfg->start_token_id, src,
+                          err) ||
+             json_get_int(root, "pad_token_id", -1, 1 << 24, &cfg->shift_pad_id, src, err);
     return rc;
 }
 

@@ -133,6 +133,9 @@ typedef struct {
     int num_registers; /* num_register_tokens (dinov2_with_registers) */
     int use_swiglu, layer_scale, use_abs_pos, use_rel_bias, use_shared_rel_bias, mean_pooling;
     double mlp_ratio, layer_scale_init; /* layerscale_value / layer_scale_init_value */
+    /* training's decoder input (HF's shift_tokens_right): config.json's top-level
+     * decoder_start_token_id and pad_token_id, -1 when unset */
+    int start_token_id, shift_pad_id;
     /* classifier */
     int num_labels;
     char **labels; /* num_labels strings */

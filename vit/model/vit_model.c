@@ -83,8 +83,9 @@ static int check_use(const model *m, int size, int training, vit_error *err) {
                         "%s: no explanations for a model with two heads (the backward runs "
                         "one); a DeiTForImageClassification has one",
                         config_architecture(c));
-    if (c->family != FAMILY_HF && !config_is_backbone(c) &&
-        (training || (size > 0 && size != c->image_size)))
+    const int trains = c->family == FAMILY_HF || config_is_backbone(c) || c->family == FAMILY_VED;
+    if ((training && !trains) ||
+        (c->family != FAMILY_HF && !config_is_backbone(c) && size > 0 && size != c->image_size))
         return vit_fail(err, "%s: inference at the model's image_size only, for now",
                         config_architecture(c));
     if (training && config_classifier_heads(c) > 1)
@@ -92,7 +93,7 @@ static int check_use(const model *m, int size, int training, vit_error *err) {
                         "%s is inference-only (as in Hugging Face): fine-tune it as a "
                         "DeiTForImageClassification",
                         config_architecture(c));
-    if (training == VIT_ACTS_TRAIN && c->opt.head == HEAD_NONE)
+    if (training == VIT_ACTS_TRAIN && c->opt.head == HEAD_NONE && c->opt.pool != POOL_ALL)
         return vit_fail(err,
                         "%s has no classifier to train: fine-tune it with a new one (vit train "
                         "--init)",
@@ -107,15 +108,17 @@ static int alloc_buffers(vit_acts *a, const model *m, int max_batch, int trainin
     const size_t H = (size_t)a->heads, L = (size_t)m->cfg.num_labels;
     const size_t g = training ? 1 : 0; /* gradient buffers only when training */
     const size_t all = m->cfg.opt.pool == POOL_CLS_MEAN ? 1 : 0; /* every row normalised */
-    const size_t sizes[] = {B * N * K,          B * N * D,     B * T * D,       H * B * D,
-                            H * B * D,          H * B,         H * B,           (H - 1) * B * L,
-                            g * B * T * D,      g * H * B * D, g * H * B * D,   all * B * T * D,
-                            all * B * T,        all * B * T,   all * B * 2 * D, g * all * B * 2 * D,
-                            g * all * B * T * D};
+    const size_t ved = g && m->cfg.opt.pool == POOL_ALL ? 1 : 0; /* kept for the backward */
+    const size_t sizes[] = {
+        B * N * K,           B * N * D,       B * T * D,       H * B * D,
+        H * B * D,           H * B,           H * B,           (H - 1) * B * L,
+        g * B * T * D,       g * H * B * D,   g * H * B * D,   all * B * T * D,
+        all * B * T,         all * B * T,     all * B * 2 * D, g * all * B * 2 * D,
+        g * all * B * T * D, ved * B * T * D, ved * B * T,     ved * B * T};
     float **fields[] = {&a->patches,  &a->embed,    &a->x,        &a->cls_in,   &a->cls_ln,
                         &a->cls_mean, &a->cls_rstd, &a->head_out, &a->dx,       &a->dcls_in,
                         &a->dcls_ln,  &a->hid_ln,   &a->hid_mean, &a->hid_rstd, &a->feat,
-                        &a->dfeat,    &a->dhid_ln};
+                        &a->dfeat,    &a->dhid_ln,  &a->all_in,   &a->all_mean, &a->all_rstd};
     a->block = alloc_float_block(sizeof sizes / sizeof sizes[0], sizes, fields);
     if (training) a->emb_keep = malloc(B * T * D);
     const int probe = m->cfg.opt.pool == POOL_PROBE;
@@ -270,7 +273,10 @@ static void heads_forward(const model *m, vit_acts *a, int B, int fast, float *l
     const model_config *c = &m->cfg;
     const int D = c->hidden_size, T = a->tokens;
     if (c->opt.pool == POOL_ALL) { /* a VisionEncoderDecoder's encoder: every row, in a->x */
-        layernorm_forward(a->x, NULL, NULL, a->x, m->final_ln_w, m->final_ln_b, B * T, D,
+        const int keep = a->mode.train && !a->mode.freeze_encoder; /* for the backward */
+        if (keep) memcpy(a->all_in, a->x, sizeof(float) * (size_t)B * T * D);
+        layernorm_forward(a->x, keep ? a->all_mean : NULL, keep ? a->all_rstd : NULL,
+                          keep ? a->all_in : a->x, m->final_ln_w, m->final_ln_b, B * T, D,
                           c->layer_norm_eps);
     } else if (c->opt.pool == POOL_PROBE) { /* SigLIP: every row normalised, then the probe */
         layernorm_forward(a->x, NULL, NULL, a->x, m->final_ln_w, m->final_ln_b, B * T, D,
@@ -336,11 +342,19 @@ int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
 
 /* The classifier's backward into dx [B, T, D] (overwritten): the gradient reaches the rows the
  * head read, through the final LayerNorm (Dinov2ForImageClassification: every row; mean
- * pooling: its mean, spread over the patch rows). With a frozen encoder, dx is left alone. */
+ * pooling: its mean, spread over the patch rows; a VisionEncoderDecoder's encoder: every row,
+ * dlogits being the gradient wrt its output). With a frozen encoder, dx is left alone. */
 static void heads_backward(const model *m, const model *g, vit_acts *a, const float *dlogits) {
     const int B = a->last_batch, D = m->cfg.hidden_size, T = a->tokens, P0 = a->special;
     const int N = T - P0, K = m->cfg.num_labels, all = m->cfg.opt.pool == POOL_CLS_MEAN;
     const size_t n = (size_t)B * T * D;
+    if (m->cfg.opt.pool == POOL_ALL) { /* dlogits: the gradient wrt every row after the norm */
+        if (a->mode.freeze_encoder) return;
+        memset(a->dx, 0, n * sizeof(float));
+        layernorm_backward(a->dx, g->final_ln_w, g->final_ln_b, dlogits, a->all_in, a->all_mean,
+                           a->all_rstd, m->final_ln_w, B * T, D);
+        return;
+    }
     if (all) {
         linear_backward(a->dfeat, g->head_w, g->head_b, dlogits, a->feat, m->head_w, B, 2 * D, K);
         memset(a->dhid_ln, 0, n * sizeof(float));

@@ -50,7 +50,10 @@ typedef struct {
     /* [heads, B, D] the rows the classifiers read (CLS, then the distillation token's for a
      * second head), around the final LayerNorm; stats [heads, B] */
     float *cls_in, *cls_ln, *cls_mean, *cls_rstd;
-    float *head_out;               /* [B, L] the second head's logits */
+    float *head_out; /* [B, L] the second head's logits */
+    /* training a VisionEncoderDecoder's encoder (POOL_ALL): every row before the final
+     * LayerNorm [B, T, D] and its statistics [B, T] */
+    float *all_in, *all_mean, *all_rstd;
     float *dx, *dcls_in, *dcls_ln; /* training: gradients */
     uint8_t *emb_keep;             /* training: [B, T, D] dropout mask after the embeddings */
     float *probe_scratch;          /* SigLIP's attention pooling (probe_pool_forward) */
@@ -65,7 +68,8 @@ typedef struct {
  * backward leaves the interpolated position embeddings without a gradient (explanations need the
  * attention's gradients, not the parameters'). Errors: a size that is not a positive multiple of
  * the patch, memory, training a DeiT with teacher (inference only, as in Hugging Face), training
- * at another size. */
+ * at another size. A VisionEncoderDecoder's encoder (POOL_ALL) trains too; other towers of the
+ * joint families do not. */
 enum { VIT_ACTS_INFER = 0, VIT_ACTS_TRAIN = 1, VIT_ACTS_EXPLAIN = 2 };
 int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int training,
                    vit_error *err);
@@ -89,9 +93,11 @@ const float *vit_acts_cls(const vit_acts *a);
  * one (BEiT with mean pooling). */
 void vit_model_last_hidden(const model *m, const vit_acts *a, int b, float *out);
 
-/* Backward of the last training forward from dlogits [B, num_labels]: parameter gradients
+/* Backward of the last training forward from dlogits [B, num_labels] (POOL_ALL: the gradient wrt
+ * the hidden states [B, T, D] the forward left in vit_acts_hidden): parameter gradients
  * ACCUMULATE into grads (m's layout rebased, model_bind). With mode.freeze_encoder only the final
- * LayerNorm and the classifier get gradients. Absent parameters (no qkv bias) get none. */
+ * LayerNorm and the classifier get gradients (POOL_ALL: none). Absent parameters (no qkv bias) get
+ * none. */
 void vit_model_backward(const model *m, const model *grads, vit_acts *a, const float *dlogits);
 
 #endif
