@@ -123,20 +123,25 @@ enum { OPT_AUGMENT = 1, OPT_NO_AUGMENT, OPT_RESUME, OPT_TABLE = 256 };
 
 static const char *group_names[] = {
     ("data (images: DIR/<class>/*.png|jpg|webp|tif|gif|bmp; text: a "
-     "sentence<TAB>label file with a header line)"),
+     "sentence<TAB>label file with a header line; image to text: DIR/labels.tsv, file<TAB>text "
+     "per line)"),
     "model (new)", "model (fine-tune)", "training"};
 
 static cli_option options[CLI_MAX_OPTIONS];
 static char defaults[CLI_MAX_OPTIONS][32];
 static cli_command command = {
     "train",
-    "train a ViT or a BERT classifier, or fine-tune one (AdamW, checkpoints)",
+    "train a ViT or a BERT classifier, or fine-tune one or an image-to-text model (AdamW, "
+    "checkpoints)",
     "--train DIR|FILE.tsv --out MODEL_DIR [options]\n"
     "       vit train --out MODEL_DIR --resume [-t N]",
     "Trains on images (DIR/<class>/...) or on text (a sentence<TAB>label file; a new model needs\n"
     "--vocab, or --init a BERT folder). Writes MODEL_DIR/config.json, model.safetensors and\n"
     "preprocessor_config.json (text: vocab.txt, tokenizer_config.json) after every epoch, and\n"
-    "appends one JSON line per epoch to MODEL_DIR/train_log.jsonl. Ctrl-C saves a checkpoint;\n"
+    "appends one JSON line per epoch to MODEL_DIR/train_log.jsonl. A folder with a labels.tsv\n"
+    "(file<TAB>text lines) fine-tunes a VisionEncoderDecoder folder (--init) to write those\n"
+    "texts: teacher forcing, the token cross-entropy, top-1 its token accuracy; the folder it\n"
+    "writes is the model's own layout, for vit generate. Ctrl-C saves a checkpoint;\n"
     "--resume continues exactly where the run stopped. Over N processes: mpirun -np N vit train\n"
     "... (as root, mpirun also wants --allow-run-as-root).",
     options,

@@ -167,21 +167,52 @@ static int save_text(const char *dir, const char *name, char *text, vit_error *e
     return rc;
 }
 
+/* The transposed entries of s[0..n) (m's entries, in model_st_entries' order) as the file stores
+ * them, [in, out]: a copy each in copies[i] (NULL for the others), shapes reversed. */
+static int transpose_back(const model *m, st_entry *s, float **copies, vit_error *err) {
+    for (int i = 0, k = 0; i < m->num_entries; i++) {
+        const param_entry *e = &m->entries[i];
+        if (e->absent) continue;
+        st_entry *out = &s[k++];
+        if (!e->transposed) continue;
+        const size_t rows = (size_t)e->shape[0], cols = (size_t)e->shape[1]; /* ours: [out, in] */
+        float *t = copies[k - 1] = vit_alloc_floats(e->numel);
+        if (!t) return vit_fail(err, "out of memory");
+        const float *from = m->params + e->offset;
+        for (size_t o = 0; o < rows; o++)
+            for (size_t c = 0; c < cols; c++) t[c * rows + o] = from[o * cols + c];
+        out->data = t;
+        out->shape[0] = (int64_t)cols, out->shape[1] = (int64_t)rows;
+    }
+    return 0;
+}
+
+int model_save_weights(const char *path, const model *m, const st_entry *extra, int n_extra,
+                       vit_error *err) {
+    const size_t cap = (size_t)m->num_entries + (size_t)n_extra;
+    st_entry *entries = calloc(cap ? cap : 1, sizeof *entries);
+    char(*names)[128] = calloc(m->num_entries ? (size_t)m->num_entries : 1, sizeof *names);
+    float **copies = calloc(m->num_entries ? (size_t)m->num_entries : 1, sizeof *copies);
+    int rc = entries && names && copies ? 0 : vit_fail(err, "%s: out of memory", path);
+    int n = 0;
+    if (rc == 0) {
+        n = model_st_entries(m, m->params, entries, names);
+        rc = transpose_back(m, entries, copies, err);
+    }
+    for (int i = 0; rc == 0 && i < n_extra; i++) entries[n++] = extra[i];
+    static const char *const keys[] = {"format"}, *const values[] = {"pt"};
+    if (rc == 0) rc = st_write_f32_meta(path, entries, n, keys, values, 1, err);
+    for (int i = 0; copies && i < m->num_entries; i++) free(copies[i]);
+    free(copies), free(entries), free(names);
+    return rc;
+}
+
 int model_save(const char *dir, const model *m, const preprocess_config *pp, float hidden_dropout,
                float attention_dropout, vit_error *err) {
     if (make_dir(dir, err) != 0) return -1;
-    st_entry *entries = calloc((size_t)m->num_entries, sizeof *entries);
-    char(*names)[128] = calloc((size_t)m->num_entries, sizeof *names);
-    if (!entries || !names) {
-        free(entries), free(names);
-        return vit_fail(err, "%s: out of memory", dir);
-    }
-    const int n = model_st_entries(m, m->params, entries, names);
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    static const char *const keys[] = {"format"}, *const values[] = {"pt"};
-    int rc = st_write_f32_meta(path, entries, n, keys, values, 1, err);
-    free(entries), free(names);
+    int rc = model_save_weights(path, m, NULL, 0, err);
     if (rc == 0)
         rc = save_text(dir, "config.json",
                        model_config_json(&m->cfg, hidden_dropout, attention_dropout), err);
@@ -394,7 +425,11 @@ int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, v
     if (stat(in_dir, &a) != 0) return vit_fail(err, "%s: %s", in_dir, strerror(errno));
     if (stat(out_dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
         return vit_fail(err, "%s: the output directory is the input directory", out_dir);
-    if (make_dir(out_dir, err) != 0) return -1;
+    if (make_dir(out_dir, err) != 0 || model_dir_copy_files(in_dir, out_dir, err) != 0) return -1;
+    return convert_weights(in_dir, out_dir, dtype, err);
+}
+
+int model_dir_copy_files(const char *in_dir, const char *out_dir, vit_error *err) {
     static const struct {
         const char *name;
         int required;
@@ -414,5 +449,5 @@ int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, v
         snprintf(from, sizeof from, "%s/%s", in_dir, files[i].name);
         if (copy_file(from, out_dir, files[i].name, files[i].required, err) != 0) return -1;
     }
-    return convert_weights(in_dir, out_dir, dtype, err);
+    return 0;
 }

@@ -25,6 +25,13 @@ char *preprocess_config_json(const preprocess_config *pp);
  * supplies the data (m->params, or another block of the same layout such as optimizer moments). */
 int model_st_entries(const model *m, const float *block, st_entry *entries, char (*names)[128]);
 
+/* path (a model.safetensors) with m's tensors as the file stores them: names as
+ * model_st_entries gives them, GPT-2's Conv1D weights transposed back to [in, out], float32,
+ * metadata {"format": "pt"}; then the n_extra entries `extra` as they are (a checkpoint's tensors
+ * that m does not hold, such as an unused pooler, kept so the file stays complete). */
+int model_save_weights(const char *path, const model *m, const st_entry *extra, int n_extra,
+                       vit_error *err);
+
 /* MODEL_DIR/{config.json, model.safetensors}, and for a ViT preprocessor_config.json from pp (a
  * BERT's pp is ignored: its tokenizer files are written once, by tokenizer_files_save); MODEL_DIR
  * is created if missing. */
@@ -53,6 +60,10 @@ int model_load_tower(model *m, const char *model_dir, config_tower tower, vit_er
  * preprocessor_config.json, generation_config.json and the tokenizer files (WordPiece, byte-level
  * BPE, SentencePiece, with their settings) copied. */
 int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, vit_error *err);
+/* Every file of model directory in_dir but its weights (config.json, preprocessor_config.json,
+ * generation_config.json, the tokenizer files: those model_dir_convert copies) into out_dir,
+ * byte for byte; config.json is required. */
+int model_dir_copy_files(const char *in_dir, const char *out_dir, vit_error *err);
 /* MODEL_DIR's preprocessing: preprocessor_config.json read against config.json's image_size and
  * num_channels (preprocess_config_read). */
 int model_dir_load_preprocess(const char *dir, preprocess_config *cfg, vit_error *err);

@@ -617,7 +617,7 @@ int model_bind(model *view, const model *layout, float *block) {
     const int L = layout->cfg.num_layers;
     view->layers = calloc((size_t)L, sizeof *view->layers);
     view->rel_table = layout->rel_table ? calloc((size_t)L, sizeof *view->rel_table) : NULL;
-    if (!view->layers || (layout->rel_table && !view->rel_table)) {
+    if ((!view->layers && L > 0) || (layout->rel_table && !view->rel_table)) {
         free(view->layers);
         return -1;
     }
@@ -668,4 +668,46 @@ void model_clear_absent(const model *m, float *grads) {
         const param_entry *e = &m->entries[i];
         if (e->absent) memset(grads + e->offset, 0, e->numel * sizeof(float));
     }
+}
+
+/* joint's table of entries: every part's, renamed to the file's names, offsets shifted. */
+static int join_entries(model *joint, const model *const *parts, int n, const size_t *offset) {
+    int count = 0;
+    for (int i = 0; i < n; i++) count += parts[i]->num_entries;
+    joint->entries = calloc((size_t)count, sizeof *joint->entries);
+    if (!joint->entries) return -1;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < parts[i]->num_entries; k++) {
+            param_entry *e = &joint->entries[joint->num_entries++];
+            *e = parts[i]->entries[k];
+            char full[2 * sizeof e->name];
+            const int len = snprintf(full, sizeof full, "%s%s",
+                                     e->prefixed ? model_prefix(parts[i]) : "", e->name);
+            if (len < 0 || (size_t)len >= sizeof e->name) return -1; /* never: names are short */
+            memcpy(e->name, full, (size_t)len + 1);
+            e->prefixed = 0;
+            e->offset += offset[i];
+        }
+    return 0;
+}
+
+int model_join(model *joint, const model *const *parts, int n, size_t *offset, vit_error *err) {
+    memset(joint, 0, sizeof *joint);
+    for (int i = 0; i < n; i++) { /* each part 16-float aligned, as every tensor in it */
+        offset[i] = joint->num_params;
+        joint->num_params += alloc_pad16(parts[i]->num_params);
+    }
+    joint->cfg.kind = parts[n - 1]->cfg.kind;
+    joint->cfg.family = parts[n - 1]->cfg.family;
+    joint->params = vit_alloc_floats(joint->num_params);
+    if (!joint->params || join_entries(joint, parts, n, offset) != 0) {
+        const size_t count = joint->num_params;
+        model_free(joint);
+        return vit_fail(err, "out of memory for %zu parameters (or a name of over 95 bytes)",
+                        count);
+    }
+    memset(joint->params, 0, joint->num_params * sizeof(float));
+    for (int i = 0; i < n; i++)
+        memcpy(joint->params + offset[i], parts[i]->params, parts[i]->num_params * sizeof(float));
+    return 0;
 }

@@ -106,4 +106,12 @@ gemm_state *model_gemm_state(const model *m, vit_error *err);
 int model_bind(model *view, const model *layout, float *block);
 void model_unbind(model *view);
 
+/* One parameter block for models trained together (a VisionEncoderDecoder's encoder and
+ * decoder): joint lists the tensors of parts[0..n) under their full file names (prefix included;
+ * prefixed 0), with part i's at offset[i] into joint->params, copied from parts[i]->params.
+ * Optimizer, gradient clipping and checkpoints work on joint; the forwards on views of the parts,
+ * model_bind(view, parts[i], joint->params + offset[i]). joint has no layers nor tensor pointers,
+ * kind and family those of the last part; model_free releases it. */
+int model_join(model *joint, const model *const *parts, int n, size_t *offset, vit_error *err);
+
 #endif

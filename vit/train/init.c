@@ -219,11 +219,28 @@ static int fine_tune_model(trainer *t, vit_error *err) {
     return rc;
 }
 
+/* The task of the model a resumed run continues: image to text for a VisionEncoderDecoder
+ * folder, else the model's kind says. */
+static const train_task *resumed_task(const char *dir, vit_error *err) {
+    model_config c;
+    if (model_config_load(dir, &c, err) != 0) return NULL;
+    const train_task *task = c.family == FAMILY_VED ? &task_ved
+                             : c.kind == MODEL_BERT ? &task_text
+                                                    : &task_image;
+    model_config_free(&c);
+    return task;
+}
+
 int trainer_setup_model(trainer *t, int resume, vit_error *err) {
     const char *companion_dir = NULL;
+    if (resume && !(t->task = resumed_task(t->o.out_dir, err))) return -1;
+    if (t->task->setup_model) { /* a sequence model: no classes */
+        const char *dir = resume ? t->o.out_dir : t->o.init_dir;
+        if (t->task->setup_model(t, dir, err) != 0) return -1;
+        return t->task->companion(t, dir, err);
+    }
     if (resume) {
         if (model_load(&t->m, t->o.out_dir, err) != 0) return -1;
-        t->task = t->m.cfg.kind == MODEL_BERT ? &task_text : &task_image;
         companion_dir = t->o.out_dir;
     } else if (t->o.init_dir) {
         if (fine_tune_model(t, err) != 0) return -1;

@@ -51,6 +51,13 @@ void adamw_freeze_encoder(adamw *opt, const model *m, int freeze) {
             (uint8_t)(m->entries[i].absent || (freeze && !is_head(m->entries[i].name)));
 }
 
+void adamw_freeze_prefix(adamw *opt, const model *m, const char *prefix, int freeze) {
+    const size_t n = strlen(prefix);
+    for (int i = 0; i < m->num_entries; i++)
+        opt->frozen[i] = (uint8_t)(m->entries[i].absent ||
+                                   (freeze && strncmp(m->entries[i].name, prefix, n) == 0));
+}
+
 void adamw_step(adamw *opt, const model *m, const float *grads, float lr) {
     opt->step++;
     const float b1 = opt->hp.beta1, b2 = opt->hp.beta2, eps = opt->hp.eps;

@@ -40,6 +40,9 @@ void adamw_free(adamw *opt);
 /* Freezes (1) or unfreezes (0) every entry whose name does not start with one of the prefixes
  * "layernorm.", "pooler." or "classifier." (the linear probe's trainable head). */
 void adamw_freeze_encoder(adamw *opt, const model *m, int freeze);
+/* Freezes (1) or unfreezes (0) every entry whose name starts with prefix (an image-to-text
+ * model's encoder: "encoder."); absent entries stay frozen. */
+void adamw_freeze_prefix(adamw *opt, const model *m, const char *prefix, int freeze);
 
 /* One AdamW update with learning rate lr, as PyTorch's torch.optim.AdamW (non-amsgrad,
  * single-tensor path): for each trainable element

@@ -41,7 +41,8 @@ const train_option train_option_table[] = {
     {"vocab", "vocab_file", OPTION_STRING, F(vocab_file), 0, 0, 0, "FILE",
      "text: the WordPiece vocabulary (vocab.txt; lower-casing tokenizer)", NULL, GROUP_NEW, 0},
     {"max-len", "max_len", OPTION_INT, F(max_len), 0, 2, 65536, "N",
-     "text: tokens per sentence at most (a new model's position table too)",
+     "text: tokens per sentence (image to text: per label) at most (a new model's position "
+     "table too)",
      "new model 128, else the model's limit", GROUP_NEW, 0},
     {"init", "init_dir", OPTION_STRING, F(init_dir), 0, 0, 0, "MODEL_DIR",
      "start from this model (its shape and preprocessing or tokenizer); a new classifier when "

@@ -12,7 +12,9 @@
 #include "vit/data/image_set.h"
 
 typedef struct {
-    /* data: images when train_path is a folder, text when it is a TSV file (vit/data/text_set.h).
+    /* data: images when train_path is a folder, text when it is a TSV file (vit/data/text_set.h),
+     * images with their texts when the folder has a labels.tsv (vit/data/line_set.h; an
+     * image-to-text model, --init a VisionEncoderDecoder folder).
      * Classes: labels_file (one label per line, in index order; folders matched to them by the
      * ImageFolder rules, TSV labels by index or name), else the folder names, the fine-tuned
      * model's labels, or the TSV's labels (text_tsv_classes) */

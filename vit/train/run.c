@@ -17,6 +17,7 @@
 #include "vit/base/rng.h"
 #include "vit/base/threads.h"
 #include "vit/core/ops.h"
+#include "vit/data/line_set.h"
 #include "vit/io/safetensors.h"
 #include "vit/train/trainer.h"
 
@@ -73,7 +74,7 @@ static int setup_training(trainer *t, vit_error *err) {
                              .min_lr = o->min_lr,
                              .warmup = (int64_t)lround(o->warmup_epochs * t->steps_per_epoch),
                              .total = t->total_steps};
-    const size_t BL = (size_t)t->B * t->num_classes;
+    const size_t BL = (size_t)t->B * (t->num_classes > 0 ? t->num_classes : 1);
     t->logits = malloc(BL * sizeof(float));
     t->probs = malloc(BL * sizeof(float));
     t->dlogits = malloc(BL * sizeof(float));
@@ -87,16 +88,38 @@ static int setup_training(trainer *t, vit_error *err) {
     if (t->task->prepare(t, err) != 0) return -1;
     const adamw_hparams hp = {.lr = o->lr, .weight_decay = o->weight_decay, .beta2 = o->beta2};
     if (adamw_init(&t->opt, &t->m, &hp, err) != 0) return -1;
-    adamw_freeze_encoder(&t->opt, &t->m, o->freeze_encoder);
+    if (t->task->encoder_prefix)
+        adamw_freeze_prefix(&t->opt, &t->m, t->task->encoder_prefix, o->freeze_encoder);
+    else
+        adamw_freeze_encoder(&t->opt, &t->m, o->freeze_encoder);
     t->drop_rng = rng_derive(o->seed, RNG_DROPOUT, 0);
     return 0;
 }
 
-/* Text when the training data is a file (a TSV), images when it is a folder. */
+/* A folder with a labels.tsv: images with their texts, for an image-to-text model (--init a
+ * VisionEncoderDecoder folder). */
+static int choose_ved(trainer *t, vit_error *err) {
+    if (!t->o.init_dir)
+        return vit_fail(err,
+                        "%s holds %s: an image-to-text model is trained from a "
+                        "VisionEncoderDecoder folder (--init)",
+                        t->o.train_path, LINE_LABELS_FILE);
+    if (t->o.vocab_file)
+        return vit_fail(err, "--vocab is for new text models: --init %s has its tokenizer",
+                        t->o.init_dir);
+    t->task = &task_ved;
+    return 0;
+}
+
+/* Text when the training data is a file (a TSV), images when it is a folder, images with their
+ * texts when the folder has a labels.tsv. */
 static int choose_task(trainer *t, vit_error *err) {
     struct stat st;
     if (stat(t->o.train_path, &st) != 0)
         return vit_fail(err, "%s: %s", t->o.train_path, strerror(errno));
+    char tsv[4096];
+    snprintf(tsv, sizeof tsv, "%s/%s", t->o.train_path, LINE_LABELS_FILE);
+    if (S_ISDIR(st.st_mode) && access(tsv, F_OK) == 0) return choose_ved(t, err);
     const int text = S_ISREG(st.st_mode);
     if (!text && !S_ISDIR(st.st_mode))
         return vit_fail(err, "%s: neither a folder of images nor a TSV file", t->o.train_path);
@@ -275,9 +298,20 @@ static int loop(trainer *t, vit_error *err) {
 /* Temporaries a killed run left in out_dir (a checkpoint is only ever whole under its own names).
  */
 static void remove_stale_temporaries(const char *out_dir) {
-    static const char *const names[] = {
-        "model.safetensors", "config.json", "preprocessor_config.json", TRAIN_STATE_FILE,
-        TRAIN_LOG_FILE,      "vocab.txt",   "tokenizer_config.json",    "special_tokens_map.json"};
+    static const char *const names[] = {"model.safetensors",
+                                        "config.json",
+                                        "preprocessor_config.json",
+                                        TRAIN_STATE_FILE,
+                                        TRAIN_LOG_FILE,
+                                        "vocab.txt",
+                                        "tokenizer_config.json",
+                                        "special_tokens_map.json",
+                                        "generation_config.json",
+                                        "vocab.json",
+                                        "merges.txt",
+                                        "spiece.model",
+                                        "sentencepiece.bpe.model",
+                                        "added_tokens.json"};
     char path[4200];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s.tmp", out_dir, names[i]);
@@ -312,11 +346,12 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
         rc = -1;
     if (resume) st_close(&state);
     if (dist_all_succeeded(rc, "to set up", err) != 0) return -1;
+    char classes[32] = "image to text";
+    if (!t->task->setup_model) snprintf(classes, sizeof classes, "%d classes", t->num_classes);
     trainer_info(t,
-                 "%d classes; %d training %s (%lld steps of %d per epoch), %d validation; "
-                 "%zu parameters",
-                 t->num_classes, t->n_train, t->task->unit, (long long)t->steps_per_epoch, t->B,
-                 t->n_val, model_live_params(&t->m));
+                 "%s; %d training %s (%lld steps of %d per epoch), %d validation; %zu parameters",
+                 classes, t->n_train, t->task->unit, (long long)t->steps_per_epoch, t->B, t->n_val,
+                 model_live_params(&t->m));
     const double started = clock_seconds();
     const int64_t first_step = t->step;
     rc = loop(t, err);

@@ -4,7 +4,11 @@
 /* The training run behind `vit train`: ImageFolder data decoded into memory (or, for text, a
  * `sentence<TAB>label` TSV tokenized into memory), a new ViT (BERT) or one fine-tuned from a
  * model directory, AdamW with warm-up + cosine schedule, gradient clipping, dropout, label
- * smoothing, augmentation (images), one validation pass per epoch, checkpoints.
+ * smoothing, augmentation (images), one validation pass per epoch, checkpoints. Images with
+ * their texts (a folder with a labels.tsv) fine-tune a VisionEncoderDecoder folder (--init) by
+ * teacher forcing; its folder is written as it came (the copied config, generation config,
+ * preprocessing and tokenizer; the weights under their own names), the top-1 it reports is the
+ * token accuracy.
  *
  * Output, all in out_dir: the model (config.json, model.safetensors, and preprocessor_config.json
  * for a ViT or vocab.txt + tokenizer_config.json for a BERT) after every epoch; train_log.jsonl,

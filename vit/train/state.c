@@ -51,12 +51,12 @@ static int save_state(const trainer *t, double epoch_seconds, vit_error *err) {
     state_tensors s = {0};
     if (state_tensors_make(t, &s, err) != 0) return state_tensors_free(&s), -1;
     char *opts = train_options_to_json(&t->o);
-    char step[32], adam_step[32], rng[32], loss[40], correct[32], seen[32], secs[40];
+    char step[32], adam_step[32], rng[32], loss[40], correct[40], seen[32], secs[40];
     snprintf(step, sizeof step, "%lld", (long long)t->step);
     snprintf(adam_step, sizeof adam_step, "%lld", (long long)t->opt.step);
     snprintf(rng, sizeof rng, "%llu", (unsigned long long)t->drop_rng);
     snprintf(loss, sizeof loss, "%.17g", t->epoch_loss_sum);
-    snprintf(correct, sizeof correct, "%lld", (long long)t->epoch_correct);
+    snprintf(correct, sizeof correct, "%.17g", t->epoch_correct);
     snprintf(seen, sizeof seen, "%lld", (long long)t->epoch_seen);
     snprintf(secs, sizeof secs, "%.17g", epoch_seconds);
     const char *keys[] = {"format",        "options",     "step",
@@ -74,8 +74,10 @@ static int save_state(const trainer *t, double epoch_seconds, vit_error *err) {
 }
 
 int trainer_save_checkpoint(const trainer *t, double epoch_seconds, vit_error *err) {
-    if (model_save(t->o.out_dir, &t->m, &t->pp, t->o.dropout, t->o.attention_dropout, err) != 0)
-        return -1;
+    const int rc = t->task->save ? t->task->save(t, err)
+                                 : model_save(t->o.out_dir, &t->m, &t->pp, t->o.dropout,
+                                              t->o.attention_dropout, err);
+    if (rc != 0) return -1;
     return save_state(t, epoch_seconds, err);
 }
 
@@ -128,15 +130,16 @@ int trainer_load_state(trainer *t, const st_file *f, vit_error *err) {
                 return vit_fail(err, "%s: tensor '%s' missing or of the wrong size", f->path, name);
             if (st_to_f32(f, t, blocks[b] + e->offset, err) != 0) return -1;
         }
-    int64_t correct, seen;
+    int64_t seen;
     char buf[64];
     if (meta_i64(f, "step", &t->step, err) || meta_i64(f, "adam_step", &t->opt.step, err) ||
-        meta_i64(f, "epoch_correct", &correct, err) || meta_i64(f, "epoch_seen", &seen, err) ||
+        meta_i64(f, "epoch_seen", &seen, err) ||
         st_metadata(f, "dropout_rng", buf, sizeof buf, err))
         return -1;
     t->drop_rng = strtoull(buf, NULL, 10);
-    t->epoch_correct = correct;
     t->epoch_seen = seen;
+    if (st_metadata(f, "epoch_correct", buf, sizeof buf, err) != 0) return -1;
+    t->epoch_correct = strtod(buf, NULL);
     if (st_metadata(f, "epoch_loss_sum", buf, sizeof buf, err) != 0) return -1;
     t->epoch_loss_sum = strtod(buf, NULL);
     if (st_metadata(f, "epoch_seconds", buf, sizeof buf, err) != 0) return -1;

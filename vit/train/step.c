@@ -24,7 +24,7 @@ static int count_correct(const float *logits, const int *labels, int B, int L) {
 /* Gradients of the batch idx[0..B) in t->grads: of this process's part of it, scaled so that the
  * parts' sum (dist_sum_floats) is the whole batch's mean gradient. *loss and *correct: the
  * part's mean loss and top-1 hits. */
-static int forward_backward(trainer *t, const int *idx, double *loss, int *correct,
+static int forward_backward(trainer *t, const int *idx, double *loss, double *correct,
                             vit_error *err) {
     const int B = t->B, L = t->num_classes, first = t->part_first, n = t->part_n;
     if (t->task->load_batch(t, idx, B, 1, err) != 0) return -1; /* this process's part of it */
@@ -37,6 +37,7 @@ static int forward_backward(trainer *t, const int *idx, double *loss, int *corre
                                .batch_first = first,
                                .batch_total = B};
     memset(t->grads, 0, t->m.num_params * sizeof(float));
+    if (t->task->loss_pass) return t->task->loss_pass(t, n, &mode, loss, correct, err);
     if (t->task->forward(t, n, &mode, t->logits, err) != 0) return -1; /* the part: n examples */
     const float smoothing = t->o.label_smoothing;
     *loss = crossentropy_forward(t->probs, t->logits, t->labels, n, L, smoothing);
@@ -50,9 +51,9 @@ static int forward_backward(trainer *t, const int *idx, double *loss, int *corre
 /* The parts' gradients summed into every process's block; the whole batch's mean loss and hits.
  * rc is this process's forward and backward: the processes first sum their failures, so that all
  * stop together when one failed instead of the others waiting for its gradients. */
-static int sum_parts(trainer *t, int rc, double *loss, int *correct, vit_error *err) {
+static int sum_parts(trainer *t, int rc, double *loss, double *correct, vit_error *err) {
     if (t->ranks <= 1) return rc;
-    double sums[3] = {rc == 0 ? *loss * t->part_n : 0.0, rc == 0 ? (double)*correct : 0.0, rc != 0};
+    double sums[3] = {rc == 0 ? *loss * t->part_n : 0.0, rc == 0 ? *correct : 0.0, rc != 0};
     if (dist_sum_doubles(sums, 3, err) != 0) return -1;
     if (sums[2] > 0)
         return rc != 0 ? -1
@@ -60,13 +61,12 @@ static int sum_parts(trainer *t, int rc, double *loss, int *correct, vit_error *
     const double start = clock_seconds();
     if (dist_sum_floats(t->grads, t->m.num_params, err) != 0) return -1;
     t->allreduce_seconds += clock_seconds() - start;
-    *loss = sums[0] / t->B, *correct = (int)sums[1];
+    *loss = sums[0] / t->B, *correct = sums[1];
     return 0;
 }
 
 int train_step(trainer *t, const int *idx, vit_error *err) {
-    double mean = 0.0;
-    int correct = 0;
+    double mean = 0.0, correct = 0.0;
     const int rc = forward_backward(t, idx, &mean, &correct, err);
     if (sum_parts(t, rc, &mean, &correct, err) != 0) return -1;
     const float loss = (float)mean;
@@ -82,18 +82,29 @@ int train_step(trainer *t, const int *idx, vit_error *err) {
     return 0;
 }
 
+/* The loss and hits of the validation batch loaded, n examples (the loss times n). */
+static int evaluate_batch(trainer *t, int n, double *loss, double *correct, vit_error *err) {
+    if (t->task->loss_pass) {
+        if (t->task->loss_pass(t, n, NULL, loss, correct, err) != 0) return -1;
+        *loss *= n;
+        return 0;
+    }
+    if (t->task->forward(t, n, NULL, t->logits, err) != 0) return -1;
+    *loss = crossentropy_forward(t->probs, t->logits, t->labels, n, t->num_classes, 0.0f) * n;
+    *correct = count_correct(t->logits, t->labels, n, t->num_classes);
+    return 0;
+}
+
 int train_evaluate(trainer *t, double *loss, double *top1, vit_error *err) {
-    double sum = 0.0;
-    int64_t correct = 0;
+    double sum = 0.0, correct = 0.0;
     int *idx = t->scratch;
     for (int i0 = 0; i0 < t->n_val; i0 += t->B) {
         const int n = t->n_val - i0 < t->B ? t->n_val - i0 : t->B;
         for (int b = 0; b < n; b++) idx[b] = i0 + b;
-        if (t->task->load_batch(t, idx, n, 0, err) != 0 ||
-            t->task->forward(t, n, NULL, t->logits, err) != 0)
+        double l, c;
+        if (t->task->load_batch(t, idx, n, 0, err) != 0 || evaluate_batch(t, n, &l, &c, err) != 0)
             return -1;
-        sum += crossentropy_forward(t->probs, t->logits, t->labels, n, t->num_classes, 0.0f) * n;
-        correct += count_correct(t->logits, t->labels, n, t->num_classes);
+        sum += l, correct += c;
     }
     *loss = sum / t->n_val;
     *top1 = (double)correct / t->n_val;

@@ -20,10 +20,29 @@ enum { RNG_SHUFFLE = 1, RNG_AUGMENT, RNG_DROPOUT, RNG_INIT, RNG_SPLIT };
 typedef struct trainer trainer;
 
 /* What a modality supplies. Examples are numbered 0..n_train-1 (training) and 0..n_val-1
- * (validation) in the order load_data gave them. */
+ * (validation) in the order load_data gave them. A classifier (images, text) supplies forward
+ * and backward on logits over its classes, and the trainer computes the loss; a sequence model
+ * (image to text) has no classes and supplies setup_model, loss_pass and save instead. */
 typedef struct {
     const char *unit; /* "images" or "sentences" */
     model_kind kind;
+    /* The model as dir holds it (resuming: out_dir; else --init), instead of the classifier's
+     * set-up; then companion(t, dir). NULL: a classifier. */
+    int (*setup_model)(trainer *t, const char *dir, vit_error *err);
+    /* The batch loaded (n examples): its forward, the loss and hits (the model's own: a sequence
+     * model's over its tokens), and with mode->train the backward into t->grads, this process's
+     * part weighted as its share of the whole batch. mode NULL: evaluation, *loss the batch's
+     * mean and *correct its hit rate times n. Training: *loss such that the parts' Σ loss·part_n
+     * / B is the whole batch's mean loss, *correct such that their Σ is its hit rate times B (one
+     * process: the mean loss, the hit rate times B). NULL: the trainer's cross-entropy over
+     * forward's logits. */
+    int (*loss_pass)(trainer *t, int n, const forward_mode *mode, double *loss, double *correct,
+                     vit_error *err);
+    /* Writes the model into out_dir (checkpoints); NULL: model_save. */
+    int (*save)(const trainer *t, vit_error *err);
+    /* --freeze-encoder freezes the entries whose names start with it; NULL: the classifier's
+     * rule (adamw_freeze_encoder). */
+    const char *encoder_prefix;
     /* The classes of a new run without a labels file (from: the model fine-tuned, or NULL). */
     int (*data_classes)(const trainer *t, const model *from, char ***classes, int *n,
                         vit_error *err);
@@ -47,7 +66,7 @@ typedef struct {
     void (*free)(trainer *t);
 } train_task;
 
-extern const train_task task_image, task_text;
+extern const train_task task_image, task_text, task_ved;
 
 struct trainer {
     train_options o;
@@ -78,7 +97,8 @@ struct trainer {
     int64_t step;
     uint64_t drop_rng;
     double epoch_loss_sum, epoch_seconds_before; /* of the epoch in progress */
-    int64_t epoch_correct, epoch_seen;
+    double epoch_correct; /* hits (a sequence model's: its token hit rate times the examples) */
+    int64_t epoch_seen;
 };
 
 /* A setup fact for the hooks' info line. */

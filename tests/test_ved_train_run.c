@@ -1,0 +1,307 @@
+/* `vit train` on images with their texts (a folder with labels.tsv) from a VisionEncoderDecoder
+ * folder: the three micro models (tests/data/ved-*) learn six rendered lines by heart (the loss
+ * falls forty-fold and more), and the folder they are saved to is a Hugging Face one that
+ * generation reads back: the same files, tensor names, shapes and dtypes as the model it started
+ * from, config.json byte for byte, and greedy generation on each image gives its text. A run of
+ * almost no learning rate leaves every tensor where it was (GPT-2's Conv1D weights written back
+ * transposed); a run stopped and resumed equals one run through; --freeze-encoder leaves the
+ * encoder alone; bad data and folders are refused with a message naming them. */
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "image/draw.h"
+#include "vit/io/model_dir.h"
+#include "vit/io/safetensors.h"
+#include "vit/train/run.h"
+#include "vit/vit.h"
+
+#define LINES 6
+
+static const char *const texts[LINES] = {"the cat sat",      "a red dog",        "the mat",
+                                         "a cat in the mat", "dog sat on a mat", "red of the dog"};
+
+/* A folder of LINES 64x64 pictures, each its text in the 5x7 font (a word per line) in its own
+ * colour over a pale tint of it, with their labels.tsv. */
+static const char *make_lines(void) {
+    static char dir[4096];
+    if (dir[0]) return dir;
+    snprintf(dir, sizeof dir, "%s/lines", test_tmpdir());
+    assert_int_equal(mkdir(dir, 0777), 0);
+    static const uint8_t colours[LINES][3] = {{200, 20, 20}, {20, 150, 30},  {30, 40, 200},
+                                              {160, 120, 0}, {150, 20, 160}, {0, 130, 140}};
+    char tsv[4096 * 2] = "", path[4200];
+    for (int i = 0; i < LINES; i++) {
+        image_u8 img = {.width = 64, .height = 64, .channels = 3, .pixels = malloc(64 * 64 * 3)};
+        for (int p = 0; p < 64 * 64 * 3; p++) img.pixels[p] = 255 - (255 - colours[i][p % 3]) / 3;
+        char words[64];
+        snprintf(words, sizeof words, "%s", texts[i]);
+        int y = 4;
+        for (char *w = strtok(words, " "); w; w = strtok(NULL, " "), y += 10)
+            draw_text(&img, 4 + 3 * i, y, 1, w, colours[i]);
+        snprintf(path, sizeof path, "%s/line%d.png", dir, i);
+        vit_error err = {0};
+        if (image_write_png(path, &img, &err) != 0) fail_msg("%s", err.msg);
+        image_free(&img);
+        snprintf(tsv + strlen(tsv), sizeof tsv - strlen(tsv), "line%d.png\t%s\n", i, texts[i]);
+    }
+    snprintf(path, sizeof path, "%s/labels.tsv", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(tsv, f);
+    assert_int_equal(fclose(f), 0);
+    return dir;
+}
+
+static train_options tiny_run(const char *model, const char *out) {
+    train_options o = train_default_options();
+    o.train_path = make_lines();
+    o.init_dir = model;
+    o.out_dir = out;
+    o.val_split = 0;
+    o.epochs = 100, o.batch = LINES;
+    o.lr = 3e-3f, o.warmup_epochs = 2;
+    o.label_smoothing = 0;
+    o.seed = 5;
+    o.threads = 1;
+    return o;
+}
+
+static void out_dir(char *buf, size_t size, const char *name) {
+    snprintf(buf, size, "%s/%s", test_tmpdir(), name);
+}
+
+/* The value of "key" in line `line` (1-based; 0: the last) of train_log.jsonl. */
+static double logged(const char *dir, const char *key, int line) {
+    char path[4300], pattern[64];
+    snprintf(path, sizeof path, "%s/%s", dir, TRAIN_LOG_FILE);
+    char *log = (char *)read_whole_file(path, NULL), *at = NULL;
+    assert_non_null(log);
+    snprintf(pattern, sizeof pattern, "\"%s\": ", key);
+    int k = 0;
+    for (char *p = strstr(log, pattern); p; p = strstr(p + 1, pattern))
+        if (++k == line || line == 0) at = p;
+    assert_non_null(at);
+    const double v = atof(at + strlen(pattern));
+    free(log);
+    return v;
+}
+
+/* Every tensor of a's model.safetensors is in b's, of the same dtype and shape, and the other way
+ * round. */
+static void expect_same_layout(const char *a, const char *b) {
+    char pa[4300], pb[4300];
+    snprintf(pa, sizeof pa, "%s/model.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/model.safetensors", b);
+    st_file fa, fb;
+    vit_error err = {0};
+    if (st_open(pa, &fa, &err) != 0 || st_open(pb, &fb, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(fa.count, fb.count);
+    for (int i = 0; i < fa.count; i++) {
+        const st_tensor *x = &fa.tensors[i], *y = st_find(&fb, x->name);
+        if (!y) fail_msg("%s: no tensor %s", pb, x->name);
+        assert_int_equal(x->dtype, y->dtype);
+        assert_int_equal(x->ndim, y->ndim);
+        assert_memory_equal(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim);
+    }
+    st_close(&fa), st_close(&fb);
+}
+
+static void expect_same_file(const char *a, const char *b, const char *name) {
+    char pa[4300], pb[4300];
+    snprintf(pa, sizeof pa, "%s/%s", a, name);
+    snprintf(pb, sizeof pb, "%s/%s", b, name);
+    size_t na, nb;
+    uint8_t *x = read_whole_file(pa, &na), *y = read_whole_file(pb, &nb);
+    if (!x || !y) fail_msg("%s or %s missing", pa, pb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(x, y, na);
+    free(x), free(y);
+}
+
+/* Greedy generation on every training image gives its text. */
+static void expect_texts(const char *model) {
+    vit_error err = {0};
+    vit_gen_context *g = vit_gen_load(model, NULL, &err);
+    if (!g) fail_msg("%s", err.msg);
+    for (int i = 0; i < LINES; i++) {
+        char path[4300];
+        snprintf(path, sizeof path, "%s/line%d.png", make_lines(), i);
+        vit_generation out;
+        if (vit_generate_file(g, path, NULL, &out, &err) != 0) fail_msg("%s", err.msg);
+        print_message("    line%d.png: \"%s\"\n", i, out.text);
+        assert_string_equal(out.text, texts[i]);
+        vit_generation_free(&out, 1);
+    }
+    vit_gen_free(g);
+}
+
+static void learns(const char *model, const char *name) {
+    char dir[4200];
+    out_dir(dir, sizeof dir, name);
+    train_options o = tiny_run(model, dir);
+    vit_error err = {0};
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    const double first = logged(dir, "train_loss", 1), last = logged(dir, "train_loss", 0);
+    print_message("  %s: loss %.4f -> %.4f, token accuracy %.3f\n", model, first, last,
+                  logged(dir, "train_top1", 0));
+    assert_true(last < first / 40);
+    static const char *const files[] = {
+        "config.json", "generation_config.json", "preprocessor_config.json", "vocab.json",
+        "merges.txt",  "tokenizer_config.json",  "special_tokens_map.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        expect_same_file(model, dir, files[i]);
+    expect_same_layout(model, dir);
+    expect_texts(dir);
+}
+
+static void test_learns_trocr(void **state) {
+    (void)state;
+    learns(TEST_DATA "/ved-trocr-vit", "trocr");
+}
+static void test_learns_trocr_sinusoidal_deit(void **state) {
+    (void)state;
+    learns(TEST_DATA "/ved-trocr-sin-deit", "trocr-sin");
+}
+static void test_learns_gpt2(void **state) {
+    (void)state;
+    learns(TEST_DATA "/ved-gpt2-vit", "gpt2");
+}
+
+/* One step of a learning rate too small to move a float32 weight: every tensor of the saved file
+ * is the one it came from (a Conv1D weight saved untransposed, or a pooler dropped, would show). */
+static void test_saved_as_loaded(void **state) {
+    (void)state;
+    const char *model = TEST_DATA "/ved-gpt2-vit";
+    char dir[4200], pa[4300], pb[4300];
+    out_dir(dir, sizeof dir, "gpt2-still");
+    train_options o = tiny_run(model, dir);
+    o.epochs = 1, o.lr = 1e-11f, o.min_lr = 0, o.weight_decay = 0;
+    vit_error err = {0};
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    snprintf(pa, sizeof pa, "%s/model.safetensors", model);
+    snprintf(pb, sizeof pb, "%s/model.safetensors", dir);
+    st_file fa, fb;
+    if (st_open(pa, &fa, &err) != 0 || st_open(pb, &fb, &err) != 0) fail_msg("%s", err.msg);
+    double worst = 0;
+    for (int i = 0; i < fa.count; i++) {
+        const st_tensor *x = &fa.tensors[i], *y = st_find(&fb, x->name);
+        assert_non_null(y);
+        assert_int_equal(x->numel, y->numel);
+        const float *u = x->data, *v = y->data;
+        for (int64_t k = 0; k < x->numel; k++) worst = fmax(worst, fabs((double)u[k] - v[k]));
+    }
+    st_close(&fa), st_close(&fb);
+    print_message("  largest change of a weight: %.3g\n", worst);
+    assert_true(worst < 1e-6);
+}
+
+static void expect_same_weights(const char *a, const char *b) {
+    char pa[4300], pb[4300];
+    snprintf(pa, sizeof pa, "%s/model.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/model.safetensors", b);
+    size_t na, nb;
+    uint8_t *x = read_whole_file(pa, &na), *y = read_whole_file(pb, &nb);
+    assert_non_null(x), assert_non_null(y);
+    assert_int_equal(na, nb);
+    assert_memory_equal(x, y, na);
+    free(x), free(y);
+    assert_true(logged(a, "train_loss", 0) == logged(b, "train_loss", 0));
+}
+
+/* Dropout on (every generator stream in use), stopped at step 13 of 20, resumed: the same bytes as
+ * the run through. */
+static void test_resume(void **state) {
+    (void)state;
+    char whole[4200], split[4200];
+    out_dir(whole, sizeof whole, "resume-whole");
+    out_dir(split, sizeof split, "resume-split");
+    const char *model = TEST_DATA "/ved-trocr-vit";
+    train_options o = tiny_run(model, whole);
+    o.epochs = 20, o.dropout = 0.1f;
+    vit_error err = {0};
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    o.out_dir = split;
+    const train_hooks stop = {.stop_at_step = 13};
+    assert_int_equal(train_run(&o, 0, &stop, &err), 1);
+    const train_options r = {.out_dir = split, .threads = 1};
+    if (train_run(&r, 1, NULL, &err) != 0) fail_msg("%s", err.msg);
+    expect_same_weights(whole, split);
+}
+
+/* --freeze-encoder: the encoder's tensors stay as they were, the decoder's move. */
+static void test_freeze_encoder(void **state) {
+    (void)state;
+    char dir[4200], pa[4300], pb[4300];
+    out_dir(dir, sizeof dir, "frozen");
+    const char *model = TEST_DATA "/ved-trocr-vit";
+    train_options o = tiny_run(model, dir);
+    o.epochs = 3, o.freeze_encoder = 1;
+    vit_error err = {0};
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    snprintf(pa, sizeof pa, "%s/model.safetensors", model);
+    snprintf(pb, sizeof pb, "%s/model.safetensors", dir);
+    st_file fa, fb;
+    if (st_open(pa, &fa, &err) != 0 || st_open(pb, &fb, &err) != 0) fail_msg("%s", err.msg);
+    int moved = 0;
+    for (int i = 0; i < fa.count; i++) {
+        const st_tensor *x = &fa.tensors[i], *y = st_find(&fb, x->name);
+        const int same = memcmp(x->data, y->data, x->nbytes) == 0;
+        if (!strncmp(x->name, "encoder.", 8) && !same) fail_msg("%s changed", x->name);
+        moved += strncmp(x->name, "encoder.", 8) != 0 && !same;
+    }
+    st_close(&fa), st_close(&fb);
+    assert_true(moved > 10);
+}
+
+static void expect_refused(train_options o, const char *what) {
+    vit_error err = {0};
+    assert_int_equal(train_run(&o, 0, NULL, &err), -1);
+    print_message("  %s\n", err.msg);
+    if (!strstr(err.msg, what)) fail_msg("'%s' does not say '%s'", err.msg, what);
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    char dir[4200], bad[4200];
+    out_dir(dir, sizeof dir, "refused");
+    train_options o = tiny_run(TEST_DATA "/ved-trocr-vit", dir);
+    o.init_dir = NULL;
+    expect_refused(o, "(--init)");
+    o = tiny_run(MICRO_A, dir);
+    expect_refused(o, "not a VisionEncoderDecoder folder");
+    o = tiny_run(TEST_DATA "/ved-trocr-vit", dir);
+    o.attention_dropout = 0.1f;
+    expect_refused(o, "--attention-dropout");
+    o = tiny_run(TEST_DATA "/ved-trocr-vit", dir);
+    o.max_len = 33;
+    expect_refused(o, "more than the decoder's 32 positions");
+    out_dir(bad, sizeof bad, "bad-lines");
+    assert_int_equal(mkdir(bad, 0777), 0);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/labels.tsv", bad);
+    FILE *f = fopen(path, "w");
+    fputs("missing.png\tthe cat\n", f);
+    fclose(f);
+    o = tiny_run(TEST_DATA "/ved-trocr-vit", dir);
+    o.train_path = bad;
+    expect_refused(o, "entry 1: ");
+    f = fopen(path, "w");
+    fputs("no tab here\n", f);
+    fclose(f);
+    expect_refused(o, "labels.tsv: entry 1: no TAB");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_learns_trocr), cmocka_unit_test(test_learns_trocr_sinusoidal_deit),
+        cmocka_unit_test(test_learns_gpt2),  cmocka_unit_test(test_saved_as_loaded),
+        cmocka_unit_test(test_resume),       cmocka_unit_test(test_freeze_encoder),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests_name("ved_train_run", tests, NULL, NULL);
+}
