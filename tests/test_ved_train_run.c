@@ -5,7 +5,9 @@
  * from, config.json byte for byte, and greedy generation on each image gives its text. A run of
  * almost no learning rate leaves every tensor where it was (GPT-2's Conv1D weights written back
  * transposed); a run stopped and resumed equals one run through; --freeze-encoder leaves the
- * encoder alone; bad data and folders are refused with a message naming them. */
+ * encoder alone; a new decoder over a ViT classifier's encoder (--tokenizer) is initialised as
+ * transformers does, learns the lines too and is saved as a VisionEncoderDecoder folder; bad data
+ * and folders are refused with a message naming them. */
 #include "tests/testutil.h"
 
 #include <math.h>
@@ -16,6 +18,7 @@
 
 #include "image/draw.h"
 #include "vit/io/model_dir.h"
+#include "vit/model/config.h"
 #include "vit/io/safetensors.h"
 #include "vit/train/run.h"
 #include "vit/vit.h"
@@ -258,6 +261,87 @@ static void test_freeze_encoder(void **state) {
     assert_true(moved > 10);
 }
 
+/* A new decoder over a ViT classifier's encoder (micro-a), for the micro TrOCR's tokenizer. */
+static train_options new_decoder_run(const char *out) {
+    train_options o = tiny_run(MICRO_A, out);
+    o.tokenizer_dir = TEST_DATA "/ved-trocr-vit";
+    o.dec_layers = 2, o.dec_hidden = 32, o.dec_heads = 2, o.dec_mlp = 64;
+    o.max_len = 24;
+    o.epochs = 150, o.lr = 1e-2f, o.warmup_epochs = 5;
+    return o;
+}
+
+/* It learns the lines, and its folder is a VisionEncoderDecoder one: a TrOCR decoder of the shape
+ * asked for, reading the encoder's width through cross_attention_hidden_size, tied, with the
+ * tokenizer's ids; the tokenizer and the image model's preprocessing beside it. */
+static void test_new_decoder(void **state) {
+    (void)state;
+    char dir[4200];
+    out_dir(dir, sizeof dir, "new-decoder");
+    train_options o = new_decoder_run(dir);
+    vit_error err = {0};
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    print_message("  loss %.4f -> %.4f\n", logged(dir, "train_loss", 1),
+                  logged(dir, "train_loss", 0));
+    model_config c;
+    if (model_config_load_tower(dir, TOWER_TEXT, &c, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(c.kind, MODEL_DECODER);
+    assert_int_equal(c.dec_arch, DECODER_TROCR);
+    assert_int_equal(c.num_layers, 2), assert_int_equal(c.hidden_size, 32);
+    assert_int_equal(c.num_heads, 2), assert_int_equal(c.intermediate_size, 64);
+    assert_int_equal(c.cross_dim, 48), assert_int_equal(c.max_position_embeddings, 24);
+    assert_int_equal(c.vocab_size, 300), assert_true(c.opt.tied_head && !c.opt.enc_proj);
+    assert_int_equal(c.start_token_id, 2), assert_int_equal(c.shift_pad_id, 1);
+    model_config_free(&c);
+    expect_same_file(MICRO_A, dir, "preprocessor_config.json");
+    expect_same_file(TEST_DATA "/ved-trocr-vit", dir, "vocab.json");
+    expect_same_file(TEST_DATA "/ved-trocr-vit", dir, "merges.txt");
+    expect_texts(dir);
+}
+
+/* Before any learning: the encoder's tensors are micro-a's (under "encoder." for "vit."), the
+ * decoder is initialised as transformers' TrOCR: weights normal(0, 0.02), the padding token's
+ * row, every bias and LayerNorm bias 0, LayerNorm weights 1. */
+static void test_new_decoder_init(void **state) {
+    (void)state;
+    char dir[4200], path[4300], name[300];
+    out_dir(dir, sizeof dir, "new-decoder-init");
+    train_options o = new_decoder_run(dir);
+    o.epochs = 1, o.lr = 1e-11f, o.min_lr = 0, o.weight_decay = 0;
+    vit_error err = {0};
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    st_file f, a;
+    if (st_open(path, &f, &err) != 0 || st_open(MICRO_A "/model.safetensors", &a, &err) != 0)
+        fail_msg("%s", err.msg);
+    for (int i = 0; i < f.count; i++) {
+        const st_tensor *t = &f.tensors[i];
+        const float *v = t->data;
+        if (!strncmp(t->name, "encoder.", 8)) {
+            snprintf(name, sizeof name, "vit.%s", t->name + 8);
+            const st_tensor *s = st_find(&a, name);
+            if (!s) fail_msg("micro-a has no %s", name);
+            for (int64_t k = 0; k < t->numel; k++)
+                assert_true(fabsf(v[k] - ((const float *)s->data)[k]) < 1e-6f);
+            continue;
+        }
+        const int norm = strstr(t->name, "layer_norm") || strstr(t->name, "layernorm");
+        const int bias = strstr(t->name, ".bias") != NULL;
+        double sum = 0, sq = 0;
+        for (int64_t k = 0; k < t->numel; k++) sum += v[k], sq += (double)v[k] * v[k];
+        const double mean = sum / t->numel, std = sqrt(sq / t->numel - mean * mean);
+        if (bias || norm)
+            assert_true(fabs(mean - (norm && !bias ? 1.0 : 0.0)) < 1e-6 && std < 1e-6);
+        else if (t->numel >= 1000 && !(std > 0.018 && std < 0.022))
+            fail_msg("%s: std %.4f, expected 0.02", t->name, std);
+    }
+    const st_tensor *emb = st_find(&f, "decoder.model.decoder.embed_tokens.weight");
+    assert_non_null(emb);
+    for (int k = 0; k < 32; k++) /* row 1, <pad>: zero, but for one step of 1e-11 */
+        assert_true(fabsf(((const float *)emb->data)[32 + k]) < 1e-9f);
+    st_close(&f), st_close(&a);
+}
+
 static void expect_refused(train_options o, const char *what) {
     vit_error err = {0};
     assert_int_equal(train_run(&o, 0, NULL, &err), -1);
@@ -273,7 +357,13 @@ static void test_errors(void **state) {
     o.init_dir = NULL;
     expect_refused(o, "(--init)");
     o = tiny_run(MICRO_A, dir);
-    expect_refused(o, "not a VisionEncoderDecoder folder");
+    expect_refused(o, "needs --tokenizer DIR");
+    o = tiny_run(TEST_DATA "/ved-trocr-vit", dir);
+    o.tokenizer_dir = TEST_DATA "/ved-gpt2-vit";
+    expect_refused(o, "--tokenizer is for a new decoder");
+    o = new_decoder_run(dir);
+    o.dec_heads = 3;
+    expect_refused(o, "not divisible by --decoder-heads 3");
     o = tiny_run(TEST_DATA "/ved-trocr-vit", dir);
     o.attention_dropout = 0.1f;
     expect_refused(o, "--attention-dropout");
@@ -301,6 +391,7 @@ int main(void) {
         cmocka_unit_test(test_learns_trocr), cmocka_unit_test(test_learns_trocr_sinusoidal_deit),
         cmocka_unit_test(test_learns_gpt2),  cmocka_unit_test(test_saved_as_loaded),
         cmocka_unit_test(test_resume),       cmocka_unit_test(test_freeze_encoder),
+        cmocka_unit_test(test_new_decoder),  cmocka_unit_test(test_new_decoder_init),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests_name("ved_train_run", tests, NULL, NULL);

@@ -21,6 +21,10 @@ smoothed loss wrt every weight. Written to tests/data/<model>/train-golden.safet
   index/<name> [k]       up to 24 element indices (flat, float32 integers) of weight <name>,
                          spread over the tensor (the whole tensor when smaller), and for the
                          token and position tables the elements of the rows the batch reads
+                         (TrOCR's padding row too: its share comes from the tied output projection
+                         alone, the pads standing only after the counted positions; so
+                         nn.Embedding's padding_idx, which keeps the lookup's gradient out of that
+                         row, changes nothing here and is not imitated)
   grad/<name> [k]        d loss_smooth / d <name> at those elements
 
 Weights the model does not train (the encoder's pooler, TrOCR's saved `_float_tensor` buffer)
@@ -71,11 +75,12 @@ def sample(name, numel, shape, rows_read):
 
 
 def table_rows(model, ids, labels):
-    """The rows of the token and position tables the batch reads (two of each)."""
+    """The rows of the token and position tables the batch reads (two of each, and TrOCR's padding
+    row)."""
     T = len(ids[0])
     if model.kind == "trocr":
         p = "decoder.model.decoder."
-        rows = {p + "embed_tokens.weight": [ids[0][0], labels[0][1]]}
+        rows = {p + "embed_tokens.weight": [ids[0][0], labels[0][1], model.dec_cfg["pad_token_id"]]}
         if model.dec_cfg["use_learned_position_embeddings"]:
             rows[p + "embed_positions.weight"] = [2, 2 + T - 1]
         return rows
@@ -108,6 +113,7 @@ def run(name):
     ids = shift_right(labels, top["pad_token_id"], top["decoder_start_token_id"])
     for k, v in model.w.items():
         v.requires_grad_(trained(k))
+    leaves = dict(model.w)
     with torch.no_grad():
         plain = loss_of(model, pixels, ids, labels, 0.0)
     smooth = loss_of(model, pixels, ids, labels, SMOOTHING)
@@ -115,7 +121,7 @@ def run(name):
     out = {"labels": torch.tensor(labels, dtype=torch.float64),
            "loss": plain.detach().reshape(1), "loss_smooth": smooth.detach().reshape(1)}
     rows = table_rows(model, ids, labels)
-    for k, v in sorted(model.w.items()):
+    for k, v in sorted(leaves.items()):
         if not trained(k):
             continue
         idx = sample(k, v.numel(), list(v.shape), rows)

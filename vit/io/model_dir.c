@@ -429,25 +429,107 @@ int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, v
     return convert_weights(in_dir, out_dir, dtype, err);
 }
 
+int model_dir_copy_file(const char *in_dir, const char *out_dir, const char *name, int required,
+                        vit_error *err) {
+    char from[4096];
+    snprintf(from, sizeof from, "%s/%s", in_dir, name);
+    return copy_file(from, out_dir, name, required, err);
+}
+
+int tokenizer_files_copy(const char *in_dir, const char *out_dir, vit_error *err) {
+    static const char *const files[] = {"vocab.txt",
+                                        "vocab.json",
+                                        "merges.txt",
+                                        "spiece.model",
+                                        "sentencepiece.bpe.model",
+                                        "added_tokens.json",
+                                        "tokenizer_config.json",
+                                        "special_tokens_map.json"};
+    char from[4096];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(from, sizeof from, "%s/%s", in_dir, files[i]);
+        if (copy_file(from, out_dir, files[i], 0, err) != 0) return -1;
+    }
+    return 0;
+}
+
 int model_dir_copy_files(const char *in_dir, const char *out_dir, vit_error *err) {
     static const struct {
         const char *name;
         int required;
-    } files[] = {{"config.json", 1},
-                 {"preprocessor_config.json", 0},
-                 {"generation_config.json", 0},
-                 {"vocab.txt", 0},
-                 {"vocab.json", 0},
-                 {"merges.txt", 0},
-                 {"spiece.model", 0},
-                 {"sentencepiece.bpe.model", 0},
-                 {"added_tokens.json", 0},
-                 {"tokenizer_config.json", 0},
-                 {"special_tokens_map.json", 0}};
+    } files[] = {
+        {"config.json", 1}, {"preprocessor_config.json", 0}, {"generation_config.json", 0}};
     char from[4096];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(from, sizeof from, "%s/%s", in_dir, files[i].name);
         if (copy_file(from, out_dir, files[i].name, files[i].required, err) != 0) return -1;
     }
-    return 0;
+    return tokenizer_files_copy(in_dir, out_dir, err);
+}
+
+/* The token ids at a config's top level (VisionEncoderDecoderConfig's, TrOCRConfig's). */
+static void add_token_ids(cJSON *o, const ved_decoder_spec *d) {
+    cJSON_AddNumberToObject(o, "decoder_start_token_id", d->eos_id);
+    cJSON_AddNumberToObject(o, "pad_token_id", d->pad_id);
+    cJSON_AddNumberToObject(o, "eos_token_id", d->eos_id);
+    if (d->bos_id >= 0) cJSON_AddNumberToObject(o, "bos_token_id", d->bos_id);
+}
+
+/* TrOCRConfig's fields for d (dropout at TrOCR's 0.1: a training-time setting of HF's). */
+static cJSON *trocr_config(const ved_decoder_spec *d) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model_type", "trocr");
+    cJSON_AddNumberToObject(o, "vocab_size", d->vocab);
+    cJSON_AddNumberToObject(o, "d_model", d->hidden);
+    cJSON_AddNumberToObject(o, "decoder_layers", d->layers);
+    cJSON_AddNumberToObject(o, "decoder_attention_heads", d->heads);
+    cJSON_AddNumberToObject(o, "decoder_ffn_dim", d->ffn);
+    cJSON_AddStringToObject(o, "activation_function", "gelu");
+    cJSON_AddNumberToObject(o, "max_position_embeddings", d->positions);
+    cJSON_AddItemToObject(o, "dropout", float_number(0.1f));
+    cJSON_AddItemToObject(o, "attention_dropout", float_number(0.0f));
+    cJSON_AddItemToObject(o, "activation_dropout", float_number(0.0f));
+    cJSON_AddItemToObject(o, "init_std", float_number(0.02f));
+    cJSON_AddItemToObject(o, "decoder_layerdrop", float_number(0.0f));
+    cJSON_AddBoolToObject(o, "use_cache", 0);
+    cJSON_AddBoolToObject(o, "scale_embedding", 0);
+    cJSON_AddBoolToObject(o, "use_learned_position_embeddings", 1);
+    cJSON_AddBoolToObject(o, "layernorm_embedding", 1);
+    cJSON_AddBoolToObject(o, "tie_word_embeddings", 1);
+    if (d->encoder_hidden != d->hidden)
+        cJSON_AddNumberToObject(o, "cross_attention_hidden_size", d->encoder_hidden);
+    else
+        cJSON_AddNullToObject(o, "cross_attention_hidden_size");
+    cJSON_AddBoolToObject(o, "is_decoder", 1);
+    cJSON_AddBoolToObject(o, "add_cross_attention", 1);
+    add_token_ids(o, d);
+    return o;
+}
+
+char *ved_config_json(const char *encoder_json, const ved_decoder_spec *d) {
+    cJSON *encoder = cJSON_Parse(encoder_json);
+    if (!cJSON_IsObject(encoder)) return cJSON_Delete(encoder), NULL;
+    cJSON *root = cJSON_CreateObject();
+    cJSON *arch = cJSON_AddArrayToObject(root, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString("VisionEncoderDecoderModel"));
+    cJSON_AddStringToObject(root, "model_type", "vision-encoder-decoder");
+    cJSON_AddItemToObject(root, "encoder", encoder);
+    cJSON_AddItemToObject(root, "decoder", trocr_config(d));
+    cJSON_AddBoolToObject(root, "is_encoder_decoder", 1);
+    cJSON_AddBoolToObject(root, "tie_word_embeddings", 0);
+    add_token_ids(root, d);
+    cJSON_AddStringToObject(root, "torch_dtype", "float32");
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+char *ved_generation_config_json(const ved_decoder_spec *d) {
+    cJSON *root = cJSON_CreateObject();
+    add_token_ids(root, d);
+    cJSON_AddNumberToObject(root, "max_length", d->positions);
+    cJSON_AddBoolToObject(root, "use_cache", 0);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
 }

@@ -60,6 +60,28 @@ int model_load_tower(model *m, const char *model_dir, config_tower tower, vit_er
  * preprocessor_config.json, generation_config.json and the tokenizer files (WordPiece, byte-level
  * BPE, SentencePiece, with their settings) copied. */
 int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, vit_error *err);
+/* in_dir/name copied to out_dir/name byte for byte (atomically); a missing source is an error only
+ * when required. */
+int model_dir_copy_file(const char *in_dir, const char *out_dir, const char *name, int required,
+                        vit_error *err);
+/* The tokenizer files of in_dir (vocab.txt, vocab.json, merges.txt, the SentencePiece models,
+ * added_tokens.json, tokenizer_config.json, special_tokens_map.json: those it has) into out_dir. */
+int tokenizer_files_copy(const char *in_dir, const char *out_dir, vit_error *err);
+
+/* A new VisionEncoderDecoder's decoder: a TrOCRForCausalLM of this shape (gelu, learned
+ * positions, layernorm_embedding, no embedding scale, the output projection tied to the token
+ * embeddings; cross_attention_hidden_size the encoder's width when it differs from the decoder's,
+ * as trocr-small's), the token ids its tokenizer has (the start token: eos, as TrOCR's). */
+typedef struct {
+    int layers, hidden, heads, ffn, positions, vocab;
+    int pad_id, bos_id, eos_id, encoder_hidden;
+} ved_decoder_spec;
+/* config.json text of the VisionEncoderDecoderModel with encoder_json (a ViT or DeiT folder's
+ * config.json text) as its encoder and d's decoder, or NULL (unreadable encoder_json, out of
+ * memory); generation_config.json text for it (greedy, max_length the positions). Caller frees. */
+char *ved_config_json(const char *encoder_json, const ved_decoder_spec *d);
+char *ved_generation_config_json(const ved_decoder_spec *d);
+
 /* Every file of model directory in_dir but its weights (config.json, preprocessor_config.json,
  * generation_config.json, the tokenizer files: those model_dir_convert copies) into out_dir,
  * byte for byte; config.json is required. */

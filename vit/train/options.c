@@ -50,6 +50,17 @@ const train_option train_option_table[] = {
     {"freeze-encoder", "freeze_encoder", OPTION_FLAG, F(freeze_encoder), 0, 0, 1, NULL,
      "linear probe: train the head only (ViT: final LayerNorm and classifier; BERT: pooler and "
      "classifier)", NULL, GROUP_FINE_TUNE, 0},
+    {"tokenizer", "tokenizer_dir", OPTION_STRING, F(tokenizer_dir), 0, 0, 0, "DIR",
+     "image to text over a ViT or DeiT folder (--init): the new decoder's tokenizer (a folder "
+     "with its files)", NULL, GROUP_FINE_TUNE, OPTION_NOT_SAVED},
+    {"decoder-layers", "dec_layers", OPTION_INT, F(dec_layers), 6, 1, 1024, "N",
+     "the new decoder's layers", NULL, GROUP_FINE_TUNE, OPTION_NOT_SAVED},
+    {"decoder-hidden", "dec_hidden", OPTION_INT, F(dec_hidden), 256, 1, 65536, "N",
+     "its width", NULL, GROUP_FINE_TUNE, OPTION_NOT_SAVED},
+    {"decoder-heads", "dec_heads", OPTION_INT, F(dec_heads), 8, 1, 1024, "N",
+     "its attention heads", NULL, GROUP_FINE_TUNE, OPTION_NOT_SAVED},
+    {"decoder-mlp", "dec_mlp", OPTION_INT, F(dec_mlp), 1024, 1, 262144, "N",
+     "its feed-forward width", NULL, GROUP_FINE_TUNE, OPTION_NOT_SAVED},
     {"epochs", "epochs", OPTION_INT, F(epochs), 10, 1, 100000, "N",
      "passes over the training data", NULL, GROUP_TRAINING, 0},
     {"batch", "batch", OPTION_INT, F(batch), 128, 1, 65536, "N",

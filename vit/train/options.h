@@ -33,6 +33,11 @@ typedef struct {
     int image_size, patch_size, hidden_size, num_layers, num_heads, mlp_size, channels;
     int freeze_encoder; /* linear probe: only the head learns (ViT: final LayerNorm and
                          * classifier; BERT: pooler and classifier) */
+    /* image to text over a ViT or DeiT folder (init_dir): a new TrOCR decoder of this shape for
+     * the tokenizer in tokenizer_dir (a folder with tokenizer files); not in the checkpoint (a
+     * resumed run reads the model it saved) */
+    const char *tokenizer_dir;
+    int dec_layers, dec_hidden, dec_heads, dec_mlp;
     /* optimisation */
     int epochs, batch;
     float lr, min_lr, weight_decay, warmup_epochs, label_smoothing, dropout, attention_dropout;
@@ -89,7 +94,7 @@ int train_options_check(const train_options *o, vit_error *err);
 int train_options_check_values(const train_options *o, vit_error *err);
 
 /* The saved options as one JSON object (caller frees), and back. Strings read back are strdup'ed
- * into owned[0..5] (the caller frees them). */
+ * into owned[0..4] (the caller frees them). */
 char *train_options_to_json(const train_options *o);
 int train_options_from_json(train_options *o, char **owned, const char *json, const char *src,
                             vit_error *err);

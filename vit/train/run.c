@@ -138,9 +138,9 @@ static int choose_task(trainer *t, vit_error *err) {
 
 /* Absolute paths, so a resumed run finds the folders from any working directory. */
 static void own_paths(trainer *t) {
-    const char **strs[] = {&t->o.train_path, &t->o.val_path, &t->o.labels_file, &t->o.init_dir,
-                           &t->o.vocab_file};
-    for (int i = 0; i < 5; i++) {
+    const char **strs[] = {&t->o.train_path, &t->o.val_path,   &t->o.labels_file,
+                           &t->o.init_dir,   &t->o.vocab_file, &t->o.tokenizer_dir};
+    for (int i = 0; i < 6; i++) {
         if (!*strs[i]) continue;
         char *abs = realpath(*strs[i], NULL);
         t->owned[i] = abs ? abs : strdup(*strs[i]);
@@ -328,6 +328,8 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
     if (opt->out_dir && t->rank == 0) remove_stale_temporaries(opt->out_dir);
     int rc = 0;
     if (resume) {
+        t->o = train_default_options(); /* what the checkpoint does not hold */
+        t->o.out_dir = opt->out_dir;
         if (!opt->out_dir) rc = vit_fail(err, "no output folder to resume");
         if (rc == 0) rc = trainer_open_state(t, &state, err);
         t->o.out_dir = opt->out_dir;

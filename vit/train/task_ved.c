@@ -29,6 +29,7 @@ typedef struct {
     st_entry *extra; /* the checkpoint's tensors the towers do not hold (an encoder's pooler,
                       * TrOCR's _float_tensor buffer): written back as they came */
     int n_extra;
+    int fresh; /* a new decoder over an image model's encoder (ved_new.c) */
     text_tokenizer *tok;
     int max_len; /* label ids per text */
     image_set train, val;
@@ -92,20 +93,40 @@ static int join_towers(trainer *t, ved_task *d, vit_error *err) {
     return 0;
 }
 
+/* dir's two towers, and the tensors of its file they do not hold. */
+static int load_towers(trainer *t, ved_task *d, const char *dir, vit_error *err) {
+    if (t->o.tokenizer_dir)
+        return vit_fail(err, "--tokenizer is for a new decoder: %s has its own", dir);
+    if (model_load_tower(&d->dec, dir, TOWER_TEXT, err) != 0 ||
+        model_load_tower(&d->enc, dir, TOWER_IMAGE, err) != 0 || join_towers(t, d, err) != 0)
+        return -1;
+    return keep_extra(t, d, dir, err);
+}
+
+/* A new decoder over the image model in dir, for the tokenizer of --tokenizer. */
+static int new_towers(trainer *t, ved_task *d, const char *dir, vit_error *err) {
+    if (!t->o.tokenizer_dir)
+        return vit_fail(err,
+                        "%s: not a VisionEncoderDecoder folder (a new decoder over its encoder "
+                        "needs --tokenizer DIR)",
+                        dir);
+    d->fresh = 1;
+    if (text_tokenizer_load(t->o.tokenizer_dir, &d->tok, err) != 0 ||
+        ved_new_towers(t, dir, d->tok, &d->enc, &d->dec, err) != 0)
+        return -1;
+    return join_towers(t, d, err);
+}
+
 static int ved_setup_model(trainer *t, const char *dir, vit_error *err) {
     ved_task *d = calloc(1, sizeof *d);
     if (!(t->data = d)) return vit_fail(err, "out of memory");
     if (t->o.attention_dropout > 0)
         return vit_fail(err, "--attention-dropout: an image-to-text model's decoder has none");
-    if (model_load_tower(&d->dec, dir, TOWER_TEXT, err) != 0) return -1;
-    if (d->dec.cfg.kind != MODEL_DECODER)
-        return vit_fail(err,
-                        "%s: not a VisionEncoderDecoder folder (the data's labels.tsv is for "
-                        "an image-to-text model)",
-                        dir);
-    if (model_load_tower(&d->enc, dir, TOWER_IMAGE, err) != 0 || join_towers(t, d, err) != 0 ||
-        keep_extra(t, d, dir, err) != 0)
-        return -1;
+    model_config c;
+    if (model_config_load(dir, &c, err) != 0) return -1;
+    const int ved = c.family == FAMILY_VED;
+    model_config_free(&c);
+    if ((ved ? load_towers : new_towers)(t, d, dir, err) != 0) return -1;
     trainer_info(t, "%s: %s encoder (%zu parameters) + %s decoder (%zu)", dir,
                  config_model_type(&d->enc.cfg), model_live_params(&d->enc),
                  config_model_type(&d->dec.cfg), model_live_params(&d->dec));
@@ -113,15 +134,16 @@ static int ved_setup_model(trainer *t, const char *dir, vit_error *err) {
 }
 
 /* The folder's preprocessing and tokenizer (process 0 copies its files into out_dir when
- * fine-tuning), the text length, the ids shift_tokens_right needs. */
+ * fine-tuning; a new model's were written by ved_new_towers), the text length, the ids
+ * shift_tokens_right needs. */
 static int ved_companion(trainer *t, const char *dir, vit_error *err) {
     ved_task *d = task_data(t);
     const model_config *c = &d->dec.cfg;
-    if (t->rank == 0 && strcmp(dir, t->o.out_dir) != 0 &&
+    if (t->rank == 0 && !d->fresh && strcmp(dir, t->o.out_dir) != 0 &&
         model_dir_copy_files(dir, t->o.out_dir, err) != 0)
         return -1;
     if (model_dir_load_preprocess(dir, &t->pp, err) != 0 ||
-        text_tokenizer_load(dir, &d->tok, err) != 0)
+        (!d->fresh && text_tokenizer_load(dir, &d->tok, err) != 0))
         return -1;
     if (c->start_token_id < 0 || c->shift_pad_id < 0)
         return vit_fail(err,

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "image/image.h"
+#include "text/text_tokenizer.h"
 #include "vit/io/safetensors.h"
 #include "vit/model/mode.h"
 #include "vit/model/params.h"
@@ -117,6 +118,15 @@ int trainer_create_model(trainer *t, model_config *cfg, char **classes, int n, v
 /* The labels in a --labels file (one per line, blank lines skipped). */
 int read_labels_file(const char *path, char ***labels, int *count, vit_error *err);
 void free_strings(char **s, int n);
+
+/* ---- image to text (ved_new.c) ---- */
+
+/* A new image-to-text model over the ViT or DeiT folder dir: its encoder (weights copied) and a
+ * fresh TrOCR decoder of o's shape for tok, initialised as transformers does, in enc and dec;
+ * process 0 writes the folder's config.json, generation_config.json, preprocessing and
+ * tokenizer files (from o.tokenizer_dir) into out_dir. */
+int ved_new_towers(trainer *t, const char *dir, const text_tokenizer *tok, model *enc, model *dec,
+                   vit_error *err);
 
 /* ---- one step (step.c) ---- */
 
