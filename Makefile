@@ -29,10 +29,14 @@
 #                                     libgif-dev); PNG, JPEG and BMP are always there
 #                       SENTENCEPIECE=0  libsentencepiece (libsentencepiece-dev, and g++ for
 #                                     its C++ shim): SentencePiece tokenizers (SigLIP's)
+#                       FREETYPE=0    FreeType (libfreetype-dev): vit render-lines, synthetic
+#                                     printed text lines for OCR
 #   make deps         installs the groups build, optional and test (as root; as another user it
 #                     prints the one apt-get command); one group: make deps-build, deps-optional,
-#                     deps-test (cmocka), deps-data (Fashion-MNIST), deps-fuzz (clang),
-#                     deps-format (clang-format), deps-cross (the aarch64 cross compiler)
+#                     deps-test (cmocka, fonts-dejavu-core), deps-data (Fashion-MNIST), deps-ocr
+#                     (the fonts of the OCR lines, docs/OCR_DATA.md, and Tesseract, the peer),
+#                     deps-fuzz (clang), deps-format (clang-format), deps-cross (the aarch64 cross
+#                     compiler)
 # Run as root, each target installs what it needs and is missing (make: the build's packages and
 # those of the optional features not switched off; make test: the tests' too; make demo: the
 # data). Run as another user, make needs only the required packages: it stops with the command
@@ -52,7 +56,7 @@ CFLAGS  ?= $(OPT) -g -ffp-contract=off -fno-trapping-math
 # ---- required and optional packages ----
 
 REQUIRED    := openblas libpng libjpeg libcjson libutf8proc
-FEATURES    := ONEDNN MPI MICROHTTPD WEBP TIFF GIF SENTENCEPIECE
+FEATURES    := ONEDNN MPI MICROHTTPD WEBP TIFF GIF SENTENCEPIECE FREETYPE
 ONEDNN      ?= 1
 MPI         ?= 1
 MICROHTTPD  ?= 1
@@ -60,6 +64,7 @@ WEBP        ?= 1
 TIFF        ?= 1
 GIF         ?= 1
 SENTENCEPIECE ?= 1
+FREETYPE    ?= 1
 # Per feature: its name in make's summary, its Debian packages (the -dev one first), the shell
 # test that finds it installed, its pkg-config modules (flags for every object; MPI's and
 # libmicrohttpd's go only to the objects that use them, below).
@@ -81,19 +86,28 @@ PC_TIFF         := libtiff-4
 NAME_GIF        := GIF
 DEB_GIF         := libgif-dev
 PC_GIF          := libgif
-$(foreach f,WEBP TIFF GIF,$(eval FIND_$(f) := pkg-config --exists $(PC_$(f))))
+NAME_FREETYPE   := FreeType
+DEB_FREETYPE    := libfreetype-dev
+PC_FREETYPE     := freetype2
+$(foreach f,WEBP TIFF GIF FREETYPE,$(eval FIND_$(f) := pkg-config --exists $(PC_$(f))))
 # libsentencepiece is C++: its shim (text/sentencepiece_shim.cc) needs a C++ compiler too.
 NAME_SENTENCEPIECE := SentencePiece
 DEB_SENTENCEPIECE  := libsentencepiece-dev g++
 FIND_SENTENCEPIECE := pkg-config --exists sentencepiece && command -v $(CXX) >/dev/null
 
 # Debian packages by group (make deps-GROUP).
-DEPS_GROUPS    := build optional test data fuzz format cross
+DEPS_GROUPS    := build optional test data ocr fuzz format cross
 DEPS.build     := gcc libc6-dev make pkg-config libopenblas-dev libpng-dev libjpeg62-turbo-dev \
                   libcjson-dev libutf8proc-dev
 DEPS.optional   = $(foreach f,$(FEATURES),$(if $(filter 1,$($(f))),$(DEB_$(f))))
-DEPS.test      := libcmocka-dev
+# fonts-dejavu-core: the text renderer's tests draw with it (they skip loudly without it).
+DEPS.test      := libcmocka-dev fonts-dejavu-core
 DEPS.data      := dataset-fashion-mnist
+# The OCR lines' fonts: the training and held-out families of tools/ocr-fonts/ (docs/OCR_DATA.md),
+# and Tesseract with its English model, the peer of tools/tesseract_eval.
+DEPS.ocr       := fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-freefont-ttf \
+                  fonts-noto-core fonts-noto-mono fonts-urw-base35 fonts-go fonts-crosextra-caladea \
+                  fonts-crosextra-carlito fonts-sil-charis tesseract-ocr tesseract-ocr-eng
 DEPS.fuzz      := clang libclang-rt-14-dev libomp-14-dev
 DEPS.format    := clang-format
 DEPS.cross     := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
@@ -109,7 +123,7 @@ DNNL     = $(call built,ONEDNN)
 OMPI     = $(call built,MPI)
 MHD      = $(call built,MICROHTTPD)
 SPM      = $(call built,SENTENCEPIECE)
-PKGS     = $(REQUIRED) $(foreach f,$(call built,WEBP TIFF GIF),$(PC_$(f)))
+PKGS     = $(REQUIRED) $(foreach f,$(call built,WEBP TIFF GIF FREETYPE),$(PC_$(f)))
 PKG_CFLAGS = $(call once,PKG_CFLAGS,$(shell pkg-config --cflags $(PKGS) 2>/dev/null))
 PKG_LIBS   = $(call once,PKG_LIBS,$(shell pkg-config --libs $(PKGS) 2>/dev/null))
 OMPI_LIBS  = $(call once,OMPI_LIBS,$(if $(OMPI),$(shell pkg-config --libs ompi-c)))
@@ -396,11 +410,11 @@ check-layers:
 needs-format:
 	@tools/install-deps --program clang-format $(DEPS.format)
 
-# Every source compiles for aarch64 too (Debian's cross compilers), the image formats and the
-# SentencePiece shim this build has included.
+# Every source compiles for aarch64 too (Debian's cross compilers), the image formats, the text
+# renderer and the SentencePiece shim this build has included.
 cross-check: needs-build
 	@tools/install-deps --program aarch64-linux-gnu-gcc $(DEPS.cross)
-	@tools/cross-check $(foreach f,$(call built,WEBP TIFF GIF SENTENCEPIECE),-DVIT_$(f))
+	@tools/cross-check $(foreach f,$(call built,WEBP TIFF GIF SENTENCEPIECE FREETYPE),-DVIT_$(f))
 
 clean:
 	rm -rf $(BUILD) $(BIN)

@@ -1,0 +1,417 @@
+/* Synthetic OCR lines (vit/data/ocr_text.h, ocr_effects.h, ocr_render.h; image/encode.h): the
+ * text cleaning on hand-written cases, the character set, the draws staying inside it, the effects
+ * on images whose result is known (constants, an impulse, a ramp), JPEG round trips, and the
+ * renderer: deterministic per line, clean and degraded twins, held-out sentences never drawn, and
+ * each clean line's ink spanning exactly the width FreeType gives its label (measured here with
+ * FreeType directly). The renderer's tests need FreeType in the build and fonts-dejavu-core. */
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image/encode.h"
+#include "text/utf8.h"
+#include "vit/base/rng.h"
+#include "vit/data/ocr_effects.h"
+#include "vit/data/ocr_render.h"
+#include "vit/data/ocr_text.h"
+
+#ifdef VIT_FREETYPE
+#include <ft2build.h>
+#include FT_FREETYPE_H
+#endif
+
+#define DEJAVU "/usr/share/fonts/truetype/dejavu/"
+
+/* ---- text ---- */
+
+static void expect_detokenized(const char *in, const char *want) {
+    char out[512];
+    const size_t n = ocr_detokenize(in, strlen(in), out);
+    out[n] = 0;
+    if (strcmp(out, want) != 0) fail_msg("detokenize \"%s\": \"%s\", want \"%s\"", in, out, want);
+}
+
+static void test_detokenize(void **state) {
+    (void)state;
+    expect_detokenized("it 's a `` charming '' film , is n't it ?",
+                       "it's a \"charming\" film, isn't it?");
+    expect_detokenized("-lrb- see -rrb- the movie ...", "(see) the movie...");
+    expect_detokenized("ca n't pay $ 5 for 100 % of ` twist '", "can't pay $5 for 100% of 'twist'");
+    expect_detokenized("they 're , we 've ; i 'd : you 'll !", "they're, we've; i'd: you'll!");
+    expect_detokenized("'s a charming film", "a charming film"); /* a phrase cut inside */
+    expect_detokenized(" , well   done  ", "well done");
+    expect_detokenized("", "");
+}
+
+static void expect_cased(void (*fn)(char *, size_t), const char *in, const char *want) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", in);
+    fn(buf, strlen(buf));
+    if (strcmp(buf, want) != 0) fail_msg("\"%s\" -> \"%s\", want \"%s\"", in, buf, want);
+}
+
+static void test_case(void **state) {
+    (void)state;
+    expect_cased(ocr_sentence_case, "it's a film. and i'm sure i will. (really) is it?",
+                 "It's a film. And I'm sure I will. (Really) is it?");
+    expect_cased(ocr_sentence_case, "so i.e. this, i think", "So i.e. This, I think"); /* ". " */
+    expect_cased(ocr_sentence_case, "éclair! 3 cakes", "Éclair! 3 cakes");
+    expect_cased(ocr_upper_case, "café über ÿ ß 1a", "CAFÉ ÜBER ÿ ß 1A");
+    expect_cased(ocr_fold_case, "ÀÉÎ Ünd ÷×", "àéî ünd ÷×");
+    expect_cased(ocr_title_case, "élan vital of 2 cats", "Élan Vital Of 2 Cats");
+}
+
+static void test_charset(void **state) {
+    (void)state;
+    const uint8_t *s = (const uint8_t *)OCR_CHARSET;
+    const size_t n = strlen(OCR_CHARSET);
+    int count = 0;
+    uint32_t prev = 0;
+    for (size_t i = 0; i < n; count++) {
+        const int32_t cp = utf8_decode(s, n, &i);
+        assert_true(cp > 0 && ocr_charset_has((uint32_t)cp));
+        assert_true((uint32_t)cp != prev);
+        prev = (uint32_t)cp;
+    }
+    assert_int_equal(count, OCR_CHARSET_SIZE);
+    int members = 0; /* the whole Basic Multilingual Plane: exactly the listed ones are in */
+    for (uint32_t cp = 0; cp < 0x10000; cp++) members += ocr_charset_has(cp);
+    assert_int_equal(members, OCR_CHARSET_SIZE);
+    assert_false(ocr_charset_has('\t') || ocr_charset_has(0xD7) || ocr_charset_has(0x2019));
+}
+
+static void test_sentences(void **state) {
+    (void)state;
+    const char tsv[] =
+        "sentence\tlabel\nit 's fine . \t1\r\nsnow \xe2\x98\x83 man\t0\n\nthe END\t1";
+    ocr_sentences s;
+    vit_error err = {{0}};
+    assert_int_equal(ocr_sentences_parse(&s, tsv, sizeof tsv - 1, "t.tsv", 1, &err), 0);
+    assert_int_equal(s.count, 2);
+    assert_int_equal(s.dropped, 1); /* the snowman is outside the set */
+    assert_string_equal(s.text, "It's fine.\nThe END\n");
+    assert_true(ocr_sentences_contains(&s, "S FINE", 6));
+    assert_true(ocr_sentences_contains(&s, "the end", 7));
+    assert_false(ocr_sentences_contains(&s, "fine the", 8));
+    ocr_sentences_free(&s);
+    const char bad[] = "\xe2\x98\x83\n\t\n";
+    assert_int_equal(ocr_sentences_parse(&s, bad, sizeof bad - 1, "bad.txt", 0, &err), -1);
+    assert_non_null(strstr(err.msg, "bad.txt: no sentence"));
+}
+
+/* Every draw: valid UTF-8 of the set, single spaces, not empty, at most OCR_DRAW_BYTES. */
+static void check_draw(const char *t, size_t n) {
+    assert_true(n > 0 && n <= OCR_DRAW_BYTES && strlen(t) == n);
+    assert_true(t[0] != ' ' && t[n - 1] != ' ' && !strstr(t, "  "));
+    for (size_t i = 0; i < n;) {
+        const int32_t cp = utf8_decode((const uint8_t *)t, n, &i);
+        if (cp < 0 || !ocr_charset_has((uint32_t)cp)) fail_msg("outside the set: \"%s\"", t);
+    }
+}
+
+static void test_draws(void **state) {
+    (void)state;
+    const char text[] = "alpha beta gamma delta epsilon\nZeta eta theta iota kappa lambda mu\n";
+    ocr_sentences s;
+    vit_error err = {{0}};
+    assert_int_equal(ocr_sentences_parse(&s, text, sizeof text - 1, "g", 0, &err), 0);
+    const ocr_text_options mixed = OCR_TEXT_DEFAULTS;
+    char a[OCR_DRAW_BYTES + 1], b[OCR_DRAW_BYTES + 1];
+    for (int i = 0; i < 3000; i++) {
+        uint64_t r1 = rng_derive(3, (uint64_t)i, 1), r2 = r1;
+        const size_t n = ocr_text_draw(&s, &mixed, &r1, a, sizeof a);
+        check_draw(a, n);
+        assert_int_equal(ocr_text_draw(&s, &mixed, &r2, b, sizeof b), n); /* same state, same */
+        assert_string_equal(a, b);
+        check_draw(a, ocr_text_draw(NULL, &mixed, &r1, a, sizeof a)); /* generated only */
+    }
+    ocr_sentences_free(&s);
+}
+
+/* ---- effects ---- */
+
+static void test_effects(void **state) {
+    (void)state;
+    enum { W = 40, H = 20 };
+    float img[W * H], tmp[W * H], out[W * H], cov[W * H] = {0};
+    for (int i = 0; i < W * H; i++) img[i] = 0.3f;
+    ocr_blur(img, W, H, 1.3f, tmp);
+    for (int i = 0; i < W * H; i++) assert_float_equal(img[i], 0.3f, 1e-6);
+    memset(img, 0, sizeof img);
+    img[10 * W + 20] = 1; /* an impulse away from the edges: its mass stays, spread evenly */
+    ocr_blur(img, W, H, 1.0f, tmp);
+    double sum = 0;
+    for (int i = 0; i < W * H; i++) sum += img[i];
+    assert_float_equal(sum, 1.0, 1e-5);
+    assert_float_equal(img[10 * W + 19], img[10 * W + 21], 1e-7);
+    assert_float_equal(img[9 * W + 20], img[10 * W + 19], 1e-7);
+    for (int y = 0; y < H; y++) /* a ramp: pixel x holds its centre's position, x + 1/2 */
+        for (int x = 0; x < W; x++) img[y * W + x] = (float)x + 0.5f;
+    /* halved, each output pixel's centre 2j + 1 is the mean of its four symmetric inputs */
+    ocr_resample(img, W, H, out, W / 2, H / 2, tmp);
+    for (int j = 1; j < W / 2 - 1; j++) assert_float_equal(out[5 * (W / 2) + j], 2 * j + 1, 1e-4);
+    /* doubled, linear interpolation between the two nearest centres keeps the ramp */
+    float big[2 * W * H], tmp2[2 * W * H];
+    ocr_resample(img, W, H, big, 2 * W, H, tmp2);
+    for (int j = 1; j < 2 * W - 1; j++) assert_float_equal(big[3 * 2 * W + j], (j + 0.5) / 2, 1e-4);
+    cov[0] = 1, cov[1] = 0.5f;
+    ocr_effects e = ocr_effects_none();
+    e.paper = 0.9f, e.ink = 0.1f, e.gamma = 2;
+    ocr_compose(cov, W, H, &e, out);
+    assert_float_equal(out[0], 0.1f, 1e-6);
+    assert_float_equal(out[1], 0.9f * 0.75f + 0.1f * 0.25f, 1e-6); /* c = 0.5^2 */
+    assert_float_equal(out[2], 0.9f, 1e-6);
+    uint8_t bytes[3];
+    uint64_t rng = 1;
+    const float levels[3] = {0.0f, 1.0f, 0.2f};
+    ocr_finish(levels, 3, 1, 0, 0, &rng, bytes);
+    assert_true(bytes[0] == 0 && bytes[1] == 255 && bytes[2] == 51);
+}
+
+static void test_jpeg(void **state) {
+    (void)state;
+    enum { W = 64, H = 24 };
+    uint8_t px[W * H];
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) px[y * W + x] = (uint8_t)(x * 4);
+    const image_u8 img = {W, H, 1, px};
+    uint8_t *data;
+    size_t size;
+    vit_error err = {{0}};
+    assert_int_equal(image_encode_jpeg(&img, 90, &data, &size, &err), 0);
+    image_u8 back;
+    assert_int_equal(image_decode_memory(data, size, "mem", 1, 0, 0, &back, &err), 0);
+    assert_true(back.width == W && back.height == H);
+    for (int i = 0; i < W * H; i++) assert_true(abs(back.pixels[i] - px[i]) <= 6);
+    image_free(&back);
+    free(data);
+    assert_int_equal(image_encode_jpeg(&img, 0, &data, &size, &err), -1);
+    assert_non_null(strstr(err.msg, "quality 0"));
+    assert_int_equal(image_write_jpeg("/nonexistent/x.jpg", &img, 50, &err), -1);
+    assert_non_null(strstr(err.msg, "/nonexistent/x.jpg"));
+}
+
+/* ---- the renderer ---- */
+
+static const char *const fonts3[] = {DEJAVU "DejaVuSans.ttf", DEJAVU "DejaVuSerif-Bold.ttf",
+                                     DEJAVU "DejaVuSansMono.ttf"};
+
+/* Fonts for the renderer's tests, or a loud skip: they need FreeType and fonts-dejavu-core. */
+static ocr_fonts *open_fonts(void) {
+    if (!ocr_render_built_in()) {
+        print_message("SKIP: this build has no FreeType (libfreetype-dev)\n");
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++)
+        if (access(fonts3[i], R_OK) != 0) {
+            print_message("SKIP: %s missing (Debian's fonts-dejavu-core)\n", fonts3[i]);
+            return NULL;
+        }
+    vit_error err = {{0}};
+    ocr_fonts *f = ocr_fonts_open(fonts3, 3, &err);
+    if (!f) fail_msg("%s", err.msg);
+    return f;
+}
+#define OPEN_FONTS(f)                                                                              \
+    ocr_fonts *f = open_fonts();                                                                   \
+    if (!f) skip()
+
+static ocr_sentences sentences_of(const char *text) {
+    ocr_sentences s;
+    vit_error err = {{0}};
+    if (ocr_sentences_parse(&s, text, strlen(text), "test", 0, &err) != 0) fail_msg("%s", err.msg);
+    return s;
+}
+
+static const char story[] = "The quick brown fox jumps over the lazy dog near the river bank.\n"
+                            "Pack my box with five dozen liquor jugs, said the old sailor.\n"
+                            "How vexingly quick daft zebras jump when the night is young!\n";
+
+static void render(ocr_fonts *f, const ocr_sentences *s, const ocr_sentences *held,
+                   const ocr_render_options *o, long i, ocr_line *line) {
+    vit_error err = {{0}};
+    if (ocr_render_line(f, s, held, o, 11, i, line, &err) != 0)
+        fail_msg("line %ld: %s", i, err.msg);
+}
+
+static void test_render_deterministic(void **state) {
+    (void)state;
+    OPEN_FONTS(f);
+    vit_error err = {{0}};
+    ocr_fonts *g = ocr_fonts_open(fonts3, 3, &err);
+    ocr_sentences s = sentences_of(story);
+    ocr_render_options o = ocr_render_default_options();
+    o.degrade = 0.5;
+    for (long i = 29; i >= 0; i--) { /* g renders in the other order: no state between lines */
+        ocr_line a, b;
+        render(f, &s, NULL, &o, 29 - i, &a);
+        render(g, &s, NULL, &o, 29 - i, &b);
+        ocr_line c;
+        render(g, &s, NULL, &o, i, &c);
+        ocr_line_free(&c);
+        assert_string_equal(a.text, b.text);
+        assert_true(a.image.width == 384 && a.image.height == 32 && a.image.channels == 1);
+        assert_memory_equal(a.image.pixels, b.image.pixels, 384 * 32);
+        assert_int_equal(a.jpeg_quality, b.jpeg_quality);
+        ocr_line_free(&a);
+        ocr_line_free(&b);
+    }
+    ocr_sentences_free(&s);
+    ocr_fonts_free(g);
+    ocr_fonts_free(f);
+}
+
+static void test_render_twins(void **state) {
+    (void)state;
+    OPEN_FONTS(f);
+    ocr_sentences s = sentences_of(story);
+    ocr_render_options clean = ocr_render_default_options(), degraded = clean;
+    clean.degrade = 0, degraded.degrade = 1;
+    int differ = 0;
+    for (long i = 0; i < 30; i++) {
+        ocr_line a, b;
+        render(f, &s, NULL, &clean, i, &a);
+        render(f, &s, NULL, &degraded, i, &b);
+        assert_string_equal(a.text, b.text);
+        assert_int_equal(a.font, b.font);
+        assert_true(!a.degraded && b.degraded && a.jpeg_quality == 0);
+        assert_true(a.angle == 0 && a.shear == 0 && a.blur == 0 && a.noise == 0);
+        differ += memcmp(a.image.pixels, b.image.pixels, 384 * 32) != 0;
+        ocr_line_free(&a);
+        ocr_line_free(&b);
+    }
+    assert_int_equal(differ, 30);
+    ocr_sentences_free(&s);
+    ocr_fonts_free(f);
+}
+
+static void test_render_held_out(void **state) {
+    (void)state;
+    OPEN_FONTS(f);
+    const char held[] = "xx One two three four five six seven eight yy";
+    ocr_sentences s = sentences_of("alpha beta gamma delta epsilon\none two three four five six "
+                                   "seven eight\n"),
+                  h = sentences_of(held);
+    ocr_render_options o = ocr_render_default_options();
+    o.text.generated = o.text.upper_case = o.text.title_case = 0;
+    for (long i = 0; i < 60; i++) {
+        ocr_line line;
+        render(f, &s, &h, &o, i, &line);
+        if (strcasestr(held, line.text)) fail_msg("line %ld '%s' is held out", i, line.text);
+        ocr_line_free(&line);
+    }
+    /* every line drawn from "aa aa aa aa" (sentences joined by ". ") is inside this one */
+    char all[1200] = "";
+    for (int k = 0; k < 60; k++) strcat(all, "aa aa aa aa. ");
+    ocr_sentences aa = sentences_of("aa aa aa aa\n"), held_aa = sentences_of(all);
+    ocr_line line;
+    vit_error err = {{0}};
+    assert_int_equal(ocr_render_line(f, &aa, &held_aa, &o, 1, 0, &line, &err), -1);
+    assert_non_null(strstr(err.msg, "held-out"));
+    ocr_sentences_free(&aa);
+    ocr_sentences_free(&held_aa);
+    ocr_sentences_free(&s);
+    ocr_sentences_free(&h);
+    ocr_fonts_free(f);
+}
+
+static void test_font_errors(void **state) {
+    (void)state;
+    if (!ocr_render_built_in()) {
+        vit_error err = {{0}};
+        assert_null(ocr_fonts_open(fonts3, 1, &err));
+        assert_non_null(strstr(err.msg, "without FreeType"));
+        return;
+    }
+    vit_error err = {{0}};
+    const char *missing[] = {"/nonexistent/font.ttf"}, *png[] = {TEST_DATA "/pullover.png"};
+    assert_null(ocr_fonts_open(missing, 1, &err));
+    assert_non_null(strstr(err.msg, "/nonexistent/font.ttf: No such file"));
+    assert_null(ocr_fonts_open(png, 1, &err));
+    assert_non_null(strstr(err.msg, "pullover.png: not a font"));
+    assert_null(ocr_fonts_open(png, 0, &err));
+    assert_non_null(strstr(err.msg, "no font"));
+}
+
+#ifdef VIT_FREETYPE
+/* The ink span [*left, *right) of text in font path at the size giving capitals cap pixels high:
+ * FreeType's unhinted outline boxes placed by linear advances and 'kern' pairs. */
+static void freetype_span(const char *path, double cap, const char *text, double *left,
+                          double *right) {
+    FT_Library lib;
+    FT_Face face;
+    assert_int_equal(FT_Init_FreeType(&lib), 0);
+    assert_int_equal(FT_New_Face(lib, path, 0, &face), 0);
+    assert_int_equal(FT_Load_Char(face, 'H', FT_LOAD_NO_SCALE), 0);
+    const double em = cap * face->units_per_EM / face->glyph->metrics.height;
+    FT_Set_Char_Size(face, 0, (FT_F26Dot6)lround(em * 64), 72, 72);
+    double pen = 0;
+    *left = INFINITY, *right = -INFINITY;
+    FT_UInt prev = 0;
+    for (size_t i = 0, n = strlen(text); i < n;) {
+        const FT_UInt gi =
+            FT_Get_Char_Index(face, (FT_ULong)utf8_decode((const uint8_t *)text, n, &i));
+        FT_Vector k = {0, 0};
+        if (prev && FT_HAS_KERNING(face)) FT_Get_Kerning(face, prev, gi, FT_KERNING_UNFITTED, &k);
+        pen += k.x / 64.0;
+        FT_Load_Glyph(face, gi, FT_LOAD_NO_HINTING);
+        const FT_Glyph_Metrics *m = &face->glyph->metrics;
+        if (m->width > 0) {
+            *left = fmin(*left, pen + m->horiBearingX / 64.0);
+            *right = fmax(*right, pen + (m->horiBearingX + m->width) / 64.0);
+        }
+        pen += face->glyph->linearHoriAdvance / 65536.0;
+        prev = gi;
+    }
+    FT_Done_Face(face);
+    FT_Done_FreeType(lib);
+}
+#endif
+
+/* Clean lines: ink inside the canvas (its border rows and columns blank), and as wide as FreeType
+ * makes the label in that font and size: a character more or less would show. */
+static void test_render_labels(void **state) {
+    (void)state;
+    OPEN_FONTS(f);
+#ifdef VIT_FREETYPE
+    ocr_sentences s = sentences_of(story);
+    ocr_render_options o = ocr_render_default_options();
+    o.degrade = 0;
+    for (long i = 0; i < 40; i++) {
+        ocr_line l;
+        render(f, &s, NULL, &o, i, &l);
+        const uint8_t *p = l.image.pixels;
+        int lo = 384, hi = -1;
+        for (int y = 0; y < 32; y++)
+            for (int x = 0; x < 384; x++)
+                if (p[y * 384 + x] < 250) {
+                    lo = x < lo ? x : lo, hi = x > hi ? x : hi;
+                    assert_true(y > 0 && y < 31 && x > 0 && x < 383);
+                }
+        assert_true(hi > lo); /* not blank */
+        assert_true(lo >= l.ink_left && hi < l.ink_right);
+        double left, right;
+        freetype_span(fonts3[l.font], l.cap_height, l.text, &left, &right);
+        if (fabs((hi + 1 - lo) - (right - left)) > 2.0)
+            fail_msg("line %ld '%s': ink %d px wide, FreeType's %.1f", i, l.text, hi + 1 - lo,
+                     right - left);
+        ocr_line_free(&l);
+    }
+    ocr_sentences_free(&s);
+#endif
+    ocr_fonts_free(f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_detokenize),   cmocka_unit_test(test_case),
+        cmocka_unit_test(test_charset),      cmocka_unit_test(test_sentences),
+        cmocka_unit_test(test_draws),        cmocka_unit_test(test_effects),
+        cmocka_unit_test(test_jpeg),         cmocka_unit_test(test_render_deterministic),
+        cmocka_unit_test(test_render_twins), cmocka_unit_test(test_render_held_out),
+        cmocka_unit_test(test_font_errors),  cmocka_unit_test(test_render_labels),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,255 @@
+/* Synthetic printed lines: a text set in a font through FreeType, placed on the canvas so that no
+ * glyph is cut, then the scan and photo effects of vit/data/ocr_effects.h. */
+#include "vit/data/ocr_render.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/base/rng.h"
+#include "vit/data/ocr_effects.h"
+#include "vit/data/ocr_glyphs.h"
+
+ocr_render_options ocr_render_default_options(void) {
+    return (ocr_render_options){
+        .height = 32, .width = 384, .degrade = 0.8, .text = OCR_TEXT_DEFAULTS};
+}
+
+void ocr_line_free(ocr_line *line) {
+    image_free(&line->image);
+}
+
+/* The random streams of line `index`: its text, its layout, its effects and its noise. */
+enum { STREAM_TEXT = 1, STREAM_LAYOUT, STREAM_EFFECTS, STREAM_NOISE };
+
+/* Ranges of the draws (heights relative to the canvas's). */
+#define CAP_MIN        0.28 /* capital letters' height, share of the canvas height */
+#define CAP_MAX        0.48
+#define MAX_ANGLE      2.0 /* degrees, before it is reduced to what the canvas holds */
+#define MAX_SHEAR      0.2
+#define HELD_OUT_TRIES 1000
+
+/* The effects of a degraded line, drawn from *rng (each one present with its own probability),
+ * for a canvas of w x h. angle and shear are the geometry's. */
+static void draw_effects(uint64_t *rng, int w, int h, ocr_effects *e, float *angle, float *shear,
+                         int *jpeg_quality) {
+    static const int qualities[] = {15, 25, 35, 50, 70, 90};
+    const float u = (float)h / 32; /* sizes in pixels scale with the canvas */
+    *e = ocr_effects_none();
+    *angle = rng_uniform(rng) < 0.5 ? (float)((2 * rng_uniform(rng) - 1) * MAX_ANGLE) : 0;
+    *shear = rng_uniform(rng) < 0.3 ? (float)((2 * rng_uniform(rng) - 1) * MAX_SHEAR) : 0;
+    if (rng_uniform(rng) < 0.6) {
+        e->paper = (float)(0.6 + 0.4 * rng_uniform(rng));
+        const double most = e->paper - 0.35 < 0.4 ? e->paper - 0.35 : 0.4;
+        e->ink = (float)(most * rng_uniform(rng));
+    }
+    if (rng_uniform(rng) < 0.4) {
+        e->gradient = (float)(0.8 * rng_uniform(rng) - 0.4);
+        e->gradient_angle = (float)(2 * M_PI * rng_uniform(rng));
+    }
+    if (rng_uniform(rng) < 0.3) {
+        e->spots = rng_int(rng, 1, OCR_MAX_SPOTS);
+        for (int i = 0; i < e->spots; i++) {
+            e->spot_x[i] = (float)(w * rng_uniform(rng));
+            e->spot_y[i] = (float)(h * rng_uniform(rng));
+            e->spot_r[i] = (float)(h * (0.5 + 3.5 * rng_uniform(rng)));
+            e->spot_amp[i] = (float)(0.45 * rng_uniform(rng) - 0.3);
+        }
+    }
+    if (rng_uniform(rng) < 0.4) e->gamma = (float)exp(log(0.5) + log(4.0) * rng_uniform(rng));
+    if (rng_uniform(rng) < 0.5) e->blur = (float)(u * (0.3 + 0.8 * rng_uniform(rng)));
+    if (rng_uniform(rng) < 0.3) e->scale = (float)(0.55 + 0.35 * rng_uniform(rng));
+    if (rng_uniform(rng) < 0.6) e->noise = (float)(0.01 + 0.07 * rng_uniform(rng));
+    if (rng_uniform(rng) < 0.1) e->salt = (float)(0.001 + 0.009 * rng_uniform(rng));
+    *jpeg_quality = rng_uniform(rng) < 0.5 ? qualities[rng_int(rng, 0, 5)] : 0;
+}
+
+/* The print through the effects: coverage [h, w] to out->image. */
+static int apply_effects(const float *coverage, int w, int h, const ocr_effects *e,
+                         uint64_t noise_rng, ocr_line *out, vit_error *err) {
+    const size_t n = (size_t)w * (size_t)h;
+    float *page = malloc(n * sizeof *page), *tmp = malloc(n * sizeof *tmp);
+    float *small = malloc(n * sizeof *small);
+    out->image = (image_u8){w, h, 1, malloc(n)};
+    int rc = 0;
+    if (!page || !tmp || !small || !out->image.pixels) {
+        rc = vit_fail(err, "out of memory rendering a %dx%d line", w, h);
+    } else {
+        ocr_compose(coverage, w, h, e, page);
+        ocr_blur(page, w, h, e->blur, tmp);
+        if (e->scale < 1) { /* lost resolution: down to the scale and back up */
+            const int sw = (int)lrintf((float)w * e->scale), sh = (int)lrintf((float)h * e->scale);
+            ocr_resample(page, w, h, small, sw > 0 ? sw : 1, sh > 0 ? sh : 1, tmp);
+            ocr_resample(small, sw > 0 ? sw : 1, sh > 0 ? sh : 1, page, w, h, tmp);
+        }
+        ocr_finish(page, w, h, e->noise, e->salt, &noise_rng, out->image.pixels);
+    }
+    free(page), free(tmp), free(small);
+    if (rc != 0) image_free(&out->image);
+    return rc;
+}
+
+/* ---- layout: the text, its size and place ---- */
+
+/* The layout's draws: font, capital height, left margin, how much of the width the text may
+ * take, where in the free height it sits. */
+typedef struct {
+    int font;
+    double cap, margin, fill, v;
+} layout_draw;
+
+static layout_draw draw_layout(uint64_t *rng, int fonts, int h) {
+    layout_draw d;
+    d.font = rng_int(rng, 0, fonts - 1);
+    d.cap = h * (CAP_MIN + (CAP_MAX - CAP_MIN) * rng_uniform(rng));
+    d.margin = 1 + 0.4 * h * rng_uniform(rng);
+    d.fill = rng_uniform(rng) < 0.6 ? 1.0 : 0.25 + 0.75 * rng_uniform(rng);
+    d.v = rng_uniform(rng);
+    return d;
+}
+
+/* A text that fits and is not held out, laid out in *g at em; its label into out->text. The
+ * width left for it allows for the largest shear and rotation, so that the text does not depend
+ * on the effects. */
+static int choose_text(ocr_fonts *f, const ocr_sentences *s, const ocr_sentences *held_out,
+                       const ocr_render_options *o, const layout_draw *d, double em, uint64_t *rng,
+                       glyph_run *g, ocr_line *out, vit_error *err) {
+    const double slant = MAX_SHEAR + sin(MAX_ANGLE * M_PI / 180);
+    const double budget =
+        d->fill * (o->width - d->margin - 2) - slant * ocr_glyphs_extent(f, d->font) * em;
+    for (int tries = 0; tries < HELD_OUT_TRIES; tries++) {
+        char text[OCR_DRAW_BYTES + 1];
+        const size_t len = ocr_text_draw(s, &o->text, rng, text, sizeof text);
+        if (len == 0) continue;
+        if (ocr_glyphs_layout(f, d->font, em, text, len, budget, g, err) != 0) return -1;
+        if (ocr_sentences_contains(held_out, text, g->bytes)) continue;
+        memcpy(out->text, text, g->bytes);
+        out->text[g->bytes] = '\0';
+        return 0;
+    }
+    return vit_fail(err,
+                    "%d texts in a row occur in the held-out sentences (are they the "
+                    "sentences the lines are drawn from?)",
+                    HELD_OUT_TRIES);
+}
+
+/* Rotation by angle degrees after a shear: x' = x + shear · y, then rotated (y up). */
+static void transform(double angle, double shear, double m[4]) {
+    const double c = cos(angle * M_PI / 180), s = sin(angle * M_PI / 180);
+    m[0] = c, m[1] = shear * c - s;
+    m[2] = s, m[3] = shear * s + c;
+}
+
+/* The box [x0, x1] x [y0, y1] (y up) holding every glyph outline of g once transformed by m. */
+static void run_box(const glyph_run *g, const double m[4], double box[4]) {
+    box[0] = box[2] = INFINITY, box[1] = box[3] = -INFINITY;
+    for (int k = 0; k < g->n; k++) {
+        if (g->x0[k] > g->x1[k]) continue;
+        for (int corner = 0; corner < 4; corner++) {
+            const double x = g->pen[k] + (corner & 1 ? g->x1[k] : g->x0[k]);
+            const double y = corner & 2 ? g->y1[k] : g->y0[k];
+            const double tx = m[0] * x + m[1] * y, ty = m[2] * x + m[3] * y;
+            box[0] = fmin(box[0], tx), box[1] = fmax(box[1], tx);
+            box[2] = fmin(box[2], ty), box[3] = fmax(box[3], ty);
+        }
+    }
+    if (box[0] > box[1]) box[0] = box[1] = box[2] = box[3] = 0; /* nothing but blanks */
+}
+
+/* Where the run goes: its transform m and the canvas point (ox, oy) of its origin, keeping every
+ * outline a pixel inside the canvas. What does not fit is given up in this order: the rotation
+ * (halved until it fits, since it raises a long line most), the shear, then the size (the same
+ * label laid out smaller). */
+typedef struct {
+    double em, m[4], ox, oy;
+    float angle, shear;
+} placement;
+
+static int place_run(ocr_fonts *f, const layout_draw *d, int w, int h, const ocr_line *line,
+                     glyph_run *g, placement *p, vit_error *err) {
+    for (int attempt = 0; attempt < 40; attempt++) {
+        double box[4];
+        transform(p->angle, p->shear, p->m);
+        run_box(g, p->m, box);
+        const double width = box[1] - box[0], height = box[3] - box[2];
+        if (d->margin + width <= w - 1 && height <= h - 2) {
+            p->ox = d->margin - box[0];
+            p->oy = 1 + box[3] + d->v * (h - 2 - height);
+            return 0;
+        }
+        if (p->angle != 0) {
+            p->angle = fabsf(p->angle) < 0.05f ? 0 : p->angle / 2;
+        } else if (p->shear != 0) {
+            p->shear = 0;
+        } else {
+            p->em *= 0.92;
+            if (ocr_glyphs_layout(f, d->font, p->em, line->text, strlen(line->text), INFINITY, g,
+                                  err) != 0)
+                return -1;
+        }
+    }
+    return vit_fail(err, "cannot fit '%s' on a %dx%d canvas", line->text, w, h);
+}
+
+static int check_options(const ocr_render_options *o, vit_error *err) {
+    if (o->height < 16 || o->height > 512)
+        return vit_fail(err, "a line height of %d pixels is outside 16..512", o->height);
+    if (o->width < 4 * o->height || o->width > 16384)
+        return vit_fail(err, "a line width of %d pixels is outside 4 x the height (%d)..16384",
+                        o->width, 4 * o->height);
+    if (!(o->degrade >= 0 && o->degrade <= 1))
+        return vit_fail(err, "the share of degraded lines %g is outside 0..1", o->degrade);
+    return 0;
+}
+
+/* The text laid out and placed, drawn as ink coverage into *coverage (allocated). */
+static int draw_text(ocr_fonts *f, const ocr_sentences *s, const ocr_sentences *held_out,
+                     const ocr_render_options *o, uint64_t seed, long index, placement *p,
+                     ocr_line *out, float **coverage, vit_error *err) {
+    uint64_t text_rng = rng_derive(seed, (uint64_t)index, STREAM_TEXT);
+    uint64_t layout_rng = rng_derive(seed, (uint64_t)index, STREAM_LAYOUT);
+    const layout_draw d = draw_layout(&layout_rng, ocr_fonts_count(f), o->height);
+    glyph_run *g = malloc(sizeof *g);
+    *coverage = calloc((size_t)o->width * (size_t)o->height, sizeof **coverage);
+    p->em = d.cap / ocr_glyphs_cap(f, d.font);
+    int rc = !g || !*coverage ? vit_fail(err, "out of memory rendering a line") : 0;
+    if (rc == 0) rc = choose_text(f, s, held_out, o, &d, p->em, &text_rng, g, out, err);
+    if (rc == 0) rc = place_run(f, &d, o->width, o->height, out, g, p, err);
+    if (rc == 0)
+        rc = ocr_glyphs_draw(f, d.font, p->em, g, p->m, p->ox, p->oy, *coverage, o->width,
+                             o->height, err);
+    if (rc == 0) {
+        double box[4];
+        run_box(g, p->m, box);
+        out->ink_left = (int)floor(p->ox + box[0]);
+        out->ink_right = (int)ceil(p->ox + box[1]);
+    }
+    out->font = d.font;
+    out->cap_height = (float)(p->em * ocr_glyphs_cap(f, d.font));
+    free(g);
+    return rc;
+}
+
+int ocr_render_line(ocr_fonts *f, const ocr_sentences *sentences, const ocr_sentences *held_out,
+                    const ocr_render_options *o, uint64_t seed, long index, ocr_line *out,
+                    vit_error *err) {
+    memset(out, 0, sizeof *out);
+    if (check_options(o, err) != 0) return -1;
+    uint64_t effects_rng = rng_derive(seed, (uint64_t)index, STREAM_EFFECTS);
+    ocr_effects e = ocr_effects_none();
+    placement p = {0};
+    out->degraded = rng_uniform(&effects_rng) < o->degrade;
+    if (out->degraded)
+        draw_effects(&effects_rng, o->width, o->height, &e, &p.angle, &p.shear, &out->jpeg_quality);
+    float *coverage = NULL;
+    int rc = draw_text(f, sentences, held_out, o, seed, index, &p, out, &coverage, err);
+    if (rc == 0)
+        rc = apply_effects(coverage, o->width, o->height, &e,
+                           rng_derive(seed, (uint64_t)index, STREAM_NOISE), out, err);
+    free(coverage);
+    out->angle = p.angle, out->shear = p.shear;
+    out->gamma = e.gamma, out->paper = e.paper, out->ink = e.ink, out->blur = e.blur;
+    out->scale = e.scale, out->noise = e.noise;
+    if (rc != 0) ocr_line_free(out);
+    return rc;
+}

@@ -1,0 +1,83 @@
+#ifndef VIT_DATA_OCR_RENDER_H
+#define VIT_DATA_OCR_RENDER_H
+
+/* Synthetic printed text lines for training and testing OCR: a text (vit/data/ocr_text.h) set in
+ * a real font through FreeType, on a canvas of fixed height and width, then, for a "degraded"
+ * line, what scans and photos do to print: uneven paper and lighting, low contrast, thicker or
+ * thinner strokes, slight rotation and shear, blur, lost resolution, noise and JPEG compression.
+ *
+ *   ocr_fonts *fonts = ocr_fonts_open(paths, n, &err);
+ *   ocr_render_options o = ocr_render_default_options();
+ *   ocr_line line;
+ *   for (long i = 0; i < count; i++) {
+ *       ocr_render_line(fonts, &sentences, &held_out, &o, seed, i, &line, &err);
+ *       ... line.image (grey), line.text (its label), line.jpeg_quality ...
+ *       ocr_line_free(&line);
+ *   }
+ *   ocr_fonts_free(fonts);
+ *
+ * Line i of a seed depends on (seed, i) only: the same whatever the thread count or the first
+ * line of a run. Its text and layout (font, size, margins) come from streams of their own and the
+ * effects from another, so the same seed rendered clean (degrade 0) and degraded (degrade 1)
+ * shows the same texts in the same fonts: pairs that differ by the effects alone.
+ *
+ * The text is never cut: the label is exactly the characters drawn, every glyph inside the
+ * canvas. Glyphs are placed at sub-pixel positions with the fonts' 'kern' table (no shaping: no
+ * ligatures, no GPOS kerning), without hinting, antialiased.
+ *
+ * A context is used by one thread at a time (FreeType faces are not shared between threads):
+ * open one per thread. Built without FreeType, ocr_fonts_open fails saying so. */
+
+#include <stdint.h>
+
+#include "image/image.h"
+#include "vit/base/error.h"
+#include "vit/data/ocr_text.h"
+
+typedef struct ocr_fonts ocr_fonts;
+
+/* Whether this build renders text (it has FreeType). */
+int ocr_render_built_in(void);
+
+/* Opens the font files paths[0..n) (TrueType or OpenType), each of which must have a glyph for
+ * every character of OCR_CHARSET. NULL with err naming the file and the problem (not found, not a
+ * font, a character missing). */
+ocr_fonts *ocr_fonts_open(const char *const *paths, int n, vit_error *err);
+void ocr_fonts_free(ocr_fonts *f);
+int ocr_fonts_count(const ocr_fonts *f);
+const char *ocr_fonts_path(const ocr_fonts *f, int i);
+
+typedef struct {
+    int height, width; /* the canvas, pixels (height 16..512, width >= 4·height) */
+    double degrade;    /* probability that a line gets the effects (0: all clean, 1: all not) */
+    ocr_text_options text;
+} ocr_render_options;
+
+/* 32 x 384, degrade 0.8, OCR_TEXT_DEFAULTS. */
+ocr_render_options ocr_render_default_options(void);
+
+/* What a line shows and how it was made. */
+typedef struct {
+    char text[OCR_DRAW_BYTES + 1]; /* the label: the characters drawn, UTF-8 */
+    image_u8 image;                /* grey, height x width; owned (ocr_line_free) */
+    int font;                      /* index among the fonts */
+    float cap_height;              /* pixels */
+    int degraded;                  /* whether the effects below were drawn */
+    /* the effects (0, or 1 for gamma and scale, when off): rotation in degrees, shear (x += shear
+     * · height above the baseline), stroke gamma (> 1 thinner), paper and ink grey levels in
+     * 0..1, blur sigma in pixels, scale the resolution was lost to, noise sigma in 0..1 */
+    float angle, shear, gamma, paper, ink, blur, scale, noise;
+    int jpeg_quality; /* 0: none; else the line is meant to be stored as JPEG at this quality */
+    int ink_left, ink_right; /* the columns the glyphs' outlines span (before the effects) */
+} ocr_line;
+
+/* Renders line `index` of the set `seed` (see above) into *out. Its text is drawn from sentences
+ * (NULL: generated items only) and is never one that occurs inside a sentence of held_out (may be
+ * NULL), ignoring case; a draw that does is redrawn. Returns 0, or -1 with err (out of memory;
+ * 1000 draws in a row held out). */
+int ocr_render_line(ocr_fonts *f, const ocr_sentences *sentences, const ocr_sentences *held_out,
+                    const ocr_render_options *o, uint64_t seed, long index, ocr_line *out,
+                    vit_error *err);
+void ocr_line_free(ocr_line *line);
+
+#endif
