@@ -25,6 +25,7 @@ int cli_embed(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
 int cli_search(int argc, char **argv);
 int cli_generate(int argc, char **argv);
+int cli_render_lines(int argc, char **argv);
 
 /* Each subcommand's options and texts: its --help, and its section of the man page. */
 const cli_command *cli_classify_command(void);
@@ -41,6 +42,7 @@ const cli_command *cli_embed_command(void);
 const cli_command *cli_tokenize_command(void);
 const cli_command *cli_search_command(void);
 const cli_command *cli_generate_command(void);
+const cli_command *cli_render_lines_command(void);
 
 /* ---- the command line ---- */
 

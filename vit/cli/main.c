@@ -26,6 +26,7 @@ static const struct {
     {cli_tokenize, cli_tokenize_command},
     {cli_search, cli_search_command},
     {cli_generate, cli_generate_command},
+    {cli_render_lines, cli_render_lines_command},
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 

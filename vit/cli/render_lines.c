@@ -1,0 +1,406 @@
+/* vit render-lines: synthetic printed text lines for OCR (vit/data/ocr_render.h) as a folder of
+ * images and labels.tsv. */
+#include <errno.h>
+#include <limits.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "image/draw.h"
+#include "image/encode.h"
+#include "vit/base/clock.h"
+#include "vit/base/file.h"
+#include "vit/base/strlist.h"
+#include "vit/base/threads.h"
+#include "vit/cli/cli.h"
+#include "vit/data/ocr_render.h"
+
+enum {
+    OPT_FONTS = 1,
+    OPT_OUT,
+    OPT_COUNT,
+    OPT_START,
+    OPT_SEED,
+    OPT_HEIGHT,
+    OPT_WIDTH,
+    OPT_DEGRADE,
+    OPT_SENTENCES,
+    OPT_HELD_OUT,
+    OPT_GENERATED,
+    OPT_UPPER,
+    OPT_TITLE,
+};
+
+static const cli_option options[] = {
+    {OPT_FONTS, "fonts", 0, "FILE",
+     "the font files, one path per line (words after it name its Debian package; '#' comments)",
+     NULL},
+    {OPT_OUT, "out", 'o', "DIR", "where the images and labels.tsv go (made if missing)", NULL},
+    {OPT_COUNT, "count", 'n', "N", "lines to render", "1000"},
+    {OPT_START, "start", 0, "I", "the first line's number (lines I .. I+N-1 of the seed's set)",
+     "0"},
+    {OPT_SEED, "seed", 0, "S", "the set: the same seed gives the same lines", "1"},
+    {OPT_HEIGHT, "height", 0, "H", "image height, pixels", "32"},
+    {OPT_WIDTH, "width", 0, "W", "image width, pixels (at least 4 x H)", "384"},
+    {OPT_DEGRADE, "degrade", 0, "P",
+     "share of lines with scan and photo effects (0: a clean set, 1: all degraded)", "0.8"},
+    {OPT_SENTENCES, "sentences", 0, "FILE",
+     "real text: SST-2's TSV (first column after a header) or one sentence per line",
+     "generated items only"},
+    {OPT_HELD_OUT, "held-out", 0, "FILE",
+     "sentences (same formats) no line may occur in, ignoring case: the test set's", NULL},
+    {OPT_GENERATED, "generated", 0, "P", "share of lines of numbers, dates, prices, codes", "0.25"},
+    {OPT_UPPER, "upper", 0, "P", "share of lines in capitals", "0.05"},
+    {OPT_TITLE, "title", 0, "P", "share of lines in title case", "0.05"},
+    CLI_THREADS_OPTION,
+};
+
+static const cli_command command = {
+    "render-lines",
+    "synthetic printed text lines for OCR: images and labels.tsv",
+    "[options] --fonts FILE --out DIR",
+    "Renders N lines of text in the fonts of FILE (FreeType; one font a line, drawn uniformly),\n"
+    "each on an H x W grey canvas, into DIR: 0000000.png ... (a JPEG-compressed line is stored\n"
+    "as .jpg at its quality), labels.tsv (`file<TAB>text` in line order, no header, UTF-8;\n"
+    "written last) and render.tsv (with a header: each line's font, size and effects). Line i\n"
+    "depends only on the seed and i, not on the thread count or --start; the same seed rendered\n"
+    "with --degrade 0 and --degrade 1 gives the same texts in the same fonts, clean and\n"
+    "degraded. The texts: real sentences cut at word ends to what fits, and generated items;\n"
+    "the characters are printable ASCII, the Latin-1 letters and £ ° € (docs/OCR_DATA.md).",
+    options,
+    sizeof options / sizeof options[0]};
+
+const cli_command *cli_render_lines_command(void) {
+    return &command;
+}
+
+typedef struct {
+    const char *fonts_path, *out, *sentences_path, *held_out_path;
+    long count, start;
+    int64_t seed;
+    int threads;
+    ocr_render_options render;
+} render_args;
+
+static int number_option(const cli_parser *p, double *value) {
+    return cli_number(p, 0, 1, value);
+}
+
+static int render_option(const cli_parser *p, int id, void *user) {
+    render_args *a = user;
+    int64_t v;
+    switch (id) {
+    case OPT_FONTS:
+        return a->fonts_path = p->value, 0;
+    case OPT_OUT:
+        return a->out = p->value, 0;
+    case OPT_COUNT:
+        if (cli_int64(p, 1, 100000000, &v) != 0) return -1;
+        return a->count = (long)v, 0;
+    case OPT_START:
+        if (cli_int64(p, 0, 1000000000000LL, &v) != 0) return -1;
+        return a->start = (long)v, 0;
+    case OPT_SEED:
+        return cli_int64(p, 0, INT64_MAX, &a->seed);
+    case OPT_HEIGHT:
+        return cli_int(p, 16, 512, &a->render.height);
+    case OPT_WIDTH:
+        return cli_int(p, 64, 16384, &a->render.width);
+    case OPT_DEGRADE:
+        return number_option(p, &a->render.degrade);
+    case OPT_SENTENCES:
+        return a->sentences_path = p->value, 0;
+    case OPT_HELD_OUT:
+        return a->held_out_path = p->value, 0;
+    case OPT_GENERATED:
+        return number_option(p, &a->render.text.generated);
+    case OPT_UPPER:
+        return number_option(p, &a->render.text.upper_case);
+    case OPT_TITLE:
+        return number_option(p, &a->render.text.title_case);
+    }
+    return 0;
+}
+
+/* ---- the fonts ---- */
+
+typedef struct {
+    char **paths;
+    int count;
+} font_list;
+
+/* The paths of the list file (the first word of each line that is not blank or a comment), each
+ * checked to be readable; a missing one is reported with its line and Debian package. */
+static int read_font_list(const char *file, font_list *out) {
+    strlist l;
+    vit_error err = {{0}};
+    if (strlist_read(&l, file, 1 << 20, STRLIST_TRIM, &err) != 0) {
+        fprintf(stderr, "vit render-lines: %s\n", err.msg);
+        return -1;
+    }
+    out->paths = calloc((size_t)l.count + 1, sizeof *out->paths);
+    out->count = 0;
+    int rc = out->paths ? 0 : -1;
+    for (int i = 0; rc == 0 && i < l.count; i++) {
+        char *line = l.lines[i];
+        if (!*line || *line == '#') continue;
+        const size_t n = strcspn(line, " \t");
+        const char *package = line + n + strspn(line + n, " \t");
+        line[n] = '\0';
+        if (access(line, R_OK) != 0) {
+            fprintf(stderr, "vit render-lines: %s:%d: %s: %s%s%s%s\n", file, i + 1, line,
+                    strerror(errno), *package ? " (Debian package " : "", package,
+                    *package ? "; make deps-ocr installs it)" : "");
+            rc = -1;
+        } else if (!(out->paths[out->count++] = strdup(line))) {
+            rc = -1;
+        }
+    }
+    if (rc == 0 && out->count == 0) {
+        fprintf(stderr, "vit render-lines: %s: no font listed\n", file);
+        rc = -1;
+    }
+    strlist_free(&l);
+    return rc;
+}
+
+static void free_font_list(font_list *l) {
+    for (int i = 0; l->paths && i < l->count; i++) free(l->paths[i]);
+    free(l->paths);
+}
+
+/* ---- rendering ---- */
+
+/* What one run reads once and every thread shares. */
+typedef struct {
+    const render_args *a;
+    ocr_fonts **fonts; /* one per thread */
+    ocr_sentences sentences, held_out;
+    int have_sentences, have_held_out;
+} render_inputs;
+
+typedef struct {
+    char name[32];
+    ocr_line line;
+    int failed;
+    vit_error err;
+} rendered;
+
+/* Line `index` rendered and written to the folder as r->name. */
+static int render_one(ocr_fonts *f, const render_inputs *in, long index, rendered *r) {
+    const render_args *a = in->a;
+    if (ocr_render_line(f, in->have_sentences ? &in->sentences : NULL,
+                        in->have_held_out ? &in->held_out : NULL, &a->render, (uint64_t)a->seed,
+                        index, &r->line, &r->err) != 0)
+        return -1;
+    const int jpeg = r->line.jpeg_quality > 0;
+    snprintf(r->name, sizeof r->name, "%07ld.%s", index, jpeg ? "jpg" : "png");
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", a->out, r->name);
+    const int rc = jpeg ? image_write_jpeg(path, &r->line.image, r->line.jpeg_quality, &r->err)
+                        : image_write_png(path, &r->line.image, &r->err);
+    ocr_line_free(&r->line);
+    return rc;
+}
+
+/* Lines first .. first + n - 1 over the threads, each with its own fonts. */
+static void render_block(const render_inputs *in, int threads, long first, int n, rendered *out) {
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+    for (int k = 0; k < n; k++)
+        out[k].failed = render_one(in->fonts[omp_get_thread_num()], in, first + k, &out[k]) != 0;
+}
+
+static void write_rows(FILE *labels, FILE *info, const rendered *r, int n, const ocr_fonts *fonts) {
+    for (int k = 0; k < n; k++) {
+        const ocr_line *l = &r[k].line;
+        const char *font = ocr_fonts_path(fonts, l->font), *slash = strrchr(font, '/');
+        fprintf(labels, "%s\t%s\n", r[k].name, l->text);
+        fprintf(info, "%s\t%s\t%.2f\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\n",
+                r[k].name, slash ? slash + 1 : font, l->cap_height, l->degraded, l->angle, l->shear,
+                l->gamma, l->paper, l->ink, l->blur, l->scale, l->noise, l->jpeg_quality);
+    }
+}
+
+enum { BLOCK = 256 }; /* lines rendered in parallel before their rows are written */
+
+typedef struct {
+    atomic_file labels, info;
+    long degraded, jpeg;
+    double start;
+} render_output;
+
+static int open_outputs(const render_args *a, render_output *o) {
+    char path[PATH_MAX];
+    vit_error err = {{0}};
+    snprintf(path, sizeof path, "%s/render.tsv", a->out);
+    if (atomic_file_open(&o->info, path, &err) != 0) {
+        fprintf(stderr, "vit render-lines: %s\n", err.msg);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/labels.tsv", a->out);
+    if (atomic_file_open(&o->labels, path, &err) != 0) {
+        fprintf(stderr, "vit render-lines: %s\n", err.msg);
+        atomic_file_abort(&o->info);
+        return -1;
+    }
+    fputs("file\tfont\tcap_height\tdegraded\tangle\tshear\tgamma\tpaper\tink\tblur\tscale\tnoise\t"
+          "jpeg_quality\n",
+          o->info.f);
+    return 0;
+}
+
+/* The first failed line of a block, reported; 0 when none failed. */
+static int block_failed(const rendered *r, int n, long first) {
+    for (int k = 0; k < n; k++)
+        if (r[k].failed) {
+            fprintf(stderr, "vit render-lines: line %ld: %s\n", first + k, r[k].err.msg);
+            return 1;
+        }
+    return 0;
+}
+
+static void show_progress(const render_output *o, long done, long count) {
+    if (!isatty(STDERR_FILENO)) return;
+    const double rate = done / (clock_seconds() - o->start + 1e-9);
+    fprintf(stderr, "\r\033[K%ld/%ld lines  %.0f lines/s", done, count, rate);
+    if (done == count) fputs("\r\033[K", stderr);
+}
+
+/* Every line, block by block; the rows of each block written in line order. */
+static int render_all(const render_inputs *in, int threads, render_output *o) {
+    const render_args *a = in->a;
+    rendered *block = calloc(BLOCK, sizeof *block);
+    if (!block) return fputs("vit render-lines: out of memory\n", stderr), -1;
+    int rc = 0;
+    for (long done = 0; rc == 0 && done < a->count;) {
+        const int n = a->count - done < BLOCK ? (int)(a->count - done) : BLOCK;
+        render_block(in, threads, a->start + done, n, block);
+        if ((rc = block_failed(block, n, a->start + done)) != 0) break;
+        write_rows(o->labels.f, o->info.f, block, n, in->fonts[0]);
+        for (int k = 0; k < n; k++) {
+            o->degraded += block[k].line.degraded;
+            o->jpeg += block[k].line.jpeg_quality > 0;
+        }
+        done += n;
+        show_progress(o, done, a->count);
+    }
+    free(block);
+    return rc;
+}
+
+/* render.tsv, then labels.tsv: labels.tsv in place marks a finished folder. */
+static int commit_outputs(render_output *o) {
+    vit_error err = {{0}};
+    if (atomic_file_commit(&o->info, &err) != 0 || atomic_file_commit(&o->labels, &err) != 0) {
+        fprintf(stderr, "vit render-lines: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int render_to_folder(const render_inputs *in, int threads) {
+    const render_args *a = in->a;
+    render_output o = {.start = clock_seconds()};
+    if (open_outputs(a, &o) != 0) return 1;
+    if (render_all(in, threads, &o) != 0) {
+        atomic_file_abort(&o.info);
+        atomic_file_abort(&o.labels);
+        return 1;
+    }
+    if (commit_outputs(&o) != 0) {
+        atomic_file_abort(&o.labels);
+        return 1;
+    }
+    const double s = clock_seconds() - o.start;
+    printf("%s: %ld lines (%ld degraded, %ld as JPEG) in %.1f s: %.0f lines/s on %d thread%s\n",
+           a->out, a->count, o.degraded, o.jpeg, s, a->count / (s + 1e-9), threads,
+           threads == 1 ? "" : "s");
+    return 0;
+}
+
+/* ---- the command ---- */
+
+static cli_outcome parse_options(int argc, char **argv, render_args *a) {
+    cli_parser p;
+    cli_common c = {.params = vit_default_params()};
+    const cli_outcome parsed = cli_parse(&p, &command, argc, argv, &c, render_option, a);
+    a->threads = threads_resolve(c.params.threads);
+    if (parsed != CLI_PARSED) return parsed;
+    if (p.num_rest) return cli_usage_error(&command, "unexpected argument '%s'", p.rest[0]);
+    if (!a->fonts_path) return cli_usage_error(&command, "no --fonts FILE given");
+    if (!a->out) return cli_usage_error(&command, "no --out DIR given");
+    if (a->render.width < 4 * a->render.height)
+        return cli_usage_error(&command, "--width %d is less than 4 x --height (%d)",
+                               a->render.width, 4 * a->render.height);
+    if (a->render.text.upper_case + a->render.text.title_case > 1)
+        return cli_usage_error(&command, "--upper and --title add up to more than 1");
+    if (a->held_out_path && !a->sentences_path)
+        return cli_usage_error(&command, "--held-out without --sentences: generated lines "
+                                         "need no held-out sentences");
+    return CLI_PARSED;
+}
+
+static int read_sentences(const char *path, ocr_sentences *s, int *have) {
+    if (!path) return 0;
+    vit_error err = {{0}};
+    if (ocr_sentences_read(s, path, &err) != 0) {
+        fprintf(stderr, "vit render-lines: %s\n", err.msg);
+        return -1;
+    }
+    *have = 1;
+    return 0;
+}
+
+static int make_folder(const char *dir) {
+    if (mkdir(dir, 0777) == 0 || (errno == EEXIST && cli_is_dir(dir))) return 0;
+    fprintf(stderr, "vit render-lines: %s: %s\n", dir,
+            errno == EEXIST ? "exists and is not a folder" : strerror(errno));
+    return -1;
+}
+
+/* Fonts for each thread (FreeType faces are one thread's). */
+static int open_fonts(render_inputs *in, const font_list *fl, int threads) {
+    if (!(in->fonts = calloc((size_t)threads, sizeof *in->fonts))) return -1;
+    for (int t = 0; t < threads; t++) {
+        vit_error err = {{0}};
+        in->fonts[t] = ocr_fonts_open((const char *const *)fl->paths, fl->count, &err);
+        if (!in->fonts[t]) {
+            fprintf(stderr, "vit render-lines: %s\n", err.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void free_inputs(render_inputs *in, int threads) {
+    for (int t = 0; in->fonts && t < threads; t++) ocr_fonts_free(in->fonts[t]);
+    free(in->fonts);
+    if (in->have_sentences) ocr_sentences_free(&in->sentences);
+    if (in->have_held_out) ocr_sentences_free(&in->held_out);
+}
+
+int cli_render_lines(int argc, char **argv) {
+    render_args a = {.count = 1000, .seed = 1, .render = ocr_render_default_options()};
+    const cli_outcome parsed = parse_options(argc, argv, &a);
+    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
+    if (!ocr_render_built_in()) {
+        fprintf(stderr, "vit render-lines: not built in (this vit was built without FreeType: "
+                        "install libfreetype-dev, make deps-optional, and rebuild)\n");
+        return 1;
+    }
+    render_inputs in = {.a = &a};
+    font_list fl = {0};
+    int status = 1;
+    if (read_font_list(a.fonts_path, &fl) == 0 &&
+        read_sentences(a.sentences_path, &in.sentences, &in.have_sentences) == 0 &&
+        read_sentences(a.held_out_path, &in.held_out, &in.have_held_out) == 0 &&
+        open_fonts(&in, &fl, a.threads) == 0 && make_folder(a.out) == 0)
+        status = render_to_folder(&in, a.threads);
+    free_inputs(&in, a.threads);
+    free_font_list(&fl);
+    if (fflush(stdout) != 0) status = 1;
+    return status;
+}
