@@ -11,6 +11,7 @@
 #include "vit/base/clock.h"
 #include "vit/base/dist.h"
 #include "vit/cli/cli.h"
+#include "vit/cli/ocr_eval.h"
 #include "vit/cli/zero_shot.h"
 #include "vit/eval/report.h"
 #include "vit/data/imagefolder.h"
@@ -25,6 +26,9 @@ enum {
     OPT_CLASS_MAP = 1,
     OPT_JSON,
     OPT_PREDICTIONS,
+    OPT_HYPOTHESES,
+    OPT_WORST,
+    OPT_BEAMS,
 };
 
 static const cli_option options[] = {
@@ -34,7 +38,9 @@ static const cli_option options[] = {
      "match folder names to the model's labels"},
     {OPT_JSON, "json", 0, "OUT", "write the whole report as JSON ('-': standard output)", NULL},
     {OPT_PREDICTIONS, "predictions", 0, "OUT",
-     "one row per input: file, true, predicted, probability ('-': standard output)", NULL},
+     "one row per input: file, true, predicted, probability (text lines: file, true, read, "
+     "character edits, characters; '-': standard output)",
+     NULL},
     CLI_EXIF_RAW,
     CLI_BATCH_OPTION("inputs per forward pass", "16 images, 32 texts"),
     CLI_THREADS_OPTION,
@@ -42,6 +48,14 @@ static const cli_option options[] = {
     CLI_PIXELS_OPTION,
     CLI_BACKEND_OPTION,
     CLI_PRECISION_OPTION,
+    {0, NULL, 0, NULL, "text-line images (an image-to-text model, or another recogniser's output)",
+     NULL},
+    {OPT_HYPOTHESES, "hypotheses", 0, "FILE",
+     "score this recogniser output (`file<TAB>text` lines, e.g. Tesseract's) instead of a model",
+     NULL},
+    {OPT_WORST, "worst", 0, "N", "list the N lines with the highest character error rate", "10"},
+    {OPT_BEAMS, "beams", 0, "N", "beam search with N beams (1: greedy)",
+     "generation_config.json's num_beams"},
     CLI_ZERO_SHOT_OPTIONS,
 };
 
@@ -55,7 +69,14 @@ static const cli_command command = {
     "processes: mpirun -np N vit eval ... DIR (as root, mpirun also wants --allow-run-as-root).\n\n"
     "A CLIP or SigLIP model is evaluated zero-shot: the classes are the names of --classes-file\n"
     "(or --classes) in index order, each put into the templates and embedded once; folders are\n"
-    "mapped to them as to a model's labels (by name, or by --class-map's line numbers).",
+    "mapped to them as to a model's labels (by name, or by --class-map's line numbers).\n\n"
+    "An image-to-text model (VisionEncoderDecoderModel) is evaluated on text-line images: DIR\n"
+    "holds labels.tsv (`file<TAB>text` lines, no header: what vit render-lines writes), or\n"
+    "FILE.tsv is such a file, its images beside it. The report gives the character and word\n"
+    "error rates (Levenshtein distances over Unicode code points and over white-space-separated\n"
+    "words, summed over the lines and divided by the true texts' characters or words; white\n"
+    "space collapsed, nothing else normalised), the lines read exactly, lines/s and the worst\n"
+    "lines. --hypotheses scores another recogniser's output file the same way, without a model.",
     options,
     sizeof options / sizeof options[0]};
 
@@ -64,7 +85,8 @@ const cli_command *cli_eval_command(void) {
 }
 
 typedef struct {
-    const char *model_dir, *data_dir, *class_map, *json_path, *pred_path;
+    const char *model_dir, *data_dir, *class_map, *json_path, *pred_path, *hypotheses;
+    int worst, beams, ocr_option; /* text lines: --worst, --beams; whether either was given */
     cli_common common; /* -m; the batch (0: images' or texts' default) and compute options */
     cli_zero_shot zs;  /* zero-shot: the class names and templates; zs.classes once embedded */
 } eval_options;
@@ -349,6 +371,12 @@ static int eval_option(const cli_parser *p, int id, void *user) {
         return o->json_path = p->value, 0;
     case OPT_PREDICTIONS:
         return o->pred_path = p->value, 0;
+    case OPT_HYPOTHESES:
+        return o->hypotheses = p->value, 0;
+    case OPT_WORST:
+        return o->ocr_option = 1, cli_int(p, 0, 1000000, &o->worst);
+    case OPT_BEAMS:
+        return o->ocr_option = 1, cli_int(p, 1, 64, &o->beams);
     }
     return 0;
 }
@@ -373,8 +401,31 @@ static cli_outcome parse_options(int argc, char **argv, eval_options *o) {
     return cli_zero_shot_check(&command, &o->zs);
 }
 
+/* Text-line images: an image-to-text model, or --hypotheses (vit/cli/ocr_eval.h). */
+static int evaluate_lines(const eval_options *o) {
+    if (dist_get().size > 1) {
+        if (dist_get().rank == 0)
+            fprintf(stderr, "vit eval: text lines are evaluated by one process; run it without "
+                            "mpirun\n");
+        return 2;
+    }
+    if (o->class_map || cli_zero_shot_given(&o->zs))
+        fprintf(stderr, "vit eval: warning: --class-map, --classes and --classes-file apply to "
+                        "image classes; ignored for text lines\n");
+    cli_ocr_eval a = {.model_dir = o->model_dir,
+                      .data = o->data_dir,
+                      .hypotheses = o->hypotheses,
+                      .json_path = o->json_path,
+                      .lines_path = o->pred_path,
+                      .worst = o->worst,
+                      .beams = o->beams,
+                      .params = o->common.params};
+    if (a.params.max_batch == 0) a.params.max_batch = DEFAULT_IMAGE_BATCH;
+    return cli_eval_ocr(&a);
+}
+
 int cli_eval(int argc, char **argv) {
-    eval_options o = {0};
+    eval_options o = {.worst = 10};
     const cli_outcome parsed = parse_options(argc, argv, &o);
     if (parsed != CLI_PARSED) {
         cli_zero_shot_free(&o.zs);
@@ -382,6 +433,13 @@ int cli_eval(int argc, char **argv) {
     }
     char model_dir[4096];
     o.model_dir = cli_model_dir(o.common.model, model_dir, sizeof model_dir);
+    if (o.hypotheses || cli_is_image_to_text(o.model_dir)) {
+        const int status = evaluate_lines(&o);
+        cli_zero_shot_free(&o.zs);
+        return status;
+    }
+    if (o.ocr_option)
+        fprintf(stderr, "vit eval: warning: --worst and --beams apply to text lines; ignored\n");
     if (is_text_file(o.data_dir) && dist_get().size > 1) {
         if (dist_get().rank == 0)
             fprintf(stderr,
