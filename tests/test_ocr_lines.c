@@ -128,6 +128,21 @@ static void test_draws(void **state) {
         check_draw(a, ocr_text_draw(NULL, &mixed, &r1, a, sizeof a)); /* generated only */
     }
     ocr_sentences_free(&s);
+    /* phrases joined: "two," ends in a full stop instead, "four" gets one; nothing else added */
+    const char phrases[] = "one two,\nthree four\n";
+    assert_int_equal(ocr_sentences_parse(&s, phrases, sizeof phrases - 1, "p", 0, &err), 0);
+    const ocr_text_options words = {0};
+    for (int i = 0; i < 200; i++) {
+        uint64_t r = rng_derive(5, (uint64_t)i, 1);
+        const size_t n = ocr_text_draw(&s, &words, &r, a, sizeof a);
+        for (const char *p = a; (p = strstr(p, "two")); p += 3)
+            assert_true(p[3] == '.' || (p[3] == ',' && p + 4 == a + n));
+        for (const char *p = a; (p = strstr(p, "four")); p += 4)
+            assert_true(p[4] == '.' || p + 4 == a + n);
+        assert_null(strstr(a, ",."));
+        assert_true(strspn(a, "OneTwoThreFur onetwhrfu.,") == n); /* only their letters */
+    }
+    ocr_sentences_free(&s);
 }
 
 /* ---- effects ---- */

@@ -38,7 +38,8 @@ static const cli_option options[] = {
     {OPT_FONTS, "fonts", 0, "FILE",
      "the font files, one path per line (words after it name its Debian package; '#' comments)",
      NULL},
-    {OPT_OUT, "out", 'o', "DIR", "where the images and labels.tsv go (made if missing)", NULL},
+    {OPT_OUT, "out", 'o', "DIR", "where the images and labels.tsv go (made with its parents)",
+     NULL},
     {OPT_COUNT, "count", 'n', "N", "lines to render", "1000"},
     {OPT_START, "start", 0, "I", "the first line's number (lines I .. I+N-1 of the seed's set)",
      "0"},
@@ -354,11 +355,22 @@ static int read_sentences(const char *path, ocr_sentences *s, int *have) {
     return 0;
 }
 
+/* The output folder and any missing parents (mkdir -p). */
 static int make_folder(const char *dir) {
-    if (mkdir(dir, 0777) == 0 || (errno == EEXIST && cli_is_dir(dir))) return 0;
-    fprintf(stderr, "vit render-lines: %s: %s\n", dir,
-            errno == EEXIST ? "exists and is not a folder" : strerror(errno));
-    return -1;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1;; p++) {
+        const char c = *p;
+        if (c != '/' && c != '\0') continue;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && !(errno == EEXIST && cli_is_dir(path))) {
+            fprintf(stderr, "vit render-lines: %s: %s\n", path,
+                    errno == EEXIST ? "exists and is not a folder" : strerror(errno));
+            return -1;
+        }
+        *p = c;
+        if (!c) return 0;
+    }
 }
 
 /* Fonts for each thread (FreeType faces are one thread's). */

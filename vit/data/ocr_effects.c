@@ -25,7 +25,8 @@ static float paper_at(const ocr_effects *e, float x, float y, int w, int h) {
         const float dx = x - e->spot_x[i], dy = y - e->spot_y[i], r = e->spot_r[i];
         p += e->spot_amp[i] * expf(-(dx * dx + dy * dy) / (2 * r * r));
     }
-    return clamp01(p);
+    /* however dark the stain or the shadow, the print stays visible on it */
+    return clamp01(fmaxf(p, e->ink + OCR_MIN_CONTRAST));
 }
 
 void ocr_compose(const float *coverage, int w, int h, const ocr_effects *e, float *out) {

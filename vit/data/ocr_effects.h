@@ -27,9 +27,13 @@ typedef struct {
 /* The effects of a clean line: white paper, black ink, nothing else. */
 ocr_effects ocr_effects_none(void);
 
+/* The least difference between the page's level and the ink's, wherever lighting and stains
+ * take the page: the print stays legible. */
+#define OCR_MIN_CONTRAST 0.2f
+
 /* The page with the print on it: coverage [h, w] (0..1, how much of each pixel the glyphs cover)
  * composited as paper · (1 - c^gamma) + ink · c^gamma into out [h, w], the paper's level lit and
- * stained as e says. */
+ * stained as e says (and kept OCR_MIN_CONTRAST above the ink's). */
 void ocr_compose(const float *coverage, int w, int h, const ocr_effects *e, float *out);
 
 /* Separable Gaussian blur of img [h, w] in place (edges repeated), sigma in pixels; tmp holds

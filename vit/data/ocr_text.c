@@ -2,6 +2,7 @@
  * numbers, dates, prices and codes. */
 #include "vit/data/ocr_text.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,6 +403,52 @@ static void gen_code(uint64_t *rng, char *out, size_t cap) {
     out[n] = '\0';
 }
 
+/* A place or a name with the Latin-1 letters English sentences lack. */
+static void gen_name(uint64_t *rng, char *out, size_t cap) {
+    static const char *const names[] = {
+        "Zürich",          "Málaga",   "São Paulo",   "Genève",         "Bogotá",   "Île-de-France",
+        "Crème brûlée",    "Façade",   "Ærøskøbing",  "Þingvellir",     "Øresund",  "Åland",
+        "Jalapeño",        "Gödel",    "Señor Muñoz", "Müller & Söhne", "Straße",   "Curaçao",
+        "Reykjavík",       "Besançon", "Citroën",     "Håkon",          "Björk",    "Mälaren",
+        "Château d'Yquem", "Ça va",    "Pérez",       "Dürer",          "Ñandú",    "Noël",
+        "Ýdalir",          "Ðakovo",   "Aïda",        "Niño",           "Göteborg", "Ørsted",
+        "ÉCOLE",           "Úbeda",    "Òrrius",      "Ìsola",          "Fußball",  "Õismäe"};
+    snprintf(out, cap, "%s", PICK(rng, names));
+}
+
+/* An e-mail or web address. */
+static void gen_address(uint64_t *rng, char *out, size_t cap) {
+    static const char *const parts[] = {"info",  "sales", "mail",  "shop",  "news",    "office",
+                                        "data",  "team",  "north", "blue",  "star",    "city",
+                                        "green", "home",  "media", "books", "j.smith", "anna"};
+    static const char *const tlds[] = {"com", "org", "net", "co.uk", "de", "fr", "io"};
+    const int n = rng_int(rng, 1, 99);
+    switch (rng_int(rng, 0, 2)) {
+    case 0:
+        snprintf(out, cap, "%s%d@%s-%s.%s", PICK(rng, parts), n, PICK(rng, parts), PICK(rng, parts),
+                 PICK(rng, tlds));
+        break;
+    case 1:
+        snprintf(out, cap, "www.%s%s.%s/%s_%d", PICK(rng, parts), PICK(rng, parts), PICK(rng, tlds),
+                 PICK(rng, parts), n);
+        break;
+    default:
+        snprintf(out, cap, "https://%s.%s/~%s/?id=%d&p=%d", PICK(rng, parts), PICK(rng, tlds),
+                 PICK(rng, parts), n, rng_int(rng, 1, 9));
+        break;
+    }
+}
+
+/* A number with a sign or bracket: comparisons, footnotes, powers, ranges. */
+static void gen_mark(uint64_t *rng, char *out, size_t cap) {
+    static const char *const before[] = {"<",  ">", "~", "[",  "(", "",  "{",
+                                         "x^", "#", "=", "A_", "",  "+", ""};
+    static const char *const after[] = {"", "", "", "]", ")",  "*", "}",
+                                        "", "", "", "",  "\\", "",  "'"};
+    const int k = rng_int(rng, 0, (int)(sizeof before / sizeof before[0]) - 1);
+    snprintf(out, cap, "%s%d%s", before[k], rng_int(rng, 0, 999), after[k]);
+}
+
 /* One item, sometimes after a label word. */
 static void gen_item(uint64_t *rng, char *out, size_t cap) {
     static const char *const labels[] = {
@@ -412,9 +459,10 @@ static void gen_item(uint64_t *rng, char *out, size_t cap) {
         "Order No.", "Customer",  "Phone:",  "Time:",   "Weight:", "Size:",    "Temp."};
     size_t n = 0;
     if (rng_uniform(rng) < 0.3) n = (size_t)snprintf(out, cap, "%s ", PICK(rng, labels));
-    void (*const makers[])(uint64_t *, char *, size_t) = {gen_integer, gen_price,   gen_date,
-                                                          gen_time,    gen_measure, gen_code};
-    makers[rng_int(rng, 0, 5)](rng, out + n, cap - n);
+    void (*const makers[])(uint64_t *, char *, size_t) = {
+        gen_integer, gen_integer, gen_price, gen_price, gen_date, gen_date,    gen_time,
+        gen_measure, gen_measure, gen_code,  gen_code,  gen_name, gen_address, gen_mark};
+    makers[rng_int(rng, 0, 13)](rng, out + n, cap - n);
 }
 
 size_t ocr_text_generate(uint64_t *rng, char *buf, size_t cap) {
@@ -465,14 +513,23 @@ static int count_words(const char *text, size_t n) {
     return words;
 }
 
+/* A phrase (SST-2's have no final stop) ends before the next sentence starts: a full stop after
+ * a letter or a digit, or instead of a comma, semicolon or colon. */
+static void end_sentence(char *buf, size_t *len, size_t limit) {
+    const unsigned char last = (unsigned char)buf[*len - 1];
+    if (strchr(",;:", last))
+        buf[*len - 1] = '.';
+    else if ((isalnum(last) || last >= 0x80) && *len < limit)
+        buf[(*len)++] = '.';
+}
+
 /* Sentences from a random one on (from its first word half the time, else a random word),
  * continued with further random sentences, each ended by a full stop if it has none, until the
  * text is full. */
 static size_t draw_sentences(const ocr_sentences *s, uint64_t *rng, char *buf, size_t limit) {
     size_t len = 0;
     for (int k = 0;; k++) {
-        /* a phrase (SST-2's have no final stop) ends before the next sentence starts */
-        if (len > 0 && len < limit && !strchr(".!?\"')", buf[len - 1])) buf[len++] = '.';
+        if (len > 0) end_sentence(buf, &len, limit);
         const int i = rng_int(rng, 0, s->count - 1);
         const char *t = s->text + s->start[i];
         const size_t n = s->start[i + 1] - s->start[i] - 1;

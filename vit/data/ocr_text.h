@@ -2,8 +2,9 @@
 #define VIT_DATA_OCR_TEXT_H
 
 /* The texts of synthetic printed lines (vit/data/ocr_render.h renders them): real sentences (SST-2
- * or any text file) and generated numbers, dates, prices, times, units and codes, drawn from a
- * seeded generator. A draw is longer than any line; the renderer keeps the whole words that fit.
+ * or any text file) and generated numbers, dates, prices, times, units, codes, names with accents,
+ * e-mail and web addresses and signs, drawn from a seeded generator. A draw is longer than any
+ * line; the renderer keeps the whole words that fit.
  *
  *   ocr_sentences s, dev;
  *   ocr_sentences_read(&s, "sst2/train.tsv", &err);    // detokenized and sentence-cased
@@ -85,9 +86,9 @@ typedef struct {
 /* One candidate text into buf (cap >= OCR_DRAW_BYTES + 1, NUL-terminated), drawn with *rng: with
  * probability generated (always when s is NULL or empty) generated items, else the words of a
  * sentence from the first or from a random word on, continued by further random sentences (a
- * full stop added after one that has none); then in capitals or title case with those
- * probabilities. Words are separated by single spaces and the text is cut at a word's end before
- * OCR_DRAW_BYTES. Returns its length in bytes. */
+ * full stop after one that ends in a letter or a digit, or for its final , ; :); then in capitals
+ * or title case with those probabilities. Words are separated by single spaces and the text is cut
+ * at a word's end before OCR_DRAW_BYTES. Returns its length in bytes. */
 size_t ocr_text_draw(const ocr_sentences *s, const ocr_text_options *o, uint64_t *rng, char *buf,
                      size_t cap);
 
