@@ -8,6 +8,9 @@
 #                     and the shipped models under $(DESTDIR)$(PREFIX); make uninstall removes
 #                     exactly those, and the folders install created once they are empty
 #   make data         Fashion-MNIST as PNG folders in data/fashion-mnist (dataset-fashion-mnist)
+#   make ocr-data     printed text lines for OCR in data/ocr: train (training fonts, SST-2's train
+#                     sentences), test-clean and test-degraded (held-out fonts, dev sentences);
+#                     make ocr-tesseract scores Tesseract on the test sets (docs/OCR_DATA.md)
 #   make model        train the default model models/fashion-vit from data/fashion-mnist/train
 #   make format       clang-format every source; make format-check only reports
 #   make check-layers includes only go down the layers (tools/check-layers)
@@ -105,9 +108,10 @@ DEPS.test      := libcmocka-dev fonts-dejavu-core
 DEPS.data      := dataset-fashion-mnist
 # The OCR lines' fonts: the training and held-out families of tools/ocr-fonts/ (docs/OCR_DATA.md),
 # and Tesseract with its English model, the peer of tools/tesseract_eval.
-DEPS.ocr       := fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-freefont-ttf \
+OCR_FONTS      := fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-freefont-ttf \
                   fonts-noto-core fonts-noto-mono fonts-urw-base35 fonts-go fonts-crosextra-caladea \
-                  fonts-crosextra-carlito fonts-sil-charis tesseract-ocr tesseract-ocr-eng
+                  fonts-crosextra-carlito fonts-sil-charis
+DEPS.ocr       := $(OCR_FONTS) tesseract-ocr tesseract-ocr-eng
 DEPS.fuzz      := clang libclang-rt-14-dev libomp-14-dev
 DEPS.format    := clang-format
 DEPS.cross     := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
@@ -175,6 +179,7 @@ SHLIB    := $(BUILD)/libvit.so.$(VERSION)
 SOURCES  := $(wildcard */*.c */*.cc */*.h */*/*.c */*/*.cc */*/*.h)
 
 .PHONY: all deps $(DEPS_GROUPS:%=deps-%) needs-build needs-test needs-data needs-format test asan \
+        ocr-data ocr-tesseract needs-ocr \
         demo clean format format-check check-layers cross-check data model install uninstall fuzz \
         fuzz-smoke fuzz-build FORCE
 all: $(BIN)/vit $(SHLIB) $(BUILD)/vit.1
@@ -390,6 +395,42 @@ model: $(BIN)/vit data
 	@mkdir -p models/fashion-vit
 	cp $(FASHION_VIT_RUN)/config.json $(FASHION_VIT_RUN)/model.safetensors \
 	  $(FASHION_VIT_RUN)/preprocessor_config.json $(FASHION_VIT_RUN)/train_log.jsonl models/fashion-vit/
+
+# Printed text lines for OCR (docs/OCR_DATA.md): the training set in the training fonts from
+# SST-2's train sentences (none of its lines occurs in a dev sentence), and the held-out test set
+# in fonts never used in training from the dev sentences, clean and degraded: the same lines (one
+# seed), with and without the scan and photo effects. Line i of a set depends only on its seed and
+# i, so a smaller count gives the first lines of a larger one. Each folder is complete once its
+# labels.tsv is there; bin/vit is order-only, so a rebuilt vit does not render them again.
+SHARED          ?= ../shared
+SST2            := $(SHARED)/data/sst2
+OCR_DATA        := data/ocr
+OCR_TRAIN_LINES ?= 100000
+OCR_TEST_LINES  ?= 1000
+OCR_TRAIN_ARGS   = --fonts tools/ocr-fonts/train.txt --sentences $(SST2)/train.tsv \
+                   --held-out $(SST2)/dev.tsv --seed 1 --count $(OCR_TRAIN_LINES) --degrade 0.8
+OCR_TEST_ARGS    = --fonts tools/ocr-fonts/test.txt --sentences $(SST2)/dev.tsv --seed 2 \
+                   --count $(OCR_TEST_LINES)
+ocr-data: $(OCR_DATA)/train/labels.tsv $(OCR_DATA)/test-clean/labels.tsv \
+          $(OCR_DATA)/test-degraded/labels.tsv
+$(OCR_DATA)/train/labels.tsv: | $(BIN)/vit needs-ocr
+	$(BIN)/vit render-lines $(OCR_TRAIN_ARGS) --out $(@D)
+$(OCR_DATA)/test-clean/labels.tsv: | $(BIN)/vit needs-ocr
+	$(BIN)/vit render-lines $(OCR_TEST_ARGS) --degrade 0 --out $(@D)
+$(OCR_DATA)/test-degraded/labels.tsv: | $(BIN)/vit needs-ocr
+	$(BIN)/vit render-lines $(OCR_TEST_ARGS) --degrade 1 --out $(@D)
+needs-ocr: needs-build
+	@tools/install-deps $(OCR_FONTS)
+	@mkdir -p $(OCR_DATA)
+	@test -r $(SST2)/train.tsv && test -r $(SST2)/dev.tsv || { echo "$(NO_SST2)"; exit 1; }
+NO_SST2 := make: SST-2's train.tsv and dev.tsv, the OCR lines' sentences, are not in $(SST2) \
+           (SHARED=DIR names the reference data folder)
+
+# Tesseract (--psm 7, one process of one thread per core) on both test sets: CER, WER, lines/s.
+ocr-tesseract: ocr-data
+	@tools/install-deps tesseract-ocr tesseract-ocr-eng
+	tools/tesseract_eval $(OCR_DATA)/test-clean
+	tools/tesseract_eval $(OCR_DATA)/test-degraded
 
 # A few Fashion-MNIST test images (from the Debian package) through the shipped default model.
 demo: $(BIN)/vit $(BUILD)/tools/fashion_mnist_export | needs-data
