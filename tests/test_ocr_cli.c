@@ -277,6 +277,8 @@ static void test_eval_hypotheses(void **state) {
     expect_failure(bad_labels, 2, "bad.tsv:2: no tab between file and text");
     const char *const no_labels[] = {"eval", "--hypotheses", hyp, "/nonexistent", NULL};
     expect_failure(no_labels, 2, "/nonexistent");
+    const char *const empty[] = {"eval", "--hypotheses", hyp, dir_in_tmp("empty"), NULL};
+    expect_failure(empty, 2, "empty has no labels.tsv");
 }
 
 /* ---- vit render-lines ---- */

@@ -7,6 +7,7 @@
 #include "tests/testutil.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,7 +1,8 @@
 /* The commands other than `vit generate` on a VisionEncoderDecoderModel folder (the random micro
  * models of tests/data/ved-*): `vit info` describes the encoder, the decoder and the generation
- * settings as the folder's own JSON files say (read here with cJSON); `vit classify`, `vit explain`
- * and `vit eval` refuse in one line pointing to `vit generate`; the encoder's features (vit_embed,
+ * settings as the folder's own JSON files say (read here with cJSON); `vit classify` and `vit
+ * explain` refuse in one line pointing to `vit generate`, `vit eval` on a class folder in one line
+ * pointing to text-line images (labels.tsv, tests/test_ocr_cli); the encoder's features (vit_embed,
  * `vit embed`) are the Hugging Face encoder's last_hidden_state in the goldens (CLS row, mean of
  * the patch rows). */
 #include "tests/testutil.h"
@@ -157,8 +158,9 @@ static void expect_refusal(const char *const *args, const char *command) {
     test_run_free(&run);
 }
 
-/* classify, explain and eval need labels: each refuses a VisionEncoderDecoder folder (once they
- * classified nothing, or crashed reading a joint model's scale it does not have). */
+/* classify and explain need labels: each refuses a VisionEncoderDecoder folder (once they
+ * classified nothing, or crashed reading a joint model's scale it does not have); eval scores such
+ * a model on text-line images, and says so for a class folder. */
 static void test_label_commands_refuse(void **state) {
     (void)state;
     REQUIRE_BIN();
@@ -185,7 +187,16 @@ static void test_label_commands_refuse(void **state) {
         free(png);
     }
     const char *eval[] = {"eval", "-m", models[0], folder, NULL};
-    expect_refusal(eval, "eval");
+    test_run_result run = test_run_vit(NULL, NULL, eval);
+    assert_int_equal(run.status, 2);
+    char want[1536];
+    snprintf(want, sizeof want,
+             "vit eval: %s is an image-to-text model (VisionEncoderDecoderModel): it is evaluated "
+             "on text-line images listed in DIR/labels.tsv (`file<TAB>text`, what vit render-lines "
+             "writes), and %s has none\n",
+             models[0], folder);
+    assert_string_equal(run.err, want);
+    test_run_free(&run);
 }
 
 /* A golden tensor of DIR's golden.safetensors. */

@@ -10,6 +10,7 @@
 #include "vit/base/dist.h"
 #include "vit/cli/cli.h"
 #include "vit/core/gemm.h"
+#include "vit/data/ocr_render.h"
 #include "vit/gen/generate.h"
 #include "vit/model/params.h"
 
@@ -309,6 +310,15 @@ static void print_tokenizers(void) {
         printf("tokenizers:     WordPiece, byte-level BPE; built without SentencePiece\n");
 }
 
+/* What draws text for vit render-lines: FreeType, when the build has it. */
+static void print_renderer(void) {
+    const char *lib = ocr_render_library();
+    if (lib)
+        printf("text lines:     %s (vit render-lines)\n", lib);
+    else
+        printf("text lines:     built without FreeType (vit render-lines refuses)\n");
+}
+
 static int info_option(const cli_parser *p, int id, void *user) {
     (void)p;
     if (id == OPT_LABELS) *(int *)user = 1;
@@ -358,6 +368,7 @@ int cli_info(int argc, char **argv) {
                                                 : ", no bf16 kernels (bf16 computed in fp32)");
     print_formats();
     print_tokenizers();
+    print_renderer();
     printf("mpi:            %s\n",
            dist_library() ? dist_library() : "not built in (make MPI=1 with libopenmpi-dev)");
     model_free(&m);

@@ -101,11 +101,27 @@ static int run_hypotheses(const cli_ocr_eval *a, const line_tsv *truth, ocr_repo
     return rc != 0 ? 2 : 0;
 }
 
+/* A folder without labels.tsv: most likely an image folder given to a text-line model. */
+static int no_labels(const cli_ocr_eval *a, const char *tsv) {
+    if (!cli_is_dir(a->data) || access(tsv, F_OK) == 0) return 0;
+    if (a->hypotheses)
+        fprintf(stderr, "vit eval: %s has no labels.tsv (`file<TAB>text` lines: the true texts)\n",
+                a->data);
+    else
+        fprintf(stderr,
+                "vit eval: %s is an image-to-text model (VisionEncoderDecoderModel): it is "
+                "evaluated on text-line images listed in DIR/labels.tsv (`file<TAB>text`, what vit "
+                "render-lines writes), and %s has none\n",
+                a->model_dir, a->data);
+    return 1;
+}
+
 int cli_eval_ocr(const cli_ocr_eval *a) {
     char tsv[PATH_MAX];
     line_tsv truth;
     vit_error err = {{0}};
-    if (line_tsv_read(&truth, labels_path(a->data, tsv, sizeof tsv), &err) != 0) {
+    if (no_labels(a, labels_path(a->data, tsv, sizeof tsv))) return 2;
+    if (line_tsv_read(&truth, tsv, &err) != 0) {
         fprintf(stderr, "vit eval: %s\n", err.msg);
         return 2;
     }

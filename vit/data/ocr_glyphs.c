@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +25,18 @@ struct ocr_fonts {
 
 int ocr_render_built_in(void) {
     return 1;
+}
+
+const char *ocr_render_library(void) {
+    static char name[64];
+    FT_Library lib;
+    if (!name[0] && FT_Init_FreeType(&lib) == 0) { /* the library's version, not the headers' */
+        FT_Int major, minor, patch;
+        FT_Library_Version(lib, &major, &minor, &patch);
+        snprintf(name, sizeof name, "FreeType %d.%d.%d", major, minor, patch);
+        FT_Done_FreeType(lib);
+    }
+    return name[0] ? name : "FreeType";
 }
 
 /* A character of the set the face has no glyph for (0: none missing). */
@@ -247,6 +260,10 @@ int ocr_glyphs_draw(ocr_fonts *f, int i, double em, const glyph_run *g, const do
 
 int ocr_render_built_in(void) {
     return 0;
+}
+
+const char *ocr_render_library(void) {
+    return NULL;
 }
 
 ocr_fonts *ocr_fonts_open(const char *const *paths, int n, vit_error *err) {

@@ -36,8 +36,10 @@
 
 typedef struct ocr_fonts ocr_fonts;
 
-/* Whether this build renders text (it has FreeType). */
+/* Whether this build renders text (it has FreeType), and what with: "FreeType 2.12.1" (NULL
+ * without). */
 int ocr_render_built_in(void);
+const char *ocr_render_library(void);
 
 /* Opens the font files paths[0..n) (TrueType or OpenType), each of which must have a glyph for
  * every character of OCR_CHARSET. NULL with err naming the file and the problem (not found, not a
