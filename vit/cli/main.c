@@ -34,7 +34,7 @@ static void usage(FILE *out) {
     fprintf(out, "usage: vit COMMAND [OPTIONS]\n       vit --version\n\ncommands:\n");
     for (size_t i = 0; i < NUM_COMMANDS; i++) {
         const cli_command *c = commands[i].command();
-        fprintf(out, "  %-11s %s\n", c->name, c->summary);
+        fprintf(out, "  %-12s %s\n", c->name, c->summary);
     }
     fprintf(out, "\nRun 'vit COMMAND --help' for a command's options.\n");
 }
