@@ -61,7 +61,7 @@ static const cli_option options[] = {
 
 static const cli_command command = {
     "eval",
-    "accuracy on labelled image folders or TSV files: top-1/top-5, per class, confusions",
+    "accuracy on labelled image folders or TSV files; CER and WER on text-line images",
     "[options] DIR|FILE.tsv",
     "DIR holds one folder per class (DIR/<class>/.../*.png|jpg|jpeg|webp|tif|tiff|gif|bmp).\n"
     "Classes come from --class-map or by matching folder names to the model's labels. FILE.tsv\n"
