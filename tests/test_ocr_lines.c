@@ -285,7 +285,7 @@ static void test_render_twins(void **state) {
     ocr_sentences s = sentences_of(story);
     ocr_render_options clean = ocr_render_default_options(), degraded = clean;
     clean.degrade = 0, degraded.degrade = 1;
-    int differ = 0;
+    int differ = 0, jpegs = 0;
     for (long i = 0; i < 30; i++) {
         ocr_line a, b;
         render(f, &s, NULL, &clean, i, &a);
@@ -295,10 +295,20 @@ static void test_render_twins(void **state) {
         assert_true(!a.degraded && b.degraded && a.jpeg_quality == 0);
         assert_true(a.angle == 0 && a.shear == 0 && a.blur == 0 && a.noise == 0);
         differ += memcmp(a.image.pixels, b.image.pixels, 384 * 32) != 0;
+        if (b.jpeg_quality) { /* the pixels are what the JPEG file decodes to */
+            image_u8 d;
+            vit_error err = {{0}};
+            assert_int_equal(image_decode_memory(b.jpeg, b.jpeg_size, "b", 1, 0, 0, &d, &err), 0);
+            assert_memory_equal(d.pixels, b.image.pixels, 384 * 32);
+            image_free(&d);
+            jpegs++;
+        }
+        assert_true((b.jpeg != NULL) == (b.jpeg_quality > 0) && !a.jpeg);
         ocr_line_free(&a);
         ocr_line_free(&b);
     }
     assert_int_equal(differ, 30);
+    assert_true(jpegs > 5);
     ocr_sentences_free(&s);
     ocr_fonts_free(f);
 }

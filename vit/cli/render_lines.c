@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "image/draw.h"
-#include "image/encode.h"
 #include "vit/base/clock.h"
 #include "vit/base/file.h"
 #include "vit/base/strlist.h"
@@ -201,7 +200,7 @@ static int render_one(ocr_fonts *f, const render_inputs *in, long index, rendere
     snprintf(r->name, sizeof r->name, "%07ld.%s", index, jpeg ? "jpg" : "png");
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", a->out, r->name);
-    const int rc = jpeg ? image_write_jpeg(path, &r->line.image, r->line.jpeg_quality, &r->err)
+    const int rc = jpeg ? write_file_atomic(path, r->line.jpeg, r->line.jpeg_size, &r->err)
                         : image_write_png(path, &r->line.image, &r->err);
     ocr_line_free(&r->line);
     return rc;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "image/encode.h"
 #include "vit/base/rng.h"
 #include "vit/data/ocr_effects.h"
 #include "vit/data/ocr_glyphs.h"
@@ -17,6 +18,21 @@ ocr_render_options ocr_render_default_options(void) {
 
 void ocr_line_free(ocr_line *line) {
     image_free(&line->image);
+    free(line->jpeg);
+    line->jpeg = NULL;
+}
+
+/* The JPEG compression: the file's bytes kept, and the pixels made what they decode to. */
+static int compress_line(ocr_line *out, vit_error *err) {
+    if (image_encode_jpeg(&out->image, out->jpeg_quality, &out->jpeg, &out->jpeg_size, err) != 0)
+        return -1;
+    image_u8 decoded;
+    if (image_decode_memory(out->jpeg, out->jpeg_size, "a rendered line", 1, 0, 0, &decoded, err) !=
+        0)
+        return -1;
+    image_free(&out->image);
+    out->image = decoded;
+    return 0;
 }
 
 /* The random streams of line `index`: its text, its layout, its effects and its noise. */
@@ -247,6 +263,7 @@ int ocr_render_line(ocr_fonts *f, const ocr_sentences *sentences, const ocr_sent
         rc = apply_effects(coverage, o->width, o->height, &e,
                            rng_derive(seed, (uint64_t)index, STREAM_NOISE), out, err);
     free(coverage);
+    if (rc == 0 && out->jpeg_quality > 0) rc = compress_line(out, err);
     out->angle = p.angle, out->shear = p.shear;
     out->gamma = e.gamma, out->paper = e.paper, out->ink = e.ink, out->blur = e.blur;
     out->scale = e.scale, out->noise = e.noise;

@@ -11,7 +11,7 @@
  *   ocr_line line;
  *   for (long i = 0; i < count; i++) {
  *       ocr_render_line(fonts, &sentences, &held_out, &o, seed, i, &line, &err);
- *       ... line.image (grey), line.text (its label), line.jpeg_quality ...
+ *       ... line.image (grey), line.text (its label), line.jpeg (the file, when compressed) ...
  *       ocr_line_free(&line);
  *   }
  *   ocr_fonts_free(fonts);
@@ -61,15 +61,18 @@ ocr_render_options ocr_render_default_options(void);
 /* What a line shows and how it was made. */
 typedef struct {
     char text[OCR_DRAW_BYTES + 1]; /* the label: the characters drawn, UTF-8 */
-    image_u8 image;                /* grey, height x width; owned (ocr_line_free) */
-    int font;                      /* index among the fonts */
-    float cap_height;              /* pixels */
-    int degraded;                  /* whether the effects below were drawn */
+    image_u8
+        image; /* grey, height x width (a compressed line's: what its JPEG decodes to); owned */
+    int font;  /* index among the fonts */
+    float cap_height; /* pixels */
+    int degraded;     /* whether the effects below were drawn */
     /* the effects (0, or 1 for gamma and scale, when off): rotation in degrees, shear (x += shear
      * · height above the baseline), stroke gamma (> 1 thinner), paper and ink grey levels in
      * 0..1, blur sigma in pixels, scale the resolution was lost to, noise sigma in 0..1 */
     float angle, shear, gamma, paper, ink, blur, scale, noise;
-    int jpeg_quality; /* 0: none; else the line is meant to be stored as JPEG at this quality */
+    int jpeg_quality; /* 0: none; else the line was compressed to JPEG at this quality: */
+    uint8_t *jpeg;    /* the JPEG file's bytes (jpeg_size of them; owned), else NULL */
+    size_t jpeg_size;
     int ink_left, ink_right; /* the columns the glyphs' outlines span (before the effects) */
 } ocr_line;
 
