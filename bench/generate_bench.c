@@ -11,11 +11,13 @@
  *    tokens/s = tokens per image x images / decoder time (what a caller receives); beam search
  *    also runs beams x images rows a step: rows x steps / decoder time.
  * 2. The decoder's step time as the sequence grows: decoder_forward one token per row after
- *    decoder_set_states, steps 1 .. --steps, for 1 row (greedy) and 4 rows (4 beams of one image,
- *    each step after a decoder_reorder to other parents as beam search does), median per step
- *    over --repeats runs; against it, the time of a full recompute of the sequence without the
- *    cache (decoder_forward with T = step on freshly set states) at the powers of two up to
- *    --recompute (default --steps). Then the output projection and the reorder alone.
+ *    decoder_set_states, steps 1 .. --steps, for 1 image greedy (1 row), 1 image with 4 beams (4
+ *    rows, each step after a decoder_reorder to other parents as beam search does), 8 images
+ *    greedy (8 rows, each reading its own image) and 8 images with 4 beams (32 rows), median per
+ *    step over --repeats runs (random encoder states); against the first two, the time of a full
+ *    recompute of the sequence without the cache (decoder_forward with T = step on freshly set
+ *    states) at the powers of two up to --recompute (default --steps). Then the output
+ *    projection, decoder_set_states and the reorder alone.
  * Prints markdown tables. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,35 +203,37 @@ static int bench_generate(const options *o, int *states, vit_error *err) {
 
 /* ---- 2. the step time as the sequence grows ---- */
 
+#define MAX_IMAGES 8
+#define MAX_ROWS   32 /* 8 images x 4 beams */
+
 typedef struct {
     model m;
     gemm_state *gemm;
-    float *states, *logits;
-    int32_t *ids; /* [4, steps] random ids, never the padding id */
-    int S, rows_max;
+    float *states, *logits; /* states: MAX_IMAGES x S random encoder outputs */
+    int32_t *ids;           /* [MAX_ROWS, steps] random ids, never a special one */
+    int S;
 } step_bench;
 
 static int step_bench_init(step_bench *b, const options *o, int S, vit_error *err) {
     memset(b, 0, sizeof *b);
     b->S = S;
-    b->rows_max = 4;
     char compute[128];
-    /* room for the largest product: the cross-attention's keys over S states, or a recompute's
+    /* room for the largest product: the cross-attention's keys of 8 images, or a recompute's
      * 4 x steps rows */
-    const int tokens = S > 4 * o->steps ? S : 4 * o->steps;
+    const int tokens = S > o->steps ? S : o->steps;
     if (model_load_tower(&b->m, o->model, TOWER_TEXT, err) != 0 ||
-        api_prepare(&b->m, o->backend, o->precision, 1, tokens, o->threads, compute, sizeof compute,
-                    err) != 0 ||
+        api_prepare(&b->m, o->backend, o->precision, MAX_IMAGES, tokens, o->threads, compute,
+                    sizeof compute, err) != 0 ||
         !(b->gemm = model_gemm_state(&b->m, err)))
         return -1;
     const model_config *c = &b->m.cfg;
-    const size_t ns = (size_t)S * c->encoder_hidden, nl = (size_t)4 * o->steps * c->vocab_size;
+    const size_t ns = (size_t)MAX_IMAGES * S * c->encoder_hidden;
     b->states = malloc(ns * sizeof(float));
-    b->logits = malloc(nl * sizeof(float));
-    b->ids = malloc((size_t)4 * o->steps * sizeof(int32_t));
+    b->logits = malloc((size_t)MAX_ROWS * c->vocab_size * sizeof(float));
+    b->ids = malloc((size_t)MAX_ROWS * o->steps * sizeof(int32_t));
     if (!b->states || !b->logits || !b->ids) return vit_fail(err, "out of memory");
     for (size_t i = 0; i < ns; i++) b->states[i] = uniform() * 2 - 1;
-    for (int i = 0; i < 4 * o->steps; i++) /* ids above the special ones (TrOCR's pad is 1) */
+    for (int i = 0; i < MAX_ROWS * o->steps; i++) /* above the special ids (TrOCR's pad is 1) */
         b->ids[i] = 4 + (int32_t)(uniform() * (float)(c->vocab_size - 5));
     printf("\ndecoder steps: %s, %d layers, width %d, vocabulary %d, %d cross states\n", compute,
            c->num_layers, c->hidden_size, c->vocab_size, S);
@@ -242,26 +246,30 @@ static void step_bench_free(step_bench *b) {
     model_free(&b->m);
 }
 
-static int acts_for(step_bench *b, decoder_acts *a, int rows, int len, vit_error *err) {
-    if (decoder_acts_alloc(a, &b->m, rows, len, 1, b->S, err) != 0) return -1;
+/* Buffers and cross states for rows sequences over `images` images (rows / images beams each). */
+static int acts_for(step_bench *b, decoder_acts *a, int rows, int len, int images, vit_error *err) {
+    if (decoder_acts_alloc(a, &b->m, rows, len, images, b->S, err) != 0) return -1;
     a->enc.gemm = b->gemm;
     return 0;
 }
 
-/* cached[s]: the median time of step s+1 (one new token per row after s cached positions), a
- * beam step's decoder_reorder included. */
-static int time_cached(step_bench *b, int rows, const options *o, double *cached, vit_error *err) {
+/* cached[s]: the median time of step s+1 (one new token per row after s cached positions) of
+ * rows sequences over `images` images; with several beams an image, each step after a
+ * decoder_reorder that swaps pairs of beams, as a beam search step does. */
+static int time_cached(step_bench *b, int rows, int images, const options *o, double *cached,
+                       vit_error *err) {
     decoder_acts a;
-    if (acts_for(b, &a, rows, o->steps, err) != 0) return -1;
+    if (acts_for(b, &a, rows, o->steps, images, err) != 0) return -1;
     double *t = malloc(sizeof(double) * (size_t)o->steps * o->repeats);
-    int parent[4] = {1, 0, 3, 2}, rc = t ? 0 : vit_fail(err, "out of memory");
-    int32_t step_ids[4];
+    int parent[MAX_ROWS], rc = t ? 0 : vit_fail(err, "out of memory");
+    int32_t step_ids[MAX_ROWS];
+    for (int r = 0; r < rows; r++) parent[r] = r ^ 1; /* within an image's beams */
     for (int r = -1; r < o->repeats && rc == 0; r++) {
-        rc = decoder_set_states(&b->m, &a, b->states, 1, b->S, rows, err);
+        rc = decoder_set_states(&b->m, &a, b->states, images, b->S, rows / images, err);
         for (int s = 0; s < o->steps && rc == 0; s++) {
             for (int i = 0; i < rows; i++) step_ids[i] = b->ids[i * o->steps + s];
             const double t0 = clock_seconds();
-            if (rows > 1 && s > 0) decoder_reorder(&a, parent, rows);
+            if (rows > images && s > 0) decoder_reorder(&a, parent, rows);
             rc = decoder_forward(&b->m, &a, step_ids, rows, 1, 0, b->logits, err);
             if (r >= 0) t[(size_t)s * o->repeats + r] = clock_seconds() - t0;
         }
@@ -273,11 +281,12 @@ static int time_cached(step_bench *b, int rows, const options *o, double *cached
     return rc;
 }
 
-/* The median time of decoder_forward over the whole sequence of T ids per row, no cache. */
+/* The median time of decoder_forward over the whole sequence of T ids per row (rows beams of one
+ * image), no cache. */
 static int time_recompute(step_bench *b, int rows, int T, const options *o, double *out,
                           vit_error *err) {
     decoder_acts a;
-    if (acts_for(b, &a, rows, T, err) != 0) return -1;
+    if (acts_for(b, &a, rows, T, 1, err) != 0) return -1;
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)rows * T);
     double t[64];
     int rc = ids ? 0 : vit_fail(err, "out of memory");
@@ -300,42 +309,56 @@ static double mean(const double *x, int n) {
     return s / n;
 }
 
-static void print_step_row(int step, const options *o, const double *cached1, const double *cached4,
-                           const double *re1, const double *re4, int k) {
-    char r1[32] = "", r4[32] = "";
-    if (k >= 0 && step <= o->recompute) {
-        snprintf(r1, sizeof r1, "%.2f", re1[k] * 1e3);
-        snprintf(r4, sizeof r4, "%.2f", re4[k] * 1e3);
-    }
-    printf("| %d | %.2f | %s | %.2f | %s |\n", step, cached1[step - 1] * 1e3, r1,
-           cached4[step - 1] * 1e3, r4);
+/* The four cached runs (rows, images) and the two recomputes (rows of one image). */
+static const int RUN_ROWS[4] = {1, 4, 8, 32}, RUN_IMAGES[4] = {1, 1, 8, 8};
+
+typedef struct {
+    double *cached[4];
+    double re[2][32]; /* at steps 1, 2, 4, ... */
+} step_times;
+
+/* Row of step `step`; k: its index among the powers of two (-1: not one). */
+static void print_step_row(int step, const options *o, const step_times *t, int k) {
+    char re[2][32] = {"", ""};
+    for (int i = 0; i < 2; i++)
+        if (k >= 0 && step <= o->recompute)
+            snprintf(re[i], sizeof re[i], "%.2f", t->re[i][k] * 1e3);
+    printf("| %d | %.2f | %s | %.2f | %s | %.2f | %.2f |\n", step, t->cached[0][step - 1] * 1e3,
+           re[0], t->cached[1][step - 1] * 1e3, re[1], t->cached[2][step - 1] * 1e3,
+           t->cached[3][step - 1] * 1e3);
+}
+
+static void print_step_table(const options *o, const step_times *t) {
+    printf("\nms per decoder step (medians of %d): cached, step n runs 1 new position per row over "
+           "n-1 cached ones (beams: after a decoder_reorder); recompute runs all n positions "
+           "without a cache\n\n",
+           o->repeats);
+    printf("| step n | 1 image, greedy: cached | recompute | 1 image, 4 beams: cached | recompute "
+           "| 8 images, greedy: cached | 8 images, 4 beams: cached |\n"
+           "|---|---|---|---|---|---|---|\n");
+    int k = 0;
+    for (int step = 1; step <= o->steps; step *= 2, k++) print_step_row(step, o, t, k);
+    if (o->steps & (o->steps - 1)) print_step_row(o->steps, o, t, -1);
+    printf("| mean of steps 1..%d | %.2f | | %.2f | | %.2f | %.2f |\n", o->steps,
+           mean(t->cached[0], o->steps) * 1e3, mean(t->cached[1], o->steps) * 1e3,
+           mean(t->cached[2], o->steps) * 1e3, mean(t->cached[3], o->steps) * 1e3);
 }
 
 static int step_table(step_bench *b, const options *o, vit_error *err) {
-    double *c1 = malloc(sizeof(double) * o->steps), *c4 = malloc(sizeof(double) * o->steps);
-    double re1[32] = {0}, re4[32] = {0};
-    int rc = c1 && c4 ? 0 : vit_fail(err, "out of memory");
-    if (rc == 0) rc = time_cached(b, 1, o, c1, err);
-    if (rc == 0) rc = time_cached(b, 4, o, c4, err);
+    step_times t = {0};
+    int rc = 0;
+    for (int i = 0; i < 4 && rc == 0; i++) {
+        t.cached[i] = malloc(sizeof(double) * o->steps);
+        rc = t.cached[i] ? time_cached(b, RUN_ROWS[i], RUN_IMAGES[i], o, t.cached[i], err)
+                         : vit_fail(err, "out of memory");
+    }
     int k = 0;
     for (int T = 1; T <= o->recompute && rc == 0; T *= 2, k++) {
-        rc = time_recompute(b, 1, T, o, &re1[k], err);
-        if (rc == 0) rc = time_recompute(b, 4, T, o, &re4[k], err);
+        rc = time_recompute(b, 1, T, o, &t.re[0][k], err);
+        if (rc == 0) rc = time_recompute(b, 4, T, o, &t.re[1][k], err);
     }
-    if (rc == 0) {
-        printf("\nms per decoder step (medians of %d): with the cache, step n runs 1 new position "
-               "per row over n-1 cached; recompute runs all n positions without a cache\n\n",
-               o->repeats);
-        printf("| step n | 1 row, cached | 1 row, recompute | 4 beams, cached (+reorder) | "
-               "4 beams, recompute |\n|---|---|---|---|---|\n");
-        k = 0;
-        for (int step = 1; step <= o->steps; step *= 2, k++)
-            print_step_row(step, o, c1, c4, re1, re4, k);
-        if (o->steps & (o->steps - 1)) print_step_row(o->steps, o, c1, c4, re1, re4, -1);
-        printf("| mean of steps 1..%d | %.2f | | %.2f | |\n", o->steps, mean(c1, o->steps) * 1e3,
-               mean(c4, o->steps) * 1e3);
-    }
-    free(c1), free(c4);
+    if (rc == 0) print_step_table(o, &t);
+    for (int i = 0; i < 4; i++) free(t.cached[i]);
     return rc;
 }
 
@@ -343,11 +366,12 @@ static int step_table(step_bench *b, const options *o, vit_error *err) {
  * decoder_reorder of a full cache: the parts of a step that do not depend on the layers. */
 static int parts(step_bench *b, const options *o, vit_error *err) {
     const model_config *c = &b->m.cfg;
-    float *x = malloc(sizeof(float) * 4 * c->hidden_size);
+    float *x = malloc(sizeof(float) * MAX_ROWS * c->hidden_size);
     if (!x) return vit_fail(err, "out of memory");
-    for (int i = 0; i < 4 * c->hidden_size; i++) x[i] = uniform() - 0.5f;
+    for (int i = 0; i < MAX_ROWS * c->hidden_size; i++) x[i] = uniform() - 0.5f;
     printf("\n");
-    for (int rows = 1; rows <= 4; rows += 3) {
+    for (int i = 0; i < 4; i++) {
+        const int rows = RUN_ROWS[i];
         double t[64];
         for (int r = -1; r < o->repeats; r++) {
             const double t0 = clock_seconds();
@@ -359,7 +383,7 @@ static int parts(step_bench *b, const options *o, vit_error *err) {
     }
     free(x);
     decoder_acts a;
-    if (acts_for(b, &a, 4, o->steps, err) != 0) return -1;
+    if (acts_for(b, &a, 4, o->steps, 1, err) != 0) return -1;
     int parent[4] = {1, 0, 3, 2}, rc = 0;
     double t[64], u[64];
     for (int r = -1; r < o->repeats && rc == 0; r++) {
