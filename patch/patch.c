@@ -101,33 +101,52 @@ static void axis_row(double *row, int *lo, int *hi, int i, int n, int m, grid_fi
         if (row[x] != 0.0) *lo = x < *lo ? x : *lo, *hi = x + 1;
 }
 
-int grid_resize(float *out, const float *grid, int n, int m, int C, grid_filter filter) {
+/* The [m, n] matrix of one axis and each row's nonzero span [lo, hi). */
+static double *axis_matrix(int n, int m, grid_filter filter, int *lo, int *hi) {
     double *M = malloc(sizeof(double) * (size_t)m * n);
-    int *lo = malloc(sizeof(int) * 2 * (size_t)m), *hi = lo ? lo + m : NULL;
-    if (!M || !lo) return free(M), free(lo), -1;
-    for (int i = 0; i < m; i++) axis_row(M + (size_t)i * n, &lo[i], &hi[i], i, n, m, filter);
-    for (int i = 0; i < m; i++)
-        for (int l = 0; l < m; l++) {
-            float *dst = out + ((size_t)i * m + l) * C;
-            const double *wy = M + (size_t)i * n, *wx = M + (size_t)l * n;
+    for (int i = 0; M && i < m; i++) axis_row(M + (size_t)i * n, &lo[i], &hi[i], i, n, m, filter);
+    return M;
+}
+
+int grid_resize_rect(float *out, const float *grid, int nh, int nw, int mh, int mw, int C,
+                     grid_filter filter) {
+    int *span = malloc(sizeof(int) * 2 * (size_t)(mh + mw));
+    double *My = span ? axis_matrix(nh, mh, filter, span, span + mh) : NULL;
+    int *lx = span ? span + 2 * mh : NULL, *hx = span ? lx + mw : NULL;
+    double *Mx = My ? axis_matrix(nw, mw, filter, lx, hx) : NULL;
+    if (!Mx) return free(span), free(My), -1;
+    const int *ly = span, *hy = span + mh;
+    for (int i = 0; i < mh; i++)
+        for (int l = 0; l < mw; l++) {
+            float *dst = out + ((size_t)i * mw + l) * C;
+            const double *wy = My + (size_t)i * nh, *wx = Mx + (size_t)l * nw;
             for (int c = 0; c < C; c++) {
                 double acc = 0.0;
-                for (int j = lo[i]; j < hi[i]; j++) {
+                for (int j = ly[i]; j < hy[i]; j++) {
                     double row = 0.0;
-                    for (int k = lo[l]; k < hi[l]; k++)
-                        row += wx[k] * grid[((size_t)j * n + k) * C + c];
+                    for (int k = lx[l]; k < hx[l]; k++)
+                        row += wx[k] * grid[((size_t)j * nw + k) * C + c];
                     acc += wy[j] * row;
                 }
                 dst[c] = (float)acc;
             }
         }
-    free(M), free(lo);
+    free(span), free(My), free(Mx);
     return 0;
 }
 
-int pos_embed_resize(float *out, const float *pos, int S, int n, int m, int D, grid_filter filter) {
+int grid_resize(float *out, const float *grid, int n, int m, int C, grid_filter filter) {
+    return grid_resize_rect(out, grid, n, n, m, m, C, filter);
+}
+
+int pos_embed_resize_rect(float *out, const float *pos, int S, int n, int mh, int mw, int D,
+                          grid_filter filter) {
     memcpy(out, pos, sizeof(float) * (size_t)S * D); /* the special tokens' positions are kept */
-    return grid_resize(out + (size_t)S * D, pos + (size_t)S * D, n, m, D, filter);
+    return grid_resize_rect(out + (size_t)S * D, pos + (size_t)S * D, n, n, mh, mw, D, filter);
+}
+
+int pos_embed_resize(float *out, const float *pos, int S, int n, int m, int D, grid_filter filter) {
+    return pos_embed_resize_rect(out, pos, S, n, m, m, D, filter);
 }
 
 int pos_embed_interpolate(float *out, const float *pos, int S, int n, int m, int D) {

@@ -46,6 +46,9 @@ void patch_tokens_place_backward(float *dembed, float *dspecial, int S, float *d
 typedef enum { GRID_BICUBIC, GRID_BICUBIC_AA, GRID_BILINEAR } grid_filter;
 /* grid [n·n, C] (channels last, row-major cells) -> out [m·m, C]. */
 int grid_resize(float *out, const float *grid, int n, int m, int C, grid_filter filter);
+/* The same from an nh × nw grid to mh × mw (F.interpolate's size=(mh, mw)). */
+int grid_resize_rect(float *out, const float *grid, int nh, int nw, int mh, int mw, int C,
+                     grid_filter filter);
 
 /* HF interpolate_pos_encoding (ViT's, and DeiT's for two special tokens): the [n·n, D] grid after
  * the S special rows of pos [(S + n·n), D] is resized to [m·m, D] with PyTorch's bicubic
@@ -53,6 +56,10 @@ int grid_resize(float *out, const float *grid, int n, int m, int C, grid_filter 
  * filter (DINOv2 with registers: GRID_BICUBIC_AA). */
 int pos_embed_interpolate(float *out, const float *pos, int S, int n, int m, int D);
 int pos_embed_resize(float *out, const float *pos, int S, int n, int m, int D, grid_filter filter);
+/* To an mh × mw grid (a non-square input: transformers' interpolate_pos_encoding at height ≠
+ * width, size=(mh, mw)); out [(S + mh·mw), D]. */
+int pos_embed_resize_rect(float *out, const float *pos, int S, int n, int mh, int mw, int D,
+                          grid_filter filter);
 
 /* BEiT's relative position bias (docs/SPEC.md §12). A table [(2n − 1)² + 3, H] made for an n × n
  * window holds, per head, one bias for each offset between two patches ((2n − 1)² of them, row

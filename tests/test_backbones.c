@@ -281,12 +281,12 @@ static void test_processor_defaults(void **state) {
  * forward places them. */
 static void check_embeddings(const model *m, const vit_acts *a, const golden_info *g, int r) {
     const model_config *c = &m->cfg;
-    const int D = c->hidden_size, N = a->grid * a->grid, T = a->tokens, P = c->patch_size;
+    const int D = c->hidden_size, N = a->grid_h * a->grid_w, T = a->tokens, P = c->patch_size;
     float *pixels = image_golden(g, r, 0, "pixels", NULL);
     float *patches = test_alloc_floats((size_t)N * a->patch_dim),
           *embed = test_alloc_floats((size_t)N * D);
     float *x = test_alloc_floats((size_t)T * D);
-    patch_extract(patches, pixels, 1, c->num_channels, a->size, a->size, P);
+    patch_extract(patches, pixels, 1, c->num_channels, a->height, a->width, P);
     linear_forward(embed, patches, m->patch_w, m->patch_b, N, a->patch_dim, D);
     patch_tokens_place(x, embed, m->cls_token, c->opt.special, m->register_tokens, c->opt.registers,
                        a->pos, 1, N, D);
@@ -295,7 +295,7 @@ static void check_embeddings(const model *m, const vit_acts *a, const golden_inf
     snprintf(name, sizeof name, "%s/embeddings", g->images[0]);
     float *want = golden(g, r, name, &n, 0);
     assert_int_equal(n, (size_t)T * D);
-    snprintf(what, sizeof what, "%s embeddings at %d", g->dir, a->size);
+    snprintf(what, sizeof what, "%s embeddings at %d", g->dir, a->height);
     expect_close(what, x, want, n, TOL);
     free(want), free(pixels), free(patches), free(embed), free(x);
 }
@@ -309,8 +309,8 @@ static void check_positions_and_biases(const model *m, vit_acts *a, const golden
     float *pos = golden(g, r, "position_embeddings", &n, 1);
     assert_true((pos != NULL) == (m->cfg.opt.abs_pos != 0));
     if (pos) {
-        assert_int_equal(n, (size_t)(1 + a->grid * a->grid) * D);
-        snprintf(what, sizeof what, "%s positions at %d", g->dir, a->size);
+        assert_int_equal(n, (size_t)(1 + a->grid_h * a->grid_w) * D);
+        snprintf(what, sizeof what, "%s positions at %d", g->dir, a->height);
         expect_close(what, a->pos, pos, n, TOL);
         free(pos);
     }
@@ -322,7 +322,7 @@ static void check_positions_and_biases(const model *m, vit_acts *a, const golden
             snprintf(name, sizeof name, "relative_position_bias.shared");
         float *want = golden(g, r, name, &n, 0);
         assert_int_equal(n, (size_t)H * T * T);
-        snprintf(what, sizeof what, "%s %s at %d", g->dir, name, a->size);
+        snprintf(what, sizeof what, "%s %s at %d", g->dir, name, a->height);
         expect_close(what, a->bias + b * n, want, n, TOL);
         free(want);
     }
@@ -338,7 +338,7 @@ typedef struct {
 static void goldens_load(goldens *w, const model *m, const golden_info *g, int r,
                          const vit_acts *a) {
     memset(w, 0, sizeof *w);
-    w->F = (size_t)m->cfg.num_channels * a->size * a->size;
+    w->F = (size_t)m->cfg.num_channels * a->height * a->width;
     w->K = (size_t)m->cfg.num_labels, w->D = (size_t)m->cfg.hidden_size;
     w->TD = (size_t)a->tokens * w->D;
     w->pixels = test_alloc_floats(IMAGES * w->F);
@@ -396,7 +396,7 @@ static void check_last_layer(const model *m, const vit_acts *a, const golden_inf
     float *want = golden(g, r, name, &n, 0);
     assert_int_equal(n, (size_t)a->tokens * m->cfg.hidden_size);
     snprintf(what, sizeof what, "%s layer %d at %d (backend %d)", g->dir, m->cfg.num_layers - 1,
-             a->size, backend);
+             a->height, backend);
     expect_close(what, vit_acts_hidden(a), want, n, TOL);
     free(want);
 }

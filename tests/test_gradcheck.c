@@ -482,7 +482,7 @@ static void test_encoder_pre_norm_causal_dropout(void **state) {
 /* ---- a whole small ViT: the training forward, cross-entropy, the backward ---- */
 
 static const char *tiny_vit_json =
-    "{\"model_type\": \"%s\", \"image_size\": 8, \"patch_size\": 4, \"num_channels\": 3,"
+    "{\"model_type\": \"%s\", \"image_size\": %s, \"patch_size\": 4, \"num_channels\": 3,"
     " \"hidden_size\": 8, \"num_hidden_layers\": 2, \"num_attention_heads\": 2,"
     " \"intermediate_size\": 16, \"num_labels\": 3, \"layer_norm_eps\": 1e-12, \"qkv_bias\": %s}";
 
@@ -494,17 +494,19 @@ typedef struct {
     model g;      /* the gradients: m's layout on grads */
     float *grads; /* accumulate over steps until zeroed */
     float logits[VB * 3], probs[VB * 3], dlogits[VB * 3];
-    float pixels[VB * 3 * 8 * 8];
+    float pixels[VB * 3 * 8 * 12]; /* 8x8, or 8x12 for the non-square case */
     int labels[VB];
     float smoothing, p_drop, attn_drop;
     int freeze;
+    const char *image_size; /* config.json's image_size; NULL: 8 */
 } vit_case;
 
 /* type: "vit", or "deit" (a DeiTForImageClassification: the distillation token reaches the loss
  * through attention only). */
 static void vit_case_init_type(vit_case *c, int qkv_bias, const char *type) {
     char json[512];
-    snprintf(json, sizeof json, tiny_vit_json, type, qkv_bias ? "true" : "false");
+    snprintf(json, sizeof json, tiny_vit_json, type, c->image_size ? c->image_size : "8",
+             qkv_bias ? "true" : "false");
     model_config cfg;
     vit_error err = {0};
     if (model_config_parse(json, "tiny", &cfg, &err) != 0) fail_msg("%s", err.msg);
@@ -598,6 +600,16 @@ static void test_vit_whole_model(void **state) {
     vit_case_free(&c);
 }
 
+/* A non-square input (a text line's shape): the 2x3 grid's own positions. */
+static void test_vit_non_square(void **state) {
+    (void)state;
+    vit_case c = {.smoothing = 0.1f, .image_size = "[8, 12]"};
+    vit_case_init(&c, 1);
+    assert_int_equal(c.a.tokens, 1 + 2 * 3);
+    check_vit(&c, "ViT 8x12/4 (a 2x3 grid), hidden 8, 2 layers, 2 heads");
+    vit_case_free(&c);
+}
+
 static void test_vit_whole_model_dropout(void **state) {
     (void)state;
     vit_case c = {.smoothing = 0.0f, .p_drop = 0.2f};
@@ -620,7 +632,7 @@ static void test_deit_whole_model(void **state) {
 static void test_deit_teacher_not_trained(void **state) {
     (void)state;
     char json[600];
-    snprintf(json, sizeof json, tiny_vit_json, "deit", "true");
+    snprintf(json, sizeof json, tiny_vit_json, "deit", "8", "true");
     strcpy(json + strlen(json) - 1,
            ", \"architectures\": [\"DeiTForImageClassificationWithTeacher\"]}");
     model_config cfg;
@@ -817,6 +829,7 @@ int main(void) {
         cmocka_unit_test(test_encoder_post_norm_masked),
         cmocka_unit_test(test_encoder_pre_norm_causal_dropout),
         cmocka_unit_test(test_vit_whole_model),
+        cmocka_unit_test(test_vit_non_square),
         cmocka_unit_test(test_vit_whole_model_dropout),
         cmocka_unit_test(test_deit_whole_model),
         cmocka_unit_test(test_deit_teacher_not_trained),

@@ -241,7 +241,7 @@ static void test_pixel_lut(void **state) {
 static void test_augment_is_shift_and_flip(void **state) {
     (void)state;
     enum { S = 6, N = 4 };
-    image_set s = {.count = N, .C = 1, .S = S};
+    image_set s = {.count = N, .C = 1, .H = S, .W = S, .S = S};
     s.pixels = malloc(N * S * S);
     s.labels = calloc(N, sizeof(int));
     for (int i = 0; i < N * S * S; i++) s.pixels[i] = (uint8_t)(1 + (i * 37) % 250);

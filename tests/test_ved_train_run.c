@@ -342,6 +342,54 @@ static void test_new_decoder_init(void **state) {
     st_close(&f), st_close(&a);
 }
 
+static void expect_refused(train_options o, const char *what);
+
+/* --input-height 16 --input-width 48 over micro-a (a 32x32 ViT): config.json says image_size
+ * [16, 48], the encoder's positions are micro-a's 4x4 grid resized to 2x6 as transformers'
+ * interpolate_pos_encoding resizes them (tools/wide_reference.py's, by F.interpolate), the
+ * preprocessing resizes to 16x48 with micro-a's normalisation; it learns, and generates. */
+static void test_new_decoder_wide(void **state) {
+    (void)state;
+    char dir[4200], path[4300];
+    out_dir(dir, sizeof dir, "new-decoder-wide");
+    train_options o = new_decoder_run(dir);
+    o.enc_height = 16, o.enc_width = 48, o.epochs = 40;
+    vit_error err = {0};
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    const double first = logged(dir, "train_loss", 1), last = logged(dir, "train_loss", 0);
+    print_message("  16x48: loss %.4f -> %.4f\n", first, last);
+    assert_true(last < first / 2);
+    model_config c;
+    if (model_config_load_tower(dir, TOWER_IMAGE, &c, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(c.image_size, 16), assert_int_equal(c.image_width, 48);
+    model_config_free(&c);
+    preprocess_config pp;
+    if (model_dir_load_preprocess(dir, &pp, &err) != 0) fail_msg("%s", err.msg);
+    int pc, ph, pw;
+    preprocess_output_shape(&pp, &pc, &ph, &pw);
+    assert_int_equal(ph, 16), assert_int_equal(pw, 48), assert_false(pp.do_center_crop);
+    assert_true(pp.mean[0] == 0.5f && pp.std[2] == 0.5f);
+    /* the positions at the start (one step of nothing) */
+    out_dir(dir, sizeof dir, "new-decoder-wide-init");
+    o = new_decoder_run(dir);
+    o.enc_height = 16, o.enc_width = 48;
+    o.epochs = 1, o.lr = 1e-11f, o.min_lr = 0, o.weight_decay = 0;
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    size_t n, m;
+    float *got = test_read_tensor(path, "encoder.embeddings.position_embeddings", &n);
+    float *want = test_golden_tensor(TEST_DATA "/vit-wide-micro", "positions", &m);
+    assert_non_null(got);
+    assert_int_equal(n, m), assert_int_equal(n, (1 + 2 * 6) * 48);
+    double worst = 0;
+    for (size_t k = 0; k < n; k++) worst = fmax(worst, fabs((double)got[k] - want[k]));
+    print_message("  positions resized to 2x6: max |d| %.3g from F.interpolate's\n", worst);
+    assert_true(worst < 1e-6);
+    free(got), free(want);
+    o.enc_width = 0;
+    expect_refused(o, "--input-height and --input-width go together");
+}
+
 static void expect_refused(train_options o, const char *what) {
     vit_error err = {0};
     assert_int_equal(train_run(&o, 0, NULL, &err), -1);
@@ -388,10 +436,15 @@ static void test_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_learns_trocr), cmocka_unit_test(test_learns_trocr_sinusoidal_deit),
-        cmocka_unit_test(test_learns_gpt2),  cmocka_unit_test(test_saved_as_loaded),
-        cmocka_unit_test(test_resume),       cmocka_unit_test(test_freeze_encoder),
-        cmocka_unit_test(test_new_decoder),  cmocka_unit_test(test_new_decoder_init),
+        cmocka_unit_test(test_learns_trocr),
+        cmocka_unit_test(test_learns_trocr_sinusoidal_deit),
+        cmocka_unit_test(test_learns_gpt2),
+        cmocka_unit_test(test_saved_as_loaded),
+        cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_freeze_encoder),
+        cmocka_unit_test(test_new_decoder),
+        cmocka_unit_test(test_new_decoder_init),
+        cmocka_unit_test(test_new_decoder_wide),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests_name("ved_train_run", tests, NULL, NULL);

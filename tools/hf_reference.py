@@ -204,20 +204,25 @@ def prefix_of(w):
         "vit." if any(k.startswith("vit.") for k in w) else ""
 
 
-def position_embeddings(w, cfg, size):
+def position_embeddings(w, cfg, height, width=None):
     """interpolate_pos_encoding: the special rows kept, the patch grid [n, n, D] resized to
-    [size/P, size/P, D] by F.interpolate(mode="bicubic", align_corners=False) when size is not
-    the model's image_size."""
+    [height/P, width/P, D] by F.interpolate(size=..., mode="bicubic", align_corners=False) when
+    the input is not the model's image_size (an int, or [height, width]: a non-square model runs
+    at its own size only, as in transformers, whose interpolation takes a square grid)."""
     pre = prefix_of(w)
     pos = w[pre + "embeddings.position_embeddings"]
     special = 2 if pre + "embeddings.distillation_token" in w else 1
-    n, m = cfg["image_size"] // cfg["patch_size"], size // cfg["patch_size"]
-    if m == n:
+    size, P = cfg["image_size"], cfg["patch_size"]
+    nh, nw = (size[0] // P, size[1] // P) if isinstance(size, list) else (size // P, size // P)
+    width = height if width is None else width
+    mh, mw = height // P, width // P
+    if (mh, mw) == (nh, nw):
         return pos
+    assert nh == nw, "transformers interpolates a square grid only"
     D = pos.shape[-1]
-    grid = pos[:, special:].reshape(1, n, n, D).permute(0, 3, 1, 2)
-    grid = F.interpolate(grid, size=(m, m), mode="bicubic", align_corners=False)
-    return torch.cat([pos[:, :special], grid.permute(0, 2, 3, 1).reshape(1, m * m, D)], dim=1)
+    grid = pos[:, special:].reshape(1, nh, nw, D).permute(0, 3, 1, 2)
+    grid = F.interpolate(grid, size=(mh, mw), mode="bicubic", align_corners=False)
+    return torch.cat([pos[:, :special], grid.permute(0, 2, 3, 1).reshape(1, mh * mw, D)], dim=1)
 
 
 def forward(w, cfg, pixels, attentions=False):
@@ -245,7 +250,7 @@ def forward(w, cfg, pixels, attentions=False):
     if pre + "embeddings.distillation_token" in W:
         special.append(W[pre + "embeddings.distillation_token"])
     h = torch.cat([t.expand(B, -1, -1) for t in special] + [x], dim=1)
-    h = h + position_embeddings(W, cfg, pixels.shape[-1])
+    h = h + position_embeddings(W, cfg, pixels.shape[-2], pixels.shape[-1])
     states, attns = {"embeddings": h}, []
     T, dh = h.shape[1], D // H
     for l in range(cfg["num_hidden_layers"]):

@@ -43,7 +43,7 @@ struct vit_context {
 api_image_view api_image_context(vit_context *c) {
     return (api_image_view){.m = &c->w->m,
                             .prep = &c->w->prep,
-                            .size = c->acts.size,
+                            .size = c->acts.height == c->acts.width ? c->acts.height : 0,
                             .threads = c->threads,
                             .max_pixels = c->w->params.max_pixels,
                             .decode_flags =
@@ -146,14 +146,14 @@ static vit_weights *weights_load(const char *model_dir, const vit_params *params
 }
 
 /* The preprocessing must yield exactly what the model takes at the run size. */
-static int setup_preprocessing(vit_weights *w, int size, vit_error *err) {
+static int setup_preprocessing(vit_weights *w, int height, int width, vit_error *err) {
     if (model_dir_load_preprocess(w->model_dir, &w->prep, err) != 0) return -1;
-    preprocess_config_set_size(&w->prep, size);
+    if (height == width) preprocess_config_set_size(&w->prep, height);
     int pc, ph, pw;
     preprocess_output_shape(&w->prep, &pc, &ph, &pw);
-    if (pc != w->m.cfg.num_channels || ph != size || pw != size)
+    if (pc != w->m.cfg.num_channels || ph != height || pw != width)
         return vit_fail(err, "%s: preprocessing yields %dx%dx%d but the model takes %dx%dx%d",
-                        w->model_dir, pc, ph, pw, w->m.cfg.num_channels, size, size);
+                        w->model_dir, pc, ph, pw, w->m.cfg.num_channels, height, width);
     return 0;
 }
 
@@ -202,7 +202,7 @@ vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error
     if (!w) return NULL;
     vit_context *c = context_create(w, threads_resolve(w->params.threads), err);
     if (!c) return NULL;
-    if (setup_preprocessing(w, c->acts.size, err) != 0 ||
+    if (setup_preprocessing(w, c->acts.height, c->acts.width, err) != 0 ||
         api_prepare(&w->m, w->params.backend, w->params.precision, w->params.max_batch,
                     c->acts.tokens, c->threads, w->compute, sizeof w->compute, err) != 0 ||
         add_gemm_state(c, err) != 0) {
@@ -241,13 +241,13 @@ int vit_has_classifier(const vit_context *c) {
     return head == HEAD_CLASSIFIER;
 }
 void vit_patch_grid(const vit_context *c, int *grid_h, int *grid_w) {
-    *grid_h = *grid_w = c->acts.grid;
+    *grid_h = c->acts.grid_h, *grid_w = c->acts.grid_w;
 }
 const char *vit_label(const vit_context *c, int i) {
     return i >= 0 && i < c->w->m.cfg.num_labels ? c->w->m.cfg.labels[i] : NULL;
 }
 size_t vit_input_floats(const vit_context *c) {
-    return (size_t)c->w->m.cfg.num_channels * c->acts.size * c->acts.size;
+    return (size_t)c->w->m.cfg.num_channels * c->acts.height * c->acts.width;
 }
 int vit_tokens(const vit_context *c) {
     return c->acts.tokens;
@@ -267,7 +267,7 @@ const char *vit_compute(const vit_context *c) {
 
 void vit_input_shape(const vit_context *c, int *channels, int *height, int *width) {
     *channels = c->w->m.cfg.num_channels;
-    *height = *width = c->acts.size;
+    *height = c->acts.height, *width = c->acts.width;
 }
 
 /* ---- preprocessing ---- */
@@ -381,7 +381,7 @@ int vit_embed(vit_context *c, const float *pixels, int B, vit_pool pool, float *
             c->w->model_dir);
     const threads_scope scope = threads_begin(c->threads);
     const int rc = vit_model_forward(&c->w->m, &c->acts, pixels, B, NULL, c->logits, err);
-    const size_t D = (size_t)c->w->m.cfg.hidden_size, N = (size_t)c->acts.grid * c->acts.grid;
+    const size_t D = (size_t)c->w->m.cfg.hidden_size, N = (size_t)c->acts.grid_h * c->acts.grid_w;
     const size_t per = pool == VIT_POOL_PATCHES ? N * D : D;
     for (int b = 0; rc == 0 && b < B; b++) image_features(c, b, pool, features + b * per);
     threads_end(scope);

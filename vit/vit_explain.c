@@ -45,14 +45,15 @@ int vit_explain(vit_context *ctx, const float *pixels, vit_explain_method method
                         v.model_dir, config_architecture(&v.m->cfg));
     explainer *e = get_explainer(&v, err);
     if (!e) return -1;
-    const int grid = e->acts.grid, maps = explain_maps(v.m, (explain_method)method);
+    const int gh = e->acts.grid_h, gw = e->acts.grid_w,
+              maps = explain_maps(v.m, (explain_method)method);
     float *logits = e->logits;
-    out->map = malloc(sizeof(float) * maps * grid * grid);
+    out->map = malloc(sizeof(float) * maps * gh * gw);
     if (!out->map) return vit_fail(err, "out of memory");
     const threads_scope scope = threads_begin(v.threads);
     int rc = explainer_run(e, v.m, pixels, (explain_method)method, &label, logits, out->map, err);
     threads_end(scope);
-    for (int i = 0; rc == 0 && i < maps * grid * grid; i++)
+    for (int i = 0; rc == 0 && i < maps * gh * gw; i++)
         if (!isfinite(out->map[i]))
             rc = vit_fail(err, "%s: the explanation is not finite (NaN or Inf in the weights)",
                           v.model_dir);
@@ -64,8 +65,8 @@ int vit_explain(vit_context *ctx, const float *pixels, vit_explain_method method
     *out = (vit_explanation){.label = classes ? label : -1, /* a base model's outputs: features */
                              .prob = classes ? logits[label] : 0.0f,
                              .maps = maps,
-                             .grid_h = grid,
-                             .grid_w = grid,
+                             .grid_h = gh,
+                             .grid_w = gw,
                              .map = out->map};
     return 0;
 }

@@ -58,9 +58,9 @@ static void print_preprocessing(const char *dir) {
 /* An image model's input, cost and preprocessing. */
 static void print_image_input(const model *m, const char *dir) {
     const model_config *cfg = &m->cfg;
-    const int tokens = model_vit_tokens(m, cfg->image_size);
+    const int tokens = model_vit_tokens(m, 0);
     printf("input:          %d channel%s, %dx%d, patch %d (%d tokens)\n", cfg->num_channels,
-           cfg->num_channels > 1 ? "s" : "", cfg->image_size, cfg->image_size, cfg->patch_size,
+           cfg->num_channels > 1 ? "s" : "", cfg->image_width, cfg->image_size, cfg->patch_size,
            tokens);
     printf("flops/image:    %.3f GFLOP\n", model_flops(m, tokens) / 1e9);
     print_preprocessing(dir);
@@ -153,7 +153,7 @@ static void print_tower_parts(const model *m) {
 /* A CLIP or SigLIP folder: both towers and how the scores are made. */
 static void print_joint(const model *image, const char *dir) {
     const model_config *c = &image->cfg;
-    const int tokens = model_vit_tokens(image, c->image_size);
+    const int tokens = model_vit_tokens(image, 0);
     printf("architecture:   %s: an image and a text tower, embeddings of %d\n",
            c->family == FAMILY_CLIP ? "CLIPModel" : "SiglipModel", c->num_labels);
     printf("image tower:    %d channels, %dx%d, patch %d (%d tokens), %.3f GFLOP/image\n",

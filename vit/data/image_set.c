@@ -35,7 +35,7 @@ int pixel_lut(const preprocess_config *pp, float *lut, vit_error *err) {
     return preprocess_image(&q, &img, lut, err); /* CHW of a 16x16 image: lut[c·256 + v] */
 }
 
-static int load_one(const preprocess_config *q, const char *path, int C, int S, float *buf,
+static int load_one(const preprocess_config *q, const char *path, int C, size_t per, float *buf,
                     uint8_t *dst, vit_error *err) {
     image_u8 img = {0};
     /* Pillow's raw pixels (no EXIF orientation), as timm's datasets read them */
@@ -44,7 +44,7 @@ static int load_one(const preprocess_config *q, const char *path, int C, int S, 
     const int rc = preprocess_image(q, &img, buf, &e);
     image_free(&img);
     if (rc != 0) return vit_fail(err, "%s: %s", path, e.msg);
-    for (size_t j = 0; j < (size_t)C * S * S; j++) {
+    for (size_t j = 0; j < per; j++) {
         const float v = buf[j];
         dst[j] = (uint8_t)(v <= 0.0f ? 0 : v >= 255.0f ? 255 : (int)lrintf(v));
     }
@@ -55,7 +55,7 @@ static int load_one(const preprocess_config *q, const char *path, int C, int S, 
  * rest and is reported. */
 static int decode_all(image_set *out, const preprocess_config *q, char *const *paths,
                       image_set_progress_fn progress, void *user, vit_error *err) {
-    const size_t n = (size_t)out->count, per = (size_t)out->C * out->S * out->S;
+    const size_t n = (size_t)out->count, per = (size_t)out->C * out->H * out->W;
     size_t done = 0;
     int failed = 0;
 #pragma omp parallel
@@ -69,8 +69,7 @@ static int decode_all(image_set *out, const preprocess_config *q, char *const *p
 #pragma omp atomic read
             stop = failed;
             if (stop) continue;
-            if (!buf ||
-                load_one(q, paths[i], out->C, out->S, buf, out->pixels + i * per, &e) != 0) {
+            if (!buf || load_one(q, paths[i], out->C, per, buf, out->pixels + i * per, &e) != 0) {
 #pragma omp critical
                 if (!failed) {
                     failed = 1;
@@ -94,13 +93,11 @@ int image_set_load(image_set *out, const preprocess_config *pp, char *const *pat
     memset(out, 0, sizeof *out);
     int C, H, W;
     preprocess_output_shape(pp, &C, &H, &W);
-    if (H != W)
-        return vit_fail(err, "the preprocessing makes %dx%d images; training needs square ones", W,
-                        H);
     const size_t per = (size_t)C * H * W;
     out->count = (int)n;
     out->C = C;
-    out->S = H;
+    out->H = H, out->W = W;
+    out->S = H == W ? H : 0;
     out->pixels = malloc(n * per + 1);
     out->labels = malloc(n * sizeof(int) + 1);
     if (!out->pixels || !out->labels) {
@@ -185,14 +182,14 @@ void image_set_batch(const image_set *s, const int *idx, int n, const float *lut
 void image_set_batch_part(const image_set *s, const int *idx, int n, const float *lut,
                           const augment_options *aug, uint64_t seed, int first, float *pixels) {
     const int C = s->C, S = s->S;
-    const size_t per = (size_t)C * S * S;
+    const size_t per = (size_t)C * s->H * s->W, plane = (size_t)s->H * s->W;
 #pragma omp parallel for schedule(static) if (n * per >= 16384)
     for (int i = 0; i < n; i++) {
         const uint8_t *src = s->pixels + (size_t)idx[i] * per;
         float *dst = pixels + (size_t)i * per;
         uint64_t st = rng_derive(seed, (uint64_t)(first + i), 0);
-        if (!aug) {
-            for (size_t j = 0; j < per; j++) dst[j] = lut[(j / ((size_t)S * S)) * 256 + src[j]];
+        if (!aug || S == 0) {
+            for (size_t j = 0; j < per; j++) dst[j] = lut[(j / plane) * 256 + src[j]];
             continue;
         }
         if (aug->resized_crop) {

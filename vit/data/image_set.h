@@ -15,14 +15,15 @@
 #include "vit/base/error.h"
 
 typedef struct {
-    int count, C, S;
-    uint8_t *pixels; /* [count, C, S, S] */
+    int count, C, H, W;
+    int S;           /* H when square, else 0 (the augmentations need a square) */
+    uint8_t *pixels; /* [count, C, H, W] */
     int *labels;     /* [count] */
 } image_set;
 
 void image_set_free(image_set *s);
 
-/* Decodes paths[0..n) into out with pp's transform (its output must be square: S x S), using the
+/* Decodes paths[0..n) into out with pp's transform (any H x W), using the
  * OpenMP threads. labels[i] is copied. An undecodable image is an error naming its file.
  * progress (may be NULL) is called on the calling thread now and then with images done so far. */
 typedef void (*image_set_progress_fn)(void *user, size_t done, size_t total);
@@ -40,7 +41,8 @@ typedef struct {
     int flip; /* horizontal flip with probability 1/2 */
 } augment_options;
 
-/* pixels [n, C, S, S] floats of images idx[0..n) of s, through lut. With aug non-NULL each image
+/* pixels [n, C, H, W] floats of images idx[0..n) of s, through lut. With aug non-NULL (a square
+ * set only: callers check S > 0) each image
  * is augmented with draws from the counter-based generator seeded by (seed, i): the same seed
  * gives the same batch whatever the thread count. */
 void image_set_batch(const image_set *s, const int *idx, int n, const float *lut,

@@ -78,7 +78,12 @@ static char *vit_config_json(const model_config *c, float hidden_dropout, float 
     cJSON *arch = cJSON_AddArrayToObject(root, "architectures");
     cJSON_AddItemToArray(arch, cJSON_CreateString(config_architecture(c)));
     cJSON_AddStringToObject(root, "model_type", config_model_type(c));
-    cJSON_AddNumberToObject(root, "image_size", c->image_size);
+    if (c->image_width == c->image_size || c->image_width <= 0) { /* 0: not set, square */
+        cJSON_AddNumberToObject(root, "image_size", c->image_size);
+    } else {
+        const int hw[2] = {c->image_size, c->image_width};
+        cJSON_AddItemToObject(root, "image_size", cJSON_CreateIntArray(hw, 2));
+    }
     cJSON_AddNumberToObject(root, "patch_size", c->patch_size);
     cJSON_AddNumberToObject(root, "num_channels", c->num_channels);
     cJSON_AddNumberToObject(root, "hidden_size", c->hidden_size);
@@ -513,12 +518,40 @@ char *ved_config_json(const char *encoder_json, const ved_decoder_spec *d) {
     cJSON *arch = cJSON_AddArrayToObject(root, "architectures");
     cJSON_AddItemToArray(arch, cJSON_CreateString("VisionEncoderDecoderModel"));
     cJSON_AddStringToObject(root, "model_type", "vision-encoder-decoder");
+    if (d->image_height > 0 && d->image_width > 0) {
+        const int hw[2] = {d->image_height, d->image_width};
+        cJSON_DeleteItemFromObjectCaseSensitive(encoder, "image_size");
+        cJSON_AddItemToObject(encoder, "image_size", cJSON_CreateIntArray(hw, 2));
+    }
     cJSON_AddItemToObject(root, "encoder", encoder);
     cJSON_AddItemToObject(root, "decoder", trocr_config(d));
     cJSON_AddBoolToObject(root, "is_encoder_decoder", 1);
     cJSON_AddBoolToObject(root, "tie_word_embeddings", 0);
     add_token_ids(root, d);
     cJSON_AddStringToObject(root, "torch_dtype", "float32");
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+char *resize_preprocessor_json(int height, int width, const float *mean, const float *std) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddBoolToObject(root, "do_resize", 1);
+    cJSON *size = cJSON_AddObjectToObject(root, "size");
+    cJSON_AddNumberToObject(size, "height", height);
+    cJSON_AddNumberToObject(size, "width", width);
+    cJSON_AddNumberToObject(root, "resample", 2);
+    cJSON_AddBoolToObject(root, "do_center_crop", 0);
+    cJSON_AddBoolToObject(root, "do_rescale", 1);
+    cJSON_AddNumberToObject(root, "rescale_factor", 1.0 / 255.0);
+    cJSON_AddBoolToObject(root, "do_normalize", 1);
+    cJSON *m = cJSON_AddArrayToObject(root, "image_mean"),
+          *s = cJSON_AddArrayToObject(root, "image_std");
+    for (int c = 0; c < 3; c++) {
+        cJSON_AddItemToArray(m, cJSON_CreateNumber(mean[c]));
+        cJSON_AddItemToArray(s, cJSON_CreateNumber(std[c]));
+    }
+    cJSON_AddStringToObject(root, "image_processor_type", "ViTImageProcessor");
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;

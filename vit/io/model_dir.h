@@ -75,12 +75,16 @@ int tokenizer_files_copy(const char *in_dir, const char *out_dir, vit_error *err
 typedef struct {
     int layers, hidden, heads, ffn, positions, vocab;
     int pad_id, bos_id, eos_id, encoder_hidden;
+    int image_height, image_width; /* > 0: the encoder's new input size (image_size [h, w]) */
 } ved_decoder_spec;
 /* config.json text of the VisionEncoderDecoderModel with encoder_json (a ViT or DeiT folder's
  * config.json text) as its encoder and d's decoder, or NULL (unreadable encoder_json, out of
  * memory); generation_config.json text for it (greedy, max_length the positions). Caller frees. */
 char *ved_config_json(const char *encoder_json, const ved_decoder_spec *d);
 char *ved_generation_config_json(const ved_decoder_spec *d);
+/* preprocessor_config.json text of a ViTImageProcessor resizing to height x width (bilinear, as
+ * its default; no crop), rescaling and normalising with mean and std [3]. Caller frees. */
+char *resize_preprocessor_json(int height, int width, const float *mean, const float *std);
 
 /* Every file of model directory in_dir but its weights (config.json, preprocessor_config.json,
  * generation_config.json, the tokenizer files: those model_dir_convert copies) into out_dir,

@@ -178,7 +178,7 @@ static void set_defaults(model_config *cfg, model_kind kind) {
     cfg->intermediate_size = 3072;
     cfg->act = ACT_GELU;
     cfg->layer_norm_eps = 1e-12f;
-    cfg->image_size = 224;
+    cfg->image_size = cfg->image_width = 224;
     cfg->patch_size = 16;
     cfg->num_channels = 3;
     cfg->qkv_bias = 1;
@@ -204,14 +204,35 @@ static void set_family_defaults(model_config *cfg) {
     }
 }
 
+/* image_size: an int (square) or [height, width], as HF's ViTPatchEmbeddings reads it. */
+static int get_image_size(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "image_size");
+    if (cJSON_IsArray(v)) {
+        const cJSON *h = cJSON_GetArrayItem(v, 0), *w = cJSON_GetArrayItem(v, 1);
+        const int ok = cJSON_GetArraySize(v) == 2 && cJSON_IsNumber(h) && cJSON_IsNumber(w) &&
+                       h->valuedouble >= 1 && h->valuedouble <= 65536 && w->valuedouble >= 1 &&
+                       w->valuedouble <= 65536 && h->valuedouble == (int)h->valuedouble &&
+                       w->valuedouble == (int)w->valuedouble;
+        if (!ok)
+            return vit_fail(err,
+                            "%s: field 'image_size' must be an integer or [height, width] in "
+                            "1..65536",
+                            src);
+        cfg->image_size = (int)h->valuedouble, cfg->image_width = (int)w->valuedouble;
+        return 0;
+    }
+    if (json_get_int(root, "image_size", 1, 65536, &cfg->image_size, src, err) != 0) return -1;
+    cfg->image_width = cfg->image_size;
+    return 0;
+}
+
 int config_parse_common(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
     const int big = 1 << 20;
     if (json_get_int(root, "hidden_size", 1, big, &cfg->hidden_size, src, err) ||
         json_get_int(root, "num_hidden_layers", 1, 1000, &cfg->num_layers, src, err) ||
         json_get_int(root, "num_attention_heads", 1, 4096, &cfg->num_heads, src, err) ||
         json_get_int(root, "intermediate_size", 1, big, &cfg->intermediate_size, src, err) ||
-        get_activation(root, &cfg->act, src, err) ||
-        json_get_int(root, "image_size", 1, 65536, &cfg->image_size, src, err) ||
+        get_activation(root, &cfg->act, src, err) || get_image_size(root, cfg, src, err) ||
         json_get_int(root, "patch_size", 1, 65536, &cfg->patch_size, src, err) ||
         json_get_int(root, "num_channels", 1, 4, &cfg->num_channels, src, err) ||
         json_get_bool(root, "qkv_bias", &cfg->qkv_bias, src, err) ||
@@ -231,14 +252,16 @@ int config_parse_common(const cJSON *root, model_config *cfg, const char *src, v
         return vit_fail(err,
                         "%s: field 'hidden_size' (%d) is not divisible by num_attention_heads (%d)",
                         src, cfg->hidden_size, cfg->num_heads);
-    if (cfg->kind == MODEL_VIT && cfg->patch_size > cfg->image_size)
+    const int side = cfg->image_size < cfg->image_width ? cfg->image_size : cfg->image_width;
+    const int longest = cfg->image_size > cfg->image_width ? cfg->image_size : cfg->image_width;
+    if (cfg->kind == MODEL_VIT && cfg->patch_size > side)
         return vit_fail(err, "%s: field 'patch_size' (%d) is larger than image_size (%d)", src,
-                        cfg->patch_size, cfg->image_size);
-    if (cfg->kind == MODEL_VIT && cfg->image_size / cfg->patch_size > CONFIG_MAX_GRID)
+                        cfg->patch_size, side);
+    if (cfg->kind == MODEL_VIT && longest / cfg->patch_size > CONFIG_MAX_GRID)
         return vit_fail(err,
                         "%s: image_size / patch_size is %d patches per side, more than the limit "
                         "of %d",
-                        src, cfg->image_size / cfg->patch_size, CONFIG_MAX_GRID);
+                        src, longest / cfg->patch_size, CONFIG_MAX_GRID);
     if (cfg->kind == MODEL_VIT && cfg->num_channels != 1 && cfg->num_channels != 3)
         return vit_fail(err, "%s: field 'num_channels' is %d; only 1 and 3 are supported", src,
                         cfg->num_channels);
@@ -573,6 +596,9 @@ int model_config_parse_tower(const char *json, const char *source, config_tower 
     int rc = cfg->family == FAMILY_HF ? config_parse_common(root, cfg, source, err)
              : config_is_joint(cfg)   ? parse_joint(root, cfg, source, err)
                                       : config_backbone_parse(root, cfg, source, err);
+    if (rc == 0 && cfg->family != FAMILY_HF && cfg->image_width != cfg->image_size)
+        rc = vit_fail(err, "%s: a [height, width] image_size is for ViT and DeiT models only",
+                      source);
     cJSON_Delete(root);
     if (rc != 0) model_config_free(cfg);
     if (rc == 0) config_apply_family(cfg);

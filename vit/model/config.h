@@ -120,6 +120,8 @@ typedef struct {
     /* ViT, DeiT */
     image_arch arch;
     int image_size, patch_size, num_channels, qkv_bias;
+    int image_width; /* image_size is the height: a config's [height, width] (HF ViTConfig takes
+                      * either form) gives another width; an int the same */
     /* BERT */
     int vocab_size, max_position_embeddings, type_vocab_size;
     int pad_token_id; /* the embedding row HF keeps at zero when initialising */

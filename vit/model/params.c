@@ -94,14 +94,13 @@ static void add_mlp(layout *L, encoder_layer *w, int l, int D, int I) {
  * embeddings for them and the N patches. */
 static void add_vit_embeddings(layout *L, model *m) {
     const model_config *c = &m->cfg;
-    const int D = c->hidden_size, P = c->patch_size, n = c->image_size / P;
-    const int S = config_special_tokens(c);
+    const int D = c->hidden_size, P = c->patch_size;
+    const int N = (c->image_size / P) * (c->image_width / P), S = config_special_tokens(c);
     L->packed = S > 1;
     m->cls_token = add_param(L, 1, 0, 0, 3, SHAPE(1, 1, D), "embeddings.cls_token");
     L->packed = 0;
     if (S > 1) add_param(L, 1, 0, 0, 3, SHAPE(1, 1, D), "embeddings.distillation_token");
-    m->pos_embed =
-        add_param(L, 1, 0, 0, 3, SHAPE(1, n * n + S, D), "embeddings.position_embeddings");
+    m->pos_embed = add_param(L, 1, 0, 0, 3, SHAPE(1, N + S, D), "embeddings.position_embeddings");
     m->patch_w = add_param(L, 1, 1, 0, 4, SHAPE(D, c->num_channels, P, P),
                            "embeddings.patch_embeddings.projection.weight");
     m->patch_b = P1(0, D, "embeddings.patch_embeddings.projection.bias");
@@ -583,8 +582,9 @@ const param_entry *model_find_param(const model *m, const char *name) {
 }
 
 int model_vit_tokens(const model *m, int size) {
-    int n = size / m->cfg.patch_size;
-    return n * n + config_special_tokens(&m->cfg);
+    const int P = m->cfg.patch_size;
+    const int h = size > 0 ? size : m->cfg.image_size, w = size > 0 ? size : m->cfg.image_width;
+    return (h / P) * (w / P) + config_special_tokens(&m->cfg);
 }
 
 double model_flops(const model *m, int T) {

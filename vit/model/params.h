@@ -85,7 +85,8 @@ void model_clear_absent(const model *m, float *grads);
 size_t model_live_params(const model *m);
 /* Multiply-adds x2 of one forward pass for one input of `tokens` tokens. */
 double model_flops(const model *m, int tokens);
-/* Tokens of a ViT input of size x size pixels: (size/P)² patches + the special tokens. */
+/* Tokens of a ViT input of size x size pixels: (size/P)² patches + the special tokens; size 0:
+ * the model's own image_size x image_width. */
 int model_vit_tokens(const model *m, int size);
 
 /* Prepares every linear layer for inference with backend and precision, for batches of up to

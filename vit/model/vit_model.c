@@ -18,11 +18,11 @@ static int resize_positions(vit_acts *a, const model *m, int n, vit_error *err) 
     const model_config *c = &m->cfg;
     const int S = c->opt.special;
     a->pos = m->pos_embed;
-    if (a->grid == n || !m->pos_embed) return 0;
-    a->pos_owned = vit_alloc_floats((size_t)(S + a->grid * a->grid) * c->hidden_size);
-    if (!a->pos_owned ||
-        pos_embed_resize(a->pos_owned, m->pos_embed, S, n, a->grid, c->hidden_size,
-                         c->opt.pos_antialias ? GRID_BICUBIC_AA : GRID_BICUBIC) != 0)
+    if ((a->grid_h == n && a->grid_w == n) || !m->pos_embed) return 0;
+    a->pos_owned = vit_alloc_floats((size_t)(S + a->grid_h * a->grid_w) * c->hidden_size);
+    if (!a->pos_owned || pos_embed_resize_rect(
+                             a->pos_owned, m->pos_embed, S, n, a->grid_h, a->grid_w, c->hidden_size,
+                             c->opt.pos_antialias ? GRID_BICUBIC_AA : GRID_BICUBIC) != 0)
         return vit_fail(err, "out of memory");
     a->pos = a->pos_owned;
     return 0;
@@ -36,36 +36,50 @@ static int relative_biases(vit_acts *a, const model *m, int n, vit_error *err) {
     a->nbias = o->rel_bias ? L : o->shared_rel_bias ? 1 : 0;
     if (!a->nbias) return 0;
     const int tables = (o->rel_bias ? L : 0) + o->shared_rel_bias;
-    const size_t rows = (size_t)relpos_table_rows(a->grid) * H, TT = (size_t)T * T;
+    const size_t rows = (size_t)relpos_table_rows(a->grid_h) * H, TT = (size_t)T * T;
     a->bias = vit_alloc_floats((size_t)a->nbias * H * TT);
     a->dbias = a->training ? vit_alloc_floats((size_t)a->nbias * H * TT) : NULL;
     a->run_layers = calloc((size_t)L, sizeof *a->run_layers);
     a->grad_layers = a->training ? calloc((size_t)L, sizeof *a->grad_layers) : NULL;
-    if (a->grid != n) a->rel_resized = vit_alloc_floats((size_t)tables * rows);
+    if (a->grid_h != n) a->rel_resized = vit_alloc_floats((size_t)tables * rows);
     int ok = a->bias && a->run_layers && (!a->training || (a->dbias && a->grad_layers)) &&
-             (a->grid == n || a->rel_resized);
+             (a->grid_h == n || a->rel_resized);
     for (int t = 0; ok && a->rel_resized && t < tables; t++) {
         const float *from = o->rel_bias && t < L ? m->rel_table[t] : m->shared_rel_table;
-        ok = relpos_table_resize(a->rel_resized + t * rows, from, n, a->grid, H) == 0;
+        ok = relpos_table_resize(a->rel_resized + t * rows, from, n, a->grid_h, H) == 0;
     }
     return ok ? 0 : vit_fail(err, "out of memory for the relative position biases");
 }
 
+static int check_side(int side, int P, vit_error *err) {
+    if (side % P != 0 || side < P)
+        return vit_fail(err, "input size %d is not a positive multiple of the patch size %d", side,
+                        P);
+    if (side / P > CONFIG_MAX_GRID)
+        return vit_fail(err, "input size %d is %d patches per side, more than the limit of %d",
+                        side, side / P, CONFIG_MAX_GRID);
+    return 0;
+}
+
 static int set_resolution(vit_acts *a, const model *m, int size, vit_error *err) {
     const model_config *c = &m->cfg;
-    a->size = size > 0 ? size : c->image_size;
-    if (a->size % c->patch_size != 0 || a->size < c->patch_size)
-        return vit_fail(err, "input size %d is not a positive multiple of the patch size %d",
-                        a->size, c->patch_size);
-    if (a->size / c->patch_size > CONFIG_MAX_GRID)
-        return vit_fail(err, "input size %d is %d patches per side, more than the limit of %d",
-                        a->size, a->size / c->patch_size, CONFIG_MAX_GRID);
+    const int P = c->patch_size, square = c->image_width == c->image_size;
+    if (!square && size > 0 && (size != c->image_size || size != c->image_width))
+        return vit_fail(err,
+                        "a model of %d x %d pixels runs at that size only (its positions are "
+                        "not a square grid to interpolate)",
+                        c->image_size, c->image_width);
+    a->height = size > 0 ? size : c->image_size;
+    a->width = size > 0 ? size : c->image_width;
+    if (check_side(a->height, P, err) != 0 || check_side(a->width, P, err) != 0) return -1;
     a->special = config_special_tokens(c);
     a->heads = config_classifier_heads(c);
-    a->grid = a->size / c->patch_size;
-    a->tokens = a->grid * a->grid + a->special;
-    a->patch_dim = c->num_channels * c->patch_size * c->patch_size;
-    const int n = c->image_size / c->patch_size;
+    a->grid_h = a->height / P, a->grid_w = a->width / P;
+    a->tokens = a->grid_h * a->grid_w + a->special;
+    a->patch_dim = c->num_channels * P * P;
+    a->pos = m->pos_embed;
+    if (!square) return 0; /* at its own size: its positions as they are */
+    const int n = c->image_size / P;
     if (resize_positions(a, m, n, err) != 0) return -1;
     return relative_biases(a, m, n, err);
 }
@@ -75,7 +89,7 @@ static int set_resolution(vit_acts *a, const model *m, int size, vit_error *err)
 static int check_use(const model *m, int size, int training, vit_error *err) {
     const model_config *c = &m->cfg;
     if (c->kind != MODEL_VIT) return vit_fail(err, "not a ViT model");
-    if (training == VIT_ACTS_TRAIN && size > 0 && size != c->image_size)
+    if (training == VIT_ACTS_TRAIN && size > 0 && (size != c->image_size || size != c->image_width))
         return vit_fail(err, "training runs at the model's image_size %d, not %d", c->image_size,
                         size);
     if (training == VIT_ACTS_EXPLAIN && config_classifier_heads(c) > 1)
@@ -103,7 +117,7 @@ static int check_use(const model *m, int size, int training, vit_error *err) {
 
 /* The forward's buffers beyond the encoder's. */
 static int alloc_buffers(vit_acts *a, const model *m, int max_batch, int training) {
-    const size_t B = (size_t)max_batch, N = (size_t)a->grid * a->grid, T = (size_t)a->tokens;
+    const size_t B = (size_t)max_batch, N = (size_t)a->grid_h * a->grid_w, T = (size_t)a->tokens;
     const size_t D = (size_t)m->cfg.hidden_size, K = (size_t)a->patch_dim;
     const size_t H = (size_t)a->heads, L = (size_t)m->cfg.num_labels;
     const size_t g = training ? 1 : 0; /* gradient buffers only when training */
@@ -186,7 +200,7 @@ static const encoder_layer *layers_with_biases(const model *m, vit_acts *a) {
     if (!a->nbias) return m->layers;
     const tower_options *o = &m->cfg.opt;
     const int L = m->cfg.num_layers, H = m->cfg.num_heads, T = a->tokens;
-    const size_t rows = (size_t)relpos_table_rows(a->grid) * H, HTT = (size_t)H * T * T;
+    const size_t rows = (size_t)relpos_table_rows(a->grid_h) * H, HTT = (size_t)H * T * T;
     const float *shared = !o->shared_rel_bias ? NULL
                           : a->rel_resized    ? a->rel_resized + (o->rel_bias ? L : 0) * rows
                                               : m->shared_rel_table;
@@ -195,9 +209,9 @@ static const encoder_layer *layers_with_biases(const model *m, vit_acts *a) {
     for (int b = 0; (a->training || !a->bias_built) && b < a->nbias; b++) {
         float *bias = a->bias + b * HTT;
         if (o->rel_bias)
-            relpos_bias(bias, a->rel_resized ? a->rel_resized + b * rows : m->rel_table[b], a->grid,
-                        H, 0);
-        if (shared) relpos_bias(bias, shared, a->grid, H, o->rel_bias);
+            relpos_bias(bias, a->rel_resized ? a->rel_resized + b * rows : m->rel_table[b],
+                        a->grid_h, H, 0);
+        if (shared) relpos_bias(bias, shared, a->grid_h, H, o->rel_bias);
     }
     a->bias_built = 1;
     memcpy(a->run_layers, m->layers, sizeof *a->run_layers * (size_t)L);
@@ -296,9 +310,9 @@ static void heads_forward(const model *m, vit_acts *a, int B, int fast, float *l
 static void embed(const model *m, vit_acts *a, const float *pixels, int B, int fast,
                   const forward_mode *mode, float p_drop) {
     const model_config *c = &m->cfg;
-    const int D = c->hidden_size, N = a->grid * a->grid, T = a->tokens;
+    const int D = c->hidden_size, N = a->grid_h * a->grid_w, T = a->tokens;
     const size_t n = (size_t)B * T * D;
-    patch_extract(a->patches, pixels, B, c->num_channels, a->size, a->size, c->patch_size);
+    patch_extract(a->patches, pixels, B, c->num_channels, a->height, a->width, c->patch_size);
     if (fast)
         gemm_run(m->patch, a->patches, B * N, a->embed, a->enc.gemm);
     else
@@ -413,15 +427,15 @@ static void bias_tables_backward(const model *m, const model *g, const vit_acts 
     for (int b = 0; b < a->nbias; b++) {
         const float *d = a->dbias + b * HTT;
         if (m->cfg.opt.rel_bias)
-            relpos_bias_backward(g->rel_table[b], d, a->grid, m->cfg.num_heads);
+            relpos_bias_backward(g->rel_table[b], d, a->grid_h, m->cfg.num_heads);
         if (m->cfg.opt.shared_rel_bias)
-            relpos_bias_backward(g->shared_rel_table, d, a->grid, m->cfg.num_heads);
+            relpos_bias_backward(g->shared_rel_table, d, a->grid_h, m->cfg.num_heads);
     }
 }
 
 static void backward_pass(const model *m, const model *g, vit_acts *a, const float *dlogits) {
     const model_config *c = &m->cfg;
-    const int B = a->last_batch, D = c->hidden_size, T = a->tokens, N = a->grid * a->grid;
+    const int B = a->last_batch, D = c->hidden_size, T = a->tokens, N = a->grid_h * a->grid_w;
     const size_t n = (size_t)B * T * D;
     heads_backward(m, g, a, dlogits);
     if (a->mode.freeze_encoder) return;

@@ -26,8 +26,9 @@
 
 typedef struct {
     int max_batch, training;
-    int size, grid, tokens, patch_dim; /* run resolution: S, S/P, special + N, C·P·P */
-    int special, heads;                /* config_special_tokens, config_classifier_heads */
+    int height, width;                     /* run resolution */
+    int grid_h, grid_w, tokens, patch_dim; /* height/P, width/P, special + N, C·P·P */
+    int special, heads;                    /* config_special_tokens, config_classifier_heads */
     const float *pos; /* position embeddings at this size: the model's, or pos_owned; NULL for a
                        * model without absolute positions (BEiT's default) */
     float *pos_owned; /* interpolated (HF interpolate_pos_encoding) when size differs */
@@ -62,8 +63,9 @@ typedef struct {
     int last_batch;
 } vit_acts;
 
-/* Buffers for batches of up to max_batch images of size x size (0: the model's image_size; the
- * position embeddings are interpolated for another size). training (VIT_ACTS_TRAIN): per-layer
+/* Buffers for batches of up to max_batch images of size x size (0: the model's image_size, or its
+ * [height, width]; the position embeddings are interpolated for another size, from a square
+ * model's only, as in transformers). training (VIT_ACTS_TRAIN): per-layer
  * activations and gradient buffers too; VIT_ACTS_EXPLAIN the same at any size, where the
  * backward leaves the interpolated position embeddings without a gradient (explanations need the
  * attention's gradients, not the parameters'). Errors: a size that is not a positive multiple of

@@ -61,6 +61,13 @@ const train_option train_option_table[] = {
      "its attention heads", NULL, GROUP_FINE_TUNE, OPTION_NOT_SAVED},
     {"decoder-mlp", "dec_mlp", OPTION_INT, F(dec_mlp), 1024, 1, 262144, "N",
      "its feed-forward width", NULL, GROUP_FINE_TUNE, OPTION_NOT_SAVED},
+    {"input-height", "enc_height", OPTION_INT, F(enc_height), 0, 0, 65536, "N",
+     "image to text: the new model's input height (with --input-width; the ViT's positions "
+     "interpolated, bicubic, as transformers' interpolate_pos_encoding)",
+     "the ViT's image_size", GROUP_FINE_TUNE, OPTION_NOT_SAVED},
+    {"input-width", "enc_width", OPTION_INT, F(enc_width), 0, 0, 65536, "N",
+     "its input width (a text line: e.g. 32 x 384)", "the ViT's image_size", GROUP_FINE_TUNE,
+     OPTION_NOT_SAVED},
     {"epochs", "epochs", OPTION_INT, F(epochs), 10, 1, 100000, "N",
      "passes over the training data", NULL, GROUP_TRAINING, 0},
     {"batch", "batch", OPTION_INT, F(batch), 128, 1, 65536, "N",

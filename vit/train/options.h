@@ -38,6 +38,7 @@ typedef struct {
      * resumed run reads the model it saved) */
     const char *tokenizer_dir;
     int dec_layers, dec_hidden, dec_heads, dec_mlp;
+    int enc_height, enc_width; /* a new image-to-text model's input size (0: the encoder's) */
     /* optimisation */
     int epochs, batch;
     float lr, min_lr, weight_decay, warmup_epochs, label_smoothing, dropout, attention_dropout;

@@ -50,6 +50,7 @@ static int new_vit(trainer *t, char **classes, int n, vit_error *err) {
                         .act = ACT_GELU,
                         .layer_norm_eps = 1e-6f, /* timm's ViT value: safe for near-flat rows */
                         .image_size = o->image_size,
+                        .image_width = o->image_size,
                         .patch_size = o->patch_size,
                         .num_channels = o->channels,
                         .qkv_bias = 1,
@@ -185,6 +186,11 @@ static int load_images(trainer *t, vit_error *err) {
     file_list_free(&all), file_list_free(&train), file_list_free(&val);
     t->n_train = d->train.count;
     t->n_val = d->val.count;
+    if (rc == 0 && d->train.S == 0)
+        rc = vit_fail(err,
+                      "the preprocessing makes %dx%d images; a classifier trains on square ones "
+                      "(its augmentations are square)",
+                      d->train.W, d->train.H);
     /* default crop padding: 1/14 of the side (2 pixels at 28, 16 at 224) */
     if (rc == 0 && t->o.aug.crop_pad < 0) t->o.aug.crop_pad = (d->train.S + 7) / 14;
     return rc;
@@ -194,7 +200,7 @@ static int load_images(trainer *t, vit_error *err) {
 
 static int prepare_images(trainer *t, vit_error *err) {
     image_task *d = task_data(t);
-    const size_t per = (size_t)d->train.C * d->train.S * d->train.S;
+    const size_t per = (size_t)d->train.C * d->train.H * d->train.W;
     d->pixels = malloc((size_t)t->B * per * sizeof(float));
     d->lut = malloc((size_t)d->train.C * 256 * sizeof(float));
     if (!d->pixels || !d->lut) return vit_fail(err, "out of memory");

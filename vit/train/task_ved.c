@@ -241,7 +241,7 @@ static int ved_load_data(trainer *t, vit_error *err) {
 
 static int ved_prepare(trainer *t, vit_error *err) {
     ved_task *d = task_data(t);
-    const size_t B = (size_t)t->B, per = (size_t)d->train.C * d->train.S * d->train.S;
+    const size_t B = (size_t)t->B, per = (size_t)d->train.C * d->train.H * d->train.W;
     /* rebased from the views (the layouts' own tensors were released into t->m) */
     if (model_bind(&d->genc, &d->encv, t->grads + d->offset[0]) != 0 ||
         model_bind(&d->gdec, &d->decv, t->grads + d->offset[1]) != 0)

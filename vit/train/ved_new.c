@@ -11,6 +11,7 @@
 #include "vit/base/file.h"
 #include "vit/base/rng.h"
 #include "vit/io/model_dir.h"
+#include "patch/patch.h"
 #include "vit/train/trainer.h"
 
 /* The decoder o asks for, for tok, over an encoder of encoder_hidden. */
@@ -26,7 +27,11 @@ static int decoder_spec(const trainer *t, const text_tokenizer *tok, int encoder
                             .pad_id = text_tokenizer_pad_id(tok),
                             .bos_id = text_tokenizer_bos_id(tok),
                             .eos_id = text_tokenizer_eos_id(tok),
-                            .encoder_hidden = encoder_hidden};
+                            .encoder_hidden = encoder_hidden,
+                            .image_height = o->enc_height,
+                            .image_width = o->enc_width};
+    if ((o->enc_height > 0) != (o->enc_width > 0))
+        return vit_fail(err, "--input-height and --input-width go together");
     if (d->hidden % d->heads != 0)
         return vit_fail(err, "--decoder-hidden %d is not divisible by --decoder-heads %d",
                         d->hidden, d->heads);
@@ -56,7 +61,23 @@ static char *new_config(const trainer *t, const char *dir, const text_tokenizer 
     return text;
 }
 
-/* The encoder's tensors from the image model in dir, by name (the same in both layouts). */
+/* The image model's square grid of positions resized to the new input's (as transformers'
+ * interpolate_pos_encoding would at that size: bicubic, the special rows kept). */
+static int resize_positions(model *enc, const model *from, const param_entry *e,
+                            const param_entry *src, vit_error *err) {
+    const int D = enc->cfg.hidden_size, S = config_special_tokens(&enc->cfg);
+    const int P = enc->cfg.patch_size, n = from->cfg.image_size / P;
+    if (from->cfg.image_width != from->cfg.image_size || src->numel != (size_t)(S + n * n) * D)
+        return vit_fail(err, "%s: positions not on a square grid to resize", e->name);
+    if (pos_embed_resize_rect(enc->params + e->offset, from->params + src->offset, S, n,
+                              enc->cfg.image_size / P, enc->cfg.image_width / P, D,
+                              GRID_BICUBIC) != 0)
+        return vit_fail(err, "out of memory");
+    return 0;
+}
+
+/* The encoder's tensors from the image model in dir, by name (the same in both layouts); the
+ * positions resized for another input size. */
 static int copy_encoder(model *enc, const char *dir, vit_error *err) {
     model from;
     if (model_load(&from, dir, err) != 0) return -1;
@@ -64,7 +85,10 @@ static int copy_encoder(model *enc, const char *dir, vit_error *err) {
     for (int i = 0; i < enc->num_entries && rc == 0; i++) {
         const param_entry *e = &enc->entries[i], *src = model_find_param(&from, e->name);
         if (e->absent) continue;
-        if (!src || src->absent || src->numel != e->numel)
+        const int positions = enc->params + e->offset == enc->pos_embed;
+        if (src && !src->absent && positions && src->numel != e->numel)
+            rc = resize_positions(enc, &from, e, src, err);
+        else if (!src || src->absent || src->numel != e->numel)
             rc = vit_fail(err, "%s: no tensor %s of %zu values for the encoder", dir, e->name,
                           e->numel);
         else
@@ -94,6 +118,20 @@ static void init_decoder(model *dec, uint64_t seed) {
         memset(dec->word_emb + pad * D, 0, D * sizeof(float));
 }
 
+/* The image model's rescaling and normalisation, resizing to the new input size. */
+static int write_resize_preprocessor(const trainer *t, const char *dir, const ved_decoder_spec *d,
+                                     vit_error *err) {
+    preprocess_config pp;
+    if (model_dir_load_preprocess(dir, &pp, err) != 0) return -1;
+    char path[4096],
+        *text = resize_preprocessor_json(d->image_height, d->image_width, pp.mean, pp.std);
+    if (!text) return vit_fail(err, "out of memory");
+    trainer_path(t, path, sizeof path, "preprocessor_config.json");
+    const int rc = write_file_atomic(path, text, strlen(text), err);
+    free(text);
+    return rc;
+}
+
 /* Process 0: the new folder's files beside the weights the checkpoints write. */
 static int write_files(const trainer *t, const char *dir, const char *config,
                        const ved_decoder_spec *d, vit_error *err) {
@@ -105,7 +143,10 @@ static int write_files(const trainer *t, const char *dir, const char *config,
     free(generation);
     trainer_path(t, path, sizeof path, "config.json");
     if (rc == 0) rc = write_file_atomic(path, config, strlen(config), err);
-    if (rc == 0) rc = model_dir_copy_file(dir, t->o.out_dir, "preprocessor_config.json", 0, err);
+    if (rc == 0)
+        rc = d->image_height
+                 ? write_resize_preprocessor(t, dir, d, err)
+                 : model_dir_copy_file(dir, t->o.out_dir, "preprocessor_config.json", 0, err);
     if (rc == 0) rc = tokenizer_files_copy(t->o.tokenizer_dir, t->o.out_dir, err);
     return rc;
 }
