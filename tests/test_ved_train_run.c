@@ -147,12 +147,17 @@ static void learns(const char *model, const char *name) {
     char dir[4200];
     out_dir(dir, sizeof dir, name);
     train_options o = tiny_run(model, dir);
+    o.val_path = o.train_path; /* read back after every epoch: the error rates */
     vit_error err = {0};
     if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
     const double first = logged(dir, "train_loss", 1), last = logged(dir, "train_loss", 0);
-    print_message("  %s: loss %.4f -> %.4f, token accuracy %.3f\n", model, first, last,
-                  logged(dir, "train_top1", 0));
+    print_message("  %s: loss %.4f -> %.4f, token accuracy %.3f, CER %.3f -> %.3f\n", model, first,
+                  last, logged(dir, "train_top1", 0), logged(dir, "val_cer", 1),
+                  logged(dir, "val_cer", 0));
     assert_true(last < first / 40);
+    /* expect_texts below reads every line right: so must the last validation; the first cannot */
+    assert_true(logged(dir, "val_cer", 0) == 0 && logged(dir, "val_wer", 0) == 0);
+    assert_true(logged(dir, "val_cer", 1) > 0.3);
     static const char *const files[] = {
         "config.json", "generation_config.json", "preprocessor_config.json", "vocab.json",
         "merges.txt",  "tokenizer_config.json",  "special_tokens_map.json"};

@@ -79,9 +79,12 @@ static void on_progress(void *user, const train_progress *p) {
 static void on_epoch(void *user, const train_epoch *e) {
     cli_state *s = user;
     end_line(s);
-    char val[64] = "no validation";
+    char val[128] = "no validation";
     if (e->val_top1 >= 0)
         snprintf(val, sizeof val, "val loss %.4f top-1 %.4f", e->val_loss, e->val_top1);
+    if (e->val_cer >= 0) /* image to text: what reading the lines gives */
+        snprintf(val + strlen(val), sizeof val - strlen(val), " CER %.2f%% WER %.2f%%",
+                 100 * e->val_cer, 100 * e->val_wer);
     printf("epoch %d/%d: train loss %.4f top-1 %.4f, %s, %.1f s (%.0f %s/s)\n", e->epoch, e->epochs,
            e->train_loss, e->train_top1, val, e->seconds, e->images_per_s, e->unit);
     fflush(stdout);

@@ -195,6 +195,8 @@ static int append_log(const trainer *t, const train_epoch *e, vit_error *err) {
         fprintf(f, "\"val_loss\": %.6f, \"val_top1\": %.6f, ", e->val_loss, e->val_top1);
     else
         fprintf(f, "\"val_loss\": null, \"val_top1\": null, ");
+    if (e->val_cer >= 0)
+        fprintf(f, "\"val_cer\": %.6f, \"val_wer\": %.6f, ", e->val_cer, e->val_wer);
     fprintf(f, "\"seconds\": %.3f, \"%s_per_s\": %.1f}\n", e->seconds, e->unit, e->images_per_s);
     if (fclose(f) != 0 || !text) return free(text), vit_fail(err, "out of memory");
     const int rc = write_file_atomic(path, text, size, err);
@@ -224,12 +226,16 @@ static int end_epoch(trainer *t, double epoch_seconds, vit_error *err) {
                      .train_top1 = (double)t->epoch_correct / (double)t->epoch_seen,
                      .val_loss = -1,
                      .val_top1 = -1,
+                     .val_cer = -1,
+                     .val_wer = -1,
                      .images_per_s = epoch_seconds > 0 ? t->epoch_seen / epoch_seconds : 0,
                      .unit = t->task->unit};
     const double t0 = clock_seconds();
     /* validation, checkpoint and log: process 0's (the others wait at the next step) */
     int rc = 0;
     if (t->rank == 0 && t->n_val) rc = train_evaluate(t, &e.val_loss, &e.val_top1, err);
+    if (rc == 0 && t->rank == 0 && t->n_val && t->task->read_val)
+        rc = t->task->read_val(t, &e.val_cer, &e.val_wer, err);
     e.seconds = epoch_seconds + (clock_seconds() - t0);
     t->epoch_loss_sum = 0, t->epoch_correct = t->epoch_seen = 0, t->epoch_seconds_before = 0;
     if (rc == 0 && t->rank == 0) rc = checkpoint(t, 0.0, &e, err);

@@ -43,6 +43,7 @@ typedef struct {
     float lr;                      /* at the epoch's last step */
     double train_loss, train_top1; /* means over the epoch's (augmented) batches */
     double val_loss, val_top1;     /* -1 without validation images */
+    double val_cer, val_wer;       /* image to text: the validation lines read; else -1 */
     double seconds, images_per_s;  /* the epoch's wall time (validation included), throughput */
     const char *unit;              /* of the throughput: "images" or "sentences" */
 } train_epoch;

@@ -20,6 +20,7 @@
 #include "vit/model/decoder_model.h"
 #include "vit/model/vit_model.h"
 #include "vit/train/trainer.h"
+#include "vit/train/ved_val.h"
 
 typedef struct {
     model enc, dec;   /* the towers' layouts (their tensors moved into t->m) */
@@ -34,6 +35,8 @@ typedef struct {
     int max_len; /* label ids per text */
     image_set train, val;
     line_labels train_y, val_y;
+    char **val_texts;       /* [val.count] the validation lines' texts (their error rates) */
+    decoder_acts read_acts; /* greedy reading of validation batches (ved_val.c) */
     float *lut, *pixels;
     vit_acts va;
     decoder_acts da;
@@ -230,6 +233,11 @@ static int ved_load_data(trainer *t, vit_error *err) {
                      train.count, val.count, d->max_len);
     if (rc == 0) rc = load_lines(t, &train, &d->train, &d->train_y, err);
     if (rc == 0 && val.count) rc = load_lines(t, &val, &d->val, &d->val_y, err);
+    if (rc == 0 && val.count) { /* taken over: the error rates compare with them */
+        d->val_texts = val.texts;
+        val.texts = calloc((size_t)val.count, sizeof *val.texts);
+        if (!val.texts) rc = vit_fail(err, "out of memory");
+    }
     line_list_free(&all), line_list_free(&train), line_list_free(&val);
     t->n_train = d->train.count;
     t->n_val = d->val.count;
@@ -247,7 +255,9 @@ static int ved_prepare(trainer *t, vit_error *err) {
         model_bind(&d->gdec, &d->decv, t->grads + d->offset[1]) != 0)
         return vit_fail(err, "out of memory");
     if (vit_acts_alloc(&d->va, &d->encv, t->B, 0, VIT_ACTS_TRAIN, err) != 0 ||
-        decoder_acts_alloc_train(&d->da, &d->decv, t->B, d->max_len, d->va.tokens, err) != 0)
+        decoder_acts_alloc_train(&d->da, &d->decv, t->B, d->max_len, d->va.tokens, err) != 0 ||
+        (d->val.count && decoder_acts_alloc(&d->read_acts, &d->decv, t->B, d->max_len, t->B,
+                                            d->va.tokens, err) != 0))
         return -1;
     const size_t BT = B * (size_t)d->max_len, V = (size_t)d->dec.cfg.vocab_size;
     d->pixels = malloc(B * per * sizeof(float));
@@ -323,6 +333,9 @@ static void ved_free(trainer *t) {
     if (!d) return;
     vit_acts_free(&d->va);
     decoder_acts_free(&d->da);
+    decoder_acts_free(&d->read_acts);
+    for (int i = 0; d->val_texts && i < d->val.count; i++) free(d->val_texts[i]);
+    free(d->val_texts);
     model *views[4] = {&d->encv, &d->decv, &d->genc, &d->gdec};
     for (int i = 0; i < 4; i++)
         if (views[i]->entries) model_unbind(views[i]);
@@ -337,6 +350,27 @@ static void ved_free(trainer *t) {
     t->data = NULL;
 }
 
+/* The validation lines read greedily, batch by batch, and scored as vit eval scores them. */
+static int ved_read_val(trainer *t, double *cer, double *wer, vit_error *err) {
+    ved_task *d = task_data(t);
+    text_errors sum = {0};
+    int *idx = malloc(sizeof *idx * (size_t)t->B);
+    if (!idx) return vit_fail(err, "out of memory");
+    int rc = 0;
+    for (int first = 0; rc == 0 && first < d->val.count; first += t->B) {
+        const int n = d->val.count - first < t->B ? d->val.count - first : t->B;
+        for (int i = 0; i < n; i++) idx[i] = first + i;
+        rc = ved_batch(t, idx, n, 0, err);
+        if (rc == 0) rc = vit_model_forward(&d->encv, &d->va, d->pixels, n, NULL, NULL, err);
+        if (rc == 0)
+            rc = ved_val_read(&d->decv, &d->read_acts, vit_acts_hidden(&d->va), n, d->va.tokens,
+                              d->max_len, d->tok, d->val_texts + first, &sum, err);
+    }
+    free(idx);
+    *cer = text_errors_cer(&sum), *wer = text_errors_wer(&sum);
+    return rc;
+}
+
 const train_task task_ved = {.unit = "images",
                              .kind = MODEL_DECODER,
                              .setup_model = ved_setup_model,
@@ -345,6 +379,7 @@ const train_task task_ved = {.unit = "images",
                              .prepare = ved_prepare,
                              .load_batch = ved_batch,
                              .loss_pass = ved_pass,
+                             .read_val = ved_read_val,
                              .save = ved_save,
                              .encoder_prefix = "encoder.",
                              .free = ved_free};

@@ -39,6 +39,9 @@ typedef struct {
      * forward's logits. */
     int (*loss_pass)(trainer *t, int n, const forward_mode *mode, double *loss, double *correct,
                      vit_error *err);
+    /* An image-to-text model's validation as users see it: the validation texts generated
+     * (greedy) and their character and word error rates; NULL: none. */
+    int (*read_val)(trainer *t, double *cer, double *wer, vit_error *err);
     /* Writes the model into out_dir (checkpoints); NULL: model_save. */
     int (*save)(const trainer *t, vit_error *err);
     /* --freeze-encoder freezes the entries whose names start with it; NULL: the classifier's
