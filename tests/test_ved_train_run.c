@@ -432,11 +432,11 @@ static void test_errors(void **state) {
     fclose(f);
     o = tiny_run(TEST_DATA "/ved-trocr-vit", dir);
     o.train_path = bad;
-    expect_refused(o, "entry 1: ");
+    expect_refused(o, "labels.tsv:1: ");
     f = fopen(path, "w");
     fputs("no tab here\n", f);
     fclose(f);
-    expect_refused(o, "labels.tsv: entry 1: no TAB");
+    expect_refused(o, "labels.tsv:1: no tab");
 }
 
 int main(void) {

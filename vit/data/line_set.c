@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vit/base/strlist.h"
+#include "vit/data/line_tsv.h"
 
 void line_list_free(line_list *l) {
     for (int i = 0; l->paths && i < l->count; i++) free(l->paths[i]);
@@ -15,37 +15,30 @@ void line_list_free(line_list *l) {
     memset(l, 0, sizeof *l);
 }
 
-/* Line k of the file (the k-th kept: strlist dropped the blank ones) into l's entry k. */
-static int add_line(line_list *l, const char *dir, const char *tsv, const char *line, int k,
-                    vit_error *err) {
-    const char *tab = strchr(line, '\t');
-    if (!tab)
-        return vit_fail(err, "%s: entry %d: no TAB between the file and its text", tsv, k + 1);
-    if (tab == line) return vit_fail(err, "%s: entry %d: no file name before the TAB", tsv, k + 1);
-    const int name_len = (int)(tab - line);
-    const size_t size = strlen(dir) + (size_t)name_len + 2;
-    l->paths[k] = malloc(size);
-    l->texts[k] = strdup(tab + 1);
-    if (!l->paths[k] || !l->texts[k]) return vit_fail(err, "out of memory");
-    snprintf(l->paths[k], size, "%s/%.*s", dir, name_len, line);
-    if (access(l->paths[k], R_OK) != 0)
-        return vit_fail(err, "%s: entry %d: %s: no such file", tsv, k + 1, l->paths[k]);
-    return 0;
+/* Entry k of the TSV into l's entry k: its image, which must exist, and its text. */
+static int add_entry(line_list *l, const line_tsv *tsv, int k, vit_error *err) {
+    char path[4096];
+    if (line_tsv_path(tsv, k, path, sizeof path) != 0)
+        return vit_fail(err, "%s:%ld: the file's path is too long", tsv->path, tsv->lines[k]);
+    if (access(path, R_OK) != 0)
+        return vit_fail(err, "%s:%ld: %s: no such file", tsv->path, tsv->lines[k], path);
+    l->paths[k] = strdup(path);
+    l->texts[k] = strdup(tsv->texts[k]);
+    return l->paths[k] && l->texts[k] ? 0 : vit_fail(err, "out of memory");
 }
 
 int line_list_read(const char *dir, line_list *out, vit_error *err) {
     memset(out, 0, sizeof *out);
-    char tsv[4096];
-    snprintf(tsv, sizeof tsv, "%s/%s", dir, LINE_LABELS_FILE);
-    strlist s;
-    if (strlist_read(&s, tsv, 256 << 20, STRLIST_TRIM | STRLIST_SKIP_BLANK, err) != 0) return -1;
-    int rc = s.count > 0 ? 0 : vit_fail(err, "%s: no lines", tsv);
-    out->paths = calloc((size_t)s.count + 1, sizeof *out->paths);
-    out->texts = calloc((size_t)s.count + 1, sizeof *out->texts);
-    if (rc == 0 && (!out->paths || !out->texts)) rc = vit_fail(err, "out of memory");
-    out->count = s.count;
-    for (int k = 0; rc == 0 && k < s.count; k++) rc = add_line(out, dir, tsv, s.lines[k], k, err);
-    strlist_free(&s);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, LINE_LABELS_FILE);
+    line_tsv tsv;
+    if (line_tsv_read(&tsv, path, err) != 0) return -1;
+    out->paths = calloc((size_t)tsv.count + 1, sizeof *out->paths);
+    out->texts = calloc((size_t)tsv.count + 1, sizeof *out->texts);
+    int rc = out->paths && out->texts ? 0 : vit_fail(err, "out of memory");
+    out->count = tsv.count;
+    for (int k = 0; rc == 0 && k < tsv.count; k++) rc = add_entry(out, &tsv, k, err);
+    line_tsv_free(&tsv);
     if (rc != 0) line_list_free(out);
     return rc;
 }

@@ -2,8 +2,9 @@
 #define VIT_DATA_LINE_SET_H
 
 /* Images with their texts, for training an image-to-text model (vit/train's image-to-text task):
- * a folder holding the images and a `labels.tsv`, one `file<TAB>text` per line (UTF-8; the file
- * relative to the folder; "\r\n" endings, a byte-order mark and blank lines accepted; no header).
+ * a folder holding the images and a `labels.tsv`, one `file<TAB>text` per line, read by the
+ * reader `vit eval` scores with (vit/data/line_tsv.h: the same rules and messages), every image
+ * required to exist.
  * The texts are tokenized once into label ids as Hugging Face's TrOCR fine-tuning makes them:
  * tokenizer(text).input_ids (RoBERTa's <s> ... </s>), cut to max_len, ending with the end token
  * (added when the tokenizer puts none there, as GPT-2's: generation stops only at it).
@@ -30,8 +31,8 @@ typedef struct {
     char **texts; /* [count] their texts */
 } line_list;
 
-/* dir/labels.tsv. Errors name the file and line: a line without a TAB, an empty file name, a file
- * that does not exist; or no line at all. */
+/* dir/labels.tsv. Errors name the file and line: line_tsv_read's, and an image that does not
+ * exist. */
 int line_list_read(const char *dir, line_list *out, vit_error *err);
 void line_list_free(line_list *l);
 

@@ -5,9 +5,9 @@
  * (UTF-8, no header, "\r\n" and a byte-order mark accepted, empty lines ignored), the files
  * relative to the TSV's folder (absolute paths kept as they are). This is the labels.tsv `vit
  * render-lines` writes, and the layout of a recogniser's output that `vit eval --hypotheses`
- * scores (an empty text is written `file<TAB>`). The trainer reads the same layout through
- * line_list_read (vit/data/line_set.h), which needs every image and tokenizes the texts; this
- * reader keeps each entry's line number and an index by file, does not look at the images (an
+ * scores (an empty text is written `file<TAB>`). The trainer reads it through line_list_read
+ * (vit/data/line_set.h), which builds on this reader and also needs every image; this reader
+ * keeps each entry's line number and an index by file, does not look at the images (an
  * evaluation skips those it cannot read) and takes the texts as they are (not trimmed).
  *
  *   line_tsv s;
