@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vit/base/file.h"
+
 void heat_colour(float v, uint8_t rgb[3]) {
     /* inferno at 0, 1/4, 1/2, 3/4, 1 */
     static const float stops[5][3] = {
@@ -122,7 +124,11 @@ int image_write_png(const char *path, const image_u8 *img, vit_error *err) {
     png.width = (png_uint_32)img->width;
     png.height = (png_uint_32)img->height;
     png.format = img->channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
-    if (!png_image_write_to_file(&png, path, 0, img->pixels, 0, NULL))
+    atomic_file a;
+    if (atomic_file_open(&a, path, err) != 0) return -1;
+    if (!png_image_write_to_stdio(&png, a.f, 0, img->pixels, 0, NULL)) {
+        atomic_file_abort(&a);
         return vit_fail(err, "%s: cannot write the PNG: %s", path, png.message);
-    return 0;
+    }
+    return atomic_file_commit(&a, err);
 }

@@ -33,7 +33,8 @@ int draw_text(image_u8 *img, int x, int y, int scale, const char *text, const ui
 /* Nearest-neighbour scaling (for small tiles of a picture). */
 int draw_scale_nearest(const image_u8 *src, int width, int height, image_u8 *out, vit_error *err);
 
-/* Writes an RGB (or grey) picture as PNG; errors name the path. */
+/* Writes an RGB (or grey) picture as PNG, atomically (vit/base/file.h: PATH.tmp renamed into
+ * place, so it joins an open atomic_group); errors name the path. */
 int image_write_png(const char *path, const image_u8 *img, vit_error *err);
 
 #endif
