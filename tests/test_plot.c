@@ -1,7 +1,8 @@
 /* The line charts of image/plot.h against hand-computed expectations: the 1-2-5 ticks of chosen
  * ranges and their labels, a point's pixel worked out from the documented margins (its colour
  * there, the background and the grid where nothing is drawn), a series without data left out, a
- * panel without data, errors, and a PNG round trip. */
+ * panel without data, errors, and a PNG round trip; then the training curves of vit/train/curves.h
+ * drawn from log lines, their points where computed. */
 #include "tests/testutil.h"
 
 #include <math.h>
@@ -12,6 +13,7 @@
 #include "image/draw.h"
 #include "image/image.h"
 #include "image/plot.h"
+#include "vit/train/curves.h"
 
 /* ---- ticks ---- */
 
@@ -237,6 +239,62 @@ static void test_png_round_trip(void **state) {
     image_free(&img), image_free(&back);
 }
 
+/* ---- training curves (vit/train/curves.h) ---- */
+
+/* Two epochs without validation, and a line that is not JSON (skipped): the panels loss and
+ * top-1, 800x300. In top-1 (the second panel, 400 columns in; y fixed to 0..1) the epochs 1 and 2
+ * are padded to 0.95..2.05: epoch 1 at column 58 + 0.05/1.1 * 325 = 72.8 -> 73, train_top1 0.4
+ * at row 263 - 0.4 * 215 = 177; epoch 2 at 58 + 1.05/1.1 * 325 = 368.2 -> 368, 0.8 at row 91.
+ * No validation colour anywhere (its series is left out of the legends too). */
+static const char *log_without_validation =
+    "{\"epoch\": 1, \"train_loss\": 1.5, \"train_top1\": 0.4, \"val_loss\": null, "
+    "\"val_top1\": null}\n"
+    "not json\n"
+    "{\"epoch\": 2, \"train_loss\": 0.9, \"train_top1\": 0.8, \"val_loss\": null, "
+    "\"val_top1\": null}\n";
+
+static const uint8_t train_blue[3] = {31, 119, 180}, val_orange[3] = {255, 127, 14},
+                     cer_green[3] = {44, 160, 44};
+
+static void test_curves_from_a_log(void **state) {
+    (void)state;
+    image_u8 img;
+    vit_error err = {0};
+    if (train_curves_draw(log_without_validation, &img, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(img.width, 2 * TRAIN_CURVES_WIDTH);
+    assert_int_equal(img.height, TRAIN_CURVES_HEIGHT);
+    expect_mark(&img, 400 + 73, 177, -1, train_blue);
+    expect_mark(&img, 400 + 368, 91, 1, train_blue);
+    assert_int_equal(count_colour(&img, val_orange), 0);
+    image_free(&img);
+}
+
+/* A line with val_cer adds the third panel, "error rate"; its series is drawn. */
+static void test_curves_with_error_rates(void **state) {
+    (void)state;
+    const char *log = "{\"epoch\": 1, \"train_loss\": 2.5, \"train_top1\": 0.3, \"val_loss\": 2.4, "
+                      "\"val_top1\": 0.35, \"val_cer\": 0.4, \"val_wer\": 0.9}\n"
+                      "{\"epoch\": 2, \"train_loss\": 1.5, \"train_top1\": 0.5, \"val_loss\": 1.6, "
+                      "\"val_top1\": 0.45, \"val_cer\": 0.2, \"val_wer\": 0.6}\n";
+    image_u8 img;
+    vit_error err = {0};
+    if (train_curves_draw(log, &img, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(img.width, 3 * TRAIN_CURVES_WIDTH);
+    assert_true(count_colour(&img, val_orange) > 0);
+    int green_left = 0, green_right = 0;
+    for (int y = 0; y < img.height; y++)
+        for (int x = 0; x < img.width; x++)
+            if (memcmp(pixel(&img, x, y), cer_green, 3) == 0)
+                ++*(x < 800 ? &green_left : &green_right);
+    assert_int_equal(green_left, 0);
+    assert_true(green_right > 0);
+    image_free(&img);
+    /* an empty log: both panels say "no data" (a picture all the same) */
+    if (train_curves_draw("", &img, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(img.width, 2 * TRAIN_CURVES_WIDTH);
+    image_free(&img);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nice_ticks),
@@ -246,6 +304,8 @@ int main(void) {
         cmocka_unit_test(test_no_data_panel),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_png_round_trip),
+        cmocka_unit_test(test_curves_from_a_log),
+        cmocka_unit_test(test_curves_with_error_rates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

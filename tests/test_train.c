@@ -20,6 +20,7 @@
 #include "vit/train/optim.h"
 #include "vit/io/safetensors.h"
 #include "vit/data/image_set.h"
+#include "vit/train/curves.h"
 #include "vit/train/run.h"
 
 static const char *tiny_json =
@@ -361,6 +362,31 @@ static char *log_without_times(const char *dir) {
     return out;
 }
 
+/* train_curves.png decodes to its 800x300 (two panels: loss and top-1, no error rates). */
+static void expect_curves(const char *dir) {
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, TRAIN_CURVES_FILE);
+    image_u8 img;
+    vit_error err = {0};
+    if (image_decode_file(path, 3, 0, 0, &img, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(img.width, 2 * TRAIN_CURVES_WIDTH);
+    assert_int_equal(img.height, TRAIN_CURVES_HEIGHT);
+    image_free(&img);
+}
+
+/* The same bytes in dir a and dir b. */
+static void expect_same_file(const char *a, const char *b, const char *name) {
+    char pa[4300], pb[4300];
+    snprintf(pa, sizeof pa, "%s/%s", a, name);
+    snprintf(pb, sizeof pb, "%s/%s", b, name);
+    size_t na, nb;
+    uint8_t *ba = read_whole_file(pa, &na), *bb = read_whole_file(pb, &nb);
+    assert_non_null(ba);
+    assert_non_null(bb);
+    if (na != nb || memcmp(ba, bb, na) != 0) fail_msg("%s and %s differ", pa, pb);
+    free(ba), free(bb);
+}
+
 static void expect_same_run(const char *a, const char *b) {
     model ma, mb;
     load_params(a, &ma);
@@ -370,6 +396,9 @@ static void expect_same_run(const char *a, const char *b) {
     char *la = log_without_times(a), *lb = log_without_times(b);
     assert_string_equal(la, lb);
     free(la), free(lb);
+    /* the resumed run's picture has the epochs before the stop too: the uninterrupted run's */
+    expect_curves(a);
+    expect_same_file(a, b, TRAIN_CURVES_FILE);
     model_free(&ma), model_free(&mb);
 }
 
@@ -435,51 +464,67 @@ static void test_resume_errors(void **state) {
     assert_non_null(strstr(err.msg, "/nonexistent/folder"));
 }
 
-/* A checkpoint is replaced whole or not at all: when writing its optimizer state fails (here a
- * directory stands where the state's temporary file goes, as a full disk would fail it), the
- * weights, config and log stay those of the previous checkpoint and no temporary is left; a
- * temporary that a killed run left behind is removed when a run starts. */
+/* The files of a checkpoint at an epoch's end. */
+static const char *const checkpoint_files[] = {"model.safetensors", "config.json", TRAIN_STATE_FILE,
+                                               TRAIN_LOG_FILE, TRAIN_CURVES_FILE};
+enum { N_CHECKPOINT_FILES = 5 };
+
+/* Resumes dir with a directory standing where trap_name's temporary file goes (as a full disk
+ * would fail writing it): the run fails naming the file, every file of the checkpoint keeps the
+ * bytes in before and no temporary is left. */
+static void resume_into_trap(const char *dir, const char *trap_name,
+                             uint8_t *const before[N_CHECKPOINT_FILES],
+                             const size_t size[N_CHECKPOINT_FILES]) {
+    char path[4300], trap[4300];
+    snprintf(trap, sizeof trap, "%s/%s.tmp", dir, trap_name);
+    assert_int_equal(mkdir(trap, 0777), 0);
+    vit_error err = {0};
+    const train_options r = {.out_dir = dir, .threads = 1};
+    assert_int_equal(train_run(&r, 1, NULL, &err), -1);
+    print_message("  %s\n", err.msg);
+    assert_non_null(strstr(err.msg, trap_name));
+    for (int i = 0; i < N_CHECKPOINT_FILES; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, checkpoint_files[i]);
+        size_t n;
+        uint8_t *after = read_whole_file(path, &n);
+        assert_non_null(after);
+        if (n != size[i] || memcmp(after, before[i], n) != 0)
+            fail_msg("%s changed", checkpoint_files[i]);
+        free(after);
+        snprintf(path, sizeof path, "%s/%s.tmp", dir, checkpoint_files[i]);
+        if (strcmp(checkpoint_files[i], trap_name) != 0) assert_int_equal(access(path, F_OK), -1);
+    }
+    rmdir(trap);
+}
+
+/* A checkpoint is replaced whole or not at all: when writing its optimizer state or its picture
+ * fails, the weights, config, log and picture stay those of the previous checkpoint and no
+ * temporary is left; a temporary that a killed run left behind is removed when a run starts. */
 static void test_checkpoint_all_or_nothing(void **state) {
     (void)state;
-    char dir[4200], path[4300], trap[4300], stale[4300];
+    char dir[4200], path[4300], stale[4300];
     out_dir(dir, sizeof dir, "all-or-nothing");
     vit_error err = {0};
     train_options o = tiny_run(dir);
     const train_hooks stop = {.stop_at_step = 4}; /* the end of the first epoch */
     assert_int_equal(train_run(&o, 0, &stop, &err), 1);
-    const char *files[] = {"model.safetensors", "config.json", TRAIN_STATE_FILE, TRAIN_LOG_FILE};
-    uint8_t *before[4];
-    size_t size[4];
-    for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    uint8_t *before[N_CHECKPOINT_FILES];
+    size_t size[N_CHECKPOINT_FILES];
+    for (int i = 0; i < N_CHECKPOINT_FILES; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, checkpoint_files[i]);
         before[i] = read_whole_file(path, &size[i]);
         assert_non_null(before[i]);
     }
-    snprintf(trap, sizeof trap, "%s/%s.tmp", dir, TRAIN_STATE_FILE);
-    assert_int_equal(mkdir(trap, 0777), 0);
     snprintf(stale, sizeof stale, "%s/model.safetensors.tmp", dir);
     FILE *f = fopen(stale, "w");
     assert_non_null(f);
     fputs("left by a killed run", f);
     fclose(f);
-    const train_options r = {.out_dir = dir, .threads = 1};
-    assert_int_equal(train_run(&r, 1, NULL, &err), -1);
-    print_message("  %s\n", err.msg);
-    assert_non_null(strstr(err.msg, TRAIN_STATE_FILE));
-    for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        size_t n;
-        uint8_t *after = read_whole_file(path, &n);
-        assert_non_null(after);
-        if (n != size[i] || memcmp(after, before[i], n) != 0) fail_msg("%s changed", files[i]);
-        free(after), free(before[i]);
-    }
+    resume_into_trap(dir, TRAIN_STATE_FILE, before, size);
     assert_int_equal(access(stale, F_OK), -1);
-    snprintf(path, sizeof path, "%s/model.safetensors.tmp", dir);
-    assert_int_equal(access(path, F_OK), -1);
-    snprintf(path, sizeof path, "%s/%s.tmp", dir, TRAIN_LOG_FILE);
-    assert_int_equal(access(path, F_OK), -1);
-    rmdir(trap);
+    /* the picture is written last: everything else was written when it failed */
+    resume_into_trap(dir, TRAIN_CURVES_FILE, before, size);
+    for (int i = 0; i < N_CHECKPOINT_FILES; i++) free(before[i]);
 }
 
 /* Training learns: the loss falls and the held-out images are classified far above chance. */

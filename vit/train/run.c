@@ -19,6 +19,7 @@
 #include "vit/core/ops.h"
 #include "vit/data/line_set.h"
 #include "vit/io/safetensors.h"
+#include "vit/train/curves.h"
 #include "vit/train/trainer.h"
 
 /* The hooks speak for the run: on process 0 only, under mpirun. */
@@ -156,8 +157,13 @@ static int prepare_out_dir(const trainer *t, vit_error *err) {
     if (access(path, F_OK) == 0)
         return vit_fail(err, "%s holds an unfinished run: continue it with --resume, or delete %s",
                         t->o.out_dir, path);
-    trainer_path(t, path, sizeof path, TRAIN_LOG_FILE);
-    if (unlink(path) != 0 && errno != ENOENT) return vit_fail(err, "%s: %s", path, strerror(errno));
+    /* a new run's log and picture start empty */
+    const char *old[] = {TRAIN_LOG_FILE, TRAIN_CURVES_FILE};
+    for (int i = 0; i < 2; i++) {
+        trainer_path(t, path, sizeof path, old[i]);
+        if (unlink(path) != 0 && errno != ENOENT)
+            return vit_fail(err, "%s: %s", path, strerror(errno));
+    }
     return 0;
 }
 
@@ -173,8 +179,9 @@ static void trainer_free(trainer *t) {
 
 /* ---- the loop ---- */
 
-/* train_log.jsonl with e's line added, rewritten whole so that it joins the checkpoint's atomic
- * group (a log that says an epoch ended only when its checkpoint exists). */
+/* train_log.jsonl with e's line added, rewritten whole, and train_curves.png drawn from all its
+ * lines (a resumed run's earlier epochs too), so that both join the checkpoint's atomic group (a
+ * log that says an epoch ended only when its checkpoint exists). */
 static int append_log(const trainer *t, const train_epoch *e, vit_error *err) {
     char path[4096];
     trainer_path(t, path, sizeof path, TRAIN_LOG_FILE);
@@ -199,13 +206,15 @@ static int append_log(const trainer *t, const train_epoch *e, vit_error *err) {
         fprintf(f, "\"val_cer\": %.6f, \"val_wer\": %.6f, ", e->val_cer, e->val_wer);
     fprintf(f, "\"seconds\": %.3f, \"%s_per_s\": %.1f}\n", e->seconds, e->unit, e->images_per_s);
     if (fclose(f) != 0 || !text) return free(text), vit_fail(err, "out of memory");
-    const int rc = write_file_atomic(path, text, size, err);
+    int rc = write_file_atomic(path, text, size, err);
+    trainer_path(t, path, sizeof path, TRAIN_CURVES_FILE);
+    if (rc == 0) rc = train_curves_write(text, path, err);
     free(text);
     return rc;
 }
 
-/* The checkpoint (weights, config, optimizer state) and, at an epoch's end, its log line, all
- * replaced together: a full disk or a kill leaves the previous checkpoint whole. */
+/* The checkpoint (weights, config, optimizer state) and, at an epoch's end, its log line and the
+ * curves, all replaced together: a full disk or a kill leaves the previous checkpoint whole. */
 static int checkpoint(const trainer *t, double epoch_seconds, const train_epoch *e,
                       vit_error *err) {
     atomic_group g;
@@ -309,6 +318,7 @@ static void remove_stale_temporaries(const char *out_dir) {
                                         "preprocessor_config.json",
                                         TRAIN_STATE_FILE,
                                         TRAIN_LOG_FILE,
+                                        TRAIN_CURVES_FILE,
                                         "vocab.txt",
                                         "tokenizer_config.json",
                                         "special_tokens_map.json",

@@ -12,9 +12,10 @@
  *
  * Output, all in out_dir: the model (config.json, model.safetensors, and preprocessor_config.json
  * for a ViT or vocab.txt + tokenizer_config.json for a BERT) after every epoch; train_log.jsonl,
- * one JSON line per epoch; train_state.safetensors, all a resumed run needs (weights, AdamW
- * moments, step, generator state, the options), written at the end of every epoch and when stopped,
- * and removed once the run completes.
+ * one JSON line per epoch, and train_curves.png, its losses and top-1s drawn (vit/train/curves.h);
+ * train_state.safetensors, all a resumed run needs (weights, AdamW moments, step, generator state,
+ * the options), written at the end of every epoch and when stopped, and removed once the run
+ * completes.
  *
  * Reproducible: every random draw derives from `seed` (weights, validation split, shuffling per
  * epoch, augmentation per step, dropout), so a run repeats bit for bit at the same thread count,
@@ -64,7 +65,8 @@ typedef struct {
 int train_run(const train_options *opt, int resume, const train_hooks *hooks, vit_error *err);
 
 /* Names of the files train_run writes into out_dir. */
-#define TRAIN_STATE_FILE "train_state.safetensors"
-#define TRAIN_LOG_FILE   "train_log.jsonl"
+#define TRAIN_STATE_FILE  "train_state.safetensors"
+#define TRAIN_LOG_FILE    "train_log.jsonl"
+#define TRAIN_CURVES_FILE "train_curves.png"
 
 #endif
