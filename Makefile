@@ -36,7 +36,8 @@
 #                                     printed text lines for OCR
 #   make deps         installs the groups build, optional and test (as root; as another user it
 #                     prints the one apt-get command); one group: make deps-build, deps-optional,
-#                     deps-test (cmocka, fonts-dejavu-core), deps-data (Fashion-MNIST), deps-ocr
+#                     deps-test (cmocka, fonts-dejavu-core, Python's numpy, Pillow, pytest,
+#                     venv, setuptools and wheel for python/), deps-data (Fashion-MNIST), deps-ocr
 #                     (the fonts of the OCR lines, docs/OCR_DATA.md, and Tesseract, the peer),
 #                     deps-fuzz (clang), deps-format (clang-format), deps-cross (the aarch64 cross
 #                     compiler)
@@ -103,8 +104,10 @@ DEPS_GROUPS    := build optional test data ocr fuzz format cross
 DEPS.build     := gcc libc6-dev make pkg-config libopenblas-dev libpng-dev libjpeg62-turbo-dev \
                   libcjson-dev libutf8proc-dev
 DEPS.optional   = $(foreach f,$(FEATURES),$(if $(filter 1,$($(f))),$(DEB_$(f))))
-# fonts-dejavu-core: the text renderer's tests draw with it (they skip loudly without it).
-DEPS.test      := libcmocka-dev fonts-dejavu-core
+# fonts-dejavu-core: the text renderer's tests draw with it (they skip loudly without it). The
+# Python packages: tests/python.sh tests python/ with them (it skips loudly without them).
+DEPS.test      := libcmocka-dev fonts-dejavu-core python3-numpy python3-pil python3-pytest \
+                  python3-venv python3-setuptools python3-wheel
 DEPS.data      := dataset-fashion-mnist
 # The OCR lines' fonts: the training and held-out families of tools/ocr-fonts/ (docs/OCR_DATA.md),
 # and Tesseract with its English model, the peer of tools/tesseract_eval.
@@ -274,8 +277,9 @@ $(BUILD)/tools/%: tools/%.c $(LIB)
 
 test: all $(TESTS)
 	@$(call give_back,$(BUILD) $(BIN))
-	@VIT_BIN=$(abspath $(BIN)/vit) EXAMPLE_CFLAGS="$(EXAMPLE_CFLAGS)" tests/run $(TESTS) \
-	  tests/install.sh tests/mpi.sh tests/minimal-build.sh
+	@VIT_BIN=$(abspath $(BIN)/vit) VIT_SHLIB=$(abspath $(SHLIB)) \
+	  EXAMPLE_CFLAGS="$(EXAMPLE_CFLAGS)" tests/run $(TESTS) tests/install.sh tests/mpi.sh \
+	  tests/minimal-build.sh tests/python.sh
 
 # Sanitizers in a separate build tree so the normal objects stay optimised.
 # (bin/vit finds the shipped models beside its bin/: build/asan/models links to them.)
