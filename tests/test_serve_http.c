@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -51,15 +52,20 @@ static double now(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* $VIT_API_KEY for the next server started (NULL: none, whatever the tests' own environment). */
+static const char *server_api_key_env;
+
 static char *read_log(const server *s) {
     size_t n;
     char *text = (char *)read_whole_file(s->log, &n);
     return text ? text : strdup("");
 }
 
-/* Starts `vit serve --port 0 ARGS...` and waits (at most 120 s) for its "listening" line. Returns
- * 0, or -1 when this vit has no serve built in (the test is then skipped). */
-static int start_server(server *s, const char *const *args) {
+/* Starts `vit serve --port 0 ARGS...` and waits (at most 120 s) for the line that says so: "ready
+ * on" (the models loaded), or with loading set "listening on" (the port open, the models perhaps
+ * still loading). Returns 0, or -1 when this vit has no serve built in (the test is then
+ * skipped). */
+static int start_server_until(server *s, const char *const *args, int loading) {
     static int count;
     snprintf(s->log, sizeof s->log, "%s/serve-%d.log", test_tmpdir(), count++);
     const char *argv[64] = {test_vit_bin(), "serve", "--port", "0"};
@@ -75,6 +81,10 @@ static int start_server(server *s, const char *const *args) {
         if (err < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(err, 2) < 0)
             _exit(127);
         unsetenv("VIT_MODEL");
+        if (server_api_key_env)
+            setenv("VIT_API_KEY", server_api_key_env, 1);
+        else
+            unsetenv("VIT_API_KEY");
         alarm(600); /* a server no test stopped */
         execv(argv[0], (char *const *)argv);
         _exit(127);
@@ -83,9 +93,10 @@ static int start_server(server *s, const char *const *args) {
         char *log = read_log(s);
         const char *at = strstr(log, "listening on http://127.0.0.1:");
         if (at) s->port = atoi(at + strlen("listening on http://127.0.0.1:"));
+        const int ready = strstr(log, "ready on http://127.0.0.1:") != NULL;
         const int absent = strstr(log, "not built in") != NULL;
         free(log);
-        if (at) return 0;
+        if (at && (loading || ready)) return 0;
         int status;
         if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
             if (absent) return -1;
@@ -96,6 +107,10 @@ static int start_server(server *s, const char *const *args) {
     kill(s->pid, SIGKILL);
     fail_msg("vit serve did not start within 120 s");
     return -1;
+}
+
+static int start_server(server *s, const char *const *args) {
+    return start_server_until(s, args, 0);
 }
 
 #define START_OR_SKIP(s, ...)                                                                      \
@@ -2110,6 +2125,368 @@ static void test_port_in_use(void **state) {
     test_run_free(&run);
 }
 
+/* ---- access: API keys, CORS; /health while loading ---- */
+
+#define KEY       "vit-test-key-0123456789abcdef"
+#define OTHER_KEY "a-second-key"
+#define WITH_KEY  "Authorization: Bearer " KEY "\r\n"
+
+static response get(int port, const char *target, const char *headers) {
+    return request(port, "GET", target, headers, NULL, 0);
+}
+
+/* A request refused for want of the key: 401, RFC 6750's challenge (invalid_token when a token
+ * was sent), a JSON error. */
+static void assert_unauthorized(response r, const char *says, int wrong_token) {
+    if (r.status != 401) fail_msg("status %d, expected 401: %.*s", r.status, (int)r.size, r.body);
+    const char *challenge = header(&r, "WWW-Authenticate");
+    if (!challenge) fail_msg("401 without WWW-Authenticate:\n%s", r.head);
+    assert_true(strncmp(challenge, "Bearer realm=", 13) == 0);
+    assert_true(!strstr(challenge, "error=\"invalid_token\"") == !wrong_token);
+    assert_refused(r, 401, says);
+}
+
+/* POST /v1/classify?k=1 of the cat photo with the headers given. */
+static response classify_cat(int port, const char *headers) {
+    size_t size;
+    uint8_t *jpeg = read_whole_file(photos[0], &size);
+    assert_non_null(jpeg);
+    response r = request(port, "POST", "/v1/classify?k=1", headers, jpeg, size);
+    free(jpeg);
+    return r;
+}
+
+static void assert_cat(response r) {
+    if (r.status != 200) fail_msg("status %d: %.*s", r.status, (int)r.size, r.body);
+    const cJSON *top = cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "top"), 0);
+    assert_string_equal(cJSON_GetObjectItem(top, "label")->valuestring, "Egyptian cat");
+    response_free(&r);
+}
+
+/* --api-key twice (and a $VIT_API_KEY, which the option overrides): the /v1/ paths and /metrics
+ * need one of the keys; no header, another scheme, a key one byte off, a prefix of it, the key and
+ * more, one of another length are refused with 401; either key is let in; /health is open. The log
+ * never holds a key. */
+static void test_api_key(void **state) {
+    (void)state;
+    server s;
+    server_api_key_env = "from-the-environment";
+    START_OR_SKIP(&s, "-m", IMAGENET, "-t", "1", "--api-key", KEY, "--api-key", OTHER_KEY);
+    server_api_key_env = NULL;
+    const int port = s.port;
+    int refused = 0;
+    assert_unauthorized(get(port, "/v1/model", NULL), "an API key is needed", 0), refused++;
+    assert_unauthorized(get(port, "/v1/model", "Authorization: Basic dml0OnZpdA==\r\n"),
+                        "Authorization: Bearer KEY", 0),
+        refused++;
+    static const char *const wrong[] = {"vit-test-key-0123456789abcdeF", /* the last byte */
+                                        "Vit-test-key-0123456789abcdef", /* the first */
+                                        "vit-test-key-0123456789abcde",  /* a prefix */
+                                        KEY "0",                         /* the key and more */
+                                        "k",                             /* another length */
+                                        "from-the-environment"};
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        char headers[256];
+        snprintf(headers, sizeof headers, "Authorization: Bearer %s\r\n", wrong[i]);
+        assert_unauthorized(get(port, "/v1/model", headers), "wrong API key", 1), refused++;
+    }
+    assert_unauthorized(classify_cat(port, NULL), "an API key is needed", 0), refused++;
+    assert_unauthorized(get(port, "/metrics", NULL), "an API key is needed", 0), refused++;
+    response r = get(port, "/health", NULL);
+    assert_int_equal(r.status, 200);
+    assert_null(header(&r, "WWW-Authenticate"));
+    response_free(&r);
+    r = get(port, "/v1/model", WITH_KEY);
+    assert_int_equal(r.status, 200);
+    assert_non_null(cJSON_GetObjectItem(r.json, "image"));
+    response_free(&r);
+    r = get(port, "/v1/model", "authorization: bearer  " OTHER_KEY "\r\n"); /* any case, spaces */
+    assert_int_equal(r.status, 200);
+    response_free(&r);
+    assert_cat(classify_cat(port, WITH_KEY));
+    r = get(port, "/metrics", WITH_KEY);
+    assert_int_equal(r.status, 200);
+    char line[96];
+    snprintf(line, sizeof line, "vit_serve_errors_total{kind=\"unauthorized\"} %d\n", refused);
+    if (!strstr(r.body, line)) fail_msg("no %s in /metrics", line);
+    response_free(&r);
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+    char *log = read_log(&s);
+    assert_non_null(strstr(log, "API key needed (2 keys)"));
+    assert_non_null(strstr(log, "GET /v1/model 401"));
+    assert_non_null(strstr(log, "POST /v1/classify?k=1 200"));
+    assert_null(strstr(log, KEY));
+    assert_null(strstr(log, OTHER_KEY));
+    free(log);
+}
+
+/* $VIT_API_KEY alone sets the key. */
+static void test_api_key_from_environment(void **state) {
+    (void)state;
+    server s;
+    server_api_key_env = KEY;
+    START_OR_SKIP(&s, "-m", IMAGENET, "-t", "1", "--quiet");
+    server_api_key_env = NULL;
+    assert_unauthorized(get(s.port, "/v1/model", NULL), "an API key is needed", 0);
+    response r = get(s.port, "/v1/model", WITH_KEY);
+    assert_int_equal(r.status, 200);
+    response_free(&r);
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+}
+
+/* Keys a header cannot carry and origins a browser never sends are usage errors (exit 2, one
+ * line naming the option, never the key), found before the port opens. */
+static void test_access_usage_errors(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char over[300];
+    memset(over, 'z', 257);
+    over[257] = 0;
+    static const char *const says[] = {"--api-key: an empty API key",
+                                       "--api-key: an API key holds a space",
+                                       "--api-key: an API key of 257 bytes, over the limit of 256",
+                                       "--cors-origin: 'http://localhost:3000/' is not an origin",
+                                       "--cors-origin: 'localhost:3000' is not an origin",
+                                       "--cors-origin: an empty origin",
+                                       "$VIT_API_KEY: an API key holds a space"};
+    const char *const cases[][4] = {{"--api-key", "", NULL},
+                                    {"--api-key", "two words", NULL},
+                                    {"--api-key", over, NULL},
+                                    {"--cors-origin", "http://localhost:3000/", NULL},
+                                    {"--cors-origin", "localhost:3000", NULL},
+                                    {"--cors-origin", "http://a.example,,http://b.example", NULL},
+                                    {NULL}};
+    for (size_t i = 0; i < sizeof says / sizeof says[0]; i++) {
+        const char *args[8] = {"serve", "-m", IMAGENET, "--port", "0"};
+        int n = 5;
+        for (int k = 0; k < 2 && cases[i][k]; k++) args[n++] = cases[i][k];
+        if (!cases[i][0]) setenv("VIT_API_KEY", "a key with spaces", 1);
+        test_run_result run = test_run_vit(NULL, NULL, args);
+        unsetenv("VIT_API_KEY");
+        if (run.status != 2 || !strstr(run.err, says[i]) ||
+            strchr(run.err, '\n') != run.err + strlen(run.err) - 1)
+            fail_msg("case %zu: exit %d: %s", i, run.status, run.err);
+        assert_null(strstr(run.err, "listening"));
+        assert_null(strstr(run.err, "zzzzzzzz"));
+        assert_null(strstr(run.err, "with spaces"));
+        assert_null(strstr(run.err, "two words"));
+        test_run_free(&run);
+    }
+}
+
+/* --cors-origin: a listed origin is named in Access-Control-Allow-Origin (refusals included, so
+ * that a page can show why), others get no such header; preflights are answered 204 without a
+ * key, with the methods and headers a request may use. Without --cors-origin (the main server):
+ * no CORS header, OPTIONS is not a method any path takes. --cors-origin '*': every origin. */
+static void test_cors(void **state) {
+    (void)state;
+    server s;
+    START_OR_SKIP(&s, "-m", IMAGENET, "-t", "1", "--api-key", KEY, "--cors-origin",
+                  "http://localhost:3000,https://app.example", "--cors-origin",
+                  "http://127.0.0.1:8000");
+    const int port = s.port;
+    static const char *const allowed[] = {"http://localhost:3000", "https://app.example",
+                                          "http://127.0.0.1:8000"};
+    for (int i = 0; i < 3; i++) {
+        char headers[256];
+        snprintf(headers, sizeof headers, "Origin: %s\r\n" WITH_KEY, allowed[i]);
+        response r = classify_cat(port, headers);
+        assert_string_equal(header(&r, "Access-Control-Allow-Origin"), allowed[i]);
+        assert_string_equal(header(&r, "Vary"), "Origin");
+        assert_cat(r);
+    }
+    static const char *const others[] = {"http://evil.example",
+                                         "http://localhost:3000.evil.example",
+                                         "http://localhost:3001", "null"};
+    for (int i = 0; i < 4; i++) {
+        char headers[256];
+        snprintf(headers, sizeof headers, "Origin: %s\r\n" WITH_KEY, others[i]);
+        response r = classify_cat(port, headers);
+        assert_null(header(&r, "Access-Control-Allow-Origin"));
+        assert_string_equal(header(&r, "Vary"), "Origin");
+        assert_cat(r);
+    }
+    response r = get(port, "/v1/model", "Origin: http://localhost:3000\r\n"); /* no key */
+    assert_string_equal(header(&r, "Access-Control-Allow-Origin"), "http://localhost:3000");
+    assert_unauthorized(r, "an API key is needed", 0);
+    /* preflights, without the key as browsers send them */
+    r = request(port, "OPTIONS", "/v1/classify",
+                "Origin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n"
+                "Access-Control-Request-Headers: authorization, content-type\r\n",
+                NULL, 0);
+    assert_int_equal(r.status, 204);
+    assert_int_equal(r.size, 0);
+    assert_string_equal(header(&r, "Access-Control-Allow-Origin"), "https://app.example");
+    assert_string_equal(header(&r, "Access-Control-Allow-Methods"), "POST");
+    assert_string_equal(header(&r, "Access-Control-Allow-Headers"), "Authorization, Content-Type");
+    assert_string_equal(header(&r, "Access-Control-Max-Age"), "7200");
+    assert_string_equal(header(&r, "Vary"), "Origin");
+    assert_string_equal(header(&r, "Allow"), "POST, OPTIONS");
+    response_free(&r);
+    r = request(port, "OPTIONS", "/v1/model",
+                "Origin: http://localhost:3000\r\nAccess-Control-Request-Method: GET\r\n", NULL, 0);
+    assert_int_equal(r.status, 204);
+    assert_string_equal(header(&r, "Access-Control-Allow-Methods"), "GET, HEAD");
+    response_free(&r);
+    r = request(port, "OPTIONS", "/v1/classify",
+                "Origin: http://evil.example\r\nAccess-Control-Request-Method: POST\r\n", NULL, 0);
+    assert_int_equal(r.status, 204);
+    assert_null(header(&r, "Access-Control-Allow-Origin"));
+    assert_null(header(&r, "Access-Control-Allow-Methods"));
+    response_free(&r);
+    assert_refused(
+        request(port, "OPTIONS", "/nowhere", "Origin: http://localhost:3000\r\n", NULL, 0), 404,
+        "no such path");
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+    if (main_server.pid > 0) {
+        r = get(main_server.port, "/health", "Origin: http://localhost:3000\r\n");
+        assert_int_equal(r.status, 200);
+        assert_null(header(&r, "Access-Control-Allow-Origin"));
+        assert_null(header(&r, "Vary"));
+        response_free(&r);
+        r = request(main_server.port, "OPTIONS", "/v1/classify",
+                    "Origin: http://localhost:3000\r\nAccess-Control-Request-Method: POST\r\n",
+                    NULL, 0);
+        assert_string_equal(header(&r, "Allow"), "POST");
+        assert_refused(r, 405, "takes POST");
+    }
+    START_OR_SKIP(&s, "-m", IMAGENET, "-t", "1", "--cors-origin", "*", "--quiet");
+    r = get(s.port, "/health", "Origin: http://anywhere.example\r\n");
+    assert_int_equal(r.status, 200);
+    assert_string_equal(header(&r, "Access-Control-Allow-Origin"), "*");
+    response_free(&r);
+    assert_cat(classify_cat(s.port, "Origin: http://anywhere.example\r\n")); /* no key asked */
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+}
+
+/* A copy of the default model whose config.json (the first file a load opens) the test holds a
+ * write lease on: the server's open() of it waits in the kernel until the lease is let go (or
+ * /proc/sys/fs/lease-break-time, 45 s by default, runs out), and F_GETLEASE shows when the server
+ * has come to it. The load is the real one, held up at its first read, with no hook in vit. The
+ * lease's fd, or -1 when leases cannot be taken here (a file system without them). */
+static int leased_model(char *dir, size_t size) {
+    snprintf(dir, size, "%s/leased-model", test_tmpdir());
+    assert_int_equal(mkdir(dir, 0700), 0);
+    static const char *const linked[] = {"model.safetensors", "preprocessor_config.json"};
+    for (int i = 0; i < 2; i++) {
+        char from[4200], to[8500];
+        snprintf(from, sizeof from, IMAGENET "/%s", linked[i]);
+        char *target = realpath(from, NULL);
+        assert_non_null(target);
+        snprintf(to, sizeof to, "%s/%s", dir, linked[i]);
+        assert_int_equal(symlink(target, to), 0);
+        free(target);
+    }
+    size_t n;
+    uint8_t *config = read_whole_file(IMAGENET "/config.json", &n);
+    assert_non_null(config);
+    write_temp_file("leased-model/config.json", config, n);
+    free(config);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    signal(SIGIO, SIG_IGN); /* a lease break's notice: not needed, F_GETLEASE is polled */
+    const int fd = open(path, O_RDWR | O_CLOEXEC);
+    assert_true(fd >= 0);
+    if (fcntl(fd, F_SETLEASE, F_WRLCK) != 0) {
+        print_message("    no write lease on %s (%s)\n", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The port opens before the model loads: until it is ready GET /health answers 503 {"status":
+ * "loading"} (without the key), the API 503 "the model is loading" (with the key; 401 still
+ * without), unknown paths 404; then 200 and answers as usual. */
+static void test_health_while_loading(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char dir[4200];
+    const int lease = leased_model(dir, sizeof dir);
+    if (lease < 0) {
+        print_message("SKIP %s: file leases are not available in %s\n", __func__, test_tmpdir());
+        skip();
+    }
+    server s;
+    const char *args[] = {"-m", dir, "-t", "1", "--api-key", KEY, NULL};
+    if (start_server_until(&s, args, 1) != 0) {
+        close(lease);
+        print_message("SKIP %s: this vit has no serve (built without libmicrohttpd)\n", __func__);
+        skip();
+    }
+    const double until = now() + 60;
+    while (fcntl(lease, F_GETLEASE) == F_WRLCK && now() < until) usleep(10 * 1000);
+    if (fcntl(lease, F_GETLEASE) == F_WRLCK) fail_msg("the server did not open config.json");
+    /* the server is inside its load, waiting on config.json */
+    for (int i = 0; i < 2; i++) {
+        response r = request(s.port, i ? "HEAD" : "GET", "/health", NULL, NULL, 0);
+        assert_int_equal(r.status, 503);
+        assert_string_equal(header(&r, "Retry-After"), "1");
+        if (!i) assert_string_equal(r.body, "{\"status\": \"loading\"}\n");
+        response_free(&r);
+    }
+    assert_unauthorized(get(s.port, "/v1/model", NULL), "an API key is needed", 0);
+    assert_refused(get(s.port, "/v1/model", WITH_KEY), 503, "the model is loading");
+    assert_refused(get(s.port, "/metrics", WITH_KEY), 503, "the model is loading");
+    response r = classify_cat(s.port, WITH_KEY);
+    assert_string_equal(header(&r, "Retry-After"), "1");
+    assert_refused(r, 503, "the model is loading");
+    assert_refused(get(s.port, "/nowhere", NULL), 404, "no such path");
+    char *log = read_log(&s);
+    assert_null(strstr(log, "ready on"));
+    free(log);
+    /* let the load go on */
+    assert_int_equal(fcntl(lease, F_SETLEASE, F_UNLCK), 0);
+    close(lease);
+    signal(SIGIO, SIG_DFL);
+    int status = 0;
+    for (const double deadline = now() + 60; status != 200 && now() < deadline;) {
+        r = get(s.port, "/health", NULL);
+        status = r.status;
+        if (status != 200) {
+            assert_int_equal(status, 503);
+            usleep(20 * 1000);
+        }
+        response_free(&r);
+    }
+    assert_int_equal(status, 200);
+    assert_cat(classify_cat(s.port, WITH_KEY));
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+    log = read_log(&s);
+    assert_non_null(strstr(log, "loading the model"));
+    assert_non_null(strstr(log, "GET /health 503"));
+    assert_non_null(strstr(log, "POST /v1/classify?k=1 503"));
+    assert_non_null(strstr(strstr(log, "GET /health 503"), "ready on http://127.0.0.1:"));
+    free(log);
+}
+
+/* A model that fails to load after the port has opened: exit 1, the listening line and the one
+ * line saying why. */
+static void test_load_failure_exits(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/broken-model", test_tmpdir());
+    assert_int_equal(mkdir(dir, 0700), 0);
+    write_temp_file("broken-model/config.json", "{\"model_type\": ", 15);
+    const char *args[] = {"serve", "-m", dir, "--port", "0", NULL};
+    test_run_result run = test_run_vit(NULL, NULL, args);
+    if (strstr(run.err, "not built in")) {
+        test_run_free(&run);
+        print_message("SKIP %s: this vit has no serve\n", __func__);
+        skip();
+    }
+    assert_int_equal(run.status, 1);
+    const char *second = strchr(run.err, '\n');
+    assert_non_null(second);
+    assert_true(strncmp(run.err, "vit serve: listening on http://127.0.0.1:", 41) == 0);
+    char want[4300];
+    snprintf(want, sizeof want, "\nvit serve: %s/config.json: ", dir);
+    assert_ptr_equal(strstr(run.err, want), second);
+    assert_ptr_equal(strchr(second + 1, '\n'), run.err + strlen(run.err) - 1); /* one line */
+    test_run_free(&run);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classify_raw_matches_cli),
@@ -2144,6 +2521,12 @@ int main(void) {
         cmocka_unit_test(test_sigterm_finishes_requests),
         cmocka_unit_test(test_signal_to_any_thread),
         cmocka_unit_test(test_port_in_use),
+        cmocka_unit_test(test_api_key),
+        cmocka_unit_test(test_api_key_from_environment),
+        cmocka_unit_test(test_access_usage_errors),
+        cmocka_unit_test(test_cors),
+        cmocka_unit_test(test_health_while_loading),
+        cmocka_unit_test(test_load_failure_exits),
     };
     signal(SIGPIPE, SIG_IGN);
     return cmocka_run_group_tests(tests, start_main, stop_main);

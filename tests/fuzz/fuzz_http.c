@@ -7,7 +7,9 @@
  * Models: models/fashion-vit (shipped, small: fast forward passes) for the image endpoints, and
  * ../shared/models/bert-sst2-tiny for /v1/text when it is there. Not a joint model: zero-shot's
  * class names, templates and JSON images are parsed (and refused) and /v1/embeddings's texts and
- * data URLs answered, but the class-set cache and the scores are not reached. */
+ * data URLs answered, but the class-set cache and the scores are not reached. CORS is on for one
+ * origin (its headers and OPTIONS preflights are reached); no API key is asked for, or nearly
+ * every input would stop at the 401. */
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -41,8 +43,8 @@ static void fail(const char *what, const char *detail) {
 }
 
 /* The service as `vit serve -m models/fashion-vit [--text-model ...] -t 1 --max-batch 4
- * --timeout 1 --max-body-bytes 1000000 --max-queue 16 --max-classes 64 --max-prompts 256 --quiet`.
- */
+ * --timeout 1 --max-body-bytes 1000000 --max-queue 16 --max-classes 64 --max-prompts 256
+ * --cors-origin http://localhost:8080 --quiet`. */
 static void start_server(void) {
     signal(SIGPIPE, SIG_IGN);
     vit_error err = {0};
@@ -71,6 +73,10 @@ static void start_server(void) {
     app.max_prompts = 256;
     app.model_name = "fashion-vit";
     app.quiet = 1;
+    serve_access *access = serve_access_create();
+    if (!access || serve_access_add_origins(access, "http://localhost:8080", &err) != 0)
+        fail("access", err.msg);
+    app.access = access;
     app.metrics = serve_metrics_create(4);
     app.model_json =
         serve_model_json(IMAGE_MODEL, app.image, NULL, app.text ? TEXT_MODEL : NULL, app.text);

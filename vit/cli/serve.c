@@ -31,6 +31,8 @@ enum {
     OPT_CLASS_CACHE,
     OPT_MAX_BEAMS,
     OPT_QUIET,
+    OPT_API_KEY,
+    OPT_CORS_ORIGIN,
 };
 
 static const cli_option options[] = {
@@ -78,6 +80,15 @@ static const cli_option options[] = {
     CLI_BACKEND_OPTION,
     CLI_PRECISION_OPTION,
     {OPT_QUIET, "quiet", 'q', NULL, "no line per request on standard error", NULL},
+    {OPT_API_KEY, "api-key", 0, "KEY",
+     "every endpoint but GET /health (and CORS preflights) needs Authorization: Bearer KEY, else "
+     "401 (repeat for several keys); without it $VIT_API_KEY, which other users cannot read in "
+     "the process list",
+     "none: no key needed"},
+    {OPT_CORS_ORIGIN, "cors-origin", 0, "ORIGIN",
+     "web pages from ORIGIN (scheme://host[:port]; several comma-separated or repeated; * for "
+     "any) may call the API from a browser (CORS headers, OPTIONS preflights answered)",
+     "none: no CORS headers"},
 };
 
 static const cli_command command = {
@@ -98,7 +109,11 @@ static const cli_command command = {
     "body; images asking the same options run together in one vit_generate call.\n"
     "Concurrent requests are decoded in parallel and run together in one forward pass;\n"
     "with --workers N, N forward passes run at once, each on its share of the threads.\n"
-    "One line per request goes to standard error (--quiet: none).",
+    "The port opens before the models load: meanwhile GET /health answers 503\n"
+    "{\"status\": \"loading\"} and the other endpoints 503, and once they are ready /health\n"
+    "answers 200. With --api-key (or $VIT_API_KEY) every endpoint but GET /health needs the key\n"
+    "(401 without it); with --cors-origin, pages of the origins listed may call the API.\n"
+    "One line per request goes to standard error (--quiet: none); keys are never logged.",
     options,
     sizeof options / sizeof options[0]};
 
@@ -110,13 +125,26 @@ typedef struct {
     const char *model_opt, *text_dir;
     vit_params params;
     int batch_wait_ms, decode_threads, workers, class_cache, max_beams;
+    serve_access *access; /* --api-key, --cors-origin */
     serve_app app;
 } serve_options;
+
+/* An --api-key or --cors-origin value, or $VIT_API_KEY (named by what). */
+static int add_access(serve_options *o, int id, const char *value, const char *what) {
+    vit_error err = {0};
+    const int rc = id == OPT_API_KEY ? serve_access_add_key(o->access, value, &err)
+                                     : serve_access_add_origins(o->access, value, &err);
+    if (rc != 0) cli_usage_error(&command, "%s: %s", what, err.msg);
+    return rc;
+}
 
 static int serve_option(const cli_parser *p, int id, void *user) {
     serve_options *o = user;
     int64_t bytes;
     switch (id) {
+    case OPT_API_KEY:
+    case OPT_CORS_ORIGIN:
+        return add_access(o, id, p->value, p->option);
     case OPT_TEXT_MODEL:
         return o->text_dir = p->value, 0;
     case OPT_HOST:
@@ -159,6 +187,10 @@ static cli_outcome parse_options(int argc, char **argv, serve_options *o) {
     o->model_opt = c.model, o->params = c.params;
     if (parsed == CLI_PARSED && p.num_rest)
         return cli_usage_error(&command, "unexpected argument '%s'", p.rest[0]);
+    const char *key = getenv("VIT_API_KEY"); /* the option wins */
+    if (parsed == CLI_PARSED && serve_access_num_keys(o->access) == 0 && key && *key &&
+        add_access(o, OPT_API_KEY, key, "$VIT_API_KEY") != 0)
+        return CLI_USAGE_ERROR;
     return parsed;
 }
 
@@ -272,17 +304,17 @@ static void split_threads(serve_options *o) {
     o->params.threads = threads > 0 ? threads : 1;
 }
 
+/* The models loaded and the batcher started (s->metrics, already there, counts its batches). */
 static int start_service(service *s, serve_options *o) {
     split_threads(o);
     if (load_image_model(s, o) != 0 || load_text_model(s, o) != 0) return -1;
     vit_error err = {0};
-    s->metrics = serve_metrics_create(o->params.max_batch);
     name_model(s);
     s->model_json = serve_model_json(s->image_dir, s->image, s->gen, s->text_dir, s->text);
     s->tasks = s->gen
                    ? serve_tasks_create_gen(s->gen, s->text, o->params.max_batch, o->workers, &err)
                    : serve_tasks_create(s->image, s->text, o->params.max_batch, o->workers, &err);
-    if (!s->metrics || !s->model_json || !s->tasks) {
+    if (!s->model_json || !s->tasks) {
         fprintf(stderr, "vit serve: %s\n", err.msg[0] ? err.msg : "out of memory");
         return -1;
     }
@@ -354,8 +386,15 @@ static int wait_stop_signal(int timeout_ms) {
     return 0;
 }
 
+/* What a client must send, in the ready line (the keys themselves never). */
+static void announce_access(const serve_access *a) {
+    const int keys = serve_access_num_keys(a), origins = serve_access_num_origins(a);
+    if (keys) fprintf(stderr, "; API key needed (%d key%s)", keys, keys == 1 ? "" : "s");
+    if (origins) fprintf(stderr, "; CORS for %d origin%s", origins, origins == 1 ? "" : "s");
+}
+
 static void announce(const serve_options *o, const service *s, const char *bound) {
-    fprintf(stderr, "vit serve: listening on http://%s", bound);
+    fprintf(stderr, "vit serve: ready on http://%s", bound);
     if (s->gen)
         fprintf(stderr, "; image-to-text model %s (%s; decoder %s)", s->image_dir,
                 vit_compute(s->image), vit_gen_compute(s->gen));
@@ -366,9 +405,11 @@ static void announce(const serve_options *o, const service *s, const char *bound
                 vit_text_joint_dim(s->text));
     else if (s->text)
         fprintf(stderr, "; text model %s (%s)", s->text_dir, vit_text_compute(s->text));
-    fprintf(stderr, "; max batch %d, queue %d; %d worker%s x %d thread%s\n", o->params.max_batch,
+    fprintf(stderr, "; max batch %d, queue %d; %d worker%s x %d thread%s", o->params.max_batch,
             o->app.max_inputs, o->workers, o->workers == 1 ? "" : "s", o->params.threads,
             o->params.threads == 1 ? "" : "s");
+    announce_access(o->access);
+    fputc('\n', stderr);
 }
 
 /* After the first signal: no new connections, the requests under way finish (at most the timeout,
@@ -387,13 +428,35 @@ static void drain(serve_app *app, serve_http *http, int sig) {
     serve_batcher_drain(app->batcher); /* no connection may stay suspended */
 }
 
+/* The models loaded while the port is open (/health answers 503 meanwhile): the listener first,
+ * so that a port in use fails at once and an orchestrator sees the server loading. */
 static int serve_until_stopped(serve_options *o) {
     service s = {0};
-    if (start_service(&s, o) != 0) {
+    serve_app *app = &o->app;
+    app->access = o->access;
+    app->started = (double)time(NULL);
+    if (!(app->metrics = s.metrics = serve_metrics_create(o->params.max_batch))) {
+        fprintf(stderr, "vit serve: out of memory\n");
+        return 1;
+    }
+    atomic_store(&app->loading, 1);
+    char bound[128];
+    vit_error err = {0};
+    serve_http *http = serve_http_start(app, bound, sizeof bound, &err);
+    if (!http) {
+        fprintf(stderr, "vit serve: %s\n", err.msg);
         stop_service(&s);
         return 1;
     }
-    serve_app *app = &o->app;
+    fprintf(stderr,
+            "vit serve: listening on http://%s; loading the model (GET /health answers 503 until "
+            "it is ready)\n",
+            bound);
+    if (start_service(&s, o) != 0) {
+        serve_http_stop(http); /* before what its threads read is freed */
+        stop_service(&s);
+        return 1;
+    }
     app->gen = s.gen;
     if (s.gen) app->gen_defaults = vit_gen_default_options(s.gen);
     app->max_beams = o->max_beams;
@@ -404,16 +467,7 @@ static int serve_until_stopped(serve_options *o) {
     app->classes = s.classes;
     app->tasks = s.tasks;
     app->batcher = s.batcher;
-    app->metrics = s.metrics;
-    app->started = (double)time(NULL);
-    char bound[128];
-    vit_error err = {0};
-    serve_http *http = serve_http_start(app, bound, sizeof bound, &err);
-    if (!http) {
-        fprintf(stderr, "vit serve: %s\n", err.msg);
-        stop_service(&s);
-        return 1;
-    }
+    atomic_store(&app->loading, 0); /* after the rest: the HTTP threads read it first */
     announce(o, &s, bound);
     int sig = 0;
     while (sig == 0) sig = wait_stop_signal(-1);
@@ -443,14 +497,19 @@ int cli_serve(int argc, char **argv) {
                                .max_classes = 1000,
                                .max_prompts = 10000}};
     o.params.max_batch = 8;
+    if (!(o.access = serve_access_create()))
+        return fprintf(stderr, "vit serve: out of memory\n"), 1;
     const cli_outcome parsed = parse_options(argc, argv, &o);
-    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
+    int status = cli_exit_status(parsed);
 #ifdef VIT_MICROHTTPD
-    if (catch_stop_signals() != 0) return 1;
-    return serve_until_stopped(&o);
+    if (parsed == CLI_PARSED) status = catch_stop_signals() != 0 ? 1 : serve_until_stopped(&o);
 #else
-    fprintf(stderr, "vit serve: not built in (this vit was built without libmicrohttpd: install "
-                    "libmicrohttpd-dev and rebuild)\n");
-    return 1;
+    if (parsed == CLI_PARSED) {
+        fprintf(stderr, "vit serve: not built in (this vit was built without libmicrohttpd: "
+                        "install libmicrohttpd-dev and rebuild)\n");
+        status = 1;
+    }
 #endif
+    serve_access_free(o.access);
+    return status;
 }

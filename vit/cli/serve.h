@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "vit/serve/access.h"
 #include "vit/serve/batcher.h"
 #include "vit/serve/class_sets.h"
 #include "vit/serve/metrics.h"
@@ -17,14 +18,15 @@
 typedef struct {
     /* options */
     const char *host;
-    int port;              /* 0: any free port */
-    int max_connections;   /* clients connected at once */
-    int timeout_s;         /* idle connections, a body's upload, a job's wait in the queue */
-    size_t max_body_bytes; /* a request's body */
-    int max_inputs;        /* images or texts in one request (the queue's size) */
-    int quiet;             /* no request log */
-    int max_classes;       /* class names in one zero-shot request */
-    int max_prompts;       /* class names times templates in one zero-shot request */
+    int port;                   /* 0: any free port */
+    int max_connections;        /* clients connected at once */
+    int timeout_s;              /* idle connections, a body's upload, a job's wait in the queue */
+    size_t max_body_bytes;      /* a request's body */
+    int max_inputs;             /* images or texts in one request (the queue's size) */
+    int quiet;                  /* no request log */
+    int max_classes;            /* class names in one zero-shot request */
+    int max_prompts;            /* class names times templates in one zero-shot request */
+    const serve_access *access; /* API keys and CORS origins (NULL: open to all, no CORS) */
     /* what serves */
     vit_gen_context *gen;         /* an image-to-text model (image is then its encoder), or NULL */
     vit_gen_options gen_defaults; /* its generation settings, which a request's options change */
@@ -42,13 +44,16 @@ typedef struct {
     atomic_int in_flight;   /* requests begun and not yet completed */
     atomic_int connections; /* open client connections */
     atomic_int draining;    /* shutting down: new requests get 503 */
+    atomic_int loading;     /* the models are loading: /health says so, the rest get 503; what
+                             * serves (above) is read only once this is 0 */
 } serve_app;
 
 typedef struct serve_http serve_http;
 
-/* Listens on app->host:app->port and serves from its own threads. Writes the address it listens
- * on ("127.0.0.1:8080", "[::1]:8080") into bound. NULL with err (a one-line reason: the port in
- * use, an unknown host) when it cannot. */
+/* Listens on app->host:app->port and serves from its own threads; app->metrics must be there
+ * already, what serves only once app->loading is 0. Writes the address it listens on
+ * ("127.0.0.1:8080", "[::1]:8080") into bound. NULL with err (a one-line reason: the port in use,
+ * an unknown host) when it cannot. */
 serve_http *serve_http_start(serve_app *app, char *bound, size_t size, vit_error *err);
 /* Stops accepting connections (the listening socket is closed); requests under way go on. */
 void serve_http_quiesce(serve_http *h);

@@ -41,7 +41,9 @@
 /* The status codes vit serve answers with. */
 enum {
     HTTP_OK = 200,
+    HTTP_NO_CONTENT = 204,
     HTTP_BAD_REQUEST = 400,
+    HTTP_UNAUTHORIZED = 401,
     HTTP_NOT_FOUND = 404,
     HTTP_METHOD_NOT_ALLOWED = 405,
     HTTP_TOO_LARGE = 413,
@@ -77,8 +79,9 @@ static const struct {
     const char *path;
     int post;           /* POST only; else GET and HEAD */
     const char *params; /* the query parameters it takes */
+    int open;           /* no API key needed: a load balancer's probe has none */
 } routes[] = {
-    [EP_HEALTH] = {"/health", 0, ""},
+    [EP_HEALTH] = {"/health", 0, "", 1},
     [EP_METRICS] = {"/metrics", 0, ""},
     [EP_MODEL] = {"/v1/model", 0, ""},
     [EP_CLASSIFY] = {"/v1/classify", 1, "k, threshold, logits; a joint model: classes, template"},
@@ -136,8 +139,9 @@ typedef struct {
     char method[16];  /* as logged */
     char target[224]; /* "/v1/classify?k=3", as logged */
     double started;
-    int begun;    /* the handler has seen it */
-    int deferred; /* a request without a body: routed when it is complete (see has_body) */
+    int begun;       /* the handler has seen it */
+    serve_auth auth; /* refused for want of a key (401): why */
+    int deferred;    /* a request without a body: routed when it is complete (see has_body) */
     int submitted;
     endpoint ep;
     /* the body, until it is all there */
@@ -233,23 +237,56 @@ static const char *content_type(endpoint ep) {
     return ep == EP_METRICS ? "text/plain; version=0.0.4; charset=utf-8" : "application/json";
 }
 
+static int cors_on(const serve_app *app) {
+    return serve_access_num_origins(app->access) > 0;
+}
+
+/* The methods a path takes (OPTIONS too when it answers browsers' preflights). */
+static const char *methods(const request *r) {
+    if (cors_on(r->app)) return routes[r->ep].post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS";
+    return routes[r->ep].post ? "POST" : "GET, HEAD";
+}
+
+/* Access-Control-Allow-Origin when the request's Origin is allowed; Vary whenever CORS is on (the
+ * answer depends on Origin, which caches must know). */
+static void add_cors_headers(const request *r, struct MHD_Response *resp) {
+    if (!cors_on(r->app)) return;
+    const char *origin =
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+    const char *allowed = serve_access_allow_origin(r->app->access, origin);
+    if (allowed)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ORIGIN);
+}
+
+/* Queues resp (size: its body's bytes, for the log) with the headers every answer of its status
+ * carries. */
+static enum MHD_Result queue(request *r, int status, struct MHD_Response *resp, size_t size) {
+    if (status == HTTP_METHOD_NOT_ALLOWED || status == HTTP_NO_CONTENT)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, methods(r));
+    if (status == HTTP_UNAVAILABLE) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (status == HTTP_UNAUTHORIZED) /* RFC 6750's challenge */
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                r->auth == SERVE_AUTH_WRONG
+                                    ? "Bearer realm=\"vit serve\", error=\"invalid_token\""
+                                    : "Bearer realm=\"vit serve\"");
+    if (atomic_load(&r->app->draining))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    add_cors_headers(r, resp);
+    r->status = status;
+    r->answer_bytes = size;
+    const enum MHD_Result rc = MHD_queue_response(r->conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
 /* Queues body (malloc'ed, taken over) as the answer. */
 static enum MHD_Result answer(request *r, int status, char *body, size_t size) {
     struct MHD_Response *resp = MHD_create_response_from_buffer(size, body, MHD_RESPMEM_MUST_FREE);
     if (!resp) return free(body), MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                             status < 300 ? content_type(r->ep) : "application/json");
-    if (status == HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
-                                routes[r->ep].post ? "POST" : "GET, HEAD");
-    if (status == HTTP_UNAVAILABLE) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (atomic_load(&r->app->draining))
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    r->status = status;
-    r->answer_bytes = size;
-    const enum MHD_Result rc = MHD_queue_response(r->conn, (unsigned)status, resp);
-    MHD_destroy_response(resp);
-    return rc;
+    return queue(r, status, resp, size);
 }
 
 /* A JSON document written by fill into a fresh buffer. */
@@ -319,6 +356,52 @@ static enum MHD_Result answer_health(request *r) {
     json_key(&d.w, "queued");
     json_int(&d.w, serve_batcher_pending(r->app->batcher));
     return doc_answer(r, HTTP_OK, &d);
+}
+
+/* While the models load: /health says so, everything else is refused (503, Retry-After). */
+static enum MHD_Result answer_loading(request *r) {
+    if (r->ep != EP_HEALTH)
+        return answer_error(r, HTTP_UNAVAILABLE, SERVE_ERR_LOADING,
+                            "the model is loading (GET /health answers 200 once it is ready)");
+    json_doc d;
+    if (doc_open(&d) != 0) return MHD_NO;
+    json_key(&d.w, "status");
+    json_string(&d.w, "loading");
+    return doc_answer(r, HTTP_UNAVAILABLE, &d);
+}
+
+/* A browser's preflight (OPTIONS before a cross-origin request with an Authorization header or a
+ * JSON body): 204 with what the path takes and, when the origin is allowed, what it may send. It
+ * needs no key (browsers send none with it) and is answered while the models load. */
+static enum MHD_Result answer_preflight(request *r) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    if (serve_access_allow_origin(
+            r->app->access,
+            MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN))) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_METHODS,
+                                routes[r->ep].post ? "POST" : "GET, HEAD");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_HEADERS,
+                                "Authorization, Content-Type");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_MAX_AGE,
+                                "7200"); /* Chromium's longest */
+    }
+    return queue(r, HTTP_NO_CONTENT, resp, 0);
+}
+
+/* 401 unless the request carries one of the keys (or none is asked for). */
+static int refused_key(request *r) {
+    r->auth = serve_access_check(
+        r->app->access,
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION));
+    return r->auth != SERVE_AUTH_OK;
+}
+
+static enum MHD_Result refuse_key(request *r) {
+    return answer_error(r, HTTP_UNAUTHORIZED, SERVE_ERR_UNAUTHORIZED, "%s",
+                        r->auth == SERVE_AUTH_WRONG
+                            ? "wrong API key"
+                            : "an API key is needed: send the header Authorization: Bearer KEY");
 }
 
 static enum MHD_Result answer_metrics(request *r) {
@@ -713,12 +796,15 @@ static enum MHD_Result begin(request *r, const char *url, const char *method) {
                             "no such path (try POST /v1/classify, POST /v1/embed, POST /v1/text, "
                             "POST /v1/embeddings, POST /v1/generate, GET /health, GET /metrics or "
                             "GET /v1/model)");
+    if (strcmp(method, "OPTIONS") == 0 && cors_on(r->app)) return answer_preflight(r);
     const int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (routes[r->ep].post ? strcmp(method, "POST") != 0 : !get)
         return answer_error(r, HTTP_METHOD_NOT_ALLOWED, SERVE_ERR_METHOD, "%s takes %s, not %.20s",
                             routes[r->ep].path, routes[r->ep].post ? "POST" : "GET", method);
     if (atomic_load(&r->app->draining))
         return answer_error(r, HTTP_UNAVAILABLE, SERVE_ERR_SHUTTING_DOWN, "shutting down");
+    if (!routes[r->ep].open && refused_key(r)) return refuse_key(r);
+    if (atomic_load(&r->app->loading)) return answer_loading(r);
     switch (r->ep) {
     case EP_HEALTH:
         return answer_health(r);

@@ -42,8 +42,9 @@ static const struct {
 };
 
 static const char *const error_kinds[SERVE_ERR_KINDS] = {
-    "bad_request", "bad_input", "too_large",     "not_found", "method_not_allowed",
-    "queue_full",  "timeout",   "shutting_down", "internal",
+    "bad_request",        "bad_input",    "too_large", "not_found",
+    "method_not_allowed", "queue_full",   "timeout",   "shutting_down",
+    "internal",           "unauthorized", "loading",
 };
 
 const char *serve_error_kind_name(serve_error_kind kind) {

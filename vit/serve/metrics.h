@@ -29,7 +29,9 @@ typedef enum {
     SERVE_ERR_QUEUE_FULL,  /* refused for want of room in the queue */
     SERVE_ERR_TIMEOUT,     /* waited too long in the queue, or a body too slow to arrive */
     SERVE_ERR_SHUTTING_DOWN,
-    SERVE_ERR_INTERNAL, /* a forward pass that failed, out of memory */
+    SERVE_ERR_INTERNAL,     /* a forward pass that failed, out of memory */
+    SERVE_ERR_UNAUTHORIZED, /* no API key, or a wrong one (--api-key) */
+    SERVE_ERR_LOADING,      /* the models were still loading */
     SERVE_ERR_KINDS
 } serve_error_kind;
 const char *serve_error_kind_name(serve_error_kind kind);
