@@ -352,18 +352,20 @@ static void expect_refused(train_options o, const char *what);
 /* --input-height 16 --input-width 48 over micro-a (a 32x32 ViT): config.json says image_size
  * [16, 48], the encoder's positions are micro-a's 4x4 grid resized to 2x6 as transformers'
  * interpolate_pos_encoding resizes them (tools/wide_reference.py's, by F.interpolate), the
- * preprocessing resizes to 16x48 with micro-a's normalisation; it learns, and generates. */
+ * preprocessing resizes to 16x48 with micro-a's normalisation, and training reads the images at
+ * that size too (not micro-a's 32x32): it learns the lines by heart and reads them back. */
 static void test_new_decoder_wide(void **state) {
     (void)state;
     char dir[4200], path[4300];
     out_dir(dir, sizeof dir, "new-decoder-wide");
     train_options o = new_decoder_run(dir);
-    o.enc_height = 16, o.enc_width = 48, o.epochs = 40;
+    o.enc_height = 16, o.enc_width = 48;
     vit_error err = {0};
     if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
     const double first = logged(dir, "train_loss", 1), last = logged(dir, "train_loss", 0);
     print_message("  16x48: loss %.4f -> %.4f\n", first, last);
-    assert_true(last < first / 2);
+    assert_true(last < first / 40);
+    expect_texts(dir); /* it reads the lines squeezed to 16x48: their pixels reach the encoder */
     model_config c;
     if (model_config_load_tower(dir, TOWER_IMAGE, &c, &err) != 0) fail_msg("%s", err.msg);
     assert_int_equal(c.image_size, 16), assert_int_equal(c.image_width, 48);
@@ -393,6 +395,20 @@ static void test_new_decoder_wide(void **state) {
     free(got), free(want);
     o.enc_width = 0;
     expect_refused(o, "--input-height and --input-width go together");
+    /* a folder whose preprocessing does not make the encoder's size: refused, not misread */
+    char copy[4300], from[4300];
+    snprintf(copy, sizeof copy, "%s/preprocessor_config.json", dir);
+    snprintf(from, sizeof from, "%s/preprocessor_config.json", MICRO_A);
+    size_t n32;
+    uint8_t *square = read_whole_file(from, &n32);
+    FILE *f = fopen(copy, "w");
+    assert_non_null(square), assert_non_null(f);
+    fwrite(square, 1, n32, f);
+    fclose(f), free(square);
+    char again[4200];
+    out_dir(again, sizeof again, "new-decoder-wide-again");
+    o = tiny_run(dir, again);
+    expect_refused(o, "the preprocessing makes 32x32 images; the encoder takes 48x16");
 }
 
 static void expect_refused(train_options o, const char *what) {

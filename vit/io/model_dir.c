@@ -534,22 +534,33 @@ char *ved_config_json(const char *encoder_json, const ved_decoder_spec *d) {
     return text;
 }
 
-char *resize_preprocessor_json(int height, int width, const float *mean, const float *std) {
+void resize_preprocess_config(preprocess_config *pp, int height, int width) {
+    pp->do_resize = 1;
+    pp->shortest_edge = 0;
+    pp->resize_height = height, pp->resize_width = width;
+    pp->resample = 2;
+    pp->do_center_crop = 0;
+    pp->do_rescale = 1;
+    pp->rescale_factor = 1.0 / 255.0;
+    pp->do_normalize = 1;
+}
+
+char *resize_preprocessor_json(const preprocess_config *pp) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddBoolToObject(root, "do_resize", 1);
     cJSON *size = cJSON_AddObjectToObject(root, "size");
-    cJSON_AddNumberToObject(size, "height", height);
-    cJSON_AddNumberToObject(size, "width", width);
-    cJSON_AddNumberToObject(root, "resample", 2);
+    cJSON_AddNumberToObject(size, "height", pp->resize_height);
+    cJSON_AddNumberToObject(size, "width", pp->resize_width);
+    cJSON_AddNumberToObject(root, "resample", pp->resample);
     cJSON_AddBoolToObject(root, "do_center_crop", 0);
     cJSON_AddBoolToObject(root, "do_rescale", 1);
-    cJSON_AddNumberToObject(root, "rescale_factor", 1.0 / 255.0);
+    cJSON_AddNumberToObject(root, "rescale_factor", pp->rescale_factor);
     cJSON_AddBoolToObject(root, "do_normalize", 1);
-    cJSON *m = cJSON_AddArrayToObject(root, "image_mean"),
-          *s = cJSON_AddArrayToObject(root, "image_std");
+    cJSON *m = cJSON_AddArrayToObject(root, "image_mean");
+    cJSON *s = cJSON_AddArrayToObject(root, "image_std");
     for (int c = 0; c < 3; c++) {
-        cJSON_AddItemToArray(m, cJSON_CreateNumber(mean[c]));
-        cJSON_AddItemToArray(s, cJSON_CreateNumber(std[c]));
+        cJSON_AddItemToArray(m, cJSON_CreateNumber(pp->mean[c]));
+        cJSON_AddItemToArray(s, cJSON_CreateNumber(pp->std[c]));
     }
     cJSON_AddStringToObject(root, "image_processor_type", "ViTImageProcessor");
     char *text = cJSON_Print(root);

@@ -82,9 +82,12 @@ typedef struct {
  * memory); generation_config.json text for it (greedy, max_length the positions). Caller frees. */
 char *ved_config_json(const char *encoder_json, const ved_decoder_spec *d);
 char *ved_generation_config_json(const ved_decoder_spec *d);
-/* preprocessor_config.json text of a ViTImageProcessor resizing to height x width (bilinear, as
- * its default; no crop), rescaling and normalising with mean and std [3]. Caller frees. */
-char *resize_preprocessor_json(int height, int width, const float *mean, const float *std);
+/* pp made to resize to exactly height x width (bilinear, ViTImageProcessor's default; no crop),
+ * then rescale by 1/255 and normalise with its mean and std: a new image-to-text model's input. */
+void resize_preprocess_config(preprocess_config *pp, int height, int width);
+/* preprocessor_config.json text of a ViTImageProcessor doing what pp (resize_preprocess_config's
+ * form: an exact resize, no crop) does. Caller frees. */
+char *resize_preprocessor_json(const preprocess_config *pp);
 
 /* Every file of model directory in_dir but its weights (config.json, preprocessor_config.json,
  * generation_config.json, the tokenizer files: those model_dir_convert copies) into out_dir,

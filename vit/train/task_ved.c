@@ -145,9 +145,10 @@ static int ved_companion(trainer *t, const char *dir, vit_error *err) {
     if (t->rank == 0 && !d->fresh && strcmp(dir, t->o.out_dir) != 0 &&
         model_dir_copy_files(dir, t->o.out_dir, err) != 0)
         return -1;
-    if (model_dir_load_preprocess(dir, &t->pp, err) != 0 ||
-        (!d->fresh && text_tokenizer_load(dir, &d->tok, err) != 0))
-        return -1;
+    if (model_dir_load_preprocess(dir, &t->pp, err) != 0) return -1;
+    if (d->fresh && t->o.enc_height > 0) /* the new input size, as ved_new.c wrote it */
+        resize_preprocess_config(&t->pp, t->o.enc_height, t->o.enc_width);
+    if (!d->fresh && text_tokenizer_load(dir, &d->tok, err) != 0) return -1;
     if (c->start_token_id < 0 || c->shift_pad_id < 0)
         return vit_fail(err,
                         "%s/config.json: training needs decoder_start_token_id and "
@@ -254,6 +255,12 @@ static int ved_prepare(trainer *t, vit_error *err) {
     if (model_bind(&d->genc, &d->encv, t->grads + d->offset[0]) != 0 ||
         model_bind(&d->gdec, &d->decv, t->grads + d->offset[1]) != 0)
         return vit_fail(err, "out of memory");
+    const model_config *e = &d->encv.cfg;
+    if (d->train.H != e->image_size || d->train.W != e->image_width)
+        return vit_fail(err,
+                        "the preprocessing makes %dx%d images; the encoder takes %dx%d "
+                        "(width x height)",
+                        d->train.W, d->train.H, e->image_width, e->image_size);
     if (vit_acts_alloc(&d->va, &d->encv, t->B, 0, VIT_ACTS_TRAIN, err) != 0 ||
         decoder_acts_alloc_train(&d->da, &d->decv, t->B, d->max_len, d->va.tokens, err) != 0 ||
         (d->val.count && decoder_acts_alloc(&d->read_acts, &d->decv, t->B, d->max_len, t->B,

@@ -123,8 +123,8 @@ static int write_resize_preprocessor(const trainer *t, const char *dir, const ve
                                      vit_error *err) {
     preprocess_config pp;
     if (model_dir_load_preprocess(dir, &pp, err) != 0) return -1;
-    char path[4096],
-        *text = resize_preprocessor_json(d->image_height, d->image_width, pp.mean, pp.std);
+    resize_preprocess_config(&pp, d->image_height, d->image_width);
+    char path[4096], *text = resize_preprocessor_json(&pp);
     if (!text) return vit_fail(err, "out of memory");
     trainer_path(t, path, sizeof path, "preprocessor_config.json");
     const int rc = write_file_atomic(path, text, strlen(text), err);
