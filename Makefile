@@ -8,9 +8,11 @@
 #                     and the shipped models under $(DESTDIR)$(PREFIX); make uninstall removes
 #                     exactly those, and the folders install created once they are empty
 #   make data         Fashion-MNIST as PNG folders in data/fashion-mnist (dataset-fashion-mnist)
-#   make ocr-data     printed text lines for OCR in data/ocr: train (training fonts, SST-2's train
-#                     sentences), test-clean and test-degraded (held-out fonts, dev sentences);
+#   make ocr-data     printed text lines for OCR in data/ocr: train and val (training fonts, SST-2's
+#                     train sentences), test-clean and test-degraded (held-out fonts, dev sentences);
 #                     make ocr-tesseract scores Tesseract on the test sets (docs/OCR_DATA.md)
+#   make ocr-model    train the shipped OCR model models/ocr-printed-lines (about an hour);
+#                     make ocr-eval scores it and Tesseract on both test sets
 #   make model        train the default model models/fashion-vit from data/fashion-mnist/train
 #   make format       clang-format every source; make format-check only reports
 #   make check-layers includes only go down the layers (tools/check-layers)
@@ -182,7 +184,7 @@ SHLIB    := $(BUILD)/libvit.so.$(VERSION)
 SOURCES  := $(wildcard */*.c */*.cc */*.h */*/*.c */*/*.cc */*/*.h)
 
 .PHONY: all deps $(DEPS_GROUPS:%=deps-%) needs-build needs-test needs-data needs-format test asan \
-        ocr-data ocr-tesseract needs-ocr \
+        ocr-data ocr-tesseract ocr-model ocr-eval needs-ocr \
         demo clean format format-check check-layers cross-check data model install uninstall fuzz \
         fuzz-smoke fuzz-build FORCE
 all: $(BIN)/vit $(SHLIB) $(BUILD)/vit.1
@@ -409,16 +411,20 @@ model: $(BIN)/vit data
 SHARED          ?= ../shared
 SST2            := $(SHARED)/data/sst2
 OCR_DATA        := data/ocr
-OCR_TRAIN_LINES ?= 100000
+OCR_TRAIN_LINES ?= 75000
 OCR_TEST_LINES  ?= 1000
 OCR_TRAIN_ARGS   = --fonts tools/ocr-fonts/train.txt --sentences $(SST2)/train.tsv \
                    --held-out $(SST2)/dev.tsv --seed 1 --count $(OCR_TRAIN_LINES) --degrade 0.8
 OCR_TEST_ARGS    = --fonts tools/ocr-fonts/test.txt --sentences $(SST2)/dev.tsv --seed 2 \
                    --count $(OCR_TEST_LINES)
-ocr-data: $(OCR_DATA)/train/labels.tsv $(OCR_DATA)/test-clean/labels.tsv \
-          $(OCR_DATA)/test-degraded/labels.tsv
+OCR_VAL_ARGS     = --fonts tools/ocr-fonts/train.txt --sentences $(SST2)/train.tsv \
+                   --held-out $(SST2)/dev.tsv --seed 3 --count 500 --degrade 0.8
+ocr-data: $(OCR_DATA)/train/labels.tsv $(OCR_DATA)/val/labels.tsv \
+          $(OCR_DATA)/test-clean/labels.tsv $(OCR_DATA)/test-degraded/labels.tsv
 $(OCR_DATA)/train/labels.tsv: | $(BIN)/vit needs-ocr
 	$(BIN)/vit render-lines $(OCR_TRAIN_ARGS) --out $(@D)
+$(OCR_DATA)/val/labels.tsv: | $(BIN)/vit needs-ocr
+	$(BIN)/vit render-lines $(OCR_VAL_ARGS) --out $(@D)
 $(OCR_DATA)/test-clean/labels.tsv: | $(BIN)/vit needs-ocr
 	$(BIN)/vit render-lines $(OCR_TEST_ARGS) --degrade 0 --out $(@D)
 $(OCR_DATA)/test-degraded/labels.tsv: | $(BIN)/vit needs-ocr
@@ -429,6 +435,33 @@ needs-ocr: needs-build
 	@test -r $(SST2)/train.tsv && test -r $(SST2)/dev.tsv || { echo "$(NO_SST2)"; exit 1; }
 NO_SST2 := make: SST-2's train.tsv and dev.tsv, the OCR lines' sentences, are not in $(SST2) \
            (SHARED=DIR names the reference data folder)
+
+# The shipped OCR model (models/ocr-printed-lines/README.md): ViT-Tiny's encoder at 32x384 and a
+# new 3-layer TrOCR decoder over byte tokens, trained on the training lines, validated (CER after
+# every epoch) on the validation lines (training fonts, other lines); the test sets are only read
+# by make ocr-eval. Trains in $(BUILD)/ocr-printed-lines (an interrupted run resumes there); the
+# finished model is stored in F16.
+OCR_MODEL_RUN  := $(BUILD)/ocr-printed-lines
+OCR_MODEL_ARGS := --init models/vit-tiny-in1k --tokenizer tools/ocr-tokenizer \
+  --input-height 32 --input-width 384 --train $(OCR_DATA)/train --val $(OCR_DATA)/val \
+  --decoder-layers 3 --decoder-hidden 256 --decoder-heads 4 --decoder-mlp 1024 --max-len 80 \
+  --epochs 3 --batch 64 --lr 4e-4 --min-lr 1e-5 --warmup 0.2 --seed 1 -t 2
+ocr-model: $(BIN)/vit ocr-data
+	@if [ -f $(OCR_MODEL_RUN)/train_state.safetensors ]; then \
+	  $(BIN)/vit train --out $(OCR_MODEL_RUN) --resume -t 2; \
+	else \
+	  $(BIN)/vit train $(OCR_MODEL_ARGS) --out $(OCR_MODEL_RUN); \
+	fi
+	$(BIN)/vit convert --dtype f16 $(OCR_MODEL_RUN) models/ocr-printed-lines
+	cp $(OCR_MODEL_RUN)/train_log.jsonl $(OCR_MODEL_RUN)/train_curves.png models/ocr-printed-lines/
+
+# The shipped OCR model and Tesseract on both test sets, side by side.
+ocr-eval: ocr-data
+	@tools/install-deps tesseract-ocr tesseract-ocr-eng
+	$(BIN)/vit eval -m models/ocr-printed-lines $(OCR_DATA)/test-clean
+	$(BIN)/vit eval -m models/ocr-printed-lines $(OCR_DATA)/test-degraded
+	tools/tesseract_eval $(OCR_DATA)/test-clean
+	tools/tesseract_eval $(OCR_DATA)/test-degraded
 
 # Tesseract (--psm 7, one process of one thread per core) on both test sets: CER, WER, lines/s.
 ocr-tesseract: ocr-data
