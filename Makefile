@@ -177,7 +177,8 @@ LIB_SRC  := $(wildcard vit/*.c vit/base/*.c vit/core/*.c vit/model/*.c vit/gen/*
 CLI_SRC  := $(wildcard vit/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 LIB_OBJ  := $(patsubst %.cc,$(BUILD)/%.o,$(LIB_SRC:%.c=$(BUILD)/%.o))
-CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+# vit serve's page (vit/cli/page/index.html) is compiled in as a C array written into $(BUILD).
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/vit/cli/serve_page.o
 TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB      := $(BUILD)/libvit.a
 SHLIB    := $(BUILD)/libvit.so.$(VERSION)
@@ -244,6 +245,12 @@ $(BIN)/vit: LDLIBS += $(if $(MHD),$(shell pkg-config --libs libmicrohttpd))
 $(BIN)/vit: $(CLI_OBJ) $(LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/vit/cli/serve_page.c: vit/cli/page/index.html tools/embed-file
+	@mkdir -p $(dir $@)
+	tools/embed-file $< serve_page_html vit/cli/serve_page.h > $@.tmp && mv $@.tmp $@
+$(BUILD)/vit/cli/serve_page.o: $(BUILD)/vit/cli/serve_page.c vit/cli/serve_page.h
+	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/vit.1: $(BIN)/vit
 	$(BIN)/vit --man > $@

@@ -2163,6 +2163,24 @@ static void assert_cat(response r) {
     response_free(&r);
 }
 
+/* GET / (HEAD too) without a key: the page's file byte for byte, as HTML; it takes GET only. */
+static void assert_page(int port) {
+    size_t size;
+    char *page = (char *)read_whole_file("vit/cli/page/index.html", &size);
+    assert_non_null(page);
+    response r = get(port, "/", NULL);
+    if (r.status != 200) fail_msg("GET /: status %d: %.*s", r.status, (int)r.size, r.body);
+    assert_string_equal(header(&r, "Content-Type"), "text/html; charset=utf-8");
+    assert_int_equal(r.size, size);
+    assert_memory_equal(r.body, page, size);
+    response_free(&r);
+    free(page);
+    r = request(port, "HEAD", "/", NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    response_free(&r);
+    assert_refused(request(port, "POST", "/", NULL, "x", 1), 405, "/ takes GET, not POST");
+}
+
 /* --api-key twice (and a $VIT_API_KEY, which the option overrides): the /v1/ paths and /metrics
  * need one of the keys; no header, another scheme, a key one byte off, a prefix of it, the key and
  * more, one of another length are refused with 401; either key is let in; /health is open. The log
@@ -2192,6 +2210,7 @@ static void test_api_key(void **state) {
     }
     assert_unauthorized(classify_cat(port, NULL), "an API key is needed", 0), refused++;
     assert_unauthorized(get(port, "/metrics", NULL), "an API key is needed", 0), refused++;
+    assert_page(port); /* open: the page asks for the key */
     response r = get(port, "/health", NULL);
     assert_int_equal(r.status, 200);
     assert_null(header(&r, "WWW-Authenticate"));
@@ -2432,6 +2451,7 @@ static void test_health_while_loading(void **state) {
     assert_string_equal(header(&r, "Retry-After"), "1");
     assert_refused(r, 503, "the model is loading");
     assert_refused(get(s.port, "/nowhere", NULL), 404, "no such path");
+    assert_page(s.port); /* the page is there at once, and waits for the model itself */
     char *log = read_log(&s);
     assert_null(strstr(log, "ready on"));
     free(log);

@@ -36,6 +36,7 @@
 #include "vit/base/bytes.h"
 #include "vit/base/clock.h"
 #include "vit/cli/cli.h"
+#include "vit/cli/serve_page.h"
 #include "vit/cli/zero_shot.h"
 
 /* The status codes vit serve answers with. */
@@ -64,6 +65,7 @@ struct serve_http {
     "num_beams, max_new_tokens, min_length, length_penalty, no_repeat_ngram_size, early_stopping"
 
 typedef enum {
+    EP_PAGE,
     EP_HEALTH,
     EP_METRICS,
     EP_MODEL,
@@ -79,8 +81,9 @@ static const struct {
     const char *path;
     int post;           /* POST only; else GET and HEAD */
     const char *params; /* the query parameters it takes */
-    int open;           /* no API key needed: a load balancer's probe has none */
+    int open;           /* no API key needed: a load balancer's probe has none, the page asks */
 } routes[] = {
+    [EP_PAGE] = {"/", 0, "", 1},
     [EP_HEALTH] = {"/health", 0, "", 1},
     [EP_METRICS] = {"/metrics", 0, ""},
     [EP_MODEL] = {"/v1/model", 0, ""},
@@ -234,7 +237,14 @@ static void request_free(request *r) {
 /* ---- answers ---- */
 
 static const char *content_type(endpoint ep) {
-    return ep == EP_METRICS ? "text/plain; version=0.0.4; charset=utf-8" : "application/json";
+    switch (ep) {
+    case EP_PAGE:
+        return "text/html; charset=utf-8";
+    case EP_METRICS:
+        return "text/plain; version=0.0.4; charset=utf-8";
+    default:
+        return "application/json";
+    }
 }
 
 static int cors_on(const serve_app *app) {
@@ -347,6 +357,15 @@ static enum MHD_Result answer_error(request *r, int status, serve_error_kind kin
 }
 
 /* ---- GET endpoints ---- */
+
+/* The page built into the binary (static bytes: nothing to free). */
+static enum MHD_Result answer_page(request *r) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        serve_page_html_size, (void *)serve_page_html, MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type(EP_PAGE));
+    return queue(r, HTTP_OK, resp, serve_page_html_size);
+}
 
 static enum MHD_Result answer_health(request *r) {
     json_doc d;
@@ -793,7 +812,8 @@ static enum MHD_Result begin(request *r, const char *url, const char *method) {
     r->ep = route(url);
     if (r->ep == EP_OTHER)
         return answer_error(r, HTTP_NOT_FOUND, SERVE_ERR_NOT_FOUND,
-                            "no such path (try POST /v1/classify, POST /v1/embed, POST /v1/text, "
+                            "no such path (try GET / for the web page, POST /v1/classify, POST "
+                            "/v1/embed, POST /v1/text, "
                             "POST /v1/embeddings, POST /v1/generate, GET /health, GET /metrics or "
                             "GET /v1/model)");
     if (strcmp(method, "OPTIONS") == 0 && cors_on(r->app)) return answer_preflight(r);
@@ -804,6 +824,7 @@ static enum MHD_Result begin(request *r, const char *url, const char *method) {
     if (atomic_load(&r->app->draining))
         return answer_error(r, HTTP_UNAVAILABLE, SERVE_ERR_SHUTTING_DOWN, "shutting down");
     if (!routes[r->ep].open && refused_key(r)) return refuse_key(r);
+    if (r->ep == EP_PAGE) return answer_page(r); /* while loading too: it waits for the model */
     if (atomic_load(&r->app->loading)) return answer_loading(r);
     switch (r->ep) {
     case EP_HEALTH:
