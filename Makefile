@@ -42,7 +42,8 @@
 #                     venv, setuptools and wheel for python/), deps-data (Fashion-MNIST), deps-ocr
 #                     (the fonts of the OCR lines, docs/OCR_DATA.md, and Tesseract, the peer),
 #                     deps-fuzz (clang), deps-format (clang-format), deps-cross (the aarch64 cross
-#                     compiler)
+#                     compiler), deps-browser (chromium: tests/browser.sh, vit serve's page in
+#                     a real browser, with node and cd tests/browser && npm ci)
 # Run as root, each target installs what it needs and is missing (make: the build's packages and
 # those of the optional features not switched off; make test: the tests' too; make demo: the
 # data). Run as another user, make needs only the required packages: it stops with the command
@@ -102,7 +103,7 @@ DEB_SENTENCEPIECE  := libsentencepiece-dev g++
 FIND_SENTENCEPIECE := pkg-config --exists sentencepiece && command -v $(CXX) >/dev/null
 
 # Debian packages by group (make deps-GROUP).
-DEPS_GROUPS    := build optional test data ocr fuzz format cross
+DEPS_GROUPS    := build optional test data ocr fuzz format cross browser
 DEPS.build     := gcc libc6-dev make pkg-config libopenblas-dev libpng-dev libjpeg62-turbo-dev \
                   libcjson-dev libutf8proc-dev
 DEPS.optional   = $(foreach f,$(FEATURES),$(if $(filter 1,$($(f))),$(DEB_$(f))))
@@ -120,6 +121,10 @@ DEPS.ocr       := $(OCR_FONTS) tesseract-ocr tesseract-ocr-eng
 DEPS.fuzz      := clang libclang-rt-14-dev libomp-14-dev
 DEPS.format    := clang-format
 DEPS.cross     := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
+# vit serve's page in a real browser (tests/browser.sh; it skips loudly without it): not in make
+# deps, a browser being large; .ci/run installs it, and Debian's nodejs and npm when no npm is
+# there (another node, NodeSource's, carries its own npm and conflicts with Debian's).
+DEPS.browser   := chromium
 
 # The features built in: those switched on whose packages are installed. Looked for once, when a
 # recipe first needs them: after make has installed the packages (as root). `once` turns a
@@ -288,7 +293,7 @@ test: all $(TESTS)
 	@$(call give_back,$(BUILD) $(BIN))
 	@VIT_BIN=$(abspath $(BIN)/vit) VIT_SHLIB=$(abspath $(SHLIB)) \
 	  EXAMPLE_CFLAGS="$(EXAMPLE_CFLAGS)" tests/run $(TESTS) tests/install.sh tests/mpi.sh \
-	  tests/minimal-build.sh tests/python.sh
+	  tests/minimal-build.sh tests/python.sh tests/browser.sh
 
 # Sanitizers in a separate build tree so the normal objects stay optimised.
 # (bin/vit finds the shipped models beside its bin/: build/asan/models links to them.)
