@@ -545,29 +545,6 @@ void resize_preprocess_config(preprocess_config *pp, int height, int width) {
     pp->do_normalize = 1;
 }
 
-char *resize_preprocessor_json(const preprocess_config *pp) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddBoolToObject(root, "do_resize", 1);
-    cJSON *size = cJSON_AddObjectToObject(root, "size");
-    cJSON_AddNumberToObject(size, "height", pp->resize_height);
-    cJSON_AddNumberToObject(size, "width", pp->resize_width);
-    cJSON_AddNumberToObject(root, "resample", pp->resample);
-    cJSON_AddBoolToObject(root, "do_center_crop", 0);
-    cJSON_AddBoolToObject(root, "do_rescale", 1);
-    cJSON_AddNumberToObject(root, "rescale_factor", pp->rescale_factor);
-    cJSON_AddBoolToObject(root, "do_normalize", 1);
-    cJSON *m = cJSON_AddArrayToObject(root, "image_mean");
-    cJSON *s = cJSON_AddArrayToObject(root, "image_std");
-    for (int c = 0; c < 3; c++) {
-        cJSON_AddItemToArray(m, cJSON_CreateNumber(pp->mean[c]));
-        cJSON_AddItemToArray(s, cJSON_CreateNumber(pp->std[c]));
-    }
-    cJSON_AddStringToObject(root, "image_processor_type", "ViTImageProcessor");
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    return text;
-}
-
 char *ved_generation_config_json(const ved_decoder_spec *d) {
     cJSON *root = cJSON_CreateObject();
     add_token_ids(root, d);

@@ -85,9 +85,6 @@ char *ved_generation_config_json(const ved_decoder_spec *d);
 /* pp made to resize to exactly height x width (bilinear, ViTImageProcessor's default; no crop),
  * then rescale by 1/255 and normalise with its mean and std: a new image-to-text model's input. */
 void resize_preprocess_config(preprocess_config *pp, int height, int width);
-/* preprocessor_config.json text of a ViTImageProcessor doing what pp (resize_preprocess_config's
- * form: an exact resize, no crop) does. Caller frees. */
-char *resize_preprocessor_json(const preprocess_config *pp);
 
 /* Every file of model directory in_dir but its weights (config.json, preprocessor_config.json,
  * generation_config.json, the tokenizer files: those model_dir_convert copies) into out_dir,

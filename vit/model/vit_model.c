@@ -12,13 +12,14 @@
 #include "vit/core/ops.h"
 #include "vit/core/probe.h"
 
-/* The absolute positions at this size: the model's, or resized as transformers does (DINOv2 with
- * registers: antialiased). */
-static int resize_positions(vit_acts *a, const model *m, int n, vit_error *err) {
+/* The absolute positions at this size: the model's (its grid nh x nw), or resized from its grid as
+ * transformers does (DINOv2 with registers: antialiased; only a square grid runs at other sizes,
+ * set_resolution). */
+static int resize_positions(vit_acts *a, const model *m, int nh, int nw, vit_error *err) {
     const model_config *c = &m->cfg;
-    const int S = c->opt.special;
+    const int S = c->opt.special, n = nh;
     a->pos = m->pos_embed;
-    if ((a->grid_h == n && a->grid_w == n) || !m->pos_embed) return 0;
+    if ((a->grid_h == nh && a->grid_w == nw) || !m->pos_embed) return 0;
     a->pos_owned = vit_alloc_floats((size_t)(S + a->grid_h * a->grid_w) * c->hidden_size);
     if (!a->pos_owned || pos_embed_resize_rect(
                              a->pos_owned, m->pos_embed, S, n, a->grid_h, a->grid_w, c->hidden_size,
@@ -77,11 +78,9 @@ static int set_resolution(vit_acts *a, const model *m, int size, vit_error *err)
     a->grid_h = a->height / P, a->grid_w = a->width / P;
     a->tokens = a->grid_h * a->grid_w + a->special;
     a->patch_dim = c->num_channels * P * P;
-    a->pos = m->pos_embed;
-    if (!square) return 0; /* at its own size: its positions as they are */
-    const int n = c->image_size / P;
-    if (resize_positions(a, m, n, err) != 0) return -1;
-    return relative_biases(a, m, n, err);
+    const int nh = c->image_size / P, nw = c->image_width / P;
+    if (resize_positions(a, m, nh, nw, err) != 0) return -1;
+    return relative_biases(a, m, nh, err); /* BEiT's: square models only (config.c) */
 }
 
 /* What the configuration allows: training at image_size, explanations of one-head models, the

@@ -124,7 +124,7 @@ static int write_resize_preprocessor(const trainer *t, const char *dir, const ve
     preprocess_config pp;
     if (model_dir_load_preprocess(dir, &pp, err) != 0) return -1;
     resize_preprocess_config(&pp, d->image_height, d->image_width);
-    char path[4096], *text = resize_preprocessor_json(&pp);
+    char path[4096], *text = preprocess_config_json(&pp);
     if (!text) return vit_fail(err, "out of memory");
     trainer_path(t, path, sizeof path, "preprocessor_config.json");
     const int rc = write_file_atomic(path, text, strlen(text), err);
