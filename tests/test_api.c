@@ -74,6 +74,25 @@ static void test_file_memory_pixels_agree(void **state) {
     /* k beyond the labels is cut to them */
     vit_prediction all[20];
     assert_int_equal(vit_classify_file(ctx, path, 20, all, &err), vit_num_labels(ctx));
+    /* with where the input lies: the same pixels; resized whole (no crop), the region is the
+     * whole image */
+    const size_t n = vit_input_floats(ctx);
+    float *plain = test_alloc_floats(n), *located = test_alloc_floats(n), region[4];
+    int image_size[2];
+    assert_int_equal(vit_preprocess_memory(ctx, bytes, size, plain, &err), 0);
+    assert_int_equal(
+        vit_preprocess_memory_region(ctx, bytes, size, located, image_size, region, &err), 0);
+    assert_memory_equal(plain, located, sizeof(float) * n);
+    assert_int_equal(image_size[0], W);
+    assert_int_equal(image_size[1], H);
+    const float whole[4] = {0, 0, W, H};
+    for (int k = 0; k < 4; k++) assert_true(fabsf(region[k] - whole[k]) < 1e-4f);
+    assert_int_equal(
+        vit_preprocess_memory_region(ctx, "not an image", 12, located, image_size, region, &err),
+        -1);
+    assert_non_null(strstr(err.msg, "image in memory"));
+    assert_int_equal(vit_explain_check(ctx, &err), 0);
+    free(plain), free(located);
     free(bytes);
     vit_free(ctx);
 }

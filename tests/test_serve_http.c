@@ -687,6 +687,100 @@ static void test_embed_matches_library(void **state) {
     vit_free(ctx);
 }
 
+/* One /v1/explain answer against the library's explanation of the same file: the class, the map
+ * (the library's, scaled to 0..1 as the server sends it) and the grid. */
+static void assert_explanation(const cJSON *got, vit_context *ctx, const float *pixels,
+                               vit_explain_method method) {
+    vit_error err = {0};
+    vit_explanation want;
+    assert_int_equal(vit_explain(ctx, pixels, method, -1, &want, &err), 0);
+    assert_int_equal(cJSON_GetObjectItem(got, "label")->valueint, want.label);
+    assert_string_equal(cJSON_GetObjectItem(got, "name")->valuestring, vit_label(ctx, want.label));
+    assert_true(fabs(cJSON_GetObjectItem(got, "prob")->valuedouble - want.prob) < 1e-5);
+    assert_string_equal(cJSON_GetObjectItem(got, "method")->valuestring,
+                        method == VIT_EXPLAIN_GRAD ? "grad" : "rollout");
+    const cJSON *grid = cJSON_GetObjectItem(got, "grid");
+    assert_int_equal(cJSON_GetArrayItem(grid, 0)->valueint, want.grid_h);
+    assert_int_equal(cJSON_GetArrayItem(grid, 1)->valueint, want.grid_w);
+    const int n = want.grid_h * want.grid_w;
+    float lo = want.map[0], hi = want.map[0];
+    for (int c = 1; c < n; c++) lo = fminf(lo, want.map[c]), hi = fmaxf(hi, want.map[c]);
+    const cJSON *map = cJSON_GetObjectItem(got, "map");
+    assert_int_equal(cJSON_GetArraySize(map), n);
+    for (int c = 0; c < n; c++)
+        assert_true(fabs(cJSON_GetArrayItem(map, c)->valuedouble - (want.map[c] - lo) / (hi - lo)) <
+                    1e-5);
+    vit_explanation_free(&want);
+}
+
+/* /v1/explain: the library's explanation (rollout by default, grad asked for) with where it lies
+ * in the photo: cat.jpg is 451x300, resized to 372x248 (shortest edge 248) and cropped 224x224 at
+ * (74, 12): in the photo's pixels the crop starts at (74*451/372, 12*300/248) and is 224*451/372
+ * wide, 224*300/248 high. A form explains each image; /v1/model says it explains. */
+static void test_explain_matches_library(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    vit_error err = {0};
+    vit_context *ctx = vit_load(IMAGENET, NULL, &err);
+    assert_non_null(ctx);
+    float *pixels = test_alloc_floats(vit_input_floats(ctx));
+    assert_int_equal(vit_preprocess_file(ctx, photos[0], pixels, &err), 0);
+    for (int grad = 0; grad < 2; grad++) {
+        response r = post_file(main_server.port, grad ? "/v1/explain?method=grad" : "/v1/explain",
+                               photos[0]);
+        assert_int_equal(r.status, 200);
+        assert_explanation(r.json, ctx, pixels, grad ? VIT_EXPLAIN_GRAD : VIT_EXPLAIN_ROLLOUT);
+        assert_string_equal(cJSON_GetObjectItem(r.json, "name")->valuestring, "Egyptian cat");
+        const cJSON *image = cJSON_GetObjectItem(r.json, "image");
+        assert_int_equal(cJSON_GetObjectItem(image, "width")->valueint, 451);
+        assert_int_equal(cJSON_GetObjectItem(image, "height")->valueint, 300);
+        const cJSON *region = cJSON_GetObjectItem(r.json, "region");
+        const double want[4] = {74.0 * 451 / 372, 12.0 * 300 / 248, 224.0 * 451 / 372,
+                                224.0 * 300 / 248};
+        const char *keys[4] = {"x", "y", "width", "height"};
+        for (int k = 0; k < 4; k++)
+            assert_true(fabs(cJSON_GetObjectItem(region, keys[k])->valuedouble - want[k]) < 1e-4);
+        response_free(&r);
+    }
+    byte_buf form = {0};
+    put_file_part(&form, photos[0]);
+    put_file_part(&form, photos[1]);
+    response r = post_form(main_server.port, "/v1/explain", &form);
+    assert_int_equal(r.status, 200);
+    const cJSON *second = cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "results"), 1);
+    assert_string_equal(cJSON_GetObjectItem(second, "file")->valuestring, "coffee.jpg");
+    assert_int_equal(vit_preprocess_file(ctx, photos[1], pixels, &err), 0);
+    assert_explanation(second, ctx, pixels, VIT_EXPLAIN_ROLLOUT);
+    response_free(&r);
+    r = request(main_server.port, "GET", "/v1/model", NULL, NULL, 0);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "image"), "explain")));
+    response_free(&r);
+    free(pixels);
+    vit_free(ctx);
+}
+
+/* /v1/explain refuses what it cannot explain, in one line each, and a bad query or image. */
+static void test_explain_refusals(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    assert_refused(post_file(main_server.port, "/v1/explain?method=last", photos[0]), 400,
+                   "invalid method 'last' (rollout or grad)");
+    assert_refused(post_file(main_server.port, "/v1/explain?k=3", photos[0]), 400,
+                   "unknown query parameter 'k' (/v1/explain takes method)");
+    assert_refused(post_file(main_server.port, "/v1/explain", "README.md"), 400, "not a PNG, JPEG");
+    if (gen_server.pid > 0)
+        assert_refused(post_file(gen_server.port, "/v1/explain", photos[0]), 400,
+                       "/v1/explain: ved-trocr-vit is an image-to-text model");
+    if (clip_server.pid > 0) {
+        assert_refused(post_file(clip_server.port, "/v1/explain", photos[0]), 400,
+                       "CLIPModel (vision tower): no explanations for this family yet");
+        response r = request(clip_server.port, "GET", "/v1/model", NULL, NULL, 0);
+        assert_true(
+            cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "image"), "explain")));
+        response_free(&r);
+    }
+}
+
 /* /v1/text: `vit text --json` of the same sentences, results in order. */
 static void test_text_matches_cli(void **state) {
     (void)state;
@@ -2515,6 +2609,8 @@ int main(void) {
         cmocka_unit_test(test_form_empty_parts),
         cmocka_unit_test(test_k1000_keeps_server_responsive),
         cmocka_unit_test(test_embed_matches_library),
+        cmocka_unit_test(test_explain_matches_library),
+        cmocka_unit_test(test_explain_refusals),
         cmocka_unit_test(test_text_matches_cli),
         cmocka_unit_test(test_health_model_metrics),
         cmocka_unit_test(test_bad_requests),

@@ -303,6 +303,36 @@ int vit_preprocess_memory(const vit_context *c, const void *bytes, size_t size, 
     return preprocess_named(c, &img, "image in memory", pixels, err);
 }
 
+/* The part of an image of width x height that preprocessing resizes and crops into the input, in
+ * the image's pixels: the crop's corner and size scaled back through the resize. */
+static int input_region(const vit_context *c, int width, int height, float region[4],
+                        vit_error *err) {
+    preprocess_geometry g;
+    if (preprocess_geometry_of(&c->w->prep, width, height, &g, err) != 0) return -1;
+    const double sx = (double)width / g.resized_w, sy = (double)height / g.resized_h;
+    region[0] = (float)(g.left * sx);
+    region[1] = (float)(g.top * sy);
+    region[2] = (float)(g.out_w * sx);
+    region[3] = (float)(g.out_h * sy);
+    return 0;
+}
+
+int vit_preprocess_memory_region(const vit_context *c, const void *bytes, size_t size,
+                                 float *pixels, int image_size[2], float region[4],
+                                 vit_error *err) {
+    image_u8 img;
+    if (image_decode_memory(bytes, size, "image in memory", c->w->prep.channels,
+                            c->w->params.max_pixels, decode_flags(c), &img, err) != 0)
+        return -1;
+    image_size[0] = img.width;
+    image_size[1] = img.height;
+    if (input_region(c, img.width, img.height, region, err) != 0) {
+        image_free(&img);
+        return -1;
+    }
+    return preprocess_named(c, &img, "image in memory", pixels, err);
+}
+
 int vit_preprocess_rgb(const vit_context *c, const uint8_t *rgb, int width, int height,
                        float *pixels, vit_error *err) {
     image_u8 img;

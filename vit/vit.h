@@ -130,6 +130,15 @@ VIT_API int vit_preprocess_memory(const vit_context *ctx, const void *bytes, siz
 VIT_API int vit_preprocess_rgb(const vit_context *ctx, const uint8_t *rgb, int width, int height,
                                float *pixels, vit_error *err);
 
+/* As vit_preprocess_memory, and where the input lies in the image: image_size gets the image's
+ * width and height as decoded (upright, as params.exif_orientation says), region the part of it
+ * the resize and crop made the input, {x, y, width, height} in the image's pixels (beyond its
+ * edges where the crop is larger than the resized image). What a map of the input's patches
+ * (vit_explain) is drawn over. */
+VIT_API int vit_preprocess_memory_region(const vit_context *ctx, const void *bytes, size_t size,
+                                         float *pixels, int image_size[2], float region[4],
+                                         vit_error *err);
+
 /* logits [batch, labels] for pixels [batch, C, H, W]; 1 <= batch <= max_batch. */
 VIT_API int vit_forward(vit_context *ctx, const float *pixels, int batch, float *logits,
                         vit_error *err);
@@ -210,6 +219,10 @@ typedef struct {
 VIT_API int vit_explain(vit_context *ctx, const float *pixels, vit_explain_method method, int label,
                         vit_explanation *out, vit_error *err);
 VIT_API void vit_explanation_free(vit_explanation *e);
+/* 0 when vit_explain explains this model (ViT, DeiT with one head, DINOv2, BEiT, an image-to-text
+ * model's encoder), else -1 with why (a DeiT with teacher; CLIP's and SigLIP's towers, for now).
+ * Allocates nothing. */
+VIT_API int vit_explain_check(const vit_context *ctx, vit_error *err);
 
 /* An image file -> a PNG at png_path: the (upright, as params.exif_orientation says) original
  * image with the map blended over it (VIT_EXPLAIN_LAST: a grid of small copies, one per head),

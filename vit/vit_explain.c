@@ -71,6 +71,16 @@ int vit_explain(vit_context *ctx, const float *pixels, vit_explain_method method
     return 0;
 }
 
+int vit_explain_check(const vit_context *ctx, vit_error *err) {
+    const api_image_view v = api_image_context((vit_context *)ctx);
+    if (vit_model_check_explain(v.m, v.size, err) == 0) return 0;
+    if (err) {
+        vit_error inner = *err;
+        vit_fail(err, "%s: %s", v.model_dir, inner.msg);
+    }
+    return -1;
+}
+
 void vit_explanation_free(vit_explanation *e) {
     free(e->map);
     e->map = NULL;

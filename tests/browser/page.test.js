@@ -1,7 +1,7 @@
 // vit serve's page in a real browser: Debian's chromium driven by playwright-core. Starts
 // `vit serve` on the default model with an API key, opens the page, checks that it shows the
-// API's 401 until the key is typed, that the cat photo reads "Egyptian cat" first, and that a file
-// that is no image shows the server's error; then on a CLIP micro model, that the class names
+// API's 401 until the key is typed, that the cat photo reads "Egyptian cat" first with the
+// attention map drawn over it, and that a file that is no image shows the server's error; then on a CLIP micro model, that the class names
 // typed are the bars' labels, and on an image-to-text micro model, that the page shows the text
 // /v1/generate gives. Run by tests/browser.sh (make test), which checks that chromium and
 // node_modules are there; VIT_SCREENSHOT=docs/serve-page.png writes the screenshot README shows.
@@ -73,7 +73,32 @@ async function withPage(context, model, args, check) {
   }
 }
 
-async function classifier(page) {
+// The map /v1/explain gives is drawn over the photo: the pixel at the hottest patch's centre is
+// bright (inferno's top, blended 0.6 over the photo), the coldest patch's dark.
+async function heatMap(page, port, file, label) {
+  const canvas = page.locator('.result canvas.heat[data-drawn="1"]');
+  await canvas.waitFor({ timeout: 60000 });
+  const shown = await canvas.getAttribute("data-label");
+  if (label !== null && shown !== label) fail(`the heat map explains "${shown}", not ${label}`);
+  const photo = fs.readFileSync(path.join(root, "examples", "photos", file));
+  const x = await (await fetch(`http://127.0.0.1:${port}/v1/explain`,
+    { method: "POST", body: photo, headers: { Authorization: "Bearer " + key } })).json();
+  const [gh, gw] = x.grid;
+  const at = (i) => canvas.evaluate((c, [i, gh, gw, x]) => {
+    const w = c.width / x.image.width, h = c.height / x.image.height;
+    const px = (x.region.x + ((i % gw) + 0.5) / gw * x.region.width) * w;
+    const py = (x.region.y + (Math.floor(i / gw) + 0.5) / gh * x.region.height) * h;
+    return [...c.getContext("2d").getImageData(Math.floor(px), Math.floor(py), 1, 1).data];
+  }, [i, gh, gw, x]);
+  const hottest = x.map.indexOf(Math.max(...x.map)), coldest = x.map.indexOf(Math.min(...x.map));
+  const hot = await at(hottest), cold = await at(coldest);
+  console.log(`page: ${file}: heat map of ${gw}x${gh} patches drawn; hottest patch ${hottest} ` +
+    `rgb(${hot.slice(0, 3)}), coldest ${coldest} rgb(${cold.slice(0, 3)})`);
+  if (!(hot[0] > 140 && hot[1] > 140)) fail(`the hottest patch is not bright: ${hot}`);
+  if (!(Math.max(...cold.slice(0, 3)) < 115)) fail(`the coldest patch is not dark: ${cold}`);
+}
+
+async function classifier(page, port) {
   // Without the key: the API's 401 on the page.
   await page.locator("#error").filter({ hasText: "an API key is needed" })
     .waitFor({ timeout: 30000 });
@@ -103,6 +128,8 @@ async function classifier(page) {
   const natural = await img.evaluate((e) => e.decode().then(() => e.naturalWidth));
   if (!(natural > 0)) fail("the photo is not shown beside its bars");
 
+  await heatMap(page, port, "cat.jpg", "Egyptian cat");
+
   if (process.env.VIT_SCREENSHOT) {
     await page.screenshot({ path: process.env.VIT_SCREENSHOT, fullPage: true });
     console.log("page: screenshot in " + process.env.VIT_SCREENSHOT);
@@ -110,7 +137,7 @@ async function classifier(page) {
 }
 
 // CLIP: the class names box, whose names are the bars' labels (3 names: 3 bars).
-async function zeroShot(page) {
+async function zeroShot(page, port) {
   await page.locator("#classes").waitFor({ state: "visible", timeout: 30000 });
   await page.fill("#classes", "cat, dog, a red car");
   await page.setInputFiles("#files", path.join(root, "examples", "photos", "cat.jpg"));
@@ -119,6 +146,11 @@ async function zeroShot(page) {
   console.log("page: clip-micro, cat.jpg against cat, dog, a red car: " + names.join("; "));
   if (names.slice().sort().join("|") !== "a red car|cat|dog")
     fail("the bars are not the names typed: " + names.join("; "));
+  // CLIP's tower is not explained yet: /v1/model says so, and the page draws no map, shows no error
+  const model = await (await fetch(`http://127.0.0.1:${port}/v1/model`)).json();
+  if (model.image.explain !== false) fail("/v1/model says CLIP's tower is explained");
+  if (await page.locator(".result canvas.heat").count()) fail("a heat map for CLIP");
+  if (await page.locator("#error").isVisible()) fail("an error shown for CLIP's answer");
 }
 
 // Image to text: the page shows the text /v1/generate gives for the image.

@@ -93,7 +93,7 @@ static const cli_option options[] = {
 
 static const cli_command command = {
     "serve",
-    "an HTTP service: classify, embed and text endpoints with dynamic batching",
+    "an HTTP service: classify, embed, explain, generate and text endpoints with dynamic batching",
     "[options]",
     "Serves the image model (and a text model, with --text-model) over HTTP until SIGTERM or\n"
     "SIGINT, which stop it accepting connections, let the requests under way finish, and exit 0.\n"
@@ -107,6 +107,9 @@ static const cli_command command = {
     "images as /v1/classify does, with generate's options (num_beams, max_new_tokens, min_length,\n"
     "length_penalty, no_repeat_ngram_size, early_stopping) in the query, the form or the JSON\n"
     "body; images asking the same options run together in one vit_generate call.\n"
+    "POST /v1/explain (?method=rollout|grad) gives where an image model looked, as vit explain\n"
+    "computes it: the map, one value per patch, and the region of the image it covers.\n"
+    "GET / is a web page over the API: images dropped on it get their bars and their map.\n"
     "Concurrent requests are decoded in parallel and run together in one forward pass;\n"
     "with --workers N, N forward passes run at once, each on its share of the threads.\n"
     "The port opens before the models load: meanwhile GET /health answers 503\n"

@@ -74,6 +74,7 @@ typedef enum {
     EP_TEXT,
     EP_EMBEDDINGS,
     EP_GENERATE,
+    EP_EXPLAIN,
     EP_OTHER
 } endpoint;
 
@@ -92,6 +93,7 @@ static const struct {
     [EP_TEXT] = {"/v1/text", 1, "k, threshold, logits"},
     [EP_EMBEDDINGS] = {"/v1/embeddings", 1, "none"},
     [EP_GENERATE] = {"/v1/generate", 1, GEN_OPTION_NAMES},
+    [EP_EXPLAIN] = {"/v1/explain", 1, "method"},
     [EP_OTHER] = {"other", 0, ""},
 };
 
@@ -715,6 +717,9 @@ static enum MHD_Result query_param(void *cls, enum MHD_ValueKind kind, const cha
         return add_template(r, v, strlen(v)) == 0 ? MHD_YES : MHD_NO;
     } else if (r->ep == EP_GENERATE && gen_key(key) >= 0) {
         return set_gen_option(r, gen_key(key), v) == 0 ? MHD_YES : MHD_NO;
+    } else if (strcmp(key, "method") == 0 && r->ep == EP_EXPLAIN) {
+        bad = strcmp(v, "rollout") != 0 && strcmp(v, "grad") != 0;
+        r->task = strcmp(v, "grad") == 0 ? SERVE_EXPLAIN_GRAD : SERVE_EXPLAIN_ROLLOUT;
     } else if (strcmp(key, "pool") == 0 && r->ep == EP_EMBED) {
         bad = strcmp(v, "cls") != 0 && strcmp(v, "mean") != 0;
         r->task = strcmp(v, "mean") == 0 ? SERVE_EMBED_MEAN : SERVE_EMBED_CLS;
@@ -729,6 +734,7 @@ static enum MHD_Result query_param(void *cls, enum MHD_ValueKind kind, const cha
                  strcmp(key, "k") == 0           ? "an integer of 1 or more"
                  : strcmp(key, "threshold") == 0 ? "a probability, 0 to 1"
                  : strcmp(key, "pool") == 0      ? "cls or mean"
+                 : strcmp(key, "method") == 0    ? "rollout or grad"
                                                  : "1 or 0");
     return bad ? MHD_NO : MHD_YES;
 }
@@ -769,6 +775,12 @@ static enum MHD_Result begin_post(request *r) {
     const serve_app *app = r->app;
     if ((r->ep == EP_CLASSIFY && app->gen) || (r->ep == EP_GENERATE && !app->gen))
         return refuse_kind(r);
+    if (r->ep == EP_EXPLAIN && app->gen)
+        return answer_error(
+            r, HTTP_BAD_REQUEST, SERVE_ERR_BAD_REQUEST,
+            "/v1/explain: %s is an image-to-text model (VisionEncoderDecoderModel): "
+            "its text has no attention map over the image to give",
+            app->model_name);
     if (model_missing(r) && r->ep == EP_TEXT && app->text)
         return answer_error(r, HTTP_NOT_FOUND, SERVE_ERR_NOT_FOUND,
                             "/v1/text: the text tower of a joint image-text model classifies "
@@ -792,6 +804,7 @@ static enum MHD_Result begin_post(request *r) {
     r->task = r->ep == EP_TEXT       ? SERVE_TEXT
               : r->ep == EP_EMBED    ? SERVE_EMBED_CLS
               : r->ep == EP_GENERATE ? SERVE_GENERATE
+              : r->ep == EP_EXPLAIN  ? SERVE_EXPLAIN_ROLLOUT
                                      : SERVE_CLASSIFY;
     r->gen = app->gen_defaults;
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_param, r);
@@ -799,6 +812,14 @@ static enum MHD_Result begin_post(request *r) {
         return answer_error(r, r->too_many ? HTTP_TOO_LARGE : HTTP_BAD_REQUEST,
                             r->too_many ? SERVE_ERR_TOO_LARGE : SERVE_ERR_BAD_REQUEST, "%s",
                             r->form_error);
+    vit_error why = {0};
+    if (r->ep == EP_EXPLAIN && vit_explain_check(app->image, &why) != 0)
+        return answer_error(r, HTTP_BAD_REQUEST, SERVE_ERR_BAD_REQUEST, "/v1/explain: %s", why.msg);
+    if (r->task == SERVE_EXPLAIN_GRAD && !vit_has_classifier(app->image))
+        return answer_error(r, HTTP_BAD_REQUEST, SERVE_ERR_BAD_REQUEST,
+                            "/v1/explain?method=grad: %s has no classes for the gradient to "
+                            "explain (method=rollout explains it)",
+                            app->model_name);
     const char *length =
         MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (length && strtoull(length, NULL, 10) > r->app->max_body_bytes)
@@ -814,7 +835,8 @@ static enum MHD_Result begin(request *r, const char *url, const char *method) {
         return answer_error(r, HTTP_NOT_FOUND, SERVE_ERR_NOT_FOUND,
                             "no such path (try GET / for the web page, POST /v1/classify, POST "
                             "/v1/embed, POST /v1/text, "
-                            "POST /v1/embeddings, POST /v1/generate, GET /health, GET /metrics or "
+                            "POST /v1/embeddings, POST /v1/generate, POST /v1/explain, GET "
+                            "/health, GET /metrics or "
                             "GET /v1/model)");
     if (strcmp(method, "OPTIONS") == 0 && cors_on(r->app)) return answer_preflight(r);
     const int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
@@ -1294,6 +1316,55 @@ static void write_generation(json_writer *w, const request *r, int i) {
     write_gen_options(w, &r->gen);
 }
 
+/* Where the model looked in one image: the class explained (with its name), its probability, the
+ * method, the map scaled to 0..1 (row by row, grid_h x grid_w: one value per patch) and where it
+ * lies in the image (the image's size as decoded, upright, and the region of it the input is: the
+ * page draws the map there). */
+static void write_explanation(json_writer *w, const request *r, const float *out) {
+    const int label = (int)out[0];
+    int gh = 0, gw = 0;
+    vit_patch_grid(r->app->image, &gh, &gw);
+    json_key(w, "label");
+    json_int(w, label);
+    const char *name = label >= 0 ? vit_label(r->app->image, label) : NULL;
+    if (name) {
+        json_key(w, "name");
+        json_string(w, name);
+        json_key(w, "prob");
+        json_float(w, out[1]);
+    }
+    json_key(w, "method");
+    json_string(w, r->task == SERVE_EXPLAIN_GRAD ? "grad" : "rollout");
+    json_key(w, "image");
+    json_object(w);
+    json_key(w, "width");
+    json_int(w, (long long)out[2]);
+    json_key(w, "height");
+    json_int(w, (long long)out[3]);
+    json_end(w);
+    json_key(w, "region");
+    json_object(w);
+    static const char *const keys[] = {"x", "y", "width", "height"};
+    for (int k = 0; k < 4; k++) {
+        json_key(w, keys[k]);
+        json_float(w, out[4 + k]);
+    }
+    json_end(w);
+    json_key(w, "grid");
+    json_array(w);
+    json_int(w, gh);
+    json_int(w, gw);
+    json_end(w);
+    const float *map = out + SERVE_EXPLAIN_HEADER;
+    const size_t n = (size_t)gh * gw;
+    float lo = map[0], hi = map[0];
+    for (size_t c = 1; c < n; c++) lo = map[c] < lo ? map[c] : lo, hi = map[c] > hi ? map[c] : hi;
+    json_key(w, "map");
+    json_array(w);
+    for (size_t c = 0; c < n; c++) json_float(w, hi > lo ? (map[c] - lo) / (hi - lo) : 0.0f);
+    json_end(w);
+}
+
 static int write_result(json_writer *w, const request *r, int i) {
     const serve_job *job = &r->jobs[i];
     if (r->ep == EP_EMBEDDINGS) return job->status == SERVE_OK ? write_embedding(w, r, i) : 0;
@@ -1309,6 +1380,8 @@ static int write_result(json_writer *w, const request *r, int i) {
         json_string(w, job->err.msg);
     } else if (r->ep == EP_EMBED) {
         write_floats(w, "embedding", job->out, r->width);
+    } else if (r->ep == EP_EXPLAIN) {
+        write_explanation(w, r, job->out);
     } else if (r->ep == EP_GENERATE) {
         write_generation(w, r, i);
     } else if (r->zero_shot) {

@@ -210,6 +210,9 @@ static void write_image_model(json_writer *w, const char *dir, const vit_context
     json_int(w, (long long)vit_num_parameters(ctx));
     json_key(w, "embedding_size");
     json_int(w, vit_hidden_size(ctx));
+    json_key(w, "explain"); /* POST /v1/explain answers */
+    const int explains = !gen && vit_explain_check(ctx, NULL) == 0;
+    json_raw(w, explains ? "true" : "false", explains ? 4 : 5);
     if (gen) { /* no labels: text */
         write_decoder(w, dir, gen);
         write_generation(w, dir, gen);

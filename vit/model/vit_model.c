@@ -97,6 +97,11 @@ static int check_use(const model *m, int size, int training, vit_error *err) {
                         "one); a DeiTForImageClassification has one",
                         config_architecture(c));
     const int trains = c->family == FAMILY_HF || config_is_backbone(c) || c->family == FAMILY_VED;
+    if (training == VIT_ACTS_EXPLAIN && !trains)
+        return vit_fail(err,
+                        "%s: no explanations for this family yet (they run the training forward, "
+                        "which it does not have)",
+                        config_architecture(c));
     if ((training && !trains) ||
         (c->family != FAMILY_HF && !config_is_backbone(c) && size > 0 && size != c->image_size))
         return vit_fail(err, "%s: inference at the model's image_size only, for now",
@@ -139,6 +144,10 @@ static int alloc_buffers(vit_acts *a, const model *m, int max_batch, int trainin
         a->probe_scratch = vit_alloc_floats(probe_pool_scratch_floats(
             max_batch, a->tokens, m->cfg.hidden_size, m->cfg.intermediate_size));
     return a->block && (!training || a->emb_keep) && (!probe || a->probe_scratch) ? 0 : -1;
+}
+
+int vit_model_check_explain(const model *m, int size, vit_error *err) {
+    return check_use(m, size, VIT_ACTS_EXPLAIN, err);
 }
 
 int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int training,

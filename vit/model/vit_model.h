@@ -76,6 +76,9 @@ enum { VIT_ACTS_INFER = 0, VIT_ACTS_TRAIN = 1, VIT_ACTS_EXPLAIN = 2 };
 int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int training,
                    vit_error *err);
 void vit_acts_free(vit_acts *a);
+/* 0 when the model can be explained at that size (vit_acts_alloc with VIT_ACTS_EXPLAIN would not
+ * refuse it), else -1 with why; allocates nothing. */
+int vit_model_check_explain(const model *m, int size, vit_error *err);
 
 /* logits [B, num_labels] of pixels [B, C, size, size] (B <= max_batch). A VisionEncoderDecoder's
  * encoder (POOL_ALL) has no logits (NULL): its output is every row after the final LayerNorm,

@@ -26,17 +26,24 @@ struct serve_tasks {
 
 const char *serve_task_name(serve_task task) {
     static const char *const names[] = {
-        [SERVE_CLASSIFY] = "classify", [SERVE_EMBED_CLS] = "embed",
-        [SERVE_EMBED_MEAN] = "embed",  [SERVE_TEXT] = "text",
-        [SERVE_EMBED_JOINT] = "embed", [SERVE_EMBED_TEXT] = "embed_text",
-        [SERVE_GENERATE] = "generate", [SERVE_CLASSES] = "classes"};
-    return task >= SERVE_CLASSIFY && task <= SERVE_CLASSES ? names[task] : "unknown";
+        [SERVE_CLASSIFY] = "classify",       [SERVE_EMBED_CLS] = "embed",
+        [SERVE_EMBED_MEAN] = "embed",        [SERVE_TEXT] = "text",
+        [SERVE_EMBED_JOINT] = "embed",       [SERVE_EMBED_TEXT] = "embed_text",
+        [SERVE_GENERATE] = "generate",       [SERVE_CLASSES] = "classes",
+        [SERVE_EXPLAIN_ROLLOUT] = "explain", [SERVE_EXPLAIN_GRAD] = "explain"};
+    return task >= SERVE_CLASSIFY && task < SERVE_TASKS ? names[task] : "unknown";
 }
 
 /* A text's embedding: the joint one of a CLIP or SigLIP text tower, else BERT's [CLS]. */
 static int text_embedding_size(const vit_text_context *text) {
     const int joint = vit_text_joint_dim(text);
     return joint > 0 ? joint : vit_text_hidden_size(text);
+}
+
+static size_t explain_cells(const vit_context *image) {
+    int gh = 0, gw = 0;
+    vit_patch_grid(image, &gh, &gw);
+    return (size_t)gh * gw;
 }
 
 size_t serve_task_outputs(const serve_tasks *t, serve_task task) {
@@ -52,8 +59,12 @@ size_t serve_task_outputs(const serve_tasks *t, serve_task task) {
         return t->image ? (size_t)vit_joint_dim(t->image) : 0;
     case SERVE_EMBED_TEXT:
         return t->text ? (size_t)text_embedding_size(t->text) + 1 : 0;
+    case SERVE_EXPLAIN_ROLLOUT:
+    case SERVE_EXPLAIN_GRAD:
+        return t->image && !t->gen ? SERVE_EXPLAIN_HEADER + explain_cells(t->image) : 0;
     case SERVE_GENERATE:
     case SERVE_CLASSES:
+    case SERVE_TASKS:
         return 0;
     }
     return 0;
@@ -61,16 +72,20 @@ size_t serve_task_outputs(const serve_tasks *t, serve_task task) {
 
 static size_t widest_output(const serve_tasks *t) {
     size_t w = 0;
-    for (int task = SERVE_CLASSIFY; task <= SERVE_CLASSES; task++) {
+    for (int task = SERVE_CLASSIFY; task < SERVE_TASKS; task++) {
         const size_t n = serve_task_outputs(t, (serve_task)task);
         if (n > w) w = n;
     }
     return w;
 }
 
+static int is_explain_task(int task) {
+    return task == SERVE_EXPLAIN_ROLLOUT || task == SERVE_EXPLAIN_GRAD;
+}
+
 static int is_image_task(int task) {
     return task == SERVE_CLASSIFY || task == SERVE_EMBED_CLS || task == SERVE_EMBED_MEAN ||
-           task == SERVE_EMBED_JOINT || task == SERVE_GENERATE;
+           task == SERVE_EMBED_JOINT || task == SERVE_GENERATE || is_explain_task(task);
 }
 
 /* Images are preprocessed on the decode threads; texts are tokenized in the forward call. */
@@ -81,6 +96,18 @@ static int decode(void *self, serve_job *job, vit_error *err) {
     if (job->task == SERVE_GENERATE && !t->gen) return vit_fail(err, "no image-to-text model");
     const serve_gen_request *g = job->task == SERVE_GENERATE ? job->data : NULL;
     const size_t floats = vit_input_floats(t->image);
+    if (is_explain_task(job->task)) { /* the pixels, then the image's size and the region */
+        if (!(job->input = malloc(sizeof(float) * (floats + 6))))
+            return vit_fail(err, "out of memory");
+        float *where = (float *)job->input + floats;
+        int size[2];
+        if (vit_preprocess_memory_region(t->image, job->data, job->size, job->input, size,
+                                         where + 2, err) != 0)
+            return -1;
+        where[0] = (float)size[0];
+        where[1] = (float)size[1];
+        return 0;
+    }
     if (!(job->input = malloc(sizeof(float) * floats))) return vit_fail(err, "out of memory");
     return vit_preprocess_memory(t->image, g ? g->image : job->data, g ? g->size : job->size,
                                  job->input, err);
@@ -168,6 +195,25 @@ static int forward_classes(task_worker *w, serve_job *const *jobs, int n, vit_er
     return 0;
 }
 
+/* Each image alone (an explanation is not batched), its header and map into its out. */
+static int forward_explain(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
+    const size_t floats = vit_input_floats(w->image), cells = explain_cells(w->image);
+    const vit_explain_method method =
+        jobs[0]->task == SERVE_EXPLAIN_GRAD ? VIT_EXPLAIN_GRAD : VIT_EXPLAIN_ROLLOUT;
+    for (int i = 0; i < n; i++) {
+        const float *pixels = jobs[i]->input;
+        vit_explanation x;
+        if (vit_explain(w->image, pixels, method, -1, &x, err) != 0) return -1;
+        float *out = jobs[i]->out;
+        out[0] = (float)x.label;
+        out[1] = x.prob;
+        memcpy(out + 2, pixels + floats, sizeof(float) * 6);
+        memcpy(out + SERVE_EXPLAIN_HEADER, x.map, sizeof(float) * cells); /* one map: rollout */
+        vit_explanation_free(&x);
+    }
+    return 0;
+}
+
 static int forward(void *self, int worker, serve_job *const *jobs, int n, vit_error *err) {
     serve_tasks *t = self;
     task_worker *w = &t->worker[worker];
@@ -178,6 +224,7 @@ static int forward(void *self, int worker, serve_job *const *jobs, int n, vit_er
                       : vit_fail(err, "no image-to-text model loaded");
     const size_t width = serve_task_outputs(t, task);
     if (width == 0) return vit_fail(err, "no model loaded for task %d", (int)task);
+    if (is_explain_task(task)) return forward_explain(w, jobs, n, err);
     const int rc =
         is_image_task(task) ? forward_images(w, jobs, n, err) : forward_texts(w, jobs, n, err);
     for (int i = 0; rc == 0 && i < n; i++)

@@ -24,8 +24,17 @@ typedef enum {
      * `vit embed` does): [joint dim or hidden, then 1] */
     SERVE_EMBED_TEXT,
     SERVE_GENERATE, /* image -> text: data is a serve_gen_request, out unused (no floats) */
-    SERVE_CLASSES   /* a class set: data is a serve_class_request, out unused (no floats) */
+    SERVE_CLASSES,  /* a class set: data is a serve_class_request, out unused (no floats) */
+    /* image -> where the model looked (vit_explain: attention rollout, or gradient-weighted
+     * rollout for the most probable class): [SERVE_EXPLAIN_HEADER floats: the class (-1 for a
+     * model without classes), its probability, the image's width and height as decoded, the
+     * region of it the input is (x, y, width, height: vit_preprocess_memory_region), then the map,
+     * one float per patch, grid_h x grid_w (vit_patch_grid)] */
+    SERVE_EXPLAIN_ROLLOUT,
+    SERVE_EXPLAIN_GRAD,
+    SERVE_TASKS
 } serve_task;
+enum { SERVE_EXPLAIN_HEADER = 8 };
 
 /* An image's text asked of a forward thread. The submitter owns it; jobs whose options are equal
  * share a forward pass (one vit_generate over their images), and a job done with SERVE_OK has its
@@ -47,8 +56,8 @@ typedef struct {
     vit_error err;
 } serve_class_request;
 
-/* The task's name, for metrics: "classify", "embed", "text", "embed_text", "generate" or
- * "classes". */
+/* The task's name, for metrics: "classify", "embed", "text", "embed_text", "generate",
+ * "classes" or "explain". */
 const char *serve_task_name(serve_task task);
 
 typedef struct serve_tasks serve_tasks;
@@ -68,7 +77,8 @@ void serve_tasks_free(serve_tasks *t);
 
 serve_model serve_tasks_model(serve_tasks *t);
 /* Floats one job of the task writes to its out; 0 when its model is not loaded (or the image
- * model is not a joint one, for SERVE_EMBED_JOINT), and for SERVE_CLASSES and SERVE_GENERATE. */
+ * model is not a joint one, for SERVE_EMBED_JOINT; an image-to-text model's encoder, for the
+ * explanations), and for SERVE_CLASSES and SERVE_GENERATE. */
 size_t serve_task_outputs(const serve_tasks *t, serve_task task);
 
 #endif
