@@ -5,7 +5,10 @@
  *   build/bench/serve/load -p PORT -c 32 -n 2000 [-t 120] [--path /v1/classify?k=5] FILE...
  *
  * prints one line: requests, errors (any answer but 200, or a connection lost), seconds,
- * requests/s, and latency p50/p90/p99/max in ms. Exit status 0 when no request failed. */
+ * requests/s, and latency p50/p90/p99/max in ms. Exit status 0 when no request failed. With
+ * --path given more than once (at most 4), each request is a visit that posts its image to each
+ * path in turn (the web page's: --path '/v1/classify?k=5' --path /v1/explain), its latency the
+ * whole visit's. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,7 +27,8 @@ typedef struct {
 typedef struct {
     int port, concurrency, total;
     double limit_s;
-    const char *path;
+    const char *paths[4];
+    int num_paths;
     file *files;
     int num_files;
     atomic_int next;     /* requests handed out */
@@ -71,21 +75,26 @@ static void *client(void *arg) {
     int fd = -1;
     for (int i; buf && (i = atomic_fetch_add(&l->next, 1)) < l->total && now() < l->deadline;) {
         const file *f = &l->files[i % l->num_files];
-        const int n = snprintf(head, sizeof head,
-                               "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                               "application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
-                               l->path, f->size);
         const double t0 = now();
-        int status = 0, keep = 0;
-        if (fd < 0) fd = connect_loopback(l->port, 30);
-        if (fd >= 0 && send_all(fd, head, (size_t)n) == 0 && send_all(fd, f->data, f->size) == 0)
-            status = read_response(fd, buf, 1 << 16, &keep);
+        int status = 200;
+        for (int p = 0; p < l->num_paths && status == 200; p++) {
+            const int n = snprintf(head, sizeof head,
+                                   "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                   "application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
+                                   l->paths[p], f->size);
+            int keep = 0;
+            status = 0;
+            if (fd < 0) fd = connect_loopback(l->port, 30);
+            if (fd >= 0 && send_all(fd, head, (size_t)n) == 0 &&
+                send_all(fd, f->data, f->size) == 0)
+                status = read_response(fd, buf, 1 << 16, &keep);
+            if (!keep || status == 0) {
+                if (fd >= 0) close(fd);
+                fd = -1;
+            }
+        }
         l->latency_ms[atomic_fetch_add(&l->finished, 1)] = 1e3 * (now() - t0);
         if (status != 200) atomic_fetch_add(&l->errors, 1);
-        if (!keep || status == 0) {
-            if (fd >= 0) close(fd);
-            fd = -1;
-        }
     }
     if (fd >= 0) close(fd);
     free(buf);
@@ -120,15 +129,23 @@ static void report(load *l, double seconds) {
     qsort(l->latency_ms, (size_t)done, sizeof(double), compare);
     const double *ms = l->latency_ms;
 #define PCT(p) (done ? ms[(int)((done - 1) * (p))] : 0.0)
-    printf("concurrency %d: %d requests, %d errors, %.1f s, %.1f requests/s, latency ms p50 %.1f "
-           "p90 %.1f p99 %.1f max %.1f\n",
-           l->concurrency, done, atomic_load(&l->errors), seconds, done / seconds, PCT(0.5),
-           PCT(0.9), PCT(0.99), done ? ms[done - 1] : 0.0);
+    char what[320] = "requests";
+    if (l->num_paths > 1) { /* visits: name their paths */
+        int n = snprintf(what, sizeof what, "visits (%s", l->paths[0]);
+        for (int p = 1; p < l->num_paths && n > 0 && (size_t)n < sizeof what; p++)
+            n += snprintf(what + n, sizeof what - (size_t)n, " + %s", l->paths[p]);
+        if (n > 0 && (size_t)n < sizeof what) snprintf(what + n, sizeof what - (size_t)n, ")");
+    }
+    printf("concurrency %d: %d %s, %d errors, %.1f s, %.1f %s/s, latency ms p50 %.1f p90 %.1f "
+           "p99 %.1f max %.1f\n",
+           l->concurrency, done, what, atomic_load(&l->errors), seconds, done / seconds,
+           l->num_paths > 1 ? "visits" : "requests", PCT(0.5), PCT(0.9), PCT(0.99),
+           done ? ms[done - 1] : 0.0);
 #undef PCT
 }
 
 int main(int argc, char **argv) {
-    load l = {.concurrency = 1, .total = 100, .limit_s = 120, .path = "/v1/classify"};
+    load l = {.concurrency = 1, .total = 100, .limit_s = 120};
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i += 2) {
         if (i + 1 >= argc) usage();
@@ -140,11 +157,12 @@ int main(int argc, char **argv) {
             l.total = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "-t") == 0)
             l.limit_s = atof(argv[i + 1]);
-        else if (strcmp(argv[i], "--path") == 0)
-            l.path = argv[i + 1];
+        else if (strcmp(argv[i], "--path") == 0 && l.num_paths < 4)
+            l.paths[l.num_paths++] = argv[i + 1];
         else
             usage();
     }
+    if (l.num_paths == 0) l.paths[l.num_paths++] = "/v1/classify";
     if (l.port <= 0 || l.concurrency < 1 || l.concurrency > 1024 || l.total < 1 || i >= argc)
         usage();
     l.num_files = argc - i;
