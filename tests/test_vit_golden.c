@@ -220,16 +220,18 @@ static void test_batch_matches_single(void **state) {
 }
 
 /* One forward serves inference, evaluation and training: the eval forward on training buffers
- * gives the public API's logits bit for bit (on the reference backend: oneDNN's products round
- * differently, the golden tests bound them), and the training forward (activations kept, no
- * dropout) the same up to the order of the attention sums, whose weights it keeps: within 3e-5,
- * a tenth of the ViT-Tiny golden tolerance (measured 1.1e-5 on ViT-Tiny's logits of up to ~20,
- * equal on micro-b's 17 tokens). */
+ * gives the public API's logits bit for bit (on the reference backend, OpenBLAS, for both: oneDNN's
+ * products round differently, the golden tests bound them), and the training forward (activations
+ * kept, no dropout) the same up to the order of the attention sums, whose weights it keeps: within
+ * 3e-5, a tenth of the ViT-Tiny golden tolerance (measured 1.1e-5 on ViT-Tiny's logits of up to
+ * ~20, equal on micro-b's 17 tokens). */
 static void check_training_forward(const char *dir, const char *const images[2]) {
     vit_error err = {0};
     vit_params params = vit_default_params();
     params.max_batch = 2;
     params.backend = VIT_BACKEND_OPENBLAS;
+    const ops_blas blas = ops_get_blas();
+    ops_set_blas(OPS_BLAS_OPENBLAS); /* the training ops' products on the same library */
     vit_context *ctx = vit_load(dir, &params, &err);
     model m;
     vit_acts train;
@@ -256,6 +258,7 @@ static void check_training_forward(const char *dir, const char *const images[2])
     vit_acts_free(&train);
     model_free(&m);
     vit_free(ctx);
+    ops_set_blas(blas);
 }
 
 static void test_training_forward_equals_inference(void **state) {

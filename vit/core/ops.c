@@ -7,6 +7,10 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
+#ifdef VIT_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
 #include <omp.h>
 #include <pthread.h>
 #include <string.h>
@@ -26,6 +30,58 @@ static void openblas_single(void) {
 void ops_init(void) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, openblas_single);
+}
+
+#ifdef VIT_ONEDNN
+static ops_blas blas = OPS_BLAS_ONEDNN;
+#else
+static ops_blas blas = OPS_BLAS_OPENBLAS;
+#endif
+
+int ops_set_blas(ops_blas b) {
+#ifndef VIT_ONEDNN
+    if (b == OPS_BLAS_ONEDNN) return -1;
+#endif
+    blas = b;
+    return 0;
+}
+
+ops_blas ops_get_blas(void) {
+    return blas;
+}
+
+const char *ops_blas_describe(char *buf, size_t size) {
+#ifdef VIT_ONEDNN
+    if (blas == OPS_BLAS_ONEDNN) {
+        const dnnl_version_t *v = dnnl_version();
+        const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+        const char *name = (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16
+                               ? "avx512_core_bf16"
+                           : (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core
+                               ? "avx512_core"
+                           : (isa & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 ? "avx2"
+                                                                            : "sse4.1";
+        snprintf(buf, size, "oneDNN %d.%d.%d sgemm (%s)", v->major, v->minor, v->patch, name);
+        return buf;
+    }
+#endif
+    snprintf(buf, size, "OpenBLAS %s", openblas_get_corename());
+    return buf;
+}
+
+/* Row-major C[M, N] = alpha·op(A)·op(B) + beta·C, on the calling thread alone when called from a
+ * parallel region (oneDNN's sgemm runs serially there, as OpenBLAS does once ops_init ran). */
+static void sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                  int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+#ifdef VIT_ONEDNN
+    if (blas == OPS_BLAS_ONEDNN) {
+        dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta,
+                   C, ldc);
+        return;
+    }
+#endif
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* x[i] ranks before x[j]: larger, or equal and i lower; NaN after every number (a total order,
@@ -141,9 +197,8 @@ void linear_forward(float *out, const float *inp, const float *weight, const flo
             if (bias)
                 for (int n = lo; n < hi; n++)
                     memcpy(out + (size_t)n * OUT, bias, sizeof(float) * (size_t)OUT);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, hi - lo, OUT, IN, 1.0f,
-                        inp + (size_t)lo * IN, IN, weight, IN, bias ? 1.0f : 0.0f,
-                        out + (size_t)lo * OUT, OUT);
+            sgemm(0, 1, hi - lo, OUT, IN, 1.0f, inp + (size_t)lo * IN, IN, weight, IN,
+                  bias ? 1.0f : 0.0f, out + (size_t)lo * OUT, OUT);
         }
     }
 }
@@ -156,14 +211,14 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
         /* dinp: rows are independent, so each thread takes a slice of them */
         thread_rows(N, &lo, &hi);
         if (dinp && hi > lo)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, hi - lo, IN, OUT, 1.0f,
-                        dout + (size_t)lo * OUT, OUT, weight, IN, 0.0f, dinp + (size_t)lo * IN, IN);
+            sgemm(0, 0, hi - lo, IN, OUT, 1.0f, dout + (size_t)lo * OUT, OUT, weight, IN, 0.0f,
+                  dinp + (size_t)lo * IN, IN);
         /* dweight and dbias sum over all N rows: split the OUT outputs instead, so every element
          * has one writer and a fixed summation order (results do not depend on scheduling) */
         thread_rows(OUT, &lo, &hi);
         if (dweight && hi > lo)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, hi - lo, IN, N, 1.0f, dout + lo,
-                        OUT, inp, IN, 1.0f, dweight + (size_t)lo * IN, IN);
+            sgemm(1, 0, hi - lo, IN, N, 1.0f, dout + lo, OUT, inp, IN, 1.0f,
+                  dweight + (size_t)lo * IN, IN);
         if (dbias && hi > lo)
             for (int n = 0; n < N; n++) {
                 const float *g = dout + (size_t)n * OUT;
@@ -491,8 +546,8 @@ static void attention_rows(float *out, float *p, float *pd, const float *q, cons
     /* scores[r0:r1, T] = scale · Q Kᵀ (+ bias), read in place from the fused qkv rows (stride 3D)
      */
     if (bias) memcpy(p + (size_t)r0 * T, bias + (size_t)r0 * T, sizeof(float) * (r1 - r0) * T);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, T, dh, scale, q + (size_t)r0 * ld,
-                ld, k, ld, bias ? 1.0f : 0.0f, p + (size_t)r0 * T, T);
+    sgemm(0, 1, r1 - r0, T, dh, scale, q + (size_t)r0 * ld, ld, k, ld, bias ? 1.0f : 0.0f,
+          p + (size_t)r0 * T, T);
     if (key_mask || causal)
         for (int i = r0; i < r1; i++)
             for (int j = 0; j < T; j++)
@@ -505,8 +560,8 @@ static void attention_rows(float *out, float *p, float *pd, const float *q, cons
         dropout_forward(pd + a, p + a, keep + a, n, drop);
         weights = pd;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, dh, T, 1.0f,
-                weights + (size_t)r0 * T, T, v, ld, 0.0f, out + (size_t)r0 * D, D);
+    sgemm(0, 0, r1 - r0, dh, T, 1.0f, weights + (size_t)r0 * T, T, v, ld, 0.0f,
+          out + (size_t)r0 * D, D);
 }
 
 /* Both forwards: tasks of (batch, head, block of query rows), enough of them to keep every core

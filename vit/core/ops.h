@@ -2,8 +2,9 @@
 #define VIT_OPS_H
 
 /* The transformer's building blocks, each with explicit shapes. Row-major throughout:
- * a [N, D] tensor is N rows of D floats. Matrix products go through OpenBLAS (but for the tiny
- * per-head products of attention_backward, written out by hand: see ops.c).
+ * a [N, D] tensor is N rows of D floats. Matrix products go through oneDNN's sgemm or OpenBLAS
+ * (ops_set_blas; but for the tiny per-head products of attention_backward, written out by hand:
+ * see ops.c).
  *
  * Every *_backward sits beside its *_forward. Gradient conventions:
  *   - parameter gradients (dweight, dbias, dw, db) always ACCUMULATE (+=): several batches, or
@@ -24,6 +25,16 @@ typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU, ACT_QUICK_GELU, ACT_SWIGLU } a
 /* OpenBLAS single-threaded: OpenMP owns the cores (see vit/base/threads.h) and each of its
  * threads runs OpenBLAS on its share of the rows. Call before the first matrix product. */
 void ops_init(void);
+
+/* Who computes these ops' matrix products (each single-threaded on a thread's share, as above):
+ * OpenBLAS, or oneDNN's sgemm (dnnl_sgemm, its AVX-512/AVX2 kernels picked for the CPU whatever
+ * OPENBLAS_CORETYPE says), the default where the build has oneDNN. Process-wide: set it before
+ * any op runs, not while one does. ops_set_blas returns -1 for oneDNN in a build without it. */
+typedef enum { OPS_BLAS_OPENBLAS, OPS_BLAS_ONEDNN } ops_blas;
+int ops_set_blas(ops_blas blas);
+ops_blas ops_get_blas(void);
+/* "OpenBLAS Haswell" or "oneDNN sgemm (avx512_core_bf16)". */
+const char *ops_blas_describe(char *buf, size_t size);
 
 /* out[0..m) = indices of the m = min(k, n) largest of x[0..n), largest first (ties: lower index
  * first; NaN after every number); returns m (0 when k <= 0). O(n log k). */

@@ -107,6 +107,10 @@ const train_option train_option_table[] = {
      "every random draw derives from it", NULL, GROUP_TRAINING, 0},
     {"threads", NULL, OPTION_INT, F(threads), 0, 0, 1024, "N",
      "compute threads", "one per core", GROUP_TRAINING, OPTION_NOT_SAVED},
+    {"blas", NULL, OPTION_STRING, F(blas), 0, 0, 0, "LIB",
+     "the matrix products' library: onednn (oneDNN's sgemm, its kernels chosen for the CPU) or "
+     "openblas (its kernels as OPENBLAS_CORETYPE says)", "onednn where built with it",
+     GROUP_TRAINING, OPTION_NOT_SAVED},
 };
 /* clang-format on */
 const int train_option_count = sizeof train_option_table / sizeof train_option_table[0];

@@ -47,7 +47,8 @@ typedef struct {
     int augment;     /* 0: none; else aug (images only) */
     augment_options aug;
     uint64_t seed;
-    int threads; /* 0: one per core */
+    int threads;      /* 0: one per core */
+    const char *blas; /* "onednn" or "openblas" (ops_set_blas); NULL: the build's default */
     const char *out_dir;
 } train_options;
 

@@ -3,6 +3,7 @@
  * behind the task table (trainer.h). */
 #include <errno.h>
 #include <math.h>
+#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,6 +351,7 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
         if (rc == 0) rc = trainer_open_state(t, &state, err);
         t->o.out_dir = opt->out_dir;
         t->o.threads = opt->threads;
+        t->o.blas = opt->blas;
     } else {
         rc = train_options_check(&t->o, err) != 0 || choose_task(t, err) != 0 ? -1 : 0;
         if (rc == 0) own_paths(t);
@@ -364,6 +366,9 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
         rc = -1;
     if (resume) st_close(&state);
     if (dist_all_succeeded(rc, "to set up", err) != 0) return -1;
+    char blas[96];
+    trainer_info(t, "matrix products on %s, %d threads", ops_blas_describe(blas, sizeof blas),
+                 omp_get_max_threads());
     char classes[32] = "image to text";
     if (!t->task->setup_model) snprintf(classes, sizeof classes, "%d classes", t->num_classes);
     trainer_info(t,
@@ -390,9 +395,21 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
     return rc;
 }
 
+/* The products' library the options ask for (the build's default when they ask none). */
+static int choose_blas(const char *name, vit_error *err) {
+    if (!name) return 0;
+    const int onednn = strcmp(name, "onednn") == 0;
+    if (!onednn && strcmp(name, "openblas") != 0)
+        return vit_fail(err, "--blas: '%.40s' is neither onednn nor openblas", name);
+    if (ops_set_blas(onednn ? OPS_BLAS_ONEDNN : OPS_BLAS_OPENBLAS) != 0)
+        return vit_fail(err, "--blas onednn: this vit is built without oneDNN");
+    return 0;
+}
+
 int train_run(const train_options *opt, int resume, const train_hooks *hooks, vit_error *err) {
     trainer t = {.o = *opt, .hooks = hooks};
     ops_init();
+    if (choose_blas(opt->blas, err) != 0) return -1;
     /* the whole run on this thread's count; decoding the data runs on the OpenMP threads too */
     const threads_scope scope = threads_begin(threads_resolve(opt->threads));
     const int rc = set_up_and_train(&t, opt, resume, err);
