@@ -423,7 +423,7 @@ model: $(BIN)/vit data
 SHARED          ?= ../shared
 SST2            := $(SHARED)/data/sst2
 OCR_DATA        := data/ocr
-OCR_TRAIN_LINES ?= 75000
+OCR_TRAIN_LINES ?= 100000
 OCR_TEST_LINES  ?= 1000
 OCR_TRAIN_ARGS   = --fonts tools/ocr-fonts/train.txt --sentences $(SST2)/train.tsv \
                    --held-out $(SST2)/dev.tsv --seed 1 --count $(OCR_TRAIN_LINES) --degrade 0.8
@@ -455,7 +455,7 @@ NO_SST2 := make: SST-2's train.tsv and dev.tsv, the OCR lines' sentences, are no
 # finished model is stored in F16.
 OCR_MODEL_RUN  := $(BUILD)/ocr-printed-lines
 OCR_MODEL_ARGS := --init models/vit-tiny-in1k --tokenizer tools/ocr-tokenizer \
-  --input-height 32 --input-width 384 --train $(OCR_DATA)/train --val $(OCR_DATA)/val \
+  --input-height 32 --input-width 768 --train $(OCR_DATA)/train --val $(OCR_DATA)/val \
   --decoder-layers 3 --decoder-hidden 256 --decoder-heads 4 --decoder-mlp 1024 --max-len 80 \
   --epochs 3 --batch 64 --lr 4e-4 --min-lr 1e-5 --warmup 0.2 --seed 1 -t 2
 ocr-model: $(BIN)/vit ocr-data

@@ -63,17 +63,22 @@ static void format_duration(char *buf, size_t size, double seconds) {
         snprintf(buf, size, "%ld:%02ld", t / 60, t % 60);
 }
 
+/* The progress line: redrawn 4 times a second on a terminal; into a log (standard error not a
+ * terminal), a line of its own every minute. */
 static void on_progress(void *user, const train_progress *p) {
     cli_state *s = user;
     const double t = clock_seconds();
-    if (!s->tty || (t - s->last_print < 0.25 && p->step != p->total_steps)) return;
+    if (s->last_print == 0) s->last_print = t; /* a log's first line a minute in */
+    if (t - s->last_print < (s->tty ? 0.25 : 60.0) && (p->step != p->total_steps || !s->tty))
+        return;
     s->last_print = t;
     char eta[32];
     format_duration(eta, sizeof eta, p->eta_s);
-    fprintf(stderr, "\r\033[Kepoch %d/%d  step %lld/%lld  loss %.4f  lr %.2e  %.0f %s/s  ETA %s",
-            p->epoch, p->epochs, (long long)p->step, (long long)p->total_steps, p->loss, p->lr,
-            p->images_per_s, p->unit, eta);
-    s->line_open = 1;
+    fprintf(stderr, "%sepoch %d/%d  step %lld/%lld  loss %.4f  lr %.2e  %.0f %s/s  ETA %s%s",
+            s->tty ? "\r\033[K" : "vit train: ", p->epoch, p->epochs, (long long)p->step,
+            (long long)p->total_steps, p->loss, p->lr, p->images_per_s, p->unit, eta,
+            s->tty ? "" : "\n");
+    s->line_open = s->tty;
 }
 
 static void on_epoch(void *user, const train_epoch *e) {
