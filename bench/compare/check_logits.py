@@ -7,7 +7,12 @@ on the same pixels, and prints the largest |logit difference|. With --ort it als
 exported OUT/onnx/MODEL.onnx through ONNX Runtime (ort_bench.js --logits, needs node and
 onnxruntime-node as the driver installs it) on the same pixels and compares that too.
 
+With --int8 both engines run in int8 (vit --precision int8, ONNX Runtime the MODEL-int8.onnx
+quantize.py writes) and their logits are compared with PyTorch's fp32 ones: reported, and failed
+only above --int8-tol (quantisation moves logits far more than 1e-4).
+
 usage: check_logits.py [--vit bin/vit] [--out DIR] [--model vit-ti16] [--tol 1e-4] [--ort]
+                       [--int8] [--int8-tol 0.1]
 """
 import argparse
 import json
@@ -32,6 +37,8 @@ def main():
     ap.add_argument("--model", default="vit-ti16", choices=list(models.SHAPES))
     ap.add_argument("--tol", type=float, default=1e-4, help="fail above this max |delta logit|")
     ap.add_argument("--ort", action="store_true", help="also compare ONNX Runtime's logits")
+    ap.add_argument("--int8", action="store_true", help="both engines in int8")
+    ap.add_argument("--int8-tol", type=float, default=0.1, help="with --int8: fail above this")
     args = ap.parse_args()
     torch.set_num_threads(int(os.environ.get("THREADS", "2")))
 
@@ -51,15 +58,16 @@ def main():
         px_path = os.path.join(tmp, "px.safetensors")
         subprocess.run([args.vit, "preprocess", "-m", model_dir, img, "-o", px_path], check=True,
                        stdout=subprocess.DEVNULL)
-        out = subprocess.run([args.vit, "classify", "-m", model_dir, "--json", "--logits", "-k", "1", img],
-                             check=True, capture_output=True, text=True).stdout
+        precision = ["--precision", "int8"] if args.int8 else []
+        out = subprocess.run([args.vit, "classify", "-m", model_dir, "--json", "--logits", "-k", "1", img]
+                             + precision, check=True, capture_output=True, text=True).stdout
         vit_logits = np.array(json.loads(out.strip().splitlines()[0])["logits"], dtype=np.float64)
         px = models.read_safetensors(px_path)["pixels"]  # [C,H,W]
         ort_logits = None
         if args.ort:
             raw = os.path.join(tmp, "px.f32")
             np.ascontiguousarray(px, dtype="<f4").tofile(raw)
-            onnx_path = os.path.join(args.out, "onnx", args.model + ".onnx")
+            onnx_path = os.path.join(args.out, "onnx", args.model + ("-int8" if args.int8 else "") + ".onnx")
             js = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ort_bench.js")
             out = subprocess.run(["node", js, onnx_path, "-t", os.environ.get("THREADS", "2"), "--logits", raw],
                                  check=True, capture_output=True, text=True).stdout
@@ -68,7 +76,8 @@ def main():
     with torch.no_grad():
         ref = module(torch.from_numpy(px.copy())[None]).double().numpy()[0]
     delta = np.abs(vit_logits - ref)
-    report = {"model": args.model, "pixels_shape": list(px.shape),
+    report = {"model": args.model, "precision": "int8" if args.int8 else "fp32",
+              "pixels_shape": list(px.shape),
                       "pixel_range": [float(px.min()), float(px.max())],
                       "max_abs_logit": float(np.abs(ref).max()),
                       "max_abs_delta_logit": float(delta.max()),
@@ -80,9 +89,12 @@ def main():
         report.update({"max_abs_delta_logit_ort_torch": float(d_ort.max()),
                        "max_abs_delta_logit_vit_ort": float(d_vo.max()), "argmax_ort": int(ort_logits.argmax())})
         worst = max(worst, d_ort.max(), d_vo.max())
+    if ort_logits is not None:
+        report["mean_abs_delta_logit_ort_torch"] = float(d_ort.mean())
     print(json.dumps(report))
-    if worst > args.tol:
-        sys.exit(f"check_logits.py: max |delta logit| {worst:.3g} > {args.tol:g}")
+    tol = args.int8_tol if args.int8 else args.tol
+    if worst > tol:
+        sys.exit(f"check_logits.py: max |delta logit| {worst:.3g} > {tol:g}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ For each shape it writes, under OUT:
                      (config.json, preprocessor_config.json, model.safetensors, F32)
   OUT/onnx/NAME.onnx the same network exported from PyTorch (opset 17, dynamic batch axis,
                      input pixel_values [B,3,224,224] float32, output logits [B,1000])
+  OUT/onnx/NAME-int8.onnx  that file with its weight MatMuls in int8, as onnxruntime's
+                     quantize_dynamic writes them (quantize.py)
 
 The PyTorch module below mirrors transformers' ViTForImageClassification: pre-LayerNorm
 blocks, exact (erf) GELU, a conv patch embedding, a CLS token, learned position embeddings,
@@ -274,8 +276,10 @@ def main():
         model_dir = os.path.join(args.out, "models", name)
         onnx_path = os.path.join(args.out, "onnx", name + ".onnx")
         have_dir = os.path.exists(os.path.join(model_dir, "model.safetensors"))
+        int8_path = os.path.join(args.out, "onnx", name + "-int8.onnx")
         have_onnx = os.path.exists(onnx_path)
-        if have_dir and have_onnx and not args.force:
+        have_int8 = os.path.exists(int8_path)
+        if have_dir and have_onnx and have_int8 and not args.force:
             print(f"{name}: up to date ({model_dir}, {onnx_path})")
             continue
         model = build(name)
@@ -286,6 +290,16 @@ def main():
             os.makedirs(os.path.dirname(onnx_path), exist_ok=True)
             export_onnx(model, onnx_path)
             print(f"{name}: wrote {onnx_path}")
+        if not have_int8 or not have_onnx or args.force:
+            import onnx
+            sys.dont_write_bytecode = True  # no __pycache__ in the checkout
+            import quantize
+            q = onnx.load(onnx_path)
+            n = quantize.quantize_model(q)
+            onnx.checker.check_model(q)
+            onnx.save(q, int8_path + ".tmp")
+            os.replace(int8_path + ".tmp", int8_path)
+            print(f"{name}: wrote {int8_path} ({n} MatMuls in int8)")
 
 
 if __name__ == "__main__":
