@@ -213,12 +213,31 @@ static void test_base64(void **state) {
     }
 }
 
+/* vit_zero_lazily zeroes every byte, inside pages handed back and at both unaligned ends, and
+ * nothing around them; a span within one page is zeroed too. */
+static void test_zero_lazily(void **state) {
+    (void)state;
+    const size_t n = 3 << 20;
+    unsigned char *block = malloc(n);
+    assert_non_null(block);
+    const size_t spans[][2] = {{5, n - 17}, {4096, 8192}, {100, 200}, {0, n}};
+    for (int s = 0; s < 4; s++) {
+        memset(block, 0xA5, n);
+        const size_t from = spans[s][0], len = spans[s][1] - from;
+        vit_zero_lazily(block + from, len);
+        for (size_t i = 0; i < n; i++)
+            if (block[i] != (i >= from && i < from + len ? 0 : 0xA5))
+                fail_msg("span %d: byte %zu is %d", s, i, block[i]);
+    }
+    free(block);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strlist),     cmocka_unit_test(test_block_allocator),
         cmocka_unit_test(test_atomic_file), cmocka_unit_test(test_thread_scope),
         cmocka_unit_test(test_rng),         cmocka_unit_test(test_byte_buf),
-        cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_zero_lazily), cmocka_unit_test(test_base64),
     };
     return cmocka_run_group_tests_name("base", tests, NULL, NULL);
 }

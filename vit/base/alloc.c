@@ -1,12 +1,26 @@
 #include "vit/base/alloc.h"
 
 #include <malloc.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 float *vit_alloc_floats(size_t n) {
     /* aligned_alloc wants a multiple of the alignment (AddressSanitizer enforces it) */
     const size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
     return aligned_alloc(64, bytes ? bytes : 64);
+}
+
+void vit_zero_lazily(void *p, size_t bytes) {
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), at = (uintptr_t)p;
+    const uintptr_t from = (at + page - 1) / page * page, to = (at + bytes) / page * page;
+    if (to <= from || madvise((void *)from, to - from, MADV_DONTNEED) != 0) {
+        memset(p, 0, bytes);
+        return;
+    }
+    memset(p, 0, from - at);
+    memset((void *)to, 0, at + bytes - to);
 }
 
 float *alloc_float_sets(size_t sets, size_t count, const size_t *sizes, float **const *fields,

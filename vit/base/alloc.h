@@ -15,6 +15,12 @@ static inline size_t alloc_pad16(size_t n) {
 /* n floats, 64-byte aligned; release with free(). */
 float *vit_alloc_floats(size_t n);
 
+/* Zeroes bytes at p without touching the whole pages inside them: those are handed back to the
+ * kernel (madvise MADV_DONTNEED), to come back as zero pages when first used. A block about to
+ * be filled piece by piece (a model's parameters from its file) is then resident only as it
+ * fills, not all at once beside the file. */
+void vit_zero_lazily(void *p, size_t bytes);
+
 /* One allocation for many arrays (llm.c's pattern): *fields[i] gets sizes[i] floats, each array
  * 64-byte aligned. Returns the block (free() it, which frees them all) or NULL. */
 float *alloc_float_block(size_t count, const size_t *sizes, float **const *fields);

@@ -367,8 +367,18 @@ int model_load_tower(model *m, const char *model_dir, config_tower tower, vit_er
         rc = -1;
     }
     if (rc == 0) rc = model_alloc(m, err);
+    /* each tensor's bytes go back once its last entry has them (tied weights: several) */
+    int *uses = rc == 0 ? calloc((size_t)f.count + 1, sizeof *uses) : NULL;
+    if (rc == 0 && !uses) rc = vit_fail(err, "%s: out of memory", path);
     for (int i = 0; i < m->num_entries && rc == 0; i++)
-        if (!m->entries[i].absent) rc = load_entry(m, &f, &m->entries[i], err);
+        if (!m->entries[i].absent) uses[entry_tensor(m, &f, &m->entries[i], err) - f.tensors]++;
+    for (int i = 0; i < m->num_entries && rc == 0; i++) {
+        if (m->entries[i].absent) continue;
+        const st_tensor *t = entry_tensor(m, &f, &m->entries[i], err);
+        rc = load_entry(m, &f, &m->entries[i], err);
+        if (rc == 0 && --uses[t - f.tensors] == 0) st_release(&f, t);
+    }
+    free(uses);
     st_close(&f);
     if (rc != 0 && m->params) model_free(m);
     model_config_free(&cfg);

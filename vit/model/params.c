@@ -538,7 +538,7 @@ int model_alloc(model *m, vit_error *err) {
         model_free(m);
         return vit_fail(err, "out of memory for %zu parameters", n);
     }
-    memset(m->params, 0, m->num_params * sizeof(float));
+    vit_zero_lazily(m->params, m->num_params * sizeof(float));
     layout L = {.m = m, .fill = 1};
     run_layout(&L, m); /* the tensor pointers, into the block */
     if (m->cfg.opt.sinusoidal && sinusoid_table(m) != 0) {
