@@ -9,6 +9,9 @@
 // --config adds a session configuration entry (e.g. session.intra_op.allow_spinning=0).
 // --logits runs the model once on the raw little-endian float32 [3,224,224] pixels in the file
 //          and prints {"logits": [...]} instead of timing (used by check_logits.py).
+// --cold   times a cold start instead: the session's creation and its first run (batch 1), and
+//          the process's whole life up to that answer (node's start and loading ORT included);
+//          used by cold_start.
 //
 // onnxruntime-node is looked up in $VIT_BENCH_ORT_DIR (default ~/.cache/vit-bench/ort), where
 // the driver script `run` installs it, then in the usual node_modules folders.
@@ -46,6 +49,7 @@ function parseArgs(argv) {
         break;
       }
       case '--logits': a.logits = next(); break;
+      case '--cold': a.cold = true; break;
       case '-h': case '--help': usage();
       default:
         if (arg.startsWith('-') || a.model) usage(`unexpected argument '${arg}'`);
@@ -88,9 +92,24 @@ async function main() {
     executionMode: 'sequential',
   };
   if (Object.keys(args.config).length) options.extra = args.config; // flattened to session config entries
+  const created = process.hrtime.bigint();
   const session = await ort.InferenceSession.create(args.model, options);
+  const createMs = Number(process.hrtime.bigint() - created) / 1e6;
   const input = session.inputNames[0], output = session.outputNames[0];
   const per = 3 * 224 * 224;
+
+  if (args.cold) {
+    const px = new Float32Array(per).fill(0.5);
+    const t0 = process.hrtime.bigint();
+    await session.run({ [input]: new ort.Tensor('float32', px, [1, 3, 224, 224]) });
+    const firstMs = Number(process.hrtime.bigint() - t0) / 1e6;
+    console.log(JSON.stringify({
+      model: path.basename(args.model, '.onnx'), threads: args.threads,
+      create_ms: Number(createMs.toFixed(1)), first_run_ms: Number(firstMs.toFixed(1)),
+      process_ms: Number((process.uptime() * 1000).toFixed(1)), ort_version: version,
+    }));
+    return;
+  }
 
   if (args.logits) {
     const buf = fs.readFileSync(args.logits);
