@@ -11,7 +11,7 @@
 #   make ocr-data     printed text lines for OCR in data/ocr: train and val (training fonts, SST-2's
 #                     train sentences), test-clean and test-degraded (held-out fonts, dev sentences);
 #                     make ocr-tesseract scores Tesseract on the test sets (docs/OCR_DATA.md)
-#   make ocr-model    train the shipped OCR model models/ocr-printed-lines (about an hour);
+#   make ocr-model    train the shipped OCR model models/ocr-printed-lines (about 1.5 hours);
 #                     make ocr-eval scores it and Tesseract on both test sets
 #   make model        train the default model models/fashion-vit from data/fashion-mnist/train
 #   make format       clang-format every source; make format-check only reports
@@ -448,7 +448,7 @@ needs-ocr: needs-build
 NO_SST2 := make: SST-2's train.tsv and dev.tsv, the OCR lines' sentences, are not in $(SST2) \
            (SHARED=DIR names the reference data folder)
 
-# The shipped OCR model (models/ocr-printed-lines/README.md): ViT-Tiny's encoder at 32x384 and a
+# The shipped OCR model (models/ocr-printed-lines/README.md): ViT-Tiny's encoder at 32x768 and a
 # new 3-layer TrOCR decoder over byte tokens, trained on the training lines, validated (CER after
 # every epoch) on the validation lines (training fonts, other lines); the test sets are only read
 # by make ocr-eval. Trains in $(BUILD)/ocr-printed-lines (an interrupted run resumes there); the
