@@ -188,6 +188,54 @@ static void test_completion_and_man(void **state) {
     free(completion);
 }
 
+/* vit train into a log (standard error a pipe): with --progress-every 0 a line of its own for
+ * every step, images/s and time left on it, the last at the last step; a bad value is refused. */
+static void test_train_progress_into_log(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char dir[4200], out[4200];
+    snprintf(dir, sizeof dir, "%s/progress-images", test_tmpdir());
+    snprintf(out, sizeof out, "%s/progress-model", test_tmpdir());
+    assert_int_equal(mkdir(dir, 0700), 0);
+    FILE *in = fopen("tests/data/pullover.png", "rb");
+    assert_non_null(in);
+    unsigned char png[4096];
+    const size_t n = fread(png, 1, sizeof png, in);
+    fclose(in);
+    for (int c = 0; c < 2; c++) { /* two classes of two images: 2 steps of 2 an epoch */
+        char name[64];
+        snprintf(name, sizeof name, "progress-images/%c", 'a' + c);
+        char path[4300];
+        snprintf(path, sizeof path, "%s/%s", test_tmpdir(), name);
+        assert_int_equal(mkdir(path, 0700), 0);
+        for (int i = 0; i < 2; i++) {
+            char file[96];
+            snprintf(file, sizeof file, "%s/%d.png", name, i);
+            write_temp_file(file, png, n);
+        }
+    }
+    const char *args[] = {"train", "--train",          dir, "--out",       out, "--epochs",
+                          "2",     "--batch",          "2", "--val-split", "0", "--hidden",
+                          "8",     "--layers",         "1", "--heads",     "2", "--mlp",
+                          "16",    "--progress-every", "0", "-t",          "1", NULL};
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    if (r.status != 0) fail_msg("vit train: exit %d: %s", r.status, r.err);
+    int lines = 0;
+    for (const char *at = r.err; (at = strstr(at, "vit train: epoch ")); at++) {
+        lines++;
+        assert_non_null(strstr(at, " images/s  ETA "));
+    }
+    assert_int_equal(lines, 4); /* 2 epochs of 2 steps */
+    assert_non_null(strstr(r.err, "vit train: epoch 2/2  step 4/4  loss "));
+    assert_null(strchr(r.err, '\r')); /* no terminal redraws into a log */
+    test_run_free(&r);
+    const char *bad[] = {"train", "--train", dir, "--out", out, "--progress-every", "-1", NULL};
+    r = test_run_vit(NULL, NULL, bad);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "invalid value for --progress-every: '-1'"));
+    test_run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
@@ -195,6 +243,7 @@ int main(void) {
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_model_and_exif),
         cmocka_unit_test(test_completion_and_man),
+        cmocka_unit_test(test_train_progress_into_log),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -33,6 +33,7 @@ static void install_signals(void) {
 
 typedef struct {
     int tty;
+    double every; /* into a log: seconds between progress lines */
     double last_print;
     int line_open; /* a progress line without its newline is on stderr */
 } cli_state;
@@ -64,12 +65,12 @@ static void format_duration(char *buf, size_t size, double seconds) {
 }
 
 /* The progress line: redrawn 4 times a second on a terminal; into a log (standard error not a
- * terminal), a line of its own every minute. */
+ * terminal), a line of its own every --progress-every seconds (a minute). */
 static void on_progress(void *user, const train_progress *p) {
     cli_state *s = user;
     const double t = clock_seconds();
     if (s->last_print == 0) s->last_print = t; /* a log's first line a minute in */
-    if (t - s->last_print < (s->tty ? 0.25 : 60.0) && (p->step != p->total_steps || !s->tty))
+    if (t - s->last_print < (s->tty ? 0.25 : s->every) && (p->step != p->total_steps || !s->tty))
         return;
     s->last_print = t;
     char eta[32];
@@ -127,7 +128,7 @@ static int parse_augment(const char *text, train_options *o) {
 
 /* The command line: every row of the library's option table that has a name, then the few that
  * act on several fields or on the run itself. Option ids: these, then OPT_TABLE + table index. */
-enum { OPT_AUGMENT = 1, OPT_NO_AUGMENT, OPT_RESUME, OPT_TABLE = 256 };
+enum { OPT_AUGMENT = 1, OPT_NO_AUGMENT, OPT_RESUME, OPT_PROGRESS, OPT_TABLE = 256 };
 
 static const char *group_names[] = {
     ("data (images: DIR/<class>/*.png|jpg|webp|tif|gif|bmp; text: a "
@@ -186,6 +187,10 @@ const cli_command *cli_train_command(void) {
                                     NULL});
             add_option((cli_option){OPT_RESUME, "resume", 0, NULL,
                                     "continue the interrupted run in --out exactly", NULL});
+            add_option((cli_option){OPT_PROGRESS, "progress-every", 0, "SECONDS",
+                                    "into a log (standard error not a terminal): a progress line "
+                                    "every SECONDS (0: every step)",
+                                    "60"});
         }
     }
     return &command;
@@ -194,6 +199,7 @@ const cli_command *cli_train_command(void) {
 typedef struct {
     train_options *o;
     int resume, shape_given;
+    double progress_every;
 } train_command_line;
 
 static int parse_train_option(const cli_parser *p, int id, void *user) {
@@ -201,6 +207,18 @@ static int parse_train_option(const cli_parser *p, int id, void *user) {
     if (id == OPT_AUGMENT) return parse_augment(p->value, l->o);
     if (id == OPT_NO_AUGMENT) return l->o->augment = 0, 0;
     if (id == OPT_RESUME) return l->resume = 1, 0;
+    if (id == OPT_PROGRESS) {
+        char *end;
+        l->progress_every = strtod(p->value, &end);
+        if (end == p->value || *end || !(l->progress_every >= 0 && l->progress_every <= 1e6)) {
+            fprintf(stderr,
+                    "vit train: invalid value for --progress-every: '%s' (seconds, 0 to "
+                    "1000000)\n",
+                    p->value);
+            return -1;
+        }
+        return 0;
+    }
     const train_option *t = &train_option_table[id - OPT_TABLE];
     vit_error err;
     if (train_option_set(l->o, t, p->value, &err) != 0) {
@@ -212,12 +230,14 @@ static int parse_train_option(const cli_parser *p, int id, void *user) {
 }
 
 /* Options into o (and whether to resume); then the checks of their combination. */
-static cli_outcome parse_options(int argc, char **argv, train_options *o, int *resume) {
+static cli_outcome parse_options(int argc, char **argv, train_options *o, int *resume,
+                                 double *progress_every) {
     const cli_command *cmd = cli_train_command();
-    train_command_line l = {.o = o};
+    train_command_line l = {.o = o, .progress_every = 60};
     cli_parser p;
     const cli_outcome parsed = cli_parse(&p, cmd, argc, argv, NULL, parse_train_option, &l);
     *resume = l.resume;
+    *progress_every = l.progress_every;
     if (parsed != CLI_PARSED) return parsed;
     if (p.num_rest) return cli_usage_error(cmd, "unexpected argument '%s'", p.rest[0]);
     if (!o->out_dir || (!l.resume && !o->train_path))
@@ -232,10 +252,11 @@ static cli_outcome parse_options(int argc, char **argv, train_options *o, int *r
 int cli_train(int argc, char **argv) {
     train_options o = train_default_options();
     int resume = 0;
-    const cli_outcome parsed = parse_options(argc, argv, &o, &resume);
+    double every = 60;
+    const cli_outcome parsed = parse_options(argc, argv, &o, &resume, &every);
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);
 
-    cli_state s = {.tty = isatty(2)};
+    cli_state s = {.tty = isatty(2), .every = every};
     install_signals();
     const train_hooks hooks = {.user = &s,
                                .info = on_info,
