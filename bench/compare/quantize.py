@@ -64,9 +64,8 @@ def quantize_model(model):
         done += 1
     del graph.node[:]
     graph.node.extend(nodes)
-    # the float weights now unused go (the file shrinks as quantize_dynamic's does)
-    keep = [t for t in graph.initializer if t.name in used_float or t.name.endswith(
-        ("_quantized", "_scale", "_zero_point")) or t.name not in inits]
+    # the float weights now unused go (the file shrinks as quantize_dynamic's does); the new ones stay
+    keep = [t for t in graph.initializer if t.name not in inits or t.name in used_float]
     del graph.initializer[:]
     graph.initializer.extend(keep)
     if not any(o.domain in ("", "ai.onnx") and o.version >= 10 for o in model.opset_import):

@@ -207,18 +207,7 @@ static int parse_train_option(const cli_parser *p, int id, void *user) {
     if (id == OPT_AUGMENT) return parse_augment(p->value, l->o);
     if (id == OPT_NO_AUGMENT) return l->o->augment = 0, 0;
     if (id == OPT_RESUME) return l->resume = 1, 0;
-    if (id == OPT_PROGRESS) {
-        char *end;
-        l->progress_every = strtod(p->value, &end);
-        if (end == p->value || *end || !(l->progress_every >= 0 && l->progress_every <= 1e6)) {
-            fprintf(stderr,
-                    "vit train: invalid value for --progress-every: '%s' (seconds, 0 to "
-                    "1000000)\n",
-                    p->value);
-            return -1;
-        }
-        return 0;
-    }
+    if (id == OPT_PROGRESS) return cli_number(p, 0, 1e6, &l->progress_every);
     const train_option *t = &train_option_table[id - OPT_TABLE];
     vit_error err;
     if (train_option_set(l->o, t, p->value, &err) != 0) {

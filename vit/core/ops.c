@@ -7,7 +7,6 @@
 
 #include <cblas.h>
 #include <math.h>
-#include <stdio.h>
 #ifdef VIT_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 #endif
@@ -48,25 +47,6 @@ int ops_set_blas(ops_blas b) {
 
 ops_blas ops_get_blas(void) {
     return blas;
-}
-
-const char *ops_blas_describe(char *buf, size_t size) {
-#ifdef VIT_ONEDNN
-    if (blas == OPS_BLAS_ONEDNN) {
-        const dnnl_version_t *v = dnnl_version();
-        const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
-        const char *name = (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16
-                               ? "avx512_core_bf16"
-                           : (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core
-                               ? "avx512_core"
-                           : (isa & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 ? "avx2"
-                                                                            : "sse4.1";
-        snprintf(buf, size, "oneDNN %d.%d.%d sgemm (%s)", v->major, v->minor, v->patch, name);
-        return buf;
-    }
-#endif
-    snprintf(buf, size, "OpenBLAS %s", openblas_get_corename());
-    return buf;
 }
 
 /* Row-major C[M, N] = alpha·op(A)·op(B) + beta·C, on the calling thread alone when called from a

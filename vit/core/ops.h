@@ -29,12 +29,11 @@ void ops_init(void);
 /* Who computes these ops' matrix products (each single-threaded on a thread's share, as above):
  * OpenBLAS, or oneDNN's sgemm (dnnl_sgemm, its AVX-512/AVX2 kernels picked for the CPU whatever
  * OPENBLAS_CORETYPE says), the default where the build has oneDNN. Process-wide: set it before
- * any op runs, not while one does. ops_set_blas returns -1 for oneDNN in a build without it. */
+ * any op runs, not while one does. ops_set_blas returns -1 for oneDNN in a build without it.
+ * gemm_backend_describe names the kernels either runs. */
 typedef enum { OPS_BLAS_OPENBLAS, OPS_BLAS_ONEDNN } ops_blas;
 int ops_set_blas(ops_blas blas);
 ops_blas ops_get_blas(void);
-/* "OpenBLAS Haswell" or "oneDNN sgemm (avx512_core_bf16)". */
-const char *ops_blas_describe(char *buf, size_t size);
 
 /* out[0..m) = indices of the m = min(k, n) largest of x[0..n), largest first (ties: lower index
  * first; NaN after every number); returns m (0 when k <= 0). O(n log k). */

@@ -326,9 +326,10 @@ static int check_tensors(const model *m, const st_file *f, vit_error *err) {
 
 /* Entry e's tensor into the parameter block, transposed to [out, in] where the file holds
  * [in, out]. */
-static int load_entry(model *m, const st_file *f, const param_entry *e, vit_error *err) {
+/* Entry e from its tensor t (entry_tensor's). */
+static int load_entry(model *m, const st_file *f, const param_entry *e, const st_tensor *t,
+                      vit_error *err) {
     float *to = m->params + e->offset;
-    const st_tensor *t = entry_tensor(m, f, e, err);
     if (!e->transposed) return st_to_f32(f, t, to, err);
     float *tmp = vit_alloc_floats(e->numel);
     if (!tmp) return vit_fail(err, "%s: out of memory", f->path);
@@ -369,16 +370,18 @@ int model_load_tower(model *m, const char *model_dir, config_tower tower, vit_er
     if (rc == 0) rc = model_alloc(m, err);
     /* each tensor's bytes go back once its last entry has them (tied weights: several) */
     int *uses = rc == 0 ? calloc((size_t)f.count + 1, sizeof *uses) : NULL;
-    if (rc == 0 && !uses) rc = vit_fail(err, "%s: out of memory", path);
+    const st_tensor **of = rc == 0 ? calloc((size_t)m->num_entries + 1, sizeof *of) : NULL;
+    if (rc == 0 && (!uses || !of)) rc = vit_fail(err, "%s: out of memory", path);
     for (int i = 0; i < m->num_entries && rc == 0; i++)
-        if (!m->entries[i].absent) uses[entry_tensor(m, &f, &m->entries[i], err) - f.tensors]++;
+        if (!m->entries[i].absent && (of[i] = entry_tensor(m, &f, &m->entries[i], err)))
+            uses[of[i] - f.tensors]++;
     for (int i = 0; i < m->num_entries && rc == 0; i++) {
-        if (m->entries[i].absent) continue;
-        const st_tensor *t = entry_tensor(m, &f, &m->entries[i], err);
-        rc = load_entry(m, &f, &m->entries[i], err);
-        if (rc == 0 && --uses[t - f.tensors] == 0) st_release(&f, t);
+        if (!of[i]) continue; /* absent */
+        rc = load_entry(m, &f, &m->entries[i], of[i], err);
+        if (rc == 0 && --uses[of[i] - f.tensors] == 0) st_release(&f, of[i]);
     }
     free(uses);
+    free(of);
     st_close(&f);
     if (rc != 0 && m->params) model_free(m);
     model_config_free(&cfg);

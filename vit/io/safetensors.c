@@ -1,5 +1,6 @@
 #include "vit/io/safetensors.h"
 
+#include "vit/base/alloc.h"
 #include "vit/base/file.h"
 
 #include <cjson/cJSON.h>
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,7 +50,7 @@ void st_close(st_file *file) {
     if (!file) return;
     for (int i = 0; i < file->count; i++) free(file->tensors[i].name);
     free(file->tensors);
-    if (file->map) munmap(file->map, file->map_size);
+    free(file->map);
     free(file->path);
     memset(file, 0, sizeof *file);
 }
@@ -186,10 +186,7 @@ int st_open(const char *path, st_file *file, vit_error *err) {
      * would end the process with SIGBUS; a short read is an error instead. The tensors are
      * converted into the model's own block at load, so the copy lives only that long. */
     file->map_size = (size_t)st.st_size;
-    /* anonymous pages rather than malloc's: st_release hands a tensor's back early */
-    file->map =
-        mmap(NULL, file->map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (file->map == MAP_FAILED) file->map = NULL;
+    file->map = malloc(file->map_size);
     size_t got = 0;
     while (file->map && got < file->map_size) {
         const ssize_t n = read(fd, (char *)file->map + got, file->map_size - got);
@@ -252,10 +249,8 @@ static float half_to_float(uint16_t h) {
 }
 
 void st_release(st_file *file, const st_tensor *t) {
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t from = ((uintptr_t)t->data + page - 1) / page * page,
-                    to = ((uintptr_t)t->data + t->nbytes) / page * page;
-    if (file->map && to > from) madvise((void *)from, to - from, MADV_DONTNEED);
+    (void)file;                                  /* the bytes are its own copy: read, not mapped */
+    vit_zero_lazily((void *)t->data, t->nbytes); /* the pages inside them go back */
 }
 
 int st_to_f32(const st_file *file, const st_tensor *t, float *out, vit_error *err) {

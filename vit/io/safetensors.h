@@ -48,9 +48,9 @@ const st_tensor *st_find(const st_file *file, const char *name);
 const char *st_dtype_name(st_dtype dtype);
 /* Converts any float dtype to float32 into out (numel floats). */
 int st_to_f32(const st_file *file, const st_tensor *t, float *out, vit_error *err);
-/* Gives a tensor read for the last time back to the system (the pages wholly inside its bytes,
- * which then read as zeros: t must not be read again), so that loading a model needs the file's
- * size once, not twice. */
+/* Gives a tensor read for the last time back to the system (vit_zero_lazily: its bytes then read
+ * as zeros, t must not be read again), so that loading a model needs the file's size once, not
+ * twice. */
 void st_release(st_file *file, const st_tensor *t);
 
 /* Writing, to a temporary file renamed into place (never a half-written file). An entry's dtype

@@ -17,6 +17,7 @@
 #include "vit/base/file.h"
 #include "vit/base/rng.h"
 #include "vit/base/threads.h"
+#include "vit/core/gemm.h"
 #include "vit/core/ops.h"
 #include "vit/data/line_set.h"
 #include "vit/io/safetensors.h"
@@ -367,8 +368,10 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
     if (resume) st_close(&state);
     if (dist_all_succeeded(rc, "to set up", err) != 0) return -1;
     char blas[96];
-    trainer_info(t, "matrix products on %s, %d threads", ops_blas_describe(blas, sizeof blas),
-                 omp_get_max_threads());
+    const gemm_backend library = ops_get_blas() == OPS_BLAS_ONEDNN ? GEMM_ONEDNN : GEMM_OPENBLAS;
+    trainer_info(t, "matrix products on %s%s, %d threads",
+                 gemm_backend_describe(library, blas, sizeof blas),
+                 library == GEMM_ONEDNN ? " sgemm" : "", omp_get_max_threads());
     char classes[32] = "image to text";
     if (!t->task->setup_model) snprintf(classes, sizeof classes, "%d classes", t->num_classes);
     trainer_info(t,
