@@ -190,30 +190,35 @@ static void test_completion_and_man(void **state) {
 
 /* vit train into a log (standard error a pipe): with --progress-every 0 a line of its own for
  * every step, images/s and time left on it, the last at the last step; a bad value is refused. */
-static void test_train_progress_into_log(void **state) {
-    (void)state;
-    REQUIRE_BIN();
-    char dir[4200], out[4200];
-    snprintf(dir, sizeof dir, "%s/progress-images", test_tmpdir());
-    snprintf(out, sizeof out, "%s/progress-model", test_tmpdir());
+/* dir (under the temporary folder): two classes of two copies of pullover.png. */
+static void two_class_images(const char *name, char *dir, size_t size) {
+    snprintf(dir, size, "%s/%s", test_tmpdir(), name);
     assert_int_equal(mkdir(dir, 0700), 0);
     FILE *in = fopen("tests/data/pullover.png", "rb");
     assert_non_null(in);
     unsigned char png[4096];
     const size_t n = fread(png, 1, sizeof png, in);
     fclose(in);
-    for (int c = 0; c < 2; c++) { /* two classes of two images: 2 steps of 2 an epoch */
-        char name[64];
-        snprintf(name, sizeof name, "progress-images/%c", 'a' + c);
-        char path[4300];
-        snprintf(path, sizeof path, "%s/%s", test_tmpdir(), name);
+    for (int c = 0; c < 2; c++) {
+        char sub[256];
+        snprintf(sub, sizeof sub, "%s/%c", name, 'a' + c);
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", test_tmpdir(), sub);
         assert_int_equal(mkdir(path, 0700), 0);
         for (int i = 0; i < 2; i++) {
-            char file[96];
-            snprintf(file, sizeof file, "%s/%d.png", name, i);
+            char file[300];
+            snprintf(file, sizeof file, "%s/%d.png", sub, i);
             write_temp_file(file, png, n);
         }
     }
+}
+
+static void test_train_progress_into_log(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char dir[4200], out[4200];
+    two_class_images("progress-images", dir, sizeof dir); /* 2 steps of 2 an epoch */
+    snprintf(out, sizeof out, "%s/progress-model", test_tmpdir());
     const char *args[] = {"train", "--train",          dir, "--out",       out, "--epochs",
                           "2",     "--batch",          "2", "--val-split", "0", "--hidden",
                           "8",     "--layers",         "1", "--heads",     "2", "--mlp",
@@ -236,6 +241,39 @@ static void test_train_progress_into_log(void **state) {
     test_run_free(&r);
 }
 
+/* --precision bf16 trains (the log names the bf16 products) where oneDNN has bf16 kernels; a
+ * precision that is not fp32 or bf16, and bf16 on OpenBLAS, get one-line refusals. */
+static void test_train_precision(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char dir[4200], out[4200];
+    two_class_images("precision-images", dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/precision-model", test_tmpdir());
+    const char *args[] = {"train", "--train",     dir,    "--out",       out, "--epochs",
+                          "1",     "--batch",     "2",    "--val-split", "0", "--hidden",
+                          "8",     "--layers",    "1",    "--heads",     "2", "--mlp",
+                          "16",    "--precision", "bf16", "-t",          "2", NULL};
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    if (r.status != 0 && strstr(r.err, "has no bf16 kernels")) {
+        fprintf(stderr, "SKIPPED bf16 training: %s", r.err);
+    } else {
+        if (r.status != 0) fail_msg("vit train --precision bf16: exit %d: %s", r.status, r.err);
+        assert_non_null(strstr(r.err, "bf16 matmul (operands rounded to bfloat16)"));
+    }
+    test_run_free(&r);
+    const char *bad[] = {"train", "--train", dir, "--out", out, "--precision", "fp16", NULL};
+    r = test_run_vit(NULL, NULL, bad);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "--precision: 'fp16' is neither fp32 nor bf16"));
+    test_run_free(&r);
+    const char *openblas[] = {"train",       "--train", dir,      "--out",    out,
+                              "--precision", "bf16",    "--blas", "openblas", NULL};
+    r = test_run_vit(NULL, NULL, openblas);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "not with --blas openblas"));
+    test_run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
@@ -244,6 +282,7 @@ int main(void) {
         cmocka_unit_test(test_model_and_exif),
         cmocka_unit_test(test_completion_and_man),
         cmocka_unit_test(test_train_progress_into_log),
+        cmocka_unit_test(test_train_precision),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -3,6 +3,8 @@
 #include "tests/testutil.h"
 
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,6 +45,83 @@ static void test_linear_backward(void **state) {
     expect_floats(dinp, (const double[]){1, 0, -1, 0.5, 0.5, 0.5}, 6, TOL);
     expect_floats(dw, (const double[]){2, 3, 4, 5, 6, 7}, 6, TOL);
     expect_floats(db, (const double[]){2, 2}, 2, TOL);
+}
+
+/* x rounded to bfloat16, ties to even, by its bits (finite x). */
+static double bf16_of(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    float r;
+    memcpy(&r, &u, sizeof r);
+    return r;
+}
+
+/* Σ_k a[n,k]·w[o,k] (+ b[o]) in double, the operands rounded (or not) to bfloat16 first. */
+static void linear_reference(double *out, const float *a, const float *w, const float *b, int N,
+                             int IN, int OUT, int rounded) {
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OUT; o++) {
+            double sum = b ? b[o] : 0.0;
+            for (int k = 0; k < IN; k++) {
+                const float x = a[(size_t)n * IN + k], y = w[(size_t)o * IN + k];
+                sum += rounded ? bf16_of(x) * bf16_of(y) : (double)x * y;
+            }
+            out[(size_t)n * OUT + o] = sum;
+        }
+}
+
+/* The bf16 training products (OPS_BLAS_ONEDNN_BF16): each product of two bfloat16 numbers is
+ * exact in fp32, so the results are the double sums of the rounded operands but for the fp32
+ * summation (37..70 terms of size ~1: under 1e-4), and measurably not the unrounded ones. All
+ * three layouts the training ops use: forward (B transposed, bias as beta = 1), dinp, dweight
+ * (A transposed, accumulating). */
+static void test_linear_bf16(void **state) {
+    (void)state;
+    if (ops_set_blas(OPS_BLAS_ONEDNN_BF16) != 0) {
+        fprintf(stderr, "SKIPPED: no oneDNN bf16 kernels here (build or CPU)\n");
+        skip();
+    }
+    enum { N = 37, IN = 70, OUT = 45 };
+    float *inp = malloc(sizeof(float) * N * IN), *w = malloc(sizeof(float) * OUT * IN),
+          *b = malloc(sizeof(float) * OUT), *out = malloc(sizeof(float) * N * OUT),
+          *dout = malloc(sizeof(float) * N * OUT), *dinp = malloc(sizeof(float) * N * IN),
+          *dw = malloc(sizeof(float) * OUT * IN), *db = calloc(OUT, sizeof(float));
+    double *want = malloc(sizeof(double) * N * IN * OUT), *plain = malloc(sizeof(double) * N * OUT);
+    for (int i = 0; i < N * IN; i++) inp[i] = (float)sin(0.37 * i + 0.1) * 1.3f;
+    for (int i = 0; i < OUT * IN; i++) w[i] = (float)cos(0.91 * i) * 0.7f;
+    for (int i = 0; i < OUT; i++) b[i] = 0.01f * i;
+    for (int i = 0; i < N * OUT; i++) dout[i] = (float)sin(1.7 * i + 0.3);
+    for (int i = 0; i < OUT * IN; i++) dw[i] = 0.5f; /* dW accumulates onto it */
+    linear_forward(out, inp, w, b, N, IN, OUT);
+    linear_reference(want, inp, w, b, N, IN, OUT, 1);
+    linear_reference(plain, inp, w, b, N, IN, OUT, 0);
+    double off_plain = 0;
+    for (int i = 0; i < N * OUT; i++) off_plain = fmax(off_plain, fabs(out[i] - plain[i]));
+    expect_floats(out, want, N * OUT, 1e-4);
+    if (off_plain < 1e-3)
+        fail_msg("bf16 products as close as %g to fp32's: not rounded", off_plain);
+    linear_backward(dinp, dw, db, dout, inp, w, N, IN, OUT);
+    for (int n = 0; n < N; n++) /* dinp = dout · W */
+        for (int k = 0; k < IN; k++) {
+            double sum = 0;
+            for (int o = 0; o < OUT; o++)
+                sum += bf16_of(dout[n * OUT + o]) * bf16_of(w[o * IN + k]);
+            want[n * IN + k] = sum;
+        }
+    expect_floats(dinp, want, N * IN, 1e-4);
+    for (int o = 0; o < OUT; o++) /* dW = 0.5 + doutᵀ · inp */
+        for (int k = 0; k < IN; k++) {
+            double sum = 0.5;
+            for (int n = 0; n < N; n++)
+                sum += bf16_of(dout[n * OUT + o]) * bf16_of(inp[n * IN + k]);
+            want[o * IN + k] = sum;
+        }
+    expect_floats(dw, want, OUT * IN, 1e-4);
+    ops_release_buffers();
+    ops_set_blas(OPS_BLAS_ONEDNN);
+    free(inp), free(w), free(b), free(out), free(dout), free(dinp), free(dw), free(db);
+    free(want), free(plain);
 }
 
 static void test_layernorm_forward(void **state) {
@@ -341,6 +420,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_forward),
         cmocka_unit_test(test_linear_backward),
+        cmocka_unit_test(test_linear_bf16),
         cmocka_unit_test(test_layernorm_forward),
         cmocka_unit_test(test_layernorm_backward),
         cmocka_unit_test(test_softmax),

@@ -587,4 +587,120 @@ void onednn_run(const gemm_weight *w, const float *x, int N, float *y, gemm_stat
                                                     : run_float(L, w, prim, scratchpad, x, N, y, s);
     if (rc != 0) fail_rows(y, N, w->OUT);
 }
+/* ---- bf16 products of the training ops (ops.c): any shape, operands rounded per call ---- */
+
+/* A thread's own buffers for the rounded operands, its stream and the primitives' scratchpad
+ * (user mode: two threads running the same cached primitive never share one). Grown, never
+ * shrunk: after the first steps of a run no product allocates. */
+typedef struct {
+    dnnl_stream_t stream;
+    uint16_t *a, *b;
+    void *scratchpad;
+    size_t a_cap, b_cap, scratchpad_cap;
+} bf16_buffers;
+
+static _Thread_local bf16_buffers own_buffers;
+
+static int grow(void **p, size_t *cap, size_t bytes) {
+    if (bytes <= *cap) return 0;
+    void *q = vit_alloc_floats(bytes / 4 + 1);
+    if (!q) return -1;
+    free(*p);
+    *p = q;
+    *cap = bytes;
+    return 0;
+}
+
+/* rows x cols of x (leading dimension ld) to bfloat16, packed (leading dimension cols). */
+static void pack_bf16(uint16_t *out, const float *x, int rows, int cols, int ld) {
+    for (int r = 0; r < rows; r++)
+        convert_bf16(out + (size_t)r * cols, x + (size_t)r * ld, (size_t)cols);
+}
+
+/* op(X) [rows, cols] of the packed copy: stored as is (strides {cols, 1}) or transposed. */
+static dnnl_memory_desc_t packed_desc(int rows, int cols, int trans, dnnl_data_type_t type) {
+    dnnl_memory_desc_t md;
+    const dnnl_dims_t dims = {rows, cols};
+    const dnnl_dims_t strides = {trans ? 1 : cols, trans ? rows : 1};
+    dnnl_memory_desc_init_by_strides(&md, 2, dims, type, strides);
+    return md;
+}
+
+static dnnl_primitive_t bf16_matmul(int trans_a, int trans_b, int M, int N, int K, float alpha,
+                                    float beta, int ldc) {
+    const dnnl_memory_desc_t a = packed_desc(M, K, trans_a, dnnl_bf16);
+    const dnnl_memory_desc_t b = packed_desc(K, N, trans_b, dnnl_bf16);
+    dnnl_memory_desc_t c;
+    const dnnl_dims_t dims = {M, N}, strides = {ldc, 1};
+    dnnl_memory_desc_init_by_strides(&c, 2, dims, dnnl_f32, strides);
+    dnnl_matmul_desc_t desc;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    int ok =
+        dnnl_matmul_desc_init(&desc, &a, &b, NULL, &c) == dnnl_success &&
+        dnnl_primitive_attr_create(&attr) == dnnl_success &&
+        dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+    if (ok && alpha != 1.0f)
+        ok = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha) == dnnl_success;
+    if (ok && beta != 0.0f)
+        ok = dnnl_post_ops_create(&po) == dnnl_success &&
+             dnnl_post_ops_append_sum(po, beta) == dnnl_success &&
+             dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+    /* oneDNN's primitive cache makes a shape seen before cheap (a few microseconds) */
+    if (ok && dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL) == dnnl_success)
+        dnnl_primitive_create(&prim, pd);
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    return prim;
+}
+
+int onednn_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                     int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    if (M <= 0 || N <= 0 || K <= 0 || !onednn_available()) return -1;
+    bf16_buffers *o = &own_buffers;
+    if (!o->stream &&
+        dnnl_stream_create(&o->stream, engine, dnnl_stream_default_flags) != dnnl_success)
+        return -1;
+    const size_t a_bytes = (size_t)M * K * 2, b_bytes = (size_t)K * N * 2;
+    if (grow((void **)&o->a, &o->a_cap, a_bytes) != 0 ||
+        grow((void **)&o->b, &o->b_cap, b_bytes) != 0)
+        return -1;
+    dnnl_primitive_t prim = bf16_matmul(trans_a, trans_b, M, N, K, alpha, beta, ldc);
+    if (!prim) return -1;
+    const dnnl_memory_desc_t *pad = scratchpad_desc(prim);
+    const size_t pad_bytes = pad ? dnnl_memory_desc_get_size(pad) : 0;
+    int ok = grow(&o->scratchpad, &o->scratchpad_cap, pad_bytes) == 0;
+    if (ok) {
+        trans_a ? pack_bf16(o->a, A, K, M, lda) : pack_bf16(o->a, A, M, K, lda);
+        trans_b ? pack_bf16(o->b, B, N, K, ldb) : pack_bf16(o->b, B, K, N, ldb);
+    }
+    dnnl_memory_desc_t c;
+    const dnnl_dims_t dims = {M, N}, strides = {ldc, 1};
+    dnnl_memory_desc_init_by_strides(&c, 2, dims, dnnl_f32, strides);
+    dnnl_memory_t m[4] = {NULL, NULL, NULL, NULL};
+    ok = ok && make_memory(&m[0], packed_desc(M, K, trans_a, dnnl_bf16), o->a) == 0 &&
+         make_memory(&m[1], packed_desc(K, N, trans_b, dnnl_bf16), o->b) == 0 &&
+         make_memory(&m[2], c, C) == 0 &&
+         (!pad_bytes || make_memory(&m[3], *pad, o->scratchpad) == 0);
+    const dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, m[0]},
+                                     {DNNL_ARG_WEIGHTS, m[1]},
+                                     {DNNL_ARG_DST, m[2]},
+                                     {DNNL_ARG_SCRATCHPAD, m[3]}};
+    ok = ok && dnnl_primitive_execute(prim, o->stream, pad_bytes ? 4 : 3, args) == dnnl_success &&
+         dnnl_stream_wait(o->stream) == dnnl_success;
+    for (int i = 0; i < 4; i++) dnnl_memory_destroy(m[i]);
+    dnnl_primitive_destroy(prim);
+    return ok ? 0 : -1;
+}
+
+void onednn_gemm_bf16_release(void) {
+    bf16_buffers *o = &own_buffers;
+    free(o->a), free(o->b), free(o->scratchpad);
+    if (o->stream) dnnl_stream_destroy(o->stream);
+    memset(o, 0, sizeof *o);
+}
+
 #endif

@@ -1,6 +1,7 @@
 #include "vit/core/ops.h"
 
 #include "vit/core/fastmath.h"
+#include "vit/core/gemm_internal.h"
 
 #include "vit/base/hot.h"
 #include "vit/base/rng.h"
@@ -38,8 +39,10 @@ static ops_blas blas = OPS_BLAS_OPENBLAS;
 #endif
 
 int ops_set_blas(ops_blas b) {
-#ifndef VIT_ONEDNN
-    if (b == OPS_BLAS_ONEDNN) return -1;
+#ifdef VIT_ONEDNN
+    if (b == OPS_BLAS_ONEDNN_BF16 && !onednn_bf16_native()) return -1;
+#else
+    if (b != OPS_BLAS_OPENBLAS) return -1;
 #endif
     blas = b;
     return 0;
@@ -49,12 +52,22 @@ ops_blas ops_get_blas(void) {
     return blas;
 }
 
+void ops_release_buffers(void) {
+#ifdef VIT_ONEDNN
+#pragma omp parallel
+    onednn_gemm_bf16_release();
+#endif
+}
+
 /* Row-major C[M, N] = alpha·op(A)·op(B) + beta·C, on the calling thread alone when called from a
  * parallel region (oneDNN's sgemm runs serially there, as OpenBLAS does once ops_init ran). */
 static void sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                   int lda, const float *B, int ldb, float beta, float *C, int ldc) {
 #ifdef VIT_ONEDNN
-    if (blas == OPS_BLAS_ONEDNN) {
+    if (blas == OPS_BLAS_ONEDNN_BF16 &&
+        onednn_gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) == 0)
+        return;
+    if (blas != OPS_BLAS_OPENBLAS) { /* bf16 where oneDNN could not: the fp32 product */
         dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta,
                    C, ldc);
         return;

@@ -29,11 +29,17 @@ void ops_init(void);
 /* Who computes these ops' matrix products (each single-threaded on a thread's share, as above):
  * OpenBLAS, or oneDNN's sgemm (dnnl_sgemm, its AVX-512/AVX2 kernels picked for the CPU whatever
  * OPENBLAS_CORETYPE says), the default where the build has oneDNN. Process-wide: set it before
- * any op runs, not while one does. ops_set_blas returns -1 for oneDNN in a build without it.
- * gemm_backend_describe names the kernels either runs. */
-typedef enum { OPS_BLAS_OPENBLAS, OPS_BLAS_ONEDNN } ops_blas;
+ * any op runs, not while one does. OPS_BLAS_ONEDNN_BF16: training in bf16, the products' operands
+ * rounded to bfloat16 and summed in fp32 on oneDNN's bf16 kernels (everything else, the
+ * parameters and their updates stay fp32). ops_set_blas returns -1 for oneDNN in a build without
+ * it, and for bf16 on a CPU without bf16 kernels. gemm_backend_describe names the kernels either
+ * runs. */
+typedef enum { OPS_BLAS_OPENBLAS, OPS_BLAS_ONEDNN, OPS_BLAS_ONEDNN_BF16 } ops_blas;
 int ops_set_blas(ops_blas blas);
 ops_blas ops_get_blas(void);
+/* Frees what the bf16 products keep per thread (their rounded operands), on each thread of the
+ * current team: call after a run, outside any parallel region. */
+void ops_release_buffers(void);
 
 /* out[0..m) = indices of the m = min(k, n) largest of x[0..n), largest first (ties: lower index
  * first; NaN after every number); returns m (0 when k <= 0). O(n log k). */

@@ -111,6 +111,10 @@ const train_option train_option_table[] = {
      "the matrix products' library: onednn (oneDNN's sgemm, its kernels chosen for the CPU) or "
      "openblas (its kernels as OPENBLAS_CORETYPE says)", "onednn where built with it",
      GROUP_TRAINING, OPTION_NOT_SAVED},
+    {"precision", NULL, OPTION_STRING, F(precision), 0, 0, 0, "P",
+     "fp32, or bf16: the matrix products' operands rounded to bfloat16 and summed in fp32 on "
+     "oneDNN's bf16 kernels (weights, gradients, optimiser, norms and softmax stay fp32)", "fp32",
+     GROUP_TRAINING, OPTION_NOT_SAVED},
 };
 /* clang-format on */
 const int train_option_count = sizeof train_option_table / sizeof train_option_table[0];

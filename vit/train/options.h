@@ -49,6 +49,8 @@ typedef struct {
     uint64_t seed;
     int threads;      /* 0: one per core */
     const char *blas; /* "onednn" or "openblas" (ops_set_blas); NULL: the build's default */
+    const char
+        *precision; /* "fp32" or "bf16" (the products on oneDNN's bf16 kernels); NULL: fp32 */
     const char *out_dir;
 } train_options;
 

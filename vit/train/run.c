@@ -353,6 +353,7 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
         t->o.out_dir = opt->out_dir;
         t->o.threads = opt->threads;
         t->o.blas = opt->blas;
+        t->o.precision = opt->precision;
     } else {
         rc = train_options_check(&t->o, err) != 0 || choose_task(t, err) != 0 ? -1 : 0;
         if (rc == 0) own_paths(t);
@@ -368,10 +369,14 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
     if (resume) st_close(&state);
     if (dist_all_succeeded(rc, "to set up", err) != 0) return -1;
     char blas[96];
-    const gemm_backend library = ops_get_blas() == OPS_BLAS_ONEDNN ? GEMM_ONEDNN : GEMM_OPENBLAS;
+    const ops_blas ops = ops_get_blas();
+    const gemm_backend library = ops == OPS_BLAS_OPENBLAS ? GEMM_OPENBLAS : GEMM_ONEDNN;
     trainer_info(t, "matrix products on %s%s, %d threads",
                  gemm_backend_describe(library, blas, sizeof blas),
-                 library == GEMM_ONEDNN ? " sgemm" : "", omp_get_max_threads());
+                 ops == OPS_BLAS_ONEDNN_BF16 ? " bf16 matmul (operands rounded to bfloat16)"
+                 : ops == OPS_BLAS_ONEDNN    ? " sgemm"
+                                             : "",
+                 omp_get_max_threads());
     char classes[32] = "image to text";
     if (!t->task->setup_model) snprintf(classes, sizeof classes, "%d classes", t->num_classes);
     trainer_info(t,
@@ -398,24 +403,35 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
     return rc;
 }
 
-/* The products' library the options ask for (the build's default when they ask none). */
-static int choose_blas(const char *name, vit_error *err) {
-    if (!name) return 0;
-    const int onednn = strcmp(name, "onednn") == 0;
-    if (!onednn && strcmp(name, "openblas") != 0)
+/* The products' library and precision the options ask for (the build's default library, fp32,
+ * when they ask none). */
+static int choose_blas(const char *name, const char *precision, vit_error *err) {
+    const int bf16 = precision && strcmp(precision, "bf16") == 0;
+    if (precision && !bf16 && strcmp(precision, "fp32") != 0)
+        return vit_fail(err, "--precision: '%.40s' is neither fp32 nor bf16", precision);
+    const int onednn = name ? strcmp(name, "onednn") == 0 : ops_get_blas() != OPS_BLAS_OPENBLAS;
+    if (name && !onednn && strcmp(name, "openblas") != 0)
         return vit_fail(err, "--blas: '%.40s' is neither onednn nor openblas", name);
-    if (ops_set_blas(onednn ? OPS_BLAS_ONEDNN : OPS_BLAS_OPENBLAS) != 0)
-        return vit_fail(err, "--blas onednn: this vit is built without oneDNN");
+    if (bf16 && !onednn)
+        return vit_fail(err, "--precision bf16 runs on oneDNN's kernels, not with --blas openblas");
+    const ops_blas want = bf16     ? OPS_BLAS_ONEDNN_BF16
+                          : onednn ? OPS_BLAS_ONEDNN
+                                   : OPS_BLAS_OPENBLAS;
+    if (ops_set_blas(want) != 0)
+        return vit_fail(err, bf16 ? "--precision bf16: this CPU (or this vit's oneDNN) has no bf16 "
+                                    "kernels"
+                                  : "--blas onednn: this vit is built without oneDNN");
     return 0;
 }
 
 int train_run(const train_options *opt, int resume, const train_hooks *hooks, vit_error *err) {
     trainer t = {.o = *opt, .hooks = hooks};
     ops_init();
-    if (choose_blas(opt->blas, err) != 0) return -1;
+    if (choose_blas(opt->blas, opt->precision, err) != 0) return -1;
     /* the whole run on this thread's count; decoding the data runs on the OpenMP threads too */
     const threads_scope scope = threads_begin(threads_resolve(opt->threads));
     const int rc = set_up_and_train(&t, opt, resume, err);
+    ops_release_buffers();
     threads_end(scope);
     trainer_free(&t);
     return rc;
