@@ -337,3 +337,107 @@ int plot_draw(const plot_panel *panels, int n_panels, int panel_width, int panel
         draw_panel(out, &panels[i], i * panel_width, panel_width, panel_height);
     return 0;
 }
+
+/* ---- a count matrix ---- */
+
+#define MATRIX_MARGIN 12
+#define MATRIX_SCALE  2  /* of the 5x7 font: 12 pixels a character */
+#define MATRIX_NAME   24 /* characters of a row's name shown at most */
+
+static void row_name(char *buf, size_t size, const char *const *names, int i) {
+    snprintf(buf, size, "%d %.*s", i, MATRIX_NAME, names && names[i] ? names[i] : "");
+}
+
+int plot_matrix_left(const char *const *names, int n) {
+    int widest = 0;
+    for (int i = 0; i < n; i++) {
+        char buf[64];
+        row_name(buf, sizeof buf, names, i);
+        const int w = text_width(buf, MATRIX_SCALE);
+        if (w > widest) widest = w;
+    }
+    return MATRIX_MARGIN + widest + MATRIX_MARGIN;
+}
+
+/* White to dark blue (matplotlib's "Blues" ends) by share in [0, 1]. */
+static void blues(double share, uint8_t rgb[3]) {
+    static const double light[3] = {247, 251, 255}, dark[3] = {8, 48, 107};
+    for (int c = 0; c < 3; c++) rgb[c] = (uint8_t)lrint(light[c] + share * (dark[c] - light[c]));
+}
+
+static void put_centred(image_u8 *img, int cx, int cy, const char *s, const uint8_t rgb[3]) {
+    draw_text(img, cx - text_width(s, MATRIX_SCALE) / 2, cy - 7 * MATRIX_SCALE / 2, MATRIX_SCALE, s,
+              rgb);
+}
+
+static void draw_cells(image_u8 *img, const int *counts, int n, int left) {
+    static const uint8_t white[3] = {255, 255, 255};
+    for (int i = 0; i < n; i++) {
+        long total = 0;
+        for (int j = 0; j < n; j++) total += counts[(size_t)i * n + j];
+        for (int j = 0; j < n; j++) {
+            const int c = counts[(size_t)i * n + j];
+            const double share = total ? (double)c / (double)total : 0.0;
+            uint8_t rgb[3];
+            blues(share, rgb);
+            const int x = left + j * PLOT_CELL_W, y = PLOT_MATRIX_TOP + i * PLOT_CELL_H;
+            fill(img, (rect){x, y, x + PLOT_CELL_W - 1, y + PLOT_CELL_H - 1}, rgb);
+            if (c == 0) continue;
+            char buf[16];
+            snprintf(buf, sizeof buf, "%d", c);
+            put_centred(img, x + PLOT_CELL_W / 2, y + PLOT_CELL_H / 2, buf,
+                        share > 0.5 ? white : ink);
+        }
+        char buf[32] = "-";
+        if (total)
+            snprintf(buf, sizeof buf, "%.1f%%", 100.0 * counts[(size_t)i * n + i] / (double)total);
+        draw_text(img, left + n * PLOT_CELL_W + MATRIX_MARGIN,
+                  PLOT_MATRIX_TOP + i * PLOT_CELL_H + (PLOT_CELL_H - 7 * MATRIX_SCALE) / 2,
+                  MATRIX_SCALE, buf, ink);
+    }
+}
+
+static void draw_matrix_grid(image_u8 *img, int n, int left) {
+    const int right = left + n * PLOT_CELL_W, bottom = PLOT_MATRIX_TOP + n * PLOT_CELL_H;
+    for (int k = 0; k <= n; k++) {
+        const int x = left + k * PLOT_CELL_W - (k == n),
+                  y = PLOT_MATRIX_TOP + k * PLOT_CELL_H - (k == n);
+        fill(img, (rect){x, PLOT_MATRIX_TOP, x, bottom - 1}, grid);
+        fill(img, (rect){left, y, right - 1, y}, grid);
+    }
+}
+
+int plot_matrix(const int *counts, int n, const char *const *names, const char *title,
+                image_u8 *out, vit_error *err) {
+    memset(out, 0, sizeof *out);
+    if (n < 1 || n > PLOT_MAX_MATRIX || !counts)
+        return vit_fail(err, "a matrix chart has 1 to %d rows, not %d", PLOT_MAX_MATRIX, n);
+    for (size_t i = 0; i < (size_t)n * n; i++)
+        if (counts[i] < 0)
+            return vit_fail(err, "a matrix chart's count is negative: %d", counts[i]);
+    const int left = plot_matrix_left(names, n);
+    const int width =
+        left + n * PLOT_CELL_W + MATRIX_MARGIN + text_width("100.0%", MATRIX_SCALE) + MATRIX_MARGIN;
+    const int height = PLOT_MATRIX_TOP + n * PLOT_CELL_H + MATRIX_MARGIN;
+    const size_t bytes = (size_t)width * height * 3;
+    if (!(out->pixels = malloc(bytes)))
+        return vit_fail(err, "out of memory for a %dx%d chart", width, height);
+    out->width = width, out->height = height, out->channels = 3;
+    memset(out->pixels, background[0], bytes);
+    if (title)
+        put_text(out, MATRIX_MARGIN, MATRIX_MARGIN, MATRIX_SCALE, 0, width - MATRIX_MARGIN, title,
+                 ink);
+    for (int i = 0; i < n; i++) {
+        char buf[64];
+        row_name(buf, sizeof buf, names, i);
+        draw_text(out, MATRIX_MARGIN,
+                  PLOT_MATRIX_TOP + i * PLOT_CELL_H + (PLOT_CELL_H - 7 * MATRIX_SCALE) / 2,
+                  MATRIX_SCALE, buf, ink);
+        snprintf(buf, sizeof buf, "%d", i);
+        put_centred(out, left + i * PLOT_CELL_W + PLOT_CELL_W / 2,
+                    PLOT_MATRIX_TOP - 4 - 7 * MATRIX_SCALE / 2, buf, ink);
+    }
+    draw_cells(out, counts, n, left);
+    draw_matrix_grid(out, n, left);
+    return 0;
+}

@@ -67,4 +67,19 @@ void plot_tick_label(const plot_axis *a, int i, char *buf, size_t size);
 int plot_draw(const plot_panel *panels, int n_panels, int panel_width, int panel_height,
               image_u8 *out, vit_error *err);
 
+/* A count matrix (a confusion matrix: rows the true class, columns the predicted one) on a white
+ * RGB picture (image_free it): cell (i, j) PLOT_CELL_W x PLOT_CELL_H, shaded from white (0) to
+ * dark blue (the whole row) by counts[i·n + j] / its row's total, the count written in it (white on
+ * dark cells, nothing for 0); rows named "i name" to the left, columns numbered i above, each
+ * row's diagonal share right of it ("97.3%", "-" for an empty row), the title on top. Cell (i, j)'s
+ * top-left corner is at (plot_matrix_left(names, n) + j·PLOT_CELL_W, PLOT_MATRIX_TOP +
+ * i·PLOT_CELL_H). Errors: n outside 1..PLOT_MAX_MATRIX, a negative count. */
+#define PLOT_CELL_W     56
+#define PLOT_CELL_H     36
+#define PLOT_MATRIX_TOP 64
+#define PLOT_MAX_MATRIX 64
+int plot_matrix_left(const char *const *names, int n);
+int plot_matrix(const int *counts, int n, const char *const *names, const char *title,
+                image_u8 *out, vit_error *err);
+
 #endif

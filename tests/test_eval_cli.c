@@ -12,6 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "image/image.h"
+#include "image/plot.h"
+
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static const char *vit_bin(void) {
@@ -497,6 +500,49 @@ static void test_json_on_stdout(void **state) {
     cJSON_Delete(o);
 }
 
+/* --confusion-png: the picture of the JSON's confusion matrix, as tall as its rows (plot_matrix's
+ * layout), the diagonal cell of a class all of whose images were predicted right darkest blue;
+ * a path that cannot be written: exit 1 naming it. */
+static void test_confusion_picture(void **state) {
+    (void)state;
+    const char *names[] = {"class_1", "class_3"};
+    const char *root = folders_with_an_image("confusion", names, 2);
+    const char *png = join(test_tmpdir(), "confusion.png"), *json = join(test_tmpdir(), "c.json");
+    const char *args[] = {"-m", MICRO_A, "--json", json, "--confusion-png", png, root, NULL};
+    assert_int_equal(run_eval(args), 0);
+    cJSON *o = read_json(json);
+    const cJSON *c = cJSON_GetObjectItem(o, "confusion");
+    const cJSON *matrix = cJSON_GetObjectItem(c, "matrix");
+    const int n = cJSON_GetArraySize(matrix);
+    image_u8 img;
+    vit_error err = {0};
+    if (image_decode_file(png, 3, 0, 0, &img, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(img.height, PLOT_MATRIX_TOP + n * PLOT_CELL_H + 12);
+    const char *labels[PLOT_MAX_MATRIX];
+    for (int i = 0; i < n; i++)
+        labels[i] = cJSON_GetArrayItem(cJSON_GetObjectItem(c, "labels"), i)->valuestring;
+    const int left = plot_matrix_left(labels, n);
+    for (int i = 0; i < n; i++) {
+        const cJSON *row = cJSON_GetArrayItem(matrix, i);
+        int total = 0;
+        for (int j = 0; j < n; j++) total += cJSON_GetArrayItem(row, j)->valueint;
+        if (total == 0 || cJSON_GetArrayItem(row, i)->valueint != total) continue;
+        const uint8_t *p =
+            img.pixels + ((size_t)(PLOT_MATRIX_TOP + i * PLOT_CELL_H + 3) * img.width + left +
+                          i * PLOT_CELL_W + 3) *
+                             3;
+        if (p[0] != 8 || p[1] != 48 || p[2] != 107)
+            fail_msg("row %d all right, its diagonal cell is %d,%d,%d", i, p[0], p[1], p[2]);
+    }
+    image_free(&img);
+    cJSON_Delete(o);
+    const char *bad[] = {"-m", MICRO_A, "--confusion-png", "/nonexistent/dir/c.png", root, NULL};
+    assert_int_equal(run_eval(bad), 1);
+    char *e = read_text(err_path);
+    assert_non_null(strstr(e, "/nonexistent/dir/c.png"));
+    free(e);
+}
+
 static void test_exit_statuses(void **state) {
     (void)state;
     const char *model = MICRO_A;
@@ -538,6 +584,7 @@ int main(void) {
         cmocka_unit_test(test_class_map),
         cmocka_unit_test(test_json_on_stdout),
         cmocka_unit_test(test_exit_statuses),
+        cmocka_unit_test(test_confusion_picture),
     };
     return cmocka_run_group_tests_name("vit eval", tests, NULL, NULL);
 }

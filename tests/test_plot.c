@@ -239,6 +239,37 @@ static void test_png_round_trip(void **state) {
     image_free(&img), image_free(&back);
 }
 
+/* ---- a count matrix ---- */
+
+/* [[3, 1], [0, 0]]: row 0's shares 3/4 and 1/4, row 1 empty (white). Blues from (247, 251, 255)
+ * to (8, 48, 107): 3/4 gives 247 + 0.75·(8 - 247) = 67.75 -> 68, 251 - 0.75·203 = 98.75 -> 99,
+ * 255 - 0.75·148 = 144; 1/4 gives 187.25 -> 187, 200.25 -> 200, 218. Sampled 3 pixels inside each
+ * cell's top-left corner (clear of the grid and the centred counts). The rows' names "0 cat" and
+ * "1 dog" are 5 characters of 6 font pixels less the last one's gap, (6·5 - 1)·2 = 58 pixels, so
+ * the cells start at 12 + 58 + 12 = 82; the picture is 82 + 2·56 + 12 + "100.0%" ((6·6 - 1)·2 =
+ * 70) + 12 = 288 wide, 64 + 2·36 + 12 = 148 high. */
+static void test_count_matrix(void **state) {
+    (void)state;
+    const int counts[] = {3, 1, 0, 0};
+    const char *names[] = {"cat", "dog"};
+    image_u8 img;
+    vit_error err = {0};
+    if (plot_matrix(counts, 2, names, "title", &img, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(plot_matrix_left(names, 2), 82);
+    assert_int_equal(img.width, 288);
+    assert_int_equal(img.height, 148);
+    expect_pixel(&img, 82 + 3, 64 + 3, (const uint8_t[3]){68, 99, 144});
+    expect_pixel(&img, 82 + 56 + 3, 64 + 3, (const uint8_t[3]){187, 200, 218});
+    expect_pixel(&img, 82 + 3, 64 + 36 + 3, (const uint8_t[3]){247, 251, 255});
+    expect_pixel(&img, 82 + 56 + 3, 64 + 36 + 3, (const uint8_t[3]){247, 251, 255});
+    image_free(&img);
+    const int negative[] = {1, -1, 0, 0};
+    assert_int_equal(plot_matrix(negative, 2, names, NULL, &img, &err), -1);
+    assert_non_null(strstr(err.msg, "negative"));
+    assert_int_equal(plot_matrix(counts, 0, names, NULL, &img, &err), -1);
+    assert_int_equal(plot_matrix(counts, PLOT_MAX_MATRIX + 1, names, NULL, &img, &err), -1);
+}
+
 /* ---- training curves (vit/train/curves.h) ---- */
 
 /* Two epochs without validation, and a line that is not JSON (skipped): the panels loss and
@@ -304,6 +335,7 @@ int main(void) {
         cmocka_unit_test(test_no_data_panel),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_png_round_trip),
+        cmocka_unit_test(test_count_matrix),
         cmocka_unit_test(test_curves_from_a_log),
         cmocka_unit_test(test_curves_with_error_rates),
     };

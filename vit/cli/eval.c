@@ -29,6 +29,7 @@ enum {
     OPT_HYPOTHESES,
     OPT_WORST,
     OPT_BEAMS,
+    OPT_CONFUSION_PNG,
 };
 
 static const cli_option options[] = {
@@ -41,6 +42,8 @@ static const cli_option options[] = {
      "one row per input: file, true, predicted, probability (text lines: file, true, read, "
      "character edits, characters; '-': standard output)",
      NULL},
+    {OPT_CONFUSION_PNG, "confusion-png", 0, "FILE",
+     "draw the confusion matrix (the classes that occur, at most 64) as PNG", NULL},
     CLI_EXIF_RAW,
     CLI_BATCH_OPTION("inputs per forward pass", "16 images, 32 texts"),
     CLI_THREADS_OPTION,
@@ -85,7 +88,8 @@ const cli_command *cli_eval_command(void) {
 }
 
 typedef struct {
-    const char *model_dir, *data_dir, *class_map, *json_path, *pred_path, *hypotheses;
+    const char *model_dir, *data_dir, *class_map, *json_path, *pred_path, *hypotheses,
+        *confusion_png;
     int worst, beams, ocr_option; /* text lines: --worst, --beams; whether either was given */
     cli_common common; /* -m; the batch (0: images' or texts' default) and compute options */
     cli_zero_shot zs;  /* zero-shot: the class names and templates; zs.classes once embedded */
@@ -93,6 +97,7 @@ typedef struct {
 
 typedef struct {
     FILE *json, *predictions;
+    const char *confusion_png; /* NULL: no picture */
 } outputs;
 
 typedef struct {
@@ -163,6 +168,7 @@ static int close_output(FILE *f, const char *path) {
 
 /* --json and --predictions, opened before the work so a bad path fails at once. */
 static int open_outputs(const eval_options *o, outputs *out) {
+    out->confusion_png = o->confusion_png;
     out->json = o->json_path ? open_output(o->json_path) : NULL;
     out->predictions = o->pred_path ? open_output(o->pred_path) : NULL;
     if ((!o->json_path || out->json) && (!o->pred_path || out->predictions)) return 0;
@@ -183,6 +189,12 @@ static int close_outputs(const eval_options *o, const outputs *out, int status) 
 static int finish(const eval_report *rep, const eval_summary *s, const outputs *out) {
     if (out->json != stdout && out->predictions != stdout) eval_report_print(rep, s, stdout);
     if (out->json && eval_report_write_json(rep, s, out->json) != 0) return 1;
+    vit_error err = {{0}};
+    if (out->confusion_png && eval_report_count(rep) > 0 &&
+        eval_report_write_confusion_png(rep, s, out->confusion_png, &err) != 0) {
+        fprintf(stderr, "vit eval: %s\n", err.msg);
+        return 1;
+    }
     if (eval_report_count(rep) > 0) return 0;
     fprintf(stderr, "vit eval: %s: no %s could be evaluated (%d skipped)\n", s->data,
             strcmp(s->unit, "texts") == 0 ? "text" : "image", eval_report_skipped(rep));
@@ -373,6 +385,8 @@ static int eval_option(const cli_parser *p, int id, void *user) {
         return o->pred_path = p->value, 0;
     case OPT_HYPOTHESES:
         return o->hypotheses = p->value, 0;
+    case OPT_CONFUSION_PNG:
+        return o->confusion_png = p->value, 0;
     case OPT_WORST:
         return o->ocr_option = 1, cli_int(p, 0, 1000000, &o->worst);
     case OPT_BEAMS:
@@ -409,9 +423,9 @@ static int evaluate_lines(const eval_options *o) {
                             "mpirun\n");
         return 2;
     }
-    if (o->class_map || cli_zero_shot_given(&o->zs))
-        fprintf(stderr, "vit eval: warning: --class-map, --classes and --classes-file apply to "
-                        "image classes; ignored for text lines\n");
+    if (o->class_map || cli_zero_shot_given(&o->zs) || o->confusion_png)
+        fprintf(stderr, "vit eval: warning: --class-map, --classes, --classes-file and "
+                        "--confusion-png apply to classes; ignored for text lines\n");
     cli_ocr_eval a = {.model_dir = o->model_dir,
                       .data = o->data_dir,
                       .hypotheses = o->hypotheses,

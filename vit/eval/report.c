@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "image/draw.h"
+#include "image/plot.h"
+
 typedef struct {
     char *input, *reason;
 } skipped_input;
@@ -252,6 +255,38 @@ static cJSON *confusion_json(const eval_report *r, const eval_summary *s) {
     }
     free(axes);
     return o;
+}
+
+int eval_report_write_confusion_png(const eval_report *r, const eval_summary *s, const char *path,
+                                    vit_error *err) {
+    int *axes = malloc(sizeof *axes * (size_t)r->labels);
+    if (!axes) return vit_fail(err, "out of memory");
+    const int n = matrix_axes(r, axes);
+    if (n < 1 || n > PLOT_MAX_MATRIX) {
+        free(axes);
+        return vit_fail(err, "%s: %d classes occur; the confusion picture shows 1 to %d", path, n,
+                        PLOT_MAX_MATRIX);
+    }
+    int *counts = malloc(sizeof *counts * (size_t)n * n);
+    const char **names = malloc(sizeof *names * (size_t)n);
+    if (!counts || !names) {
+        free(axes), free(counts), free(names);
+        return vit_fail(err, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        names[i] = name_of(s, axes[i]);
+        for (int j = 0; j < n; j++)
+            counts[(size_t)i * n + j] = r->confusion[(size_t)axes[i] * r->labels + axes[j]];
+    }
+    char title[160];
+    snprintf(title, sizeof title, "%d %s, top-1 %.2f%%; rows true, columns predicted",
+             eval_report_count(r), s->unit, 100.0 * eval_report_top1(r));
+    image_u8 img;
+    int rc = plot_matrix(counts, n, names, title, &img, err);
+    if (rc == 0) rc = image_write_png(path, &img, err);
+    if (img.pixels) image_free(&img);
+    free(axes), free(counts), free(names);
+    return rc;
 }
 
 int eval_report_write_json(const eval_report *r, const eval_summary *s, FILE *out) {

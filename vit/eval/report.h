@@ -40,6 +40,10 @@ typedef struct {
 
 /* The human report (stdout). */
 void eval_report_print(const eval_report *r, const eval_summary *s, FILE *out);
+/* The confusion matrix as a picture (plot_matrix: the classes that occur, at most
+ * PLOT_MAX_MATRIX), written to path as PNG. Returns 0, or -1 with err naming the path. */
+int eval_report_write_confusion_png(const eval_report *r, const eval_summary *s, const char *path,
+                                    vit_error *err);
 /* The --json document. Returns -1 on write failure. */
 int eval_report_write_json(const eval_report *r, const eval_summary *s, FILE *out);
 
