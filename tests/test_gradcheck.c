@@ -213,7 +213,7 @@ static double attn_loss(void *p) {
  * bias [H, T, T] (BEiT's relative positions), whose gradient is checked too. */
 static void check_attention_biased(const char *what, int T, int D, int H, int causal, int masked,
                                    int dropout, int biased) {
-    enum { B = 2, MAX_T = 8 };
+    enum { B = 2, MAX_T = 66 };
     assert_true(T <= MAX_T);
     /* batch 1 pads its last two tokens; batch 0 has none */
     uint8_t key_mask[B * MAX_T];
@@ -275,6 +275,11 @@ static void test_attention(void **state) {
     check_attention("attention dqkv, dh 8 (tiled)", 7, 24, 3, 0, 0, 0);
     check_attention("attention dqkv, dh 16 (tiled), padding + causal + dropout", 7, 32, 2, 1, 1, 1);
     check_attention("attention dqkv, dh 16 (tiled), T 8, padding", 8, 64, 4, 0, 1, 0);
+    /* from T 64 on the backward's products go through oneDNN's sgemm (where built) */
+    check_attention("attention dqkv, T 66 (by sgemm), padding + causal + dropout", 66, 16, 2, 1, 1,
+                    1);
+    check_attention_biased("attention dqkv, T 65 (by sgemm), score bias, padding", 65, 6, 2, 0, 1,
+                           0, 1);
 }
 
 /* ---- cross-entropy with label smoothing ---- */

@@ -15,7 +15,8 @@
 #include <pthread.h>
 #include <string.h>
 
-#define ATTENTION_ROW_BLOCK 64
+#define ATTENTION_ROW_BLOCK  64
+#define ATTENTION_GEMM_MIN_T 64 /* the attention backward's products by sgemm from here on */
 
 /* Threads: OpenMP owns the cores. OpenBLAS runs single-threaded inside each OpenMP thread on a
  * slice of the rows (ops_init sets this up), so the two never spin against each other. */
@@ -706,7 +707,11 @@ static void head_am_any(float *out, int ld_out, const float *a, const float *m, 
 static void attention_head_backward(float *dq, float *dp, float *dp_out, const float *dout,
                                     const float *q, const float *P, const uint8_t *keep, float drop,
                                     int T, int D, int dh, float scale) {
-    const int ld = 3 * D, tiled = dh % TILE_W == 0, Tp = (T + TILE_W - 1) / TILE_W * TILE_W;
+    const int ld = 3 * D, Tp = (T + TILE_W - 1) / TILE_W * TILE_W;
+    /* from T 64 on, oneDNN's sgemm (no lock, little per-call overhead) beats the tiles: at ViT-Ti
+     * 224 (T 197, dh 64) they were a quarter of a training step */
+    const int by_gemm = blas != OPS_BLAS_OPENBLAS && T >= ATTENTION_GEMM_MIN_T;
+    const int tiled = !by_gemm && dh % TILE_W == 0;
     const float *k = q + D, *v = q + 2 * D;
     float *dk = dq + D, *dv = dq + 2 * D;
     /* out = P'·V with P' the weights after dropout: dV = P'ᵀ·dO (P' built in dp, free until the
@@ -716,12 +721,16 @@ static void attention_head_backward(float *dq, float *dp, float *dp_out, const f
         dropout_forward(dp, P, keep, (size_t)T * T, drop);
         weights = dp;
     }
-    if (tiled)
+    if (by_gemm)
+        sgemm(1, 0, T, dh, T, 1.0f, weights, T, dout, D, 0.0f, dv, ld);
+    else if (tiled)
         head_atm(dv, ld, weights, dout, D, T, dh);
     else
         head_am_any(dv, ld, weights, dout, D, T, dh, 1);
     /* dP' = dO·Vᵀ, back through the mask to dP */
-    if (tiled) {
+    if (by_gemm) {
+        sgemm(0, 1, T, T, dh, 1.0f, dout, D, v, ld, 0.0f, dp, T);
+    } else if (tiled) {
         float vt[dh * Tp]; /* Vᵀ, zero-padded: a few KB at ViT sizes (150 KB at T 577, dh 64) */
         for (int d = 0; d < dh; d++) {
             for (int j = 0; j < T; j++) vt[d * Tp + j] = v[(size_t)j * ld + d];
@@ -745,7 +754,10 @@ static void attention_head_backward(float *dq, float *dp, float *dp_out, const f
         for (int j = 0; j < T; j++) g[j] = scale * pr[j] * (g[j] - dot);
     }
     /* dQ = dS·K, dK = dSᵀ·Q */
-    if (tiled) {
+    if (by_gemm) {
+        sgemm(0, 0, T, dh, T, 1.0f, dp, T, k, ld, 0.0f, dq, ld);
+        sgemm(1, 0, T, dh, T, 1.0f, dp, T, q, ld, 0.0f, dk, ld);
+    } else if (tiled) {
         head_am(dq, ld, dp, k, ld, T, dh);
         head_atm(dk, ld, dp, q, ld, T, dh);
     } else {

@@ -386,6 +386,14 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
     const double started = clock_seconds();
     const int64_t first_step = t->step;
     rc = loop(t, err);
+    if (t->step > first_step) {
+        const double steps = (double)(t->step - first_step), spent = clock_seconds() - started;
+        trainer_info(t,
+                     "training batches assembled (augmented, normalised) in %.1f ms a step, %.1f "
+                     "%% of the %.1f ms a step took",
+                     1e3 * t->batch_seconds / steps, 100.0 * t->batch_seconds / spent,
+                     1e3 * spent / steps);
+    }
     if (t->ranks > 1 && t->step > first_step) {
         const double steps = (double)(t->step - first_step);
         trainer_info(t,

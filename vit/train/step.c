@@ -27,7 +27,9 @@ static int count_correct(const float *logits, const int *labels, int B, int L) {
 static int forward_backward(trainer *t, const int *idx, double *loss, double *correct,
                             vit_error *err) {
     const int B = t->B, L = t->num_classes, first = t->part_first, n = t->part_n;
+    const double start = clock_seconds();
     if (t->task->load_batch(t, idx, B, 1, err) != 0) return -1; /* this process's part of it */
+    t->batch_seconds += clock_seconds() - start;
     const forward_mode mode = {.train = 1,
                                .freeze_encoder = t->o.freeze_encoder,
                                .dropout = t->o.dropout,

@@ -97,6 +97,7 @@ struct trainer {
     int rank, ranks;
     int part_first, part_n;
     double allreduce_seconds; /* spent summing the gradients, this session */
+    double batch_seconds;     /* spent assembling training batches (load_batch), this session */
     /* the state a checkpoint keeps */
     int64_t step;
     uint64_t drop_rng;
