@@ -28,7 +28,7 @@ IMAGENET_MEAN, IMAGENET_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 # ---- safetensors ----
 
 def read_safetensors(path):
-    """name -> float32 torch tensor (F32 files only), and the metadata."""
+    """name -> float32 torch tensor (F32, or F16 widened exactly), and the metadata."""
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
@@ -37,9 +37,11 @@ def read_safetensors(path):
     for name, t in header.items():
         if name == "__metadata__":
             continue
-        assert t["dtype"] == "F32", (path, name, t["dtype"])
+        kinds = {"F32": np.float32, "F16": np.float16}
+        assert t["dtype"] in kinds, (path, name, t["dtype"])
         a, b = t["data_offsets"]
-        out[name] = torch.from_numpy(np.frombuffer(data[a:b], np.float32).reshape(t["shape"]).copy())
+        x = np.frombuffer(data[a:b], kinds[t["dtype"]]).reshape(t["shape"]).astype(np.float32)
+        out[name] = torch.from_numpy(x)
     return out, header.get("__metadata__", {})
 
 

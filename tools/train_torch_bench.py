@@ -7,7 +7,9 @@ step time after two warm-up steps):
                                               [--steps 20] [--threads 2]
 With --image-size 224 --patch 16 --channels 3 --hidden 192 --layers 12 --heads 3 --mlp 768
 --labels 10 --adamw it is ViT-Ti/16 fine-tuned as `vit train --init models/vit-tiny-in1k` does
-(the step includes AdamW's update), the side-by-side for vit train's images/s.
+(the step includes AdamW's update), the side-by-side for vit train's images/s; --bf16 runs the
+forward under torch.autocast("cpu", torch.bfloat16) (mixed precision, fp32 master weights), the
+side-by-side for vit train --precision bf16.
 Uses the model of tools/train_torch_check.py (HF ViTForImageClassification module layout)."""
 import argparse
 import os
@@ -35,6 +37,7 @@ def main():
     ap.add_argument("--mlp", type=int, default=0, help="default: 2 x hidden")
     ap.add_argument("--labels", type=int, default=10)
     ap.add_argument("--adamw", action="store_true", help="time AdamW's update too")
+    ap.add_argument("--bf16", action="store_true", help="autocast the forward to bfloat16")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -53,7 +56,8 @@ def main():
     for s in range(a.steps + 2):
         t0 = time.perf_counter()
         model.zero_grad(set_to_none=False)
-        loss = loss_fn(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+            loss = loss_fn(model(x).float(), y)
         loss.backward()
         if opt:
             opt.step()
@@ -61,7 +65,8 @@ def main():
             times.append(time.perf_counter() - t0)
     dt = statistics.median(times)
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, hidden {a.hidden}, layers "
-          f"{a.layers}, {a.image_size}px/{a.patch}, batch {a.batch}{', AdamW' if opt else ''}: median {dt * 1e3:.1f} ms/step = {a.batch / dt:.0f} images/s; "
+          f"{a.layers}, {a.image_size}px/{a.patch}, batch {a.batch}{', AdamW' if opt else ''}"
+          f"{', bf16 autocast' if a.bf16 else ''}: median {dt * 1e3:.1f} ms/step = {a.batch / dt:.0f} images/s; "
           f"best {min(times) * 1e3:.1f} ms = {a.batch / min(times):.0f} images/s")
 
 
