@@ -3,6 +3,7 @@
 #include "tests/testutil.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -543,6 +544,57 @@ static void test_confusion_picture(void **state) {
     free(e);
 }
 
+/* The shipped CIFAR-10 model (models/vit-tiny-cifar10, F16) on the first 100 test images of each
+ * class, against the float64 reference of tools/cifar10_reference.py (Pillow's preprocessing, the
+ * model's own weights): every prediction the same (the reference's smallest lead of the top
+ * logit is far above fp32's error), each probability within 1e-4, hence the same top-1. */
+static void test_shipped_cifar10(void **state) {
+    (void)state;
+    REQUIRE_SHARED("data/cifar10/cifar10-test.tar.gz");
+    const char *dir = new_dir("cifar10");
+    char cmd[8400];
+    snprintf(cmd, sizeof cmd, "tar -xzf '%s' -C '%s' --wildcards 'test/*/00[0-9][0-9].jpg'",
+             shared_path("data/cifar10/cifar10-test.tar.gz"), dir);
+    assert_int_equal(system(cmd), 0);
+    char data[4200], preds[4200], json[4200], file[4500];
+    snprintf(data, sizeof data, "%s/test", dir);
+    snprintf(preds, sizeof preds, "%s/preds.tsv", dir);
+    snprintf(json, sizeof json, "%s/eval.json", dir);
+    const char *args[] = {
+        "-m", "models/vit-tiny-cifar10", "--predictions", preds, "--json", json, data, NULL};
+    const int status = run_eval(args);
+    if (status != 0) fail_msg("exit %d; stderr: %.2000s", status, read_text(err_path));
+    static prediction rows[1100];
+    const int n = read_predictions(preds, rows, 1100);
+    assert_int_equal(n, 1000);
+    char *ref = read_text(TEST_DATA "/cifar10-test-1000.reference.tsv"), *save = NULL;
+    int checked = 0, right = 0;
+    for (char *line = strtok_r(ref, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char name[256];
+        int truth, pred;
+        double prob, gap;
+        assert_int_equal(
+            sscanf(line, "%255[^\t]\t%d\t%d\t%lf\t%lf", name, &truth, &pred, &prob, &gap), 5);
+        snprintf(file, sizeof file, "%s/%s", data, name);
+        const prediction *p = find_prediction(rows, n, file);
+        if (!p) fail_msg("%s: not evaluated", name);
+        if (p->truth != truth || p->pred != pred)
+            fail_msg("%s: vit says true %d predicted %d, the reference %d and %d (lead %g)", name,
+                     p->truth, p->pred, truth, pred, gap);
+        if (fabs(p->prob - prob) > 1e-4)
+            fail_msg("%s: probability %.6f, the reference %.6f", name, p->prob, prob);
+        right += pred == truth;
+        checked++;
+    }
+    assert_int_equal(checked, 1000);
+    cJSON *o = read_json(json);
+    assert_float_equal(cJSON_GetObjectItem(o, "top1")->valuedouble, right / 1000.0, 1e-12);
+    print_message("  shipped vit-tiny-cifar10 on 1000 test images: top-1 %.3f, as the reference\n",
+                  right / 1000.0);
+    cJSON_Delete(o);
+    free(ref);
+}
+
 static void test_exit_statuses(void **state) {
     (void)state;
     const char *model = MICRO_A;
@@ -585,6 +637,7 @@ int main(void) {
         cmocka_unit_test(test_json_on_stdout),
         cmocka_unit_test(test_exit_statuses),
         cmocka_unit_test(test_confusion_picture),
+        cmocka_unit_test(test_shipped_cifar10),
     };
     return cmocka_run_group_tests_name("vit eval", tests, NULL, NULL);
 }
