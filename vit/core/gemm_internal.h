@@ -55,10 +55,10 @@ void onednn_free(gemm_weight *w);
 void *onednn_state_create(void);
 void onednn_state_free(void *state);
 /* Row-major C[M, N] = alpha·op(A)·op(B) + beta·C with A and B rounded to bfloat16 (ties to even)
- * and the products summed in fp32 on oneDNN's bf16 kernels, on the calling thread (serially
- * inside a parallel region, as dnnl_sgemm). Returns 0, or -1 (C untouched) when oneDNN has no
- * such product here or memory runs out. Each thread keeps its buffers until
- * onednn_gemm_bf16_release on that thread. */
+ * and the products summed in fp32 on oneDNN's bf16 kernels: on the calling thread alone inside a
+ * parallel region (as dnnl_sgemm), on all the threads outside one (the rounding too). Returns 0,
+ * or -1 (C untouched) when oneDNN has no such product here or memory runs out. Each thread keeps
+ * its buffers until onednn_gemm_bf16_release on that thread. */
 int onednn_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                      int lda, const float *B, int ldb, float beta, float *C, int ldc);
 void onednn_gemm_bf16_release(void);

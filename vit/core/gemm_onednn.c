@@ -615,8 +615,11 @@ static int grow(void **p, size_t *cap, size_t bytes) {
     return 0;
 }
 
-/* rows x cols of x (leading dimension ld) to bfloat16, packed (leading dimension cols). */
+/* rows x cols of x (leading dimension ld) to bfloat16, packed (leading dimension cols); the
+ * threads share the rows when called outside a parallel region (inside one, the nested region is
+ * this thread alone). */
 static void pack_bf16(uint16_t *out, const float *x, int rows, int cols, int ld) {
+#pragma omp parallel for schedule(static) if ((size_t)rows * cols >= 65536)
     for (int r = 0; r < rows; r++)
         convert_bf16(out + (size_t)r * cols, x + (size_t)r * ld, (size_t)cols);
 }
