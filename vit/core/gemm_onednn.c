@@ -295,18 +295,15 @@ static int prepare_int8(layer *L, gemm_weight *w, vit_error *err) {
     return make_layer(w, L, L->owned, err);
 }
 
+static void convert_rows_bf16(uint16_t *out, const float *x, size_t n);
+
 /* bf16 on bf16 kernels: the weight converted once; else the same numbers in fp32. */
 static int prepare_bf16(layer *L, gemm_weight *w, vit_error *err) {
     const size_t n = (size_t)w->OUT * w->IN;
     if (onednn_bf16_native()) {
         uint16_t *w16 = malloc(n * sizeof *w16);
         if (!(L->owned = w16)) return vit_fail(err, "out of memory");
-        for (size_t i = 0; i < n; i++) {
-            const float r = round_to_bf16(w->weight[i]);
-            uint32_t bits;
-            memcpy(&bits, &r, sizeof bits);
-            w16[i] = (uint16_t)(bits >> 16);
-        }
+        convert_rows_bf16(w16, w->weight, n);
         L->src_type = L->wei_type = dnnl_bf16;
         L->dst_type = dnnl_f32;
         w->workspace_bytes = (size_t)w->max_rows * w->IN * sizeof(uint16_t);
@@ -633,20 +630,17 @@ static dnnl_memory_desc_t packed_desc(int rows, int cols, int trans, dnnl_data_t
     return md;
 }
 
-static dnnl_primitive_t bf16_matmul(int trans_a, int trans_b, int M, int N, int K, float alpha,
-                                    float beta, int ldc) {
-    const dnnl_memory_desc_t a = packed_desc(M, K, trans_a, dnnl_bf16);
-    const dnnl_memory_desc_t b = packed_desc(K, N, trans_b, dnnl_bf16);
-    dnnl_memory_desc_t c;
-    const dnnl_dims_t dims = {M, N}, strides = {ldc, 1};
-    dnnl_memory_desc_init_by_strides(&c, 2, dims, dnnl_f32, strides);
+/* The matmul a[M, K] x b[K, N] -> c[M, N] (alpha scaling the product, beta·c added), with the
+ * scratchpad in the caller's hands; NULL when oneDNN has none. */
+static dnnl_primitive_t bf16_matmul(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b,
+                                    const dnnl_memory_desc_t *c, float alpha, float beta) {
     dnnl_matmul_desc_t desc;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     int ok =
-        dnnl_matmul_desc_init(&desc, &a, &b, NULL, &c) == dnnl_success &&
+        dnnl_matmul_desc_init(&desc, a, b, NULL, c) == dnnl_success &&
         dnnl_primitive_attr_create(&attr) == dnnl_success &&
         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
     if (ok && alpha != 1.0f)
@@ -671,11 +665,15 @@ int onednn_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha,
     if (!o->stream &&
         dnnl_stream_create(&o->stream, engine, dnnl_stream_default_flags) != dnnl_success)
         return -1;
-    const size_t a_bytes = (size_t)M * K * 2, b_bytes = (size_t)K * N * 2;
-    if (grow((void **)&o->a, &o->a_cap, a_bytes) != 0 ||
-        grow((void **)&o->b, &o->b_cap, b_bytes) != 0)
+    if (grow((void **)&o->a, &o->a_cap, (size_t)M * K * 2) != 0 ||
+        grow((void **)&o->b, &o->b_cap, (size_t)K * N * 2) != 0)
         return -1;
-    dnnl_primitive_t prim = bf16_matmul(trans_a, trans_b, M, N, K, alpha, beta, ldc);
+    const dnnl_memory_desc_t a = packed_desc(M, K, trans_a, dnnl_bf16),
+                             b = packed_desc(K, N, trans_b, dnnl_bf16);
+    dnnl_memory_desc_t c;
+    const dnnl_dims_t dims = {M, N}, strides = {ldc, 1};
+    dnnl_memory_desc_init_by_strides(&c, 2, dims, dnnl_f32, strides);
+    dnnl_primitive_t prim = bf16_matmul(&a, &b, &c, alpha, beta);
     if (!prim) return -1;
     const dnnl_memory_desc_t *pad = scratchpad_desc(prim);
     const size_t pad_bytes = pad ? dnnl_memory_desc_get_size(pad) : 0;
@@ -684,12 +682,8 @@ int onednn_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha,
         trans_a ? pack_bf16(o->a, A, K, M, lda) : pack_bf16(o->a, A, M, K, lda);
         trans_b ? pack_bf16(o->b, B, N, K, ldb) : pack_bf16(o->b, B, K, N, ldb);
     }
-    dnnl_memory_desc_t c;
-    const dnnl_dims_t dims = {M, N}, strides = {ldc, 1};
-    dnnl_memory_desc_init_by_strides(&c, 2, dims, dnnl_f32, strides);
     dnnl_memory_t m[4] = {NULL, NULL, NULL, NULL};
-    ok = ok && make_memory(&m[0], packed_desc(M, K, trans_a, dnnl_bf16), o->a) == 0 &&
-         make_memory(&m[1], packed_desc(K, N, trans_b, dnnl_bf16), o->b) == 0 &&
+    ok = ok && make_memory(&m[0], a, o->a) == 0 && make_memory(&m[1], b, o->b) == 0 &&
          make_memory(&m[2], c, C) == 0 &&
          (!pad_bytes || make_memory(&m[3], *pad, o->scratchpad) == 0);
     const dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, m[0]},

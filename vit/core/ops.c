@@ -181,31 +181,24 @@ void vector_add(float *out, const float *a, const float *b, size_t n) {
     run_binary(add_kernel, out, a, b, n);
 }
 
-/* The bf16 products of a linear layer as one product on all the threads (oneDNN's own split):
- * each operand rounded once, where slices per thread would round the shared one (the weight, or
- * dweight's whole input) on every thread; rounding was 15 % of a bf16 training step. Returns 0,
- * or -1 where oneDNN could not (nothing written). */
-static int linear_forward_bf16(float *out, const float *inp, const float *weight, const float *bias,
-                               int N, int IN, int OUT) {
-#ifdef VIT_ONEDNN
-    if (bias) {
-#pragma omp parallel for schedule(static) if (N >= 16)
-        for (int n = 0; n < N; n++)
-            memcpy(out + (size_t)n * OUT, bias, sizeof(float) * (size_t)OUT);
-    }
-    return onednn_gemm_bf16(0, 1, N, OUT, IN, 1.0f, inp, IN, weight, IN, bias ? 1.0f : 0.0f, out,
-                            OUT);
-#else
-    (void)out, (void)inp, (void)weight, (void)bias, (void)N, (void)IN, (void)OUT;
-    return -1;
-#endif
-}
-
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N,
                     int IN, int OUT) {
-    if (blas == OPS_BLAS_ONEDNN_BF16 && !omp_in_parallel() &&
-        linear_forward_bf16(out, inp, weight, bias, N, IN, OUT) == 0)
-        return;
+#ifdef VIT_ONEDNN
+    /* bf16: the layer's product as one oneDNN product on all the threads (its own split), each
+     * operand rounded once, where slices per thread would round the shared one (the weight, or
+     * dweight's whole input) on every thread; rounding was 15 % of a bf16 training step. Where
+     * oneDNN could not, the slices below (they write the bias again). */
+    if (blas == OPS_BLAS_ONEDNN_BF16 && !omp_in_parallel()) {
+        if (bias) {
+#pragma omp parallel for schedule(static) if (N >= 16)
+            for (int n = 0; n < N; n++)
+                memcpy(out + (size_t)n * OUT, bias, sizeof(float) * (size_t)OUT);
+        }
+        if (onednn_gemm_bf16(0, 1, N, OUT, IN, 1.0f, inp, IN, weight, IN, bias ? 1.0f : 0.0f, out,
+                             OUT) == 0)
+            return;
+    }
+#endif
 #pragma omp parallel if (N >= 16)
     {
         int lo, hi;
@@ -223,7 +216,7 @@ void linear_forward(float *out, const float *inp, const float *weight, const flo
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int N, int IN, int OUT) {
 #ifdef VIT_ONEDNN
-    /* bf16: dinp and dweight as whole products (see linear_forward_bf16); each falls back to the
+    /* bf16: dinp and dweight as whole products (see linear_forward); each falls back to the
      * slices below (flagged done only when it ran) */
     if (blas == OPS_BLAS_ONEDNN_BF16 && !omp_in_parallel()) {
         if (dinp &&

@@ -393,15 +393,13 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
                      "%% of the %.1f ms a step took",
                      1e3 * t->batch_seconds / steps, 100.0 * t->batch_seconds / spent,
                      1e3 * spent / steps);
-    }
-    if (t->ranks > 1 && t->step > first_step) {
-        const double steps = (double)(t->step - first_step);
-        trainer_info(t,
-                     "%d processes: %.2f MB of gradients summed per step in %.2f ms, %.1f %% of "
-                     "the %.1f ms a step took",
-                     t->ranks, t->m.num_params * 4.0 / 1e6, 1e3 * t->allreduce_seconds / steps,
-                     100.0 * t->allreduce_seconds / (clock_seconds() - started),
-                     1e3 * (clock_seconds() - started) / steps);
+        if (t->ranks > 1)
+            trainer_info(
+                t,
+                "%d processes: %.2f MB of gradients summed per step in %.2f ms, %.1f %% of "
+                "the %.1f ms a step took",
+                t->ranks, t->m.num_params * 4.0 / 1e6, 1e3 * t->allreduce_seconds / steps,
+                100.0 * t->allreduce_seconds / spent, 1e3 * spent / steps);
     }
     if (rc == 0 && t->rank == 0) { /* done: the state has served its purpose */
         char path[4096];
