@@ -143,6 +143,19 @@ grep '^epoch' "$dir/one.log" | sed 's/, [0-9.]* s (.*//' >"$dir/a"
 grep '^epoch' "$dir/two.log" | sed 's/, [0-9.]* s (.*//' >"$dir/b"
 cmp -s "$dir/a" "$dir/b" || fail "losses differ: $(paste "$dir/a" "$dir/b")"
 check_dw "$dir/one" "$dir/two" 3 "train 1 vs 2 processes, 3 steps, losses equal"
+# Mixup and CutMix: each process mixes its part with partners from the other's (the batch
+# reversed), drawn as one process would
+# shellcheck disable=SC2086
+"$vit" train $train --mixup 0.8 --cutmix 1 --epochs 3 --out "$dir/one-mixed" >"$dir/one-mixed.log" 2>&1 ||
+    fail "one process, mixed: $(cat "$dir/one-mixed.log")"
+# shellcheck disable=SC2086
+mpirun -np 2 --oversubscribe "$vit" train $train --mixup 0.8 --cutmix 1 --epochs 3 --out "$dir/two-mixed" \
+    >"$dir/two-mixed.log" 2>&1 || fail "2 processes, mixed: $(cat "$dir/two-mixed.log")"
+grep '^epoch' "$dir/one-mixed.log" | sed 's/, [0-9.]* s (.*//' >"$dir/a"
+grep '^epoch' "$dir/two-mixed.log" | sed 's/, [0-9.]* s (.*//' >"$dir/b"
+cmp -s "$dir/a" "$dir/b" || fail "mixed losses differ: $(paste "$dir/a" "$dir/b")"
+grep '^epoch' "$dir/one.log" | sed 's/, [0-9.]* s (.*//' | cmp -s - "$dir/a" && fail "--mixup and --cutmix changed nothing"
+check_dw "$dir/one-mixed" "$dir/two-mixed" 3 "train 1 vs 2 processes mixed, 3 steps, losses equal"
 # text: a new BERT on 300 SST-2 sentences, 2 epochs of 9 steps (batches padded to their longest
 # sentence: each process's part to the whole batch's), dropout and word dropout on
 head -n 301 "$shared/data/sst2/train.tsv" >"$dir/sst.tsv"

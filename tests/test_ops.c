@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "vit/base/rng.h"
 #include "vit/core/ops.h"
 
 /* float32 arithmetic on O(1) values: a few ulp of error, well under 1e-6. */
@@ -315,6 +316,44 @@ static void test_crossentropy(void **state) {
     assert_true(fabs(loss - (log(3.0) + log(7.0 / 3.0)) / 2) < 1e-7);
 }
 
+/* Mixed targets (Mixup, CutMix), by hand with the rows of test_crossentropy, lambda 0.25, eps 0.1:
+ * Row 0 (p = 1/3 each), label 0, partner 1: loss ln 3; q = 0.25·[0.9 + e, e, e] + 0.75·[e, 0.9 + e,
+ *   e] = [0.225 + e, 0.675 + e, e] with e = 0.1/3.
+ * Row 1 (p = [1/7, 3/7, 3/7]), label 2, partner 0: loss 0.25·0.8839182700 + 0.75·(0.9·ln 7 +
+ *   0.1213501957) = 0.25·0.8839182700 + 0.75·1.8726693299 = 1.6254815649; q = [0.675 + e, e,
+ *   0.225 + e]. Then the gradient against central differences of the loss on random logits. */
+static void test_crossentropy_mixed(void **state) {
+    (void)state;
+    const float logits[] = {0, 0, 0, 0, (float)log(3.0), (float)log(3.0)};
+    const int labels[] = {0, 2}, partners[] = {1, 0};
+    float probs[6], d[6];
+    double loss = crossentropy_mixed_forward(probs, logits, labels, partners, 0.25f, 2, 3, 0.1f);
+    assert_true(fabs(loss - (log(3.0) + 1.6254815649) / 2) < 1e-7);
+    crossentropy_mixed_backward(d, probs, labels, partners, 0.25f, 2, 3, 0.1f, 1.0f);
+    const double e = 1 / 30.0;
+    expect_floats(d,
+                  (const double[]){(1 / 3.0 - 0.225 - e) / 2, (1 / 3.0 - 0.675 - e) / 2,
+                                   (1 / 3.0 - e) / 2, (1 / 7.0 - 0.675 - e) / 2, (3 / 7.0 - e) / 2,
+                                   (3 / 7.0 - 0.225 - e) / 2},
+                  6, TOL);
+    enum { B = 3, L = 5 };
+    uint64_t rng = 11;
+    float z[B * L], p[B * L], g[B * L];
+    for (int i = 0; i < B * L; i++) z[i] = (float)(2.0 * rng_normal(&rng));
+    const int lab[B] = {0, 4, 2}, par[B] = {3, 4, 1}; /* a row mixed with its own class too */
+    crossentropy_mixed_forward(p, z, lab, par, 0.7f, B, L, 0.1f);
+    crossentropy_mixed_backward(g, p, lab, par, 0.7f, B, L, 0.1f, 1.0f);
+    for (int i = 0; i < B * L; i++) {
+        const float keep = z[i], h = 1e-2f;
+        z[i] = keep + h;
+        const double up = crossentropy_mixed_forward(p, z, lab, par, 0.7f, B, L, 0.1f);
+        z[i] = keep - h;
+        const double down = crossentropy_mixed_forward(p, z, lab, par, 0.7f, B, L, 0.1f);
+        z[i] = keep;
+        assert_true(fabs((up - down) / (2 * h) - g[i]) < 1e-4);
+    }
+}
+
 static void test_dropout(void **state) {
     (void)state;
     enum { n = 100000 };
@@ -430,6 +469,7 @@ int main(void) {
         cmocka_unit_test(test_attention_masks),
         cmocka_unit_test(test_attention_backward_by_hand),
         cmocka_unit_test(test_crossentropy),
+        cmocka_unit_test(test_crossentropy_mixed),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_topk_matches_full_sort),
         cmocka_unit_test(test_topk_is_fast),

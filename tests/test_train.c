@@ -20,6 +20,7 @@
 #include "vit/train/optim.h"
 #include "vit/io/safetensors.h"
 #include "vit/data/image_set.h"
+#include "vit/data/mix.h"
 #include "vit/train/curves.h"
 #include "vit/train/run.h"
 
@@ -285,6 +286,112 @@ static void test_augment_is_shift_and_flip(void **state) {
     image_set_free(&s);
 }
 
+/* ---- Mixup, CutMix ---- */
+
+/* Beta(a, a) draws against the distribution's mean 1/2 and variance 1/(4(2a + 1)), at a < 1
+ * (Gamma through the shape + 1 route) and a > 1; 40,000 draws: the mean's standard error is
+ * below 0.0025, the variance's about 1.5 % of it. */
+static void test_beta_draws(void **state) {
+    (void)state;
+    const double alphas[] = {0.2, 0.8, 2.5};
+    for (int k = 0; k < 3; k++) {
+        uint64_t st = 3 + k;
+        enum { N = 40000 };
+        double sum = 0, sq = 0;
+        for (int i = 0; i < N; i++) {
+            const double x = rng_beta(&st, alphas[k], alphas[k]);
+            assert_true(x >= 0.0 && x <= 1.0);
+            sum += x, sq += x * x;
+        }
+        const double mean = sum / N, var = sq / N - mean * mean;
+        const double want = 1.0 / (4.0 * (2.0 * alphas[k] + 1.0));
+        assert_true(fabs(mean - 0.5) < 0.01);
+        assert_true(fabs(var / want - 1.0) < 0.08);
+    }
+    uint64_t st = 9; /* Gamma(3.5)'s mean is its shape */
+    double sum = 0;
+    for (int i = 0; i < 20000; i++) sum += rng_gamma(&st, 3.5);
+    assert_true(fabs(sum / 20000 - 3.5) < 0.08);
+}
+
+/* Mixup blends every pixel by λ; CutMix copies exactly its box from the partner and its λ is the
+ * share of the area left; both kinds on: both happen; neither: nothing. */
+static void test_mix_draws(void **state) {
+    (void)state;
+    enum { C = 2, S = 10, P = C * S * S };
+    float own[P], partner[P], img[P];
+    for (int i = 0; i < P; i++) own[i] = (float)i, partner[i] = (float)(-1 - i);
+    uint64_t st = 1;
+    mix_draw d;
+    mix_draw_batch(&(mix_options){0}, S, &st, &d);
+    assert_true(!d.active && d.lambda == 1.0f);
+    memcpy(img, own, sizeof img);
+    mix_apply(img, partner, C, S, &d);
+    assert_memory_equal(img, own, sizeof img);
+    int cuts = 0, blends = 0;
+    for (int k = 0; k < 200; k++) {
+        mix_draw_batch(&(mix_options){.mixup_alpha = 0.8f, .cutmix_alpha = 1.0f}, S, &st, &d);
+        assert_true(d.active && d.lambda >= 0.0f && d.lambda <= 1.0f);
+        memcpy(img, own, sizeof img);
+        mix_apply(img, partner, C, S, &d);
+        if (!d.cut) {
+            blends++;
+            for (int i = 0; i < P; i++)
+                assert_float_equal(img[i], d.lambda * own[i] + (1 - d.lambda) * partner[i], 1e-4);
+            continue;
+        }
+        cuts++;
+        int from_partner = 0;
+        for (int c = 0; c < C; c++)
+            for (int y = 0; y < S; y++)
+                for (int x = 0; x < S; x++) {
+                    const int i = (c * S + y) * S + x;
+                    const int inside = y >= d.y0 && y < d.y1 && x >= d.x0 && x < d.x1;
+                    assert_true(img[i] == (inside ? partner[i] : own[i]));
+                    from_partner += inside;
+                }
+        assert_float_equal(d.lambda, 1.0 - from_partner / (double)P, 1e-6);
+    }
+    assert_true(cuts > 60 && blends > 60); /* chance 1/2 each */
+}
+
+/* Layer-wise decay: the depths of a 2-layer ViT's entries, and one AdamW step (no weight decay)
+ * moving each trainable element by lr·decay^depth (a first Adam step is lr·g/(|g| + eps)). */
+static void test_layer_decay(void **state) {
+    (void)state;
+    assert_int_equal(layer_depth("classifier.weight", 12), 0);
+    assert_int_equal(layer_depth("layernorm.bias", 12), 0);
+    assert_int_equal(layer_depth("encoder.layer.11.output.dense.weight", 12), 1);
+    assert_int_equal(layer_depth("encoder.layer.0.attention.attention.query.weight", 12), 12);
+    assert_int_equal(layer_depth("embeddings.patch_embeddings.projection.weight", 12), 13);
+    assert_int_equal(layer_depth("deit.embeddings.cls_token", 12), 13);
+    assert_int_equal(layer_depth("bert.encoder.layer.3.output.LayerNorm.weight", 4), 1);
+    model m;
+    tiny_model(&m, 1);
+    float *grads = malloc(m.num_params * sizeof(float));
+    for (size_t i = 0; i < m.num_params; i++) m.params[i] = 1.0f, grads[i] = 0.5f;
+    adamw opt;
+    vit_error err = {0};
+    assert_int_equal(adamw_init(&opt, &m, &(adamw_hparams){.lr = 0.01f}, &err), 0);
+    assert_int_equal(adamw_layer_decay(&opt, &m, 0.5f, &err), 0);
+    assert_int_equal(adamw_layer_decay(&opt, &m, 0.0f, &err), -1);
+    assert_non_null(strstr(err.msg, "layer decay"));
+    adamw_step(&opt, &m, grads, 0.01f);
+    const double want[] = {0.01, 0.005, 0.0025, 0.00125}; /* depths 0 (head) to 3 (embeddings) */
+    int seen[4] = {0};
+    for (int i = 0; i < m.num_entries; i++) {
+        const param_entry *e = &m.entries[i];
+        const int depth = layer_depth(e->name, 2);
+        seen[depth] = 1;
+        for (size_t j = 0; j < e->numel; j++)
+            assert_float_equal(1.0f - m.params[e->offset + j], want[depth], 1e-6);
+    }
+    assert_true(seen[0] && seen[1] && seen[2] && seen[3]);
+    adamw_free(&opt);
+    free(grads);
+    model_free(&m);
+}
+
 /* ---- whole runs on a synthetic image folder ---- */
 
 /* 3 classes of 8x8 grey images with noise: dark, a checkerboard, bright; 16 images per class.
@@ -402,23 +509,33 @@ static void expect_same_run(const char *a, const char *b) {
     model_free(&ma), model_free(&mb);
 }
 
-/* init: NULL (a new ViT), or a model directory to fine-tune. */
-static void resume_case(const char *name, int64_t stop_at, const char *init) {
+/* Mixup and CutMix on, layers decaying: every stream and scale a resumed run must restore. */
+static void mixed(train_options *o) {
+    o->mix = (mix_options){.mixup_alpha = 0.8f, .cutmix_alpha = 1.0f};
+    o->layer_decay = 0.75f;
+}
+
+/* init: NULL (a new ViT), or a model directory to fine-tune; tweak: options changed (or NULL) */
+static void resume_tweaked(const char *name, int64_t stop_at, const char *init,
+                           void (*tweak)(train_options *)) {
     char whole[4200], split[4200], state_path[4300];
-    out_dir(whole, sizeof whole, init ? "whole-fine-tuned" : "whole");
+    out_dir(whole, sizeof whole, tweak ? "whole-tweaked" : init ? "whole-fine-tuned" : "whole");
     out_dir(split, sizeof split, name);
     vit_error err = {0};
     train_options o = tiny_run(whole);
     o.init_dir = init;
-    static int whole_done[2];
-    if (!whole_done[init != NULL]) {
+    if (tweak) tweak(&o);
+    static int whole_done[3];
+    const int which = tweak ? 2 : init != NULL;
+    if (!whole_done[which]) {
         if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
-        whole_done[init != NULL] = 1;
+        whole_done[which] = 1;
     }
     snprintf(state_path, sizeof state_path, "%s/%s", whole, TRAIN_STATE_FILE);
     assert_int_equal(access(state_path, F_OK), -1); /* a finished run leaves no state */
     o = tiny_run(split);
     o.init_dir = init;
+    if (tweak) tweak(&o);
     const train_hooks stop = {.stop_at_step = stop_at};
     assert_int_equal(train_run(&o, 0, &stop, &err), 1);
     snprintf(state_path, sizeof state_path, "%s/%s", split, TRAIN_STATE_FILE);
@@ -432,6 +549,10 @@ static void resume_case(const char *name, int64_t stop_at, const char *init) {
     expect_same_run(whole, split);
 }
 
+static void resume_case(const char *name, int64_t stop_at, const char *init) {
+    resume_tweaked(name, stop_at, init, NULL);
+}
+
 /* 36 training images in batches of 8: 4 steps an epoch, 12 in all. */
 static void test_resume_mid_epoch(void **state) {
     (void)state;
@@ -442,6 +563,18 @@ static void test_resume_mid_epoch(void **state) {
 static void test_resume_deit(void **state) {
     (void)state;
     resume_case("stopped-deit", 6, "tests/data/deit-micro");
+}
+
+static void test_resume_mixed(void **state) {
+    (void)state;
+    resume_tweaked("stopped-mixed", 6, NULL, mixed);
+    resume_case("stopped-mid-epoch", 6, NULL);
+    char plain[4200], tweaked[4200];
+    out_dir(plain, sizeof plain, "whole");
+    out_dir(tweaked, sizeof tweaked, "whole-tweaked");
+    char *a = log_without_times(plain), *b = log_without_times(tweaked);
+    assert_string_not_equal(a, b); /* the options took effect */
+    free(a), free(b);
 }
 
 static void test_resume_at_epoch_end(void **state) {
@@ -646,7 +779,11 @@ int main(void) {
         cmocka_unit_test(test_checkpoint_round_trip),
         cmocka_unit_test(test_pixel_lut),
         cmocka_unit_test(test_augment_is_shift_and_flip),
+        cmocka_unit_test(test_beta_draws),
+        cmocka_unit_test(test_mix_draws),
+        cmocka_unit_test(test_layer_decay),
         cmocka_unit_test(test_resume_mid_epoch),
+        cmocka_unit_test(test_resume_mixed),
         cmocka_unit_test(test_resume_at_epoch_end),
         cmocka_unit_test(test_resume_deit),
         cmocka_unit_test(test_resume_errors),

@@ -437,6 +437,12 @@ static void test_errors(void **state) {
     o.attention_dropout = 0.1f;
     expect_refused(o, "--attention-dropout");
     o = tiny_run(TEST_DATA "/ved-trocr-vit", dir);
+    o.mix.cutmix_alpha = 1.0f;
+    expect_refused(o, "--mixup and --cutmix are for image classifiers");
+    o = tiny_run(TEST_DATA "/ved-trocr-vit", dir);
+    o.layer_decay = 0.8f;
+    expect_refused(o, "--layer-decay is for classifiers");
+    o = tiny_run(TEST_DATA "/ved-trocr-vit", dir);
     o.max_len = 33;
     expect_refused(o, "more than the decoder's 32 positions");
     out_dir(bad, sizeof bad, "bad-lines");

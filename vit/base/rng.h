@@ -25,6 +25,11 @@ double rng_uniform(uint64_t *state);
 int rng_int(uint64_t *state, int lo, int hi);
 /* A standard normal draw (Box-Muller, one per two uniforms). */
 double rng_normal(uint64_t *state);
+/* A Gamma(shape, 1) draw, shape > 0 (Marsaglia and Tsang; shape < 1 through Gamma(shape + 1)
+ * times U^(1/shape)). */
+double rng_gamma(uint64_t *state, double shape);
+/* A Beta(a, b) draw, a, b > 0: Gamma(a) / (Gamma(a) + Gamma(b)). */
+double rng_beta(uint64_t *state, double a, double b);
 /* A generator state derived from a seed and up to two stream numbers. */
 uint64_t rng_derive(uint64_t seed, uint64_t a, uint64_t b);
 /* Fisher-Yates shuffle of perm[0..n) with draws from *state. */

@@ -865,6 +865,30 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *labels
     }
 }
 
+/* q_mixed = q(label) + (1 - lambda)·(q(partner) - q(label)), and q(partner) - q(label) is (1 - eps)
+ * on the partner's class and -(1 - eps) on the label's (the eps/L parts cancel): loss(partner) -
+ * loss(label) = (1 - eps)·(z_label - z_partner). */
+double crossentropy_mixed_forward(float *probs, const float *logits, const int *labels,
+                                  const int *partners, float lambda, int B, int L, float eps) {
+    double total = crossentropy_forward(probs, logits, labels, B, L, eps) * B;
+    for (int b = 0; b < B; b++) {
+        const float *z = logits + (size_t)b * L;
+        total += (1.0 - lambda) * (1.0 - eps) * ((double)z[labels[b]] - z[partners[b]]);
+    }
+    return total / B;
+}
+
+void crossentropy_mixed_backward(float *dlogits, const float *probs, const int *labels,
+                                 const int *partners, float lambda, int B, int L, float eps,
+                                 float dloss) {
+    crossentropy_backward(dlogits, probs, labels, B, L, eps, dloss);
+    const float shift = dloss / B * (1.0f - lambda) * (1.0f - eps);
+    for (int b = 0; b < B; b++) {
+        dlogits[(size_t)b * L + labels[b]] += shift;
+        dlogits[(size_t)b * L + partners[b]] -= shift;
+    }
+}
+
 /* One counted row of token_crossentropy_forward: its softmax into p (p may alias z) and its loss
  * -Σ q_j log p_j = (1 - eps)·(lse - z_y) + eps·(lse - mean z), sums in double. */
 static double token_row(float *p, const float *z, int y, int V, float eps, int *hit) {

@@ -178,6 +178,15 @@ double crossentropy_forward(float *probs, const float *logits, const int *labels
 void crossentropy_backward(float *dlogits, const float *probs, const int *labels, int B, int L,
                            float eps, float dloss);
 
+/* The same for mixed targets (Mixup, CutMix): row b's target is lambda of labels[b]'s smoothed
+ * one-hot and 1 - lambda of partners[b]'s. The cross-entropy is linear in the target, so this is
+ * lambda·loss(labels) + (1 - lambda)·loss(partners), and the gradient dloss·(probs - q_mixed)/B. */
+double crossentropy_mixed_forward(float *probs, const float *logits, const int *labels,
+                                  const int *partners, float lambda, int B, int L, float eps);
+void crossentropy_mixed_backward(float *dlogits, const float *probs, const int *labels,
+                                 const int *partners, float lambda, int B, int L, float eps,
+                                 float dloss);
+
 /* The same over tokens (a decoder's next-token loss, HF's CrossEntropyLoss(ignore_index=-100,
  * label_smoothing=eps)): rows [N, V] of logits, labels [N] where a negative label (-100) marks a
  * row that does not count; the loss is the mean over the counted rows (*counted of them; 0 and a

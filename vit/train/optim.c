@@ -36,6 +36,7 @@ void adamw_free(adamw *opt) {
     free(opt->m);
     free(opt->v);
     free(opt->frozen);
+    free(opt->lr_scale);
     memset(opt, 0, sizeof *opt);
 }
 
@@ -58,18 +59,42 @@ void adamw_freeze_prefix(adamw *opt, const model *m, const char *prefix, int fre
                                    (freeze && strncmp(m->entries[i].name, prefix, n) == 0));
 }
 
+int layer_depth(const char *name, int num_layers) {
+    const char *layer = strstr(name, "encoder.layer.");
+    if (layer) {
+        char *end;
+        const long n = strtol(layer + 14, &end, 10);
+        if (end != layer + 14 && *end == '.' && n >= 0 && n < num_layers)
+            return num_layers - (int)n;
+    }
+    return strstr(name, "embeddings.") ? num_layers + 1 : 0;
+}
+
+int adamw_layer_decay(adamw *opt, const model *m, float decay, vit_error *err) {
+    if (!(decay > 0.0f && decay <= 1.0f))
+        return vit_fail(err, "layer decay %g: expected a number in (0, 1]", decay);
+    free(opt->lr_scale);
+    opt->lr_scale = malloc((size_t)m->num_entries * sizeof *opt->lr_scale);
+    if (!opt->lr_scale) return vit_fail(err, "out of memory");
+    for (int i = 0; i < m->num_entries; i++)
+        opt->lr_scale[i] = (float)pow(decay, layer_depth(m->entries[i].name, m->cfg.num_layers));
+    return 0;
+}
+
 void adamw_step(adamw *opt, const model *m, const float *grads, float lr) {
     opt->step++;
     const float b1 = opt->hp.beta1, b2 = opt->hp.beta2, eps = opt->hp.eps;
     /* PyTorch computes the corrections in double and rounds them to float32 */
     const double bc1 = 1.0 - pow(b1, (double)opt->step), bc2 = 1.0 - pow(b2, (double)opt->step);
-    const float step_size = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
+    const float bc2_sqrt = (float)sqrt(bc2);
     for (int i = 0; i < m->num_entries; i++) {
         if (opt->frozen[i]) continue;
         const param_entry *e = &m->entries[i];
+        const float lr_e = opt->lr_scale ? lr * opt->lr_scale[i] : lr;
+        const float step_size = (float)(lr_e / bc1);
         float *p = m->params + e->offset, *mo = opt->m + e->offset, *vo = opt->v + e->offset;
         const float *g = grads + e->offset;
-        const float decay = e->decay ? (float)(1.0 - (double)lr * opt->hp.weight_decay) : 1.0f;
+        const float decay = e->decay ? (float)(1.0 - (double)lr_e * opt->hp.weight_decay) : 1.0f;
         const long n = (long)e->numel;
 #pragma omp parallel for simd if (n >= 65536) schedule(static)
         for (long j = 0; j < n; j++) {

@@ -31,6 +31,7 @@ typedef struct {
     size_t num_params; /* the model's block size */
     float *m, *v;      /* first and second moments, laid out like the model's params */
     uint8_t *frozen;   /* [num_entries]: 1 = the entry is never updated (linear probe) */
+    float *lr_scale;   /* [num_entries]: the entry's learning rate times this; NULL: 1 */
     int num_entries;
 } adamw;
 
@@ -43,6 +44,14 @@ void adamw_freeze_encoder(adamw *opt, const model *m, int freeze);
 /* Freezes (1) or unfreezes (0) every entry whose name starts with prefix (an image-to-text
  * model's encoder: "encoder."); absent entries stay frozen. */
 void adamw_freeze_prefix(adamw *opt, const model *m, const char *prefix, int freeze);
+
+/* Layer-wise learning-rate decay (BEiT's fine-tuning): an entry at depth d from the top learns at
+ * lr·decay^d, weight decay included (as a PyTorch parameter group's lr). Depth counts layers:
+ * "encoder.layer.N." entries are at depth L - N (L layers), the embeddings' ("embeddings." in the
+ * name) at L + 1, everything else (final norm, pooler, classifier) at 0. */
+int adamw_layer_decay(adamw *opt, const model *m, float decay, vit_error *err);
+/* The depth adamw_layer_decay gives an entry of a model with num_layers layers. */
+int layer_depth(const char *name, int num_layers);
 
 /* One AdamW update with learning rate lr, as PyTorch's torch.optim.AdamW (non-amsgrad,
  * single-tensor path): for each trainable element

@@ -98,6 +98,14 @@ const train_option train_option_table[] = {
     {"rrc-scale", "rrc_min_scale", OPTION_FLOAT, F(aug.rrc_min_scale), 0.35, 0.01, 1, "F",
      "images: smallest area fraction of the random resized crop", NULL, GROUP_TRAINING, 0},
     {NULL, "flip", OPTION_INT, F(aug.flip), 1, 0, 1, NULL, NULL, NULL, GROUP_TRAINING, 0},
+    {"mixup", "mixup_alpha", OPTION_FLOAT, F(mix.mixup_alpha), 0, 0, 100, "A",
+     "images: Mixup, λ ~ Beta(A, A) (0: off; with --cutmix, each batch one of the two)", NULL,
+     GROUP_TRAINING, OPTION_ADDED},
+    {"cutmix", "cutmix_alpha", OPTION_FLOAT, F(mix.cutmix_alpha), 0, 0, 100, "A",
+     "images: CutMix, λ ~ Beta(A, A) (0: off)", NULL, GROUP_TRAINING, OPTION_ADDED},
+    {"layer-decay", "layer_decay", OPTION_FLOAT, F(layer_decay), 1, 0.01, 1, "F",
+     "a classifier's learning rate times F for each layer below the head (embeddings lowest; 1: "
+     "off)", NULL, GROUP_TRAINING, OPTION_ADDED},
     {"token-dropout", "token_dropout", OPTION_FLOAT, F(token_dropout), 0, 0, 0.99, "F",
      "text: each word piece becomes [UNK] with this chance", NULL, GROUP_TRAINING, 0},
     {"no-length-groups", "ungrouped", OPTION_FLAG, F(ungrouped), 0, 0, 1, NULL,
@@ -257,6 +265,10 @@ static int read_option(train_options *o, char **owned, int *n_owned, const cJSON
         if (!cJSON_IsString(it))
             return vit_fail(err, "%s: training option '%s' missing", src, opt->key);
         *(uint64_t *)p = strtoull(it->valuestring, NULL, 10);
+        return 0;
+    }
+    if (!it && (opt->flags & OPTION_ADDED)) {
+        set_number(o, opt, opt->def);
         return 0;
     }
     if (!cJSON_IsNumber(it))

@@ -10,6 +10,7 @@
 
 #include "vit/base/error.h"
 #include "vit/data/image_set.h"
+#include "vit/data/mix.h"
 
 typedef struct {
     /* data: images when train_path is a folder, text when it is a TSV file (vit/data/text_set.h),
@@ -46,6 +47,9 @@ typedef struct {
     float beta2;     /* AdamW's second-moment decay; 0: PyTorch's 0.999 */
     int augment;     /* 0: none; else aug (images only) */
     augment_options aug;
+    mix_options mix;   /* images: Mixup, CutMix */
+    float layer_decay; /* a classifier's learning rate times layer_decay^(depth from the top); 1:
+                          off */
     uint64_t seed;
     int threads;      /* 0: one per core */
     const char *blas; /* "onednn" or "openblas" (ops_set_blas); NULL: the build's default */
@@ -63,8 +67,10 @@ typedef enum {
 } option_type;
 
 enum {
-    OPTION_SHAPE = 1,    /* a new model's shape: not with --init */
-    OPTION_NOT_SAVED = 2 /* not in the checkpoint: a resumed run takes it from its command line */
+    OPTION_SHAPE = 1,     /* a new model's shape: not with --init */
+    OPTION_NOT_SAVED = 2, /* not in the checkpoint: a resumed run takes it from its command line */
+    OPTION_ADDED = 4 /* newer than some checkpoints: one without it resumes with the default (the
+                      * run it was saved from had no such option) */
 };
 
 typedef enum { GROUP_DATA, GROUP_NEW, GROUP_FINE_TUNE, GROUP_TRAINING } option_group;

@@ -65,6 +65,10 @@ int trainer_hold_out(const trainer *t, const int *labels, size_t n, int *is_val,
 /* Batch size, schedule, buffers, the gradient block, the optimizer. */
 static int setup_training(trainer *t, vit_error *err) {
     const train_options *o = &t->o;
+    if ((o->mix.mixup_alpha > 0.0f || o->mix.cutmix_alpha > 0.0f) && t->task != &task_image)
+        return vit_fail(err, "--mixup and --cutmix are for image classifiers");
+    if (o->layer_decay < 1.0f && t->task->setup_model)
+        return vit_fail(err, "--layer-decay is for classifiers (images or text)");
     t->B = o->batch < t->n_train ? o->batch : t->n_train;
     /* under mpirun each process takes a contiguous part of every batch */
     if (t->ranks > t->B)
@@ -84,9 +88,11 @@ static int setup_training(trainer *t, vit_error *err) {
     t->perm = malloc((size_t)t->n_train * sizeof(int));
     t->scratch = malloc((size_t)(t->n_train + t->steps_per_epoch) * sizeof(int));
     t->labels = malloc((size_t)t->B * sizeof(int));
+    t->partners = malloc((size_t)t->B * sizeof(int));
+    t->mix_lambda = 1.0f;
     t->grads = vit_alloc_floats(t->m.num_params);
     if (!t->logits || !t->probs || !t->dlogits || !t->perm || !t->scratch || !t->labels ||
-        !t->grads || model_bind(&t->g, &t->m, t->grads) != 0)
+        !t->partners || !t->grads || model_bind(&t->g, &t->m, t->grads) != 0)
         return vit_fail(err, "out of memory");
     if (t->task->prepare(t, err) != 0) return -1;
     const adamw_hparams hp = {.lr = o->lr, .weight_decay = o->weight_decay, .beta2 = o->beta2};
@@ -95,6 +101,8 @@ static int setup_training(trainer *t, vit_error *err) {
         adamw_freeze_prefix(&t->opt, &t->m, t->task->encoder_prefix, o->freeze_encoder);
     else
         adamw_freeze_encoder(&t->opt, &t->m, o->freeze_encoder);
+    if (o->layer_decay < 1.0f && adamw_layer_decay(&t->opt, &t->m, o->layer_decay, err) != 0)
+        return -1;
     t->drop_rng = rng_derive(o->seed, RNG_DROPOUT, 0);
     return 0;
 }
@@ -174,7 +182,7 @@ static void trainer_free(trainer *t) {
     adamw_free(&t->opt);
     if (t->g.layers) model_unbind(&t->g);
     free(t->grads), free(t->logits), free(t->probs), free(t->dlogits), free(t->perm);
-    free(t->scratch), free(t->labels);
+    free(t->scratch), free(t->labels), free(t->partners);
     if (t->m.params) model_free(&t->m);
     for (int i = 0; i < 6; i++) free(t->owned[i]);
 }

@@ -41,11 +41,19 @@ static int forward_backward(trainer *t, const int *idx, double *loss, double *co
     memset(t->grads, 0, t->m.num_params * sizeof(float));
     if (t->task->loss_pass) return t->task->loss_pass(t, n, &mode, loss, correct, err);
     if (t->task->forward(t, n, &mode, t->logits, err) != 0) return -1; /* the part: n examples */
-    const float smoothing = t->o.label_smoothing;
-    *loss = crossentropy_forward(t->probs, t->logits, t->labels, n, L, smoothing);
-    *correct = count_correct(t->logits, t->labels, n, L);
-    crossentropy_backward(t->dlogits, t->probs, t->labels, n, L, smoothing,
-                          n == B ? 1.0f : (float)n / (float)B);
+    const float smoothing = t->o.label_smoothing, lambda = t->mix_lambda;
+    const float share = n == B ? 1.0f : (float)n / (float)B;
+    if (lambda < 1.0f) { /* a mixed batch: hits count against the larger share's label */
+        *loss = crossentropy_mixed_forward(t->probs, t->logits, t->labels, t->partners, lambda, n,
+                                           L, smoothing);
+        *correct = count_correct(t->logits, lambda >= 0.5f ? t->labels : t->partners, n, L);
+        crossentropy_mixed_backward(t->dlogits, t->probs, t->labels, t->partners, lambda, n, L,
+                                    smoothing, share);
+    } else {
+        *loss = crossentropy_forward(t->probs, t->logits, t->labels, n, L, smoothing);
+        *correct = count_correct(t->logits, t->labels, n, L);
+        crossentropy_backward(t->dlogits, t->probs, t->labels, n, L, smoothing, share);
+    }
     t->task->backward(t, t->dlogits);
     return 0;
 }

@@ -5,14 +5,16 @@
 #include "vit/base/rng.h"
 #include "vit/data/image_set.h"
 #include "vit/data/imagefolder.h"
+#include "vit/data/mix.h"
 #include "vit/io/model_dir.h"
 #include "vit/model/vit_model.h"
 #include "vit/train/trainer.h"
 
 typedef struct {
     image_set train, val;
-    float *lut;    /* [C·256] bytes to normalised floats */
-    float *pixels; /* [B, C, S, S] the next batch */
+    float *lut;      /* [C·256] bytes to normalised floats */
+    float *pixels;   /* [B, C, S, S] the next batch */
+    float *partners; /* [B, C, S, S] the images mixed into it (Mixup, CutMix), or NULL */
     vit_acts acts;
 } image_task;
 
@@ -203,21 +205,49 @@ static int prepare_images(trainer *t, vit_error *err) {
     const size_t per = (size_t)d->train.C * d->train.H * d->train.W;
     d->pixels = malloc((size_t)t->B * per * sizeof(float));
     d->lut = malloc((size_t)d->train.C * 256 * sizeof(float));
+    if (t->o.mix.mixup_alpha > 0.0f || t->o.mix.cutmix_alpha > 0.0f) {
+        d->partners = malloc((size_t)t->B * per * sizeof(float));
+        if (!d->partners) return vit_fail(err, "out of memory");
+    }
     if (!d->pixels || !d->lut) return vit_fail(err, "out of memory");
     if (pixel_lut(&t->pp, d->lut, err) != 0) return -1;
     return vit_acts_alloc(&d->acts, &t->m, t->B, 0, 1, err);
 }
 
+/* The training batch's images mixed with their partners (the batch reversed: whole-batch image j
+ * with B-1-j, augmented as when it is itself loaded), as this step's draw says. This process's
+ * part, images first..first+n-1, has partners B-first-n..B-1-first: one contiguous run, loaded
+ * at once, then paired in reverse. */
+static void mix_batch(trainer *t, const int *whole_idx, int first, int n, uint64_t aug_seed) {
+    image_task *d = task_data(t);
+    const image_set *s = &d->train;
+    uint64_t st = rng_derive(t->o.seed, RNG_MIX, (uint64_t)t->step);
+    mix_draw draw;
+    mix_draw_batch(&t->o.mix, s->S, &st, &draw);
+    t->mix_lambda = draw.lambda;
+    const int B = t->B, from = B - first - n;
+    image_set_batch_part(s, whole_idx + from, n, d->lut, t->o.augment ? &t->o.aug : NULL, aug_seed,
+                         from, d->partners);
+    const size_t per = (size_t)s->C * s->S * s->S;
+    for (int b = 0; b < n; b++) {
+        t->partners[b] = s->labels[whole_idx[B - 1 - first - b]];
+        mix_apply(d->pixels + b * per, d->partners + (size_t)(n - 1 - b) * per, s->C, s->S, &draw);
+    }
+}
+
 static int image_batch(trainer *t, const int *idx, int n, int train, vit_error *err) {
     (void)err;
     image_task *d = task_data(t);
+    const int *whole_idx = idx;
     if (train) idx += t->part_first, n = t->part_n;
     const image_set *s = train ? &d->train : &d->val;
     for (int b = 0; b < n; b++) t->labels[b] = s->labels[idx[b]];
     const int augment = train && t->o.augment;
-    image_set_batch_part(s, idx, n, d->lut, augment ? &t->o.aug : NULL,
-                         train ? rng_derive(t->o.seed, RNG_AUGMENT, (uint64_t)t->step) : 0,
+    const uint64_t seed = train ? rng_derive(t->o.seed, RNG_AUGMENT, (uint64_t)t->step) : 0;
+    image_set_batch_part(s, idx, n, d->lut, augment ? &t->o.aug : NULL, seed,
                          train ? t->part_first : 0, d->pixels);
+    t->mix_lambda = 1.0f;
+    if (train && d->partners) mix_batch(t, whole_idx, t->part_first, n, seed);
     return 0;
 }
 
@@ -238,6 +268,7 @@ static void free_images(trainer *t) {
     image_set_free(&d->train);
     image_set_free(&d->val);
     free(d->pixels);
+    free(d->partners);
     free(d->lut);
     free(d);
     t->data = NULL;

@@ -16,7 +16,7 @@
 
 /* Streams of the run's generator (rng_derive(seed, stream, n)): one per kind of draw, so adding
  * draws of one kind never shifts another. */
-enum { RNG_SHUFFLE = 1, RNG_AUGMENT, RNG_DROPOUT, RNG_INIT, RNG_SPLIT };
+enum { RNG_SHUFFLE = 1, RNG_AUGMENT, RNG_DROPOUT, RNG_INIT, RNG_SPLIT, RNG_MIX };
 
 typedef struct trainer trainer;
 
@@ -63,7 +63,8 @@ typedef struct {
     void (*order)(trainer *t, uint64_t *state);
     /* Examples idx[0..n) of the validation set, or (train) this process's part of the training
      * batch idx[0..n) (examples part_first..part_first+part_n-1, augmented with the step's draws
-     * as the whole batch would be), as the next forward's input; their classes into t->labels. */
+     * as the whole batch would be), as the next forward's input; their classes into t->labels
+     * (and t->mix_lambda, t->partners when it mixes them). */
     int (*load_batch)(trainer *t, const int *idx, int n, int train, vit_error *err);
     int (*forward)(trainer *t, int n, const forward_mode *mode, float *logits, vit_error *err);
     void (*backward)(trainer *t, const float *dlogits);
@@ -92,6 +93,10 @@ struct trainer {
     float *grads; /* one block, m.num_params floats */
     float *logits, *probs, *dlogits;
     int *perm, *labels, *scratch;
+    /* the batch loaded mixed (Mixup, CutMix; load_batch sets them): its targets mix_lambda of
+     * labels and 1 - mix_lambda of partners (mix_lambda 1: not mixed) */
+    float mix_lambda;
+    int *partners;
     /* the processes of a distributed run (vit/base/dist.h): each step's batch of B is split, this
      * one computing examples part_first..part_first+part_n-1 */
     int rank, ranks;
