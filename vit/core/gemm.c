@@ -226,3 +226,7 @@ void gemm_free(gemm_weight *w) {
 size_t gemm_workspace_bytes(const gemm_weight *w) {
     return w->workspace_bytes;
 }
+
+int gemm_weight_runs_bf16(const gemm_weight *w) {
+    return w->precision == PRECISION_BF16 && gemm_bf16_native(w->backend);
+}

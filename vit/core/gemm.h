@@ -62,6 +62,9 @@ gemm_weight *gemm_prepare_scaled(gemm_backend backend, gemm_precision precision,
                                  vit_error *err);
 /* Scratch a run needs (for max_rows rows): one block, shared by the layers that run in turn. */
 size_t gemm_workspace_bytes(const gemm_weight *w);
+/* 1 when the layer's products run on bf16 kernels (bf16 precision where the backend has them):
+ * the model's other products may then run in bf16 too. */
+int gemm_weight_runs_bf16(const gemm_weight *w);
 
 /* What one caller needs to run prepared layers: the scratch, and on oneDNN a stream of its own
  * and the primitives made for row counts other than max_rows. A prepared layer is read-only

@@ -125,6 +125,13 @@ int attention_infer_supported(int D, int H);
 size_t attention_infer_scratch(int B, int T, int D, int threads);
 void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
                      int causal, float *scratch, int threads, int B, int T, int D, int H);
+/* The same with the two products in bfloat16 (bf16 inference): Q, Kᵀ/√dh, V and the softmax's
+ * exponentials rounded to bfloat16, the products summed in fp32 by AVX512-BF16's dot products;
+ * the scores, their maximum, the exponentials' sum and the normalisation stay fp32. Only where the
+ * CPU has AVX512-BF16 (attention_infer_bf16_available); same scratch. */
+int attention_infer_bf16_available(void);
+void attention_infer_bf16(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
+                          int causal, float *scratch, int threads, int B, int T, int D, int H);
 /* Training variant: HF's attention_probs_dropout on the weights. keep [B, H, T, T] (from
  * dropout_mask) and p drop weights before they multiply V; probs still receives the weights
  * before dropout (the backward needs them); dropped [B, H, T, T] is scratch. */
