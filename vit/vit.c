@@ -81,14 +81,15 @@ vit_params vit_default_params(void) {
 }
 
 int api_prepare(model *m, vit_backend backend, vit_precision precision, int max_batch, int tokens,
-                int threads, char *compute, size_t size, vit_error *err) {
+                int threads, int release, char *compute, size_t size, vit_error *err) {
     gemm_backend b = backend == VIT_BACKEND_OPENBLAS ? GEMM_OPENBLAS : GEMM_ONEDNN;
     if (backend == VIT_BACKEND_DEFAULT && !gemm_backend_available(GEMM_ONEDNN)) b = GEMM_OPENBLAS;
     const gemm_precision p = precision == VIT_INT8   ? PRECISION_INT8
                              : precision == VIT_BF16 ? PRECISION_BF16
                                                      : PRECISION_FP32;
     const threads_scope scope = threads_begin(threads);
-    const int rc = model_prepare(m, b, p, max_batch, tokens, err);
+    const int rc = release ? model_prepare_released(m, b, p, max_batch, tokens, err)
+                           : model_prepare(m, b, p, max_batch, tokens, err);
     threads_end(scope);
     if (rc != 0) return -1;
     char what[96];
@@ -204,7 +205,8 @@ vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error
     if (!c) return NULL;
     if (setup_preprocessing(w, c->acts.height, c->acts.width, err) != 0 ||
         api_prepare(&w->m, w->params.backend, w->params.precision, w->params.max_batch,
-                    c->acts.tokens, c->threads, w->compute, sizeof w->compute, err) != 0 ||
+                    c->acts.tokens, c->threads, w->params.inference_only, w->compute,
+                    sizeof w->compute, err) != 0 ||
         add_gemm_state(c, err) != 0) {
         vit_free(c);
         return NULL;

@@ -83,6 +83,10 @@ typedef struct {
     int exif_orientation; /* 1 (the default): images are turned upright as their EXIF orientation
                            * says, as Hugging Face pipelines do (Pillow's ImageOps.exif_transpose);
                            * 0: Pillow's raw pixels, as timm's datasets read them */
+    int inference_only;   /* 1: each weight matrix the prepared model holds a copy of (oneDNN's
+                           * reordered layout, bf16, int8) is released once copied, so that it is
+                           * not in memory twice; vit_explain then refuses the model. 0 (the
+                           * default): kept */
 } vit_params;
 
 VIT_API vit_params vit_default_params(void);

@@ -77,7 +77,7 @@ static gen_weights *gen_weights_load(const char *dir, const vit_gen_params *p, i
     if (model_load_tower(&w->dec, dir, TOWER_TEXT, err) == 0 &&
         gen_config_load(dir, &w->gen, err) == 0 && text_tokenizer_load(dir, &w->tok, err) == 0 &&
         api_prepare(&w->dec, p->image.backend, p->image.precision, w->max_images, per_image,
-                    threads, w->compute, sizeof w->compute, err) == 0)
+                    threads, 0, w->compute, sizeof w->compute, err) == 0)
         return w;
     gen_weights_release(w);
     return NULL;

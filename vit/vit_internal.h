@@ -28,9 +28,10 @@ const float *api_image_hidden(const vit_context *ctx);
 /* Prepares m's linear layers on the backend and precision asked for (VIT_BACKEND_DEFAULT:
  * oneDNN where the build has it, else OpenBLAS), for batches of max_batch inputs of tokens
  * tokens run with `threads` threads (oneDNN fixes a primitive's thread count when it is made),
- * and describes the result in compute ("oneDNN 2.6.3 (avx2), fp32"). */
+ * and describes the result in compute ("oneDNN 2.6.3 (avx2), fp32"). release: a ViT for
+ * inference alone, the weights its prepared layers copied released (model_prepare_released). */
 int api_prepare(model *m, vit_backend backend, vit_precision precision, int max_batch, int tokens,
-                int threads, char *compute, size_t size, vit_error *err);
+                int threads, int release, char *compute, size_t size, vit_error *err);
 
 /* The top-k of probs [cfg->num_labels] as predictions, for vit_top_k and vit_text_top_k. */
 /* A joint model's tower: its embedding length, exp(logit_scale) and logit_bias (0 where it has

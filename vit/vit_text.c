@@ -140,7 +140,7 @@ vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *pa
     text_weights *w = weights_load(model_dir, &p, err);
     vit_text_context *c = w ? context_create(w, threads_resolve(p.threads), err) : NULL;
     if (!c) return NULL;
-    if (api_prepare(&w->m, p.backend, p.precision, w->max_batch, w->max_tokens, c->threads,
+    if (api_prepare(&w->m, p.backend, p.precision, w->max_batch, w->max_tokens, c->threads, 0,
                     w->compute, sizeof w->compute, err) != 0 ||
         add_gemm_state(c, err) != 0) {
         vit_text_free(c);

@@ -34,6 +34,7 @@ class Params(ctypes.Structure):
         ("backend", ctypes.c_int),
         ("precision", ctypes.c_int),
         ("exif_orientation", ctypes.c_int),
+        ("inference_only", ctypes.c_int),
     ]
 
 

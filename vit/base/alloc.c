@@ -12,6 +12,12 @@ float *vit_alloc_floats(size_t n) {
     return aligned_alloc(64, bytes ? bytes : 64);
 }
 
+void vit_release_pages(void *p, size_t bytes) {
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), at = (uintptr_t)p;
+    const uintptr_t from = (at + page - 1) / page * page, to = (at + bytes) / page * page;
+    if (to > from) (void)madvise((void *)from, to - from, MADV_DONTNEED);
+}
+
 void vit_zero_lazily(void *p, size_t bytes) {
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), at = (uintptr_t)p;
     const uintptr_t from = (at + page - 1) / page * page, to = (at + bytes) / page * page;

@@ -20,6 +20,9 @@ float *vit_alloc_floats(size_t n);
  * be filled piece by piece (a model's parameters from its file) is then resident only as it
  * fills, not all at once beside the file. */
 void vit_zero_lazily(void *p, size_t bytes);
+/* Hands the whole pages inside bytes at p back to the kernel (MADV_DONTNEED): memory no longer
+ * needed (a weight a prepared copy replaced). They read as zeros if touched again. */
+void vit_release_pages(void *p, size_t bytes);
 
 /* One allocation for many arrays (llm.c's pattern): *fields[i] gets sizes[i] floats, each array
  * 64-byte aligned. Returns the block (free() it, which frees them all) or NULL. */

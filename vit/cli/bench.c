@@ -136,6 +136,7 @@ static void print_result(const bench_options *o, const vit_context *ctx, const c
 
 int cli_bench(int argc, char **argv) {
     bench_options o = {.common.params = vit_default_params(), .runs = 20};
+    o.common.params.inference_only = 1; /* as classify and eval run */
     const cli_outcome parsed = parse_options(argc, argv, &o);
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     char dir[4096];

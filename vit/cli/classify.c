@@ -372,6 +372,7 @@ int cli_classify(int argc, char **argv) {
     classify_run r = {.top_k = 5};
     cli_common c = {.params = vit_default_params()};
     c.params.max_batch = 8;
+    c.params.inference_only = 1; /* one copy of the weights in memory */
     const cli_outcome parsed = parse_options(argc, argv, &r, &c);
     char model_dir[4096];
     if (parsed != CLI_PARSED ||

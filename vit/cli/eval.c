@@ -399,6 +399,7 @@ static cli_outcome parse_options(int argc, char **argv, eval_options *o) {
     o->common.params = vit_default_params();
     o->common.params.max_batch = 0;        /* the default depends on images or texts */
     o->common.params.exif_orientation = 0; /* dataset parity with timm unless --exif */
+    o->common.params.inference_only = 1;   /* one copy of the weights in memory */
     cli_parser p;
     const cli_outcome parsed = cli_parse(&p, &command, argc, argv, &o->common, eval_option, o);
     if (parsed != CLI_PARSED) return parsed;

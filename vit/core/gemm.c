@@ -227,6 +227,14 @@ size_t gemm_workspace_bytes(const gemm_weight *w) {
     return w->workspace_bytes;
 }
 
+int gemm_weight_reads_source(const gemm_weight *w) {
+    if (w->owned) return 0; /* scaled: the layer's own copy */
+#ifdef VIT_ONEDNN
+    if (w->backend == GEMM_ONEDNN) return onednn_reads_weight(w);
+#endif
+    return w->rounded == NULL; /* OpenBLAS: fp32 in place, bf16 from its rounded copy */
+}
+
 int gemm_weight_runs_bf16(const gemm_weight *w) {
     return w->precision == PRECISION_BF16 && gemm_bf16_native(w->backend);
 }

@@ -62,6 +62,10 @@ gemm_weight *gemm_prepare_scaled(gemm_backend backend, gemm_precision precision,
                                  vit_error *err);
 /* Scratch a run needs (for max_rows rows): one block, shared by the layers that run in turn. */
 size_t gemm_workspace_bytes(const gemm_weight *w);
+/* 1 when running the layer reads the weight it was prepared from (OpenBLAS fp32, oneDNN fp32 in
+ * PyTorch's layout); 0 when it runs on a copy of its own (reordered, bf16, int8, scaled): the
+ * caller may then release the original. */
+int gemm_weight_reads_source(const gemm_weight *w);
 /* 1 when the layer's products run on bf16 kernels (bf16 precision where the backend has them):
  * the model's other products may then run in bf16 too. */
 int gemm_weight_runs_bf16(const gemm_weight *w);

@@ -52,6 +52,8 @@ int onednn_bf16_native(void);
 int onednn_prepare(gemm_weight *w, vit_error *err);
 void onednn_run(const gemm_weight *w, const float *x, int N, float *y, gemm_state *s);
 void onednn_free(gemm_weight *w);
+/* 1 when the prepared layer runs on w->weight in place (not on a copy of its own). */
+int onednn_reads_weight(const gemm_weight *w);
 void *onednn_state_create(void);
 void onednn_state_free(void *state);
 /* Row-major C[M, N] = alpha·op(A)·op(B) + beta·C with A and B rounded to bfloat16 (ties to even)

@@ -105,6 +105,7 @@ typedef struct {
     dnnl_memory_t weight, bias; /* made once; src and dst are made per run (the rows vary) */
     int emulate_bf16;           /* bf16 in fp32: rounded weight, rounded activations */
     void *owned;                /* the bf16 or int8 copy of the weight */
+    int reads_weight;           /* L->weight is w->weight itself, in place (fp32, plain layout) */
     float *scales;              /* int8: per output channel */
     int32_t *colsum;            /* int8: Σ_k of each output channel's integer weights */
     int q;                      /* int8: the weights' largest magnitude */
@@ -238,6 +239,7 @@ static int make_layer(gemm_weight *w, layer *L, const void *data, vit_error *err
     w->workspace_bytes = L->own + L->scratchpad;
     const int reordered = make_weight_memory(w, L, data);
     if (reordered < 0) return vit_fail(err, "out of memory");
+    L->reads_weight = !reordered && data == (const void *)w->weight;
     if (reordered && data == L->owned) {
         free(L->owned);
         L->owned = NULL;
@@ -333,6 +335,11 @@ int onednn_prepare(gemm_weight *w, vit_error *err) {
     if (rc == 0 && L->with_bias && make_memory(&L->bias, matrix(1, w->OUT, dnnl_f32), w->bias) != 0)
         rc = vit_fail(err, "out of memory");
     return rc;
+}
+
+int onednn_reads_weight(const gemm_weight *w) {
+    const layer *L = w->onednn;
+    return L && L->reads_weight;
 }
 
 void onednn_free(gemm_weight *w) {

@@ -62,6 +62,9 @@ typedef struct {
     gemm_weight *patch, *pooler, *head, *dist_head, *enc_proj;
     gemm_backend backend;
     size_t gemm_workspace_bytes;
+    /* model_prepare(..., release_weights): the float weights its prepared layers copied are gone
+     * (their pages released): the model runs prepared inference only */
+    int weights_released;
 } model;
 
 /* The most parameters a configuration may ask for (8 GB of float32): a config.json alone must not
@@ -94,6 +97,12 @@ int model_vit_tokens(const model *m, int size);
  * Training uses the parameters as they are, unprepared. */
 int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int max_batch,
                   int tokens, vit_error *err);
+/* The same for a ViT used for inference alone: each encoder, patch and head weight matrix that its
+ * prepared layer copied (oneDNN's reordered layout, bf16, int8, a folded layer scale) is released
+ * as soon as the layer is ready, so the model never holds both copies (a ViT-B in fp32 on oneDNN:
+ * 0.35 GB less). The model cannot then be prepared again, train, or explain (refused). */
+int model_prepare_released(model *m, gemm_backend backend, gemm_precision precision, int max_batch,
+                           int tokens, vit_error *err);
 void model_unprepare(model *m);
 /* A state for running m's prepared layers, for one thread at a time (encoder_acts.gemm). NULL
  * with err when out of memory. */

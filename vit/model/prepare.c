@@ -1,6 +1,7 @@
 /* Every linear layer of a model prepared for inference on a backend (vit/core/gemm.h). */
 #include <stdlib.h>
 
+#include "vit/base/alloc.h"
 #include "vit/model/params.h"
 
 /* fc1's epilogue: the activation, but SwiGLU's, which halves the width (the encoder runs it). */
@@ -16,6 +17,8 @@ typedef struct {
     gemm_backend backend;
     gemm_precision precision;
     size_t workspace;
+    int release; /* hand back each weight its prepared layer copied */
+    int *released;
     vit_error *err;
 } prep;
 
@@ -27,6 +30,10 @@ static int scaled(prep *p, gemm_weight **out, const float *w, const float *b, co
                                        rows, p->err)
                  : gemm_prepare(p->backend, p->precision, w, b, OUT, IN, epilogue, rows, p->err);
     if (!*out) return -1;
+    if (p->release && !gemm_weight_reads_source(*out)) {
+        vit_release_pages((void *)w, sizeof *w * (size_t)OUT * IN);
+        *p->released = 1;
+    }
     const size_t need = gemm_workspace_bytes(*out);
     p->workspace = need > p->workspace ? need : p->workspace;
     return 0;
@@ -66,10 +73,16 @@ static int prepare_decoder(model *m, prep *p, int rows) {
                            : 0;
 }
 
-int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int max_batch,
-                  int tokens, vit_error *err) {
+static int prepare(model *m, gemm_backend backend, gemm_precision precision, int max_batch,
+                   int tokens, int release, vit_error *err) {
+    if (m->weights_released)
+        return vit_fail(err, "the model's weights were released after its first preparation");
     model_unprepare(m);
-    prep p = {.backend = backend, .precision = precision, .err = err};
+    prep p = {.backend = backend,
+              .precision = precision,
+              .release = release,
+              .released = &m->weights_released,
+              .err = err};
     const model_config *c = &m->cfg;
     const int D = c->hidden_size, B = max_batch;
     int rc = prepare_layers(m, &p, B * tokens);
@@ -90,6 +103,18 @@ int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int 
     m->gemm_workspace_bytes = p.workspace;
     if (rc != 0) model_unprepare(m);
     return rc;
+}
+
+int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int max_batch,
+                  int tokens, vit_error *err) {
+    return prepare(m, backend, precision, max_batch, tokens, 0, err);
+}
+
+int model_prepare_released(model *m, gemm_backend backend, gemm_precision precision, int max_batch,
+                           int tokens, vit_error *err) {
+    if (m->cfg.kind != MODEL_VIT)
+        return vit_fail(err, "weights are released for ViT inference only");
+    return prepare(m, backend, precision, max_batch, tokens, 1, err);
 }
 
 void model_unprepare(model *m) {

@@ -88,6 +88,11 @@ static int set_resolution(vit_acts *a, const model *m, int size, vit_error *err)
 static int check_use(const model *m, int size, int training, vit_error *err) {
     const model_config *c = &m->cfg;
     if (c->kind != MODEL_VIT) return vit_fail(err, "not a ViT model");
+    if (training && m->weights_released)
+        return vit_fail(err,
+                        "loaded for inference only (the weights its prepared layers copied were "
+                        "released): it cannot %s",
+                        training == VIT_ACTS_EXPLAIN ? "explain" : "train");
     if (training == VIT_ACTS_TRAIN && size > 0 && (size != c->image_size || size != c->image_width))
         return vit_fail(err, "training runs at the model's image_size %d, not %d", c->image_size,
                         size);
