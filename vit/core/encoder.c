@@ -344,8 +344,8 @@ static void attention_block(const encoder_shape *s, const encoder_layer *w, enco
         linear_forward(qkv, inp, w->qkv_w, w->qkv_b, BT, D, 3 * D);
     if (a->kv_cache) { /* decoder inference: these rows after the cached ones */
         cached_attention(a, l, qkv, ctx, B, T, D, H);
-    } else if (!a->keep && a->attn_scratch && prepared(a, w) && gemm_weight_runs_bf16(w->qkv)) {
-        /* bf16 inference: the attention's products in bf16 too */
+    } else if (!a->keep && a->attn_scratch && prepared(a, w) && gemm_weight_runs_reduced(w->qkv)) {
+        /* bf16 and int8 inference: the attention's products in bf16 */
         attention_infer_bf16(ctx, qkv, mask, w->attn_bias, s->causal, a->attn_scratch,
                              a->attn_threads, B, T, D, H);
     } else if (!a->keep && a->attn_scratch) { /* inference: no weights kept */

@@ -235,6 +235,7 @@ int gemm_weight_reads_source(const gemm_weight *w) {
     return w->rounded == NULL; /* OpenBLAS: fp32 in place, bf16 from its rounded copy */
 }
 
-int gemm_weight_runs_bf16(const gemm_weight *w) {
-    return w->precision == PRECISION_BF16 && gemm_bf16_native(w->backend);
+int gemm_weight_runs_reduced(const gemm_weight *w) {
+    return w->precision == PRECISION_INT8 ||
+           (w->precision == PRECISION_BF16 && gemm_bf16_native(w->backend));
 }

@@ -66,9 +66,9 @@ size_t gemm_workspace_bytes(const gemm_weight *w);
  * PyTorch's layout); 0 when it runs on a copy of its own (reordered, bf16, int8, scaled): the
  * caller may then release the original. */
 int gemm_weight_reads_source(const gemm_weight *w);
-/* 1 when the layer's products run on bf16 kernels (bf16 precision where the backend has them):
- * the model's other products may then run in bf16 too. */
-int gemm_weight_runs_bf16(const gemm_weight *w);
+/* 1 when the layer runs below fp32 on kernels of their own: bf16 where the backend has bf16
+ * kernels, int8. The model's other products (attention) may then run in bf16. */
+int gemm_weight_runs_reduced(const gemm_weight *w);
 
 /* What one caller needs to run prepared layers: the scratch, and on oneDNN a stream of its own
  * and the primitives made for row counts other than max_rows. A prepared layer is read-only
