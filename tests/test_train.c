@@ -23,6 +23,9 @@
 #include "vit/data/mix.h"
 #include "vit/train/curves.h"
 #include "vit/train/run.h"
+#include "vit/vit.h"
+
+#include <cJSON.h>
 
 static const char *tiny_json =
     "{\"model_type\": \"vit\", \"image_size\": 8, \"patch_size\": 4, \"num_channels\": 1,"
@@ -770,6 +773,75 @@ static void test_resume_checks_option_ranges(void **state) {
     assert_non_null(strstr(err.msg, "train_state.safetensors: option val-split is 5, outside"));
 }
 
+/* ---- --resize ---- */
+
+/* micro-a (32x32, patch 8, classes class_0..class_4) fine-tuned with --resize 48 at a learning rate
+ * of 1e-10 (the weights stay as they were to ~1e-10): the folder it writes runs at 48x48 and gives
+ * tools/gen_size_golden.py's float64 logits of micro-a at 48 (transformers'
+ * interpolate_pos_encoding, the preprocessing scaled alike) within 1e-4. So the positions were
+ * resized as transformers resizes them, and config.json and preprocessor_config.json say the new
+ * size. */
+static void test_fine_tune_resized(void **state) {
+    (void)state;
+    char root[4200], out[4200];
+    out_dir(root, sizeof root, "five-classes");
+    out_dir(out, sizeof out, "micro-a-at-48");
+    mkdir(root, 0777);
+    size_t size;
+    uint8_t *png = read_whole_file(GOLDEN_IMAGES "/rgb_64x48.png", &size);
+    assert_non_null(png);
+    for (int c = 0; c < 5; c++)
+        for (int i = 0; i < 2; i++) {
+            char path[4400];
+            snprintf(path, sizeof path, "%s/class_%d", root, c);
+            mkdir(path, 0777);
+            snprintf(path, sizeof path, "%s/class_%d/%d.png", root, c, i);
+            FILE *f = fopen(path, "wb");
+            assert_int_equal(fwrite(png, 1, size, f), size);
+            fclose(f);
+        }
+    free(png);
+    train_options o = train_default_options();
+    o.train_path = root, o.out_dir = out, o.init_dir = MICRO_A;
+    o.resize = 48, o.val_split = 0, o.epochs = 1, o.batch = 10;
+    o.lr = 1e-10f, o.min_lr = 0, o.weight_decay = 0, o.threads = 1;
+    vit_error err = {0};
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    char *json = (char *)read_whole_file(TEST_DATA "/micro-a-size48.json", &size);
+    assert_non_null(json);
+    cJSON *golden = cJSON_Parse(json);
+    vit_context *ctx = vit_load(out, NULL, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    assert_int_equal(vit_tokens(ctx), 6 * 6 + 1);
+    float *pixels = malloc(sizeof(float) * vit_input_floats(ctx)), logits[5];
+    double worst = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItem(golden, "logits")) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", GOLDEN_IMAGES, item->string);
+        if (vit_preprocess_file(ctx, path, pixels, &err) != 0) fail_msg("%s", err.msg);
+        assert_int_equal(vit_forward(ctx, pixels, 1, logits, &err), 0);
+        for (int i = 0; i < 5; i++)
+            worst = fmax(worst, fabs(logits[i] - cJSON_GetArrayItem(item, i)->valuedouble));
+    }
+    print_message("  micro-a fine-tuned at 48: max |dlogit| %.3g from transformers' at 48\n",
+                  worst);
+    assert_true(worst <= 1e-4);
+    free(pixels), free(json);
+    cJSON_Delete(golden);
+    vit_free(ctx);
+    /* refused: another size than a multiple of the patch, a new model, relative positions */
+    o.resize = 50;
+    assert_int_equal(train_run(&o, 0, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "not a multiple of the patch size 8"));
+    o.resize = 48, o.init_dir = NULL;
+    assert_int_equal(train_run(&o, 0, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "--resize is for fine-tuning"));
+    o.init_dir = TEST_DATA "/beit-micro";
+    assert_int_equal(train_run(&o, 0, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "not a ViT or DeiT with square learned positions"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_adamw_hand_computed),
@@ -791,6 +863,7 @@ int main(void) {
         cmocka_unit_test(test_resume_checks_option_ranges),
         cmocka_unit_test(test_training_learns),
         cmocka_unit_test(test_fine_tune_deit_teacher),
+        cmocka_unit_test(test_fine_tune_resized),
     };
     return cmocka_run_group_tests_name("train", tests, NULL, NULL);
 }

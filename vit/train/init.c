@@ -8,6 +8,7 @@
 #include "vit/base/strlist.h"
 #include "vit/data/imagefolder.h"
 #include "vit/io/model_dir.h"
+#include "patch/patch.h"
 #include "vit/train/trainer.h"
 
 /* ---- new weights ---- */
@@ -165,24 +166,62 @@ static int same_labels(const model *m, char *const *classes, int n) {
     return same;
 }
 
-/* A copy of `from` with a classifier for `classes` (initialised as a new one). A DeiT with
- * teacher becomes a DeiTForImageClassification (its encoder and both special tokens; a classifier
- * on CLS), as HF's DeiTForImageClassification.from_pretrained makes of one; a base model its
+/* A copy of `from` with, where asked, a classifier for `classes` (new_head: initialised as a new
+ * one; else from's own, `classes` then freed) and another input size (size > 0: positions
+ * resized as transformers' interpolate_pos_encoding). A DeiT with teacher becomes a
+ * DeiTForImageClassification (its encoder and both special tokens; a classifier on CLS), as HF's
+ * DeiTForImageClassification.from_pretrained makes of one; a base model its
  * ForImageClassification class (Dinov2ForImageClassification, ...). */
-static int replace_head(trainer *t, model *from, char **classes, int n, vit_error *err) {
+static int rebuild(trainer *t, model *from, char **classes, int n, int new_head, int size,
+                   vit_error *err) {
     model_config cfg = from->cfg;
+    if (new_head) {
+        if (cfg.arch == ARCH_DEIT_TEACHER) cfg.arch = ARCH_DEIT;
+    } else { /* the model's own label strings, copied (model_create takes what it is given) */
+        free_strings(classes, n);
+        n = from->cfg.num_labels;
+        if (!(classes = calloc((size_t)n, sizeof *classes))) return vit_fail(err, "out of memory");
+        for (int i = 0; i < n; i++)
+            if (!(classes[i] = strdup(from->cfg.labels[i])))
+                return free_strings(classes, n), vit_fail(err, "out of memory");
+    }
     cfg.labels = classes;
     cfg.num_labels = n;
-    if (cfg.arch == ARCH_DEIT_TEACHER) cfg.arch = ARCH_DEIT;
     cfg.bare = 0; /* a base model (Dinov2Model, BeitModel) gets its ForImageClassification head */
-    if (model_create(&t->m, &cfg, err) != 0) return -1;
-    for (int i = 0; i < t->m.num_entries; i++) {
+    if (size > 0) cfg.image_size = cfg.image_width = size;
+    if (model_create(&t->m, &cfg, err) != 0) return -1; /* the labels are the model's now */
+    int rc = 0;
+    for (int i = 0; i < t->m.num_entries && rc == 0; i++) {
         const param_entry *e = &t->m.entries[i];
         const param_entry *src = model_find_param(from, e->name);
-        if (strncmp(e->name, "classifier.", 11) != 0 && src && src->numel == e->numel)
-            memcpy(t->m.params + e->offset, from->params + src->offset, e->numel * sizeof(float));
+        if ((new_head && strncmp(e->name, "classifier.", 11) == 0) || !src || src->absent) continue;
+        float *to = t->m.params + e->offset;
+        const model_config *c = &t->m.cfg; /* (model_create took cfg) */
+        const int S = config_special_tokens(c), P = c->patch_size;
+        if (to == t->m.pos_embed && src->numel != e->numel)
+            rc = pos_embed_resize_rect(to, from->params + src->offset, S, from->cfg.image_size / P,
+                                       size / P, size / P, c->hidden_size, GRID_BICUBIC) == 0
+                     ? 0
+                     : vit_fail(err, "out of memory");
+        else if (src->numel == e->numel)
+            memcpy(to, from->params + src->offset, e->numel * sizeof(float));
     }
-    init_params(&t->m, "classifier.", t->o.seed);
+    if (new_head) init_params(&t->m, "classifier.", t->o.seed);
+    return rc;
+}
+
+/* --resize: a ViT or DeiT on a square grid of learned positions (not BEiT's relative ones, not
+ * DINOv2's own interpolation). */
+static int check_resize(const trainer *t, const model *from, vit_error *err) {
+    const model_config *c = &from->cfg;
+    if (t->o.resize <= 0) return 0;
+    if (c->kind != MODEL_VIT || c->family != FAMILY_HF || !from->pos_embed ||
+        c->image_width != c->image_size)
+        return vit_fail(err, "--resize: %s is not a ViT or DeiT with square learned positions (%s)",
+                        t->o.init_dir, config_architecture(c));
+    if (t->o.resize % c->patch_size != 0)
+        return vit_fail(err, "--resize %d is not a multiple of the patch size %d", t->o.resize,
+                        c->patch_size);
     return 0;
 }
 
@@ -200,6 +239,17 @@ static int fine_tune_model(trainer *t, vit_error *err) {
     int n = 0;
     if (run_classes(t, &from, &classes, &n, err) != 0) return model_free(&from), -1;
     const int teacher = config_classifier_heads(&from.cfg) > 1; /* inference-only heads */
+    if (check_resize(t, &from, err) != 0) return free_strings(classes, n), model_free(&from), -1;
+    const int size = t->o.resize != from.cfg.image_size ? t->o.resize : 0;
+    if (size > 0)
+        trainer_info(t, "fine-tuning at %dx%d (the model's %dx%d positions interpolated)", size,
+                     size, from.cfg.image_size, from.cfg.image_size);
+    if (same_labels(&from, classes, n) && !teacher && size > 0) {
+        trainer_info(t, "fine-tuning %s with its classifier (%d labels)", t->o.init_dir, n);
+        const int rc = rebuild(t, &from, classes, n, 0, size, err); /* takes classes */
+        model_free(&from);
+        return rc;
+    }
     if (same_labels(&from, classes, n) && !teacher) {
         t->m = from; /* the head fits: keep it, and the model's label strings */
         free_strings(classes, n);
@@ -214,7 +264,7 @@ static int fine_tune_model(trainer *t, vit_error *err) {
     else
         trainer_info(t, "fine-tuning %s with a new classifier: %d labels (it had %d)",
                      t->o.init_dir, n, from.cfg.num_labels);
-    const int rc = replace_head(t, &from, classes, n, err); /* takes classes */
+    const int rc = rebuild(t, &from, classes, n, 1, size, err); /* takes classes */
     model_free(&from);
     return rc;
 }

@@ -68,6 +68,10 @@ const train_option train_option_table[] = {
     {"input-width", "enc_width", OPTION_INT, F(enc_width), 0, 0, 65536, "N",
      "its input width (a text line: e.g. 32 x 384)", "the ViT's image_size", GROUP_FINE_TUNE,
      OPTION_NOT_SAVED},
+    {"resize", "resize", OPTION_INT, F(resize), 0, 0, 65536, "N",
+     "images: fine-tune the ViT or DeiT at N x N (its positions interpolated, bicubic, as "
+     "transformers' interpolate_pos_encoding; the preprocessing scaled alike)",
+     "the model's size", GROUP_FINE_TUNE, OPTION_NOT_SAVED | OPTION_ADDED},
     {"epochs", "epochs", OPTION_INT, F(epochs), 10, 1, 100000, "N",
      "passes over the training data", NULL, GROUP_TRAINING, 0},
     {"batch", "batch", OPTION_INT, F(batch), 128, 1, 65536, "N",
@@ -206,6 +210,9 @@ int train_option_set(train_options *o, const train_option *opt, const char *text
 int train_options_check(const train_options *o, vit_error *err) {
     if (!o->train_path) return vit_fail(err, "no training data");
     if (!o->out_dir) return vit_fail(err, "no output folder");
+    if (o->resize > 0 && !o->init_dir)
+        return vit_fail(err,
+                        "--resize is for fine-tuning (--init): a new model takes --image-size");
     return train_options_check_values(o, err);
 }
 

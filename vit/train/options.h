@@ -40,6 +40,8 @@ typedef struct {
     const char *tokenizer_dir;
     int dec_layers, dec_hidden, dec_heads, dec_mlp;
     int enc_height, enc_width; /* a new image-to-text model's input size (0: the encoder's) */
+    int resize; /* images, with init_dir (a ViT or DeiT): fine-tune at resize x resize, the
+                 * positions interpolated; 0: the model's size */
     /* optimisation */
     int epochs, batch;
     float lr, min_lr, weight_decay, warmup_epochs, label_smoothing, dropout, attention_dropout;
