@@ -63,6 +63,11 @@ void onednn_state_free(void *state);
  * its buffers until onednn_gemm_bf16_release on that thread. */
 int onednn_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                      int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* linear_backward's two bf16 products, dout rounded once for both: dinp [N, IN] = dout·weight
+ * (when dinp) and dweight [OUT, IN] += doutᵀ·inp (when dweight), on all the threads (outside a
+ * parallel region). Returns which were done: bit 0 dinp, bit 1 dweight (0: oneDNN could not). */
+int onednn_linear_backward_bf16(float *dinp, float *dweight, const float *dout, const float *inp,
+                                const float *weight, int N, int IN, int OUT);
 void onednn_gemm_bf16_release(void);
 #endif
 

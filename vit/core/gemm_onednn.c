@@ -665,32 +665,31 @@ static dnnl_primitive_t bf16_matmul(const dnnl_memory_desc_t *a, const dnnl_memo
     return prim;
 }
 
-int onednn_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
-                     int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-    if (M <= 0 || N <= 0 || K <= 0 || !onednn_available()) return -1;
+/* The calling thread's buffers with room for a [a_elems] and b [b_elems], and its stream. */
+static bf16_buffers *buffers_for(size_t a_elems, size_t b_elems) {
     bf16_buffers *o = &own_buffers;
     if (!o->stream &&
         dnnl_stream_create(&o->stream, engine, dnnl_stream_default_flags) != dnnl_success)
-        return -1;
-    if (grow((void **)&o->a, &o->a_cap, (size_t)M * K * 2) != 0 ||
-        grow((void **)&o->b, &o->b_cap, (size_t)K * N * 2) != 0)
-        return -1;
-    const dnnl_memory_desc_t a = packed_desc(M, K, trans_a, dnnl_bf16),
-                             b = packed_desc(K, N, trans_b, dnnl_bf16);
+        return NULL;
+    if (grow((void **)&o->a, &o->a_cap, a_elems * 2) != 0 ||
+        grow((void **)&o->b, &o->b_cap, b_elems * 2) != 0)
+        return NULL;
+    return o;
+}
+
+/* C [M, N] (leading dimension ldc) = alpha·a·b + beta·C from the operands packed in o. */
+static int run_packed(bf16_buffers *o, const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b,
+                      float alpha, float beta, float *C, int M, int N, int ldc) {
     dnnl_memory_desc_t c;
     const dnnl_dims_t dims = {M, N}, strides = {ldc, 1};
     dnnl_memory_desc_init_by_strides(&c, 2, dims, dnnl_f32, strides);
-    dnnl_primitive_t prim = bf16_matmul(&a, &b, &c, alpha, beta);
+    dnnl_primitive_t prim = bf16_matmul(a, b, &c, alpha, beta);
     if (!prim) return -1;
     const dnnl_memory_desc_t *pad = scratchpad_desc(prim);
     const size_t pad_bytes = pad ? dnnl_memory_desc_get_size(pad) : 0;
     int ok = grow(&o->scratchpad, &o->scratchpad_cap, pad_bytes) == 0;
-    if (ok) {
-        trans_a ? pack_bf16(o->a, A, K, M, lda) : pack_bf16(o->a, A, M, K, lda);
-        trans_b ? pack_bf16(o->b, B, N, K, ldb) : pack_bf16(o->b, B, K, N, ldb);
-    }
     dnnl_memory_t m[4] = {NULL, NULL, NULL, NULL};
-    ok = ok && make_memory(&m[0], a, o->a) == 0 && make_memory(&m[1], b, o->b) == 0 &&
+    ok = ok && make_memory(&m[0], *a, o->a) == 0 && make_memory(&m[1], *b, o->b) == 0 &&
          make_memory(&m[2], c, C) == 0 &&
          (!pad_bytes || make_memory(&m[3], *pad, o->scratchpad) == 0);
     const dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, m[0]},
@@ -702,6 +701,41 @@ int onednn_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha,
     for (int i = 0; i < 4; i++) dnnl_memory_destroy(m[i]);
     dnnl_primitive_destroy(prim);
     return ok ? 0 : -1;
+}
+
+int onednn_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                     int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    if (M <= 0 || N <= 0 || K <= 0 || !onednn_available()) return -1;
+    bf16_buffers *o = buffers_for((size_t)M * K, (size_t)K * N);
+    if (!o) return -1;
+    trans_a ? pack_bf16(o->a, A, K, M, lda) : pack_bf16(o->a, A, M, K, lda);
+    trans_b ? pack_bf16(o->b, B, N, K, ldb) : pack_bf16(o->b, B, K, N, ldb);
+    const dnnl_memory_desc_t a = packed_desc(M, K, trans_a, dnnl_bf16),
+                             b = packed_desc(K, N, trans_b, dnnl_bf16);
+    return run_packed(o, &a, &b, alpha, beta, C, M, N, ldc);
+}
+
+int onednn_linear_backward_bf16(float *dinp, float *dweight, const float *dout, const float *inp,
+                                const float *weight, int N, int IN, int OUT) {
+    if (N <= 0 || IN <= 0 || OUT <= 0 || !onednn_available()) return 0;
+    const size_t b_elems = (size_t)(N > OUT ? N : OUT) * IN;
+    bf16_buffers *o = buffers_for((size_t)N * OUT, b_elems);
+    if (!o) return 0;
+    pack_bf16(o->a, dout, N, OUT, OUT); /* once, for both products */
+    int done = 0;
+    if (dinp) { /* dout [N, OUT] · weight [OUT, IN] */
+        pack_bf16(o->b, weight, OUT, IN, IN);
+        const dnnl_memory_desc_t a = packed_desc(N, OUT, 0, dnnl_bf16),
+                                 b = packed_desc(OUT, IN, 0, dnnl_bf16);
+        if (run_packed(o, &a, &b, 1.0f, 0.0f, dinp, N, IN, IN) == 0) done |= 1;
+    }
+    if (dweight) { /* doutᵀ [OUT, N] (the same packed rows, read transposed) · inp [N, IN] */
+        pack_bf16(o->b, inp, N, IN, IN);
+        const dnnl_memory_desc_t a = packed_desc(OUT, N, 1, dnnl_bf16),
+                                 b = packed_desc(N, IN, 0, dnnl_bf16);
+        if (run_packed(o, &a, &b, 1.0f, 1.0f, dweight, OUT, IN, IN) == 0) done |= 2;
+    }
+    return done;
 }
 
 void onednn_gemm_bf16_release(void) {

@@ -216,15 +216,12 @@ void linear_forward(float *out, const float *inp, const float *weight, const flo
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int N, int IN, int OUT) {
 #ifdef VIT_ONEDNN
-    /* bf16: dinp and dweight as whole products (see linear_forward); each falls back to the
-     * slices below (flagged done only when it ran) */
+    /* bf16: dinp and dweight as whole products (see linear_forward), dout rounded once for both;
+     * each falls back to the slices below (flagged done only when it ran) */
     if (blas == OPS_BLAS_ONEDNN_BF16 && !omp_in_parallel()) {
-        if (dinp &&
-            onednn_gemm_bf16(0, 0, N, IN, OUT, 1.0f, dout, OUT, weight, IN, 0.0f, dinp, IN) == 0)
-            dinp = NULL;
-        if (dweight &&
-            onednn_gemm_bf16(1, 0, OUT, IN, N, 1.0f, dout, OUT, inp, IN, 1.0f, dweight, IN) == 0)
-            dweight = NULL;
+        const int done = onednn_linear_backward_bf16(dinp, dweight, dout, inp, weight, N, IN, OUT);
+        if (done & 1) dinp = NULL;
+        if (done & 2) dweight = NULL;
     }
 #endif
 #pragma omp parallel if (N >= 16)
