@@ -564,10 +564,12 @@ static int run_int8(const layer *L, const gemm_weight *w, dnnl_primitive_t prim,
     {
         const int t = omp_get_thread_num(), k = omp_get_num_threads();
         const int r0 = (int)((long long)N * t / k), r1 = (int)((long long)N * (t + 1) / k);
-        dequantize_rows(y, acc, row_scale, row_zero, L->scales, L->colsum, w->bias, r0, r1, w->OUT,
-                        accumulate);
-        if (!accumulate && r1 > r0)
-            apply_epilogue(y + (size_t)r0 * w->OUT, NULL, (size_t)(r1 - r0) * w->OUT, w->epilogue);
+        /* row by row, the epilogue (GELU) on each row while it is still in the cache */
+        for (int r = r0; r < r1; r++) {
+            dequantize_rows(y, acc, row_scale, row_zero, L->scales, L->colsum, w->bias, r, r + 1,
+                            w->OUT, accumulate);
+            if (!accumulate) apply_epilogue(y + (size_t)r * w->OUT, NULL, w->OUT, w->epilogue);
+        }
     }
     return 0;
 }
