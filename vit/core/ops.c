@@ -213,6 +213,15 @@ void linear_forward(float *out, const float *inp, const float *weight, const flo
     }
 }
 
+/* dbias[o] += Σ_n dout[n, o] for the columns lo..hi-1, rows in order (a fixed summation order);
+ * cloned for the wider vectors, which the OpenMP region around it is not. */
+HOT_LOOP static void sum_columns(float *dbias, const float *dout, int N, int OUT, int lo, int hi) {
+    for (int n = 0; n < N; n++) {
+        const float *g = dout + (size_t)n * OUT;
+        for (int o = lo; o < hi; o++) dbias[o] += g[o];
+    }
+}
+
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int N, int IN, int OUT) {
 #ifdef VIT_ONEDNN
@@ -238,11 +247,7 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
         if (dweight && hi > lo)
             sgemm(1, 0, hi - lo, IN, N, 1.0f, dout + lo, OUT, inp, IN, 1.0f,
                   dweight + (size_t)lo * IN, IN);
-        if (dbias && hi > lo)
-            for (int n = 0; n < N; n++) {
-                const float *g = dout + (size_t)n * OUT;
-                for (int o = lo; o < hi; o++) dbias[o] += g[o];
-            }
+        if (dbias && hi > lo) sum_columns(dbias, dout, N, OUT, lo, hi);
     }
 }
 
