@@ -24,8 +24,16 @@
 /* OpenBLAS's thread count is the process's, not the calling thread's: set once, never changed,
  * so contexts computing on several threads at once each call single-threaded sgemm (the pthread
  * OpenBLAS serves concurrent calls from several threads). */
+/* OpenBLAS's pthreads build starts a thread pool when it loads, whose threads spin (sched_yield)
+ * for about 0.1 s before they sleep: a core taken from the start of every command (vit classify
+ * 140 ms -> 50 ms from exec to exit without it). vit's threads are OpenMP's and run OpenBLAS
+ * single-threaded, so the pool is shut down at once, where the library exports the call (a weak
+ * reference: other builds simply lack it). */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
 static void openblas_single(void) {
     openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
 }
 
 void ops_init(void) {
