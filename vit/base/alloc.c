@@ -12,15 +12,23 @@ float *vit_alloc_floats(size_t n) {
     return aligned_alloc(64, bytes ? bytes : 64);
 }
 
-void vit_release_pages(void *p, size_t bytes) {
+/* The whole pages inside bytes at p: [*from, *to), empty when to <= from. */
+static void inner_pages(const void *p, size_t bytes, uintptr_t *from, uintptr_t *to) {
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), at = (uintptr_t)p;
-    const uintptr_t from = (at + page - 1) / page * page, to = (at + bytes) / page * page;
+    *from = (at + page - 1) / page * page;
+    *to = (at + bytes) / page * page;
+}
+
+void vit_release_pages(void *p, size_t bytes) {
+    uintptr_t from, to;
+    inner_pages(p, bytes, &from, &to);
     if (to > from) (void)madvise((void *)from, to - from, MADV_DONTNEED);
 }
 
 void vit_zero_lazily(void *p, size_t bytes) {
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), at = (uintptr_t)p;
-    const uintptr_t from = (at + page - 1) / page * page, to = (at + bytes) / page * page;
+    const uintptr_t at = (uintptr_t)p;
+    uintptr_t from, to;
+    inner_pages(p, bytes, &from, &to);
     if (to <= from || madvise((void *)from, to - from, MADV_DONTNEED) != 0) {
         memset(p, 0, bytes);
         return;

@@ -21,6 +21,7 @@
 
 #include "vit/base/hot.h"
 #include "vit/core/fastmath.h"
+#include "vit/core/gemm_internal.h"
 #include "vit/core/ops.h"
 
 #define ROWS_PER_TASK 18 /* query rows per task: an 18 x T score tile, three row tiles */
@@ -231,11 +232,11 @@ void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, cons
 #ifdef VIT_BF16_ATTENTION
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-/* Round to nearest even (finite inputs: scores, exponentials, activations). */
+/* f's bfloat16 bits, rounded as the products' operands are (round_to_bf16). */
 static inline uint16_t bf16_round(float f) {
+    const float r = round_to_bf16(f);
     uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u);
+    memcpy(&u, &r, sizeof u);
     return (uint16_t)(u >> 16);
 }
 

@@ -8,7 +8,6 @@
 #include "vit/base/strlist.h"
 #include "vit/data/imagefolder.h"
 #include "vit/io/model_dir.h"
-#include "patch/patch.h"
 #include "vit/train/trainer.h"
 
 /* ---- new weights ---- */
@@ -196,13 +195,8 @@ static int rebuild(trainer *t, model *from, char **classes, int n, int new_head,
         const param_entry *src = model_find_param(from, e->name);
         if ((new_head && strncmp(e->name, "classifier.", 11) == 0) || !src || src->absent) continue;
         float *to = t->m.params + e->offset;
-        const model_config *c = &t->m.cfg; /* (model_create took cfg) */
-        const int S = config_special_tokens(c), P = c->patch_size;
         if (to == t->m.pos_embed && src->numel != e->numel)
-            rc = pos_embed_resize_rect(to, from->params + src->offset, S, from->cfg.image_size / P,
-                                       size / P, size / P, c->hidden_size, GRID_BICUBIC) == 0
-                     ? 0
-                     : vit_fail(err, "out of memory");
+            rc = trainer_resize_positions(&t->m, from, e, src, err);
         else if (src->numel == e->numel)
             memcpy(to, from->params + src->offset, e->numel * sizeof(float));
     }

@@ -128,6 +128,12 @@ int trainer_create_model(trainer *t, model_config *cfg, char **classes, int n, v
 int read_labels_file(const char *path, char ***labels, int *count, vit_error *err);
 void free_strings(char **s, int n);
 
+/* The position table e of enc: from's square grid of positions (its entry src) resized to enc's
+ * input size, as transformers' interpolate_pos_encoding would at that size (bicubic, the special
+ * rows kept). */
+int trainer_resize_positions(model *enc, const model *from, const param_entry *e,
+                             const param_entry *src, vit_error *err);
+
 /* ---- image to text (ved_new.c) ---- */
 
 /* A new image-to-text model over the ViT or DeiT folder dir: its encoder (weights copied) and a

@@ -61,10 +61,8 @@ static char *new_config(const trainer *t, const char *dir, const text_tokenizer 
     return text;
 }
 
-/* The image model's square grid of positions resized to the new input's (as transformers'
- * interpolate_pos_encoding would at that size: bicubic, the special rows kept). */
-static int resize_positions(model *enc, const model *from, const param_entry *e,
-                            const param_entry *src, vit_error *err) {
+int trainer_resize_positions(model *enc, const model *from, const param_entry *e,
+                             const param_entry *src, vit_error *err) {
     const int D = enc->cfg.hidden_size, S = config_special_tokens(&enc->cfg);
     const int P = enc->cfg.patch_size, n = from->cfg.image_size / P;
     if (from->cfg.image_width != from->cfg.image_size || src->numel != (size_t)(S + n * n) * D)
@@ -87,7 +85,7 @@ static int copy_encoder(model *enc, const char *dir, vit_error *err) {
         if (e->absent) continue;
         const int positions = enc->params + e->offset == enc->pos_embed;
         if (src && !src->absent && positions && src->numel != e->numel)
-            rc = resize_positions(enc, &from, e, src, err);
+            rc = trainer_resize_positions(enc, &from, e, src, err);
         else if (!src || src->absent || src->numel != e->numel)
             rc = vit_fail(err, "%s: no tensor %s of %zu values for the encoder", dir, e->name,
                           e->numel);
