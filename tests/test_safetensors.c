@@ -25,13 +25,50 @@ static const char *make_file(const char *name, const char *header, size_t data_l
     return path;
 }
 
+/* st_open and st_open_lazy (the same validation of the header) refuse path with needle. */
 static void expect_open_error(const char *path, const char *needle) {
-    st_file f;
+    for (int lazy = 0; lazy < 2; lazy++) {
+        st_file f;
+        vit_error err = {0};
+        assert_int_equal((lazy ? st_open_lazy : st_open)(path, &f, &err), -1);
+        if (!lazy) print_message("  %s\n", err.msg);
+        assert_non_null(strstr(err.msg, path));
+        if (!strstr(err.msg, needle)) fail_msg("expected '%s' in '%s'", needle, err.msg);
+    }
+}
+
+/* st_open_lazy: the tensor table as st_open's, each tensor's bytes only once st_read has read
+ * them (zeros before), and a file cut short after opening an error, not a signal. */
+static void test_lazy_read(void **state) {
+    (void)state;
+    const char *path = make_file("lazy.safetensors",
+                                 "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                                 "\"b\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[8,14]}}",
+                                 14);
+    st_file whole, lazy;
     vit_error err = {0};
-    assert_int_equal(st_open(path, &f, &err), -1);
+    assert_int_equal(st_open(path, &whole, &err), 0);
+    assert_int_equal(st_open_lazy(path, &lazy, &err), 0);
+    assert_int_equal(lazy.count, 2);
+    const st_tensor *a = st_find(&lazy, "a"), *b = st_find(&lazy, "b");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(b->numel, 3);
+    const uint8_t zeros[8] = {0};
+    assert_memory_equal(a->data, zeros, 8); /* not read yet */
+    assert_int_equal(st_read(&lazy, a, &err), 0);
+    assert_memory_equal(a->data, st_find(&whole, "a")->data, 8);
+    assert_memory_equal(b->data, zeros, 6);
+    assert_int_equal(st_read(&whole, st_find(&whole, "b"), &err), 0); /* nothing to do */
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(truncate(path, st.st_size - 3), 0); /* into b's bytes */
+    assert_int_equal(st_read(&lazy, b, &err), -1);
     print_message("  %s\n", err.msg);
     assert_non_null(strstr(err.msg, path));
-    if (!strstr(err.msg, needle)) fail_msg("expected '%s' in '%s'", needle, err.msg);
+    assert_non_null(strstr(err.msg, "changed while it was read"));
+    st_close(&lazy);
+    st_close(&whole);
 }
 
 static void test_valid_file(void **state) {
@@ -266,6 +303,50 @@ static void test_unprefixed_names_load(void **state) {
 
 /* float32 -> float16 / bfloat16, cases worked out by hand from the IEEE formats: rounding to
  * nearest with ties to even, overflow, subnormals, signed zero, NaN. */
+/* True when all n floats at p are zero. */
+static int all_zero(const float *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != 0) return 0;
+    return 1;
+}
+
+/* model_load_lazy: nothing read at load; model_prepare reads the weights it prepares (and their
+ * biases), model_read_rest the others, to the very parameters model_load gives; a file cut short
+ * meanwhile is an error naming it. */
+static void test_lazy_model_load(void **state) {
+    (void)state;
+    const char *dir = model_dir_with("lazy", NULL, NULL);
+    model whole, lazy;
+    vit_error err = {0};
+    assert_int_equal(model_load(&whole, dir, &err), 0);
+    assert_int_equal(model_load_lazy(&lazy, dir, &err), 0);
+    assert_int_equal(lazy.num_params, whole.num_params);
+    assert_true(all_zero(lazy.params, lazy.num_params));
+    const size_t D = (size_t)lazy.cfg.hidden_size;
+    assert_int_equal(
+        model_prepare(&lazy, GEMM_OPENBLAS, PRECISION_FP32, 1, model_vit_tokens(&lazy, 0), &err),
+        0);
+    assert_memory_equal(lazy.layers[0].qkv_w, whole.layers[0].qkv_w, sizeof(float) * 3 * D * D);
+    assert_memory_equal(lazy.head_b, whole.head_b, sizeof(float) * (size_t)lazy.cfg.num_labels);
+    assert_true(all_zero(lazy.final_ln_w, D)); /* not a prepared layer's: not read yet */
+    assert_int_equal(model_read_rest(&lazy, &err), 0);
+    assert_memory_equal(lazy.params, whole.params, sizeof(float) * whole.num_params);
+    model_free(&lazy);
+
+    assert_int_equal(model_load_lazy(&lazy, dir, &err), 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(truncate(path, st.st_size / 2), 0);
+    assert_int_equal(model_read_rest(&lazy, &err), -1);
+    print_message("  %s\n", err.msg);
+    assert_non_null(strstr(err.msg, path));
+    assert_non_null(strstr(err.msg, "changed while it was read"));
+    model_free(&lazy);
+    model_free(&whole);
+}
+
 static void test_half_rounding(void **state) {
     (void)state;
     const struct {
@@ -396,6 +477,7 @@ int main(void) {
         cmocka_unit_test(test_valid_file),
         cmocka_unit_test(test_half_conversions),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_lazy_read),
         cmocka_unit_test(test_truncated_file),
         cmocka_unit_test(test_header_beyond_file),
         cmocka_unit_test(test_header_not_json),
@@ -408,6 +490,7 @@ int main(void) {
         cmocka_unit_test(test_missing_tensor),
         cmocka_unit_test(test_misshapen_tensor),
         cmocka_unit_test(test_unprefixed_names_load),
+        cmocka_unit_test(test_lazy_model_load),
         cmocka_unit_test(test_half_rounding),
         cmocka_unit_test(test_convert_round_trip),
         cmocka_unit_test(test_config_bounded_by_file),

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -201,10 +202,12 @@ test_run_result test_run_vit(const char *model, const char *stdin_path, const ch
         _exit(127);
     }
     int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
+    struct rusage usage;
+    assert_int_equal(wait4(pid, &status, 0, &usage), pid);
     size_t n;
     test_run_result r = {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-                         (char *)read_whole_file(out, &n), (char *)read_whole_file(err, &n)};
+                         (char *)read_whole_file(out, &n), (char *)read_whole_file(err, &n),
+                         usage.ru_maxrss};
     assert_non_null(r.out);
     assert_non_null(r.err);
     return r;

@@ -69,6 +69,7 @@ const char *test_vit_bin(void);
 typedef struct {
     int status; /* the exit status, or 128 + the signal that ended it */
     char *out, *err;
+    long peak_kb; /* its peak resident memory (getrusage's ru_maxrss) */
 } test_run_result;
 
 /* Runs `$VIT_BIN ARGS...` (NULL-terminated) with standard input from the file stdin_path (NULL:

@@ -128,7 +128,8 @@ static vit_weights *weights_load(const char *model_dir, const vit_params *params
     w->params = params ? *params : vit_default_params();
     if (w->params.max_batch < 1) w->params.max_batch = 1;
     snprintf(w->model_dir, sizeof w->model_dir, "%s", model_dir);
-    if (model_load(&w->m, model_dir, err) != 0) {
+    /* for inference alone, each weight is read from the file as it is prepared (and released) */
+    if ((w->params.inference_only ? model_load_lazy : model_load)(&w->m, model_dir, err) != 0) {
         free(w);
         return NULL;
     }
@@ -207,7 +208,7 @@ vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error
         api_prepare(&w->m, w->params.backend, w->params.precision, w->params.max_batch,
                     c->acts.tokens, c->threads, w->params.inference_only, w->compute,
                     sizeof w->compute, err) != 0 ||
-        add_gemm_state(c, err) != 0) {
+        name_model(c, model_read_rest(&w->m, err), err) != 0 || add_gemm_state(c, err) != 0) {
         vit_free(c);
         return NULL;
     }

@@ -324,12 +324,11 @@ static int check_tensors(const model *m, const st_file *f, vit_error *err) {
     return 0;
 }
 
-/* Entry e's tensor into the parameter block, transposed to [out, in] where the file holds
- * [in, out]. */
-/* Entry e from its tensor t (entry_tensor's). */
-static int load_entry(model *m, const st_file *f, const param_entry *e, const st_tensor *t,
+/* Entry e from its tensor t (entry_tensor's) into the parameter block, transposed to [out, in]
+ * where the file holds [in, out]. */
+static int load_entry(float *params, const st_file *f, const param_entry *e, const st_tensor *t,
                       vit_error *err) {
-    float *to = m->params + e->offset;
+    float *to = params + e->offset;
     if (!e->transposed) return st_to_f32(f, t, to, err);
     float *tmp = vit_alloc_floats(e->numel);
     if (!tmp) return vit_fail(err, "%s: out of memory", f->path);
@@ -341,51 +340,128 @@ static int load_entry(model *m, const st_file *f, const param_entry *e, const st
     return rc;
 }
 
-int model_load(model *m, const char *model_dir, vit_error *err) {
-    return model_load_tower(m, model_dir, TOWER_DEFAULT, err);
+/* A model's tensors on their way from its file: which file tensor each entry takes, how many
+ * entries still want each file tensor (tied weights: several), which entries are in. */
+typedef struct {
+    st_file file;
+    const param_entry *entries;
+    int num_entries;
+    const st_tensor **of; /* per entry; NULL: absent */
+    int *uses;            /* per file tensor */
+    unsigned char *read;  /* per entry, and per file tensor after them */
+} tensor_source;
+
+static void source_free(void *ctx) {
+    tensor_source *s = ctx;
+    if (!s) return;
+    st_close(&s->file);
+    free(s->of);
+    free(s->uses);
+    free(s->read);
+    free(s);
 }
 
-int model_load_tower(model *m, const char *model_dir, config_tower tower, vit_error *err) {
+/* Every entry overlapping params[offset, offset + count) not read yet, from the file; each file
+ * tensor's bytes go back once its last entry has them. */
+static int source_read(void *ctx, float *params, size_t offset, size_t count, vit_error *err) {
+    tensor_source *s = ctx;
+    unsigned char *file_read = s->read + s->num_entries;
+    for (int i = 0; i < s->num_entries; i++) {
+        const param_entry *e = &s->entries[i];
+        if (!s->of[i] || s->read[i] || e->offset >= offset + count ||
+            e->offset + e->numel <= offset)
+            continue;
+        const int t = (int)(s->of[i] - s->file.tensors);
+        if (!file_read[t] && st_read(&s->file, s->of[i], err) != 0) return -1;
+        file_read[t] = 1;
+        if (load_entry(params, &s->file, e, s->of[i], err) != 0) return -1;
+        s->read[i] = 1;
+        if (--s->uses[t] == 0) st_release(&s->file, s->of[i]);
+    }
+    return 0;
+}
+
+/* The source of m's tensors in the opened file f (taken over, closed on failure). */
+static tensor_source *source_create(const model *m, st_file *f, vit_error *err) {
+    tensor_source *s = calloc(1, sizeof *s);
+    if (!s) {
+        st_close(f);
+        return vit_fail(err, "%s: out of memory", f->path), NULL;
+    }
+    s->file = *f;
+    s->entries = m->entries;
+    s->num_entries = m->num_entries;
+    s->of = calloc((size_t)m->num_entries + 1, sizeof *s->of);
+    s->uses = calloc((size_t)f->count + 1, sizeof *s->uses);
+    s->read = calloc((size_t)(m->num_entries + f->count) + 1, 1);
+    if (!s->of || !s->uses || !s->read) {
+        vit_fail(err, "%s: out of memory", f->path);
+        source_free(s);
+        return NULL;
+    }
+    for (int i = 0; i < m->num_entries; i++) {
+        if (m->entries[i].absent) continue;
+        if (!(s->of[i] = entry_tensor(m, &s->file, &m->entries[i], err))) {
+            source_free(s);
+            return NULL;
+        }
+        s->uses[s->of[i] - s->file.tensors]++;
+    }
+    return s;
+}
+
+static int load(model *m, const char *model_dir, config_tower tower, int lazy, vit_error *err) {
     model_config cfg;
     if (model_config_load_tower(model_dir, tower, &cfg, err) != 0) return -1;
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", model_dir);
     st_file f;
-    if (st_open(path, &f, err) != 0) {
+    if ((lazy ? st_open_lazy : st_open)(path, &f, err) != 0) {
         model_config_free(&cfg);
         return -1;
     }
     /* the file against the config before the parameters are allocated: a config that asks for
      * what the file does not hold fails now, not after gigabytes were zeroed */
     int rc = model_layout(m, &cfg, err);
-    if (rc != 0 && err) { /* name the file that asked */
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        vit_fail(err, "%s/config.json: %s", model_dir, why);
-    }
-    if (rc == 0 && check_tensors(m, &f, err) != 0) {
-        model_free(m);
-        rc = -1;
-    }
-    if (rc == 0) rc = model_alloc(m, err);
-    /* each tensor's bytes go back once its last entry has them (tied weights: several) */
-    int *uses = rc == 0 ? calloc((size_t)f.count + 1, sizeof *uses) : NULL;
-    const st_tensor **of = rc == 0 ? calloc((size_t)m->num_entries + 1, sizeof *of) : NULL;
-    if (rc == 0 && (!uses || !of)) rc = vit_fail(err, "%s: out of memory", path);
-    for (int i = 0; i < m->num_entries && rc == 0; i++)
-        if (!m->entries[i].absent && (of[i] = entry_tensor(m, &f, &m->entries[i], err)))
-            uses[of[i] - f.tensors]++;
-    for (int i = 0; i < m->num_entries && rc == 0; i++) {
-        if (!of[i]) continue; /* absent */
-        rc = load_entry(m, &f, &m->entries[i], of[i], err);
-        if (rc == 0 && --uses[of[i] - f.tensors] == 0) st_release(&f, of[i]);
-    }
-    free(uses);
-    free(of);
-    st_close(&f);
-    if (rc != 0 && m->params) model_free(m);
     model_config_free(&cfg);
-    return rc;
+    if (rc != 0) {
+        st_close(&f);
+        if (err) { /* name the file that asked */
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            vit_fail(err, "%s/config.json: %s", model_dir, why);
+        }
+        return -1;
+    }
+    if (check_tensors(m, &f, err) != 0 || model_alloc(m, err) != 0) {
+        st_close(&f);
+        if (m->entries) model_free(m);
+        return -1;
+    }
+    tensor_source *s = source_create(m, &f, err);
+    if (!s) {
+        model_free(m);
+        return -1;
+    }
+    m->source = (model_source){.ctx = s, .read = source_read, .close = source_free};
+    if (lazy) return 0;
+    if (model_read_rest(m, err) != 0) {
+        model_free(m);
+        return -1;
+    }
+    return 0;
+}
+
+int model_load(model *m, const char *model_dir, vit_error *err) {
+    return load(m, model_dir, TOWER_DEFAULT, 0, err);
+}
+
+int model_load_tower(model *m, const char *model_dir, config_tower tower, vit_error *err) {
+    return load(m, model_dir, tower, 0, err);
+}
+
+int model_load_lazy(model *m, const char *model_dir, vit_error *err) {
+    return load(m, model_dir, TOWER_DEFAULT, 1, err);
 }
 
 static int is_float(st_dtype dtype) {

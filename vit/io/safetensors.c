@@ -52,6 +52,7 @@ void st_close(st_file *file) {
     free(file->tensors);
     free(file->map);
     free(file->path);
+    if (file->lazy) close(file->fd);
     memset(file, 0, sizeof *file);
 }
 
@@ -164,7 +165,9 @@ static int parse_header(st_file *file, const char *json, size_t json_len, const 
     return rc;
 }
 
-int st_open(const char *path, st_file *file, vit_error *err) {
+/* Opens path as a regular file of at least 8 bytes: its descriptor, or -1 (err set, file closed).
+ */
+static int open_file(const char *path, st_file *file, vit_error *err) {
     memset(file, 0, sizeof *file);
     file->path = strdup(path);
     if (!file->path) return vit_fail(err, "%s: out of memory", path);
@@ -182,43 +185,81 @@ int st_open(const char *path, st_file *file, vit_error *err) {
         return vit_fail(err, "%s: truncated safetensors file (%lld bytes)", path,
                         (long long)st.st_size);
     }
-    /* Read, not mapped: a mapped file that shrinks under us (overwritten in place while loading)
-     * would end the process with SIGBUS; a short read is an error instead. The tensors are
-     * converted into the model's own block at load, so the copy lives only that long. */
     file->map_size = (size_t)st.st_size;
-    file->map = malloc(file->map_size);
+    return fd;
+}
+
+/* bytes [from, from + size) of the file into the same place in file->map; a short read (the file
+ * shrank) is an error. */
+static int read_at(int fd, st_file *file, size_t from, size_t size, vit_error *err) {
     size_t got = 0;
-    while (file->map && got < file->map_size) {
-        const ssize_t n = read(fd, (char *)file->map + got, file->map_size - got);
+    while (got < size) {
+        const ssize_t n =
+            pread(fd, (char *)file->map + from + got, size - got, (off_t)(from + got));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         got += (size_t)n;
     }
-    close(fd);
-    if (!file->map || got != file->map_size) {
-        if (file->map)
-            vit_fail(err, "%s: the file changed while it was read (%zu of %zu bytes)", path, got,
-                     file->map_size);
-        else
-            vit_fail(err, "%s: out of memory for %zu bytes", path, file->map_size);
-        st_close(file);
-        return -1;
-    }
+    if (got != size)
+        return vit_fail(err, "%s: the file changed while it was read (%zu of %zu bytes)",
+                        file->path, from + got, from + size);
+    return 0;
+}
+
+/* The header (read from the file's start, which map holds) into the tensor table. */
+static int read_header(int fd, st_file *file, int lazy, vit_error *err) {
     const uint8_t *bytes = file->map;
     uint64_t header_len = 0;
     for (int i = 7; i >= 0; i--) header_len = header_len << 8 | bytes[i];
-    if (header_len > ST_MAX_HEADER || header_len > file->map_size - 8) {
-        vit_fail(err, "%s: header length %llu is beyond the file (%zu bytes)", path,
-                 (unsigned long long)header_len, file->map_size);
+    if (header_len > ST_MAX_HEADER || header_len > file->map_size - 8)
+        return vit_fail(err, "%s: header length %llu is beyond the file (%zu bytes)", file->path,
+                        (unsigned long long)header_len, file->map_size);
+    if (lazy && read_at(fd, file, 8, (size_t)header_len, err) != 0) return -1;
+    return parse_header(file, (const char *)bytes + 8, (size_t)header_len, bytes + 8 + header_len,
+                        file->map_size - 8 - (size_t)header_len, err);
+}
+
+int st_open(const char *path, st_file *file, vit_error *err) {
+    const int fd = open_file(path, file, err);
+    if (fd < 0) return -1;
+    /* Read, not mapped: a mapped file that shrinks under us (overwritten in place while loading)
+     * would end the process with SIGBUS; a short read is an error instead. The tensors are
+     * converted into the model's own block at load, so the copy lives only that long. */
+    file->map = malloc(file->map_size);
+    const int rc = file->map
+                       ? read_at(fd, file, 0, file->map_size, err)
+                       : vit_fail(err, "%s: out of memory for %zu bytes", path, file->map_size);
+    if (rc != 0 || read_header(fd, file, 0, err) != 0) {
+        close(fd);
         st_close(file);
         return -1;
     }
-    if (parse_header(file, (const char *)bytes + 8, (size_t)header_len, bytes + 8 + header_len,
-                     file->map_size - 8 - (size_t)header_len, err) != 0) {
-        st_close(file);
-        return -1;
-    }
+    close(fd);
     return 0;
+}
+
+int st_open_lazy(const char *path, st_file *file, vit_error *err) {
+    const int fd = open_file(path, file, err);
+    if (fd < 0) return -1;
+    /* untouched, the block costs no memory: each tensor's pages come when st_read fills them */
+    file->map = malloc(file->map_size);
+    const int rc = file->map
+                       ? read_at(fd, file, 0, 8, err)
+                       : vit_fail(err, "%s: out of memory for %zu bytes", path, file->map_size);
+    if (rc != 0 || read_header(fd, file, 1, err) != 0) {
+        close(fd);
+        st_close(file);
+        return -1;
+    }
+    file->lazy = 1;
+    file->fd = fd;
+    return 0;
+}
+
+int st_read(st_file *file, const st_tensor *t, vit_error *err) {
+    if (!file->lazy) return 0;
+    return read_at(file->fd, file, (size_t)((const char *)t->data - (const char *)file->map),
+                   t->nbytes, err);
 }
 
 const st_tensor *st_find(const st_file *file, const char *name) {

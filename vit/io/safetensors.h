@@ -40,9 +40,17 @@ typedef struct {
     size_t map_size;
     st_tensor *tensors;
     int count;
+    int lazy, fd; /* st_open_lazy: the tensors' bytes still in the file, open as fd */
 } st_file;
 
 int st_open(const char *path, st_file *file, vit_error *err);
+/* The header alone, validated as st_open does; each tensor's bytes are read by st_read when
+ * needed, so a model loaded tensor by tensor never holds the whole file (the file stays open
+ * until st_close). */
+int st_open_lazy(const char *path, st_file *file, vit_error *err);
+/* Reads t's bytes (st_open_lazy; nothing to do after st_open): an error, not a signal, when the
+ * file has shrunk since it was opened. */
+int st_read(st_file *file, const st_tensor *t, vit_error *err);
 void st_close(st_file *file);
 const st_tensor *st_find(const st_file *file, const char *name);
 const char *st_dtype_name(st_dtype dtype);

@@ -552,7 +552,20 @@ int model_create(model *m, model_config *cfg, vit_error *err) {
     return model_layout(m, cfg, err) != 0 ? -1 : model_alloc(m, err);
 }
 
+static void close_source(model *m) {
+    if (m->source.close) m->source.close(m->source.ctx);
+    m->source = (model_source){0};
+}
+
+int model_read_rest(model *m, vit_error *err) {
+    const int rc =
+        m->source.read ? m->source.read(m->source.ctx, m->params, 0, m->num_params, err) : 0;
+    close_source(m);
+    return rc;
+}
+
 void model_free(model *m) {
+    close_source(m);
     model_unprepare(m);
     free(m->params);
     free(m->pos_table);
@@ -612,6 +625,7 @@ static float *rebase(const model *layout, float *block, float *p) {
 int model_bind(model *view, const model *layout, float *block) {
     *view = *layout;
     view->params = block;
+    view->source = (model_source){0};
     view->patch = view->pooler = view->head = view->dist_head = view->enc_proj = NULL;
     view->gemm_workspace_bytes = 0;
     const int L = layout->cfg.num_layers;

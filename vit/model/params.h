@@ -23,6 +23,15 @@ typedef struct {
     int transposed; /* stored [shape[1], shape[0]] in the file (GPT-2's Conv1D weights) */
 } param_entry;
 
+/* Where a model's tensors still come from while it is loaded lazily (vit/io's model_load_lazy):
+ * read fills params[offset, offset + count) from the file, each tensor once (a tensor already
+ * read, even if released since, is not read again); close ends the reading. */
+typedef struct {
+    void *ctx;
+    int (*read)(void *ctx, float *params, size_t offset, size_t count, vit_error *err);
+    void (*close)(void *ctx);
+} model_source;
+
 typedef struct {
     model_config cfg;
     encoder_shape enc;
@@ -65,6 +74,8 @@ typedef struct {
     /* model_prepare(..., release_weights): the float weights its prepared layers copied are gone
      * (their pages released): the model runs prepared inference only */
     int weights_released;
+    /* a lazily loaded model's file (read NULL: every tensor is in params) */
+    model_source source;
 } model;
 
 /* The most parameters a configuration may ask for (8 GB of float32): a config.json alone must not
@@ -104,6 +115,8 @@ int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int 
 int model_prepare_released(model *m, gemm_backend backend, gemm_precision precision, int max_batch,
                            int tokens, vit_error *err);
 void model_unprepare(model *m);
+/* A lazily loaded model (model_source): reads every tensor not read yet and closes the file. */
+int model_read_rest(model *m, vit_error *err);
 /* A state for running m's prepared layers, for one thread at a time (encoder_acts.gemm). NULL
  * with err when out of memory. */
 gemm_state *model_gemm_state(const model *m, vit_error *err);

@@ -14,6 +14,7 @@ static gemm_epilogue activation_epilogue(activation_kind act) {
 }
 
 typedef struct {
+    model *m;
     gemm_backend backend;
     gemm_precision precision;
     size_t workspace;
@@ -22,10 +23,19 @@ typedef struct {
     vit_error *err;
 } prep;
 
+/* count floats at x read from a lazily loaded model's file, if not yet (x NULL: none). */
+static int need(prep *p, const float *x, size_t count) {
+    const model *m = p->m;
+    if (!x || !m->source.read) return 0;
+    return m->source.read(m->source.ctx, m->params, (size_t)(x - m->params), count, p->err);
+}
+
 /* One layer (weight [OUT, IN]), its outputs times scale [OUT] if set (a layer scale, folded into
  * a copy of the weight the prepared layer owns); the workspace grows to the largest need. */
 static int scaled(prep *p, gemm_weight **out, const float *w, const float *b, const float *scale,
                   int OUT, int IN, gemm_epilogue epilogue, int rows) {
+    if (need(p, w, (size_t)OUT * IN) || need(p, b, (size_t)OUT) || need(p, scale, (size_t)OUT))
+        return -1;
     *out = scale ? gemm_prepare_scaled(p->backend, p->precision, w, b, scale, OUT, IN, epilogue,
                                        rows, p->err)
                  : gemm_prepare(p->backend, p->precision, w, b, OUT, IN, epilogue, rows, p->err);
@@ -78,7 +88,8 @@ static int prepare(model *m, gemm_backend backend, gemm_precision precision, int
     if (m->weights_released)
         return vit_fail(err, "the model's weights were released after its first preparation");
     model_unprepare(m);
-    prep p = {.backend = backend,
+    prep p = {.m = m,
+              .backend = backend,
               .precision = precision,
               .release = release,
               .released = &m->weights_released,
