@@ -310,9 +310,9 @@ static int all_zero(const float *p, size_t n) {
     return 1;
 }
 
-/* model_load_lazy: nothing read at load; model_prepare reads the weights it prepares (and their
- * biases), model_read_rest the others, to the very parameters model_load gives; a file cut short
- * meanwhile is an error naming it. */
+/* model_load_lazy: the weight matrices not read at load, everything else read; model_prepare
+ * reads the matrices it prepares, model_read_rest the others, to the very parameters model_load
+ * gives; a file cut short meanwhile is an error naming it. */
 static void test_lazy_model_load(void **state) {
     (void)state;
     const char *dir = model_dir_with("lazy", NULL, NULL);
@@ -321,14 +321,16 @@ static void test_lazy_model_load(void **state) {
     assert_int_equal(model_load(&whole, dir, &err), 0);
     assert_int_equal(model_load_lazy(&lazy, dir, &err), 0);
     assert_int_equal(lazy.num_params, whole.num_params);
-    assert_true(all_zero(lazy.params, lazy.num_params));
     const size_t D = (size_t)lazy.cfg.hidden_size;
+    assert_true(all_zero(lazy.layers[0].qkv_w, 3 * D * D)); /* a matrix: not read yet */
+    assert_true(all_zero(lazy.head_w, D * (size_t)lazy.cfg.num_labels));
+    assert_memory_equal(lazy.pos_embed, whole.pos_embed, sizeof(float) * D); /* the rest: read */
+    assert_memory_equal(lazy.final_ln_w, whole.final_ln_w, sizeof(float) * D);
     assert_int_equal(
         model_prepare(&lazy, GEMM_OPENBLAS, PRECISION_FP32, 1, model_vit_tokens(&lazy, 0), &err),
         0);
     assert_memory_equal(lazy.layers[0].qkv_w, whole.layers[0].qkv_w, sizeof(float) * 3 * D * D);
-    assert_memory_equal(lazy.head_b, whole.head_b, sizeof(float) * (size_t)lazy.cfg.num_labels);
-    assert_true(all_zero(lazy.final_ln_w, D)); /* not a prepared layer's: not read yet */
+    assert_memory_equal(lazy.head_w, whole.head_w, sizeof(float) * D * lazy.cfg.num_labels);
     assert_int_equal(model_read_rest(&lazy, &err), 0);
     assert_memory_equal(lazy.params, whole.params, sizeof(float) * whole.num_params);
     model_free(&lazy);

@@ -497,7 +497,37 @@ static void expect_same_file(const char *a, const char *b, const char *name) {
     free(ba), free(bb);
 }
 
+/* validation.tsv lists tiny_run's held-out images: a quarter of each class's 16, each under its
+ * class's folder. */
+static void expect_held_out(const char *dir) {
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, TRAIN_VAL_FILE);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[8400];
+    int per_class[3] = {0, 0, 0}, lines = 0;
+    const char *classes[] = {"left_right", "up-down", "x"};
+    while (fgets(line, sizeof line, f)) {
+        lines++;
+        char *tab = strchr(line, '\t');
+        assert_non_null(tab);
+        *tab = 0;
+        tab[strcspn(tab + 1, "\n") + 1] = 0;
+        char folder[600];
+        for (int c = 0; c < 3; c++) {
+            snprintf(folder, sizeof folder, "/%s/", classes[c]);
+            if (strcmp(tab + 1, classes[c]) == 0 && strstr(line, folder)) per_class[c]++;
+        }
+        assert_int_equal(access(line, F_OK), 0);
+    }
+    fclose(f);
+    assert_int_equal(lines, 12);
+    for (int c = 0; c < 3; c++) assert_int_equal(per_class[c], 4);
+}
+
 static void expect_same_run(const char *a, const char *b) {
+    expect_held_out(a);
+    expect_same_file(a, b, TRAIN_VAL_FILE);
     model ma, mb;
     load_params(a, &ma);
     load_params(b, &mb);

@@ -444,12 +444,15 @@ static int load(model *m, const char *model_dir, config_tower tower, int lazy, v
         return -1;
     }
     m->source = (model_source){.ctx = s, .read = source_read, .close = source_free};
-    if (lazy) return 0;
-    if (model_read_rest(m, err) != 0) {
-        model_free(m);
-        return -1;
-    }
-    return 0;
+    /* lazily, only the matrices (the tensors weight decay applies to) wait for model_prepare:
+     * whatever else reads parameters before it (position embeddings interpolated to the run's
+     * size) finds them */
+    for (int i = 0; rc == 0 && i < m->num_entries; i++)
+        if (!lazy || !m->entries[i].decay)
+            rc = source_read(s, m->params, m->entries[i].offset, m->entries[i].numel, err);
+    if (rc == 0 && !lazy) rc = model_read_rest(m, err);
+    if (rc != 0) model_free(m);
+    return rc;
 }
 
 int model_load(model *m, const char *model_dir, vit_error *err) {

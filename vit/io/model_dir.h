@@ -53,9 +53,10 @@ int model_load(model *m, const char *model_dir, vit_error *err);
 /* The same for one tower of a joint model (CLIP, SigLIP: TOWER_IMAGE or TOWER_TEXT; a ViT, DeiT or
  * BERT folder's one model whatever is asked). */
 int model_load_tower(model *m, const char *model_dir, config_tower tower, vit_error *err);
-/* model_load with the tensors left in the file: model_prepare reads each weight as it prepares
- * it (and model_prepare_released hands it back at once), model_read_rest the others. A model
- * for inference then never holds all its float weights at once (nor the file beside them). */
+/* model_load with the weight matrices left in the file: model_prepare reads each as it prepares
+ * it (and model_prepare_released hands it back at once), model_read_rest the others; every other
+ * tensor is read now. A model for inference then never holds all its float weights at once (nor
+ * the file beside them). */
 int model_load_lazy(model *m, const char *model_dir, vit_error *err);
 
 /* A copy of model directory in_dir in out_dir (created if missing; not in_dir itself) with every

@@ -67,6 +67,7 @@ int train_run(const train_options *opt, int resume, const train_hooks *hooks, vi
 /* Names of the files train_run writes into out_dir. */
 #define TRAIN_STATE_FILE  "train_state.safetensors"
 #define TRAIN_LOG_FILE    "train_log.jsonl"
+#define TRAIN_VAL_FILE    "validation.tsv" /* the images held out (--val-split) */
 #define TRAIN_CURVES_FILE "train_curves.png"
 
 #endif

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vit/base/file.h"
 #include "vit/base/rng.h"
 #include "vit/data/image_set.h"
 #include "vit/data/imagefolder.h"
@@ -137,6 +138,18 @@ static int list_folder(trainer *t, const char *dir, file_list *out, vit_error *e
     return 0;
 }
 
+/* The held-out images, `file<TAB>class` per line, beside the model: the split made visible, so
+ * the same images can be evaluated apart (vit eval on a folder of them). */
+static int write_held_out(const trainer *t, const file_list *val, vit_error *err) {
+    char path[4096];
+    trainer_path(t, path, sizeof path, TRAIN_VAL_FILE);
+    atomic_file a;
+    if (atomic_file_open(&a, path, err) != 0) return -1;
+    for (size_t i = 0; i < val->n; i++)
+        fprintf(a.f, "%s\t%s\n", val->paths[i], t->classes[val->labels[i]]);
+    return atomic_file_commit(&a, err);
+}
+
 /* Moves every image of all into train or val (trainer_hold_out's choice). */
 static int split_val(const trainer *t, file_list *all, file_list *train, file_list *val,
                      vit_error *err) {
@@ -156,7 +169,7 @@ static int split_val(const trainer *t, file_list *all, file_list *train, file_li
     }
     free(all->paths), free(all->labels), free(is_val);
     memset(all, 0, sizeof *all);
-    return 0;
+    return t->rank == 0 ? write_held_out(t, val, err) : 0;
 }
 
 static void load_progress(void *user, size_t done, size_t total) {
