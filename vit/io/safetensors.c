@@ -241,8 +241,9 @@ int st_open(const char *path, st_file *file, vit_error *err) {
 int st_open_lazy(const char *path, st_file *file, vit_error *err) {
     const int fd = open_file(path, file, err);
     if (fd < 0) return -1;
-    /* untouched, the block costs no memory: each tensor's pages come when st_read fills them */
-    file->map = malloc(file->map_size);
+    /* calloc: untouched, a large block costs no memory (fresh zero pages) and each tensor's pages
+     * come when st_read fills them; what is not read yet reads as zeros */
+    file->map = calloc(1, file->map_size);
     const int rc = file->map
                        ? read_at(fd, file, 0, 8, err)
                        : vit_fail(err, "%s: out of memory for %zu bytes", path, file->map_size);
