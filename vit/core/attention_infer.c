@@ -124,21 +124,19 @@ HOT_LOOP static void weighted_values(float *out, int ld_out, const float *p, con
 HOT_LOOP static void exponentials(float *s, int rows, int Tp, int T, float *inv) {
     for (int i = 0; i < rows; i++) {
         float *row = s + (size_t)i * Tp;
-        float part[TILE_C];
-        for (int k = 0; k < TILE_C; k++) part[k] = -INFINITY;
-        int j = 0;
-        for (; j + TILE_C <= T; j += TILE_C)
-            for (int k = 0; k < TILE_C; k++) part[k] = row[j + k] > part[k] ? row[j + k] : part[k];
         float max = -INFINITY;
-        for (; j < T; j++) max = row[j] > max ? row[j] : max;
-        for (int k = 0; k < TILE_C; k++) max = part[k] > max ? part[k] : max;
+        /* the pragma lets the compiler reorder the reduction (it kept 16 partial maxima as 16
+         * scalar vmaxss); the maximum is the same in any order */
+#pragma omp simd reduction(max : max)
+        for (int j = 0; j < T; j++) max = row[j] > max ? row[j] : max;
         if (max == -INFINITY) {
             memset(row, 0, sizeof(float) * (size_t)T);
             inv[i] = 0.0f;
             continue;
         }
         float sum[TILE_C] = {0};
-        for (j = 0; j + TILE_C <= T; j += TILE_C)
+        int j = 0;
+        for (; j + TILE_C <= T; j += TILE_C)
             for (int k = 0; k < TILE_C; k++) sum[k] += row[j + k] = fast_expf(row[j + k] - max);
         float total = 0.0f;
         for (; j < T; j++) total += row[j] = fast_expf(row[j] - max);
