@@ -21,9 +21,6 @@
 /* Threads: OpenMP owns the cores. OpenBLAS runs single-threaded inside each OpenMP thread on a
  * slice of the rows (ops_init sets this up), so the two never spin against each other. */
 
-/* OpenBLAS's thread count is the process's, not the calling thread's: set once, never changed,
- * so contexts computing on several threads at once each call single-threaded sgemm (the pthread
- * OpenBLAS serves concurrent calls from several threads). */
 /* OpenBLAS's pthreads build starts a thread pool when it loads, whose threads spin (sched_yield)
  * for about 0.1 s before they sleep: a core taken from the start of every command (vit classify
  * 140 ms -> 50 ms from exec to exit without it). vit's threads are OpenMP's and run OpenBLAS
@@ -31,6 +28,9 @@
  * reference: other builds simply lack it). */
 extern int blas_thread_shutdown_(void) __attribute__((weak));
 
+/* OpenBLAS's thread count is the process's, not the calling thread's: set once, never changed,
+ * so contexts computing on several threads at once each call single-threaded sgemm (the pthread
+ * OpenBLAS serves concurrent calls from several threads). */
 static void openblas_single(void) {
     openblas_set_num_threads(1);
     if (blas_thread_shutdown_) blas_thread_shutdown_();

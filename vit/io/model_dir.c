@@ -447,10 +447,10 @@ static int load(model *m, const char *model_dir, config_tower tower, int lazy, v
     /* lazily, only the matrices (the tensors weight decay applies to) wait for model_prepare:
      * whatever else reads parameters before it (position embeddings interpolated to the run's
      * size) finds them */
-    for (int i = 0; rc == 0 && i < m->num_entries; i++)
-        if (!lazy || !m->entries[i].decay)
+    for (int i = 0; lazy && rc == 0 && i < m->num_entries; i++)
+        if (!m->entries[i].decay)
             rc = source_read(s, m->params, m->entries[i].offset, m->entries[i].numel, err);
-    if (rc == 0 && !lazy) rc = model_read_rest(m, err);
+    if (rc == 0 && !lazy) rc = model_read_rest(m, err); /* every tensor, in one pass */
     if (rc != 0) model_free(m);
     return rc;
 }

@@ -219,42 +219,36 @@ static int read_header(int fd, st_file *file, int lazy, vit_error *err) {
                         file->map_size - 8 - (size_t)header_len, err);
 }
 
-int st_open(const char *path, st_file *file, vit_error *err) {
+/* st_open (lazy 0) reads the whole file, not maps it: a mapped file that shrinks under us
+ * (overwritten in place while loading) would end the process with SIGBUS; a short read is an error
+ * instead. The tensors are converted into the model's own block at load, so the copy lives only
+ * that long. st_open_lazy reads the header alone into a calloc'ed block: untouched, a large block
+ * costs no memory (fresh zero pages), each tensor's pages come when st_read fills them, and what
+ * is not read yet reads as zeros. */
+static int open_st(const char *path, st_file *file, int lazy, vit_error *err) {
     const int fd = open_file(path, file, err);
     if (fd < 0) return -1;
-    /* Read, not mapped: a mapped file that shrinks under us (overwritten in place while loading)
-     * would end the process with SIGBUS; a short read is an error instead. The tensors are
-     * converted into the model's own block at load, so the copy lives only that long. */
-    file->map = malloc(file->map_size);
+    file->map = lazy ? calloc(1, file->map_size) : malloc(file->map_size);
     const int rc = file->map
-                       ? read_at(fd, file, 0, file->map_size, err)
+                       ? read_at(fd, file, 0, lazy ? 8 : file->map_size, err)
                        : vit_fail(err, "%s: out of memory for %zu bytes", path, file->map_size);
-    if (rc != 0 || read_header(fd, file, 0, err) != 0) {
+    if (rc != 0 || read_header(fd, file, lazy, err) != 0) {
         close(fd);
         st_close(file);
         return -1;
     }
-    close(fd);
-    return 0;
-}
-
-int st_open_lazy(const char *path, st_file *file, vit_error *err) {
-    const int fd = open_file(path, file, err);
-    if (fd < 0) return -1;
-    /* calloc: untouched, a large block costs no memory (fresh zero pages) and each tensor's pages
-     * come when st_read fills them; what is not read yet reads as zeros */
-    file->map = calloc(1, file->map_size);
-    const int rc = file->map
-                       ? read_at(fd, file, 0, 8, err)
-                       : vit_fail(err, "%s: out of memory for %zu bytes", path, file->map_size);
-    if (rc != 0 || read_header(fd, file, 1, err) != 0) {
-        close(fd);
-        st_close(file);
-        return -1;
-    }
+    if (!lazy) return close(fd), 0;
     file->lazy = 1;
     file->fd = fd;
     return 0;
+}
+
+int st_open(const char *path, st_file *file, vit_error *err) {
+    return open_st(path, file, 0, err);
+}
+
+int st_open_lazy(const char *path, st_file *file, vit_error *err) {
+    return open_st(path, file, 1, err);
 }
 
 int st_read(st_file *file, const st_tensor *t, vit_error *err) {
