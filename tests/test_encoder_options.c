@@ -433,17 +433,21 @@ static void test_attention_infer_bf16(void **state) {
         return;
     }
     enum { B = 2 };
-    const int Ts[] = {1, 6, 17, 18, 19, 37};
+    /* T: on and off the 16- and 32-key tiles; head sizes 32, 48, 64 and 80 take every width
+     * of the products' register tiles (64, 32 and 16 columns) */
+    const int Ts[] = {1, 6, 17, 18, 19, 33, 37, 64};
+    const int Ds[] = {64, 64, 96, 96, 128, 160}, Hs[] = {2, 2, 3, 2, 2, 2};
     double worst = 0, apart = INFINITY;
     for (size_t t = 0; t < sizeof Ts / sizeof Ts[0]; t++)
-        for (int variant = 0; variant < 3; variant++) {
-            const int T = Ts[t], D = variant == 2 ? 96 : 64, H = variant == 2 ? 3 : 2;
-            const int masked = variant == 1 && T > 3, causal = variant == 2;
+        for (int variant = 0; variant < 6; variant++) {
+            const int T = Ts[t], D = Ds[variant], H = Hs[variant];
+            const int masked = (variant == 1 || variant == 5) && T > 3;
+            const int causal = variant == 2 || variant == 4;
             const size_t nqkv = (size_t)B * T * 3 * D, nout = (size_t)B * T * D;
             float *qkv = test_alloc_floats(nqkv), *bias = test_alloc_floats((size_t)H * T * T);
             float *got = test_alloc_floats(nout), *fp32 = test_alloc_floats(nout);
             double *want = malloc(nout * sizeof(double));
-            uint8_t mask[2 * MAX_T];
+            uint8_t mask[B * 64];
             for (int i = 0; i < B * T; i++) mask[i] = i < B * T - 3 || !masked;
             test_fill(qkv, nqkv, -1.5f, 1.5f), test_fill(bias, (size_t)H * T * T, -2, 2);
             const float *b = variant == 1 ? bias : NULL;

@@ -5,7 +5,8 @@
  * The products run on register tiles of 6 rows x 16 columns, one 16-float vector a row: six
  * 512-bit accumulators where the CPU has AVX-512 (the x86-64-v4 clone; twelve 256-bit ones in the
  * AVX2 clone, as many as its 16 registers leave room for). Written as 8-float vectors before, they
- * ran at half the rate of a 512-bit FMA pipe (Zen 5, Intel). Scores against Kᵀ, which is packed per
+ * ran at half the rate of a 512-bit FMA pipe (Zen 5, Intel). The bf16 kernels' tiles are two or
+ * four vectors wide (below). Scores against Kᵀ, which is packed per
  * (batch, head) first so that the keys are contiguous, pre-multiplied by 1/√dh; then weights
  * times V straight from the fused qkv rows. The head size must be a multiple of 16 (64 in every
  * ViT and BERT configuration we know); other shapes take attention_forward. A score bias (BEiT's
@@ -117,31 +118,84 @@ HOT_LOOP static void weighted_values(float *out, int ld_out, const float *p, con
     }
 }
 
-/* Each row of s [rows, Tp]: its exponentials (the row's max subtracted) in place, and the
- * inverse of their sum in inv[row], which weighted_values applies to its output rows (one
+/* The largest of a row's first T scores. */
+HOT_LOOP static float row_max(const float *row, int T) {
+    float max = -INFINITY;
+    /* the pragma lets the compiler reorder the reduction (it kept 16 partial maxima as 16
+     * scalar vmaxss); the maximum is the same in any order */
+#pragma omp simd reduction(max : max)
+    for (int j = 0; j < T; j++) max = row[j] > max ? row[j] : max;
+    return max;
+}
+
+typedef int32_t v16i __attribute__((vector_size(TILE_C * sizeof(int32_t))));
+
+/* exp(x) of 16 scores less their row's maximum, so x <= 0: fast_expf's polynomial on whole
+ * vectors, written with the vector extension (GCC left the scalar function's clamps and NaN test
+ * as masked blends and reloaded its constants every 16 keys). x below fast_expf's range (-inf:
+ * masked keys) gives 0; a NaN stays NaN, so a NaN score never becomes a weight. */
+static inline void exp_nonpositive(v16f *e, const v16f *in) {
+    const v16f x = *in;
+    const v16f lo = (v16f){0} - 87.3365447504f, shift = (v16f){0} + 12582912.0f;
+    const v16i keep = x >= lo, nan = x != x;
+    const v16f xc = (v16f)(((v16i)x & keep) | ((v16i)lo & ~keep));
+    const v16f n = (xc * 1.44269504088896341f + shift) - shift;
+    const v16f r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+    v16f p = (v16f){0} + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const v16i bits = (__builtin_convertvector(n, v16i) + 127) << 23;
+    const v16f y = p * (v16f)bits;
+    *e = (v16f)(((v16i)y & keep) | ((v16i)x & nan));
+}
+
+/* The exponentials of row [j0, j0 + 16) less max, zero from T on (past T the padded row holds
+ * finite scores against the zero keys), added to sum. Whole vectors to the padded width: a scalar
+ * tail cost as much as a third of a row of 197. */
+static inline void exp16(v16f *e, v16f *sum, const float *row, int j0, int T, float max) {
+    v16f x;
+    load16(&x, row + j0);
+    x -= max;
+    exp_nonpositive(e, &x);
+    if (j0 + TILE_C > T) {
+        v16i lane;
+        for (int k = 0; k < TILE_C; k++) lane[k] = j0 + k;
+        *e = (v16f)((v16i)*e & (lane < T));
+    }
+    *sum += *e;
+}
+
+/* 1 / the sum of the 16 partial sums. */
+static inline float inverse_total(const v16f *sum) {
+    float total = 0.0f;
+    for (int k = 0; k < TILE_C; k++) total += (*sum)[k];
+    return 1.0f / total;
+}
+
+/* Each row of s [rows, Tp]: its exponentials (the row's max subtracted) in place, zero from T on,
+ * and the inverse of their sum in inv[row], which weighted_values applies to its output rows (one
  * multiplication per output instead of per weight). A row with every key masked gets weights 0
  * and inv 0: it attends to nothing rather than NaN, as softmax_forward. */
 HOT_LOOP static void exponentials(float *s, int rows, int Tp, int T, float *inv) {
     for (int i = 0; i < rows; i++) {
         float *row = s + (size_t)i * Tp;
-        float max = -INFINITY;
-        /* the pragma lets the compiler reorder the reduction (it kept 16 partial maxima as 16
-         * scalar vmaxss); the maximum is the same in any order */
-#pragma omp simd reduction(max : max)
-        for (int j = 0; j < T; j++) max = row[j] > max ? row[j] : max;
+        const float max = row_max(row, T);
         if (max == -INFINITY) {
-            memset(row, 0, sizeof(float) * (size_t)T);
+            memset(row, 0, sizeof(float) * (size_t)Tp);
             inv[i] = 0.0f;
             continue;
         }
-        float sum[TILE_C] = {0};
-        int j = 0;
-        for (; j + TILE_C <= T; j += TILE_C)
-            for (int k = 0; k < TILE_C; k++) sum[k] += row[j + k] = fast_expf(row[j + k] - max);
-        float total = 0.0f;
-        for (; j < T; j++) total += row[j] = fast_expf(row[j] - max);
-        for (int k = 0; k < TILE_C; k++) total += sum[k];
-        inv[i] = 1.0f / total;
+        v16f sum = {0};
+        for (int j0 = 0; j0 < Tp; j0 += TILE_C) {
+            v16f e;
+            exp16(&e, &sum, row, j0, T, max);
+            store16(row + j0, &e);
+        }
+        inv[i] = inverse_total(&sum);
     }
 }
 
@@ -170,15 +224,14 @@ typedef struct {
     int causal, B, T, D, H;
 } attention_call;
 
-/* The rows of one task, up to their exponentials in s (and inv): scores, bias, masks, softmax. */
-static void softmax_rows(const attention_call *c, float *s, int b, int h, int r0, int rows, int Tp,
-                         float *inv) {
+/* A task's score rows before their softmax: the bias added, masked keys at -inf. */
+static void bias_and_masks(const attention_call *c, float *s, int b, int h, int r0, int rows,
+                           int Tp) {
     const int T = c->T;
     if (c->bias) add_bias(s, rows, Tp, T, c->bias + ((size_t)h * T + r0) * T);
     if (c->key_mask || c->causal)
         mask_scores(s, rows, Tp, T, r0, c->key_mask ? c->key_mask + (size_t)b * T : NULL,
                     c->causal);
-    exponentials(s, rows, Tp, T, inv);
 }
 
 static void run_fp32(const attention_call *c, float *scratch, int team) {
@@ -204,7 +257,8 @@ static void run_fp32(const attention_call *c, float *scratch, int team) {
             const float *base = c->qkv + (size_t)b * T * ld + h * dh;
             scores(s, base + (size_t)r0 * ld, rows, ld, kt_all + (size_t)bh * dh * Tp, Tp, dh);
             float inv[ROWS_PER_TASK];
-            softmax_rows(c, s, b, h, r0, rows, Tp, inv);
+            bias_and_masks(c, s, b, h, r0, rows, Tp);
+            exponentials(s, rows, Tp, T, inv);
             weighted_values(c->out + ((size_t)b * T + r0) * D + h * dh, D, s, inv, rows, Tp,
                             base + 2 * D, ld, T, dh);
         }
@@ -228,15 +282,8 @@ void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, cons
  * dimensions, 16 keys' pairs make one vector), the query's pair broadcast; the values as [T2/2][dh]
  * [2] (T2: T rounded up to even), the weights' pair (two keys) broadcast. */
 #ifdef VIT_BF16_ATTENTION
-#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-
-/* f's bfloat16 bits, rounded as the products' operands are (round_to_bf16). */
-static inline uint16_t bf16_round(float f) {
-    const float r = round_to_bf16(f);
-    uint32_t u;
-    memcpy(&u, &r, sizeof u);
-    return (uint16_t)(u >> 16);
-}
+#define BF16_TARGET   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define MAX_BF16_HEAD 256 /* larger heads (none we know of) take the fp32 kernels */
 
 /* A pair of bf16 values as one 32-bit lane (memcpy: the buffers hold uint16_t). */
 static inline int pair_at(const uint16_t *p) {
@@ -245,26 +292,45 @@ static inline int pair_at(const uint16_t *p) {
     return v;
 }
 
-/* kp [dh/2][Tp][2] = scale · K of one (batch, head) in pairs of dimensions, zero past T. */
-static void pack_keys_bf16(uint16_t *kp, const float *k, int T, int Tp, int ld, int dh,
-                           float scale) {
-    for (int j = 0; j < Tp; j++)
-        for (int p = 0; p < dh / 2; p++) {
-            uint16_t *to = kp + ((size_t)p * Tp + j) * 2;
-            const float *row = k + (size_t)j * ld + 2 * p;
-            to[0] = j < T ? bf16_round(scale * row[0]) : 0;
-            to[1] = j < T ? bf16_round(scale * row[1]) : 0;
-        }
+/* kp [dh/2][Tp][2] = scale · K of one (batch, head) in pairs of dimensions, zero past T: 16 keys'
+ * rows rounded into rows [16][dh/2] of pairs, then each pair's column gathered into one vector
+ * (element by element, the rounding and the strided stores took 4 % of a bf16 ViT-Ti forward). */
+BF16_TARGET static void pack_keys_bf16(uint16_t *kp, const float *k, int T, int Tp, int ld, int dh,
+                                       float scale) {
+    const int pairs = dh / 2;
+    uint32_t rows[16 * MAX_BF16_HEAD / 2]; /* 16 keys, dh/2 pairs each */
+    const __m512i at =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(pairs));
+    const __m512 s = _mm512_set1_ps(scale);
+    for (int j0 = 0; j0 < Tp; j0 += 16) {
+        for (int r = 0; r < 16; r++)
+            for (int d = 0; d < dh; d += 16) {
+                const __m512 x = j0 + r < T ? _mm512_loadu_ps(k + (size_t)(j0 + r) * ld + d)
+                                            : _mm512_setzero_ps();
+                const __m256bh h = _mm512_cvtneps_pbh(_mm512_mul_ps(x, s));
+                memcpy(rows + r * pairs + d / 2, &h, sizeof h);
+            }
+        for (int p = 0; p < pairs; p++)
+            _mm512_storeu_si512(
+                kp + ((size_t)p * Tp + j0) * 2,
+                _mm512_i32gather_epi32(_mm512_add_epi32(at, _mm512_set1_epi32(p)), rows, 4));
+    }
 }
 
-/* vp [T2/2][dh][2] = V of one (batch, head) in pairs of keys, the pad row zero. */
-static void pack_values_bf16(uint16_t *vp, const float *v, int T, int ld, int dh) {
+/* vp [T2/2][dh][2] = V of one (batch, head) in pairs of keys, the pad row zero: two rows rounded
+ * into one vector (the first in its low half), then interleaved. */
+BF16_TARGET static void pack_values_bf16(uint16_t *vp, const float *v, int T, int ld, int dh) {
+    const __m512i interleave =
+        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     for (int jp = 0; jp < (T + 1) / 2; jp++) {
         const float *v0 = v + (size_t)(2 * jp) * ld, *v1 = v0 + ld;
         uint16_t *out = vp + (size_t)jp * dh * 2;
-        for (int c = 0; c < dh; c++) {
-            out[2 * c] = bf16_round(v0[c]);
-            out[2 * c + 1] = 2 * jp + 1 < T ? bf16_round(v1[c]) : 0;
+        for (int c = 0; c < dh; c += 16) {
+            const __m512 second = 2 * jp + 1 < T ? _mm512_loadu_ps(v1 + c) : _mm512_setzero_ps();
+            const __m512i both = (__m512i)_mm512_cvtne2ps_pbh(second, _mm512_loadu_ps(v0 + c));
+            _mm512_storeu_si512(out + 2 * c, _mm512_permutexvar_epi16(interleave, both));
         }
     }
 }
@@ -278,6 +344,32 @@ BF16_TARGET static void round_rows(uint16_t *dst, const float *src, int rows, in
         }
 }
 
+/* The products' register tiles are TILE_R rows x nc vectors of 16 columns: with nc = 2, twelve
+ * accumulators, as many as keep two 512-bit pipes busy through vdpbf16ps's latency (six left half
+ * the pipes' slots empty: the kernels ran at about half the bf16 peak). nc = 1 takes the last 16
+ * columns of a row. ALWAYS_INLINE: nc is a constant at each call, so acc stays in registers. */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* s [valid rows, j0 .. j0 + 16 nc) = qr rows (bf16) · kp's columns. */
+BF16_TARGET static ALWAYS_INLINE void scores_tile_bf16(float *s, const uint16_t *const *qr,
+                                                       int valid, const uint16_t *kp, int Tp,
+                                                       int j0, int dh, int nc) {
+    __m512 acc[TILE_R][2];
+    for (int r = 0; r < TILE_R; r++)
+        for (int c = 0; c < nc; c++) acc[r][c] = _mm512_setzero_ps();
+    for (int p = 0; p < dh / 2; p++) {
+        __m512bh k[2];
+        for (int c = 0; c < nc; c++)
+            k[c] = (__m512bh)_mm512_loadu_si512(kp + ((size_t)p * Tp + j0 + 16 * c) * 2);
+        for (int r = 0; r < TILE_R; r++) {
+            const __m512bh q = (__m512bh)_mm512_set1_epi32(pair_at(qr[r] + 2 * p));
+            for (int c = 0; c < nc; c++) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], q, k[c]);
+        }
+    }
+    for (int r = 0; r < valid; r++)
+        for (int c = 0; c < nc; c++) _mm512_storeu_ps(s + (size_t)r * Tp + j0 + 16 * c, acc[r][c]);
+}
+
 /* s [rows, Tp] = qb [rows, dh] (bf16) · kp. */
 BF16_TARGET static void scores_bf16(float *s, const uint16_t *qb, int rows, const uint16_t *kp,
                                     int Tp, int dh) {
@@ -285,19 +377,35 @@ BF16_TARGET static void scores_bf16(float *s, const uint16_t *qb, int rows, cons
         const uint16_t *qr[TILE_R];
         for (int r = 0; r < TILE_R; r++)
             qr[r] = qb + (size_t)(i0 + r < rows ? i0 + r : rows - 1) * dh;
-        for (int j0 = 0; j0 < Tp; j0 += TILE_C) {
-            __m512 acc[TILE_R];
-            for (int r = 0; r < TILE_R; r++) acc[r] = _mm512_setzero_ps();
-            for (int p = 0; p < dh / 2; p++) {
-                const __m512bh k = (__m512bh)_mm512_loadu_si512(kp + ((size_t)p * Tp + j0) * 2);
-                for (int r = 0; r < TILE_R; r++)
-                    acc[r] = _mm512_dpbf16_ps(
-                        acc[r], (__m512bh)_mm512_set1_epi32(pair_at(qr[r] + 2 * p)), k);
-            }
-            for (int r = 0; r < TILE_R && i0 + r < rows; r++)
-                _mm512_storeu_ps(s + (size_t)(i0 + r) * Tp + j0, acc[r]);
+        const int valid = rows - i0 < TILE_R ? rows - i0 : TILE_R;
+        float *si = s + (size_t)i0 * Tp;
+        int j0 = 0;
+        for (; j0 + 32 <= Tp; j0 += 32) scores_tile_bf16(si, qr, valid, kp, Tp, j0, dh, 2);
+        if (j0 < Tp) scores_tile_bf16(si, qr, valid, kp, Tp, j0, dh, 1);
+    }
+}
+
+/* out [valid rows, c0 .. c0 + 16 nc) (rows ld_out apart) = diag(inv) · pr rows · vp's columns. */
+BF16_TARGET static ALWAYS_INLINE void values_tile_bf16(float *out, int ld_out,
+                                                       const uint16_t *const *pr, const float *inv,
+                                                       int valid, const uint16_t *vp, int T, int dh,
+                                                       int c0, int nc) {
+    __m512 acc[TILE_R][4];
+    for (int r = 0; r < TILE_R; r++)
+        for (int c = 0; c < nc; c++) acc[r][c] = _mm512_setzero_ps();
+    for (int jp = 0; jp < (T + 1) / 2; jp++) {
+        __m512bh v[4];
+        for (int c = 0; c < nc; c++)
+            v[c] = (__m512bh)_mm512_loadu_si512(vp + ((size_t)jp * dh + c0 + 16 * c) * 2);
+        for (int r = 0; r < TILE_R; r++) {
+            const __m512bh w = (__m512bh)_mm512_set1_epi32(pair_at(pr[r] + 2 * jp));
+            for (int c = 0; c < nc; c++) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], w, v[c]);
         }
     }
+    for (int r = 0; r < valid; r++)
+        for (int c = 0; c < nc; c++)
+            _mm512_storeu_ps(out + (size_t)r * ld_out + c0 + 16 * c,
+                             _mm512_mul_ps(acc[r][c], _mm512_set1_ps(inv[r])));
 }
 
 /* out [rows, dh] (rows ld_out apart) = diag(inv) · pb [rows, Tp] (bf16; zero from T on) · vp. */
@@ -308,19 +416,38 @@ BF16_TARGET static void weighted_values_bf16(float *out, int ld_out, const uint1
         const uint16_t *pr[TILE_R];
         for (int r = 0; r < TILE_R; r++)
             pr[r] = pb + (size_t)(i0 + r < rows ? i0 + r : rows - 1) * Tp;
-        for (int c0 = 0; c0 < dh; c0 += TILE_C) {
-            __m512 acc[TILE_R];
-            for (int r = 0; r < TILE_R; r++) acc[r] = _mm512_setzero_ps();
-            for (int jp = 0; jp < (T + 1) / 2; jp++) {
-                const __m512bh v = (__m512bh)_mm512_loadu_si512(vp + ((size_t)jp * dh + c0) * 2);
-                for (int r = 0; r < TILE_R; r++)
-                    acc[r] = _mm512_dpbf16_ps(
-                        acc[r], (__m512bh)_mm512_set1_epi32(pair_at(pr[r] + 2 * jp)), v);
-            }
-            for (int r = 0; r < TILE_R && i0 + r < rows; r++)
-                _mm512_storeu_ps(out + (size_t)(i0 + r) * ld_out + c0,
-                                 _mm512_mul_ps(acc[r], _mm512_set1_ps(inv[i0 + r])));
+        const int valid = rows - i0 < TILE_R ? rows - i0 : TILE_R;
+        float *oi = out + (size_t)i0 * ld_out;
+        int c0 = 0;
+        for (; c0 + 64 <= dh; c0 += 64)
+            values_tile_bf16(oi, ld_out, pr, inv + i0, valid, vp, T, dh, c0, 4);
+        for (; c0 + 32 <= dh; c0 += 32)
+            values_tile_bf16(oi, ld_out, pr, inv + i0, valid, vp, T, dh, c0, 2);
+        if (c0 < dh) values_tile_bf16(oi, ld_out, pr, inv + i0, valid, vp, T, dh, c0, 1);
+    }
+}
+
+/* exponentials, the weights written as bfloat16 to pb [rows, Tp] at once (not stored as floats
+ * and rounded in a second pass); the normaliser sums them unrounded. */
+BF16_TARGET static void exponentials_bf16(uint16_t *pb, const float *s, int rows, int Tp, int T,
+                                          float *inv) {
+    for (int i = 0; i < rows; i++) {
+        const float *row = s + (size_t)i * Tp;
+        uint16_t *out = pb + (size_t)i * Tp;
+        const float max = row_max(row, T);
+        if (max == -INFINITY) {
+            memset(out, 0, sizeof(uint16_t) * (size_t)Tp);
+            inv[i] = 0.0f;
+            continue;
         }
+        v16f sum = {0};
+        for (int j0 = 0; j0 < Tp; j0 += TILE_C) {
+            v16f e;
+            exp16(&e, &sum, row, j0, T, max);
+            const __m256bh h = _mm512_cvtneps_pbh((__m512)e);
+            memcpy(out + j0, &h, sizeof h);
+        }
+        inv[i] = inverse_total(&sum);
     }
 }
 
@@ -334,8 +461,8 @@ static void task_bf16(const attention_call *c, float *tile, const uint16_t *kp, 
     round_rows(qb, base + (size_t)r0 * ld, rows, dh, (size_t)ld);
     scores_bf16(tile, qb, rows, kp, Tp, dh);
     float inv[ROWS_PER_TASK];
-    softmax_rows(c, tile, b, h, r0, rows, Tp, inv);
-    round_rows(pb, tile, rows, Tp, (size_t)Tp); /* past T: zero scores (zero keys), never exp'd */
+    bias_and_masks(c, tile, b, h, r0, rows, Tp);
+    exponentials_bf16(pb, tile, rows, Tp, T, inv);
     weighted_values_bf16(c->out + ((size_t)b * T + r0) * D + h * dh, D, pb, inv, rows, Tp, vp, T,
                          dh);
 }
@@ -375,7 +502,7 @@ int attention_infer_bf16_available(void) {
 void attention_infer_bf16(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
                           int causal, float *scratch, int threads, int B, int T, int D, int H) {
     const attention_call c = {out, qkv, bias, key_mask, causal, B, T, D, H};
-    if (attention_infer_bf16_available())
+    if (attention_infer_bf16_available() && D / H <= MAX_BF16_HEAD)
         run_bf16(&c, scratch, team_size(threads));
     else
         run_fp32(&c, scratch, team_size(threads));
