@@ -361,12 +361,16 @@ static void check_infer_bias(int T, int D, int H, int masked, int causal) {
 
 static void test_attention_infer_bias(void **state) {
     (void)state;
-    /* query blocks of 18 rows, score tiles of 6 x 16: T below, at and past each */
-    const int Ts[] = {1, 5, 6, 16, 17, 18, 19, 35, 37};
+    /* query blocks of 18 rows, score tiles of 6 x 16 or 6 x 32: T below, at and past each; head
+     * sizes 16 to 80 take the weighted values' tiles of 16, 32 and 64 columns and their tails */
+    const int Ts[] = {1, 5, 6, 16, 17, 18, 19, 33, 35, 37};
     for (size_t i = 0; i < sizeof Ts / sizeof Ts[0]; i++) {
         check_infer_bias(Ts[i], 32, 2, 0, 0);
         check_infer_bias(Ts[i], 64, 2, Ts[i] > 3, 0);
         check_infer_bias(Ts[i], 48, 3, 0, 1);
+        check_infer_bias(Ts[i], 96, 2, 0, 0);
+        check_infer_bias(Ts[i], 128, 2, Ts[i] > 3, 1);
+        check_infer_bias(Ts[i], 160, 2, 0, 0);
     }
     print_message("  attention_infer with a bias = attention_forward with it, within %g\n",
                   SAME_TOL);
@@ -385,11 +389,20 @@ static double bf16_value(double x) { /* float x rounded to bfloat16, to nearest 
     return r;
 }
 
+/* How far a bf16 rounding of e may fall from bf16_value(e) when e is off by a relative 1e-4:
+ * 0, or one bf16 step where e lies that close to the midpoint between two bf16 values. */
+static double bf16_rounding_slack(double e) {
+    const double lo = bf16_value(e * (1 - 1e-4)), hi = bf16_value(e * (1 + 1e-4));
+    return hi - lo;
+}
+
 /* out [B, T, D] in double from the operands as the bf16 kernels take them: Q, Kᵀ/√dh and V
  * rounded to bfloat16, the scores summed exactly, the exponentials rounded to bfloat16 in the
- * weighted sum and not in the normaliser. */
-static void bf16_reference(double *out, const float *qkv, const uint8_t *mask, const float *bias,
-                           int causal, int B, int T, int D, int H) {
+ * weighted sum and not in the normaliser. The kernels' fp32 scores are off from the exact ones in
+ * their last bits, so an exponential that lies within a hair of a bf16 midpoint may round the
+ * other way there: slack [B, T, D] sums what such roundings may move each output by. */
+static void bf16_reference(double *out, double *slack, const float *qkv, const uint8_t *mask,
+                           const float *bias, int causal, int B, int T, int D, int H) {
     const int dh = D / H, ld = 3 * D;
     const double scale = 1.0 / sqrt(dh);
     double *s = malloc(sizeof(double) * T);
@@ -411,20 +424,25 @@ static void bf16_reference(double *out, const float *qkv, const uint8_t *mask, c
                 double sum = 0;
                 for (int j = 0; j < T; j++) sum += s[j] = s[j] == -INFINITY ? 0 : exp(s[j] - max);
                 for (int d = 0; d < dh; d++) {
-                    double acc = 0;
-                    for (int j = 0; j < T; j++)
-                        acc += bf16_value(s[j]) *
-                               bf16_value(qkv[((size_t)b * T + j) * ld + 2 * D + h * dh + d]);
+                    double acc = 0, may_move = 0;
+                    for (int j = 0; j < T; j++) {
+                        const double v =
+                            bf16_value(qkv[((size_t)b * T + j) * ld + 2 * D + h * dh + d]);
+                        acc += bf16_value(s[j]) * v;
+                        may_move += bf16_rounding_slack(s[j]) * fabs(v);
+                    }
                     out[((size_t)b * T + i) * D + h * dh + d] = acc / sum;
+                    slack[((size_t)b * T + i) * D + h * dh + d] = may_move / sum;
                 }
             }
     free(s);
 }
 
-/* attention_infer_bf16 against bf16_reference within 2e-4 (a bf16 rounding of an exponential
- * that falls the other way because the fp32 scores differ from the exact ones in the last bits
- * moves an output by up to 2^-8 of that weight's share), and measurably not the fp32 attention
- * (the rounding shows at ~1e-3 with values of magnitude 1.5): the bf16 products did run. */
+/* attention_infer_bf16 against bf16_reference within 2e-5 (the fp32 sums' rounding) beyond the
+ * reference's slack (the exponentials that may round either way), and measurably not the fp32
+ * attention (the rounding shows at ~1e-3 with values of magnitude 1.5): the bf16 products did
+ * run. (A fixed 2e-4 passed for years of data and failed for other random operands: one
+ * exponential rounding the other way moved an output by 2.7e-4.) */
 static void test_attention_infer_bf16(void **state) {
     (void)state;
     if (!attention_infer_bf16_available()) {
@@ -437,7 +455,7 @@ static void test_attention_infer_bf16(void **state) {
      * of the products' register tiles (64, 32 and 16 columns) */
     const int Ts[] = {1, 6, 17, 18, 19, 33, 37, 64};
     const int Ds[] = {64, 64, 96, 96, 128, 160}, Hs[] = {2, 2, 3, 2, 2, 2};
-    double worst = 0, apart = INFINITY;
+    double worst = 0, apart = INFINITY, widest = 0;
     for (size_t t = 0; t < sizeof Ts / sizeof Ts[0]; t++)
         for (int variant = 0; variant < 6; variant++) {
             const int T = Ts[t], D = Ds[variant], H = Hs[variant];
@@ -446,7 +464,7 @@ static void test_attention_infer_bf16(void **state) {
             const size_t nqkv = (size_t)B * T * 3 * D, nout = (size_t)B * T * D;
             float *qkv = test_alloc_floats(nqkv), *bias = test_alloc_floats((size_t)H * T * T);
             float *got = test_alloc_floats(nout), *fp32 = test_alloc_floats(nout);
-            double *want = malloc(nout * sizeof(double));
+            double *want = malloc(nout * sizeof(double)), *slack = malloc(nout * sizeof(double));
             uint8_t mask[B * 64];
             for (int i = 0; i < B * T; i++) mask[i] = i < B * T - 3 || !masked;
             test_fill(qkv, nqkv, -1.5f, 1.5f), test_fill(bias, (size_t)H * T * T, -2, 2);
@@ -454,20 +472,24 @@ static void test_attention_infer_bf16(void **state) {
             float *scratch = test_alloc_floats(attention_infer_scratch(B, T, D, 2));
             attention_infer_bf16(got, qkv, masked ? mask : NULL, b, causal, scratch, 2, B, T, D, H);
             attention_infer(fp32, qkv, masked ? mask : NULL, b, causal, scratch, 2, B, T, D, H);
-            bf16_reference(want, qkv, masked ? mask : NULL, b, causal, B, T, D, H);
+            bf16_reference(want, slack, qkv, masked ? mask : NULL, b, causal, B, T, D, H);
             double d = 0, from_fp32 = 0;
             for (size_t i = 0; i < nout; i++) {
-                d = fmax(d, fabs(got[i] - want[i]));
+                d = fmax(d, fabs(got[i] - want[i]) - slack[i]);
+                widest = fmax(widest, slack[i]);
                 from_fp32 = fmax(from_fp32, fabs(got[i] - fp32[i]));
             }
-            if (!(d <= 2e-4)) fail_msg("T %d, D %d, H %d: bf16 attention off by %.3g", T, D, H, d);
+            if (!(d <= 2e-5))
+                fail_msg("T %d, D %d, H %d: bf16 attention off by %.3g beyond its slack", T, D, H,
+                         d);
             worst = fmax(worst, d);
             if (T > 1) apart = fmin(apart, from_fp32);
-            free(qkv), free(bias), free(got), free(fp32), free(want), free(scratch);
+            free(qkv), free(bias), free(got), free(fp32), free(want), free(slack), free(scratch);
         }
-    print_message("  bf16 attention: within %.3g of the bf16-operand reference, at least %.3g "
-                  "from fp32\n",
-                  worst, apart);
+    print_message(
+        "  bf16 attention: within %.3g beyond the bf16-operand reference's slack (at most "
+        "%.3g), at least %.3g from fp32\n",
+        worst, widest, apart);
     assert_true(apart > 5e-4);
 }
 

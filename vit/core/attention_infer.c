@@ -25,6 +25,14 @@
 #include "vit/core/gemm_internal.h"
 #include "vit/core/ops.h"
 
+/* nc, a tile's vectors, is a constant at each call of an ALWAYS_INLINE tile: the accumulators
+ * stay in registers */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define VIT_WIDE_REGISTERS 1 /* AVX-512's 32 vector registers, chosen at run time */
+#define WIDE_TARGET        __attribute__((target("avx512f")))
+#endif
+
 #define ROWS_PER_TASK 18 /* query rows per task: an 18 x T score tile, three row tiles */
 #define TILE_R        6  /* 6 x 16: few loads per FMA */
 #define TILE_C        16
@@ -73,50 +81,124 @@ HOT_LOOP static void pack_keys(float *kt, const float *k, int T, int Tp, int ld,
     }
 }
 
-/* s [rows, Tp] = q [rows, dh] (rows ld apart) · kt [dh, Tp]. */
-HOT_LOOP static void scores(float *s, const float *q, int rows, int ld, const float *kt, int Tp,
-                            int dh) {
+/* The products' register tiles are TILE_R rows x nc vectors of 16 columns. One vector (six
+ * accumulators, twelve ymm in the AVX2 clone) is all AVX2's 16 registers hold; AVX-512's 32 take
+ * two or four (twelve or twenty-four accumulators), enough to keep two FMA pipes busy through
+ * the FMA's latency, which six alone leave a quarter or more of their slots idle on. */
+
+/* s [valid rows, j0 .. j0 + 16 nc) = qr rows · kt's columns. */
+static ALWAYS_INLINE void scores_tile(float *s, const float *const *qr, int valid, const float *kt,
+                                      int Tp, int j0, int dh, int nc) {
+    v16f acc[TILE_R][2];
+    for (int r = 0; r < TILE_R; r++)
+        for (int c = 0; c < nc; c++) acc[r][c] = (v16f){0};
+    for (int d = 0; d < dh; d++) {
+        v16f k[2];
+        for (int c = 0; c < nc; c++) load16(&k[c], kt + (size_t)d * Tp + j0 + TILE_C * c);
+        for (int r = 0; r < TILE_R; r++) {
+            const float q = qr[r][d];
+            for (int c = 0; c < nc; c++) acc[r][c] += q * k[c];
+        }
+    }
+    for (int r = 0; r < valid; r++)
+        for (int c = 0; c < nc; c++) store16(s + (size_t)r * Tp + j0 + TILE_C * c, &acc[r][c]);
+}
+
+/* s [rows, Tp] = q [rows, dh] (rows ld apart) · kt [dh, Tp]; wide: two vectors a tile. */
+static ALWAYS_INLINE void scores_rows(float *s, const float *q, int rows, int ld, const float *kt,
+                                      int Tp, int dh, int wide) {
     for (int i0 = 0; i0 < rows; i0 += TILE_R) {
         const float *qr[TILE_R]; /* rows past the block repeat its last: computed, not stored */
         for (int r = 0; r < TILE_R; r++)
             qr[r] = q + (size_t)(i0 + r < rows ? i0 + r : rows - 1) * ld;
-        for (int j0 = 0; j0 < Tp; j0 += TILE_C) {
-            v16f acc[TILE_R];
-            for (int r = 0; r < TILE_R; r++) acc[r] = (v16f){0};
-            for (int d = 0; d < dh; d++) {
-                v16f k;
-                load16(&k, kt + (size_t)d * Tp + j0);
-                for (int r = 0; r < TILE_R; r++) acc[r] += qr[r][d] * k;
-            }
-            for (int r = 0; r < TILE_R && i0 + r < rows; r++)
-                store16(s + (size_t)(i0 + r) * Tp + j0, &acc[r]);
-        }
+        const int valid = rows - i0 < TILE_R ? rows - i0 : TILE_R;
+        float *si = s + (size_t)i0 * Tp;
+        int j0 = 0;
+        if (wide)
+            for (; j0 + 2 * TILE_C <= Tp; j0 += 2 * TILE_C)
+                scores_tile(si, qr, valid, kt, Tp, j0, dh, 2);
+        for (; j0 < Tp; j0 += TILE_C) scores_tile(si, qr, valid, kt, Tp, j0, dh, 1);
     }
 }
 
+/* out [valid rows, c0 .. c0 + 16 nc) (rows ld_out apart) = diag(inv) · pr rows (T weights) · v's
+ * columns (rows ld apart). */
+static ALWAYS_INLINE void values_tile(float *out, int ld_out, const float *const *pr,
+                                      const float *inv, int valid, const float *v, int ld, int T,
+                                      int c0, int nc) {
+    v16f acc[TILE_R][4];
+    for (int r = 0; r < TILE_R; r++)
+        for (int c = 0; c < nc; c++) acc[r][c] = (v16f){0};
+    for (int j = 0; j < T; j++) {
+        v16f vj[4];
+        for (int c = 0; c < nc; c++) load16(&vj[c], v + (size_t)j * ld + c0 + TILE_C * c);
+        for (int r = 0; r < TILE_R; r++) {
+            const float w = pr[r][j];
+            for (int c = 0; c < nc; c++) acc[r][c] += w * vj[c];
+        }
+    }
+    for (int r = 0; r < valid; r++)
+        for (int c = 0; c < nc; c++) {
+            const v16f a = acc[r][c] * inv[r];
+            store16(out + (size_t)r * ld_out + c0 + TILE_C * c, &a);
+        }
+}
+
 /* out [rows, dh] (rows ld_out apart) = diag(inv) · p [rows, T] (rows Tp apart) · v [T, dh]
- * (rows ld apart). */
-HOT_LOOP static void weighted_values(float *out, int ld_out, const float *p, const float *inv,
-                                     int rows, int Tp, const float *v, int ld, int T, int dh) {
+ * (rows ld apart); wide: up to four vectors a tile. */
+static ALWAYS_INLINE void values_rows(float *out, int ld_out, const float *p, const float *inv,
+                                      int rows, int Tp, const float *v, int ld, int T, int dh,
+                                      int wide) {
     for (int i0 = 0; i0 < rows; i0 += TILE_R) {
         const float *pr[TILE_R];
         for (int r = 0; r < TILE_R; r++)
             pr[r] = p + (size_t)(i0 + r < rows ? i0 + r : rows - 1) * Tp;
-        for (int c0 = 0; c0 < dh; c0 += TILE_C) {
-            v16f acc[TILE_R];
-            for (int r = 0; r < TILE_R; r++) acc[r] = (v16f){0};
-            for (int j = 0; j < T; j++) {
-                v16f vj;
-                load16(&vj, v + (size_t)j * ld + c0);
-                for (int r = 0; r < TILE_R; r++) acc[r] += pr[r][j] * vj;
-            }
-            for (int r = 0; r < TILE_R && i0 + r < rows; r++) {
-                const v16f a = acc[r] * inv[i0 + r];
-                store16(out + (size_t)(i0 + r) * ld_out + c0, &a);
-            }
+        const int valid = rows - i0 < TILE_R ? rows - i0 : TILE_R;
+        float *oi = out + (size_t)i0 * ld_out;
+        int c0 = 0;
+        if (wide) {
+            for (; c0 + 4 * TILE_C <= dh; c0 += 4 * TILE_C)
+                values_tile(oi, ld_out, pr, inv + i0, valid, v, ld, T, c0, 4);
+            for (; c0 + 2 * TILE_C <= dh; c0 += 2 * TILE_C)
+                values_tile(oi, ld_out, pr, inv + i0, valid, v, ld, T, c0, 2);
         }
+        for (; c0 < dh; c0 += TILE_C) values_tile(oi, ld_out, pr, inv + i0, valid, v, ld, T, c0, 1);
     }
 }
+
+HOT_LOOP static void scores(float *s, const float *q, int rows, int ld, const float *kt, int Tp,
+                            int dh) {
+    scores_rows(s, q, rows, ld, kt, Tp, dh, 0);
+}
+
+HOT_LOOP static void weighted_values(float *out, int ld_out, const float *p, const float *inv,
+                                     int rows, int Tp, const float *v, int ld, int T, int dh) {
+    values_rows(out, ld_out, p, inv, rows, Tp, v, ld, T, dh, 0);
+}
+
+#ifdef VIT_WIDE_REGISTERS
+WIDE_TARGET static void scores_wide(float *s, const float *q, int rows, int ld, const float *kt,
+                                    int Tp, int dh) {
+    scores_rows(s, q, rows, ld, kt, Tp, dh, 1);
+}
+
+WIDE_TARGET static void weighted_values_wide(float *out, int ld_out, const float *p,
+                                             const float *inv, int rows, int Tp, const float *v,
+                                             int ld, int T, int dh) {
+    values_rows(out, ld_out, p, inv, rows, Tp, v, ld, T, dh, 1);
+}
+
+static int wide_registers(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+}
+#else
+#define scores_wide          scores
+#define weighted_values_wide weighted_values
+static int wide_registers(void) {
+    return 0;
+}
+#endif
 
 /* The largest of a row's first T scores. */
 HOT_LOOP static float row_max(const float *row, int T) {
@@ -239,6 +321,7 @@ static void run_fp32(const attention_call *c, float *scratch, int team) {
     const int dh = D / H, Tp = padded(T), ld = 3 * D;
     const int blocks = (T + ROWS_PER_TASK - 1) / ROWS_PER_TASK, tasks = B * H * blocks;
     const float scale = 1.0f / sqrtf((float)dh);
+    const int wide = wide_registers();
     float *kt_all = scratch, *tiles = scratch + (size_t)B * D * Tp;
 #pragma omp parallel num_threads(team)
     {
@@ -255,12 +338,14 @@ static void run_fp32(const attention_call *c, float *scratch, int team) {
             const int r0 = task % blocks * ROWS_PER_TASK;
             const int rows = T - r0 < ROWS_PER_TASK ? T - r0 : ROWS_PER_TASK;
             const float *base = c->qkv + (size_t)b * T * ld + h * dh;
-            scores(s, base + (size_t)r0 * ld, rows, ld, kt_all + (size_t)bh * dh * Tp, Tp, dh);
+            (wide ? scores_wide : scores)(s, base + (size_t)r0 * ld, rows, ld,
+                                          kt_all + (size_t)bh * dh * Tp, Tp, dh);
             float inv[ROWS_PER_TASK];
             bias_and_masks(c, s, b, h, r0, rows, Tp);
             exponentials(s, rows, Tp, T, inv);
-            weighted_values(c->out + ((size_t)b * T + r0) * D + h * dh, D, s, inv, rows, Tp,
-                            base + 2 * D, ld, T, dh);
+            (wide ? weighted_values_wide
+                  : weighted_values)(c->out + ((size_t)b * T + r0) * D + h * dh, D, s, inv, rows,
+                                     Tp, base + 2 * D, ld, T, dh);
         }
     }
 }
@@ -347,8 +432,7 @@ BF16_TARGET static void round_rows(uint16_t *dst, const float *src, int rows, in
 /* The products' register tiles are TILE_R rows x nc vectors of 16 columns: with nc = 2, twelve
  * accumulators, as many as keep two 512-bit pipes busy through vdpbf16ps's latency (six left half
  * the pipes' slots empty: the kernels ran at about half the bf16 peak). nc = 1 takes the last 16
- * columns of a row. ALWAYS_INLINE: nc is a constant at each call, so acc stays in registers. */
-#define ALWAYS_INLINE inline __attribute__((always_inline))
+ * columns of a row (and the weighted values take four where the head has 64 columns). */
 
 /* s [valid rows, j0 .. j0 + 16 nc) = qr rows (bf16) · kp's columns. */
 BF16_TARGET static ALWAYS_INLINE void scores_tile_bf16(float *s, const uint16_t *const *qr,
