@@ -104,6 +104,7 @@ typedef struct {
     size_t own;                 /* the workspace bytes run_int8 and the bf16 paths use, aligned */
     dnnl_memory_t weight, bias; /* made once; src and dst are made per run (the rows vary) */
     int emulate_bf16;           /* bf16 in fp32: rounded weight, rounded activations */
+    int reads_bf16;             /* chained (gemm_chain_bf16): the input comes as bfloat16 */
     void *owned;                /* the bf16 or int8 copy of the weight */
     int reads_weight;           /* L->weight is w->weight itself, in place (fp32, plain layout) */
     float *scales;              /* int8: per output channel */
@@ -335,6 +336,28 @@ int onednn_prepare(gemm_weight *w, vit_error *err) {
     if (rc == 0 && L->with_bias && make_memory(&L->bias, matrix(1, w->OUT, dnnl_f32), w->bias) != 0)
         rc = vit_fail(err, "out of memory");
     return rc;
+}
+
+int onednn_output_bf16(gemm_weight *w) {
+    layer *L = w->onednn;
+    L->dst_type = dnnl_bf16;
+    dnnl_primitive_t prim =
+        make_matmul(w, L, L->runtime_rows ? DNNL_RUNTIME_DIM_VAL : w->max_rows, &L->wei_md, NULL);
+    if (!prim) {
+        L->dst_type = dnnl_f32;
+        return 0;
+    }
+    dnnl_primitive_destroy(L->prim);
+    L->prim = prim;
+    L->scratchpad = scratchpad_bytes(prim);
+    const size_t need = L->own + L->scratchpad;
+    w->workspace_bytes = need > w->workspace_bytes ? need : w->workspace_bytes;
+    return 1;
+}
+
+void onednn_input_bf16(gemm_weight *w) {
+    layer *L = w->onednn;
+    L->reads_bf16 = 1;
 }
 
 int onednn_reads_weight(const gemm_weight *w) {
@@ -581,7 +604,8 @@ static int run_int8(const layer *L, const gemm_weight *w, dnnl_primitive_t prim,
 static int run_float(const layer *L, const gemm_weight *w, dnnl_primitive_t prim, size_t scratchpad,
                      const float *x, int N, float *y, gemm_state *s) {
     const void *src = x;
-    if (L->src_type == dnnl_bf16) {
+    if (L->reads_bf16) { /* chained: x holds bfloat16 already */
+    } else if (L->src_type == dnnl_bf16) {
         convert_rows_bf16(s->workspace, x, (size_t)N * w->IN);
         src = s->workspace;
     } else if (L->emulate_bf16) {

@@ -64,6 +64,10 @@ static int prepare_layers(model *m, prep *p, int rows) {
             one(p, &w->fc1, w->fc1_w, w->fc1_b, I1, D, activation_epilogue(m->enc.act), rows) ||
             scaled(p, &w->fc2, w->fc2_w, w->fc2_b, w->ls2, D, I, EPILOGUE_ACCUMULATE, rows))
             return -1;
+        /* fc1's activations go to fc2 alone (SwiGLU's go through the encoder first) */
+        if (m->enc.act != ACT_SWIGLU && gemm_chain_bf16(w->fc1, w->fc2) == 1 &&
+            gemm_workspace_bytes(w->fc1) > p->workspace)
+            p->workspace = gemm_workspace_bytes(w->fc1);
         if (m->enc.cross &&
             (one(p, &w->xq, w->xq_w, w->xq_b, D, D, EPILOGUE_NONE, rows) ||
              one(p, &w->xkv, w->xkv_w, w->xkv_b, 2 * D, m->enc.cross_dim, EPILOGUE_NONE, rows) ||
