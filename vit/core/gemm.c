@@ -203,18 +203,14 @@ void gemm_state_free(gemm_state *s) {
     free(s);
 }
 
-int gemm_chain_bf16(gemm_weight *first, gemm_weight *second) {
+int gemm_chain(gemm_weight *first, gemm_weight *second) {
 #ifdef VIT_ONEDNN
-    const gemm_weight *both[] = {first, second};
-    for (int i = 0; i < 2; i++)
-        if (both[i]->backend != GEMM_ONEDNN || both[i]->precision != PRECISION_BF16 ||
-            !gemm_bf16_native(GEMM_ONEDNN))
-            return 0;
-    if (first->epilogue == EPILOGUE_ACCUMULATE || first->OUT != second->IN ||
-        first->max_rows != second->max_rows || !onednn_output_bf16(first))
+    if (first->backend != GEMM_ONEDNN || second->backend != GEMM_ONEDNN ||
+        first->precision != second->precision || !gemm_weight_runs_reduced(first) ||
+        first->epilogue == EPILOGUE_ACCUMULATE || first->OUT != second->IN ||
+        first->max_rows != second->max_rows)
         return 0;
-    onednn_input_bf16(second);
-    return 1;
+    return onednn_chain(first, second);
 #else
     (void)first, (void)second;
     return 0;

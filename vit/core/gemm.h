@@ -81,15 +81,18 @@ gemm_state *gemm_state_create(gemm_backend backend, size_t workspace_bytes, vit_
 void gemm_state_free(gemm_state *s);
 
 /* Chains two prepared layers, the first's output the second's input (an MLP's fc1 and fc2), where
- * both run on bf16 kernels and the first adds to no residual: the first then writes its y as
- * bfloat16 [N, OUT] (in the first half of the caller's float buffer) and the second reads its x
- * so, with no float copy made and converted between them (2-4 % of a bf16 ViT forward). Returns 1
- * when chained, 0 when the layers keep floats (another backend or precision, other shapes). The
- * first's workspace may grow: read gemm_workspace_bytes after. */
-int gemm_chain_bf16(gemm_weight *first, gemm_weight *second);
+ * both run on oneDNN in bf16 (on bf16 kernels) or both in int8, and the first adds to no
+ * residual. The first then hands its output over in the form the second computes with, in the
+ * caller's float buffer y [N, OUT] (the second's x): bfloat16 [N, OUT], or int8's u8 rows, each
+ * row's scale and zero point (the activations quantised as the second would quantise them), so
+ * no float copy is written, read back and converted between them (bf16: 2-4 % of a ViT forward).
+ * The results are the same bit for bit. Returns 1 when chained, 0 when the layers keep floats
+ * (another backend or precision, other shapes). The first's workspace may grow: read
+ * gemm_workspace_bytes after. */
+int gemm_chain(gemm_weight *first, gemm_weight *second);
 /* y[N, OUT] from x[N, IN] (N <= max_rows) with the caller's state. x and y must not overlap.
  * Called from serial code: the backend runs its own parallel region, with the calling thread's
- * OpenMP thread count. x or y holds bfloat16 for a chained layer (gemm_chain_bf16). */
+ * OpenMP thread count. x or y holds the hand-over of chained layers (gemm_chain), not floats. */
 void gemm_run(const gemm_weight *w, const float *x, int N, float *y, gemm_state *s);
 void gemm_free(gemm_weight *w);
 

@@ -52,10 +52,9 @@ int onednn_bf16_native(void);
 int onednn_prepare(gemm_weight *w, vit_error *err);
 void onednn_run(const gemm_weight *w, const float *x, int N, float *y, gemm_state *s);
 void onednn_free(gemm_weight *w);
-/* gemm_chain_bf16's two halves: the layer writes its output as bfloat16 (1; 0 when oneDNN has
- * no such product, the layer unchanged), and reads its input so. */
-int onednn_output_bf16(gemm_weight *w);
-void onednn_input_bf16(gemm_weight *w);
+/* gemm_chain on two oneDNN layers of the same precision (bf16 native or int8): 1 when chained, 0
+ * when not (the layers unchanged). */
+int onednn_chain(gemm_weight *first, gemm_weight *second);
 /* 1 when the prepared layer runs on w->weight in place (not on a copy of its own). */
 int onednn_reads_weight(const gemm_weight *w);
 void *onednn_state_create(void);

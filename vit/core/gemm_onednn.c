@@ -97,19 +97,19 @@ static dnnl_memory_desc_t weight_desc(int IN, int OUT, dnnl_data_type_t type) {
 typedef struct {
     dnnl_data_type_t src_type, wei_type, dst_type;
     int with_bias;
-    int runtime_rows;           /* one primitive for any row count (no fixed-rows one here) */
-    dnnl_memory_desc_t wei_md;  /* the weight's layout, chosen at load */
-    dnnl_primitive_t prim;      /* for max_rows rows (any rows where runtime_rows) */
-    size_t scratchpad;          /* prim's scratchpad bytes, after `own` in the workspace */
-    size_t own;                 /* the workspace bytes run_int8 and the bf16 paths use, aligned */
-    dnnl_memory_t weight, bias; /* made once; src and dst are made per run (the rows vary) */
-    int emulate_bf16;           /* bf16 in fp32: rounded weight, rounded activations */
-    int reads_bf16;             /* chained (gemm_chain_bf16): the input comes as bfloat16 */
-    void *owned;                /* the bf16 or int8 copy of the weight */
-    int reads_weight;           /* L->weight is w->weight itself, in place (fp32, plain layout) */
-    float *scales;              /* int8: per output channel */
-    int32_t *colsum;            /* int8: Σ_k of each output channel's integer weights */
-    int q;                      /* int8: the weights' largest magnitude */
+    int runtime_rows;            /* one primitive for any row count (no fixed-rows one here) */
+    dnnl_memory_desc_t wei_md;   /* the weight's layout, chosen at load */
+    dnnl_primitive_t prim;       /* for max_rows rows (any rows where runtime_rows) */
+    size_t scratchpad;           /* prim's scratchpad bytes, after `own` in the workspace */
+    size_t own;                  /* the workspace bytes run_int8 and the bf16 paths use, aligned */
+    dnnl_memory_t weight, bias;  /* made once; src and dst are made per run (the rows vary) */
+    int emulate_bf16;            /* bf16 in fp32: rounded weight, rounded activations */
+    int chained_in, chained_out; /* gemm_chain: the input, the output is the hand-over */
+    void *owned;                 /* the bf16 or int8 copy of the weight */
+    int reads_weight;            /* L->weight is w->weight itself, in place (fp32, plain layout) */
+    float *scales;               /* int8: per output channel */
+    int32_t *colsum;             /* int8: Σ_k of each output channel's integer weights */
+    int q;                       /* int8: the weights' largest magnitude */
 } layer;
 
 static dnnl_primitive_attr_t make_attr(gemm_epilogue epilogue, gemm_precision precision) {
@@ -338,8 +338,8 @@ int onednn_prepare(gemm_weight *w, vit_error *err) {
     return rc;
 }
 
-int onednn_output_bf16(gemm_weight *w) {
-    layer *L = w->onednn;
+/* bf16: the layer's product writes bfloat16 (1; 0 when oneDNN has none, the layer unchanged). */
+static int output_bf16(gemm_weight *w, layer *L) {
     L->dst_type = dnnl_bf16;
     dnnl_primitive_t prim =
         make_matmul(w, L, L->runtime_rows ? DNNL_RUNTIME_DIM_VAL : w->max_rows, &L->wei_md, NULL);
@@ -355,9 +355,14 @@ int onednn_output_bf16(gemm_weight *w) {
     return 1;
 }
 
-void onednn_input_bf16(gemm_weight *w) {
-    layer *L = w->onednn;
-    L->reads_bf16 = 1;
+int onednn_chain(gemm_weight *first, gemm_weight *second) {
+    layer *from = first->onednn, *to = second->onednn;
+    if (first->precision == PRECISION_BF16 && (from->emulate_bf16 || !output_bf16(first, from)))
+        return 0;
+    if (first->precision == PRECISION_INT8 && first->OUT < 128) /* room for int8_handover */
+        return 0;
+    from->chained_out = to->chained_in = 1;
+    return 1;
 }
 
 int onednn_reads_weight(const gemm_weight *w) {
@@ -569,8 +574,31 @@ static void fail_rows(float *y, int N, int OUT) {
     for (size_t i = 0; i < (size_t)N * OUT; i++) y[i] = NAN;
 }
 
-/* The products in int32 of x quantized per row, then dequantized with the epilogue. The
- * workspace: the u8 rows, each row's scale and zero point, the int32 products. */
+/* The hand-over between chained int8 layers (gemm_chain), in a buffer of N rows of K floats: the
+ * u8 rows, then each row's scale, then its zero point (K >= 128 leaves room: onednn_chain). */
+static void int8_handover(const void *buf, int N, int K, uint8_t **q, float **scale, float **zero) {
+    *q = (uint8_t *)buf;
+    *scale = (float *)(*q + align64((size_t)N * K));
+    *zero = (float *)((uint8_t *)*scale + align64((size_t)N * sizeof(float)));
+}
+
+/* Row r of the int32 products acc [*, OUT] dequantized with the epilogue into y, or, when the
+ * layer hands over to a chained one, in place (each int32 read before its float is written) and
+ * quantised from there into the hand-over as the next layer would quantise it. */
+static void finish_row(const layer *L, const gemm_weight *w, int32_t *acc, const float *row_scale,
+                       const float *row_zero, int r, float *y, uint8_t *next_q, float *next_scale,
+                       float *next_zero) {
+    const int accumulate = w->epilogue == EPILOGUE_ACCUMULATE;
+    float *out = L->chained_out ? (float *)(void *)acc : y;
+    dequantize_rows(out, acc, row_scale, row_zero, L->scales, L->colsum, w->bias, r, r + 1, w->OUT,
+                    accumulate);
+    if (!accumulate) apply_epilogue(out + (size_t)r * w->OUT, NULL, w->OUT, w->epilogue);
+    if (L->chained_out) quantize_rows(next_q, next_scale, next_zero, out, r, r + 1, w->OUT);
+}
+
+/* The products in int32 of x quantized per row (or of the hand-over x of a chained layer), then
+ * dequantized with the epilogue. The workspace: the u8 rows, each row's scale and zero point, the
+ * int32 products. */
 static int run_int8(const layer *L, const gemm_weight *w, dnnl_primitive_t prim, size_t scratchpad,
                     const float *x, int N, float *y, gemm_state *s) {
     uint8_t *q = s->workspace;
@@ -578,24 +606,27 @@ static int run_int8(const layer *L, const gemm_weight *w, dnnl_primitive_t prim,
     float *row_scale = (float *)(q + align64((size_t)w->max_rows * w->IN));
     float *row_zero = (float *)((uint8_t *)row_scale + scales);
     int32_t *acc = (int32_t *)((uint8_t *)row_zero + scales);
+    if (L->chained_in) {
+        int8_handover(x, N, w->IN, &q, &row_scale, &row_zero);
+    } else {
 #pragma omp parallel
-    {
-        const int t = omp_get_thread_num(), k = omp_get_num_threads();
-        quantize_rows(q, row_scale, row_zero, x, (int)((long long)N * t / k),
-                      (int)((long long)N * (t + 1) / k), w->IN);
+        {
+            const int t = omp_get_thread_num(), k = omp_get_num_threads();
+            quantize_rows(q, row_scale, row_zero, x, (int)((long long)N * t / k),
+                          (int)((long long)N * (t + 1) / k), w->IN);
+        }
     }
     if (execute(L, w, prim, scratchpad, q, N, acc, s) != 0) return -1;
-    const int accumulate = w->epilogue == EPILOGUE_ACCUMULATE;
+    uint8_t *next_q = NULL;
+    float *next_scale = NULL, *next_zero = NULL;
+    if (L->chained_out) int8_handover(y, N, w->OUT, &next_q, &next_scale, &next_zero);
 #pragma omp parallel
     {
         const int t = omp_get_thread_num(), k = omp_get_num_threads();
         const int r0 = (int)((long long)N * t / k), r1 = (int)((long long)N * (t + 1) / k);
         /* row by row, the epilogue (GELU) on each row while it is still in the cache */
-        for (int r = r0; r < r1; r++) {
-            dequantize_rows(y, acc, row_scale, row_zero, L->scales, L->colsum, w->bias, r, r + 1,
-                            w->OUT, accumulate);
-            if (!accumulate) apply_epilogue(y + (size_t)r * w->OUT, NULL, w->OUT, w->epilogue);
-        }
+        for (int r = r0; r < r1; r++)
+            finish_row(L, w, acc, row_scale, row_zero, r, y, next_q, next_scale, next_zero);
     }
     return 0;
 }
@@ -604,7 +635,7 @@ static int run_int8(const layer *L, const gemm_weight *w, dnnl_primitive_t prim,
 static int run_float(const layer *L, const gemm_weight *w, dnnl_primitive_t prim, size_t scratchpad,
                      const float *x, int N, float *y, gemm_state *s) {
     const void *src = x;
-    if (L->reads_bf16) { /* chained: x holds bfloat16 already */
+    if (L->chained_in) { /* x holds bfloat16 already */
     } else if (L->src_type == dnnl_bf16) {
         convert_rows_bf16(s->workspace, x, (size_t)N * w->IN);
         src = s->workspace;

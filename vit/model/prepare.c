@@ -65,7 +65,7 @@ static int prepare_layers(model *m, prep *p, int rows) {
             scaled(p, &w->fc2, w->fc2_w, w->fc2_b, w->ls2, D, I, EPILOGUE_ACCUMULATE, rows))
             return -1;
         /* fc1's activations go to fc2 alone (SwiGLU's go through the encoder first) */
-        if (m->enc.act != ACT_SWIGLU && gemm_chain_bf16(w->fc1, w->fc2) == 1 &&
+        if (m->enc.act != ACT_SWIGLU && gemm_chain(w->fc1, w->fc2) == 1 &&
             gemm_workspace_bytes(w->fc1) > p->workspace)
             p->workspace = gemm_workspace_bytes(w->fc1);
         if (m->enc.cross &&
