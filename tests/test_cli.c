@@ -94,6 +94,8 @@ static void test_usage_errors(void **state) {
         {"bench", "extra", NULL},
         {"preprocess", "x.png", NULL},
         {"convert", "in", NULL},
+        {"average", "-o", "out", "one", NULL},
+        {"average", "a", "b", NULL},
         {"serve", "extra", NULL},
         {"explain", "x.png", NULL},
         {"embed", "x.png", NULL},

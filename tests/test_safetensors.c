@@ -424,6 +424,114 @@ static void test_convert_round_trip(void **state) {
     assert_non_null(strstr(err.msg, "the output directory is the input directory"));
 }
 
+/* ---- model_dir_average ---- */
+
+/* A model folder for averaging: config.json, and model.safetensors with "w" (F32 [2, cols]: i +
+ * shift), "h" (F16 [4]: i/4 - shift) and "ids" (I64 [3]: 0, 1, last). */
+static const char *soup_dir(const char *name, float shift, int cols, int64_t last) {
+    static char dirs[8][4200];
+    static int next;
+    char *dir = dirs[next++ % 8];
+    snprintf(dir, 4200, "%s/%s", test_tmpdir(), name);
+    mkdir(dir, 0755);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"model_type\": \"vit\"}\n", f);
+    fclose(f);
+    float w[8], hf[4];
+    uint16_t h[4];
+    for (int i = 0; i < 2 * cols; i++) w[i] = (float)i + shift;
+    for (int i = 0; i < 4; i++) hf[i] = (float)i / 4 - shift;
+    st_f32_to_f16(h, hf, 4);
+    const int64_t ids[3] = {0, 1, last};
+    const st_entry e[] = {
+        {"w", 2, {2, cols}, w, ST_F32}, {"h", 1, {4}, h, ST_F16}, {"ids", 1, {3}, ids, ST_I64}};
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    vit_error err;
+    if (st_write_f32(path, e, 3, &err) != 0) fail_msg("%s", err.msg);
+    return dir;
+}
+
+/* The mean of three models, each float tensor against the mean computed here (the F16 one from
+ * its half values), stored F32 and F16; the integer tensor copied; mismatched models refused with
+ * the file and the tensor named. */
+static void test_model_average(void **state) {
+    (void)state;
+    const char *in[3] = {soup_dir("soup-a", 0.1f, 3, 7), soup_dir("soup-b", 0.7f, 3, 7),
+                         soup_dir("soup-c", -2.5f, 3, 7)};
+    char out[4200], path[4300];
+    snprintf(out, sizeof out, "%s/soup-out", test_tmpdir());
+    vit_error err = {0};
+    const st_dtype dtypes[] = {ST_F32, ST_F16};
+    for (int k = 0; k < 2; k++) {
+        if (model_dir_average(in, 3, out, dtypes[k], &err) != 0) fail_msg("%s", err.msg);
+        snprintf(path, sizeof path, "%s/model.safetensors", out);
+        st_file f;
+        if (st_open(path, &f, &err) != 0) fail_msg("%s", err.msg);
+        const st_tensor *w = st_find(&f, "w"), *h = st_find(&f, "h"), *ids = st_find(&f, "ids");
+        assert_true(w && h && ids);
+        assert_int_equal(w->dtype, dtypes[k]);
+        float got[6], want[6];
+        assert_int_equal(st_to_f32(&f, w, got, &err), 0);
+        for (int i = 0; i < 6; i++) {
+            want[i] = (float)(((double)(i + 0.1f) + (double)(i + 0.7f) + (double)(i - 2.5f)) / 3);
+            if (dtypes[k] == ST_F16) { /* rounded to half as st_f32_to_f16 does */
+                uint16_t half;
+                st_f32_to_f16(&half, &want[i], 1);
+                float back[1];
+                st_tensor one = {.dtype = ST_F16, .numel = 1, .nbytes = 2, .data = &half};
+                assert_int_equal(st_to_f32(&f, &one, back, &err), 0);
+                want[i] = back[0];
+            }
+            if (got[i] != want[i]) fail_msg("w[%d]: %.9g, expected %.9g", i, got[i], want[i]);
+        }
+        assert_int_equal(st_to_f32(&f, h, got, &err), 0);
+        for (int i = 0; i < 4; i++) { /* the inputs' halves: i/4 - shift rounded to F16 */
+            double sum = 0;
+            const float shifts[] = {0.1f, 0.7f, -2.5f};
+            for (int m = 0; m < 3; m++) {
+                uint16_t half;
+                const float v = (float)i / 4 - shifts[m];
+                st_f32_to_f16(&half, &v, 1);
+                float back[1];
+                st_tensor one = {.dtype = ST_F16, .numel = 1, .nbytes = 2, .data = &half};
+                assert_int_equal(st_to_f32(&f, &one, back, &err), 0);
+                sum += back[0];
+            }
+            float mean = (float)(sum / 3);
+            if (dtypes[k] == ST_F16) {
+                uint16_t half;
+                st_f32_to_f16(&half, &mean, 1);
+                st_tensor one = {.dtype = ST_F16, .numel = 1, .nbytes = 2, .data = &half};
+                assert_int_equal(st_to_f32(&f, &one, &mean, &err), 0);
+            }
+            if (got[i] != mean) fail_msg("h[%d]: %.9g, expected %.9g", i, got[i], mean);
+        }
+        assert_int_equal(ids->dtype, ST_I64);
+        int64_t id[3];
+        memcpy(id, ids->data, sizeof id);
+        assert_true(id[0] == 0 && id[1] == 1 && id[2] == 7);
+        st_close(&f);
+    }
+    snprintf(path, sizeof path, "%s/config.json", out);
+    assert_int_equal(access(path, R_OK), 0);
+    /* refused: another shape, another integer tensor, one model, the output among the inputs */
+    const char *wide[2] = {in[0], soup_dir("soup-wide", 0, 4, 7)};
+    assert_int_equal(model_dir_average(wide, 2, out, ST_F32, &err), -1);
+    print_message("  %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "soup-wide/model.safetensors: tensor 'w' is [2, 4]"));
+    const char *ids8[2] = {in[0], soup_dir("soup-ids", 0, 3, 8)};
+    assert_int_equal(model_dir_average(ids8, 2, out, ST_F32, &err), -1);
+    assert_non_null(strstr(err.msg, "soup-ids/model.safetensors: tensor 'ids' (I64, not averaged) "
+                                    "differs"));
+    assert_int_equal(model_dir_average(in, 1, out, ST_F32, &err), -1);
+    const char *self[2] = {in[0], out};
+    assert_int_equal(model_dir_average(self, 2, out, ST_F32, &err), -1);
+    assert_non_null(strstr(err.msg, "the output directory is one of the inputs"));
+}
+
 /* A model folder of config.json text beside a valid safetensors file of one tiny tensor. */
 static const char *config_beside_tiny_file(const char *name, const char *config) {
     static char dir[4200];
@@ -495,6 +603,7 @@ int main(void) {
         cmocka_unit_test(test_lazy_model_load),
         cmocka_unit_test(test_half_rounding),
         cmocka_unit_test(test_convert_round_trip),
+        cmocka_unit_test(test_model_average),
         cmocka_unit_test(test_config_bounded_by_file),
     };
     return cmocka_run_group_tests_name("safetensors", tests, NULL, NULL);

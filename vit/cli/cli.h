@@ -9,6 +9,7 @@
 
 #include "vit/cli/json_writer.h"
 #include "vit/cli/opts.h"
+#include "vit/io/safetensors.h"
 #include "vit/vit.h"
 
 int cli_classify(int argc, char **argv);
@@ -19,6 +20,9 @@ int cli_bench(int argc, char **argv);
 int cli_train(int argc, char **argv);
 int cli_preprocess(int argc, char **argv);
 int cli_convert(int argc, char **argv);
+int cli_average(int argc, char **argv);
+/* --dtype's value (f16, bf16 or f32, any case) into *out; else -1 after a one-line error. */
+int cli_parse_dtype(const cli_parser *p, const char *command, st_dtype *out);
 int cli_serve(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 int cli_embed(int argc, char **argv);
@@ -36,6 +40,7 @@ const cli_command *cli_bench_command(void);
 const cli_command *cli_train_command(void);
 const cli_command *cli_preprocess_command(void);
 const cli_command *cli_convert_command(void);
+const cli_command *cli_average_command(void);
 const cli_command *cli_serve_command(void);
 const cli_command *cli_explain_command(void);
 const cli_command *cli_embed_command(void);

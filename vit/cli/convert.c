@@ -27,7 +27,7 @@ const cli_command *cli_convert_command(void) {
     return &command;
 }
 
-static int parse_dtype(const cli_parser *p, st_dtype *out) {
+int cli_parse_dtype(const cli_parser *p, const char *command, st_dtype *out) {
     static const struct {
         const char *name;
         st_dtype dtype;
@@ -37,13 +37,13 @@ static int parse_dtype(const cli_parser *p, st_dtype *out) {
             *out = names[i].dtype;
             return 0;
         }
-    fprintf(stderr, "vit convert: invalid value for %s: '%s' (expected f16, bf16 or f32)\n",
+    fprintf(stderr, "vit %s: invalid value for %s: '%s' (expected f16, bf16 or f32)\n", command,
             p->option, p->value);
     return -1;
 }
 
 static int convert_option(const cli_parser *p, int id, void *user) {
-    return id == OPT_DTYPE ? parse_dtype(p, user) : 0;
+    return id == OPT_DTYPE ? cli_parse_dtype(p, "convert", user) : 0;
 }
 
 int cli_convert(int argc, char **argv) {

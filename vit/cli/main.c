@@ -20,6 +20,7 @@ static const struct {
     {cli_train, cli_train_command},
     {cli_preprocess, cli_preprocess_command},
     {cli_convert, cli_convert_command},
+    {cli_average, cli_average_command},
     {cli_serve, cli_serve_command},
     {cli_explain, cli_explain_command},
     {cli_embed, cli_embed_command},

@@ -223,13 +223,7 @@ static inline void exp_nonpositive(v16f *e, const v16f *in) {
     const v16f xc = (v16f)(((v16i)x & keep) | ((v16i)lo & ~keep));
     const v16f n = (xc * 1.44269504088896341f + shift) - shift;
     const v16f r = xc - n * 0.693359375f + n * 2.12194440e-4f;
-    v16f p = (v16f){0} + 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
+    const v16f p = FAST_EXP_POLY(r);
     const v16i bits = (__builtin_convertvector(n, v16i) + 127) << 23;
     const v16f y = p * (v16f)bits;
     *e = (v16f)(((v16i)y & keep) | ((v16i)x & nan));

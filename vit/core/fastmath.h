@@ -6,6 +6,12 @@
 #include <stdint.h>
 #include <string.h>
 
+/* e^r for |r| <= ln2/2, degree 6 (Horner), for a float or a vector of floats alike. */
+#define FAST_EXP_POLY(r)                                                                           \
+    (1.0f + (r) * (1.0f + (r) * (0.5f + (r) * (1.0f / 6 +                                          \
+                                               (r) * (1.0f / 24 +                                  \
+                                                      (r) * (1.0f / 120 + (r) * (1.0f / 720)))))))
+
 /* exp(x) without a libm call so loops over it vectorise: x = n·ln2 + r, |r| <= ln2/2, degree-6
  * polynomial for e^r (relative error < 2e-7, like expf's 1 ulp at float32), 2^n from the bits.
  * Underflows to exactly 0 below -87.3 (masked attention scores are -inf). */
@@ -17,13 +23,7 @@ static inline float fast_expf(float x) {
     /* round to nearest by the 1.5·2^23 trick: a libm round() call would stop vectorisation */
     float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = xc - n * 0.693359375f + n * 2.12194440e-4f; /* ln2 split in two for exactness */
-    float p = 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
+    float p = FAST_EXP_POLY(r);
     int32_t bits = ((int32_t)n + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);

@@ -526,6 +526,134 @@ int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, v
     return convert_weights(in_dir, out_dir, dtype, err);
 }
 
+/* "[3, 224, 224]" into buf. */
+static const char *shape_text(const st_tensor *t, char *buf, size_t size) {
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < t->ndim && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld",
+                                 (long long)t->shape[d]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+/* The tensor of f named as t, with t's shape and kind (float, or else t's dtype), read; NULL with
+ * err naming both files otherwise. */
+static const st_tensor *matching(st_file *f, const st_file *first, const st_tensor *t,
+                                 vit_error *err) {
+    const st_tensor *u = st_find(f, t->name);
+    char a[160], b[160];
+    if (!u)
+        return vit_fail(err, "%s has no tensor '%s' (%s has)", f->path, t->name, first->path), NULL;
+    if (u->ndim != t->ndim || memcmp(u->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim) != 0)
+        return vit_fail(err, "%s: tensor '%s' is %s, in %s %s", f->path, t->name,
+                        shape_text(u, a, sizeof a), first->path, shape_text(t, b, sizeof b)),
+               NULL;
+    if (is_float(u->dtype) != is_float(t->dtype) || (!is_float(t->dtype) && u->dtype != t->dtype))
+        return vit_fail(err, "%s: tensor '%s' is %s, in %s %s", f->path, t->name,
+                        st_dtype_name(u->dtype), first->path, st_dtype_name(t->dtype)),
+               NULL;
+    return st_read(f, u, err) == 0 ? u : NULL;
+}
+
+/* Tensor t of the first of n files: the mean of the n files' (float tensors, summed in double),
+ * as dtype, in a new buffer; the other tensors must be the same bytes in every file (a copy of
+ * the first's). NULL with err. */
+static void *averaged(st_file *f, int n, const st_tensor *t, st_dtype dtype, vit_error *err) {
+    const size_t numel = (size_t)(t->numel ? t->numel : 1);
+    if (!is_float(t->dtype)) {
+        for (int k = 1; k < n; k++) {
+            const st_tensor *u = matching(&f[k], &f[0], t, err);
+            if (!u) return NULL;
+            if (memcmp(u->data, t->data, t->nbytes) != 0)
+                return vit_fail(err, "%s: tensor '%s' (%s, not averaged) differs from %s's",
+                                f[k].path, t->name, st_dtype_name(t->dtype), f[0].path),
+                       NULL;
+        }
+        void *copy = malloc(t->nbytes ? t->nbytes : 1);
+        if (!copy) return vit_fail(err, "%s: out of memory", f[0].path), NULL;
+        return memcpy(copy, t->data, t->nbytes);
+    }
+    double *sum = calloc(numel, sizeof *sum);
+    float *one = malloc(numel * sizeof *one);
+    void *out = NULL;
+    int rc = sum && one ? 0 : vit_fail(err, "%s: out of memory", f[0].path);
+    for (int k = 0; rc == 0 && k < n; k++) {
+        const st_tensor *u = k ? matching(&f[k], &f[0], t, err) : t;
+        rc = u ? st_to_f32(&f[k], u, one, err) : -1;
+        for (size_t i = 0; rc == 0 && i < (size_t)t->numel; i++) sum[i] += one[i];
+        if (u) st_release(&f[k], u);
+    }
+    if (rc == 0) {
+        for (size_t i = 0; i < (size_t)t->numel; i++) one[i] = (float)(sum[i] / n);
+        if (dtype == ST_F32) {
+            out = one, one = NULL;
+        } else if ((out = malloc(numel * sizeof(uint16_t)))) {
+            (dtype == ST_F16 ? st_f32_to_f16 : st_f32_to_bf16)(out, one, (size_t)t->numel);
+        } else {
+            vit_fail(err, "%s: out of memory", f[0].path);
+        }
+    }
+    free(sum), free(one);
+    return out;
+}
+
+static int average_weights(const char *const *in_dirs, int n, const char *out_dir, st_dtype dtype,
+                           vit_error *err) {
+    st_file *f = calloc((size_t)n, sizeof *f);
+    char path[4096];
+    int opened = 0, rc = f ? 0 : vit_fail(err, "out of memory");
+    for (; rc == 0 && opened < n; opened++) {
+        snprintf(path, sizeof path, "%s/model.safetensors", in_dirs[opened]);
+        if (st_open_lazy(path, &f[opened], err) != 0)
+            rc = -1;
+        else if (f[opened].count != f[0].count)
+            rc = vit_fail(err, "%s has %d tensors, %s %d", f[opened].path, f[opened].count,
+                          f[0].path, f[0].count);
+    }
+    const int count = f ? f[0].count : 0;
+    st_entry *entries = calloc((size_t)count + 1, sizeof *entries);
+    void **owned = calloc((size_t)count + 1, sizeof *owned);
+    if (rc == 0 && (!entries || !owned)) rc = vit_fail(err, "out of memory");
+    for (int i = 0; rc == 0 && i < count; i++) {
+        const st_tensor *t = &f[0].tensors[i];
+        if (st_read(&f[0], t, err) != 0 || !(owned[i] = averaged(f, n, t, dtype, err))) {
+            rc = -1;
+            break;
+        }
+        entries[i] = (st_entry){.name = t->name,
+                                .ndim = t->ndim,
+                                .data = owned[i],
+                                .dtype = is_float(t->dtype) ? dtype : t->dtype};
+        memcpy(entries[i].shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    }
+    if (rc == 0) {
+        const char *const keys[] = {"format"}, *const values[] = {"pt"};
+        snprintf(path, sizeof path, "%s/model.safetensors", out_dir);
+        rc = st_write_f32_meta(path, entries, count, keys, values, 1, err);
+    }
+    for (int i = 0; owned && i < count; i++) free(owned[i]);
+    free(owned), free(entries);
+    for (int k = 0; k < opened && f; k++) st_close(&f[k]);
+    free(f);
+    return rc;
+}
+
+int model_dir_average(const char *const *in_dirs, int n, const char *out_dir, st_dtype dtype,
+                      vit_error *err) {
+    if (dtype != ST_F32 && dtype != ST_F16 && dtype != ST_BF16)
+        return vit_fail(err, "average: the dtype must be F32, F16 or BF16");
+    if (n < 2) return vit_fail(err, "average: at least two models are needed");
+    struct stat a, b;
+    for (int k = 0; k < n; k++) {
+        if (stat(in_dirs[k], &a) != 0) return vit_fail(err, "%s: %s", in_dirs[k], strerror(errno));
+        if (stat(out_dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return vit_fail(err, "%s: the output directory is one of the inputs", out_dir);
+    }
+    if (make_dir(out_dir, err) != 0 || model_dir_copy_files(in_dirs[0], out_dir, err) != 0)
+        return -1;
+    return average_weights(in_dirs, n, out_dir, dtype, err);
+}
+
 int model_dir_copy_file(const char *in_dir, const char *out_dir, const char *name, int required,
                         vit_error *err) {
     char from[4096];
