@@ -295,6 +295,7 @@ static void mask_scores(float *s, int rows, int Tp, int T, int r0, const uint8_t
 
 typedef struct {
     float *out;
+    uint16_t *out16; /* bf16 kernels: the output as bfloat16 here instead, when set */
     const float *qkv, *bias;
     const uint8_t *key_mask;
     int causal, B, T, D, H;
@@ -350,7 +351,7 @@ static int team_size(int threads) {
 
 void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
                      int causal, float *scratch, int threads, int B, int T, int D, int H) {
-    const attention_call c = {out, qkv, bias, key_mask, causal, B, T, D, H};
+    const attention_call c = {out, NULL, qkv, bias, key_mask, causal, B, T, D, H};
     run_fp32(&c, scratch, team_size(threads));
 }
 
@@ -464,7 +465,22 @@ BF16_TARGET static void scores_bf16(float *s, const uint16_t *qb, int rows, cons
 }
 
 /* out [valid rows, c0 .. c0 + 16 nc) (rows ld_out apart) = diag(inv) · pr rows · vp's columns. */
-BF16_TARGET static ALWAYS_INLINE void values_tile_bf16(float *out, int ld_out,
+/* bf16_bits of 16 floats: the same rounding as the rest of the bf16 path (to nearest even, a NaN
+ * quiet, subnormals kept: vcvtneps2bf16 would flush them). */
+BF16_TARGET static inline __m256i bf16_bits16(__m512 x) {
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(
+        _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet));
+}
+
+/* out (or out16, as bfloat16, when set) [valid rows, c0 .. c0 + 16 nc) (rows ld_out apart) =
+ * diag(inv) · pr rows · vp's columns. */
+BF16_TARGET static ALWAYS_INLINE void values_tile_bf16(float *out, uint16_t *out16, int ld_out,
                                                        const uint16_t *const *pr, const float *inv,
                                                        int valid, const uint16_t *vp, int T, int dh,
                                                        int c0, int nc) {
@@ -481,27 +497,33 @@ BF16_TARGET static ALWAYS_INLINE void values_tile_bf16(float *out, int ld_out,
         }
     }
     for (int r = 0; r < valid; r++)
-        for (int c = 0; c < nc; c++)
-            _mm512_storeu_ps(out + (size_t)r * ld_out + c0 + 16 * c,
-                             _mm512_mul_ps(acc[r][c], _mm512_set1_ps(inv[r])));
+        for (int c = 0; c < nc; c++) {
+            const __m512 y = _mm512_mul_ps(acc[r][c], _mm512_set1_ps(inv[r]));
+            const size_t at = (size_t)r * ld_out + c0 + 16 * c;
+            if (out16)
+                _mm256_storeu_si256((__m256i *)(void *)(out16 + at), bf16_bits16(y));
+            else
+                _mm512_storeu_ps(out + at, y);
+        }
 }
 
 /* out [rows, dh] (rows ld_out apart) = diag(inv) · pb [rows, Tp] (bf16; zero from T on) · vp. */
-BF16_TARGET static void weighted_values_bf16(float *out, int ld_out, const uint16_t *pb,
-                                             const float *inv, int rows, int Tp, const uint16_t *vp,
-                                             int T, int dh) {
+BF16_TARGET static void weighted_values_bf16(float *out, uint16_t *out16, int ld_out,
+                                             const uint16_t *pb, const float *inv, int rows, int Tp,
+                                             const uint16_t *vp, int T, int dh) {
     for (int i0 = 0; i0 < rows; i0 += TILE_R) {
         const uint16_t *pr[TILE_R];
         for (int r = 0; r < TILE_R; r++)
             pr[r] = pb + (size_t)(i0 + r < rows ? i0 + r : rows - 1) * Tp;
         const int valid = rows - i0 < TILE_R ? rows - i0 : TILE_R;
-        float *oi = out + (size_t)i0 * ld_out;
+        float *oi = out16 ? NULL : out + (size_t)i0 * ld_out;
+        uint16_t *oi16 = out16 ? out16 + (size_t)i0 * ld_out : NULL;
         int c0 = 0;
         for (; c0 + 64 <= dh; c0 += 64)
-            values_tile_bf16(oi, ld_out, pr, inv + i0, valid, vp, T, dh, c0, 4);
+            values_tile_bf16(oi, oi16, ld_out, pr, inv + i0, valid, vp, T, dh, c0, 4);
         for (; c0 + 32 <= dh; c0 += 32)
-            values_tile_bf16(oi, ld_out, pr, inv + i0, valid, vp, T, dh, c0, 2);
-        if (c0 < dh) values_tile_bf16(oi, ld_out, pr, inv + i0, valid, vp, T, dh, c0, 1);
+            values_tile_bf16(oi, oi16, ld_out, pr, inv + i0, valid, vp, T, dh, c0, 2);
+        if (c0 < dh) values_tile_bf16(oi, oi16, ld_out, pr, inv + i0, valid, vp, T, dh, c0, 1);
     }
 }
 
@@ -541,8 +563,9 @@ static void task_bf16(const attention_call *c, float *tile, const uint16_t *kp, 
     float inv[ROWS_PER_TASK];
     bias_and_masks(c, tile, b, h, r0, rows, Tp);
     exponentials_bf16(pb, tile, rows, Tp, T, inv);
-    weighted_values_bf16(c->out + ((size_t)b * T + r0) * D + h * dh, D, pb, inv, rows, Tp, vp, T,
-                         dh);
+    const size_t at = ((size_t)b * T + r0) * D + (size_t)h * dh;
+    weighted_values_bf16(c->out16 ? NULL : c->out + at, c->out16 ? c->out16 + at : NULL, D, pb, inv,
+                         rows, Tp, vp, T, dh);
 }
 
 static void run_bf16(const attention_call *c, float *scratch, int team) {
@@ -577,13 +600,22 @@ int attention_infer_bf16_available(void) {
     return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
 }
 
-void attention_infer_bf16(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
-                          int causal, float *scratch, int threads, int B, int T, int D, int H) {
-    const attention_call c = {out, qkv, bias, key_mask, causal, B, T, D, H};
-    if (attention_infer_bf16_available() && D / H <= MAX_BF16_HEAD)
+int attention_infer_bf16_out16(uint16_t *out16, float *out, const float *qkv,
+                               const uint8_t *key_mask, const float *bias, int causal,
+                               float *scratch, int threads, int B, int T, int D, int H) {
+    const int bf16 = attention_infer_bf16_available() && D / H <= MAX_BF16_HEAD;
+    const attention_call c = {out, bf16 ? out16 : NULL, qkv, bias, key_mask, causal, B, T, D, H};
+    if (bf16)
         run_bf16(&c, scratch, team_size(threads));
     else
         run_fp32(&c, scratch, team_size(threads));
+    return bf16 && out16;
+}
+
+void attention_infer_bf16(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
+                          int causal, float *scratch, int threads, int B, int T, int D, int H) {
+    attention_infer_bf16_out16(NULL, out, qkv, key_mask, bias, causal, scratch, threads, B, T, D,
+                               H);
 }
 #else
 int attention_infer_bf16_available(void) {
@@ -593,5 +625,13 @@ int attention_infer_bf16_available(void) {
 void attention_infer_bf16(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
                           int causal, float *scratch, int threads, int B, int T, int D, int H) {
     attention_infer(out, qkv, key_mask, bias, causal, scratch, threads, B, T, D, H);
+}
+
+int attention_infer_bf16_out16(uint16_t *out16, float *out, const float *qkv,
+                               const uint8_t *key_mask, const float *bias, int causal,
+                               float *scratch, int threads, int B, int T, int D, int H) {
+    (void)out16;
+    attention_infer(out, qkv, key_mask, bias, causal, scratch, threads, B, T, D, H);
+    return 0;
 }
 #endif

@@ -238,10 +238,20 @@ typedef struct {
 
 /* The branch's output projection added into residual (which holds the residual stream), through
  * dropout when training, times the layer scale (folded into the prepared layer). */
+/* A prepared layer on inp: floats, or bfloat16 when inp_bf16 (written so because the layer takes
+ * bf16: gemm_takes_bf16). */
+static void run_prepared(const gemm_weight *layer, const float *inp, int inp_bf16, int BT,
+                         float *out, gemm_state *s) {
+    if (inp_bf16)
+        gemm_run_bf16(layer, (const uint16_t *)(const void *)inp, BT, out, s);
+    else
+        gemm_run(layer, inp, BT, out, s);
+}
+
 static void add_branch(const encoder_layer *w, encoder_acts *a, int l, const branch_out *o,
-                       const float *inp, int BT, int D, float *residual) {
+                       const float *inp, int inp_bf16, int BT, int D, float *residual) {
     if (prepared(a, w)) {
-        gemm_run(o->prepared, inp, BT, residual, a->gemm);
+        run_prepared(o->prepared, inp, inp_bf16, BT, residual, a->gemm);
         return;
     }
     linear_forward(a->scratch, inp, o->weight, o->bias, BT, o->in, D);
@@ -299,7 +309,7 @@ static void cross_attention_block(const encoder_shape *s, const encoder_layer *w
                                   image_rows(a, g, B) * T, S, S, D, H);
     }
     const branch_out out = {w->xproj, w->xproj_w, w->xproj_b, NULL, D, a->keep_cross, NULL};
-    add_branch(w, a, l, &out, ctx, BT, D, residual);
+    add_branch(w, a, l, &out, ctx, 0, BT, D, residual);
 }
 
 /* Pre-LN: x += Cross(LNx(x)). Training keeps LNx's input, output and statistics; inference
@@ -333,21 +343,25 @@ static void cross_post_norm(const encoder_shape *s, const encoder_layer *w, enco
     layernorm_forward(x, mean, rstd, sum, w->lnx_w, w->lnx_b, BT, s->dim, s->eps);
 }
 
+/* inp_bf16: inp holds bfloat16 for qkv (prepared and taking bf16). */
 static void attention_block(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
-                            const float *inp, const uint8_t *mask, int B, int T, float *residual) {
+                            const float *inp, int inp_bf16, const uint8_t *mask, int B, int T,
+                            float *residual) {
     const int D = s->dim, BT = B * T, H = s->heads;
     float *qkv = encoder_acts_layer(a, a->qkv, l), *ctx = encoder_acts_layer(a, a->ctx, l);
     float *probs = encoder_acts_layer(a, a->probs, l);
+    int ctx_bf16 = 0; /* ctx written as bfloat16 for proj */
     if (prepared(a, w))
-        gemm_run(w->qkv, inp, BT, qkv, a->gemm);
+        run_prepared(w->qkv, inp, inp_bf16, BT, qkv, a->gemm);
     else
         linear_forward(qkv, inp, w->qkv_w, w->qkv_b, BT, D, 3 * D);
     if (a->kv_cache) { /* decoder inference: these rows after the cached ones */
         cached_attention(a, l, qkv, ctx, B, T, D, H);
     } else if (!a->keep && a->attn_scratch && prepared(a, w) && gemm_weight_runs_reduced(w->qkv)) {
         /* bf16 and int8 inference: the attention's products in bf16 */
-        attention_infer_bf16(ctx, qkv, mask, w->attn_bias, s->causal, a->attn_scratch,
-                             a->attn_threads, B, T, D, H);
+        uint16_t *ctx16 = gemm_takes_bf16(w->proj) ? (uint16_t *)(void *)ctx : NULL;
+        ctx_bf16 = attention_infer_bf16_out16(ctx16, ctx, qkv, mask, w->attn_bias, s->causal,
+                                              a->attn_scratch, a->attn_threads, B, T, D, H);
     } else if (!a->keep && a->attn_scratch) { /* inference: no weights kept */
         attention_infer(ctx, qkv, mask, w->attn_bias, s->causal, a->attn_scratch, a->attn_threads,
                         B, T, D, H);
@@ -360,17 +374,18 @@ static void attention_block(const encoder_shape *s, const encoder_layer *w, enco
         attention_forward(ctx, probs, qkv, mask, w->attn_bias, s->causal, B, T, D, H);
     }
     const branch_out out = {w->proj, w->proj_w, w->proj_b, w->ls1, D, a->keep_attn, a->attn_out};
-    add_branch(w, a, l, &out, ctx, BT, D, residual);
+    add_branch(w, a, l, &out, ctx, ctx_bf16, BT, D, residual);
 }
 
+/* inp_bf16: inp holds bfloat16 for fc1 (prepared and taking bf16). */
 static void mlp_block(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
-                      const float *inp, int BT, float *residual) {
+                      const float *inp, int inp_bf16, int BT, float *residual) {
     const int D = s->dim, I = s->mlp_dim, swiglu = s->act == ACT_SWIGLU;
     float *fc1 = encoder_acts_layer(a, a->fc1_out, l), *act = encoder_acts_layer(a, a->act_out, l);
     if (prepared(a, w) && !swiglu) /* the activation is fc1's epilogue */
-        gemm_run(w->fc1, inp, BT, act, a->gemm);
+        run_prepared(w->fc1, inp, inp_bf16, BT, act, a->gemm);
     else if (prepared(a, w))
-        gemm_run(w->fc1, inp, BT, fc1, a->gemm);
+        run_prepared(w->fc1, inp, inp_bf16, BT, fc1, a->gemm);
     else
         linear_forward(fc1, inp, w->fc1_w, w->fc1_b, BT, D, (int)fc1_width(s));
     if (swiglu)
@@ -378,7 +393,7 @@ static void mlp_block(const encoder_shape *s, const encoder_layer *w, encoder_ac
     else if (!prepared(a, w))
         activation_forward(act, fc1, (size_t)BT * I, s->act);
     const branch_out out = {w->fc2, w->fc2_w, w->fc2_b, w->ls2, I, a->keep_mlp, a->mlp_out};
-    add_branch(w, a, l, &out, act, BT, D, residual);
+    add_branch(w, a, l, &out, act, 0, BT, D, residual);
 }
 
 static void pre_norm_layer(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
@@ -387,14 +402,25 @@ static void pre_norm_layer(const encoder_shape *s, const encoder_layer *w, encod
     const size_t n = (size_t)BT * D;
     float *ln1 = encoder_acts_layer(a, a->ln1_out, l), *ln2 = encoder_acts_layer(a, a->ln2_out, l);
     if (a->keep) memcpy(encoder_acts_layer(a, a->layer_in, l), x, n * sizeof *x);
-    layernorm_forward(ln1, encoder_acts_layer(a, a->ln1_mean, l),
-                      encoder_acts_layer(a, a->ln1_rstd, l), x, w->ln1_w, w->ln1_b, BT, D, s->eps);
-    attention_block(s, w, a, l, ln1, mask, B, T, x);
+    /* a layer that takes bf16 gets the norm's output rounded as it is written */
+    const int ln1_bf16 = prepared(a, w) && gemm_takes_bf16(w->qkv);
+    if (ln1_bf16)
+        layernorm_forward_bf16((uint16_t *)(void *)ln1, x, w->ln1_w, w->ln1_b, BT, D, s->eps);
+    else
+        layernorm_forward(ln1, encoder_acts_layer(a, a->ln1_mean, l),
+                          encoder_acts_layer(a, a->ln1_rstd, l), x, w->ln1_w, w->ln1_b, BT, D,
+                          s->eps);
+    attention_block(s, w, a, l, ln1, ln1_bf16, mask, B, T, x);
     if (s->cross) cross_pre_norm(s, w, a, l, x, B, T);
     if (a->keep) memcpy(encoder_acts_layer(a, a->mid, l), x, n * sizeof *x);
-    layernorm_forward(ln2, encoder_acts_layer(a, a->ln2_mean, l),
-                      encoder_acts_layer(a, a->ln2_rstd, l), x, w->ln2_w, w->ln2_b, BT, D, s->eps);
-    mlp_block(s, w, a, l, ln2, BT, x);
+    const int ln2_bf16 = prepared(a, w) && gemm_takes_bf16(w->fc1);
+    if (ln2_bf16)
+        layernorm_forward_bf16((uint16_t *)(void *)ln2, x, w->ln2_w, w->ln2_b, BT, D, s->eps);
+    else
+        layernorm_forward(ln2, encoder_acts_layer(a, a->ln2_mean, l),
+                          encoder_acts_layer(a, a->ln2_rstd, l), x, w->ln2_w, w->ln2_b, BT, D,
+                          s->eps);
+    mlp_block(s, w, a, l, ln2, ln2_bf16, BT, x);
 }
 
 static void post_norm_layer(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
@@ -404,14 +430,14 @@ static void post_norm_layer(const encoder_shape *s, const encoder_layer *w, enco
     float *mid = encoder_acts_layer(a, a->mid, l), *sum2 = encoder_acts_layer(a, a->sum2, l);
     if (a->keep) memcpy(encoder_acts_layer(a, a->layer_in, l), x, n * sizeof *x);
     memcpy(mid, x, n * sizeof *x); /* the residual the attention branch adds to */
-    attention_block(s, w, a, l, x, mask, B, T, mid);
+    attention_block(s, w, a, l, x, 0, mask, B, T, mid);
     layernorm_forward(x, encoder_acts_layer(a, a->ln1_mean, l),
                       encoder_acts_layer(a, a->ln1_rstd, l), mid, w->ln1_w, w->ln1_b, BT, D,
                       s->eps);
     if (s->cross) cross_post_norm(s, w, a, l, x, B, T);
     if (a->keep) memcpy(encoder_acts_layer(a, a->ln1_out, l), x, n * sizeof *x);
     memcpy(sum2, x, n * sizeof *x);
-    mlp_block(s, w, a, l, x, BT, sum2);
+    mlp_block(s, w, a, l, x, 0, BT, sum2);
     layernorm_forward(x, encoder_acts_layer(a, a->ln2_mean, l),
                       encoder_acts_layer(a, a->ln2_rstd, l), sum2, w->ln2_w, w->ln2_b, BT, D,
                       s->eps);

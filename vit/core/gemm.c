@@ -227,6 +227,23 @@ void gemm_run(const gemm_weight *w, const float *x, int N, float *y, gemm_state 
     openblas_run(w, x, N, y, s->workspace);
 }
 
+int gemm_takes_bf16(const gemm_weight *w) {
+#ifdef VIT_ONEDNN
+    return w->backend == GEMM_ONEDNN && onednn_takes_bf16(w);
+#else
+    (void)w;
+    return 0;
+#endif
+}
+
+void gemm_run_bf16(const gemm_weight *w, const uint16_t *x, int N, float *y, gemm_state *s) {
+#ifdef VIT_ONEDNN
+    onednn_run_bf16(w, x, N, y, s);
+#else
+    (void)w, (void)x, (void)N, (void)y, (void)s;
+#endif
+}
+
 void gemm_free(gemm_weight *w) {
     if (!w) return;
 #ifdef VIT_ONEDNN

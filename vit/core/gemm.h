@@ -94,6 +94,12 @@ int gemm_chain(gemm_weight *first, gemm_weight *second);
  * Called from serial code: the backend runs its own parallel region, with the calling thread's
  * OpenMP thread count. x or y holds the hand-over of chained layers (gemm_chain), not floats. */
 void gemm_run(const gemm_weight *w, const float *x, int N, float *y, gemm_state *s);
+/* 1 when w runs on bf16 kernels (oneDNN, bf16), so that its input may come as bfloat16
+ * (gemm_run_bf16), rounded by whatever writes it instead of converted from floats here. */
+int gemm_takes_bf16(const gemm_weight *w);
+/* gemm_run with x [N, IN] as bfloat16 (gemm_takes_bf16(w)): the result gemm_run gives for floats
+ * that round (bf16_bits) to x. */
+void gemm_run_bf16(const gemm_weight *w, const uint16_t *x, int N, float *y, gemm_state *s);
 void gemm_free(gemm_weight *w);
 
 #endif

@@ -51,6 +51,8 @@ const char *onednn_describe(char *buf, size_t size);
 int onednn_bf16_native(void);
 int onednn_prepare(gemm_weight *w, vit_error *err);
 void onednn_run(const gemm_weight *w, const float *x, int N, float *y, gemm_state *s);
+int onednn_takes_bf16(const gemm_weight *w);
+void onednn_run_bf16(const gemm_weight *w, const uint16_t *x, int N, float *y, gemm_state *s);
 void onednn_free(gemm_weight *w);
 /* gemm_chain on two oneDNN layers of the same precision (bf16 native or int8): 1 when chained, 0
  * when not (the layers unchanged). */

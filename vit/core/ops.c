@@ -260,25 +260,45 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
 }
 
 /* Rows [n0, n1) of layernorm_forward. */
+/* A row's mean and 1/sqrt(variance + eps). Two passes in double: the variance of activations with
+ * a large mean stays exact (the sums vectorised: their order does not matter at double's
+ * precision). Inlined into each HOT_LOOP clone (called, it ran in the default clone's SSE2). */
+static inline __attribute__((always_inline)) void row_moments(const float *x, int D, float eps,
+                                                              float *mean, float *rstd) {
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (int i = 0; i < D; i++) sum += x[i];
+    double m = sum / D, var = 0.0;
+#pragma omp simd reduction(+ : var)
+    for (int i = 0; i < D; i++) var += (x[i] - m) * (x[i] - m);
+    var /= D;
+    *rstd = (float)(1.0 / sqrt(var + eps));
+    *mean = (float)m;
+}
+
 HOT_LOOP static void layernorm_rows(float *out, float *mean, float *rstd, const float *inp,
                                     const float *w, const float *b, int n0, int n1, int D,
                                     float eps) {
     for (int n = n0; n < n1; n++) {
         const float *x = inp + (size_t)n * D;
         float *y = out + (size_t)n * D;
-        /* Two passes in double: the variance of activations with a large mean stays exact
-         * (the sums vectorised: their order does not matter at double's precision). */
-        double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-        for (int i = 0; i < D; i++) sum += x[i];
-        double m = sum / D, var = 0.0;
-#pragma omp simd reduction(+ : var)
-        for (int i = 0; i < D; i++) var += (x[i] - m) * (x[i] - m);
-        var /= D;
-        float s = (float)(1.0 / sqrt(var + eps)), mf = (float)m;
+        float mf, s;
+        row_moments(x, D, eps, &mf, &s);
         for (int i = 0; i < D; i++) y[i] = (x[i] - mf) * s * w[i] + b[i];
         if (mean) mean[n] = mf;
         if (rstd) rstd[n] = s;
+    }
+}
+
+/* The same rows rounded to bfloat16 as they are written. */
+HOT_LOOP static void layernorm_rows_bf16(uint16_t *out, const float *inp, const float *w,
+                                         const float *b, int n0, int n1, int D, float eps) {
+    for (int n = n0; n < n1; n++) {
+        const float *x = inp + (size_t)n * D;
+        uint16_t *y = out + (size_t)n * D;
+        float mf, s;
+        row_moments(x, D, eps, &mf, &s);
+        for (int i = 0; i < D; i++) y[i] = bf16_bits((x[i] - mf) * s * w[i] + b[i]);
     }
 }
 
@@ -293,6 +313,16 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
         int lo, hi;
         thread_rows(N, &lo, &hi);
         layernorm_rows(out, mean, rstd, inp, w, b, lo, hi, D, eps);
+    }
+}
+
+void layernorm_forward_bf16(uint16_t *out, const float *inp, const float *w, const float *b, int N,
+                            int D, float eps) {
+#pragma omp parallel if (N >= 64)
+    {
+        int lo, hi;
+        thread_rows(N, &lo, &hi);
+        layernorm_rows_bf16(out, inp, w, b, lo, hi, D, eps);
     }
 }
 

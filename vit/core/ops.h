@@ -56,10 +56,25 @@ void linear_forward(float *out, const float *inp, const float *weight, const flo
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int N, int IN, int OUT);
 
+/* f as bfloat16 bits, rounded to nearest, ties to even, branch-free so loops vectorise: rounding
+ * carries into the exponent as it should (the largest floats become infinity, infinity stays); a
+ * NaN becomes a quiet NaN, never infinity. */
+static inline uint16_t bf16_bits(float f) {
+    uint32_t u;
+    __builtin_memcpy(&u, &f, sizeof u);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t nan = (u >> 16) | 0x40u;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
 /* out[N, D] = (inp - mean) * rstd * w + b per row, biased variance, eps inside the square root.
  * mean/rstd [N] are saved for the backward pass (either may be NULL). */
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                        const float *b, int N, int D, float eps);
+/* The same output rounded to bfloat16 as it is written (bf16_bits of layernorm_forward's, bit for
+ * bit), for a layer that takes bf16 input (inference: no mean or rstd kept). */
+void layernorm_forward_bf16(uint16_t *out, const float *inp, const float *w, const float *b, int N,
+                            int D, float eps);
 /* From the forward's inp, mean, rstd: dinp[N, D] += ∂/∂inp (accumulated: the residual stream),
  * dw[D] += Σ dout·x̂, db[D] += Σ dout. dinp must not alias dout. dw, db may be NULL. */
 void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
@@ -132,6 +147,12 @@ void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, cons
 int attention_infer_bf16_available(void);
 void attention_infer_bf16(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
                           int causal, float *scratch, int threads, int B, int T, int D, int H);
+/* The same writing out16 [B, T, D] as bfloat16 (bf16_bits of the float output, bit for bit) for a
+ * layer that takes bf16 input: returns 1; 0 when the bf16 kernels cannot run here, out [B, T, D]
+ * then holding the fp32 attention's floats instead. */
+int attention_infer_bf16_out16(uint16_t *out16, float *out, const float *qkv,
+                               const uint8_t *key_mask, const float *bias, int causal,
+                               float *scratch, int threads, int B, int T, int D, int H);
 /* Training variant: HF's attention_probs_dropout on the weights. keep [B, H, T, T] (from
  * dropout_mask) and p drop weights before they multiply V; probs still receives the weights
  * before dropout (the backward needs them); dropped [B, H, T, T] is scratch. */
