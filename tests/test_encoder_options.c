@@ -399,10 +399,10 @@ static double bf16_rounding_slack(double e) {
     return hi - lo;
 }
 
-/* out [B, T, D] in double from the operands as the bf16 kernels take them: Q, Kᵀ/√dh and V
- * rounded to bfloat16, the scores summed exactly, the exponentials rounded to bfloat16 in the
- * weighted sum and not in the normaliser. The kernels' fp32 scores are off from the exact ones in
- * their last bits, so an exponential that lies within a hair of a bf16 midpoint may round the
+/* out [B, T, D] in double from the operands as the bf16 kernels take them: Q, K and V rounded to
+ * bfloat16, the scores summed exactly and scaled by 1/√dh, the exponentials rounded to bfloat16 in
+ * the weighted sum and not in the normaliser. The kernels' fp32 scores are off from the exact ones
+ * in their last bits, so an exponential that lies within a hair of a bf16 midpoint may round the
  * other way there: slack [B, T, D] sums what such roundings may move each output by. */
 static void bf16_reference(double *out, double *slack, const float *qkv, const uint8_t *mask,
                            const float *bias, int causal, int B, int T, int D, int H) {
@@ -417,8 +417,8 @@ static void bf16_reference(double *out, double *slack, const float *qkv, const u
                 for (int j = 0; j < T; j++) {
                     const float *k = qkv + ((size_t)b * T + j) * ld + D + h * dh;
                     double dot = 0;
-                    for (int d = 0; d < dh; d++)
-                        dot += bf16_value(q[d]) * bf16_value((float)scale * k[d]);
+                    for (int d = 0; d < dh; d++) dot += bf16_value(q[d]) * bf16_value(k[d]);
+                    dot *= (float)scale; /* the kernels' scale, a float */
                     if (bias) dot += bias[((size_t)h * T + i) * T + j];
                     if ((mask && !mask[b * T + j]) || (causal && j > i)) dot = -INFINITY;
                     s[j] = dot;
@@ -474,6 +474,16 @@ static void test_attention_infer_bf16(void **state) {
             const float *b = variant == 1 ? bias : NULL;
             float *scratch = test_alloc_floats(attention_infer_scratch(B, T, D, 2));
             attention_infer_bf16(got, qkv, masked ? mask : NULL, b, causal, scratch, 2, B, T, D, H);
+            /* qkv given as bfloat16 (a qkv layer writing bf16): the same, bit for bit */
+            uint16_t *qkv16 = malloc(sizeof(uint16_t) * nqkv);
+            float *from16 = test_alloc_floats(nout);
+            for (size_t i = 0; i < nqkv; i++) qkv16[i] = bf16_bits(qkv[i]);
+            attention_infer_bf16_io(NULL, from16, NULL, qkv16, masked ? mask : NULL, b, causal,
+                                    scratch, 2, B, T, D, H);
+            if (memcmp(from16, got, sizeof(float) * nout) != 0)
+                fail_msg("T %d, D %d, H %d: bf16 qkv gives %.3g apart", T, D, H,
+                         max_diff(from16, got, nout));
+            free(qkv16), free(from16);
             attention_infer(fp32, qkv, masked ? mask : NULL, b, causal, scratch, 2, B, T, D, H);
             bf16_reference(want, slack, qkv, masked ? mask : NULL, b, causal, B, T, D, H);
             double d = 0, from_fp32 = 0;
@@ -603,7 +613,7 @@ static void test_bf16_inputs(void **state) {
     test_fill(qkv, nqkv, -1.5f, 1.5f);
     float *scratch = test_alloc_floats(attention_infer_scratch(B, T, D, 2));
     attention_infer_bf16(out, qkv, NULL, NULL, 0, scratch, 2, B, T, D, H);
-    if (attention_infer_bf16_out16(out16, out, qkv, NULL, NULL, 0, scratch, 2, B, T, D, H)) {
+    if (attention_infer_bf16_io(out16, out, qkv, NULL, NULL, NULL, 0, scratch, 2, B, T, D, H)) {
         for (size_t i = 0; i < nout; i++)
             if (out16[i] != bf16_bits(out[i]))
                 fail_msg("attention output %zu: %04x, bf16_bits of the float %04x", i, out16[i],

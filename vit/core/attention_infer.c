@@ -295,10 +295,12 @@ static void mask_scores(float *s, int rows, int Tp, int T, int r0, const uint8_t
 
 typedef struct {
     float *out;
-    uint16_t *out16; /* bf16 kernels: the output as bfloat16 here instead, when set */
+    uint16_t *out16;       /* bf16 kernels: the output as bfloat16 here instead, when set */
+    const uint16_t *qkv16; /* bf16 kernels: qkv as bfloat16, when set (qkv unused) */
     const float *qkv, *bias;
     const uint8_t *key_mask;
     int causal, B, T, D, H;
+    float scale; /* bf16 kernels: 1/√dh, applied to the scores */
 } attention_call;
 
 /* A task's score rows before their softmax: the bias added, masked keys at -inf. */
@@ -351,7 +353,7 @@ static int team_size(int threads) {
 
 void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
                      int causal, float *scratch, int threads, int B, int T, int D, int H) {
-    const attention_call c = {out, NULL, qkv, bias, key_mask, causal, B, T, D, H};
+    const attention_call c = {out, NULL, NULL, qkv, bias, key_mask, causal, B, T, D, H, 0.0f};
     run_fp32(&c, scratch, team_size(threads));
 }
 
@@ -372,29 +374,48 @@ static inline int pair_at(const uint16_t *p) {
     return v;
 }
 
-/* kp [dh/2][Tp][2] = scale · K of one (batch, head) in pairs of dimensions, zero past T: 16 keys'
- * rows rounded into rows [16][dh/2] of pairs, then each pair's column gathered into one vector
- * (element by element, the rounding and the strided stores took 4 % of a bf16 ViT-Ti forward). */
-BF16_TARGET static void pack_keys_bf16(uint16_t *kp, const float *k, int T, int Tp, int ld, int dh,
-                                       float scale) {
+/* kp [dh/2][Tp][2] = K of one (batch, head) in pairs of dimensions, zero past T: 16 keys' rows
+ * rounded into rows [16][dh/2] of pairs, then each pair's column gathered into one vector
+ * (element by element, the rounding and the strided stores took 4 % of a bf16 ViT-Ti forward).
+ * (The scores are scaled by 1/√dh as they are stored, not the keys: keys given in bf16 already
+ * could not be.) */
+BF16_TARGET static void pack_keys_bf16(uint16_t *kp, const float *k, int T, int Tp, int ld,
+                                       int dh) {
     const int pairs = dh / 2;
     uint32_t rows[16 * MAX_BF16_HEAD / 2]; /* 16 keys, dh/2 pairs each */
     const __m512i at =
         _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                            _mm512_set1_epi32(pairs));
-    const __m512 s = _mm512_set1_ps(scale);
     for (int j0 = 0; j0 < Tp; j0 += 16) {
         for (int r = 0; r < 16; r++)
             for (int d = 0; d < dh; d += 16) {
                 const __m512 x = j0 + r < T ? _mm512_loadu_ps(k + (size_t)(j0 + r) * ld + d)
                                             : _mm512_setzero_ps();
-                const __m256bh h = _mm512_cvtneps_pbh(_mm512_mul_ps(x, s));
+                const __m256bh h = _mm512_cvtneps_pbh(x);
                 memcpy(rows + r * pairs + d / 2, &h, sizeof h);
             }
         for (int p = 0; p < pairs; p++)
             _mm512_storeu_si512(
                 kp + ((size_t)p * Tp + j0) * 2,
                 _mm512_i32gather_epi32(_mm512_add_epi32(at, _mm512_set1_epi32(p)), rows, 4));
+    }
+}
+
+/* The same from K in bfloat16 (rows ld apart): each pair's column gathered straight from the
+ * rows. */
+BF16_TARGET static void pack_keys_from_bf16(uint16_t *kp, const uint16_t *k, int T, int Tp, int ld,
+                                            int dh) {
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i at = _mm512_mullo_epi32(lane, _mm512_set1_epi32(ld / 2)); /* in pairs */
+    for (int j0 = 0; j0 < Tp; j0 += 16) {
+        const __mmask16 real = _mm512_cmplt_epi32_mask(
+            _mm512_add_epi32(lane, _mm512_set1_epi32(j0)), _mm512_set1_epi32(T));
+        const uint16_t *first = k + (size_t)j0 * ld;
+        for (int p = 0; p < dh / 2; p++)
+            _mm512_storeu_si512(
+                kp + ((size_t)p * Tp + j0) * 2,
+                _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), real,
+                                            _mm512_add_epi32(at, _mm512_set1_epi32(p)), first, 4));
     }
 }
 
@@ -411,6 +432,36 @@ BF16_TARGET static void pack_values_bf16(uint16_t *vp, const float *v, int T, in
             const __m512 second = 2 * jp + 1 < T ? _mm512_loadu_ps(v1 + c) : _mm512_setzero_ps();
             const __m512i both = (__m512i)_mm512_cvtne2ps_pbh(second, _mm512_loadu_ps(v0 + c));
             _mm512_storeu_si512(out + 2 * c, _mm512_permutexvar_epi16(interleave, both));
+        }
+    }
+}
+
+/* The same from V in bfloat16 (rows ld apart): each pair of rows interleaved, 32 columns at a
+ * time. */
+BF16_TARGET static void pack_values_from_bf16(uint16_t *vp, const uint16_t *v, int T, int ld,
+                                              int dh) {
+    __m512i low, high; /* the interleaving: lanes 2i, 2i+1 <- row 0's i, row 1's i */
+    {
+        uint16_t lo_idx[32], hi_idx[32];
+        for (int i = 0; i < 16; i++) {
+            lo_idx[2 * i] = (uint16_t)i, lo_idx[2 * i + 1] = (uint16_t)(32 + i);
+            hi_idx[2 * i] = (uint16_t)(16 + i), hi_idx[2 * i + 1] = (uint16_t)(48 + i);
+        }
+        low = _mm512_loadu_si512(lo_idx), high = _mm512_loadu_si512(hi_idx);
+    }
+    for (int jp = 0; jp < (T + 1) / 2; jp++) {
+        const uint16_t *v0 = v + (size_t)(2 * jp) * ld, *v1 = v0 + ld;
+        const int second = 2 * jp + 1 < T;
+        uint16_t *out = vp + (size_t)jp * dh * 2;
+        for (int c = 0; c < dh; c += 32) {
+            const int n = dh - c < 32 ? dh - c : 32; /* 16 or 32 */
+            const __mmask32 cols = n == 32 ? 0xffffffffu : 0xffffu;
+            const __m512i a = _mm512_maskz_loadu_epi16(cols, v0 + c);
+            const __m512i b =
+                second ? _mm512_maskz_loadu_epi16(cols, v1 + c) : _mm512_setzero_si512();
+            _mm512_storeu_si512(out + 2 * c, _mm512_permutex2var_epi16(a, low, b));
+            if (n == 32)
+                _mm512_storeu_si512(out + 2 * c + 32, _mm512_permutex2var_epi16(a, high, b));
         }
     }
 }
@@ -432,7 +483,7 @@ BF16_TARGET static void round_rows(uint16_t *dst, const float *src, int rows, in
 /* s [valid rows, j0 .. j0 + 16 nc) = qr rows (bf16) · kp's columns. */
 BF16_TARGET static ALWAYS_INLINE void scores_tile_bf16(float *s, const uint16_t *const *qr,
                                                        int valid, const uint16_t *kp, int Tp,
-                                                       int j0, int dh, int nc) {
+                                                       int j0, int dh, float scale, int nc) {
     __m512 acc[TILE_R][2];
     for (int r = 0; r < TILE_R; r++)
         for (int c = 0; c < nc; c++) acc[r][c] = _mm512_setzero_ps();
@@ -446,21 +497,23 @@ BF16_TARGET static ALWAYS_INLINE void scores_tile_bf16(float *s, const uint16_t 
         }
     }
     for (int r = 0; r < valid; r++)
-        for (int c = 0; c < nc; c++) _mm512_storeu_ps(s + (size_t)r * Tp + j0 + 16 * c, acc[r][c]);
+        for (int c = 0; c < nc; c++)
+            _mm512_storeu_ps(s + (size_t)r * Tp + j0 + 16 * c,
+                             _mm512_mul_ps(acc[r][c], _mm512_set1_ps(scale)));
 }
 
-/* s [rows, Tp] = qb [rows, dh] (bf16) · kp. */
-BF16_TARGET static void scores_bf16(float *s, const uint16_t *qb, int rows, const uint16_t *kp,
-                                    int Tp, int dh) {
+/* s [rows, Tp] = scale · qb [rows, dh] (bf16, rows ldq apart) · kp. */
+BF16_TARGET static void scores_bf16(float *s, const uint16_t *qb, size_t ldq, int rows,
+                                    const uint16_t *kp, int Tp, int dh, float scale) {
     for (int i0 = 0; i0 < rows; i0 += TILE_R) {
         const uint16_t *qr[TILE_R];
         for (int r = 0; r < TILE_R; r++)
-            qr[r] = qb + (size_t)(i0 + r < rows ? i0 + r : rows - 1) * dh;
+            qr[r] = qb + (size_t)(i0 + r < rows ? i0 + r : rows - 1) * ldq;
         const int valid = rows - i0 < TILE_R ? rows - i0 : TILE_R;
         float *si = s + (size_t)i0 * Tp;
         int j0 = 0;
-        for (; j0 + 32 <= Tp; j0 += 32) scores_tile_bf16(si, qr, valid, kp, Tp, j0, dh, 2);
-        if (j0 < Tp) scores_tile_bf16(si, qr, valid, kp, Tp, j0, dh, 1);
+        for (; j0 + 32 <= Tp; j0 += 32) scores_tile_bf16(si, qr, valid, kp, Tp, j0, dh, scale, 2);
+        if (j0 < Tp) scores_tile_bf16(si, qr, valid, kp, Tp, j0, dh, scale, 1);
     }
 }
 
@@ -557,9 +610,13 @@ static void task_bf16(const attention_call *c, float *tile, const uint16_t *kp, 
     const int T = c->T, D = c->D, dh = D / c->H, Tp = padded(T), ld = 3 * D;
     uint16_t *pb = (uint16_t *)(tile + (size_t)ROWS_PER_TASK * Tp);
     uint16_t *qb = pb + (size_t)ROWS_PER_TASK * Tp;
-    const float *base = c->qkv + (size_t)b * T * ld + h * dh;
-    round_rows(qb, base + (size_t)r0 * ld, rows, dh, (size_t)ld);
-    scores_bf16(tile, qb, rows, kp, Tp, dh);
+    const size_t first = ((size_t)b * T + r0) * ld + (size_t)h * dh; /* the block's first query */
+    if (c->qkv16) {
+        scores_bf16(tile, c->qkv16 + first, (size_t)ld, rows, kp, Tp, dh, c->scale);
+    } else {
+        round_rows(qb, c->qkv + first, rows, dh, (size_t)ld);
+        scores_bf16(tile, qb, (size_t)dh, rows, kp, Tp, dh, c->scale);
+    }
     float inv[ROWS_PER_TASK];
     bias_and_masks(c, tile, b, h, r0, rows, Tp);
     exponentials_bf16(pb, tile, rows, Tp, T, inv);
@@ -572,7 +629,6 @@ static void run_bf16(const attention_call *c, float *scratch, int team) {
     const int B = c->B, T = c->T, D = c->D, H = c->H;
     const int dh = D / H, Tp = padded(T), ld = 3 * D;
     const int blocks = (T + ROWS_PER_TASK - 1) / ROWS_PER_TASK, tasks = B * H * blocks;
-    const float scale = 1.0f / sqrtf((float)dh);
     const size_t per_head = (size_t)dh * Tp; /* bf16 elements of a head's packed keys or values */
     uint16_t *kp_all = (uint16_t *)scratch, *vp_all = kp_all + (size_t)B * H * per_head;
     float *tiles = scratch + (size_t)B * D * Tp;
@@ -581,9 +637,14 @@ static void run_bf16(const attention_call *c, float *scratch, int team) {
 #pragma omp for schedule(static)
         for (int bh = 0; bh < B * H; bh++) {
             const int b = bh / H, h = bh % H;
-            const float *base = c->qkv + (size_t)b * T * ld + h * dh;
-            pack_keys_bf16(kp_all + bh * per_head, base + D, T, Tp, ld, dh, scale);
-            pack_values_bf16(vp_all + bh * per_head, base + 2 * D, T, ld, dh);
+            const size_t base = (size_t)b * T * ld + (size_t)h * dh;
+            if (c->qkv16) {
+                pack_keys_from_bf16(kp_all + bh * per_head, c->qkv16 + base + D, T, Tp, ld, dh);
+                pack_values_from_bf16(vp_all + bh * per_head, c->qkv16 + base + 2 * D, T, ld, dh);
+            } else {
+                pack_keys_bf16(kp_all + bh * per_head, c->qkv + base + D, T, Tp, ld, dh);
+                pack_values_bf16(vp_all + bh * per_head, c->qkv + base + 2 * D, T, ld, dh);
+            }
         }
         float *tile = tiles + (size_t)omp_get_thread_num() * tile_floats(T, D);
 #pragma omp for schedule(dynamic)
@@ -600,11 +661,22 @@ int attention_infer_bf16_available(void) {
     return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
 }
 
-int attention_infer_bf16_out16(uint16_t *out16, float *out, const float *qkv,
-                               const uint8_t *key_mask, const float *bias, int causal,
-                               float *scratch, int threads, int B, int T, int D, int H) {
-    const int bf16 = attention_infer_bf16_available() && D / H <= MAX_BF16_HEAD;
-    const attention_call c = {out, bf16 ? out16 : NULL, qkv, bias, key_mask, causal, B, T, D, H};
+int attention_infer_bf16_supported(int D, int H) {
+    return attention_infer_bf16_available() && attention_infer_supported(D, H) &&
+           D / H <= MAX_BF16_HEAD;
+}
+
+int attention_infer_bf16_io(uint16_t *out16, float *out, const float *qkv, const uint16_t *qkv16,
+                            const uint8_t *key_mask, const float *bias, int causal, float *scratch,
+                            int threads, int B, int T, int D, int H) {
+    const int bf16 = attention_infer_bf16_supported(D, H);
+    if (!bf16 && qkv16) { /* a caller's mistake: NaN, which the model's finite check reports */
+        for (size_t i = 0; i < (size_t)B * T * D; i++) out[i] = NAN;
+        return 0;
+    }
+    const attention_call c = {
+        out, bf16 ? out16 : NULL,         qkv16, qkv, bias, key_mask, causal, B, T, D,
+        H,   1.0f / sqrtf((float)(D / H))};
     if (bf16)
         run_bf16(&c, scratch, team_size(threads));
     else
@@ -614,8 +686,8 @@ int attention_infer_bf16_out16(uint16_t *out16, float *out, const float *qkv,
 
 void attention_infer_bf16(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
                           int causal, float *scratch, int threads, int B, int T, int D, int H) {
-    attention_infer_bf16_out16(NULL, out, qkv, key_mask, bias, causal, scratch, threads, B, T, D,
-                               H);
+    attention_infer_bf16_io(NULL, out, qkv, NULL, key_mask, bias, causal, scratch, threads, B, T, D,
+                            H);
 }
 #else
 int attention_infer_bf16_available(void) {
@@ -627,10 +699,19 @@ void attention_infer_bf16(float *out, const float *qkv, const uint8_t *key_mask,
     attention_infer(out, qkv, key_mask, bias, causal, scratch, threads, B, T, D, H);
 }
 
-int attention_infer_bf16_out16(uint16_t *out16, float *out, const float *qkv,
-                               const uint8_t *key_mask, const float *bias, int causal,
-                               float *scratch, int threads, int B, int T, int D, int H) {
+int attention_infer_bf16_supported(int D, int H) {
+    (void)D, (void)H;
+    return 0;
+}
+
+int attention_infer_bf16_io(uint16_t *out16, float *out, const float *qkv, const uint16_t *qkv16,
+                            const uint8_t *key_mask, const float *bias, int causal, float *scratch,
+                            int threads, int B, int T, int D, int H) {
     (void)out16;
+    if (qkv16) {
+        for (size_t i = 0; i < (size_t)B * T * D; i++) out[i] = NAN;
+        return 0;
+    }
     attention_infer(out, qkv, key_mask, bias, causal, scratch, threads, B, T, D, H);
     return 0;
 }

@@ -360,8 +360,8 @@ static void attention_block(const encoder_shape *s, const encoder_layer *w, enco
     } else if (!a->keep && a->attn_scratch && prepared(a, w) && gemm_weight_runs_reduced(w->qkv)) {
         /* bf16 and int8 inference: the attention's products in bf16 */
         uint16_t *ctx16 = gemm_takes_bf16(w->proj) ? (uint16_t *)(void *)ctx : NULL;
-        ctx_bf16 = attention_infer_bf16_out16(ctx16, ctx, qkv, mask, w->attn_bias, s->causal,
-                                              a->attn_scratch, a->attn_threads, B, T, D, H);
+        ctx_bf16 = attention_infer_bf16_io(ctx16, ctx, qkv, NULL, mask, w->attn_bias, s->causal,
+                                           a->attn_scratch, a->attn_threads, B, T, D, H);
     } else if (!a->keep && a->attn_scratch) { /* inference: no weights kept */
         attention_infer(ctx, qkv, mask, w->attn_bias, s->causal, a->attn_scratch, a->attn_threads,
                         B, T, D, H);

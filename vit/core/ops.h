@@ -140,19 +140,24 @@ int attention_infer_supported(int D, int H);
 size_t attention_infer_scratch(int B, int T, int D, int threads);
 void attention_infer(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
                      int causal, float *scratch, int threads, int B, int T, int D, int H);
-/* The same with the two products in bfloat16 (bf16 inference): Q, Kᵀ/√dh, V and the softmax's
- * exponentials rounded to bfloat16, the products summed in fp32 by AVX512-BF16's dot products;
- * the scores, their maximum, the exponentials' sum and the normalisation stay fp32. Only where the
+/* The same with the two products in bfloat16 (bf16 inference): Q, K, V and the softmax's
+ * exponentials rounded to bfloat16, the products summed in fp32 by AVX512-BF16's dot products
+ * and scaled by 1/√dh; the scores, their maximum, the exponentials' sum and the normalisation stay
+ * fp32. Only where the
  * CPU has AVX512-BF16 (attention_infer_bf16_available); same scratch. */
 int attention_infer_bf16_available(void);
 void attention_infer_bf16(float *out, const float *qkv, const uint8_t *key_mask, const float *bias,
                           int causal, float *scratch, int threads, int B, int T, int D, int H);
-/* The same writing out16 [B, T, D] as bfloat16 (bf16_bits of the float output, bit for bit) for a
- * layer that takes bf16 input: returns 1; 0 when the bf16 kernels cannot run here, out [B, T, D]
- * then holding the fp32 attention's floats instead. */
-int attention_infer_bf16_out16(uint16_t *out16, float *out, const float *qkv,
-                               const uint8_t *key_mask, const float *bias, int causal,
-                               float *scratch, int threads, int B, int T, int D, int H);
+/* 1 when attention_infer_bf16 runs its bf16 kernels for this shape here (AVX512-BF16, D/H a
+ * multiple of 16 and at most 256). */
+int attention_infer_bf16_supported(int D, int H);
+/* attention_infer_bf16 with bfloat16 at either end: qkv16 [B, T, 3D] instead of qkv when set
+ * (only where attention_infer_bf16_supported: otherwise out is NaN); out16 [B, T, D] written
+ * instead of out when set and the bf16 kernels run (bf16_bits of the float output, bit for bit),
+ * which the return value says (1), else out holds floats (0). */
+int attention_infer_bf16_io(uint16_t *out16, float *out, const float *qkv, const uint16_t *qkv16,
+                            const uint8_t *key_mask, const float *bias, int causal, float *scratch,
+                            int threads, int B, int T, int D, int H);
 /* Training variant: HF's attention_probs_dropout on the weights. keep [B, H, T, T] (from
  * dropout_mask) and p drop weights before they multiply V; probs still receives the weights
  * before dropout (the backward needs them); dropped [B, H, T, T] is scratch. */
