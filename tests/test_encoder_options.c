@@ -643,6 +643,42 @@ static void test_bf16_inputs(void **state) {
                       "bf16\n");
     }
     gemm_free(layer);
+    /* a layer writing bf16 (qkv for the attention): bf16_bits of what it writes as floats */
+    const gemm_precision precisions[] = {PRECISION_BF16, PRECISION_INT8};
+    float *w2 = test_alloc_floats((size_t)3 * D * D), *floats = test_alloc_floats(3 * N * D);
+    float *bits = test_alloc_floats((size_t)3 * N * D);
+    test_fill(w2, (size_t)3 * D * D, -0.2f, 0.2f);
+    for (int k = 0; k < 2 && gemm_backend_available(GEMM_ONEDNN); k++) {
+        gemm_weight *plain =
+            gemm_prepare(GEMM_ONEDNN, precisions[k], w2, NULL, 3 * D, D, EPILOGUE_NONE, N, &err);
+        gemm_weight *rounding =
+            gemm_prepare(GEMM_ONEDNN, precisions[k], w2, NULL, 3 * D, D, EPILOGUE_NONE, N, &err);
+        if (!plain || !rounding || !gemm_write_bf16(rounding)) {
+            print_message("  %s: no layer writes bf16 here\n", gemm_precision_name(precisions[k]));
+            gemm_free(plain), gemm_free(rounding);
+            continue;
+        }
+        assert_true(gemm_writes_bf16(rounding) && !gemm_writes_bf16(plain));
+        size_t bytes = gemm_workspace_bytes(rounding);
+        if (gemm_workspace_bytes(plain) > bytes) bytes = gemm_workspace_bytes(plain);
+        gemm_state *st = gemm_state_create(GEMM_ONEDNN, bytes, &err);
+        const int rows[] = {N, 5};
+        for (int r = 0; r < 2; r++) {
+            gemm_run(plain, x, rows[r], floats, st);
+            gemm_run(rounding, x, rows[r], bits, st);
+            const uint16_t *got = (const uint16_t *)(const void *)bits;
+            for (int i = 0; i < rows[r] * 3 * D; i++)
+                if (got[i] != bf16_bits(floats[i]))
+                    fail_msg("%s, %d rows, output %d: %04x, bf16_bits of the float %04x",
+                             gemm_precision_name(precisions[k]), rows[r], i, got[i],
+                             bf16_bits(floats[i]));
+        }
+        print_message("  %s: a layer writing bf16 writes bf16_bits of its floats\n",
+                      gemm_precision_name(precisions[k]));
+        gemm_state_free(st);
+        gemm_free(plain), gemm_free(rounding);
+    }
+    free(w2), free(floats), free(bits);
     free(x), free(w), free(b), free(y), free(y16), free(qkv), free(out), free(out16), free(scratch);
 }
 

@@ -611,12 +611,14 @@ static void task_bf16(const attention_call *c, float *tile, const uint16_t *kp, 
     uint16_t *pb = (uint16_t *)(tile + (size_t)ROWS_PER_TASK * Tp);
     uint16_t *qb = pb + (size_t)ROWS_PER_TASK * Tp;
     const size_t first = ((size_t)b * T + r0) * ld + (size_t)h * dh; /* the block's first query */
-    if (c->qkv16) {
-        scores_bf16(tile, c->qkv16 + first, (size_t)ld, rows, kp, Tp, dh, c->scale);
-    } else {
+    /* the block's queries copied together first (read in place, 3D apart, their cache misses
+     * stalled the products: 2.5 % of a ViT-Ti forward more) */
+    if (c->qkv16)
+        for (int r = 0; r < rows; r++)
+            memcpy(qb + (size_t)r * dh, c->qkv16 + first + (size_t)r * ld, sizeof(uint16_t) * dh);
+    else
         round_rows(qb, c->qkv + first, rows, dh, (size_t)ld);
-        scores_bf16(tile, qb, (size_t)dh, rows, kp, Tp, dh, c->scale);
-    }
+    scores_bf16(tile, qb, (size_t)dh, rows, kp, Tp, dh, c->scale);
     float inv[ROWS_PER_TASK];
     bias_and_masks(c, tile, b, h, r0, rows, Tp);
     exponentials_bf16(pb, tile, rows, Tp, T, inv);

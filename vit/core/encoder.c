@@ -351,17 +351,23 @@ static void attention_block(const encoder_shape *s, const encoder_layer *w, enco
     float *qkv = encoder_acts_layer(a, a->qkv, l), *ctx = encoder_acts_layer(a, a->ctx, l);
     float *probs = encoder_acts_layer(a, a->probs, l);
     int ctx_bf16 = 0; /* ctx written as bfloat16 for proj */
+    /* qkv written as bfloat16 (gemm_write_bf16: models whose attention always takes the bf16
+     * kernels, model_prepare decides) */
+    const int qkv_bf16 = prepared(a, w) && gemm_writes_bf16(w->qkv);
     if (prepared(a, w))
         run_prepared(w->qkv, inp, inp_bf16, BT, qkv, a->gemm);
     else
         linear_forward(qkv, inp, w->qkv_w, w->qkv_b, BT, D, 3 * D);
     if (a->kv_cache) { /* decoder inference: these rows after the cached ones */
         cached_attention(a, l, qkv, ctx, B, T, D, H);
-    } else if (!a->keep && a->attn_scratch && prepared(a, w) && gemm_weight_runs_reduced(w->qkv)) {
+    } else if (qkv_bf16 || (!a->keep && a->attn_scratch && prepared(a, w) &&
+                            gemm_weight_runs_reduced(w->qkv))) {
         /* bf16 and int8 inference: the attention's products in bf16 */
         uint16_t *ctx16 = gemm_takes_bf16(w->proj) ? (uint16_t *)(void *)ctx : NULL;
-        ctx_bf16 = attention_infer_bf16_io(ctx16, ctx, qkv, NULL, mask, w->attn_bias, s->causal,
-                                           a->attn_scratch, a->attn_threads, B, T, D, H);
+        ctx_bf16 = attention_infer_bf16_io(ctx16, ctx, qkv_bf16 ? NULL : qkv,
+                                           qkv_bf16 ? (const uint16_t *)(const void *)qkv : NULL,
+                                           mask, w->attn_bias, s->causal, a->attn_scratch,
+                                           a->attn_threads, B, T, D, H);
     } else if (!a->keep && a->attn_scratch) { /* inference: no weights kept */
         attention_infer(ctx, qkv, mask, w->attn_bias, s->causal, a->attn_scratch, a->attn_threads,
                         B, T, D, H);

@@ -227,6 +227,27 @@ void gemm_run(const gemm_weight *w, const float *x, int N, float *y, gemm_state 
     openblas_run(w, x, N, y, s->workspace);
 }
 
+int gemm_write_bf16(gemm_weight *w) {
+#ifdef VIT_ONEDNN
+    if (w->backend != GEMM_ONEDNN || !gemm_weight_runs_reduced(w) ||
+        w->epilogue == EPILOGUE_ACCUMULATE)
+        return 0;
+    return onednn_write_bf16(w);
+#else
+    (void)w;
+    return 0;
+#endif
+}
+
+int gemm_writes_bf16(const gemm_weight *w) {
+#ifdef VIT_ONEDNN
+    return w->backend == GEMM_ONEDNN && onednn_writes_bf16(w);
+#else
+    (void)w;
+    return 0;
+#endif
+}
+
 int gemm_takes_bf16(const gemm_weight *w) {
 #ifdef VIT_ONEDNN
     return w->backend == GEMM_ONEDNN && onednn_takes_bf16(w);

@@ -94,6 +94,14 @@ int gemm_chain(gemm_weight *first, gemm_weight *second);
  * Called from serial code: the backend runs its own parallel region, with the calling thread's
  * OpenMP thread count. x or y holds the hand-over of chained layers (gemm_chain), not floats. */
 void gemm_run(const gemm_weight *w, const float *x, int N, float *y, gemm_state *s);
+/* Makes a prepared layer write its output y [N, OUT] as bfloat16 (in the first half of the
+ * caller's float buffer), for a consumer that reads bf16 (the attention after qkv): where it runs
+ * on oneDNN in bf16 (on bf16 kernels) or int8, and adds to no residual. The values are bf16_bits
+ * of the floats it wrote before. Returns 1 when it does, 0 when it keeps floats. The workspace may
+ * grow: read gemm_workspace_bytes after. */
+int gemm_write_bf16(gemm_weight *w);
+/* 1 when gemm_run of w writes bfloat16 (gemm_write_bf16). */
+int gemm_writes_bf16(const gemm_weight *w);
 /* 1 when w runs on bf16 kernels (oneDNN, bf16), so that its input may come as bfloat16
  * (gemm_run_bf16), rounded by whatever writes it instead of converted from floats here. */
 int gemm_takes_bf16(const gemm_weight *w);

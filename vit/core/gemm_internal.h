@@ -57,6 +57,9 @@ void onednn_free(gemm_weight *w);
 /* gemm_chain on two oneDNN layers of the same precision (bf16 native or int8): 1 when chained, 0
  * when not (the layers unchanged). */
 int onednn_chain(gemm_weight *first, gemm_weight *second);
+/* gemm_write_bf16 and gemm_writes_bf16 of a oneDNN layer (bf16 native or int8). */
+int onednn_write_bf16(gemm_weight *w);
+int onednn_writes_bf16(const gemm_weight *w);
 /* 1 when the prepared layer runs on w->weight in place (not on a copy of its own). */
 int onednn_reads_weight(const gemm_weight *w);
 void *onednn_state_create(void);

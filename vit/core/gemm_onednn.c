@@ -105,6 +105,7 @@ typedef struct {
     dnnl_memory_t weight, bias;  /* made once; src and dst are made per run (the rows vary) */
     int emulate_bf16;            /* bf16 in fp32: rounded weight, rounded activations */
     int chained_in, chained_out; /* gemm_chain: the input, the output is the hand-over */
+    int writes_bf16;             /* int8 (gemm_write_bf16): the output rounded to bfloat16 */
     void *owned;                 /* the bf16 or int8 copy of the weight */
     int reads_weight;            /* L->weight is w->weight itself, in place (fp32, plain layout) */
     float *scales;               /* int8: per output channel */
@@ -355,6 +356,18 @@ static int output_bf16(gemm_weight *w, layer *L) {
     return 1;
 }
 
+int onednn_write_bf16(gemm_weight *w) {
+    layer *L = w->onednn;
+    if (L->chained_out) return 0;
+    if (w->precision == PRECISION_INT8) return L->writes_bf16 = 1;
+    return !L->emulate_bf16 && output_bf16(w, L);
+}
+
+int onednn_writes_bf16(const gemm_weight *w) {
+    const layer *L = w->onednn;
+    return L->writes_bf16 || (!L->chained_out && L->dst_type == dnnl_bf16);
+}
+
 int onednn_chain(gemm_weight *first, gemm_weight *second) {
     layer *from = first->onednn, *to = second->onednn;
     if (first->precision == PRECISION_BF16 && (from->emulate_bf16 || !output_bf16(first, from)))
@@ -582,11 +595,15 @@ static void finish_row(const layer *L, const gemm_weight *w, int32_t *acc, const
                        const float *row_zero, int r, float *y, uint8_t *next_q, float *next_scale,
                        float *next_zero) {
     const int accumulate = w->epilogue == EPILOGUE_ACCUMULATE;
-    float *out = L->chained_out ? (float *)(void *)acc : y;
+    float *out = L->chained_out || L->writes_bf16 ? (float *)(void *)acc : y;
     dequantize_rows(out, acc, row_scale, row_zero, L->scales, L->colsum, w->bias, r, r + 1, w->OUT,
                     accumulate);
-    if (!accumulate) apply_epilogue(out + (size_t)r * w->OUT, NULL, w->OUT, w->epilogue);
-    if (L->chained_out) quantize_rows(next_q, next_scale, next_zero, out, r, r + 1, w->OUT);
+    const size_t at = (size_t)r * w->OUT;
+    if (!accumulate) apply_epilogue(out + at, NULL, w->OUT, w->epilogue);
+    if (L->chained_out)
+        quantize_rows(next_q, next_scale, next_zero, out, r, r + 1, w->OUT);
+    else if (L->writes_bf16)
+        convert_bf16((uint16_t *)(void *)y + at, out + at, (size_t)w->OUT);
 }
 
 /* The products in int32 of x quantized per row (or of the hand-over x of a chained layer), then

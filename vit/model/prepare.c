@@ -64,6 +64,12 @@ static int prepare_layers(model *m, prep *p, int rows) {
             one(p, &w->fc1, w->fc1_w, w->fc1_b, I1, D, activation_epilogue(m->enc.act), rows) ||
             scaled(p, &w->fc2, w->fc2_w, w->fc2_b, w->ls2, D, I, EPILOGUE_ACCUMULATE, rows))
             return -1;
+        /* qkv in bf16 for the attention's bf16 kernels, which every inference forward of an
+         * encoder takes when the CPU and the head size allow (a decoder's cached attention reads
+         * floats) */
+        if (m->cfg.kind != MODEL_DECODER && attention_infer_bf16_supported(D, m->enc.heads) &&
+            gemm_write_bf16(w->qkv) == 1 && gemm_workspace_bytes(w->qkv) > p->workspace)
+            p->workspace = gemm_workspace_bytes(w->qkv);
         /* fc1's activations go to fc2 alone (SwiGLU's go through the encoder first) */
         if (m->enc.act != ACT_SWIGLU && gemm_chain(w->fc1, w->fc2) == 1 &&
             gemm_workspace_bytes(w->fc1) > p->workspace)
