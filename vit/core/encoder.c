@@ -402,30 +402,33 @@ static void mlp_block(const encoder_shape *s, const encoder_layer *w, encoder_ac
     add_branch(w, a, l, &out, act, 0, BT, D, residual);
 }
 
+/* out = LayerNorm(x) (norm weight g, bias b) for the layer that reads it next: rounded to bfloat16
+ * as it is written when that layer is prepared and takes bf16 (returns 1), else floats with the
+ * statistics kept (0). */
+static int norm_for(const encoder_shape *s, encoder_acts *a, const encoder_layer *w,
+                    const gemm_weight *next, float *out, float *mean, float *rstd, const float *x,
+                    const float *g, const float *b, int BT) {
+    if (prepared(a, w) && gemm_takes_bf16(next)) {
+        layernorm_forward_bf16((uint16_t *)(void *)out, x, g, b, BT, s->dim, s->eps);
+        return 1;
+    }
+    layernorm_forward(out, mean, rstd, x, g, b, BT, s->dim, s->eps);
+    return 0;
+}
+
 static void pre_norm_layer(const encoder_shape *s, const encoder_layer *w, encoder_acts *a, int l,
                            float *x, const uint8_t *mask, int B, int T) {
     const int D = s->dim, BT = B * T;
     const size_t n = (size_t)BT * D;
     float *ln1 = encoder_acts_layer(a, a->ln1_out, l), *ln2 = encoder_acts_layer(a, a->ln2_out, l);
     if (a->keep) memcpy(encoder_acts_layer(a, a->layer_in, l), x, n * sizeof *x);
-    /* a layer that takes bf16 gets the norm's output rounded as it is written */
-    const int ln1_bf16 = prepared(a, w) && gemm_takes_bf16(w->qkv);
-    if (ln1_bf16)
-        layernorm_forward_bf16((uint16_t *)(void *)ln1, x, w->ln1_w, w->ln1_b, BT, D, s->eps);
-    else
-        layernorm_forward(ln1, encoder_acts_layer(a, a->ln1_mean, l),
-                          encoder_acts_layer(a, a->ln1_rstd, l), x, w->ln1_w, w->ln1_b, BT, D,
-                          s->eps);
+    const int ln1_bf16 = norm_for(s, a, w, w->qkv, ln1, encoder_acts_layer(a, a->ln1_mean, l),
+                                  encoder_acts_layer(a, a->ln1_rstd, l), x, w->ln1_w, w->ln1_b, BT);
     attention_block(s, w, a, l, ln1, ln1_bf16, mask, B, T, x);
     if (s->cross) cross_pre_norm(s, w, a, l, x, B, T);
     if (a->keep) memcpy(encoder_acts_layer(a, a->mid, l), x, n * sizeof *x);
-    const int ln2_bf16 = prepared(a, w) && gemm_takes_bf16(w->fc1);
-    if (ln2_bf16)
-        layernorm_forward_bf16((uint16_t *)(void *)ln2, x, w->ln2_w, w->ln2_b, BT, D, s->eps);
-    else
-        layernorm_forward(ln2, encoder_acts_layer(a, a->ln2_mean, l),
-                          encoder_acts_layer(a, a->ln2_rstd, l), x, w->ln2_w, w->ln2_b, BT, D,
-                          s->eps);
+    const int ln2_bf16 = norm_for(s, a, w, w->fc1, ln2, encoder_acts_layer(a, a->ln2_mean, l),
+                                  encoder_acts_layer(a, a->ln2_rstd, l), x, w->ln2_w, w->ln2_b, BT);
     mlp_block(s, w, a, l, ln2, ln2_bf16, BT, x);
 }
 
