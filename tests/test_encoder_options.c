@@ -621,11 +621,13 @@ static void test_bf16_inputs(void **state) {
     } else {
         print_message("  attention: no bf16 kernels here, floats written (checked elsewhere)\n");
     }
-    /* a layer taking bf16 */
+    /* a layer taking bf16 (weight [D, D]) */
     vit_error err = {0};
+    float *square = test_alloc_floats((size_t)D * D);
+    test_fill(square, (size_t)D * D, -0.2f, 0.2f);
     gemm_weight *layer =
         gemm_backend_available(GEMM_ONEDNN)
-            ? gemm_prepare(GEMM_ONEDNN, PRECISION_BF16, w, b, D, D, EPILOGUE_NONE, N, &err)
+            ? gemm_prepare(GEMM_ONEDNN, PRECISION_BF16, square, b, D, D, EPILOGUE_NONE, N, &err)
             : NULL;
     if (layer && gemm_takes_bf16(layer)) {
         gemm_state *st = gemm_state_create(GEMM_ONEDNN, gemm_workspace_bytes(layer), &err);
@@ -678,7 +680,7 @@ static void test_bf16_inputs(void **state) {
         gemm_state_free(st);
         gemm_free(plain), gemm_free(rounding);
     }
-    free(w2), free(floats), free(bits);
+    free(w2), free(floats), free(bits), free(square);
     free(x), free(w), free(b), free(y), free(y16), free(qkv), free(out), free(out16), free(scratch);
 }
 
