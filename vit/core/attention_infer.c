@@ -582,6 +582,21 @@ BF16_TARGET static void weighted_values_bf16(float *out, uint16_t *out16, int ld
 
 /* exponentials, the weights written as bfloat16 to pb [rows, Tp] at once (not stored as floats
  * and rounded in a second pass); the normaliser sums them unrounded. */
+/* exp_nonpositive with AVX-512's own instructions: the power of two by vscalefps (no clamp on the
+ * result needed: below -120 it underflows to 0 by itself), the rounding by vrndscaleps. The same
+ * values (the same polynomial on the same r, times the same power of two) for x >= -87.3; below,
+ * subnormal weights instead of 0 (beside a row maximum's weight of 1, nothing). max(lo, x), in
+ * this order, keeps a NaN. */
+BF16_TARGET static inline __m512 exp_avx512(__m512 x) {
+    const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-120.0f), x);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+    const __m512 p = FAST_EXP_POLY(r);
+    return _mm512_scalef_ps(p, n);
+}
+
 BF16_TARGET static void exponentials_bf16(uint16_t *pb, const float *s, int rows, int Tp, int T,
                                           float *inv) {
     for (int i = 0; i < rows; i++) {
@@ -593,14 +608,18 @@ BF16_TARGET static void exponentials_bf16(uint16_t *pb, const float *s, int rows
             inv[i] = 0.0f;
             continue;
         }
-        v16f sum = {0};
+        const __m512 m = _mm512_set1_ps(max);
+        __m512 sum = _mm512_setzero_ps();
         for (int j0 = 0; j0 < Tp; j0 += TILE_C) {
-            v16f e;
-            exp16(&e, &sum, row, j0, T, max);
-            const __m256bh h = _mm512_cvtneps_pbh((__m512)e);
+            __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(row + j0), m));
+            if (j0 + TILE_C > T) e = _mm512_maskz_mov_ps((__mmask16)((1u << (T - j0)) - 1u), e);
+            sum = _mm512_add_ps(sum, e);
+            const __m256bh h = _mm512_cvtneps_pbh(e);
             memcpy(out + j0, &h, sizeof h);
         }
-        inv[i] = inverse_total(&sum);
+        v16f partial;
+        memcpy(&partial, &sum, sizeof partial);
+        inv[i] = inverse_total(&partial);
     }
 }
 
