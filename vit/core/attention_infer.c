@@ -483,7 +483,8 @@ BF16_TARGET static void round_rows(uint16_t *dst, const float *src, int rows, in
 /* s [valid rows, j0 .. j0 + 16 nc) = qr rows (bf16) · kp's columns. */
 BF16_TARGET static ALWAYS_INLINE void scores_tile_bf16(float *s, const uint16_t *const *qr,
                                                        int valid, const uint16_t *kp, int Tp,
-                                                       int j0, int dh, float scale, int nc) {
+                                                       int j0, int dh, float scale, __m512 *vmax,
+                                                       int T, int nc) {
     __m512 acc[TILE_R][2];
     for (int r = 0; r < TILE_R; r++)
         for (int c = 0; c < nc; c++) acc[r][c] = _mm512_setzero_ps();
@@ -496,24 +497,38 @@ BF16_TARGET static ALWAYS_INLINE void scores_tile_bf16(float *s, const uint16_t 
             for (int c = 0; c < nc; c++) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], q, k[c]);
         }
     }
-    for (int r = 0; r < valid; r++)
-        for (int c = 0; c < nc; c++)
-            _mm512_storeu_ps(s + (size_t)r * Tp + j0 + 16 * c,
-                             _mm512_mul_ps(acc[r][c], _mm512_set1_ps(scale)));
+    for (int c = 0; c < nc; c++) {
+        const int j = j0 + 16 * c; /* the keys from T on are padding: not in the maximum */
+        const __mmask16 keys = j + 16 <= T ? 0xffff : (__mmask16)((1u << (T > j ? T - j : 0)) - 1u);
+        for (int r = 0; r < valid; r++) {
+            const __m512 y = _mm512_mul_ps(acc[r][c], _mm512_set1_ps(scale));
+            _mm512_storeu_ps(s + (size_t)r * Tp + j, y);
+            /* y second: a NaN score is passed over, as row_max does */
+            if (vmax) vmax[r] = _mm512_mask_max_ps(vmax[r], keys, vmax[r], y);
+        }
+    }
 }
 
-/* s [rows, Tp] = scale · qb [rows, dh] (bf16, rows ldq apart) · kp. */
+/* s [rows, Tp] = scale · qb [rows, dh] (bf16, rows ldq apart) · kp, and, when max is set, each
+ * row's maximum over its first T scores in max[row] (taken from the registers as they are stored:
+ * a pass over the row less, for scores no bias or mask changes afterwards). */
 BF16_TARGET static void scores_bf16(float *s, const uint16_t *qb, size_t ldq, int rows,
-                                    const uint16_t *kp, int Tp, int dh, float scale) {
+                                    const uint16_t *kp, int Tp, int dh, float scale, float *max,
+                                    int T) {
     for (int i0 = 0; i0 < rows; i0 += TILE_R) {
         const uint16_t *qr[TILE_R];
         for (int r = 0; r < TILE_R; r++)
             qr[r] = qb + (size_t)(i0 + r < rows ? i0 + r : rows - 1) * ldq;
         const int valid = rows - i0 < TILE_R ? rows - i0 : TILE_R;
         float *si = s + (size_t)i0 * Tp;
+        __m512 vmax[TILE_R];
+        for (int r = 0; r < TILE_R; r++) vmax[r] = _mm512_set1_ps(-INFINITY);
+        __m512 *track = max ? vmax : NULL;
         int j0 = 0;
-        for (; j0 + 32 <= Tp; j0 += 32) scores_tile_bf16(si, qr, valid, kp, Tp, j0, dh, scale, 2);
-        if (j0 < Tp) scores_tile_bf16(si, qr, valid, kp, Tp, j0, dh, scale, 1);
+        for (; j0 + 32 <= Tp; j0 += 32)
+            scores_tile_bf16(si, qr, valid, kp, Tp, j0, dh, scale, track, T, 2);
+        if (j0 < Tp) scores_tile_bf16(si, qr, valid, kp, Tp, j0, dh, scale, track, T, 1);
+        for (int r = 0; max && r < valid; r++) max[i0 + r] = _mm512_reduce_max_ps(vmax[r]);
     }
 }
 
@@ -598,11 +613,11 @@ BF16_TARGET static inline __m512 exp_avx512(__m512 x) {
 }
 
 BF16_TARGET static void exponentials_bf16(uint16_t *pb, const float *s, int rows, int Tp, int T,
-                                          float *inv) {
+                                          const float *maxes, float *inv) {
     for (int i = 0; i < rows; i++) {
         const float *row = s + (size_t)i * Tp;
         uint16_t *out = pb + (size_t)i * Tp;
-        const float max = row_max(row, T);
+        const float max = maxes ? maxes[i] : row_max(row, T);
         if (max == -INFINITY) {
             memset(out, 0, sizeof(uint16_t) * (size_t)Tp);
             inv[i] = 0.0f;
@@ -637,10 +652,12 @@ static void task_bf16(const attention_call *c, float *tile, const uint16_t *kp, 
             memcpy(qb + (size_t)r * dh, c->qkv16 + first + (size_t)r * ld, sizeof(uint16_t) * dh);
     else
         round_rows(qb, c->qkv + first, rows, dh, (size_t)ld);
-    scores_bf16(tile, qb, (size_t)dh, rows, kp, Tp, dh, c->scale);
-    float inv[ROWS_PER_TASK];
+    /* the rows' maxima as the scores are made, unless a bias or a mask changes them after */
+    float maxes[ROWS_PER_TASK], inv[ROWS_PER_TASK];
+    const int plain = !c->bias && !c->key_mask && !c->causal;
+    scores_bf16(tile, qb, (size_t)dh, rows, kp, Tp, dh, c->scale, plain ? maxes : NULL, T);
     bias_and_masks(c, tile, b, h, r0, rows, Tp);
-    exponentials_bf16(pb, tile, rows, Tp, T, inv);
+    exponentials_bf16(pb, tile, rows, Tp, T, plain ? maxes : NULL, inv);
     const size_t at = ((size_t)b * T + r0) * D + (size_t)h * dh;
     weighted_values_bf16(c->out16 ? NULL : c->out + at, c->out16 ? c->out16 + at : NULL, D, pb, inv,
                          rows, Tp, vp, T, dh);
