@@ -347,6 +347,13 @@ static void run_fp32(const attention_call *c, float *scratch, int team) {
     }
 }
 
+/* qkv given as bfloat16 where the bf16 kernels cannot run (a caller's mistake): out NaN, which
+ * the model's finite check reports; returns 0 (no bf16 output). */
+static int refuse_bf16_qkv(float *out, int B, int T, int D) {
+    for (size_t i = 0; i < (size_t)B * T * D; i++) out[i] = NAN;
+    return 0;
+}
+
 static int team_size(int threads) {
     return omp_get_max_threads() < threads ? omp_get_max_threads() : threads;
 }
@@ -374,49 +381,45 @@ static inline int pair_at(const uint16_t *p) {
     return v;
 }
 
-/* kp [dh/2][Tp][2] = K of one (batch, head) in pairs of dimensions, zero past T: 16 keys' rows
- * rounded into rows [16][dh/2] of pairs, then each pair's column gathered into one vector
- * (element by element, the rounding and the strided stores took 4 % of a bf16 ViT-Ti forward).
- * (The scores are scaled by 1/√dh as they are stored, not the keys: keys given in bf16 already
- * could not be.) */
+/* kp's columns j0 .. j0 + 16 (kp [dh/2][Tp][2]: keys in pairs of dimensions) from 16 keys' bf16
+ * rows (ld apart, the first at rows), each pair's column gathered into one vector; keys from T on
+ * zero, their rows never read. */
+BF16_TARGET static void gather_key_pairs(uint16_t *kp, const uint16_t *rows, int ld, int j0, int T,
+                                         int Tp, int dh) {
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i at = _mm512_mullo_epi32(lane, _mm512_set1_epi32(ld / 2)); /* in pairs */
+    const __mmask16 real = _mm512_cmplt_epi32_mask(_mm512_add_epi32(lane, _mm512_set1_epi32(j0)),
+                                                   _mm512_set1_epi32(T));
+    for (int p = 0; p < dh / 2; p++)
+        _mm512_storeu_si512(kp + ((size_t)p * Tp + j0) * 2,
+                            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), real,
+                                                        _mm512_add_epi32(at, _mm512_set1_epi32(p)),
+                                                        rows, 4));
+}
+
+/* kp = K of one (batch, head) from floats (rows ld apart), zero past T: 16 keys' rows rounded
+ * into a block, then their pairs gathered (element by element, the rounding and the strided
+ * stores took 4 % of a bf16 ViT-Ti forward). (The scores are scaled by 1/√dh as they are stored,
+ * not the keys: keys given in bf16 already could not be.) */
 BF16_TARGET static void pack_keys_bf16(uint16_t *kp, const float *k, int T, int Tp, int ld,
                                        int dh) {
-    const int pairs = dh / 2;
-    uint32_t rows[16 * MAX_BF16_HEAD / 2]; /* 16 keys, dh/2 pairs each */
-    const __m512i at =
-        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                           _mm512_set1_epi32(pairs));
+    uint16_t rows[16 * MAX_BF16_HEAD]; /* 16 keys of dh */
     for (int j0 = 0; j0 < Tp; j0 += 16) {
-        for (int r = 0; r < 16; r++)
+        for (int r = 0; r < 16 && j0 + r < T; r++)
             for (int d = 0; d < dh; d += 16) {
-                const __m512 x = j0 + r < T ? _mm512_loadu_ps(k + (size_t)(j0 + r) * ld + d)
-                                            : _mm512_setzero_ps();
-                const __m256bh h = _mm512_cvtneps_pbh(x);
-                memcpy(rows + r * pairs + d / 2, &h, sizeof h);
+                const __m256bh h =
+                    _mm512_cvtneps_pbh(_mm512_loadu_ps(k + (size_t)(j0 + r) * ld + d));
+                memcpy(rows + r * dh + d, &h, sizeof h);
             }
-        for (int p = 0; p < pairs; p++)
-            _mm512_storeu_si512(
-                kp + ((size_t)p * Tp + j0) * 2,
-                _mm512_i32gather_epi32(_mm512_add_epi32(at, _mm512_set1_epi32(p)), rows, 4));
+        gather_key_pairs(kp, rows, dh, j0, T, Tp, dh);
     }
 }
 
-/* The same from K in bfloat16 (rows ld apart): each pair's column gathered straight from the
- * rows. */
+/* The same from K in bfloat16 (rows ld apart), gathered straight from its rows. */
 BF16_TARGET static void pack_keys_from_bf16(uint16_t *kp, const uint16_t *k, int T, int Tp, int ld,
                                             int dh) {
-    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i at = _mm512_mullo_epi32(lane, _mm512_set1_epi32(ld / 2)); /* in pairs */
-    for (int j0 = 0; j0 < Tp; j0 += 16) {
-        const __mmask16 real = _mm512_cmplt_epi32_mask(
-            _mm512_add_epi32(lane, _mm512_set1_epi32(j0)), _mm512_set1_epi32(T));
-        const uint16_t *first = k + (size_t)j0 * ld;
-        for (int p = 0; p < dh / 2; p++)
-            _mm512_storeu_si512(
-                kp + ((size_t)p * Tp + j0) * 2,
-                _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), real,
-                                            _mm512_add_epi32(at, _mm512_set1_epi32(p)), first, 4));
-    }
+    for (int j0 = 0; j0 < Tp; j0 += 16)
+        gather_key_pairs(kp, k + (size_t)j0 * ld, ld, j0, T, Tp, dh);
 }
 
 /* vp [T2/2][dh][2] = V of one (batch, head) in pairs of keys, the pad row zero: two rows rounded
@@ -532,9 +535,9 @@ BF16_TARGET static void scores_bf16(float *s, const uint16_t *qb, size_t ldq, in
     }
 }
 
-/* out [valid rows, c0 .. c0 + 16 nc) (rows ld_out apart) = diag(inv) · pr rows · vp's columns. */
-/* bf16_bits of 16 floats: the same rounding as the rest of the bf16 path (to nearest even, a NaN
- * quiet, subnormals kept: vcvtneps2bf16 would flush them). */
+/* ops.h's bf16_bits on 16 lanes at once, the same rounding as every other bf16 writer
+ * (vcvtneps2bf16 would flush subnormals); bf16_bits through a loop of its own cost the bf16
+ * forward 3-4 %. */
 BF16_TARGET static inline __m256i bf16_bits16(__m512 x) {
     const __m512i u = _mm512_castps_si512(x);
     const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
@@ -595,8 +598,6 @@ BF16_TARGET static void weighted_values_bf16(float *out, uint16_t *out16, int ld
     }
 }
 
-/* exponentials, the weights written as bfloat16 to pb [rows, Tp] at once (not stored as floats
- * and rounded in a second pass); the normaliser sums them unrounded. */
 /* exp_nonpositive with AVX-512's own instructions: the power of two by vscalefps (no clamp on the
  * result needed: below -120 it underflows to 0 by itself), the rounding by vrndscaleps. The same
  * values (the same polynomial on the same r, times the same power of two) for x >= -87.3; below,
@@ -612,6 +613,9 @@ BF16_TARGET static inline __m512 exp_avx512(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
+/* exponentials, the weights written as bfloat16 to pb [rows, Tp] at once (not stored as floats
+ * and rounded in a second pass); the normaliser sums them unrounded. maxes: the rows' maxima when
+ * known already (scores_bf16), else NULL. */
 BF16_TARGET static void exponentials_bf16(uint16_t *pb, const float *s, int rows, int Tp, int T,
                                           const float *maxes, float *inv) {
     for (int i = 0; i < rows; i++) {
@@ -708,10 +712,7 @@ int attention_infer_bf16_io(uint16_t *out16, float *out, const float *qkv, const
                             const uint8_t *key_mask, const float *bias, int causal, float *scratch,
                             int threads, int B, int T, int D, int H) {
     const int bf16 = attention_infer_bf16_supported(D, H);
-    if (!bf16 && qkv16) { /* a caller's mistake: NaN, which the model's finite check reports */
-        for (size_t i = 0; i < (size_t)B * T * D; i++) out[i] = NAN;
-        return 0;
-    }
+    if (!bf16 && qkv16) return refuse_bf16_qkv(out, B, T, D);
     const attention_call c = {
         out, bf16 ? out16 : NULL,         qkv16, qkv, bias, key_mask, causal, B, T, D,
         H,   1.0f / sqrtf((float)(D / H))};
@@ -746,10 +747,7 @@ int attention_infer_bf16_io(uint16_t *out16, float *out, const float *qkv, const
                             const uint8_t *key_mask, const float *bias, int causal, float *scratch,
                             int threads, int B, int T, int D, int H) {
     (void)out16;
-    if (qkv16) {
-        for (size_t i = 0; i < (size_t)B * T * D; i++) out[i] = NAN;
-        return 0;
-    }
+    if (qkv16) return refuse_bf16_qkv(out, B, T, D);
     attention_infer(out, qkv, key_mask, bias, causal, scratch, threads, B, T, D, H);
     return 0;
 }

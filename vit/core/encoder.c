@@ -236,8 +236,6 @@ typedef struct {
     float *kept;
 } branch_out;
 
-/* The branch's output projection added into residual (which holds the residual stream), through
- * dropout when training, times the layer scale (folded into the prepared layer). */
 /* A prepared layer on inp: floats, or bfloat16 when inp_bf16 (written so because the layer takes
  * bf16: gemm_takes_bf16). */
 static void run_prepared(const gemm_weight *layer, const float *inp, int inp_bf16, int BT,
@@ -248,6 +246,8 @@ static void run_prepared(const gemm_weight *layer, const float *inp, int inp_bf1
         gemm_run(layer, inp, BT, out, s);
 }
 
+/* The branch's output projection added into residual (which holds the residual stream), through
+ * dropout when training, times the layer scale (folded into the prepared layer). */
 static void add_branch(const encoder_layer *w, encoder_acts *a, int l, const branch_out *o,
                        const float *inp, int inp_bf16, int BT, int D, float *residual) {
     if (prepared(a, w)) {

@@ -203,11 +203,19 @@ void gemm_state_free(gemm_state *s) {
     free(s);
 }
 
+#ifdef VIT_ONEDNN
+/* A layer whose output may be handed over in another form (gemm_chain, gemm_write_bf16): on
+ * oneDNN below fp32, and not adding to a residual the caller holds in floats. */
+static int may_hand_over(const gemm_weight *w) {
+    return w->backend == GEMM_ONEDNN && gemm_weight_runs_reduced(w) &&
+           w->epilogue != EPILOGUE_ACCUMULATE;
+}
+#endif
+
 int gemm_chain(gemm_weight *first, gemm_weight *second) {
 #ifdef VIT_ONEDNN
-    if (first->backend != GEMM_ONEDNN || second->backend != GEMM_ONEDNN ||
-        first->precision != second->precision || !gemm_weight_runs_reduced(first) ||
-        first->epilogue == EPILOGUE_ACCUMULATE || first->OUT != second->IN ||
+    if (!may_hand_over(first) || second->backend != GEMM_ONEDNN ||
+        first->precision != second->precision || first->OUT != second->IN ||
         first->max_rows != second->max_rows)
         return 0;
     return onednn_chain(first, second);
@@ -229,10 +237,7 @@ void gemm_run(const gemm_weight *w, const float *x, int N, float *y, gemm_state 
 
 int gemm_write_bf16(gemm_weight *w) {
 #ifdef VIT_ONEDNN
-    if (w->backend != GEMM_ONEDNN || !gemm_weight_runs_reduced(w) ||
-        w->epilogue == EPILOGUE_ACCUMULATE)
-        return 0;
-    return onednn_write_bf16(w);
+    return may_hand_over(w) && onednn_write_bf16(w);
 #else
     (void)w;
     return 0;

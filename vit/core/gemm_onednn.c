@@ -105,7 +105,8 @@ typedef struct {
     dnnl_memory_t weight, bias;  /* made once; src and dst are made per run (the rows vary) */
     int emulate_bf16;            /* bf16 in fp32: rounded weight, rounded activations */
     int chained_in, chained_out; /* gemm_chain: the input, the output is the hand-over */
-    int writes_bf16;             /* int8 (gemm_write_bf16): the output rounded to bfloat16 */
+    int writes_bf16;             /* gemm_write_bf16: the output bfloat16 (int8: rounded as
+                                  * dequantised; bf16: the product's dst_type) */
     void *owned;                 /* the bf16 or int8 copy of the weight */
     int reads_weight;            /* L->weight is w->weight itself, in place (fp32, plain layout) */
     float *scales;               /* int8: per output channel */
@@ -358,14 +359,15 @@ static int output_bf16(gemm_weight *w, layer *L) {
 
 int onednn_write_bf16(gemm_weight *w) {
     layer *L = w->onednn;
-    if (L->chained_out) return 0;
-    if (w->precision == PRECISION_INT8) return L->writes_bf16 = 1;
-    return !L->emulate_bf16 && output_bf16(w, L);
+    if (L->chained_out ||
+        (w->precision == PRECISION_BF16 && (L->emulate_bf16 || !output_bf16(w, L))))
+        return 0;
+    return L->writes_bf16 = 1;
 }
 
 int onednn_writes_bf16(const gemm_weight *w) {
     const layer *L = w->onednn;
-    return L->writes_bf16 || (!L->chained_out && L->dst_type == dnnl_bf16);
+    return L->writes_bf16;
 }
 
 int onednn_chain(gemm_weight *first, gemm_weight *second) {

@@ -259,7 +259,6 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
     }
 }
 
-/* Rows [n0, n1) of layernorm_forward. */
 /* A row's mean and 1/sqrt(variance + eps). Two passes in double: the variance of activations with
  * a large mean stays exact (the sums vectorised: their order does not matter at double's
  * precision). Inlined into each HOT_LOOP clone (called, it ran in the default clone's SSE2). */
@@ -276,6 +275,7 @@ static inline __attribute__((always_inline)) void row_moments(const float *x, in
     *mean = (float)m;
 }
 
+/* Rows [n0, n1) of layernorm_forward. */
 HOT_LOOP static void layernorm_rows(float *out, float *mean, float *rstd, const float *inp,
                                     const float *w, const float *b, int n0, int n1, int D,
                                     float eps) {

@@ -471,16 +471,24 @@ static int is_float(st_dtype dtype) {
     return dtype == ST_F32 || dtype == ST_F16 || dtype == ST_BF16 || dtype == ST_F64;
 }
 
+/* numel floats (a buffer this takes over) stored as dtype (F32: the buffer itself; F16, BF16: a
+ * new one, rounded to nearest even), or NULL (err set, naming path) when out of memory. */
+static void *floats_as(float *f32, int64_t numel, st_dtype dtype, const char *path,
+                       vit_error *err) {
+    if (dtype == ST_F32) return f32;
+    uint16_t *half = malloc(sizeof(uint16_t) * (size_t)(numel ? numel : 1));
+    if (half) (dtype == ST_F16 ? st_f32_to_f16 : st_f32_to_bf16)(half, f32, (size_t)numel);
+    free(f32);
+    if (!half) vit_fail(err, "%s: out of memory", path);
+    return half;
+}
+
 /* Tensor t as dtype into a new buffer (a float tensor), or NULL (err set). */
 static void *converted(const st_file *f, const st_tensor *t, st_dtype dtype, vit_error *err) {
     float *f32 = malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1));
     if (!f32) return vit_fail(err, "%s: out of memory", f->path), NULL;
-    if (st_to_f32(f, t, f32, err) != 0 || dtype == ST_F32) return f32;
-    uint16_t *half = malloc(sizeof(uint16_t) * (size_t)(t->numel ? t->numel : 1));
-    if (half) (dtype == ST_F16 ? st_f32_to_f16 : st_f32_to_bf16)(half, f32, (size_t)t->numel);
-    free(f32);
-    if (!half) vit_fail(err, "%s: out of memory", f->path);
-    return half;
+    if (st_to_f32(f, t, f32, err) != 0) return free(f32), NULL;
+    return floats_as(f32, t->numel, dtype, f->path, err);
 }
 
 static int convert_weights(const char *in_dir, const char *out_dir, st_dtype dtype,
@@ -585,13 +593,8 @@ static void *averaged(st_file *f, int n, const st_tensor *t, st_dtype dtype, vit
     }
     if (rc == 0) {
         for (size_t i = 0; i < (size_t)t->numel; i++) one[i] = (float)(sum[i] / n);
-        if (dtype == ST_F32) {
-            out = one, one = NULL;
-        } else if ((out = malloc(numel * sizeof(uint16_t)))) {
-            (dtype == ST_F16 ? st_f32_to_f16 : st_f32_to_bf16)(out, one, (size_t)t->numel);
-        } else {
-            vit_fail(err, "%s: out of memory", f[0].path);
-        }
+        out = floats_as(one, t->numel, dtype, f[0].path, err);
+        one = NULL;
     }
     free(sum), free(one);
     return out;

@@ -30,6 +30,12 @@ static int need(prep *p, const float *x, size_t count) {
     return m->source.read(m->source.ctx, m->params, (size_t)(x - m->params), count, p->err);
 }
 
+/* The workspace grows to what layer w needs. */
+static void grow_workspace(prep *p, const gemm_weight *w) {
+    const size_t need = gemm_workspace_bytes(w);
+    p->workspace = need > p->workspace ? need : p->workspace;
+}
+
 /* One layer (weight [OUT, IN]), its outputs times scale [OUT] if set (a layer scale, folded into
  * a copy of the weight the prepared layer owns); the workspace grows to the largest need. */
 static int scaled(prep *p, gemm_weight **out, const float *w, const float *b, const float *scale,
@@ -44,8 +50,7 @@ static int scaled(prep *p, gemm_weight **out, const float *w, const float *b, co
         vit_release_pages((void *)w, sizeof *w * (size_t)OUT * IN);
         *p->released = 1;
     }
-    const size_t need = gemm_workspace_bytes(*out);
-    p->workspace = need > p->workspace ? need : p->workspace;
+    grow_workspace(p, *out);
     return 0;
 }
 
@@ -68,12 +73,10 @@ static int prepare_layers(model *m, prep *p, int rows) {
          * encoder takes when the CPU and the head size allow (a decoder's cached attention reads
          * floats) */
         if (m->cfg.kind != MODEL_DECODER && attention_infer_bf16_supported(D, m->enc.heads) &&
-            gemm_write_bf16(w->qkv) == 1 && gemm_workspace_bytes(w->qkv) > p->workspace)
-            p->workspace = gemm_workspace_bytes(w->qkv);
+            gemm_write_bf16(w->qkv))
+            grow_workspace(p, w->qkv);
         /* fc1's activations go to fc2 alone (SwiGLU's go through the encoder first) */
-        if (m->enc.act != ACT_SWIGLU && gemm_chain(w->fc1, w->fc2) == 1 &&
-            gemm_workspace_bytes(w->fc1) > p->workspace)
-            p->workspace = gemm_workspace_bytes(w->fc1);
+        if (m->enc.act != ACT_SWIGLU && gemm_chain(w->fc1, w->fc2)) grow_workspace(p, w->fc1);
         if (m->enc.cross &&
             (one(p, &w->xq, w->xq_w, w->xq_b, D, D, EPILOGUE_NONE, rows) ||
              one(p, &w->xkv, w->xkv_w, w->xkv_b, 2 * D, m->enc.cross_dim, EPILOGUE_NONE, rows) ||
