@@ -588,6 +588,85 @@ static void test_gemm_chain(void **state) {
     free(w1), free(b1), free(w2), free(b2), free(x), free(y0), free(plain), free(chained);
 }
 
+/* ---- int8 rows ---- */
+
+/* Layer first's output for N rows of x (fc1 chained to second: the hand-over goes through it, and
+ * it adds to y0). */
+static void run_rows(gemm_weight *first, gemm_weight *second, const float *x, const float *y0,
+                     int N, int width, float *h, float *y, gemm_state *s) {
+    if (!second) {
+        if (y0) memcpy(y, y0, sizeof(float) * (size_t)N * width);
+        gemm_run(first, x, N, y, s);
+        return;
+    }
+    memcpy(y, y0, sizeof(float) * (size_t)N * width);
+    gemm_run(first, x, N, h, s);
+    gemm_run(second, h, N, y, s);
+}
+
+/* An int8 layer's rows are independent (each quantised on its own, the integer sums exact), so
+ * any number of rows at once (the layer's own primitive for all of them, or one made for fewer)
+ * gives what the same rows give one at a time, bit for bit: with GELU, adding to a residual,
+ * writing bf16, and handing over to a chained layer. */
+static void test_int8_rows(void **state) {
+    (void)state;
+    if (!gemm_backend_available(GEMM_ONEDNN)) {
+        print_message("  SKIPPED: no oneDNN here (int8 runs on oneDNN only)\n");
+        return;
+    }
+    enum { IN = 48, OUT = 2048, ROWS = 600 };
+    float *w1 = test_alloc_floats((size_t)OUT * IN), *b1 = test_alloc_floats(OUT);
+    float *w2 = test_alloc_floats((size_t)IN * OUT), *b2 = test_alloc_floats(IN);
+    float *x = test_alloc_floats((size_t)ROWS * IN), *y0 = test_alloc_floats((size_t)ROWS * OUT);
+    float *h = test_alloc_floats((size_t)ROWS * OUT), *h1 = test_alloc_floats(OUT);
+    float *all = test_alloc_floats((size_t)ROWS * OUT), *one = test_alloc_floats(ROWS * OUT);
+    test_fill(w1, (size_t)OUT * IN, -0.3f, 0.3f), test_fill(b1, OUT, -0.5f, 0.5f);
+    test_fill(w2, (size_t)IN * OUT, -0.05f, 0.05f), test_fill(b2, IN, -0.5f, 0.5f);
+    test_fill(x, (size_t)ROWS * IN, -2, 2), test_fill(y0, (size_t)ROWS * OUT, -1, 1);
+    const char *names[] = {"GELU", "adding to a residual", "writing bf16", "chained to fc2"};
+    const gemm_epilogue epilogues[] = {EPILOGUE_GELU, EPILOGUE_ACCUMULATE, EPILOGUE_NONE,
+                                       EPILOGUE_GELU};
+    vit_error err = {0};
+    for (int v = 0; v < 4; v++) {
+        gemm_weight *f =
+            gemm_prepare(GEMM_ONEDNN, PRECISION_INT8, w1, b1, OUT, IN, epilogues[v], ROWS, &err);
+        gemm_weight *g = v == 3 ? gemm_prepare(GEMM_ONEDNN, PRECISION_INT8, w2, b2, IN, OUT,
+                                               EPILOGUE_ACCUMULATE, ROWS, &err)
+                                : NULL;
+        if (!f || (v == 3 && !g)) {
+            print_message("  SKIPPED: no int8 matmul on this CPU (%s)\n", err.msg);
+            gemm_free(f), gemm_free(g);
+            break;
+        }
+        if (v == 2) assert_int_equal(gemm_write_bf16(f), 1);
+        if (v == 3) assert_int_equal(gemm_chain(f, g), 1);
+        size_t bytes = gemm_workspace_bytes(f);
+        if (g && gemm_workspace_bytes(g) > bytes) bytes = gemm_workspace_bytes(g);
+        gemm_state *s = gemm_state_create(GEMM_ONEDNN, bytes, &err);
+        assert_non_null(s);
+        const int width = v == 3 ? IN : OUT;
+        /* bytes of one output row: bfloat16 or float */
+        const size_t row_bytes = (v == 2 ? sizeof(uint16_t) : sizeof(float)) * (size_t)width;
+        const float *residual = v == 1 || v == 3 ? y0 : NULL;
+        const int counts[] = {ROWS, 512, 100};
+        for (int c = 0; c < 3; c++) {
+            const int N = counts[c];
+            run_rows(f, g, x, residual, N, width, h, all, s);
+            for (int r = 0; r < N; r++)
+                run_rows(f, g, x + (size_t)r * IN, residual ? residual + (size_t)r * width : NULL,
+                         1, width, h1, (float *)(void *)((char *)one + r * row_bytes), s);
+            if (memcmp(all, one, row_bytes * N) != 0)
+                fail_msg("int8 %s, %d rows: differs from the rows one at a time", names[v], N);
+        }
+        print_message("  int8 %s: 600, 512 and 100 rows = the rows one at a time, bit for bit\n",
+                      names[v]);
+        gemm_state_free(s);
+        gemm_free(f), gemm_free(g);
+    }
+    free(w1), free(b1), free(w2), free(b2), free(x), free(y0), free(h), free(h1), free(all),
+        free(one);
+}
+
 /* ---- bf16 inputs written by their producers ---- */
 
 /* What a layer taking bf16 gets from the norm before it and from the attention, written as
@@ -695,6 +774,7 @@ int main(void) {
         cmocka_unit_test(test_attention_infer_bias),
         cmocka_unit_test(test_attention_infer_bf16),
         cmocka_unit_test(test_gemm_chain),
+        cmocka_unit_test(test_int8_rows),
         cmocka_unit_test(test_bf16_inputs),
     };
     return cmocka_run_group_tests_name("encoder_options", tests, NULL, NULL);
