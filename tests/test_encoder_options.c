@@ -508,6 +508,16 @@ static void test_attention_infer_bf16(void **state) {
 
 /* ---- gemm_chain ---- */
 
+/* A oneDNN state with room for running layers a and b (b may be NULL). */
+static gemm_state *state_for(const gemm_weight *a, const gemm_weight *b) {
+    vit_error err = {0};
+    size_t bytes = gemm_workspace_bytes(a);
+    if (b && gemm_workspace_bytes(b) > bytes) bytes = gemm_workspace_bytes(b);
+    gemm_state *s = gemm_state_create(GEMM_ONEDNN, bytes, &err);
+    assert_non_null(s);
+    return s;
+}
+
 /* y [N, D] = y0 + fc2(gelu(fc1(x))) through layers prepared in precision, chained or not; N rows
  * of at most max_rows. Returns gemm_chain's answer (0 unchained), or -1 when the precision cannot
  * be prepared here. */
@@ -524,10 +534,7 @@ static int run_mlp(float *y, const float *y0, const float *x, const float *w1, c
         return -1;
     }
     const int chained = chain ? gemm_chain(fc1, fc2) : 0;
-    size_t bytes = gemm_workspace_bytes(fc1);
-    if (gemm_workspace_bytes(fc2) > bytes) bytes = gemm_workspace_bytes(fc2);
-    gemm_state *s = gemm_state_create(GEMM_ONEDNN, bytes, &err);
-    assert_non_null(s);
+    gemm_state *s = state_for(fc1, fc2);
     float *h = test_alloc_floats((size_t)max_rows * I);
     memcpy(y, y0, sizeof(float) * (size_t)N * D);
     gemm_run(fc1, x, N, h, s);
@@ -590,18 +597,17 @@ static void test_gemm_chain(void **state) {
 
 /* ---- int8 rows ---- */
 
-/* Layer first's output for N rows of x (fc1 chained to second: the hand-over goes through it, and
- * it adds to y0). */
+/* y [N, width] for N rows of x: first's output, or, with second (first chained to it), second's
+ * on first's hand-over in h; y starts as the residual y0 when there is one. */
 static void run_rows(gemm_weight *first, gemm_weight *second, const float *x, const float *y0,
                      int N, int width, float *h, float *y, gemm_state *s) {
-    if (!second) {
-        if (y0) memcpy(y, y0, sizeof(float) * (size_t)N * width);
+    if (y0) memcpy(y, y0, sizeof(float) * (size_t)N * width);
+    if (second) {
+        gemm_run(first, x, N, h, s);
+        gemm_run(second, h, N, y, s);
+    } else {
         gemm_run(first, x, N, y, s);
-        return;
     }
-    memcpy(y, y0, sizeof(float) * (size_t)N * width);
-    gemm_run(first, x, N, h, s);
-    gemm_run(second, h, N, y, s);
 }
 
 /* An int8 layer's rows are independent (each quantised on its own, the integer sums exact), so
@@ -640,10 +646,7 @@ static void test_int8_rows(void **state) {
         }
         if (v == 2) assert_int_equal(gemm_write_bf16(f), 1);
         if (v == 3) assert_int_equal(gemm_chain(f, g), 1);
-        size_t bytes = gemm_workspace_bytes(f);
-        if (g && gemm_workspace_bytes(g) > bytes) bytes = gemm_workspace_bytes(g);
-        gemm_state *s = gemm_state_create(GEMM_ONEDNN, bytes, &err);
-        assert_non_null(s);
+        gemm_state *s = state_for(f, g);
         const int width = v == 3 ? IN : OUT;
         /* bytes of one output row: bfloat16 or float */
         const size_t row_bytes = (v == 2 ? sizeof(uint16_t) : sizeof(float)) * (size_t)width;
@@ -740,9 +743,7 @@ static void test_bf16_inputs(void **state) {
             continue;
         }
         assert_true(gemm_writes_bf16(rounding) && !gemm_writes_bf16(plain));
-        size_t bytes = gemm_workspace_bytes(rounding);
-        if (gemm_workspace_bytes(plain) > bytes) bytes = gemm_workspace_bytes(plain);
-        gemm_state *st = gemm_state_create(GEMM_ONEDNN, bytes, &err);
+        gemm_state *st = state_for(rounding, plain);
         const int rows[] = {N, 5};
         for (int r = 0; r < 2; r++) {
             gemm_run(plain, x, rows[r], floats, st);
