@@ -670,6 +670,59 @@ static void test_int8_rows(void **state) {
         free(one);
 }
 
+/* ---- int8 GELU ---- */
+
+/* An int8 layer with GELU gives GELU (in double, from erf) of the same layer's output without
+ * it: the integer products are the same, so this isolates int8's own GELU kernel, at widths with
+ * and without a tail of fewer than 16 lanes. Bound: a few ulps of the output (the erf fit's ~2 ulp
+ * and a reciprocal estimate refined once), and 1e-6 absolute near zero. */
+static void test_int8_gelu(void **state) {
+    (void)state;
+    if (!gemm_backend_available(GEMM_ONEDNN)) {
+        print_message("  SKIPPED: no oneDNN here (int8 runs on oneDNN only)\n");
+        return;
+    }
+    enum { IN = 40, ROWS = 9 };
+    const int widths[] = {1, 15, 16, 37, 200};
+    double worst = 0;
+    for (int k = 0; k < 5; k++) {
+        const int OUT = widths[k];
+        float *w = test_alloc_floats((size_t)OUT * IN), *b = test_alloc_floats(OUT);
+        float *x = test_alloc_floats((size_t)ROWS * IN);
+        float *plain = test_alloc_floats((size_t)ROWS * OUT), *gelu = test_alloc_floats(ROWS * OUT);
+        test_fill(w, (size_t)OUT * IN, -0.5f, 0.5f), test_fill(b, OUT, -1, 1);
+        test_fill(x, (size_t)ROWS * IN, -3, 3); /* outputs reach past erf's fit range of ±4·√2 */
+        vit_error err = {0};
+        gemm_weight *f =
+            gemm_prepare(GEMM_ONEDNN, PRECISION_INT8, w, b, OUT, IN, EPILOGUE_NONE, ROWS, &err);
+        gemm_weight *g =
+            gemm_prepare(GEMM_ONEDNN, PRECISION_INT8, w, b, OUT, IN, EPILOGUE_GELU, ROWS, &err);
+        if (!f || !g) {
+            print_message("  SKIPPED: no int8 matmul on this CPU (%s)\n", err.msg);
+            gemm_free(f), gemm_free(g);
+            free(w), free(b), free(x), free(plain), free(gelu);
+            return;
+        }
+        gemm_state *s = state_for(f, g);
+        gemm_run(f, x, ROWS, plain, s);
+        gemm_run(g, x, ROWS, gelu, s);
+        for (int i = 0; i < ROWS * OUT; i++) {
+            const double v = plain[i], want = 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+            const double err_i = fabs(gelu[i] - want), bound = 4e-7 * fabs(want) + 1e-6;
+            if (!(err_i <= bound))
+                fail_msg("int8 GELU, width %d, element %d: %.9g, want %.9g (GELU of %.9g)", OUT, i,
+                         gelu[i], want, v);
+            worst = err_i > worst ? err_i : worst;
+        }
+        gemm_state_free(s);
+        gemm_free(f), gemm_free(g);
+        free(w), free(b), free(x), free(plain), free(gelu);
+    }
+    print_message("  int8 GELU = GELU in double of the same products, widths 1-200: |error| at "
+                  "most %.3g\n",
+                  worst);
+}
+
 /* ---- bf16 inputs written by their producers ---- */
 
 /* What a layer taking bf16 gets from the norm before it and from the attention, written as
@@ -776,6 +829,7 @@ int main(void) {
         cmocka_unit_test(test_attention_infer_bf16),
         cmocka_unit_test(test_gemm_chain),
         cmocka_unit_test(test_int8_rows),
+        cmocka_unit_test(test_int8_gelu),
         cmocka_unit_test(test_bf16_inputs),
     };
     return cmocka_run_group_tests_name("encoder_options", tests, NULL, NULL);

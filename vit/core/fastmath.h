@@ -31,24 +31,23 @@ static inline float fast_expf(float x) {
     return x != x ? x : (x < lo ? 0.0f : p * scale);
 }
 
+/* fast_erff's fit: erf(x) = x·P(x²) / Q(x²), the coefficients from the highest power down. */
+static const float fast_erf_p[7] = {
+    -2.72614225801306e-10f, 2.77068142495902e-08f,  -2.10102402082508e-06f, -5.69250639462346e-05f,
+    -7.34990630326855e-04f, -2.95459980854025e-03f, -1.60960333262415e-02f};
+static const float fast_erf_q[5] = {-1.45660718464996e-05f, -2.13374055278905e-04f,
+                                    -1.68282697438203e-03f, -7.37332916720468e-03f,
+                                    -1.42647390514189e-02f};
+
 /* erf as an odd/even rational minimax fit on [-4, 4] (the one XLA and Eigen use; outside, erf is
  * ±1 in float32). Max error ~2 ulp against erf in double; erff itself is a scalar libm call and was
  * a quarter of inference time. */
 static inline float fast_erff(float x) {
     x = x > 4.0f ? 4.0f : (x < -4.0f ? -4.0f : x);
     const float x2 = x * x;
-    float p = -2.72614225801306e-10f;
-    p = p * x2 + 2.77068142495902e-08f;
-    p = p * x2 - 2.10102402082508e-06f;
-    p = p * x2 - 5.69250639462346e-05f;
-    p = p * x2 - 7.34990630326855e-04f;
-    p = p * x2 - 2.95459980854025e-03f;
-    p = p * x2 - 1.60960333262415e-02f;
-    float q = -1.45660718464996e-05f;
-    q = q * x2 - 2.13374055278905e-04f;
-    q = q * x2 - 1.68282697438203e-03f;
-    q = q * x2 - 7.37332916720468e-03f;
-    q = q * x2 - 1.42647390514189e-02f;
+    float p = fast_erf_p[0], q = fast_erf_q[0];
+    for (int i = 1; i < 7; i++) p = p * x2 + fast_erf_p[i];
+    for (int i = 1; i < 5; i++) q = q * x2 + fast_erf_q[i];
     return x * p / q;
 }
 

@@ -19,9 +19,13 @@
 #include <string.h>
 
 #include <oneapi/dnnl/dnnl.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "vit/base/alloc.h"
 #include "vit/base/hot.h"
+#include "vit/core/fastmath.h"
 #include "vit/core/gemm_internal.h"
 
 /* ---- the engine ---- */
@@ -112,6 +116,7 @@ typedef struct {
     float *scales;               /* int8: per output channel */
     int32_t *colsum;             /* int8: Σ_k of each output channel's integer weights */
     int q;                       /* int8: the weights' largest magnitude */
+    int gelu_avx512;             /* int8: GELU by gelu_rows_avx512 */
 } layer;
 
 static dnnl_primitive_attr_t make_attr(gemm_epilogue epilogue, gemm_precision precision) {
@@ -264,6 +269,45 @@ int onednn_bf16_native(void) {
     return native;
 }
 
+#if defined(__x86_64__)
+/* int8's GELU on AVX-512: fast_erff's fit with fused multiply-adds, and its division replaced by a
+ * reciprocal estimate and one Newton step (within an ulp or two of the quotient): int8 rounds these
+ * values to 8 bits next. GELU went from 7.2 to 4.3 % of an int8 ViT-Ti batch 8 forward. */
+__attribute__((target("avx512f"), always_inline)) static inline __m512 gelu16(__m512 v) {
+    const __m512 x = _mm512_max_ps(_mm512_min_ps(v * (float)M_SQRT1_2, _mm512_set1_ps(4.0f)),
+                                   _mm512_set1_ps(-4.0f));
+    const __m512 x2 = x * x;
+    __m512 p = _mm512_set1_ps(fast_erf_p[0]), q = _mm512_set1_ps(fast_erf_q[0]);
+    for (int i = 1; i < 7; i++) p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(fast_erf_p[i]));
+    for (int i = 1; i < 5; i++) q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(fast_erf_q[i]));
+    __m512 r = _mm512_rcp14_ps(q);
+    r = _mm512_mul_ps(r, _mm512_fnmadd_ps(q, r, _mm512_set1_ps(2.0f)));
+    const __m512 erf = _mm512_mul_ps(_mm512_mul_ps(x, p), r);
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v),
+                         _mm512_add_ps(erf, _mm512_set1_ps(1.0f)));
+}
+
+__attribute__((target("avx512f"))) static void gelu_rows_avx512(float *y, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, gelu16(_mm512_loadu_ps(y + i)));
+    if (i < n) {
+        const __mmask16 tail = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, tail, gelu16(_mm512_maskz_loadu_ps(tail, y + i)));
+    }
+}
+
+static int has_avx512(void) {
+    return __builtin_cpu_supports("avx512f");
+}
+#else
+static void gelu_rows_avx512(float *y, int n) {
+    apply_epilogue(y, NULL, (size_t)n, EPILOGUE_GELU);
+}
+static int has_avx512(void) {
+    return 0;
+}
+#endif
+
 /* int8: each output channel's weights scaled to the integer range [-q, q] (q 127 where the CPU
  * multiplies u8·s8 pairs into int32 directly (VNNI); else 63, because the AVX2 path adds two
  * u8·s8 products in a saturating int16 first, which 8-bit weights overflow). */
@@ -290,6 +334,7 @@ static int quantize_weight(layer *L, const gemm_weight *w) {
 
 static int prepare_int8(layer *L, gemm_weight *w, vit_error *err) {
     if (quantize_weight(L, w) != 0) return vit_fail(err, "out of memory");
+    L->gelu_avx512 = has_avx512();
     L->src_type = dnnl_u8;
     L->wei_type = dnnl_s8;
     L->dst_type = dnnl_s32;
@@ -592,6 +637,14 @@ static void int8_handover(const void *buf, int N, int K, uint8_t **q, float **sc
     *zero = (float *)((uint8_t *)*scale + align64((size_t)N * sizeof(float)));
 }
 
+/* An int8 row's epilogue: GELU on AVX-512 by the kernel above, the rest as everywhere. */
+static void int8_epilogue(const layer *L, float *y, int n, gemm_epilogue epilogue) {
+    if (epilogue == EPILOGUE_GELU && L->gelu_avx512)
+        gelu_rows_avx512(y, n);
+    else
+        apply_epilogue(y, NULL, (size_t)n, epilogue);
+}
+
 /* Row r of the int32 products acc [*, OUT] dequantized with the epilogue into y, or, when the
  * layer hands over to a chained one, in place (each int32 read before its float is written) and
  * quantised from there into the hand-over as the next layer would quantise it. */
@@ -603,7 +656,7 @@ static void finish_row(const layer *L, const gemm_weight *w, int32_t *acc, const
     dequantize_rows(out, acc, row_scale, row_zero, L->scales, L->colsum, w->bias, r, r + 1, w->OUT,
                     accumulate);
     const size_t at = (size_t)r * w->OUT;
-    if (!accumulate) apply_epilogue(out + at, NULL, w->OUT, w->epilogue);
+    if (!accumulate) int8_epilogue(L, out + at, w->OUT, w->epilogue);
     if (L->chained_out)
         quantize_rows(next_q, next_scale, next_zero, out, r, r + 1, w->OUT);
     else if (L->writes_bf16)
