@@ -783,13 +783,13 @@ static void test_bf16_inputs(void **state) {
     /* a layer writing bf16 (qkv for the attention): bf16_bits of what it writes as floats */
     const gemm_precision precisions[] = {PRECISION_BF16, PRECISION_INT8};
     float *w2 = test_alloc_floats((size_t)3 * D * D), *floats = test_alloc_floats(3 * N * D);
-    float *bits = test_alloc_floats((size_t)3 * N * D);
-    test_fill(w2, (size_t)3 * D * D, -0.2f, 0.2f);
+    float *bits = test_alloc_floats((size_t)3 * N * D), *b2 = test_alloc_floats((size_t)3 * D);
+    test_fill(w2, (size_t)3 * D * D, -0.2f, 0.2f), test_fill(b2, (size_t)3 * D, -0.5f, 0.5f);
     for (int k = 0; k < 2 && gemm_backend_available(GEMM_ONEDNN); k++) {
         gemm_weight *plain =
-            gemm_prepare(GEMM_ONEDNN, precisions[k], w2, NULL, 3 * D, D, EPILOGUE_NONE, N, &err);
+            gemm_prepare(GEMM_ONEDNN, precisions[k], w2, b2, 3 * D, D, EPILOGUE_NONE, N, &err);
         gemm_weight *rounding =
-            gemm_prepare(GEMM_ONEDNN, precisions[k], w2, NULL, 3 * D, D, EPILOGUE_NONE, N, &err);
+            gemm_prepare(GEMM_ONEDNN, precisions[k], w2, b2, 3 * D, D, EPILOGUE_NONE, N, &err);
         if (!plain || !rounding || !gemm_write_bf16(rounding)) {
             print_message("  %s: no layer writes bf16 here\n", gemm_precision_name(precisions[k]));
             gemm_free(plain), gemm_free(rounding);
@@ -813,7 +813,7 @@ static void test_bf16_inputs(void **state) {
         gemm_state_free(st);
         gemm_free(plain), gemm_free(rounding);
     }
-    free(w2), free(floats), free(bits), free(square);
+    free(w2), free(b2), free(floats), free(bits), free(square);
     free(x), free(w), free(b), free(y), free(y16), free(qkv), free(out), free(out16), free(scratch);
 }
 
