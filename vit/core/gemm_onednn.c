@@ -465,9 +465,10 @@ HOT_LOOP static void quantize_rows(uint8_t *q, float *scale, float *zero, const 
         scale[r] = s;
         zero[r] = z;
         uint8_t *out = q + (size_t)r * K;
-        /* clamped as integers: v is whole, so this is the float clamp's result (a NaN's INT_MIN
-         * gives 0, as the float clamp did), and the compiler packs it with integer min/max where
-         * the float clamp cost compares and masks (8 % of an int8 ViT-Ti forward) */
+        /* clamped as integers: v is whole, so this is the float clamp's result for every number
+         * (a NaN's INT_MIN gives 0 where the float clamp gave 255; the NaN stays in the residual
+         * stream either way), and the compiler packs it with integer min/max where the float
+         * clamp cost compares and masks (8 % of an int8 ViT-Ti forward) */
         for (int k = 0; k < K; k++) {
             int v = (int)((row[k] * inv + 12582912.0f) - 12582912.0f + z);
             v = v < 255 ? v : 255;
