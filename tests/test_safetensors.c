@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "vit/base/file.h"
 #include "vit/io/model_dir.h"
 #include "vit/model/params.h"
 #include "vit/io/safetensors.h"
@@ -517,11 +518,26 @@ static void test_model_average(void **state) {
     }
     snprintf(path, sizeof path, "%s/config.json", out);
     assert_int_equal(access(path, R_OK), 0);
+    /* a refused average writes nothing: out's own files stay as they are, and a new folder is not
+     * left behind */
+    FILE *marked = fopen(path, "w");
+    assert_non_null(marked);
+    fputs("{\"model_type\": \"marked\"}\n", marked);
+    fclose(marked);
+    char fresh[4200];
+    snprintf(fresh, sizeof fresh, "%s/soup-refused", test_tmpdir());
     /* refused: another shape, another integer tensor, one model, the output among the inputs */
     const char *wide[2] = {in[0], soup_dir("soup-wide", 0, 4, 7)};
     assert_int_equal(model_dir_average(wide, 2, out, ST_F32, &err), -1);
     print_message("  %s\n", err.msg);
     assert_non_null(strstr(err.msg, "soup-wide/model.safetensors: tensor 'w' is [2, 4]"));
+    assert_int_equal(model_dir_average(wide, 2, fresh, ST_F32, &err), -1);
+    assert_int_not_equal(access(fresh, F_OK), 0);
+    size_t size;
+    char *kept = vit_read_file(path, 1 << 20, &size, &err);
+    assert_non_null(kept);
+    assert_non_null(strstr(kept, "marked"));
+    free(kept);
     const char *ids8[2] = {in[0], soup_dir("soup-ids", 0, 3, 8)};
     assert_int_equal(model_dir_average(ids8, 2, out, ST_F32, &err), -1);
     assert_non_null(strstr(err.msg, "soup-ids/model.safetensors: tensor 'ids' (I64, not averaged) "

@@ -163,6 +163,24 @@ static int make_dir(const char *dir, vit_error *err) {
     return 0;
 }
 
+/* out_dir as a model folder made from in_dir's files and weights written by write_weights: the
+ * weights first (written whole or not at all), then the config and tokenizer files, so a refused
+ * model leaves nothing behind; in_dir's config.json is checked before anything is written, and a
+ * directory made here is removed again when the weights are refused. */
+static int write_model_dir(const char *in_dir, const char *out_dir, vit_error *err,
+                           int (*write_weights)(const void *, vit_error *), const void *how) {
+    char config[4096];
+    snprintf(config, sizeof config, "%s/config.json", in_dir);
+    if (access(config, R_OK) != 0) return vit_fail(err, "%s: %s", config, strerror(errno));
+    const int made = mkdir(out_dir, 0777) == 0;
+    if (!made && make_dir(out_dir, err) != 0) return -1;
+    if (write_weights(how, err) != 0) {
+        if (made) rmdir(out_dir);
+        return -1;
+    }
+    return model_dir_copy_files(in_dir, out_dir, err);
+}
+
 static int save_text(const char *dir, const char *name, char *text, vit_error *err) {
     if (!text) return vit_fail(err, "%s/%s: out of memory", dir, name);
     char path[4096];
@@ -523,6 +541,16 @@ static int convert_weights(const char *in_dir, const char *out_dir, st_dtype dty
     return rc;
 }
 
+typedef struct {
+    const char *in_dir, *out_dir;
+    st_dtype dtype;
+} convert_job;
+
+static int run_convert(const void *how, vit_error *err) {
+    const convert_job *j = how;
+    return convert_weights(j->in_dir, j->out_dir, j->dtype, err);
+}
+
 int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, vit_error *err) {
     if (dtype != ST_F32 && dtype != ST_F16 && dtype != ST_BF16)
         return vit_fail(err, "convert: the dtype must be F32, F16 or BF16");
@@ -530,8 +558,8 @@ int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, v
     if (stat(in_dir, &a) != 0) return vit_fail(err, "%s: %s", in_dir, strerror(errno));
     if (stat(out_dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
         return vit_fail(err, "%s: the output directory is the input directory", out_dir);
-    if (make_dir(out_dir, err) != 0 || model_dir_copy_files(in_dir, out_dir, err) != 0) return -1;
-    return convert_weights(in_dir, out_dir, dtype, err);
+    const convert_job job = {in_dir, out_dir, dtype};
+    return write_model_dir(in_dir, out_dir, err, run_convert, &job);
 }
 
 /* "[3, 224, 224]" into buf. */
@@ -641,6 +669,18 @@ static int average_weights(const char *const *in_dirs, int n, const char *out_di
     return rc;
 }
 
+typedef struct {
+    const char *const *in_dirs;
+    int n;
+    const char *out_dir;
+    st_dtype dtype;
+} average_job;
+
+static int run_average(const void *how, vit_error *err) {
+    const average_job *j = how;
+    return average_weights(j->in_dirs, j->n, j->out_dir, j->dtype, err);
+}
+
 int model_dir_average(const char *const *in_dirs, int n, const char *out_dir, st_dtype dtype,
                       vit_error *err) {
     if (dtype != ST_F32 && dtype != ST_F16 && dtype != ST_BF16)
@@ -652,9 +692,8 @@ int model_dir_average(const char *const *in_dirs, int n, const char *out_dir, st
         if (stat(out_dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
             return vit_fail(err, "%s: the output directory is one of the inputs", out_dir);
     }
-    if (make_dir(out_dir, err) != 0 || model_dir_copy_files(in_dirs[0], out_dir, err) != 0)
-        return -1;
-    return average_weights(in_dirs, n, out_dir, dtype, err);
+    const average_job job = {in_dirs, n, out_dir, dtype};
+    return write_model_dir(in_dirs[0], out_dir, err, run_average, &job);
 }
 
 int model_dir_copy_file(const char *in_dir, const char *out_dir, const char *name, int required,
