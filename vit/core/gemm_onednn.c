@@ -453,7 +453,7 @@ HOT_LOOP static void quantize_rows(uint8_t *q, float *scale, float *zero, const 
         const float *row = x + (size_t)r * K;
         float lo = 0.0f, hi = 0.0f;
         /* without the pragma the compiler keeps this a scalar loop (a NaN's order), and it was 16 %
-         * of an int8 forward; a NaN input gives NaN logits, refused downstream, either way */
+         * of an int8 forward; a NaN is left out of the range either way */
 #pragma omp simd reduction(min : lo) reduction(max : hi)
         for (int k = 0; k < K; k++) {
             lo = row[k] < lo ? row[k] : lo;
@@ -477,8 +477,14 @@ HOT_LOOP static void quantize_rows(uint8_t *q, float *scale, float *zero, const 
     }
 }
 
-/* y = (acc - zero·colsum)·(row scale · channel scale) + bias, rows [r0, r1): acc holds Σ q·w,
- * so the zero point's share comes off as zero times the channel's weight sum. */
+/* One output of an int8 product: (acc - zero·colsum)·(row scale · channel scale) + bias; acc holds
+ * Σ q·w, so the zero point's share comes off as zero times the channel's weight sum. */
+static inline float dequantized(int32_t acc, float zero, int32_t colsum, float row_scale,
+                                float scale, const float *bias, int o) {
+    return ((float)acc - zero * (float)colsum) * (row_scale * scale) + (bias ? bias[o] : 0.0f);
+}
+
+/* dequantized over rows [r0, r1) into y, or added to it. */
 HOT_LOOP static void dequantize_rows(float *y, const int32_t *acc, const float *row_scale,
                                      const float *row_zero, const float *scales,
                                      const int32_t *colsum, const float *bias, int r0, int r1,
@@ -488,8 +494,7 @@ HOT_LOOP static void dequantize_rows(float *y, const int32_t *acc, const float *
         float *out = y + (size_t)r * OUT;
         const float s = row_scale[r], z = row_zero[r];
         for (int o = 0; o < OUT; o++) {
-            const float v =
-                ((float)a[o] - z * (float)colsum[o]) * (s * scales[o]) + (bias ? bias[o] : 0.0f);
+            const float v = dequantized(a[o], z, colsum[o], s, scales[o], bias, o);
             out[o] = accumulate ? out[o] + v : v;
         }
     }
@@ -506,8 +511,7 @@ HOT_LOOP static void dequantize_rows_bf16(uint16_t *y, const int32_t *acc, const
         uint16_t *out = y + (size_t)r * OUT;
         const float s = row_scale[r], z = row_zero[r];
         for (int o = 0; o < OUT; o++)
-            out[o] = bf16_bits(((float)a[o] - z * (float)colsum[o]) * (s * scales[o]) +
-                               (bias ? bias[o] : 0.0f));
+            out[o] = bf16_bits(dequantized(a[o], z, colsum[o], s, scales[o], bias, o));
     }
 }
 

@@ -163,22 +163,24 @@ static int make_dir(const char *dir, vit_error *err) {
     return 0;
 }
 
-/* out_dir as a model folder made from in_dir's files and weights written by write_weights: the
- * weights first (written whole or not at all), then the config and tokenizer files, so a refused
- * model leaves nothing behind; in_dir's config.json is checked before anything is written, and a
- * directory made here is removed again when the weights are refused. */
-static int write_model_dir(const char *in_dir, const char *out_dir, vit_error *err,
-                           int (*write_weights)(const void *, vit_error *), const void *how) {
+/* A model folder out_dir made from in_dir is written weights first (whole or not at all), then
+ * the config and tokenizer files, so a refused model leaves nothing behind. Opening it: in_dir's
+ * config.json checked before anything is written, out_dir made (*made: by this call). */
+static int open_model_dir(const char *in_dir, const char *out_dir, int *made, vit_error *err) {
     char config[4096];
     snprintf(config, sizeof config, "%s/config.json", in_dir);
     if (access(config, R_OK) != 0) return vit_fail(err, "%s: %s", config, strerror(errno));
-    const int made = mkdir(out_dir, 0777) == 0;
-    if (!made && make_dir(out_dir, err) != 0) return -1;
-    if (write_weights(how, err) != 0) {
-        if (made) rmdir(out_dir);
-        return -1;
-    }
-    return model_dir_copy_files(in_dir, out_dir, err);
+    *made = mkdir(out_dir, 0777) == 0;
+    return *made ? 0 : make_dir(out_dir, err);
+}
+
+/* Closing it after the weights (weights_rc): the other files copied, or, the weights refused, a
+ * folder made by open_model_dir removed again. */
+static int close_model_dir(const char *in_dir, const char *out_dir, int made, int weights_rc,
+                           vit_error *err) {
+    if (weights_rc == 0) return model_dir_copy_files(in_dir, out_dir, err);
+    if (made) rmdir(out_dir);
+    return -1;
 }
 
 static int save_text(const char *dir, const char *name, char *text, vit_error *err) {
@@ -541,16 +543,6 @@ static int convert_weights(const char *in_dir, const char *out_dir, st_dtype dty
     return rc;
 }
 
-typedef struct {
-    const char *in_dir, *out_dir;
-    st_dtype dtype;
-} convert_job;
-
-static int run_convert(const void *how, vit_error *err) {
-    const convert_job *j = how;
-    return convert_weights(j->in_dir, j->out_dir, j->dtype, err);
-}
-
 int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, vit_error *err) {
     if (dtype != ST_F32 && dtype != ST_F16 && dtype != ST_BF16)
         return vit_fail(err, "convert: the dtype must be F32, F16 or BF16");
@@ -558,8 +550,10 @@ int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, v
     if (stat(in_dir, &a) != 0) return vit_fail(err, "%s: %s", in_dir, strerror(errno));
     if (stat(out_dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
         return vit_fail(err, "%s: the output directory is the input directory", out_dir);
-    const convert_job job = {in_dir, out_dir, dtype};
-    return write_model_dir(in_dir, out_dir, err, run_convert, &job);
+    int made;
+    if (open_model_dir(in_dir, out_dir, &made, err) != 0) return -1;
+    return close_model_dir(in_dir, out_dir, made, convert_weights(in_dir, out_dir, dtype, err),
+                           err);
 }
 
 /* "[3, 224, 224]" into buf. */
@@ -669,18 +663,6 @@ static int average_weights(const char *const *in_dirs, int n, const char *out_di
     return rc;
 }
 
-typedef struct {
-    const char *const *in_dirs;
-    int n;
-    const char *out_dir;
-    st_dtype dtype;
-} average_job;
-
-static int run_average(const void *how, vit_error *err) {
-    const average_job *j = how;
-    return average_weights(j->in_dirs, j->n, j->out_dir, j->dtype, err);
-}
-
 int model_dir_average(const char *const *in_dirs, int n, const char *out_dir, st_dtype dtype,
                       vit_error *err) {
     if (dtype != ST_F32 && dtype != ST_F16 && dtype != ST_BF16)
@@ -692,8 +674,10 @@ int model_dir_average(const char *const *in_dirs, int n, const char *out_dir, st
         if (stat(out_dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
             return vit_fail(err, "%s: the output directory is one of the inputs", out_dir);
     }
-    const average_job job = {in_dirs, n, out_dir, dtype};
-    return write_model_dir(in_dirs[0], out_dir, err, run_average, &job);
+    int made;
+    if (open_model_dir(in_dirs[0], out_dir, &made, err) != 0) return -1;
+    return close_model_dir(in_dirs[0], out_dir, made,
+                           average_weights(in_dirs, n, out_dir, dtype, err), err);
 }
 
 int model_dir_copy_file(const char *in_dir, const char *out_dir, const char *name, int required,
