@@ -2,7 +2,7 @@
 # What README's "Install and link" promises, in temporary prefixes: make install into a prefix
 # that does not exist yet; examples/classify.c built with PKG_CONFIG_PATH set and
 # `cc ... $(pkg-config --cflags --libs vit)` alone, and run without LD_LIBRARY_PATH; its answer
-# against bin/vit classify's; the installed vit finds its default model; make uninstall leaves
+# against bin/vit classify's, and the same example built and run as C++ (vit.h from C++); the installed vit finds its default model; make uninstall leaves
 # nothing, not even the folders install created. Then a prefix holding a folder of its own
 # before install: uninstall leaves exactly that. Prints a cmocka-style summary for tests/run.
 set -u
@@ -31,6 +31,18 @@ got=$("$tmp/classify" "$model" "$image" 2>&1) ||
     fail "the example, run without LD_LIBRARY_PATH, failed: $got"
 want=$("${BIN:-bin}/vit" classify -k 3 -m models/fashion-vit "$image" | tail -n 3 | sed 's/^  //')
 [ "$got" = "$want" ] || fail "the example says '$got', bin/vit classify '$want'"
+# vit.h promises C++ programs the same (extern "C", no C-only syntax): the example as C++
+if command -v c++ >/dev/null; then
+    # shellcheck disable=SC2046,SC2086 # the flags are words
+    c++ -x c++ -std=c++11 -Wall -Wextra -pedantic -Werror ${EXAMPLE_CFLAGS:-} examples/classify.c \
+        -x none $(pkg-config --cflags --libs vit) -o "$tmp/classify_cxx" ||
+        fail "examples/classify.c does not build as C++ with: $flags"
+    got=$("$tmp/classify_cxx" "$model" "$image" 2>&1) || fail "the C++ example failed: $got"
+    [ "$got" = "$want" ] || fail "the C++ example says '$got', bin/vit classify '$want'"
+    cxx="; the same example as C++ (c++ -std=c++11 -pedantic -Werror) agrees"
+else
+    cxx="; SKIPPED the C++ build: no c++ compiler"
+fi
 # the installed vit, moved away from the build tree, finds the installed default model
 want=$("${BIN:-bin}/vit" classify -k 3 -m models/vit-tiny-in1k "$image" | tail -n 3)
 installed=$(cd / && "$prefix/bin/vit" classify -k 3 "$image" | tail -n 3)
@@ -50,5 +62,5 @@ left=$(cd "$prefix" && find . | sort | tr '\n' ' ')
 [ "$left" = ". ./lib ./lib/other.so ./share ./share/man " ] ||
     fail "make uninstall from an existing prefix left '$left', not what was there before"
 echo "install: PREFIX=$prefix: example built with '$flags' runs and agrees with bin/vit classify;" \
-    "uninstall leaves nothing, or what was there before"
+    "uninstall leaves nothing, or what was there before${cxx}"
 echo "[  PASSED  ] 1 test(s)."
