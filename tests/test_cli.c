@@ -192,6 +192,33 @@ static void test_completion_and_man(void **state) {
 
 /* vit train into a log (standard error a pipe): with --progress-every 0 a line of its own for
  * every step, images/s and time left on it, the last at the last step; a bad value is refused. */
+/* Every variable the program reads (a getenv in vit/, read from the sources, not listed here) is
+ * in the man page's ENVIRONMENT, except those mpirun sets (OMPI_*, PMIX_*). */
+static void test_man_environment(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    test_run_result man = test_run_vit(NULL, NULL, (const char *const[]){"--man", NULL});
+    assert_int_equal(man.status, 0);
+    const char *env = strstr(man.out, ".SH ENVIRONMENT\n");
+    assert_non_null(env);
+    FILE *names = popen("grep -rhoE 'getenv\\(\"[A-Z_]+\"' vit | sed 's/.*(\"//; s/\"$//' | "
+                        "sort -u",
+                        "r");
+    assert_non_null(names);
+    char name[64], entry[80];
+    int read = 0;
+    while (fgets(name, sizeof name, names)) {
+        name[strcspn(name, "\n")] = 0;
+        if (strncmp(name, "OMPI_", 5) == 0 || strncmp(name, "PMIX_", 5) == 0) continue;
+        snprintf(entry, sizeof entry, ".B %s\n", name);
+        if (!strstr(env, entry)) fail_msg("vit --man's ENVIRONMENT does not name %s", name);
+        read++;
+    }
+    pclose(names);
+    assert_true(read >= 4); /* VIT_MODEL, VIT_API_KEY, OMP_WAIT_POLICY, XDG_CACHE_HOME at least */
+    test_run_free(&man);
+}
+
 /* dir (under the temporary folder): two classes of two copies of pullover.png. */
 static void two_class_images(const char *name, char *dir, size_t size) {
     snprintf(dir, size, "%s/%s", test_tmpdir(), name);
@@ -283,6 +310,7 @@ int main(void) {
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_model_and_exif),
         cmocka_unit_test(test_completion_and_man),
+        cmocka_unit_test(test_man_environment),
         cmocka_unit_test(test_train_progress_into_log),
         cmocka_unit_test(test_train_precision),
     };

@@ -43,12 +43,14 @@ static void usage(FILE *out) {
 /* The man page, from the same tables as every --help. */
 static void print_man(FILE *out) {
     fprintf(out, ".TH VIT 1 \"\" \"vit %s\" \"User Commands\"\n", vit_version());
-    fputs(".SH NAME\nvit \\- Vision Transformer and BERT classification, evaluation and "
-          "training in C\n.SH SYNOPSIS\n.B vit\n\\fICOMMAND\\fR [\\fIOPTIONS\\fR]\n"
+    fputs(".SH NAME\nvit \\- transformer encoders in C: Vision Transformers, CLIP and SigLIP, "
+          "BERT and image-to-text models, to run, evaluate, train and serve\n.SH SYNOPSIS\n"
+          ".B vit\n\\fICOMMAND\\fR [\\fIOPTIONS\\fR]\n"
           ".SH DESCRIPTION\nvit loads Hugging Face model directories (config.json, "
-          "model.safetensors, preprocessor_config.json, vocab.txt) and classifies images and "
-          "texts with the same numbers as PyTorch, evaluates models on labelled data, and trains "
-          "or fine-tunes them.\n.SH COMMANDS\n",
+          "model.safetensors, preprocessor_config.json, the tokenizer's files) and classifies, "
+          "embeds, explains and searches images and texts and reads text from images with the "
+          "same numbers as PyTorch; it evaluates models on labelled data, trains or fine-tunes "
+          "them, and serves them over HTTP.\n.SH COMMANDS\n",
           out);
     for (size_t i = 0; i < NUM_COMMANDS; i++) cli_print_man(commands[i].command(), out);
     fputs(".SH ENVIRONMENT\n.TP\n.B VIT_MODEL\nthe model directory when no \\-m is given\n"
@@ -56,8 +58,11 @@ static void print_man(FILE *out) {
           "libgomp's default unless set (spin briefly, then sleep); passive makes waiting threads "
           "sleep at once (kinder to other processes, slower per oneDNN call)\n"
           ".TP\n.B OPENBLAS_CORETYPE\nforces an OpenBLAS kernel (figures depend on it)\n"
+          ".TP\n.B VIT_API_KEY\nvit serve's API key when no \\-\\-api\\-key is given (every "
+          "endpoint but GET /health and the page GET /, which asks for the key, then needs it)\n"
           ".TP\n.B XDG_CACHE_HOME\nwhere vit search keeps its caches of image embeddings "
-          "(vit/search/ inside it; ~/.cache when unset)\n",
+          "(vit/search/ inside it)\n.TP\n.B HOME\n~/.cache holds those caches when "
+          "XDG_CACHE_HOME is unset\n",
           out);
 }
 

@@ -81,7 +81,8 @@ static const cli_option options[] = {
     CLI_PRECISION_OPTION,
     {OPT_QUIET, "quiet", 'q', NULL, "no line per request on standard error", NULL},
     {OPT_API_KEY, "api-key", 0, "KEY",
-     "every endpoint but GET /health (and CORS preflights) needs Authorization: Bearer KEY, else "
+     "every endpoint but GET /health, the page GET / (it asks for the key and sends it) and CORS "
+     "preflights needs Authorization: Bearer KEY, else "
      "401 (repeat for several keys); without it $VIT_API_KEY, which other users cannot read in "
      "the process list",
      "none: no key needed"},
@@ -114,8 +115,9 @@ static const cli_command command = {
     "with --workers N, N forward passes run at once, each on its share of the threads.\n"
     "The port opens before the models load: meanwhile GET /health answers 503\n"
     "{\"status\": \"loading\"} and the other endpoints 503, and once they are ready /health\n"
-    "answers 200. With --api-key (or $VIT_API_KEY) every endpoint but GET /health needs the key\n"
-    "(401 without it); with --cors-origin, pages of the origins listed may call the API.\n"
+    "answers 200. With --api-key (or $VIT_API_KEY) every endpoint but GET /health and the page\n"
+    "needs the key (401 without it): the page itself needs none, it asks for the key and sends it\n"
+    "with each call; with --cors-origin, pages of the origins listed may call the API.\n"
     "One line per request goes to standard error (--quiet: none); keys are never logged.",
     options,
     sizeof options / sizeof options[0]};
