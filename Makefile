@@ -197,7 +197,7 @@ SOURCES  := $(wildcard */*.c */*.cc */*.h */*/*.c */*/*.cc */*/*.h)
         ocr-data ocr-tesseract ocr-model ocr-eval needs-ocr cifar10-data cifar10-model cifar10-eval \
         demo clean format format-check check-layers cross-check data model install uninstall fuzz \
         fuzz-smoke fuzz-build FORCE
-all: $(BIN)/vit $(SHLIB) $(BUILD)/vit.1
+all: $(BIN)/vit $(SHLIB) $(BUILD)/libvit.so $(BUILD)/vit.1
 	@$(call give_back,$(BUILD) $(BIN))
 	@echo "$(SUMMARY)"
 
@@ -242,9 +242,15 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-# The shared library exports vit.h's functions only (VIT_API; everything else is hidden).
+# The shared library exports vit.h's functions only (VIT_API; everything else is hidden). Its
+# soname link, which programs linked against it ask the loader for, and the -lvit link beside it,
+# so a program built against the build tree starts as one built against an installation does.
 $(SHLIB): $(LIB_OBJ)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libvit.so.$(MAJOR) -o $@ $^ $(LDLIBS)
+$(BUILD)/libvit.so.$(MAJOR): $(SHLIB)
+	ln -sf $(notdir $<) $@
+$(BUILD)/libvit.so: $(BUILD)/libvit.so.$(MAJOR)
+	ln -sf $(notdir $<) $@
 
 # bin/vit links the static library: it runs from the build tree or anywhere it is installed.
 $(BUILD)/vit/base/dist.o: CFLAGS += $(if $(OMPI),$(shell pkg-config --cflags ompi-c))

@@ -17,6 +17,14 @@ fail() {
 }
 install() { make -s install PREFIX="$1" BUILD="${BUILD:-build}" BIN="${BIN:-bin}" >/dev/null; }
 uninstall() { make -s uninstall PREFIX="$1" BUILD="${BUILD:-build}" BIN="${BIN:-bin}" >/dev/null; }
+# a program linked against the build tree's shared library starts (the loader asks for its
+# soname, libvit.so.0, which must be there beside it)
+build="$(pwd)/${BUILD:-build}"
+# shellcheck disable=SC2086 # the flags are words
+cc ${EXAMPLE_CFLAGS:-} -Ivit examples/classify.c -L"$build" -Wl,-rpath,"$build" -lvit \
+    -o "$tmp/classify_build" || fail "examples/classify.c does not link against $build/libvit.so"
+got=$("$tmp/classify_build" models/fashion-vit tests/data/pullover.png 2>&1) ||
+    fail "the example linked against the build tree does not run: $got"
 install "$prefix" || fail "make install failed"
 unset LD_LIBRARY_PATH
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
@@ -61,6 +69,6 @@ uninstall "$prefix" || fail "make uninstall from an existing prefix failed"
 left=$(cd "$prefix" && find . | sort | tr '\n' ' ')
 [ "$left" = ". ./lib ./lib/other.so ./share ./share/man " ] ||
     fail "make uninstall from an existing prefix left '$left', not what was there before"
-echo "install: PREFIX=$prefix: example built with '$flags' runs and agrees with bin/vit classify;" \
+echo "install: the example linked against $build/libvit.so runs; PREFIX=$prefix: example built with '$flags' runs and agrees with bin/vit classify;" \
     "uninstall leaves nothing, or what was there before${cxx}"
 echo "[  PASSED  ] 1 test(s)."
