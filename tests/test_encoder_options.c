@@ -670,57 +670,169 @@ static void test_int8_rows(void **state) {
         free(one);
 }
 
-/* ---- int8 GELU ---- */
+/* ---- the GELUs of the reduced-precision layers ---- */
 
-/* An int8 layer with GELU gives GELU (in double, from erf) of the same layer's output without
- * it: the integer products are the same, so this isolates int8's own GELU kernel, at widths with
- * and without a tail of fewer than 16 lanes. Bound: a few ulps of the output (the erf fit's ~2 ulp
- * and a reciprocal estimate refined once), and 1e-6 absolute near zero. */
+static double gelu_erf_double(double v) {
+    return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+}
+
+/* PyTorch's gelu(approximate="tanh"), HF's gelu_pytorch_tanh and gelu_new. */
+static double gelu_tanh_double(double v) {
+    return 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+}
+
+/* Bound on a GELU's float32 output against the double one of the same input: a few ulps (the
+ * erf fit's ~2 ulp, or fast_expf's ~1 and the division's; a reciprocal estimate refined once), and
+ * 1e-6 absolute near zero and for negative inputs, where the output is small. */
+static double gelu_bound(double want) {
+    return 4e-7 * fabs(want) + 1e-6;
+}
+
+static int gelu_within(double got, double want) {
+    return fabs(got - want) <= gelu_bound(want);
+}
+
+static const int gelu_widths[] = {1, 2, 15, 16, 17, 31, 37, 64, 200};
+
+/* A layer with the GELU epilogue gives the GELU (want, in double) of the same layer's output
+ * without it: the products are the same, so this isolates the epilogue's own kernel, at widths
+ * with and without a tail of fewer than 16 lanes. The largest error as a fraction of the bound goes
+ * to *worst; 0, or -1 when the layer cannot be prepared here. */
+static int check_gelu(gemm_backend backend, gemm_precision precision, gemm_epilogue epilogue,
+                      double (*want_of)(double), double *worst) {
+    enum { IN = 40, ROWS = 9 };
+    *worst = 0;
+    for (size_t k = 0; k < sizeof gelu_widths / sizeof *gelu_widths; k++) {
+        const int OUT = gelu_widths[k];
+        float *w = test_alloc_floats((size_t)OUT * IN), *b = test_alloc_floats(OUT);
+        float *x = test_alloc_floats((size_t)ROWS * IN);
+        /* 16 floats of -1 after the output: a tail mask too wide writes GELU(-1) there */
+        float *plain = test_alloc_floats((size_t)ROWS * OUT);
+        float *gelu = test_alloc_floats(ROWS * OUT + 16);
+        for (int i = 0; i < 16; i++) gelu[ROWS * OUT + i] = -1.0f;
+        test_fill(w, (size_t)OUT * IN, -0.5f, 0.5f), test_fill(b, OUT, -1, 1);
+        /* outputs of about ±11: past erf's fit range of ±4·√2, and into the tanh form's clamp */
+        test_fill(x, (size_t)ROWS * IN, -3, 3);
+        vit_error err = {0};
+        gemm_weight *f = gemm_prepare(backend, precision, w, b, OUT, IN, EPILOGUE_NONE, ROWS, &err);
+        gemm_weight *g = gemm_prepare(backend, precision, w, b, OUT, IN, epilogue, ROWS, &err);
+        if (!f || !g) {
+            print_message("  SKIPPED: no %s matmul on this CPU (%s)\n",
+                          gemm_precision_name(precision), err.msg);
+            gemm_free(f), gemm_free(g);
+            free(w), free(b), free(x), free(plain), free(gelu);
+            return -1;
+        }
+        size_t bytes = gemm_workspace_bytes(f);
+        if (gemm_workspace_bytes(g) > bytes) bytes = gemm_workspace_bytes(g);
+        gemm_state *s = gemm_state_create(backend, bytes, &err);
+        assert_non_null(s);
+        gemm_run(f, x, ROWS, plain, s);
+        gemm_run(g, x, ROWS, gelu, s);
+        for (int i = 0; i < ROWS * OUT; i++) {
+            const double v = plain[i], want = want_of(v);
+            if (!gelu_within(gelu[i], want))
+                fail_msg("%s %s %s, width %d, element %d: %.9g, want %.9g (of %.9g)",
+                         gemm_backend_name(backend), gemm_precision_name(precision),
+                         epilogue == EPILOGUE_GELU ? "GELU" : "tanh GELU", OUT, i, gelu[i], want,
+                         v);
+            const double e = fabs(gelu[i] - want) / gelu_bound(want);
+            *worst = e > *worst ? e : *worst;
+        }
+        for (int i = 0; i < 16; i++)
+            if (gelu[ROWS * OUT + i] != -1.0f)
+                fail_msg("%s %s, width %d: float %d past the output written",
+                         gemm_backend_name(backend), gemm_precision_name(precision), OUT, i);
+        gemm_state_free(s);
+        gemm_free(f), gemm_free(g);
+        free(w), free(b), free(x), free(plain), free(gelu);
+    }
+    return 0;
+}
+
+/* int8's GELU (erf) kernel: within the bound of the GELU in double (it failed with the tail's
+ * mask or the Newton step broken). */
 static void test_int8_gelu(void **state) {
     (void)state;
     if (!gemm_backend_available(GEMM_ONEDNN)) {
         print_message("  SKIPPED: no oneDNN here (int8 runs on oneDNN only)\n");
         return;
     }
-    enum { IN = 40, ROWS = 9 };
-    const int widths[] = {1, 15, 16, 37, 200};
-    double worst = 0;
-    for (int k = 0; k < 5; k++) {
-        const int OUT = widths[k];
-        float *w = test_alloc_floats((size_t)OUT * IN), *b = test_alloc_floats(OUT);
-        float *x = test_alloc_floats((size_t)ROWS * IN);
-        float *plain = test_alloc_floats((size_t)ROWS * OUT), *gelu = test_alloc_floats(ROWS * OUT);
-        test_fill(w, (size_t)OUT * IN, -0.5f, 0.5f), test_fill(b, OUT, -1, 1);
-        test_fill(x, (size_t)ROWS * IN, -3, 3); /* outputs reach past erf's fit range of ±4·√2 */
-        vit_error err = {0};
-        gemm_weight *f =
-            gemm_prepare(GEMM_ONEDNN, PRECISION_INT8, w, b, OUT, IN, EPILOGUE_NONE, ROWS, &err);
-        gemm_weight *g =
-            gemm_prepare(GEMM_ONEDNN, PRECISION_INT8, w, b, OUT, IN, EPILOGUE_GELU, ROWS, &err);
-        if (!f || !g) {
-            print_message("  SKIPPED: no int8 matmul on this CPU (%s)\n", err.msg);
-            gemm_free(f), gemm_free(g);
-            free(w), free(b), free(x), free(plain), free(gelu);
-            return;
+    double worst;
+    if (check_gelu(GEMM_ONEDNN, PRECISION_INT8, EPILOGUE_GELU, gelu_erf_double, &worst) == 0)
+        print_message("  int8 GELU = GELU in double of the same products, widths 1-200: |error| "
+                      "at most %.3g of the bound\n",
+                      worst);
+}
+
+/* The tanh GELU (SigLIP's gelu_pytorch_tanh) of int8 (vit's own kernel, AVX-512 or
+ * gelu_tanh_fast) and of bf16 (oneDNN's eltwise_gelu_tanh post-op; vit's gelu_tanh_fast on
+ * OpenBLAS) against the one in double of the same products. */
+static void test_gelu_tanh_epilogue(void **state) {
+    (void)state;
+    const struct {
+        gemm_backend backend;
+        gemm_precision precision;
+    } runs[] = {{GEMM_ONEDNN, PRECISION_INT8},
+                {GEMM_ONEDNN, PRECISION_BF16},
+                {GEMM_OPENBLAS, PRECISION_BF16}};
+    for (int r = 0; r < 3; r++) {
+        if (!gemm_backend_available(runs[r].backend)) {
+            print_message("  %s: SKIPPED (not in this build)\n",
+                          gemm_backend_name(runs[r].backend));
+            continue;
         }
-        gemm_state *s = state_for(f, g);
-        gemm_run(f, x, ROWS, plain, s);
-        gemm_run(g, x, ROWS, gelu, s);
-        for (int i = 0; i < ROWS * OUT; i++) {
-            const double v = plain[i], want = 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
-            const double err_i = fabs(gelu[i] - want), bound = 4e-7 * fabs(want) + 1e-6;
-            if (!(err_i <= bound))
-                fail_msg("int8 GELU, width %d, element %d: %.9g, want %.9g (GELU of %.9g)", OUT, i,
-                         gelu[i], want, v);
-            worst = err_i > worst ? err_i : worst;
-        }
-        gemm_state_free(s);
-        gemm_free(f), gemm_free(g);
-        free(w), free(b), free(x), free(plain), free(gelu);
+        double worst;
+        if (check_gelu(runs[r].backend, runs[r].precision, EPILOGUE_GELU_TANH, gelu_tanh_double,
+                       &worst) == 0)
+            print_message("  %s %s tanh GELU = tanh GELU in double of the same products, widths "
+                          "1-200: |error| at most %.3g of the bound\n",
+                          gemm_backend_name(runs[r].backend),
+                          gemm_precision_name(runs[r].precision), worst);
     }
-    print_message("  int8 GELU = GELU in double of the same products, widths 1-200: |error| at "
-                  "most %.3g\n",
-                  worst);
+}
+
+/* gelu_tanh_fast, the portable kernel (int8's without AVX-512, bf16's on OpenBLAS), against the
+ * tanh GELU in double: every 1/1024 on [-16, 16] (the clamp-free quotient's whole range: past -16
+ * the GELU is below 1e-6 and past 16 it is x in float), at lengths 1-40 (the vector loop's
+ * remainders), and infinities, NaN, ±0 and huge values. */
+static void test_gelu_tanh_fast(void **state) {
+    (void)state;
+    enum { N = 32 * 1024 + 1 };
+    float *x = test_alloc_floats(N), *y = test_alloc_floats(N);
+    for (int i = 0; i < N; i++) x[i] = (float)(i - N / 2) / 1024.0f;
+    memcpy(y, x, sizeof(float) * N);
+    gelu_tanh_fast(y, N);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        const double want = gelu_tanh_double(x[i]);
+        if (!gelu_within(y[i], want))
+            fail_msg("gelu_tanh_fast(%.9g) = %.9g, want %.9g", x[i], y[i], want);
+        const double e = fabs(y[i] - want) / gelu_bound(want);
+        worst = e > worst ? e : worst;
+    }
+    for (int n = 1; n <= 40; n++) { /* y[n] is left as it was */
+        memcpy(y, x + 11 * 1024, sizeof(float) * (n + 1));
+        gelu_tanh_fast(y, (size_t)n);
+        for (int i = 0; i < n; i++)
+            if (!gelu_within(y[i], gelu_tanh_double(x[11 * 1024 + i])))
+                fail_msg("gelu_tanh_fast over %d floats, element %d: %.9g", n, i, y[i]);
+        assert_true(y[n] == x[11 * 1024 + n]);
+    }
+    const float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 30.0f, -30.0f, 1e30f, -1e30f};
+    float got[8], inf[] = {INFINITY, NAN};
+    memcpy(got, special, sizeof got);
+    gelu_tanh_fast(got, 8);
+    for (int i = 0; i < 8; i++)
+        if (!gelu_within(got[i], gelu_tanh_double(special[i])))
+            fail_msg("gelu_tanh_fast(%.9g) = %.9g", special[i], got[i]);
+    assert_true(!signbit(got[0]) && signbit(got[1]) && got[4] == 30.0f && got[6] == 1e30f);
+    gelu_tanh_fast(inf, 2);
+    assert_true(inf[0] == INFINITY && isnan(inf[1]));
+    print_message(
+        "  gelu_tanh_fast = tanh GELU in double on [-16, 16]: |error| at most %.3g of the bound\n",
+        worst);
+    free(x), free(y);
 }
 
 /* ---- bf16 inputs written by their producers ---- */
@@ -830,6 +942,8 @@ int main(void) {
         cmocka_unit_test(test_gemm_chain),
         cmocka_unit_test(test_int8_rows),
         cmocka_unit_test(test_int8_gelu),
+        cmocka_unit_test(test_gelu_tanh_epilogue),
+        cmocka_unit_test(test_gelu_tanh_fast),
         cmocka_unit_test(test_bf16_inputs),
     };
     return cmocka_run_group_tests_name("encoder_options", tests, NULL, NULL);

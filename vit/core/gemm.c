@@ -105,6 +105,8 @@ static void openblas_run(const gemm_weight *w, const float *x, int N, float *y, 
             const size_t n = (size_t)(hi - lo) * OUT;
             if (accumulate)
                 apply_epilogue(y + (size_t)lo * OUT, out, n, EPILOGUE_ACCUMULATE);
+            else if (w->rounded && w->epilogue == EPILOGUE_GELU_TANH) /* bf16: fp32 keeps tanhf */
+                gelu_tanh_fast(out, n);
             else
                 apply_epilogue(out, NULL, n, w->epilogue);
         }

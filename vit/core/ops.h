@@ -84,6 +84,10 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, co
 void activation_forward(float *out, const float *inp, size_t n, activation_kind act);
 /* The same on the calling thread only (inside a parallel region, on its share). */
 void activation_serial(float *out, const float *inp, size_t n, activation_kind act);
+/* y[n] = the tanh GELU of y in place, as x·σ(2u) = x / (1 + e^(-2u)) with fast_expf (the same
+ * function, within a few ulps of it in double; no tanhf call, so it vectorises), for the products
+ * of the reduced-precision layers. fp32 keeps activation_*'s tanhf form, its goldens unchanged. */
+void gelu_tanh_fast(float *y, size_t n);
 /* dinp[n] = dout[n] · act'(inp[n]) with inp the forward's input (overwritten; dinp may alias dout).
  * GELU uses the exact erf derivative Φ(x) + x·φ(x). */
 void activation_backward(float *dinp, const float *dout, const float *inp, size_t n,
