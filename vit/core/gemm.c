@@ -47,8 +47,11 @@ int gemm_bf16_native(gemm_backend backend) {
     return 0;
 }
 
-HOT_LOOP void round_rows_bf16(float *out, const float *x, size_t n) {
+HOT_LOOP static void round_rows_bf16_kernel(float *out, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = round_to_bf16(x[i]);
+}
+void round_rows_bf16(float *out, const float *x, size_t n) {
+    round_rows_bf16_kernel(out, x, n);
 }
 
 HOT_LOOP static void add_rows(float *y, const float *acc, size_t n) {

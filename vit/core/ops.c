@@ -382,8 +382,11 @@ static inline float gelu_tanh_sigmoid(float x) {
     const float k2 = 2 * 0.7978845608028654f, c = 0.044715f; /* 2·sqrt(2/pi) */
     return x / (1.0f + fast_expf(x * (-k2 - k2 * c * (x * x))));
 }
-HOT_LOOP void gelu_tanh_fast(float *y, size_t n) {
+HOT_LOOP static void gelu_tanh_fast_kernel(float *y, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = gelu_tanh_sigmoid(y[i]);
+}
+void gelu_tanh_fast(float *y, size_t n) {
+    gelu_tanh_fast_kernel(y, n);
 }
 HOT_LOOP static void relu_kernel(float *out, const float *inp, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
