@@ -41,8 +41,8 @@ static int size_member(const cJSON *obj, const char *key, int *out, const char *
     return 0;
 }
 
-/* `size`/`crop_size`: an int N (N x N; with allow_shortest 2, BitImageProcessor's reading, the
- * short side N), {"height", "width"}, or (size only) {"shortest_edge"}.
+/* `size`/`crop_size`: an int N (N x N; with allow_shortest 2, SIZE_SHORT below: CLIP's and Bit's
+ * reading, the short side N), {"height", "width"}, or (size only) {"shortest_edge"}.
  * Keys are matched exactly, as transformers reads them: any other key ("Width",
  * "Shortest_Edge", "longest_edge") is an error rather than a size silently left out. */
 static int get_size(const cJSON *root, const char *key, int allow_shortest, int *height, int *width,
@@ -112,38 +112,81 @@ static int get_channel_values(const cJSON *root, const char *key, int channels, 
     return 0;
 }
 
-/* The class named by image_processor_type (or an old file's feature_extractor_type) sets the
- * defaults of the fields the file leaves out: BitImageProcessor (DINOv2's) shortest edge 224,
- * bicubic, center crop 224, OpenAI CLIP's mean and std, and an integer size is the short side;
- * BeitImageProcessor 256 x 256 bicubic, center crop 224. Returns 2 for Bit's integer size, else 1
- * (get_size's allow_shortest). */
-static int processor_defaults(const cJSON *root, preprocess_config *cfg) {
+/* How a class reads an integer `size` (get_size's rule): a square, the short side (get_size_dict
+ * with default_to_square=False, then a shortest-edge resize), or not at all (SigLIP: its
+ * get_size_dict makes {"shortest_edge": N} and its preprocess reads size["height"]). */
+enum { SIZE_SQUARE = 1, SIZE_SHORT = 2, SIZE_HEIGHT_WIDTH = 3 };
+
+/* Each class's __init__ defaults for the fields a file leaves out (transformers'
+ * image_processing_{vit,deit,beit,clip,bit,siglip}.py; tools/processor_reference.py has the same
+ * table for the goldens). size 0 x 0 with shortest > 0: a shortest-edge resize. */
+typedef struct {
+    const char *name; /* without ImageProcessor / ImageProcessorFast / FeatureExtractor */
+    int size_rule, height, width, shortest, resample, crop;
+    const float *mean, *std;
+} processor_class;
+
+static const float half[3] = {0.5f, 0.5f, 0.5f};
+static const float clip_mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
+static const float clip_std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+static const processor_class classes[] = {
+    {"ViT", SIZE_SQUARE, 224, 224, 0, RESAMPLE_BILINEAR, 0, half, half},
+    {"DeiT", SIZE_SQUARE, 256, 256, 0, RESAMPLE_BICUBIC, 224, half, half},
+    {"Beit", SIZE_SQUARE, 256, 256, 0, RESAMPLE_BICUBIC, 224, half, half},
+    {"CLIP", SIZE_SHORT, 0, 0, 224, RESAMPLE_BICUBIC, 224, clip_mean, clip_std},
+    {"Bit", SIZE_SHORT, 0, 0, 224, RESAMPLE_BICUBIC, 224, clip_mean, clip_std},
+    {"Siglip", SIZE_HEIGHT_WIDTH, 224, 224, 0, RESAMPLE_BICUBIC, 0, half, half},
+};
+
+/* The class image_processor_type (or an old file's feature_extractor_type) names; a file that
+ * names none is read as ViTImageProcessor (vit's own files before they named it). NULL: a class
+ * vit does not know, whose defaults it cannot guess. */
+static const processor_class *processor_class_of(const cJSON *root, const char **name) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "image_processor_type");
     if (!cJSON_IsString(type))
         type = cJSON_GetObjectItemCaseSensitive(root, "feature_extractor_type");
-    const char *name = cJSON_IsString(type) ? type->valuestring : "";
-    const int bit = strncmp(name, "BitImageProcessor", 17) == 0;
-    if (!bit && strncmp(name, "Beit", 4) != 0) return 1;
-    cfg->resample = RESAMPLE_BICUBIC;
-    cfg->do_center_crop = 1;
-    cfg->crop_height = cfg->crop_width = 224;
-    cfg->shortest_edge = bit ? 224 : 0;
-    cfg->resize_height = cfg->resize_width = 256;
-    if (!bit) return 1;
-    static const float clip_mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
-    static const float clip_std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
-    memcpy(cfg->mean, clip_mean, sizeof clip_mean);
-    memcpy(cfg->std, clip_std, sizeof clip_std);
-    return 2;
+    *name = cJSON_IsString(type) ? type->valuestring : "ViTImageProcessor";
+    static const char *suffixes[] = {"ImageProcessor", "ImageProcessorFast", "FeatureExtractor"};
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++) {
+        const size_t n = strlen(classes[i].name);
+        if (strncmp(*name, classes[i].name, n) != 0) continue;
+        for (size_t s = 0; s < sizeof suffixes / sizeof suffixes[0]; s++)
+            if (strcmp(*name + n, suffixes[s]) == 0) return &classes[i];
+    }
+    return NULL;
+}
+
+/* The class's defaults into cfg. */
+static void processor_defaults(const processor_class *k, preprocess_config *cfg) {
+    cfg->resize_height = k->height, cfg->resize_width = k->width;
+    cfg->shortest_edge = k->shortest;
+    cfg->resample = k->resample;
+    cfg->do_center_crop = k->crop > 0;
+    cfg->crop_height = cfg->crop_width = k->crop > 0 ? k->crop : 224;
+    memcpy(cfg->mean, k->mean, sizeof cfg->mean);
+    memcpy(cfg->std, k->std, sizeof cfg->std);
 }
 
 static int parse_preprocessor(const cJSON *root, preprocess_config *cfg, const char *src,
                               vit_error *err) {
     double factor = cfg->rescale_factor;
-    const int size_kind = processor_defaults(root, cfg);
+    const char *name;
+    const processor_class *k = processor_class_of(root, &name);
+    if (!k)
+        return vit_fail(err,
+                        "%s: image processor '%s' is not one vit reads (ViT, DeiT, Beit, CLIP, "
+                        "Bit, Siglip: ImageProcessor or FeatureExtractor)",
+                        src, name);
+    processor_defaults(k, cfg);
+    if (k->size_rule == SIZE_HEIGHT_WIDTH &&
+        cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(root, "size")))
+        return vit_fail(err,
+                        "%s: field 'size' is an integer, which %s does not take (transformers "
+                        "fails on it): give {\"height\": N, \"width\": N}",
+                        src, name);
     if (json_get_bool(root, "do_resize", &cfg->do_resize, src, err) ||
-        get_size(root, "size", size_kind, &cfg->resize_height, &cfg->resize_width,
-                 &cfg->shortest_edge, src, err) ||
+        get_size(root, "size", k->size_rule == SIZE_HEIGHT_WIDTH ? 0 : k->size_rule,
+                 &cfg->resize_height, &cfg->resize_width, &cfg->shortest_edge, src, err) ||
         json_get_int(root, "resample", 0, 5, &cfg->resample, src, err) ||
         json_get_bool(root, "do_center_crop", &cfg->do_center_crop, src, err) ||
         get_size(root, "crop_size", 0, &cfg->crop_height, &cfg->crop_width, NULL, src, err) ||

@@ -474,6 +474,14 @@ static void test_preprocess_config_errors(void **state) {
         {"{\"do_resize\": \"yes\"}", "field 'do_resize'"},
         {"{\"crop_size\": {\"shortest_edge\": 3}, \"do_center_crop\": true}", "field 'crop_size'"},
         {"[1, 2]", "not a valid JSON object"},
+        /* SigLIP's int size is {"shortest_edge": N} to transformers, which its preprocess fails on
+         */
+        {"{\"image_processor_type\": \"SiglipImageProcessor\", \"size\": 224}",
+         "field 'size' is an integer, which SiglipImageProcessor does not take"},
+        {"{\"image_processor_type\": \"SiglipImageProcessor\", \"size\": {\"shortest_edge\": 9}}",
+         "unsupported key 'shortest_edge' (expected height and width)"},
+        {"{\"image_processor_type\": \"ConvNextImageProcessor\", \"size\": 224}",
+         "image processor 'ConvNextImageProcessor' is not one vit reads"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *dir = write_model_dir("bad", cfg, cases[i].prep);
@@ -556,12 +564,15 @@ static void test_defaults_without_preprocessor_config(void **state) {
  * uint8 pixels must be Pillow's exactly (one step of 1/255 / std is 0.017 or more); what is left is
  * the rounding of the rescale and normalisation, which the reference does as HF does (float64
  * product rounded to float32, then float32), as vit does: 0 measured. */
-static void check_golden_pixels(const char *dir) {
+static void check_golden_pixels(const char *dir, int expected) {
     char golden[4200];
     snprintf(golden, sizeof golden, "%s/golden.safetensors", dir);
     preprocess_config cfg;
     vit_error err = {0};
-    if (model_dir_load_preprocess(dir, &cfg, &err) != 0) fail_msg("%s", err.msg);
+    /* the processor folders have no config.json: 224 is not used, they all name a size */
+    if ((expected == 15 ? model_dir_load_preprocess(dir, &cfg, &err)
+                        : preprocess_config_read(dir, 224, 3, &cfg, &err)) != 0)
+        fail_msg("%s", err.msg);
     st_file st;
     if (st_open(golden, &st, &err) != 0) fail_msg("%s", err.msg);
     int compared = 0;
@@ -588,18 +599,34 @@ static void check_golden_pixels(const char *dir) {
         compared++;
     }
     print_message("  %s: %d golden tensors, worst |diff| %.3g\n", dir, compared, worst);
-    assert_int_equal(compared, 15);
+    assert_int_equal(compared, expected);
     st_close(&st);
 }
 
 static void test_golden_micro_a(void **state) {
     (void)state;
-    check_golden_pixels(MICRO_A); /* 32x32 bilinear squash */
+    check_golden_pixels(MICRO_A, 15); /* 32x32 bilinear squash */
 }
 
 static void test_golden_micro_b(void **state) {
     (void)state;
-    check_golden_pixels(MICRO_B); /* shortest edge 46 bicubic, crop 40, ImageNet stats */
+    check_golden_pixels(MICRO_B, 15); /* shortest edge 46 bicubic, crop 40, ImageNet stats */
+}
+
+/* Every image processor class vit reads, with its file as the Hub has it (an int size and
+ * crop_size: CLIP's and Bit's int size is the short side, then the crop; ViT's, DeiT's and BEiT's a
+ * square) and with only the fields that pick the class's own defaults (resample, crop, mean and
+ * std), against tools/processor_reference.py's Pillow pixels (tests/data/processors). */
+static void test_processor_classes(void **state) {
+    (void)state;
+    static const char *cases[] = {"clip-hub", "clip-defaults", "bit-hub",    "bit-defaults",
+                                  "vit-hub",  "vit-defaults",  "deit-hub",   "deit-defaults",
+                                  "beit-hub", "beit-defaults", "siglip-hub", "siglip-defaults"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dir[256];
+        snprintf(dir, sizeof dir, TEST_DATA "/processors/%s", cases[i]);
+        check_golden_pixels(dir, 3);
+    }
 }
 
 int main(void) {
@@ -619,6 +646,7 @@ int main(void) {
         cmocka_unit_test(test_defaults_without_preprocessor_config),
         cmocka_unit_test(test_golden_micro_a),
         cmocka_unit_test(test_golden_micro_b),
+        cmocka_unit_test(test_processor_classes),
     };
     return cmocka_run_group_tests_name("image", tests, NULL, NULL);
 }
