@@ -75,7 +75,8 @@ typedef struct {
     double rescale_factor;
     int do_normalize;
     float mean[3], std[3];
-    int channels; /* from config.json num_channels */
+    int channels;      /* from config.json num_channels */
+    int from_defaults; /* 1: there was no preprocessor_config.json (ViTImageProcessor's defaults) */
 } preprocess_config;
 
 /* Reads MODEL_DIR/preprocessor_config.json for a model of image_size and channels (its
@@ -86,6 +87,10 @@ int preprocess_config_read(const char *model_dir, int image_size, int channels,
 /* Makes the config produce size x size outputs (for --size N; docs/SPEC.md §7) keeping its
  * transform. */
 void preprocess_config_set_size(preprocess_config *cfg, int size);
+
+/* The transform in words ("shortest edge 248 bicubic, center crop 224x224, mean [0.5 0.5 0.5] std
+ * [0.5 0.5 0.5]"), as vit info prints it. */
+void preprocess_describe(const preprocess_config *cfg, char *buf, size_t size);
 
 /* Output tensor shape of preprocess_image. */
 void preprocess_output_shape(const preprocess_config *cfg, int *channels, int *height, int *width);

@@ -207,6 +207,7 @@ int preprocess_config_read(const char *model_dir, int image_size, int channels,
     FILE *probe = fopen(path, "rb");
     if (!probe) {
         set_defaults(cfg, image_size, channels);
+        cfg->from_defaults = 1;
         return 0;
     }
     fclose(probe);
@@ -216,6 +217,25 @@ int preprocess_config_read(const char *model_dir, int image_size, int channels,
     int rc = parse_preprocessor(root, cfg, path, err);
     cJSON_Delete(root);
     return rc;
+}
+
+void preprocess_describe(const preprocess_config *p, char *buf, size_t size) {
+    static const char *filters[] = {"nearest", "lanczos", "bilinear", "bicubic", "box", "hamming"};
+    const char *filter = p->resample >= 0 && p->resample <= 5 ? filters[p->resample] : "?";
+    size_t n = 0;
+    if (!p->do_resize)
+        n = (size_t)snprintf(buf, size, "no resize");
+    else if (p->shortest_edge > 0)
+        n = (size_t)snprintf(buf, size, "shortest edge %d %s", p->shortest_edge, filter);
+    else
+        n = (size_t)snprintf(buf, size, "resize %dx%d %s", p->resize_width, p->resize_height,
+                             filter);
+    if (n < size && p->do_center_crop)
+        n += (size_t)snprintf(buf + n, size - n, ", center crop %dx%d", p->crop_width,
+                              p->crop_height);
+    if (n < size && p->do_normalize)
+        snprintf(buf + n, size - n, ", mean [%g %g %g] std [%g %g %g]", p->mean[0], p->mean[1],
+                 p->mean[2], p->std[0], p->std[1], p->std[2]);
 }
 
 void preprocess_output_shape(const preprocess_config *cfg, int *channels, int *height, int *width) {

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vit/vit.h"
+
 #define FASHION  "models/fashion-vit"
 #define IMAGENET "models/vit-tiny-in1k" /* the default model */
 
@@ -246,6 +248,45 @@ static void test_peak_memory(void **state) {
     test_run_free(&b);
 }
 
+/* A folder without preprocessor_config.json is preprocessed with ViTImageProcessor's defaults at
+ * its image_size, which may not be its processor's: vit_preprocess_defaults says which, and the CLI
+ * says it on stderr. micro-a's own file holds exactly those defaults, so its answers stay the same;
+ * with the file, nothing is said. */
+static void test_defaults_said(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *dir = tmp("no-processor");
+    mkdir(dir, 0755);
+    char to[4300];
+    snprintf(to, sizeof to, "%s/config.json", dir);
+    copy_file("tests/data/micro-a/config.json", to);
+    snprintf(to, sizeof to, "%s/model.safetensors", dir);
+    copy_file("tests/data/micro-a/model.safetensors", to);
+    static const char *line = "no preprocessor_config.json: ViTImageProcessor's defaults at 32x32 "
+                              "(resize 32x32 bilinear, mean [0.5 0.5 0.5] std [0.5 0.5 0.5])";
+    vit_error err = {0};
+    vit_context *ctx = vit_load(dir, NULL, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    assert_string_equal(vit_preprocess_defaults(ctx), line);
+    vit_free(ctx);
+    ctx = vit_load("tests/data/micro-a", NULL, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    assert_null(vit_preprocess_defaults(ctx));
+    vit_free(ctx);
+
+    test_run_result bare = classify(dir, NULL, "examples/photos/cat.jpg", NULL, NULL, NULL, NULL);
+    test_run_result with =
+        classify("tests/data/micro-a", NULL, "examples/photos/cat.jpg", NULL, NULL, NULL, NULL);
+    assert_int_equal(bare.status, 0);
+    assert_int_equal(with.status, 0);
+    char want[4600];
+    snprintf(want, sizeof want, "vit classify: %s: %s\n", dir, line);
+    assert_string_equal(bare.err, want);
+    assert_string_equal(with.err, "");
+    assert_string_equal(bare.out, with.out);
+    test_run_free(&bare), test_run_free(&with);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_folder_recursive_sorted),
@@ -253,6 +294,7 @@ int main(void) {
         cmocka_unit_test(test_stdin),
         cmocka_unit_test(test_default_model),
         cmocka_unit_test(test_peak_memory),
+        cmocka_unit_test(test_defaults_said),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,7 @@ typedef struct {
     vit_params params;      /* as loaded */
     char compute[128];      /* what runs the linear layers */
     char model_dir[512];    /* for messages */
+    char defaults[384];     /* vit_preprocess_defaults: "" when preprocessor_config.json is there */
 } vit_weights;
 
 /* One computation's state over shared weights. */
@@ -156,6 +157,13 @@ static int setup_preprocessing(vit_weights *w, int height, int width, vit_error 
     if (pc != w->m.cfg.num_channels || ph != height || pw != width)
         return vit_fail(err, "%s: preprocessing yields %dx%dx%d but the model takes %dx%dx%d",
                         w->model_dir, pc, ph, pw, w->m.cfg.num_channels, height, width);
+    if (w->prep.from_defaults) {
+        char what[256];
+        preprocess_describe(&w->prep, what, sizeof what);
+        snprintf(w->defaults, sizeof w->defaults,
+                 "no preprocessor_config.json: ViTImageProcessor's defaults at %dx%d (%s)", height,
+                 width, what);
+    }
     return 0;
 }
 
@@ -266,6 +274,9 @@ size_t vit_num_parameters(const vit_context *c) {
 }
 const char *vit_compute(const vit_context *c) {
     return c->w->compute;
+}
+const char *vit_preprocess_defaults(const vit_context *c) {
+    return c->w->defaults[0] ? c->w->defaults : NULL;
 }
 
 void vit_input_shape(const vit_context *c, int *channels, int *height, int *width) {

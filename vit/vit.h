@@ -121,6 +121,11 @@ VIT_API double vit_flops_per_image(const vit_context *ctx);
 VIT_API size_t vit_num_parameters(const vit_context *ctx);
 /* What computes: "oneDNN 2.6.3 (avx2), fp32" (owned by the context). */
 VIT_API const char *vit_compute(const vit_context *ctx);
+/* NULL when the model folder has a preprocessor_config.json; else the defaults its images are
+ * preprocessed with, in one line: "no preprocessor_config.json: ViTImageProcessor's defaults at
+ * 224x224 (resize 224x224 bilinear, mean [0.5 0.5 0.5] std [0.5 0.5 0.5])" (owned by the context).
+ * Such a folder classifies differently from one with its processor's file: worth saying. */
+VIT_API const char *vit_preprocess_defaults(const vit_context *ctx);
 
 /* One image -> the model's input tensor `pixels` (vit_input_floats floats), exactly as Hugging
  * Face's image processor with Pillow: from a file (PNG, JPEG, WebP, TIFF, GIF or BMP, told by its

@@ -353,6 +353,8 @@ class ImageModel(_Context):
         self.num_parameters = lib.vit_num_parameters(ctx)
         self.flops_per_image = lib.vit_flops_per_image(ctx)
         self.compute = _text(lib.vit_compute(ctx))
+        # None, or the line saying which defaults preprocess a folder without preprocessor_config.json
+        self.preprocess_defaults = _text(lib.vit_preprocess_defaults(ctx))
 
     def __repr__(self):
         return "ImageModel(%r, %s)" % (self.path, self.compute)

@@ -117,6 +117,7 @@ _SIGNATURES = {
     "vit_flops_per_image": (ctypes.c_double, [_p]),
     "vit_num_parameters": (_sz, [_p]),
     "vit_compute": (_s, [_p]),
+    "vit_preprocess_defaults": (_s, [_p]),
     "vit_preprocess_file": (_i, [_p, _s, _p, _err]),
     "vit_preprocess_memory": (_i, [_p, _p, _sz, _p, _err]),
     "vit_preprocess_rgb": (_i, [_p, _p, _i, _i, _p, _err]),

@@ -82,6 +82,8 @@ vit_context *cli_load_image_model(const cli_command *cmd, const cli_common *c, c
     vit_error err = {0};
     vit_context *ctx = vit_load(cli_model_dir(c->model, dir, size), &c->params, &err);
     if (!ctx) cli_print_load_error(cmd->name, c->model, dir, &err);
+    if (ctx && vit_preprocess_defaults(ctx))
+        fprintf(stderr, "vit %s: %s: %s\n", cmd->name, dir, vit_preprocess_defaults(ctx));
     return ctx;
 }
 

@@ -40,19 +40,9 @@ static void print_preprocessing(const char *dir) {
         printf("preprocessing:  unreadable (%s)\n", err.msg);
         return;
     }
-    static const char *filters[] = {"nearest", "lanczos", "bilinear", "bicubic", "box", "hamming"};
-    const char *filter = p.resample >= 0 && p.resample <= 5 ? filters[p.resample] : "?";
-    if (!p.do_resize)
-        printf("preprocessing:  no resize");
-    else if (p.shortest_edge > 0)
-        printf("preprocessing:  shortest edge %d %s", p.shortest_edge, filter);
-    else
-        printf("preprocessing:  resize %dx%d %s", p.resize_width, p.resize_height, filter);
-    if (p.do_center_crop) printf(", center crop %dx%d", p.crop_width, p.crop_height);
-    if (p.do_normalize)
-        printf(", mean [%g %g %g] std [%g %g %g]", p.mean[0], p.mean[1], p.mean[2], p.std[0],
-               p.std[1], p.std[2]);
-    printf("\n");
+    char what[256];
+    preprocess_describe(&p, what, sizeof what);
+    printf("preprocessing:  %s\n", what);
 }
 
 /* An image model's input, cost and preprocessing. */

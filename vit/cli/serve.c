@@ -246,6 +246,8 @@ static int load_image_model(service *s, serve_options *o) {
         s->image = vit_load(dir, &o->params, &err);
     }
     if (!s->image) cli_print_load_error("serve", o->model_opt, s->image_dir, &err);
+    if (s->image && vit_preprocess_defaults(s->image))
+        fprintf(stderr, "vit serve: %s: %s\n", s->image_dir, vit_preprocess_defaults(s->image));
     return s->image ? 0 : -1;
 }
 
