@@ -615,6 +615,17 @@ static void test_vit_non_square(void **state) {
     vit_case_free(&c);
 }
 
+/* Sides that are not multiples of the patch (9x10 with patch 4): the 2x2 grid's patches from the
+ * top-left 8x8 pixels, the rest left out, as the patch convolution leaves them out. */
+static void test_vit_remainder(void **state) {
+    (void)state;
+    vit_case c = {.smoothing = 0.1f, .image_size = "[9, 10]"};
+    vit_case_init(&c, 1);
+    assert_int_equal(c.a.tokens, 1 + 2 * 2);
+    check_vit(&c, "ViT 9x10/4 (a 2x2 grid, 1 row and 2 columns left out), hidden 8, 2 layers");
+    vit_case_free(&c);
+}
+
 static void test_vit_whole_model_dropout(void **state) {
     (void)state;
     vit_case c = {.smoothing = 0.0f, .p_drop = 0.2f};
@@ -815,8 +826,12 @@ static void test_forward_argument_errors(void **state) {
     assert_int_equal(vit_model_forward(&c.m, &eval, c.pixels, VB, &train, c.logits, &err), -1);
     vit_acts_free(&eval);
     assert_int_equal(vit_acts_alloc(&eval, &c.m, VB, 16, 1, &err), -1);
-    assert_int_equal(vit_acts_alloc(&eval, &c.m, VB, 6, 0, &err), -1);
-    assert_non_null(strstr(err.msg, "multiple of the patch size"));
+    assert_int_equal(vit_acts_alloc(&eval, &c.m, VB, 3, 0, &err), -1);
+    assert_non_null(strstr(err.msg, "input size 3 is smaller than the patch size 4"));
+    /* a size that is not a multiple of the patch runs (its last pixels left out) */
+    assert_int_equal(vit_acts_alloc(&eval, &c.m, VB, 6, 0, &err), 0);
+    assert_true(eval.grid_h == 1 && eval.grid_w == 1);
+    vit_acts_free(&eval);
     vit_case_free(&c);
 }
 
@@ -835,6 +850,7 @@ int main(void) {
         cmocka_unit_test(test_encoder_pre_norm_causal_dropout),
         cmocka_unit_test(test_vit_whole_model),
         cmocka_unit_test(test_vit_non_square),
+        cmocka_unit_test(test_vit_remainder),
         cmocka_unit_test(test_vit_whole_model_dropout),
         cmocka_unit_test(test_deit_whole_model),
         cmocka_unit_test(test_deit_teacher_not_trained),

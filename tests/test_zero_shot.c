@@ -1,5 +1,6 @@
 /* Joint image-text models through the public API (vit.h) against tools/clip_reference.py's goldens
- * (tests/data/clip-micro, clip-micro-gelu, siglip-micro): CLIPImageProcessor's and
+ * (tests/data/clip-micro, clip-micro-gelu, siglip-micro; siglip-remainder-micro, the image tower
+ * only, from tools/remainder_reference.py): CLIPImageProcessor's and
  * SiglipImageProcessor's pixels from the image files, normalised image embeddings (vit_embed,
  * VIT_POOL_JOINT), text embeddings from the texts themselves (CLIP's BPE tokenizer and text tower),
  * zero-shot scores (vit_classes_create + vit_zero_shot) equal to logits_per_image, their softmax,
@@ -220,6 +221,27 @@ static void test_siglip(void **state) {
     check_joint("tests/data/siglip-micro", exp(2.3), -1.7, 1);
 }
 
+/* An image side that is not a multiple of the patch (30 with patch 8, as 384 with 14 in
+ * google/siglip-so400m-patch14-384): the patch convolution leaves out the last 6 rows and columns,
+ * a 3x3 grid against the 9 positions the checkpoint holds (tools/remainder_reference.py; image
+ * tower only, the folder has no tokenizer). */
+static void test_siglip_remainder(void **state) {
+    (void)state;
+    const char *dir = "tests/data/siglip-remainder-micro";
+    vit_error err = {0};
+    vit_params ip = vit_default_params();
+    ip.max_batch = IMAGES;
+    vit_context *img = vit_load(dir, &ip, &err);
+    if (!img) fail_msg("%s", err.msg);
+    int gh, gw, c, h, w;
+    vit_patch_grid(img, &gh, &gw);
+    vit_input_shape(img, &c, &h, &w);
+    assert_true(gh == 3 && gw == 3 && h == 30 && w == 30);
+    assert_int_equal(vit_tokens(img), 9);
+    free(check_images(img, dir, vit_joint_dim(img)));
+    vit_free(img);
+}
+
 /* SigLIP's image tower has no CLS token: its embedding is the joint one only. */
 static void test_siglip_no_cls(void **state) {
     (void)state;
@@ -345,9 +367,10 @@ static void test_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clip_quick_gelu), cmocka_unit_test(test_clip_gelu),
-        cmocka_unit_test(test_siglip),          cmocka_unit_test(test_siglip_no_cls),
-        cmocka_unit_test(test_precisions),      cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_clip_quick_gelu),  cmocka_unit_test(test_clip_gelu),
+        cmocka_unit_test(test_siglip),           cmocka_unit_test(test_siglip_no_cls),
+        cmocka_unit_test(test_siglip_remainder), cmocka_unit_test(test_precisions),
+        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,10 +52,11 @@ static int relative_biases(vit_acts *a, const model *m, int n, vit_error *err) {
     return ok ? 0 : vit_fail(err, "out of memory for the relative position biases");
 }
 
+/* A side that is not a multiple of the patch runs as transformers runs it: the patch convolution
+ * (stride P, no padding) leaves out the last side % P pixels (google/siglip-so400m-patch14-384:
+ * 384 = 27 x 14 + 6). */
 static int check_side(int side, int P, vit_error *err) {
-    if (side % P != 0 || side < P)
-        return vit_fail(err, "input size %d is not a positive multiple of the patch size %d", side,
-                        P);
+    if (side < P) return vit_fail(err, "input size %d is smaller than the patch size %d", side, P);
     if (side / P > CONFIG_MAX_GRID)
         return vit_fail(err, "input size %d is %d patches per side, more than the limit of %d",
                         side, side / P, CONFIG_MAX_GRID);

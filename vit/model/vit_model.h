@@ -68,8 +68,9 @@ typedef struct {
  * model's only, as in transformers). training (VIT_ACTS_TRAIN): per-layer
  * activations and gradient buffers too; VIT_ACTS_EXPLAIN the same at any size, where the
  * backward leaves the interpolated position embeddings without a gradient (explanations need the
- * attention's gradients, not the parameters'). Errors: a size that is not a positive multiple of
- * the patch, memory, training a DeiT with teacher (inference only, as in Hugging Face), training
+ * attention's gradients, not the parameters'). A side that is not a multiple of the patch leaves
+ * its last side % patch pixels out, as the patch convolution does. Errors: a side smaller than the
+ * patch, memory, training a DeiT with teacher (inference only, as in Hugging Face), training
  * at another size. A VisionEncoderDecoder's encoder (POOL_ALL) trains too; other towers of the
  * joint families do not. */
 enum { VIT_ACTS_INFER = 0, VIT_ACTS_TRAIN = 1, VIT_ACTS_EXPLAIN = 2 };
