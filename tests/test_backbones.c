@@ -27,6 +27,7 @@
 #include "patch/patch.h"
 #include "vit/io/model_dir.h"
 #include "vit/model/vit_model.h"
+#include "vit/vit.h"
 
 #define TOL    1e-4
 #define IMAGES 3
@@ -501,6 +502,94 @@ static void test_precisions(void **state) {
     print_message("  worst: bf16 %.3g, int8 %.3g\n", worst[0], worst[1]);
 }
 
+/* ---- a rectangle of as many patches as the table (tools/dinov2_reference.py --rect) ---- */
+
+#define RECT_GOLDEN TEST_DATA "/dinov2-micro/golden-28x112.safetensors"
+
+/* dinov2-micro (56x56, patch 14: a 4x4 table) behind a BitImageProcessor resizing to 28x112
+ * without a crop: a 2x8 grid, 16 patches as the table has, but not square, so transformers
+ * resizes the table to 2x8 (bicubic) rather than add it as it is (golden-28x112.json: that would
+ * move the logits by 0.30). The positions as added, then the processor's pixels and the logits
+ * through the library, from a folder with that processor. */
+static void test_rectangle_resizes_positions(void **state) {
+    (void)state;
+    model m;
+    load(&m, TEST_DATA "/dinov2-micro");
+    vit_acts a;
+    vit_error err = {0};
+    if (vit_acts_alloc_rect(&a, &m, 1, 28, 112, VIT_ACTS_INFER, &err) != 0) fail_msg("%s", err.msg);
+    assert_true(a.grid_h == 2 && a.grid_w == 8 && a.tokens == 17);
+    size_t n;
+    float *pos = test_read_tensor(RECT_GOLDEN, "position_embeddings", &n);
+    assert_non_null(pos);
+    assert_int_equal(n, (size_t)17 * m.cfg.hidden_size);
+    expect_close("positions at 28x112", a.pos, pos, n, 1e-6);
+    free(pos);
+    vit_acts_free(&a);
+    model_free(&m);
+
+    char dir[4200], path[4300];
+    snprintf(dir, sizeof dir, "%s/dinov2-rect", test_tmpdir());
+    assert_int_equal(mkdir(dir, 0777), 0);
+    static const char *files[] = {"config.json", "model.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        size_t size;
+        snprintf(path, sizeof path, TEST_DATA "/dinov2-micro/%s", files[i]);
+        uint8_t *bytes = read_whole_file(path, &size);
+        assert_non_null(bytes);
+        snprintf(path, sizeof path, "dinov2-rect/%s", files[i]);
+        write_temp_file(path, bytes, size);
+        free(bytes);
+    }
+    static const char *pp =
+        "{\"do_center_crop\": false, \"do_convert_rgb\": true, \"do_normalize\": true, "
+        "\"do_rescale\": true, \"do_resize\": true, \"image_mean\": [0.485, 0.456, 0.406], "
+        "\"image_processor_type\": \"BitImageProcessor\", \"image_std\": [0.229, 0.224, 0.225], "
+        "\"resample\": 3, \"rescale_factor\": 0.00392156862745098, "
+        "\"size\": {\"height\": 28, \"width\": 112}}";
+    write_temp_file("dinov2-rect/preprocessor_config.json", pp, strlen(pp));
+    vit_context *ctx = vit_load(dir, NULL, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    int c, h, w;
+    vit_input_shape(ctx, &c, &h, &w);
+    assert_true(c == 3 && h == 28 && w == 112);
+    static const char *const images[IMAGES] = {"rgb_64x48.png", "tall_40x400.jpg",
+                                               "palette_120x90.png"};
+    float *pixels = test_alloc_floats(vit_input_floats(ctx)), logits[5];
+    for (int i = 0; i < IMAGES; i++) {
+        char name[160];
+        snprintf(path, sizeof path, "%s/%s", GOLDEN_IMAGES, images[i]);
+        if (vit_preprocess_file(ctx, path, pixels, &err) != 0) fail_msg("%s", err.msg);
+        snprintf(name, sizeof name, "%s/pixels", images[i]);
+        float *want = test_read_tensor(RECT_GOLDEN, name, &n);
+        assert_int_equal(n, vit_input_floats(ctx));
+        expect_close(name, pixels, want, n, 1e-6);
+        free(want);
+        if (vit_forward(ctx, pixels, 1, logits, &err) != 0) fail_msg("%s", err.msg);
+        snprintf(name, sizeof name, "%s/logits", images[i]);
+        want = test_read_tensor(RECT_GOLDEN, name, &n);
+        assert_int_equal(n, 5);
+        expect_close(name, logits, want, n, TOL);
+        free(want);
+    }
+    free(pixels);
+    vit_free(ctx);
+}
+
+/* BEiT's relative position bias is resized for a square grid only: a rectangle is refused, in
+ * words, rather than run with a wrong bias. */
+static void test_beit_rectangle_refused(void **state) {
+    (void)state;
+    model m;
+    load(&m, TEST_DATA "/beit-micro");
+    vit_acts a;
+    vit_error err = {0};
+    assert_int_equal(vit_acts_alloc_rect(&a, &m, 1, 16, 64, VIT_ACTS_INFER, &err), -1);
+    print_message("  %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "relative position bias runs on a square patch grid only"));
+    model_free(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options),
@@ -509,6 +598,8 @@ int main(void) {
         cmocka_unit_test(test_pixels),
         cmocka_unit_test(test_forward_goldens),
         cmocka_unit_test(test_precisions),
+        cmocka_unit_test(test_rectangle_resizes_positions),
+        cmocka_unit_test(test_beit_rectangle_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

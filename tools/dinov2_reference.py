@@ -88,7 +88,11 @@ T = 1 + R + N. golden.json: per size the images (top-5 for classifiers), the flo
 forward's largest differences from the float64 one, the interpolation followed and the logit /
 state differences the other versions would give, and every name and shape of model.safetensors.
 
-usage: /usr/bin/python3 tools/dinov2_reference.py
+Also golden-28x112.safetensors and .json in dinov2-micro (write_rect): the model behind a
+processor that resizes to 28x112 without a crop, a 2 x 8 grid against its 4 x 4 table; as many
+patches, but transformers resizes the table whenever the input is not square.
+
+usage: /usr/bin/python3 tools/dinov2_reference.py [--rect]   (--rect: the 28x112 goldens alone)
 """
 import json
 import os
@@ -297,21 +301,26 @@ INTERP = {"dinov2": "bicubic", "dinov2_with_registers": "bicubic_aa"}
 
 
 def position_embeddings(table, n, m, mode, dtype=torch.float64, legacy=False, interp32=None):
-    """The table [1, 1 + n*n, D] as added for an m x m patch grid, in dtype. The resize runs in
-    float64 through interp_reference, or (interp32, the default for float32) through
-    F.interpolate on a float32 copy as transformers does. legacy: the 4.31-4.44 scale-factor form
-    (scale_factor (m + 0.1) / n)."""
-    if m == n:
+    """The table [1, 1 + n*n, D] as added for an m x m patch grid (m an int, or (mh, mw) for a
+    rectangle), in dtype. The resize runs in float64 through interp_reference, or (interp32, the
+    default for float32) through F.interpolate on a float32 copy as transformers does. legacy: the
+    4.31-4.44 scale-factor form (scale_factor (m + 0.1) / n).
+    transformers returns the table unresized when num_patches == num_positions and height ==
+    width (pixels); a rectangle of as many patches (28x112: 2 x 8 against 4 x 4) is resized. An
+    input of other pixel sides but the table's own grid (56x59) resizes n x n to n x n, which
+    bicubic at scale 1 leaves as it is, so the grid alone decides here."""
+    mh, mw = (m, m) if isinstance(m, int) else m
+    if mh == n and mw == n:
         return table.to(dtype)
     D = table.shape[-1]
     grid = table[0, 1:].reshape(n, n, D).permute(2, 0, 1)
-    sf = (m + 0.1) / n if legacy else None
+    sh, sw = ((mh + 0.1) / n, (mw + 0.1) / n) if legacy else (None, None)
     if interp32 or (interp32 is None and dtype == torch.float32):
-        out = interp.torch_resize(grid.float(), m, m, mode, (sf, sf) if legacy else None)
+        out = interp.torch_resize(grid.float(), mh, mw, mode, (sh, sw) if legacy else None)
     else:
-        scale = 1 / sf if legacy else None
-        out = torch.from_numpy(interp.resize(grid.double(), m, m, mode, scale, scale))
-    out = out.to(dtype).permute(1, 2, 0).reshape(m * m, D)
+        scale_h, scale_w = (1 / sh, 1 / sw) if legacy else (None, None)
+        out = torch.from_numpy(interp.resize(grid.double(), mh, mw, mode, scale_h, scale_w))
+    out = out.to(dtype).permute(1, 2, 0).reshape(mh * mw, D)
     return torch.cat([table[0, :1].to(dtype), out])[None]
 
 
@@ -323,8 +332,8 @@ def ffn(W, p, x, swiglu):
     return lin(F.gelu(lin(x, "mlp.fc1")), "mlp.fc2")
 
 
-def forward(w, spec, pixels, legacy=False, interp_mode=None, interp32=None):
-    """pixels [B, 3, S, S] -> dict: states (embeddings, layer.L), last_hidden_state [B, T, D],
+def forward(w, spec, pixels, legacy=False, interp_mode=None, interp32=None, unresized=False):
+    """pixels [B, 3, S, S] (or [B, 3, H, W]) -> dict: states (embeddings, layer.L), last_hidden_state [B, T, D],
     pooler_output [B, D], logits [B, K] (classifiers), attention (the last layer's softmax
     [B, H, T, T]), position_embeddings [1, 1 + m*m, D]. Computes in pixels' dtype."""
     dt = pixels.dtype
@@ -334,10 +343,13 @@ def forward(w, spec, pixels, legacy=False, interp_mode=None, interp32=None):
     ln = lambda x, p: F.layer_norm(x, (D,), W[p + ".weight"], W[p + ".bias"], EPS)
     x = F.conv2d(pixels, W[e + "patch_embeddings.projection.weight"],
                  W[e + "patch_embeddings.projection.bias"], stride=PATCH).flatten(2).transpose(1, 2)
-    B, m = x.shape[0], pixels.shape[-1] // PATCH
+    B, m = x.shape[0], (pixels.shape[-2] // PATCH, pixels.shape[-1] // PATCH)
     h = torch.cat([W[e + "cls_token"].expand(B, -1, -1), x], dim=1)
-    pos = position_embeddings(w[e + "position_embeddings"], spec["image"] // PATCH, m,
-                              interp_mode or INTERP[spec["kind"]], dt, legacy, interp32)
+    if unresized:  # what a forward that adds the n x n table as it is would give (same count)
+        pos = w[e + "position_embeddings"].to(dt)
+    else:
+        pos = position_embeddings(w[e + "position_embeddings"], spec["image"] // PATCH, m,
+                                  interp_mode or INTERP[spec["kind"]], dt, legacy, interp32)
     h = h + pos
     if R:
         h = torch.cat([h[:, :1], W[e + "register_tokens"].expand(B, -1, -1), h[:, 1:]], dim=1)
@@ -485,10 +497,65 @@ def interpolation_note(spec, size):
             f"align_corners=False, {how})")
 
 
+# ---- a rectangle of as many patches as the table: dinov2-micro behind a 28x112 processor ----
+
+RECT = dict(model="dinov2-micro", height=28, width=112, file="golden-28x112")
+
+
+def rect_processor(height, width):
+    """BitImageProcessor resizing to exactly height x width, no crop (a line-shaped input)."""
+    pp = bit_processor(height, height)
+    pp.update(do_center_crop=False, size={"height": height, "width": width})
+    del pp["crop_size"]
+    return pp
+
+
+def write_rect():
+    """tests/data/dinov2-micro/golden-28x112.{safetensors,json}: per image pixels [3, 28, 112],
+    last_hidden_state [17, D], pooler_output, logits; position_embeddings [17, D] (4 x 4 resized
+    to 2 x 8, bicubic); the json: the processor and how far the table used unresized (same token
+    count) and transformers' float32 interpolation land from these logits."""
+    name, H, Wd = RECT["model"], RECT["height"], RECT["width"]
+    spec, out_dir = MODELS[name], os.path.join(ROOT, "tests", "data", name)
+    w = random_weights(spec)
+    stored, _ = ref.read_safetensors(os.path.join(out_dir, "model.safetensors"))
+    assert all(torch.equal(stored[k].double(), v) for k, v in w.items())  # the same weights
+    pp, tensors, images = rect_processor(H, Wd), {}, []
+    diffs = {"table_unresized": 0.0, "hf_float32_interpolation": 0.0, "float32_vs_float64": 0.0}
+    for image in IMAGES:
+        pixels = ref.preprocess(os.path.join(IMAGE_DIR, image), pp)
+        assert pixels.shape == (3, H, Wd), pixels.shape
+        out = forward(w, spec, pixels[None].double())
+        tensors[f"{image}/pixels"] = pixels
+        for key in ("last_hidden_state", "pooler_output", "logits"):
+            tensors[f"{image}/{key}"] = f32(out[key][0])
+        for what, kw in (("table_unresized", dict(unresized=True)),
+                         ("hf_float32_interpolation", dict(interp32=True))):
+            o = forward(w, spec, pixels[None].double(), **kw)
+            diffs[what] = max(diffs[what], max_diff(o["logits"], out["logits"]))
+        o32 = forward({k: v.float() for k, v in w.items()}, spec, pixels[None])
+        diffs["float32_vs_float64"] = max(diffs["float32_vs_float64"],
+                                          max_diff(o32["logits"], out["logits"]))
+        images.append(dict(image=image, **top5(out["logits"][0], spec["labels"])))
+    tensors["position_embeddings"] = f32(out["position_embeddings"])
+    ref.write_safetensors(os.path.join(out_dir, RECT["file"] + ".safetensors"), tensors)
+    with open(os.path.join(out_dir, RECT["file"] + ".json"), "w") as f:
+        json.dump({"model": name, "preprocessor": pp, "input": [H, Wd],
+                   "grid": [H // PATCH, Wd // PATCH], "table": [4, 4],
+                   "interpolation": "4 x 4 -> 2 x 8: F.interpolate(size=(2, 8), bicubic, "
+                   "align_corners=False, antialias=False) (height != width)",
+                   "logits_max_abs_from_this": diffs, "images": images}, f, indent=1)
+    print(f"{name} at {H}x{Wd}: logits differ by {diffs}")
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
+    if sys.argv[1:] == ["--rect"]:  # the rectangle's goldens alone
+        write_rect()
+        sys.exit(0)
     print(f"interp_reference matches F.interpolate (worst {interp.check():.2g})")
     print(f"with lambda 1 and no registers the forward is hf_reference's ViT "
           f"(worst {check_against_vit():.2g})")
     for model_name, model_spec in MODELS.items():
         write_model(model_name, model_spec)
+    write_rect()

@@ -21,13 +21,14 @@
 /* What the contexts of one vit_load (and its vit_share copies) have in common: written while
  * vit_load runs, only read after, freed with the last context using it. */
 typedef struct {
-    atomic_int refs;        /* contexts using it */
-    model m;                /* the parameters and their prepared layers */
-    preprocess_config prep; /* at the run size */
-    vit_params params;      /* as loaded */
-    char compute[128];      /* what runs the linear layers */
-    char model_dir[512];    /* for messages */
-    char defaults[384];     /* vit_preprocess_defaults: "" when preprocessor_config.json is there */
+    atomic_int refs;           /* contexts using it */
+    model m;                   /* the parameters and their prepared layers */
+    preprocess_config prep;    /* at the run size */
+    vit_params params;         /* as loaded */
+    char compute[128];         /* what runs the linear layers */
+    char model_dir[512];       /* for messages */
+    int run_height, run_width; /* where it runs: params.image_size, or DINOv2's processor's */
+    char defaults[384]; /* vit_preprocess_defaults: "" when preprocessor_config.json is there */
 } vit_weights;
 
 /* One computation's state over shared weights. */
@@ -45,6 +46,8 @@ api_image_view api_image_context(vit_context *c) {
     return (api_image_view){.m = &c->w->m,
                             .prep = &c->w->prep,
                             .size = c->acts.height == c->acts.width ? c->acts.height : 0,
+                            .height = c->acts.height,
+                            .width = c->acts.width,
                             .threads = c->threads,
                             .max_pixels = c->w->params.max_pixels,
                             .decode_flags =
@@ -111,13 +114,16 @@ static void weights_release(vit_weights *w) {
 }
 
 /* The size the preprocessor makes (DINOv2 runs there by default, not at image_size: docs/SPEC.md
- * §11); image_size when it makes none (no crop, a shortest-edge resize). */
-static int processor_size(const vit_weights *w, int *size, vit_error *err) {
+ * §11), a rectangle too (28x112: transformers resizes the positions to the 2x8 grid); image_size
+ * when it makes none (no crop, a shortest-edge resize). */
+static int processor_size(vit_weights *w, vit_error *err) {
     preprocess_config p;
     if (model_dir_load_preprocess(w->model_dir, &p, err) != 0) return -1;
     int c, h, wd;
     preprocess_output_shape(&p, &c, &h, &wd);
-    *size = h > 0 && h == wd ? h : w->m.cfg.image_size;
+    w->run_height = h > 0 ? h : w->m.cfg.image_size;
+    w->run_width = h > 0 ? wd : w->m.cfg.image_size;
+    if (w->run_height == w->run_width) w->params.image_size = w->run_height;
     return 0;
 }
 
@@ -139,8 +145,8 @@ static vit_weights *weights_load(const char *model_dir, const vit_params *params
         weights_release(w);
         return NULL;
     }
-    if (w->params.image_size == 0 && w->m.cfg.opt.processor_size &&
-        processor_size(w, &w->params.image_size, err) != 0) {
+    w->run_height = w->run_width = w->params.image_size;
+    if (w->params.image_size == 0 && w->m.cfg.opt.processor_size && processor_size(w, err) != 0) {
         weights_release(w);
         return NULL;
     }
@@ -189,7 +195,8 @@ static vit_context *context_create(vit_weights *w, int threads, vit_error *err) 
     }
     c->w = w;
     c->threads = threads;
-    if (vit_acts_alloc(&c->acts, &w->m, w->params.max_batch, w->params.image_size, 0, err) != 0) {
+    if (vit_acts_alloc_rect(&c->acts, &w->m, w->params.max_batch, w->run_height, w->run_width, 0,
+                            err) != 0) {
         name_model(c, -1, err);
         vit_free(c);
         return NULL;

@@ -22,7 +22,7 @@ static explainer *get_explainer(const api_image_view *v, vit_error *err) {
     if (*v->explain) return *v->explain;
     explainer *e = calloc(1, sizeof *e);
     if (!e) return vit_fail(err, "out of memory"), NULL;
-    if (explainer_init(e, v->m, v->size, err) != 0) {
+    if (explainer_init(e, v->m, v->height, v->width, err) != 0) {
         free(e);
         vit_error inner = *err;
         return vit_fail(err, "%s: %s", v->model_dir, inner.msg), NULL;

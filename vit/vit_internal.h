@@ -14,7 +14,8 @@
 typedef struct {
     const model *m;
     const preprocess_config *prep;
-    int size, threads;
+    int size, threads; /* size: the run size when square, else 0 */
+    int height, width; /* the run size */
     int64_t max_pixels;
     int decode_flags;
     const char *model_dir;

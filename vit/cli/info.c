@@ -95,11 +95,12 @@ static void print_run_size(const model *m, const char *dir) {
     if (!m->cfg.opt.processor_size || model_dir_load_preprocess(dir, &p, &err) != 0) return;
     int c, h, w;
     preprocess_output_shape(&p, &c, &h, &w);
-    if (h > 0 && h == w && h != m->cfg.image_size)
+    const int P = m->cfg.patch_size;
+    const int T = (h / P) * (w / P) + config_special_tokens(&m->cfg);
+    if (h > 0 && (h != m->cfg.image_size || w != m->cfg.image_size))
         printf("runs at:        %dx%d, the preprocessor's size (%d tokens, %.3f GFLOP/image; "
                "positions resized from %dx%d patches)\n",
-               h, h, model_vit_tokens(m, h), model_flops(m, model_vit_tokens(m, h)) / 1e9,
-               m->cfg.image_size / m->cfg.patch_size, m->cfg.image_size / m->cfg.patch_size);
+               w, h, T, model_flops(m, T) / 1e9, m->cfg.image_size / P, m->cfg.image_size / P);
 }
 
 static void print_input(const model *m, const char *dir) {

@@ -5,9 +5,9 @@
 
 #include "vit/model/config.h"
 
-int explainer_init(explainer *e, const model *m, int size, vit_error *err) {
+int explainer_init(explainer *e, const model *m, int height, int width, vit_error *err) {
     memset(e, 0, sizeof *e);
-    if (vit_acts_alloc(&e->acts, m, 1, size, VIT_ACTS_EXPLAIN, err) != 0) return -1;
+    if (vit_acts_alloc_rect(&e->acts, m, 1, height, width, VIT_ACTS_EXPLAIN, err) != 0) return -1;
     const size_t T = (size_t)e->acts.tokens, H = (size_t)m->enc.heads, L = (size_t)m->enc.layers;
     e->grads = calloc(m->num_params, sizeof(float));
     e->probs_grad = malloc(sizeof(float) * L * H * T * T);

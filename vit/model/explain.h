@@ -17,7 +17,7 @@
  * buffers, so it gives the same maps whatever backend and precision the model was prepared for.
  *
  *   explainer e;
- *   explainer_init(&e, &m, size, &err);
+ *   explainer_init(&e, &m, height, width, &err);
  *   explainer_run(&e, &m, pixels, EXPLAIN_GRAD, label, logits, map, &err);
  *   explainer_free(&e); */
 
@@ -36,9 +36,9 @@ typedef struct {
     float *logits;                    /* [num_labels] of the last run */
 } explainer;
 
-/* Buffers for images of size x size (0: the model's image_size). Errors: memory, a model the
- * training forward does not run (DeiT with teacher). */
-int explainer_init(explainer *e, const model *m, int size, vit_error *err);
+/* Buffers for images of height x width (0 x 0: the model's image_size). Errors: memory, a model
+ * the training forward does not run (DeiT with teacher). */
+int explainer_init(explainer *e, const model *m, int height, int width, vit_error *err);
 void explainer_free(explainer *e);
 
 /* Maps per image: 1, or the heads for EXPLAIN_LAST; each grid x grid floats. */

@@ -63,16 +63,29 @@ static int check_side(int side, int P, vit_error *err) {
     return 0;
 }
 
-static int set_resolution(vit_acts *a, const model *m, int size, vit_error *err) {
+/* BEiT's relative position tables are resized for a square window only (relpos_table_resize);
+ * transformers' BeitRelativePositionBias interpolates to a rectangle since 4.43, which vit does not
+ * follow yet: refused rather than run with a wrong bias. */
+static int check_rel_bias_grid(const vit_acts *a, const model *m, vit_error *err) {
+    const tower_options *o = &m->cfg.opt;
+    if ((o->rel_bias || o->shared_rel_bias) && a->grid_h != a->grid_w)
+        return vit_fail(err,
+                        "%s at %dx%d pixels: its relative position bias runs on a square patch "
+                        "grid only, not %dx%d (give its preprocessor a square size)",
+                        config_architecture(&m->cfg), a->width, a->height, a->grid_w, a->grid_h);
+    return 0;
+}
+
+static int set_resolution(vit_acts *a, const model *m, int height, int width, vit_error *err) {
     const model_config *c = &m->cfg;
     const int P = c->patch_size, square = c->image_width == c->image_size;
-    if (!square && size > 0 && (size != c->image_size || size != c->image_width))
+    if (!square && height > 0 && (height != c->image_size || width != c->image_width))
         return vit_fail(err,
                         "a model of %d x %d pixels runs at that size only (its positions are "
                         "not a square grid to interpolate)",
                         c->image_size, c->image_width);
-    a->height = size > 0 ? size : c->image_size;
-    a->width = size > 0 ? size : c->image_width;
+    a->height = height > 0 ? height : c->image_size;
+    a->width = height > 0 ? width : c->image_width;
     if (check_side(a->height, P, err) != 0 || check_side(a->width, P, err) != 0) return -1;
     a->special = config_special_tokens(c);
     a->heads = config_classifier_heads(c);
@@ -80,13 +93,13 @@ static int set_resolution(vit_acts *a, const model *m, int size, vit_error *err)
     a->tokens = a->grid_h * a->grid_w + a->special;
     a->patch_dim = c->num_channels * P * P;
     const int nh = c->image_size / P, nw = c->image_width / P;
-    if (resize_positions(a, m, nh, nw, err) != 0) return -1;
+    if (check_rel_bias_grid(a, m, err) != 0 || resize_positions(a, m, nh, nw, err) != 0) return -1;
     return relative_biases(a, m, nh, err); /* BEiT's: square models only (config.c) */
 }
 
 /* What the configuration allows: training at image_size, explanations of one-head models, the
- * joint and encoder-decoder towers at their size only. */
-static int check_use(const model *m, int size, int training, vit_error *err) {
+ * joint and encoder-decoder towers at their size only (height x width; 0: the model's). */
+static int check_use(const model *m, int height, int width, int training, vit_error *err) {
     const model_config *c = &m->cfg;
     if (c->kind != MODEL_VIT) return vit_fail(err, "not a ViT model");
     if (training && m->weights_released)
@@ -94,9 +107,13 @@ static int check_use(const model *m, int size, int training, vit_error *err) {
                         "loaded for inference only (the weights its prepared layers copied were "
                         "released): it cannot %s",
                         training == VIT_ACTS_EXPLAIN ? "explain" : "train");
-    if (training == VIT_ACTS_TRAIN && size > 0 && (size != c->image_size || size != c->image_width))
+    const int other = height > 0 && (height != c->image_size || width != c->image_width);
+    /* a square size: the height alone (a non-square model says so in set_resolution) */
+    const int other_side =
+        height > 0 && (height != c->image_size || (width != height && width != c->image_width));
+    if (training == VIT_ACTS_TRAIN && other)
         return vit_fail(err, "training runs at the model's image_size %d, not %d", c->image_size,
-                        size);
+                        height);
     if (training == VIT_ACTS_EXPLAIN && config_classifier_heads(c) > 1)
         return vit_fail(err,
                         "%s: no explanations for a model with two heads (the backward runs "
@@ -108,8 +125,7 @@ static int check_use(const model *m, int size, int training, vit_error *err) {
                         "%s: no explanations for this family yet (they run the training forward, "
                         "which it does not have)",
                         config_architecture(c));
-    if ((training && !trains) ||
-        (c->family != FAMILY_HF && !config_is_backbone(c) && size > 0 && size != c->image_size))
+    if ((training && !trains) || (c->family != FAMILY_HF && !config_is_backbone(c) && other_side))
         return vit_fail(err, "%s: inference at the model's image_size only, for now",
                         config_architecture(c));
     if (training && config_classifier_heads(c) > 1)
@@ -153,17 +169,22 @@ static int alloc_buffers(vit_acts *a, const model *m, int max_batch, int trainin
 }
 
 int vit_model_check_explain(const model *m, int size, vit_error *err) {
-    return check_use(m, size, VIT_ACTS_EXPLAIN, err);
+    return check_use(m, size, size, VIT_ACTS_EXPLAIN, err);
 }
 
 int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int training,
                    vit_error *err) {
+    return vit_acts_alloc_rect(a, m, max_batch, size, size, training, err);
+}
+
+int vit_acts_alloc_rect(vit_acts *a, const model *m, int max_batch, int height, int width,
+                        int training, vit_error *err) {
     memset(a, 0, sizeof *a);
-    if (check_use(m, size, training, err) != 0) return -1;
+    if (check_use(m, height, width, training, err) != 0) return -1;
     if (max_batch < 1) return vit_fail(err, "batch size %d is not positive", max_batch);
     a->max_batch = max_batch;
     a->training = training;
-    if (set_resolution(a, m, size, err) != 0) {
+    if (set_resolution(a, m, height, width, err) != 0) {
         vit_acts_free(a);
         return -1;
     }

@@ -76,6 +76,12 @@ typedef struct {
 enum { VIT_ACTS_INFER = 0, VIT_ACTS_TRAIN = 1, VIT_ACTS_EXPLAIN = 2 };
 int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int training,
                    vit_error *err);
+/* The same at height x width (0 x 0: the model's own size): a square model's positions resized
+ * to the rectangle's grid, as transformers' interpolate_pos_encoding does whenever the input is
+ * not square (DINOv2 behind a preprocessor that makes 28x112). BEiT's relative position bias: a
+ * square grid only. */
+int vit_acts_alloc_rect(vit_acts *a, const model *m, int max_batch, int height, int width,
+                        int training, vit_error *err);
 void vit_acts_free(vit_acts *a);
 /* 0 when the model can be explained at that size (vit_acts_alloc with VIT_ACTS_EXPLAIN would not
  * refuse it), else -1 with why; allocates nothing. */
