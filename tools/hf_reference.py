@@ -138,8 +138,11 @@ def output_sizes(pp, image_size, width, height):
     """((resize w, h) or None, (crop h, w) or None) from a preprocessor_config.json dict, for an
     image of width x height (image_size: the model's, when the config has no size)."""
     resize = None
+    name = pp.get("image_processor_type") or pp.get("feature_extractor_type") or ""
     if pp.get("do_resize", True):
         size = pp.get("size", image_size)
+        if isinstance(size, int) and name.startswith(("CLIP", "Bit")):
+            size = {"shortest_edge": size}  # get_size_dict(default_to_square=False)
         if isinstance(size, int):
             resize = (size, size)
         elif "shortest_edge" in size:
