@@ -74,9 +74,10 @@ typedef struct vit_context vit_context;
 typedef struct {
     int threads;        /* compute threads; 0 = OMP_NUM_THREADS, else one per core */
     int max_batch;      /* largest batch vit_forward will be given (buffers are sized once) */
-    int image_size;     /* 0 = the model's image_size (DINOv2: its preprocessor's crop size, as
-                         * Hugging Face runs it); else run at this resolution (the position
-                         * embeddings are interpolated as Hugging Face's interpolate_pos_encoding) */
+    int image_size;     /* 0 = the model's image_size (DINOv2: its preprocessor's output size, as
+                         * Hugging Face runs it, a rectangle too: vit_input_shape says it); else
+                         * run at this resolution (the position embeddings are interpolated as
+                         * Hugging Face's interpolate_pos_encoding) */
     int64_t max_pixels; /* decoder limit; 0 = 100 megapixels */
     vit_backend backend;
     vit_precision precision;
