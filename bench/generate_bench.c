@@ -222,7 +222,7 @@ static int step_bench_init(step_bench *b, const options *o, int S, vit_error *er
      * 4 x steps rows */
     const int tokens = S > o->steps ? S : o->steps;
     if (model_load_tower(&b->m, o->model, TOWER_TEXT, err) != 0 ||
-        api_prepare(&b->m, o->backend, o->precision, MAX_IMAGES, tokens, o->threads, compute,
+        api_prepare(&b->m, o->backend, o->precision, MAX_IMAGES, tokens, o->threads, 0, compute,
                     sizeof compute, err) != 0 ||
         !(b->gemm = model_gemm_state(&b->m, err)))
         return -1;
