@@ -249,7 +249,7 @@ static void step_bench_free(step_bench *b) {
 /* Buffers and cross states for rows sequences over `images` images (rows / images beams each). */
 static int acts_for(step_bench *b, decoder_acts *a, int rows, int len, int images, vit_error *err) {
     if (decoder_acts_alloc(a, &b->m, rows, len, images, b->S, err) != 0) return -1;
-    a->enc.gemm = b->gemm;
+    a->gemm = b->gemm;
     return 0;
 }
 
@@ -390,7 +390,8 @@ static int parts(step_bench *b, const options *o, vit_error *err) {
         const double t0 = clock_seconds();
         rc = decoder_set_states(&b->m, &a, b->states, 1, b->S, 4, err);
         const double t1 = clock_seconds();
-        a.enc.past = o->steps; /* a full cache: the reorder copies every layer's keys and values */
+        a.cache.past =
+            o->steps; /* a full cache: the reorder copies every layer's keys and values */
         decoder_reorder(&a, parent, 4);
         if (r >= 0) t[r] = t1 - t0, u[r] = clock_seconds() - t1;
     }

@@ -419,7 +419,7 @@ static void run_goldens(const char *name, int r) {
     worst_seen = 0;
     for (int k = 0, nb = test_backends(list); k < nb; k++) {
         gemm_state *s = test_prepare(&m, list[k], IMAGES, a.tokens);
-        a.enc.gemm = s;
+        a.gemm = s;
         if (vit_model_forward(&m, &a, w.pixels, IMAGES, NULL, logits, &err) != 0)
             fail_msg("%s", err.msg);
         if (k == 0) check_positions_and_biases(&m, &a, &g, r);
@@ -482,7 +482,7 @@ static void test_precisions(void **state) {
             if (model_prepare(&m, GEMM_ONEDNN, low[p], IMAGES, a.tokens, &err) != 0)
                 fail_msg("%s", err.msg);
             gemm_state *s = model_gemm_state(&m, &err);
-            a.enc.gemm = s;
+            a.gemm = s;
             if (vit_model_forward(&m, &a, w.pixels, IMAGES, NULL, got, &err) != 0)
                 fail_msg("%s", err.msg);
             double d = 0;

@@ -71,7 +71,7 @@ static void image_tower(run *r) {
     int list[3];
     for (int k = 0, nb = test_backends(list); k < nb; k++) {
         gemm_state *s = test_prepare(&m, list[k], IMAGES, a.tokens);
-        a.enc.gemm = s;
+        a.gemm = s;
         if (vit_model_forward(&m, &a, pixels, IMAGES, NULL, got, &err) != 0)
             fail_msg("%s", err.msg);
         for (int i = 0; i < IMAGES; i++) {
@@ -125,7 +125,7 @@ static void text_tower(run *r) {
     int list[3];
     for (int k = 0, nb = test_backends(list); k < nb; k++) {
         gemm_state *s = test_prepare(&m, list[k], TEXTS, T);
-        a.enc.gemm = s;
+        a.gemm = s;
         if (bert_model_forward(&m, &a, packed, NULL, TEXTS, T, NULL, got, &err) != 0)
             fail_msg("%s", err.msg);
         for (int i = 0; i < TEXTS; i++) {

@@ -69,7 +69,7 @@ typedef struct {
     encoder_layer w[L], g[L];
     float *wp[L][N_TENSORS], *gp[L][N_TENSORS];
     float *params, *grads;
-    encoder_acts acts;
+    encoder_tape tape;
     const uint8_t *mask;
     int B, images, rows_per_image;
     float drop;
@@ -87,10 +87,10 @@ static double dec_loss(void *p) {
     dec_case *c = p;
     const size_t n = (size_t)c->B * T * D;
     uint64_t rng = 7;
-    assert_int_equal(encoder_set_mode(&c->acts, 1, c->drop, 0.0f, &rng), 0);
-    encoder_cross_states(&c->s, c->w, &c->acts, c->states, c->images, S, c->rows_per_image);
+    const encoder_run run = {.mode = ENCODER_TRAIN, .hidden_drop = c->drop, .rng = &rng};
+    encoder_tape_cross_states(&c->tape, &c->s, c->w, c->states, c->images, S, c->rows_per_image);
     memcpy(c->x, c->x0, n * sizeof(float));
-    encoder_forward(&c->s, c->w, &c->acts, c->x, c->mask, c->B, T);
+    assert_int_equal(encoder_forward(&c->s, c->w, &run, NULL, &c->tape, c->x, c->mask, c->B, T), 0);
     return dot(c->wout, c->x, n);
 }
 
@@ -123,12 +123,12 @@ static void dec_case_init(dec_case *c, int post_norm, activation_kind act, int B
     c->x0 = test_alloc_floats(n), c->x = test_alloc_floats(n), c->wout = test_alloc_floats(n);
     c->states = test_alloc_floats(ns);
     test_fill(c->x0, n, -1, 1), test_fill(c->wout, n, -1, 1), test_fill(c->states, ns, -1, 1);
-    assert_int_equal(encoder_acts_alloc(&c->acts, &c->s, MAX_B, T, 1), 0);
-    assert_int_equal(encoder_acts_alloc_cross(&c->acts, &c->s, S), 0);
+    assert_int_equal(encoder_tape_alloc(&c->tape, &c->s, MAX_B, T), 0);
+    assert_int_equal(encoder_tape_alloc_cross(&c->tape, &c->s, S), 0);
 }
 
 static void dec_case_free(dec_case *c) {
-    encoder_acts_free(&c->acts);
+    encoder_tape_free(&c->tape);
     free(c->params), free(c->grads), free(c->x0), free(c->x), free(c->wout), free(c->states);
 }
 
@@ -144,9 +144,9 @@ static void check_decoder(const char *what, dec_case *c) {
     for (size_t i = 0; i < ns; i++) dstates[i] = NAN; /* overwritten, every element */
     dec_loss(c);
     memcpy(dx, c->wout, n * sizeof(float));
-    c->acts.d_cross_states = dstates;
-    encoder_backward(&c->s, c->w, c->g, &c->acts, dx, c->B, T);
-    c->acts.d_cross_states = NULL;
+    const encoder_run run = {
+        .mode = ENCODER_TRAIN, .hidden_drop = c->drop, .d_cross_states = dstates};
+    encoder_backward(&c->s, c->w, c->g, &run, &c->tape, dx, c->B, T);
     print_message(" %s\n", what);
     char label[64];
     double max_grad;
@@ -191,20 +191,22 @@ static void check_inference_matches(int post_norm) {
     dec_case c;
     dec_case_init(&c, post_norm, ACT_GELU, B, K);
     dec_loss(&c); /* c.x: the training forward's output */
-    encoder_acts inf;
-    assert_int_equal(encoder_acts_alloc(&inf, &c.s, B, T, 0), 0);
-    assert_int_equal(encoder_acts_alloc_cache(&inf, &c.s, T, c.images, S), 0);
+    encoder_scratch inf;
+    encoder_kv_cache cache;
+    const encoder_run run = {.mode = ENCODER_INFER};
+    assert_int_equal(encoder_scratch_alloc(&inf, &c.s, B, T), 0);
+    assert_int_equal(encoder_kv_cache_alloc(&cache, &c.s, B, T, c.images, S), 0);
     float *y = test_alloc_floats((size_t)B * T * D), *row = test_alloc_floats((size_t)B * D);
-    encoder_cross_states(&c.s, c.w, &inf, c.states, c.images, S, K);
+    encoder_kv_cache_states(&cache, &c.s, c.w, NULL, c.states, c.images, S, K);
     memcpy(y, c.x0, sizeof(float) * B * T * D);
-    encoder_forward(&c.s, c.w, &inf, y, NULL, B, T);
+    encoder_forward_cached(&c.s, c.w, &run, &inf, &cache, y, B, T);
     double all = 0.0, step = 0.0;
     for (size_t i = 0; i < (size_t)B * T * D; i++) all = fmax(all, fabs(y[i] - c.x[i]));
-    encoder_cross_states(&c.s, c.w, &inf, c.states, c.images, S, K); /* empties the cache */
+    encoder_kv_cache_states(&cache, &c.s, c.w, NULL, c.states, c.images, S, K); /* empties it */
     for (int t = 0; t < T; t++) {
         for (int b = 0; b < B; b++)
             memcpy(row + b * D, c.x0 + ((size_t)b * T + t) * D, sizeof(float) * D);
-        encoder_forward(&c.s, c.w, &inf, row, NULL, B, 1);
+        encoder_forward_cached(&c.s, c.w, &run, &inf, &cache, row, B, 1);
         for (int b = 0; b < B; b++)
             for (int d = 0; d < D; d++)
                 step = fmax(step, fabs(row[b * D + d] - c.x[((size_t)b * T + t) * D + d]));
@@ -212,7 +214,8 @@ static void check_inference_matches(int post_norm) {
     print_message("  %s: training forward vs inference, all rows %.1e, row by row %.1e\n",
                   post_norm ? "post-LN" : "pre-LN", all, step);
     if (!(all <= 1e-5 && step <= 1e-5)) fail_msg("training and inference forwards differ");
-    encoder_acts_free(&inf);
+    encoder_scratch_free(&inf);
+    encoder_kv_cache_free(&cache);
     free(y), free(row);
     dec_case_free(&c);
 }
@@ -229,15 +232,30 @@ static void test_modes_refused(void **state) {
     dec_case_init(&c, 0, ACT_GELU, 2, 1);
     uint64_t rng = 1;
     /* the cross-attention weights have no dropout: refused rather than silently skipped */
-    assert_int_equal(encoder_set_mode(&c.acts, 1, 0.1f, 0.1f, &rng), -1);
-    assert_int_equal(encoder_set_mode(&c.acts, 1, 0.1f, 0.0f, &rng), 0);
-    /* keep without the cross-attention's training buffers */
-    encoder_acts plain;
-    assert_int_equal(encoder_acts_alloc(&plain, &c.s, 2, T, 1), 0);
-    assert_int_equal(encoder_set_mode(&plain, 1, 0.0f, 0.0f, NULL), -1);
-    assert_int_equal(encoder_set_mode(&plain, 0, 0.0f, 0.0f, NULL), 0);
-    assert_int_equal(encoder_acts_alloc_cross(&plain, &c.s, 0), -1);
-    encoder_acts_free(&plain);
+    const encoder_run both = {
+        .mode = ENCODER_TRAIN, .hidden_drop = 0.1f, .attn_drop = 0.1f, .rng = &rng};
+    const encoder_run hidden = {.mode = ENCODER_TRAIN, .hidden_drop = 0.1f, .rng = &rng};
+    assert_int_equal(encoder_run_check(&c.s, &both, NULL, &c.tape), -1);
+    assert_int_equal(encoder_run_check(&c.s, &hidden, NULL, &c.tape), 0);
+    /* dropout without an rng, and in an explanation */
+    const encoder_run no_rng = {.mode = ENCODER_TRAIN, .hidden_drop = 0.1f};
+    const encoder_run explain = {.mode = ENCODER_EXPLAIN, .hidden_drop = 0.1f, .rng = &rng};
+    assert_int_equal(encoder_run_check(&c.s, &no_rng, NULL, &c.tape), -1);
+    assert_int_equal(encoder_run_check(&c.s, &explain, NULL, &c.tape), -1);
+    /* a tape without the cross-attention's training buffers, for training and for inference
+     * (no states to read) */
+    encoder_tape plain;
+    encoder_scratch sc;
+    const encoder_run train = {.mode = ENCODER_TRAIN}, infer = {.mode = ENCODER_INFER};
+    assert_int_equal(encoder_tape_alloc(&plain, &c.s, 2, T), 0);
+    assert_int_equal(encoder_scratch_alloc(&sc, &c.s, 2, T), 0);
+    assert_int_equal(encoder_run_check(&c.s, &train, &sc, &plain), -1);
+    assert_int_equal(encoder_run_check(&c.s, &infer, &sc, &plain), -1);
+    assert_int_equal(encoder_run_check(&c.s, &infer, &sc, &c.tape), 0);
+    assert_int_equal(encoder_run_check(&c.s, &train, &sc, NULL), -1);
+    assert_int_equal(encoder_tape_alloc_cross(&plain, &c.s, 0), -1);
+    encoder_tape_free(&plain);
+    encoder_scratch_free(&sc);
     dec_case_free(&c);
 }
 

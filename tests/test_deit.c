@@ -178,11 +178,12 @@ static void check_hidden(const char *dir) {
     expect_stage(&g, image, "embeddings", x, (size_t)T * D);
     encoder_shape one = m.enc;
     one.layers = 1;
-    encoder_acts acts;
-    assert_int_equal(encoder_acts_alloc(&acts, &one, 1, T, 0), 0);
+    encoder_scratch acts;
+    assert_int_equal(encoder_scratch_alloc(&acts, &one, 1, T), 0);
+    const encoder_run run = {.mode = ENCODER_INFER};
     for (int l = 0; l < c->num_layers; l++) {
         char stage[32];
-        encoder_forward(&one, &m.layers[l], &acts, x, NULL, 1, T);
+        assert_int_equal(encoder_forward(&one, &m.layers[l], &run, &acts, NULL, x, NULL, 1, T), 0);
         snprintf(stage, sizeof stage, "layer.%d", l);
         expect_stage(&g, image, stage, x, (size_t)T * D);
     }
@@ -195,7 +196,7 @@ static void check_hidden(const char *dir) {
         linear_forward(logits, x + D, m.dist_head_w, m.dist_head_b, 1, D, c->num_labels);
         expect_stage(&g, image, "distillation_logits", logits, (size_t)c->num_labels);
     }
-    encoder_acts_free(&acts);
+    encoder_scratch_free(&acts);
     free(pixels), free(patches), free(embed), free(x);
     st_close(&g);
     model_free(&m);

@@ -58,7 +58,7 @@ typedef struct {
     float *wp[L][N_TENSORS], *gp[L][N_TENSORS];
     size_t sizes[N_TENSORS], layer_floats, bias_floats;
     float *params, *grads, *bias, *dbias;
-    encoder_acts acts;
+    encoder_tape tape;
     uint8_t mask[2 * MAX_T];
     float *x0, *x, *wout;
 } opt_case;
@@ -140,11 +140,11 @@ static void case_init(opt_case *c, options o, int D, int H, int I, int B, int T)
     const size_t n = (size_t)B * T * D;
     c->x0 = test_alloc_floats(n), c->x = test_alloc_floats(n), c->wout = test_alloc_floats(n);
     test_fill(c->x0, n, -1, 1), test_fill(c->wout, n, -1, 1);
-    assert_int_equal(encoder_acts_alloc(&c->acts, &c->s, B, T, 1), 0);
+    assert_int_equal(encoder_tape_alloc(&c->tape, &c->s, B, T), 0);
 }
 
 static void case_free(opt_case *c) {
-    encoder_acts_free(&c->acts);
+    encoder_tape_free(&c->tape);
     free(c->params), free(c->grads), free(c->bias), free(c->dbias);
     free(c->x0), free(c->x), free(c->wout);
 }
@@ -154,9 +154,12 @@ static double case_loss(void *p) {
     opt_case *c = p;
     const size_t n = (size_t)c->B * c->T * c->D;
     uint64_t rng = 7;
-    assert_int_equal(encoder_set_mode(&c->acts, 1, c->o.drop, c->o.drop, &rng), 0);
+    const encoder_run run = {
+        .mode = ENCODER_TRAIN, .hidden_drop = c->o.drop, .attn_drop = c->o.drop, .rng = &rng};
     memcpy(c->x, c->x0, n * sizeof(float));
-    encoder_forward(&c->s, c->w, &c->acts, c->x, c->o.masked ? c->mask : NULL, c->B, c->T);
+    assert_int_equal(encoder_forward(&c->s, c->w, &run, NULL, &c->tape, c->x,
+                                     c->o.masked ? c->mask : NULL, c->B, c->T),
+                     0);
     return dot(c->wout, c->x, n);
 }
 
@@ -185,7 +188,8 @@ static void check_gradients(const char *what, options o) {
         for (size_t i = 0; i < c.bias_floats; i++) c.dbias[i] = 0.5f;
     case_loss(&c);
     memcpy(dx, c.wout, n * sizeof(float));
-    encoder_backward(&c.s, c.w, c.g, &c.acts, dx, B, T);
+    const encoder_run run = {.mode = ENCODER_TRAIN, .hidden_drop = o.drop, .attn_drop = o.drop};
+    encoder_backward(&c.s, c.w, c.g, &run, &c.tape, dx, B, T);
     for (size_t i = 0; i < c.bias_floats; i++) c.dbias[i] -= 0.5f;
     print_message(" %s\n", what);
     char label[64];
@@ -278,13 +282,15 @@ static int run_inference(opt_case *c, host *h, int backend, gemm_precision preci
                    -1;
         if (!(gs = model_gemm_state(&h->m, &err))) fail_msg("%s", err.msg);
     }
-    encoder_acts inf;
-    assert_int_equal(encoder_acts_alloc(&inf, &c->s, c->B, c->T, 0), 0);
+    encoder_scratch inf;
+    assert_int_equal(encoder_scratch_alloc(&inf, &c->s, c->B, c->T), 0);
     assert_non_null(inf.attn_scratch); /* dh 16: the fast inference attention */
-    inf.gemm = gs;
+    const encoder_run run = {.mode = ENCODER_INFER, .gemm = gs};
     memcpy(y, c->x0, sizeof(float) * c->B * c->T * c->D);
-    encoder_forward(&c->s, h->m.layers, &inf, y, c->o.masked ? c->mask : NULL, c->B, c->T);
-    encoder_acts_free(&inf);
+    assert_int_equal(encoder_forward(&c->s, h->m.layers, &run, &inf, NULL, y,
+                                     c->o.masked ? c->mask : NULL, c->B, c->T),
+                     0);
+    encoder_scratch_free(&inf);
     gemm_state_free(gs);
     model_unprepare(&h->m);
     return 0;

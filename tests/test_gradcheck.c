@@ -372,7 +372,7 @@ static void test_patch_embed(void **state) {
 typedef struct {
     encoder_shape s;
     encoder_layer *w;
-    encoder_acts acts;
+    encoder_tape tape;
     const uint8_t *mask;
     int B, T;
     float hidden_drop, attn_drop;
@@ -383,9 +383,13 @@ static double enc_loss(void *p) {
     enc_case *c = p;
     const size_t n = (size_t)c->B * c->T * c->s.dim;
     uint64_t rng = 7; /* the same dropout masks on every evaluation */
-    assert_int_equal(encoder_set_mode(&c->acts, 1, c->hidden_drop, c->attn_drop, &rng), 0);
+    const encoder_run run = {.mode = ENCODER_TRAIN,
+                             .hidden_drop = c->hidden_drop,
+                             .attn_drop = c->attn_drop,
+                             .rng = &rng};
     memcpy(c->x, c->x0, n * sizeof(float));
-    encoder_forward(&c->s, c->w, &c->acts, c->x, c->mask, c->B, c->T);
+    assert_int_equal(encoder_forward(&c->s, c->w, &run, NULL, &c->tape, c->x, c->mask, c->B, c->T),
+                     0);
     return dot(c->wout, c->x, n);
 }
 
@@ -442,14 +446,15 @@ static void check_encoder(const char *what, int post_norm, int causal, int maske
                   .T = T,
                   .hidden_drop = drop,
                   .attn_drop = drop};
-    assert_int_equal(encoder_acts_alloc(&c.acts, &c.s, B, T, 1), 0);
+    assert_int_equal(encoder_tape_alloc(&c.tape, &c.s, B, T), 0);
     const size_t n = (size_t)B * T * D;
     c.x0 = test_alloc_floats(n), c.x = test_alloc_floats(n), c.wout = test_alloc_floats(n);
     test_fill(c.x0, n, -1, 1), test_fill(c.wout, n, -1, 1);
     float *dx = test_alloc_floats(n);
     enc_loss(&c);
     memcpy(dx, c.wout, n * sizeof(float));
-    encoder_backward(&c.s, w, g, &c.acts, dx, B, T);
+    const encoder_run run = {.mode = ENCODER_TRAIN, .hidden_drop = drop, .attn_drop = drop};
+    encoder_backward(&c.s, w, g, &run, &c.tape, dx, B, T);
     static const char *names[] = {"ln1_w", "ln1_b", "qkv_w", "qkv_b", "proj_w", "proj_b",
                                   "ln2_w", "ln2_b", "fc1_w", "fc1_b", "fc2_w",  "fc2_b"};
     print_message(" %s\n", what);
@@ -467,7 +472,7 @@ static void check_encoder(const char *what, int post_norm, int causal, int maske
         }
     }
     expect_close("input dx", check_tensor(c.x0, dx, n, enc_loss, &c));
-    encoder_acts_free(&c.acts);
+    encoder_tape_free(&c.tape);
     free(params), free(grads), free(c.x0), free(c.x), free(c.wout), free(dx);
 }
 

@@ -108,7 +108,7 @@ static double logits_on(int backend) {
         free(p);
     }
     gemm_state *s = test_prepare(&m, backend, IMAGES, a.tokens);
-    a.enc.gemm = s;
+    a.gemm = s;
     if (vit_model_forward(&m, &a, pixels, IMAGES, NULL, logits, &err) != 0) fail_msg("%s", err.msg);
     double worst = 0;
     for (int i = 0; i < IMAGES; i++) {

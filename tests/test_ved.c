@@ -84,7 +84,7 @@ static void encoder_states(const char *dir, int backend) {
         free(p);
     }
     gemm_state *s = test_prepare(&m, backend, IMAGES, a.tokens);
-    a.enc.gemm = s;
+    a.gemm = s;
     if (vit_model_forward(&m, &a, pixels, IMAGES, NULL, NULL, &err) != 0) fail_msg("%s", err.msg);
     for (int i = 0; i < IMAGES; i++) {
         float *want = golden(dir, "image/%s/encoder", image_names[i], S);
@@ -138,7 +138,7 @@ static void decoder_open(decoder_run *r, const char *dir, int backend) {
     if (decoder_acts_alloc(&r->a, &r->m, IMAGES, STEPS, IMAGES, r->S, &err) != 0)
         fail_msg("%s", err.msg);
     r->s = test_prepare(&r->m, backend, IMAGES, r->S > STEPS ? r->S : STEPS);
-    r->a.enc.gemm = r->s;
+    r->a.gemm = r->s;
 }
 
 static void decoder_close(decoder_run *r) {
@@ -284,7 +284,7 @@ static float *logits_of(const char *dir, const char *golden_dir, int prepared,
     if (decoder_acts_alloc(&a, &m, 1, STEPS, 1, S, &err) != 0) fail_msg("%s", err.msg);
     if (prepared) {
         if (model_prepare(&m, GEMM_ONEDNN, precision, 1, S, &err) != 0) fail_msg("%s", err.msg);
-        a.enc.gemm = s = model_gemm_state(&m, &err);
+        a.gemm = s = model_gemm_state(&m, &err);
     }
     if (decoder_set_states(&m, &a, states, 1, S, 1, &err) != 0 ||
         decoder_forward(&m, &a, in, 1, STEPS, 1, logits, &err) != 0)

@@ -152,10 +152,11 @@ static void check_hidden_states(const char *dir, const char *image, double tol) 
     free(want);
     encoder_shape one = m.enc;
     one.layers = 1;
-    encoder_acts acts;
-    assert_int_equal(encoder_acts_alloc(&acts, &one, 1, T, 0), 0);
+    encoder_scratch acts;
+    assert_int_equal(encoder_scratch_alloc(&acts, &one, 1, T), 0);
+    const encoder_run run = {.mode = ENCODER_INFER};
     for (int l = 0; l < c->num_layers; l++) {
-        encoder_forward(&one, &m.layers[l], &acts, x, NULL, 1, T);
+        assert_int_equal(encoder_forward(&one, &m.layers[l], &run, &acts, NULL, x, NULL, 1, T), 0);
         snprintf(key, sizeof key, "%s/layer.%d", image, l);
         want = golden_f32(&g, key, NULL);
         d = max_rel_diff(x, want, (size_t)T * D);
@@ -170,7 +171,7 @@ static void check_hidden_states(const char *dir, const char *image, double tol) 
     print_message("%s %s: layernorm %.3g\n", dir, image, d);
     assert_true(d <= tol);
     free(want);
-    encoder_acts_free(&acts);
+    encoder_scratch_free(&acts);
     free(pixels);
     free(patches);
     free(scratch);

@@ -35,7 +35,7 @@ typedef struct {
 struct vit_context {
     vit_weights *w;
     vit_acts acts;
-    gemm_state *gemm; /* acts.enc.gemm: running the prepared layers */
+    gemm_state *gemm; /* acts.gemm: running the prepared layers */
     int threads;
     float *block; /* one image's pixels, logits of a batch, one image's normalised tokens */
     float *pixels, *logits, *tokens;
@@ -210,7 +210,7 @@ static vit_context *context_create(vit_weights *w, int threads, vit_error *err) 
 
 /* The context's gemm state for its weights' prepared layers. */
 static int add_gemm_state(vit_context *c, vit_error *err) {
-    c->acts.enc.gemm = c->gemm = model_gemm_state(&c->w->m, err);
+    c->acts.gemm = c->gemm = model_gemm_state(&c->w->m, err);
     return c->gemm ? 0 : -1;
 }
 

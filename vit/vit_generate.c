@@ -84,7 +84,7 @@ static gen_weights *gen_weights_load(const char *dir, const vit_gen_params *p, i
 }
 
 static int add_gemm_state(vit_gen_context *c, vit_error *err) {
-    c->acts.enc.gemm = c->gemm = model_gemm_state(&c->w->dec, err);
+    c->acts.gemm = c->gemm = model_gemm_state(&c->w->dec, err);
     return c->gemm ? 0 : -1;
 }
 
@@ -188,7 +188,7 @@ static int ensure_buffers(vit_gen_context *c, int rows, int len, vit_error *err)
     c->acts_rows = c->acts_len = 0;
     if (decoder_acts_alloc(&c->acts, m, rows, len, c->w->max_images, c->w->states, err) != 0)
         return -1;
-    c->acts.enc.gemm = c->gemm;
+    c->acts.gemm = c->gemm;
     c->acts_rows = rows;
     c->acts_len = len;
     return 0;

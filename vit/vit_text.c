@@ -28,7 +28,7 @@ typedef struct {
 struct vit_text_context {
     text_weights *w;
     bert_acts acts;
-    gemm_state *gemm; /* acts.enc.gemm: running the prepared layers */
+    gemm_state *gemm; /* acts.gemm: running the prepared layers */
     text_tokenizer_scratch *scratch;
     int threads;
     int32_t *rows; /* [max_batch, max_tokens]: each text's ids, rows of the last run */
@@ -128,7 +128,7 @@ static vit_text_context *context_create(text_weights *w, int threads, vit_error 
 }
 
 static int add_gemm_state(vit_text_context *c, vit_error *err) {
-    c->acts.enc.gemm = c->gemm = model_gemm_state(&c->w->m, err);
+    c->acts.gemm = c->gemm = model_gemm_state(&c->w->m, err);
     return c->gemm ? 0 : -1;
 }
 

@@ -5,7 +5,11 @@
  * of images or text; ViT runs it pre-LN, BERT post-LN. A decoder is the same block with a
  * cross-attention branch between the self-attention and the MLP (shape.cross), causal, and with a
  * cache of the self-attention's keys and values so each step computes only its new rows
- * (encoder_acts_alloc_cache). */
+ * (encoder_kv_cache, encoder_forward_cached).
+ *
+ * A forward is told what to do (encoder_run: infer, train or explain, the GEMM state, dropout)
+ * and where: inference in an encoder_scratch, training and explanations on an encoder_tape that
+ * keeps what encoder_backward reads, a decoder's generation over its encoder_kv_cache. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -24,8 +28,8 @@ typedef struct {
     int cross;       /* decoder: a cross-attention branch over other states (an encoder's output) */
     int cross_dim;   /* the width of those states (the branch's keys and values are computed from
                         them) */
-    int layer_scale; /* layers may have ls1/ls2 (encoder_layer): set it before encoder_acts_alloc,
-                        for training keeps the scaled branches' outputs for the scales' gradient */
+    int layer_scale; /* layers may have ls1/ls2 (encoder_layer): set it before encoder_tape_alloc:
+                        training keeps the scaled branches' outputs for the scales' gradient */
 } encoder_shape;
 
 /* One layer's parameters, pointing into the model's single parameter block.
@@ -58,15 +62,39 @@ typedef struct {
     gemm_weight *xq, *xkv, *xproj;
 } encoder_layer;
 
-/* Activations, sized for at most max_batch x tokens. Allocated with `per_layer` (for training),
- * every layer has its own set of buffers, which a forward in `keep` mode fills for the backward
- * pass; otherwise (inference, or keep off) all layers share the first set. */
+/* ---- a run: what one forward (and the backward that follows it) does ---- */
+
+/* INFER: nothing kept, prepared layers (run.gemm) where the layers have them, the fast inference
+ * attention; buffers: an encoder_scratch. TRAIN: the plain products, every layer's activations
+ * kept on an encoder_tape for encoder_backward, dropout as the run says. EXPLAIN: the same tape
+ * without dropout, for the attention weights and (run.probs_grad) their gradients. */
+typedef enum { ENCODER_INFER = 0, ENCODER_TRAIN, ENCODER_EXPLAIN } encoder_mode;
+
+/* The caller's, per call; read only. All zero: inference on plain layers. */
 typedef struct {
-    int per_layer, max_batch, tokens, layers, dim, heads;
-    int keep;            /* the next forward keeps every layer's activations (encoder_set_mode) */
-    size_t layer_floats; /* floats per layer set */
-    float *block;        /* one allocation for everything below */
-    /* per layer set (index with encoder_acts_layer): */
+    encoder_mode mode;
+    gemm_state *gemm; /* INFER on prepared layers (vit/core/gemm.h): the caller's state */
+    /* TRAIN's dropout (HF ViT/BERT in train()): hidden (hidden_dropout_prob) on the attention
+     * output projection, the MLP output and a decoder's cross-attention output projection, each
+     * before its residual add; attn (attention_probs_dropout_prob) on the attention weights
+     * (refused for a decoder: its cross-attention weights would go without the dropout HF
+     * applies to them). Masks drawn from *rng and kept on the tape for the backward. */
+    float hidden_drop, attn_drop;
+    uint64_t *rng;
+    /* this batch is examples batch_first.. of a batch of batch_total split among processes
+     * (0, 0: the whole batch): the masks are that part of the whole batch's */
+    int batch_first, batch_total;
+    /* The backward's optional outputs (NULL: not wanted). probs_grad [layers, B, H, T, T]: the
+     * gradient wrt every layer's attention weights (EXPLAIN, gradient-weighted explanations).
+     * d_cross_states [images, S, cross_dim]: a decoder's gradient wrt the states given to
+     * encoder_tape_cross_states, summed over the layers (overwritten). */
+    float *probs_grad, *d_cross_states;
+} encoder_run;
+
+/* ---- buffers ---- */
+
+/* One set of a layer's activations (pointers into a block). */
+typedef struct {
     float *layer_in; /* [B,T,D] pre-LN: input of the layer; post-LN: unused */
     float *ln1_out; /* [B,T,D] pre-LN: LN1(x); post-LN: the MLP's input (LN1's, or LNx's, output) */
     float *ln1_mean, *ln1_rstd; /* [B,T] */
@@ -76,137 +104,160 @@ typedef struct {
     float *mid;     /* [B,T,D] pre-LN: x after the attention residual; post-LN: x + Attn(x) */
     float *ln2_out; /* [B,T,D] */
     float *ln2_mean, *ln2_rstd;
-    float *fc1_out;      /* [B,T,I] before the activation (SwiGLU: [B,T,2I]) */
-    float *act_out;      /* [B,T,I] */
-    float *sum2;         /* [B,T,D] post-LN: x + MLP(x) before LN2 */
+    float *fc1_out;  /* [B,T,I] before the activation (SwiGLU: [B,T,2I]) */
+    float *act_out;  /* [B,T,I] */
+    float *sum2;     /* [B,T,D] post-LN: x + MLP(x) before LN2 */
+    float *attn_out; /* [B,T,D] training with shape.layer_scale (else NULL): the attention */
+    float *mlp_out;  /* and MLP branches' outputs after dropout, before the layer scale */
+} encoder_layer_acts;
+
+/* Inference buffers for at most max_batch x tokens: one set every layer reuses (layer_in,
+ * attn_out, mlp_out NULL), the fast attention's scratch, a decoder's cross-attention queries. */
+typedef struct {
+    int max_batch, tokens;
+    float *block; /* one allocation for set, scratch and xq */
+    encoder_layer_acts set;
     float *scratch;      /* [B,T,D] projection outputs before the residual add */
-    float *attn_out;     /* [B,T,D] training with shape.layer_scale (else NULL): the attention */
-    float *mlp_out;      /* and MLP branches' outputs after dropout, before the layer scale */
-    gemm_state *gemm;    /* running the prepared layers: the caller's state (not owned), set
-                          * before an inference forward on them */
-    float *attn_scratch; /* inference attention (attention_infer), for attn_threads threads */
+    float *xq;           /* [B,T,D] shape.cross: cross-attention queries (else NULL) */
+    float *attn_scratch; /* attention_infer's, for attn_threads threads (NULL: D/H unsupported) */
     int attn_threads;
+} encoder_scratch;
 
-    /* Training mode (per_layer) only, all zero otherwise. */
-    float hidden_drop, attn_drop; /* dropout probabilities of the next forward (0: eval mode) */
-    uint64_t *rng;                /* generator the dropout masks are drawn from */
-    /* this batch is examples batch_first.. of a batch of batch_total split among processes
-     * (0, 0: the whole batch): the masks are that part of the whole batch's */
-    int batch_first, batch_total;
-    int run_tokens;      /* T of the forward under way */
-    uint8_t *mask_block; /* one allocation for the masks, each one per layer: */
-    uint8_t *keep_attn;  /* [B,T,D] dropout on the attention output projection */
-    uint8_t *keep_mlp;   /* [B,T,D] dropout on the MLP output */
-    uint8_t *keep_probs; /* [B,H,T,T] dropout on the attention weights */
-    float *grad_block;   /* one allocation for the backward's scratch, shared by all layers: */
-    float *d_ln;         /* [B,T,D] gradient wrt a branch's input (the LN output in pre-LN) */
-    float *d_res;        /* [B,T,D] post-LN: gradient wrt the sum before a LayerNorm */
-    float *d_ctx;        /* [B,T,D] */
-    float *d_qkv;        /* [B,T,3D] */
-    float *d_act;        /* [B,T,I] gradient wrt act_out, then wrt fc1_out */
-    float *d_fc1;        /* [B,T,2I] SwiGLU: the gradient wrt fc1_out (else NULL) */
-    float *d_probs;      /* [B,H,T,T] attention scratch (also the dropped weights in the forward) */
-    /* NULL, or [layers, B, H, T, T] set by the caller: the backward leaves there the gradient wrt
-     * every layer's attention weights (gradient-weighted explanations). */
-    float *probs_grad;
-
-    /* Decoders at inference (encoder_acts_alloc_cache), all zero otherwise. */
-    float *cache_block; /* one allocation for the buffers below */
-    float *kv_cache;    /* [layers, max_batch, cache_len, 2D] each row's self-attention keys and
-                         * values (key then value per position) of the positions run so far */
-    float *kv_spare;    /* the same size: the reordered cache is built here, then swapped in */
-    float *cross_kv;    /* [layers, images, cross_tokens, 2D] keys and values of the states
-                         * cross-attention reads (encoder_cross_states) */
-    float *xq_buf;      /* [B, T, D] cross-attention queries */
-    int cache_len;      /* positions a row can hold */
-    int past;           /* positions cached: the next forward's rows come after them */
-    int max_images, cross_tokens; /* what the cross buffers hold at most */
-    int images, cross_run;        /* what encoder_cross_states last gave: images x cross_run */
-    int rows_per_image; /* rows r·k .. r·k + k-1 of a forward read image r's states (k beams) */
-
-    /* Training a decoder (encoder_acts_alloc_cross), all zero otherwise; cross_kv above is then
-     * [layers, max_batch, cross_tokens, 2D] and max_images = max_batch. */
-    int cross;           /* the shape has a cross-attention branch (set by encoder_acts_alloc) */
-    size_t cross_floats; /* floats per layer set of the fields below */
-    float *cross_block;  /* one allocation for them; per layer set (encoder_acts_cross): */
-    float *xln_in;       /* [B,T,D] LNx's input: pre-LN x after self-attention, post-LN
-                          * x1 + Cross(x1) */
-    float *xln_out;      /* [B,T,D] pre-LN: LNx's output, the branch's input */
+/* A decoder's training buffers for cross-attention (encoder_tape_alloc_cross), all zero
+ * otherwise. */
+typedef struct {
+    int cross_tokens;           /* states per sequence at most */
+    size_t layer_floats;        /* floats per layer set of the fields below */
+    float *block;               /* one allocation for them; per layer set (encoder_tape_cross): */
+    float *xln_in;              /* [B,T,D] LNx's input: pre-LN x after self-attention, post-LN
+                                 * x1 + Cross(x1) */
+    float *xln_out;             /* [B,T,D] pre-LN: LNx's output, the branch's input */
     float *xln_mean, *xln_rstd; /* [B,T] */
     float *x_in;                /* [B,T,D] post-LN: the branch's input x1 (LN1's output) */
     float *xq;                  /* [B,T,D] queries */
-    float *xprobs;              /* [B,H,T,S] weights (per image: its rows_per_image·T rows) */
+    float *xprobs;              /* [B,H,T,S] weights */
     float *xctx;                /* [B,T,D] heads concatenated, before the output projection */
-    float *cross_shared;        /* one allocation for cross_kv and the backward's scratch: */
+    float *shared;              /* one allocation for kv and the backward's scratch: */
+    float *kv;                  /* [layers, B, cross_tokens, 2D] the states' keys and values */
     float *d_xq;                /* [B,T,D] */
     float *d_xkv;               /* [B,S,2D] one layer's gradient wrt its keys and values */
     float *d_states;            /* [B,S,cross_dim] one layer's share of the states' gradient */
-    uint8_t *cross_masks;       /* one allocation for: */
     uint8_t *keep_cross; /* [layers, B,T,D] dropout on the cross-attention output projection */
-    const float *cross_states; /* what encoder_cross_states was given: read by the backward */
-    /* NULL, or [images, S, cross_dim] set by the caller: the backward leaves there (overwritten)
-     * the gradient wrt the states given to encoder_cross_states, summed over the layers. */
-    float *d_cross_states;
-} encoder_acts;
+    /* what encoder_tape_cross_states was given (the backward reads states) */
+    const float *states;
+    int images, S, rows_per_image;
+} encoder_cross_tape;
 
-/* per_layer also allocates the dropout masks and the backward's scratch. */
-int encoder_acts_alloc(encoder_acts *acts, const encoder_shape *shape, int max_batch, int tokens,
-                       int per_layer);
-void encoder_acts_free(encoder_acts *acts);
-/* Adds a decoder's inference buffers to acts (allocated for inference): a self-attention cache of
- * cache_len positions per row, and cross-attention keys and values for up to max_images sets of
- * cross_tokens states. -1 when out of memory. */
-int encoder_acts_alloc_cache(encoder_acts *acts, const encoder_shape *shape, int cache_len,
-                             int max_images, int cross_tokens);
-/* Adds the buffers training a decoder needs (acts allocated per_layer, shape.cross, no cache):
- * every layer's cross-attention activations for up to cross_tokens states per sequence, the keys
- * and values of up to max_batch images, the backward's scratch. -1 when acts cannot take them or
- * out of memory. The cross-attention weights get no dropout: encoder_set_mode refuses attn > 0. */
-int encoder_acts_alloc_cross(encoder_acts *acts, const encoder_shape *shape, int cross_tokens);
+/* Training (and explanation) buffers for at most max_batch x tokens: every layer's activations
+ * (layer l's set is l·layer_floats after layer 0's), the dropout masks, the backward's scratch
+ * (shared by all layers) and, for a decoder, cross. */
+typedef struct {
+    int max_batch, tokens, layers, dim, heads;
+    size_t layer_floats;
+    float *block;           /* one allocation for every layer's set and scratch */
+    encoder_layer_acts set; /* layer 0's (index with encoder_tape_layer) */
+    float *scratch;         /* [B,T,D] projection outputs before the residual add */
+    uint8_t *mask_block;    /* one allocation for the masks, each one per layer: */
+    uint8_t *keep_attn;     /* [B,T,D] dropout on the attention output projection */
+    uint8_t *keep_mlp;      /* [B,T,D] dropout on the MLP output */
+    uint8_t *keep_probs;    /* [B,H,T,T] dropout on the attention weights */
+    float *grad_block;      /* one allocation for the backward's scratch: */
+    float *d_ln;            /* [B,T,D] gradient wrt a branch's input (the LN output in pre-LN) */
+    float *d_res;           /* [B,T,D] post-LN: gradient wrt the sum before a LayerNorm */
+    float *d_ctx;           /* [B,T,D] */
+    float *d_qkv;           /* [B,T,3D] */
+    float *d_act;           /* [B,T,I] gradient wrt act_out, then wrt fc1_out */
+    float *d_fc1;           /* [B,T,2I] SwiGLU: the gradient wrt fc1_out (else NULL) */
+    float *d_probs; /* [B,H,T,T] attention scratch (also the dropped weights in the forward) */
+    encoder_cross_tape cross;
+} encoder_tape;
+
+/* -1 when out of memory (nothing left allocated). */
+int encoder_scratch_alloc(encoder_scratch *sc, const encoder_shape *shape, int max_batch,
+                          int tokens);
+void encoder_scratch_free(encoder_scratch *sc);
+int encoder_tape_alloc(encoder_tape *t, const encoder_shape *shape, int max_batch, int tokens);
+void encoder_tape_free(encoder_tape *t);
+/* Adds what training a decoder needs (shape.cross): every layer's cross-attention activations for
+ * up to cross_tokens states per sequence, the keys and values of up to max_batch images, the
+ * backward's scratch. -1 when the shape has no cross-attention or out of memory. */
+int encoder_tape_alloc_cross(encoder_tape *t, const encoder_shape *shape, int cross_tokens);
+/* Layer l's copy of an activation field of t (t->set.qkv, ...). */
+float *encoder_tape_layer(const encoder_tape *t, float *field, int layer);
+/* Layer l's copy of a cross-attention field (t->cross.xln_in .. xctx). */
+float *encoder_tape_cross(const encoder_tape *t, float *field, int layer);
+/* Layer l's copy of a dropout mask field (keep_attn, keep_mlp, keep_probs, cross.keep_cross). */
+uint8_t *encoder_tape_mask(const encoder_tape *t, uint8_t *field, int layer);
+/* The keys and values of every layer's cross-attention for states [images, S, cross_dim]
+ * (images <= max_batch, S <= cross_tokens), each image read by rows_per_image consecutive rows
+ * of the following forwards on t (TRAIN or EXPLAIN, and INFER over this tape's states). states
+ * must stay as they are until the backward (it reads them for the key/value weights' gradient). */
+void encoder_tape_cross_states(encoder_tape *t, const encoder_shape *shape,
+                               const encoder_layer *layers, const float *states, int images, int S,
+                               int rows_per_image);
+
+/* ---- a decoder's key/value cache (as whisper.cpp's whisper_kv_cache), owned by the decoder ----
+ * Self-attention keys and values of the positions run so far per row, and the cross-attention's
+ * keys and values of the states the rows read. */
+typedef struct {
+    int layers, dim, max_rows, cache_len; /* cache_len: positions a row can hold */
+    float *block;                         /* one allocation for kv, spare and cross_kv */
+    float *kv;       /* [layers, max_rows, cache_len, 2D] key then value per position */
+    float *spare;    /* the same size: the reordered cache is built here, then swapped in */
+    int past;        /* positions cached: the next forward's rows come after them */
+    float *cross_kv; /* [layers, max_images, cross_tokens, 2D] (encoder_kv_cache_states) */
+    int max_images, cross_tokens; /* what cross_kv holds at most */
+    int images, S;                /* what encoder_kv_cache_states last gave: images x S */
+    int rows_per_image; /* rows r·k .. r·k + k-1 of a forward read image r's states (k beams) */
+} encoder_kv_cache;
+
+/* cache_len positions for each of max_rows rows, cross keys and values for up to max_images sets
+ * of cross_tokens states (0: none, a decoder without cross-attention). -1 when out of memory. */
+int encoder_kv_cache_alloc(encoder_kv_cache *c, const encoder_shape *shape, int max_rows,
+                           int cache_len, int max_images, int cross_tokens);
+void encoder_kv_cache_free(encoder_kv_cache *c);
+/* Empties the self-attention cache (past = 0); the cross keys and values stay. */
+void encoder_kv_cache_reset(encoder_kv_cache *c);
+/* Rows continue other rows: row r of the next forward extends what row parent[r] (of the rows
+ * run so far) holds. rows <= max_rows. */
+void encoder_kv_cache_reorder(encoder_kv_cache *c, const int *parent, int rows);
 /* The keys and values of every layer's cross-attention for states [images, S, cross_dim] (S <=
  * cross_tokens, images <= max_images), each image read by rows_per_image consecutive rows of
- * the following forwards; empties the self-attention cache (past = 0). When training, states
- * must stay as they are until the backward (it reads them for the key/value weights' gradient). */
-void encoder_cross_states(const encoder_shape *shape, const encoder_layer *layers,
-                          encoder_acts *acts, const float *states, int images, int S,
-                          int rows_per_image);
-/* Rows continue other rows: row r of the next forward extends what row parent[r] (of the rows
- * run so far) holds. rows <= max_batch. */
-void encoder_cache_reorder(encoder_acts *acts, const int *parent, int rows);
-/* Pointer to layer l's copy of a field of acts (the shared copy unless keep is on). */
-float *encoder_acts_layer(const encoder_acts *acts, float *field, int layer);
-/* Layer l's copy of a cross-attention training field (xln_in .. xctx). */
-float *encoder_acts_cross(const encoder_acts *acts, float *field, int layer);
-/* Layer l's copy of a dropout mask field (keep_attn, keep_mlp, keep_probs, keep_cross). */
-uint8_t *encoder_acts_mask(const encoder_acts *acts, uint8_t *field, int layer);
+ * the following forwards, through prepared layers with gemm where the layers have them (NULL:
+ * the plain products); resets the cache. */
+void encoder_kv_cache_states(encoder_kv_cache *c, const encoder_shape *shape,
+                             const encoder_layer *layers, gemm_state *gemm, const float *states,
+                             int images, int S, int rows_per_image);
 
-/* The mode of the following forwards. keep: every layer's activations stay for encoder_backward
- * (acts allocated per_layer). Training-mode dropout (HF ViT/BERT in train()): `hidden`
- * (hidden_dropout_prob) on the attention output projection and on the MLP output, each before
- * its residual add; `attn` (attention_probs_dropout_prob) on the attention weights; masks drawn
- * from *rng and kept for the backward (keep required). 0, 0, 0 is eval mode (the default).
- * A decoder (shape.cross) also drops `hidden` on the cross-attention output projection; keep
- * needs encoder_acts_alloc_cross, and attn > 0 is refused (the cross-attention weights would go
- * without the dropout HF applies to them).
- * Returns -1 (and changes nothing) when acts cannot serve the mode. */
-int encoder_set_mode(encoder_acts *acts, int keep, float hidden, float attn, uint64_t *rng);
-/* The batch's place in a batch split among processes, for the dropout masks (0, 0: whole). */
-void encoder_set_batch_part(encoder_acts *acts, int first, int total);
+/* ---- forward and backward ---- */
 
-/* x [B, T, D] in, transformed in place. key_mask [B, T] or NULL (0 = padding). With a cache
- * (encoder_acts_alloc_cache) the T rows of each sequence come after the acts->past cached ones
- * (causal attention over all of them), are cached in turn, and past grows by T. */
-void encoder_forward(const encoder_shape *shape, const encoder_layer *layers, encoder_acts *acts,
-                     float *x, const uint8_t *key_mask, int B, int T);
-/* Backward of the last encoder_forward on acts (keep on, same dropout settings, same B, T).
+/* 0 when run can be served: INFER by sc (and, for a decoder, cross states on t), TRAIN and
+ * EXPLAIN by t (allocated for cross-attention when the shape has it); probabilities in [0, 1),
+ * an rng for dropout, no dropout in EXPLAIN, no attention dropout with cross-attention. */
+int encoder_run_check(const encoder_shape *shape, const encoder_run *run, const encoder_scratch *sc,
+                      const encoder_tape *t);
+/* x [B, T, D] in, transformed in place. key_mask [B, T] or NULL (0 = padding). INFER runs in sc
+ * (t: NULL, or a decoder's tape whose cross states it reads), TRAIN and EXPLAIN on t (sc: may be
+ * NULL). -1 (nothing run) when encoder_run_check refuses. */
+int encoder_forward(const encoder_shape *shape, const encoder_layer *layers, const encoder_run *run,
+                    encoder_scratch *sc, encoder_tape *t, float *x, const uint8_t *key_mask, int B,
+                    int T);
+/* A decoder's inference step: the T rows of each sequence come after the cache's past ones
+ * (causal attention over all of them), are cached in turn, and past grows by T; cross-attention
+ * reads the cache's states. run.mode is INFER. */
+void encoder_forward_cached(const encoder_shape *shape, const encoder_layer *layers,
+                            const encoder_run *run, encoder_scratch *sc, encoder_kv_cache *cache,
+                            float *x, int B, int T);
+/* Backward of the last encoder_forward on t (TRAIN or EXPLAIN, the same run, B and T).
  * dx [B, T, D]: in, the gradient wrt the encoder output; out, wrt its input (in place).
  * Parameter gradients ACCUMULATE into grads (same layout as layers, e.g. a model_bind view),
  * the attention bias's too: grads[l].attn_bias [H, T, T] (if set) receives layer l's, summed over
  * the batch (layers sharing one bias may share one gradient buffer: their shares add up).
- * The key mask needs no argument: masked keys have zero attention weight in acts->probs.
+ * The key mask needs no argument: masked keys have zero attention weight in t's probs.
  * A decoder's cross-attention: its key/value weights' gradients come from the states given to
- * encoder_cross_states, and acts->d_cross_states (if set) receives the states' gradient. */
+ * encoder_tape_cross_states; run.d_cross_states (if set) receives the states' gradient. */
 void encoder_backward(const encoder_shape *shape, const encoder_layer *layers,
-                      const encoder_layer *grads, encoder_acts *acts, float *dx, int B, int T);
+                      const encoder_layer *grads, const encoder_run *run, encoder_tape *t,
+                      float *dx, int B, int T);
 
 #endif

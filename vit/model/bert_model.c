@@ -35,7 +35,8 @@ int bert_acts_alloc(bert_acts *a, const model *m, int max_batch, int max_tokens,
         a->head_keep = malloc(B * D);
     }
     if (!a->block || (training && (!a->emb_keep || !a->head_keep)) ||
-        encoder_acts_alloc(&a->enc, &m->enc, max_batch, max_tokens, training) != 0) {
+        encoder_scratch_alloc(&a->scratch, &m->enc, max_batch, max_tokens) != 0 ||
+        (training && encoder_tape_alloc(&a->tape, &m->enc, max_batch, max_tokens) != 0)) {
         bert_acts_free(a);
         return vit_fail(err, "out of memory for %d x %d tokens", max_batch, max_tokens);
     }
@@ -46,7 +47,8 @@ void bert_acts_free(bert_acts *a) {
     free(a->block);
     free(a->emb_keep);
     free(a->head_keep);
-    encoder_acts_free(&a->enc);
+    encoder_scratch_free(&a->scratch);
+    encoder_tape_free(&a->tape);
     memset(a, 0, sizeof *a);
 }
 
@@ -91,7 +93,7 @@ static void joint_head_forward(const model *m, bert_acts *a, const int32_t *ids,
     layernorm_forward(a->pooled, NULL, NULL, a->cls, m->final_ln_w, m->final_ln_b, B, D,
                       c->layer_norm_eps);
     if (fast)
-        gemm_run(m->head, a->pooled, B, out, a->enc.gemm);
+        gemm_run(m->head, a->pooled, B, out, a->gemm);
     else
         linear_forward(out, a->pooled, m->head_w, m->head_b, B, D, c->num_labels);
 }
@@ -143,6 +145,18 @@ static int check_args(const model *m, const bert_acts *a, const int32_t *ids, in
     return forward_mode_check(mode, a->training, err);
 }
 
+/* The encoder's run for a forward in mode (and the backward that follows it): inference unless it
+ * trains, HF's dropout when training. */
+static encoder_run encoder_run_of(const bert_acts *a, const forward_mode *mode) {
+    if (!mode->train || mode->freeze_encoder) return (encoder_run){.gemm = a->gemm};
+    return (encoder_run){.mode = ENCODER_TRAIN,
+                         .hidden_drop = mode->dropout,
+                         .attn_drop = mode->attention_dropout,
+                         .rng = mode->rng,
+                         .batch_first = mode->batch_first,
+                         .batch_total = mode->batch_total};
+}
+
 int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const uint8_t *mask, int B,
                        int T, const forward_mode *mode, float *logits, vit_error *err) {
     mode = forward_mode_or_inference(mode);
@@ -157,7 +171,7 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
     a->last_batch = B;
     a->last_tokens = T;
     const int fast = m->head && !mode->train; /* prepared layers run inference */
-    if (fast && !a->enc.gemm) return vit_fail(err, "prepared layers run without a gemm_state");
+    if (fast && !a->gemm) return vit_fail(err, "prepared layers run without a gemm_state");
     /* embeddings, LayerNorm, and (HF BertEmbeddings) dropout */
     embeddings_forward(a->emb, m, ids, B, T);
     if (m->cfg.opt.embed_norm)
@@ -172,10 +186,9 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
         dropout_forward(a->x, a->x, a->emb_keep, n, p_drop);
     }
     /* the shared encoder, post-LN, padding masked */
-    encoder_set_mode(&a->enc, encoder_trains, p_drop, encoder_trains ? mode->attention_dropout : 0,
-                     mode->rng);
-    encoder_set_batch_part(&a->enc, mode->batch_first, mode->batch_total);
-    encoder_forward(&m->enc, m->layers, &a->enc, a->x, mask, B, T);
+    const encoder_run run = encoder_run_of(a, mode);
+    if (encoder_forward(&m->enc, m->layers, &run, &a->scratch, &a->tape, a->x, mask, B, T) != 0)
+        return vit_fail(err, "the encoder's buffers cannot run this mode");
     if (m->cfg.opt.pool != POOL_BERT) {
         joint_head_forward(m, a, ids, B, T, fast, logits);
         return forward_logits_check(mode, logits, (size_t)B * m->cfg.num_labels, err);
@@ -184,7 +197,7 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
     for (int b = 0; b < B; b++)
         memcpy(a->cls + (size_t)b * D, a->x + (size_t)b * T * D, sizeof(float) * (size_t)D);
     if (fast) {
-        gemm_run(m->pooler, a->cls, B, a->pooled, a->enc.gemm);
+        gemm_run(m->pooler, a->cls, B, a->pooled, a->gemm);
         for (size_t i = 0; i < (size_t)B * D; i++) a->pooled[i] = tanhf(a->pooled[i]);
     } else {
         pooler_forward(a->pooled, a->cls, m->pooler_w, m->pooler_b, B, D);
@@ -198,7 +211,7 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
         h = a->head_in;
     }
     if (fast)
-        gemm_run(m->head, h, B, logits, a->enc.gemm);
+        gemm_run(m->head, h, B, logits, a->gemm);
     else
         linear_forward(logits, h, m->head_w, m->head_b, B, D, m->cfg.num_labels);
     return forward_logits_check(mode, logits, (size_t)B * m->cfg.num_labels, err);
@@ -218,7 +231,8 @@ static void backward_pass(const model *m, const model *g, bert_acts *a, const fl
     memset(a->dx, 0, n * sizeof(float));
     for (int b = 0; b < B; b++)
         memcpy(a->dx + (size_t)b * T * D, a->dcls + (size_t)b * D, sizeof(float) * (size_t)D);
-    encoder_backward(&m->enc, m->layers, g->layers, &a->enc, a->dx, B, T);
+    const encoder_run run = encoder_run_of(a, &a->mode);
+    encoder_backward(&m->enc, m->layers, g->layers, &run, &a->tape, a->dx, B, T);
     if (a->mode.dropout > 0.0f) dropout_backward(a->dx, a->dx, a->emb_keep, n, a->mode.dropout);
     memset(a->demb, 0, n * sizeof(float)); /* layernorm_backward accumulates into it */
     layernorm_backward(a->demb, g->emb_ln_w, g->emb_ln_b, a->dx, a->emb, a->emb_mean, a->emb_rstd,

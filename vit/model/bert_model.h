@@ -27,10 +27,12 @@ typedef struct {
     float *x;                   /* [B, T, D] the encoder's input and output */
     float *cls, *pooled, *head_in;   /* [B, D] token 0, tanh(pooler), pooled after dropout */
     float *dx, *demb, *dhead, *dcls; /* training: gradients */
-    uint8_t *emb_keep;  /* training: [B, T, D] dropout mask after the embedding LayerNorm */
-    uint8_t *head_keep; /* training: [B, D] classifier dropout mask */
-    encoder_acts enc;
-    forward_mode mode; /* of the last forward (the backward follows it) */
+    uint8_t *emb_keep;       /* training: [B, T, D] dropout mask after the embedding LayerNorm */
+    uint8_t *head_keep;      /* training: [B, D] classifier dropout mask */
+    gemm_state *gemm;        /* running the prepared layers: the caller's state (not owned) */
+    encoder_scratch scratch; /* the encoder's inference buffers */
+    encoder_tape tape;       /* training: every layer's activations */
+    forward_mode mode;       /* of the last forward (the backward follows it) */
     const int32_t
         *ids; /* of the last forward (not owned: the caller keeps them until the backward) */
     int last_batch, last_tokens;

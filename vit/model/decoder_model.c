@@ -24,8 +24,9 @@ int decoder_acts_alloc(decoder_acts *a, const model *m, int max_rows, int max_le
     const size_t sizes[] = {R * max_len * D, (size_t)max_images * cross_tokens * D, R * D};
     float **fields[] = {&a->x, &a->states, &a->last};
     a->block = alloc_float_block(3, sizes, fields);
-    if (!a->block || encoder_acts_alloc(&a->enc, &m->enc, max_rows, max_len, 0) != 0 ||
-        encoder_acts_alloc_cache(&a->enc, &m->enc, max_len, max_images, cross_tokens) != 0) {
+    if (!a->block || encoder_scratch_alloc(&a->scratch, &m->enc, max_rows, max_len) != 0 ||
+        encoder_kv_cache_alloc(&a->cache, &m->enc, max_rows, max_len, max_images, cross_tokens) !=
+            0) {
         decoder_acts_free(a);
         return vit_fail(err, "out of memory for %d sequences of %d positions", max_rows, max_len);
     }
@@ -40,7 +41,9 @@ void decoder_acts_free(decoder_acts *a) {
     free(a->block);
     free(a->ids);
     free(a->emb_keep);
-    encoder_acts_free(&a->enc);
+    encoder_scratch_free(&a->scratch);
+    encoder_kv_cache_free(&a->cache);
+    encoder_tape_free(&a->tape);
     memset(a, 0, sizeof *a);
 }
 
@@ -52,14 +55,15 @@ int decoder_set_states(const model *m, decoder_acts *a, const float *states, int
                         images, S, a->max_images, a->cross_tokens);
     const float *cross = states;
     if (c->opt.enc_proj) { /* enc_to_dec_proj: the encoder's width to the decoder's */
-        if (m->enc_proj && a->enc.gemm)
-            gemm_run(m->enc_proj, states, images * S, a->states, a->enc.gemm);
+        if (m->enc_proj && a->gemm)
+            gemm_run(m->enc_proj, states, images * S, a->states, a->gemm);
         else
             linear_forward(a->states, states, m->enc_proj_w, m->enc_proj_b, images * S,
                            c->encoder_hidden, c->hidden_size);
         cross = a->states;
     }
-    encoder_cross_states(&m->enc, m->layers, &a->enc, cross, images, S, rows_per_image);
+    encoder_kv_cache_states(&a->cache, &m->enc, m->layers, a->gemm, cross, images, S,
+                            rows_per_image);
     return 0;
 }
 
@@ -96,7 +100,7 @@ static void embed_sum(const model *m, int past, const int32_t *ids, int rows, in
 
 static void embed(const model *m, decoder_acts *a, const int32_t *ids, int rows, int T) {
     const model_config *c = &m->cfg;
-    embed_sum(m, a->enc.past, ids, rows, T, a->x);
+    embed_sum(m, a->cache.past, ids, rows, T, a->x);
     if (c->opt.embed_norm)
         layernorm_forward(a->x, NULL, NULL, a->x, m->emb_ln_w, m->emb_ln_b, rows * T,
                           c->hidden_size, c->layer_norm_eps);
@@ -106,12 +110,12 @@ static int check_ids(const model_config *c, const decoder_acts *a, const int32_t
                      int T, vit_error *err) {
     if (rows < 1 || rows > a->max_rows || T < 1)
         return vit_fail(err, "%d rows of %d tokens: outside 1..%d rows", rows, T, a->max_rows);
-    if (a->enc.past + T > a->max_len)
-        return vit_fail(err, "%d positions: more than the %d the decoder was given",
-                        a->enc.past + T, a->max_len);
-    if (a->enc.images < 1 ||
-        (rows + a->enc.rows_per_image - 1) / a->enc.rows_per_image > a->enc.images)
-        return vit_fail(err, "%d rows read more images than the %d set", rows, a->enc.images);
+    const encoder_kv_cache *kv = &a->cache;
+    if (kv->past + T > a->max_len)
+        return vit_fail(err, "%d positions: more than the %d the decoder was given", kv->past + T,
+                        a->max_len);
+    if (kv->images < 1 || (rows + kv->rows_per_image - 1) / kv->rows_per_image > kv->images)
+        return vit_fail(err, "%d rows read more images than the %d set", rows, kv->images);
     for (size_t i = 0; i < (size_t)rows * T; i++)
         if (ids[i] < 0 || ids[i] >= c->vocab_size)
             return vit_fail(err, "token id %d outside the vocabulary (0..%d)", (int)ids[i],
@@ -125,8 +129,8 @@ static void output_projection(const model *m, decoder_acts *a, float *in, int n,
     if (c->opt.final_norm)
         layernorm_forward(in, NULL, NULL, in, m->final_ln_w, m->final_ln_b, n, c->hidden_size,
                           c->layer_norm_eps);
-    if (m->head && a->enc.gemm)
-        gemm_run(m->head, in, n, logits, a->enc.gemm);
+    if (m->head && a->gemm)
+        gemm_run(m->head, in, n, logits, a->gemm);
     else
         linear_forward(logits, in, m->head_w, NULL, n, c->hidden_size, c->vocab_size);
 }
@@ -136,9 +140,10 @@ int decoder_forward(const model *m, decoder_acts *a, const int32_t *ids, int row
     const model_config *c = &m->cfg;
     const int D = c->hidden_size;
     if (check_ids(c, a, ids, rows, T, err) != 0) return -1;
-    if (m->head && !a->enc.gemm) return vit_fail(err, "prepared layers run without a gemm_state");
+    if (m->head && !a->gemm) return vit_fail(err, "prepared layers run without a gemm_state");
     embed(m, a, ids, rows, T);
-    encoder_forward(&m->enc, m->layers, &a->enc, a->x, NULL, rows, T);
+    const encoder_run run = {.mode = ENCODER_INFER, .gemm = a->gemm};
+    encoder_forward_cached(&m->enc, m->layers, &run, &a->scratch, &a->cache, a->x, rows, T);
     if (all_positions) {
         output_projection(m, a, a->x, rows * T, logits);
         return forward_logits_check(forward_mode_or_inference(NULL), logits,
@@ -152,11 +157,11 @@ int decoder_forward(const model *m, decoder_acts *a, const int32_t *ids, int row
 }
 
 void decoder_reorder(decoder_acts *a, const int *parent, int rows) {
-    encoder_cache_reorder(&a->enc, parent, rows);
+    encoder_kv_cache_reorder(&a->cache, parent, rows);
 }
 
 int decoder_past(const decoder_acts *a) {
-    return a->enc.past;
+    return a->cache.past;
 }
 
 /* ---- training: teacher forcing over whole sequences ---- */
@@ -184,8 +189,9 @@ int decoder_acts_alloc_train(decoder_acts *a, const model *m, int max_rows, int 
     a->ids = malloc(RT * sizeof *a->ids);
     a->emb_keep = malloc(RT * D);
     if (!a->block || !a->ids || !a->emb_keep ||
-        encoder_acts_alloc(&a->enc, &m->enc, max_rows, max_len, 1) != 0 ||
-        encoder_acts_alloc_cross(&a->enc, &m->enc, cross_tokens) != 0) {
+        encoder_scratch_alloc(&a->scratch, &m->enc, max_rows, max_len) != 0 ||
+        encoder_tape_alloc(&a->tape, &m->enc, max_rows, max_len) != 0 ||
+        encoder_tape_alloc_cross(&a->tape, &m->enc, cross_tokens) != 0) {
         decoder_acts_free(a);
         return vit_fail(err, "out of memory for training %d sequences of %d positions", max_rows,
                         max_len);
@@ -266,21 +272,26 @@ int decoder_train_forward(const model *m, decoder_acts *a, const float *states, 
     mode = forward_mode_or_inference(mode);
     if (check_train(c, a, ids, rows, T, S, mode, err) != 0) return -1;
     a->drop = mode->train ? mode->dropout : 0.0f;
-    if (encoder_set_mode(&a->enc, mode->train, a->drop, 0.0f, mode->rng) != 0)
+    const encoder_run run = {.mode = mode->train ? ENCODER_TRAIN : ENCODER_INFER,
+                             .gemm = a->gemm,
+                             .hidden_drop = a->drop,
+                             .rng = mode->rng,
+                             .batch_first = mode->batch_first,
+                             .batch_total = mode->batch_total};
+    if (encoder_run_check(&m->enc, &run, &a->scratch, &a->tape) != 0)
         return vit_fail(err, "decoder buffers cannot run this mode");
-    encoder_set_batch_part(&a->enc, mode->batch_first, mode->batch_total);
     const float *cross = states;
     if (c->opt.enc_proj) { /* enc_to_dec_proj: the encoder's width to the decoder's */
         linear_forward(a->states, states, m->enc_proj_w, m->enc_proj_b, rows * S, c->encoder_hidden,
                        c->hidden_size);
         cross = a->states;
     }
-    encoder_cross_states(&m->enc, m->layers, &a->enc, cross, rows, S, 1);
+    encoder_tape_cross_states(&a->tape, &m->enc, m->layers, cross, rows, S, 1);
     a->enc_states = states;
     a->rows = rows, a->T = T, a->S = S;
     memcpy(a->ids, ids, sizeof *ids * (size_t)rows * T);
     embed_train(m, a, ids, rows, T, mode);
-    encoder_forward(&m->enc, m->layers, &a->enc, a->x, NULL, rows, T);
+    encoder_forward(&m->enc, m->layers, &run, &a->scratch, &a->tape, a->x, NULL, rows, T);
     train_logits(m, a, rows * T, mode->train, logits);
     return forward_logits_check(mode, logits, (size_t)rows * T * c->vocab_size, err);
 }
@@ -325,9 +336,10 @@ void decoder_train_backward(const model *m, const model *g, decoder_acts *a, con
                            a->out_rstd, m->final_ln_w, n, D);
         other = d, d = a->dtmp;
     }
-    a->enc.d_cross_states = c->opt.enc_proj ? a->dstates : dstates;
-    encoder_backward(&m->enc, m->layers, g->layers, &a->enc, d, a->rows, a->T);
-    a->enc.d_cross_states = NULL;
+    const encoder_run run = {.mode = ENCODER_TRAIN,
+                             .hidden_drop = a->drop,
+                             .d_cross_states = c->opt.enc_proj ? a->dstates : dstates};
+    encoder_backward(&m->enc, m->layers, g->layers, &run, &a->tape, d, a->rows, a->T);
     if (c->opt.enc_proj)
         linear_backward(dstates, g->enc_proj_w, g->enc_proj_b, a->dstates, a->enc_states,
                         m->enc_proj_w, a->rows * a->S, c->encoder_hidden, D);

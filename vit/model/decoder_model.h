@@ -16,7 +16,7 @@
  *   decoder_reorder(&a, parent, rows);                           // beams chose their parents
  *   decoder_forward(&m, &a, next_ids, rows, 1, 0, logits, &err); // step 1, ...
  *
- * On prepared layers (model_prepare) set a.enc.gemm to a model_gemm_state first; m is only read,
+ * On prepared layers (model_prepare) set a.gemm to a model_gemm_state first; m is only read,
  * so threads may share it, each with its own decoder_acts.
  *
  * Training (teacher forcing, HF's VisionEncoderDecoderModel.forward with labels): whole sequences
@@ -37,11 +37,14 @@
 
 typedef struct {
     int max_rows, max_len, max_images, cross_tokens;
-    float *block;  /* one allocation for the buffers below */
-    float *x;      /* [rows, T, D] the layers' input and output */
-    float *states; /* [images, S, D] the encoder's states after enc_to_dec_proj */
-    float *last;   /* [rows, D] each row's last position, the output projection's input */
-    encoder_acts enc;
+    float *block;            /* one allocation for the buffers below */
+    float *x;                /* [rows, T, D] the layers' input and output */
+    float *states;           /* [images, S, D] the encoder's states after enc_to_dec_proj */
+    float *last;             /* [rows, D] each row's last position, the output projection's input */
+    gemm_state *gemm;        /* running the prepared layers: the caller's state (not owned) */
+    encoder_scratch scratch; /* the layers' inference buffers */
+    encoder_kv_cache cache;  /* inference: the keys and values of the positions run so far */
+    encoder_tape tape;       /* training: every layer's activations */
     /* Training (decoder_acts_alloc_train), all zero otherwise: */
     int training;
     int32_t *ids;               /* [rows, T] the last forward's input (the embeddings' gradient) */

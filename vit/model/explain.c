@@ -74,7 +74,7 @@ static void rollout(explainer *e, const model *m, int grad_weighted) {
     const size_t TT = (size_t)T * T;
     identity(e->rollout, T);
     for (int l = 0; l < L; l++) {
-        const float *probs = encoder_acts_layer(&e->acts.enc, e->acts.enc.probs, l);
+        const float *probs = encoder_tape_layer(&e->acts.tape, e->acts.tape.set.probs, l);
         head_mean(e->step, probs, grad_weighted ? e->probs_grad + l * H * TT : NULL, H, T);
         if (grad_weighted) { /* R += Ā·R */
             matmul(e->scratch, e->step, e->rollout, T);
@@ -99,9 +99,9 @@ static void attention_gradients(explainer *e, const model *m, int label) {
     memset(dlogits, 0, sizeof dlogits);
     dlogits[label] = 1.0f;
     memset(e->grads, 0, sizeof(float) * m->num_params);
-    e->acts.enc.probs_grad = e->probs_grad;
+    e->acts.probs_grad = e->probs_grad;
     vit_model_backward(m, &e->g, &e->acts, dlogits);
-    e->acts.enc.probs_grad = NULL;
+    e->acts.probs_grad = NULL;
 }
 
 int explainer_run(explainer *e, const model *m, const float *pixels, explain_method method,
@@ -119,7 +119,8 @@ int explainer_run(explainer *e, const model *m, const float *pixels, explain_met
     *label_io = label;
     const int T = e->acts.tokens, S = e->acts.special, N = T - S, H = m->enc.heads;
     if (method == EXPLAIN_LAST) {
-        const float *probs = encoder_acts_layer(&e->acts.enc, e->acts.enc.probs, m->enc.layers - 1);
+        const float *probs =
+            encoder_tape_layer(&e->acts.tape, e->acts.tape.set.probs, m->enc.layers - 1);
         for (int h = 0; h < H; h++)
             memcpy(map + (size_t)h * N, probs + (size_t)h * T * T + S, sizeof(float) * N);
         return 0;

@@ -117,7 +117,7 @@ int model_prepare_released(model *m, gemm_backend backend, gemm_precision precis
 void model_unprepare(model *m);
 /* A lazily loaded model (model_source): reads every tensor not read yet and closes the file. */
 int model_read_rest(model *m, vit_error *err);
-/* A state for running m's prepared layers, for one thread at a time (encoder_acts.gemm). NULL
+/* A state for running m's prepared layers, for one thread at a time (encoder_run.gemm). NULL
  * with err when out of memory. */
 gemm_state *model_gemm_state(const model *m, vit_error *err);
 

@@ -189,7 +189,8 @@ int vit_acts_alloc_rect(vit_acts *a, const model *m, int max_batch, int height, 
         return -1;
     }
     if (alloc_buffers(a, m, max_batch, training) != 0 ||
-        encoder_acts_alloc(&a->enc, &m->enc, max_batch, a->tokens, training) != 0) {
+        encoder_scratch_alloc(&a->scratch, &m->enc, max_batch, a->tokens) != 0 ||
+        (training && encoder_tape_alloc(&a->tape, &m->enc, max_batch, a->tokens) != 0)) {
         vit_acts_free(a);
         return vit_fail(err, "out of memory for batches of %d images", max_batch);
     }
@@ -206,7 +207,8 @@ void vit_acts_free(vit_acts *a) {
     free(a->block);
     free(a->emb_keep);
     free(a->probe_scratch);
-    encoder_acts_free(&a->enc);
+    encoder_scratch_free(&a->scratch);
+    encoder_tape_free(&a->tape);
     memset(a, 0, sizeof *a);
 }
 
@@ -262,7 +264,7 @@ static void head_forward(const model *m, vit_acts *a, int head, const float *row
     if (m->cfg.opt.head == HEAD_NONE)
         memcpy(logits, rows, sizeof(float) * (size_t)B * IN);
     else if (fast)
-        gemm_run(head ? m->dist_head : m->head, rows, B, logits, a->enc.gemm);
+        gemm_run(head ? m->dist_head : m->head, rows, B, logits, a->gemm);
     else if (head)
         linear_forward(logits, rows, m->dist_head_w, m->dist_head_b, B, IN, L);
     else
@@ -349,7 +351,7 @@ static void embed(const model *m, vit_acts *a, const float *pixels, int B, int f
     const size_t n = (size_t)B * T * D;
     patch_extract(a->patches, pixels, B, c->num_channels, a->height, a->width, c->patch_size);
     if (fast)
-        gemm_run(m->patch, a->patches, B * N, a->embed, a->enc.gemm);
+        gemm_run(m->patch, a->patches, B * N, a->embed, a->gemm);
     else
         linear_forward(a->embed, a->patches, m->patch_w, m->patch_b, B * N, a->patch_dim, D);
     patch_tokens_place(a->x, a->embed, m->cls_token, c->opt.special, m->register_tokens,
@@ -365,6 +367,19 @@ static void embed(const model *m, vit_acts *a, const float *pixels, int B, int f
     }
 }
 
+/* The encoder's run for a forward in mode (and the backward that follows it): inference unless it
+ * trains (explanation buffers: explains), HF's dropout when training. */
+static encoder_run encoder_run_of(const vit_acts *a, const forward_mode *mode) {
+    if (!mode->train || mode->freeze_encoder) return (encoder_run){.gemm = a->gemm};
+    return (encoder_run){.mode = a->training == VIT_ACTS_EXPLAIN ? ENCODER_EXPLAIN : ENCODER_TRAIN,
+                         .hidden_drop = mode->dropout,
+                         .attn_drop = mode->attention_dropout,
+                         .rng = mode->rng,
+                         .batch_first = mode->batch_first,
+                         .batch_total = mode->batch_total,
+                         .probs_grad = a->probs_grad};
+}
+
 int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
                       const forward_mode *mode, float *logits, vit_error *err) {
     mode = forward_mode_or_inference(mode);
@@ -377,13 +392,14 @@ int vit_model_forward(const model *m, vit_acts *a, const float *pixels, int B,
     a->mode = *mode;
     a->last_batch = B;
     const int fast = m->patch && !mode->train; /* prepared layers run inference */
-    if (fast && !a->enc.gemm) return vit_fail(err, "prepared layers run without a gemm_state");
+    if (fast && !a->gemm) return vit_fail(err, "prepared layers run without a gemm_state");
     embed(m, a, pixels, B, fast, mode, p_drop);
     /* the shared encoder, pre-LN */
-    encoder_set_mode(&a->enc, encoder_trains, p_drop, encoder_trains ? mode->attention_dropout : 0,
-                     mode->rng);
-    encoder_set_batch_part(&a->enc, mode->batch_first, mode->batch_total);
-    encoder_forward(&m->enc, layers_with_biases(m, a), &a->enc, a->x, NULL, B, a->tokens);
+    const encoder_run run = encoder_run_of(a, mode);
+    if (encoder_forward(&m->enc, layers_with_biases(m, a), &run, &a->scratch, &a->tape, a->x, NULL,
+                        B, a->tokens) != 0)
+        return vit_fail(err, "the encoder's buffers cannot run this mode (explanation buffers "
+                             "run without dropout)");
     heads_forward(m, a, B, fast, logits);
     if (c->opt.pool == POOL_ALL) return forward_logits_check(mode, a->x, n, err);
     return forward_logits_check(mode, logits, (size_t)B * c->num_labels, err);
@@ -474,8 +490,9 @@ static void backward_pass(const model *m, const model *g, vit_acts *a, const flo
     const size_t n = (size_t)B * T * D;
     heads_backward(m, g, a, dlogits);
     if (a->mode.freeze_encoder) return;
-    encoder_backward(&m->enc, a->nbias ? a->run_layers : m->layers, grad_layers(m, g, a), &a->enc,
-                     a->dx, B, T);
+    const encoder_run run = encoder_run_of(a, &a->mode);
+    encoder_backward(&m->enc, a->nbias ? a->run_layers : m->layers, grad_layers(m, g, a), &run,
+                     &a->tape, a->dx, B, T);
     bias_tables_backward(m, g, a);
     if (a->mode.dropout > 0.0f) dropout_backward(a->dx, a->dx, a->emb_keep, n, a->mode.dropout);
     patch_tokens_place_backward(a->embed, g->cls_token, c->opt.special, g->register_tokens,

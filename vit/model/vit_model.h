@@ -11,7 +11,7 @@
  *   vit_acts a;
  *   vit_acts_alloc(&a, &m, max_batch, size, training, &err);
  *   vit_model_forward(&m, &a, pixels, B, NULL, logits, &err);          // inference
- *   (on prepared layers, model_prepare: a.enc.gemm = model_gemm_state(&m, &err) first; m is
+ *   (on prepared layers, model_prepare: a.gemm = model_gemm_state(&m, &err) first; m is
  *   only read, so threads may share it, each with its own acts and gemm_state)
  *   vit_model_forward(&m, &a, pixels, B, &mode, logits, &err);         // training: keeps acts
  *   vit_model_backward(&m, &grads, &a, dlogits);                       // grads: a model_bind view
@@ -58,7 +58,12 @@ typedef struct {
     float *dx, *dcls_in, *dcls_ln; /* training: gradients */
     uint8_t *emb_keep;             /* training: [B, T, D] dropout mask after the embeddings */
     float *probe_scratch;          /* SigLIP's attention pooling (probe_pool_forward) */
-    encoder_acts enc;
+    gemm_state *gemm;              /* running the prepared layers: the caller's state (not owned) */
+    encoder_scratch scratch;       /* the encoder's inference buffers */
+    encoder_tape tape;             /* training and explanations: every layer's activations */
+    /* NULL, or [layers, 1, H, T, T] set by the caller before a backward of explanation buffers:
+     * the gradient wrt every layer's attention weights lands there (encoder_run.probs_grad) */
+    float *probs_grad;
     forward_mode mode; /* of the last forward (the backward follows it) */
     int last_batch;
 } vit_acts;
