@@ -226,6 +226,70 @@ static void test_training_forward_is_inference_forward(void **state) {
     check_inference_matches(1);
 }
 
+/* Row b of a step's input: position t of sequence b of x. */
+static void step_rows(float *out, const float *x, int B, int t) {
+    for (int b = 0; b < B; b++)
+        memcpy(out + (size_t)b * D, x + ((size_t)b * T + t) * D, sizeof(float) * D);
+}
+
+/* Steps t0..t1-1 of x on the cache, one position per row each; out: the last step's rows. */
+static void run_steps(dec_case *c, encoder_scratch *sc, encoder_kv_cache *cache, const float *x,
+                      int B, int t0, int t1, float *out) {
+    const encoder_run run = {.mode = ENCODER_INFER};
+    for (int t = t0; t < t1; t++) {
+        step_rows(out, x, B, t);
+        encoder_forward_cached(&c->s, c->w, &run, sc, cache, out, B, 1);
+    }
+}
+
+/* The cache as beam search uses it: after T0 steps the rows take parents {2, 2, 0} and go on with
+ * their own inputs; each row must then give what one forward over its parent's first T0 positions
+ * and its own last ones gives (the reorder moved every layer's keys and values). A reset starts
+ * over: the first steps then give the same numbers bit for bit (the cache holds 2T positions, so
+ * a cache not emptied would give other numbers, not write past its end). */
+static void test_kv_cache_reorder_and_reset(void **state) {
+    (void)state;
+    enum { B = 3, T0 = 2 };
+    dec_case c;
+    dec_case_init(&c, 0, ACT_GELU, B, B); /* three rows on one image */
+    const size_t n = (size_t)B * T * D;
+    float *x1 = test_alloc_floats(n), *whole = test_alloc_floats(n);
+    float *step = test_alloc_floats((size_t)B * D), *first = test_alloc_floats((size_t)B * D);
+    test_fill(x1, n, -1, 1);
+    const int parent[B] = {2, 2, 0};
+    for (int b = 0; b < B; b++) { /* row b: its parent's first T0 positions, then its own */
+        memcpy(whole + (size_t)b * T * D, c.x0 + (size_t)parent[b] * T * D, sizeof(float) * T0 * D);
+        memcpy(whole + ((size_t)b * T + T0) * D, x1 + ((size_t)b * T + T0) * D,
+               sizeof(float) * (T - T0) * D);
+    }
+    encoder_scratch sc;
+    encoder_kv_cache cache;
+    const encoder_run run = {.mode = ENCODER_INFER};
+    assert_int_equal(encoder_scratch_alloc(&sc, &c.s, B, T), 0);
+    assert_int_equal(encoder_kv_cache_alloc(&cache, &c.s, B, 2 * T, 1, S), 0);
+    encoder_kv_cache_states(&cache, &c.s, c.w, NULL, c.states, 1, S, B);
+    encoder_forward_cached(&c.s, c.w, &run, &sc, &cache, whole, B, T);
+    encoder_kv_cache_reset(&cache);
+    run_steps(&c, &sc, &cache, c.x0, B, 0, T0, first);
+    encoder_kv_cache_reorder(&cache, parent, B);
+    run_steps(&c, &sc, &cache, x1, B, T0, T, step);
+    assert_int_equal(cache.past, T);
+    double worst = 0.0; /* the last step's rows against the whole sequences' last rows */
+    for (int b = 0; b < B; b++)
+        for (int d = 0; d < D; d++)
+            worst = fmax(worst, fabs(step[b * D + d] - whole[((size_t)b * T + T - 1) * D + d]));
+    print_message("  reordered cache against whole sequences: %.1e\n", worst);
+    if (!(worst <= 1e-5)) fail_msg("the reordered cache does not continue the parents' rows");
+    encoder_kv_cache_reset(&cache);
+    assert_int_equal(cache.past, 0);
+    run_steps(&c, &sc, &cache, c.x0, B, 0, T0, step);
+    assert_memory_equal(step, first, sizeof(float) * B * D);
+    encoder_scratch_free(&sc);
+    encoder_kv_cache_free(&cache);
+    free(x1), free(whole), free(step), free(first);
+    dec_case_free(&c);
+}
+
 static void test_modes_refused(void **state) {
     (void)state;
     dec_case c;
@@ -264,6 +328,7 @@ int main(void) {
         cmocka_unit_test(test_pre_norm_decoder),
         cmocka_unit_test(test_post_norm_decoder),
         cmocka_unit_test(test_training_forward_is_inference_forward),
+        cmocka_unit_test(test_kv_cache_reorder_and_reset),
         cmocka_unit_test(test_modes_refused),
     };
     return cmocka_run_group_tests_name("cross_gradcheck", tests, NULL, NULL);
