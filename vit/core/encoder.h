@@ -95,7 +95,7 @@ typedef struct {
 
 /* One set of a layer's activations (pointers into a block). */
 typedef struct {
-    float *layer_in; /* [B,T,D] pre-LN: input of the layer; post-LN: unused */
+    float *layer_in; /* [B,T,D] the layer's input (the tape's only: the backward reads it) */
     float *ln1_out; /* [B,T,D] pre-LN: LN1(x); post-LN: the MLP's input (LN1's, or LNx's, output) */
     float *ln1_mean, *ln1_rstd; /* [B,T] */
     float *qkv;                 /* [B,T,3D] */
