@@ -153,7 +153,8 @@ typedef struct {
     char *head; /* the status line and headers */
     char *body;
     size_t size;
-    cJSON *json; /* the body parsed, when it is JSON */
+    cJSON *json;      /* the body parsed, when it is JSON */
+    const cJSON *one; /* the answer's only result, when "results" has one */
 } response;
 
 static void response_free(response *r) {
@@ -223,6 +224,8 @@ static response read_response(int fd, int head_only) {
     r.size = have < want ? have : want;
     r.body[r.size] = 0;
     r.json = cJSON_ParseWithLength(r.body, r.size);
+    const cJSON *results = cJSON_GetObjectItem(r.json, "results");
+    if (cJSON_GetArraySize(results) == 1) r.one = cJSON_GetArrayItem(results, 0);
     free(buf);
     return r;
 }
@@ -322,11 +325,20 @@ static void assert_same_answer(const cJSON *got, const cJSON *want) {
                          cJSON_GetArrayItem(wl, i)->valuedouble) < 1e-3);
 }
 
+/* An error object, OpenAI's {"message", "type", "code"}: its message. */
+static const char *message_of(const cJSON *error) {
+    const cJSON *m = cJSON_GetObjectItem(error, "message"), *t = cJSON_GetObjectItem(error, "type"),
+                *c = cJSON_GetObjectItem(error, "code");
+    if (!cJSON_IsString(m) || !cJSON_IsString(t) || !cJSON_IsString(c))
+        fail_msg("not an error {message, type, code}: %s", cJSON_PrintUnformatted(error));
+    return m->valuestring;
+}
+
 static const char *error_of(const response *r) {
     const cJSON *e = cJSON_GetObjectItem(r->json, "error");
-    if (!cJSON_IsString(e))
+    if (!cJSON_IsObject(e))
         fail_msg("status %d without a JSON error: %.*s", r->status, (int)r->size, r->body);
-    return e->valuestring;
+    return message_of(e);
 }
 
 /* A refused request: the status and a JSON {"error": ...} mentioning `says`. */
@@ -428,8 +440,8 @@ static void test_classify_raw_matches_cli(void **state) {
         response r = post_file(main_server.port, "/v1/classify?k=3", photos[i]);
         assert_int_equal(r.status, 200);
         assert_string_equal(header(&r, "Content-Type"), "application/json");
-        assert_same_answer(r.json, cJSON_GetArrayItem(want, i));
-        assert_null(cJSON_GetObjectItem(r.json, "file"));
+        assert_same_answer(r.one, cJSON_GetArrayItem(want, i));
+        assert_null(cJSON_GetObjectItem(r.one, "file"));
         response_free(&r);
     }
     cJSON_Delete(want);
@@ -478,8 +490,10 @@ static void test_classify_form_partial_failure(void **state) {
     assert_non_null(cJSON_GetObjectItem(cJSON_GetArrayItem(results, 0), "top"));
     const cJSON *bad = cJSON_GetArrayItem(results, 1);
     assert_string_equal(cJSON_GetObjectItem(bad, "file")->valuestring, "notes.txt");
-    assert_non_null(strstr(cJSON_GetObjectItem(bad, "error")->valuestring,
+    assert_non_null(strstr(message_of(cJSON_GetObjectItem(bad, "error")),
                            "not a PNG, JPEG, WebP, TIFF, GIF or BMP"));
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(bad, "error"), "code")->valuestring,
+                        "bad_input");
     response_free(&r);
     put_part(&form, "image", "a.txt", "nope", 4);
     put_part(&form, "image", "b.txt", "nope", 4);
@@ -510,7 +524,7 @@ static void expect_result(const cJSON *results, int i, const char *file, int pho
         fail_msg("result %d: file %s, expected %s", i, cJSON_PrintUnformatted(got), file);
     const cJSON *error = cJSON_GetObjectItem(got, "error");
     if (photo < 0) {
-        if (!cJSON_IsString(error) || !strstr(error->valuestring, "empty"))
+        if (!cJSON_IsObject(error) || !strstr(message_of(error), "empty"))
             fail_msg("result %d: %s, expected an error saying empty", i,
                      cJSON_PrintUnformatted(got));
         return;
@@ -666,7 +680,7 @@ static void test_embed_matches_library(void **state) {
         response r =
             post_file(main_server.port, pool ? "/v1/embed?pool=mean" : "/v1/embed", photos[1]);
         assert_int_equal(r.status, 200);
-        const cJSON *e = cJSON_GetObjectItem(r.json, "embedding");
+        const cJSON *e = cJSON_GetObjectItem(r.one, "embedding");
         assert_int_equal(cJSON_GetArraySize(e), D);
         for (int d = 0; d < D; d++)
             assert_true(fabs(cJSON_GetArrayItem(e, d)->valuedouble - want[d]) < 1e-3);
@@ -694,8 +708,8 @@ static void assert_explanation(const cJSON *got, vit_context *ctx, const float *
     vit_error err = {0};
     vit_explanation want;
     assert_int_equal(vit_explain(ctx, pixels, method, -1, &want, &err), 0);
-    assert_int_equal(cJSON_GetObjectItem(got, "label")->valueint, want.label);
-    assert_string_equal(cJSON_GetObjectItem(got, "name")->valuestring, vit_label(ctx, want.label));
+    assert_int_equal(cJSON_GetObjectItem(got, "index")->valueint, want.label);
+    assert_string_equal(cJSON_GetObjectItem(got, "label")->valuestring, vit_label(ctx, want.label));
     assert_true(fabs(cJSON_GetObjectItem(got, "prob")->valuedouble - want.prob) < 1e-5);
     assert_string_equal(cJSON_GetObjectItem(got, "method")->valuestring,
                         method == VIT_EXPLAIN_GRAD ? "grad" : "rollout");
@@ -729,12 +743,12 @@ static void test_explain_matches_library(void **state) {
         response r = post_file(main_server.port, grad ? "/v1/explain?method=grad" : "/v1/explain",
                                photos[0]);
         assert_int_equal(r.status, 200);
-        assert_explanation(r.json, ctx, pixels, grad ? VIT_EXPLAIN_GRAD : VIT_EXPLAIN_ROLLOUT);
-        assert_string_equal(cJSON_GetObjectItem(r.json, "name")->valuestring, "Egyptian cat");
-        const cJSON *image = cJSON_GetObjectItem(r.json, "image");
+        assert_explanation(r.one, ctx, pixels, grad ? VIT_EXPLAIN_GRAD : VIT_EXPLAIN_ROLLOUT);
+        assert_string_equal(cJSON_GetObjectItem(r.one, "label")->valuestring, "Egyptian cat");
+        const cJSON *image = cJSON_GetObjectItem(r.one, "image");
         assert_int_equal(cJSON_GetObjectItem(image, "width")->valueint, 451);
         assert_int_equal(cJSON_GetObjectItem(image, "height")->valueint, 300);
-        const cJSON *region = cJSON_GetObjectItem(r.json, "region");
+        const cJSON *region = cJSON_GetObjectItem(r.one, "region");
         const double want[4] = {74.0 * 451 / 372, 12.0 * 300 / 248, 224.0 * 451 / 372,
                                 224.0 * 300 / 248};
         const char *keys[4] = {"x", "y", "width", "height"};
@@ -1069,13 +1083,13 @@ static void test_zero_shot_matches_library(void **state) {
         response r = post_file(port, "/v1/classify?classes=cat,dog,a%20red%20car&logits=1",
                                zero_shot_images[i]);
         if (r.status != 200) fail_msg("status %d: %s", r.status, r.body);
-        assert_zero_shot(r.json, &want, i, names);
+        assert_zero_shot(r.one, &want, i, names);
         response_free(&r);
     }
     response r = post_file(port, "/v1/classify?classes=%20cat%20,dog,a%20red%20car&k=1",
                            zero_shot_images[0]); /* names trimmed; k */
     assert_int_equal(r.status, 200);
-    const cJSON *top = cJSON_GetObjectItem(r.json, "top");
+    const cJSON *top = cJSON_GetObjectItem(r.one, "top");
     assert_int_equal(cJSON_GetArraySize(top), 1);
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(top, 0), "label")->valuestring,
                         "cat");
@@ -1084,7 +1098,7 @@ static void test_zero_shot_matches_library(void **state) {
                   zero_shot_images[0]);
     int above = 0;
     for (int k = 0; k < 3; k++) above += want.probs[k] >= 0.5;
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "top")), above);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.one, "top")), above);
     response_free(&r);
     /* two templates, averaged (CLIP's prompt ensembling): in a form, then in JSON */
     const char *templates[] = {"a photo of a {}.", "a blurry photo of the {}"};
@@ -1111,7 +1125,7 @@ static void test_zero_shot_matches_library(void **state) {
     r = post_file(port, "/v1/classify?classes=cat,dog,a%20red%20car&template=a%20photo",
                   zero_shot_images[1]);
     assert_int_equal(r.status, 200);
-    assert_zero_shot(r.json, &want, 1, names);
+    assert_zero_shot(r.one, &want, 1, names);
     response_free(&r);
     const char *odd[] = {"a car, red", "dog", "cat"};
     want = library_zero_shot(odd, 3, templates, 1);
@@ -1206,8 +1220,8 @@ static void test_zero_shot_cache(void **state) {
             first_answer = r;
             continue;
         }
-        const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "top"), 0),
-                    *b = cJSON_GetArrayItem(cJSON_GetObjectItem(first_answer.json, "top"), 0);
+        const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(r.one, "top"), 0),
+                    *b = cJSON_GetArrayItem(cJSON_GetObjectItem(first_answer.one, "top"), 0);
         assert_string_equal(cJSON_GetObjectItem(a, "label")->valuestring,
                             cJSON_GetObjectItem(b, "label")->valuestring);
         assert_true(fabs(cJSON_GetObjectItem(a, "prob")->valuedouble -
@@ -1470,7 +1484,10 @@ static void test_joint_bad_requests(void **state) {
     } embeddings[] = {
         {"{\"input\": [\"a\"", 400, "not valid JSON"},
         {"\"a cat\"", 400, "not a JSON object"},
-        {"{\"inputs\": [\"a\"]}", 400, "no \"input\""},
+        {"{\"inputs\": [\"a\"]}", 400,
+         "unknown key \"inputs\" (a JSON body of /v1/embeddings has \"input\", \"model\""},
+        {"{\"user\": \"u\"}", 400, "no \"input\""},
+        {"{\"input\": [\"a\"], \"user\": \"u\", \"k\": 3}", 400, "unknown key \"k\""},
         {"{\"input\": []}", 400, "\"input\" is empty"},
         {"{\"input\": 7}", 400, "neither a string nor a list"},
         {"{\"input\": [\"a\", [1, 2]]}", 400, "input[1] is not a string"},
@@ -1752,7 +1769,7 @@ static void concurrent_requests_match_cli(int port, const char *model) {
         close(fds[j]);
         if (r.status != 200) fail_msg("request %d: %d %s", j, r.status, r.body);
         const int c = j / VED_IMAGES;
-        assert_same_generation(r.json, cJSON_GetArrayItem(want[c], j % VED_IMAGES), gen_cases[c],
+        assert_same_generation(r.one, cJSON_GetArrayItem(want[c], j % VED_IMAGES), gen_cases[c],
                                model);
         response_free(&r);
     }
@@ -1775,7 +1792,7 @@ static void expect_generate_served(int port) {
         request(port, "POST", "/v1/generate?num_beams=6&max_new_tokens=32", NULL, png, size);
     assert_int_equal(r.status, 200);
     assert_int_equal(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "options"), "num_beams")->valueint, 6);
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r.one, "options"), "num_beams")->valueint, 6);
     response_free(&r);
     free(png);
 }
@@ -1874,7 +1891,7 @@ static void test_generate_model_kinds(void **state) {
     const char *args[] = {"embed", "-m", VED, "-o", "-", ved_images[1], NULL};
     test_run_result run = test_run_vit(NULL, NULL, args);
     assert_int_equal(run.status, 0);
-    const cJSON *embedding = cJSON_GetObjectItem(r.json, "embedding");
+    const cJSON *embedding = cJSON_GetObjectItem(r.one, "embedding");
     assert_int_equal(cJSON_GetArraySize(embedding), 32); /* the encoder's hidden_size */
     char *p = strchr(run.out, '\t');
     for (int d = 0; d < 32; d++) {
@@ -2075,7 +2092,7 @@ static void test_two_workers_answer_alike(void **state) {
         response got = post_file(two.port, target, photos[i]);
         assert_int_equal(want[i].status, 200);
         assert_int_equal(got.status, 200);
-        assert_same_logits(got.json, want[i].json);
+        assert_same_logits(got.one, want[i].one);
         response_free(&got);
     }
     enum { N = 9 };
@@ -2091,7 +2108,7 @@ static void test_two_workers_answer_alike(void **state) {
         response r = read_response(fds[i], 0);
         close(fds[i]);
         assert_int_equal(r.status, 200);
-        assert_same_answer(r.json, want[i % 3].json);
+        assert_same_answer(r.one, want[i % 3].one);
         response_free(&r);
     }
     for (int i = 0; i < 3; i++) response_free(&want[i]);
@@ -2252,7 +2269,7 @@ static response classify_cat(int port, const char *headers) {
 
 static void assert_cat(response r) {
     if (r.status != 200) fail_msg("status %d: %.*s", r.status, (int)r.size, r.body);
-    const cJSON *top = cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "top"), 0);
+    const cJSON *top = cJSON_GetArrayItem(cJSON_GetObjectItem(r.one, "top"), 0);
     assert_string_equal(cJSON_GetObjectItem(top, "label")->valuestring, "Egyptian cat");
     response_free(&r);
 }
@@ -2601,6 +2618,117 @@ static void test_load_failure_exits(void **state) {
     test_run_free(&run);
 }
 
+/* The keys of a result's "top" (index, label, prob), its "file", then the rest: what a client
+ * reads, to compare how the ways of sending answer. */
+static void assert_same_shape(const cJSON *got, const cJSON *want) {
+    if (!cJSON_IsObject(got)) fail_msg("no result");
+    const cJSON *a = got->child, *b = want->child;
+    for (; a && b; a = a->next, b = b->next)
+        if (strcmp(a->string, b->string) != 0 || a->type != b->type)
+            fail_msg("%s against %s", cJSON_PrintUnformatted(got), cJSON_PrintUnformatted(want));
+    if (a || b)
+        fail_msg("%s against %s", cJSON_PrintUnformatted(got), cJSON_PrintUnformatted(want));
+}
+
+/* One shape for each answer (issue 40): {"results": [...]} however the image came (raw, a form,
+ * a JSON data URL); "index" the class's number and "label" its name in /v1/explain as in
+ * /v1/classify; unknown JSON keys refused on /v1/text as on /v1/classify; errors as OpenAI's
+ * {"error": {"message", "type", "code"}}, a whole request's and one input's; GET /v1/models as
+ * OpenAI's list. */
+static void test_http_shapes(void **state) {
+    (void)state;
+    REQUIRE_MAIN();
+    const int port = main_server.port;
+    response raw = post_file(port, "/v1/classify?k=2", photos[0]);
+    byte_buf form = {0};
+    put_file_part(&form, photos[0]);
+    response formed = post_form(port, "/v1/classify?k=2", &form);
+    cJSON *body = cJSON_CreateObject(), *images = cJSON_AddArrayToObject(body, "images");
+    char *url = data_url(photos[0]);
+    cJSON_AddItemToArray(images, cJSON_CreateString(url));
+    free(url);
+    response json = post_json(port, "/v1/classify?k=2", body);
+    cJSON_Delete(body);
+    assert_int_equal(raw.status, 200);
+    assert_non_null(raw.one);
+    assert_same_shape(json.one, raw.one);
+    cJSON *named = cJSON_Duplicate(raw.one, 1); /* a form's part has its file name first */
+    cJSON_AddItemToObject(named, "file", cJSON_CreateString("cat.jpg"));
+    cJSON_AddItemToObject(named, "top", cJSON_DetachItemFromObject(named, "top"));
+    assert_same_shape(formed.one, named);
+    cJSON_Delete(named);
+    assert_same_answer(formed.one, raw.one);
+    assert_same_answer(json.one, raw.one);
+    response x = post_file(port, "/v1/explain", photos[0]);
+    assert_int_equal(x.status, 200);
+    const cJSON *best = cJSON_GetArrayItem(cJSON_GetObjectItem(raw.one, "top"), 0);
+    assert_int_equal(cJSON_GetObjectItem(x.one, "index")->valueint,
+                     cJSON_GetObjectItem(best, "index")->valueint);
+    assert_string_equal(cJSON_GetObjectItem(x.one, "label")->valuestring,
+                        cJSON_GetObjectItem(best, "label")->valuestring);
+    assert_null(cJSON_GetObjectItem(x.one, "name"));
+    response_free(&raw), response_free(&formed), response_free(&json), response_free(&x);
+    static const struct {
+        const char *method, *target, *body, *type, *code;
+        int status;
+    } errors[] = {
+        {"GET", "/nowhere", NULL, "not_found_error", "not_found", 404},
+        {"GET", "/v1/classify", NULL, "invalid_request_error", "method_not_allowed", 405},
+        {"POST", "/v1/classify?k=0", "x", "invalid_request_error", "bad_request", 400},
+        {"POST", "/v1/classify", "not an image", "invalid_request_error", "bad_input", 400},
+    };
+    for (size_t i = 0; i < sizeof errors / sizeof *errors; i++) {
+        const char *b = errors[i].body;
+        response r = request(port, errors[i].method, errors[i].target, NULL, b, b ? strlen(b) : 0);
+        assert_int_equal(r.status, errors[i].status);
+        const cJSON *e = cJSON_GetObjectItem(r.json, "error");
+        message_of(e);
+        assert_string_equal(cJSON_GetObjectItem(e, "type")->valuestring, errors[i].type);
+        assert_string_equal(cJSON_GetObjectItem(e, "code")->valuestring, errors[i].code);
+        response_free(&r);
+    }
+    response m = request(port, "GET", "/v1/models", NULL, NULL, 0);
+    assert_int_equal(m.status, 200);
+    assert_string_equal(cJSON_GetObjectItem(m.json, "object")->valuestring, "list");
+    const cJSON *data = cJSON_GetObjectItem(m.json, "data");
+    assert_int_equal(cJSON_GetArraySize(data), have_text ? 2 : 1);
+    const cJSON *first = cJSON_GetArrayItem(data, 0);
+    assert_string_equal(cJSON_GetObjectItem(first, "id")->valuestring, "vit-tiny-in1k");
+    assert_string_equal(cJSON_GetObjectItem(first, "object")->valuestring, "model");
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(first, "created")));
+    if (have_text)
+        assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(data, 1), "id")->valuestring,
+                            "bert-sst2-tiny");
+    response_free(&m);
+    if (have_text) {
+        const char *texts = "{\"texts\": [\"a fine film\"], \"k\": 1}";
+        assert_refused(request(port, "POST", "/v1/text", NULL, texts, strlen(texts)), 400,
+                       "unknown key \"k\" (a JSON body of /v1/text has \"texts\"; k, threshold "
+                       "and logits are query parameters)");
+    }
+}
+
+/* vit serve -m with a text model's folder: the fix named, --text-model, in one line. */
+static void test_text_model_given_to_m(void **state) {
+    (void)state;
+    REQUIRE_SHARED(BERT);
+    const char *args[] = {"serve", "-m", shared_path(BERT), "--port", "0", NULL};
+    test_run_result run = test_run_vit(NULL, NULL, args);
+    if (strstr(run.err, "not built in")) {
+        test_run_free(&run);
+        print_message("SKIP %s: this vit has no serve\n", __func__);
+        skip();
+    }
+    assert_int_equal(run.status, 1);
+    const char *second = strchr(run.err, '\n');
+    assert_non_null(second);
+    if (!strstr(second, "is a text model, not an image model: serve it with --text-model"))
+        fail_msg("vit serve said: %s", run.err);
+    assert_null(strstr(run.err, "vit text"));
+    assert_ptr_equal(strchr(second + 1, '\n'), run.err + strlen(run.err) - 1); /* one line */
+    test_run_free(&run);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classify_raw_matches_cli),
@@ -2643,6 +2771,8 @@ int main(void) {
         cmocka_unit_test(test_cors),
         cmocka_unit_test(test_health_while_loading),
         cmocka_unit_test(test_load_failure_exits),
+        cmocka_unit_test(test_http_shapes),
+        cmocka_unit_test(test_text_model_given_to_m),
     };
     signal(SIGPIPE, SIG_IGN);
     return cmocka_run_group_tests(tests, start_main, stop_main);

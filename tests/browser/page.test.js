@@ -81,8 +81,9 @@ async function heatMap(page, port, file, label) {
   const shown = await canvas.getAttribute("data-label");
   if (label !== null && shown !== label) fail(`the heat map explains "${shown}", not ${label}`);
   const photo = fs.readFileSync(path.join(root, "examples", "photos", file));
-  const x = await (await fetch(`http://127.0.0.1:${port}/v1/explain`,
-    { method: "POST", body: photo, headers: { Authorization: "Bearer " + key } })).json();
+  const x = (await (await fetch(`http://127.0.0.1:${port}/v1/explain`,
+    { method: "POST", body: photo, headers: { Authorization: "Bearer " + key } })).json())
+    .results[0];
   const [gh, gw] = x.grid;
   const at = (i) => canvas.evaluate((c, [i, gh, gw, x]) => {
     const w = c.width / x.image.width, h = c.height / x.image.height;
@@ -158,7 +159,7 @@ async function generate(page, port) {
   const photo = path.join(root, "examples", "photos", "coffee.jpg");
   const answer = await fetch(`http://127.0.0.1:${port}/v1/generate`,
     { method: "POST", body: fs.readFileSync(photo) });
-  const want = (await answer.json()).text;
+  const want = (await answer.json()).results[0].text;
   await page.locator("#model").filter({ hasText: "image-to-text" }).waitFor({ timeout: 30000 });
   await page.setInputFiles("#files", photo);
   await page.locator(".result .text").waitFor({ timeout: 60000 });

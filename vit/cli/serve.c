@@ -100,8 +100,11 @@ static const cli_command command = {
     "SIGINT, which stop it accepting connections, let the requests under way finish, and exit 0.\n"
     "POST /v1/classify (?k=5&threshold=0&logits=0) and POST /v1/embed (?pool=cls|mean) take an\n"
     "image as the body, or a multipart/form-data form of \"image\" parts; POST /v1/text takes\n"
-    "{\"texts\": [...]}; GET /health, GET /metrics (Prometheus) and GET /v1/model describe the\n"
-    "service. A joint model (CLIP, SigLIP) serves both towers: POST /v1/classify?classes=cat,dog\n"
+    "{\"texts\": [...]}; GET /health, GET /metrics (Prometheus), GET /v1/model and GET /v1/models\n"
+    "(OpenAI's list) describe the service. Each POST but /v1/embeddings answers\n"
+    "{\"results\": [...]}, one object per input, however they were sent; a JSON body's unknown\n"
+    "keys are refused. Errors are OpenAI's {\"error\": {\"message\", \"type\", \"code\"}}.\n"
+    "A joint model (CLIP, SigLIP) serves both towers: POST /v1/classify?classes=cat,dog\n"
     "(&template=a photo of a {}.) classifies zero-shot against the names given, POST\n"
     "/v1/embeddings takes OpenAI's {\"input\": [...]} of texts and data:image/...;base64 URLs.\n"
     "An image-to-text model (TrOCR, ViT-GPT2) writes each image's text: POST /v1/generate takes\n"
@@ -109,7 +112,8 @@ static const cli_command command = {
     "length_penalty, no_repeat_ngram_size, early_stopping) in the query, the form or the JSON\n"
     "body; images asking the same options run together in one vit_generate call.\n"
     "POST /v1/explain (?method=rollout|grad) gives where an image model looked, as vit explain\n"
-    "computes it: the map, one value per patch, and the region of the image it covers.\n"
+    "computes it: the class (index, label), the map, one value per patch, and the region of the\n"
+    "image it covers.\n"
     "GET / is a web page over the API: images dropped on it get their bars and their map.\n"
     "Concurrent requests are decoded in parallel and run together in one forward pass;\n"
     "with --workers N, N forward passes run at once, each on its share of the threads.\n"
@@ -207,7 +211,8 @@ typedef struct {
     char image_dir[4096];
     const char *text_dir; /* --text-model, or a joint model's folder */
     char model_name[256];
-    vit_gen_context *gen; /* an image-to-text model: image is its encoder */
+    char text_model_name[256]; /* a --text-model beside an image model: its folder's name */
+    vit_gen_context *gen;      /* an image-to-text model: image is its encoder */
     vit_context *image;
     vit_text_context *text;
     serve_class_cache *classes;
@@ -230,6 +235,17 @@ static int model_beams(const char *dir, int max_beams) {
     return g.num_beams > max_beams ? g.num_beams : max_beams;
 }
 
+/* Whether dir, which did not load as an image model, is a text model (a BERT folder given to -m):
+ * only after a failed load, so the second load costs nothing to a server that starts. */
+static int is_text_model(const char *dir, const serve_options *o) {
+    const vit_text_params tp = cli_text_params(&o->params);
+    vit_error err = {0};
+    vit_text_context *text = vit_text_load(dir, &tp, &err);
+    const int is_text = text && vit_text_joint_dim(text) == 0;
+    vit_text_free(text);
+    return is_text;
+}
+
 /* The image model: -m, else $VIT_MODEL, else the shipped one unless a text model alone was asked
  * for. */
 static int load_image_model(service *s, serve_options *o) {
@@ -245,10 +261,19 @@ static int load_image_model(service *s, serve_options *o) {
     } else {
         s->image = vit_load(dir, &o->params, &err);
     }
-    if (!s->image) cli_print_load_error("serve", o->model_opt, s->image_dir, &err);
-    if (s->image && vit_preprocess_defaults(s->image))
-        fprintf(stderr, "vit serve: %s: %s\n", s->image_dir, vit_preprocess_defaults(s->image));
-    return s->image ? 0 : -1;
+    if (s->image) {
+        if (vit_preprocess_defaults(s->image))
+            fprintf(stderr, "vit serve: %s: %s\n", s->image_dir, vit_preprocess_defaults(s->image));
+        return 0;
+    }
+    if (is_text_model(dir, o))
+        fprintf(stderr,
+                "vit serve: %s is a text model, not an image model: serve it with --text-model "
+                "%s (POST /v1/text)\n",
+                dir, dir);
+    else
+        cli_print_load_error("serve", o->model_opt, s->image_dir, &err);
+    return -1;
 }
 
 /* A joint image model's text tower, from its folder: without it (SigLIP's tokenizer not built in,
@@ -293,15 +318,21 @@ static int load_text_model(service *s, const serve_options *o) {
     return s->text ? 0 : -1;
 }
 
-/* The name of the folder served (the image model's, else the text model's): "model" in the
- * answers of /v1/embeddings. */
-static void name_model(service *s) {
-    const char *dir = s->image ? s->image_dir : s->text_dir;
+/* dir's last name ("models/vit-tiny-in1k/" -> "vit-tiny-in1k") into out. */
+static void folder_name(const char *dir, char *out, size_t size) {
     size_t n = strlen(dir);
     while (n > 1 && dir[n - 1] == '/') n--;
     size_t start = n;
     while (start > 0 && dir[start - 1] != '/') start--;
-    snprintf(s->model_name, sizeof s->model_name, "%.*s", (int)(n - start), dir + start);
+    snprintf(out, size, "%.*s", (int)(n - start), dir + start);
+}
+
+/* The name of the folder served (the image model's, else the text model's): "model" in the
+ * answers of /v1/embeddings; and a text model's beside an image model's (GET /v1/models). */
+static void name_model(service *s) {
+    folder_name(s->image ? s->image_dir : s->text_dir, s->model_name, sizeof s->model_name);
+    if (s->image && s->text && s->text_dir != s->image_dir)
+        folder_name(s->text_dir, s->text_model_name, sizeof s->text_model_name);
 }
 
 /* The cores split between the workers: each loads (and shares) with threads / workers, at least
@@ -470,6 +501,7 @@ static int serve_until_stopped(serve_options *o) {
     app->image = s.image;
     app->text = s.text;
     app->model_name = s.model_name;
+    app->text_model_name = s.text_model_name[0] ? s.text_model_name : NULL;
     app->model_json = s.model_json;
     app->classes = s.classes;
     app->tasks = s.tasks;

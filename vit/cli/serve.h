@@ -34,6 +34,8 @@ typedef struct {
     vit_context *image;           /* NULL: no image model */
     vit_text_context *text;       /* NULL: no text model; a joint image model's: its text tower */
     const char *model_name;       /* "model" in /v1/embeddings answers: the model folder's name */
+    const char *text_model_name;  /* a text model's folder's name, served beside an image model
+                                   * (NULL: none, or the joint model's own tower) */
     const char *model_json;       /* the GET /v1/model answer */
     serve_class_cache *classes;   /* zero-shot class sets (a joint model with its text tower) */
     serve_tasks *tasks;

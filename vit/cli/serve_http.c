@@ -69,6 +69,7 @@ typedef enum {
     EP_HEALTH,
     EP_METRICS,
     EP_MODEL,
+    EP_MODELS,
     EP_CLASSIFY,
     EP_EMBED,
     EP_TEXT,
@@ -88,6 +89,7 @@ static const struct {
     [EP_HEALTH] = {"/health", 0, "", 1},
     [EP_METRICS] = {"/metrics", 0, ""},
     [EP_MODEL] = {"/v1/model", 0, ""},
+    [EP_MODELS] = {"/v1/models", 0, ""},
     [EP_CLASSIFY] = {"/v1/classify", 1, "k, threshold, logits; a joint model: classes, template"},
     [EP_EMBED] = {"/v1/embed", 1, "pool"},
     [EP_TEXT] = {"/v1/text", 1, "k, threshold, logits"},
@@ -158,7 +160,6 @@ typedef struct {
     serve_task task;
     input *inputs;
     int num_inputs;
-    int listed;   /* the answer is a list of results: a form's, or JSON's images */
     int too_many; /* a limit exceeded: more inputs than the queue holds, too many classes (413) */
     cJSON *json;  /* a text request, a JSON one's images, /v1/embeddings's inputs */
     char form_error[320];
@@ -341,6 +342,36 @@ static enum MHD_Result doc_answer(request *r, int status, json_doc *d) {
     return answer(r, status, d->text, d->size);
 }
 
+/* An error's "type", by its status, as OpenAI's API (and llama.cpp's server) name them. */
+static const char *error_type(int status) {
+    switch (status) {
+    case HTTP_UNAUTHORIZED:
+        return "authentication_error";
+    case HTTP_NOT_FOUND:
+        return "not_found_error";
+    case HTTP_INTERNAL_ERROR:
+        return "server_error";
+    case HTTP_UNAVAILABLE:
+        return "unavailable_error";
+    default:
+        return "invalid_request_error";
+    }
+}
+
+/* "error": OpenAI's {"message", "type", "code"}, the code the kind /metrics counts it by: every
+ * error vit serve writes, a whole request's or one input's, has this shape. */
+static void write_error(json_writer *w, int status, serve_error_kind kind, const char *msg) {
+    json_key(w, "error");
+    json_object(w);
+    json_key(w, "message");
+    json_string(w, msg);
+    json_key(w, "type");
+    json_string(w, error_type(status));
+    json_key(w, "code");
+    json_string(w, serve_error_kind_name(kind));
+    json_end(w);
+}
+
 static enum MHD_Result answer_error(request *r, int status, serve_error_kind kind, const char *fmt,
                                     ...) __attribute__((format(printf, 4, 5)));
 static enum MHD_Result answer_error(request *r, int status, serve_error_kind kind, const char *fmt,
@@ -353,8 +384,7 @@ static enum MHD_Result answer_error(request *r, int status, serve_error_kind kin
     serve_metrics_error(r->app->metrics, kind);
     json_doc d;
     if (doc_open(&d) != 0) return MHD_NO;
-    json_key(&d.w, "error");
-    json_string(&d.w, msg);
+    write_error(&d.w, status, kind, msg);
     return doc_answer(r, status, &d);
 }
 
@@ -448,6 +478,36 @@ static enum MHD_Result answer_model(request *r) {
     const char *json = r->app->model_json;
     char *copy = strdup(json);
     return copy ? answer(r, HTTP_OK, copy, strlen(copy)) : MHD_NO;
+}
+
+/* One of GET /v1/models's "data": a model served, by its folder's name. */
+static void write_model_entry(json_writer *w, const char *name, double created) {
+    json_object(w);
+    json_key(w, "id");
+    json_string(w, name);
+    json_key(w, "object");
+    json_string(w, "model");
+    json_key(w, "created");
+    json_int(w, (long long)created);
+    json_key(w, "owned_by");
+    json_string(w, "vit");
+    json_end(w);
+}
+
+/* OpenAI's list of models: the image model's folder, and a text model's served beside it (a
+ * joint model's text tower is the same folder: one entry). GET /v1/model describes them. */
+static enum MHD_Result answer_models(request *r) {
+    const serve_app *app = r->app;
+    json_doc d;
+    if (doc_open(&d) != 0) return MHD_NO;
+    json_key(&d.w, "object");
+    json_string(&d.w, "list");
+    json_key(&d.w, "data");
+    json_array(&d.w);
+    if (app->model_name) write_model_entry(&d.w, app->model_name, app->started);
+    if (app->text_model_name) write_model_entry(&d.w, app->text_model_name, app->started);
+    json_end(&d.w);
+    return doc_answer(r, HTTP_OK, &d);
 }
 
 /* ---- the query ---- */
@@ -836,8 +896,8 @@ static enum MHD_Result begin(request *r, const char *url, const char *method) {
                             "no such path (try GET / for the web page, POST /v1/classify, POST "
                             "/v1/embed, POST /v1/text, "
                             "POST /v1/embeddings, POST /v1/generate, POST /v1/explain, GET "
-                            "/health, GET /metrics or "
-                            "GET /v1/model)");
+                            "/health, GET /metrics, "
+                            "GET /v1/model or GET /v1/models)");
     if (strcmp(method, "OPTIONS") == 0 && cors_on(r->app)) return answer_preflight(r);
     const int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (routes[r->ep].post ? strcmp(method, "POST") != 0 : !get)
@@ -855,6 +915,8 @@ static enum MHD_Result begin(request *r, const char *url, const char *method) {
         return answer_metrics(r);
     case EP_MODEL:
         return answer_model(r);
+    case EP_MODELS:
+        return answer_models(r);
     default:
         return begin_post(r);
     }
@@ -975,7 +1037,6 @@ static int parse_form(request *r) {
     if (!r->form_error[0] && r->num_inputs == 0)
         snprintf(r->form_error, sizeof r->form_error, "the form has no \"image\" part");
     if (r->form_error[0]) return -1;
-    r->listed = 1;
     for (int i = 0; i < r->form_templates.count; i++) /* now whole: within the limits? */
         if (add_template(r, r->form_templates.items[i], strlen(r->form_templates.items[i])) != 0)
             return -1;
@@ -1056,7 +1117,6 @@ static int json_list(request *r, const cJSON *item) {
  * last two for a joint model; of /v1/generate: {"images": [...]} and options ("num_beams": 4). */
 static int parse_json_images(request *r) {
     r->json = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.size);
-    r->listed = 1;
     if (!r->json) return fail_request(r, 0, "the body is not valid JSON");
     if (!cJSON_IsObject(r->json)) return fail_request(r, 0, "the body is not a JSON object");
     const cJSON *item;
@@ -1093,6 +1153,12 @@ static int parse_texts(request *r) {
                       : cJSON_GetArraySize(texts) == 0 ? "\"texts\" is empty"
                                                        : NULL;
     if (why) return snprintf(r->form_error, sizeof r->form_error, "%s", why), -1;
+    for (const cJSON *item = r->json->child; item; item = item->next)
+        if (strcmp(item->string, "texts") != 0)
+            return fail_request(r, 0,
+                                "unknown key \"%.40s\" (a JSON body of /v1/text has \"texts\"; "
+                                "k, threshold and logits are query parameters)",
+                                item->string);
     const cJSON *t;
     cJSON_ArrayForEach(t, texts) {
         if (!cJSON_IsString(t)) {
@@ -1134,9 +1200,29 @@ static int add_embedding_input(request *r, int i, const char *s) {
     return 0;
 }
 
+/* The keys of an OpenAI embeddings request: any other is refused, as everywhere. */
+static const char *const embedding_keys[] = {"input", "model", "encoding_format", "dimensions",
+                                             "user"};
+#define EMBEDDING_KEY_NAMES "\"input\", \"model\", \"encoding_format\", \"dimensions\", \"user\""
+
+static int check_embedding_keys(request *r) {
+    for (const cJSON *item = r->json->child; item; item = item->next) {
+        size_t k = 0;
+        while (k < sizeof embedding_keys / sizeof *embedding_keys &&
+               strcmp(item->string, embedding_keys[k]) != 0)
+            k++;
+        if (k == sizeof embedding_keys / sizeof *embedding_keys)
+            return fail_request(
+                r, 0,
+                "unknown key \"%.40s\" (a JSON body of /v1/embeddings has " EMBEDDING_KEY_NAMES ")",
+                item->string);
+    }
+    return 0;
+}
+
 /* The request's options beside "input": "model" (any name: one model is served),
- * "encoding_format" ("float" or "base64"), "dimensions" (the model's, if given); "user" and
- * anything else are ignored, as clients send what other servers take. */
+ * "encoding_format" ("float" or "base64"), "dimensions" (the model's, if given); "user" (OpenAI's
+ * end-user id) is taken and unused. */
 static int parse_embedding_options(request *r, int texts, int images) {
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(r->json, "model"),
                 *format = cJSON_GetObjectItemCaseSensitive(r->json, "encoding_format"),
@@ -1171,6 +1257,7 @@ static int parse_embeddings(request *r) {
     r->json = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.size);
     if (!r->json) return fail_request(r, 0, "the body is not valid JSON");
     if (!cJSON_IsObject(r->json)) return fail_request(r, 0, "the body is not a JSON object");
+    if (check_embedding_keys(r) != 0) return -1;
     const cJSON *input = cJSON_GetObjectItemCaseSensitive(r->json, "input");
     if (!input) return fail_request(r, 0, "no \"input\" in the body");
     if (!cJSON_IsString(input) && !cJSON_IsArray(input))
@@ -1316,7 +1403,8 @@ static void write_generation(json_writer *w, const request *r, int i) {
     write_gen_options(w, &r->gen);
 }
 
-/* Where the model looked in one image: the class explained (with its name), its probability, the
+/* Where the model looked in one image: the class explained (its index, and its name as "label",
+ * as classify's "top" has them), its probability, the
  * method, the map scaled to 0..1 (row by row, grid_h x grid_w: one value per patch) and where it
  * lies in the image (the image's size as decoded, upright, and the region of it the input is: the
  * page draws the map there). */
@@ -1324,11 +1412,11 @@ static void write_explanation(json_writer *w, const request *r, const float *out
     const int label = (int)out[0];
     int gh = 0, gw = 0;
     vit_patch_grid(r->app->image, &gh, &gw);
-    json_key(w, "label");
+    json_key(w, "index");
     json_int(w, label);
     const char *name = label >= 0 ? vit_label(r->app->image, label) : NULL;
     if (name) {
-        json_key(w, "name");
+        json_key(w, "label");
         json_string(w, name);
         json_key(w, "prob");
         json_float(w, out[1]);
@@ -1376,8 +1464,9 @@ static int write_result(json_writer *w, const request *r, int i) {
         json_string(w, r->inputs[i].name);
     }
     if (job->status != SERVE_OK) {
-        json_key(w, "error");
-        json_string(w, job->err.msg);
+        serve_error_kind kind = SERVE_ERR_INTERNAL;
+        const int status = job_status(job, &kind);
+        write_error(w, status, kind, job->err.msg);
     } else if (r->ep == EP_EMBED) {
         write_floats(w, "embedding", job->out, r->width);
     } else if (r->ep == EP_EXPLAIN) {
@@ -1413,8 +1502,10 @@ static int first_failed(const request *r) {
 static void write_results(json_writer *w, const request *r, int status) {
     json_object(w);
     if (status != HTTP_OK) {
-        json_key(w, "error");
-        json_string(w, r->jobs[first_failed(r)].err.msg);
+        const serve_job *job = &r->jobs[first_failed(r)];
+        serve_error_kind kind = SERVE_ERR_INTERNAL;
+        const int failed = job_status(job, &kind);
+        write_error(w, failed, kind, job->err.msg);
     }
     json_key(w, "results");
     json_array(w);
@@ -1431,8 +1522,9 @@ static void write_embeddings(json_writer *w, const request *r, int status) {
         const int i = first_failed(r);
         char msg[sizeof r->jobs[i].err.msg + 32];
         snprintf(msg, sizeof msg, "input[%d]: %s", i, r->jobs[i].err.msg);
-        json_key(w, "error");
-        json_string(w, msg);
+        serve_error_kind kind = SERVE_ERR_INTERNAL;
+        const int failed = job_status(&r->jobs[i], &kind);
+        write_error(w, failed, kind, msg);
         json_end(w);
         return;
     }
@@ -1454,7 +1546,8 @@ static void write_embeddings(json_writer *w, const request *r, int status) {
     json_end(w);
 }
 
-/* One raw image: its answer alone. A form, JSON images or a list of texts: the list of results. */
+/* {"results": [...]} however the inputs came (one raw image, a form, JSON images, texts): one
+ * shape for every way of sending; /v1/embeddings's is OpenAI's list. */
 static json_text join_results(const request *r, int status) {
     for (int i = 0; i < r->num_inputs; i++)
         if (!r->results[i].text) return (json_text){NULL, 0}; /* out of memory */
@@ -1462,8 +1555,6 @@ static json_text join_results(const request *r, int status) {
     if (doc_begin(&d) != 0) return (json_text){NULL, 0};
     if (r->ep == EP_EMBEDDINGS)
         write_embeddings(&d.w, r, status);
-    else if (!r->listed && r->ep != EP_TEXT)
-        json_raw(&d.w, r->results[0].text, r->results[0].size);
     else
         write_results(&d.w, r, status);
     json_line(&d.w);
@@ -1482,8 +1573,7 @@ static json_text class_set_error(request *r, int *status) {
     char msg[sizeof job->err.msg + 64];
     snprintf(msg, sizeof msg, "the class names could not be embedded: %s",
              job->status == SERVE_OK ? r->class_request.err.msg : job->err.msg);
-    json_key(&d.w, "error");
-    json_string(&d.w, msg);
+    write_error(&d.w, *status, kind, msg);
     json_end(&d.w);
     json_line(&d.w);
     return doc_close(&d, 1);
