@@ -99,6 +99,37 @@ async function heatMap(page, port, file, label) {
   if (!(Math.max(...cold.slice(0, 3)) < 115)) fail(`the coldest patch is not dark: ${cold}`);
 }
 
+// At a phone's width (400 px) the answer stays readable: each label at least 120 px wide and the
+// first ("Egyptian cat") whole, no bar, photo or map past the results' right edge, nothing to
+// scroll sideways. VIT_SCREENSHOT_PHONE=FILE writes its screenshot.
+async function phoneWidth(page) {
+  await page.setViewportSize({ width: 400, height: 900 });
+  const layout = await page.evaluate(() => {
+    const box = (e) => e.getBoundingClientRect();
+    const edge = box(document.querySelector("#results")).right;
+    const parts = ".result .bar, .result .track, .result img, .result canvas, .result .answer";
+    return {
+      scroll: document.documentElement.scrollWidth,
+      names: [...document.querySelectorAll(".result .bar .name")].map((e) => ({
+        text: e.textContent, width: Math.round(box(e).width), whole: e.scrollWidth <= e.clientWidth,
+      })),
+      past: [...document.querySelectorAll(parts)].filter((e) => box(e).right > edge + 0.5)
+        .map((e) => `${e.tagName.toLowerCase()}.${e.className} (right ${box(e).right} > ${edge})`),
+    };
+  });
+  if (process.env.VIT_SCREENSHOT_PHONE)
+    await page.screenshot({ path: process.env.VIT_SCREENSHOT_PHONE, fullPage: true });
+  console.log("page: at 400 px: labels " +
+    layout.names.map((n) => `${n.text} ${n.width} px${n.whole ? "" : " (cut)"}`).join("; ") +
+    `; page ${layout.scroll} px wide`);
+  await page.setViewportSize({ width: 1000, height: 640 });
+  if (layout.scroll > 400) fail(`at 400 px the page is ${layout.scroll} px wide (scrolls sideways)`);
+  if (layout.past.length) fail("at 400 px past the results' edge: " + layout.past.join(", "));
+  const narrow = layout.names.filter((n) => n.width < 120);
+  if (narrow.length) fail("at 400 px labels under 120 px: " + narrow.map((n) => n.text).join(", "));
+  if (!layout.names[0].whole) fail(`at 400 px "${layout.names[0].text}" is cut`);
+}
+
 async function classifier(page, port) {
   // Without the key: the API's 401 on the page.
   await page.locator("#error").filter({ hasText: "an API key is needed" })
@@ -130,6 +161,7 @@ async function classifier(page, port) {
   if (!(natural > 0)) fail("the photo is not shown beside its bars");
 
   await heatMap(page, port, "cat.jpg", "Egyptian cat");
+  await phoneWidth(page);
 
   if (process.env.VIT_SCREENSHOT) {
     await page.screenshot({ path: process.env.VIT_SCREENSHOT, fullPage: true });
