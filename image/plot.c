@@ -416,8 +416,11 @@ int plot_matrix(const int *counts, int n, const char *const *names, const char *
         if (counts[i] < 0)
             return vit_fail(err, "a matrix chart's count is negative: %d", counts[i]);
     const int left = plot_matrix_left(names, n);
-    const int width =
+    const int cells =
         left + n * PLOT_CELL_W + MATRIX_MARGIN + text_width("100.0%", MATRIX_SCALE) + MATRIX_MARGIN;
+    /* as wide as the title too: with few classes the cells alone left it cut short */
+    const int titled = title ? MATRIX_MARGIN + text_width(title, MATRIX_SCALE) + MATRIX_MARGIN : 0;
+    const int width = cells > titled ? cells : titled;
     const int height = PLOT_MATRIX_TOP + n * PLOT_CELL_H + MATRIX_MARGIN;
     const size_t bytes = (size_t)width * height * 3;
     if (!(out->pixels = malloc(bytes)))

@@ -71,7 +71,8 @@ int plot_draw(const plot_panel *panels, int n_panels, int panel_width, int panel
  * RGB picture (image_free it): cell (i, j) PLOT_CELL_W x PLOT_CELL_H, shaded from white (0) to
  * dark blue (the whole row) by counts[i·n + j] / its row's total, the count written in it (white on
  * dark cells, nothing for 0); rows named "i name" to the left, columns numbered i above, each
- * row's diagonal share right of it ("97.3%", "-" for an empty row), the title on top. Cell (i, j)'s
+ * row's diagonal share right of it ("97.3%", "-" for an empty row), the title on top (the picture
+ * widened to hold it whole, up to 127 characters, when the cells are narrower). Cell (i, j)'s
  * top-left corner is at (plot_matrix_left(names, n) + j·PLOT_CELL_W, PLOT_MATRIX_TOP +
  * i·PLOT_CELL_H). Errors: n outside 1..PLOT_MAX_MATRIX, a negative count. */
 #define PLOT_CELL_W     56

@@ -270,6 +270,29 @@ static void test_count_matrix(void **state) {
     assert_int_equal(plot_matrix(counts, PLOT_MAX_MATRIX + 1, names, NULL, &img, &err), -1);
 }
 
+/* The title vit eval --confusion-png writes, over 2 classes: the picture is as wide as the title
+ * (12 + (6·54 - 1)·2 + 12 = 670; the cells alone need 288), and the title's pixels are those the
+ * same title has over 12 classes, whose cells are wider than it (82 + 12·56 + 12 + 70 + 12 =
+ * 848): whole, not cut to the cells' width. */
+static void test_count_matrix_title_fits(void **state) {
+    (void)state;
+    const char *title = "100 images, top-1 83.00%; rows true, columns predicted";
+    assert_int_equal(strlen(title), 54);
+    int counts[12 * 12] = {3, 1, 0, 0};
+    const char *names[12] = {"cat", "dog", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j"};
+    image_u8 few, many;
+    vit_error err = {0};
+    if (plot_matrix(counts, 2, names, title, &few, &err) != 0) fail_msg("%s", err.msg);
+    if (plot_matrix(counts, 12, names, title, &many, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(few.width, 670);
+    assert_int_equal(few.height, 148);
+    assert_int_equal(many.width, 848);
+    for (int y = 12; y < 12 + 14; y++) /* the title's band: 7 font rows of 2 pixels */
+        assert_memory_equal(few.pixels + (size_t)y * few.width * 3,
+                            many.pixels + (size_t)y * many.width * 3, (size_t)few.width * 3);
+    image_free(&few), image_free(&many);
+}
+
 /* ---- training curves (vit/train/curves.h) ---- */
 
 /* Two epochs without validation, and a line that is not JSON (skipped): the panels loss and
@@ -336,6 +359,7 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_png_round_trip),
         cmocka_unit_test(test_count_matrix),
+        cmocka_unit_test(test_count_matrix_title_fits),
         cmocka_unit_test(test_curves_from_a_log),
         cmocka_unit_test(test_curves_with_error_rates),
     };
