@@ -132,6 +132,11 @@ typedef struct {
     byte_buf bytes; /* a form part's own copy, or a view (cap 0) of the body or of a JSON text */
     int owned;      /* bytes are its own: a form part's, a data URL's decoded */
     int task;       /* its job's serve_task */
+    union {         /* what its job asks and gets, for the tasks whose results are typed */
+        serve_gen_request gen;         /* SERVE_GENERATE */
+        serve_explain_request explain; /* SERVE_EXPLAIN_* */
+        serve_text_request text;       /* SERVE_EMBED_TEXT */
+    } job;
 } input;
 
 /* A list of strings, each malloc'ed: class names, templates. */
@@ -176,12 +181,10 @@ typedef struct {
     int base64;
     long long tokens;
     /* /v1/generate: its options (the model's, with those asked for over them), a bit for each
-     * asked for (once only), a form's option fields as they came, and what each input's job asks
-     * and gets */
+     * asked for (once only), a form's option fields as they came */
     vit_gen_options gen;
     unsigned gen_given, gen_in_form;
     char gen_field[GEN_KEYS][GEN_FIELD_BYTES];
-    serve_gen_request *gens;
     /* its jobs: one per input, then the class set's when it is to be embedded */
     serve_job *jobs;
     int num_jobs;
@@ -229,8 +232,9 @@ static void request_free(request *r) {
     cJSON_Delete(r->json);
     for (int i = 0; r->results && i < r->num_inputs; i++) free(r->results[i].text);
     free(r->results);
-    for (int i = 0; r->gens && i < r->num_inputs; i++) vit_generation_free(&r->gens[i].result, 1);
-    free(r->gens);
+    for (int i = 0; i < r->num_inputs; i++)
+        if (r->inputs[i].task == SERVE_GENERATE)
+            vit_generation_free(&r->inputs[i].job.gen.result, 1);
     free(r->prepared.text);
     free(r->jobs);
     free(r->outputs);
@@ -1350,8 +1354,7 @@ static int write_zero_shot(json_writer *w, const request *r, const float *embedd
  * bytes (what OpenAI's clients decode). */
 static int write_embedding(json_writer *w, const request *r, int i) {
     const serve_job *job = &r->jobs[i];
-    const size_t n = serve_task_outputs(r->app->tasks, (serve_task)job->task) -
-                     (job->task == SERVE_EMBED_TEXT); /* its last float: the tokens */
+    const size_t n = serve_task_outputs(r->app->tasks, (serve_task)job->task);
     json_key(w, "object");
     json_string(w, "embedding");
     if (r->base64) {
@@ -1391,7 +1394,7 @@ static void write_gen_options(json_writer *w, const vit_gen_options *o) {
 
 /* One image's text: as `vit generate --json` prints it, and the options. */
 static void write_generation(json_writer *w, const request *r, int i) {
-    const vit_generation *g = &r->gens[i].result;
+    const vit_generation *g = &r->inputs[i].job.gen.result;
     json_key(w, "text");
     json_string(w, g->text);
     json_key(w, "ids");
@@ -1408,8 +1411,9 @@ static void write_generation(json_writer *w, const request *r, int i) {
  * method, the map scaled to 0..1 (row by row, grid_h x grid_w: one value per patch) and where it
  * lies in the image (the image's size as decoded, upright, and the region of it the input is: the
  * page draws the map there). */
-static void write_explanation(json_writer *w, const request *r, const float *out) {
-    const int label = (int)out[0];
+static void write_explanation(json_writer *w, const request *r, const serve_explain_request *x,
+                              const float *map) {
+    const int label = x->label;
     int gh = 0, gw = 0;
     vit_patch_grid(r->app->image, &gh, &gw);
     json_key(w, "index");
@@ -1419,23 +1423,23 @@ static void write_explanation(json_writer *w, const request *r, const float *out
         json_key(w, "label");
         json_string(w, name);
         json_key(w, "prob");
-        json_float(w, out[1]);
+        json_float(w, x->prob);
     }
     json_key(w, "method");
     json_string(w, r->task == SERVE_EXPLAIN_GRAD ? "grad" : "rollout");
     json_key(w, "image");
     json_object(w);
     json_key(w, "width");
-    json_int(w, (long long)out[2]);
+    json_int(w, x->width);
     json_key(w, "height");
-    json_int(w, (long long)out[3]);
+    json_int(w, x->height);
     json_end(w);
     json_key(w, "region");
     json_object(w);
     static const char *const keys[] = {"x", "y", "width", "height"};
     for (int k = 0; k < 4; k++) {
         json_key(w, keys[k]);
-        json_float(w, out[4 + k]);
+        json_float(w, x->region[k]);
     }
     json_end(w);
     json_key(w, "grid");
@@ -1443,7 +1447,6 @@ static void write_explanation(json_writer *w, const request *r, const float *out
     json_int(w, gh);
     json_int(w, gw);
     json_end(w);
-    const float *map = out + SERVE_EXPLAIN_HEADER;
     const size_t n = (size_t)gh * gw;
     float lo = map[0], hi = map[0];
     for (size_t c = 1; c < n; c++) lo = map[c] < lo ? map[c] : lo, hi = map[c] > hi ? map[c] : hi;
@@ -1470,7 +1473,7 @@ static int write_result(json_writer *w, const request *r, int i) {
     } else if (r->ep == EP_EMBED) {
         write_floats(w, "embedding", job->out, r->width);
     } else if (r->ep == EP_EXPLAIN) {
-        write_explanation(w, r, job->out);
+        write_explanation(w, r, &r->inputs[i].job.explain, job->out);
     } else if (r->ep == EP_GENERATE) {
         write_generation(w, r, i);
     } else if (r->zero_shot) {
@@ -1594,9 +1597,9 @@ static void prepare_answer(request *r) {
         const int text = job->task == SERVE_TEXT || job->task == SERVE_EMBED_TEXT;
         *(text ? &texts : &images) += s == HTTP_OK;
         if (s == HTTP_OK && job->task == SERVE_EMBED_TEXT)
-            r->tokens += (long long)job->out[serve_task_outputs(r->app->tasks, job->task) - 1];
+            r->tokens += r->inputs[i].job.text.tokens;
         if (s == HTTP_OK && job->task == SERVE_GENERATE) /* after the start token */
-            r->tokens += r->gens[i].result.num_ids - 1;
+            r->tokens += r->inputs[i].job.gen.result.num_ids - 1;
         if (!status || (status != HTTP_OK && s == HTTP_OK)) status = s;
     }
     if (r->ep == EP_EMBEDDINGS && first_failed(r) < r->num_inputs) { /* none is answered */
@@ -1631,6 +1634,30 @@ static void job_done(serve_job *job) {
     MHD_resume_connection(r->conn);
 }
 
+/* Input i's job's data when its result is typed: a request with its input (and, to generate,
+ * the options), where the model writes what it finds. */
+static void set_job_request(request *r, int i) {
+    input *in = &r->inputs[i];
+    const byte_buf *b = &in->bytes;
+    switch (in->task) {
+    case SERVE_GENERATE:
+        in->job.gen = (serve_gen_request){.image = b->data, .size = b->size, .options = r->gen};
+        r->jobs[i].data = &in->job.gen;
+        return;
+    case SERVE_EXPLAIN_ROLLOUT:
+    case SERVE_EXPLAIN_GRAD:
+        in->job.explain = (serve_explain_request){.image = b->data, .size = b->size};
+        r->jobs[i].data = &in->job.explain;
+        return;
+    case SERVE_EMBED_TEXT:
+        in->job.text = (serve_text_request){.text = b->data, .size = b->size};
+        r->jobs[i].data = &in->job.text;
+        return;
+    default:
+        return; /* the bytes themselves */
+    }
+}
+
 /* A job per input, each writing its floats at its own place in r->outputs; then, for a zero-shot
  * request whose class set is not cached, the set's job. */
 static int make_jobs(request *r) {
@@ -1643,9 +1670,7 @@ static int make_jobs(request *r) {
     r->jobs = calloc((size_t)r->num_jobs, sizeof *r->jobs);
     r->results = calloc((size_t)r->num_inputs, sizeof *r->results);
     r->outputs = malloc(sizeof(float) * (r->width ? r->width : 1) * (size_t)r->num_inputs);
-    if (r->task == SERVE_GENERATE) r->gens = calloc((size_t)r->num_inputs, sizeof *r->gens);
-    if (!r->jobs || !r->results || !r->outputs || (r->task == SERVE_GENERATE && !r->gens))
-        return -1;
+    if (!r->jobs || !r->results || !r->outputs) return -1;
     for (int i = 0; i < r->num_inputs; i++) {
         r->jobs[i] = (serve_job){.task = r->inputs[i].task,
                                  .data = r->inputs[i].bytes.data,
@@ -1653,12 +1678,7 @@ static int make_jobs(request *r) {
                                  .out = r->outputs + r->width * (size_t)i,
                                  .done = job_done,
                                  .user = r};
-        if (r->gens) { /* the image and the options, for the model */
-            r->gens[i] = (serve_gen_request){.image = r->inputs[i].bytes.data,
-                                             .size = r->inputs[i].bytes.size,
-                                             .options = r->gen};
-            r->jobs[i].data = &r->gens[i];
-        }
+        set_job_request(r, i);
     }
     if (r->num_jobs > r->num_inputs) {
         r->class_request = (serve_class_request){

@@ -58,10 +58,10 @@ size_t serve_task_outputs(const serve_tasks *t, serve_task task) {
     case SERVE_EMBED_JOINT:
         return t->image ? (size_t)vit_joint_dim(t->image) : 0;
     case SERVE_EMBED_TEXT:
-        return t->text ? (size_t)text_embedding_size(t->text) + 1 : 0;
+        return t->text ? (size_t)text_embedding_size(t->text) : 0;
     case SERVE_EXPLAIN_ROLLOUT:
     case SERVE_EXPLAIN_GRAD:
-        return t->image && !t->gen ? SERVE_EXPLAIN_HEADER + explain_cells(t->image) : 0;
+        return t->image && !t->gen ? explain_cells(t->image) : 0;
     case SERVE_GENERATE:
     case SERVE_CLASSES:
     case SERVE_TASKS:
@@ -96,19 +96,16 @@ static int decode(void *self, serve_job *job, vit_error *err) {
     if (job->task == SERVE_GENERATE && !t->gen) return vit_fail(err, "no image-to-text model");
     const serve_gen_request *g = job->task == SERVE_GENERATE ? job->data : NULL;
     const size_t floats = vit_input_floats(t->image);
-    if (is_explain_task(job->task)) { /* the pixels, then the image's size and the region */
-        if (!(job->input = malloc(sizeof(float) * (floats + 6))))
-            return vit_fail(err, "out of memory");
-        float *where = (float *)job->input + floats;
+    if (!(job->input = malloc(sizeof(float) * floats))) return vit_fail(err, "out of memory");
+    if (is_explain_task(job->task)) { /* the pixels; the image's size and the region told */
+        serve_explain_request *x = (serve_explain_request *)job->data; /* the submitter's */
         int size[2];
-        if (vit_preprocess_memory_region(t->image, job->data, job->size, job->input, size,
-                                         where + 2, err) != 0)
+        if (vit_preprocess_memory_region(t->image, x->image, x->size, job->input, size, x->region,
+                                         err) != 0)
             return -1;
-        where[0] = (float)size[0];
-        where[1] = (float)size[1];
+        x->width = size[0], x->height = size[1];
         return 0;
     }
-    if (!(job->input = malloc(sizeof(float) * floats))) return vit_fail(err, "out of memory");
     return vit_preprocess_memory(t->image, g ? g->image : job->data, g ? g->size : job->size,
                                  job->input, err);
 }
@@ -160,25 +157,20 @@ static int forward_generate(task_worker *w, serve_job *const *jobs, int n, vit_e
 }
 
 static int forward_texts(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
+    const int embed = jobs[0]->task == SERVE_EMBED_TEXT;
     for (int i = 0; i < n; i++) {
-        w->texts[i] = jobs[i]->data;
-        w->lengths[i] = jobs[i]->size;
+        const serve_text_request *req = embed ? jobs[i]->data : NULL;
+        w->texts[i] = req ? req->text : jobs[i]->data;
+        w->lengths[i] = req ? req->size : jobs[i]->size;
     }
-    if (jobs[0]->task == SERVE_TEXT)
-        return vit_text_forward(w->text, w->texts, w->lengths, n, w->outputs, NULL, err);
-    /* SERVE_EMBED_TEXT: [n, dim] embedded, then spread to rows of dim + 1 (from the last row
-     * back, in place), each ending in the text's token count */
+    if (!embed) return vit_text_forward(w->text, w->texts, w->lengths, n, w->outputs, NULL, err);
     const int joint = vit_text_joint_dim(w->text) > 0;
-    const size_t dim = (size_t)text_embedding_size(w->text);
     if (vit_text_embed(w->text, w->texts, w->lengths, n, joint ? VIT_POOL_JOINT : VIT_POOL_CLS,
                        w->outputs, err) != 0)
         return -1;
-    for (int i = n - 1; i >= 0; i--) {
-        int tokens = 0;
-        vit_text_ids(w->text, i, &tokens);
-        memmove(w->outputs + (size_t)i * (dim + 1), w->outputs + (size_t)i * dim,
-                sizeof(float) * dim);
-        w->outputs[(size_t)i * (dim + 1) + dim] = (float)tokens;
+    for (int i = 0; i < n; i++) { /* each text's token count, into the submitter's request */
+        serve_text_request *req = (serve_text_request *)jobs[i]->data;
+        vit_text_ids(w->text, i, &req->tokens);
     }
     return 0;
 }
@@ -195,20 +187,19 @@ static int forward_classes(task_worker *w, serve_job *const *jobs, int n, vit_er
     return 0;
 }
 
-/* Each image alone (an explanation is not batched), its header and map into its out. */
+/* Each image alone (an explanation is not batched): its class and probability into its request,
+ * its map into its out. */
 static int forward_explain(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
-    const size_t floats = vit_input_floats(w->image), cells = explain_cells(w->image);
+    const size_t cells = explain_cells(w->image);
     const vit_explain_method method =
         jobs[0]->task == SERVE_EXPLAIN_GRAD ? VIT_EXPLAIN_GRAD : VIT_EXPLAIN_ROLLOUT;
     for (int i = 0; i < n; i++) {
-        const float *pixels = jobs[i]->input;
         vit_explanation x;
-        if (vit_explain(w->image, pixels, method, -1, &x, err) != 0) return -1;
-        float *out = jobs[i]->out;
-        out[0] = (float)x.label;
-        out[1] = x.prob;
-        memcpy(out + 2, pixels + floats, sizeof(float) * 6);
-        memcpy(out + SERVE_EXPLAIN_HEADER, x.map, sizeof(float) * cells); /* one map: rollout */
+        if (vit_explain(w->image, jobs[i]->input, method, -1, &x, err) != 0) return -1;
+        serve_explain_request *req = (serve_explain_request *)jobs[i]->data; /* the submitter's */
+        req->label = x.label;
+        req->prob = x.prob;
+        memcpy(jobs[i]->out, x.map, sizeof(float) * cells); /* one map: rollout */
         vit_explanation_free(&x);
     }
     return 0;

@@ -4,8 +4,10 @@
 /* The batcher's model for `vit serve`: a loaded image model (classify, embed), or an image-to-text
  * model (generate; its encoder embeds), and/or a text model, behind serve_model. Each job's data
  * is an encoded image (PNG or JPEG, any format vit_preprocess_memory reads) or a UTF-8 text, and
- * its out gets serve_task_outputs floats; the exceptions are a class set's job (SERVE_CLASSES),
- * whose data is a serve_class_request, and generation's (SERVE_GENERATE), a serve_gen_request. */
+ * its out gets serve_task_outputs floats; the exceptions, whose results are typed, are a class
+ * set's job (SERVE_CLASSES), whose data is a serve_class_request, generation's (SERVE_GENERATE),
+ * a serve_gen_request, an explanation's (SERVE_EXPLAIN_*), a serve_explain_request, and a text's
+ * embedding (SERVE_EMBED_TEXT), a serve_text_request. */
 
 #include <stddef.h>
 
@@ -19,22 +21,38 @@ typedef enum {
     SERVE_EMBED_MEAN,  /* image -> the mean patch feature [hidden] (VIT_POOL_MEAN) */
     SERVE_TEXT,        /* text -> logits [the text model's num_labels] */
     SERVE_EMBED_JOINT, /* image -> its joint embedding [joint dim] (VIT_POOL_JOINT), normalised */
-    /* text -> its embedding and then its number of tokens: a joint model's text tower gives the
-     * joint embedding (VIT_POOL_JOINT), a BERT the final hidden state at [CLS] (VIT_POOL_CLS, as
-     * `vit embed` does): [joint dim or hidden, then 1] */
+    /* text -> its embedding: a joint model's text tower gives the joint embedding
+     * (VIT_POOL_JOINT), a BERT the final hidden state at [CLS] (VIT_POOL_CLS, as `vit embed`
+     * does): [joint dim or hidden]; data is a serve_text_request (its token count filled in) */
     SERVE_EMBED_TEXT,
     SERVE_GENERATE, /* image -> text: data is a serve_gen_request, out unused (no floats) */
     SERVE_CLASSES,  /* a class set: data is a serve_class_request, out unused (no floats) */
     /* image -> where the model looked (vit_explain: attention rollout, or gradient-weighted
-     * rollout for the most probable class): [SERVE_EXPLAIN_HEADER floats: the class (-1 for a
-     * model without classes), its probability, the image's width and height as decoded, the
-     * region of it the input is (x, y, width, height: vit_preprocess_memory_region), then the map,
-     * one float per patch, grid_h x grid_w (vit_patch_grid)] */
+     * rollout for the most probable class): the map, one float per patch, grid_h x grid_w
+     * (vit_patch_grid); data is a serve_explain_request (the rest filled in) */
     SERVE_EXPLAIN_ROLLOUT,
     SERVE_EXPLAIN_GRAD,
     SERVE_TASKS
 } serve_task;
-enum { SERVE_EXPLAIN_HEADER = 8 };
+
+/* An image to explain. The submitter owns it; a job done with SERVE_OK has the rest filled in
+ * (its map is in the job's out). */
+typedef struct {
+    const void *image; /* encoded, as the other image tasks' data */
+    size_t size;
+    int label;         /* the class explained; -1 for a model without classes */
+    float prob;        /* its probability */
+    int width, height; /* the image as decoded, upright */
+    float region[4];   /* the part of it the input is: x, y, width, height (in its pixels) */
+} serve_explain_request;
+
+/* A text to embed (SERVE_EMBED_TEXT). The submitter owns it; a job done with SERVE_OK has its
+ * token count filled in (the start and end tokens included). */
+typedef struct {
+    const char *text; /* UTF-8 */
+    size_t size;
+    int tokens;
+} serve_text_request;
 
 /* An image's text asked of a forward thread. The submitter owns it; jobs whose options are equal
  * share a forward pass (one vit_generate over their images), and a job done with SERVE_OK has its
