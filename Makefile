@@ -254,7 +254,7 @@ $(BUILD)/libvit.so: $(BUILD)/libvit.so.$(MAJOR)
 
 # bin/vit links the static library: it runs from the build tree or anywhere it is installed.
 $(BUILD)/vit/base/dist.o: CFLAGS += $(if $(OMPI),$(shell pkg-config --cflags ompi-c))
-$(BUILD)/vit/cli/serve.o $(BUILD)/vit/cli/serve_http.o: CFLAGS += \
+$(patsubst vit/cli/%.c,$(BUILD)/vit/cli/%.o,$(wildcard vit/cli/serve*.c)): CFLAGS += \
   $(if $(MHD),$(shell pkg-config --cflags libmicrohttpd))
 $(BIN)/vit: LDLIBS += $(if $(MHD),$(shell pkg-config --libs libmicrohttpd))
 $(BIN)/vit: $(CLI_OBJ) $(LIB)

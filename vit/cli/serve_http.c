@@ -37,20 +37,8 @@
 #include "vit/base/clock.h"
 #include "vit/cli/cli.h"
 #include "vit/cli/serve_page.h"
+#include "vit/cli/serve_results.h"
 #include "vit/cli/zero_shot.h"
-
-/* The status codes vit serve answers with. */
-enum {
-    HTTP_OK = 200,
-    HTTP_NO_CONTENT = 204,
-    HTTP_BAD_REQUEST = 400,
-    HTTP_UNAUTHORIZED = 401,
-    HTTP_NOT_FOUND = 404,
-    HTTP_METHOD_NOT_ALLOWED = 405,
-    HTTP_TOO_LARGE = 413,
-    HTTP_INTERNAL_ERROR = 500,
-    HTTP_UNAVAILABLE = 503
-};
 
 struct serve_http {
     struct MHD_Daemon *daemon;
@@ -106,12 +94,6 @@ static endpoint route(const char *url) {
 }
 
 /* ---- a request ---- */
-
-/* A JSON document in memory (malloc'ed). */
-typedef struct {
-    char *text;
-    size_t size;
-} json_text;
 
 /* The longest class name or template, in bytes. */
 #define MAX_CLASS_BYTES 300
@@ -306,74 +288,11 @@ static enum MHD_Result answer(request *r, int status, char *body, size_t size) {
     return queue(r, status, resp, size);
 }
 
-/* A JSON document written by fill into a fresh buffer. */
-typedef struct {
-    char *text;
-    size_t size;
-    FILE *out;
-    json_writer w;
-} json_doc;
-
-static int doc_begin(json_doc *d) {
-    d->text = NULL;
-    d->size = 0;
-    d->out = open_memstream(&d->text, &d->size);
-    if (!d->out) return -1;
-    d->w = json_begin(d->out);
-    return 0;
-}
-
-/* A document that is one object (its keys to come). */
-static int doc_open(json_doc *d) {
-    if (doc_begin(d) != 0) return -1;
-    json_object(&d->w);
-    return 0;
-}
-
-/* The document written, or {NULL, 0} when memory ran out (ok 0: discarded). */
-static json_text doc_close(json_doc *d, int ok) {
-    if (fclose(d->out) != 0 || !ok) {
-        free(d->text);
-        return (json_text){NULL, 0};
-    }
-    return (json_text){d->text, d->size};
-}
-
 static enum MHD_Result doc_answer(request *r, int status, json_doc *d) {
     json_end(&d->w);
     json_line(&d->w);
     fclose(d->out);
     return answer(r, status, d->text, d->size);
-}
-
-/* An error's "type", by its status, as OpenAI's API (and llama.cpp's server) name them. */
-static const char *error_type(int status) {
-    switch (status) {
-    case HTTP_UNAUTHORIZED:
-        return "authentication_error";
-    case HTTP_NOT_FOUND:
-        return "not_found_error";
-    case HTTP_INTERNAL_ERROR:
-        return "server_error";
-    case HTTP_UNAVAILABLE:
-        return "unavailable_error";
-    default:
-        return "invalid_request_error";
-    }
-}
-
-/* "error": OpenAI's {"message", "type", "code"}, the code the kind /metrics counts it by: every
- * error vit serve writes, a whole request's or one input's, has this shape. */
-static void write_error(json_writer *w, int status, serve_error_kind kind, const char *msg) {
-    json_key(w, "error");
-    json_object(w);
-    json_key(w, "message");
-    json_string(w, msg);
-    json_key(w, "type");
-    json_string(w, error_type(status));
-    json_key(w, "code");
-    json_string(w, serve_error_kind_name(kind));
-    json_end(w);
 }
 
 static enum MHD_Result answer_error(request *r, int status, serve_error_kind kind, const char *fmt,
@@ -387,8 +306,8 @@ static enum MHD_Result answer_error(request *r, int status, serve_error_kind kin
     va_end(ap);
     serve_metrics_error(r->app->metrics, kind);
     json_doc d;
-    if (doc_open(&d) != 0) return MHD_NO;
-    write_error(&d.w, status, kind, msg);
+    if (serve_doc_open(&d) != 0) return MHD_NO;
+    serve_json_error(&d.w, status, kind, msg);
     return doc_answer(r, status, &d);
 }
 
@@ -405,7 +324,7 @@ static enum MHD_Result answer_page(request *r) {
 
 static enum MHD_Result answer_health(request *r) {
     json_doc d;
-    if (doc_open(&d) != 0) return MHD_NO;
+    if (serve_doc_open(&d) != 0) return MHD_NO;
     json_key(&d.w, "status");
     json_string(&d.w, "ok");
     json_key(&d.w, "queued");
@@ -419,7 +338,7 @@ static enum MHD_Result answer_loading(request *r) {
         return answer_error(r, HTTP_UNAVAILABLE, SERVE_ERR_LOADING,
                             "the model is loading (GET /health answers 200 once it is ready)");
     json_doc d;
-    if (doc_open(&d) != 0) return MHD_NO;
+    if (serve_doc_open(&d) != 0) return MHD_NO;
     json_key(&d.w, "status");
     json_string(&d.w, "loading");
     return doc_answer(r, HTTP_UNAVAILABLE, &d);
@@ -484,32 +403,18 @@ static enum MHD_Result answer_model(request *r) {
     return copy ? answer(r, HTTP_OK, copy, strlen(copy)) : MHD_NO;
 }
 
-/* One of GET /v1/models's "data": a model served, by its folder's name. */
-static void write_model_entry(json_writer *w, const char *name, double created) {
-    json_object(w);
-    json_key(w, "id");
-    json_string(w, name);
-    json_key(w, "object");
-    json_string(w, "model");
-    json_key(w, "created");
-    json_int(w, (long long)created);
-    json_key(w, "owned_by");
-    json_string(w, "vit");
-    json_end(w);
-}
-
 /* OpenAI's list of models: the image model's folder, and a text model's served beside it (a
  * joint model's text tower is the same folder: one entry). GET /v1/model describes them. */
 static enum MHD_Result answer_models(request *r) {
     const serve_app *app = r->app;
     json_doc d;
-    if (doc_open(&d) != 0) return MHD_NO;
+    if (serve_doc_open(&d) != 0) return MHD_NO;
     json_key(&d.w, "object");
     json_string(&d.w, "list");
     json_key(&d.w, "data");
     json_array(&d.w);
-    if (app->model_name) write_model_entry(&d.w, app->model_name, app->started);
-    if (app->text_model_name) write_model_entry(&d.w, app->text_model_name, app->started);
+    if (app->model_name) serve_json_model_entry(&d.w, app->model_name, app->started);
+    if (app->text_model_name) serve_json_model_entry(&d.w, app->text_model_name, app->started);
     json_end(&d.w);
     return doc_answer(r, HTTP_OK, &d);
 }
@@ -1297,13 +1202,6 @@ static int job_status(const serve_job *job, serve_error_kind *kind) {
     }
 }
 
-static void write_floats(json_writer *w, const char *key, const float *x, size_t n) {
-    json_key(w, key);
-    json_array(w);
-    for (size_t i = 0; i < n; i++) json_float(w, x[i]);
-    json_end(w);
-}
-
 /* "top" (and "logits") of one answer: as `vit classify --json` and `vit text --json` print.
  * -1: out of memory. */
 static int write_top(json_writer *w, const request *r, const float *logits) {
@@ -1318,10 +1216,7 @@ static int write_top(json_writer *w, const request *r, const float *logits) {
                                   : vit_top_k(r->app->image, probs, k, top, NULL);
     }
     while (shown < n && top[shown].prob >= r->threshold) shown++;
-    if (n >= 0) {
-        cli_json_top(w, top, shown);
-        if (r->logits) write_floats(w, "logits", logits, (size_t)L);
-    }
+    if (n >= 0) serve_json_top(w, top, shown, r->logits ? logits : NULL, (size_t)L);
     free(probs);
     free(top);
     return n < 0 ? -1 : 0;
@@ -1340,125 +1235,31 @@ static int write_zero_shot(json_writer *w, const request *r, const float *embedd
         vit_classes_score(classes, embedding, 1, scores, probs, NULL) == 0)
         n = vit_classes_top_k(classes, probs, k, top, NULL);
     while (shown < n && top[shown].prob >= r->threshold) shown++;
-    if (n >= 0) {
-        cli_json_top(w, top, shown);
-        if (r->logits) write_floats(w, "logits", scores, (size_t)L);
-    }
+    if (n >= 0) serve_json_top(w, top, shown, r->logits ? scores : NULL, (size_t)L);
     free(scores);
     free(probs);
     free(top);
     return n < 0 ? -1 : 0;
 }
 
-/* One of /v1/embeddings's "data": the embedding as floats or as base64 of their little-endian
- * bytes (what OpenAI's clients decode). */
-static int write_embedding(json_writer *w, const request *r, int i) {
-    const serve_job *job = &r->jobs[i];
-    const size_t n = serve_task_outputs(r->app->tasks, (serve_task)job->task);
-    json_key(w, "object");
-    json_string(w, "embedding");
-    if (r->base64) {
-        char *text = malloc(base64_encoded_size(sizeof(float) * n) + 1);
-        if (!text) return -1;
-        base64_encode(job->out, sizeof(float) * n, text); /* x86-64, aarch64: little-endian */
-        json_key(w, "embedding");
-        json_string(w, text);
-        free(text);
-    } else {
-        write_floats(w, "embedding", job->out, n);
-    }
-    json_key(w, "index");
-    json_int(w, i);
-    return 0;
-}
-
-/* The options a generation ran with: the model's, with the request's over them. */
-static void write_gen_options(json_writer *w, const vit_gen_options *o) {
-    static const char *const early[] = {"false", "true", "\"never\""}; /* GEN_EARLY_* */
-    json_key(w, "options");
-    json_object(w);
-    json_key(w, "num_beams");
-    json_int(w, o->num_beams);
-    json_key(w, o->max_new_tokens > 0 ? "max_new_tokens" : "max_length");
-    json_int(w, o->max_new_tokens > 0 ? o->max_new_tokens : o->max_length);
-    json_key(w, "min_length");
-    json_int(w, o->min_length);
-    json_key(w, "length_penalty");
-    json_float(w, o->length_penalty);
-    json_key(w, "no_repeat_ngram_size");
-    json_int(w, o->no_repeat_ngram_size);
-    json_key(w, "early_stopping");
-    json_raw(w, early[o->early_stopping], strlen(early[o->early_stopping]));
-    json_end(w);
-}
-
-/* One image's text: as `vit generate --json` prints it, and the options. */
-static void write_generation(json_writer *w, const request *r, int i) {
-    const vit_generation *g = &r->inputs[i].job.gen.result;
-    json_key(w, "text");
-    json_string(w, g->text);
-    json_key(w, "ids");
-    json_array(w);
-    for (int t = 0; t < g->num_ids; t++) json_int(w, g->ids[t]);
-    json_end(w);
-    json_key(w, "score");
-    json_float(w, g->score);
-    write_gen_options(w, &r->gen);
-}
-
-/* Where the model looked in one image: the class explained (its index, and its name as "label",
- * as classify's "top" has them), its probability, the
- * method, the map scaled to 0..1 (row by row, grid_h x grid_w: one value per patch) and where it
- * lies in the image (the image's size as decoded, upright, and the region of it the input is: the
- * page draws the map there). */
-static void write_explanation(json_writer *w, const request *r, const serve_explain_request *x,
-                              const float *map) {
-    const int label = x->label;
+/* Input i's explanation: its typed result, its map, the model's grid and class names. */
+static void write_explanation(json_writer *w, const request *r, int i) {
+    const serve_explain_request *x = &r->inputs[i].job.explain;
     int gh = 0, gw = 0;
     vit_patch_grid(r->app->image, &gh, &gw);
-    json_key(w, "index");
-    json_int(w, label);
-    const char *name = label >= 0 ? vit_label(r->app->image, label) : NULL;
-    if (name) {
-        json_key(w, "label");
-        json_string(w, name);
-        json_key(w, "prob");
-        json_float(w, x->prob);
-    }
-    json_key(w, "method");
-    json_string(w, r->task == SERVE_EXPLAIN_GRAD ? "grad" : "rollout");
-    json_key(w, "image");
-    json_object(w);
-    json_key(w, "width");
-    json_int(w, x->width);
-    json_key(w, "height");
-    json_int(w, x->height);
-    json_end(w);
-    json_key(w, "region");
-    json_object(w);
-    static const char *const keys[] = {"x", "y", "width", "height"};
-    for (int k = 0; k < 4; k++) {
-        json_key(w, keys[k]);
-        json_float(w, x->region[k]);
-    }
-    json_end(w);
-    json_key(w, "grid");
-    json_array(w);
-    json_int(w, gh);
-    json_int(w, gw);
-    json_end(w);
-    const size_t n = (size_t)gh * gw;
-    float lo = map[0], hi = map[0];
-    for (size_t c = 1; c < n; c++) lo = map[c] < lo ? map[c] : lo, hi = map[c] > hi ? map[c] : hi;
-    json_key(w, "map");
-    json_array(w);
-    for (size_t c = 0; c < n; c++) json_float(w, hi > lo ? (map[c] - lo) / (hi - lo) : 0.0f);
-    json_end(w);
+    serve_json_explanation(w, x, x->label >= 0 ? vit_label(r->app->image, x->label) : NULL,
+                           r->task == SERVE_EXPLAIN_GRAD ? "grad" : "rollout", gh, gw,
+                           r->jobs[i].out);
 }
 
 static int write_result(json_writer *w, const request *r, int i) {
     const serve_job *job = &r->jobs[i];
-    if (r->ep == EP_EMBEDDINGS) return job->status == SERVE_OK ? write_embedding(w, r, i) : 0;
+    if (r->ep == EP_EMBEDDINGS)
+        return job->status == SERVE_OK
+                   ? serve_json_embedding(w, job->out,
+                                          serve_task_outputs(r->app->tasks, (serve_task)job->task),
+                                          r->base64, i)
+                   : 0;
     if (r->ep == EP_TEXT) {
         json_key(w, "text");
         json_value_string(w, r->inputs[i].bytes.data, r->inputs[i].bytes.size);
@@ -1469,13 +1270,13 @@ static int write_result(json_writer *w, const request *r, int i) {
     if (job->status != SERVE_OK) {
         serve_error_kind kind = SERVE_ERR_INTERNAL;
         const int status = job_status(job, &kind);
-        write_error(w, status, kind, job->err.msg);
+        serve_json_error(w, status, kind, job->err.msg);
     } else if (r->ep == EP_EMBED) {
-        write_floats(w, "embedding", job->out, r->width);
+        serve_json_floats(w, "embedding", job->out, r->width);
     } else if (r->ep == EP_EXPLAIN) {
-        write_explanation(w, r, &r->inputs[i].job.explain, job->out);
+        write_explanation(w, r, i);
     } else if (r->ep == EP_GENERATE) {
-        write_generation(w, r, i);
+        serve_json_generation(w, &r->inputs[i].job.gen.result, &r->gen);
     } else if (r->zero_shot) {
         return write_zero_shot(w, r, job->out);
     } else {
@@ -1487,10 +1288,10 @@ static int write_result(json_writer *w, const request *r, int i) {
 /* Input i's answer object into r->results[i] ({NULL, 0} when memory ran out). */
 static void format_result(request *r, int i) {
     json_doc d;
-    if (doc_open(&d) != 0) return;
+    if (serve_doc_open(&d) != 0) return;
     const int rc = write_result(&d.w, r, i);
     json_end(&d.w);
-    r->results[i] = doc_close(&d, rc == 0);
+    r->results[i] = serve_doc_close(&d, rc == 0);
 }
 
 /* The first input that failed (r->num_inputs: none). */
@@ -1508,7 +1309,7 @@ static void write_results(json_writer *w, const request *r, int status) {
         const serve_job *job = &r->jobs[first_failed(r)];
         serve_error_kind kind = SERVE_ERR_INTERNAL;
         const int failed = job_status(job, &kind);
-        write_error(w, failed, kind, job->err.msg);
+        serve_json_error(w, failed, kind, job->err.msg);
     }
     json_key(w, "results");
     json_array(w);
@@ -1527,7 +1328,7 @@ static void write_embeddings(json_writer *w, const request *r, int status) {
         snprintf(msg, sizeof msg, "input[%d]: %s", i, r->jobs[i].err.msg);
         serve_error_kind kind = SERVE_ERR_INTERNAL;
         const int failed = job_status(&r->jobs[i], &kind);
-        write_error(w, failed, kind, msg);
+        serve_json_error(w, failed, kind, msg);
         json_end(w);
         return;
     }
@@ -1555,13 +1356,13 @@ static json_text join_results(const request *r, int status) {
     for (int i = 0; i < r->num_inputs; i++)
         if (!r->results[i].text) return (json_text){NULL, 0}; /* out of memory */
     json_doc d;
-    if (doc_begin(&d) != 0) return (json_text){NULL, 0};
+    if (serve_doc_begin(&d) != 0) return (json_text){NULL, 0};
     if (r->ep == EP_EMBEDDINGS)
         write_embeddings(&d.w, r, status);
     else
         write_results(&d.w, r, status);
     json_line(&d.w);
-    return doc_close(&d, 1);
+    return serve_doc_close(&d, 1);
 }
 
 /* A zero-shot request whose class set could not be had (embedding failed, or its job waited too
@@ -1572,14 +1373,14 @@ static json_text class_set_error(request *r, int *status) {
     *status = job->status == SERVE_OK ? HTTP_INTERNAL_ERROR : job_status(job, &kind);
     serve_metrics_error(r->app->metrics, kind);
     json_doc d;
-    if (doc_open(&d) != 0) return (json_text){NULL, 0};
+    if (serve_doc_open(&d) != 0) return (json_text){NULL, 0};
     char msg[sizeof job->err.msg + 64];
     snprintf(msg, sizeof msg, "the class names could not be embedded: %s",
              job->status == SERVE_OK ? r->class_request.err.msg : job->err.msg);
-    write_error(&d.w, *status, kind, msg);
+    serve_json_error(&d.w, *status, kind, msg);
     json_end(&d.w);
     json_line(&d.w);
-    return doc_close(&d, 1);
+    return serve_doc_close(&d, 1);
 }
 
 /* After the last job: the status (the request fails only when every input did; /v1/embeddings's
