@@ -183,7 +183,10 @@ MAJOR   := $(firstword $(subst ., ,$(VERSION)))
 LIB_SRC  := $(wildcard vit/*.c vit/base/*.c vit/core/*.c vit/model/*.c vit/gen/*.c vit/io/*.c \
               vit/data/*.c vit/eval/*.c vit/train/*.c vit/serve/*.c image/*.c patch/*.c text/*.c) \
             $(wildcard text/*.cc)
-CLI_SRC  := $(wildcard vit/cli/*.c)
+# vit serve's handlers (vit/cli/serve_route.h) only with libmicrohttpd: its transport calls them
+SERVE_HANDLERS := $(filter-out vit/cli/serve.c vit/cli/serve_http.c vit/cli/serve_model.c \
+                    vit/cli/serve_results.c,$(wildcard vit/cli/serve_*.c))
+CLI_SRC  := $(filter-out $(if $(MHD),,$(SERVE_HANDLERS)),$(wildcard vit/cli/*.c))
 TEST_SRC := $(wildcard tests/test_*.c)
 LIB_OBJ  := $(patsubst %.cc,$(BUILD)/%.o,$(LIB_SRC:%.c=$(BUILD)/%.o))
 # vit serve's page (vit/cli/page/index.html) is compiled in as a C array written into $(BUILD).

@@ -2,7 +2,8 @@
 #define VIT_CLI_SERVE_H
 
 /* `vit serve`: the HTTP layer (libmicrohttpd) over the batcher of vit/serve. serve.c reads the
- * options, loads the models and runs the lifecycle; serve_http.c answers the requests;
+ * options, loads the models and runs the lifecycle; serve_http.c, the transport, hands each
+ * request whole to its endpoint's handler (serve_route.h: serve_classify.c, serve_embed.c, ...);
  * serve_model.c describes the models (GET /v1/model). */
 
 #include <stdatomic.h>

@@ -1,0 +1,182 @@
+/* POST /v1/embeddings: OpenAI's {"input": "..." or ["...", ...], ...}, each string a text or a
+ * data URL of an image, answered in OpenAI's shape: {"object": "list", "data": [...], "model":
+ * ..., "usage": the texts' tokens}; a request with any input that fails gets that error alone. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/cli/serve_call.h"
+
+typedef struct {
+    serve_call call; /* first: the call's callbacks find the state */
+    int base64;      /* the embeddings as base64 of their float32 bytes */
+} embeddings_state;
+
+/* The length of the embeddings given for an image (text 0) or a text (1). */
+static int embedding_size(const serve_app *app, int text) {
+    if (text) {
+        const int joint = vit_text_joint_dim(app->text);
+        return joint > 0 ? joint : vit_text_hidden_size(app->text);
+    }
+    return serve_is_joint(app) ? vit_joint_dim(app->image) : vit_hidden_size(app->image);
+}
+
+/* Input i: s an image (a data URL) or a text, with a model for it. */
+static int add_embedding_input(serve_call *c, int i, const char *s) {
+    const serve_app *app = c->app;
+    char what[32];
+    snprintf(what, sizeof what, "input[%d]", i);
+    const int image = serve_is_image_url(s);
+    if (image && !app->image)
+        return serve_call_fail(c, 0, "%s is an image, and no image model is served", what);
+    if (!image && !app->text)
+        return serve_call_fail(c, 0, "%s is a text, and %s", what,
+                               serve_is_joint(app) ? "this joint model's text tower is not served"
+                                                   : "no text model is served (--text-model DIR)");
+    c->task =
+        image ? (serve_is_joint(app) ? SERVE_EMBED_JOINT : SERVE_EMBED_CLS) : SERVE_EMBED_TEXT;
+    if (serve_call_add_input(c, NULL) != 0) return -1;
+    if (image) return serve_decode_data_url(c, c->num_inputs - 1, what, s);
+    c->inputs[c->num_inputs - 1].bytes = (byte_buf){(char *)s, strlen(s), 0}; /* c->json's */
+    return 0;
+}
+
+/* The keys of an OpenAI embeddings request: any other is refused, as everywhere. */
+static const char *const embedding_keys[] = {"input", "model", "encoding_format", "dimensions",
+                                             "user"};
+#define EMBEDDING_KEY_NAMES "\"input\", \"model\", \"encoding_format\", \"dimensions\", \"user\""
+
+static int check_keys(serve_call *c) {
+    for (const cJSON *item = c->json->child; item; item = item->next) {
+        size_t k = 0;
+        while (k < sizeof embedding_keys / sizeof *embedding_keys &&
+               strcmp(item->string, embedding_keys[k]) != 0)
+            k++;
+        if (k == sizeof embedding_keys / sizeof *embedding_keys)
+            return serve_call_fail(
+                c, 0,
+                "unknown key \"%.40s\" (a JSON body of /v1/embeddings has " EMBEDDING_KEY_NAMES ")",
+                item->string);
+    }
+    return 0;
+}
+
+/* The request's options beside "input": "model" (any name: one model is served),
+ * "encoding_format" ("float" or "base64"), "dimensions" (the model's, if given); "user" (OpenAI's
+ * end-user id) is taken and unused. */
+static int parse_options(embeddings_state *s, int texts, int images) {
+    serve_call *c = &s->call;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(c->json, "model"),
+                *format = cJSON_GetObjectItemCaseSensitive(c->json, "encoding_format"),
+                *dims = cJSON_GetObjectItemCaseSensitive(c->json, "dimensions");
+    if (model && !cJSON_IsString(model) && !cJSON_IsNull(model))
+        return serve_call_fail(c, 0, "\"model\" is not a string");
+    if (format && !cJSON_IsNull(format)) {
+        if (!cJSON_IsString(format) || (strcmp(format->valuestring, "float") != 0 &&
+                                        strcmp(format->valuestring, "base64") != 0))
+            return serve_call_fail(c, 0, "\"encoding_format\" is \"float\" or \"base64\"");
+        s->base64 = strcmp(format->valuestring, "base64") == 0;
+    }
+    if (dims && !cJSON_IsNull(dims)) {
+        const int size = embedding_size(c->app, texts > 0);
+        if (!cJSON_IsNumber(dims) || dims->valuedouble != size)
+            return serve_call_fail(c, 0,
+                                   "\"dimensions\": this model's embeddings have %d, and are not "
+                                   "shortened",
+                                   size);
+    }
+    if (texts && images && !(serve_is_joint(c->app) && c->app->text))
+        return serve_call_fail(c, 0,
+                               "texts and images in one request need a joint image-text model "
+                               "(CLIP, SigLIP): the image and text models served embed into "
+                               "unrelated spaces");
+    return 0;
+}
+
+static int parse_embeddings(embeddings_state *s) {
+    serve_call *c = &s->call;
+    if (serve_parse_json_object(c) != 0 || check_keys(c) != 0) return -1;
+    const cJSON *input = cJSON_GetObjectItemCaseSensitive(c->json, "input");
+    if (!input) return serve_call_fail(c, 0, "no \"input\" in the body");
+    if (!cJSON_IsString(input) && !cJSON_IsArray(input))
+        return serve_call_fail(c, 0, "\"input\" is neither a string nor a list of strings");
+    if (cJSON_IsArray(input) && cJSON_GetArraySize(input) == 0)
+        return serve_call_fail(c, 0, "\"input\" is empty");
+    int texts = 0, images = 0, i = 0;
+    const cJSON *item = cJSON_IsString(input) ? input : input->child;
+    for (; item; item = cJSON_IsString(input) ? NULL : item->next, i++) {
+        if (!cJSON_IsString(item))
+            return serve_call_fail(c, 0,
+                                   "input[%d] is not a string (texts, and images as data URLs; "
+                                   "not token ids)",
+                                   i);
+        if (add_embedding_input(c, i, item->valuestring) != 0) return -1;
+        *(serve_is_image_url(item->valuestring) ? &images : &texts) += 1;
+    }
+    return parse_options(s, texts, images);
+}
+
+static int write_result(json_writer *w, const serve_call *c, int i) {
+    const serve_job *job = &c->jobs[i];
+    return serve_json_embedding(w, job->out,
+                                serve_task_outputs(c->app->tasks, (serve_task)job->task),
+                                ((const embeddings_state *)c)->base64, i);
+}
+
+/* OpenAI's list; or, when an input failed, {"error": ...} alone, naming it. */
+static void write_answer(json_writer *w, const serve_call *c, int status) {
+    json_object(w);
+    if (status != HTTP_OK) {
+        int i = 0;
+        while (c->jobs[i].status == SERVE_OK) i++;
+        char msg[sizeof c->jobs[i].err.msg + 32];
+        snprintf(msg, sizeof msg, "input[%d]: %s", i, c->jobs[i].err.msg);
+        serve_error_kind kind = SERVE_ERR_INTERNAL;
+        const int failed = serve_job_status(&c->jobs[i], &kind);
+        serve_json_error(w, failed, kind, msg);
+        json_end(w);
+        return;
+    }
+    json_key(w, "object");
+    json_string(w, "list");
+    json_key(w, "data");
+    json_array(w);
+    for (int i = 0; i < c->num_inputs; i++) json_raw(w, c->results[i].text, c->results[i].size);
+    json_end(w);
+    json_key(w, "model");
+    json_string(w, c->app->model_name ? c->app->model_name : "");
+    json_key(w, "usage");
+    json_object(w);
+    json_key(w, "prompt_tokens");
+    json_int(w, c->tokens);
+    json_key(w, "total_tokens");
+    json_int(w, c->tokens);
+    json_end(w);
+    json_end(w);
+}
+
+int serve_embeddings_begin(http_request *req, http_answer *now) {
+    if (!req->app->image && !req->app->text) return serve_refuse_missing(req, now, 0), 1;
+    embeddings_state *s = calloc(1, sizeof *s);
+    if (!s) return *now = (http_answer){0}, 1;
+    req->state = s;
+    serve_call_init(&s->call, req, SERVE_EMBED_CLS);
+    if (req->num_query > 0) {
+        serve_unknown_param(&s->call, req->query[0].key);
+        return serve_call_refuse(&s->call, now, SERVE_ERR_BAD_REQUEST), 1;
+    }
+    return 0;
+}
+
+int serve_embeddings_handle(http_request *req, http_answer *now) {
+    embeddings_state *s = req->state;
+    s->call.write_result = write_result;
+    s->call.write_answer = write_answer;
+    if (parse_embeddings(s) != 0) return serve_call_refuse(&s->call, now, SERVE_ERR_BAD_REQUEST);
+    return serve_call_submit(&s->call, now);
+}
+
+void serve_embeddings_free(http_request *req) {
+    embeddings_state *s = req->state;
+    serve_call_free(&s->call);
+    free(s);
+}
