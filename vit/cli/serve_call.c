@@ -12,11 +12,12 @@
 #include <string.h>
 #include <strings.h>
 
-void serve_call_init(serve_call *c, http_request *req, int task) {
+void serve_call_init(serve_call *c, http_request *req, int task, const serve_call_ops *ops) {
     memset(c, 0, sizeof *c);
     c->req = req;
     c->app = req->app;
     c->task = task;
+    c->ops = ops;
     c->extra.task = SERVE_TASKS;
 }
 
@@ -190,7 +191,7 @@ int serve_refuse_missing(http_request *req, http_answer *now, int text) {
 static int write_input(json_writer *w, const serve_call *c, int i) {
     const serve_input *in = &c->inputs[i];
     const serve_job *job = &c->jobs[i];
-    if (c->write_answer) return job->status == SERVE_OK ? c->write_result(w, c, i) : 0;
+    if (c->ops->write_answer) return job->status == SERVE_OK ? c->ops->write_result(w, c, i) : 0;
     if (in->task == SERVE_TEXT) {
         json_key(w, "text");
         json_value_string(w, in->bytes.data, in->bytes.size);
@@ -198,7 +199,7 @@ static int write_input(json_writer *w, const serve_call *c, int i) {
         json_key(w, "file");
         json_string(w, in->name);
     }
-    if (job->status == SERVE_OK) return c->write_result(w, c, i);
+    if (job->status == SERVE_OK) return c->ops->write_result(w, c, i);
     serve_error_kind kind = SERVE_ERR_INTERNAL;
     const int status = serve_job_status(job, &kind);
     serve_json_error(w, status, kind, job->err.msg);
@@ -242,7 +243,7 @@ static http_answer join_results(const serve_call *c, int status) {
         if (!c->results[i].text) return (http_answer){0}; /* out of memory */
     json_doc d;
     if (serve_doc_begin(&d) != 0) return (http_answer){0};
-    (c->write_answer ? c->write_answer : write_results)(&d.w, c, status);
+    (c->ops->write_answer ? c->ops->write_answer : write_results)(&d.w, c, status);
     json_line(&d.w);
     const json_text t = serve_doc_close(&d, 1);
     return (http_answer){.status = status, .body = t.text, .size = t.size};
@@ -265,7 +266,7 @@ static http_answer prepare_answer(serve_call *c) {
             c->tokens += c->inputs[i].job.gen.result.num_ids - 1;
         if (!status || (status != HTTP_OK && s == HTTP_OK)) status = s;
     }
-    if (c->write_answer && first_failed(c) < c->num_inputs) { /* none is answered */
+    if (c->ops->write_answer && first_failed(c) < c->num_inputs) { /* none is answered */
         status = serve_job_status(&c->jobs[first_failed(c)], &kind);
         images = texts = 0;
     }
@@ -288,7 +289,7 @@ static void job_done(serve_job *job) {
     if (!c->results_late && i < c->num_inputs) format_result(c, i);
     if (atomic_fetch_sub(&c->remaining, 1) != 1) return;
     http_answer answer;
-    if (!c->finish || c->finish(c, &answer) == 0) {
+    if (!c->ops->finish || c->ops->finish(c, &answer) == 0) {
         for (int i = 0; c->results_late && i < c->num_inputs; i++) format_result(c, i);
         answer = prepare_answer(c);
     }

@@ -27,31 +27,38 @@ typedef struct {
 } serve_input;
 
 typedef struct serve_call serve_call;
+
+/* What a handler gives its call: how the body's parts and keys are taken, how a result and the
+ * answer are written. */
+typedef struct {
+    /* a form part other than "image": 0 taken, -1 refused with the reason, 1 not one it takes
+     * (NULL: none); the form once read (NULL: nothing to check); a key of a JSON body (NULL: JSON
+     * is not taken); the options an unexpected form field's error names (NULL: none) */
+    int (*form_field)(serve_call *c, const http_part *part);
+    int (*form_done)(serve_call *c);
+    int (*json_key)(serve_call *c, const cJSON *item);
+    const char *form_options;
+    /* input i's result (its job done with SERVE_OK) into w, -1 when memory ran out */
+    int (*write_result)(json_writer *w, const serve_call *c, int i);
+    /* the whole answer (NULL: {"results": [...]}, an error object in each failed input's place) */
+    void (*write_answer)(json_writer *w, const serve_call *c, int status);
+    /* once the last job is done, before the results are written (NULL: nothing to do): 0 to
+     * answer, else 1 with the answer it made */
+    int (*finish)(serve_call *c, http_answer *answer);
+} serve_call_ops;
+
 struct serve_call {
     http_request *req;
     serve_app *app;
     int task; /* the task of the inputs to come */
     serve_input *inputs;
     int num_inputs;
-    cJSON *json;      /* a JSON body, whose strings the inputs may view */
-    char error[320];  /* why the request is refused */
-    int too_many;     /* a limit exceeded (413): more inputs than the queue holds, ... */
-    long long tokens; /* texts' tokens embedded, tokens generated */
-    /* the handler's: input i's result (its job done with SERVE_OK) into w, -1 when memory ran out;
-     * the whole answer (NULL: {"results": [...]}); once the last job is done, before the results
-     * are written (NULL: nothing to do), 0 to answer, else the answer it made */
-    int (*write_result)(json_writer *w, const serve_call *c, int i);
-    void (*write_answer)(json_writer *w, const serve_call *c, int status);
-    int (*finish)(serve_call *c, http_answer *answer);
-    int results_late; /* the results are written once every job is done (after finish) */
-    /* the handler's, for the body: a form part other than "image" (0 taken, -1 refused with the
-     * reason, 1 not one it takes; NULL: none), the form once read (NULL: nothing to check), a key
-     * of a JSON body (NULL: JSON is not taken), the options an unexpected form field's error names
-     * (NULL: none) */
-    int (*form_field)(serve_call *c, const http_part *part);
-    int (*form_done)(serve_call *c);
-    int (*json_key)(serve_call *c, const cJSON *item);
-    const char *form_options;
+    cJSON *json;               /* a JSON body, whose strings the inputs may view */
+    char error[320];           /* why the request is refused */
+    int too_many;              /* a limit exceeded (413): more inputs than the queue holds, ... */
+    long long tokens;          /* texts' tokens embedded, tokens generated */
+    const serve_call_ops *ops; /* the handler's */
+    int results_late;          /* the results are written once every job is done (after finish) */
     serve_job extra; /* a job after the inputs' (its task SERVE_TASKS: none), jobs[num_inputs] */
     const vit_gen_options *gen_options; /* SERVE_GENERATE's inputs' options */
     /* the jobs */
@@ -64,7 +71,7 @@ struct serve_call {
 };
 
 /* A call's beginning (task: its inputs', unless each is given its own). */
-void serve_call_init(serve_call *c, http_request *req, int task);
+void serve_call_init(serve_call *c, http_request *req, int task, const serve_call_ops *ops);
 void serve_call_free(serve_call *c);
 
 /* The reason a request is refused, into c->error: 413 when a limit is exceeded (limit 1), else

@@ -229,6 +229,7 @@ static int write_result(json_writer *w, const serve_call *c, int i) {
  * long): an error for the whole request; else its results are written now, against the set. */
 static int finish(serve_call *c, http_answer *answer) {
     classify_state *s = (classify_state *)c;
+    if (!s->zero_shot) return 0;
     if (!s->class_set) s->class_set = s->class_request.set;
     if (s->class_set) return 0;
     const serve_job *job = &c->jobs[c->num_inputs];
@@ -240,6 +241,12 @@ static int finish(serve_call *c, http_answer *answer) {
 }
 
 /* ---- the handler ---- */
+
+static const serve_call_ops ops = {.form_field = form_field,
+                                   .form_done = form_done,
+                                   .json_key = body_key,
+                                   .write_result = write_result,
+                                   .finish = finish};
 
 static int refuse_model(http_request *req, http_answer *now) {
     const serve_app *app = req->app;
@@ -267,7 +274,7 @@ int serve_classify_begin(http_request *req, http_answer *now) {
     classify_state *s = calloc(1, sizeof *s);
     if (!s) return *now = (http_answer){0}, 1;
     req->state = s;
-    serve_call_init(&s->call, req, SERVE_CLASSIFY);
+    serve_call_init(&s->call, req, SERVE_CLASSIFY, &ops);
     s->top.k = 5;
     for (int q = 0; q < req->num_query; q++)
         if (query_param(s, req->query[q].key, req->query[q].value) != 0)
@@ -278,16 +285,11 @@ int serve_classify_begin(http_request *req, http_answer *now) {
 int serve_classify_handle(http_request *req, http_answer *now) {
     classify_state *s = req->state;
     serve_call *c = &s->call;
-    c->form_field = form_field;
-    c->form_done = form_done;
-    c->json_key = body_key;
-    c->write_result = write_result;
     if (serve_parse_images(c) != 0 || check_zero_shot(s) != 0)
         return serve_call_refuse(c, now, SERVE_ERR_BAD_REQUEST);
     if (s->zero_shot) {
         const serve_class_query q = {(const char *const *)s->classes.items, s->classes.count,
                                      (const char *const *)s->templates.items, s->templates.count};
-        c->finish = finish;
         c->results_late = 1;
         if (!(s->class_set = serve_class_cache_find(c->app->classes, &q))) { /* its own job */
             s->class_request = (serve_class_request){.cache = c->app->classes, .query = q};

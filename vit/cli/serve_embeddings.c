@@ -159,7 +159,8 @@ int serve_embeddings_begin(http_request *req, http_answer *now) {
     embeddings_state *s = calloc(1, sizeof *s);
     if (!s) return *now = (http_answer){0}, 1;
     req->state = s;
-    serve_call_init(&s->call, req, SERVE_EMBED_CLS);
+    static const serve_call_ops ops = {.write_result = write_result, .write_answer = write_answer};
+    serve_call_init(&s->call, req, SERVE_EMBED_CLS, &ops);
     if (req->num_query > 0) {
         serve_unknown_param(&s->call, req->query[0].key);
         return serve_call_refuse(&s->call, now, SERVE_ERR_BAD_REQUEST), 1;
@@ -169,8 +170,6 @@ int serve_embeddings_begin(http_request *req, http_answer *now) {
 
 int serve_embeddings_handle(http_request *req, http_answer *now) {
     embeddings_state *s = req->state;
-    s->call.write_result = write_result;
-    s->call.write_answer = write_answer;
     if (parse_embeddings(s) != 0) return serve_call_refuse(&s->call, now, SERVE_ERR_BAD_REQUEST);
     return serve_call_submit(&s->call, now);
 }

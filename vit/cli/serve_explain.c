@@ -45,7 +45,8 @@ int serve_explain_begin(http_request *req, http_answer *now) {
     serve_call *c = calloc(1, sizeof *c);
     if (!c) return *now = (http_answer){0}, 1;
     req->state = c;
-    serve_call_init(c, req, SERVE_EXPLAIN_ROLLOUT);
+    static const serve_call_ops ops = {.write_result = write_result};
+    serve_call_init(c, req, SERVE_EXPLAIN_ROLLOUT, &ops);
     for (int q = 0; q < req->num_query; q++) {
         const char *key = req->query[q].key, *v = req->query[q].value;
         if (strcmp(key, "method") != 0)
@@ -61,7 +62,6 @@ int serve_explain_begin(http_request *req, http_answer *now) {
 
 int serve_explain_handle(http_request *req, http_answer *now) {
     serve_call *c = req->state;
-    c->write_result = write_result;
     if (serve_parse_images(c) != 0) return serve_call_refuse(c, now, SERVE_ERR_BAD_REQUEST);
     return serve_call_submit(c, now);
 }

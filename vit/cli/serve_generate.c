@@ -166,7 +166,12 @@ int serve_generate_begin(http_request *req, http_answer *now) {
     generate_state *s = calloc(1, sizeof *s);
     if (!s) return *now = (http_answer){0}, 1;
     req->state = s;
-    serve_call_init(&s->call, req, SERVE_GENERATE);
+    static const serve_call_ops ops = {.form_field = form_field,
+                                       .form_done = form_done,
+                                       .json_key = body_key,
+                                       .form_options = GEN_OPTION_NAMES,
+                                       .write_result = write_result};
+    serve_call_init(&s->call, req, SERVE_GENERATE, &ops);
     s->gen = app->gen_defaults;
     for (int q = 0; q < req->num_query; q++) {
         const int k = gen_key(req->query[q].key);
@@ -180,11 +185,6 @@ int serve_generate_begin(http_request *req, http_answer *now) {
 int serve_generate_handle(http_request *req, http_answer *now) {
     generate_state *s = req->state;
     serve_call *c = &s->call;
-    c->form_field = form_field;
-    c->form_done = form_done;
-    c->json_key = body_key;
-    c->form_options = GEN_OPTION_NAMES;
-    c->write_result = write_result;
     c->gen_options = &s->gen;
     if (serve_parse_images(c) != 0) return serve_call_refuse(c, now, SERVE_ERR_BAD_REQUEST);
     return serve_call_submit(c, now);

@@ -78,18 +78,18 @@ static int parse_form(serve_call *c) {
             c->inputs[c->num_inputs - 1].bytes = (byte_buf){part->bytes.data, part->bytes.size, 0};
             continue;
         }
-        const int taken = c->form_field ? c->form_field(c, part) : 1;
+        const int taken = c->ops->form_field ? c->ops->form_field(c, part) : 1;
         if (taken < 0) return -1;
         if (taken > 0)
             return serve_call_fail(
                 c, 0,
                 "unexpected form field '%.40s' (send each image as a part named \"image\"%s%s)",
-                part->name, c->form_options ? "; options: " : "",
-                c->form_options ? c->form_options : "");
+                part->name, c->ops->form_options ? "; options: " : "",
+                c->ops->form_options ? c->ops->form_options : "");
     }
     if (req->form_error[0]) return serve_call_fail(c, 0, "%s", req->form_error);
     if (c->num_inputs == 0) return serve_call_fail(c, 0, "the form has no \"image\" part");
-    return c->form_done ? c->form_done(c) : 0;
+    return c->ops->form_done ? c->ops->form_done(c) : 0;
 }
 
 /* A JSON body: each of its keys the handler's (json_key), images among them. */
@@ -97,7 +97,7 @@ static int parse_json_body(serve_call *c) {
     if (serve_parse_json_object(c) != 0) return -1;
     const cJSON *item;
     cJSON_ArrayForEach(item, c->json) {
-        if (c->json_key(c, item) != 0) return -1;
+        if (c->ops->json_key(c, item) != 0) return -1;
     }
     if (c->num_inputs == 0) return serve_call_fail(c, 0, "no \"images\" in the body");
     return 0;
@@ -106,7 +106,7 @@ static int parse_json_body(serve_call *c) {
 int serve_parse_images(serve_call *c) {
     const http_request *req = c->req;
     if (req->form) return parse_form(c);
-    if (c->json_key && serve_has_type(req, "application/json")) return parse_json_body(c);
+    if (c->ops->json_key && serve_has_type(req, "application/json")) return parse_json_body(c);
     if (req->body.size == 0)
         return serve_call_fail(c, 0,
                                "empty body: send an image's bytes, or a multipart/form-data form "

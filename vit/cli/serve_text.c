@@ -53,7 +53,8 @@ int serve_text_begin(http_request *req, http_answer *now) {
     text_state *s = calloc(1, sizeof *s);
     if (!s) return *now = (http_answer){0}, 1;
     req->state = s;
-    serve_call_init(&s->call, req, SERVE_TEXT);
+    static const serve_call_ops ops = {.write_result = write_result};
+    serve_call_init(&s->call, req, SERVE_TEXT, &ops);
     s->top.k = 5;
     for (int q = 0; q < req->num_query; q++) {
         const int rc = serve_top_param(&s->call, &s->top, req->query[q].key, req->query[q].value);
@@ -65,7 +66,6 @@ int serve_text_begin(http_request *req, http_answer *now) {
 
 int serve_text_handle(http_request *req, http_answer *now) {
     serve_call *c = &((text_state *)req->state)->call;
-    c->write_result = write_result;
     if (parse_texts(c) != 0) return serve_call_refuse(c, now, SERVE_ERR_BAD_INPUT);
     return serve_call_submit(c, now);
 }
