@@ -118,6 +118,17 @@ static void test_fine_tune_dinov2_base_swiglu(void **state) {
     fine_tune(TEST_DATA "/dinov2-micro-swiglu", "Dinov2ForImageClassification", trained, config);
 }
 
+/* A ViTModel (google/vit-base-patch16-224-in21k's layout, no prefix, a pooler, no classifier:
+ * tests/data/vit-base-micro) becomes a ViTForImageClassification (issue 40: it was refused for a
+ * missing classifier). */
+static void test_fine_tune_vit_base(void **state) {
+    (void)state;
+    const char *const trained[] = {"embeddings.cls_token", "encoder.layer.1.output.dense.weight",
+                                   NULL};
+    const char *const config[] = {"\"ViTForImageClassification\"", "\"model_type\":\"vit\"", NULL};
+    fine_tune(TEST_DATA "/vit-base-micro", "ViTForImageClassification", trained, config);
+}
+
 static void test_fine_tune_beit(void **state) {
     (void)state;
     const char *const trained[] = {
@@ -142,6 +153,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fine_tune_dinov2_registers),
         cmocka_unit_test(test_fine_tune_dinov2_base_swiglu),
+        cmocka_unit_test(test_fine_tune_vit_base),
         cmocka_unit_test(test_fine_tune_beit),
         cmocka_unit_test(test_fine_tune_beit_shared),
     };

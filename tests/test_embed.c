@@ -59,6 +59,114 @@ static void test_text_features_match_reference(void **state) {
     vit_text_free(ctx);
 }
 
+static void expect_reference(const char *what, const char *golden, const char *name,
+                             const float *got, size_t n) {
+    size_t numel;
+    float *want = test_read_tensor(golden, name, &numel);
+    assert_non_null(want);
+    assert_int_equal(numel, n);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)got[i] - want[i]));
+    print_message("%s %s features: max |d| %.2g\n", what, name, worst);
+    assert_true(worst <= TOL);
+    free(want);
+}
+
+/* Base models without a head, in the layout transformers saves them (no prefix, a pooler, no
+ * classifier; tools/base_model_reference.py): a ViTModel's features (vit_embed) and a
+ * BertModel's (vit_text_embed) against float64 forwards. Issue 40: both were refused for a
+ * missing classifier. */
+static void test_base_models_match_reference(void **state) {
+    (void)state;
+    vit_error err = {0};
+    const char *golden = TEST_DATA "/vit-base-micro/golden.safetensors";
+    vit_params params = vit_default_params();
+    params.max_batch = 2;
+    vit_context *ctx = vit_load(TEST_DATA "/vit-base-micro", &params, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    size_t numel;
+    float *pixels = test_read_tensor(golden, "pixels", &numel);
+    assert_true(pixels && numel == 2 * 3 * 32 * 32);
+    const int D = vit_hidden_size(ctx);
+    float got[2 * 24];
+    assert_int_equal(D, 24);
+    assert_int_equal(vit_default_pool(ctx), VIT_POOL_CLS);
+    if (vit_embed(ctx, pixels, 2, VIT_POOL_CLS, got, &err) != 0) fail_msg("%s", err.msg);
+    expect_reference("vit-base-micro", golden, "cls", got, 2 * 24);
+    assert_int_equal(vit_embed(ctx, pixels, 2, VIT_POOL_MEAN, got, &err), 0);
+    expect_reference("vit-base-micro", golden, "mean", got, 2 * 24);
+    free(pixels);
+    vit_free(ctx);
+    golden = TEST_DATA "/bert-base-micro/golden.safetensors";
+    vit_text_context *text = vit_text_load(TEST_DATA "/bert-base-micro", NULL, &err);
+    if (!text) fail_msg("%s", err.msg);
+    const char *lines[] = {"the cat sat on the mat", "a dog ran",
+                           "it was very good and then my old dog slept in the sun"};
+    size_t lengths[3];
+    for (int i = 0; i < 3; i++) lengths[i] = strlen(lines[i]);
+    float features[3 * 32];
+    const char *names[] = {"cls", "mean", "pooler"};
+    const vit_pool pools[] = {VIT_POOL_CLS, VIT_POOL_MEAN, VIT_POOL_POOLER};
+    for (int p = 0; p < 3; p++) {
+        assert_int_equal(vit_text_embed(text, lines, lengths, 3, pools[p], features, &err), 0);
+        expect_reference("bert-base-micro", golden, names[p], features, 3 * 32);
+    }
+    vit_text_free(text);
+}
+
+/* A SigLIP image tower saved alone (SiglipVisionModel: no logit_scale, which is SiglipModel's),
+ * with and without its attention-pooling head (vision_use_head false): loaded, its features
+ * against float64 forwards (tools/siglip_tower_reference.py), no joint space claimed, and vit info
+ * saying what it is. Issue 40: the first was refused for a missing logit_scale, the second for
+ * vision_use_head false. */
+static void test_siglip_vision_tower_alone(void **state) {
+    (void)state;
+    static const char *const dirs[] = {TEST_DATA "/siglip-vision-micro",
+                                       TEST_DATA "/siglip-vision-nohead-micro"};
+    for (int k = 0; k < 2; k++) {
+        char golden[4200];
+        snprintf(golden, sizeof golden, "%s/golden.safetensors", dirs[k]);
+        vit_params params = vit_default_params();
+        params.max_batch = 3;
+        vit_error err = {0};
+        vit_context *ctx = vit_load(dirs[k], &params, &err);
+        if (!ctx) fail_msg("%s", err.msg);
+        size_t numel;
+        float *pixels = test_read_tensor(golden, "pixels", &numel), got[3 * 16 * 32];
+        assert_true(pixels && numel == 3 * 3 * 32 * 32);
+        assert_int_equal(vit_joint_dim(ctx), 0); /* no text tower, no logit_scale */
+        assert_int_equal(vit_default_pool(ctx), k == 0 ? VIT_POOL_POOLER : VIT_POOL_MEAN);
+        if (k == 0) {
+            if (vit_embed(ctx, pixels, 3, VIT_POOL_POOLER, got, &err) != 0) fail_msg("%s", err.msg);
+            expect_reference(dirs[k], golden, "pooler", got, 3 * 32);
+        } else {
+            assert_int_equal(vit_embed(ctx, pixels, 3, VIT_POOL_POOLER, got, &err), -1);
+            assert_non_null(strstr(err.msg, "pooler_output is None"));
+            assert_int_equal(vit_forward(ctx, pixels, 3, got, &err), -1);
+            assert_non_null(strstr(err.msg, "no output vector"));
+        }
+        assert_int_equal(vit_embed(ctx, pixels, 3, VIT_POOL_MEAN, got, &err), 0);
+        expect_reference(dirs[k], golden, "mean", got, 3 * 32);
+        assert_int_equal(vit_embed(ctx, pixels, 3, VIT_POOL_PATCHES, got, &err), 0);
+        expect_reference(dirs[k], golden, "patches", got, 3 * 16 * 32);
+        assert_int_equal(vit_embed(ctx, pixels, 3, VIT_POOL_JOINT, got, &err), -1);
+        assert_non_null(strstr(err.msg, "no joint image-text space"));
+        assert_int_equal(vit_embed(ctx, pixels, 3, VIT_POOL_CLS, got, &err), -1);
+        assert_non_null(strstr(err.msg, "no CLS token"));
+        free(pixels);
+        vit_free(ctx);
+        const char *args[] = {"info", "-m", dirs[k], NULL};
+        test_run_result run = test_run_vit(NULL, NULL, args);
+        assert_int_equal(run.status, 0);
+        assert_non_null(strstr(run.out, "SiglipVisionModel: one image tower alone (no text tower, "
+                                        "no joint space)"));
+        assert_non_null(strstr(run.out, k == 0 ? "pooler_output" : "every row out"));
+        assert_null(strstr(run.out, "text tower:"));
+        assert_null(strstr(run.out, "logit_scale"));
+        test_run_free(&run);
+    }
+}
+
 /* `vit embed` of two images (a folder and a file) in the three output forms, against vit_embed. */
 static void test_cli_matches_library(void **state) {
     (void)state;
@@ -352,6 +460,8 @@ static void test_cli_joint_siglip_and_refusals(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_base_models_match_reference),
+        cmocka_unit_test(test_siglip_vision_tower_alone),
         cmocka_unit_test(test_text_features_match_reference),
         cmocka_unit_test(test_cli_matches_library),
         cmocka_unit_test(test_cli_unreadable_input),

@@ -1,6 +1,8 @@
 /* `vit train` on text: a BERT classifier trained from a sentence<TAB>label file and a vocabulary,
  * saved as a Hugging Face BERT folder that the text evaluation reads back; resume; bad input. */
 #include "tests/testutil.h"
+
+#include <math.h>
 #include "vit/base/rng.h"
 
 #include <stdio.h>
@@ -238,6 +240,41 @@ static void test_text_fine_tune(void **state) {
     model_free(&a), model_free(&b);
 }
 
+/* A BertModel (no classifier: tests/data/bert-base-micro, tools/base_model_reference.py) starts a
+ * run as DINOv2's base models do: it becomes a BertForSequenceClassification with its encoder and
+ * pooler and a new classifier (issue 40: it was refused for a missing classifier). */
+static void test_text_fine_tune_base_model(void **state) {
+    (void)state;
+    char tuned[4200];
+    out_dir(tuned, sizeof tuned, "text-from-bert-model");
+    train_options o = tiny_text_run(tuned);
+    o.vocab_file = NULL;
+    o.init_dir = TEST_DATA "/bert-base-micro";
+    o.epochs = 1;
+    vit_error err = {0};
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    model from, m;
+    if (model_load(&from, o.init_dir, &err) != 0 || model_load(&m, tuned, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_string_equal(config_architecture(&from.cfg), "BertModel");
+    assert_string_equal(config_architecture(&m.cfg), "BertForSequenceClassification");
+    assert_int_equal(m.cfg.num_labels, 2);
+    assert_int_equal(m.num_entries, from.num_entries + 2); /* + classifier */
+    const char *names[] = {"encoder.layer.1.output.dense.weight", "pooler.dense.weight"};
+    for (int i = 0; i < 2; i++) {
+        const param_entry *x = model_find_param(&from, names[i]),
+                          *y = model_find_param(&m, names[i]);
+        assert_true(x && y);
+        double moved = 0;
+        for (size_t j = 0; j < x->numel; j++)
+            moved = fmax(moved, fabs(from.params[x->offset + j] - m.params[y->offset + j]));
+        print_message("  %s moved by up to %.3g\n", names[i], moved);
+        assert_true(moved > 0 && moved < 0.1); /* trained from the base model's values */
+    }
+    free(read_text(tuned, "vocab.txt"));
+    model_free(&from), model_free(&m);
+}
+
 /* The folder is laid out as Hugging Face's: the same tensor names as the PyTorch-trained
  * bert-sst2-tiny (the shapes differ: another size), every config.json field it has. */
 static void test_text_layout_matches_hf(void **state) {
@@ -293,6 +330,7 @@ int main(void) {
         cmocka_unit_test(test_text_training_learns),
         cmocka_unit_test(test_text_resume),
         cmocka_unit_test(test_text_fine_tune),
+        cmocka_unit_test(test_text_fine_tune_base_model),
         cmocka_unit_test(test_text_layout_matches_hf),
         cmocka_unit_test(test_text_errors),
     };

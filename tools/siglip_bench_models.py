@@ -73,9 +73,6 @@ def weights(seed=40):
     norm(h + "layernorm")
     linear(h + "mlp.fc1", MLP, D)
     linear(h + "mlp.fc2", D, MLP)
-    # SiglipModel's; SiglipVisionModel has none, but vit's loader asks for them in a one-tower folder
-    w["logit_scale"] = np.full(1, np.log(10.0), np.float32)
-    w["logit_bias"] = np.full(1, -10.0, np.float32)
     return w
 
 

@@ -366,6 +366,12 @@ int vit_preprocess_rgb(const vit_context *c, const uint8_t *rgb, int width, int 
 /* ---- forward ---- */
 
 int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_error *err) {
+    const model_config *cfg = &c->w->m.cfg;
+    if (cfg->opt.pool == POOL_ALL && cfg->family != FAMILY_VED)
+        return vit_fail(err,
+                        "%s: %s without its attention-pooling head has no output vector (its "
+                        "features: vit_embed with VIT_POOL_MEAN or VIT_POOL_PATCHES)",
+                        c->w->model_dir, config_architecture(cfg));
     const threads_scope scope = threads_begin(c->threads);
     const int rc = vit_model_forward(&c->w->m, &c->acts, pixels, B, NULL, logits, err);
     threads_end(scope);
@@ -421,15 +427,37 @@ static int embed_joint(vit_context *c, const float *pixels, int B, float *featur
     return rc;
 }
 
+/* A pooling the model cannot give: a reason, or NULL. */
+static const char *pool_refused(const model_config *c, vit_pool pool) {
+    if (pool == VIT_POOL_CLS && c->opt.special == 0)
+        return "a SigLIP image tower has no CLS token (mean or patches; pooler or joint with its "
+               "attention-pooling head)";
+    if (pool == VIT_POOL_POOLER && c->opt.pool != POOL_PROBE)
+        return c->opt.pool == POOL_ALL && config_is_joint(c)
+                   ? "a SigLIP image tower without its head (vision_use_head false) has no pooled "
+                     "output (transformers' pooler_output is None): mean or patches"
+                   : "VIT_POOL_POOLER for images is a SigLIP image tower's attention-pooling "
+                     "output";
+    return NULL;
+}
+
+vit_pool vit_default_pool(const vit_context *c) {
+    const model_config *cfg = &c->w->m.cfg;
+    if (vit_joint_dim(c) > 0) return VIT_POOL_JOINT;
+    if (cfg->opt.pool == POOL_PROBE) return VIT_POOL_POOLER; /* SiglipVisionModel */
+    return cfg->opt.special == 0 ? VIT_POOL_MEAN : VIT_POOL_CLS;
+}
+
 int vit_embed(vit_context *c, const float *pixels, int B, vit_pool pool, float *features,
               vit_error *err) {
     if (pool == VIT_POOL_JOINT) return embed_joint(c, pixels, B, features, err);
-    if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN && pool != VIT_POOL_PATCHES)
+    if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN && pool != VIT_POOL_PATCHES &&
+        pool != VIT_POOL_POOLER)
         return vit_fail(err, "unknown pooling %d", (int)pool);
-    if (c->w->m.cfg.opt.pool == POOL_PROBE)
-        return vit_fail(
-            err, "%s: a SigLIP image tower has no CLS token; its embedding is VIT_POOL_JOINT",
-            c->w->model_dir);
+    const char *refused = pool_refused(&c->w->m.cfg, pool);
+    if (refused) return vit_fail(err, "%s: %s", c->w->model_dir, refused);
+    if (pool == VIT_POOL_POOLER) /* the probe's output, as the forward gives it */
+        return vit_forward(c, pixels, B, features, err);
     const threads_scope scope = threads_begin(c->threads);
     const int rc = vit_model_forward(&c->w->m, &c->acts, pixels, B, NULL, c->logits, err);
     const size_t D = (size_t)c->w->m.cfg.hidden_size, N = (size_t)c->acts.grid_h * c->acts.grid_w;

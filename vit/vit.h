@@ -170,7 +170,7 @@ VIT_API int vit_forward(vit_context *ctx, const float *pixels, int batch, float 
 typedef enum {
     VIT_POOL_CLS,
     VIT_POOL_MEAN,
-    VIT_POOL_POOLER, /* text only */
+    VIT_POOL_POOLER, /* text; images: a SigLIP image tower's attention-pooling output */
     VIT_POOL_JOINT,
     VIT_POOL_PATCHES
 } vit_pool;
@@ -178,6 +178,13 @@ typedef enum {
 VIT_API void vit_patch_grid(const vit_context *ctx, int *grid_h, int *grid_w);
 VIT_API int vit_embed(vit_context *ctx, const float *pixels, int batch, vit_pool pool,
                       float *features, vit_error *err);
+/* A SigLIP image tower alone (SiglipVisionModel) has no joint space: VIT_POOL_POOLER is its
+ * attention-pooling head's output (pooler_output, not normalised); without the head
+ * (vision_use_head false) VIT_POOL_MEAN and VIT_POOL_PATCHES only. A ViTModel's VIT_POOL_CLS is
+ * last_hidden_state[:, 0] (its pooler, pooler.dense, is not read). The pooling vit embed takes
+ * by default: VIT_POOL_JOINT for a joint model, VIT_POOL_POOLER for a SigLIP image tower alone,
+ * VIT_POOL_MEAN for one without its head, else VIT_POOL_CLS. */
+VIT_API vit_pool vit_default_pool(const vit_context *ctx);
 
 /* In-place softmax of n logits (computed in double). */
 VIT_API void vit_softmax(float *logits, int n);

@@ -23,6 +23,11 @@ int api_joint_of(const model *m, api_joint *out, vit_error *err) {
     if (c->family != FAMILY_CLIP && c->family != FAMILY_SIGLIP) /* a classifier, an encoder */
         return vit_fail(err, "%s is not a joint image-text model (CLIP, SigLIP)",
                         config_architecture(c));
+    if (!m->logit_scale) /* SiglipVisionModel alone */
+        return vit_fail(err,
+                        "%s is one tower alone: no joint image-text space (no text tower, no "
+                        "logit_scale)",
+                        config_architecture(c));
     *out = (api_joint){.dim = c->num_labels,
                        .sigmoid = m->logit_bias != NULL,
                        .scale = exp((double)m->logit_scale[0]),

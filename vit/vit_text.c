@@ -336,5 +336,11 @@ int vit_text_classify(vit_text_context *c, const char *text, int k, vit_predicti
 
 int vit_text_top_k(const vit_text_context *c, const float *probs, int k, vit_prediction *top,
                    vit_error *err) {
+    const model_config *cfg = &c->w->m.cfg;
+    if (cfg->opt.head != HEAD_CLASSIFIER) /* DIM_i "labels" would be a silent wrong answer */
+        return vit_fail(err,
+                        "%s has no classifier: its outputs are features (vit_text_embed, vit "
+                        "embed --text)",
+                        config_architecture(cfg));
     return api_top_k(c->w->m.cfg.labels, c->w->m.cfg.num_labels, probs, k, top, err);
 }

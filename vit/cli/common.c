@@ -113,7 +113,8 @@ vit_context *cli_load_labelled(const cli_command *cmd, const cli_common *c, char
     vit_context *ctx = cli_load_classifier(cmd, c, dir, size);
     if (!ctx || vit_has_classifier(ctx) || vit_joint_dim(ctx) > 0) return ctx;
     fprintf(stderr,
-            "vit %s: %s is a base model without a classifier (Dinov2Model, BeitModel: its "
+            "vit %s: %s is a base model without a classifier (ViTModel, Dinov2Model, BeitModel, "
+            "SiglipVisionModel: its "
             "outputs are features): vit embed -m %s IMAGE... writes them\n",
             cmd->name, dir, dir);
     vit_free(ctx);

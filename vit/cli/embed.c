@@ -34,7 +34,8 @@ static const cli_option options[] = {
      "normalised embedding in the joint image-text space (image_embeds, text_embeds); patches: "
      "images' dense features, every patch token after the final LayerNorm (CLS and DINOv2's "
      "registers left out), [n, grid_h, grid_w, dim]",
-     "joint for CLIP and SigLIP, else cls"},
+     "joint for CLIP and SigLIP, pooler for a SigLIP image tower alone (SiglipVisionModel; mean "
+     "without its head), else cls"},
     CLI_EXIF_UPRIGHT,
     CLI_BATCH_OPTION("inputs per forward pass", "16"),
     CLI_THREADS_OPTION,
@@ -182,10 +183,9 @@ static int embed_images(const embed_options *o, feature_table *t) {
     vit_context *ctx = cli_load_image_model(&command, &o->common, model_dir, sizeof model_dir);
     if (!ctx) return 1;
     const int joint_dim = vit_joint_dim(ctx);
-    const vit_pool pool = o->pool >= 0 ? (vit_pool)o->pool
-                          : joint_dim  ? VIT_POOL_JOINT
-                                       : VIT_POOL_CLS;
-    const char *refused = pool == VIT_POOL_POOLER ? "--pool pooler is for text models"
+    const vit_pool pool = o->pool >= 0 ? (vit_pool)o->pool : vit_default_pool(ctx);
+    const char *refused = pool == VIT_POOL_POOLER && vit_default_pool(ctx) != VIT_POOL_POOLER
+                              ? "--pool pooler is for text models and a SigLIP image tower alone"
                           : pool == VIT_POOL_JOINT && !joint_dim
                               ? "--pool joint is for CLIP and SigLIP models"
                               : NULL;

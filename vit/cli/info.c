@@ -64,10 +64,11 @@ static void print_image_parts(const model *m) {
     printf("parts:          tokens: %s%s", o->special > 1 ? "CLS, distillation" : "CLS",
            o->registers ? ", " : "");
     if (o->registers) printf("%d registers (no positions)", o->registers);
-    printf(", patches; %s; blocks: pre-LN, %s, %s%s%s%s\n",
+    printf(", patches; %s; blocks: %s, %s, %s%s%s%s\n",
            !o->abs_pos        ? "no absolute positions"
            : o->pos_antialias ? "absolute positions (other sizes: antialiased bicubic)"
                               : "absolute positions (other sizes: bicubic)",
+           o->post_norm ? "post-LN" : "pre-LN",
            o->swiglu ? "SwiGLU feed-forward" : activation_name(c->act),
            o->key_bias ? (c->qkv_bias ? "qkv biases" : "no qkv bias") : "q and v biases (no k)",
            o->layer_scale ? ", layer scale" : "",
@@ -109,11 +110,13 @@ static void print_input(const model *m, const char *dir) {
         const char *deit = cfg->arch == ARCH_DEIT_TEACHER ? ", distillation token and head"
                            : cfg->arch == ARCH_DEIT       ? ", distillation token"
                                                           : "";
-        printf("architecture:   %s (pre-LN encoder%s)\n", config_architecture(cfg), deit);
+        printf("architecture:   %s (%s encoder%s)\n", config_architecture(cfg),
+               cfg->opt.post_norm ? "post-LN" : "pre-LN", deit);
         print_image_input(m, dir);
         print_run_size(m, dir);
     } else {
-        printf("architecture:   %s (post-LN encoder)\n", config_architecture(cfg));
+        printf("architecture:   %s (%s encoder)\n", config_architecture(cfg),
+               cfg->opt.post_norm ? "post-LN" : "pre-LN");
         printf("input:          up to %d tokens, vocabulary %d\n", cfg->max_position_embeddings,
                cfg->vocab_size);
         printf("flops/128 tok:  %.3f GFLOP\n", model_flops(m, 128) / 1e9);
@@ -124,6 +127,8 @@ static void print_input(const model *m, const char *dir) {
 static void print_tower_parts(const model *m) {
     static const char *const pools[] = {[POOL_CLS] = "the CLS row",
                                         [POOL_PROBE] = "every row, then the attention probe",
+                                        [POOL_ALL] = "none (no attention-pooling head: every "
+                                                     "row is the output)",
                                         [POOL_BERT] = "token 0 through the tanh pooler",
                                         [POOL_EOS] = "the first end token",
                                         [POOL_EOS_MAX] = "the largest id (eos_token_id 2)",
@@ -134,11 +139,12 @@ static void print_tower_parts(const model *m) {
                                         [HEAD_NONE] = "no projection"};
     const model_config *c = &m->cfg;
     const tower_options *o = &c->opt;
-    printf("                %s%d layers pre-LN%s, hidden %d, %d heads, mlp %d, %s; final "
+    printf("                %s%d layers %s%s, hidden %d, %d heads, mlp %d, %s; final "
            "LayerNorm, pooled by %s, then %s\n",
-           o->embed_norm ? "embedding LayerNorm, " : "", c->num_layers, o->causal ? " causal" : "",
-           c->hidden_size, c->num_heads, c->intermediate_size, activation_name(c->act),
-           pools[o->pool], heads[o->head]);
+           o->embed_norm ? "embedding LayerNorm, " : "", c->num_layers,
+           o->post_norm ? "post-LN" : "pre-LN", o->causal ? " causal" : "", c->hidden_size,
+           c->num_heads, c->intermediate_size, activation_name(c->act), pools[o->pool],
+           heads[o->head]);
 }
 
 /* A CLIP or SigLIP folder: both towers and how the scores are made. */
@@ -166,6 +172,32 @@ static void print_joint(const model *image, const char *dir) {
            exp((double)image->logit_scale[0]), image->logit_bias ? " plus logit_bias" : "",
            image->logit_bias ? "a sigmoid per class (SigLIP)"
                              : "a softmax over the classes (CLIP)");
+}
+
+/* A joint model's tower saved alone (CLIPVisionModelWithProjection, SiglipVisionModel, ...):
+ * that tower, and the scores' scale only where the folder has one. */
+static void print_one_tower(const model *m, const char *dir) {
+    const model_config *c = &m->cfg;
+    const int image = c->kind == MODEL_VIT, tokens = image ? model_vit_tokens(m, 0) : 128;
+    printf("architecture:   %s: one %s tower alone (no %s tower%s), %s\n", config_architecture(c),
+           image ? "image" : "text", image ? "text" : "image",
+           m->logit_scale ? "" : ", no joint space",
+           c->opt.pool == POOL_ALL ? "every row out (last_hidden_state)"
+           : c->opt.pool == POOL_PROBE && !m->logit_scale
+               ? "pooled output of the attention-pooling head (pooler_output)"
+               : "embeddings of the joint space");
+    if (image)
+        printf("image tower:    %d channels, %dx%d, patch %d (%d tokens), %.3f GFLOP/image\n",
+               c->num_channels, c->image_size, c->image_size, c->patch_size, tokens,
+               model_flops(m, tokens) / 1e9);
+    else
+        printf("text tower:     up to %d tokens, vocabulary %d\n", c->max_position_embeddings,
+               c->vocab_size);
+    print_tower_parts(m);
+    if (image) print_preprocessing(dir);
+    if (m->logit_scale)
+        printf("scores:         exp(logit_scale) = %.4g times the cosine%s\n",
+               exp((double)m->logit_scale[0]), m->logit_bias ? " plus logit_bias" : "");
 }
 
 /* A VisionEncoderDecoder's decoder: its block, positions, embeddings, cross-attention and head. */
@@ -336,6 +368,9 @@ int cli_info(int argc, char **argv) {
     printf("model:          %s\n", dir);
     if (cfg->family == FAMILY_VED) {
         print_image_to_text(&m, dir);
+    } else if (cfg->one_tower) {
+        print_one_tower(&m, dir);
+        printf("parameters:     %zu\n", model_live_params(&m));
     } else if (config_is_joint(cfg)) {
         print_joint(&m, dir);
         printf("parameters:     %zu (image tower)\n", model_live_params(&m));

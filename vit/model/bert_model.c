@@ -15,7 +15,7 @@ int bert_acts_alloc(bert_acts *a, const model *m, int max_batch, int max_tokens,
     const model_config *c = &m->cfg;
     if (c->kind != MODEL_BERT) return vit_fail(err, "not a BERT model");
     if (max_batch < 1) return vit_fail(err, "batch size %d is not positive", max_batch);
-    if (training && c->family != FAMILY_HF)
+    if (training && (c->family != FAMILY_HF || c->opt.head == HEAD_NONE))
         return vit_fail(err, "%s: inference only, for now", config_architecture(c));
     if (max_tokens < 1 || max_tokens > c->max_position_embeddings)
         return vit_fail(err, "%d tokens outside 1..%d (max_position_embeddings)", max_tokens,
@@ -170,7 +170,8 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
     a->ids = ids;
     a->last_batch = B;
     a->last_tokens = T;
-    const int fast = m->head && !mode->train; /* prepared layers run inference */
+    /* prepared layers run inference (a BertModel has a pooler and no classifier) */
+    const int fast = (m->head || m->pooler) && !mode->train;
     if (fast && !a->gemm) return vit_fail(err, "prepared layers run without a gemm_state");
     /* embeddings, LayerNorm, and (HF BertEmbeddings) dropout */
     embeddings_forward(a->emb, m, ids, B, T);
@@ -203,6 +204,10 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
         pooler_forward(a->pooled, a->cls, m->pooler_w, m->pooler_b, B, D);
     }
     const float *h = a->pooled;
+    if (m->cfg.opt.head == HEAD_NONE) { /* BertModel: the pooler's output is the output */
+        memcpy(logits, h, sizeof(float) * (size_t)B * D);
+        return forward_logits_check(mode, logits, (size_t)B * D, err);
+    }
     if (p_cls > 0.0f) {
         dropout_mask_part(a->head_keep, (size_t)B * D, p_cls, mode->rng,
                           (size_t)mode->batch_first * D,

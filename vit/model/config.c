@@ -90,15 +90,19 @@ void config_apply_family(model_config *c) {
         o.patch_bias = !clip;
         o.abs_pos = o.key_bias = 1;
         o.embed_norm = clip; /* pre_layrnorm */
-        o.pool = siglip ? POOL_PROBE : POOL_CLS;
-        o.head = clip ? HEAD_PROJECTION : siglip ? HEAD_NONE : HEAD_CLASSIFIER;
+        /* SigLIP without its probe: every row normalised is the output (last_hidden_state) */
+        o.pool = !siglip ? POOL_CLS : c->no_probe ? POOL_ALL : POOL_PROBE;
+        o.head = clip ? HEAD_PROJECTION : siglip || c->bare ? HEAD_NONE : HEAD_CLASSIFIER;
     } else {
         o.embed_norm = o.token_types = o.post_norm = hf;
         o.causal = clip;
         o.pool = clip     ? (c->eos_token_id == 2 ? POOL_EOS_MAX : POOL_EOS)
                  : siglip ? POOL_LAST
                           : POOL_BERT;
-        o.head = clip ? HEAD_PROJECTION : siglip ? HEAD_LINEAR : HEAD_CLASSIFIER;
+        o.head = clip      ? HEAD_PROJECTION
+                 : siglip  ? HEAD_LINEAR
+                 : c->bare ? HEAD_NONE /* BertModel: the pooler's output */
+                           : HEAD_CLASSIFIER;
     }
     c->opt = o;
 }
@@ -115,9 +119,14 @@ const char *config_architecture(const model_config *cfg) {
     if (config_is_backbone(cfg)) return config_backbone_class(cfg);
     if (cfg->family == FAMILY_CLIP)
         return cfg->kind == MODEL_VIT ? "CLIPModel (vision tower)" : "CLIPModel (text tower)";
+    if (cfg->one_tower && cfg->family == FAMILY_CLIP)
+        return cfg->kind == MODEL_VIT ? "CLIPVisionModelWithProjection"
+                                      : "CLIPTextModelWithProjection";
+    if (cfg->one_tower) return cfg->kind == MODEL_VIT ? "SiglipVisionModel" : "SiglipTextModel";
     if (cfg->family == FAMILY_SIGLIP)
         return cfg->kind == MODEL_VIT ? "SiglipModel (vision tower)" : "SiglipModel (text tower)";
-    if (cfg->kind == MODEL_BERT) return "BertForSequenceClassification";
+    if (cfg->kind == MODEL_BERT) return cfg->bare ? "BertModel" : "BertForSequenceClassification";
+    if (cfg->bare) return "ViTModel";
     return cfg->arch == ARCH_DEIT           ? "DeiTForImageClassification"
            : cfg->arch == ARCH_DEIT_TEACHER ? "DeiTForImageClassificationWithTeacher"
                                             : "ViTForImageClassification";
@@ -265,28 +274,77 @@ int config_parse_common(const cJSON *root, model_config *cfg, const char *src, v
     if (cfg->kind == MODEL_VIT && cfg->num_channels != 1 && cfg->num_channels != 3)
         return vit_fail(err, "%s: field 'num_channels' is %d; only 1 and 3 are supported", src,
                         cfg->num_channels);
-    const int classifier = cfg->family == FAMILY_HF || (config_is_backbone(cfg) && !cfg->bare);
+    const int classifier = (cfg->family == FAMILY_HF || config_is_backbone(cfg)) && !cfg->bare;
     return classifier ? get_labels(root, cfg, src, err) : 0;
 }
 
-/* A DeiT's class, chosen as transformers' AutoModelForImageClassification chooses among the two
- * it maps "deit" to: the first entry of `architectures` that names one of them, else the first,
- * DeiTForImageClassification. */
-static int get_deit_arch(const cJSON *root, image_arch *arch, const char *src, vit_error *err) {
+/* The classes vit runs, per model_type (the first of each: the class of a folder that names
+ * none). bare: the base model (features, no classifier; a SigLIP image tower alone: no
+ * logit_scale). The backbones have their own list (config_backbone.c). */
+static const struct {
+    const char *type, *name;
+    image_arch arch;
+    int bare;
+} classes[] = {{"vit", "ViTForImageClassification", ARCH_VIT, 0},
+               {"vit", "ViTModel", ARCH_VIT, 1},
+               {"deit", "DeiTForImageClassification", ARCH_DEIT, 0},
+               {"deit", "DeiTForImageClassificationWithTeacher", ARCH_DEIT_TEACHER, 0},
+               {"bert", "BertForSequenceClassification", ARCH_VIT, 0},
+               {"bert", "BertModel", ARCH_VIT, 1},
+               {"clip", "CLIPModel", ARCH_VIT, 0},
+               {"clip_vision_model", "CLIPVisionModelWithProjection", ARCH_VIT, 0},
+               {"clip_text_model", "CLIPTextModelWithProjection", ARCH_VIT, 0},
+               {"siglip", "SiglipModel", ARCH_VIT, 0},
+               {"siglip_vision_model", "SiglipVisionModel", ARCH_VIT, 1},
+               {"siglip_text_model", "SiglipTextModel", ARCH_VIT, 0},
+               {"vision-encoder-decoder", "VisionEncoderDecoderModel", ARCH_VIT, 0}};
+enum { NUM_CLASSES = sizeof classes / sizeof classes[0] };
+
+static int find_class(const char *type, const char *name) {
+    for (int i = 0; i < NUM_CLASSES; i++)
+        if (strcmp(classes[i].type, type) == 0 && (!name || strcmp(classes[i].name, name) == 0))
+            return i;
+    return -1;
+}
+
+/* "A, B": the classes vit runs for model_type type. */
+static void class_list(const char *type, char *out, size_t size) {
+    size_t used = 0;
+    out[0] = 0;
+    for (int i = 0; i < NUM_CLASSES && used < size; i++)
+        if (strcmp(classes[i].type, type) == 0)
+            used += (size_t)snprintf(out + used, size - used, "%s%s", used ? ", " : "",
+                                     classes[i].name);
+}
+
+/* The class the folder names: the first entry of `architectures` that vit runs for its
+ * model_type (none at all: the type's first class); only classes vit does not run (a
+ * BertForTokenClassification, a ViTForMaskedImageModeling, ...) is an error naming the first,
+ * not a model run as something else. */
+static int get_class(const cJSON *root, const char *type, model_config *cfg, const char *src,
+                     vit_error *err) {
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "architectures"), *item;
-    *arch = ARCH_DEIT;
-    if (!list || cJSON_IsNull(list)) return 0;
-    if (!cJSON_IsArray(list))
+    int at = find_class(type, NULL);
+    if (list && !cJSON_IsNull(list) && !cJSON_IsArray(list))
         return vit_fail(err, "%s: field 'architectures' must be a list of strings", src);
-    cJSON_ArrayForEach(item, list) {
-        if (!cJSON_IsString(item))
-            return vit_fail(err, "%s: field 'architectures' must be a list of strings", src);
-        if (strcmp(item->valuestring, "DeiTForImageClassification") == 0) return 0;
-        if (strcmp(item->valuestring, "DeiTForImageClassificationWithTeacher") == 0) {
-            *arch = ARCH_DEIT_TEACHER;
-            return 0;
+    if (cJSON_IsArray(list) && cJSON_GetArraySize(list) > 0) {
+        at = -1;
+        cJSON_ArrayForEach(item, list) {
+            if (!cJSON_IsString(item))
+                return vit_fail(err, "%s: field 'architectures' must be a list of strings", src);
+            if (at < 0) at = find_class(type, item->valuestring);
         }
     }
+    if (at < 0) {
+        char runs[256];
+        class_list(type, runs, sizeof runs);
+        return vit_fail(err,
+                        "%s: architectures names %s, a class vit does not run; for model_type "
+                        "%s it runs %s",
+                        src, cJSON_GetArrayItem(list, 0)->valuestring, type, runs);
+    }
+    cfg->arch = classes[at].arch;
+    cfg->bare = classes[at].bare;
     return 0;
 }
 
@@ -307,6 +365,7 @@ static int joint_model_type(const char *type, config_tower tower, model_config *
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (strcmp(type, types[i].name) == 0) {
             cfg->family = types[i].family;
+            cfg->one_tower = types[i].tower != 0;
             const int text = types[i].tower ? types[i].tower == 2 : tower == TOWER_TEXT;
             cfg->kind = text ? MODEL_BERT : MODEL_VIT;
             return 1;
@@ -314,20 +373,21 @@ static int joint_model_type(const char *type, config_tower tower, model_config *
     return 0;
 }
 
-/* model_type: "vit" (also when absent), "deit", "bert", or a joint model's. */
-static int get_model_type(const cJSON *root, config_tower tower, model_config *cfg, const char *src,
-                          vit_error *err) {
+/* model_type: "vit" (also when absent), "deit", "bert", or a joint model's; the class from
+ * architectures when `with_class` (a VisionEncoderDecoder's encoder names ViTModel or DeiTModel,
+ * and is run as its encoder whatever it names). */
+static int get_model_type(const cJSON *root, config_tower tower, int with_class, model_config *cfg,
+                          const char *src, vit_error *err) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     cfg->kind = MODEL_VIT;
     cfg->arch = ARCH_VIT;
-    if (!type || strcmp(cJSON_IsString(type) ? type->valuestring : "", "vit") == 0) return 0;
-    if (!cJSON_IsString(type)) return vit_fail(err, "%s: field 'model_type' must be a string", src);
-    if (strcmp(type->valuestring, "bert") == 0) {
-        cfg->kind = MODEL_BERT;
-        return 0;
-    }
-    if (strcmp(type->valuestring, "deit") == 0) return get_deit_arch(root, &cfg->arch, src, err);
-    if (joint_model_type(type->valuestring, tower, cfg)) return 0;
+    if (type && !cJSON_IsString(type))
+        return vit_fail(err, "%s: field 'model_type' must be a string", src);
+    const char *name = type ? type->valuestring : "vit";
+    if (strcmp(name, "bert") == 0) cfg->kind = MODEL_BERT;
+    if (strcmp(name, "vit") == 0 || strcmp(name, "bert") == 0 || strcmp(name, "deit") == 0 ||
+        joint_model_type(name, tower, cfg))
+        return with_class ? get_class(root, name, cfg, src, err) : 0;
     if (config_backbone_type(type->valuestring, cfg)) return 0;
     return vit_fail(err,
                     "%s: field 'model_type' is '%s'; supported: vit, deit, bert, clip, siglip "
@@ -367,9 +427,13 @@ static int joint_output(const cJSON *root, const cJSON *tower, model_config *cfg
     } else {
         int use_head = 1;
         if (json_get_bool(tower ? tower : root, "vision_use_head", &use_head, src, err)) return -1;
-        if (!use_head)
-            return vit_fail(err, "%s: vision_use_head false (no pooling head) is not supported",
+        /* SiglipModel's image embedding is the probe's output (get_image_features) */
+        if (!use_head && tower != root)
+            return vit_fail(err,
+                            "%s: vision_use_head false in a SiglipModel: its image embedding is "
+                            "the attention-pooling head's output",
                             src);
+        cfg->no_probe = !use_head;
     }
     return config_dim_labels(cfg, dim, src, err);
 }
@@ -401,11 +465,12 @@ static int parse_joint(const cJSON *root, model_config *cfg, const char *src, vi
 
 static int parse_ved_encoder(const cJSON *enc, model_config *cfg, const char *src, vit_error *err) {
     model_config type = {0};
-    if (get_model_type(enc, TOWER_IMAGE, &type, src, err) != 0) return -1;
+    if (get_model_type(enc, TOWER_IMAGE, 0, &type, src, err) != 0) return -1;
     if (type.kind != MODEL_VIT || type.family != FAMILY_HF)
         return vit_fail(err, "%s: the encoder's model_type must be vit or deit", src);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(enc, "model_type");
     set_defaults(cfg, MODEL_VIT);
-    cfg->arch = type.arch == ARCH_VIT ? ARCH_VIT : ARCH_DEIT;
+    cfg->arch = t && strcmp(t->valuestring, "deit") == 0 ? ARCH_DEIT : ARCH_VIT;
     cfg->family = FAMILY_VED;
     return config_parse_common(enc, cfg, src, err);
 }
@@ -578,24 +643,33 @@ int model_config_parse_tower(const char *json, const char *source, config_tower 
         return vit_fail(err, "%s: not a valid JSON object", source);
     }
     if (is_ved(root)) {
-        const int rc = parse_ved(root, tower, cfg, source, err);
+        model_config type = {0};
+        const int rc = get_class(root, "vision-encoder-decoder", &type, source, err) != 0
+                           ? -1
+                           : parse_ved(root, tower, cfg, source, err);
         cJSON_Delete(root);
         if (rc != 0) model_config_free(cfg);
         if (rc == 0) config_apply_family(cfg);
         return rc;
     }
     model_config type = {0};
-    if (get_model_type(root, tower, &type, source, err) != 0) {
+    if (get_model_type(root, tower, 1, &type, source, err) != 0) {
         cJSON_Delete(root);
         return -1;
     }
     set_defaults(cfg, type.kind); /* DeiTConfig's defaults are ViTConfig's */
     cfg->arch = type.arch;
+    cfg->bare = type.bare;
+    cfg->one_tower = type.one_tower;
     cfg->family = type.family;
     set_family_defaults(cfg);
     int rc = cfg->family == FAMILY_HF ? config_parse_common(root, cfg, source, err)
              : config_is_joint(cfg)   ? parse_joint(root, cfg, source, err)
                                       : config_backbone_parse(root, cfg, source, err);
+    /* a base model's output: its features (ViTModel: the final LayerNorm at CLS; BertModel: the
+     * pooler's) */
+    if (rc == 0 && cfg->family == FAMILY_HF && cfg->bare)
+        rc = config_dim_labels(cfg, cfg->hidden_size, source, err);
     if (rc == 0 && cfg->family != FAMILY_HF && cfg->image_width != cfg->image_size)
         rc = vit_fail(err, "%s: a [height, width] image_size is for ViT and DeiT models only",
                       source);

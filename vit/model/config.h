@@ -131,7 +131,10 @@ typedef struct {
     int encoder_hidden; /* the encoder's width (enc_to_dec_proj's input) */
     int tie_word_embeddings, learned_positions, scale_embedding, layernorm_embedding;
     /* DINOv2, BEiT (docs/SPEC.md §11, §12) */
-    int bare;          /* the base model (Dinov2Model, BeitModel, ...): features, no classifier */
+    int bare; /* the base model (ViTModel, BertModel, Dinov2Model, BeitModel, ...): features, no
+               * classifier; a SigLIP image tower alone (SiglipVisionModel): no logit_scale */
+    int one_tower; /* a joint model's tower saved alone (model_type clip_vision_model, ...) */
+    int no_probe;  /* a SigLIP image tower with vision_use_head false: no attention-pooling probe */
     int num_registers; /* num_register_tokens (dinov2_with_registers) */
     int use_swiglu, layer_scale, use_abs_pos, use_rel_bias, use_shared_rel_bias, mean_pooling;
     double mlp_ratio, layer_scale_init; /* layerscale_value / layer_scale_init_value */

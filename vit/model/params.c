@@ -160,6 +160,7 @@ static void layout_bert(layout *L, model *m) {
     }
     m->pooler_w = P2(1, D, D, "pooler.dense.weight");
     m->pooler_b = P1(0, D, "pooler.dense.bias");
+    if (c->opt.head == HEAD_NONE) return; /* BertModel */
     m->head_w = add_param(L, 0, 1, 0, 2, SHAPE(c->num_labels, D), "classifier.weight");
     m->head_b = add_param(L, 0, 0, 0, 1, SHAPE(c->num_labels), "classifier.bias");
 }
@@ -224,6 +225,7 @@ static void add_joint_head(layout *L, model *m, const char *projection) {
         m->head_b = add_param(L, !clip, 0, c->opt.head == HEAD_PROJECTION, 1, SHAPE(P), "%s.bias",
                               projection);
     }
+    if (c->bare) return; /* SiglipVisionModel: the scores' scale and bias are SiglipModel's */
     m->logit_scale = add_param(L, 0, 0, 0, clip ? 0 : 1, SHAPE(1), "logit_scale");
     if (!clip) m->logit_bias = add_param(L, 0, 0, 0, 1, SHAPE(1), "logit_bias");
 }
@@ -583,6 +585,7 @@ const char *model_prefix(const model *m) {
         return m->cfg.dec_arch == DECODER_TROCR ? "decoder.model.decoder." : "decoder.transformer.";
     if (m->cfg.family == FAMILY_VED) return "encoder.";
     if (config_is_backbone(&m->cfg)) return config_backbone_prefix(&m->cfg);
+    if (m->cfg.family == FAMILY_HF && m->cfg.bare) return ""; /* ViTModel, BertModel */
     if (m->cfg.family != FAMILY_HF)
         return m->cfg.kind == MODEL_VIT ? "vision_model." : "text_model.";
     return m->cfg.kind == MODEL_BERT ? "bert." : m->cfg.arch == ARCH_VIT ? "vit." : "deit.";

@@ -224,7 +224,8 @@ void vit_model_last_hidden(const model *m, const vit_acts *a, int b, float *out)
     const size_t at = (size_t)b * T * D;
     if (m->cfg.opt.pool == POOL_CLS_MEAN)
         memcpy(out, a->hid_ln + at, sizeof(float) * (size_t)T * D);
-    else if (m->cfg.opt.pool == POOL_MEAN || m->cfg.opt.pool == POOL_ALL) /* no norm, or done */
+    else if (m->cfg.opt.pool == POOL_MEAN || m->cfg.opt.pool == POOL_ALL ||
+             m->cfg.opt.pool == POOL_PROBE) /* no norm, or done in place */
         memcpy(out, a->x + at, sizeof(float) * (size_t)T * D);
     else
         layernorm_forward(out, NULL, NULL, a->x + at, m->final_ln_w, m->final_ln_b, T, D,
