@@ -175,6 +175,18 @@ static void test_pre_norm_decoder(void **state) {
     dec_case_free(&c);
 }
 
+/* GPT-2's scale_attn_by_inverse_layer_idx: layer l's queries times 1/(l + 1) (q_scale), in the
+ * self- and the cross-attention; its gradient reaches qkv and xq through the scale. */
+static void test_pre_norm_decoder_scaled_by_layer(void **state) {
+    (void)state;
+    dec_case c;
+    dec_case_init(&c, 0, ACT_GELU_TANH, 2, 1);
+    for (int l = 0; l < L; l++) c.w[l].q_scale = 1.0f / (float)(l + 1);
+    c.w[0].q_scale = 0.75f; /* layer 0's 1/1 would not show a missing scale */
+    check_decoder("pre-LN decoder, queries scaled 0.75 and 1/2", &c);
+    dec_case_free(&c);
+}
+
 static void test_post_norm_decoder(void **state) {
     (void)state;
     /* TrOCR's layout: post-LN, gelu; three sequences, two of them reading image 0 */
@@ -186,10 +198,11 @@ static void test_post_norm_decoder(void **state) {
 
 /* The training forward (keep, no dropout) against the inference path with a key/value cache:
  * all T rows in one forward, and one row per forward as generation runs. */
-static void check_inference_matches(int post_norm) {
+static void check_inference_matches(int post_norm, float q_scale) {
     enum { B = 3, K = 2 };
     dec_case c;
     dec_case_init(&c, post_norm, ACT_GELU, B, K);
+    for (int l = 0; l < L; l++) c.w[l].q_scale = q_scale / (float)(l + 1);
     dec_loss(&c); /* c.x: the training forward's output */
     encoder_scratch inf;
     encoder_kv_cache cache;
@@ -222,8 +235,9 @@ static void check_inference_matches(int post_norm) {
 
 static void test_training_forward_is_inference_forward(void **state) {
     (void)state;
-    check_inference_matches(0);
-    check_inference_matches(1);
+    check_inference_matches(0, 0.0f);
+    check_inference_matches(1, 0.0f);
+    check_inference_matches(0, 0.75f); /* queries scaled per layer (GPT-2's option) */
 }
 
 /* Row b of a step's input: position t of sequence b of x. */
@@ -326,6 +340,7 @@ static void test_modes_refused(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pre_norm_decoder),
+        cmocka_unit_test(test_pre_norm_decoder_scaled_by_layer),
         cmocka_unit_test(test_post_norm_decoder),
         cmocka_unit_test(test_training_forward_is_inference_forward),
         cmocka_unit_test(test_kv_cache_reorder_and_reset),

@@ -21,6 +21,9 @@ transformers import):
                       with add_cross_attention (n_embd 32, 2 heads, 2 layers, n_positions 32,
                       n_inner null = 128, gelu_new): enc_to_dec_proj [32, 48]; <|endoftext|> is
                       bos, eos, pad and decoder start, as the ViT-GPT2 captioning checkpoints
+  ved-gpt2-scaled     ved-gpt2-vit's spec and seed with scale_attn_by_inverse_layer_idx and
+                      reorder_and_upcast_attn on: layer l's self- and cross-attention scores
+                      divided by l + 1 as well (the upcast is fp32 maths, the same in float64)
 
 Read from huggingface/transformers through the code index (the stored versions; the behaviour
 used here is the same in all of them unless said): vision_encoder_decoder/
@@ -70,7 +73,7 @@ the logsumexp of the others rises linearly with the position: greedy search then
 19 steps on most of the 15 golden images and never on a few, and a 3-beam search leaves the
 greedy path on most.
 
-usage: /usr/bin/python3 tools/ved_reference.py          write the three folders
+usage: /usr/bin/python3 tools/ved_reference.py [NAME...]  write the folders (or those named)
        /usr/bin/python3 tools/ved_reference.py --tune [NAME LO RISE...]
            greedy and beam statistics over every golden image for the specs' end-token targets,
            or for one model with other targets (how the specs' were chosen)
@@ -131,6 +134,11 @@ MODELS = {
                       "image_std": [0.5] * 3, "resample": 2, "rescale_factor": 1 / 255,
                       "size": {"height": 32, "width": 32}}),
 }
+# ved-gpt2-vit's shapes and weights (the same seed) with both of GPT-2's attention switches on:
+# scale_attn_by_inverse_layer_idx (layer l's scores / (l + 1)) and reorder_and_upcast_attn
+MODELS["ved-gpt2-scaled"] = dict(MODELS["ved-gpt2-vit"],
+                                 dec=dict(MODELS["ved-gpt2-vit"]["dec"], by_layer=True,
+                                          upcast=True))
 
 
 # ---- the micro byte-level BPE ----
@@ -266,8 +274,9 @@ def gpt2_config(d, vocab_size, end):
              resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1, layer_norm_epsilon=1e-5,
              initializer_range=0.02, summary_type="cls_index", summary_use_proj=True,
              summary_activation=None, summary_proj_to_labels=True, summary_first_dropout=0.1,
-             scale_attn_weights=True, use_cache=True, scale_attn_by_inverse_layer_idx=False,
-             reorder_and_upcast_attn=False, is_decoder=True, add_cross_attention=True,
+             scale_attn_weights=True, use_cache=True,
+             scale_attn_by_inverse_layer_idx=d.get("by_layer", False),
+             reorder_and_upcast_attn=d.get("upcast", False), is_decoder=True, add_cross_attention=True,
              bos_token_id=end, eos_token_id=end, pad_token_id=end, decoder_start_token_id=end)
     return c
 
@@ -454,9 +463,11 @@ def cross_states(model, enc):
                     model.w["enc_to_dec_proj.bias"].to(enc.dtype))
 
 
-def attention(q, k, v, heads, causal, scale_query):
+def attention(q, k, v, heads, causal, scale_query, layer_divisor=1.0):
     """softmax(q k^T / sqrt(d)) v per head. TrOCR scales q before the product, GPT-2 divides the
-    scores: the same in float64, kept apart for the float32 comparison."""
+    scores: the same in float64, kept apart for the float32 comparison. layer_divisor: GPT-2's
+    scale_attn_by_inverse_layer_idx divides layer l's scores by l + 1 as well (its _attn, and
+    _upcast_and_reordered_attn's alpha = 1 / sqrt(d) / (l + 1) with reorder_and_upcast_attn)."""
     B, T, D = q.shape
     d = D // heads
     q = q.view(B, T, heads, d).transpose(1, 2)
@@ -466,6 +477,7 @@ def attention(q, k, v, heads, causal, scale_query):
         scores = (q * d ** -0.5) @ k.transpose(-1, -2)
     else:
         scores = (q @ k.transpose(-1, -2)) / d ** 0.5
+    scores = scores / layer_divisor
     if causal:
         scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
     return (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(B, T, D)
@@ -531,11 +543,12 @@ def gpt2_hidden(model, cross, ids, dt):
     h = W[p + "wte.weight"][ids] + W[p + "wpe.weight"][:T]
     for i in range(c["n_layer"]):
         q = f"h.{i}."
+        div = float(i + 1) if c.get("scale_attn_by_inverse_layer_idx") else 1.0
         qkv = conv(ln(h, q + "ln_1"), q + "attn.c_attn").split(D, dim=-1)
-        h = h + conv(attention(*qkv, H, True, False), q + "attn.c_proj")
+        h = h + conv(attention(*qkv, H, True, False, div), q + "attn.c_proj")
         query = conv(ln(h, q + "ln_cross_attn"), q + "crossattention.q_attn")
         k, v = conv(cross, q + "crossattention.c_attn").split(D, dim=-1)
-        h = h + conv(attention(query, k, v, H, False, False), q + "crossattention.c_proj")
+        h = h + conv(attention(query, k, v, H, False, False, div), q + "crossattention.c_proj")
         h = h + conv(act(conv(ln(h, q + "ln_2"), q + "mlp.c_fc")), q + "mlp.c_proj")
     return ln(h, "ln_f")
 
@@ -887,8 +900,10 @@ def tune(args):
                       f"distinct/generated {variety:.2f}")
 
 
-def main():
+def main(names):
     for name, spec in MODELS.items():
+        if names and name not in names:
+            continue
         model, tokenizer, generation, ids, cross = make(spec)
         out = os.path.join(DATA, name)
         write_folder(out, model, spec, tokenizer, generation)
@@ -911,4 +926,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--tune"]:
         tune(sys.argv[2:])
     else:
-        main()
+        main(sys.argv[1:])

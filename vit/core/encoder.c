@@ -352,6 +352,15 @@ static void add_branch(const encoder_layer *w, pass *p, int l, const branch_out 
     vector_add(residual, residual, p->scratch, (size_t)BT * D);
 }
 
+/* The query columns [0, D) of rows [rows, ld] times the layer's q_scale (set, and not folded
+ * into a prepared layer): the forward's queries, or their gradient on the way back. */
+static void scale_queries(const pass *p, const encoder_layer *w, float *x, int rows, int D,
+                          int ld) {
+    if (!w->q_scale || prepared(p, w)) return;
+    for (size_t r = 0; r < (size_t)rows; r++)
+        for (int d = 0; d < D; d++) x[r * ld + d] *= w->q_scale;
+}
+
 /* Self-attention of T new rows per sequence over the cached rows and themselves: their keys and
  * values join the cache first, then each sequence's queries attend causally. */
 static void cached_attention(encoder_kv_cache *c, int l, const float *qkv, float *ctx, int B, int T,
@@ -389,6 +398,7 @@ static void cross_attention_block(const encoder_shape *s, const encoder_layer *w
         gemm_run(w->xq, inp, BT, q, p->run->gemm);
     else
         linear_forward(q, inp, w->xq_w, w->xq_b, BT, D, D);
+    scale_queries(p, w, q, BT, D, D);
     const float *kv = p->xkv + (size_t)l * p->xkv_layer;
     for (int g = 0; g * k < B; g++) {
         const size_t first = (size_t)g * k * T; /* the image's first query row */
@@ -488,6 +498,7 @@ static void attention_block(const encoder_shape *s, const encoder_layer *w, pass
         run_prepared(w->qkv, inp, inp_bf16, BT, qkv, p->run->gemm);
     else
         linear_forward(qkv, inp, w->qkv_w, w->qkv_b, BT, D, 3 * D);
+    scale_queries(p, w, qkv, BT, D, 3 * D);
     int ctx_bf16 = 0; /* ctx written as bfloat16 for proj */
     if (p->keep)
         attention_keep_path(s, w, p, l, qkv, mask, ctx, probs, B, T);
@@ -664,6 +675,7 @@ static void attention_block_backward(const encoder_shape *s, const encoder_layer
     float *probs_grad = p->run->probs_grad ? p->run->probs_grad + (size_t)l * B * H * T * T : NULL;
     attention_backward(p->tape->d_qkv, p->tape->d_probs, probs_grad, g->attn_bias, p->tape->d_ctx,
                        qkv, at(p, p->set->probs, l), keep, p->run->attn_drop, B, T, D, H);
+    scale_queries(p, w, p->tape->d_qkv, BT, D, 3 * D);
     linear_backward(p->tape->d_ln, g->qkv_w, g->qkv_b, p->tape->d_qkv, inp, w->qkv_w, BT, D, 3 * D);
 }
 
@@ -714,6 +726,7 @@ static void cross_block_backward(const encoder_shape *s, const encoder_layer *w,
                                    D, kv + img, kv + img + D, 2 * D, 1,
                                    image_rows(p, images, B) * T, S, D, H);
     }
+    scale_queries(p, w, p->tape->cross.d_xq, BT, D, D);
     linear_backward(p->tape->d_ln, g->xq_w, g->xq_b, p->tape->cross.d_xq, inp, w->xq_w, BT, D, D);
     cross_kv_backward(s, w, g, p, images);
 }

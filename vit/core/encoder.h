@@ -50,6 +50,10 @@ typedef struct {
      * item before the softmax (BEiT's relative position bias, built by the model; layers may share
      * one). Not applied by decoder inference over a KV cache. */
     float *attn_bias;
+    /* 0, or the queries (self- and cross-attention) times it before the scores (GPT-2's
+     * scale_attn_by_inverse_layer_idx: 1/(layer+1)); prepared layers have it folded into qkv and
+     * xq. */
+    float q_scale;
     /* The same four linear layers prepared for inference (vit/core/gemm.h; NULL: not prepared,
      * as for training): qkv plain, proj and fc2 adding into the residual stream (times ls1, ls2
      * when set: gemm_prepare_scaled), fc1 with the activation (SwiGLU: plain, [2I] wide). */

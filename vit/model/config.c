@@ -515,17 +515,21 @@ static int parse_trocr(const cJSON *d, model_config *c, const char *src, vit_err
            json_get_bool(d, "layernorm_embedding", &c->layernorm_embedding, src, err);
 }
 
-/* Settings GPT-2's attention offers that vit does not run: refused, not ignored. */
-static int gpt2_unsupported(const cJSON *d, const char *src, vit_error *err) {
-    int scale = 1, by_layer = 0, cross = 1;
+/* GPT-2's attention settings: scale_attn_by_inverse_layer_idx divides layer l's scores by l + 1
+ * as well (self- and cross-attention); reorder_and_upcast_attn computes the scores in fp32 with
+ * the scale applied to the queries' product, which fp32 inference already is. Without the
+ * 1/sqrt(head size) scale, or without cross-attention: refused, not ignored. */
+static int gpt2_attention(const cJSON *d, model_config *c, const char *src, vit_error *err) {
+    int scale = 1, cross = 1, upcast = 0;
     if (json_get_bool(d, "scale_attn_weights", &scale, src, err) ||
-        json_get_bool(d, "scale_attn_by_inverse_layer_idx", &by_layer, src, err) ||
+        json_get_bool(d, "scale_attn_by_inverse_layer_idx", &c->scale_attn_by_layer, src, err) ||
+        json_get_bool(d, "reorder_and_upcast_attn", &upcast, src, err) ||
         json_get_bool(d, "add_cross_attention", &cross, src, err))
         return -1;
-    if (!scale || by_layer)
+    if (!scale)
         return vit_fail(err,
-                        "%s: GPT-2 attention without the 1/sqrt(head size) scale, or scaled "
-                        "by layer, is not supported",
+                        "%s: GPT-2 attention without the 1/sqrt(head size) scale "
+                        "(scale_attn_weights false) is not supported",
                         src);
     if (!cross)
         return vit_fail(err,
@@ -545,7 +549,7 @@ static int parse_gpt2(const cJSON *d, model_config *c, const char *src, vit_erro
         get_activation_key(d, "activation_function", &c->act, src, err) ||
         json_get_int(d, "n_positions", 2, big, &c->max_position_embeddings, src, err) ||
         json_get_number(d, "layer_norm_epsilon", 1e-30, 1, &eps, src, err) ||
-        gpt2_unsupported(d, src, err))
+        gpt2_attention(d, c, src, err))
         return -1;
     if (c->intermediate_size == 0) c->intermediate_size = 4 * c->hidden_size;
     c->layer_norm_eps = (float)eps;

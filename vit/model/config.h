@@ -130,6 +130,7 @@ typedef struct {
     int cross_dim;      /* width of the states cross-attention reads */
     int encoder_hidden; /* the encoder's width (enc_to_dec_proj's input) */
     int tie_word_embeddings, learned_positions, scale_embedding, layernorm_embedding;
+    int scale_attn_by_layer; /* GPT-2's scale_attn_by_inverse_layer_idx: scores / (layer + 1) */
     /* DINOv2, BEiT (docs/SPEC.md §11, §12) */
     int bare; /* the base model (ViTModel, BertModel, Dinov2Model, BeitModel, ...): features, no
                * classifier; a SigLIP image tower alone (SiglipVisionModel): no logit_scale */

@@ -488,6 +488,8 @@ int model_layout(model *m, model_config *cfg, vit_error *err) {
                              .layer_scale = c->opt.layer_scale};
     if (c->opt.swiglu) m->enc.act = ACT_SWIGLU;
     m->layers = calloc((size_t)c->num_layers, sizeof *m->layers);
+    for (int l = 0; m->layers && c->scale_attn_by_layer && l < c->num_layers; l++)
+        m->layers[l].q_scale = 1.0f / (float)(l + 1); /* GPT-2's layer_idx counts from 0 */
     if (c->opt.rel_bias) m->rel_table = calloc((size_t)c->num_layers, sizeof *m->rel_table);
     const int ready = m->layers && (m->rel_table || !c->opt.rel_bias);
     layout L = {.m = m};
@@ -654,6 +656,7 @@ int model_bind(model *view, const model *layout, float *block) {
                         &v->xproj_w, &v->xproj_b, &v->ls1,   &v->ls2};
         for (size_t i = 0; i < sizeof to / sizeof to[0]; i++)
             *to[i] = rebase(layout, block, *from[i]);
+        v->q_scale = w->q_scale;
     }
     float **fields[] = {&view->patch_w,     &view->patch_b,         &view->cls_token,
                         &view->pos_embed,   &view->word_emb,        &view->pos_emb,

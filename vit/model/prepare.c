@@ -23,10 +23,11 @@ typedef struct {
     vit_error *err;
 } prep;
 
-/* count floats at x read from a lazily loaded model's file, if not yet (x NULL: none). */
+/* count floats at x read from a lazily loaded model's file, if not yet (x NULL, or not in the
+ * parameter block: nothing to read). */
 static int need(prep *p, const float *x, size_t count) {
     const model *m = p->m;
-    if (!x || !m->source.read) return 0;
+    if (!x || !m->source.read || x < m->params || x >= m->params + m->num_params) return 0;
     return m->source.read(m->source.ctx, m->params, (size_t)(x - m->params), count, p->err);
 }
 
@@ -59,31 +60,48 @@ static int one(prep *p, gemm_weight **out, const float *w, const float *b, int O
     return scaled(p, out, w, b, NULL, OUT, IN, epilogue, rows);
 }
 
+/* Layer w's linear layers; qscale [3D] (or NULL) folds its q_scale into qkv and xq. */
+static int prepare_layer(model *m, prep *p, encoder_layer *w, const float *qscale, int rows, int D,
+                         int I, int I1) {
+    if (scaled(p, &w->qkv, w->qkv_w, w->qkv_b, qscale, 3 * D, D, EPILOGUE_NONE, rows) ||
+        scaled(p, &w->proj, w->proj_w, w->proj_b, w->ls1, D, D, EPILOGUE_ACCUMULATE, rows) ||
+        one(p, &w->fc1, w->fc1_w, w->fc1_b, I1, D, activation_epilogue(m->enc.act), rows) ||
+        scaled(p, &w->fc2, w->fc2_w, w->fc2_b, w->ls2, D, I, EPILOGUE_ACCUMULATE, rows))
+        return -1;
+    /* qkv in bf16 for the attention's bf16 kernels, which every inference forward of an
+     * encoder takes when the CPU and the head size allow (a decoder's cached attention reads
+     * floats) */
+    if (m->cfg.kind != MODEL_DECODER && attention_infer_bf16_supported(D, m->enc.heads) &&
+        gemm_write_bf16(w->qkv))
+        grow_workspace(p, w->qkv);
+    /* fc1's activations go to fc2 alone (SwiGLU's go through the encoder first) */
+    if (m->enc.act != ACT_SWIGLU && gemm_chain(w->fc1, w->fc2)) grow_workspace(p, w->fc1);
+    if (m->enc.cross &&
+        (scaled(p, &w->xq, w->xq_w, w->xq_b, qscale, D, D, EPILOGUE_NONE, rows) ||
+         one(p, &w->xkv, w->xkv_w, w->xkv_b, 2 * D, m->enc.cross_dim, EPILOGUE_NONE, rows) ||
+         one(p, &w->xproj, w->xproj_w, w->xproj_b, D, D, EPILOGUE_ACCUMULATE, rows)))
+        return -1;
+    return 0;
+}
+
+/* qkv's output scale [3D]: the layer's q_scale on the queries, 1 on keys and values (NULL: no
+ * q_scale); its first D entries are xq's. */
+static float *query_scale(const encoder_layer *w, int D, float *buf) {
+    if (!w->q_scale) return NULL;
+    for (int i = 0; i < 3 * D; i++) buf[i] = i < D ? w->q_scale : 1.0f;
+    return buf;
+}
+
 static int prepare_layers(model *m, prep *p, int rows) {
     const int D = m->enc.dim, I = m->enc.mlp_dim;
     const int I1 = m->enc.act == ACT_SWIGLU ? 2 * I : I; /* SwiGLU: fc1 gives both halves */
-    for (int l = 0; l < m->cfg.num_layers; l++) {
-        encoder_layer *w = &m->layers[l];
-        if (one(p, &w->qkv, w->qkv_w, w->qkv_b, 3 * D, D, EPILOGUE_NONE, rows) ||
-            scaled(p, &w->proj, w->proj_w, w->proj_b, w->ls1, D, D, EPILOGUE_ACCUMULATE, rows) ||
-            one(p, &w->fc1, w->fc1_w, w->fc1_b, I1, D, activation_epilogue(m->enc.act), rows) ||
-            scaled(p, &w->fc2, w->fc2_w, w->fc2_b, w->ls2, D, I, EPILOGUE_ACCUMULATE, rows))
-            return -1;
-        /* qkv in bf16 for the attention's bf16 kernels, which every inference forward of an
-         * encoder takes when the CPU and the head size allow (a decoder's cached attention reads
-         * floats) */
-        if (m->cfg.kind != MODEL_DECODER && attention_infer_bf16_supported(D, m->enc.heads) &&
-            gemm_write_bf16(w->qkv))
-            grow_workspace(p, w->qkv);
-        /* fc1's activations go to fc2 alone (SwiGLU's go through the encoder first) */
-        if (m->enc.act != ACT_SWIGLU && gemm_chain(w->fc1, w->fc2)) grow_workspace(p, w->fc1);
-        if (m->enc.cross &&
-            (one(p, &w->xq, w->xq_w, w->xq_b, D, D, EPILOGUE_NONE, rows) ||
-             one(p, &w->xkv, w->xkv_w, w->xkv_b, 2 * D, m->enc.cross_dim, EPILOGUE_NONE, rows) ||
-             one(p, &w->xproj, w->xproj_w, w->xproj_b, D, D, EPILOGUE_ACCUMULATE, rows)))
-            return -1;
-    }
-    return 0;
+    float *buf = malloc(sizeof(float) * 3 * (size_t)D);
+    if (!buf) return vit_fail(p->err, "out of memory");
+    int rc = 0;
+    for (int l = 0; l < m->cfg.num_layers && rc == 0; l++)
+        rc = prepare_layer(m, p, &m->layers[l], query_scale(&m->layers[l], D, buf), rows, D, I, I1);
+    free(buf);
+    return rc;
 }
 
 /* A decoder's output projection (no bias; the token embeddings when tied) and enc_to_dec_proj. */
