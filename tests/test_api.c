@@ -118,6 +118,46 @@ static void test_top_k(void **state) {
     vit_free(ctx);
 }
 
+static const char *letter(const void *labels, int index) {
+    return ((const char *const *)labels)[index];
+}
+
+/* vit_rank on a hand-computed case: logits 0, ln 3, ln 3, ln 2, 0 are e^x 1, 3, 3, 2, 1 of 10,
+ * so probabilities 0.1, 0.3, 0.3, 0.2, 0.1; ranked 1, 2 (a tie: the lower index first), 3, then
+ * 0 before 4; 2 of them reach 0.25, 3 reach 0.15. */
+static void test_rank(void **state) {
+    (void)state;
+    const float logits[5] = {0.0f, logf(3.0f), logf(3.0f), logf(2.0f), 0.0f};
+    const double want_p[5] = {0.1, 0.3, 0.3, 0.2, 0.1};
+    const int want[5] = {1, 2, 3, 0, 4};
+    const char *const names[5] = {"a", "b", "c", "d", "e"};
+    const vit_labeler labeler = {letter, names};
+    float probs[5];
+    vit_prediction top[5];
+    int shown = -1;
+    vit_error err = {0};
+    assert_int_equal(vit_rank(logits, 5, 1, probs, 4, 0.25, &labeler, top, &shown, &err), 4);
+    assert_int_equal(shown, 2);
+    for (int i = 0; i < 5; i++) assert_float_equal(probs[i], want_p[i], 1e-6);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(top[i].index, want[i]);
+        assert_true(top[i].prob == probs[want[i]]);
+        assert_string_equal(top[i].label, names[want[i]]);
+    }
+    /* probabilities already (values read as they are), k past n, no labeler */
+    assert_int_equal(vit_rank(probs, 5, 0, NULL, 9, 0.15, NULL, top, &shown, &err), 5);
+    assert_int_equal(shown, 3);
+    for (int i = 0; i < 5; i++) assert_int_equal(top[i].index, want[i]);
+    assert_null(top[0].label);
+    /* in place, as vit_softmax */
+    float inplace[5];
+    memcpy(inplace, logits, sizeof inplace);
+    assert_int_equal(vit_rank(inplace, 5, 1, inplace, 0, 0.0, NULL, NULL, NULL, &err), 0);
+    assert_memory_equal(inplace, probs, sizeof probs);
+    assert_int_equal(vit_rank(logits, 5, 1, probs, -2, 0.0, NULL, top, NULL, &err), -1);
+    assert_string_equal(err.msg, "top-k: k -2 is negative");
+}
+
 /* Features: the CLS row and the mean of the patch rows of the reference's final LayerNorm output
  * (float64 PyTorch), within the micro models' logit tolerance. */
 static void test_embed_matches_reference(void **state) {
@@ -413,6 +453,7 @@ int main(void) {
         cmocka_unit_test(test_version),
         cmocka_unit_test(test_file_memory_pixels_agree),
         cmocka_unit_test(test_top_k),
+        cmocka_unit_test(test_rank),
         cmocka_unit_test(test_embed_matches_reference),
         cmocka_unit_test(test_threads_follow_the_context),
         cmocka_unit_test(test_text),

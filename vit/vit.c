@@ -473,17 +473,35 @@ void vit_softmax(float *logits, int n) {
 
 /* ---- classification ---- */
 
+static const char *label_of_array(const void *labels, int index) {
+    return ((char *const *)labels)[index];
+}
+
+int vit_rank(const float *values, int n, int logits, float *probs, int k, double threshold,
+             const vit_labeler *labeler, vit_prediction *top, int *shown, vit_error *err) {
+    if (k < 0) return vit_fail(err, "top-k: k %d is negative", k);
+    k = k < n ? k : n;
+    int *idx = k > 0 ? malloc(sizeof(int) * (size_t)k) : NULL;
+    if (k > 0 && !idx) return vit_fail(err, "top-k: out of memory for %d indices", k);
+    if (logits) softmax_probs(probs, values, 1, n);
+    const float *p = logits ? probs : values;
+    if (k > 0) topk_indices(p, n, k, idx);
+    for (int i = 0; i < k; i++) {
+        const char *label =
+            labeler && labeler->label ? labeler->label(labeler->labels, idx[i]) : NULL;
+        top[i] = (vit_prediction){.index = idx[i], .prob = p[idx[i]], .label = label};
+    }
+    free(idx);
+    int above = 0; /* the top come in decreasing order */
+    while (above < k && top[above].prob >= threshold) above++;
+    if (shown) *shown = above;
+    return k;
+}
+
 int api_top_k(char *const *labels, int L, const float *probs, int k, vit_prediction *top,
               vit_error *err) {
-    if (k < 0) return vit_fail(err, "top-k: k %d is negative", k);
-    k = k < L ? k : L;
-    int *idx = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
-    if (!idx) return vit_fail(err, "top-k: out of memory for %d indices", k);
-    topk_indices(probs, L, k, idx);
-    for (int i = 0; i < k; i++)
-        top[i] = (vit_prediction){.index = idx[i], .prob = probs[idx[i]], .label = labels[idx[i]]};
-    free(idx);
-    return k;
+    const vit_labeler labeler = {label_of_array, labels};
+    return vit_rank(probs, L, 0, NULL, k, 0.0, &labeler, top, NULL, err);
 }
 
 int vit_top_k(const vit_context *c, const float *probs, int k, vit_prediction *top,
@@ -495,8 +513,9 @@ int vit_top_k(const vit_context *c, const float *probs, int k, vit_prediction *t
 static int classify_pixels(vit_context *c, int k, vit_prediction *top, vit_error *err) {
     if (k < 1) return vit_fail(err, "k %d is not positive", k);
     if (vit_forward(c, c->pixels, 1, c->logits, err) != 0) return -1;
-    vit_softmax(c->logits, c->w->m.cfg.num_labels);
-    return vit_top_k(c, c->logits, k, top, err);
+    const vit_labeler labeler = {label_of_array, c->w->m.cfg.labels};
+    return vit_rank(c->logits, c->w->m.cfg.num_labels, 1, c->logits, k, 0.0, &labeler, top, NULL,
+                    err);
 }
 
 int vit_classify_file(vit_context *c, const char *path, int k, vit_prediction *top,

@@ -202,6 +202,21 @@ typedef struct {
 VIT_API int vit_top_k(const vit_context *ctx, const float *probs, int k, vit_prediction *top,
                       vit_error *err);
 
+/* Where ranked classes get their labels: label(labels, index) (label NULL: none). */
+typedef struct {
+    const char *(*label)(const void *labels, int index);
+    const void *labels;
+} vit_labeler;
+
+/* One input's n classes ranked, the one place for softmax, top-k and threshold: with logits
+ * nonzero, probs [n] gets the softmax of values [n] (vit_softmax's; probs may be values), else
+ * values are the probabilities already (zero-shot's softmax or sigmoids) and probs is not used;
+ * then the k most probable into top[0..min(k, n)) in vit_top_k's order, labelled by labeler
+ * (NULL: labels NULL), and *shown (when not NULL) how many of those come first with a
+ * probability of at least threshold. Returns min(k, n), or -1 (k negative, out of memory). */
+VIT_API int vit_rank(const float *values, int n, int logits, float *probs, int k, double threshold,
+                     const vit_labeler *labeler, vit_prediction *top, int *shown, vit_error *err);
+
 /* Preprocess + forward + softmax + top-k of one image: a file, an encoded file in memory, or
  * 8-bit RGB pixels. Returns the number of predictions written (min(k, num_labels)) or -1. */
 VIT_API int vit_classify_file(vit_context *ctx, const char *path, int k, vit_prediction *top,

@@ -148,13 +148,6 @@ static int next_input(void *user, pipeline_item *item) {
 
 /* ---- output ---- */
 
-/* How many of the top predictions pass the threshold (they are in decreasing order). */
-static int above_threshold(const classify_run *r) {
-    int n = 0;
-    while (n < r->top_k && r->top[n].prob >= r->threshold) n++;
-    return n;
-}
-
 static void print_json(const classify_run *r, const pipeline_item *it) {
     json_writer w = json_begin(stdout);
     json_object(&w);
@@ -220,26 +213,27 @@ static void print_header(const classify_run *r) {
     if (r->format == FORMAT_TSV) printf("file\trank\tindex\tlabel\tprob\n");
 }
 
-/* The item's top-k into r->top; an item that fails here (out of memory) is reported as failed. */
+/* Class i's label: --labels' line, else the class name or the model's label. */
+static const char *class_label(const void *run, int i) {
+    const classify_run *r = run;
+    return r->labels.count ? r->labels.lines[i] : eval_class_name(r->ctx, r->zs.classes, i);
+}
+
+/* The item's top-k into r->top, those at or above the threshold counted in r->shown; an item that
+ * fails here (out of memory) is reported as failed. */
 static pipeline_item rank(classify_run *r, const pipeline_item *it) {
     pipeline_item ranked = *it;
-    const int L = r->num_classes;
-    const vit_classes *classes = r->zs.classes;
-    /* zero-shot: the probabilities follow the scores (eval_zero_shot_model) */
-    const float *probs = classes ? it->logits + L : r->probs;
-    if (!classes) {
-        memcpy(r->probs, it->logits, sizeof(float) * (size_t)L);
-        vit_softmax(r->probs, L);
-    }
-    ranked.ok = eval_top_k(r->ctx, classes, probs, r->top_k, r->top, &ranked.err) >= 0;
-    for (int i = 0; ranked.ok && r->labels.count && i < r->top_k; i++) /* --labels renames */
-        r->top[i].label = r->labels.lines[r->top[i].index];
+    const int L = r->num_classes, zero_shot = r->zs.classes != NULL;
+    const vit_labeler labeler = {class_label, r};
+    /* zero-shot: the probabilities follow the scores (eval_zero_shot_model); else the logits */
+    ranked.ok = vit_rank(zero_shot ? it->logits + L : it->logits, L, !zero_shot, r->probs, r->top_k,
+                         r->threshold, &labeler, r->top, &r->shown, &ranked.err) >= 0;
     return ranked;
 }
 
 static void report(classify_run *r, const pipeline_item *item) {
+    r->shown = 0;
     const pipeline_item ranked = item->ok ? rank(r, item) : *item, *it = &ranked;
-    r->shown = it->ok ? above_threshold(r) : 0;
     if (!it->ok) {
         r->failures++;
         fprintf(stderr, "vit classify: %s\n", it->err.msg);

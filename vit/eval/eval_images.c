@@ -58,22 +58,6 @@ const char *eval_class_name(const vit_context *ctx, const vit_classes *classes, 
     return classes ? vit_classes_name(classes, i) : vit_label(ctx, i);
 }
 
-int eval_top_k(const vit_context *ctx, const vit_classes *classes, const float *probs, int k,
-               vit_prediction *top, vit_error *err) {
-    if (!classes) return vit_top_k(ctx, probs, k, top, err);
-    if (k < 0) return vit_fail(err, "top-k: k %d is negative", k);
-    const int K = vit_classes_count(classes);
-    k = k < K ? k : K;
-    int *idx = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
-    if (!idx) return vit_fail(err, "top-k: out of memory for %d indices", k);
-    topk_indices(probs, K, k, idx);
-    for (int i = 0; i < k; i++)
-        top[i] = (vit_prediction){
-            .index = idx[i], .prob = probs[idx[i]], .label = vit_classes_name(classes, idx[i])};
-    free(idx);
-    return k;
-}
-
 int eval_map_classes(imagefolder *f, const vit_context *ctx, const char *const *names,
                      int num_names, const char *class_map, int *by_order, vit_error *err) {
     const int L = names ? num_names : vit_num_labels(ctx);
@@ -158,10 +142,8 @@ static void batch_done(void *user, const pipeline_item *items, int count) {
         }
         /* zero-shot: the probabilities follow the scores; else the softmax of the logits */
         const float *probs = o->classes ? it->logits + r->labels : r->probs;
-        if (!o->classes) {
-            memcpy(r->probs, it->logits, sizeof(float) * (size_t)r->labels);
-            vit_softmax(r->probs, r->labels);
-        }
+        if (!o->classes) /* the probabilities alone (k 0): eval_score ranks them for top-5 */
+            vit_rank(it->logits, r->labels, 1, r->probs, 0, 0.0, NULL, NULL, NULL, NULL);
         eval_score(probs, r->labels, it->tag, &res.pred, &res.in_top5);
         res.prob = probs[res.pred];
         eval_report_add_result(r->report, it->tag, res.pred, res.in_top5);

@@ -37,9 +37,6 @@ pipeline_model eval_zero_shot_model(const eval_zero_shot *zs);
  * the context's labels. Their number, and the name of class i. */
 int eval_num_classes(const vit_context *ctx, const vit_classes *classes);
 const char *eval_class_name(const vit_context *ctx, const vit_classes *classes, int i);
-/* The k most probable of those classes, as vit_top_k. */
-int eval_top_k(const vit_context *ctx, const vit_classes *classes, const float *probs, int k,
-               vit_prediction *top, vit_error *err);
 
 /* Maps f's folders to the classes, names[0..num_names) (zero-shot's class names; names NULL: the
  * context's labels): by class_map (a file of folder names, one per line, line number = class
