@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "vit/base/file.h"
-#include "text/tokenizer.h"
+#include "text/wordpiece.h"
 
 static double now(void) {
     struct timespec ts;

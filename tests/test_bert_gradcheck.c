@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "text/tokenizer.h"
+#include "text/wordpiece.h"
 #include "vit/base/alloc.h"
 #include "vit/model/bert_model.h"
 #include "vit/model/config.h"

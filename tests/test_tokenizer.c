@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "text/tokenizer.h"
+#include "text/wordpiece.h"
 
 #define MAX_IDS 256
 

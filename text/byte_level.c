@@ -156,15 +156,11 @@ int byte_level_load(const char *dir, byte_level **out, vit_error *err) {
     *out = NULL;
     static const char *const names[] = {"vocab.json", "merges.txt", "tokenizer_config.json",
                                         "special_tokens_map.json"};
-    char paths[4][4096];
-    byte_level_sources src;
-    memset(&src, 0, sizeof src);
-    tokenizer_source *all[] = {&src.vocab, &src.merges, &src.config, &src.special_tokens_map};
-    int rc = 0;
-    for (int i = 0; rc == 0 && i < 4; i++)
-        rc = tokenizer_source_read(dir, names[i], i < 2, paths[i], sizeof paths[i], all[i], err);
+    tokenizer_files f;
+    int rc = tokenizer_files_read(&f, dir, names, 4, 2, err);
+    const byte_level_sources src = {f.src[0], f.src[1], f.src[2], f.src[3]};
     if (rc == 0) rc = byte_level_load_memory(&src, out, err);
-    for (int i = 0; i < 4; i++) free((char *)all[i]->text);
+    tokenizer_files_free(&f);
     return rc;
 }
 
@@ -362,3 +358,45 @@ int byte_level_decode(const byte_level *t, const int32_t *ids, int n, bool skip_
                             .clean_up = t->clean_up};
     return text_decode(&d, ids, n, skip_special_tokens, out, size, err);
 }
+
+/* ---- behind text/text_tokenizer.h ---- */
+
+static void byte_level_ops_free(void *impl) {
+    byte_level_free(impl);
+}
+
+static const char *byte_level_ops_piece(const void *impl, int id) {
+    return byte_level_piece(impl, id);
+}
+
+static int byte_level_ops_encode(const void *impl, void *scratch, const char *text, size_t len,
+                                 int max_len, int32_t *ids, vit_error *err) {
+    (void)scratch;
+    return byte_level_encode(impl, text, len, max_len, ids, err);
+}
+
+static int byte_level_ops_decode(const void *impl, const int32_t *ids, int n,
+                                 bool skip_special_tokens, char *out, size_t size, vit_error *err) {
+    return byte_level_decode(impl, ids, n, skip_special_tokens, out, size, err);
+}
+
+static int byte_level_ops_load(const char *dir, void **impl, text_tokenizer_info *info,
+                               vit_error *err) {
+    byte_level *t;
+    if (byte_level_load(dir, &t, err) != 0) return -1;
+    *impl = t;
+    *info = (text_tokenizer_info){.kind = "byte-level BPE",
+                                  .class_name = byte_level_class_name(t),
+                                  .vocab_size = byte_level_vocab_size(t),
+                                  .max_len = byte_level_max_len(t),
+                                  .pad_id = byte_level_pad_id(t),
+                                  .bos_id = byte_level_bos_id(t),
+                                  .eos_id = byte_level_eos_id(t)};
+    return 0;
+}
+
+const text_tokenizer_ops byte_level_ops = {.load = byte_level_ops_load,
+                                           .free = byte_level_ops_free,
+                                           .piece = byte_level_ops_piece,
+                                           .encode = byte_level_ops_encode,
+                                           .decode = byte_level_ops_decode};

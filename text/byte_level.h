@@ -27,7 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "text/tokenizer.h"
+#include "text/tokenizer_files.h"
+#include "text/text_tokenizer.h"
 #include "vit/base/error.h"
 
 typedef struct byte_level byte_level;
@@ -69,5 +70,8 @@ int byte_level_eos_id(const byte_level *t);
 int byte_level_pad_id(const byte_level *t);
 /* The token of id (owned by t), or NULL when there is none. */
 const char *byte_level_piece(const byte_level *t, int id);
+
+/* These tokenizers behind text/text_tokenizer.h's interface. */
+extern const text_tokenizer_ops byte_level_ops;
 
 #endif

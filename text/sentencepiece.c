@@ -3,13 +3,27 @@
  * the one-line refusal in place of the shim. */
 #include "text/sentencepiece.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "vit/base/file.h"
 
 /* Real models are far below this (SigLIP's spiece.model is under 1 MB, multilingual ones of 250k
  * pieces a few MB); the limit only keeps a wrong path from being read whole. */
 #define SPM_MAX_FILE (256u << 20)
+
+int spm_files_read(tokenizer_files *f, const char *dir, const char *model_file, vit_error *err) {
+    memset(f, 0, sizeof *f);
+    /* the build's refusal first: without the library the folder's files do not matter */
+    if (!spm_library()) {
+        snprintf(f->path[0], sizeof f->path[0], "%s/%s", dir, model_file);
+        spm *none;
+        return spm_load(f->path[0], 0, &none, err);
+    }
+    const char *const names[] = {model_file, "tokenizer_config.json", "special_tokens_map.json"};
+    return tokenizer_files_read(f, dir, names, 3, 1, err);
+}
 
 #ifdef VIT_SENTENCEPIECE
 

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "text/tokenizer_files.h"
 #include "vit/base/error.h"
 
 typedef struct spm spm;
@@ -42,6 +43,17 @@ int spm_load(const char *path, unsigned flags, spm **out, vit_error *err);
 int spm_load_memory(const void *data, size_t size, const char *name, unsigned flags, spm **out,
                     vit_error *err);
 void spm_free(spm *m);
+
+/* A SentencePiece tokenizer folder's files (SigLIP's and XLM-R's loaders read the same three). */
+typedef struct {
+    tokenizer_source model;              /* the model file (required) */
+    tokenizer_source config;             /* tokenizer_config.json */
+    tokenizer_source special_tokens_map; /* special_tokens_map.json */
+} spm_sources;
+/* dir's model_file, tokenizer_config.json and special_tokens_map.json into f (its src[0..3) in
+ * spm_sources' order; tokenizer_files_free it); in a build without the library, first and
+ * whatever the folder holds, the one line saying so. */
+int spm_files_read(tokenizer_files *f, const char *dir, const char *model_file, vit_error *err);
 
 /* text[0..len) (UTF-8; the library reads each invalid byte as U+FFFD) to ids, as the library's
  * Encode gives them: no start or end token. Writes the first min(count, cap) ids to ids (which may

@@ -8,15 +8,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <utf8proc.h>
 
 #include "text/decode.h"
 #include "text/utf8.h"
-#include "vit/base/file.h"
 #include "vit/base/json.h"
 
 #define MAX_SPECIAL     64 /* eos, unk, pad and additional special tokens */
@@ -288,24 +285,11 @@ int siglip_text_load_memory(const siglip_text_sources *src, siglip_text **out, v
 int siglip_text_load(const char *dir, siglip_text **out, vit_error *err) {
     if (!dir || !out) return vit_fail(err, "siglip_text_load: missing dir or out");
     *out = NULL;
-    /* the build's refusal first: without the library the folder's files do not matter */
-    if (!spm_library()) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/spiece.model", dir);
-        spm *none;
-        return spm_load(path, 0, &none, err);
-    }
-    static const char *const names[] = {"spiece.model", "tokenizer_config.json",
-                                        "special_tokens_map.json"};
-    char paths[3][4096];
-    siglip_text_sources src;
-    memset(&src, 0, sizeof src);
-    tokenizer_source *all[] = {&src.model, &src.config, &src.special_tokens_map};
-    int rc = 0;
-    for (int i = 0; rc == 0 && i < 3; i++)
-        rc = tokenizer_source_read(dir, names[i], i == 0, paths[i], sizeof paths[i], all[i], err);
+    tokenizer_files f;
+    int rc = spm_files_read(&f, dir, "spiece.model", err);
+    const spm_sources src = {f.src[0], f.src[1], f.src[2]};
     if (rc == 0) rc = siglip_text_load_memory(&src, out, err);
-    for (int i = 0; i < 3; i++) free((char *)all[i]->text);
+    tokenizer_files_free(&f);
     return rc;
 }
 
@@ -570,3 +554,46 @@ int siglip_text_decode(const siglip_text *t, const int32_t *ids, int n, bool ski
                             .clean_up = t->clean_up};
     return text_decode(&d, ids, n, skip_special_tokens, out, size, err);
 }
+
+/* ---- behind text/text_tokenizer.h ---- */
+
+static void siglip_text_ops_free(void *impl) {
+    siglip_text_free(impl);
+}
+
+static const char *siglip_text_ops_piece(const void *impl, int id) {
+    return spm_piece(((const siglip_text *)impl)->model, id);
+}
+
+static int siglip_text_ops_encode(const void *impl, void *scratch, const char *text, size_t len,
+                                  int max_len, int32_t *ids, vit_error *err) {
+    (void)scratch; /* its ids end with the end token; padded past what it returns */
+    return siglip_text_encode(impl, text, len, max_len, ids, err);
+}
+
+static int siglip_text_ops_decode(const void *impl, const int32_t *ids, int n,
+                                  bool skip_special_tokens, char *out, size_t size,
+                                  vit_error *err) {
+    return siglip_text_decode(impl, ids, n, skip_special_tokens, out, size, err);
+}
+
+static int siglip_text_ops_load(const char *dir, void **impl, text_tokenizer_info *info,
+                                vit_error *err) {
+    siglip_text *t;
+    if (siglip_text_load(dir, &t, err) != 0) return -1;
+    *impl = t;
+    *info = (text_tokenizer_info){.kind = "SentencePiece",
+                                  .class_name = "SiglipTokenizer",
+                                  .vocab_size = spm_vocab_size(t->model),
+                                  .max_len = t->max_len,
+                                  .pad_id = siglip_text_pad_id(t),
+                                  .bos_id = -1, /* SiglipTokenizer has no bos_token */
+                                  .eos_id = siglip_text_eos_id(t)};
+    return 0;
+}
+
+const text_tokenizer_ops siglip_text_ops = {.load = siglip_text_ops_load,
+                                            .free = siglip_text_ops_free,
+                                            .piece = siglip_text_ops_piece,
+                                            .encode = siglip_text_ops_encode,
+                                            .decode = siglip_text_ops_decode};

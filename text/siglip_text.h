@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "text/sentencepiece.h"
-#include "text/tokenizer.h"
+#include "text/text_tokenizer.h"
 #include "vit/base/error.h"
 
 typedef struct siglip_text siglip_text;
@@ -42,11 +42,8 @@ typedef struct siglip_text siglip_text;
  * tokens, added tokens that are not special tokens). */
 int siglip_text_load(const char *dir, siglip_text **out, vit_error *err);
 
-typedef struct {
-    tokenizer_source model;              /* spiece.model (required) */
-    tokenizer_source config;             /* tokenizer_config.json */
-    tokenizer_source special_tokens_map; /* special_tokens_map.json */
-} siglip_text_sources;
+/* Its files' bytes: the model file is spiece.model. */
+typedef spm_sources siglip_text_sources;
 
 /* The same from those files' bytes (copied: src may be freed afterwards). */
 int siglip_text_load_memory(const siglip_text_sources *src, siglip_text **out, vit_error *err);
@@ -75,5 +72,8 @@ int siglip_text_pad_id(const siglip_text *t);
 int siglip_text_unk_id(const siglip_text *t);
 /* The SentencePiece model (owned by t): pieces, vocabulary size. */
 const spm *siglip_text_spm(const siglip_text *t);
+
+/* This tokenizer behind text/text_tokenizer.h's interface. */
+extern const text_tokenizer_ops siglip_text_ops;
 
 #endif

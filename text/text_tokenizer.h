@@ -3,7 +3,7 @@
 
 /* The tokenizers of the text models behind one interface. A folder's tokenizer is the one its
  * tokenizer_config.json's tokenizer_class names (with or without "Fast"): BertTokenizer
- * (WordPiece, text/tokenizer.h), CLIPTokenizer, GPT2Tokenizer, RobertaTokenizer (byte-level BPE,
+ * (WordPiece, text/wordpiece.h), CLIPTokenizer, GPT2Tokenizer, RobertaTokenizer (byte-level BPE,
  * text/byte_level.h), SiglipTokenizer (SentencePiece, text/siglip_text.h), XLMRobertaTokenizer
  * (SentencePiece with fairseq's ids, text/xlmr_text.h); with another class or none, the files
  * tell: vocab.json and merges.txt, byte-level BPE; vocab.txt, WordPiece; spiece.model, SigLIP's;
@@ -51,7 +51,8 @@ const char *text_tokenizer_piece(const text_tokenizer *t, int id);
 text_tokenizer_scratch *text_tokenizer_scratch_create(const text_tokenizer *t);
 void text_tokenizer_scratch_free(text_tokenizer_scratch *s);
 
-/* text[0..len) -> ids (room for max_len >= 2). Returns their number or -1 with err. */
+/* text[0..len) -> ids (room for max_len >= 2), s a scratch of t's (NULL will do for every kind
+ * but WordPiece, which needs one). Returns their number or -1 with err. */
 int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, const char *text,
                           size_t len, int max_len, int32_t *ids, vit_error *err);
 
@@ -62,5 +63,29 @@ int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, co
  * below size), or -1 with err: an id the tokenizer does not have, out of memory. */
 int text_tokenizer_decode(const text_tokenizer *t, const int32_t *ids, int n,
                           bool skip_special_tokens, char *out, size_t size, vit_error *err);
+
+/* ---- the interface each kind implements (text/wordpiece.c, text/byte_level.c,
+ * text/siglip_text.c, text/xlmr_text.c), which the functions above call through ---- */
+
+/* What a loaded tokenizer tells of itself: fixed at load, as the tokenizer is. */
+typedef struct {
+    const char *kind;                                /* text_tokenizer_kind's */
+    const char *class_name;                          /* text_tokenizer_class's */
+    int vocab_size, max_len, pad_id, bos_id, eos_id; /* as their functions above say */
+} text_tokenizer_info;
+
+typedef struct {
+    /* dir's tokenizer of this kind into *impl, what it tells of itself into *info */
+    int (*load)(const char *dir, void **impl, text_tokenizer_info *info, vit_error *err);
+    void (*free)(void *impl);
+    const char *(*piece)(const void *impl, int id);
+    /* one thread's working memory for encode; both NULL for a kind that needs none */
+    void *(*scratch_create)(void);
+    void (*scratch_free)(void *scratch);
+    int (*encode)(const void *impl, void *scratch, const char *text, size_t len, int max_len,
+                  int32_t *ids, vit_error *err);
+    int (*decode)(const void *impl, const int32_t *ids, int n, bool skip_special_tokens, char *out,
+                  size_t size, vit_error *err);
+} text_tokenizer_ops;
 
 #endif

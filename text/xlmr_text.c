@@ -3,7 +3,6 @@
 #include "text/xlmr_text.h"
 
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,24 +137,11 @@ int xlmr_text_load_memory(const xlmr_text_sources *src, xlmr_text **out, vit_err
 int xlmr_text_load(const char *dir, xlmr_text **out, vit_error *err) {
     if (!dir || !out) return vit_fail(err, "xlmr_text_load: missing dir or out");
     *out = NULL;
-    /* the build's refusal first: without the library the folder's files do not matter */
-    if (!spm_library()) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/sentencepiece.bpe.model", dir);
-        spm *none;
-        return spm_load(path, 0, &none, err);
-    }
-    static const char *const names[] = {"sentencepiece.bpe.model", "tokenizer_config.json",
-                                        "special_tokens_map.json"};
-    char paths[3][4096];
-    xlmr_text_sources src;
-    memset(&src, 0, sizeof src);
-    tokenizer_source *all[] = {&src.model, &src.config, &src.special_tokens_map};
-    int rc = 0;
-    for (int i = 0; rc == 0 && i < 3; i++)
-        rc = tokenizer_source_read(dir, names[i], i == 0, paths[i], sizeof paths[i], all[i], err);
+    tokenizer_files f;
+    int rc = spm_files_read(&f, dir, "sentencepiece.bpe.model", err);
+    const spm_sources src = {f.src[0], f.src[1], f.src[2]};
     if (rc == 0) rc = xlmr_text_load_memory(&src, out, err);
-    for (int i = 0; i < 3; i++) free((char *)all[i]->text);
+    tokenizer_files_free(&f);
     return rc;
 }
 
@@ -269,3 +255,45 @@ int xlmr_text_decode(const xlmr_text *t, const int32_t *ids, int n, bool skip_sp
                             .clean_up = t->clean_up};
     return text_decode(&d, ids, n, skip_special_tokens, out, size, err);
 }
+
+/* ---- behind text/text_tokenizer.h ---- */
+
+static void xlmr_text_ops_free(void *impl) {
+    xlmr_text_free(impl);
+}
+
+static const char *xlmr_text_ops_piece(const void *impl, int id) {
+    return xlmr_text_piece(impl, id);
+}
+
+static int xlmr_text_ops_encode(const void *impl, void *scratch, const char *text, size_t len,
+                                int max_len, int32_t *ids, vit_error *err) {
+    (void)scratch;
+    return xlmr_text_encode(impl, text, len, max_len, ids, err);
+}
+
+static int xlmr_text_ops_decode(const void *impl, const int32_t *ids, int n,
+                                bool skip_special_tokens, char *out, size_t size, vit_error *err) {
+    return xlmr_text_decode(impl, ids, n, skip_special_tokens, out, size, err);
+}
+
+static int xlmr_text_ops_load(const char *dir, void **impl, text_tokenizer_info *info,
+                              vit_error *err) {
+    xlmr_text *t;
+    if (xlmr_text_load(dir, &t, err) != 0) return -1;
+    *impl = t;
+    *info = (text_tokenizer_info){.kind = "SentencePiece",
+                                  .class_name = "XLMRobertaTokenizer",
+                                  .vocab_size = xlmr_text_vocab_size(t),
+                                  .max_len = t->max_len,
+                                  .pad_id = xlmr_text_pad_id(t),
+                                  .bos_id = xlmr_text_bos_id(t),
+                                  .eos_id = xlmr_text_eos_id(t)};
+    return 0;
+}
+
+const text_tokenizer_ops xlmr_text_ops = {.load = xlmr_text_ops_load,
+                                          .free = xlmr_text_ops_free,
+                                          .piece = xlmr_text_ops_piece,
+                                          .encode = xlmr_text_ops_encode,
+                                          .decode = xlmr_text_ops_decode};

@@ -23,16 +23,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "text/tokenizer.h"
+#include "text/sentencepiece.h"
+#include "text/text_tokenizer.h"
 #include "vit/base/error.h"
 
 typedef struct xlmr_text xlmr_text;
 
-typedef struct {
-    tokenizer_source model;              /* sentencepiece.bpe.model (required) */
-    tokenizer_source config;             /* tokenizer_config.json */
-    tokenizer_source special_tokens_map; /* special_tokens_map.json */
-} xlmr_text_sources;
+/* Its files' bytes: the model file is sentencepiece.bpe.model. */
+typedef spm_sources xlmr_text_sources;
 
 /* Loads those files from dir; without libsentencepiece, one line saying so. */
 int xlmr_text_load(const char *dir, xlmr_text **out, vit_error *err);
@@ -60,5 +58,8 @@ int xlmr_text_eos_id(const xlmr_text *t);
 int xlmr_text_pad_id(const xlmr_text *t);
 /* The token of id (owned by t), or NULL when there is none. */
 const char *xlmr_text_piece(const xlmr_text *t, int id);
+
+/* This tokenizer behind text/text_tokenizer.h's interface. */
+extern const text_tokenizer_ops xlmr_text_ops;
 
 #endif

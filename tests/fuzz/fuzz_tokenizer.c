@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "tests/fuzz/fuzz_input.h"
-#include "text/tokenizer.h"
+#include "text/wordpiece.h"
 
 static const char specials[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
 

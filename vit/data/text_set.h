@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "text/tokenizer.h"
+#include "text/wordpiece.h"
 #include "vit/base/error.h"
 
 /* ---- one line ---- */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "text/tokenizer.h"
+#include "text/wordpiece.h"
 #include "vit/base/file.h"
 #include "vit/base/rng.h"
 #include "vit/data/text_set.h"

@@ -1,17 +1,13 @@
-#include "text/tokenizer.h"
+#include "text/wordpiece.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "text/bert_basic.h"
 #include "text/decode.h"
-#include "vit/base/file.h"
 #include "vit/base/json.h"
 #include "text/utf8.h"
 #include "text/vocab.h"
@@ -44,16 +40,6 @@ struct tokenizer_scratch {
 };
 
 /* ---- loading ---- */
-
-int tokenizer_source_json(const tokenizer_source *src, cJSON **root, vit_error *err) {
-    *root = NULL;
-    if (!src->text) return 0;
-    *root = cJSON_ParseWithLength(src->text, src->size);
-    if (cJSON_IsObject(*root)) return 0;
-    cJSON_Delete(*root);
-    *root = NULL;
-    return vit_fail(err, "%s: not a JSON object", src->name);
-}
 
 static int json_bool(const cJSON *root, const char *key, bool *out, const char *src,
                      vit_error *err) {
@@ -235,33 +221,16 @@ int tokenizer_load_memory(const tokenizer_sources *src, tokenizer **out, vit_err
     return 0;
 }
 
-int tokenizer_source_read(const char *model_dir, const char *name, bool required, char *path,
-                          size_t size, tokenizer_source *src, vit_error *err) {
-    *src = (tokenizer_source){.name = path};
-    const int n = snprintf(path, size, "%s/%s", model_dir, name);
-    if (n < 0 || (size_t)n >= size) return vit_fail(err, "%s/%s: path too long", model_dir, name);
-    struct stat st;
-    if (!required && stat(path, &st) != 0 && errno == ENOENT) return 0;
-    char *text = vit_read_file(path, required ? 256 << 20 : 16 << 20, &src->size, err);
-    src->text = text;
-    return text ? 0 : -1;
-}
-
 int tokenizer_load(const char *model_dir, tokenizer **out, vit_error *err) {
     if (!model_dir || !out) return vit_fail(err, "tokenizer_load: missing model_dir or out");
     *out = NULL;
     static const char *const names[] = {"vocab.txt", "tokenizer_config.json",
                                         "special_tokens_map.json", "config.json"};
-    char paths[4][4096];
-    tokenizer_sources src;
-    memset(&src, 0, sizeof src);
-    tokenizer_source *all[] = {&src.vocab, &src.config, &src.special_tokens_map, &src.model_config};
-    int rc = 0;
-    for (int i = 0; rc == 0 && i < 4; i++)
-        rc = tokenizer_source_read(model_dir, names[i], i == 0, paths[i], sizeof paths[i], all[i],
-                                   err);
+    tokenizer_files f;
+    int rc = tokenizer_files_read(&f, model_dir, names, 4, 1, err);
+    const tokenizer_sources src = {f.src[0], f.src[1], f.src[2], f.src[3]};
     if (rc == 0) rc = tokenizer_load_memory(&src, out, err);
-    for (int i = 0; i < 4; i++) free((char *)all[i]->text);
+    tokenizer_files_free(&f);
     return rc;
 }
 
@@ -470,3 +439,56 @@ int tokenizer_decode(const tokenizer *tok, const int32_t *ids, int n, bool skip_
                             .clean_up = tok->clean_up};
     return text_decode(&d, ids, n, skip_special_tokens, out, size, err);
 }
+
+/* ---- behind text/text_tokenizer.h ---- */
+
+static void wordpiece_ops_free(void *impl) {
+    tokenizer_free(impl);
+}
+
+static const char *wordpiece_ops_piece(const void *impl, int id) {
+    return tokenizer_piece(impl, id);
+}
+
+static int wordpiece_ops_encode(const void *impl, void *scratch, const char *text, size_t len,
+                                int max_len, int32_t *ids, vit_error *err) {
+    return tokenizer_encode_with(impl, scratch, text, len, max_len, ids, NULL, err);
+}
+
+static int wordpiece_ops_decode(const void *impl, const int32_t *ids, int n,
+                                bool skip_special_tokens, char *out, size_t size, vit_error *err) {
+    return tokenizer_decode(impl, ids, n, skip_special_tokens, out, size, err);
+}
+
+static void *wordpiece_ops_scratch(void) {
+    return tokenizer_scratch_create();
+}
+
+static void wordpiece_ops_scratch_free(void *scratch) {
+    tokenizer_scratch_free(scratch);
+}
+
+static int wordpiece_ops_load(const char *dir, void **impl, text_tokenizer_info *info,
+                              vit_error *err) {
+    tokenizer *t;
+    if (tokenizer_load(dir, &t, err) != 0) return -1;
+    *impl = t;
+    /* padding is masked out, so any valid id will do where there is no [PAD] */
+    const int pad = tokenizer_pad_id(t);
+    *info = (text_tokenizer_info){.kind = "WordPiece",
+                                  .class_name = "BertTokenizer",
+                                  .vocab_size = tokenizer_vocab_size(t),
+                                  .max_len = tokenizer_max_len(t),
+                                  .pad_id = pad >= 0 ? pad : 0,
+                                  .bos_id = -1, /* BertTokenizer has no bos_token nor eos_token */
+                                  .eos_id = -1};
+    return 0;
+}
+
+const text_tokenizer_ops wordpiece_ops = {.load = wordpiece_ops_load,
+                                          .free = wordpiece_ops_free,
+                                          .piece = wordpiece_ops_piece,
+                                          .scratch_create = wordpiece_ops_scratch,
+                                          .scratch_free = wordpiece_ops_scratch_free,
+                                          .encode = wordpiece_ops_encode,
+                                          .decode = wordpiece_ops_decode};

@@ -1,5 +1,5 @@
-#ifndef VIT_TEXT_TOKENIZER_H
-#define VIT_TEXT_TOKENIZER_H
+#ifndef VIT_TEXT_WORDPIECE_H
+#define VIT_TEXT_WORDPIECE_H
 
 /* BERT WordPiece tokenizer, matching Hugging Face's Python BertTokenizer (see text/bert_basic.h for
  * the normalisation steps):
@@ -16,11 +16,12 @@
  * errors="replace" and then BertTokenizer's removal of U+FFFD gives. A tokenizer is immutable after
  * loading, so any number of threads may encode with one, each with its own tokenizer_scratch. */
 
-#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "text/tokenizer_files.h"
+#include "text/text_tokenizer.h"
 #include "vit/base/error.h"
 
 typedef struct tokenizer tokenizer;
@@ -33,23 +34,6 @@ typedef struct tokenizer tokenizer;
  * tokenizer does not implement (do_basic_tokenize false, a non-empty never_split) are errors. */
 int tokenizer_load(const char *model_dir, tokenizer **out, vit_error *err);
 void tokenizer_free(tokenizer *tok);
-
-/* One of those files as bytes in memory: text[0..size), or text NULL when the file is absent;
- * name is what errors call it (its path, or where its bytes came from). */
-typedef struct {
-    const char *text;
-    size_t size;
-    const char *name;
-} tokenizer_source;
-
-/* dir/name's bytes into *src (src->text NULL when an optional file does not exist; the caller
- * frees it); path[0..size) holds the name. A required file may reach 256 MiB (a vocabulary or a
- * model), an optional one (a JSON file) 16 MiB. */
-int tokenizer_source_read(const char *dir, const char *name, bool required, char *path, size_t size,
-                          tokenizer_source *src, vit_error *err);
-/* A source's JSON object into *root (cJSON_Delete it), which stays NULL when the source is absent;
- * an error naming the source when it is not a JSON object. */
-int tokenizer_source_json(const tokenizer_source *src, cJSON **root, vit_error *err);
 
 typedef struct {
     tokenizer_source vocab;              /* vocab.txt (required) */
@@ -107,5 +91,8 @@ int tokenizer_cls_id(const tokenizer *tok);
 int tokenizer_sep_id(const tokenizer *tok);
 int tokenizer_pad_id(const tokenizer *tok);
 int tokenizer_unk_id(const tokenizer *tok);
+
+/* This tokenizer behind text/text_tokenizer.h's interface. */
+extern const text_tokenizer_ops wordpiece_ops;
 
 #endif
