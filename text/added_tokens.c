@@ -43,20 +43,19 @@ static int find_content(const added_tokens *a, const char *content) {
     return -1;
 }
 
-/* content as code points into t; the strips beside a token work on the text around it, so a
- * token with white space at an end (or none at all) is refused. */
-static int set_content(added_token *t, const char *content, const char *src, vit_error *err) {
+int added_token_set_content(added_token *t, const char *content, const char *what, const char *src,
+                            vit_error *err) {
     const size_t len = strlen(content);
     t->content = strdup(content);
     t->cps = malloc((len + 1) * sizeof *t->cps);
     if (!t->content || !t->cps) return vit_fail(err, "%s: out of memory", src);
     for (size_t k = 0; k < len;) {
         const int32_t c = utf8_decode((const uint8_t *)content, len, &k);
-        if (c < 0) return vit_fail(err, "%s: token \"%.40s\" is not UTF-8", src, content);
+        if (c < 0) return vit_fail(err, "%s: %s \"%.40s\" is not UTF-8", src, what, content);
         t->cps[t->n++] = c;
     }
     if (t->n == 0 || py_isspace(t->cps[0]) || py_isspace(t->cps[t->n - 1]))
-        return vit_fail(err, "%s: token \"%.40s\" is empty or has white space at an end", src,
+        return vit_fail(err, "%s: %s \"%.40s\" is empty or has white space at an end", src, what,
                         content);
     return 0;
 }
@@ -72,7 +71,7 @@ static int add_token(added_tokens *a, const char *content, int id, bool lstrip, 
     if (id < 0) id = a->next_id;
     added_token *t = &a->tok[a->count++];
     *t = (added_token){.id = id, .lstrip = lstrip, .rstrip = rstrip};
-    if (set_content(t, content, src, err) != 0) return -1;
+    if (added_token_set_content(t, content, "token", src, err) != 0) return -1;
     if (id >= a->next_id) a->next_id = id + 1;
     *index = a->count - 1;
     return 0;

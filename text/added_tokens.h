@@ -53,6 +53,12 @@ typedef struct {
     int next_id;            /* one past the largest id of the vocabulary and the tokens */
 } added_tokens;
 
+/* content (UTF-8) as t's content and code points; what names such a token in errors ("token").
+ * The strips beside a token work on the text around it, so a token with white space at an end
+ * (or none at all) is refused. */
+int added_token_set_content(added_token *t, const char *content, const char *what, const char *src,
+                            vit_error *err);
+
 /* Reads the tokens from the parsed files (either may be NULL: absent); names are what errors
  * call them. On failure *a is freed. */
 int added_tokens_read(added_tokens *a, const cJSON *config, const cJSON *map,

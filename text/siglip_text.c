@@ -12,6 +12,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "text/added_tokens.h"
 #include "text/decode.h"
 #include "text/utf8.h"
 #include "vit/base/json.h"
@@ -21,27 +22,21 @@
 #define UNDERLINE       0x2581
 #define UNDERLINE_UTF8  "\xe2\x96\x81"
 
-typedef struct {
-    char *content;  /* UTF-8 */
-    int32_t *cps;   /* the same as code points */
-    size_t n;       /* how many */
-    int id;         /* -1 until resolved */
-    bool lstrip;    /* takes the white space before it away */
-    bool rstrip;    /* and after it */
-    bool flags_set; /* added_tokens_decoder gave lstrip and rstrip */
-} special_token;
-
 struct siglip_text {
     spm *model;
-    /* all_special_tokens: eos, unk, pad, then the additional ones, each content once */
-    special_token tok[MAX_SPECIAL];
-    int n_tok;
-    int eos, unk, pad; /* indices into tok */
+    /* all_special_tokens: eos, unk, pad (named[TOKEN_EOS], [TOKEN_UNK], [TOKEN_PAD]), then the
+     * additional ones, each content once (at most MAX_SPECIAL) */
+    added_tokens special;
     bool lower, clean_up;
     int max_len;
     int unk_length;   /* how many ids the unk token's text encodes to */
     int underline_id; /* the piece "▁" */
 };
+
+/* The named token (TOKEN_EOS, TOKEN_UNK, TOKEN_PAD: always set once loaded). */
+static const added_token *named(const siglip_text *t, int name) {
+    return &t->special.tok[t->special.named[name]];
+}
 
 /* Python's string.punctuation: the ASCII punctuation and symbols. */
 static bool ascii_punct(int32_t c) {
@@ -100,8 +95,8 @@ static int token_value(const cJSON *item, const char *key, const char **content,
 }
 
 static int find_token(const siglip_text *t, const char *content) {
-    for (int i = 0; i < t->n_tok; i++)
-        if (strcmp(t->tok[i].content, content) == 0) return i;
+    for (int i = 0; i < t->special.count; i++)
+        if (strcmp(t->special.tok[i].content, content) == 0) return i;
     return -1;
 }
 
@@ -112,34 +107,19 @@ static int add_token(siglip_text *t, const char *content, const cJSON *flags, bo
                      const char *src, vit_error *err) {
     int i = find_token(t, content);
     if (i >= 0) return i;
-    if (t->n_tok == MAX_SPECIAL)
+    if (t->special.count == MAX_SPECIAL)
         return vit_fail(err, "%s: more than %d special tokens", src, MAX_SPECIAL);
-    special_token *s = &t->tok[t->n_tok];
-    *s = (special_token){.id = -1, .lstrip = default_strip, .rstrip = default_strip};
+    bool lstrip = default_strip, rstrip = default_strip;
     if (flags) {
-        s->lstrip = s->rstrip = false;
-        if (json_flag(flags, "lstrip", &s->lstrip, src, err) != 0 ||
-            json_flag(flags, "rstrip", &s->rstrip, src, err) != 0)
+        lstrip = rstrip = false;
+        if (json_flag(flags, "lstrip", &lstrip, src, err) != 0 ||
+            json_flag(flags, "rstrip", &rstrip, src, err) != 0)
             return -1;
     }
-    const size_t len = strlen(content);
-    s->content = strdup(content);
-    s->cps = malloc((len + 1) * sizeof *s->cps);
-    if (!s->content || !s->cps) {
-        free(s->content), free(s->cps);
-        return vit_fail(err, "%s: out of memory", src);
-    }
-    t->n_tok++;
-    for (size_t k = 0; k < len;) {
-        const int32_t c = utf8_decode((const uint8_t *)content, len, &k);
-        if (c < 0) return vit_fail(err, "%s: special token \"%.40s\" is not UTF-8", src, content);
-        s->cps[s->n++] = c;
-    }
-    /* the strips beside a token work on the text around it, never on the token itself */
-    if (s->n == 0 || py_isspace(s->cps[0]) || py_isspace(s->cps[s->n - 1]))
-        return vit_fail(err, "%s: special token \"%.40s\" is empty or has white space at an end",
-                        src, content);
-    return t->n_tok - 1;
+    added_token *s = &t->special.tok[t->special.count++];
+    *s = (added_token){.id = -1, .lstrip = lstrip, .rstrip = rstrip};
+    if (added_token_set_content(s, content, "special token", src, err) != 0) return -1;
+    return t->special.count - 1;
 }
 
 /* One of eos_token, unk_token, pad_token: special_tokens_map.json's entry when given, else
@@ -186,6 +166,7 @@ static int added_tokens_decoder(siglip_text *t, const cJSON *config, const char 
     if (!decoder) return 0;
     if (!cJSON_IsObject(decoder))
         return vit_fail(err, "%s: 'added_tokens_decoder' must be an object", src);
+    bool flags_set[MAX_SPECIAL] = {false}; /* this file gave a token's lstrip and rstrip */
     const cJSON *item;
     cJSON_ArrayForEach(item, decoder) {
         char *end;
@@ -205,13 +186,13 @@ static int added_tokens_decoder(siglip_text *t, const cJSON *config, const char 
         if (flags && json_flag(flags, "single_word", &single_word, src, err) != 0) return -1;
         if (single_word)
             return vit_fail(err, "%s: single_word token \"%.40s\" is not supported", src, content);
-        special_token *s = &t->tok[i];
-        if (!s->flags_set && flags) {
+        added_token *s = &t->special.tok[i];
+        if (!flags_set[i] && flags) {
             s->lstrip = s->rstrip = false;
             if (json_flag(flags, "lstrip", &s->lstrip, src, err) != 0 ||
                 json_flag(flags, "rstrip", &s->rstrip, src, err) != 0)
                 return -1;
-            s->flags_set = true;
+            flags_set[i] = true;
         }
         s->id = (int)id;
     }
@@ -235,9 +216,15 @@ static int read_settings(siglip_text *t, const siglip_text_sources *src, vit_err
         else /* transformers writes 1e30 for "no limit" */
             t->max_len = max_len->valuedouble < INT_MAX ? (int)max_len->valuedouble : 0;
     }
-    if (rc == 0) rc = attribute_token(t, map, config, "eos_token", "</s>", src, &t->eos, err);
-    if (rc == 0) rc = attribute_token(t, map, config, "unk_token", "<unk>", src, &t->unk, err);
-    if (rc == 0) rc = attribute_token(t, map, config, "pad_token", "</s>", src, &t->pad, err);
+    if (rc == 0)
+        rc = attribute_token(t, map, config, "eos_token", "</s>", src, &t->special.named[TOKEN_EOS],
+                             err);
+    if (rc == 0)
+        rc = attribute_token(t, map, config, "unk_token", "<unk>", src,
+                             &t->special.named[TOKEN_UNK], err);
+    if (rc == 0)
+        rc = attribute_token(t, map, config, "pad_token", "</s>", src, &t->special.named[TOKEN_PAD],
+                             err);
     if (rc == 0) rc = additional_tokens(t, map, config, src, err);
     if (rc == 0) rc = added_tokens_decoder(t, config, name, err);
     cJSON_Delete(config);
@@ -249,14 +236,14 @@ static int read_settings(siglip_text *t, const siglip_text_sources *src, vit_err
  * the unk prefix's length, the "▁" piece. */
 static int resolve(siglip_text *t, const char *model_name, vit_error *err) {
     const int vocab = spm_vocab_size(t->model);
-    for (int i = 0; i < t->n_tok; i++) {
-        special_token *s = &t->tok[i];
+    for (int i = 0; i < t->special.count; i++) {
+        added_token *s = &t->special.tok[i];
         if (s->id < 0) s->id = spm_piece_id(t->model, s->content);
         if (s->id < 0 || s->id >= vocab)
             return vit_fail(err, "%s: special token \"%.40s\" is not a piece of the model",
                             model_name, s->content);
     }
-    const char *unk = t->tok[t->unk].content;
+    const char *unk = named(t, TOKEN_UNK)->content;
     t->unk_length = spm_encode(t->model, unk, strlen(unk), NULL, 0, err);
     if (t->unk_length < 0) return -1;
     t->underline_id = spm_piece_id(t->model, UNDERLINE_UTF8);
@@ -270,7 +257,12 @@ int siglip_text_load_memory(const siglip_text_sources *src, siglip_text **out, v
     *out = NULL;
     if (!src->model.text) return vit_fail(err, "%s: no SentencePiece model", src->model.name);
     siglip_text *t = calloc(1, sizeof *t);
-    if (!t) return vit_fail(err, "%s: out of memory", src->model.name);
+    if (t) t->special.tok = calloc(MAX_SPECIAL, sizeof *t->special.tok);
+    if (!t || !t->special.tok) {
+        free(t);
+        return vit_fail(err, "%s: out of memory", src->model.name);
+    }
+    for (int k = 0; k < TOKEN_NAMES; k++) t->special.named[k] = -1;
     if (read_settings(t, src, err) != 0 ||
         spm_load_memory(src->model.text, src->model.size, src->model.name, SPM_NO_DUMMY_PREFIX,
                         &t->model, err) != 0 ||
@@ -296,10 +288,7 @@ int siglip_text_load(const char *dir, siglip_text **out, vit_error *err) {
 void siglip_text_free(siglip_text *t) {
     if (!t) return;
     spm_free(t->model);
-    for (int i = 0; i < t->n_tok; i++) {
-        free(t->tok[i].content);
-        free(t->tok[i].cps);
-    }
+    added_tokens_free(&t->special);
     free(t);
 }
 
@@ -307,13 +296,13 @@ int siglip_text_max_len(const siglip_text *t) {
     return t->max_len;
 }
 int siglip_text_eos_id(const siglip_text *t) {
-    return t->tok[t->eos].id;
+    return added_tokens_named_id(&t->special, TOKEN_EOS);
 }
 int siglip_text_pad_id(const siglip_text *t) {
-    return t->tok[t->pad].id;
+    return added_tokens_named_id(&t->special, TOKEN_PAD);
 }
 int siglip_text_unk_id(const siglip_text *t) {
-    return t->tok[t->unk].id;
+    return added_tokens_named_id(&t->special, TOKEN_UNK);
 }
 const spm *siglip_text_spm(const siglip_text *t) {
     return t->model;
@@ -321,21 +310,15 @@ const spm *siglip_text_spm(const siglip_text *t) {
 
 /* ---- encoding ---- */
 
-static bool matches(const int32_t *cps, size_t n, size_t at, const special_token *s) {
-    return n - at >= s->n && memcmp(cps + at, s->cps, s->n * sizeof *cps) == 0;
-}
-
-/* The special token written at cps[at], or -1. lower_case: the first of all_special_tokens that
- * matches (the alternation of PreTrainedTokenizer.tokenize's lower-casing pattern); otherwise the
- * longest (its trie's split). */
-static int token_at(const siglip_text *t, const int32_t *cps, size_t n, size_t at, bool first) {
-    int best = -1;
-    for (int i = 0; i < t->n_tok; i++)
-        if (matches(cps, n, at, &t->tok[i])) {
-            if (first) return i;
-            if (best < 0 || t->tok[i].n > t->tok[best].n) best = i;
-        }
-    return best;
+/* The first of all_special_tokens written at cps[at] (the alternation of
+ * PreTrainedTokenizer.tokenize's lower-casing pattern), or -1. The split takes the longest
+ * instead (added_tokens_split, as its trie does). */
+static int first_token_at(const siglip_text *t, const int32_t *cps, size_t n, size_t at) {
+    for (int i = 0; i < t->special.count; i++) {
+        const added_token *s = &t->special.tok[i];
+        if (n - at >= s->n && memcmp(cps + at, s->cps, s->n * sizeof *cps) == 0) return i;
+    }
+    return -1;
 }
 
 /* in[0..n) lower-cased character by character (Python's str.lower on each), the special tokens
@@ -343,10 +326,11 @@ static int token_at(const siglip_text *t, const int32_t *cps, size_t n, size_t a
 static size_t lower_case(const siglip_text *t, const int32_t *in, size_t n, int32_t *out) {
     size_t o = 0;
     for (size_t i = 0; i < n;) {
-        const int k = token_at(t, in, n, i, true);
+        const int k = first_token_at(t, in, n, i);
         if (k >= 0) {
-            memcpy(out + o, in + i, t->tok[k].n * sizeof *in);
-            o += t->tok[k].n, i += t->tok[k].n;
+            const size_t len = t->special.tok[k].n;
+            memcpy(out + o, in + i, len * sizeof *in);
+            o += len, i += len;
             continue;
         }
         const int32_t c = in[i++];
@@ -359,17 +343,11 @@ static size_t lower_case(const siglip_text *t, const int32_t *in, size_t n, int3
     return o;
 }
 
-/* A stretch of the text: a special token (tok >= 0) or text between them. */
-typedef struct {
-    size_t start, end;
-    int tok;
-} span;
-
 /* Canonicalises cps[s.start..s.end) (punctuation out, white space runs to one space, ends
  * stripped) and writes the unk token's text followed by it as UTF-8 into buf. Returns its byte
  * length. */
-static size_t canonical_utf8(const siglip_text *t, const int32_t *cps, span s, uint8_t *buf) {
-    const special_token *unk = &t->tok[t->unk];
+static size_t canonical_utf8(const siglip_text *t, const int32_t *cps, text_span s, uint8_t *buf) {
+    const added_token *unk = named(t, TOKEN_UNK);
     size_t o = strlen(unk->content);
     memcpy(buf, unk->content, o);
     const size_t text_start = o;
@@ -399,7 +377,7 @@ static void push(collected *c, int32_t id, bool special) {
 }
 
 /* Encodes one text span into c (as many ids as fit). */
-static int encode_span(const siglip_text *t, const int32_t *cps, span s, uint8_t *buf,
+static int encode_span(const siglip_text *t, const int32_t *cps, text_span s, uint8_t *buf,
                        int32_t *scratch, collected *c, vit_error *err) {
     const size_t len = canonical_utf8(t, cps, s, buf);
     const int room = c->cap - c->n;
@@ -419,8 +397,8 @@ int siglip_text_encode(const siglip_text *t, const char *text, size_t len, int m
     if (len > (size_t)INT_MAX / 16) return vit_fail(err, "siglip_text_encode: text too long");
     const size_t n_in = len + 1; /* at most one code point a byte, and the "▁" in front */
     int32_t *cps = malloc(n_in * sizeof *cps), *lowered = malloc(2 * n_in * sizeof *lowered);
-    span *spans = malloc((2 * n_in + 1) * sizeof *spans);
-    uint8_t *buf = malloc(strlen(t->tok[t->unk].content) + 4 * 2 * n_in);
+    text_span *spans = malloc((2 * n_in + 1) * sizeof *spans);
+    uint8_t *buf = malloc(strlen(named(t, TOKEN_UNK)->content) + 4 * 2 * n_in);
     int32_t *scratch = malloc(((size_t)t->unk_length + (size_t)max_len + 2) * sizeof *scratch);
     int32_t *got = malloc(((size_t)max_len + 1) * sizeof *got);
     bool *special = malloc(((size_t)max_len + 1) * sizeof *special);
@@ -439,37 +417,15 @@ int siglip_text_encode(const siglip_text *t, const char *text, size_t len, int m
     const int32_t *s = cps;
     if (t->lower) n = lower_case(t, cps, n, lowered), s = lowered;
 
-    /* the split at the special tokens, leftmost first, longest first */
-    size_t n_spans = 0, start = 0;
-    for (size_t i = 0; i < n;) {
-        const int k = token_at(t, s, n, i, false);
-        if (k < 0) {
-            i++;
-            continue;
-        }
-        if (i > start) spans[n_spans++] = (span){start, i, -1};
-        spans[n_spans++] = (span){i, i + t->tok[k].n, k};
-        start = i += t->tok[k].n;
-    }
-    if (start < n) spans[n_spans++] = (span){start, n, -1};
-    /* a token's rstrip takes the white space after it away, its lstrip that before it */
-    for (size_t i = 0; i < n_spans; i++) {
-        if (spans[i].tok < 0) continue;
-        const special_token *tk = &t->tok[spans[i].tok];
-        span *right = i + 1 < n_spans ? &spans[i + 1] : NULL, *left = i ? &spans[i - 1] : NULL;
-        if (tk->rstrip && right && right->tok < 0)
-            while (right->start < right->end && py_isspace(s[right->start])) right->start++;
-        if (tk->lstrip && left && left->tok < 0)
-            while (left->end > left->start && py_isspace(s[left->end - 1])) left->end--;
-    }
+    /* the split at the special tokens, leftmost first, longest first, with their strips */
+    const size_t n_spans = added_tokens_split(&t->special, s, n, spans);
 
     /* max_len + 1 ids tell all that is needed: whether the text fits with the end token, even
      * after the leading "▁" rule drops one */
     collected c = {got, special, 0, max_len + 1};
     for (size_t i = 0; i < n_spans && c.n < c.cap; i++) {
-        if (spans[i].start == spans[i].end) continue;
         if (spans[i].tok >= 0)
-            push(&c, t->tok[spans[i].tok].id, true);
+            push(&c, t->special.tok[spans[i].tok].id, true);
         else if (encode_span(t, s, spans[i], buf, scratch, &c, err) != 0)
             goto done;
     }
@@ -478,9 +434,9 @@ int siglip_text_encode(const siglip_text *t, const char *text, size_t len, int m
     int count = c.n - first;
     if (count + 1 > max_len) count = max_len - 1; /* the end token is the one special to add */
     memcpy(ids, got + first, (size_t)count * sizeof *ids);
-    const int32_t eos = t->tok[t->eos].id;
+    const int32_t eos = named(t, TOKEN_EOS)->id;
     if (count == 0 || ids[count - 1] != eos) ids[count++] = eos;
-    for (int i = count; i < max_len; i++) ids[i] = t->tok[t->pad].id;
+    for (int i = count; i < max_len; i++) ids[i] = named(t, TOKEN_PAD)->id;
     rc = count;
 done:
     free(cps), free(lowered), free(spans), free(buf), free(scratch), free(got), free(special);
@@ -490,9 +446,7 @@ done:
 /* ---- decoding ---- */
 
 static bool is_special_id(const siglip_text *t, int32_t id) {
-    for (int i = 0; i < t->n_tok; i++)
-        if (t->tok[i].id == id) return true;
-    return false;
+    return added_tokens_find_id(&t->special, id) >= 0;
 }
 
 static const char *decode_token(const void *ctx, int32_t id) {
