@@ -272,6 +272,38 @@ static void test_interface(void **state) {
     assert_int_equal(text_tokenizer_pad_id(t), text_tokenizer_eos_id(t)); /* no pad token */
     assert_string_equal(text_tokenizer_piece(t, text_tokenizer_eos_id(t)), "<|endoftext|>");
     text_tokenizer_free(t);
+    t = load_or_fail(TEST_DATA "/clip-micro");
+    assert_string_equal(text_tokenizer_kind(t), "byte-level BPE");
+    assert_string_equal(text_tokenizer_class(t), "CLIPTokenizer");
+    assert_string_equal(text_tokenizer_piece(t, text_tokenizer_bos_id(t)), "<|startoftext|>");
+    text_tokenizer_free(t);
+    t = load_or_fail(shared_path("models/bert-sst2-tiny"));
+    assert_string_equal(text_tokenizer_kind(t), "WordPiece");
+    assert_string_equal(text_tokenizer_class(t), "BertTokenizer");
+    assert_int_equal(text_tokenizer_bos_id(t), -1); /* BertTokenizer has neither */
+    assert_int_equal(text_tokenizer_eos_id(t), -1);
+    assert_string_equal(text_tokenizer_piece(t, text_tokenizer_pad_id(t)), "[PAD]");
+    assert_int_equal(text_tokenizer_max_len(t), 128);
+    assert_null(text_tokenizer_piece(t, text_tokenizer_vocab_size(t)));
+    text_tokenizer_free(t);
+    if (!spm_library()) return;
+    t = load_or_fail(TEST_DATA "/xlmr-micro");
+    assert_string_equal(text_tokenizer_kind(t), "SentencePiece");
+    assert_string_equal(text_tokenizer_class(t), "XLMRobertaTokenizer");
+    assert_int_equal(text_tokenizer_bos_id(t), 0); /* fairseq's ids */
+    assert_int_equal(text_tokenizer_pad_id(t), 1);
+    assert_int_equal(text_tokenizer_eos_id(t), 2);
+    assert_string_equal(text_tokenizer_piece(t, text_tokenizer_vocab_size(t) - 1), "<mask>");
+    assert_null(text_tokenizer_piece(t, text_tokenizer_vocab_size(t)));
+    text_tokenizer_free(t);
+    t = load_or_fail(TEST_DATA "/siglip-micro");
+    assert_string_equal(text_tokenizer_class(t), "SiglipTokenizer");
+    assert_int_equal(text_tokenizer_bos_id(t), -1); /* SiglipTokenizer has none */
+    assert_string_equal(text_tokenizer_piece(t, text_tokenizer_eos_id(t)), "</s>");
+    assert_int_equal(text_tokenizer_pad_id(t), text_tokenizer_eos_id(t)); /* pad_token "</s>" */
+    assert_int_equal(text_tokenizer_max_len(t), 16);
+    assert_null(text_tokenizer_piece(t, text_tokenizer_vocab_size(t)));
+    text_tokenizer_free(t);
 }
 
 /* A folder of gpt2-micro's vocabulary with the given tokenizer_config.json (NULL: none). */

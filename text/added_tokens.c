@@ -206,6 +206,13 @@ int added_tokens_named_id(const added_tokens *a, int name) {
     return a->named[name] >= 0 ? a->tok[a->named[name]].id : -1;
 }
 
+void added_tokens_special_ids(const added_tokens *a, int *bos, int *eos, int *pad) {
+    *bos = added_tokens_named_id(a, TOKEN_BOS);
+    *eos = added_tokens_named_id(a, TOKEN_EOS);
+    *pad = added_tokens_named_id(a, TOKEN_PAD);
+    if (*pad < 0) *pad = *eos;
+}
+
 int added_tokens_settings(const cJSON *config, const char *src, bool *clean_up, int *max_len,
                           vit_error *err) {
     int clean = 0, split = 0;

@@ -71,6 +71,10 @@ int added_tokens_find_id(const added_tokens *a, int id);
 /* The id of a named token (TOKEN_BOS ...), or -1 when unset. */
 int added_tokens_named_id(const added_tokens *a, int name);
 
+/* The start, end and pad tokens' ids a tokenizer with these tokens has (-1 when unset; the pad
+ * token's, else the end token's, which padding is then written with). */
+void added_tokens_special_ids(const added_tokens *a, int *bos, int *eos, int *pad);
+
 /* The settings every slow class reads from tokenizer_config.json (config may be NULL):
  * clean_up_tokenization_spaces (*clean_up, default false: transformers' default since 4.45, and
  * none of these classes sets its own) and model_max_length (*max_len, 0 when absent or

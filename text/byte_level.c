@@ -181,21 +181,8 @@ int byte_level_vocab_size(const byte_level *t) {
     return t->added.next_id > n ? t->added.next_id : n;
 }
 
-int byte_level_max_len(const byte_level *t) {
-    return t->max_len;
-}
-
 int byte_level_bos_id(const byte_level *t) {
     return added_tokens_named_id(&t->added, TOKEN_BOS);
-}
-
-int byte_level_eos_id(const byte_level *t) {
-    return added_tokens_named_id(&t->added, TOKEN_EOS);
-}
-
-int byte_level_pad_id(const byte_level *t) {
-    const int pad = added_tokens_named_id(&t->added, TOKEN_PAD);
-    return pad >= 0 ? pad : byte_level_eos_id(t);
 }
 
 const char *byte_level_piece(const byte_level *t, int id) {
@@ -388,10 +375,8 @@ static int byte_level_ops_load(const char *dir, void **impl, text_tokenizer_info
     *info = (text_tokenizer_info){.kind = "byte-level BPE",
                                   .class_name = byte_level_class_name(t),
                                   .vocab_size = byte_level_vocab_size(t),
-                                  .max_len = byte_level_max_len(t),
-                                  .pad_id = byte_level_pad_id(t),
-                                  .bos_id = byte_level_bos_id(t),
-                                  .eos_id = byte_level_eos_id(t)};
+                                  .max_len = t->max_len};
+    added_tokens_special_ids(&t->added, &info->bos_id, &info->eos_id, &info->pad_id);
     return 0;
 }
 

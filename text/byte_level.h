@@ -62,12 +62,9 @@ int byte_level_decode(const byte_level *t, const int32_t *ids, int n, bool skip_
 
 /* One past the largest id (vocab.json's and the added tokens'). */
 int byte_level_vocab_size(const byte_level *t);
-/* model_max_length, 0 when none is set (absent, or transformers' 1e30). */
-int byte_level_max_len(const byte_level *t);
-/* The start and end tokens' ids (-1 when unset), and the pad token's (else the end token's). */
+/* The start token's id (-1 when unset). Its model_max_length (0: none, absent or transformers'
+ * 1e30), end and pad ids are what byte_level_ops' load tells text/text_tokenizer.h. */
 int byte_level_bos_id(const byte_level *t);
-int byte_level_eos_id(const byte_level *t);
-int byte_level_pad_id(const byte_level *t);
 /* The token of id (owned by t), or NULL when there is none. */
 const char *byte_level_piece(const byte_level *t, int id);
 

@@ -45,27 +45,6 @@ const char *xlmr_text_piece(const xlmr_text *t, int id) {
     return id > 0 && id <= t->pieces ? spm_piece(t->model, id - 1) : NULL;
 }
 
-int xlmr_text_vocab_size(const xlmr_text *t) {
-    return t->added.next_id > t->pieces + 2 ? t->added.next_id : t->pieces + 2;
-}
-
-int xlmr_text_max_len(const xlmr_text *t) {
-    return t->max_len;
-}
-
-int xlmr_text_bos_id(const xlmr_text *t) {
-    return added_tokens_named_id(&t->added, TOKEN_BOS);
-}
-
-int xlmr_text_eos_id(const xlmr_text *t) {
-    return added_tokens_named_id(&t->added, TOKEN_EOS);
-}
-
-int xlmr_text_pad_id(const xlmr_text *t) {
-    const int pad = added_tokens_named_id(&t->added, TOKEN_PAD);
-    return pad >= 0 ? pad : xlmr_text_eos_id(t);
-}
-
 /* ---- loading ---- */
 
 static int check_settings(const cJSON *config, const char *src, vit_error *err) {
@@ -282,13 +261,13 @@ static int xlmr_text_ops_load(const char *dir, void **impl, text_tokenizer_info 
     xlmr_text *t;
     if (xlmr_text_load(dir, &t, err) != 0) return -1;
     *impl = t;
+    /* one past the largest id: <mask>'s, or an added token's */
+    const int vocab = t->added.next_id > t->pieces + 2 ? t->added.next_id : t->pieces + 2;
     *info = (text_tokenizer_info){.kind = "SentencePiece",
                                   .class_name = "XLMRobertaTokenizer",
-                                  .vocab_size = xlmr_text_vocab_size(t),
-                                  .max_len = t->max_len,
-                                  .pad_id = xlmr_text_pad_id(t),
-                                  .bos_id = xlmr_text_bos_id(t),
-                                  .eos_id = xlmr_text_eos_id(t)};
+                                  .vocab_size = vocab,
+                                  .max_len = t->max_len};
+    added_tokens_special_ids(&t->added, &info->bos_id, &info->eos_id, &info->pad_id);
     return 0;
 }
 

@@ -49,13 +49,8 @@ int xlmr_text_encode(const xlmr_text *t, const char *text, size_t len, int max_l
 int xlmr_text_decode(const xlmr_text *t, const int32_t *ids, int n, bool skip_special_tokens,
                      char *out, size_t size, vit_error *err);
 
-/* One past the largest id (<mask>'s, or an added token's). */
-int xlmr_text_vocab_size(const xlmr_text *t);
-/* model_max_length, 0 when none is set. */
-int xlmr_text_max_len(const xlmr_text *t);
-int xlmr_text_bos_id(const xlmr_text *t);
-int xlmr_text_eos_id(const xlmr_text *t);
-int xlmr_text_pad_id(const xlmr_text *t);
+/* Its vocabulary size (one past <mask>'s or an added token's id), model_max_length (0: none) and
+ * special ids are what xlmr_text_ops' load tells text/text_tokenizer.h. */
 /* The token of id (owned by t), or NULL when there is none. */
 const char *xlmr_text_piece(const xlmr_text *t, int id);
 
