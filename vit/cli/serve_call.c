@@ -158,19 +158,23 @@ int serve_top_param(serve_call *c, serve_top_options *o, const char *key, const 
     return 1;
 }
 
+static const char *image_label(const void *ctx, int index) {
+    return vit_label(ctx, index);
+}
+static const char *text_label(const void *ctx, int index) {
+    return vit_text_label(ctx, index);
+}
+
 int serve_write_top(json_writer *w, const serve_call *c, const serve_top_options *o,
                     const float *logits) {
-    const int L = (int)c->width, k = o->k < L ? o->k : L;
+    const int L = (int)c->width;
+    const vit_labeler labeler = c->task == SERVE_TEXT ? (vit_labeler){text_label, c->app->text}
+                                                      : (vit_labeler){image_label, c->app->image};
     float *probs = malloc(sizeof(float) * (size_t)L);
-    vit_prediction *top = malloc(sizeof *top * (size_t)k);
+    vit_prediction *top = malloc(sizeof *top * (size_t)(o->k < L ? o->k : L));
     int n = -1, shown = 0;
-    if (probs && top) {
-        memcpy(probs, logits, sizeof(float) * (size_t)L);
-        vit_softmax(probs, L);
-        n = c->task == SERVE_TEXT ? vit_text_top_k(c->app->text, probs, k, top, NULL)
-                                  : vit_top_k(c->app->image, probs, k, top, NULL);
-    }
-    while (shown < n && top[shown].prob >= o->threshold) shown++;
+    if (probs && top)
+        n = vit_rank(logits, L, 1, probs, o->k, o->threshold, &labeler, top, &shown, NULL);
     if (n >= 0) serve_json_top(w, top, shown, o->logits ? logits : NULL, (size_t)L);
     free(probs);
     free(top);

@@ -199,19 +199,23 @@ static int body_key(serve_call *c, const cJSON *item) {
 
 /* ---- the answer ---- */
 
+static const char *class_name(const void *classes, int index) {
+    return vit_classes_name(classes, index);
+}
+
 /* Zero-shot's "top" (and "logits": the scores, HF's logits_per_image) of one image's joint
  * embedding against the request's class set, as classify's with the class names for labels. -1:
  * out of memory. */
 static int write_zero_shot(json_writer *w, const classify_state *s, const float *embedding) {
     const vit_classes *classes = serve_class_set_classes(s->class_set);
-    const int L = vit_classes_count(classes), k = s->top.k < L ? s->top.k : L;
+    const int L = vit_classes_count(classes);
+    const vit_labeler labeler = {class_name, classes};
     float *scores = malloc(sizeof(float) * (size_t)L), *probs = malloc(sizeof(float) * (size_t)L);
-    vit_prediction *top = malloc(sizeof *top * (size_t)k);
+    vit_prediction *top = malloc(sizeof *top * (size_t)(s->top.k < L ? s->top.k : L));
     int n = -1, shown = 0;
     if (scores && probs && top &&
         vit_classes_score(classes, embedding, 1, scores, probs, NULL) == 0)
-        n = vit_classes_top_k(classes, probs, k, top, NULL);
-    while (shown < n && top[shown].prob >= s->top.threshold) shown++;
+        n = vit_rank(probs, L, 0, NULL, s->top.k, s->top.threshold, &labeler, top, &shown, NULL);
     if (n >= 0) serve_json_top(w, top, shown, s->top.logits ? scores : NULL, (size_t)L);
     free(scores);
     free(probs);
