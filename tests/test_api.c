@@ -448,6 +448,35 @@ static void test_nan_weights_fail(void **state) {
     }
 }
 
+/* A NaN or Inf among the pixels is named as the input's, not blamed on the weights: for
+ * vit_forward (hence vit_embed) and vit_explain, on each backend. */
+static void test_nan_input_named(void **state) {
+    (void)state;
+    const vit_backend backends[] = {VIT_BACKEND_OPENBLAS, VIT_BACKEND_DEFAULT};
+    for (int i = 0; i < 2; i++) {
+        vit_params params = vit_default_params();
+        params.backend = backends[i];
+        vit_error err = {0};
+        vit_context *ctx = vit_load(MICRO_A, &params, &err);
+        if (!ctx) fail_msg("%s", err.msg);
+        const size_t n = vit_input_floats(ctx);
+        float *pixels = test_alloc_floats(n), logits[64];
+        assert_true(vit_num_labels(ctx) <= 64);
+        pixels[n / 2] = NAN;
+        assert_int_equal(vit_forward(ctx, pixels, 1, logits, &err), -1);
+        char want[96];
+        snprintf(want, sizeof want, "the input has NaN at image 0, value %zu", n / 2);
+        if (!strstr(err.msg, want)) fail_msg("vit_forward: '%s', not '%s'", err.msg, want);
+        pixels[n / 2] = 0.0f, pixels[n - 1] = -INFINITY;
+        vit_explanation x;
+        assert_int_equal(vit_explain(ctx, pixels, VIT_EXPLAIN_ROLLOUT, -1, &x, &err), -1);
+        snprintf(want, sizeof want, "the input has Inf at image 0, value %zu", n - 1);
+        if (!strstr(err.msg, want)) fail_msg("vit_explain: '%s', not '%s'", err.msg, want);
+        free(pixels);
+        vit_free(ctx);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),
@@ -460,6 +489,7 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_inference_only),
         cmocka_unit_test(test_nan_weights_fail),
+        cmocka_unit_test(test_nan_input_named),
     };
     return cmocka_run_group_tests_name("api", tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
 #include "vit/vit.h"
 
 #include <stdatomic.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +366,17 @@ int vit_preprocess_rgb(const vit_context *c, const uint8_t *rgb, int width, int 
 
 /* ---- forward ---- */
 
+int api_blame_input(const float *pixels, int B, size_t n, vit_error *err) {
+    if (!pixels || B < 1) return 0;
+    for (size_t i = 0; i < (size_t)B * n; i++)
+        if (!isfinite(pixels[i])) {
+            vit_fail(err, "the input has %s at image %zu, value %zu (pixels must be finite)",
+                     isnan(pixels[i]) ? "NaN" : "Inf", i / n, i % n);
+            return 1;
+        }
+    return 0;
+}
+
 int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_error *err) {
     const model_config *cfg = &c->w->m.cfg;
     if (cfg->opt.pool == POOL_ALL && cfg->family != FAMILY_VED)
@@ -375,6 +387,8 @@ int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_e
     const threads_scope scope = threads_begin(c->threads);
     const int rc = vit_model_forward(&c->w->m, &c->acts, pixels, B, NULL, logits, err);
     threads_end(scope);
+    /* only a failed forward looks at its input: the check costs nothing when all is well */
+    if (rc != 0 && api_blame_input(pixels, B, vit_input_floats(c), err)) return rc;
     return name_model(c, rc, err);
 }
 

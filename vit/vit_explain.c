@@ -57,6 +57,7 @@ int vit_explain(vit_context *ctx, const float *pixels, vit_explain_method method
         if (!isfinite(out->map[i]))
             rc = vit_fail(err, "%s: the explanation is not finite (NaN or Inf in the weights)",
                           v.model_dir);
+    if (rc != 0) api_blame_input(pixels, 1, vit_input_floats(ctx), err);
     if (rc != 0) {
         vit_explanation_free(out);
         return -1;

@@ -22,6 +22,10 @@ typedef struct {
     explainer **explain; /* NULL until the first explanation */
 } api_image_view;
 api_image_view api_image_context(vit_context *ctx);
+/* After a failed forward: when an input value (B images of n floats) is NaN or Inf, err says
+ * so (image and position) in place of the forward's own message, which blames the weights, and
+ * 1 is returned; else 0, err untouched. */
+int api_blame_input(const float *pixels, int B, size_t n, vit_error *err);
 /* The last forward's encoder output rows, [batch, tokens, hidden] (after the final LayerNorm for a
  * VisionEncoderDecoder's encoder). */
 const float *api_image_hidden(const vit_context *ctx);
