@@ -30,6 +30,10 @@ want="vit: built with no optional feature; left out: oneDNN (ONEDNN=0), OpenMPI 
 want="$want vit serve (MICROHTTPD=0), WebP (WEBP=0), TIFF (TIFF=0), GIF (GIF=0),"
 want="$want SentencePiece (SENTENCEPIECE=0), FreeType (FREETYPE=0)"
 [ "$line" = "$want" ] || fail "make said '$line', not '$want'"
+version=$("$vit" --version) || fail "vit --version failed"
+want="; built with no optional feature; left out: oneDNN, MPI, microhttpd, WebP, TIFF, GIF,"
+want="$want SentencePiece, FreeType"
+case "$version" in *"$want") ;; *) fail "vit --version said '$version', not '...$want'" ;; esac
 info=$("$vit" info -m "$model") || fail "vit info failed"
 for expected in "backends: .*oneDNN (not in this build)" "mpi: *not built in" \
     "formats: *PNG, JPEG, BMP; built without WebP, TIFF, GIF" \

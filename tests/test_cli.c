@@ -303,6 +303,66 @@ static void test_train_precision(void **state) {
     test_run_free(&r);
 }
 
+/* vit --version names each optional feature once, as built in or left out: the full and the
+ * minimal build say different things (tests/minimal-build.sh checks the minimal line). */
+static void test_version_features(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    test_run_result r = test_run_vit(NULL, NULL, (const char *const[]){"--version", NULL});
+    assert_int_equal(r.status, 0);
+    assert_int_equal(count_lines(r.out), 1);
+    assert_true(strncmp(r.out, "vit ", 4) == 0);
+    const char *with = strstr(r.out, "; built with ");
+    if (!with) fail_msg("vit --version: no '; built with': %s", r.out);
+    static const char *const features[] = {"oneDNN", "MPI", "microhttpd",    "WebP",
+                                           "TIFF",   "GIF", "SentencePiece", "FreeType"};
+    for (size_t i = 0; i < sizeof features / sizeof features[0]; i++) {
+        const char *at = strstr(with, features[i]);
+        if (!at || strstr(at + 1, features[i]))
+            fail_msg("vit --version does not name %s once: %s", features[i], r.out);
+    }
+    test_run_free(&r);
+}
+
+/* vit help CMD prints CMD's help, as vit CMD --help does; an unknown CMD is a one-line error. */
+static void test_help_command(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char names[MAX_COMMANDS][32];
+    const int n = list_commands(names);
+    for (int i = 0; i < n; i++) {
+        test_run_result a = test_run_vit(NULL, NULL, (const char *const[]){"help", names[i], NULL});
+        test_run_result b =
+            test_run_vit(NULL, NULL, (const char *const[]){names[i], "--help", NULL});
+        if (a.status != 0 || strcmp(a.out, b.out) != 0)
+            fail_msg("vit help %s: exit %d, '%.80s' where vit %s --help says '%.80s'", names[i],
+                     a.status, a.out, names[i], b.out);
+        test_run_free(&a);
+        test_run_free(&b);
+    }
+    test_run_result r = test_run_vit(NULL, NULL, (const char *const[]){"help", "nope", NULL});
+    assert_int_equal(r.status, 2);
+    expect_one_line(&r, "help", "unknown command 'nope'");
+    test_run_free(&r);
+}
+
+/* An abbreviation two options begin with is called ambiguous, with its candidates; one that a
+ * single option begins with still works (getopt_long's abbreviations). */
+static void test_ambiguous_option(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    test_run_result r =
+        test_run_vit(NULL, NULL, (const char *const[]){"classify", "--thr", "0.5", "x.png", NULL});
+    assert_int_equal(r.status, 2);
+    expect_one_line(&r, "classify", "ambiguous option '--thr' (could be --threshold or --threads)");
+    test_run_free(&r);
+    r = test_run_vit(NULL, NULL, (const char *const[]){"classify", "--thres=0.5", NULL});
+    assert_int_equal(r.status, 2); /* --threshold, then no FILE */
+    assert_null(strstr(r.err, "ambiguous"));
+    assert_null(strstr(r.err, "unknown option"));
+    test_run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
@@ -311,6 +371,9 @@ int main(void) {
         cmocka_unit_test(test_model_and_exif),
         cmocka_unit_test(test_completion_and_man),
         cmocka_unit_test(test_man_environment),
+        cmocka_unit_test(test_version_features),
+        cmocka_unit_test(test_help_command),
+        cmocka_unit_test(test_ambiguous_option),
         cmocka_unit_test(test_train_progress_into_log),
         cmocka_unit_test(test_train_precision),
     };

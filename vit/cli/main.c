@@ -32,12 +32,65 @@ static const struct {
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: vit COMMAND [OPTIONS]\n       vit --version\n\ncommands:\n");
+    fprintf(out, "usage: vit COMMAND [OPTIONS]\n       vit help COMMAND\n       vit --version\n\n"
+                 "commands:\n");
     for (size_t i = 0; i < NUM_COMMANDS; i++) {
         const cli_command *c = commands[i].command();
         fprintf(out, "  %-12s %s\n", c->name, c->summary);
     }
     fprintf(out, "\nRun 'vit COMMAND --help' for a command's options.\n");
+}
+
+/* FEATURE(VIT_X): 1 when the build defined VIT_X (make passes -DVIT_X, which is 1), else 0; the
+ * Linux kernel's IS_ENABLED idiom: "1" pastes into a placeholder that adds an argument. */
+#define FEATURE_PLACEHOLDER_1               0,
+#define FEATURE_SECOND(ignored, value, ...) value
+#define FEATURE_PICK(arg_or_junk)           FEATURE_SECOND(arg_or_junk 1, 0, 0)
+#define FEATURE_PASTE(value)                FEATURE_PICK(FEATURE_PLACEHOLDER_##value)
+#define FEATURE(macro)                      FEATURE_PASTE(macro)
+
+/* The optional features this build has, as make's "vit: built with" line names them. */
+static const struct {
+    const char *name;
+    int built_in;
+} features[] = {
+    {"oneDNN", FEATURE(VIT_ONEDNN)},
+    {"MPI", FEATURE(VIT_MPI)},
+    {"microhttpd", FEATURE(VIT_MICROHTTPD)},
+    {"WebP", FEATURE(VIT_WEBP)},
+    {"TIFF", FEATURE(VIT_TIFF)},
+    {"GIF", FEATURE(VIT_GIF)},
+    {"SentencePiece", FEATURE(VIT_SENTENCEPIECE)},
+    {"FreeType", FEATURE(VIT_FREETYPE)},
+};
+#define NUM_FEATURES (sizeof features / sizeof features[0])
+
+/* One line: the version, OpenBLAS's kernel, the features built in, then those left out. */
+static void print_version(FILE *out) {
+    fprintf(out, "vit %s (OpenBLAS %s)", vit_version(), openblas_get_corename());
+    for (int with = 1; with >= 0; with--) {
+        int n = 0;
+        for (size_t i = 0; i < NUM_FEATURES; i++)
+            if (features[i].built_in == with)
+                fprintf(out, "%s%s",
+                        n++    ? ", "
+                        : with ? "; built with "
+                               : "; left out: ",
+                        features[i].name);
+        if (with && n == 0) fprintf(out, "; built with no optional feature");
+    }
+    fputc('\n', out);
+}
+
+/* vit help CMD: CMD's own --help. */
+static int help_for(const char *name) {
+    for (size_t i = 0; i < NUM_COMMANDS; i++)
+        if (strcmp(name, commands[i].command()->name) == 0) {
+            cli_print_help(commands[i].command(), stdout);
+            return 0;
+        }
+    fprintf(stderr, "vit help: unknown command '%s' (vit --help lists them)\n", name);
+    return 2;
 }
 
 /* The man page, from the same tables as every --help. */
@@ -73,12 +126,13 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *arg = argv[1];
+    if (strcmp(arg, "help") == 0 && argc > 2) return help_for(argv[2]);
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 || strcmp(arg, "help") == 0) {
         usage(stdout);
         return 0;
     }
     if (strcmp(arg, "--version") == 0) {
-        printf("vit %s (OpenBLAS %s)\n", vit_version(), openblas_get_corename());
+        print_version(stdout);
         return 0;
     }
     if (strcmp(arg, "--man") == 0) {

@@ -70,6 +70,27 @@ static void set_current_name(cli_parser *p, int id) {
     }
 }
 
+/* getopt_long answers '?' both for an unknown option and for an abbreviation that two options
+ * begin with: the second is reported as ambiguous, with the options it could be. 1 when it was. */
+static int report_ambiguous(const cli_parser *p) {
+    const char *arg = p->argv[optind - 1];
+    if (strncmp(arg, "--", 2) != 0) return 0;
+    const size_t len = strcspn(arg + 2, "=");
+    int matches = 0;
+    for (const struct option *o = p->longopts; o->name; o++) {
+        if (strlen(o->name) == len && strncmp(o->name, arg + 2, len) == 0) return 0; /* exact */
+        matches += strncmp(o->name, arg + 2, len) == 0;
+    }
+    if (len == 0 || matches < 2) return 0;
+    fprintf(stderr, "vit %s: ambiguous option '--%.*s' (could be", p->cmd->name, (int)len, arg + 2);
+    int n = 0;
+    for (const struct option *o = p->longopts; o->name; o++)
+        if (strncmp(o->name, arg + 2, len) == 0)
+            fprintf(stderr, "%s --%s", n++ ? (n == matches ? " or" : ",") : "", o->name);
+    fprintf(stderr, ")\n");
+    return 1;
+}
+
 int cli_parse_next(cli_parser *p) {
     const int c = getopt_long(p->argc, p->argv, p->shortopts, p->longopts, NULL);
     p->value = optarg;
@@ -87,6 +108,7 @@ int cli_parse_next(cli_parser *p) {
         return CLI_ERROR;
     }
     if (c == '?') {
+        if (report_ambiguous(p)) return CLI_ERROR;
         fprintf(stderr, "vit %s: unknown option '%s' (vit %s --help lists them)\n", p->cmd->name,
                 cli_option_name(p), p->cmd->name);
         return CLI_ERROR;
