@@ -242,6 +242,34 @@ static void two_class_images(const char *name, char *dir, size_t size) {
     }
 }
 
+/* vit explain refuses two inputs of one file name (a/0.png, b/0.png), which would write the
+ * same OUT/0.png, before it writes anything, naming both; distinct names each get a picture. */
+static void test_explain_same_names(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char dir[4200], a[4300], b[4300], a1[4300], out[4200], png[4300];
+    two_class_images("explain-images", dir, sizeof dir);
+    snprintf(a, sizeof a, "%s/a/0.png", dir);
+    snprintf(b, sizeof b, "%s/b/0.png", dir);
+    snprintf(a1, sizeof a1, "%s/a/1.png", dir);
+    snprintf(out, sizeof out, "%s/explain-out", test_tmpdir());
+    snprintf(png, sizeof png, "%s/0.png", out);
+    const char *same[] = {"explain", "-m", "models/fashion-vit", "-o", out, a, a1, b, NULL};
+    test_run_result r = test_run_vit(NULL, NULL, same);
+    assert_int_equal(r.status, 2);
+    char want[13000];
+    snprintf(want, sizeof want, "%s and %s would both be written to %s", a, b, png);
+    expect_one_line(&r, "explain", want);
+    assert_int_not_equal(access(png, F_OK), 0);
+    test_run_free(&r);
+    const char *distinct[] = {"explain", "-m", "models/fashion-vit", "-o", out, a, a1, NULL};
+    r = test_run_vit(NULL, NULL, distinct);
+    if (r.status != 0) fail_msg("vit explain a/0.png a/1.png: exit %d: %s", r.status, r.err);
+    assert_int_equal(count_lines(r.out), 2);
+    assert_int_equal(access(png, F_OK), 0);
+    test_run_free(&r);
+}
+
 static void test_train_progress_into_log(void **state) {
     (void)state;
     REQUIRE_BIN();
@@ -374,6 +402,7 @@ int main(void) {
         cmocka_unit_test(test_version_features),
         cmocka_unit_test(test_help_command),
         cmocka_unit_test(test_ambiguous_option),
+        cmocka_unit_test(test_explain_same_names),
         cmocka_unit_test(test_train_progress_into_log),
         cmocka_unit_test(test_train_precision),
     };

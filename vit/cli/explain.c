@@ -36,7 +36,8 @@ static const cli_command command = {
     "Writes OUT_DIR/NAME.png for each IMAGE: the image (its original size) with the map blended\n"
     "over it, placed back through the preprocessing's resize and crop (what the model never saw\n"
     "is darkened), and a strip below with the class, its probability and the colour scale.\n"
-    "Prints one line per image: the file, the class explained, its probability, the picture.",
+    "Prints one line per image: the file, the class explained, its probability, the picture.\n"
+    "Two IMAGEs of one name (a/cat.jpg b/cat.jpg) are refused: they would write one picture.",
     options,
     sizeof options / sizeof options[0]};
 
@@ -88,14 +89,55 @@ static cli_outcome parse_options(int argc, char **argv, explain_options *o) {
     return CLI_PARSED;
 }
 
-/* OUT_DIR/<the file's name without its extension>.EXT */
-static void output_path(const char *out_dir, const char *file, const char *ext, char *buf,
-                        size_t size) {
+/* An input's picture name (its file name without the extension) and where it came from. */
+typedef struct {
+    const char *file;
+    int len; /* of the name, which starts at file + start */
+    int start;
+} picture_name;
+
+static picture_name name_of(const char *file) {
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
     const char *dot = strrchr(base, '.');
-    const int len = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
-    snprintf(buf, size, "%s/%.*s.%s", out_dir, len, base, ext);
+    return (picture_name){file, dot && dot != base ? (int)(dot - base) : (int)strlen(base),
+                          (int)(base - file)};
+}
+
+static int compare_names(const void *a, const void *b) {
+    const picture_name *x = a, *y = b;
+    const int n = x->len < y->len ? x->len : y->len;
+    const int c = memcmp(x->file + x->start, y->file + y->start, (size_t)n);
+    return c ? c : x->len - y->len;
+}
+
+/* Two inputs that would write the same OUT_DIR/NAME.png (a/cat.jpg and b/cat.jpg, cat.jpg and
+ * cat.png): refused before anything runs, naming both, rather than one picture overwriting the
+ * other. 0, or -1 after the message. */
+static int check_distinct_names(const explain_options *o) {
+    picture_name *names = malloc(sizeof *names * (size_t)o->num_files);
+    if (!names) return fprintf(stderr, "vit explain: out of memory\n"), -1;
+    for (int i = 0; i < o->num_files; i++) names[i] = name_of(o->files[i]);
+    qsort(names, (size_t)o->num_files, sizeof *names, compare_names);
+    int rc = 0;
+    for (int i = 1; i < o->num_files && rc == 0; i++)
+        if (compare_names(&names[i - 1], &names[i]) == 0) {
+            fprintf(stderr,
+                    "vit explain: %s and %s would both be written to %s/%.*s.png; explain them "
+                    "into different -o folders\n",
+                    names[i - 1].file, names[i].file, o->out_dir, names[i].len,
+                    names[i].file + names[i].start);
+            rc = -1;
+        }
+    free(names);
+    return rc;
+}
+
+/* OUT_DIR/<the file's name without its extension>.EXT */
+static void output_path(const char *out_dir, const char *file, const char *ext, char *buf,
+                        size_t size) {
+    const picture_name n = name_of(file);
+    snprintf(buf, size, "%s/%.*s.%s", out_dir, n.len, file + n.start, ext);
 }
 
 static int write_raw(const char *path, const vit_explanation *x, vit_error *err) {
@@ -141,6 +183,7 @@ int cli_explain(int argc, char **argv) {
     explain_options o = {.common.params = vit_default_params(), .label = -1};
     const cli_outcome parsed = parse_options(argc, argv, &o);
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);
+    if (check_distinct_names(&o) != 0) return 2;
     if (make_dirs(o.out_dir) != 0) {
         fprintf(stderr, "vit explain: cannot create %s: %s\n", o.out_dir, strerror(errno));
         return 1;
