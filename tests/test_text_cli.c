@@ -260,11 +260,27 @@ static void test_errors(void **state) {
     expect_failure(model_dir(), no_value, 2, "vit text: option '-f' needs a value");
 }
 
+/* A CLIP or SigLIP folder loads as a text tower, whose outputs are embedding dimensions: vit
+ * text refuses it in one line pointing to vit embed and zero-shot, rather than printing
+ * dimensions (DIM_6, DIM_9) as if they were classes. */
+static void test_joint_model_refused(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *models[] = {TEST_DATA "/clip-micro", TEST_DATA "/siglip-micro"};
+    for (int i = 0; i < 2; i++) {
+        const char *args[] = {"-m", models[i], "a cat", NULL};
+        char want[256];
+        snprintf(want, sizeof want, "vit text: %s is a CLIP or SigLIP model", models[i]);
+        expect_failure(NULL, args, 1, want);
+        expect_failure(NULL, args, 1, "no classifier head: 'vit embed -m ");
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_texts), cmocka_unit_test(test_lines),
         cmocka_unit_test(test_plain_output), cmocka_unit_test(test_invalid_utf8),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors),       cmocka_unit_test(test_joint_model_refused),
     };
     return cmocka_run_group_tests_name("vit text", tests, NULL, NULL);
 }

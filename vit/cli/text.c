@@ -312,6 +312,13 @@ int cli_text(int argc, char **argv) {
     r.clf = vit_text_load(dir, &params, &err);
     if (!r.clf) {
         fprintf(stderr, "vit text: %s\n", err.msg);
+    } else if (vit_text_joint_dim(r.clf) > 0) {
+        /* a joint tower's outputs are embedding dimensions, not classes (Python refuses too) */
+        fprintf(stderr,
+                "vit text: %s is a CLIP or SigLIP model, whose text tower has no classifier "
+                "head: 'vit embed -m %s --text TEXT -o -' gives its embeddings, 'vit classify "
+                "-m %s --classes A,B IMAGE' scores images against texts (zero-shot)\n",
+                dir, dir, dir);
     } else {
         r.labels = vit_text_num_labels(r.clf);
         if (r.opt.top_k > r.labels) r.opt.top_k = r.labels;
