@@ -508,6 +508,72 @@ static void test_unreadable_image(void **state) {
     }
 }
 
+/* Query q of --json output: its "query" and its first result's file and score. */
+static void first_result(const char *out, int q, const char *query, result *top) {
+    const char *line = out;
+    for (int i = 0; i < q; i++) line = strchr(line, '\n') + 1;
+    cJSON *o = cJSON_ParseWithLength(line, strcspn(line, "\n"));
+    if (!o) fail_msg("not JSON: %s", line);
+    assert_string_equal(cJSON_GetObjectItem(o, "query")->valuestring, query);
+    const cJSON *item = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "results"), 0);
+    assert_non_null(item);
+    snprintf(top->file, sizeof top->file, "%s", cJSON_GetObjectItem(item, "file")->valuestring);
+    top->score = cJSON_GetObjectItem(item, "score")->valuedouble;
+    cJSON_Delete(o);
+}
+
+/* Each operand before FOLDER has its kind: an existing file is an image query (the same image
+ * in the folder comes first, its cosine 1; a text query beside it ranks as it does alone), a
+ * folder is refused (a second FOLDER is not searched for as words), --text takes a path as
+ * words (its score that of vit embed --text's row). */
+static void test_operand_kinds(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *folder = make_folder("kinds");
+    const char *cat = "examples/photos/cat.jpg";
+    const char *mixed[] = {"-m", CLIP, "--json", "--no-cache", cat, queries[0], folder, NULL};
+    test_run_result r = search(mixed);
+    if (r.status != 0) fail_msg("vit search IMAGE TEXT FOLDER: exit %d: %s", r.status, r.err);
+    result top, alone_top;
+    first_result(r.out, 0, cat, &top);
+    assert_non_null(strstr(top.file, "/cat.jpg"));
+    assert_float_equal(top.score, 1.0, 1e-5);
+    first_result(r.out, 1, queries[0], &top);
+    const char *alone[] = {"-m", CLIP, "--json", "--no-cache", queries[0], folder, NULL};
+    test_run_result a = search(alone);
+    assert_int_equal(a.status, 0);
+    first_result(a.out, 0, queries[0], &alone_top);
+    assert_string_equal(top.file, alone_top.file);
+    assert_true(top.score == alone_top.score);
+    test_run_free(&a);
+    test_run_free(&r);
+
+    const char *two_folders[] = {"-m", CLIP, "a cat", "examples/photos", folder, NULL};
+    r = search(two_folders);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "examples/photos is a folder: a search has one FOLDER"));
+    assert_string_equal(strchr(r.err, '\n'), "\n");
+    assert_string_equal(r.out, "");
+    test_run_free(&r);
+
+    const char *words[] = {"-m", CLIP, "--json", "--no-cache", "--text", cat, folder, NULL};
+    r = search(words);
+    assert_int_equal(r.status, 0);
+    first_result(r.out, 0, cat, &top);
+    const int D = 20; /* clip-micro's projection_dim */
+    size_t n;
+    char *names, *text_names;
+    const char *text_args[] = {"--text", cat, NULL}, *image_args[] = {top.file, NULL};
+    float *text = embed_rows(text_args, tmp("kinds-text.safetensors"), &text_names, &n, D);
+    assert_int_equal(n, 1);
+    float *image = embed_rows(image_args, tmp("kinds-image.safetensors"), &names, &n, D);
+    double dot = 0;
+    for (int d = 0; d < D; d++) dot += (double)text[d] * image[d];
+    assert_float_equal(top.score, dot, 1e-6);
+    free(text), free(image), free(names), free(text_names);
+    test_run_free(&r);
+}
+
 /* What vit search refuses, each in one line. */
 static void test_refusals(void **state) {
     (void)state;
@@ -544,6 +610,7 @@ int main(void) {
         cmocka_unit_test(test_damaged_and_unwritable_cache),
         cmocka_unit_test(test_unreadable_image),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_operand_kinds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,11 +15,13 @@
 #include "vit/data/embed_cache.h"
 #include "vit/data/imagefolder.h"
 
-enum { OPT_TOP = 1, OPT_JSON, OPT_CACHE, OPT_NO_CACHE, OPT_VERBOSE };
+enum { OPT_TOP = 1, OPT_TEXT, OPT_JSON, OPT_CACHE, OPT_NO_CACHE, OPT_VERBOSE };
 
 static const cli_option options[] = {
     CLI_MODEL_OPTION("a CLIP or SigLIP model (its image and text towers)", CLI_MODEL_DEFAULT),
     {OPT_TOP, "top", 'k', "N", "show the N most similar images per query; 0: every image", "10"},
+    {OPT_TEXT, "text", 0, "TEXT",
+     "a text query (repeatable; before the operands' queries), even one that names a file", NULL},
     {OPT_JSON, "json", 0, NULL,
      "one JSON object per query: {\"query\": ..., \"results\": [{\"rank\": 1, \"score\": ..., "
      "\"file\": ...}, ...]}",
@@ -43,10 +45,13 @@ static const cli_option options[] = {
 static const cli_command command = {
     "search",
     "rank a folder's images by their similarity with texts (CLIP, SigLIP)",
-    "[options] QUERY... FOLDER",
+    "[options] QUERY... FOLDER\n       vit search [options] --text TEXT... FOLDER",
     "Ranks the images anywhere under FOLDER (recursively, sorted, as vit embed finds them) by\n"
-    "their cosine similarity with each QUERY, a text, in the joint image-text space of a CLIP or\n"
-    "SigLIP model: a score is the image's row of vit embed times the text's. Per query: the\n"
+    "their cosine similarity with each QUERY in the joint image-text space of a CLIP or SigLIP\n"
+    "model: a score is the image's row of vit embed times the query's. FOLDER is the last\n"
+    "operand; a QUERY that names an existing file is an image (images like it), any other is a\n"
+    "text; a QUERY that names a folder is refused (one FOLDER per search; --text TEXT for\n"
+    "words that name a file or folder). Per query: the\n"
     "query, then one line per image: its rank, its score (-1..1) and its path. The images'\n"
     "embeddings are kept in a cache file, keyed by the model (its folder, its\n"
     "files' sizes and modification times, the settings that change the numbers) and by each\n"
@@ -62,11 +67,16 @@ const cli_command *cli_search_command(void) {
 }
 
 typedef struct {
+    const char *text; /* the words, or the image's path */
+    int image;        /* an image query: the operand named an existing file */
+} search_query;
+
+typedef struct {
     cli_common common;
     int top, json, no_cache, verbose;
     const char *cache;
-    char **queries;
-    int num_queries;
+    search_query *queries; /* the --text values, then the operands but the last */
+    int num_queries, num_texts;
     const char *folder;
 } search_options;
 
@@ -75,6 +85,9 @@ static int search_option(const cli_parser *p, int id, void *user) {
     switch (id) {
     case OPT_TOP:
         return cli_int(p, 0, INT_MAX, &o->top);
+    case OPT_TEXT:
+        o->queries[o->num_queries++] = (search_query){p->value, 0};
+        return 0;
     case OPT_JSON:
         return o->json = 1, 0;
     case OPT_CACHE:
@@ -87,34 +100,54 @@ static int search_option(const cli_parser *p, int id, void *user) {
     return 0;
 }
 
+/* An operand before FOLDER: an existing file is an image query, a folder is refused (a second
+ * FOLDER, or a query that would silently be searched for as words), anything else is a text. */
+static cli_outcome operand_query(const char *operand, search_query *q) {
+    struct stat st;
+    if (stat(operand, &st) != 0) return *q = (search_query){operand, 0}, CLI_PARSED;
+    if (S_ISDIR(st.st_mode))
+        return cli_usage_error(&command,
+                               "%s is a folder: a search has one FOLDER, the last operand (--text "
+                               "'%s' searches for the words)",
+                               operand, operand);
+    return *q = (search_query){operand, 1}, CLI_PARSED;
+}
+
 static cli_outcome parse_options(int argc, char **argv, search_options *o) {
+    o->queries = malloc(sizeof *o->queries * (size_t)(argc > 0 ? argc : 1));
+    if (!o->queries) return fprintf(stderr, "vit search: out of memory\n"), CLI_USAGE_ERROR;
     cli_parser p;
     const cli_outcome parsed = cli_parse(&p, &command, argc, argv, &o->common, search_option, o);
     if (parsed != CLI_PARSED) return parsed;
-    if (p.num_rest < 2) return cli_usage_error(&command, "expected QUERY... FOLDER");
+    if (p.num_rest < 1 || (p.num_rest < 2 && o->num_queries == 0))
+        return cli_usage_error(&command, "expected QUERY... FOLDER");
     if (o->cache && o->no_cache)
         return cli_usage_error(&command, "--cache and --no-cache together");
-    o->queries = p.rest;
-    o->num_queries = p.num_rest - 1;
+    for (int i = 0; i < p.num_rest - 1; i++) {
+        const cli_outcome kind = operand_query(p.rest[i], &o->queries[o->num_queries++]);
+        if (kind != CLI_PARSED) return kind;
+    }
+    for (int i = 0; i < o->num_queries; i++) o->num_texts += !o->queries[i].image;
     o->folder = p.rest[p.num_rest - 1];
     return CLI_PARSED;
 }
 
 /* ---- the queries ---- */
 
-/* The queries' joint embeddings [n, dim], or NULL after saying why. */
-static float *embed_queries(const search_options *o, const char *model_dir, int dim) {
+/* The text queries' joint embeddings, in their order, into rows [num_texts, dim]: 0, or -1
+ * after saying why. */
+static int embed_texts(const search_options *o, const char *model_dir, int dim, float *rows) {
     const vit_text_params tp = cli_text_params(&o->common.params);
     vit_error err = {0};
     vit_text_context *ctx = vit_text_load(model_dir, &tp, &err);
     if (!ctx) {
         fprintf(stderr, "vit search: %s\n", err.msg);
-        return NULL;
+        return -1;
     }
-    const int n = o->num_queries, batch = vit_text_max_batch(ctx);
-    float *rows = malloc(sizeof(float) * (size_t)n * dim);
+    const int n = o->num_texts, batch = vit_text_max_batch(ctx);
+    const char **texts = malloc(sizeof *texts * n);
     size_t *lengths = malloc(sizeof *lengths * n);
-    int rc = rows && lengths ? 0 : -1;
+    int rc = texts && lengths ? 0 : -1;
     if (rc != 0) fprintf(stderr, "vit search: out of memory\n");
     if (rc == 0 && vit_text_joint_dim(ctx) != dim) {
         fprintf(stderr,
@@ -123,15 +156,58 @@ static float *embed_queries(const search_options *o, const char *model_dir, int 
                 model_dir, vit_text_joint_dim(ctx), dim);
         rc = -1;
     }
-    for (int i = 0; rc == 0 && i < n; i++) lengths[i] = strlen(o->queries[i]);
+    for (int i = 0, t = 0; rc == 0 && i < o->num_queries; i++)
+        if (!o->queries[i].image) {
+            texts[t] = o->queries[i].text;
+            lengths[t] = strlen(texts[t]);
+            t++;
+        }
     for (int start = 0; rc == 0 && start < n; start += batch) {
         const int count = n - start < batch ? n - start : batch;
-        rc = vit_text_embed(ctx, (const char *const *)o->queries + start, lengths + start, count,
-                            VIT_POOL_JOINT, rows + (size_t)start * dim, &err);
+        rc = vit_text_embed(ctx, texts + start, lengths + start, count, VIT_POOL_JOINT,
+                            rows + (size_t)start * dim, &err);
         if (rc != 0) fprintf(stderr, "vit search: %s\n", err.msg);
     }
+    free(texts);
     free(lengths);
     vit_text_free(ctx);
+    return rc;
+}
+
+/* An image query's joint embedding (normalised, as the folder's) into row: 0, or -1 after
+ * saying why. */
+static int embed_image(vit_context *ctx, const char *path, float *row) {
+    float *pixels = malloc(sizeof(float) * vit_input_floats(ctx));
+    vit_error err = {0};
+    int rc = pixels ? 0 : vit_fail(&err, "out of memory");
+    if (rc == 0) rc = vit_preprocess_file(ctx, path, pixels, &err);
+    if (rc == 0) rc = vit_embed(ctx, pixels, 1, VIT_POOL_JOINT, row, &err);
+    if (rc != 0)
+        fprintf(stderr,
+                "vit search: %s (a query that names a file is an image; --text '%s' searches for "
+                "the words)\n",
+                err.msg, path);
+    free(pixels);
+    return rc;
+}
+
+/* The queries' joint embeddings [n, dim] in their order (texts by the text tower, images by the
+ * image tower), or NULL after saying why. */
+static float *embed_queries(const search_options *o, vit_context *ctx, const char *model_dir,
+                            int dim) {
+    float *rows = malloc(sizeof(float) * (size_t)o->num_queries * dim),
+          *texts = malloc(sizeof(float) * (size_t)(o->num_texts ? o->num_texts : 1) * dim);
+    int rc = rows && texts ? 0 : -1;
+    if (rc != 0) fprintf(stderr, "vit search: out of memory\n");
+    if (rc == 0 && o->num_texts) rc = embed_texts(o, model_dir, dim, texts);
+    for (int i = 0, t = 0; rc == 0 && i < o->num_queries; i++) {
+        float *row = rows + (size_t)i * dim;
+        if (o->queries[i].image)
+            rc = embed_image(ctx, o->queries[i].text, row);
+        else
+            memcpy(row, texts + (size_t)t++ * dim, sizeof(float) * dim);
+    }
+    free(texts);
     if (rc != 0) free(rows);
     return rc == 0 ? rows : NULL;
 }
@@ -406,7 +482,7 @@ static int rank(const search_options *o, const float *queries, const image_list 
             r[n++] = (ranked){dot, i};
         }
         qsort(r, n, sizeof *r, by_score);
-        print_results(o, o->queries[q], images, r,
+        print_results(o, o->queries[q].text, images, r,
                       o->top > 0 && (size_t)o->top < n ? (size_t)o->top : n);
     }
     free(r);
@@ -523,16 +599,17 @@ int cli_search(int argc, char **argv) {
     search_options o = {.common.params = vit_default_params(), .top = 10};
     o.common.params.max_batch = 16;
     const cli_outcome parsed = parse_options(argc, argv, &o);
-    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
+    if (parsed != CLI_PARSED) return free(o.queries), cli_exit_status(parsed);
     if (!cli_is_dir(o.folder)) {
         struct stat st;
         fprintf(stderr, "vit search: %s: %s\n", o.folder,
                 stat(o.folder, &st) != 0 ? strerror(errno) : "not a folder");
+        free(o.queries);
         return 1;
     }
     char model_dir[4096];
     vit_context *ctx = cli_load_image_model(&command, &o.common, model_dir, sizeof model_dir);
-    if (!ctx) return 1;
+    if (!ctx) return free(o.queries), 1;
     const int dim = vit_joint_dim(ctx);
     if (!dim) {
         fprintf(stderr,
@@ -540,11 +617,13 @@ int cli_search(int argc, char **argv) {
                 "tower in one space)\n",
                 model_dir);
         vit_free(ctx);
+        free(o.queries);
         return 1;
     }
-    float *queries = embed_queries(&o, model_dir, dim);
+    float *queries = embed_queries(&o, ctx, model_dir, dim);
     const int rc = queries ? search(&o, ctx, model_dir, queries, dim) : 1;
     free(queries);
+    free(o.queries);
     vit_free(ctx);
     return rc;
 }
