@@ -420,6 +420,8 @@ FASHION_VIT_ARGS := --train data/fashion-mnist/train --val-split 0.1 \
 model: $(BIN)/vit data
 	@if [ -f $(FASHION_VIT_RUN)/train_state.safetensors ]; then \
 	  $(BIN)/vit train --out $(FASHION_VIT_RUN) --resume -t 2; \
+	elif [ -f $(FASHION_VIT_RUN)/model.safetensors ]; then \
+	  echo "$(FASHION_VIT_RUN): trained already (delete it to train again)"; \
 	else \
 	  $(BIN)/vit train $(FASHION_VIT_ARGS) --out $(FASHION_VIT_RUN); \
 	fi
@@ -522,6 +524,8 @@ OCR_MODEL_ARGS := --init models/vit-tiny-in1k --tokenizer tools/ocr-tokenizer \
 ocr-model: $(BIN)/vit ocr-data
 	@if [ -f $(OCR_MODEL_RUN)/train_state.safetensors ]; then \
 	  $(BIN)/vit train --out $(OCR_MODEL_RUN) --resume -t 2; \
+	elif [ -f $(OCR_MODEL_RUN)/model.safetensors ]; then \
+	  echo "$(OCR_MODEL_RUN): trained already (delete it to train again)"; \
 	else \
 	  $(BIN)/vit train $(OCR_MODEL_ARGS) --out $(OCR_MODEL_RUN); \
 	fi

@@ -298,6 +298,44 @@ static void test_train_progress_into_log(void **state) {
     test_run_free(&r);
 }
 
+/* vit train onto a model already in --out is refused in one line and leaves it as it was;
+ * --overwrite replaces it; the last line names the best epoch's folder, MODEL_DIR/best. */
+static void test_train_overwrite(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char dir[4200], out[4200], weights[4300];
+    two_class_images("overwrite-images", dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/overwrite-model", test_tmpdir());
+    snprintf(weights, sizeof weights, "%s/model.safetensors", out);
+    const char *args[] = {"train", "--train",  dir, "--out",       out,   "--epochs",
+                          "1",     "--batch",  "2", "--val-split", "0.5", "--hidden",
+                          "8",     "--layers", "1", "--heads",     "2",   "--mlp",
+                          "16",    "-t",       "1", NULL,          NULL};
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    if (r.status != 0) fail_msg("vit train: exit %d: %s", r.status, r.err);
+    char want[9000];
+    snprintf(want, sizeof want, "model in %s (the last epoch's), the best in %s/best (epoch 1,",
+             out, out);
+    if (!strstr(r.err, want)) fail_msg("expected '%s' in: %s", want, r.err);
+    assert_non_null(strstr(r.err, "vit train: a new ViT: grey input (the images are grey), 28x28 "
+                                  "(the images' size), patch 4\n"));
+    test_run_free(&r);
+    size_t n_before, n_after;
+    uint8_t *before = read_whole_file(weights, &n_before);
+    r = test_run_vit(NULL, NULL, args);
+    assert_int_equal(r.status, 1);
+    snprintf(want, sizeof want, "%s already holds a model (config.json): --overwrite", out);
+    expect_one_line(&r, "train", want);
+    uint8_t *after = read_whole_file(weights, &n_after);
+    assert_true(n_before == n_after && memcmp(before, after, n_before) == 0);
+    free(before), free(after);
+    test_run_free(&r);
+    args[sizeof args / sizeof args[0] - 2] = "--overwrite";
+    r = test_run_vit(NULL, NULL, args);
+    if (r.status != 0) fail_msg("vit train --overwrite: exit %d: %s", r.status, r.err);
+    test_run_free(&r);
+}
+
 /* --precision bf16 trains (the log names the bf16 products) where oneDNN has bf16 kernels; a
  * precision that is not fp32 or bf16, and bf16 on OpenBLAS, get one-line refusals. */
 static void test_train_precision(void **state) {
@@ -405,6 +443,7 @@ int main(void) {
         cmocka_unit_test(test_explain_same_names),
         cmocka_unit_test(test_train_progress_into_log),
         cmocka_unit_test(test_train_precision),
+        cmocka_unit_test(test_train_overwrite),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

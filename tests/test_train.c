@@ -568,6 +568,7 @@ static void resume_tweaked(const char *name, int64_t stop_at, const char *init,
     assert_int_equal(access(state_path, F_OK), -1); /* a finished run leaves no state */
     o = tiny_run(split);
     o.init_dir = init;
+    o.overwrite = 1; /* test_resume_mixed runs a case of another test again */
     if (tweak) tweak(&o);
     const train_hooks stop = {.stop_at_step = stop_at};
     assert_int_equal(train_run(&o, 0, &stop, &err), 1);
@@ -811,6 +812,131 @@ static void test_resume_checks_option_ranges(void **state) {
  * interpolate_pos_encoding, the preprocessing scaled alike) within 1e-4. So the positions were
  * resized as transformers resizes them, and config.json and preprocessor_config.json say the new
  * size. */
+/* The info lines of a run, one after another. */
+static void keep_info(void *user, const char *message) {
+    char *buf = user;
+    snprintf(buf + strlen(buf), 4096 - strlen(buf), "%s\n", message);
+}
+
+/* A run of tiny_run at lr for epochs into out_dir name: best/ is a model folder holding the
+ * last epoch's weights exactly when the last epoch's validation loss is the lowest. Returns the
+ * epoch of the lowest. */
+static int train_and_check_best(const char *name, float lr, int epochs) {
+    char dir[4200], weights[4300], best[4300];
+    out_dir(dir, sizeof dir, name);
+    snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
+    snprintf(best, sizeof best, "%s/" TRAIN_BEST_DIR, dir);
+    train_options o = tiny_run(dir);
+    o.lr = lr, o.epochs = epochs;
+    vit_error err = {0};
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    char *log = log_without_times(dir);
+    double lowest = 1e30;
+    int lowest_epoch = 0, epoch = 0;
+    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+        const double v = atof(strstr(line, "\"val_loss\": ") + 12);
+        epoch++;
+        if (v < lowest) lowest = v, lowest_epoch = epoch;
+    }
+    free(log);
+    assert_int_equal(epoch, epochs);
+    model m;
+    load_params(best, &m); /* a model folder of its own */
+    model_free(&m);
+    snprintf(best + strlen(best), sizeof best - strlen(best), "/model.safetensors");
+    size_t n_last, n_best;
+    uint8_t *last = read_whole_file(weights, &n_last), *kept = read_whole_file(best, &n_best);
+    assert_non_null(last), assert_non_null(kept);
+    const int same = n_last == n_best && memcmp(last, kept, n_last) == 0;
+    print_message("  lr %g: lowest validation loss at epoch %d of %d; best/ %s the last\n", lr,
+                  lowest_epoch, epochs, same ? "is" : "differs from");
+    assert_int_equal(same, lowest_epoch == epochs);
+    free(last), free(kept);
+    return lowest_epoch;
+}
+
+/* A model already in out_dir is refused (nothing in it changes) unless overwrite, which also
+ * drops the old best/; best/ holds the epoch of lowest validation loss: the last one at a small
+ * learning rate, an earlier one at 0.1, which overshoots (seed 5, one thread: deterministic, as
+ * the resume tests need). */
+static void test_overwrite_and_best(void **state) {
+    (void)state;
+    assert_int_equal(train_and_check_best("overwrite", 3e-3f, 3), 3);
+    assert_true(train_and_check_best("best-earlier", 0.1f, 6) < 6);
+    char dir[4200], weights[4300], best[4300];
+    out_dir(dir, sizeof dir, "overwrite");
+    snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
+    snprintf(best, sizeof best, "%s/" TRAIN_BEST_DIR "/model.safetensors", dir);
+    size_t n_last, n_after;
+    uint8_t *last = read_whole_file(weights, &n_last);
+    train_options o = tiny_run(dir);
+    vit_error err = {0};
+    assert_int_equal(train_run(&o, 0, NULL, &err), -1);
+    if (!strstr(err.msg, "already holds a model (config.json): --overwrite replaces it"))
+        fail_msg("%s", err.msg);
+    uint8_t *after = read_whole_file(weights, &n_after);
+    assert_true(n_after == n_last && memcmp(after, last, n_last) == 0);
+    free(after), free(last);
+    o.overwrite = 1, o.val_split = 0, o.epochs = 1; /* no validation: no best/ */
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(access(best, F_OK), -1);
+}
+
+/* 12x12 RGB images, noise, 8 each in two classes. */
+static const char *make_rgb_folder(void) {
+    static char root[4096];
+    if (root[0]) return root;
+    snprintf(root, sizeof root, "%s/rgb12", test_tmpdir());
+    mkdir(root, 0777);
+    uint64_t st = 3;
+    for (int c = 0; c < 2; c++)
+        for (int i = 0; i < 8; i++) {
+            char path[4300];
+            snprintf(path, sizeof path, "%s/%c", root, 'a' + c);
+            mkdir(path, 0777);
+            snprintf(path, sizeof path, "%s/%c/%d.png", root, 'a' + c, i);
+            uint8_t px[12 * 12 * 3];
+            for (int j = 0; j < 12 * 12 * 3; j++) px[j] = (uint8_t)(rng_uniform(&st) * 255);
+            png_image img = {
+                .version = PNG_IMAGE_VERSION, .width = 12, .height = 12, .format = PNG_FORMAT_RGB};
+            assert_true(png_image_write_to_file(&img, path, 0, px, 0, NULL));
+        }
+    return root;
+}
+
+/* A new ViT takes channels and size from the images when the options leave them (0), and says
+ * so: grey 8x8 textures give a grey 8x8 model, RGB 12x12 noise an RGB 12x12 one; options given
+ * win. */
+static void test_input_from_the_data(void **state) {
+    (void)state;
+    const struct {
+        const char *folder;
+        int channels, size, want_channels, want_size;
+        const char *says;
+    } cases[] = {
+        {make_folder(), 0, 0, 1, 8, "grey input (the images are grey), 8x8 (the images' size)"},
+        {make_rgb_folder(), 0, 0, 3, 12,
+         "RGB input (the images have colour), 12x12 (the images' size), patch 4"},
+        {make_rgb_folder(), 1, 16, 1, 16, "grey input (--channels), 16x16 (--image-size)"},
+    };
+    for (int i = 0; i < 3; i++) {
+        char dir[4200], info[4096] = "";
+        snprintf(dir, sizeof dir, "%s/from-data-%d", test_tmpdir(), i);
+        train_options o = tiny_run(dir);
+        o.train_path = cases[i].folder, o.epochs = 1, o.val_split = 0;
+        o.channels = cases[i].channels, o.image_size = cases[i].size;
+        const train_hooks hooks = {.user = info, .info = keep_info};
+        vit_error err = {0};
+        if (train_run(&o, 0, &hooks, &err) != 0) fail_msg("%s", err.msg);
+        if (!strstr(info, cases[i].says)) fail_msg("expected '%s' in: %s", cases[i].says, info);
+        model m;
+        load_params(dir, &m);
+        assert_int_equal(m.cfg.num_channels, cases[i].want_channels);
+        assert_int_equal(m.cfg.image_size, cases[i].want_size);
+        model_free(&m);
+    }
+}
+
 static void test_fine_tune_resized(void **state) {
     (void)state;
     char root[4200], out[4200];
@@ -861,6 +987,7 @@ static void test_fine_tune_resized(void **state) {
     cJSON_Delete(golden);
     vit_free(ctx);
     /* refused: another size than a multiple of the patch, a new model, relative positions */
+    o.overwrite = 1; /* out holds the model just trained: these runs are refused for their own */
     o.resize = 50;
     assert_int_equal(train_run(&o, 0, NULL, &err), -1);
     assert_non_null(strstr(err.msg, "not a multiple of the patch size 8"));
@@ -894,6 +1021,8 @@ int main(void) {
         cmocka_unit_test(test_training_learns),
         cmocka_unit_test(test_fine_tune_deit_teacher),
         cmocka_unit_test(test_fine_tune_resized),
+        cmocka_unit_test(test_overwrite_and_best),
+        cmocka_unit_test(test_input_from_the_data),
     };
     return cmocka_run_group_tests_name("train", tests, NULL, NULL);
 }

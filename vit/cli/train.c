@@ -35,7 +35,9 @@ typedef struct {
     int tty;
     double every; /* into a log: seconds between progress lines */
     double last_print;
-    int line_open; /* a progress line without its newline is on stderr */
+    int line_open;  /* a progress line without its newline is on stderr */
+    int best_epoch; /* of the lowest validation loss, saved in MODEL_DIR/best (0: none) */
+    double best_loss;
 } cli_state;
 
 static void end_line(cli_state *s) {
@@ -91,6 +93,7 @@ static void on_epoch(void *user, const train_epoch *e) {
     if (e->val_cer >= 0) /* image to text: what reading the lines gives */
         snprintf(val + strlen(val), sizeof val - strlen(val), " CER %.2f%% WER %.2f%%",
                  100 * e->val_cer, 100 * e->val_wer);
+    if (e->best) s->best_epoch = e->epoch, s->best_loss = e->val_loss;
     printf("epoch %d/%d: train loss %.4f top-1 %.4f, %s, %.1f s (%.0f %s/s)\n", e->epoch, e->epochs,
            e->train_loss, e->train_top1, val, e->seconds, e->images_per_s, e->unit);
     fflush(stdout);
@@ -147,7 +150,10 @@ static cli_command command = {
     "Trains on images (DIR/<class>/...) or on text (a sentence<TAB>label file; a new model needs\n"
     "--vocab, or --init a BERT folder). Writes MODEL_DIR/config.json, model.safetensors and\n"
     "preprocessor_config.json (text: vocab.txt, tokenizer_config.json) after every epoch, and\n"
-    "appends one JSON line per epoch to MODEL_DIR/train_log.jsonl. A folder with a labels.tsv\n"
+    "appends one JSON line per epoch to MODEL_DIR/train_log.jsonl; MODEL_DIR/best/ holds the\n"
+    "model of the epoch of lowest validation loss. A MODEL_DIR that holds a model already is\n"
+    "refused unless --overwrite. A new ViT takes its channels and size from the images unless\n"
+    "--channels and --image-size say (one line says what it chose). A folder with a labels.tsv\n"
     "(file<TAB>text lines) fine-tunes a VisionEncoderDecoder folder (--init) to write those\n"
     "texts: teacher forcing, the token cross-entropy, top-1 its token accuracy; the folder it\n"
     "writes is the model's own layout, for vit generate. Ctrl-C saves a checkpoint;\n"
@@ -271,6 +277,12 @@ int cli_train(int argc, char **argv) {
                 stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", took, o.out_dir, o.out_dir);
     }
     if (rc == 1) return 128 + (stop_signal ? stop_signal : SIGINT);
-    if (speaks) fprintf(stderr, "vit train: done in %s; model in %s\n", took, o.out_dir);
+    if (speaks && s.best_epoch)
+        fprintf(stderr,
+                "vit train: done in %s; model in %s (the last epoch's), the best in %s/best "
+                "(epoch %d, validation loss %.4f)\n",
+                took, o.out_dir, o.out_dir, s.best_epoch, s.best_loss);
+    else if (speaks)
+        fprintf(stderr, "vit train: done in %s; model in %s\n", took, o.out_dir);
     return 0;
 }

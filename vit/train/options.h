@@ -58,6 +58,7 @@ typedef struct {
     const char
         *precision; /* "fp32" or "bf16" (the products on oneDNN's bf16 kernels); NULL: fp32 */
     const char *out_dir;
+    int overwrite; /* a new run into an out_dir that holds a model replaces it (else refused) */
 } train_options;
 
 typedef enum {
@@ -94,7 +95,7 @@ typedef struct {
 extern const train_option train_option_table[];
 extern const int train_option_count;
 
-/* The defaults of `vit train` (a small ViT for 28x28 grey images). */
+/* The defaults of `vit train` (a small ViT; image_size and channels 0: taken from the images). */
 train_options train_default_options(void);
 
 /* Sets one option from text (the command line's value; NULL for a flag). Returns 0, or -1 with

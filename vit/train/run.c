@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "vit/core/gemm.h"
 #include "vit/core/ops.h"
 #include "vit/data/line_set.h"
+#include "vit/io/model_dir.h"
 #include "vit/io/safetensors.h"
 #include "vit/train/curves.h"
 #include "vit/train/trainer.h"
@@ -159,6 +161,40 @@ static void own_paths(trainer *t) {
     }
 }
 
+/* The files of out_dir/best (a model folder's, nothing below it), then the folder: a new run's
+ * best is its own. */
+static int remove_best(const trainer *t, vit_error *err) {
+    char dir[4096], path[4400];
+    trainer_path(t, dir, sizeof dir, TRAIN_BEST_DIR);
+    DIR *d = opendir(dir);
+    if (!d) return errno == ENOENT ? 0 : vit_fail(err, "%s: %s", dir, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    if (rmdir(dir) != 0) return vit_fail(err, "%s: cannot remove: %s", dir, strerror(errno));
+    return 0;
+}
+
+/* A model already in out_dir (HF's Trainer refuses an output_dir with files alike unless told
+ * overwrite_output_dir): refused unless --overwrite. */
+static int check_overwrite(const trainer *t, vit_error *err) {
+    const char *names[] = {"config.json", "model.safetensors", TRAIN_LOG_FILE};
+    char path[4096];
+    for (int i = 0; i < 3; i++) {
+        trainer_path(t, path, sizeof path, names[i]);
+        if (access(path, F_OK) == 0 && !t->o.overwrite)
+            return vit_fail(err,
+                            "%s already holds a model (%s): --overwrite replaces it, or give "
+                            "another --out",
+                            t->o.out_dir, names[i]);
+    }
+    return t->o.overwrite ? remove_best(t, err) : 0;
+}
+
 static int prepare_out_dir(const trainer *t, vit_error *err) {
     if (mkdir(t->o.out_dir, 0777) != 0 && errno != EEXIST)
         return vit_fail(err, "%s: cannot create: %s", t->o.out_dir, strerror(errno));
@@ -167,6 +203,7 @@ static int prepare_out_dir(const trainer *t, vit_error *err) {
     if (access(path, F_OK) == 0)
         return vit_fail(err, "%s holds an unfinished run: continue it with --resume, or delete %s",
                         t->o.out_dir, path);
+    if (check_overwrite(t, err) != 0) return -1;
     /* a new run's log and picture start empty */
     const char *old[] = {TRAIN_LOG_FILE, TRAIN_CURVES_FILE};
     for (int i = 0; i < 2; i++) {
@@ -236,6 +273,39 @@ static int checkpoint(const trainer *t, double epoch_seconds, const train_epoch 
     return atomic_group_commit(&g, err);
 }
 
+/* out_dir's model (just committed) copied into out_dir/best, all its files renamed together. A
+ * kill between the two leaves best/ one improvement behind. */
+static int save_best(const trainer *t, vit_error *err) {
+    char best[4096];
+    trainer_path(t, best, sizeof best, TRAIN_BEST_DIR);
+    if (mkdir(best, 0777) != 0 && errno != EEXIST)
+        return vit_fail(err, "%s: cannot create: %s", best, strerror(errno));
+    atomic_group g;
+    atomic_group_begin(&g);
+    if (model_dir_copy_files(t->o.out_dir, best, err) != 0 ||
+        model_dir_copy_file(t->o.out_dir, best, "model.safetensors", 1, err) != 0) {
+        atomic_group_abort(&g);
+        return -1;
+    }
+    return atomic_group_commit(&g, err);
+}
+
+/* The lowest val_loss of out_dir's log (a resumed run's best so far), HUGE_VAL when none. */
+static double best_in_log(const trainer *t) {
+    char path[4096];
+    trainer_path(t, path, sizeof path, TRAIN_LOG_FILE);
+    vit_error ignored;
+    char *log = vit_read_file(path, 256 << 20, NULL, &ignored);
+    double best = HUGE_VAL;
+    for (const char *at = log; at && (at = strstr(at, "\"val_loss\": ")); at++) {
+        char *end;
+        const double v = strtod(at + strlen("\"val_loss\": "), &end);
+        if (end != at + strlen("\"val_loss\": ") && v < best) best = v;
+    }
+    free(log);
+    return best;
+}
+
 static int end_epoch(trainer *t, double epoch_seconds, vit_error *err) {
     train_epoch e = {.epoch = (int)(t->step / t->steps_per_epoch),
                      .epochs = t->o.epochs,
@@ -258,6 +328,9 @@ static int end_epoch(trainer *t, double epoch_seconds, vit_error *err) {
     e.seconds = epoch_seconds + (clock_seconds() - t0);
     t->epoch_loss_sum = 0, t->epoch_correct = t->epoch_seen = 0, t->epoch_seconds_before = 0;
     if (rc == 0 && t->rank == 0) rc = checkpoint(t, 0.0, &e, err);
+    e.best = t->rank == 0 && t->n_val > 0 && e.val_loss < t->best_val_loss;
+    if (e.best) t->best_val_loss = e.val_loss;
+    if (rc == 0 && t->rank == 0 && e.best) rc = save_best(t, err);
     if (dist_all_succeeded(rc, "to validate or checkpoint", err) != 0) return -1;
     const train_hooks *h = speaking_hooks(t);
     if (h && h->epoch_done) h->epoch_done(h->user, &e);
@@ -391,6 +464,7 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
                  "%s; %d training %s (%lld steps of %d per epoch), %d validation; %zu parameters",
                  classes, t->n_train, t->task->unit, (long long)t->steps_per_epoch, t->B, t->n_val,
                  model_live_params(&t->m));
+    t->best_val_loss = resume ? best_in_log(t) : HUGE_VAL;
     const double started = clock_seconds();
     const int64_t first_step = t->step;
     rc = loop(t, err);

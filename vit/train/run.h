@@ -45,6 +45,7 @@ typedef struct {
     double train_loss, train_top1; /* means over the epoch's (augmented) batches */
     double val_loss, val_top1;     /* -1 without validation images */
     double val_cer, val_wer;       /* image to text: the validation lines read; else -1 */
+    int best;                      /* the lowest validation loss yet: saved in TRAIN_BEST_DIR */
     double seconds, images_per_s;  /* the epoch's wall time (validation included), throughput */
     const char *unit;              /* of the throughput: "images" or "sentences" */
 } train_epoch;
@@ -69,5 +70,6 @@ int train_run(const train_options *opt, int resume, const train_hooks *hooks, vi
 #define TRAIN_LOG_FILE    "train_log.jsonl"
 #define TRAIN_VAL_FILE    "validation.tsv" /* the images held out (--val-split) */
 #define TRAIN_CURVES_FILE "train_curves.png"
+#define TRAIN_BEST_DIR    "best" /* the model of the epoch of lowest validation loss */
 
 #endif

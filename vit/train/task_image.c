@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "image/image.h"
 #include "vit/base/file.h"
 #include "vit/base/rng.h"
 #include "vit/data/image_set.h"
@@ -43,7 +44,101 @@ static int image_classes(const trainer *t, const model *from, char ***classes, i
     return 0;
 }
 
+/* ---- a new ViT's input, from the images when not given ---- */
+
+#define SHAPE_SAMPLES 32 /* images decoded to decide: spread over the whole walk */
+
+typedef struct {
+    int colour;        /* an image sampled has a pixel whose R, G and B differ */
+    int width, height; /* the size every sampled image has, or 0 when they differ */
+    int sampled;
+} data_shape;
+
+/* Every image path under the training folder, in the walk's order (caller frees each and the
+ * list); -1 with err. */
+static int walk_paths(const char *dir, char ***paths, size_t *n, vit_error *err) {
+    imagefolder_walk *w = imagefolder_walk_tree(dir, err);
+    if (!w) return -1;
+    size_t cap = 0;
+    imagefolder_entry e;
+    int more, rc = 0;
+    while (rc == 0 && (more = imagefolder_walk_next(w, &e, err)) == 1) {
+        if (e.unreadable) { /* load_data reports it */
+            free(e.path);
+            continue;
+        }
+        if (*n == cap) {
+            char **grown = realloc(*paths, sizeof *grown * (cap = cap ? 2 * cap : 256));
+            if (!grown) {
+                free(e.path);
+                rc = vit_fail(err, "out of memory");
+                break;
+            }
+            *paths = grown;
+        }
+        (*paths)[(*n)++] = e.path;
+    }
+    imagefolder_walk_close(w);
+    return rc == 0 && more < 0 ? -1 : rc;
+}
+
+static int is_colour(const image_u8 *img) {
+    const size_t n = (size_t)img->width * img->height;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = img->pixels + 3 * i;
+        if (p[0] != p[1] || p[1] != p[2]) return 1;
+    }
+    return 0;
+}
+
+/* Up to SHAPE_SAMPLES images, spread over the training folder, decoded as RGB. */
+static int sample_shape(const trainer *t, data_shape *d, vit_error *err) {
+    char **paths = NULL;
+    size_t n = 0;
+    int rc = walk_paths(t->o.train_path, &paths, &n, err);
+    *d = (data_shape){0};
+    const size_t take = n < SHAPE_SAMPLES ? n : SHAPE_SAMPLES;
+    for (size_t k = 0; rc == 0 && k < take; k++) {
+        image_u8 img;
+        vit_error ignored; /* an unreadable image is load_data's to report */
+        if (image_decode_file(paths[k * n / take], 3, 0, 0, &img, &ignored) != 0) continue;
+        d->colour |= is_colour(&img);
+        if (d->sampled++ == 0) d->width = img.width, d->height = img.height;
+        if (img.width != d->width || img.height != d->height) d->width = d->height = 0;
+        image_free(&img);
+    }
+    for (size_t i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+    return rc;
+}
+
+/* The channels and size a new ViT takes when the options leave them to the data (0): colour if
+ * a sampled image has colour, the images' size when they share one square size that is a
+ * multiple of the patch, else 8 patches; said in one line either way. */
+static int choose_input(trainer *t, vit_error *err) {
+    train_options *o = &t->o;
+    const int given_c = o->channels != 0, given_s = o->image_size != 0;
+    data_shape d = {0};
+    if ((!given_c || !given_s) && sample_shape(t, &d, err) != 0) return -1;
+    if (!given_c) o->channels = d.colour ? 3 : 1;
+    const int square = d.width > 0 && d.width == d.height && d.width % o->patch_size == 0;
+    if (!given_s) o->image_size = square ? d.width : 8 * o->patch_size;
+    trainer_info(t, "a new ViT: %s input (%s), %dx%d (%s), patch %d",
+                 o->channels == 3 ? "RGB" : "grey",
+                 given_c    ? "--channels"
+                 : d.colour ? "the images have colour"
+                            : "the images are grey",
+                 o->image_size, o->image_size,
+                 given_s  ? "--image-size"
+                 : square ? "the images' size"
+                          : "8 patches: the images differ in size or are no multiple of the "
+                            "patch; --image-size N for another",
+                 o->patch_size);
+    return 0;
+}
+
 static int new_vit(trainer *t, char **classes, int n, vit_error *err) {
+    if (choose_input(t, err) != 0) return -1;
     const train_options *o = &t->o;
     model_config cfg = {.kind = MODEL_VIT,
                         .hidden_size = o->hidden_size,
@@ -79,6 +174,10 @@ static int image_companion(trainer *t, const char *dir, vit_error *err) {
     if (!dir) return 0;
     if (model_dir_load_preprocess(dir, &t->pp, err) != 0) return -1;
     preprocess_config_set_size(&t->pp, t->m.cfg.image_size);
+    if (dir == t->o.init_dir) /* fine-tuning (not resuming): the input is the model's */
+        trainer_info(t, "input: %s at %dx%d, patch %d (from %s)",
+                     t->m.cfg.num_channels == 3 ? "RGB" : "grey", t->m.cfg.image_size,
+                     t->m.cfg.image_width, t->m.cfg.patch_size, dir);
     return 0;
 }
 

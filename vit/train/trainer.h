@@ -109,6 +109,7 @@ struct trainer {
     double epoch_loss_sum, epoch_seconds_before; /* of the epoch in progress */
     double epoch_correct; /* hits (a sequence model's: its token hit rate times the examples) */
     int64_t epoch_seen;
+    double best_val_loss; /* the lowest of the log's epochs (HUGE_VAL before any validation) */
 };
 
 /* A setup fact for the hooks' info line. */
