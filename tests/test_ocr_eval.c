@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "vit/data/line_tsv.h"
 #include "vit/eval/eval_ocr.h"
@@ -174,11 +175,53 @@ static void test_hypotheses(void **state) {
     line_tsv_free(&truth), line_tsv_free(&hyp), line_tsv_free(&missing), line_tsv_free(&extra);
 }
 
+/* tools/tesseract_eval with a stand-in tesseract on PATH (it "reads" every image as "hello"):
+ * the hypotheses file vit eval's "hypotheses:" line names exists after the script exits, and
+ * holds one line per image. (The script wrote it into a temporary folder it removed at exit.) */
+static void test_tesseract_eval_keeps_hypotheses(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char dir[4200], cmd[9000];
+    snprintf(dir, sizeof dir, "%s/fake-tesseract", test_tmpdir());
+    assert_int_equal(mkdir(dir, 0700), 0);
+    /* as tesseract 5 writes a list's pages: the separator between pages, not after the last */
+    static const char fake[] =
+        "#!/bin/sh\n"
+        "[ \"$1\" = --version ] && { echo 'tesseract 0.0 (a stand-in)'; exit 0; }\n"
+        "sep=$(printf '%s' \"$8\" | sed -n 2p)\n"
+        "i=0\n"
+        "while read -r image; do\n"
+        "    [ $i -gt 0 ] && printf '\\n%s\\n' \"$sep\"\n"
+        "    printf 'hello\\n'; i=$((i + 1))\n"
+        "done <\"$1\" >\"$2.txt\"\n";
+    const char *script = write_temp_file("fake-tesseract/tesseract", fake, sizeof fake - 1);
+    assert_int_equal(chmod(script, 0700), 0);
+    write_temp_file("fake-tesseract/labels.tsv", "a.png\thello\nb.png\thello world\n", 30);
+    snprintf(cmd, sizeof cmd, "PATH=%s:$PATH VIT=%s tools/tesseract_eval --jobs 1 %s 2>&1", dir,
+             test_vit_bin(), dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char out[8192];
+    const size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    const int status = pclose(p);
+    if (status != 0) fail_msg("tools/tesseract_eval: status %d: %s", status, out);
+    const char *at = strstr(out, "hypotheses: ");
+    if (!at) fail_msg("no hypotheses line in: %s", out);
+    char path[4200];
+    assert_int_equal(sscanf(at, "hypotheses: %4199s", path), 1);
+    char *hyp = (char *)read_whole_file(path, NULL);
+    if (!hyp) fail_msg("tools/tesseract_eval named %s, which is gone: %s", path, out);
+    assert_string_equal(hyp, "a.png\thello\nb.png\thello\n");
+    free(hyp);
+    unlink(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_line_tsv),   cmocka_unit_test(test_line_tsv_errors),
         cmocka_unit_test(test_report),     cmocka_unit_test(test_report_json_and_lines),
-        cmocka_unit_test(test_hypotheses),
+        cmocka_unit_test(test_hypotheses), cmocka_unit_test(test_tesseract_eval_keeps_hypotheses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
