@@ -128,6 +128,44 @@ static void test_plain_output(void **state) {
     cJSON_Delete(line[0]);
 }
 
+/* On a terminal (script(1) gives vit a pseudo-terminal) the text's control bytes are escaped,
+ * \xHH, a backslash doubled; into a pipe (test_plain_output) the bytes are the JSON's text. The
+ * GPT-2 micro model writes control bytes for this image (its JSON text has \u0010). */
+static void test_terminal_escapes(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    if (system("script --version >/dev/null 2>&1") != 0) {
+        print_message("SKIP %s: needs script(1) (util-linux) for a terminal\n", __func__);
+        skip();
+    }
+    cJSON *line[1];
+    const char *const json[] = {"generate", "-m", GPT2, "--json", images[0], NULL};
+    assert_int_equal(run_json(json, line, 1), 1);
+    const unsigned char *text =
+        (const unsigned char *)cJSON_GetObjectItem(line[0], "text")->valuestring;
+    char want[2048] = "";
+    int controls = 0;
+    for (const unsigned char *c = text; *c; c++) {
+        char piece[8] = {(char)*c, 0};
+        if (*c < 0x20 || *c == 0x7f) snprintf(piece, sizeof piece, "\\x%02x", *c), controls++;
+        if (*c == '\\') snprintf(piece, sizeof piece, "\\\\");
+        strncat(want, piece, sizeof want - strlen(want) - 1);
+    }
+    assert_true(controls > 0);                             /* else this image tests nothing */
+    strncat(want, "\r\n", sizeof want - strlen(want) - 1); /* the terminal's line end */
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "script -qec '%s generate -m %s %s' /dev/null", test_vit_bin(), GPT2,
+             images[0]);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char out[2048];
+    const size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    assert_int_equal(pclose(p), 0);
+    if (strcmp(out, want) != 0) fail_msg("on a terminal: '%s', not '%s'", out, want);
+    cJSON_Delete(line[0]);
+}
+
 /* A classifier folder, an unreadable image among good ones, a bad option value. */
 static void test_errors(void **state) {
     (void)state;
@@ -155,9 +193,8 @@ static void test_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_greedy_files),
-        cmocka_unit_test(test_beam_options),
-        cmocka_unit_test(test_plain_output),
+        cmocka_unit_test(test_greedy_files), cmocka_unit_test(test_beam_options),
+        cmocka_unit_test(test_plain_output), cmocka_unit_test(test_terminal_escapes),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

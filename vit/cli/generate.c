@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vit/cli/cli.h"
 #include "vit/vit.h"
@@ -52,7 +53,10 @@ static const cli_command command = {
     "generation_config.json unless an option changes them. Prints the text of each image (after\n"
     "'FILE: ' when there are several); --json prints the ids from the decoder's start token on\n"
     "and the sequence score too (beam search: transformers' sequences_scores; greedy: the sum of\n"
-    "the chosen tokens' log-probabilities).",
+    "the chosen tokens' log-probabilities). On a terminal, control characters in a text (a\n"
+    "model may write any byte) are shown escaped, \\xHH (C0 and DEL), \\u00HH (C1), with \\\\ for\n"
+    "a backslash, so that they cannot move the cursor or change the terminal; into a pipe or a\n"
+    "file the text is written as generated, byte for byte.",
     options,
     sizeof options / sizeof options[0]};
 
@@ -109,10 +113,30 @@ static vit_gen_options effective_options(const vit_gen_context *g, const generat
     return o;
 }
 
-static void print_generation(const char *file, const vit_generation *g, int json, int named) {
+/* text for a terminal: C0 controls and DEL as \xHH, C1 controls (UTF-8 C2 80..C2 9F) as \u00HH,
+ * a backslash doubled; everything else, other UTF-8 included, as it is. */
+static void put_escaped(const char *text, FILE *out) {
+    for (const unsigned char *s = (const unsigned char *)text; *s; s++) {
+        if (*s < 0x20 || *s == 0x7f)
+            fprintf(out, "\\x%02x", *s);
+        else if (*s == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f)
+            fprintf(out, "\\u00%02x", *++s);
+        else if (*s == '\\')
+            fputs("\\\\", out);
+        else
+            fputc(*s, out);
+    }
+}
+
+static void print_generation(const char *file, const vit_generation *g, int json, int named,
+                             int tty) {
     if (!json) {
         if (named) printf("%s: ", file);
-        printf("%s\n", g->text);
+        if (tty)
+            put_escaped(g->text, stdout);
+        else
+            fputs(g->text, stdout);
+        putchar('\n');
         return;
     }
     json_writer w = json_begin(stdout);
@@ -134,6 +158,7 @@ static void print_generation(const char *file, const vit_generation *g, int json
 /* Images files[0..n) in batches: returns the images that failed. */
 static int generate_files(vit_gen_context *g, char **files, int n, int batch,
                           const vit_gen_options *o, int json) {
+    const int tty = isatty(STDOUT_FILENO); /* a terminal: control bytes escaped */
     vit_context *img = vit_gen_image_context(g);
     const size_t per = vit_input_floats(img);
     float *pixels = malloc(sizeof(float) * per * (size_t)batch);
@@ -162,7 +187,7 @@ static int generate_files(vit_gen_context *g, char **files, int n, int batch,
             failed += b;
             continue;
         }
-        for (int k = 0; k < b; k++) print_generation(names[k], &out[k], json, n > 1);
+        for (int k = 0; k < b; k++) print_generation(names[k], &out[k], json, n > 1, tty);
         vit_generation_free(out, b);
     }
     free(pixels), free(out), free(names);
