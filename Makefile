@@ -474,7 +474,7 @@ cifar10-model: $(BIN)/vit $(CIFAR10_DATA)/train/.done
 	  cp $(CIFAR10_RUNS)/$$r/train_curves.png models/vit-tiny-cifar10/train_curves_$$r.png || exit 1; \
 	done
 cifar10-eval: $(BIN)/vit $(CIFAR10_DATA)/test/.done
-	$(BIN)/vit eval -m models/vit-tiny-cifar10 --json $(BUILD)/cifar10-test.json \
+	$(BIN)/vit eval -m models/vit-tiny-cifar10 --json-file $(BUILD)/cifar10-test.json \
 	  --confusion-png models/vit-tiny-cifar10/confusion_test.png $(CIFAR10_DATA)/test
 
 # Printed text lines for OCR (docs/OCR_DATA.md): the training set in the training fonts from

@@ -38,7 +38,7 @@ printf 'not an image' >"$dir/data/$first/broken.jpg"
 head -c 100 "$shared/data/imagenet-sample-100/$last"/*.JPEG >"$dir/data/$last/cut.JPEG"
 run() { # ranks (0: no mpirun), output prefix
     set -- "$1" "$dir/out$1"
-    args="eval -t 1 -b 4 --class-map $shared/data/imagenet-wnids.txt --json $2.json --predictions $2.tsv $dir/data"
+    args="eval -t 1 -b 4 --class-map $shared/data/imagenet-wnids.txt --json-file $2.json --predictions $2.tsv $dir/data"
     if [ "$1" = 0 ]; then
         # shellcheck disable=SC2086
         "$vit" $args >"$2.txt" 2>"$2.err"

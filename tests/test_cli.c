@@ -412,6 +412,38 @@ static void test_help_command(void **state) {
     test_run_free(&r);
 }
 
+/* One idiom for --json: wherever a command has it, it is a flag (the output as JSON on standard
+ * output), never an option with a value (eval's took a file: --json-file now). And eval's old
+ * form, --json FILE DIR, is a usage error that says so. */
+static void test_json_is_a_flag(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char names[MAX_COMMANDS][32];
+    const int n = list_commands(names);
+    int with_json = 0;
+    for (int i = 0; i < n; i++) {
+        test_run_result r =
+            test_run_vit(NULL, NULL, (const char *const[]){names[i], "--help", NULL});
+        const char *at = strstr(r.out, "    --json");
+        if (at) {
+            with_json++;
+            at += strlen("    --json");
+            if (*at != ' ' || at[1] != ' ')
+                fail_msg("vit %s --help: '--json%.20s' takes a value; it is a flag elsewhere",
+                         names[i], at);
+        }
+        test_run_free(&r);
+    }
+    assert_true(with_json >= 6);
+    test_run_result r =
+        test_run_vit(NULL, NULL, (const char *const[]){"eval", "--json", "out.json", "dir", NULL});
+    assert_int_equal(r.status, 2);
+    expect_one_line(&r, "eval",
+                    "--json is a flag (the report as JSON on standard output), "
+                    "--json-file FILE writes it into a file");
+    test_run_free(&r);
+}
+
 /* An abbreviation two options begin with is called ambiguous, with its candidates; one that a
  * single option begins with still works (getopt_long's abbreviations). */
 static void test_ambiguous_option(void **state) {
@@ -440,6 +472,7 @@ int main(void) {
         cmocka_unit_test(test_version_features),
         cmocka_unit_test(test_help_command),
         cmocka_unit_test(test_ambiguous_option),
+        cmocka_unit_test(test_json_is_a_flag),
         cmocka_unit_test(test_explain_same_names),
         cmocka_unit_test(test_train_progress_into_log),
         cmocka_unit_test(test_train_precision),

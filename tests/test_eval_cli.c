@@ -301,8 +301,8 @@ static void test_junk_folder(void **state) {
     char json[4096], preds[4096];
     snprintf(json, sizeof json, "%s/junk.json", test_tmpdir());
     snprintf(preds, sizeof preds, "%s/junk.tsv", test_tmpdir());
-    const char *args[] = {"-m",  MICRO_A, "--json", json, "--predictions",
-                          preds, "-b",    "4",      root, NULL};
+    const char *args[] = {"-m",  MICRO_A, "--json-file", json, "--predictions",
+                          preds, "-b",    "4",           root, NULL};
     int status = run_eval(args);
     char *err_text = read_text(err_path);
     if (status != 0) fail_msg("exit %d; stderr: %.2000s", status, err_text);
@@ -367,7 +367,7 @@ static void test_imagenet_sample(void **state) {
                           shared_path("models/vit-tiny-in1k"),
                           "--class-map",
                           shared_path("data/imagenet-wnids.txt"),
-                          "--json",
+                          "--json-file",
                           json,
                           "--predictions",
                           preds,
@@ -483,7 +483,7 @@ static void test_json_on_stdout(void **state) {
     (void)state;
     const char *names[] = {"class_3"};
     const char *root = folders_with_an_image("json", names, 1);
-    const char *args[] = {"-m", MICRO_A, "--json", "-", root, NULL};
+    const char *args[] = {"-m", MICRO_A, "--json", root, NULL};
     assert_int_equal(run_eval(args), 0);
     cJSON *o = read_json(out_path); /* nothing but the document */
     static const char *keys[] = {"model",   "data",      "images",  "skipped",
@@ -509,7 +509,7 @@ static void test_confusion_picture(void **state) {
     const char *names[] = {"class_1", "class_3"};
     const char *root = folders_with_an_image("confusion", names, 2);
     const char *png = join(test_tmpdir(), "confusion.png"), *json = join(test_tmpdir(), "c.json");
-    const char *args[] = {"-m", MICRO_A, "--json", json, "--confusion-png", png, root, NULL};
+    const char *args[] = {"-m", MICRO_A, "--json-file", json, "--confusion-png", png, root, NULL};
     assert_int_equal(run_eval(args), 0);
     cJSON *o = read_json(json);
     const cJSON *c = cJSON_GetObjectItem(o, "confusion");
@@ -561,7 +561,7 @@ static void test_shipped_cifar10(void **state) {
     snprintf(preds, sizeof preds, "%s/preds.tsv", dir);
     snprintf(json, sizeof json, "%s/eval.json", dir);
     const char *args[] = {
-        "-m", "models/vit-tiny-cifar10", "--predictions", preds, "--json", json, data, NULL};
+        "-m", "models/vit-tiny-cifar10", "--predictions", preds, "--json-file", json, data, NULL};
     const int status = run_eval(args);
     if (status != 0) fail_msg("exit %d; stderr: %.2000s", status, read_text(err_path));
     static prediction rows[1100];
@@ -623,7 +623,7 @@ static void test_exit_statuses(void **state) {
     /* an output that cannot be written: a failed run */
     const char *names[] = {"class_1"};
     const char *ok = folders_with_an_image("okdir", names, 1);
-    const char *bad_out[] = {"-m", model, "--json", "/nonexistent/out.json", ok, NULL};
+    const char *bad_out[] = {"-m", model, "--json-file", "/nonexistent/out.json", ok, NULL};
     assert_int_equal(run_eval(bad_out), 1);
 }
 

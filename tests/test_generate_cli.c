@@ -71,15 +71,20 @@ static void test_greedy_files(void **state) {
     cJSON_Delete(golden);
 }
 
-/* --beams 3 and --beams 2 --length-penalty 0.5 --no-repeat-ngram 2 on GPT-2: generate.json's
- * ids and scores for those options (image 0 alone). */
+/* --num-beams 3 and --num-beams 2 --length-penalty 0.5 --no-repeat-ngram-size 2 on GPT-2
+ * (transformers' names, as the server's and Python's), and the same under the old names (--beams,
+ * --no-repeat-ngram, still accepted): generate.json's ids and scores for those options (image 0
+ * alone). */
 static void test_beam_options(void **state) {
     (void)state;
     REQUIRE_BIN();
     cJSON *cases = read_json(GPT2 "/generate.json");
     static const struct {
         const char *name, *args[6];
-    } runs[] = {{"beams-3", {"--beams", "3", NULL}},
+    } runs[] = {{"beams-3", {"--num-beams", "3", NULL}},
+                {"beams-2-lp0.5-ng2",
+                 {"--num-beams", "2", "--length-penalty", "0.5", "--no-repeat-ngram-size", "2"}},
+                {"beams-3", {"--beams", "3", NULL}},
                 {"beams-2-lp0.5-ng2",
                  {"--beams", "2", "--length-penalty", "0.5", "--no-repeat-ngram", "2"}}};
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
@@ -103,6 +108,31 @@ static void test_beam_options(void **state) {
         cJSON_Delete(line[0]);
     }
     cJSON_Delete(cases);
+}
+
+/* The token limit: --max-new-tokens N (and its old name --max-tokens) keeps N tokens after the
+ * start token, --max-length N the whole sequence to N; both together are refused. */
+static void test_token_limits(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *const limits[][2] = {
+        {"--max-new-tokens", "3"}, {"--max-tokens", "3"}, {"--max-length", "4"}};
+    for (int i = 0; i < 3; i++) {
+        const char *args[] = {"generate", "-m",         GPT2,         "--json",  "--min-length",
+                              "4",        limits[i][0], limits[i][1], images[0], NULL};
+        cJSON *line[1];
+        assert_int_equal(run_json(args, line, 1), 1);
+        const int n = cJSON_GetArraySize(cJSON_GetObjectItem(line[0], "ids"));
+        if (n != 4)
+            fail_msg("%s %s: %d ids, not the start token and 3", limits[i][0], limits[i][1], n);
+        cJSON_Delete(line[0]);
+    }
+    const char *both[] = {"generate", "-m",      GPT2, "--max-new-tokens", "3", "--max-length",
+                          "4",        images[0], NULL};
+    test_run_result r = test_run_vit(NULL, NULL, both);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--max-new-tokens and --max-length together"));
+    test_run_free(&r);
 }
 
 /* The plain output: the text alone for one image, "FILE: text" for several. */
@@ -195,7 +225,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_files), cmocka_unit_test(test_beam_options),
         cmocka_unit_test(test_plain_output), cmocka_unit_test(test_terminal_escapes),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors),       cmocka_unit_test(test_token_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

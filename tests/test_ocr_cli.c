@@ -190,7 +190,7 @@ static void test_eval_model(void **state) {
         cJSON_Delete(j);
     }
     test_run_free(&g);
-    const char *const eval[] = {"eval", "-m", TROCR, "--json", "-", "--worst", "10", dir, NULL};
+    const char *const eval[] = {"eval", "-m", TROCR, "--json", "--worst", "10", dir, NULL};
     cJSON *rep = run_json(eval);
     assert_int_equal(number(rep, "lines"), 4);
     assert_true(number(rep, "char_edits") == total.ce && number(rep, "chars") == total.c);
@@ -203,7 +203,7 @@ static void test_eval_model(void **state) {
         assert_true(number(w, "char_edits") == want[i].ce && number(w, "chars") == want[i].c);
         assert_true(number(w, "word_edits") == want[i].we && number(w, "words") == want[i].w);
     }
-    const char *const one[] = {"eval", "-m", TROCR, "-b", "1", "--json", "-", dir, NULL};
+    const char *const one[] = {"eval", "-m", TROCR, "-b", "1", "--json", dir, NULL};
     cJSON *rep1 = run_json(one); /* one image a call: the same texts */
     assert_true(number(rep1, "char_edits") == total.ce && number(rep1, "word_edits") == total.we);
     cJSON_Delete(rep1);

@@ -437,9 +437,9 @@ static void test_eval(void **state) {
     const char *report = tmp("eval-report.json");
     const char *const runs[][16] = {
         {"eval", "-m", CLIP, "--batch", "4", "--classes", "cat, dog, car", "--predictions", "-",
-         "--json", report, by_name, NULL},
+         "--json-file", report, by_name, NULL},
         {"eval", "-m", CLIP, "--classes-file", classes, "--class-map", map, "--predictions", "-",
-         "--json", report, by_map, NULL},
+         "--json-file", report, by_map, NULL},
     };
     const char *const *folders[] = {names, mapped};
     const char *dirs[] = {by_name, by_map};
@@ -492,8 +492,8 @@ static void test_eval_imagenet(void **state) {
     snprintf(names, sizeof names, "%s", shared_path("data/clip/imagenet_classes.txt"));
     snprintf(wnids, sizeof wnids, "%s", shared_path("data/imagenet-wnids.txt"));
     snprintf(folder, sizeof folder, "%s", shared_path("data/imagenet-sample-100"));
-    const char *const args[] = {"eval", "-m",     CLIP, "--classes-file", names, "--class-map",
-                                wnids,  "--json", "-",  folder,           NULL};
+    const char *const args[] = {"eval",        "-m",  CLIP,     "--classes-file", names,
+                                "--class-map", wnids, "--json", folder,           NULL};
     test_run_result r = run(NULL, args);
     if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
     expect_one_line(&r, "eval", "1000 class names x 1 template embedded in ");

@@ -373,22 +373,36 @@ def test_joint_model_needs_class_names(clip):
 def test_generate_as_the_cli(model_dir):
     gen = vit.load(model_dir)
     for beams in (1, 3):
-        want = cli_json("generate", "-m", model_dir, "--beams", str(beams), *PHOTOS)
-        got = gen.generate(PHOTOS, beams=beams)
+        want = cli_json("generate", "-m", model_dir, "--num-beams", str(beams), *PHOTOS)
+        got = gen.generate(PHOTOS, num_beams=beams)
         assert len(got) == len(PHOTOS)
         for g, w in zip(got, want):
             assert (g.text, g.ids, np.float32(g.score)) == (
                 w["text"], w["ids"], np.float32(w["score"])
             )
-        assert gen.generate(PHOTOS[0], beams=beams) == got[0]
-        assert gen.generate(Image.open(PHOTOS[0]), beams=beams) == got[0]
-    (w,) = cli_json("generate", "-m", model_dir, "--max-tokens", "3", PHOTOS[2])
-    assert gen.generate(PHOTOS[2], max_tokens=3).ids == w["ids"]
+        assert gen.generate(PHOTOS[0], num_beams=beams) == got[0]
+        assert gen.generate(Image.open(PHOTOS[0]), num_beams=beams) == got[0]
+        assert gen.generate(PHOTOS[0], beams=beams) == got[0]  # the old name
+    (w,) = cli_json("generate", "-m", model_dir, "--max-new-tokens", "3", PHOTOS[2])
+    assert gen.generate(PHOTOS[2], max_new_tokens=3).ids == w["ids"]
+    assert gen.generate(PHOTOS[2], max_tokens=3).ids == w["ids"]  # the old name
     assert len(w["ids"]) <= 4
+    (w,) = cli_json("generate", "-m", model_dir, "--max-length", "3", PHOTOS[2])
+    assert gen.generate(PHOTOS[2], max_length=3).ids == w["ids"]
+    (w,) = cli_json("generate", "-m", model_dir, "--num-beams", "2", "--no-repeat-ngram-size",
+                    "1", PHOTOS[0])
+    assert gen.generate(PHOTOS[0], num_beams=2, no_repeat_ngram_size=1).ids == w["ids"]
     # the folder's generation_config.json: what a call without options runs
     (w,) = cli_json("generate", "-m", model_dir, PHOTOS[1])
     assert gen.generate(PHOTOS[1]).ids == w["ids"]
-    assert set(gen.options()) >= {"beams", "max_tokens", "min_length", "length_penalty"}
+    # one name per setting: the CLI's options, the keywords and options()' keys (transformers')
+    names = {"num_beams", "max_new_tokens", "max_length", "min_length", "length_penalty",
+             "early_stopping", "no_repeat_ngram_size"}
+    assert set(gen.options()) == names
+    help_text = cli("generate", "--help").stdout
+    for name in names:
+        assert "--" + name.replace("_", "-") + " " in help_text
+    assert gen.generate(PHOTOS[1], **gen.options()).ids == w["ids"]
 
 
 def test_generate_errors():
@@ -399,7 +413,13 @@ def test_generate_errors():
         gen.generate(missing)
     assert "vit generate: %s\n" % e.value in run.stderr
     with pytest.raises(vit.Error, match="beams"):
-        gen.generate(CAT, beams=1000)
+        gen.generate(CAT, num_beams=1000)
+    with pytest.raises(TypeError, match="both num_beams and its old name beams"):
+        gen.generate(CAT, num_beams=2, beams=2)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'beam'"):
+        gen.generate(CAT, beam=2)
+    with pytest.raises(ValueError, match="one limit"):
+        gen.generate(CAT, max_new_tokens=2, max_length=3)
     encoder = vit.ImageModel(TROCR)  # its encoder: features, but no classes
     with pytest.raises(vit.Error, match="image-to-text model.*generate"):
         encoder.classify(CAT)

@@ -691,6 +691,14 @@ class TextModel(_Context):
 _EARLY_STOPPING = {False: 0, True: 1, "never": 2}
 
 
+# generate()'s keywords before they took transformers' names
+_OLD_GENERATE_NAMES = {
+    "beams": "num_beams",
+    "max_tokens": "max_new_tokens",
+    "no_repeat_ngram": "no_repeat_ngram_size",
+}
+
+
 class Generator(_Context):
     """A VisionEncoderDecoderModel folder (TrOCR, ViT-GPT2): text from images, greedily or by beam
     search exactly as transformers' generate, with the folder's generation_config.json unless a
@@ -747,26 +755,29 @@ class Generator(_Context):
         return other
 
     def options(self):
-        """The model's own generation settings (generation_config.json) as generate's keywords."""
+        """The model's own generation settings (generation_config.json) as generate's keywords
+        (transformers' names)."""
         o = _lib.lib().vit_gen_default_options(self._c)
         stop = {v: k for k, v in _EARLY_STOPPING.items()}
         return {
-            "beams": o.num_beams,
-            "max_tokens": o.max_new_tokens,
+            "num_beams": o.num_beams,
+            "max_new_tokens": o.max_new_tokens,
             "max_length": o.max_length,
             "min_length": o.min_length,
             "length_penalty": o.length_penalty,
             "early_stopping": stop.get(o.early_stopping, o.early_stopping),
-            "no_repeat_ngram": o.no_repeat_ngram_size,
+            "no_repeat_ngram_size": o.no_repeat_ngram_size,
         }
 
-    def _options(self, beams, max_tokens, max_length, min_length, length_penalty, early_stopping,
-                 no_repeat_ngram):
+    def _options(self, num_beams, max_new_tokens, max_length, min_length, length_penalty,
+                 early_stopping, no_repeat_ngram_size):
+        if max_new_tokens and max_length:  # 0 (options()' "none"): the other limit rules
+            raise ValueError("max_new_tokens and max_length together: one limit")
         o = _lib.lib().vit_gen_default_options(self._c)
-        if beams is not None:
-            o.num_beams = beams
-        if max_tokens is not None:
-            o.max_new_tokens = max_tokens
+        if num_beams is not None:
+            o.num_beams = num_beams
+        if max_new_tokens is not None:
+            o.max_new_tokens = max_new_tokens
         if max_length is not None:
             o.max_length, o.max_new_tokens = max_length, 0  # the one limit asked for
         if min_length is not None:
@@ -775,29 +786,41 @@ class Generator(_Context):
             o.length_penalty = length_penalty
         if early_stopping is not None:
             o.early_stopping = _enum(_EARLY_STOPPING, early_stopping, "early_stopping")
-        if no_repeat_ngram is not None:
-            o.no_repeat_ngram_size = no_repeat_ngram
+        if no_repeat_ngram_size is not None:
+            o.no_repeat_ngram_size = no_repeat_ngram_size
         return o
 
     def generate(
         self,
         image,
         *,
-        beams=None,
-        max_tokens=None,
+        num_beams=None,
+        max_new_tokens=None,
         max_length=None,
         min_length=None,
         length_penalty=None,
         early_stopping=None,
-        no_repeat_ngram=None,
+        no_repeat_ngram_size=None,
+        **old_names,
     ):
         """The text of an image: Generation(text, ids, score); for a list of images, a list.
-        beams: 1 greedy, else beam search; max_tokens: at most this many tokens after the start
-        token (or max_length: the whole sequence's limit); min_length, length_penalty,
-        early_stopping (True, False or 'never'), no_repeat_ngram: transformers' settings. None
-        keeps the model's own (options())."""
-        opt = self._options(beams, max_tokens, max_length, min_length, length_penalty,
-                            early_stopping, no_repeat_ngram)
+        transformers' generate settings, named as it names them (and as vit generate and the
+        server do): num_beams (1 greedy, else beam search); max_new_tokens, at most this many
+        tokens after the start token, or max_length, the whole sequence's limit; min_length,
+        length_penalty, early_stopping (True, False or 'never'), no_repeat_ngram_size. None keeps
+        the model's own (options()). The old names beams, max_tokens and no_repeat_ngram are
+        still accepted."""
+        named = {"num_beams": num_beams, "max_new_tokens": max_new_tokens,
+                 "no_repeat_ngram_size": no_repeat_ngram_size}
+        for old, value in old_names.items():
+            new = _OLD_GENERATE_NAMES.get(old)
+            if new is None:
+                raise TypeError("generate() got an unexpected keyword argument %r" % old)
+            if named[new] is not None:
+                raise TypeError("generate() got both %s and its old name %s" % (new, old))
+            named[new] = value
+        opt = self._options(named["num_beams"], named["max_new_tokens"], max_length, min_length,
+                            length_penalty, early_stopping, named["no_repeat_ngram_size"])
         items, many = _inputs(image, self.exif)
         lib = _lib.lib()
         results = []

@@ -25,11 +25,13 @@
 enum {
     OPT_CLASS_MAP = 1,
     OPT_JSON,
+    OPT_JSON_FILE,
     OPT_PREDICTIONS,
     OPT_HYPOTHESES,
     OPT_WORST,
     OPT_BEAMS,
     OPT_CONFUSION_PNG,
+    OPT_BEAMS_OLD,
 };
 
 static const cli_option options[] = {
@@ -37,7 +39,12 @@ static const cli_option options[] = {
     {OPT_CLASS_MAP, "class-map", 0, "FILE",
      "folder names, one per line, line number = class index (timm's class map)",
      "match folder names to the model's labels"},
-    {OPT_JSON, "json", 0, "OUT", "write the whole report as JSON ('-': standard output)", NULL},
+    {OPT_JSON, "json", 0, NULL,
+     "the whole report as JSON on standard output, instead of the text (a flag, as in every "
+     "command)",
+     NULL},
+    {OPT_JSON_FILE, "json-file", 0, "FILE",
+     "also write the whole report as JSON into FILE (the text still on standard output)", NULL},
     {OPT_PREDICTIONS, "predictions", 0, "OUT",
      "one row per input: file, true, predicted, probability (text lines: file, true, read, "
      "character edits, characters; '-': standard output)",
@@ -57,8 +64,9 @@ static const cli_option options[] = {
      "score this recogniser output (`file<TAB>text` lines, e.g. Tesseract's) instead of a model",
      NULL},
     {OPT_WORST, "worst", 0, "N", "list the N lines with the highest character error rate", "10"},
-    {OPT_BEAMS, "beams", 0, "N", "beam search with N beams (1: greedy)",
+    {OPT_BEAMS, "num-beams", 0, "N", "beam search with N beams (1: greedy)",
      "generation_config.json's num_beams"},
+    {OPT_BEAMS_OLD, "beams", 0, "N", "the old name of --num-beams", NULL},
     CLI_ZERO_SHOT_OPTIONS,
 };
 
@@ -90,7 +98,8 @@ const cli_command *cli_eval_command(void) {
 typedef struct {
     const char *model_dir, *data_dir, *class_map, *json_path, *pred_path, *hypotheses,
         *confusion_png;
-    int worst, beams, ocr_option; /* text lines: --worst, --beams; whether either was given */
+    int worst, beams, ocr_option; /* text lines: --worst, --num-beams; whether either was given */
+    int json_flag;                /* --json: the JSON report is json_path "-" */
     cli_common common; /* -m; the batch (0: images' or texts' default) and compute options */
     cli_zero_shot zs;  /* zero-shot: the class names and templates; zs.classes once embedded */
 } eval_options;
@@ -380,6 +389,8 @@ static int eval_option(const cli_parser *p, int id, void *user) {
     case OPT_CLASS_MAP:
         return o->class_map = p->value, 0;
     case OPT_JSON:
+        return o->json_flag = 1, 0;
+    case OPT_JSON_FILE:
         return o->json_path = p->value, 0;
     case OPT_PREDICTIONS:
         return o->pred_path = p->value, 0;
@@ -390,6 +401,7 @@ static int eval_option(const cli_parser *p, int id, void *user) {
     case OPT_WORST:
         return o->ocr_option = 1, cli_int(p, 0, 1000000, &o->worst);
     case OPT_BEAMS:
+    case OPT_BEAMS_OLD:
         return o->ocr_option = 1, cli_int(p, 1, 64, &o->beams);
     }
     return 0;
@@ -403,8 +415,15 @@ static cli_outcome parse_options(int argc, char **argv, eval_options *o) {
     cli_parser p;
     const cli_outcome parsed = cli_parse(&p, &command, argc, argv, &o->common, eval_option, o);
     if (parsed != CLI_PARSED) return parsed;
+    if (o->json_flag && p.num_rest == 2) /* --json FILE DIR: the old form, --json took a file */
+        return cli_usage_error(&command,
+                               "one DIR expected; --json is a flag (the report as JSON on standard "
+                               "output), --json-file FILE writes it into a file");
     if (p.num_rest != 1)
         return cli_usage_error(&command, p.num_rest ? "one DIR expected" : "no DIR given");
+    if (o->json_flag && o->json_path)
+        return cli_usage_error(&command, "--json and --json-file together");
+    if (o->json_flag) o->json_path = "-";
     const int both_stdout = o->json_path && o->pred_path && strcmp(o->json_path, "-") == 0 &&
                             strcmp(o->pred_path, "-") == 0;
     if (both_stdout)
@@ -454,7 +473,8 @@ int cli_eval(int argc, char **argv) {
         return status;
     }
     if (o.ocr_option)
-        fprintf(stderr, "vit eval: warning: --worst and --beams apply to text lines; ignored\n");
+        fprintf(stderr,
+                "vit eval: warning: --worst and --num-beams apply to text lines; ignored\n");
     if (is_text_file(o.data_dir) && dist_get().size > 1) {
         if (dist_get().rank == 0)
             fprintf(stderr,

@@ -9,33 +9,44 @@
 #include "vit/cli/cli.h"
 #include "vit/vit.h"
 
+/* The settings are named as transformers' generate names them (and the server, and Python);
+ * the *_OLD ids are the names before, still accepted. */
 enum {
     OPT_BEAMS = 1,
     OPT_MAX_TOKENS,
+    OPT_MAX_LENGTH,
     OPT_MIN_LENGTH,
     OPT_LENGTH_PENALTY,
     OPT_NO_REPEAT,
     OPT_EARLY,
     OPT_JSON,
+    OPT_BEAMS_OLD,
+    OPT_MAX_TOKENS_OLD,
+    OPT_NO_REPEAT_OLD,
 };
 
 static const cli_option options[] = {
     CLI_MODEL_OPTION("a VisionEncoderDecoderModel folder (TrOCR, ViT-GPT2)", "$VIT_MODEL"),
-    {OPT_BEAMS, "beams", 0, "N", "beam search with N beams (1: greedy search)",
+    {OPT_BEAMS, "num-beams", 0, "N", "beam search with N beams (1: greedy search)",
      "generation_config.json's num_beams"},
-    {OPT_MAX_TOKENS, "max-tokens", 0, "N", "at most N tokens after the start token",
+    {OPT_MAX_TOKENS, "max-new-tokens", 0, "N", "at most N tokens after the start token",
      "generation_config.json's max_new_tokens or max_length"},
+    {OPT_MAX_LENGTH, "max-length", 0, "N",
+     "instead: at most N tokens in all, the start token included", NULL},
     {OPT_MIN_LENGTH, "min-length", 0, "N", "no end token before the sequence is N long",
      "generation_config.json's min_length"},
     {OPT_LENGTH_PENALTY, "length-penalty", 0, "X",
      "beam scores are sum(log p) / length^X: above 0 favours longer texts",
      "generation_config.json's length_penalty"},
-    {OPT_NO_REPEAT, "no-repeat-ngram", 0, "N", "no N-gram twice in a text (0: off)",
+    {OPT_NO_REPEAT, "no-repeat-ngram-size", 0, "N", "no N-gram twice in a text (0: off)",
      "generation_config.json's no_repeat_ngram_size"},
     {OPT_EARLY, "early-stopping", 0, "true|false|never",
      "when beam search stops (transformers' early_stopping)",
      "generation_config.json's early_stopping"},
     {OPT_JSON, "json", 0, NULL, "one JSON object per image: file, text, ids, score", NULL},
+    {OPT_BEAMS_OLD, "beams", 0, "N", "the old name of --num-beams", NULL},
+    {OPT_MAX_TOKENS_OLD, "max-tokens", 0, "N", "the old name of --max-new-tokens", NULL},
+    {OPT_NO_REPEAT_OLD, "no-repeat-ngram", 0, "N", "the old name of --no-repeat-ngram-size", NULL},
     CLI_BATCH_OPTION("images per forward pass", "1"),
     CLI_EXIF_UPRIGHT,
     CLI_PIXELS_OPTION,
@@ -66,7 +77,8 @@ const cli_command *cli_generate_command(void) {
 
 typedef struct {
     vit_gen_options opt;
-    int set_beams, set_max, set_min, set_penalty, set_repeat, set_early; /* given on the line */
+    int set_beams, set_max, set_max_length, set_min, set_penalty, set_repeat,
+        set_early; /* given on the line */
     double penalty;
     int json;
 } generate_args;
@@ -83,14 +95,19 @@ static int generate_option(const cli_parser *p, int id, void *user) {
     generate_args *a = user;
     switch (id) {
     case OPT_BEAMS:
+    case OPT_BEAMS_OLD:
         return a->set_beams = 1, cli_int(p, 1, 64, &a->opt.num_beams);
     case OPT_MAX_TOKENS:
+    case OPT_MAX_TOKENS_OLD:
         return a->set_max = 1, cli_int(p, 1, 4096, &a->opt.max_new_tokens);
+    case OPT_MAX_LENGTH:
+        return a->set_max_length = 1, cli_int(p, 1, 4096, &a->opt.max_length);
     case OPT_MIN_LENGTH:
         return a->set_min = 1, cli_int(p, 0, 4096, &a->opt.min_length);
     case OPT_LENGTH_PENALTY:
         return a->set_penalty = 1, cli_number(p, -100, 100, &a->penalty);
     case OPT_NO_REPEAT:
+    case OPT_NO_REPEAT_OLD:
         return a->set_repeat = 1, cli_int(p, 0, 64, &a->opt.no_repeat_ngram_size);
     case OPT_EARLY:
         return a->set_early = 1, early_value(p, &a->opt.early_stopping);
@@ -106,6 +123,7 @@ static vit_gen_options effective_options(const vit_gen_context *g, const generat
     vit_gen_options o = vit_gen_default_options(g);
     if (a->set_beams) o.num_beams = a->opt.num_beams;
     if (a->set_max) o.max_new_tokens = a->opt.max_new_tokens;
+    if (a->set_max_length) o.max_length = a->opt.max_length, o.max_new_tokens = 0;
     if (a->set_min) o.min_length = a->opt.min_length;
     if (a->set_penalty) o.length_penalty = (float)a->penalty;
     if (a->set_repeat) o.no_repeat_ngram_size = a->opt.no_repeat_ngram_size;
@@ -201,6 +219,9 @@ int cli_generate(int argc, char **argv) {
     const cli_outcome parsed = cli_parse(&p, &command, argc, argv, &c, generate_option, &a);
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     if (p.num_rest == 0) return cli_exit_status(cli_usage_error(&command, "no IMAGE given"));
+    if (a.set_max && a.set_max_length)
+        return cli_exit_status(
+            cli_usage_error(&command, "--max-new-tokens and --max-length together: one limit"));
     const char *env = getenv("VIT_MODEL");
     const char *dir = c.model ? c.model : env && *env ? env : NULL;
     if (!dir) {
