@@ -461,6 +461,82 @@ static void test_ambiguous_option(void **state) {
     test_run_free(&r);
 }
 
+/* README's examples read what the repository ships: they run as written from the project root
+ * (the same inputs; smaller counts and fewer epochs, into test_tmpdir()). */
+static void test_readme_train_lines(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char out[4200];
+    snprintf(out, sizeof out, "%s/ved-lines", test_tmpdir());
+    const char *args[] = {"train",
+                          "--train",
+                          "examples/lines",
+                          "--init",
+                          "tests/data/ved-trocr-vit",
+                          "--out",
+                          out,
+                          "--epochs",
+                          "2",
+                          "--batch",
+                          "6",
+                          "--val-split",
+                          "0",
+                          "-t",
+                          "1",
+                          NULL};
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    if (r.status != 0) fail_msg("vit train --train examples/lines: exit %d: %s", r.status, r.err);
+    assert_non_null(strstr(r.err, "decoding 6 training and 0 validation images"));
+    test_run_free(&r);
+}
+
+static void test_readme_embed_sentences(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    REQUIRE_SHARED("models/bert-sst2-tiny");
+    const char *args[] = {"embed",  "-m",     shared_path("models/bert-sst2-tiny"),
+                          "--pool", "pooler", "examples/sentences.txt",
+                          "-o",     "-",      NULL};
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    if (r.status != 0) fail_msg("vit embed examples/sentences.txt: exit %d: %s", r.status, r.err);
+    assert_int_equal(count_lines(r.out), 2);
+    assert_true(strncmp(r.out, "examples/sentences.txt:1\t", 25) == 0);
+    test_run_free(&r);
+}
+
+static void test_readme_render_lines(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    REQUIRE_SHARED("data/sst2/train.tsv");
+    char out[4200], labels[4300];
+    snprintf(out, sizeof out, "%s/ocr-lines", test_tmpdir());
+    snprintf(labels, sizeof labels, "%s/labels.tsv", out);
+    const char *args[] = {"render-lines",
+                          "--fonts",
+                          "examples/fonts-dejavu.txt",
+                          "--sentences",
+                          shared_path("data/sst2/train.tsv"),
+                          "--count",
+                          "20",
+                          "-t",
+                          "1",
+                          "--out",
+                          out,
+                          NULL};
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    if (r.status != 0 && strstr(r.err, "built without FreeType")) {
+        print_message("SKIP %s: %s", __func__, r.err);
+        test_run_free(&r);
+        skip();
+    }
+    if (r.status != 0) fail_msg("vit render-lines --fonts examples/fonts-dejavu.txt: %s", r.err);
+    test_run_free(&r);
+    char *tsv = (char *)read_whole_file(labels, NULL);
+    assert_non_null(tsv);
+    assert_int_equal(count_lines(tsv), 20);
+    free(tsv);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
@@ -477,6 +553,9 @@ int main(void) {
         cmocka_unit_test(test_train_progress_into_log),
         cmocka_unit_test(test_train_precision),
         cmocka_unit_test(test_train_overwrite),
+        cmocka_unit_test(test_readme_train_lines),
+        cmocka_unit_test(test_readme_embed_sentences),
+        cmocka_unit_test(test_readme_render_lines),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
