@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/model/bert_model.h"
+#include "vit/model/text_model.h"
 #include "vit/io/model_dir.h"
 #include "vit/model/params.h"
 #include "vit/core/ops.h"
@@ -57,8 +57,8 @@ static void test_golden_logits(void **state) {
             (float)lg->valuedouble;
         i++;
     }
-    bert_acts a;
-    if (bert_acts_alloc(&a, &m, n, T, 0, &err) != 0) fail_msg("%s", err.msg);
+    text_acts a;
+    if (text_acts_alloc(&a, &m, n, T, 0, &err) != 0) fail_msg("%s", err.msg);
     double worst_single = 0, worst_batch = 0;
     float single[8];
     for (i = 0; i < n; i++) {
@@ -66,18 +66,18 @@ static void test_golden_logits(void **state) {
         while (len < T && mask[i * T + len]) len++;
         int32_t one[T];
         memcpy(one, ids + i * T, sizeof(int32_t) * (size_t)len);
-        assert_int_equal(bert_model_forward(&m, &a, one, mask + i * T, 1, len, NULL, single, &err),
+        assert_int_equal(text_model_forward(&m, &a, one, mask + i * T, 1, len, NULL, single, &err),
                          0);
         for (int j = 0; j < L; j++)
             worst_single = fmax(worst_single, fabs(single[j] - want[i * L + j]));
     }
-    assert_int_equal(bert_model_forward(&m, &a, ids, mask, n, T, NULL, got, &err), 0);
+    assert_int_equal(text_model_forward(&m, &a, ids, mask, n, T, NULL, got, &err), 0);
     for (i = 0; i < n * L; i++) worst_batch = fmax(worst_batch, fabs(got[i] - want[i]));
     print_message("bert-sst2-tiny: %d texts, max |dlogit| one by one %.3g, padded batch %.3g\n", n,
                   worst_single, worst_batch);
     assert_true(worst_single <= TOL);
     assert_true(worst_batch <= TOL);
-    bert_acts_free(&a);
+    text_acts_free(&a);
     free(ids);
     free(mask);
     free(want);

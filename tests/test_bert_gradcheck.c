@@ -1,4 +1,4 @@
-/* Finite-difference check of bert_model_backward (after the training forward and cross-entropy,
+/* Finite-difference check of text_model_backward (after the training forward and cross-entropy,
  * as a training step runs them) on a tiny random BERT (vocabulary 30, hidden 8, 2 layers, 2
  * heads, 3 sequences of 6 tokens, two of them padded): every element of every parameter tensor,
  * without and with dropout, and with the batch smaller than the buffers; then padding,
@@ -34,7 +34,7 @@
 
 #include "text/wordpiece.h"
 #include "vit/base/alloc.h"
-#include "vit/model/bert_model.h"
+#include "vit/model/text_model.h"
 #include "vit/model/config.h"
 #include "vit/io/model_dir.h"
 #include "vit/model/params.h"
@@ -81,7 +81,7 @@ static const uint8_t tiny_mask[B * T] = {1, 1, 1, 1, 1, 1,
 
 typedef struct {
     model m;
-    bert_acts a;  /* for batches of up to B + slack sequences of T + 2·slack tokens */
+    text_acts a;  /* for batches of up to B + slack sequences of T + 2·slack tokens */
     model g;      /* the gradients: m's layout on grads */
     float *grads; /* accumulate over steps until zeroed */
     float logits[B * NL], probs[B * NL], dlogits[B * NL];
@@ -113,12 +113,12 @@ static void bert_case_init(bert_case *c) {
     c->cls_drop = -1.0f;
     c->grads = test_alloc_floats(c->m.num_params);
     if (model_bind(&c->g, &c->m, c->grads) != 0 ||
-        bert_acts_alloc(&c->a, &c->m, B + c->slack, T + 2 * c->slack, 1, &err) != 0)
+        text_acts_alloc(&c->a, &c->m, B + c->slack, T + 2 * c->slack, 1, &err) != 0)
         fail_msg("%s", err.msg);
 }
 
 static void bert_case_free(bert_case *c) {
-    bert_acts_free(&c->a);
+    text_acts_free(&c->a);
     model_unbind(&c->g);
     free(c->grads);
     model_free(&c->m);
@@ -139,10 +139,10 @@ static int step(bert_case *c, const int32_t *ids, const uint8_t *mask, int nb, i
                                .attention_dropout = c->attn_drop,
                                .classifier_dropout = c->cls_drop,
                                .rng = rng};
-    if (bert_model_forward(&c->m, &c->a, ids, mask, nb, nt, &mode, c->logits, err) != 0) return -1;
+    if (text_model_forward(&c->m, &c->a, ids, mask, nb, nt, &mode, c->logits, err) != 0) return -1;
     *loss = (float)crossentropy_forward(c->probs, c->logits, c->labels, nb, NL, c->smoothing);
     crossentropy_backward(c->dlogits, c->probs, c->labels, nb, NL, c->smoothing, 1.0f);
-    bert_model_backward(&c->m, &c->g, &c->a, c->dlogits);
+    text_model_backward(&c->m, &c->g, &c->a, c->dlogits);
     return 0;
 }
 
@@ -276,7 +276,7 @@ static void test_dropout_determinism(void **state) {
     float train_logits[B * NL], eval_logits[B * NL], probs[B * NL];
     memcpy(train_logits, c.logits, sizeof train_logits);
     assert_int_equal(
-        bert_model_forward(&c.m, &c.a, c.ids, tiny_mask, B, T, NULL, eval_logits, &err), 0);
+        text_model_forward(&c.m, &c.a, c.ids, tiny_mask, B, T, NULL, eval_logits, &err), 0);
     assert_memory_equal(train_logits, eval_logits, sizeof eval_logits);
     assert_true(fabs(l0 - crossentropy_forward(probs, eval_logits, c.labels, B, NL, 0.0f)) < 1e-6);
     /* classifier dropout alone: needs the rng, changes the loss */
@@ -336,15 +336,15 @@ static void test_forward_argument_errors(void **state) {
     assert_non_null(strstr(err.msg, "token id 30"));
     c.ids[4] = 25;
     /* a training forward on inference buffers */
-    bert_acts eval;
-    assert_int_equal(bert_acts_alloc(&eval, &c.m, B, T, 0, &err), 0);
+    text_acts eval;
+    assert_int_equal(text_acts_alloc(&eval, &c.m, B, T, 0, &err), 0);
     const forward_mode train = {.train = 1};
     assert_int_equal(
-        bert_model_forward(&c.m, &eval, c.ids, tiny_mask, B, T, &train, c.logits, &err), -1);
-    bert_acts_free(&eval);
+        text_model_forward(&c.m, &eval, c.ids, tiny_mask, B, T, &train, c.logits, &err), -1);
+    text_acts_free(&eval);
     /* too many tokens for the position table */
-    bert_acts too_long;
-    assert_int_equal(bert_acts_alloc(&too_long, &c.m, 2, 9, 1, &err), -1);
+    text_acts too_long;
+    assert_int_equal(text_acts_alloc(&too_long, &c.m, 2, 9, 1, &err), -1);
     assert_non_null(strstr(err.msg, "max_position_embeddings"));
     bert_case_free(&c);
 }
@@ -381,18 +381,18 @@ static void test_training_forward_equals_inference(void **state) {
             ids[i * Tn + t] = t < len[i] ? rows[i][t] : tokenizer_pad_id(tok);
             mask[i * Tn + t] = t < len[i];
         }
-    bert_acts inference, training;
-    if (bert_acts_alloc(&inference, &m, N, MAXT, 0, &err) != 0 ||
-        bert_acts_alloc(&training, &m, N, MAXT, 1, &err) != 0)
+    text_acts inference, training;
+    if (text_acts_alloc(&inference, &m, N, MAXT, 0, &err) != 0 ||
+        text_acts_alloc(&training, &m, N, MAXT, 1, &err) != 0)
         fail_msg("%s", err.msg);
     float want[N * 2], got[N * 2], train[N * 2], probs[N * 2];
-    assert_int_equal(bert_model_forward(&m, &inference, ids, mask, N, Tn, NULL, want, &err), 0);
-    assert_int_equal(bert_model_forward(&m, &training, ids, mask, N, Tn, NULL, got, &err), 0);
+    assert_int_equal(text_model_forward(&m, &inference, ids, mask, N, Tn, NULL, want, &err), 0);
+    assert_int_equal(text_model_forward(&m, &training, ids, mask, N, Tn, NULL, got, &err), 0);
     /* the training forward (activations kept) without dropout computes the same logits, up to
      * the order of the attention sums */
     const int labels[N] = {1, 0, 0, 1, 0};
     const forward_mode mode = {.train = 1};
-    assert_int_equal(bert_model_forward(&m, &training, ids, mask, N, Tn, &mode, train, &err), 0);
+    assert_int_equal(text_model_forward(&m, &training, ids, mask, N, Tn, &mode, train, &err), 0);
     const double loss = crossentropy_forward(probs, train, labels, N, 2, 0.0f);
     double diff = 0.0;
     for (int i = 0; i < N * 2; i++) diff = fmax(diff, fabs((double)train[i] - want[i]));
@@ -404,8 +404,8 @@ static void test_training_forward_equals_inference(void **state) {
     /* the reference's logits for the first text (golden.json) */
     assert_true(fabs(got[0] - -2.8423094448200676) < 1e-4 &&
                 fabs(got[1] - 2.826481629805606) < 1e-4);
-    bert_acts_free(&training);
-    bert_acts_free(&inference);
+    text_acts_free(&training);
+    text_acts_free(&inference);
     tokenizer_free(tok);
     model_free(&m);
 }

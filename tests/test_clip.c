@@ -17,7 +17,7 @@
 
 #include "vit/core/gemm.h"
 #include "vit/io/model_dir.h"
-#include "vit/model/bert_model.h"
+#include "vit/model/text_model.h"
 #include "vit/model/vit_model.h"
 
 #define TOL      1e-4
@@ -119,14 +119,14 @@ static void text_tower(run *r) {
     int32_t ids[TEXTS][MAX_TEXT], packed[TEXTS * MAX_TEXT];
     const int T = text_ids(r, ids);
     for (int i = 0; i < TEXTS; i++) memcpy(packed + i * T, ids[i], sizeof(int32_t) * (size_t)T);
-    bert_acts a;
-    if (bert_acts_alloc(&a, &m, TEXTS, T, 0, &err) != 0) fail_msg("%s", err.msg);
+    text_acts a;
+    if (text_acts_alloc(&a, &m, TEXTS, T, 0, &err) != 0) fail_msg("%s", err.msg);
     float got[TEXTS * 64];
     int list[3];
     for (int k = 0, nb = test_backends(list); k < nb; k++) {
         gemm_state *s = test_prepare(&m, list[k], TEXTS, T);
         a.gemm = s;
-        if (bert_model_forward(&m, &a, packed, NULL, TEXTS, T, NULL, got, &err) != 0)
+        if (text_model_forward(&m, &a, packed, NULL, TEXTS, T, NULL, got, &err) != 0)
             fail_msg("%s", err.msg);
         for (int i = 0; i < TEXTS; i++) {
             char name[64], what[256];
@@ -162,7 +162,7 @@ static void text_tower(run *r) {
     snprintf(what, sizeof what, "%s logits_per_image", r->dir);
     expect_close(what, scores, want, n);
     free(want);
-    bert_acts_free(&a);
+    text_acts_free(&a);
     model_free(&m);
 }
 

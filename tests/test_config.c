@@ -57,7 +57,7 @@ static void test_fields_and_labels(void **state) {
     model_config_free(&cfg);
     assert_int_equal(
         model_config_parse("{\"model_type\":\"bert\",\"num_labels\":5}", "b", &cfg, &err), 0);
-    assert_int_equal(cfg.kind, MODEL_BERT);
+    assert_int_equal(cfg.kind, MODEL_TEXT);
     assert_int_equal(cfg.num_labels, 5);
     assert_int_equal(cfg.max_position_embeddings, 512);
     model_config_free(&cfg);
@@ -103,7 +103,7 @@ static void test_joint(void **state) {
     assert_int_equal(c.opt.head, HEAD_PROJECTION);
     model_config_free(&c);
     assert_int_equal(model_config_parse_tower(clip, "m", TOWER_TEXT, &c, &err), 0);
-    assert_int_equal(c.kind, MODEL_BERT);
+    assert_int_equal(c.kind, MODEL_TEXT);
     assert_int_equal(c.hidden_size, 64);
     assert_int_equal(c.max_position_embeddings, 77);
     assert_true(c.opt.causal && !c.opt.post_norm && !c.opt.embed_norm && !c.opt.token_types);
@@ -122,7 +122,7 @@ static void test_joint(void **state) {
     /* a one-tower folder is that tower whatever is asked */
     const char *text_only = "{\"model_type\": \"clip_text_model\", \"projection_dim\": 16}";
     assert_int_equal(model_config_parse_tower(text_only, "m", TOWER_IMAGE, &c, &err), 0);
-    assert_int_equal(c.kind, MODEL_BERT);
+    assert_int_equal(c.kind, MODEL_TEXT);
     assert_int_equal(c.num_labels, 16);
     assert_int_equal(c.opt.pool, POOL_EOS); /* the default eos_token_id 49407 */
     model_config_free(&c);

@@ -1,6 +1,6 @@
 /* vit/data/text_set: the TSV line parser (shared with `vit eval`), a file tokenized into memory,
  * padded batches; then a tiny BERT trained end to end from a TSV (text_set ->
- * bert_model_forward/backward -> AdamW) on a separable task. Self-contained: the vocabulary is
+ * text_model_forward/backward -> AdamW) on a separable task. Self-contained: the vocabulary is
  * written here, no ../shared. */
 #include "tests/testutil.h"
 
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "text/wordpiece.h"
-#include "vit/model/bert_model.h"
+#include "vit/model/text_model.h"
 #include "vit/model/config.h"
 #include "vit/model/params.h"
 #include "vit/core/ops.h"
@@ -241,7 +241,7 @@ static void init_params(model *m) {
 }
 
 /* Accuracy of t on s in eval mode. */
-static double accuracy(const model *m, bert_acts *a, const text_set *s, int B, int32_t *ids,
+static double accuracy(const model *m, text_acts *a, const text_set *s, int B, int32_t *ids,
                        uint8_t *mask) {
     int idx[64], labels[64], correct = 0;
     float logits[64 * 2];
@@ -250,7 +250,7 @@ static double accuracy(const model *m, bert_acts *a, const text_set *s, int B, i
         const int n = s->count - i0 < B ? s->count - i0 : B;
         for (int b = 0; b < n; b++) idx[b] = i0 + b;
         const int T = text_set_batch(s, idx, n, ids, mask, labels);
-        if (bert_model_forward(m, a, ids, mask, n, T, NULL, logits, &err) != 0)
+        if (text_model_forward(m, a, ids, mask, n, T, NULL, logits, &err) != 0)
             fail_msg("%s", err.msg);
         for (int b = 0; b < n; b++) correct += (logits[2 * b + 1] > logits[2 * b]) == labels[b];
     }
@@ -274,10 +274,10 @@ static void test_train_separable(void **state) {
     if (model_config_parse(tiny_json, "tiny", &cfg, &err) != 0 || model_create(&m, &cfg, &err) != 0)
         fail_msg("%s", err.msg);
     init_params(&m);
-    bert_acts a;
+    text_acts a;
     model g;
     float *grads = test_alloc_floats(m.num_params);
-    if (bert_acts_alloc(&a, &m, B, MAXT, 1, &err) != 0 || model_bind(&g, &m, grads) != 0)
+    if (text_acts_alloc(&a, &m, B, MAXT, 1, &err) != 0 || model_bind(&g, &m, grads) != 0)
         fail_msg("%s", err.msg);
     adamw opt;
     if (adamw_init(&opt, &m, &(adamw_hparams){.lr = 1e-3f, .weight_decay = 0.01f}, &err) != 0)
@@ -298,11 +298,11 @@ static void test_train_separable(void **state) {
         for (int b = 0; b < B; b++) idx[b] = (int)(next() % (uint64_t)train.count);
         const int T = text_set_batch(&train, idx, B, ids, mask, labels);
         memset(grads, 0, m.num_params * sizeof(float));
-        if (bert_model_forward(&m, &a, ids, mask, B, T, &mode, logits, &err) != 0)
+        if (text_model_forward(&m, &a, ids, mask, B, T, &mode, logits, &err) != 0)
             fail_msg("%s", err.msg);
         const float loss = (float)crossentropy_forward(probs, logits, labels, B, 2, 0.0f);
         crossentropy_backward(dlogits, probs, labels, B, 2, 0.0f, 1.0f);
-        bert_model_backward(&m, &g, &a, dlogits);
+        text_model_backward(&m, &g, &a, dlogits);
         assert_true(isfinite(loss));
         grad_clip_global_norm(&m, grads, &opt, 1.0f);
         adamw_step(&opt, &m, grads, 1e-3f);
@@ -317,7 +317,7 @@ static void test_train_separable(void **state) {
     assert_true(last < 0.1 * first); /* and learns */
     assert_true(after >= 0.99);
     adamw_free(&opt);
-    bert_acts_free(&a);
+    text_acts_free(&a);
     model_unbind(&g);
     free(grads);
     model_free(&m);

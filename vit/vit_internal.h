@@ -1,7 +1,8 @@
 #ifndef VIT_VIT_INTERNAL_H
 #define VIT_VIT_INTERNAL_H
 
-/* Shared by vit.c and vit_text.c, the two halves of the public API. */
+/* Shared by the files of the public API (vit.c images, vit_text.c texts, vit_joint.c joint
+ * image-text models, vit_explain.c explanations, vit_generate.c image to text). */
 
 #include <stddef.h>
 
@@ -38,7 +39,6 @@ const float *api_image_hidden(const vit_context *ctx);
 int api_prepare(model *m, vit_backend backend, vit_precision precision, int max_batch, int tokens,
                 int threads, int release, char *compute, size_t size, vit_error *err);
 
-/* The top-k of probs [cfg->num_labels] as predictions, for vit_top_k and vit_text_top_k. */
 /* A joint model's tower: its embedding length, exp(logit_scale) and logit_bias (0 where it has
  * none), and whether scores are read through a sigmoid; -1 (with err) when m is not one. */
 typedef struct {

@@ -11,7 +11,7 @@
 #include "vit/base/threads.h"
 #include "vit/core/ops.h"
 #include "vit/io/model_dir.h"
-#include "vit/model/bert_model.h"
+#include "vit/model/text_model.h"
 #include "vit/vit_internal.h"
 
 /* What the contexts of one vit_text_load (and its vit_text_share copies) have in common:
@@ -27,7 +27,7 @@ typedef struct {
 /* One computation's state over shared weights. */
 struct vit_text_context {
     text_weights *w;
-    bert_acts acts;
+    text_acts acts;
     gemm_state *gemm; /* acts.gemm: running the prepared layers */
     text_tokenizer_scratch *scratch;
     int threads;
@@ -49,7 +49,7 @@ static int require_text(const char *dir, vit_error *err) {
     if (model_config_load_tower(dir, TOWER_TEXT, &cfg, err) != 0) return -1;
     const model_kind kind = cfg.kind;
     model_config_free(&cfg);
-    if (kind != MODEL_BERT)
+    if (kind != MODEL_TEXT)
         return vit_fail(
             err,
             "%s: not a text model (config.json model_type is not bert, clip or "
@@ -120,7 +120,7 @@ static vit_text_context *context_create(text_weights *w, int threads, vit_error 
     c->w = w;
     c->threads = threads;
     if (alloc_batch(c, err) != 0 ||
-        bert_acts_alloc(&c->acts, &w->m, w->max_batch, w->max_tokens, 0, err) != 0) {
+        text_acts_alloc(&c->acts, &w->m, w->max_batch, w->max_tokens, 0, err) != 0) {
         vit_text_free(c);
         return NULL;
     }
@@ -161,7 +161,7 @@ vit_text_context *vit_text_share(const vit_text_context *ctx, vit_error *err) {
 
 void vit_text_free(vit_text_context *c) {
     if (!c) return;
-    bert_acts_free(&c->acts);
+    text_acts_free(&c->acts);
     gemm_state_free(c->gemm);
     text_tokenizer_scratch_free(c->scratch);
     free(c->rows);
@@ -255,7 +255,7 @@ int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t
     const int T = pack_batch(c, B);
     const threads_scope scope = threads_begin(c->threads);
     const int rc =
-        bert_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, logits, err);
+        text_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, logits, err);
     threads_end(scope);
     if (rc == 0 && probs) softmax_probs(probs, logits, B, c->w->m.cfg.num_labels);
     return rc;
@@ -313,7 +313,7 @@ int vit_text_embed(vit_text_context *c, const char *const *texts, const size_t *
     const int T = pack_batch(c, B);
     const threads_scope scope = threads_begin(c->threads);
     const int rc =
-        bert_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, c->logits, err);
+        text_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, c->logits, err);
     threads_end(scope);
     const size_t D = (size_t)c->w->m.cfg.hidden_size;
     for (int b = 0; rc == 0 && b < B; b++) {

@@ -411,7 +411,7 @@ static int is_text_model(const char *model_dir) {
     model_config cfg;
     const int ok = model_config_parse(json, path, &cfg, &err) == 0;
     free(json);
-    const int text = ok && cfg.kind == MODEL_BERT;
+    const int text = ok && cfg.kind == MODEL_TEXT;
     if (ok) model_config_free(&cfg);
     return text;
 }

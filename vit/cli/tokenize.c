@@ -271,7 +271,7 @@ static int cut_length(const text_tokenizer *tok, const char *dir) {
     model_config cfg;
     vit_error err = {0};
     if (model_config_load_tower(dir, TOWER_TEXT, &cfg, &err) != 0) return max_len;
-    const bool text = cfg.kind == MODEL_BERT || cfg.kind == MODEL_DECODER;
+    const bool text = cfg.kind == MODEL_TEXT || cfg.kind == MODEL_DECODER;
     const int positions = text ? cfg.max_position_embeddings : 0;
     model_config_free(&cfg);
     if (positions > 0 && (max_len < 2 || max_len > positions)) max_len = positions;

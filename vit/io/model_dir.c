@@ -106,7 +106,7 @@ static char *vit_config_json(const model_config *c, float hidden_dropout, float 
 }
 
 char *model_config_json(const model_config *c, float hidden_dropout, float attention_dropout) {
-    return c->kind == MODEL_BERT ? bert_config_json(c, hidden_dropout, attention_dropout)
+    return c->kind == MODEL_TEXT ? bert_config_json(c, hidden_dropout, attention_dropout)
                                  : vit_config_json(c, hidden_dropout, attention_dropout);
 }
 

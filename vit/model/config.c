@@ -73,7 +73,7 @@ static void decoder_options(const model_config *c, tower_options *o) {
 }
 
 void config_apply_family(model_config *c) {
-    const int hf = c->family == FAMILY_HF, clip = c->family == FAMILY_CLIP,
+    const int hf = c->family == FAMILY_PLAIN, clip = c->family == FAMILY_CLIP,
               siglip = c->family == FAMILY_SIGLIP;
     tower_options o = {0};
     if (c->kind == MODEL_DECODER) {
@@ -125,7 +125,7 @@ const char *config_architecture(const model_config *cfg) {
     if (cfg->one_tower) return cfg->kind == MODEL_VIT ? "SiglipVisionModel" : "SiglipTextModel";
     if (cfg->family == FAMILY_SIGLIP)
         return cfg->kind == MODEL_VIT ? "SiglipModel (vision tower)" : "SiglipModel (text tower)";
-    if (cfg->kind == MODEL_BERT) return cfg->bare ? "BertModel" : "BertForSequenceClassification";
+    if (cfg->kind == MODEL_TEXT) return cfg->bare ? "BertModel" : "BertForSequenceClassification";
     if (cfg->bare) return "ViTModel";
     return cfg->arch == ARCH_DEIT           ? "DeiTForImageClassification"
            : cfg->arch == ARCH_DEIT_TEACHER ? "DeiTForImageClassificationWithTeacher"
@@ -136,8 +136,8 @@ const char *config_model_type(const model_config *cfg) {
     if (cfg->kind == MODEL_DECODER) return cfg->dec_arch == DECODER_TROCR ? "trocr" : "gpt2";
     if (cfg->family == FAMILY_VED) return cfg->arch == ARCH_VIT ? "vit" : "deit";
     if (config_is_backbone(cfg)) return config_backbone_model_type(cfg);
-    if (cfg->family != FAMILY_HF) return cfg->family == FAMILY_CLIP ? "clip" : "siglip";
-    return cfg->kind == MODEL_BERT ? "bert" : cfg->arch == ARCH_VIT ? "vit" : "deit";
+    if (cfg->family != FAMILY_PLAIN) return cfg->family == FAMILY_CLIP ? "clip" : "siglip";
+    return cfg->kind == MODEL_TEXT ? "bert" : cfg->arch == ARCH_VIT ? "vit" : "deit";
 }
 
 static int get_labels(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
@@ -198,7 +198,7 @@ static void set_defaults(model_config *cfg, model_kind kind) {
 
 /* CLIPVisionConfig / CLIPTextConfig and SiglipVisionConfig / SiglipTextConfig defaults. */
 static void set_family_defaults(model_config *cfg) {
-    const int clip = cfg->family == FAMILY_CLIP, text = cfg->kind == MODEL_BERT;
+    const int clip = cfg->family == FAMILY_CLIP, text = cfg->kind == MODEL_TEXT;
     if (!config_is_joint(cfg)) return;
     cfg->act = clip ? ACT_QUICK_GELU : ACT_GELU_TANH;
     cfg->layer_norm_eps = clip ? 1e-5f : 1e-6f;
@@ -274,7 +274,7 @@ int config_parse_common(const cJSON *root, model_config *cfg, const char *src, v
     if (cfg->kind == MODEL_VIT && cfg->num_channels != 1 && cfg->num_channels != 3)
         return vit_fail(err, "%s: field 'num_channels' is %d; only 1 and 3 are supported", src,
                         cfg->num_channels);
-    const int classifier = (cfg->family == FAMILY_HF || config_is_backbone(cfg)) && !cfg->bare;
+    const int classifier = (cfg->family == FAMILY_PLAIN || config_is_backbone(cfg)) && !cfg->bare;
     return classifier ? get_labels(root, cfg, src, err) : 0;
 }
 
@@ -367,7 +367,7 @@ static int joint_model_type(const char *type, config_tower tower, model_config *
             cfg->family = types[i].family;
             cfg->one_tower = types[i].tower != 0;
             const int text = types[i].tower ? types[i].tower == 2 : tower == TOWER_TEXT;
-            cfg->kind = text ? MODEL_BERT : MODEL_VIT;
+            cfg->kind = text ? MODEL_TEXT : MODEL_VIT;
             return 1;
         }
     return 0;
@@ -384,7 +384,7 @@ static int get_model_type(const cJSON *root, config_tower tower, int with_class,
     if (type && !cJSON_IsString(type))
         return vit_fail(err, "%s: field 'model_type' must be a string", src);
     const char *name = type ? type->valuestring : "vit";
-    if (strcmp(name, "bert") == 0) cfg->kind = MODEL_BERT;
+    if (strcmp(name, "bert") == 0) cfg->kind = MODEL_TEXT;
     if (strcmp(name, "vit") == 0 || strcmp(name, "bert") == 0 || strcmp(name, "deit") == 0 ||
         joint_model_type(name, tower, cfg))
         return with_class ? get_class(root, name, cfg, src, err) : 0;
@@ -401,7 +401,7 @@ static int get_model_type(const cJSON *root, config_tower tower, int with_class,
  * num_labels. */
 static int tower_object(const cJSON *root, const model_config *cfg, const cJSON **tower,
                         const char *src, vit_error *err) {
-    const char *name = cfg->kind == MODEL_BERT ? "text_config" : "vision_config";
+    const char *name = cfg->kind == MODEL_TEXT ? "text_config" : "vision_config";
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     *tower = root;
     if (strchr(type->valuestring, '_')) return 0; /* clip_vision_model, ... */
@@ -421,7 +421,7 @@ static int joint_output(const cJSON *root, const cJSON *tower, model_config *cfg
         if (json_get_int(tower ? tower : root, "projection_dim", 1, big, &dim, src, err) ||
             (tower != root && json_get_int(root, "projection_dim", 1, big, &dim, src, err)))
             return -1;
-    } else if (cfg->kind == MODEL_BERT) {
+    } else if (cfg->kind == MODEL_TEXT) {
         if (json_get_int(tower ? tower : root, "projection_size", 1, big, &dim, src, err))
             return -1;
     } else {
@@ -466,7 +466,7 @@ static int parse_joint(const cJSON *root, model_config *cfg, const char *src, vi
 static int parse_ved_encoder(const cJSON *enc, model_config *cfg, const char *src, vit_error *err) {
     model_config type = {0};
     if (get_model_type(enc, TOWER_IMAGE, 0, &type, src, err) != 0) return -1;
-    if (type.kind != MODEL_VIT || type.family != FAMILY_HF)
+    if (type.kind != MODEL_VIT || type.family != FAMILY_PLAIN)
         return vit_fail(err, "%s: the encoder's model_type must be vit or deit", src);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(enc, "model_type");
     set_defaults(cfg, MODEL_VIT);
@@ -667,14 +667,14 @@ int model_config_parse_tower(const char *json, const char *source, config_tower 
     cfg->one_tower = type.one_tower;
     cfg->family = type.family;
     set_family_defaults(cfg);
-    int rc = cfg->family == FAMILY_HF ? config_parse_common(root, cfg, source, err)
-             : config_is_joint(cfg)   ? parse_joint(root, cfg, source, err)
-                                      : config_backbone_parse(root, cfg, source, err);
+    int rc = cfg->family == FAMILY_PLAIN ? config_parse_common(root, cfg, source, err)
+             : config_is_joint(cfg)      ? parse_joint(root, cfg, source, err)
+                                         : config_backbone_parse(root, cfg, source, err);
     /* a base model's output: its features (ViTModel: the final LayerNorm at CLS; BertModel: the
      * pooler's) */
-    if (rc == 0 && cfg->family == FAMILY_HF && cfg->bare)
+    if (rc == 0 && cfg->family == FAMILY_PLAIN && cfg->bare)
         rc = config_dim_labels(cfg, cfg->hidden_size, source, err);
-    if (rc == 0 && cfg->family != FAMILY_HF && cfg->image_width != cfg->image_size)
+    if (rc == 0 && cfg->family != FAMILY_PLAIN && cfg->image_width != cfg->image_size)
         rc = vit_fail(err, "%s: a [height, width] image_size is for ViT and DeiT models only",
                       source);
     cJSON_Delete(root);

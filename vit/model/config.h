@@ -6,13 +6,15 @@
 
 /* config.json of a Hugging Face model directory (docs/SPEC.md §1). */
 
-/* MODEL_VIT: the image classifiers (ViT and DeiT, one forward); MODEL_BERT: text. */
 /* The most patches per side of an image (128: 16,384 tokens, a 2048-pixel image at patch 16):
  * attention grows with the square of the tokens, and n * n must not overflow. */
 #define CONFIG_MAX_GRID 128
 
-/* MODEL_DECODER: a text decoder with cross-attention (a VisionEncoderDecoderModel's decoder). */
-typedef enum { MODEL_VIT, MODEL_BERT, MODEL_DECODER } model_kind;
+/* Which forward runs the model: MODEL_VIT an image encoder (ViT, DeiT, DINOv2, BEiT, the image
+ * towers of CLIP and SigLIP, a VisionEncoderDecoder's encoder: vit_model); MODEL_TEXT a text
+ * encoder (BERT, the text towers of CLIP and SigLIP: text_model); MODEL_DECODER a text decoder
+ * with cross-attention (a VisionEncoderDecoderModel's decoder: decoder_model). */
+typedef enum { MODEL_VIT, MODEL_TEXT, MODEL_DECODER } model_kind;
 
 /* Which image classifier (model_type and architectures in config.json). They share the encoder
  * and differ in the special tokens before the patches and the classifier heads on them:
@@ -22,7 +24,8 @@ typedef enum { MODEL_VIT, MODEL_BERT, MODEL_DECODER } model_kind;
  *                      on each, logits = their mean */
 typedef enum { ARCH_VIT, ARCH_DEIT, ARCH_DEIT_TEACHER } image_arch;
 
-/* Families beyond Hugging Face's ViT, DeiT and BERT classifiers: the towers of a joint image-text
+/* FAMILY_PLAIN: Hugging Face's ViT, DeiT and BERT (classifiers, or base models for features).
+ * The other families: the towers of a joint image-text
  * model (CLIPModel, SiglipModel and their one-tower folders). A folder of a joint model holds two
  * towers; which one a model_config describes is chosen when it is read (config_tower). */
 /* FAMILY_VED: a VisionEncoderDecoderModel folder, whose image tower is its encoder (ViTModel or
@@ -32,7 +35,7 @@ typedef enum { ARCH_VIT, ARCH_DEIT, ARCH_DEIT_TEACHER } image_arch;
  * FAMILY_DINOV2_REG ("dinov2_with_registers"), FAMILY_BEIT ("beit") and FAMILY_DATA2VEC
  * ("data2vec-vision": BEiT's architecture under another name). */
 typedef enum {
-    FAMILY_HF,
+    FAMILY_PLAIN,
     FAMILY_CLIP,
     FAMILY_SIGLIP,
     FAMILY_VED,

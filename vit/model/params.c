@@ -587,10 +587,10 @@ const char *model_prefix(const model *m) {
         return m->cfg.dec_arch == DECODER_TROCR ? "decoder.model.decoder." : "decoder.transformer.";
     if (m->cfg.family == FAMILY_VED) return "encoder.";
     if (config_is_backbone(&m->cfg)) return config_backbone_prefix(&m->cfg);
-    if (m->cfg.family == FAMILY_HF && m->cfg.bare) return ""; /* ViTModel, BertModel */
-    if (m->cfg.family != FAMILY_HF)
+    if (m->cfg.family == FAMILY_PLAIN && m->cfg.bare) return ""; /* ViTModel, BertModel */
+    if (m->cfg.family != FAMILY_PLAIN)
         return m->cfg.kind == MODEL_VIT ? "vision_model." : "text_model.";
-    return m->cfg.kind == MODEL_BERT ? "bert." : m->cfg.arch == ARCH_VIT ? "vit." : "deit.";
+    return m->cfg.kind == MODEL_TEXT ? "bert." : m->cfg.arch == ARCH_VIT ? "vit." : "deit.";
 }
 
 const param_entry *model_find_param(const model *m, const char *name) {
@@ -619,7 +619,7 @@ double model_flops(const model *m, int T) {
                        : 0.0;
     const double head_in = c->opt.pool == POOL_CLS_MEAN ? 2 * D : D; /* DINOv2: [CLS, mean] */
     double head = 2.0 * head_in * c->num_labels * config_classifier_heads(c) +
-                  (c->kind == MODEL_BERT ? 2.0 * D * D : 0.0);
+                  (c->kind == MODEL_TEXT ? 2.0 * D * D : 0.0);
     return embed + c->num_layers * per_layer + head;
 }
 

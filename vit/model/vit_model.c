@@ -119,13 +119,15 @@ static int check_use(const model *m, int height, int width, int training, vit_er
                         "%s: no explanations for a model with two heads (the backward runs "
                         "one); a DeiTForImageClassification has one",
                         config_architecture(c));
-    const int trains = c->family == FAMILY_HF || config_is_backbone(c) || c->family == FAMILY_VED;
+    const int trains =
+        c->family == FAMILY_PLAIN || config_is_backbone(c) || c->family == FAMILY_VED;
     if (training == VIT_ACTS_EXPLAIN && !trains)
         return vit_fail(err,
                         "%s: no explanations for this family yet (they run the training forward, "
                         "which it does not have)",
                         config_architecture(c));
-    if ((training && !trains) || (c->family != FAMILY_HF && !config_is_backbone(c) && other_side))
+    if ((training && !trains) ||
+        (c->family != FAMILY_PLAIN && !config_is_backbone(c) && other_side))
         return vit_fail(err, "%s: inference at the model's image_size only, for now",
                         config_architecture(c));
     if (training && config_classifier_heads(c) > 1)

@@ -1,12 +1,14 @@
 #ifndef VIT_MODEL_VIT_MODEL_H
 #define VIT_MODEL_VIT_MODEL_H
 
-/* The ViT classifier (and DeiT's, the same network with one more special token and head),
- * forward and backward, one pass for inference and training:
+/* The image encoders, forward and backward, one pass for inference and training: ViT and DeiT
+ * (DeiT: one more special token and head), DINOv2 (with registers), BEiT, the image towers of
+ * CLIP and SigLIP and a VisionEncoderDecoder's encoder, told apart by their options (cfg.opt):
  *
- *   pixels [B, C, S, S] -> patches [B·N, C·P·P] -> patch embedding [B·N, D] -> tokens [B, T, D]
- *   (CLS [, distillation], positions) -> encoder (pre-LN) -> final LayerNorm on the rows the
- *   classifiers read (CLS [, distillation]) -> logits [B, L] (the mean of the heads' logits)
+ *   pixels [B, C, H, W] -> patches [B·N, C·P·P] -> patch embedding [B·N, D] -> tokens [B, T, D]
+ *   (CLS [, distillation] [, registers], positions) -> encoder (pre-LN) -> what cfg.opt.pool
+ *   reads: the final LayerNorm on the rows the classifiers read (CLS [, distillation]) -> logits
+ *   [B, L] (the mean of the heads' logits); or features (SigLIP's probe, means, every row)
  *
  *   vit_acts a;
  *   vit_acts_alloc(&a, &m, max_batch, size, training, &err);

@@ -96,7 +96,7 @@ static void init_vit_params(model *m, const char *prefix, uint64_t seed) {
 }
 
 static void init_params(model *m, const char *prefix, uint64_t seed) {
-    if (m->cfg.kind == MODEL_BERT)
+    if (m->cfg.kind == MODEL_TEXT)
         init_bert_params(m, prefix, seed);
     else
         init_vit_params(m, prefix, seed);
@@ -209,7 +209,7 @@ static int rebuild(trainer *t, model *from, char **classes, int n, int new_head,
 static int check_resize(const trainer *t, const model *from, vit_error *err) {
     const model_config *c = &from->cfg;
     if (t->o.resize <= 0) return 0;
-    if (c->kind != MODEL_VIT || c->family != FAMILY_HF || !from->pos_embed ||
+    if (c->kind != MODEL_VIT || c->family != FAMILY_PLAIN || !from->pos_embed ||
         c->image_width != c->image_size)
         return vit_fail(err, "--resize: %s is not a ViT or DeiT with square learned positions (%s)",
                         t->o.init_dir, config_architecture(c));
@@ -223,7 +223,7 @@ static int check_resize(const trainer *t, const model *from, vit_error *err) {
 static int fine_tune_model(trainer *t, vit_error *err) {
     model from;
     if (model_load(&from, t->o.init_dir, err) != 0) return -1;
-    const int text = t->task->kind == MODEL_BERT;
+    const int text = t->task->kind == MODEL_TEXT;
     if (from.cfg.kind != t->task->kind) {
         model_free(&from);
         return vit_fail(err, "%s: not a %s model (the training data is %s)", t->o.init_dir,
@@ -269,7 +269,7 @@ static const train_task *resumed_task(const char *dir, vit_error *err) {
     model_config c;
     if (model_config_load(dir, &c, err) != 0) return NULL;
     const train_task *task = c.family == FAMILY_VED ? &task_ved
-                             : c.kind == MODEL_BERT ? &task_text
+                             : c.kind == MODEL_TEXT ? &task_text
                                                     : &task_image;
     model_config_free(&c);
     return task;

@@ -9,7 +9,7 @@
 #include "vit/base/rng.h"
 #include "vit/data/text_set.h"
 #include "vit/io/model_dir.h"
-#include "vit/model/bert_model.h"
+#include "vit/model/text_model.h"
 #include "vit/train/trainer.h"
 
 /* Text batches come from mega-batches of this many batches sorted by length (see
@@ -28,7 +28,7 @@ typedef struct {
     int32_t *ids;  /* [B, max_len] the batch */
     uint8_t *mask; /* [B, max_len] */
     int T;         /* the batch's length */
-    bert_acts acts;
+    text_acts acts;
 } text_task;
 
 static text_task *task_data(const trainer *t) {
@@ -90,7 +90,7 @@ static int new_bert(trainer *t, char **classes, int n, vit_error *err) {
         free_strings(classes, n);
         return d ? -1 : vit_fail(err, "out of memory");
     }
-    model_config cfg = {.kind = MODEL_BERT,
+    model_config cfg = {.kind = MODEL_TEXT,
                         .hidden_size = o->hidden_size,
                         .num_layers = o->num_layers,
                         .num_heads = o->num_heads,
@@ -204,7 +204,7 @@ static int prepare_texts(trainer *t, vit_error *err) {
     d->ids = malloc((size_t)t->B * d->max_len * sizeof *d->ids);
     d->mask = malloc((size_t)t->B * d->max_len);
     if (!d->rows || !d->ids || !d->mask) return vit_fail(err, "out of memory");
-    return bert_acts_alloc(&d->acts, &t->m, t->B, d->max_len, 1, err);
+    return text_acts_alloc(&d->acts, &t->m, t->B, d->max_len, 1, err);
 }
 
 /* Word dropout: each word piece of the batch ids [B, T] (not [CLS], [SEP] or padding) becomes
@@ -242,17 +242,17 @@ static int text_batch(trainer *t, const int *idx, int n, int train, vit_error *e
 static int text_forward(trainer *t, int n, const forward_mode *mode, float *logits,
                         vit_error *err) {
     text_task *d = task_data(t);
-    return bert_model_forward(&t->m, &d->acts, d->ids, d->mask, n, d->T, mode, logits, err);
+    return text_model_forward(&t->m, &d->acts, d->ids, d->mask, n, d->T, mode, logits, err);
 }
 
 static void text_backward(trainer *t, const float *dlogits) {
-    bert_model_backward(&t->m, &t->g, &task_data(t)->acts, dlogits);
+    text_model_backward(&t->m, &t->g, &task_data(t)->acts, dlogits);
 }
 
 static void free_texts(trainer *t) {
     text_task *d = task_data(t);
     if (!d) return;
-    bert_acts_free(&d->acts);
+    text_acts_free(&d->acts);
     tokenizer_free(d->tok);
     text_set_free(&d->train_text);
     text_set_free(&d->val_text);
@@ -262,7 +262,7 @@ static void free_texts(trainer *t) {
 }
 
 const train_task task_text = {.unit = "sentences",
-                              .kind = MODEL_BERT,
+                              .kind = MODEL_TEXT,
                               .data_classes = text_classes,
                               .new_model = new_bert,
                               .companion = text_companion,

@@ -2,7 +2,8 @@
 #define VIT_TRAIN_TRAINER_H
 
 /* Inside a training run (not for use outside vit/train/): the state every part shares, and the
- * table of functions behind which images and text differ (task_image.c, task_text.c). */
+ * table of functions behind which images, text and image-to-text differ (task_image.c,
+ * task_text.c, task_ved.c). */
 
 #include <stdint.h>
 

@@ -46,7 +46,8 @@ static char *new_config(const trainer *t, const char *dir, const text_tokenizer 
                         ved_decoder_spec *d, vit_error *err) {
     model_config image;
     if (model_config_load(dir, &image, err) != 0) return NULL;
-    const int ok = image.kind == MODEL_VIT && image.family == FAMILY_HF, width = image.hidden_size;
+    const int ok = image.kind == MODEL_VIT && image.family == FAMILY_PLAIN,
+              width = image.hidden_size;
     model_config_free(&image);
     if (!ok)
         return vit_fail(err, "%s: neither a VisionEncoderDecoder nor a ViT or DeiT folder", dir),

@@ -1,11 +1,14 @@
-#ifndef VIT_MODEL_BERT_MODEL_H
-#define VIT_MODEL_BERT_MODEL_H
+#ifndef VIT_MODEL_TEXT_MODEL_H
+#define VIT_MODEL_TEXT_MODEL_H
 
-/* The BERT sentence classifier (HF BertForSequenceClassification), forward and backward, one pass
- * for inference and training:
+/* The text encoders, forward and backward, one pass for inference and training: BERT (HF
+ * BertForSequenceClassification, and BertModel for features) and the text towers of CLIP and
+ * SigLIP, told apart by their options (cfg.opt), not by name:
  *
- *   ids [B, T] -> word + position + token type 0 embeddings -> LayerNorm (+dropout) -> encoder
- *   (post-LN, padding masked as keys) -> tanh pooler on token 0 (+dropout) -> logits [B, L]
+ *   ids [B, T] -> word + position (+ token type 0) embeddings -> LayerNorm (BERT; +dropout) ->
+ *   encoder (BERT post-LN, padding masked as keys; CLIP pre-LN and causal) -> BERT: tanh pooler
+ *   on token 0 (+dropout) -> logits [B, L]; CLIP, SigLIP: the final LayerNorm at the end token
+ *   (CLIP) or the last position (SigLIP), then the projection into the joint space
  *
  * Padding: a padded position is masked as an attention key in every layer, so its hidden states
  * reach [CLS] by no path and every gradient flowing back into its row is exactly zero (the
@@ -36,24 +39,24 @@ typedef struct {
     const int32_t
         *ids; /* of the last forward (not owned: the caller keeps them until the backward) */
     int last_batch, last_tokens;
-} bert_acts;
+} text_acts;
 
 /* Buffers for batches of up to max_batch sequences of up to max_tokens tokens (at most
  * max_position_embeddings); training: per-layer activations and gradient buffers too. */
-int bert_acts_alloc(bert_acts *a, const model *m, int max_batch, int max_tokens, int training,
+int text_acts_alloc(text_acts *a, const model *m, int max_batch, int max_tokens, int training,
                     vit_error *err);
-void bert_acts_free(bert_acts *a);
+void text_acts_free(text_acts *a);
 
 /* logits [B, num_labels] of ids [B, T] (every id in 0..vocab_size-1, padding included) with mask
  * [B, T] (1 = token, 0 = padding, masked as an attention key as HF's attention_mask; NULL: none).
  * Positions 0..T-1, token type 0 (single sentences). mode NULL: inference; with mode->train the
- * activations stay for bert_model_backward (ids must stay valid until then). */
-int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const uint8_t *mask, int B,
+ * activations stay for text_model_backward (ids must stay valid until then). */
+int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const uint8_t *mask, int B,
                        int T, const forward_mode *mode, float *logits, vit_error *err);
 
 /* Backward of the last training forward from dlogits [B, num_labels]: parameter gradients
  * ACCUMULATE into grads (m's layout rebased, model_bind). With mode.freeze_encoder only the pooler
  * and the classifier get gradients. */
-void bert_model_backward(const model *m, const model *grads, bert_acts *a, const float *dlogits);
+void text_model_backward(const model *m, const model *grads, text_acts *a, const float *dlogits);
 
 #endif

@@ -1,6 +1,6 @@
 /* The BERT forward pass, top to bottom, and its backward: embeddings -> LayerNorm (+dropout) ->
  * shared encoder (post-LN) -> pooler (+dropout) -> classifier; then the same stages backwards. */
-#include "vit/model/bert_model.h"
+#include "vit/model/text_model.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -9,13 +9,13 @@
 #include "vit/base/alloc.h"
 #include "vit/core/ops.h"
 
-int bert_acts_alloc(bert_acts *a, const model *m, int max_batch, int max_tokens, int training,
+int text_acts_alloc(text_acts *a, const model *m, int max_batch, int max_tokens, int training,
                     vit_error *err) {
     memset(a, 0, sizeof *a);
     const model_config *c = &m->cfg;
-    if (c->kind != MODEL_BERT) return vit_fail(err, "not a BERT model");
+    if (c->kind != MODEL_TEXT) return vit_fail(err, "not a BERT model");
     if (max_batch < 1) return vit_fail(err, "batch size %d is not positive", max_batch);
-    if (training && (c->family != FAMILY_HF || c->opt.head == HEAD_NONE))
+    if (training && (c->family != FAMILY_PLAIN || c->opt.head == HEAD_NONE))
         return vit_fail(err, "%s: inference only, for now", config_architecture(c));
     if (max_tokens < 1 || max_tokens > c->max_position_embeddings)
         return vit_fail(err, "%d tokens outside 1..%d (max_position_embeddings)", max_tokens,
@@ -37,13 +37,13 @@ int bert_acts_alloc(bert_acts *a, const model *m, int max_batch, int max_tokens,
     if (!a->block || (training && (!a->emb_keep || !a->head_keep)) ||
         encoder_scratch_alloc(&a->scratch, &m->enc, max_batch, max_tokens) != 0 ||
         (training && encoder_tape_alloc(&a->tape, &m->enc, max_batch, max_tokens) != 0)) {
-        bert_acts_free(a);
+        text_acts_free(a);
         return vit_fail(err, "out of memory for %d x %d tokens", max_batch, max_tokens);
     }
     return 0;
 }
 
-void bert_acts_free(bert_acts *a) {
+void text_acts_free(text_acts *a) {
     free(a->block);
     free(a->emb_keep);
     free(a->head_keep);
@@ -82,7 +82,7 @@ static int pooled_position(const model_config *c, const int32_t *ids, int T) {
 
 /* A joint model's text tower after the encoder: the pooled rows, the final LayerNorm on them,
  * the projection into the joint space. */
-static void joint_head_forward(const model *m, bert_acts *a, const int32_t *ids, int B, int T,
+static void joint_head_forward(const model *m, text_acts *a, const int32_t *ids, int B, int T,
                                int fast, float *out) {
     const model_config *c = &m->cfg;
     const int D = c->hidden_size;
@@ -134,7 +134,7 @@ static void pooler_backward(float *dcls, float *dw, float *db, float *dpooled, c
 
 /* ---- the passes ---- */
 
-static int check_args(const model *m, const bert_acts *a, const int32_t *ids, int B, int T,
+static int check_args(const model *m, const text_acts *a, const int32_t *ids, int B, int T,
                       const forward_mode *mode, vit_error *err) {
     if (B < 1 || B > a->max_batch || T < 1 || T > a->max_tokens)
         return vit_fail(err, "batch %dx%d outside %dx%d", B, T, a->max_batch, a->max_tokens);
@@ -147,7 +147,7 @@ static int check_args(const model *m, const bert_acts *a, const int32_t *ids, in
 
 /* The encoder's run for a forward in mode (and the backward that follows it): inference unless it
  * trains, HF's dropout when training. */
-static encoder_run encoder_run_of(const bert_acts *a, const forward_mode *mode) {
+static encoder_run encoder_run_of(const text_acts *a, const forward_mode *mode) {
     if (!mode->train || mode->freeze_encoder) return (encoder_run){.gemm = a->gemm};
     return (encoder_run){.mode = ENCODER_TRAIN,
                          .hidden_drop = mode->dropout,
@@ -157,7 +157,7 @@ static encoder_run encoder_run_of(const bert_acts *a, const forward_mode *mode) 
                          .batch_total = mode->batch_total};
 }
 
-int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const uint8_t *mask, int B,
+int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const uint8_t *mask, int B,
                        int T, const forward_mode *mode, float *logits, vit_error *err) {
     mode = forward_mode_or_inference(mode);
     if (check_args(m, a, ids, B, T, mode, err) != 0) return -1;
@@ -222,7 +222,7 @@ int bert_model_forward(const model *m, bert_acts *a, const int32_t *ids, const u
     return forward_logits_check(mode, logits, (size_t)B * m->cfg.num_labels, err);
 }
 
-static void backward_pass(const model *m, const model *g, bert_acts *a, const float *dlogits) {
+static void backward_pass(const model *m, const model *g, text_acts *a, const float *dlogits) {
     const int B = a->last_batch, T = a->last_tokens, D = m->cfg.hidden_size;
     const size_t n = (size_t)B * T * D;
     const float p_cls = forward_mode_classifier_dropout(&a->mode);
@@ -245,7 +245,7 @@ static void backward_pass(const model *m, const model *g, bert_acts *a, const fl
     embeddings_backward(g, a->demb, a->ids, B, T, D);
 }
 
-void bert_model_backward(const model *m, const model *grads, bert_acts *a, const float *dlogits) {
+void text_model_backward(const model *m, const model *grads, text_acts *a, const float *dlogits) {
     backward_pass(m, grads, a, dlogits);
     model_clear_absent(m, grads->params);
 }
