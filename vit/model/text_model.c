@@ -157,23 +157,11 @@ static encoder_run encoder_run_of(const text_acts *a, const forward_mode *mode) 
                          .batch_total = mode->batch_total};
 }
 
-int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const uint8_t *mask, int B,
-                       int T, const forward_mode *mode, float *logits, vit_error *err) {
-    mode = forward_mode_or_inference(mode);
-    if (check_args(m, a, ids, B, T, mode, err) != 0) return -1;
+/* Embeddings, their LayerNorm (BERT) and (HF BertEmbeddings) dropout into a->x. */
+static void input_forward(const model *m, text_acts *a, const int32_t *ids, int B, int T,
+                          const forward_mode *mode, float p_drop) {
     const int D = m->cfg.hidden_size;
     const size_t n = (size_t)B * T * D;
-    const int encoder_trains = mode->train && !mode->freeze_encoder;
-    const float p_drop = encoder_trains ? mode->dropout : 0.0f,
-                p_cls = forward_mode_classifier_dropout(mode);
-    a->mode = *mode;
-    a->ids = ids;
-    a->last_batch = B;
-    a->last_tokens = T;
-    /* prepared layers run inference (a BertModel has a pooler and no classifier) */
-    const int fast = (m->head || m->pooler) && !mode->train;
-    if (fast && !a->gemm) return vit_fail(err, "prepared layers run without a gemm_state");
-    /* embeddings, LayerNorm, and (HF BertEmbeddings) dropout */
     embeddings_forward(a->emb, m, ids, B, T);
     if (m->cfg.opt.embed_norm)
         layernorm_forward(a->x, a->emb_mean, a->emb_rstd, a->emb, m->emb_ln_w, m->emb_ln_b, B * T,
@@ -186,15 +174,14 @@ int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const u
                           (size_t)(mode->batch_total > 0 ? mode->batch_total : B) * per);
         dropout_forward(a->x, a->x, a->emb_keep, n, p_drop);
     }
-    /* the shared encoder, post-LN, padding masked */
-    const encoder_run run = encoder_run_of(a, mode);
-    if (encoder_forward(&m->enc, m->layers, &run, &a->scratch, &a->tape, a->x, mask, B, T) != 0)
-        return vit_fail(err, "the encoder's buffers cannot run this mode");
-    if (m->cfg.opt.pool != POOL_BERT) {
-        joint_head_forward(m, a, ids, B, T, fast, logits);
-        return forward_logits_check(mode, logits, (size_t)B * m->cfg.num_labels, err);
-    }
-    /* token 0 -> pooler -> dropout -> classifier */
+}
+
+/* BERT's output: token 0 -> tanh pooler -> (a BertModel: that is the output) dropout ->
+ * classifier. */
+static int pooler_head_forward(const model *m, text_acts *a, int B, int T, const forward_mode *mode,
+                               int fast, float *logits, vit_error *err) {
+    const int D = m->cfg.hidden_size;
+    const float p_cls = forward_mode_classifier_dropout(mode);
     for (int b = 0; b < B; b++)
         memcpy(a->cls + (size_t)b * D, a->x + (size_t)b * T * D, sizeof(float) * (size_t)D);
     if (fast) {
@@ -220,6 +207,30 @@ int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const u
     else
         linear_forward(logits, h, m->head_w, m->head_b, B, D, m->cfg.num_labels);
     return forward_logits_check(mode, logits, (size_t)B * m->cfg.num_labels, err);
+}
+
+int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const uint8_t *mask, int B,
+                       int T, const forward_mode *mode, float *logits, vit_error *err) {
+    mode = forward_mode_or_inference(mode);
+    if (check_args(m, a, ids, B, T, mode, err) != 0) return -1;
+    const int encoder_trains = mode->train && !mode->freeze_encoder;
+    a->mode = *mode;
+    a->ids = ids;
+    a->last_batch = B;
+    a->last_tokens = T;
+    /* prepared layers run inference (a BertModel has a pooler and no classifier) */
+    const int fast = (m->head || m->pooler) && !mode->train;
+    if (fast && !a->gemm) return vit_fail(err, "prepared layers run without a gemm_state");
+    input_forward(m, a, ids, B, T, mode, encoder_trains ? mode->dropout : 0.0f);
+    /* the shared encoder, post-LN, padding masked */
+    const encoder_run run = encoder_run_of(a, mode);
+    if (encoder_forward(&m->enc, m->layers, &run, &a->scratch, &a->tape, a->x, mask, B, T) != 0)
+        return vit_fail(err, "the encoder's buffers cannot run this mode");
+    if (m->cfg.opt.pool != POOL_BERT) {
+        joint_head_forward(m, a, ids, B, T, fast, logits);
+        return forward_logits_check(mode, logits, (size_t)B * m->cfg.num_labels, err);
+    }
+    return pooler_head_forward(m, a, B, T, mode, fast, logits, err);
 }
 
 static void backward_pass(const model *m, const model *g, text_acts *a, const float *dlogits) {
