@@ -1,6 +1,9 @@
 #include "vit/base/threads.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 int threads_resolve(int requested) {
     return requested > 0 ? requested : omp_get_max_threads();
@@ -14,4 +17,9 @@ threads_scope threads_begin(int threads) {
 
 void threads_end(threads_scope s) {
     omp_set_num_threads(s.saved);
+}
+
+void threads_become_decoder(const char *name) {
+    pthread_setname_np(pthread_self(), name);
+    (void)setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
 }

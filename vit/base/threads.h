@@ -22,4 +22,13 @@ int threads_resolve(int requested);
 threads_scope threads_begin(int threads);
 void threads_end(threads_scope scope);
 
+/* Called first on a thread that decodes inputs beside the forward passes (vit/data/pipeline.c's,
+ * vit/serve/batcher.c's): names it (as top -H and debuggers show it) and lowers it to nice 19.
+ * The forward owns the cores: a decoder sharing a core with an OpenMP thread at equal priority
+ * stalls the forward's static split at every barrier (eval on 2 cores: 0.82 of the speed at equal
+ * priority, 0.84 at nice 19). Decoders are plain threads, not OpenMP: an OpenMP region started
+ * off the forward's thread makes libgomp slow down the forward's own team (a 1 ms forward took
+ * 140 ms). Per thread on Linux; harmless where it is refused. */
+void threads_become_decoder(const char *name);
+
 #endif

@@ -1,20 +1,16 @@
 #include "vit/data/pipeline.h"
 
 #include <pthread.h>
-#include <sys/resource.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "vit/base/threads.h"
+
 /* Two batch slots take turns. The loader lists a batch from the source, then its images are
- * decoded by whoever is free: the loader, the extra decode threads and the main thread when it
- * would otherwise wait for the batch (the first batch, or a loader fallen behind). Decoding uses
- * plain threads, not OpenMP: an OpenMP region started off the main thread makes libgomp slow down
- * the forward pass's own team (a 1 ms forward took 140 ms).
- * The forward owns the cores: the decode threads run at the lowest priority, on cores the forward
- * leaves idle. A decode thread sharing a core with an OpenMP thread would stall the forward's
- * static split at every barrier (eval/bench on 2 cores 0.82 at equal priority, 0.84 at nice 19);
- * when the forward waits for a batch the main thread decodes at normal priority. */
+ * decoded by whoever is free: the loader, the extra decode threads (plain threads at nice 19, see
+ * threads_become_decoder) and the main thread when it would otherwise wait for the batch (the
+ * first batch, or a loader fallen behind), at normal priority then. pipeline_run_batch uses one
+ * slot, decoded by the caller and helpers, with no loader. */
 
 enum { SLOT_FREE, SLOT_DECODING, SLOT_FULL };
 
@@ -76,14 +72,9 @@ static void help_decode(pipeline *p, batch_slot *s) {
     }
 }
 
-/* Per-thread nice on Linux; harmless to ignore where it is refused. */
-static void yield_to_forward(void) {
-    (void)setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
-}
-
 static void *loader_main(void *arg) {
     pipeline *p = arg;
-    yield_to_forward();
+    threads_become_decoder("vit-decode");
     pthread_mutex_lock(&p->lock);
     for (int k = 0; !p->stop; k ^= 1) {
         batch_slot *s = &p->slots[k];
@@ -108,7 +99,7 @@ static void *loader_main(void *arg) {
 /* The extra decode threads: help with any slot that has work until the input is all listed. */
 static void *helper_main(void *arg) {
     pipeline *p = arg;
-    yield_to_forward();
+    threads_become_decoder("vit-decode");
     pthread_mutex_lock(&p->lock);
     for (;;) {
         batch_slot *work = NULL;
@@ -151,12 +142,18 @@ static int pack_ok(batch_slot *s, size_t floats) {
     return n;
 }
 
+/* The slot's decoded images through one forward pass, each one's logits set. */
+static int forward_slot(const pipeline_model *m, batch_slot *s, float *logits, vit_error *err) {
+    const int n = pack_ok(s, m->input_floats),
+              rc = n > 0 ? m->forward(m->self, s->pixels, n, logits, err) : 0;
+    for (int i = 0, j = 0; i < s->count; i++)
+        if (s->items[i].ok) s->items[i].logits = logits + (size_t)m->outputs * j++;
+    return rc;
+}
+
 static int consume_slot(pipeline *p, batch_slot *s, float *logits, pipeline_done_fn done,
                         vit_error *err) {
-    int n = pack_ok(s, p->floats), L = p->model->outputs, rc = 0;
-    if (n > 0) rc = p->model->forward(p->model->self, s->pixels, n, logits, err);
-    for (int i = 0, j = 0; i < s->count; i++)
-        if (s->items[i].ok) s->items[i].logits = logits + (size_t)L * j++;
+    int rc = forward_slot(p->model, s, logits, err);
     if (rc == 0 && s->count > 0) done(p->user, s->items, s->count);
     for (int i = 0; i < s->count; i++) free(s->items[i].path);
     s->count = 0;
@@ -232,4 +229,28 @@ int pipeline_run_source(const pipeline_model *model, const pipeline_options *opt
     pthread_cond_destroy(&p.changed);
     free(logits);
     return rc;
+}
+
+int pipeline_run_batch(const pipeline_model *model, int threads, pipeline_item *items, int count,
+                       float *pixels, float *outputs, vit_error *err) {
+    pipeline p = {.model = model, .floats = model->input_floats, .listed_all = 1};
+    batch_slot *s = &p.slots[0];
+    *s = (batch_slot){.items = items,
+                      .pixels = pixels,
+                      .count = count,
+                      .last = 1,
+                      .state = count > 0 ? SLOT_DECODING : SLOT_FULL};
+    pthread_mutex_init(&p.lock, NULL);
+    pthread_cond_init(&p.changed, NULL);
+    /* helpers, the caller being one of the threads; fewer when they cannot be started */
+    pthread_t helpers[64];
+    int started = 0, wanted = threads < count ? threads : count;
+    wanted = wanted > 64 ? 63 : wanted - 1;
+    while (started < wanted && pthread_create(&helpers[started], NULL, helper_main, &p) == 0)
+        started++;
+    await_slot(&p, s);
+    for (int i = 0; i < started; i++) pthread_join(helpers[i], NULL);
+    pthread_mutex_destroy(&p.lock);
+    pthread_cond_destroy(&p.changed);
+    return forward_slot(model, s, outputs, err);
 }

@@ -47,4 +47,12 @@ int pipeline_run_source(const pipeline_model *model, const pipeline_options *opt
                         pipeline_source_fn source, pipeline_done_fn done, void *user,
                         vit_error *err);
 
+/* One batch the caller gathered itself (vit embed and vit search queue files between other work):
+ * items[0..count) (path set; err.msg set: failed already, not decoded) are preprocessed into
+ * pixels [count, input_floats] by `threads` threads, the caller one of them, and the decoded ones
+ * go through one forward pass into outputs [count, outputs]; each item's ok, err and logits are
+ * set, in order. The paths stay the caller's. Returns 0, or -1 with err when the forward fails. */
+int pipeline_run_batch(const pipeline_model *model, int threads, pipeline_item *items, int count,
+                       float *pixels, float *outputs, vit_error *err);
+
 #endif

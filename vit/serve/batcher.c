@@ -4,18 +4,15 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "vit/base/clock.h"
+#include "vit/base/threads.h"
 
 /* Jobs move from `decode` (submitted) through a decode thread to `ready` (decoded), and from there
  * in batches through a worker's forward thread; a job that fails leaves at the step where it
  * failed. The forward threads own the cores (each its model state's OpenMP threads, a team of
- * its own): the decode threads run at nice 19, on the time the forward passes leave idle, as
- * vit/data/pipeline.c's do. They are plain threads, not OpenMP: an OpenMP region started off a
- * forward thread would make libgomp slow down the forward pass's own team. */
+ * its own): the decode threads are threads_become_decoder's, as vit/data/pipeline.c's are. */
 
 typedef struct {
     serve_job *head, *tail;
@@ -118,8 +115,7 @@ static void finish(serve_batcher *b, serve_job *job, serve_status status) {
 
 static void *decode_main(void *arg) {
     serve_batcher *b = arg;
-    pthread_setname_np(pthread_self(), "vit-decode");    /* as top -H and debuggers show it */
-    (void)setpriority(PRIO_PROCESS, (id_t)gettid(), 19); /* per thread on Linux */
+    threads_become_decoder("vit-decode");
     pthread_mutex_lock(&b->lock);
     for (;;) {
         while (!b->decode.head && !b->quit) pthread_cond_wait(&b->to_decode, &b->lock);
