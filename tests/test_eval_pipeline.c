@@ -1,6 +1,6 @@
 /* The batch pipeline under vit eval: order, tags, failures at the source and in decoding, a
  * source that stops the run, and logits equal to one-image forwards, for several batch sizes and
- * decode-thread counts. */
+ * decode-thread counts; the same for batches the caller gathers (pipeline_run_batch). */
 #include "tests/testutil.h"
 
 #include <stdio.h>
@@ -149,10 +149,54 @@ static void test_source_error_stops(void **state) {
     free(expected);
 }
 
+/* The source's next inputs into items[0..max), as a caller gathering its own batch would. */
+static int gather(run_state *s, pipeline_item *items, int max) {
+    int n = 0;
+    for (; n < max; n++) {
+        memset(&items[n], 0, sizeof items[n]);
+        if (source(s, &items[n]) != 1) break;
+    }
+    return n;
+}
+
+/* pipeline_run_batch, the batches vit embed and vit search gather themselves: the same inputs
+ * in the caller's batches give the same order, failures and logits as the pipeline's. */
+static void test_run_batch(void **state) {
+    (void)state;
+    float *expected = one_by_one();
+    const int batches[] = {1, 5, 16}, threads[] = {1, 3};
+    for (int b = 0; b < COUNT(batches); b++)
+        for (int t = 0; t < COUNT(threads); t++) {
+            vit_context *ctx = load(batches[b]);
+            const pipeline_model model = eval_pipeline_model(ctx);
+            run_state s = {.stop_at = -1,
+                           .max_batch = batches[b],
+                           .labels = vit_num_labels(ctx),
+                           .expected = expected};
+            pipeline_item *items = calloc((size_t)batches[b], sizeof *items);
+            float *pixels = malloc(sizeof(float) * model.input_floats * (size_t)batches[b]);
+            float *logits = malloc(sizeof(float) * (size_t)s.labels * (size_t)batches[b]);
+            for (int n; (n = gather(&s, items, batches[b])) > 0;) {
+                vit_error err = {{0}};
+                assert_int_equal(
+                    pipeline_run_batch(&model, threads[t], items, n, pixels, logits, &err), 0);
+                done(&s, items, n);
+                for (int i = 0; i < n; i++) free(items[i].path);
+            }
+            assert_int_equal(s.seen, N_INPUTS);
+            free(items);
+            free(pixels);
+            free(logits);
+            vit_free(ctx);
+        }
+    free(expected);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_and_failures),
         cmocka_unit_test(test_source_error_stops),
+        cmocka_unit_test(test_run_batch),
     };
     return cmocka_run_group_tests_name("pipeline", tests, NULL, NULL);
 }
