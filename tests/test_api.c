@@ -477,6 +477,76 @@ static void test_nan_input_named(void **state) {
     }
 }
 
+/* vit_model_info: what vit info and GET /v1/model say, from the library, for a classifier, a
+ * joint model's two towers, a BERT and an image-to-text model; vit_folder_kind without weights. */
+static void test_model_info(void **state) {
+    (void)state;
+    vit_error err = {0};
+    vit_model_info i;
+    vit_context *ctx = vit_load(FASHION, NULL, &err);
+    assert_non_null(ctx);
+    vit_model_info_get(ctx, &i);
+    assert_int_equal(i.kind, VIT_KIND_IMAGE);
+    assert_int_equal(i.tower, VIT_TOWER_IMAGE);
+    assert_string_equal(i.family, "ViT");
+    assert_string_equal(i.model_type, "vit");
+    assert_string_equal(i.architecture, "ViTForImageClassification");
+    assert_int_equal(i.num_labels, vit_num_labels(ctx));
+    assert_int_equal(i.hidden, vit_hidden_size(ctx));
+    assert_int_equal(i.tokens, vit_tokens(ctx));
+    assert_int_equal(i.joint_dim, 0);
+    assert_int_equal(i.capabilities, VIT_CAN_CLASSIFY | VIT_CAN_EMBED | VIT_CAN_EXPLAIN);
+    vit_free(ctx);
+
+    ctx = vit_load("tests/data/clip-micro", NULL, &err);
+    assert_non_null(ctx);
+    vit_model_info_get(ctx, &i);
+    assert_int_equal(i.kind, VIT_KIND_JOINT);
+    assert_string_equal(i.family, "CLIP");
+    assert_string_equal(i.architecture, "CLIPModel (vision tower)");
+    assert_int_equal(i.joint_dim, vit_joint_dim(ctx));
+    assert_true(i.joint_dim > 0 && !i.sigmoid);
+    assert_int_equal(i.capabilities & (VIT_CAN_CLASSIFY | VIT_CAN_ZERO_SHOT), VIT_CAN_ZERO_SHOT);
+    assert_int_equal(i.patch_size, 8);
+    vit_free(ctx);
+    vit_text_context *text = vit_text_load("tests/data/siglip-micro", NULL, &err);
+    assert_non_null(text);
+    vit_text_model_info(text, &i);
+    assert_int_equal(i.kind, VIT_KIND_JOINT);
+    assert_int_equal(i.tower, VIT_TOWER_TEXT);
+    assert_string_equal(i.family, "SigLIP");
+    assert_true(i.sigmoid && i.joint_dim == vit_text_joint_dim(text));
+    vit_text_free(text);
+    text = vit_text_load("tests/data/bert-base-micro", NULL, &err);
+    assert_non_null(text);
+    vit_text_model_info(text, &i);
+    assert_int_equal(i.kind, VIT_KIND_TEXT);
+    assert_string_equal(i.architecture, "BertModel");
+    assert_true(i.post_norm);
+    assert_int_equal(i.capabilities, VIT_CAN_EMBED); /* a base model: no classifier */
+    vit_text_free(text);
+
+    vit_gen_context *gen = vit_gen_load("tests/data/ved-trocr-vit", NULL, &err);
+    assert_non_null(gen);
+    vit_model_info_get(vit_gen_image_context(gen), &i);
+    assert_int_equal(i.kind, VIT_KIND_IMAGE_TO_TEXT);
+    assert_false(i.capabilities & VIT_CAN_EXPLAIN);
+    vit_gen_decoder_info(gen, &i);
+    assert_int_equal(i.tower, VIT_TOWER_DECODER);
+    assert_string_equal(i.architecture, "TrOCRForCausalLM");
+    assert_int_equal(i.vocab_size, vit_gen_vocab_size(gen));
+    assert_non_null(i.tokenizer);
+    vit_gen_free(gen);
+
+    vit_model_kind kind;
+    assert_int_equal(vit_folder_kind("tests/data/ved-gpt2-vit", &kind, &err), 0);
+    assert_int_equal(kind, VIT_KIND_IMAGE_TO_TEXT);
+    assert_int_equal(vit_folder_kind("tests/data/siglip-vision-micro", &kind, &err), 0);
+    assert_int_equal(kind, VIT_KIND_IMAGE); /* one tower alone */
+    assert_int_equal(vit_folder_kind("tests/data/no-such-model", &kind, &err), -1);
+    assert_non_null(strstr(err.msg, "tests/data/no-such-model"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),
@@ -490,6 +560,7 @@ int main(void) {
         cmocka_unit_test(test_inference_only),
         cmocka_unit_test(test_nan_weights_fail),
         cmocka_unit_test(test_nan_input_named),
+        cmocka_unit_test(test_model_info),
     };
     return cmocka_run_group_tests_name("api", tests, NULL, NULL);
 }

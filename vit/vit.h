@@ -442,6 +442,61 @@ VIT_API int vit_generate_file(vit_gen_context *ctx, const char *path, const vit_
                               vit_generation *out, vit_error *err);
 VIT_API void vit_generation_free(vit_generation *g, int n);
 
+/* ---- what a model is: vit info and GET /v1/model read it ----
+ *
+ * Filled by the library from the config.json vit_load (vit_text_load, vit_gen_load) parsed; the
+ * strings are static or owned by the context. */
+typedef enum {
+    VIT_KIND_IMAGE,        /* an image model: a classifier, a base model, a joint tower alone */
+    VIT_KIND_TEXT,         /* a text model: the same of texts */
+    VIT_KIND_JOINT,        /* CLIPModel, SiglipModel: an image and a text tower in one space */
+    VIT_KIND_IMAGE_TO_TEXT /* VisionEncoderDecoderModel */
+} vit_model_kind;
+typedef enum { VIT_TOWER_IMAGE, VIT_TOWER_TEXT, VIT_TOWER_DECODER } vit_tower;
+/* What a context answers (vit_model_info.capabilities): vit_forward's classes, vit_embed's
+ * features, vit_zero_shot, vit_generate, vit_explain. */
+enum {
+    VIT_CAN_CLASSIFY = 1,
+    VIT_CAN_EMBED = 2,
+    VIT_CAN_ZERO_SHOT = 4,
+    VIT_CAN_GENERATE = 8,
+    VIT_CAN_EXPLAIN = 16
+};
+typedef struct {
+    vit_model_kind kind;      /* of the folder */
+    vit_tower tower;          /* which of its towers this context runs */
+    const char *family;       /* "ViT", "DeiT", "BERT", "CLIP", "SigLIP", "DINOv2", "BEiT", ... */
+    const char *model_type;   /* config.json's ("vit", "clip", "trocr", ...) */
+    const char *architecture; /* the class ("ViTForImageClassification", "CLIPModel (vision
+                               * tower)", "TrOCRForCausalLM", ...) */
+    int layers, hidden, heads, mlp;
+    const char *activation; /* "gelu", "quick_gelu", ... */
+    float layer_norm_eps;
+    int post_norm; /* the blocks are post-LN (the family's option), else pre-LN */
+    /* image towers: config.json's size and patch (vit_input_shape and vit_tokens: the run's) */
+    int channels, image_height, image_width, patch_size, tokens;
+    /* text towers and decoders */
+    int max_positions, vocab_size;
+    int num_labels; /* classes, or the outputs of a model without a classifier */
+    int joint_dim;  /* the joint embedding's length, 0 outside CLIP and SigLIP */
+    int sigmoid;    /* joint scores are read through a sigmoid each (SigLIP), else a softmax */
+    unsigned capabilities; /* VIT_CAN_* */
+    /* decoders (VIT_TOWER_DECODER) */
+    int sinusoidal;        /* positions from the sinusoid table, else learned */
+    int cross_project;     /* the encoder's states go through enc_to_dec_proj */
+    int cross_width;       /* the width of the states cross-attention reads */
+    int tied_head;         /* the output head is the token embedding matrix */
+    const char *tokenizer; /* its tokenizer's class ("RobertaTokenizer", ...) */
+} vit_model_info;
+
+VIT_API void vit_model_info_get(const vit_context *ctx, vit_model_info *info);
+VIT_API void vit_text_model_info(const vit_text_context *ctx, vit_model_info *info);
+/* The decoder of an image-to-text model (its encoder: vit_gen_image_context's info). */
+VIT_API void vit_gen_decoder_info(const vit_gen_context *ctx, vit_model_info *info);
+/* What the folder model_dir holds, from its config.json alone (no weights read): to choose the
+ * loader (vit_load, vit_text_load, vit_gen_load). -1 with err when config.json is unreadable. */
+VIT_API int vit_folder_kind(const char *model_dir, vit_model_kind *kind, vit_error *err);
+
 #ifdef __cplusplus
 }
 #endif

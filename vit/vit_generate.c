@@ -147,6 +147,11 @@ vit_context *vit_gen_image_context(vit_gen_context *c) {
 const char *vit_gen_compute(const vit_gen_context *c) {
     return c->w->compute;
 }
+void vit_gen_decoder_info(const vit_gen_context *c, vit_model_info *info) {
+    api_tower_info(&c->w->dec, info);
+    info->capabilities = VIT_CAN_GENERATE;
+    info->tokenizer = text_tokenizer_class(c->w->tok);
+}
 int vit_gen_vocab_size(const vit_gen_context *c) {
     return c->w->dec.cfg.vocab_size;
 }

@@ -2,7 +2,8 @@
 #define VIT_VIT_INTERNAL_H
 
 /* Shared by the files of the public API (vit.c images, vit_text.c texts, vit_joint.c joint
- * image-text models, vit_explain.c explanations, vit_generate.c image to text). */
+ * image-text models, vit_explain.c explanations, vit_generate.c image to text, vit_info.c what a
+ * model is). */
 
 #include <stddef.h>
 
@@ -47,6 +48,9 @@ typedef struct {
 } api_joint;
 int api_joint_of(const model *m, api_joint *out, vit_error *err);
 const model *api_text_model(const vit_text_context *c);
+/* What vit_model_info says of m's configuration alone (tokens, joint_dim, capabilities and the
+ * tokenizer are the context's: left 0 and NULL). */
+void api_tower_info(const model *m, vit_model_info *info);
 /* Each of the n rows of x [n, dim] divided by its L2 norm (in double). */
 void api_normalize_rows(float *x, int n, int dim);
 

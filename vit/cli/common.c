@@ -9,7 +9,6 @@
 #include <cblas.h>
 
 #include "vit/cli/cli.h"
-#include "vit/model/config.h"
 
 #define DEFAULT_MODEL "vit-tiny-in1k"
 
@@ -88,12 +87,10 @@ vit_context *cli_load_image_model(const cli_command *cmd, const cli_common *c, c
 }
 
 int cli_is_image_to_text(const char *dir) {
-    model_config cfg;
+    vit_model_kind kind;
     vit_error err = {0};
-    if (model_config_load(dir, &cfg, &err) != 0) return 0; /* loading it says why */
-    const int ved = cfg.family == FAMILY_VED;
-    model_config_free(&cfg);
-    return ved;
+    if (vit_folder_kind(dir, &kind, &err) != 0) return 0; /* loading it says why */
+    return kind == VIT_KIND_IMAGE_TO_TEXT;
 }
 
 vit_context *cli_load_classifier(const cli_command *cmd, const cli_common *c, char *dir,

@@ -10,25 +10,24 @@
 #include "vit/core/gemm.h"
 #include "vit/gen/generate.h"
 #include "vit/io/model_dir.h"
-#include "vit/model/config.h"
 
-static void write_encoder(json_writer *w, const model_config *cfg) {
+static void write_encoder(json_writer *w, const vit_model_info *info) {
     json_key(w, "encoder");
     json_object(w);
     json_key(w, "layers");
-    json_int(w, cfg->num_layers);
+    json_int(w, info->layers);
     json_key(w, "hidden");
-    json_int(w, cfg->hidden_size);
+    json_int(w, info->hidden);
     json_key(w, "heads");
-    json_int(w, cfg->num_heads);
+    json_int(w, info->heads);
     json_key(w, "mlp");
-    json_int(w, cfg->intermediate_size);
+    json_int(w, info->mlp);
     json_key(w, "activation");
-    json_string(w, activation_name(cfg->act));
+    json_string(w, info->activation);
     json_key(w, "layer_norm_eps");
-    json_float(w, cfg->layer_norm_eps);
+    json_float(w, info->layer_norm_eps);
     json_key(w, "norm");
-    json_string(w, cfg->opt.post_norm ? "post-LN" : "pre-LN");
+    json_string(w, info->post_norm ? "post-LN" : "pre-LN");
     json_end(w);
 }
 
@@ -100,51 +99,45 @@ static void write_bool(json_writer *w, const char *key, int value) {
 }
 
 /* An image-to-text model's decoder, as `vit info` describes it. */
-static void write_decoder(json_writer *w, const char *dir, const vit_gen_context *gen) {
-    model_config d;
-    vit_error err = {0};
-    if (model_config_load_tower(dir, TOWER_TEXT, &d, &err) != 0) return;
+static void write_decoder(json_writer *w, const vit_gen_context *gen) {
+    vit_model_info d;
+    vit_gen_decoder_info(gen, &d);
     json_key(w, "decoder");
     json_object(w);
     json_key(w, "architecture");
-    json_string(w, config_architecture(&d));
+    json_string(w, d.architecture);
     json_key(w, "model_type");
-    json_string(w, config_model_type(&d));
+    json_string(w, d.model_type);
     json_key(w, "layers");
-    json_int(w, d.num_layers);
+    json_int(w, d.layers);
     json_key(w, "hidden");
-    json_int(w, d.hidden_size);
+    json_int(w, d.hidden);
     json_key(w, "heads");
-    json_int(w, d.num_heads);
+    json_int(w, d.heads);
     json_key(w, "ffn");
-    json_int(w, d.intermediate_size);
+    json_int(w, d.mlp);
     json_key(w, "activation");
-    json_string(w, activation_name(d.act));
+    json_string(w, d.activation);
     json_key(w, "norm");
-    json_string(w, d.opt.post_norm ? "post-LN" : "pre-LN");
+    json_string(w, d.post_norm ? "post-LN" : "pre-LN");
     json_key(w, "positions");
-    json_string(w, d.opt.sinusoidal ? "sinusoidal" : "learned");
+    json_string(w, d.sinusoidal ? "sinusoidal" : "learned");
     json_key(w, "max_positions");
-    json_int(w, d.max_position_embeddings);
+    json_int(w, d.max_positions);
     json_key(w, "cross_attention"); /* how it reads the encoder's states */
-    json_string(w, d.opt.enc_proj                 ? "enc_to_dec_proj"
-                   : d.cross_dim != d.hidden_size ? "cross_attention_hidden_size"
-                                                  : "same width");
+    json_string(w, d.cross_project             ? "enc_to_dec_proj"
+                   : d.cross_width != d.hidden ? "cross_attention_hidden_size"
+                                               : "same width");
     json_key(w, "cross_width");
-    json_int(w, d.cross_dim);
-    write_bool(w, "tied_head", d.opt.tied_head);
+    json_int(w, d.cross_width);
+    write_bool(w, "tied_head", d.tied_head);
     json_key(w, "vocabulary");
     json_int(w, d.vocab_size);
-    text_tokenizer *t = NULL;
-    if (text_tokenizer_load(dir, &t, &err) == 0) {
-        json_key(w, "tokenizer");
-        json_string(w, text_tokenizer_class(t));
-        text_tokenizer_free(t);
-    }
+    json_key(w, "tokenizer");
+    json_string(w, d.tokenizer);
     json_key(w, "compute");
     json_string(w, vit_gen_compute(gen));
     json_end(w);
-    model_config_free(&d);
 }
 
 static void write_id(json_writer *w, const char *key, int id) {
@@ -186,7 +179,7 @@ static void write_generation(json_writer *w, const char *dir, const vit_gen_cont
 }
 
 static void write_image_model(json_writer *w, const char *dir, const vit_context *ctx,
-                              const vit_gen_context *gen, const model_config *cfg) {
+                              const vit_gen_context *gen, const vit_model_info *info) {
     int channels, height, width;
     vit_input_shape(ctx, &channels, &height, &width);
     json_key(w, "input");
@@ -198,23 +191,21 @@ static void write_image_model(json_writer *w, const char *dir, const vit_context
     json_key(w, "width");
     json_int(w, width);
     json_key(w, "patch");
-    json_int(w, cfg->patch_size);
+    json_int(w, info->patch_size);
     json_key(w, "tokens");
     json_int(w, vit_tokens(ctx));
     json_end(w);
     json_key(w, "flops_per_image");
     json_float(w, (float)vit_flops_per_image(ctx));
     write_preprocessing(w, dir, height);
-    write_encoder(w, cfg);
+    write_encoder(w, info);
     json_key(w, "parameters");
     json_int(w, (long long)vit_num_parameters(ctx));
     json_key(w, "embedding_size");
     json_int(w, vit_hidden_size(ctx));
-    json_key(w, "explain"); /* POST /v1/explain answers */
-    const int explains = !gen && vit_explain_check(ctx, NULL) == 0;
-    json_raw(w, explains ? "true" : "false", explains ? 4 : 5);
-    if (gen) { /* no labels: text */
-        write_decoder(w, dir, gen);
+    write_bool(w, "explain", info->capabilities & VIT_CAN_EXPLAIN); /* POST /v1/explain answers */
+    if (gen) {                                                      /* no labels: text */
+        write_decoder(w, gen);
         write_generation(w, dir, gen);
     } else if (vit_joint_dim(ctx) > 0) { /* its outputs are the joint space's, not labels */
         json_key(w, "joint_dim");
@@ -226,12 +217,13 @@ static void write_image_model(json_writer *w, const char *dir, const vit_context
     json_string(w, vit_compute(ctx));
 }
 
-static void write_text_model(json_writer *w, const vit_text_context *ctx, const model_config *cfg) {
+static void write_text_model(json_writer *w, const vit_text_context *ctx,
+                             const vit_model_info *info) {
     json_key(w, "max_tokens");
     json_int(w, vit_text_max_tokens(ctx));
     json_key(w, "vocabulary");
-    json_int(w, cfg->vocab_size);
-    write_encoder(w, cfg);
+    json_int(w, info->vocab_size);
+    write_encoder(w, info);
     if (vit_text_joint_dim(ctx) > 0) {
         json_key(w, "joint_dim");
         json_int(w, vit_text_joint_dim(ctx));
@@ -255,11 +247,12 @@ static const char *model_task(const vit_context *image, const vit_gen_context *g
 
 static void write_model(json_writer *w, const char *key, const char *dir, const vit_context *image,
                         const vit_gen_context *gen, const vit_text_context *text) {
-    model_config cfg;
-    vit_error err = {0};
-    if ((!image && !text) ||
-        model_config_load_tower(dir, image ? TOWER_IMAGE : TOWER_TEXT, &cfg, &err) != 0)
-        return;
+    if (!image && !text) return;
+    vit_model_info info;
+    if (image)
+        vit_model_info_get(image, &info);
+    else
+        vit_text_model_info(text, &info);
     json_key(w, key);
     json_object(w);
     json_key(w, "model");
@@ -267,40 +260,37 @@ static void write_model(json_writer *w, const char *key, const char *dir, const 
     json_key(w, "task");
     json_string(w, model_task(image, gen, text));
     json_key(w, "architecture");
-    json_string(w, gen ? "VisionEncoderDecoderModel" : config_architecture(&cfg));
+    json_string(w, gen ? "VisionEncoderDecoderModel" : info.architecture);
     json_key(w, "model_type");
-    json_string(w, gen ? "vision-encoder-decoder" : config_model_type(&cfg));
+    json_string(w, gen ? "vision-encoder-decoder" : info.model_type);
     if (gen) {
         json_key(w, "encoder_architecture");
-        json_string(w, config_architecture(&cfg));
+        json_string(w, info.architecture);
     }
     if (image)
-        write_image_model(w, dir, image, gen, &cfg);
+        write_image_model(w, dir, image, gen, &info);
     else
-        write_text_model(w, text, &cfg);
+        write_text_model(w, text, &info);
     json_end(w);
-    model_config_free(&cfg);
 }
 
 /* "joint": a CLIP or SigLIP image model, its joint space, how its scores read and what is served
  * of it. */
-static void write_joint(json_writer *w, const char *dir, const vit_context *image,
-                        const vit_text_context *text) {
-    model_config cfg;
-    vit_error err = {0};
-    if (!image || vit_joint_dim(image) <= 0 || model_config_load(dir, &cfg, &err) != 0) return;
+static void write_joint(json_writer *w, const vit_context *image, const vit_text_context *text) {
+    if (!image || vit_joint_dim(image) <= 0) return;
+    vit_model_info info;
+    vit_model_info_get(image, &info);
     json_key(w, "joint");
     json_object(w);
     json_key(w, "family");
-    json_string(w, cfg.family == FAMILY_SIGLIP ? "SigLIP" : "CLIP");
+    json_string(w, info.family);
     json_key(w, "dim");
-    json_int(w, vit_joint_dim(image));
+    json_int(w, info.joint_dim);
     json_key(w, "probabilities");
-    json_string(w, cfg.family == FAMILY_SIGLIP ? "sigmoid" : "softmax");
+    json_string(w, info.sigmoid ? "sigmoid" : "softmax");
     json_key(w, "text_tower"); /* served: zero-shot and texts on /v1/embeddings */
     json_raw(w, text ? "true" : "false", text ? 4 : 5);
     json_end(w);
-    model_config_free(&cfg);
 }
 
 char *serve_model_json(const char *image_dir, const vit_context *image, const vit_gen_context *gen,
@@ -313,7 +303,7 @@ char *serve_model_json(const char *image_dir, const vit_context *image, const vi
     json_object(&w);
     write_model(&w, "image", image_dir, image, gen, NULL);
     write_model(&w, "text", text_dir, NULL, NULL, text);
-    write_joint(&w, image_dir, image, text);
+    write_joint(&w, image, text);
     char openblas[96], onednn[96];
     json_key(&w, "library");
     json_string(&w, vit_version());

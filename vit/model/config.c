@@ -140,6 +140,19 @@ const char *config_model_type(const model_config *cfg) {
     return cfg->kind == MODEL_TEXT ? "bert" : cfg->arch == ARCH_VIT ? "vit" : "deit";
 }
 
+const char *config_family_name(const model_config *cfg) {
+    static const char *const names[] = {[FAMILY_CLIP] = "CLIP",
+                                        [FAMILY_SIGLIP] = "SigLIP",
+                                        [FAMILY_VED] = "VisionEncoderDecoder",
+                                        [FAMILY_DINOV2] = "DINOv2",
+                                        [FAMILY_DINOV2_REG] = "DINOv2 with registers",
+                                        [FAMILY_BEIT] = "BEiT",
+                                        [FAMILY_DATA2VEC] = "data2vec-vision"};
+    if (cfg->kind == MODEL_DECODER) return cfg->dec_arch == DECODER_TROCR ? "TrOCR" : "GPT-2";
+    if (cfg->family != FAMILY_PLAIN) return names[cfg->family];
+    return cfg->kind == MODEL_TEXT ? "BERT" : cfg->arch == ARCH_VIT ? "ViT" : "DeiT";
+}
+
 static int get_labels(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
     int n = 2; /* HF PretrainedConfig default */

@@ -175,6 +175,8 @@ int config_classifier_heads(const model_config *cfg);
  * "bert") of cfg. */
 const char *config_architecture(const model_config *cfg);
 const char *config_model_type(const model_config *cfg);
+/* The family's name for people ("ViT", "DeiT", "BERT", "CLIP", "SigLIP", "DINOv2", ...). */
+const char *config_family_name(const model_config *cfg);
 /* A joint image-text model's tower (CLIP, SigLIP). */
 int config_is_joint(const model_config *cfg);
 /* A DINOv2 or BEiT family (FAMILY_DINOV2 .. FAMILY_DATA2VEC). */
