@@ -20,7 +20,7 @@ struct vit_classes {
 
 int api_joint_of(const model *m, api_joint *out, vit_error *err) {
     const model_config *c = &m->cfg;
-    if (c->family != FAMILY_CLIP && c->family != FAMILY_SIGLIP) /* a classifier, an encoder */
+    if (!config_is_joint(c)) /* a classifier, an encoder */
         return vit_fail(err, "%s is not a joint image-text model (CLIP, SigLIP)",
                         config_architecture(c));
     if (!m->logit_scale) /* SiglipVisionModel alone */

@@ -152,7 +152,7 @@ static void print_joint(const model *image, const char *dir) {
     const model_config *c = &image->cfg;
     const int tokens = model_vit_tokens(image, 0);
     printf("architecture:   %s: an image and a text tower, embeddings of %d\n",
-           c->family == FAMILY_CLIP ? "CLIPModel" : "SiglipModel", c->num_labels);
+           config_joint_class(c), c->num_labels);
     printf("image tower:    %d channels, %dx%d, patch %d (%d tokens), %.3f GFLOP/image\n",
            c->num_channels, c->image_size, c->image_size, c->patch_size, tokens,
            model_flops(image, tokens) / 1e9);

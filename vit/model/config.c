@@ -54,6 +54,10 @@ int config_is_joint(const model_config *cfg) {
     return cfg->family == FAMILY_CLIP || cfg->family == FAMILY_SIGLIP;
 }
 
+const char *config_joint_class(const model_config *cfg) {
+    return cfg->family == FAMILY_CLIP ? "CLIPModel" : "SiglipModel";
+}
+
 /* TrOCR: post-LN, learned positions offset by 2 or sinusoidal ones, optional embedding scale and
  * LayerNorm; GPT-2: pre-LN, learned positions, a final LayerNorm, Conv1D weights. */
 static void decoder_options(const model_config *c, tower_options *o) {

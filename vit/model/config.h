@@ -177,8 +177,10 @@ const char *config_architecture(const model_config *cfg);
 const char *config_model_type(const model_config *cfg);
 /* The family's name for people ("ViT", "DeiT", "BERT", "CLIP", "SigLIP", "DINOv2", ...). */
 const char *config_family_name(const model_config *cfg);
-/* A joint image-text model's tower (CLIP, SigLIP). */
+/* A joint image-text model's tower (CLIP, SigLIP), and the joint model's class ("CLIPModel",
+ * "SiglipModel"). */
 int config_is_joint(const model_config *cfg);
+const char *config_joint_class(const model_config *cfg);
 /* A DINOv2 or BEiT family (FAMILY_DINOV2 .. FAMILY_DATA2VEC). */
 int config_is_backbone(const model_config *cfg);
 /* A backbone's prefix in its ForImageClassification file ("dinov2.", "beit.", ...), its class
