@@ -2,6 +2,7 @@
  * error. */
 #include "tests/testutil.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -598,6 +599,95 @@ static void test_config_bounded_by_file(void **state) {
     assert_non_null(strstr(err.msg, "65536 patches per side, more than the limit of 128"));
 }
 
+/* ---- model_bind: a view has every tensor pointer of its layout ---- */
+
+/* The offsets (in floats) of the words in [p, p + bytes) that point into [base, base + n), sorted
+ * into out (at most cap); *stray counts the words that point into [other, other + n) instead.
+ * Reading the struct's memory word by word finds every pointer field, named or not yet named, so
+ * a tensor pointer added to `model` or `encoder_layer` and forgotten in model_bind is caught. */
+static int pointed_offsets(const void *p, size_t bytes, const float *base, const float *other,
+                           size_t n, size_t *out, int count, int cap, int *stray) {
+    for (size_t at = 0; at + sizeof(void *) <= bytes; at += sizeof(void *)) {
+        const float *word;
+        memcpy(&word, (const char *)p + at, sizeof word);
+        if (other && word >= other && word < other + n) ++*stray;
+        if (!(word >= base && word < base + n)) continue;
+        assert_true(count < cap);
+        out[count++] = (size_t)(word - base);
+    }
+    return count;
+}
+
+/* Every tensor pointer of m (its fields, its layers', its probe's, its relative tables') as an
+ * offset into base's block of m->num_params floats; *stray: those into other's block. */
+static int model_offsets(const model *m, const float *base, const float *other, size_t *out,
+                         int cap, int *stray) {
+    const size_t n = m->num_params;
+    const int L = m->cfg.num_layers;
+    int k = pointed_offsets(m, sizeof *m, base, other, n, out, 0, cap, stray);
+    if (m->layers)
+        k = pointed_offsets(m->layers, (size_t)L * sizeof *m->layers, base, other, n, out, k, cap,
+                            stray);
+    if (m->rel_table)
+        k = pointed_offsets(m->rel_table, (size_t)L * sizeof *m->rel_table, base, other, n, out, k,
+                            cap, stray);
+    return k;
+}
+
+static int compare_sizes(const void *a, const void *b) {
+    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* One tower of dir: the view's pointers are the layout's, rebased, and none is left pointing at
+ * the weights (gradients written there would change the model); the sinusoid table, computed at
+ * load and never trained, is shared. */
+static void expect_bind_complete(const char *dir, config_tower tower) {
+    model m, view;
+    vit_error err = {0};
+    if (model_load_tower(&m, dir, tower, &err) != 0) fail_msg("%s", err.msg);
+    float *block = test_alloc_floats(m.num_params);
+    assert_int_equal(model_bind(&view, &m, block), 0);
+    enum { CAP = 4096 };
+    static size_t want[CAP], got[CAP];
+    int stray = 0;
+    const int nw = model_offsets(&m, m.params, NULL, want, CAP, &stray);
+    const int ng = model_offsets(&view, block, m.params, got, CAP, &stray);
+    if (stray) fail_msg("%s: %d pointers of the bound view still point at the weights", dir, stray);
+    qsort(want, (size_t)nw, sizeof *want, compare_sizes);
+    qsort(got, (size_t)ng, sizeof *got, compare_sizes);
+    assert_int_equal(ng, nw);
+    assert_memory_equal(got, want, (size_t)nw * sizeof *want);
+    /* every tensor of the layout begins at or after a pointer the view has */
+    for (int i = 0; i < m.num_entries; i++)
+        if (nw == 0 || m.entries[i].offset < want[0])
+            fail_msg("%s: %s not reachable", dir, m.entries[i].name);
+    assert_ptr_equal(view.pos_table, m.pos_table);
+    model_unbind(&view);
+    free(block);
+    model_free(&m);
+}
+
+/* Every model folder of tests/data, both towers (a one-model folder gives its model twice). */
+static void test_bind_covers_every_tensor(void **state) {
+    (void)state;
+    DIR *d = opendir("tests/data");
+    assert_non_null(d);
+    int folders = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        char path[600];
+        snprintf(path, sizeof path, "tests/data/%s/model.safetensors", e->d_name);
+        if (e->d_name[0] == '.' || access(path, R_OK) != 0) continue;
+        snprintf(path, sizeof path, "tests/data/%s", e->d_name);
+        expect_bind_complete(path, TOWER_IMAGE);
+        expect_bind_complete(path, TOWER_TEXT);
+        folders++;
+    }
+    closedir(d);
+    print_message("  %d model folders\n", folders);
+    assert_true(folders >= 20);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_file),
@@ -621,6 +711,7 @@ int main(void) {
         cmocka_unit_test(test_convert_round_trip),
         cmocka_unit_test(test_model_average),
         cmocka_unit_test(test_config_bounded_by_file),
+        cmocka_unit_test(test_bind_covers_every_tensor),
     };
     return cmocka_run_group_tests_name("safetensors", tests, NULL, NULL);
 }

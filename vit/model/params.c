@@ -627,6 +627,21 @@ static float *rebase(const model *layout, float *block, float *p) {
     return p ? block + (p - layout->params) : NULL;
 }
 
+/* v: w's tensor pointers rebased from layout's block onto block. */
+static void bind_layer(encoder_layer *v, const encoder_layer *w, const model *layout,
+                       float *block) {
+    float *const *from[] = {&w->ln1_w,   &w->ln1_b,   &w->qkv_w, &w->qkv_b, &w->proj_w, &w->proj_b,
+                            &w->ln2_w,   &w->ln2_b,   &w->fc1_w, &w->fc1_b, &w->fc2_w,  &w->fc2_b,
+                            &w->lnx_w,   &w->lnx_b,   &w->xq_w,  &w->xq_b,  &w->xkv_w,  &w->xkv_b,
+                            &w->xproj_w, &w->xproj_b, &w->ls1,   &w->ls2};
+    float **to[] = {&v->ln1_w,   &v->ln1_b,   &v->qkv_w, &v->qkv_b, &v->proj_w, &v->proj_b,
+                    &v->ln2_w,   &v->ln2_b,   &v->fc1_w, &v->fc1_b, &v->fc2_w,  &v->fc2_b,
+                    &v->lnx_w,   &v->lnx_b,   &v->xq_w,  &v->xq_b,  &v->xkv_w,  &v->xkv_b,
+                    &v->xproj_w, &v->xproj_b, &v->ls1,   &v->ls2};
+    for (size_t i = 0; i < sizeof to / sizeof to[0]; i++) *to[i] = rebase(layout, block, *from[i]);
+    v->q_scale = w->q_scale;
+}
+
 int model_bind(model *view, const model *layout, float *block) {
     *view = *layout;
     view->params = block;
@@ -642,30 +657,17 @@ int model_bind(model *view, const model *layout, float *block) {
     }
     for (int l = 0; view->rel_table && l < L; l++)
         view->rel_table[l] = rebase(layout, block, layout->rel_table[l]);
-    for (int l = 0; l < layout->cfg.num_layers; l++) {
-        const encoder_layer *w = &layout->layers[l];
-        encoder_layer *v = &view->layers[l];
-        float *const *from[] = {&w->ln1_w,  &w->ln1_b, &w->qkv_w, &w->qkv_b,   &w->proj_w,
-                                &w->proj_b, &w->ln2_w, &w->ln2_b, &w->fc1_w,   &w->fc1_b,
-                                &w->fc2_w,  &w->fc2_b, &w->lnx_w, &w->lnx_b,   &w->xq_w,
-                                &w->xq_b,   &w->xkv_w, &w->xkv_b, &w->xproj_w, &w->xproj_b,
-                                &w->ls1,    &w->ls2};
-        float **to[] = {&v->ln1_w,   &v->ln1_b,   &v->qkv_w, &v->qkv_b, &v->proj_w, &v->proj_b,
-                        &v->ln2_w,   &v->ln2_b,   &v->fc1_w, &v->fc1_b, &v->fc2_w,  &v->fc2_b,
-                        &v->lnx_w,   &v->lnx_b,   &v->xq_w,  &v->xq_b,  &v->xkv_w,  &v->xkv_b,
-                        &v->xproj_w, &v->xproj_b, &v->ls1,   &v->ls2};
-        for (size_t i = 0; i < sizeof to / sizeof to[0]; i++)
-            *to[i] = rebase(layout, block, *from[i]);
-        v->q_scale = w->q_scale;
-    }
-    float **fields[] = {&view->patch_w,     &view->patch_b,         &view->cls_token,
-                        &view->pos_embed,   &view->word_emb,        &view->pos_emb,
-                        &view->type_emb,    &view->emb_ln_w,        &view->emb_ln_b,
-                        &view->pooler_w,    &view->pooler_b,        &view->final_ln_w,
-                        &view->final_ln_b,  &view->head_w,          &view->head_b,
-                        &view->dist_head_w, &view->dist_head_b,     &view->enc_proj_w,
-                        &view->enc_proj_b,  &view->register_tokens, &view->shared_rel_table};
-    /* the fields still hold layout's pointers (*view = *layout above) */
+    for (int l = 0; l < L; l++) bind_layer(&view->layers[l], &layout->layers[l], layout, block);
+    bind_layer(&view->probe, &layout->probe, layout, block); /* SigLIP's attention-pooling head */
+    float **fields[] = {
+        &view->patch_w,          &view->patch_b,     &view->cls_token,   &view->pos_embed,
+        &view->word_emb,         &view->pos_emb,     &view->type_emb,    &view->emb_ln_w,
+        &view->emb_ln_b,         &view->pooler_w,    &view->pooler_b,    &view->final_ln_w,
+        &view->final_ln_b,       &view->head_w,      &view->head_b,      &view->dist_head_w,
+        &view->dist_head_b,      &view->enc_proj_w,  &view->enc_proj_b,  &view->register_tokens,
+        &view->shared_rel_table, &view->probe_token, &view->logit_scale, &view->logit_bias};
+    /* the fields still hold layout's pointers (*view = *layout above); pos_table, the sinusoid
+     * table computed at load, is no parameter (nothing trains it): the view shares it */
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         *fields[i] = rebase(layout, block, *fields[i]);
     return 0;

@@ -122,10 +122,12 @@ int model_read_rest(model *m, vit_error *err);
 gemm_state *model_gemm_state(const model *m, vit_error *err);
 
 /* A view of another block with layout's shapes (gradients, optimizer moments): every tensor
- * pointer of layout rebased from layout->params onto block (layout->num_params floats). The view
- * shares layout's cfg and entries and owns only its layers array: release it with model_unbind,
- * never model_free. Returns -1 when out of memory. (A new tensor pointer in `model` or
- * `encoder_layer` must be added to model_bind too.) */
+ * pointer of layout (its layers', the SigLIP probe's and the scores' scale and bias included)
+ * rebased from layout->params onto block (layout->num_params floats). The view shares layout's
+ * cfg, entries and pos_table (a sinusoid table computed at load, not a parameter) and owns only
+ * its layers and rel_table arrays: release it with model_unbind, never model_free. Returns -1 when
+ * out of memory. (A new tensor pointer in `model` or `encoder_layer` must be added to model_bind
+ * too: test_safetensors' test_bind_covers_every_tensor finds one that is not.) */
 int model_bind(model *view, const model *layout, float *block);
 void model_unbind(model *view);
 
