@@ -390,56 +390,90 @@ static int encode_span(const siglip_text *t, const int32_t *cps, text_span s, ui
     return 0;
 }
 
+/* The working memory of one siglip_text_encode call for a text of n_in - 1 bytes, carved from one
+ * allocation (block): the code points and their lower case, the spans between special tokens, a
+ * span's UTF-8 bytes, encode_span's scratch, and the ids collected with their special flags. */
+typedef struct {
+    void *block;
+    text_span *spans;
+    int32_t *cps, *lowered, *scratch, *got;
+    bool *special;
+    uint8_t *buf;
+} encode_work;
+
+static int work_alloc(encode_work *w, const siglip_text *t, size_t n_in, int max_len) {
+    const size_t n_spans = 2 * n_in + 1, n_scratch = (size_t)t->unk_length + (size_t)max_len + 2;
+    const size_t n_got = (size_t)max_len + 1;
+    const size_t ints = n_in + 2 * n_in + n_scratch + n_got;
+    const size_t bytes = strlen(named(t, TOKEN_UNK)->content) + 4 * 2 * n_in;
+    /* widest alignment first: text_span, then int32_t, then bool and bytes */
+    w->block =
+        malloc(n_spans * sizeof(text_span) + ints * sizeof(int32_t) + n_got * sizeof(bool) + bytes);
+    if (!w->block) return -1;
+    w->spans = w->block;
+    w->cps = (int32_t *)(w->spans + n_spans);
+    w->lowered = w->cps + n_in;
+    w->scratch = w->lowered + 2 * n_in;
+    w->got = w->scratch + n_scratch;
+    w->special = (bool *)(w->got + n_got);
+    w->buf = (uint8_t *)(w->special + n_got);
+    return 0;
+}
+
+/* SiglipTokenizer.tokenize's code points: "▁" in front, each "▁" in the text a space, lower-cased
+ * when the tokenizer says (into w->lowered); *n: how many. */
+static const int32_t *code_points(const siglip_text *t, const char *text, size_t len,
+                                  encode_work *w, size_t *n) {
+    size_t k = 0;
+    w->cps[k++] = UNDERLINE;
+    for (size_t i = 0; i < len;) {
+        const int32_t c = utf8_decode_replace((const uint8_t *)text, len, &i);
+        w->cps[k++] = c < 0 ? 0xFFFD : c == UNDERLINE ? ' ' : c;
+    }
+    *n = k;
+    if (!t->lower) return w->cps;
+    *n = lower_case(t, w->cps, k, w->lowered);
+    return w->lowered;
+}
+
+/* ids: the collected ids (without a lone leading "▁" before a special token), cut to leave room
+ * for the end token, the end token, then padding to max_len; returns how many are not padding. */
+static int finish_ids(const siglip_text *t, const collected *c, int max_len, int32_t *ids) {
+    int first = 0;
+    if (c->n > 1 && !c->special[0] && c->ids[0] == t->underline_id && c->special[1]) first = 1;
+    int count = c->n - first;
+    if (count + 1 > max_len) count = max_len - 1; /* the end token is the one special to add */
+    memcpy(ids, c->ids + first, (size_t)count * sizeof *ids);
+    const int32_t eos = named(t, TOKEN_EOS)->id;
+    if (count == 0 || ids[count - 1] != eos) ids[count++] = eos;
+    for (int i = count; i < max_len; i++) ids[i] = named(t, TOKEN_PAD)->id;
+    return count;
+}
+
 int siglip_text_encode(const siglip_text *t, const char *text, size_t len, int max_len,
                        int32_t *ids, vit_error *err) {
     if (!t || !ids || (!text && len) || max_len < 1)
         return vit_fail(err, "siglip_text_encode: bad arguments");
     if (len > (size_t)INT_MAX / 16) return vit_fail(err, "siglip_text_encode: text too long");
-    const size_t n_in = len + 1; /* at most one code point a byte, and the "▁" in front */
-    int32_t *cps = malloc(n_in * sizeof *cps), *lowered = malloc(2 * n_in * sizeof *lowered);
-    text_span *spans = malloc((2 * n_in + 1) * sizeof *spans);
-    uint8_t *buf = malloc(strlen(named(t, TOKEN_UNK)->content) + 4 * 2 * n_in);
-    int32_t *scratch = malloc(((size_t)t->unk_length + (size_t)max_len + 2) * sizeof *scratch);
-    int32_t *got = malloc(((size_t)max_len + 1) * sizeof *got);
-    bool *special = malloc(((size_t)max_len + 1) * sizeof *special);
-    int rc = -1;
-    if (!cps || !lowered || !spans || !buf || !scratch || !got || !special) {
-        vit_fail(err, "siglip_text_encode: out of memory");
-        goto done;
-    }
-    /* SiglipTokenizer.tokenize: "▁" in front, each "▁" in the text a space */
-    size_t n = 0;
-    cps[n++] = UNDERLINE;
-    for (size_t i = 0; i < len;) {
-        const int32_t c = utf8_decode_replace((const uint8_t *)text, len, &i);
-        cps[n++] = c < 0 ? 0xFFFD : c == UNDERLINE ? ' ' : c;
-    }
-    const int32_t *s = cps;
-    if (t->lower) n = lower_case(t, cps, n, lowered), s = lowered;
-
+    encode_work w; /* at most one code point a byte, and the "▁" in front */
+    if (work_alloc(&w, t, len + 1, max_len) != 0)
+        return vit_fail(err, "siglip_text_encode: out of memory");
+    size_t n;
+    const int32_t *s = code_points(t, text, len, &w, &n);
     /* the split at the special tokens, leftmost first, longest first, with their strips */
-    const size_t n_spans = added_tokens_split(&t->special, s, n, spans);
-
+    const size_t n_spans = added_tokens_split(&t->special, s, n, w.spans);
     /* max_len + 1 ids tell all that is needed: whether the text fits with the end token, even
      * after the leading "▁" rule drops one */
-    collected c = {got, special, 0, max_len + 1};
-    for (size_t i = 0; i < n_spans && c.n < c.cap; i++) {
-        if (spans[i].tok >= 0)
-            push(&c, t->special.tok[spans[i].tok].id, true);
-        else if (encode_span(t, s, spans[i], buf, scratch, &c, err) != 0)
-            goto done;
+    collected c = {w.got, w.special, 0, max_len + 1};
+    int rc = 0;
+    for (size_t i = 0; i < n_spans && c.n < c.cap && rc == 0; i++) {
+        if (w.spans[i].tok >= 0)
+            push(&c, t->special.tok[w.spans[i].tok].id, true);
+        else
+            rc = encode_span(t, s, w.spans[i], w.buf, w.scratch, &c, err);
     }
-    int first = 0;
-    if (c.n > 1 && !c.special[0] && got[0] == t->underline_id && c.special[1]) first = 1;
-    int count = c.n - first;
-    if (count + 1 > max_len) count = max_len - 1; /* the end token is the one special to add */
-    memcpy(ids, got + first, (size_t)count * sizeof *ids);
-    const int32_t eos = named(t, TOKEN_EOS)->id;
-    if (count == 0 || ids[count - 1] != eos) ids[count++] = eos;
-    for (int i = count; i < max_len; i++) ids[i] = named(t, TOKEN_PAD)->id;
-    rc = count;
-done:
-    free(cps), free(lowered), free(spans), free(buf), free(scratch), free(got), free(special);
+    if (rc == 0) rc = finish_ids(t, &c, max_len, ids);
+    free(w.block);
     return rc;
 }
 
