@@ -418,19 +418,17 @@ static void remove_stale_temporaries(const char *out_dir) {
     }
 }
 
-/* Set-up from scratch, or (resume) from out_dir's state; then the epochs. */
-static int set_up_and_train(trainer *t, const train_options *opt, int resume, vit_error *err) {
-    st_file state = {0};
-    const dist_world w = dist_get();
-    t->rank = w.rank, t->ranks = w.size;
-    /* out_dir is process 0's to write; the others only read a checkpoint from it */
-    if (opt->out_dir && t->rank == 0) remove_stale_temporaries(opt->out_dir);
+/* The run's options: a resumed run's from out_dir's state (left open in *state for
+ * trainer_load_state; the options the command line still decides taken from opt), a new run's
+ * checked, its task chosen and out_dir prepared. Every process agrees on the outcome. */
+static int set_up_options(trainer *t, const train_options *opt, int resume, st_file *state,
+                          vit_error *err) {
     int rc = 0;
     if (resume) {
         t->o = train_default_options(); /* what the checkpoint does not hold */
         t->o.out_dir = opt->out_dir;
         if (!opt->out_dir) rc = vit_fail(err, "no output folder to resume");
-        if (rc == 0) rc = trainer_open_state(t, &state, err);
+        if (rc == 0) rc = trainer_open_state(t, state, err);
         t->o.out_dir = opt->out_dir;
         t->o.threads = opt->threads;
         t->o.blas = opt->blas;
@@ -441,14 +439,24 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
         if (rc == 0 && t->rank == 0) rc = prepare_out_dir(t, err);
     }
     if (dist_all_succeeded(rc, "to set up", err) != 0) {
-        if (resume && rc == 0) st_close(&state);
+        if (resume && rc == 0) st_close(state);
         return -1;
     }
+    return 0;
+}
+
+/* The model, the data, the optimizer and (resume) the saved state; closes state. */
+static int set_up_model_and_data(trainer *t, int resume, st_file *state, vit_error *err) {
+    int rc = 0;
     if (trainer_setup_model(t, resume, err) != 0 || t->task->load_data(t, err) != 0 ||
-        setup_training(t, err) != 0 || (resume && trainer_load_state(t, &state, err) != 0))
+        setup_training(t, err) != 0 || (resume && trainer_load_state(t, state, err) != 0))
         rc = -1;
-    if (resume) st_close(&state);
-    if (dist_all_succeeded(rc, "to set up", err) != 0) return -1;
+    if (resume) st_close(state);
+    return dist_all_succeeded(rc, "to set up", err);
+}
+
+/* What the run computes with and on: the products' library, the classes, the data's size. */
+static void describe_run(const trainer *t) {
     char blas[96];
     const ops_blas ops = ops_get_blas();
     const gemm_backend library = ops == OPS_BLAS_OPENBLAS ? GEMM_OPENBLAS : GEMM_ONEDNN;
@@ -464,25 +472,41 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
                  "%s; %d training %s (%lld steps of %d per epoch), %d validation; %zu parameters",
                  classes, t->n_train, t->task->unit, (long long)t->steps_per_epoch, t->B, t->n_val,
                  model_live_params(&t->m));
+}
+
+/* Where the steps since first_step, begun at started, spent their time. */
+static void describe_timing(const trainer *t, int64_t first_step, double started) {
+    if (t->step <= first_step) return;
+    const double steps = (double)(t->step - first_step), spent = clock_seconds() - started;
+    trainer_info(t,
+                 "training batches assembled (augmented, normalised) in %.1f ms a step, %.1f "
+                 "%% of the %.1f ms a step took",
+                 1e3 * t->batch_seconds / steps, 100.0 * t->batch_seconds / spent,
+                 1e3 * spent / steps);
+    if (t->ranks > 1)
+        trainer_info(t,
+                     "%d processes: %.2f MB of gradients summed per step in %.2f ms, %.1f %% of "
+                     "the %.1f ms a step took",
+                     t->ranks, t->m.num_params * 4.0 / 1e6, 1e3 * t->allreduce_seconds / steps,
+                     100.0 * t->allreduce_seconds / spent, 1e3 * spent / steps);
+}
+
+/* Set-up from scratch, or (resume) from out_dir's state; then the epochs. */
+static int set_up_and_train(trainer *t, const train_options *opt, int resume, vit_error *err) {
+    st_file state = {0};
+    const dist_world w = dist_get();
+    t->rank = w.rank, t->ranks = w.size;
+    /* out_dir is process 0's to write; the others only read a checkpoint from it */
+    if (opt->out_dir && t->rank == 0) remove_stale_temporaries(opt->out_dir);
+    if (set_up_options(t, opt, resume, &state, err) != 0 ||
+        set_up_model_and_data(t, resume, &state, err) != 0)
+        return -1;
+    describe_run(t);
     t->best_val_loss = resume ? best_in_log(t) : HUGE_VAL;
     const double started = clock_seconds();
     const int64_t first_step = t->step;
-    rc = loop(t, err);
-    if (t->step > first_step) {
-        const double steps = (double)(t->step - first_step), spent = clock_seconds() - started;
-        trainer_info(t,
-                     "training batches assembled (augmented, normalised) in %.1f ms a step, %.1f "
-                     "%% of the %.1f ms a step took",
-                     1e3 * t->batch_seconds / steps, 100.0 * t->batch_seconds / spent,
-                     1e3 * spent / steps);
-        if (t->ranks > 1)
-            trainer_info(
-                t,
-                "%d processes: %.2f MB of gradients summed per step in %.2f ms, %.1f %% of "
-                "the %.1f ms a step took",
-                t->ranks, t->m.num_params * 4.0 / 1e6, 1e3 * t->allreduce_seconds / steps,
-                100.0 * t->allreduce_seconds / spent, 1e3 * spent / steps);
-    }
+    const int rc = loop(t, err);
+    describe_timing(t, first_step, started);
     if (rc == 0 && t->rank == 0) { /* done: the state has served its purpose */
         char path[4096];
         trainer_path(t, path, sizeof path, TRAIN_STATE_FILE);
