@@ -783,34 +783,29 @@ static void head_am_any(float *out, int ld_out, const float *a, const float *m, 
         }
 }
 
-/* dp: [T, T] scratch. */
-static void attention_head_backward(float *dq, float *dp, float *dp_out, const float *dout,
-                                    const float *q, const float *P, const uint8_t *keep, float drop,
-                                    int T, int D, int dh, float scale) {
-    const int ld = 3 * D, Tp = (T + TILE_W - 1) / TILE_W * TILE_W;
-    /* from T 64 on, oneDNN's sgemm (no lock, little per-call overhead) beats the tiles: at ViT-Ti
-     * 224 (T 197, dh 64) they were a quarter of a training step */
-    const int by_gemm = blas != OPS_BLAS_OPENBLAS && T >= ATTENTION_GEMM_MIN_T;
-    const int tiled = !by_gemm && dh % TILE_W == 0;
-    const float *k = q + D, *v = q + 2 * D;
-    float *dk = dq + D, *dv = dq + 2 * D;
-    /* out = P'·V with P' the weights after dropout: dV = P'ᵀ·dO (P' built in dp, free until the
-     * next product) */
-    const float *weights = P;
-    if (keep) {
-        dropout_forward(dp, P, keep, (size_t)T * T, drop);
-        weights = dp;
-    }
-    if (by_gemm)
+/* How one head's backward products run: oneDNN's sgemm, the tiles (dh a multiple of the tile),
+ * or the plain loops for any size. */
+typedef enum { HEAD_BY_GEMM, HEAD_TILED, HEAD_ANY } head_path;
+
+/* dV = P'ᵀ·dO, with P' (weights) the attention weights after dropout. */
+static void head_dv(head_path path, float *dv, const float *weights, const float *dout, int T,
+                    int D, int dh) {
+    const int ld = 3 * D;
+    if (path == HEAD_BY_GEMM)
         sgemm(1, 0, T, dh, T, 1.0f, weights, T, dout, D, 0.0f, dv, ld);
-    else if (tiled)
+    else if (path == HEAD_TILED)
         head_atm(dv, ld, weights, dout, D, T, dh);
     else
         head_am_any(dv, ld, weights, dout, D, T, dh, 1);
-    /* dP' = dO·Vᵀ, back through the mask to dP */
-    if (by_gemm) {
+}
+
+/* dP' = dO·Vᵀ into dp [T, T]. */
+static void head_dweights(head_path path, float *dp, const float *dout, const float *v, int T,
+                          int D, int dh) {
+    const int ld = 3 * D, Tp = (T + TILE_W - 1) / TILE_W * TILE_W;
+    if (path == HEAD_BY_GEMM) {
         sgemm(0, 1, T, T, dh, 1.0f, dout, D, v, ld, 0.0f, dp, T);
-    } else if (tiled) {
+    } else if (path == HEAD_TILED) {
         float vt[dh * Tp]; /* Vᵀ, zero-padded: a few KB at ViT sizes (150 KB at T 577, dh 64) */
         for (int d = 0; d < dh; d++) {
             for (int j = 0; j < T; j++) vt[d * Tp + j] = v[(size_t)j * ld + d];
@@ -820,10 +815,11 @@ static void attention_head_backward(float *dq, float *dp, float *dp_out, const f
     } else {
         head_dp_any(dp, dout, v, T, D, dh);
     }
-    if (keep) dropout_backward(dp, dp, keep, (size_t)T * T, drop);
-    if (dp_out) memcpy(dp_out, dp, sizeof(float) * T * T);
-    /* softmax: dS = P ∘ (dP - rowsum(dP ∘ P)), times the score scale (S = scale·Q·Kᵀ); zero
-     * wherever P is (masked keys) */
+}
+
+/* softmax, in place on dp: dS = P ∘ (dP - rowsum(dP ∘ P)), times the score scale (S =
+ * scale·Q·Kᵀ); zero wherever P is (masked keys) */
+static void head_softmax_backward(float *dp, const float *P, int T, float scale) {
     for (int i = 0; i < T; i++) {
         float *g = dp + (size_t)i * T;
         const float *pr = P + (size_t)i * T;
@@ -833,17 +829,47 @@ static void attention_head_backward(float *dq, float *dp, float *dp_out, const f
 #pragma omp simd
         for (int j = 0; j < T; j++) g[j] = scale * pr[j] * (g[j] - dot);
     }
-    /* dQ = dS·K, dK = dSᵀ·Q */
-    if (by_gemm) {
+}
+
+/* dQ = dS·K, dK = dSᵀ·Q (dS in dp; q, k and dq, dk rows of stride 3·D). */
+static void head_dqk(head_path path, float *dq, float *dk, const float *dp, const float *q,
+                     const float *k, int T, int D, int dh) {
+    const int ld = 3 * D;
+    if (path == HEAD_BY_GEMM) {
         sgemm(0, 0, T, dh, T, 1.0f, dp, T, k, ld, 0.0f, dq, ld);
         sgemm(1, 0, T, dh, T, 1.0f, dp, T, q, ld, 0.0f, dk, ld);
-    } else if (tiled) {
+    } else if (path == HEAD_TILED) {
         head_am(dq, ld, dp, k, ld, T, dh);
         head_atm(dk, ld, dp, q, ld, T, dh);
     } else {
         head_am_any(dq, ld, dp, k, ld, T, dh, 0);
         head_am_any(dk, ld, dp, q, ld, T, dh, 1);
     }
+}
+
+/* dp: [T, T] scratch. */
+static void attention_head_backward(float *dq, float *dp, float *dp_out, const float *dout,
+                                    const float *q, const float *P, const uint8_t *keep, float drop,
+                                    int T, int D, int dh, float scale) {
+    /* from T 64 on, oneDNN's sgemm (no lock, little per-call overhead) beats the tiles: at ViT-Ti
+     * 224 (T 197, dh 64) they were a quarter of a training step */
+    const head_path path = blas != OPS_BLAS_OPENBLAS && T >= ATTENTION_GEMM_MIN_T ? HEAD_BY_GEMM
+                           : dh % TILE_W == 0                                     ? HEAD_TILED
+                                                                                  : HEAD_ANY;
+    const float *k = q + D, *v = q + 2 * D;
+    float *dk = dq + D, *dv = dq + 2 * D;
+    /* out = P'·V with P' the weights after dropout (built in dp, free until the next product) */
+    const float *weights = P;
+    if (keep) {
+        dropout_forward(dp, P, keep, (size_t)T * T, drop);
+        weights = dp;
+    }
+    head_dv(path, dv, weights, dout, T, D, dh);
+    head_dweights(path, dp, dout, v, T, D, dh); /* dP', back through the mask to dP */
+    if (keep) dropout_backward(dp, dp, keep, (size_t)T * T, drop);
+    if (dp_out) memcpy(dp_out, dp, sizeof(float) * T * T);
+    head_softmax_backward(dp, P, T, scale);
+    head_dqk(path, dq, dk, dp, q, k, T, D, dh);
 }
 
 /* One (batch, head) pair's backward, task = b·H + h, with dp its [T, T] scratch; its score
