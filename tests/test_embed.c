@@ -167,6 +167,52 @@ static void test_siglip_vision_tower_alone(void **state) {
     }
 }
 
+/* CLIP's towers saved alone (CLIPVisionModelWithProjection, CLIPTextModelWithProjection: no
+ * logit_scale, which is CLIPModel's; tools/clip_tower_reference.py from clip-micro): loaded, their
+ * output (image_embeds, text_embeds: the projection of the pooled row, unnormalised) against
+ * float64 forwards, no joint space claimed (no other tower, no score scale). Issue 40: both were
+ * refused for a missing logit_scale. */
+static void test_clip_towers_alone(void **state) {
+    (void)state;
+    const char *dir = TEST_DATA "/clip-vision-proj-micro";
+    const char *golden = TEST_DATA "/clip-vision-proj-micro/golden.safetensors";
+    vit_params params = vit_default_params();
+    params.max_batch = 3;
+    vit_error err = {0};
+    vit_context *ctx = vit_load(dir, &params, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    size_t numel;
+    float *pixels = test_read_tensor(golden, "pixels", &numel), got[5 * 20];
+    assert_true(pixels && numel == 3 * 3 * 32 * 32);
+    assert_int_equal(vit_joint_dim(ctx), 0);
+    assert_int_equal(vit_num_labels(ctx), 20);
+    if (vit_forward(ctx, pixels, 3, got, &err) != 0) fail_msg("%s", err.msg);
+    expect_reference(dir, golden, "image_embeds", got, 3 * 20);
+    assert_int_equal(vit_embed(ctx, pixels, 3, VIT_POOL_JOINT, got, &err), -1);
+    free(pixels);
+    vit_free(ctx);
+
+    dir = TEST_DATA "/clip-text-proj-micro";
+    golden = TEST_DATA "/clip-text-proj-micro/golden.safetensors";
+    vit_text_context *text = vit_text_load(dir, NULL, &err);
+    if (!text) fail_msg("%s", err.msg);
+    assert_int_equal(vit_text_joint_dim(text), 0);
+    /* clip-micro's golden.json texts, one forward each */
+    static const char *const texts[] = {
+        "a photo of a cat", "A Photo of the DOG's photo!", "",
+        "cat dog cat dog cat dog cat dog cat dog cat dog cat dog cat dog",
+        "the photo 12 of a bird \xc3\xa9t\xc3\xa9"};
+    for (int i = 0; i < 5; i++) {
+        const size_t len = strlen(texts[i]);
+        if (vit_text_forward(text, &texts[i], &len, 1, got, NULL, &err) != 0)
+            fail_msg("%s", err.msg);
+        char name[32];
+        snprintf(name, sizeof name, "text/%d/embeds", i);
+        expect_reference(dir, golden, name, got, 20);
+    }
+    vit_text_free(text);
+}
+
 /* `vit embed` of two images (a folder and a file) in the three output forms, against vit_embed. */
 static void test_cli_matches_library(void **state) {
     (void)state;
@@ -462,6 +508,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_base_models_match_reference),
         cmocka_unit_test(test_siglip_vision_tower_alone),
+        cmocka_unit_test(test_clip_towers_alone),
         cmocka_unit_test(test_text_features_match_reference),
         cmocka_unit_test(test_cli_matches_library),
         cmocka_unit_test(test_cli_unreadable_input),

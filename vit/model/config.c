@@ -121,11 +121,11 @@ const char *config_architecture(const model_config *cfg) {
     if (cfg->family == FAMILY_VED)
         return cfg->arch == ARCH_VIT ? "ViTModel (encoder)" : "DeiTModel (encoder)";
     if (config_is_backbone(cfg)) return config_backbone_class(cfg);
-    if (cfg->family == FAMILY_CLIP)
-        return cfg->kind == MODEL_VIT ? "CLIPModel (vision tower)" : "CLIPModel (text tower)";
     if (cfg->one_tower && cfg->family == FAMILY_CLIP)
         return cfg->kind == MODEL_VIT ? "CLIPVisionModelWithProjection"
                                       : "CLIPTextModelWithProjection";
+    if (cfg->family == FAMILY_CLIP)
+        return cfg->kind == MODEL_VIT ? "CLIPModel (vision tower)" : "CLIPModel (text tower)";
     if (cfg->one_tower) return cfg->kind == MODEL_VIT ? "SiglipVisionModel" : "SiglipTextModel";
     if (cfg->family == FAMILY_SIGLIP)
         return cfg->kind == MODEL_VIT ? "SiglipModel (vision tower)" : "SiglipModel (text tower)";
@@ -296,8 +296,9 @@ int config_parse_common(const cJSON *root, model_config *cfg, const char *src, v
 }
 
 /* The classes vit runs, per model_type (the first of each: the class of a folder that names
- * none). bare: the base model (features, no classifier; a SigLIP image tower alone: no
- * logit_scale). The backbones have their own list (config_backbone.c). */
+ * none). bare: the base model (features, no classifier; a CLIP or SigLIP image tower alone,
+ * a CLIP text tower alone: no logit_scale, which is CLIPModel's and SiglipModel's). The backbones
+ * have their own list (config_backbone.c). */
 static const struct {
     const char *type, *name;
     image_arch arch;
@@ -309,8 +310,8 @@ static const struct {
                {"bert", "BertForSequenceClassification", ARCH_VIT, 0},
                {"bert", "BertModel", ARCH_VIT, 1},
                {"clip", "CLIPModel", ARCH_VIT, 0},
-               {"clip_vision_model", "CLIPVisionModelWithProjection", ARCH_VIT, 0},
-               {"clip_text_model", "CLIPTextModelWithProjection", ARCH_VIT, 0},
+               {"clip_vision_model", "CLIPVisionModelWithProjection", ARCH_VIT, 1},
+               {"clip_text_model", "CLIPTextModelWithProjection", ARCH_VIT, 1},
                {"siglip", "SiglipModel", ARCH_VIT, 0},
                {"siglip_vision_model", "SiglipVisionModel", ARCH_VIT, 1},
                {"siglip_text_model", "SiglipTextModel", ARCH_VIT, 0},
