@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Writes two one-tower CLIP folders and their float64 features (run by hand; the project never
-runs it).
+"""Writes two one-tower CLIP folders and a SigLIP text tower folder, with their float64 features
+(run by hand; the project never runs it).
 
 From tests/data/clip-micro (tools/clip_reference.py), each tower alone, as transformers'
 save_pretrained writes CLIPVisionModelWithProjection and CLIPTextModelWithProjection: config.json
@@ -20,6 +20,11 @@ CLIPModel.get_image_features / get_text_features give, which clip-micro's golden
 here: `pixels` [3, 3, 32, 32] and `image_embeds` [3, 20] (the three golden images), or
 `ids/I` and `text_embeds/I` [20] for clip-micro's texts.
 
+The same from tests/data/siglip-micro: siglip-text-micro, SiglipTextModel (model_type
+siglip_text_model, text_model.* with its head; no logit_scale or logit_bias, SiglipModel's),
+siglip-micro's tokenizer files; its pooler_output = text_model.head(final_layer_norm(...)[:, -1])
+is SiglipModel.get_text_features, siglip-micro's golden `text/I/embeds`.
+
 usage: /usr/bin/python3 tools/clip_tower_reference.py
 """
 import json
@@ -35,16 +40,17 @@ from hf_reference import read_safetensors, write_safetensors  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
 SOURCE = os.path.join(DATA, "clip-micro")
+SIGLIP = os.path.join(DATA, "siglip-micro")
 
 
-def write_folder(name, config, tensors, files, golden, meta):
+def write_folder(name, config, tensors, files, golden, meta, source=SOURCE):
     out = os.path.join(DATA, name)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
         f.write("\n")
     for file in files:
-        shutil.copy(os.path.join(SOURCE, file), out)
+        shutil.copy(os.path.join(source, file), out)
     write_safetensors(os.path.join(out, "model.safetensors"), tensors, {"format": "pt"})
     write_safetensors(os.path.join(out, "golden.safetensors"), golden, meta)
     print(out, len(tensors), "tensors", sorted(golden))
@@ -71,6 +77,15 @@ def main():
     golden = {k: t for k, t in gold.items() if k.startswith("text/")}
     files = ["vocab.json", "merges.txt", "tokenizer_config.json"]
     write_folder("clip-text-proj-micro", text, tensors, files, golden, {"format": "pt"})
+
+    cfg = json.load(open(os.path.join(SIGLIP, "config.json")))
+    w = read_safetensors(os.path.join(SIGLIP, "model.safetensors"))[0]
+    gold = read_safetensors(os.path.join(SIGLIP, "golden.safetensors"))[0]
+    text = {"architectures": ["SiglipTextModel"], **cfg["text_config"], **common}
+    tensors = {k: t for k, t in w.items() if k.startswith("text_model.")}
+    golden = {k: t for k, t in gold.items() if k.startswith("text/")}
+    files = ["spiece.model", "special_tokens_map.json", "tokenizer_config.json"]
+    write_folder("siglip-text-micro", text, tensors, files, golden, {"format": "pt"}, SIGLIP)
 
 
 if __name__ == "__main__":

@@ -296,8 +296,8 @@ int config_parse_common(const cJSON *root, model_config *cfg, const char *src, v
 }
 
 /* The classes vit runs, per model_type (the first of each: the class of a folder that names
- * none). bare: the base model (features, no classifier; a CLIP or SigLIP image tower alone,
- * a CLIP text tower alone: no logit_scale, which is CLIPModel's and SiglipModel's). The backbones
+ * none). bare: the base model (features, no classifier; a CLIP or SigLIP tower alone: no
+ * logit_scale, which is CLIPModel's and SiglipModel's). The backbones
  * have their own list (config_backbone.c). */
 static const struct {
     const char *type, *name;
@@ -314,7 +314,7 @@ static const struct {
                {"clip_text_model", "CLIPTextModelWithProjection", ARCH_VIT, 1},
                {"siglip", "SiglipModel", ARCH_VIT, 0},
                {"siglip_vision_model", "SiglipVisionModel", ARCH_VIT, 1},
-               {"siglip_text_model", "SiglipTextModel", ARCH_VIT, 0},
+               {"siglip_text_model", "SiglipTextModel", ARCH_VIT, 1},
                {"vision-encoder-decoder", "VisionEncoderDecoderModel", ARCH_VIT, 0}};
 enum { NUM_CLASSES = sizeof classes / sizeof classes[0] };
 
