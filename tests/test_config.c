@@ -199,9 +199,9 @@ static void test_architectures(void **state) {
     expect_error(
         "{\"model_type\": \"siglip\", \"architectures\": [\"SiglipForImageClassification\"]}",
         "it runs SiglipModel");
-    expect_error(
-        "{\"model_type\": \"clip_vision_model\", \"architectures\": [\"CLIPVisionModel\"]}",
-        "it runs CLIPVisionModelWithProjection");
+    expect_error("{\"model_type\": \"clip_vision_model\", \"architectures\": "
+                 "[\"CLIPForImageClassification\"]}",
+                 "it runs CLIPVisionModelWithProjection, CLIPVisionModel");
     expect_error("{\"model_type\": \"vision-encoder-decoder\", \"architectures\": [\"X\"], "
                  "\"encoder\": {}, \"decoder\": {\"model_type\": \"gpt2\"}}",
                  "it runs VisionEncoderDecoderModel");

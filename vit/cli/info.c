@@ -185,7 +185,8 @@ static void print_one_tower(const model *m, const char *dir) {
            c->opt.pool == POOL_ALL ? "every row out (last_hidden_state)"
            : c->opt.pool == POOL_PROBE && !m->logit_scale
                ? "pooled output of the attention-pooling head (pooler_output)"
-               : "embeddings of the joint space");
+           : c->opt.head == HEAD_NONE ? "the CLS row normalised (pooler_output)"
+                                      : "embeddings of the joint space");
     if (image)
         printf("image tower:    %d channels, %dx%d, patch %d (%d tokens), %.3f GFLOP/image\n",
                c->num_channels, c->image_size, c->image_size, c->patch_size, tokens,

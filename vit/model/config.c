@@ -96,7 +96,9 @@ void config_apply_family(model_config *c) {
         o.embed_norm = clip; /* pre_layrnorm */
         /* SigLIP without its probe: every row normalised is the output (last_hidden_state) */
         o.pool = !siglip ? POOL_CLS : c->no_probe ? POOL_ALL : POOL_PROBE;
-        o.head = clip ? HEAD_PROJECTION : siglip || c->bare ? HEAD_NONE : HEAD_CLASSIFIER;
+        o.head = clip && !c->no_projection   ? HEAD_PROJECTION
+                 : clip || siglip || c->bare ? HEAD_NONE
+                                             : HEAD_CLASSIFIER;
     } else {
         o.embed_norm = o.token_types = o.post_norm = hf;
         o.causal = clip;
@@ -121,6 +123,8 @@ const char *config_architecture(const model_config *cfg) {
     if (cfg->family == FAMILY_VED)
         return cfg->arch == ARCH_VIT ? "ViTModel (encoder)" : "DeiTModel (encoder)";
     if (config_is_backbone(cfg)) return config_backbone_class(cfg);
+    if (cfg->one_tower && cfg->family == FAMILY_CLIP && cfg->no_projection)
+        return "CLIPVisionModel";
     if (cfg->one_tower && cfg->family == FAMILY_CLIP)
         return cfg->kind == MODEL_VIT ? "CLIPVisionModelWithProjection"
                                       : "CLIPTextModelWithProjection";
@@ -311,6 +315,7 @@ static const struct {
                {"bert", "BertModel", ARCH_VIT, 1},
                {"clip", "CLIPModel", ARCH_VIT, 0},
                {"clip_vision_model", "CLIPVisionModelWithProjection", ARCH_VIT, 1},
+               {"clip_vision_model", "CLIPVisionModel", ARCH_VIT, 1},
                {"clip_text_model", "CLIPTextModelWithProjection", ARCH_VIT, 1},
                {"siglip", "SiglipModel", ARCH_VIT, 0},
                {"siglip_vision_model", "SiglipVisionModel", ARCH_VIT, 1},
@@ -363,6 +368,8 @@ static int get_class(const cJSON *root, const char *type, model_config *cfg, con
     }
     cfg->arch = classes[at].arch;
     cfg->bare = classes[at].bare;
+    /* its output is pooler_output, the CLS row normalised (no projection, no joint space) */
+    cfg->no_projection = strcmp(classes[at].name, "CLIPVisionModel") == 0;
     return 0;
 }
 
@@ -434,7 +441,9 @@ static int joint_output(const cJSON *root, const cJSON *tower, model_config *cfg
                         vit_error *err) {
     const int big = 1 << 20;
     int dim = cfg->hidden_size;
-    if (cfg->family == FAMILY_CLIP) {
+    if (cfg->family == FAMILY_CLIP && cfg->no_projection) {
+        dim = cfg->hidden_size; /* CLIPVisionModel: pooler_output */
+    } else if (cfg->family == FAMILY_CLIP) {
         dim = 512;
         if (json_get_int(tower ? tower : root, "projection_dim", 1, big, &dim, src, err) ||
             (tower != root && json_get_int(root, "projection_dim", 1, big, &dim, src, err)))
@@ -683,6 +692,7 @@ int model_config_parse_tower(const char *json, const char *source, config_tower 
     cfg->arch = type.arch;
     cfg->bare = type.bare;
     cfg->one_tower = type.one_tower;
+    cfg->no_projection = type.no_projection;
     cfg->family = type.family;
     set_family_defaults(cfg);
     int rc = cfg->family == FAMILY_PLAIN ? config_parse_common(root, cfg, source, err)

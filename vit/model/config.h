@@ -139,6 +139,7 @@ typedef struct {
                * classifier; a SigLIP image tower alone (SiglipVisionModel): no logit_scale */
     int one_tower; /* a joint model's tower saved alone (model_type clip_vision_model, ...) */
     int no_probe;  /* a SigLIP image tower with vision_use_head false: no attention-pooling probe */
+    int no_projection; /* CLIPVisionModel: a CLIP image tower without visual_projection */
     int num_registers; /* num_register_tokens (dinov2_with_registers) */
     int use_swiglu, layer_scale, use_abs_pos, use_rel_bias, use_shared_rel_bias, mean_pooling;
     double mlp_ratio, layer_scale_init; /* layerscale_value / layer_scale_init_value */
