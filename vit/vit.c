@@ -387,8 +387,11 @@ int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_e
     const threads_scope scope = threads_begin(c->threads);
     const int rc = vit_model_forward(&c->w->m, &c->acts, pixels, B, NULL, logits, err);
     threads_end(scope);
-    /* only a failed forward looks at its input: the check costs nothing when all is well */
-    if (rc != 0 && api_blame_input(pixels, B, vit_input_floats(c), err)) return rc;
+    /* only a failed forward looks at its input: the check costs nothing when all is well; a
+     * batch refused for its size was not run, and the caller's buffer may not hold B images */
+    if (rc != 0 && B <= c->w->params.max_batch &&
+        api_blame_input(pixels, B, vit_input_floats(c), err))
+        return rc;
     return name_model(c, rc, err);
 }
 
