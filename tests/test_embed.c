@@ -170,6 +170,12 @@ static void test_siglip_vision_tower_alone(void **state) {
 /* A text tower saved alone (dir): vit_text_forward's output against golden `text/I/embeds`, for
  * the golden.json texts of clip-micro and siglip-micro (the same five), one forward each; no
  * joint space claimed. */
+/* The texts of the towers' goldens (tools/clip_tower_reference.py: clip_reference.py's TEXTS). */
+static const char *const tower_texts[5] = {
+    "a photo of a cat", "A Photo of the DOG's photo!", "",
+    "cat dog cat dog cat dog cat dog cat dog cat dog cat dog cat dog",
+    "the photo 12 of a bird \xc3\xa9t\xc3\xa9"};
+
 static void expect_text_tower(const char *dir) {
     char golden[4200];
     snprintf(golden, sizeof golden, "%s/golden.safetensors", dir);
@@ -177,10 +183,7 @@ static void expect_text_tower(const char *dir) {
     vit_text_context *text = vit_text_load(dir, NULL, &err);
     if (!text) fail_msg("%s", err.msg);
     assert_int_equal(vit_text_joint_dim(text), 0);
-    static const char *const texts[] = {
-        "a photo of a cat", "A Photo of the DOG's photo!", "",
-        "cat dog cat dog cat dog cat dog cat dog cat dog cat dog cat dog",
-        "the photo 12 of a bird \xc3\xa9t\xc3\xa9"};
+    const char *const *texts = tower_texts;
     for (int i = 0; i < 5; i++) {
         const size_t len = strlen(texts[i]);
         float got[64];
@@ -189,6 +192,10 @@ static void expect_text_tower(const char *dir) {
             fail_msg("%s", err.msg);
         char name[32];
         snprintf(name, sizeof name, "text/%d/embeds", i);
+        expect_reference(dir, golden, name, got, (size_t)vit_text_num_labels(text));
+        /* the default pooling is that output (text_embeds, pooler_output) */
+        if (vit_text_embed(text, &texts[i], &len, 1, vit_text_default_pool(text), got, &err) != 0)
+            fail_msg("%s", err.msg);
         expect_reference(dir, golden, name, got, (size_t)vit_text_num_labels(text));
     }
     vit_text_free(text);
@@ -210,6 +217,9 @@ static void expect_image_tower(const char *dir, const char *name, int D) {
     assert_int_equal(vit_joint_dim(ctx), 0);
     assert_int_equal(vit_num_labels(ctx), D);
     if (vit_forward(ctx, pixels, 3, got, &err) != 0) fail_msg("%s", err.msg);
+    expect_reference(dir, golden, name, got, 3 * (size_t)D);
+    /* the default pooling is that output (image_embeds, pooler_output) */
+    if (vit_embed(ctx, pixels, 3, vit_default_pool(ctx), got, &err) != 0) fail_msg("%s", err.msg);
     expect_reference(dir, golden, name, got, 3 * (size_t)D);
     assert_int_equal(vit_embed(ctx, pixels, 3, VIT_POOL_JOINT, got, &err), -1);
     free(pixels);
@@ -460,6 +470,47 @@ static void check_joint_cli(const char *dir) {
     vit_free(img);
 }
 
+/* `vit embed --text` of the five golden texts by a text tower saved alone (dir), by default:
+ * its output (text_embeds, pooler_output), against the float64 goldens, each row within TOL. */
+static void expect_text_tower_cli(const char *dir, int dim) {
+    char out[4200], golden[4200], *names;
+    snprintf(out, sizeof out, "%s/tower-texts.safetensors", test_tmpdir());
+    snprintf(golden, sizeof golden, "%s/golden.safetensors", dir);
+    const char *argv[13] = {"-m", dir}; /* five --text TEXT, NULL */
+    for (int i = 0, n = 2; i < 5; i++) argv[n++] = "--text", argv[n++] = tower_texts[i];
+    float *got = run_embed(argv, out, 5, dim, &names);
+    for (int i = 0; i < 5; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "text/%d/embeds", i);
+        expect_reference(dir, golden, name, got + (size_t)i * dim, (size_t)dim);
+    }
+    free(names);
+    free(got);
+}
+
+/* Issue 40: `vit embed` on towers saved alone gives what transformers' class outputs, by
+ * default: a CLIPVisionModelWithProjection's image_embeds (the projection of the pooled CLS row;
+ * it gave the CLS row), a CLIPTextModelWithProjection's text_embeds and a SiglipTextModel's
+ * pooler_output (--text refused both: "its text embedding is VIT_POOL_JOINT"), against the
+ * float64 goldens (tools/clip_tower_reference.py) within TOL. */
+static void test_cli_towers_alone(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *dir = TEST_DATA "/clip-vision-proj-micro";
+    char out[4200], golden[4200], *names;
+    snprintf(out, sizeof out, "%s/tower-images.safetensors", test_tmpdir());
+    snprintf(golden, sizeof golden, "%s/golden.safetensors", dir);
+    const char *args[] = {"-m", dir, golden_images[0], golden_images[1], golden_images[2], NULL};
+    float *got = run_embed(args, out, GOLDEN_IMAGES_N, 20, &names);
+    expect_reference(dir, golden, "image_embeds", got, GOLDEN_IMAGES_N * 20);
+    free(names);
+    free(got);
+    expect_text_tower_cli(TEST_DATA "/clip-text-proj-micro", 20);
+#ifdef VIT_SENTENCEPIECE
+    expect_text_tower_cli(TEST_DATA "/siglip-text-micro", 32);
+#endif
+}
+
 static void test_cli_joint_clip(void **state) {
     (void)state;
     REQUIRE_BIN();
@@ -534,6 +585,7 @@ int main(void) {
         cmocka_unit_test(test_cli_matches_library),
         cmocka_unit_test(test_cli_unreadable_input),
         cmocka_unit_test(test_cli_joint_clip),
+        cmocka_unit_test(test_cli_towers_alone),
         cmocka_unit_test(test_cli_joint_siglip_and_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

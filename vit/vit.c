@@ -455,13 +455,16 @@ static const char *pool_refused(const model_config *c, vit_pool pool) {
                      "output (transformers' pooler_output is None): mean or patches"
                    : "VIT_POOL_POOLER for images is a SigLIP image tower's attention-pooling "
                      "output";
+    if (pool == VIT_POOL_PROJECTION && c->opt.head != HEAD_PROJECTION)
+        return "VIT_POOL_PROJECTION is a CLIP image tower's projection (this model has none)";
     return NULL;
 }
 
 vit_pool vit_default_pool(const vit_context *c) {
     const model_config *cfg = &c->w->m.cfg;
     if (vit_joint_dim(c) > 0) return VIT_POOL_JOINT;
-    if (cfg->opt.pool == POOL_PROBE) return VIT_POOL_POOLER; /* SiglipVisionModel */
+    if (cfg->opt.head == HEAD_PROJECTION) return VIT_POOL_PROJECTION; /* image_embeds */
+    if (cfg->opt.pool == POOL_PROBE) return VIT_POOL_POOLER;          /* SiglipVisionModel */
     return cfg->opt.special == 0 ? VIT_POOL_MEAN : VIT_POOL_CLS;
 }
 
@@ -469,11 +472,12 @@ int vit_embed(vit_context *c, const float *pixels, int B, vit_pool pool, float *
               vit_error *err) {
     if (pool == VIT_POOL_JOINT) return embed_joint(c, pixels, B, features, err);
     if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN && pool != VIT_POOL_PATCHES &&
-        pool != VIT_POOL_POOLER)
+        pool != VIT_POOL_POOLER && pool != VIT_POOL_PROJECTION)
         return vit_fail(err, "unknown pooling %d", (int)pool);
     const char *refused = pool_refused(&c->w->m.cfg, pool);
     if (refused) return vit_fail(err, "%s: %s", c->w->model_dir, refused);
-    if (pool == VIT_POOL_POOLER) /* the probe's output, as the forward gives it */
+    /* the probe's output, or the projection's, as the forward gives it */
+    if (pool == VIT_POOL_POOLER || pool == VIT_POOL_PROJECTION)
         return vit_forward(c, pixels, B, features, err);
     const threads_scope scope = threads_begin(c->threads);
     const int rc = vit_model_forward(&c->w->m, &c->acts, pixels, B, NULL, c->logits, err);

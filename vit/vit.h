@@ -172,7 +172,10 @@ typedef enum {
     VIT_POOL_MEAN,
     VIT_POOL_POOLER, /* text; images: a SigLIP image tower's attention-pooling output */
     VIT_POOL_JOINT,
-    VIT_POOL_PATCHES
+    VIT_POOL_PATCHES,
+    VIT_POOL_PROJECTION /* a tower with a projection (CLIP's): the projected pooled row, not
+                         * normalised (a ...WithProjection tower alone: image_embeds, text_embeds)
+                         */
 } vit_pool;
 /* The grid of patches the model sees (its input size / the patch size, each way). */
 VIT_API void vit_patch_grid(const vit_context *ctx, int *grid_h, int *grid_w);
@@ -182,8 +185,9 @@ VIT_API int vit_embed(vit_context *ctx, const float *pixels, int batch, vit_pool
  * attention-pooling head's output (pooler_output, not normalised); without the head
  * (vision_use_head false) VIT_POOL_MEAN and VIT_POOL_PATCHES only. A ViTModel's VIT_POOL_CLS is
  * last_hidden_state[:, 0] (its pooler, pooler.dense, is not read). The pooling vit embed takes
- * by default: VIT_POOL_JOINT for a joint model, VIT_POOL_POOLER for a SigLIP image tower alone,
- * VIT_POOL_MEAN for one without its head, else VIT_POOL_CLS. */
+ * by default (transformers' output for the class): VIT_POOL_JOINT for a joint model,
+ * VIT_POOL_PROJECTION for CLIPVisionModelWithProjection (image_embeds), VIT_POOL_POOLER for a
+ * SigLIP image tower alone, VIT_POOL_MEAN for one without its head, else VIT_POOL_CLS. */
 VIT_API vit_pool vit_default_pool(const vit_context *ctx);
 
 /* In-place softmax of n logits (computed in double). */
@@ -365,6 +369,12 @@ VIT_API int vit_text_tokenize(vit_text_context *ctx, const char *text, size_t le
  * states over the text's tokens ([CLS] and [SEP] included, padding not). */
 VIT_API int vit_text_embed(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
                            int n, vit_pool pool, float *features, vit_error *err);
+/* A CLIP or SigLIP text tower takes VIT_POOL_JOINT where it has a joint space, and its own output
+ * (not normalised): VIT_POOL_PROJECTION for CLIP's (text_embeds of CLIPTextModelWithProjection),
+ * VIT_POOL_POOLER for SigLIP's (its head at the last position: SiglipTextModel's pooler_output).
+ * The pooling vit embed --text takes by default: VIT_POOL_JOINT for a joint model, else that
+ * output; VIT_POOL_CLS for a BERT. */
+VIT_API vit_pool vit_text_default_pool(const vit_text_context *ctx);
 VIT_API int vit_text_hidden_size(const vit_text_context *ctx);
 /* The joint embedding's length of a CLIP or SigLIP text tower, 0 for a BERT. */
 VIT_API int vit_text_joint_dim(const vit_text_context *ctx);

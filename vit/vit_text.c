@@ -299,14 +299,40 @@ static int embed_joint(vit_text_context *c, const char *const *texts, const size
     return rc;
 }
 
+vit_pool vit_text_default_pool(const vit_text_context *c) {
+    const model_config *cfg = &c->w->m.cfg;
+    if (vit_text_joint_dim(c) > 0) return VIT_POOL_JOINT;
+    if (cfg->opt.head == HEAD_PROJECTION) return VIT_POOL_PROJECTION; /* text_embeds */
+    return cfg->opt.pool == POOL_BERT ? VIT_POOL_CLS : VIT_POOL_POOLER;
+}
+
+/* A CLIP or SigLIP text tower: its output as the forward gives it, the one pooling it has
+ * besides the joint space (a causal tower's CLS row and mean are no features of its own). */
+static int embed_tower_output(vit_text_context *c, const char *const *texts, const size_t *lengths,
+                              int B, vit_pool pool, float *features, vit_error *err) {
+    const head_kind head = c->w->m.cfg.opt.head;
+    if ((pool == VIT_POOL_PROJECTION && head == HEAD_PROJECTION) ||
+        (pool == VIT_POOL_POOLER && head == HEAD_LINEAR))
+        return vit_text_forward(c, texts, lengths, B, features, NULL, err);
+    const vit_pool own = vit_text_default_pool(c);
+    return vit_fail(err, "%s: its text embedding is %s", config_architecture(&c->w->m.cfg),
+                    own == VIT_POOL_JOINT        ? "VIT_POOL_JOINT"
+                    : own == VIT_POOL_PROJECTION ? "VIT_POOL_PROJECTION (text_embeds)"
+                                                 : "VIT_POOL_POOLER (pooler_output)");
+}
+
 int vit_text_embed(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
                    vit_pool pool, float *features, vit_error *err) {
     if (pool == VIT_POOL_JOINT) return embed_joint(c, texts, lengths, B, features, err);
-    if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN && pool != VIT_POOL_POOLER)
+    if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN && pool != VIT_POOL_POOLER &&
+        pool != VIT_POOL_PROJECTION)
         return vit_fail(err, "unknown pooling %d", (int)pool);
-    if (c->w->m.cfg.opt.pool != POOL_BERT)
-        return vit_fail(err, "%s: its text embedding is VIT_POOL_JOINT",
-                        config_architecture(&c->w->m.cfg));
+    const model_config *cfg = &c->w->m.cfg;
+    if (cfg->opt.pool != POOL_BERT)
+        return embed_tower_output(c, texts, lengths, B, pool, features, err);
+    if (pool == VIT_POOL_PROJECTION)
+        return vit_fail(err, "%s: VIT_POOL_PROJECTION is a CLIP text tower's projection",
+                        config_architecture(cfg));
     if (B < 1 || B > c->w->max_batch)
         return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
     if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;

@@ -28,13 +28,15 @@ static const cli_option options[] = {
      "images' joint space",
      NULL},
     {OPT_TEXT_FILE, "text-file", 0, "FILE", "texts to embed, one per line (repeatable)", NULL},
-    {OPT_POOL, "pool", 0, "cls|mean|pooler|joint|patches",
+    {OPT_POOL, "pool", 0, "cls|mean|pooler|joint|patches|projection",
      "images: the final LayerNorm at CLS, or the mean of the patch tokens; text: the hidden state "
      "at [CLS], the mean over the tokens, or the pooler's output; joint: CLIP's and SigLIP's "
      "normalised embedding in the joint image-text space (image_embeds, text_embeds); patches: "
      "images' dense features, every patch token after the final LayerNorm (CLS and DINOv2's "
-     "registers left out), [n, grid_h, grid_w, dim]",
-     "joint for CLIP and SigLIP, pooler for a SigLIP image tower alone (SiglipVisionModel; mean "
+     "registers left out), [n, grid_h, grid_w, dim]; projection: a CLIP tower's projection of "
+     "its pooled row, not normalised (image_embeds, text_embeds of a ...WithProjection tower)",
+     "joint for CLIP and SigLIP, projection for a CLIP tower with its projection alone, pooler "
+     "for a SigLIP tower alone (SiglipVisionModel, SiglipTextModel; mean for an image tower "
      "without its head), else cls"},
     CLI_EXIF_UPRIGHT,
     CLI_BATCH_OPTION("inputs per forward pass", "16"),
@@ -82,10 +84,10 @@ typedef struct {
 } embed_options;
 
 static int parse_pool(const cli_parser *p, int *pool) {
-    static const char *const names[] = {"cls", "mean", "pooler", "joint", "patches"};
-    static const vit_pool pools[] = {VIT_POOL_CLS, VIT_POOL_MEAN, VIT_POOL_POOLER, VIT_POOL_JOINT,
-                                     VIT_POOL_PATCHES};
-    const int i = cli_choice(p, names, 5);
+    static const char *const names[] = {"cls", "mean", "pooler", "joint", "patches", "projection"};
+    static const vit_pool pools[] = {VIT_POOL_CLS,   VIT_POOL_MEAN,    VIT_POOL_POOLER,
+                                     VIT_POOL_JOINT, VIT_POOL_PATCHES, VIT_POOL_PROJECTION};
+    const int i = cli_choice(p, names, 6);
     if (i >= 0) *pool = (int)pools[i];
     return i < 0 ? -1 : 0;
 }
@@ -195,7 +197,10 @@ static int embed_images(const embed_options *o, feature_table *t) {
         vit_free(ctx);
         return 2;
     }
-    t->dim = pool == VIT_POOL_JOINT ? joint_dim : vit_hidden_size(ctx);
+    /* the projection is the forward's output, as long as the model's outputs */
+    t->dim = pool == VIT_POOL_JOINT        ? joint_dim
+             : pool == VIT_POOL_PROJECTION ? vit_num_labels(ctx)
+                                           : vit_hidden_size(ctx);
     t->row_ndim = 1;
     t->row_dims[0] = t->dim;
     if (pool == VIT_POOL_PATCHES) { /* [grid_h, grid_w, hidden] per image */
@@ -284,6 +289,16 @@ static int embed_text(vit_text_context *ctx, const char *text, vit_pool pool, fe
     return rc;
 }
 
+/* A text feature's length: the joint space's, the model's outputs where the pooling is the
+ * tower's own output (a CLIP tower's projection, a SigLIP tower's head), else the hidden size. */
+static int text_dim(const vit_text_context *ctx, vit_pool pool) {
+    if (pool == VIT_POOL_JOINT) return vit_text_joint_dim(ctx);
+    const int bert = vit_text_default_pool(ctx) == VIT_POOL_CLS;
+    return pool == VIT_POOL_PROJECTION || (pool == VIT_POOL_POOLER && !bert)
+               ? vit_text_num_labels(ctx)
+               : vit_text_hidden_size(ctx);
+}
+
 static int embed_texts(const embed_options *o, const char *model_dir, feature_table *t) {
     const vit_text_params tp = cli_text_params(&o->common.params);
     vit_error err = {0};
@@ -293,9 +308,7 @@ static int embed_texts(const embed_options *o, const char *model_dir, feature_ta
         return 1;
     }
     const int joint_dim = vit_text_joint_dim(ctx);
-    const vit_pool pool = o->pool >= 0 ? (vit_pool)o->pool
-                          : joint_dim  ? VIT_POOL_JOINT
-                                       : VIT_POOL_CLS;
+    const vit_pool pool = o->pool >= 0 ? (vit_pool)o->pool : vit_text_default_pool(ctx);
     if ((pool == VIT_POOL_JOINT && !joint_dim) || pool == VIT_POOL_PATCHES) {
         fprintf(stderr, "vit embed: --pool %s is for %s (%s: texts take cls, mean or pooler)\n",
                 pool == VIT_POOL_PATCHES ? "patches" : "joint",
@@ -303,7 +316,7 @@ static int embed_texts(const embed_options *o, const char *model_dir, feature_ta
         vit_text_free(ctx);
         return 2;
     }
-    t->dim = pool == VIT_POOL_JOINT ? joint_dim : vit_text_hidden_size(ctx);
+    t->dim = text_dim(ctx, pool);
     t->row_ndim = 1;
     t->row_dims[0] = t->dim;
     int rc = 0, failed = 0;
