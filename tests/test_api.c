@@ -496,6 +496,16 @@ static void test_model_info(void **state) {
     assert_int_equal(i.tokens, vit_tokens(ctx));
     assert_int_equal(i.joint_dim, 0);
     assert_int_equal(i.capabilities, VIT_CAN_CLASSIFY | VIT_CAN_EMBED | VIT_CAN_EXPLAIN);
+    /* how it is built, what vit info prints (its whole output: the lead's before/after check) */
+    assert_int_equal(i.parameters, vit_num_parameters(ctx));
+    assert_true(i.flops == vit_flops_per_image(ctx) && i.size_tokens == vit_tokens(ctx));
+    assert_string_equal(i.folder_class, "ViTForImageClassification");
+    assert_int_equal(i.special_tokens, 1);
+    assert_string_equal(i.pooling, "cls");
+    assert_string_equal(i.head, "classifier");
+    assert_int_equal(i.pool, VIT_POOL_CLS);
+    assert_true(i.preprocessing && strstr(i.preprocessing, "mean ["));
+    assert_true(i.score_scale == 0 && !i.tower_alone);
     vit_free(ctx);
 
     ctx = vit_load("tests/data/clip-micro", NULL, &err);
@@ -508,6 +518,10 @@ static void test_model_info(void **state) {
     assert_true(i.joint_dim > 0 && !i.sigmoid);
     assert_int_equal(i.capabilities & (VIT_CAN_CLASSIFY | VIT_CAN_ZERO_SHOT), VIT_CAN_ZERO_SHOT);
     assert_int_equal(i.patch_size, 8);
+    assert_string_equal(i.folder_class, "CLIPModel");
+    assert_string_equal(i.head, "projection");
+    assert_int_equal(i.pool, VIT_POOL_JOINT);
+    assert_true(i.score_scale > 1 && !i.score_bias);
     vit_free(ctx);
     vit_text_context *text = vit_text_load("tests/data/siglip-micro", NULL, &err);
     assert_non_null(text);
@@ -516,6 +530,15 @@ static void test_model_info(void **state) {
     assert_int_equal(i.tower, VIT_TOWER_TEXT);
     assert_string_equal(i.family, "SigLIP");
     assert_true(i.sigmoid && i.joint_dim == vit_text_joint_dim(text));
+    assert_string_equal(i.pooling, "last");
+    assert_int_equal(i.pool, VIT_POOL_JOINT);
+    vit_text_free(text);
+    text = vit_text_load("tests/data/clip-text-proj-micro", NULL, &err);
+    assert_non_null(text);
+    vit_text_model_info(text, &i);
+    assert_true(i.tower_alone && i.causal && i.score_scale == 0);
+    assert_string_equal(i.pooling, "eos_max"); /* CLIP's argmax of the ids (eos_token_id 2) */
+    assert_int_equal(i.pool, VIT_POOL_PROJECTION);
     vit_text_free(text);
     text = vit_text_load("tests/data/bert-base-micro", NULL, &err);
     assert_non_null(text);
@@ -524,6 +547,8 @@ static void test_model_info(void **state) {
     assert_string_equal(i.architecture, "BertModel");
     assert_true(i.post_norm);
     assert_int_equal(i.capabilities, VIT_CAN_EMBED); /* a base model: no classifier */
+    assert_string_equal(i.pooling, "bert");
+    assert_int_equal(i.pool, VIT_POOL_CLS);
     vit_text_free(text);
 
     vit_gen_context *gen = vit_gen_load("tests/data/ved-trocr-vit", NULL, &err);
@@ -536,6 +561,8 @@ static void test_model_info(void **state) {
     assert_string_equal(i.architecture, "TrOCRForCausalLM");
     assert_int_equal(i.vocab_size, vit_gen_vocab_size(gen));
     assert_non_null(i.tokenizer);
+    assert_string_equal(i.tokenizer_kind, "byte-level BPE");
+    assert_true(i.num_eos == 1 && i.eos_ids[0] == 2 && i.pad_id == 1 && i.pos_offset == 2);
     vit_gen_free(gen);
 
     vit_model_kind kind;

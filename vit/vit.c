@@ -30,6 +30,7 @@ typedef struct {
     char model_dir[512];       /* for messages */
     int run_height, run_width; /* where it runs: params.image_size, or DINOv2's processor's */
     char defaults[384]; /* vit_preprocess_defaults: "" when preprocessor_config.json is there */
+    char preprocessing[256]; /* vit_model_info's: the steps as the folder has them */
 } vit_weights;
 
 /* One computation's state over shared weights. */
@@ -158,6 +159,7 @@ static vit_weights *weights_load(const char *model_dir, const vit_params *params
 /* The preprocessing must yield exactly what the model takes at the run size. */
 static int setup_preprocessing(vit_weights *w, int height, int width, vit_error *err) {
     if (model_dir_load_preprocess(w->model_dir, &w->prep, err) != 0) return -1;
+    preprocess_describe(&w->prep, w->preprocessing, sizeof w->preprocessing);
     if (height == width) preprocess_config_set_size(&w->prep, height);
     int pc, ph, pw;
     preprocess_output_shape(&w->prep, &pc, &ph, &pw);
@@ -282,6 +284,9 @@ size_t vit_num_parameters(const vit_context *c) {
 }
 const char *vit_compute(const vit_context *c) {
     return c->w->compute;
+}
+const char *api_preprocessing(const vit_context *c) {
+    return c->w->preprocessing;
 }
 const char *vit_preprocess_defaults(const vit_context *c) {
     return c->w->defaults[0] ? c->w->defaults : NULL;

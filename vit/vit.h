@@ -497,6 +497,38 @@ typedef struct {
     int cross_width;       /* the width of the states cross-attention reads */
     int tied_head;         /* the output head is the token embedding matrix */
     const char *tokenizer; /* its tokenizer's class ("RobertaTokenizer", ...) */
+    /* how the folder and its tower are built (the family's options, as vit info prints them) */
+    const char *folder_class; /* "CLIPModel" / "SiglipModel" for either tower of a joint model,
+                               * "VisionEncoderDecoderModel", else architecture */
+    int tower_alone;          /* a joint model's tower saved alone (CLIPVisionModelWithProjection,
+                               * SiglipTextModel, ...) */
+    size_t parameters;        /* this tower's, shared ones once */
+    int size_tokens;          /* images: the tokens at config.json's size (tokens: the run's) */
+    double flops;           /* one forward at config.json's size: an image, or 128 tokens of text */
+    int special_tokens;     /* images: 1 CLS, 2 CLS and a DeiT's distillation token, 0 (SigLIP) */
+    int registers;          /* DINOv2's register tokens (no positions) */
+    int classifier_heads;   /* 2: a DeiT's CLS and distillation heads, logits their mean */
+    int positions;          /* images: 0 none, 1 an absolute table (other sizes: bicubic), 2 the
+                             * same antialiased */
+    int qkv_bias, key_bias; /* biases on q, k, v; key_bias 0: q and v only (BEiT) */
+    int swiglu, layer_scale, embed_norm, final_norm, causal;
+    int rel_bias; /* 1: a relative position bias per layer, 2: one shared */
+    /* the model's own pooling: "cls", "cls_mean" ([CLS, mean of the patches]), "mean"
+     * (through pooler.layernorm), "probe" (SigLIP's attention pooling), "bert" (token 0
+     * through the tanh pooler), "eos" (the first end token), "eos_max" (the largest id: CLIP's
+     * argmax), "last" (the last position), "all" (every row), "next" (a decoder's every row) */
+    const char *pooling;
+    const char *head; /* after it: "classifier", "projection" (no bias), "linear", "none" */
+    vit_pool pool;    /* vit_default_pool / vit_text_default_pool: vit embed's default */
+    const char *preprocessing; /* images: preprocessor_config.json's steps, as read ("shortest
+                                * edge 248 bicubic, center crop 224x224, mean [...] std [...]") */
+    double score_scale; /* exp(logit_scale) of a joint model's scores, 0 where there is none */
+    int score_bias;     /* logit_bias is added to the scores (SigLIP) */
+    /* decoders */
+    int pos_offset, scale_embedding; /* learned positions offset by this; embeddings x sqrt(D) */
+    int eos_ids[4], num_eos, pad_id, decoder_start_id, bos_id; /* -1: unset */
+    const char *tokenizer_kind; /* "byte-level BPE", "WordPiece", "SentencePiece" */
+    int tokenizer_ids;          /* the tokenizer's vocabulary */
 } vit_model_info;
 
 VIT_API void vit_model_info_get(const vit_context *ctx, vit_model_info *info);

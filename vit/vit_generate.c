@@ -151,6 +151,14 @@ void vit_gen_decoder_info(const vit_gen_context *c, vit_model_info *info) {
     api_tower_info(&c->w->dec, info);
     info->capabilities = VIT_CAN_GENERATE;
     info->tokenizer = text_tokenizer_class(c->w->tok);
+    info->tokenizer_kind = text_tokenizer_kind(c->w->tok);
+    info->tokenizer_ids = text_tokenizer_vocab_size(c->w->tok);
+    const gen_config *g = &c->w->gen;
+    info->num_eos = g->num_eos < 4 ? g->num_eos : 4;
+    for (int i = 0; i < info->num_eos; i++) info->eos_ids[i] = g->eos_ids[i];
+    info->pad_id = g->pad_token_id;
+    info->decoder_start_id = g->decoder_start_token_id;
+    info->bos_id = g->bos_token_id;
 }
 int vit_gen_vocab_size(const vit_gen_context *c) {
     return c->w->dec.cfg.vocab_size;

@@ -1,13 +1,64 @@
 /* vit_model_info: what a loaded model is, from the configuration its loader parsed. */
+#include <math.h>
 #include <string.h>
 
 #include "vit/model/config.h"
+#include "vit/model/params.h"
 #include "vit/vit_internal.h"
 
 static vit_model_kind folder_kind(const model_config *c) {
     if (c->family == FAMILY_VED) return VIT_KIND_IMAGE_TO_TEXT;
     if (config_is_joint(c) && !c->one_tower) return VIT_KIND_JOINT;
     return c->kind == MODEL_VIT ? VIT_KIND_IMAGE : VIT_KIND_TEXT;
+}
+
+static const char *const pooling_names[] = {
+    [POOL_CLS] = "cls",         [POOL_CLS_MEAN] = "cls_mean", [POOL_MEAN] = "mean",
+    [POOL_PROBE] = "probe",     [POOL_BERT] = "bert",         [POOL_EOS] = "eos",
+    [POOL_EOS_MAX] = "eos_max", [POOL_LAST] = "last",         [POOL_ALL] = "all",
+    [POOL_NEXT] = "next"};
+static const char *const head_names[] = {[HEAD_CLASSIFIER] = "classifier",
+                                         [HEAD_PROJECTION] = "projection",
+                                         [HEAD_LINEAR] = "linear",
+                                         [HEAD_NONE] = "none"};
+
+static const char *folder_class(const model_config *c) {
+    if (c->family == FAMILY_VED) return "VisionEncoderDecoderModel";
+    if (config_is_joint(c) && !c->one_tower) return config_joint_class(c);
+    return config_architecture(c);
+}
+
+/* The blocks' options, the pooling and head, the cost and the scores' scale. */
+static void tower_build_info(const model *m, vit_model_info *info) {
+    const model_config *c = &m->cfg;
+    const tower_options *o = &c->opt;
+    info->folder_class = folder_class(c);
+    info->tower_alone = c->one_tower;
+    info->parameters = model_live_params(m);
+    if (c->kind == MODEL_VIT) {
+        info->size_tokens = model_vit_tokens(m, 0);
+        info->flops = model_flops(m, info->size_tokens);
+        info->special_tokens = o->special;
+        info->classifier_heads = config_classifier_heads(c);
+    } else if (c->kind == MODEL_TEXT) {
+        info->flops = model_flops(m, 128);
+    }
+    info->registers = o->registers;
+    info->positions = !o->abs_pos ? 0 : o->pos_antialias ? 2 : 1;
+    info->qkv_bias = c->qkv_bias;
+    info->key_bias = o->key_bias;
+    info->swiglu = o->swiglu;
+    info->layer_scale = o->layer_scale;
+    info->embed_norm = o->embed_norm;
+    info->final_norm = o->final_norm;
+    info->causal = o->causal;
+    info->rel_bias = o->shared_rel_bias ? 2 : o->rel_bias ? 1 : 0;
+    info->pooling = pooling_names[o->pool];
+    info->head = head_names[o->head];
+    info->score_scale = m->logit_scale ? exp((double)m->logit_scale[0]) : 0;
+    info->score_bias = m->logit_bias != NULL;
+    info->pos_offset = o->pos_offset;
+    info->scale_embedding = o->scale_embedding;
 }
 
 void api_tower_info(const model *m, vit_model_info *info) {
@@ -39,6 +90,7 @@ void api_tower_info(const model *m, vit_model_info *info) {
     info->cross_project = c->opt.enc_proj;
     info->cross_width = c->cross_dim;
     info->tied_head = c->opt.tied_head;
+    tower_build_info(m, info);
 }
 
 void vit_model_info_get(const vit_context *ctx, vit_model_info *info) {
@@ -46,6 +98,8 @@ void vit_model_info_get(const vit_context *ctx, vit_model_info *info) {
     api_tower_info(v.m, info);
     info->tokens = vit_tokens(ctx);
     info->joint_dim = vit_joint_dim(ctx);
+    info->pool = vit_default_pool(ctx);
+    info->preprocessing = api_preprocessing(ctx);
     info->capabilities = VIT_CAN_EMBED | (vit_has_classifier(ctx) ? VIT_CAN_CLASSIFY : 0);
     if (info->kind == VIT_KIND_JOINT) info->capabilities |= VIT_CAN_ZERO_SHOT;
     if (info->kind == VIT_KIND_IMAGE_TO_TEXT)
@@ -58,6 +112,7 @@ void vit_text_model_info(const vit_text_context *ctx, vit_model_info *info) {
     const model *m = api_text_model(ctx);
     api_tower_info(m, info);
     info->joint_dim = vit_text_joint_dim(ctx);
+    info->pool = vit_text_default_pool(ctx);
     info->capabilities =
         VIT_CAN_EMBED | (m->cfg.opt.head == HEAD_CLASSIFIER ? VIT_CAN_CLASSIFY : 0);
     if (info->kind == VIT_KIND_JOINT) info->capabilities |= VIT_CAN_ZERO_SHOT;

@@ -51,6 +51,8 @@ const model *api_text_model(const vit_text_context *c);
 /* What vit_model_info says of m's configuration alone (tokens, joint_dim, capabilities and the
  * tokenizer are the context's: left 0 and NULL). */
 void api_tower_info(const model *m, vit_model_info *info);
+/* The preprocessing as the folder describes it (before the run size is set). */
+const char *api_preprocessing(const vit_context *ctx);
 /* Each of the n rows of x [n, dim] divided by its L2 norm (in double). */
 void api_normalize_rows(float *x, int n, int dim);
 

@@ -1,18 +1,14 @@
 /* vit info: what a model directory holds. */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "image/image.h"
 #include "text/sentencepiece.h"
-#include "text/text_tokenizer.h"
-#include "vit/io/model_dir.h"
 #include "vit/base/dist.h"
 #include "vit/cli/cli.h"
 #include "vit/core/gemm.h"
 #include "vit/data/ocr_render.h"
-#include "vit/gen/generate.h"
-#include "vit/model/params.h"
+#include "vit/vit.h"
 
 enum { OPT_LABELS = 1 };
 
@@ -33,194 +29,172 @@ const cli_command *cli_info_command(void) {
     return &command;
 }
 
-static void print_preprocessing(const char *dir) {
-    preprocess_config p;
-    vit_error err = {0};
-    if (model_dir_load_preprocess(dir, &p, &err) != 0) {
-        printf("preprocessing:  unreadable (%s)\n", err.msg);
-        return;
-    }
-    char what[256];
-    preprocess_describe(&p, what, sizeof what);
-    printf("preprocessing:  %s\n", what);
+/* A tower's size, cost and preprocessing. */
+static void print_image_input(const vit_model_info *in) {
+    printf("input:          %d channel%s, %dx%d, patch %d (%d tokens)\n", in->channels,
+           in->channels > 1 ? "s" : "", in->image_width, in->image_height, in->patch_size,
+           in->size_tokens);
+    printf("flops/image:    %.3f GFLOP\n", in->flops / 1e9);
+    printf("preprocessing:  %s\n", in->preprocessing);
 }
 
-/* An image model's input, cost and preprocessing. */
-static void print_image_input(const model *m, const char *dir) {
-    const model_config *cfg = &m->cfg;
-    const int tokens = model_vit_tokens(m, 0);
-    printf("input:          %d channel%s, %dx%d, patch %d (%d tokens)\n", cfg->num_channels,
-           cfg->num_channels > 1 ? "s" : "", cfg->image_width, cfg->image_size, cfg->patch_size,
-           tokens);
-    printf("flops/image:    %.3f GFLOP\n", model_flops(m, tokens) / 1e9);
-    print_preprocessing(dir);
-}
-
-/* The parts an image classifier or backbone was assembled from (config_apply_family's options):
- * the tokens, the positions, what the encoder's blocks hold, the pooling and the head. */
-static void print_image_parts(const model *m) {
-    const model_config *c = &m->cfg;
-    const tower_options *o = &c->opt;
-    printf("parts:          tokens: %s%s", o->special > 1 ? "CLS, distillation" : "CLS",
-           o->registers ? ", " : "");
-    if (o->registers) printf("%d registers (no positions)", o->registers);
+/* The parts an image classifier or backbone was assembled from (the family's options): the
+ * tokens, the positions, what the encoder's blocks hold, the pooling and the head. */
+static void print_image_parts(const vit_model_info *in) {
+    printf("parts:          tokens: %s%s", in->special_tokens > 1 ? "CLS, distillation" : "CLS",
+           in->registers ? ", " : "");
+    if (in->registers) printf("%d registers (no positions)", in->registers);
     printf(", patches; %s; blocks: %s, %s, %s%s%s%s\n",
-           !o->abs_pos        ? "no absolute positions"
-           : o->pos_antialias ? "absolute positions (other sizes: antialiased bicubic)"
-                              : "absolute positions (other sizes: bicubic)",
-           o->post_norm ? "post-LN" : "pre-LN",
-           o->swiglu ? "SwiGLU feed-forward" : activation_name(c->act),
-           o->key_bias ? (c->qkv_bias ? "qkv biases" : "no qkv bias") : "q and v biases (no k)",
-           o->layer_scale ? ", layer scale" : "",
-           o->rel_bias ? ", a relative position bias per layer" : "",
-           o->shared_rel_bias ? ", a shared relative position bias" : "");
-    const char *pool = o->pool == POOL_CLS_MEAN ? "final LayerNorm, [CLS, mean of the patches]"
-                       : o->pool == POOL_MEAN   ? "mean of the patches, then pooler.layernorm"
-                                                : "final LayerNorm, CLS";
-    if (config_classifier_heads(c) > 1)
+           in->positions == 0   ? "no absolute positions"
+           : in->positions == 2 ? "absolute positions (other sizes: antialiased bicubic)"
+                                : "absolute positions (other sizes: bicubic)",
+           in->post_norm ? "post-LN" : "pre-LN",
+           in->swiglu ? "SwiGLU feed-forward" : in->activation,
+           in->key_bias ? (in->qkv_bias ? "qkv biases" : "no qkv bias") : "q and v biases (no k)",
+           in->layer_scale ? ", layer scale" : "",
+           in->rel_bias == 1 ? ", a relative position bias per layer" : "",
+           in->rel_bias == 2 ? ", a shared relative position bias" : "");
+    const int cls_mean = !strcmp(in->pooling, "cls_mean");
+    const char *pool = cls_mean ? "final LayerNorm, [CLS, mean of the patches]"
+                       : !strcmp(in->pooling, "mean") ? "mean of the patches, then pooler.layernorm"
+                                                      : "final LayerNorm, CLS";
+    if (in->classifier_heads > 1)
         printf("                pooled: final LayerNorm, CLS and distillation token; a classifier "
                "on each [%d, %d], logits their mean\n",
-               c->num_labels, c->hidden_size);
-    else if (o->head == HEAD_NONE)
+               in->num_labels, in->hidden);
+    else if (!strcmp(in->head, "none"))
         printf("                pooled: %s; no classifier (outputs: %d features)\n", pool,
-               c->num_labels);
+               in->num_labels);
     else
-        printf("                pooled: %s; classifier [%d, %d]\n", pool, c->num_labels,
-               c->hidden_size * (o->pool == POOL_CLS_MEAN ? 2 : 1));
+        printf("                pooled: %s; classifier [%d, %d]\n", pool, in->num_labels,
+               in->hidden * (cls_mean ? 2 : 1));
 }
 
 /* Where the model runs by default when it is not its image_size (DINOv2: the preprocessor's). */
-static void print_run_size(const model *m, const char *dir) {
-    preprocess_config p;
-    vit_error err = {0};
-    if (!m->cfg.opt.processor_size || model_dir_load_preprocess(dir, &p, &err) != 0) return;
+static void print_run_size(const vit_context *ctx, const vit_model_info *in) {
     int c, h, w;
-    preprocess_output_shape(&p, &c, &h, &w);
-    const int P = m->cfg.patch_size;
-    const int T = (h / P) * (w / P) + config_special_tokens(&m->cfg);
-    if (h > 0 && (h != m->cfg.image_size || w != m->cfg.image_size))
+    vit_input_shape(ctx, &c, &h, &w);
+    const int P = in->patch_size;
+    if (h != in->image_height || w != in->image_width)
         printf("runs at:        %dx%d, the preprocessor's size (%d tokens, %.3f GFLOP/image; "
                "positions resized from %dx%d patches)\n",
-               w, h, T, model_flops(m, T) / 1e9, m->cfg.image_size / P, m->cfg.image_size / P);
+               w, h, vit_tokens(ctx), vit_flops_per_image(ctx) / 1e9, in->image_width / P,
+               in->image_height / P);
 }
 
-static void print_input(const model *m, const char *dir) {
-    const model_config *cfg = &m->cfg;
-    if (cfg->kind == MODEL_VIT) {
-        const char *deit = cfg->arch == ARCH_DEIT_TEACHER ? ", distillation token and head"
-                           : cfg->arch == ARCH_DEIT       ? ", distillation token"
-                                                          : "";
-        printf("architecture:   %s (%s encoder%s)\n", config_architecture(cfg),
-               cfg->opt.post_norm ? "post-LN" : "pre-LN", deit);
-        print_image_input(m, dir);
-        print_run_size(m, dir);
-    } else {
-        printf("architecture:   %s (%s encoder)\n", config_architecture(cfg),
-               cfg->opt.post_norm ? "post-LN" : "pre-LN");
-        printf("input:          up to %d tokens, vocabulary %d\n", cfg->max_position_embeddings,
-               cfg->vocab_size);
-        printf("flops/128 tok:  %.3f GFLOP\n", model_flops(m, 128) / 1e9);
-    }
+static void print_encoder(const vit_model_info *in) {
+    printf("encoder:        %d layers, hidden %d, %d heads, mlp %d, %s, layer_norm_eps %g%s\n",
+           in->layers, in->hidden, in->heads, in->mlp, in->activation, in->layer_norm_eps,
+           in->qkv_bias ? "" : ", no qkv bias");
 }
 
-/* The parts a joint model's tower was assembled from (config_apply_family's options). */
-static void print_tower_parts(const model *m) {
-    static const char *const pools[] = {[POOL_CLS] = "the CLS row",
-                                        [POOL_PROBE] = "every row, then the attention probe",
-                                        [POOL_ALL] = "none (no attention-pooling head: every "
-                                                     "row is the output)",
-                                        [POOL_BERT] = "token 0 through the tanh pooler",
-                                        [POOL_EOS] = "the first end token",
-                                        [POOL_EOS_MAX] = "the largest id (eos_token_id 2)",
-                                        [POOL_LAST] = "the last position"};
-    static const char *const heads[] = {[HEAD_CLASSIFIER] = "a classifier",
-                                        [HEAD_PROJECTION] = "a projection without bias",
-                                        [HEAD_LINEAR] = "a linear head",
-                                        [HEAD_NONE] = "no projection"};
-    const model_config *c = &m->cfg;
-    const tower_options *o = &c->opt;
+/* How a tower pools its rows, in words. */
+static const char *pooling_words(const char *pooling) {
+    static const char *const words[][2] = {
+        {"cls", "the CLS row"},
+        {"probe", "every row, then the attention probe"},
+        {"all", "none (no attention-pooling head: every row is the output)"},
+        {"bert", "token 0 through the tanh pooler"},
+        {"eos", "the first end token"},
+        {"eos_max", "the largest id (eos_token_id 2)"},
+        {"last", "the last position"}};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (!strcmp(pooling, words[i][0])) return words[i][1];
+    return pooling;
+}
+
+/* The head after the pooling, in words. */
+static const char *head_words(const char *head) {
+    return !strcmp(head, "classifier")   ? "a classifier"
+           : !strcmp(head, "projection") ? "a projection without bias"
+           : !strcmp(head, "linear")     ? "a linear head"
+                                         : "no projection";
+}
+
+/* The parts a joint model's tower was assembled from (the family's options). */
+static void print_tower_parts(const vit_model_info *in) {
     printf("                %s%d layers %s%s, hidden %d, %d heads, mlp %d, %s; final "
            "LayerNorm, pooled by %s, then %s\n",
-           o->embed_norm ? "embedding LayerNorm, " : "", c->num_layers,
-           o->post_norm ? "post-LN" : "pre-LN", o->causal ? " causal" : "", c->hidden_size,
-           c->num_heads, c->intermediate_size, activation_name(c->act), pools[o->pool],
-           heads[o->head]);
+           in->embed_norm ? "embedding LayerNorm, " : "", in->layers,
+           in->post_norm ? "post-LN" : "pre-LN", in->causal ? " causal" : "", in->hidden, in->heads,
+           in->mlp, in->activation, pooling_words(in->pooling), head_words(in->head));
+}
+
+static void print_image_tower(const vit_model_info *in) {
+    printf("image tower:    %d channels, %dx%d, patch %d (%d tokens), %.3f GFLOP/image\n",
+           in->channels, in->image_height, in->image_height, in->patch_size, in->size_tokens,
+           in->flops / 1e9);
 }
 
 /* A CLIP or SigLIP folder: both towers and how the scores are made. */
-static void print_joint(const model *image, const char *dir) {
-    const model_config *c = &image->cfg;
-    const int tokens = model_vit_tokens(image, 0);
-    printf("architecture:   %s: an image and a text tower, embeddings of %d\n",
-           config_joint_class(c), c->num_labels);
-    printf("image tower:    %d channels, %dx%d, patch %d (%d tokens), %.3f GFLOP/image\n",
-           c->num_channels, c->image_size, c->image_size, c->patch_size, tokens,
-           model_flops(image, tokens) / 1e9);
+static void print_joint(const vit_model_info *image, const char *dir) {
+    printf("architecture:   %s: an image and a text tower, embeddings of %d\n", image->folder_class,
+           image->num_labels);
+    print_image_tower(image);
     print_tower_parts(image);
-    print_preprocessing(dir);
-    model text;
+    printf("preprocessing:  %s\n", image->preprocessing);
     vit_error err = {0};
-    if (model_load_tower(&text, dir, TOWER_TEXT, &err) != 0) {
+    vit_text_context *text = vit_text_load(dir, NULL, &err);
+    if (!text) {
         printf("text tower:     not loadable: %s\n", err.msg);
     } else {
-        printf("text tower:     up to %d tokens, vocabulary %d, %zu parameters\n",
-               text.cfg.max_position_embeddings, text.cfg.vocab_size, model_live_params(&text));
-        print_tower_parts(&text);
-        model_free(&text);
+        vit_model_info t;
+        vit_text_model_info(text, &t);
+        printf("text tower:     up to %d tokens, vocabulary %d, %zu parameters\n", t.max_positions,
+               t.vocab_size, t.parameters);
+        print_tower_parts(&t);
+        vit_text_free(text);
     }
-    printf("scores:         exp(logit_scale) = %.4g times the cosine%s; %s\n",
-           exp((double)image->logit_scale[0]), image->logit_bias ? " plus logit_bias" : "",
-           image->logit_bias ? "a sigmoid per class (SigLIP)"
+    printf("scores:         exp(logit_scale) = %.4g times the cosine%s; %s\n", image->score_scale,
+           image->score_bias ? " plus logit_bias" : "",
+           image->score_bias ? "a sigmoid per class (SigLIP)"
                              : "a softmax over the classes (CLIP)");
 }
 
 /* A joint model's tower saved alone (CLIPVisionModelWithProjection, SiglipVisionModel, ...):
  * that tower, and the scores' scale only where the folder has one. */
-static void print_one_tower(const model *m, const char *dir) {
-    const model_config *c = &m->cfg;
-    const int image = c->kind == MODEL_VIT, tokens = image ? model_vit_tokens(m, 0) : 128;
-    printf("architecture:   %s: one %s tower alone (no %s tower%s), %s\n", config_architecture(c),
+static void print_one_tower(const vit_model_info *in) {
+    const int image = in->tower == VIT_TOWER_IMAGE;
+    printf("architecture:   %s: one %s tower alone (no %s tower%s), %s\n", in->architecture,
            image ? "image" : "text", image ? "text" : "image",
-           m->logit_scale ? "" : ", no joint space",
-           c->opt.pool == POOL_ALL ? "every row out (last_hidden_state)"
-           : c->opt.pool == POOL_PROBE && !m->logit_scale
+           in->score_scale ? "" : ", no joint space",
+           !strcmp(in->pooling, "all") ? "every row out (last_hidden_state)"
+           : !strcmp(in->pooling, "probe") && !in->score_scale
                ? "pooled output of the attention-pooling head (pooler_output)"
-           : c->opt.head == HEAD_NONE ? "the CLS row normalised (pooler_output)"
-                                      : "embeddings of the joint space");
+           : !strcmp(in->head, "none") ? "the CLS row normalised (pooler_output)"
+                                       : "embeddings of the joint space");
     if (image)
-        printf("image tower:    %d channels, %dx%d, patch %d (%d tokens), %.3f GFLOP/image\n",
-               c->num_channels, c->image_size, c->image_size, c->patch_size, tokens,
-               model_flops(m, tokens) / 1e9);
+        print_image_tower(in);
     else
-        printf("text tower:     up to %d tokens, vocabulary %d\n", c->max_position_embeddings,
-               c->vocab_size);
-    print_tower_parts(m);
-    if (image) print_preprocessing(dir);
-    if (m->logit_scale)
-        printf("scores:         exp(logit_scale) = %.4g times the cosine%s\n",
-               exp((double)m->logit_scale[0]), m->logit_bias ? " plus logit_bias" : "");
+        printf("text tower:     up to %d tokens, vocabulary %d\n", in->max_positions,
+               in->vocab_size);
+    print_tower_parts(in);
+    if (image) printf("preprocessing:  %s\n", in->preprocessing);
+    if (in->score_scale)
+        printf("scores:         exp(logit_scale) = %.4g times the cosine%s\n", in->score_scale,
+               in->score_bias ? " plus logit_bias" : "");
 }
 
 /* A VisionEncoderDecoder's decoder: its block, positions, embeddings, cross-attention and head. */
-static void print_decoder(const model_config *d) {
-    printf("decoder:        %s, %d layers %s, hidden %d, %d heads, ffn %d, %s\n",
-           config_architecture(d), d->num_layers, d->opt.post_norm ? "post-LN" : "pre-LN",
-           d->hidden_size, d->num_heads, d->intermediate_size, activation_name(d->act));
-    printf("                positions %s, %d", d->opt.sinusoidal ? "sinusoidal" : "learned",
-           d->max_position_embeddings);
-    if (d->opt.pos_offset) printf(" (offset %d)", d->opt.pos_offset);
-    if (d->opt.scale_embedding) printf("; token embeddings x sqrt(%d)", d->hidden_size);
-    if (d->opt.embed_norm) printf("; embedding LayerNorm");
-    if (d->opt.final_norm) printf("; final LayerNorm");
+static void print_decoder(const vit_model_info *d, int encoder_hidden) {
+    printf("decoder:        %s, %d layers %s, hidden %d, %d heads, ffn %d, %s\n", d->architecture,
+           d->layers, d->post_norm ? "post-LN" : "pre-LN", d->hidden, d->heads, d->mlp,
+           d->activation);
+    printf("                positions %s, %d", d->sinusoidal ? "sinusoidal" : "learned",
+           d->max_positions);
+    if (d->pos_offset) printf(" (offset %d)", d->pos_offset);
+    if (d->scale_embedding) printf("; token embeddings x sqrt(%d)", d->hidden);
+    if (d->embed_norm) printf("; embedding LayerNorm");
+    if (d->final_norm) printf("; final LayerNorm");
     printf("\n                cross-attention over the encoder's states, ");
-    if (d->opt.enc_proj)
-        printf("through enc_to_dec_proj (%d -> %d)\n", d->encoder_hidden, d->hidden_size);
-    else if (d->cross_dim != d->hidden_size)
-        printf("keys and values at cross_attention_hidden_size %d\n", d->cross_dim);
+    if (d->cross_project)
+        printf("through enc_to_dec_proj (%d -> %d)\n", encoder_hidden, d->hidden);
+    else if (d->cross_width != d->hidden)
+        printf("keys and values at cross_attention_hidden_size %d\n", d->cross_width);
     else
-        printf("as wide as the decoder (%d)\n", d->hidden_size);
+        printf("as wide as the decoder (%d)\n", d->hidden);
     printf("                output head %s, vocabulary %d\n",
-           d->opt.tied_head ? "tied to the token embeddings" : "of its own", d->vocab_size);
+           d->tied_head ? "tied to the token embeddings" : "of its own", d->vocab_size);
 }
 
 /* " NAME ID", or " NAME unset" for an id of -1. */
@@ -232,82 +206,68 @@ static void print_id(const char *name, int id) {
 }
 
 /* The settings generate uses unless a call changes them (vit generate's options). */
-static void print_generation_settings(const char *dir) {
-    gen_config g;
-    vit_error err = {0};
-    if (gen_config_load(dir, &g, &err) != 0) {
-        printf("generation:     unreadable (%s)\n", err.msg);
-        return;
-    }
+static void print_generation_settings(const vit_gen_context *g, const vit_model_info *d) {
+    const vit_gen_options o = vit_gen_default_options(g);
     static const char *const early[] = {"false", "true", "\"never\""};
-    printf("generation:     num_beams %d (%s search), ", g.num_beams,
-           g.num_beams > 1 ? "beam" : "greedy");
-    if (g.max_new_tokens > 0)
-        printf("max_new_tokens %d", g.max_new_tokens);
+    printf("generation:     num_beams %d (%s search), ", o.num_beams,
+           o.num_beams > 1 ? "beam" : "greedy");
+    if (o.max_new_tokens > 0)
+        printf("max_new_tokens %d", o.max_new_tokens);
     else
-        printf("max_length %d", g.max_length);
-    printf(", min_length %d, length_penalty %g\n", g.min_length, g.length_penalty);
+        printf("max_length %d", o.max_length);
+    printf(", min_length %d, length_penalty %g\n", o.min_length, o.length_penalty);
     printf("                no_repeat_ngram_size %d, early_stopping %s; eos",
-           g.no_repeat_ngram_size, early[g.early_stopping]);
-    for (int i = 0; i < g.num_eos; i++) printf("%s%d", i ? "," : " ", g.eos_ids[i]);
-    if (g.num_eos == 0) printf(" unset");
-    print_id("pad", g.pad_token_id);
-    print_id("decoder_start", g.decoder_start_token_id);
-    print_id("bos", g.bos_token_id);
+           o.no_repeat_ngram_size, early[o.early_stopping]);
+    for (int i = 0; i < d->num_eos; i++) printf("%s%d", i ? "," : " ", d->eos_ids[i]);
+    if (d->num_eos == 0) printf(" unset");
+    print_id("pad", d->pad_id);
+    print_id("decoder_start", d->decoder_start_id);
+    print_id("bos", d->bos_id);
     printf("\n");
-}
-
-static void print_tokenizer(const char *dir) {
-    text_tokenizer *t = NULL;
-    vit_error err = {0};
-    if (text_tokenizer_load(dir, &t, &err) != 0) {
-        printf("tokenizer:      not loadable: %s\n", err.msg);
-        return;
-    }
-    printf("tokenizer:      %s (%s), %d ids\n", text_tokenizer_class(t), text_tokenizer_kind(t),
-           text_tokenizer_vocab_size(t));
-    text_tokenizer_free(t);
 }
 
 /* A VisionEncoderDecoderModel folder: its encoder as an image model's, then the decoder, the
  * tokenizer and the generation settings. */
-static void print_image_to_text(const model *enc, const char *dir) {
-    const model_config *c = &enc->cfg;
+static void print_image_to_text(vit_gen_context *g) {
+    vit_context *enc = vit_gen_image_context(g);
+    vit_model_info e, d;
+    vit_model_info_get(enc, &e);
+    vit_gen_decoder_info(g, &d);
     printf("architecture:   VisionEncoderDecoderModel, image to text (vit generate)\n");
-    print_image_input(enc, dir);
+    print_image_input(&e);
     printf("encoder:        %s (pre-LN%s), %d layers, hidden %d, %d heads, mlp %d, %s, "
            "layer_norm_eps %g%s\n",
-           c->arch == ARCH_VIT ? "ViTModel" : "DeiTModel",
-           c->arch == ARCH_VIT ? "" : ", distillation token", c->num_layers, c->hidden_size,
-           c->num_heads, c->intermediate_size, activation_name(c->act), c->layer_norm_eps,
-           c->qkv_bias ? "" : ", no qkv bias");
-    model dec;
-    vit_error err = {0};
-    if (model_load_tower(&dec, dir, TOWER_TEXT, &err) != 0) {
-        printf("decoder:        not loadable: %s\n", err.msg);
-        printf("parameters:     %zu (encoder)\n", model_live_params(enc));
-        return;
-    }
-    print_decoder(&dec.cfg);
-    print_tokenizer(dir);
-    print_generation_settings(dir);
-    printf("parameters:     %zu (encoder %zu, decoder %zu)\n",
-           model_live_params(enc) + model_live_params(&dec), model_live_params(enc),
-           model_live_params(&dec));
-    model_free(&dec);
+           e.special_tokens > 1 ? "DeiTModel" : "ViTModel",
+           e.special_tokens > 1 ? ", distillation token" : "", e.layers, e.hidden, e.heads, e.mlp,
+           e.activation, e.layer_norm_eps, e.qkv_bias ? "" : ", no qkv bias");
+    print_decoder(&d, e.hidden);
+    printf("tokenizer:      %s (%s), %d ids\n", d.tokenizer, d.tokenizer_kind, d.tokenizer_ids);
+    print_generation_settings(g, &d);
+    printf("parameters:     %zu (encoder %zu, decoder %zu)\n", e.parameters + d.parameters,
+           e.parameters, d.parameters);
+}
+
+/* A context's labels: vit_label's or vit_text_label's. */
+typedef struct {
+    const vit_context *image;
+    const vit_text_context *text;
+} labeled;
+
+static const char *label_of(const labeled *l, int i) {
+    return l->image ? vit_label(l->image, i) : vit_text_label(l->text, i);
 }
 
 /* Labels often contain commas themselves ("tench, Tinca tinca"): index and quote each. */
-static void print_labels(const model_config *cfg, int all) {
-    printf("labels:         %d", cfg->num_labels);
+static void print_labels(const labeled *l, int n, int all) {
+    printf("labels:         %d", n);
     if (all) {
         printf("\n");
-        for (int i = 0; i < cfg->num_labels; i++) printf("  %4d  %s\n", i, cfg->labels[i]);
+        for (int i = 0; i < n; i++) printf("  %4d  %s\n", i, label_of(l, i));
         return;
     }
-    const int shown = cfg->num_labels < 5 ? cfg->num_labels : 5;
-    for (int i = 0; i < shown; i++) printf("%s%d \"%s\"", i ? ", " : ": ", i, cfg->labels[i]);
-    printf("%s\n", shown < cfg->num_labels ? ", ... (--labels lists all)" : "");
+    const int shown = n < 5 ? n : 5;
+    for (int i = 0; i < shown; i++) printf("%s%d \"%s\"", i ? ", " : ": ", i, label_of(l, i));
+    printf("%s\n", shown < n ? ", ... (--labels lists all)" : "");
 }
 
 /* The image formats this build decodes, then those it was built without. */
@@ -349,42 +309,79 @@ static int info_option(const cli_parser *p, int id, void *user) {
     return 0;
 }
 
-int cli_info(int argc, char **argv) {
-    cli_common c = {0};
-    int all_labels = 0;
-    cli_parser p;
-    cli_outcome parsed = cli_parse(&p, &command, argc, argv, &c, info_option, &all_labels);
-    if (parsed == CLI_PARSED && p.num_rest)
-        parsed = cli_usage_error(&command, "unexpected argument '%s'", p.rest[0]);
-    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
-    char dir[4096];
-    cli_model_dir(c.model, dir, sizeof dir);
-    model m;
-    vit_error err = {0};
-    if (model_load(&m, dir, &err) != 0) {
-        cli_print_load_error("info", c.model, dir, &err);
-        return 1;
-    }
-    const model_config *cfg = &m.cfg;
-    printf("model:          %s\n", dir);
-    if (cfg->family == FAMILY_VED) {
-        print_image_to_text(&m, dir);
-    } else if (cfg->one_tower) {
-        print_one_tower(&m, dir);
-        printf("parameters:     %zu\n", model_live_params(&m));
-    } else if (config_is_joint(cfg)) {
-        print_joint(&m, dir);
-        printf("parameters:     %zu (image tower)\n", model_live_params(&m));
+/* An image classifier or base model: its architecture, input, encoder, parts and labels. */
+static void print_image_model(const vit_context *ctx, const vit_model_info *in, int all_labels) {
+    printf("architecture:   %s (%s encoder%s)\n", in->architecture,
+           in->post_norm ? "post-LN" : "pre-LN",
+           in->classifier_heads > 1 ? ", distillation token and head"
+           : in->special_tokens > 1 ? ", distillation token"
+                                    : "");
+    print_image_input(in);
+    print_run_size(ctx, in);
+    print_encoder(in);
+    print_image_parts(in);
+    printf("parameters:     %zu\n", in->parameters);
+    const labeled l = {.image = ctx};
+    if (strcmp(in->head, "none")) print_labels(&l, in->num_labels, all_labels);
+}
+
+/* A BERT: its architecture, input, encoder and labels. */
+static void print_text_model(const vit_text_context *ctx, const vit_model_info *in,
+                             int all_labels) {
+    printf("architecture:   %s (%s encoder)\n", in->architecture,
+           in->post_norm ? "post-LN" : "pre-LN");
+    printf("input:          up to %d tokens, vocabulary %d\n", in->max_positions, in->vocab_size);
+    printf("flops/128 tok:  %.3f GFLOP\n", in->flops / 1e9);
+    print_encoder(in);
+    printf("parameters:     %zu\n", in->parameters);
+    const labeled l = {.text = ctx};
+    if (strcmp(in->head, "none")) print_labels(&l, in->num_labels, all_labels);
+}
+
+/* The model part of vit info, loaded by the loader its folder's kind takes; -1 if it fails. */
+static int print_model(const char *dir, int all_labels, vit_error *err) {
+    vit_model_kind kind;
+    if (vit_folder_kind(dir, &kind, err) != 0) return -1;
+    vit_model_info in;
+    if (kind == VIT_KIND_IMAGE_TO_TEXT) {
+        vit_gen_context *g = vit_gen_load(dir, NULL, err);
+        if (!g) return -1;
+        printf("model:          %s\n", dir);
+        print_image_to_text(g);
+        vit_gen_free(g);
+    } else if (kind == VIT_KIND_TEXT) {
+        vit_text_context *t = vit_text_load(dir, NULL, err);
+        if (!t) return -1;
+        vit_text_model_info(t, &in);
+        printf("model:          %s\n", dir);
+        if (in.tower_alone) {
+            print_one_tower(&in);
+            printf("parameters:     %zu\n", in.parameters);
+        } else {
+            print_text_model(t, &in, all_labels);
+        }
+        vit_text_free(t);
     } else {
-        print_input(&m, dir);
-        printf("encoder:        %d layers, hidden %d, %d heads, mlp %d, %s, layer_norm_eps %g%s\n",
-               cfg->num_layers, cfg->hidden_size, cfg->num_heads, cfg->intermediate_size,
-               activation_name(cfg->act), cfg->layer_norm_eps,
-               cfg->qkv_bias ? "" : ", no qkv bias");
-        if (cfg->kind == MODEL_VIT) print_image_parts(&m);
-        printf("parameters:     %zu\n", model_live_params(&m));
-        if (cfg->opt.head != HEAD_NONE) print_labels(cfg, all_labels);
+        vit_context *ctx = vit_load(dir, NULL, err);
+        if (!ctx) return -1;
+        vit_model_info_get(ctx, &in);
+        printf("model:          %s\n", dir);
+        if (kind == VIT_KIND_JOINT) {
+            print_joint(&in, dir);
+            printf("parameters:     %zu (image tower)\n", in.parameters);
+        } else if (in.tower_alone) {
+            print_one_tower(&in);
+            printf("parameters:     %zu\n", in.parameters);
+        } else {
+            print_image_model(ctx, &in, all_labels);
+        }
+        vit_free(ctx);
     }
+    return 0;
+}
+
+/* The library, its backends and what this build reads. */
+static void print_build(void) {
     char openblas[96], onednn[96];
     printf("library:        vit %s\n", vit_version());
     printf("backends:       %s; %s%s\n",
@@ -398,6 +395,23 @@ int cli_info(int argc, char **argv) {
     print_renderer();
     printf("mpi:            %s\n",
            dist_library() ? dist_library() : "not built in (make MPI=1 with libopenmpi-dev)");
-    model_free(&m);
+}
+
+int cli_info(int argc, char **argv) {
+    cli_common c = {0};
+    int all_labels = 0;
+    cli_parser p;
+    cli_outcome parsed = cli_parse(&p, &command, argc, argv, &c, info_option, &all_labels);
+    if (parsed == CLI_PARSED && p.num_rest)
+        parsed = cli_usage_error(&command, "unexpected argument '%s'", p.rest[0]);
+    if (parsed != CLI_PARSED) return cli_exit_status(parsed);
+    char dir[4096];
+    cli_model_dir(c.model, dir, sizeof dir);
+    vit_error err = {0};
+    if (print_model(dir, all_labels, &err) != 0) {
+        cli_print_load_error("info", c.model, dir, &err);
+        return 1;
+    }
+    print_build();
     return 0;
 }
