@@ -509,6 +509,31 @@ static void test_cli_towers_alone(void **state) {
 #ifdef VIT_SENTENCEPIECE
     expect_text_tower_cli(TEST_DATA "/siglip-text-micro", 32);
 #endif
+    /* vit info names that output and the default (it said "no joint space, embeddings of the
+     * joint space", and no default pooling) */
+    const struct {
+        const char *dir, *says[2];
+    } info[] = {
+        {"clip-vision-proj-micro",
+         {"the projection of the pooled row (image_embeds)", "--pool projection"}},
+        {"clip-text-proj-micro",
+         {"the projection of the pooled row (text_embeds)", "--pool projection"}},
+#ifdef VIT_SENTENCEPIECE
+        {"siglip-text-micro", {"the head at the last position (pooler_output)", "--pool pooler"}},
+#endif
+    };
+    for (size_t i = 0; i < sizeof info / sizeof info[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", TEST_DATA, info[i].dir);
+        const char *args[] = {"info", "-m", path, NULL};
+        test_run_result run = test_run_vit(NULL, NULL, args);
+        assert_int_equal(run.status, 0);
+        for (int k = 0; k < 2; k++)
+            if (!strstr(run.out, info[i].says[k]))
+                fail_msg("vit info -m %s does not say '%s':\n%s", path, info[i].says[k], run.out);
+        assert_null(strstr(run.out, "embeddings of the joint space"));
+        test_run_free(&run);
+    }
 }
 
 static void test_cli_joint_clip(void **state) {

@@ -162,7 +162,11 @@ static void print_one_tower(const vit_model_info *in) {
            : !strcmp(in->pooling, "probe") && !in->score_scale
                ? "pooled output of the attention-pooling head (pooler_output)"
            : !strcmp(in->head, "none") ? "the CLS row normalised (pooler_output)"
-                                       : "embeddings of the joint space");
+           : in->score_scale           ? "embeddings of the joint space"
+           : !strcmp(in->head, "projection")
+               ? (image ? "the projection of the pooled row (image_embeds)"
+                        : "the projection of the pooled row (text_embeds)")
+               : "the head at the last position (pooler_output)");
     if (image)
         print_image_tower(in);
     else
@@ -173,6 +177,15 @@ static void print_one_tower(const vit_model_info *in) {
     if (in->score_scale)
         printf("scores:         exp(logit_scale) = %.4g times the cosine%s\n", in->score_scale,
                in->score_bias ? " plus logit_bias" : "");
+}
+
+/* vit embed's default pooling (vit_default_pool / vit_text_default_pool), as --pool names it. */
+static void print_embedding(const vit_model_info *in) {
+    static const char *const names[] = {
+        [VIT_POOL_CLS] = "cls",         [VIT_POOL_MEAN] = "mean",
+        [VIT_POOL_POOLER] = "pooler",   [VIT_POOL_JOINT] = "joint",
+        [VIT_POOL_PATCHES] = "patches", [VIT_POOL_PROJECTION] = "projection"};
+    printf("embedding:      --pool %s (vit embed's default)\n", names[in->pool]);
 }
 
 /* A VisionEncoderDecoder's decoder: its block, positions, embeddings, cross-attention and head. */
@@ -321,6 +334,7 @@ static void print_image_model(const vit_context *ctx, const vit_model_info *in, 
     print_encoder(in);
     print_image_parts(in);
     printf("parameters:     %zu\n", in->parameters);
+    print_embedding(in);
     const labeled l = {.image = ctx};
     if (strcmp(in->head, "none")) print_labels(&l, in->num_labels, all_labels);
 }
@@ -334,6 +348,7 @@ static void print_text_model(const vit_text_context *ctx, const vit_model_info *
     printf("flops/128 tok:  %.3f GFLOP\n", in->flops / 1e9);
     print_encoder(in);
     printf("parameters:     %zu\n", in->parameters);
+    print_embedding(in);
     const labeled l = {.text = ctx};
     if (strcmp(in->head, "none")) print_labels(&l, in->num_labels, all_labels);
 }
@@ -357,6 +372,7 @@ static int print_model(const char *dir, int all_labels, vit_error *err) {
         if (in.tower_alone) {
             print_one_tower(&in);
             printf("parameters:     %zu\n", in.parameters);
+            print_embedding(&in);
         } else {
             print_text_model(t, &in, all_labels);
         }
@@ -369,9 +385,11 @@ static int print_model(const char *dir, int all_labels, vit_error *err) {
         if (kind == VIT_KIND_JOINT) {
             print_joint(&in, dir);
             printf("parameters:     %zu (image tower)\n", in.parameters);
+            print_embedding(&in);
         } else if (in.tower_alone) {
             print_one_tower(&in);
             printf("parameters:     %zu\n", in.parameters);
+            print_embedding(&in);
         } else {
             print_image_model(ctx, &in, all_labels);
         }
