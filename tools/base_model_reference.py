@@ -25,10 +25,10 @@ import os
 import sys
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_reference import config_json, forward, random_weights, write_safetensors  # noqa: E402
+from hf_reference import bert_forward as hf_bert_forward  # noqa: E402
+from hf_reference import config_json, forward, random_weights, write_json, write_safetensors  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
@@ -42,12 +42,6 @@ TEXTS = ["the cat sat on the mat", "a dog ran", "it was very good and then my ol
          "the sun"]
 BERT = dict(vocab=len(SPECIAL) + len(WORDS), hidden=32, layers=2, heads=4, mlp=64, positions=40,
             eps=1e-12, seed=41)
-
-
-def write_json(path, obj):
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
 
 
 def vit_model():
@@ -103,24 +97,9 @@ def bert_weights():
 def bert_forward(w, ids):
     """modeling_bert.py's BertModel in eval mode on one text: (last hidden state [T, D],
     pooler_output [D])."""
-    D, H, eps = BERT["hidden"], BERT["heads"], BERT["eps"]
-    ln = lambda x, p: F.layer_norm(x, (D,), w[p + ".weight"], w[p + ".bias"], eps)
-    lin = lambda x, p: F.linear(x, w[p + ".weight"], w[p + ".bias"])
-    T, dh = len(ids), D // H
-    e = "embeddings."
-    h = w[e + "word_embeddings.weight"][ids] + w[e + "position_embeddings.weight"][:T] + \
-        w[e + "token_type_embeddings.weight"][0]
-    h = ln(h, e + "LayerNorm")
-    for l in range(BERT["layers"]):
-        p = f"encoder.layer.{l}."
-        q, k, v = (lin(h, p + f"attention.self.{s}").view(T, H, dh).transpose(0, 1)
-                   for s in ("query", "key", "value"))
-        probs = torch.softmax(q @ k.transpose(-1, -2) * dh ** -0.5, dim=-1)
-        ctx = (probs @ v).transpose(0, 1).reshape(T, D)
-        h = ln(lin(ctx, p + "attention.output.dense") + h, p + "attention.output.LayerNorm")
-        h = ln(lin(F.gelu(lin(h, p + "intermediate.dense")), p + "output.dense") + h,
-               p + "output.LayerNorm")
-    return h, torch.tanh(lin(h[0], "pooler.dense"))
+    cfg = {"hidden_size": BERT["hidden"], "num_attention_heads": BERT["heads"],
+           "num_hidden_layers": BERT["layers"], "layer_norm_eps": BERT["eps"]}
+    return hf_bert_forward(w, "", cfg, ids)
 
 
 def bert_model():

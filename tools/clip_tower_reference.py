@@ -21,8 +21,8 @@ CLIPModel.get_image_features / get_text_features give, which clip-micro's golden
 here: `pixels` [3, 3, 32, 32] and `image_embeds` [3, 20] (the three golden images), or
 `ids/I` and `text_embeds/I` [20] for clip-micro's texts. CLIPVisionModel's output is
 pooler_output = post_layernorm(last_hidden_state[:, 0]), computed here in float64 (the forward of
-tools/clip_reference.py, copied: importing that tool needs regex and protobuf, which Debian's
-python3 lacks; checked: its projection is clip-micro's image_embeds within 1e-6): `pixels` and
+tools/clip_reference.py, as tools/hf_reference.py has it: importing that tool needs regex and
+protobuf, which Debian's python3 lacks; checked: its projection is clip-micro's image_embeds within 1e-6): `pixels` and
 `pooler` [3, 32].
 
 The same from tests/data/siglip-micro: siglip-text-micro, SiglipTextModel (model_type
@@ -34,14 +34,14 @@ usage: /usr/bin/python3 tools/clip_tower_reference.py
 """
 import json
 import os
-import shutil
 import sys
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_reference import read_safetensors, write_safetensors  # noqa: E402
+import hf_reference as hf  # noqa: E402
+from hf_reference import read_safetensors  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
@@ -49,53 +49,9 @@ SOURCE = os.path.join(DATA, "clip-micro")
 SIGLIP = os.path.join(DATA, "siglip-micro")
 
 
-def ln(w, name, x, eps):
-    return F.layer_norm(x, x.shape[-1:], w[name + ".weight"], w[name + ".bias"], eps)
-
-
-def lin(w, name, x):
-    return F.linear(x, w[name + ".weight"], w.get(name + ".bias"))
-
-
-def attention(q, k, v, heads):
-    B, T, D = q.shape
-    hd = D // heads
-    q, k, v = (t.view(B, T, heads, hd).transpose(1, 2) for t in (q, k, v))
-    scores = q @ k.transpose(-1, -2) * hd ** -0.5
-    return (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(B, T, D)
-
-
-def pooler_output(w, cfg, pixels):
-    """CLIPVisionTransformer: embeddings, pre_layrnorm, the encoder, post_layernorm at CLS."""
-    assert cfg["hidden_act"] == "quick_gelu"
-    eps = cfg["layer_norm_eps"]
-    x = F.conv2d(pixels, w["vision_model.embeddings.patch_embedding.weight"],
-                 stride=cfg["patch_size"])
-    h = x.flatten(2).transpose(1, 2)
-    cls = w["vision_model.embeddings.class_embedding"].expand(h.shape[0], 1, -1)
-    h = torch.cat([cls, h], 1) + w["vision_model.embeddings.position_embedding.weight"]
-    h = ln(w, "vision_model.pre_layrnorm", h, eps)
-    for i in range(cfg["num_hidden_layers"]):
-        p = f"vision_model.encoder.layers.{i}."
-        x = ln(w, p + "layer_norm1", h, eps)
-        a = attention(lin(w, p + "self_attn.q_proj", x), lin(w, p + "self_attn.k_proj", x),
-                      lin(w, p + "self_attn.v_proj", x), cfg["num_attention_heads"])
-        h = h + lin(w, p + "self_attn.out_proj", a)
-        x = lin(w, p + "mlp.fc1", ln(w, p + "layer_norm2", h, eps))
-        h = h + lin(w, p + "mlp.fc2", x * torch.sigmoid(1.702 * x))
-    return ln(w, "vision_model.post_layernorm", h[:, 0], eps)
-
-
 def write_folder(name, config, tensors, files, golden, meta, source=SOURCE):
     out = os.path.join(DATA, name)
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(config, f, indent=2)
-        f.write("\n")
-    for file in files:
-        shutil.copy(os.path.join(source, file), out)
-    write_safetensors(os.path.join(out, "model.safetensors"), tensors, {"format": "pt"})
-    write_safetensors(os.path.join(out, "golden.safetensors"), golden, meta)
+    hf.write_folder(out, config, tensors, golden, meta, source, files)
     print(out, len(tensors), "tensors", sorted(golden))
 
 
@@ -115,7 +71,7 @@ def main():
                  {"images": json.dumps(images)})
 
     w64 = {k: t.double() for k, t in tensors.items()}
-    pooled = pooler_output(w64, cfg["vision_config"], golden["pixels"].double())
+    pooled = hf.clip_vision_pooler(w64, cfg["vision_config"], golden["pixels"].double())
     projected = F.linear(pooled, w64["visual_projection.weight"])
     assert (projected - golden["image_embeds"].double()).abs().max() < 1e-6
     vision = {**vision, "architectures": ["CLIPVisionModel"]}

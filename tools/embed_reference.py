@@ -14,10 +14,9 @@ import os
 import sys
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_reference import read_safetensors, write_safetensors  # noqa: E402
+from hf_reference import bert_forward, read_safetensors, write_safetensors  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared")
@@ -25,25 +24,8 @@ MODEL = os.path.join(SHARED, "models", "bert-sst2-tiny")
 
 
 def forward(w, cfg, ids):
-    D, H, eps = cfg["hidden_size"], cfg["num_attention_heads"], cfg["layer_norm_eps"]
-    ln = lambda x, p: F.layer_norm(x, (D,), w[p + ".weight"], w[p + ".bias"], eps)
-    lin = lambda x, p: F.linear(x, w[p + ".weight"], w[p + ".bias"])
-    T = len(ids)
-    e = "bert.embeddings."
-    h = w[e + "word_embeddings.weight"][ids] + w[e + "position_embeddings.weight"][:T] + \
-        w[e + "token_type_embeddings.weight"][0]
-    h = ln(h, e + "LayerNorm")
-    dh = D // H
-    for l in range(cfg["num_hidden_layers"]):
-        p = f"bert.encoder.layer.{l}."
-        q, k, v = (lin(h, p + f"attention.self.{s}").view(T, H, dh).transpose(0, 1)
-                   for s in ("query", "key", "value"))
-        probs = torch.softmax(q @ k.transpose(-1, -2) * dh ** -0.5, dim=-1)
-        ctx = (probs @ v).transpose(0, 1).reshape(T, D)
-        h = ln(lin(ctx, p + "attention.output.dense") + h, p + "attention.output.LayerNorm")
-        u = F.gelu(lin(h, p + "intermediate.dense"))
-        h = ln(lin(u, p + "output.dense") + h, p + "output.LayerNorm")
-    return h[0], torch.tanh(lin(h[0], "bert.pooler.dense")), h.mean(0)
+    h, pooled = bert_forward(w, "bert.", cfg, ids)
+    return h[0], pooled, h.mean(0)
 
 
 def main():

@@ -9,11 +9,19 @@ only: no transformers import. docs/SPEC.md says the same things in prose.
   preprocess                            file -> float32 pixels [3, H, W] as the slow processor
   forward                               pixels -> logits (and hidden states, attention weights)
   goldens                               golden tensors and golden.json entries (docs/SPEC.md §9)
+  write_json, write_folder              config.json-style files; a model folder with its goldens
+  layer_norm, linear, attention         the float64 layers named by their save_pretrained prefix
+  bert_forward                          modeling_bert.py's BertModel on one text
+  clip_vision_pooler                    CLIPVisionTransformer's pooler_output
+  siglip_vision_hidden, siglip_pool     SiglipVisionTransformer's last state and attention pool
 
-Used by tools/vit_reference.py, deit_reference.py, explain_reference.py, gen_size_golden.py and
-embed_reference.py. Needs Debian 12's python3-torch and python3-pil (Pillow 9.4).
+Used by tools/vit_reference.py, deit_reference.py, explain_reference.py, gen_size_golden.py,
+embed_reference.py, base_model_reference.py, clip_tower_reference.py and
+siglip_tower_reference.py. Needs Debian 12's python3-torch and python3-pil (Pillow 9.4).
 """
 import json
+import os
+import shutil
 import struct
 import warnings
 
@@ -325,3 +333,132 @@ def write_model(out_dir, spec, preprocessor, w):
     with open(f"{out_dir}/preprocessor_config.json", "w") as f:
         json.dump(preprocessor, f, indent=2)
     write_safetensors(f"{out_dir}/model.safetensors", w)
+
+
+# ---- files of a model folder ----
+
+def write_json(path, obj):
+    """json.dump(indent=2) and a newline, as save_pretrained writes config.json."""
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+
+
+def write_folder(out, config, tensors, golden, golden_meta, source=None, files=()):
+    """out/config.json, model.safetensors ({"format": "pt"}), golden.safetensors (golden_meta)
+    and `files` copied from the folder `source`."""
+    os.makedirs(out, exist_ok=True)
+    write_json(os.path.join(out, "config.json"), config)
+    for file in files:
+        shutil.copy(os.path.join(source, file), out)
+    write_safetensors(os.path.join(out, "model.safetensors"), tensors, {"format": "pt"})
+    write_safetensors(os.path.join(out, "golden.safetensors"), golden, golden_meta)
+
+
+# ---- float64 layers by name (weights: save_pretrained's names -> tensors) ----
+
+def layer_norm(w, name, x, eps):
+    return F.layer_norm(x, x.shape[-1:], w[name + ".weight"], w[name + ".bias"], eps)
+
+
+def linear(w, name, x):
+    return F.linear(x, w[name + ".weight"], w.get(name + ".bias"))
+
+
+def attention(q, k, v, heads):
+    """Multi-head scaled dot-product attention, no mask: q [B, Tq, D], k and v [B, Tk, D]."""
+    B, Tq, D = q.shape
+    hd = D // heads
+    q = q.view(B, Tq, heads, hd).transpose(1, 2)
+    k = k.view(B, -1, heads, hd).transpose(1, 2)
+    v = v.view(B, -1, heads, hd).transpose(1, 2)
+    scores = q @ k.transpose(-1, -2) * hd ** -0.5
+    return (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(B, Tq, D)
+
+
+# ---- BERT (modeling_bert.py, eval mode: post-LN, exact GELU) ----
+
+def bert_forward(w, prefix, cfg, ids):
+    """BertModel on one text of token ids (token type 0): (last hidden state [T, D],
+    pooler_output [D], tanh of pooler.dense on [CLS]). prefix: "bert." or "" (a base model);
+    cfg: config.json's hidden_size, num_attention_heads, num_hidden_layers, layer_norm_eps."""
+    D, H, eps = cfg["hidden_size"], cfg["num_attention_heads"], cfg["layer_norm_eps"]
+    ln = lambda x, p: F.layer_norm(x, (D,), w[p + ".weight"], w[p + ".bias"], eps)
+    lin = lambda x, p: F.linear(x, w[p + ".weight"], w[p + ".bias"])
+    T, dh = len(ids), D // H
+    e = prefix + "embeddings."
+    h = w[e + "word_embeddings.weight"][ids] + w[e + "position_embeddings.weight"][:T] + \
+        w[e + "token_type_embeddings.weight"][0]
+    h = ln(h, e + "LayerNorm")
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"{prefix}encoder.layer.{l}."
+        q, k, v = (lin(h, p + f"attention.self.{s}").view(T, H, dh).transpose(0, 1)
+                   for s in ("query", "key", "value"))
+        probs = torch.softmax(q @ k.transpose(-1, -2) * dh ** -0.5, dim=-1)
+        ctx = (probs @ v).transpose(0, 1).reshape(T, D)
+        h = ln(lin(ctx, p + "attention.output.dense") + h, p + "attention.output.LayerNorm")
+        h = ln(lin(F.gelu(lin(h, p + "intermediate.dense")), p + "output.dense") + h,
+               p + "output.LayerNorm")
+    return h, torch.tanh(lin(h[0], prefix + "pooler.dense"))
+
+
+# ---- CLIP and SigLIP image towers (modeling_clip.py, modeling_siglip.py; tools/clip_reference.py
+# has the same forwards, but importing it needs regex and protobuf, which Debian's python3 lacks)
+
+def clip_tower_layers(w, prefix, cfg, h, act):
+    """The pre-LN encoder layers of a CLIP or SigLIP tower; cfg: its config.json section."""
+    eps = cfg["layer_norm_eps"]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"{prefix}.encoder.layers.{i}."
+        x = layer_norm(w, p + "layer_norm1", h, eps)
+        a = attention(linear(w, p + "self_attn.q_proj", x), linear(w, p + "self_attn.k_proj", x),
+                      linear(w, p + "self_attn.v_proj", x), cfg["num_attention_heads"])
+        h = h + linear(w, p + "self_attn.out_proj", a)
+        x = layer_norm(w, p + "layer_norm2", h, eps)
+        h = h + linear(w, p + "mlp.fc2", act(linear(w, p + "mlp.fc1", x)))
+    return h
+
+
+def quick_gelu(x):
+    return x * torch.sigmoid(1.702 * x)
+
+
+def tanh_gelu(x):
+    return F.gelu(x, approximate="tanh")
+
+
+def clip_vision_pooler(w, cfg, pixels):
+    """CLIPVisionTransformer: embeddings, pre_layrnorm, the encoder, post_layernorm at CLS."""
+    assert cfg["hidden_act"] == "quick_gelu"
+    eps = cfg["layer_norm_eps"]
+    x = F.conv2d(pixels, w["vision_model.embeddings.patch_embedding.weight"],
+                 stride=cfg["patch_size"])
+    h = x.flatten(2).transpose(1, 2)
+    cls = w["vision_model.embeddings.class_embedding"].expand(h.shape[0], 1, -1)
+    h = torch.cat([cls, h], 1) + w["vision_model.embeddings.position_embedding.weight"]
+    h = layer_norm(w, "vision_model.pre_layrnorm", h, eps)
+    h = clip_tower_layers(w, "vision_model", cfg, h, quick_gelu)
+    return layer_norm(w, "vision_model.post_layernorm", h[:, 0], eps)
+
+
+def siglip_vision_hidden(w, cfg, pixels):
+    """SiglipVisionTransformer's last_hidden_state: post_layernorm(encoder(embeddings))."""
+    assert cfg["hidden_act"] == "gelu_pytorch_tanh"
+    x = F.conv2d(pixels, w["vision_model.embeddings.patch_embedding.weight"],
+                 w["vision_model.embeddings.patch_embedding.bias"], stride=cfg["patch_size"])
+    h = x.flatten(2).transpose(1, 2) + w["vision_model.embeddings.position_embedding.weight"]
+    h = clip_tower_layers(w, "vision_model", cfg, h, tanh_gelu)
+    return layer_norm(w, "vision_model.post_layernorm", h, cfg["layer_norm_eps"])
+
+
+def siglip_pool(w, cfg, h):
+    """SiglipMultiheadAttentionPoolingHead: the probe attends to every token."""
+    p, D, eps = "vision_model.head.", cfg["hidden_size"], cfg["layer_norm_eps"]
+    wq, wk, wv = w[p + "attention.in_proj_weight"].split(D)
+    bq, bk, bv = w[p + "attention.in_proj_bias"].split(D)
+    probe = w[p + "probe"].expand(h.shape[0], 1, D)
+    a = attention(F.linear(probe, wq, bq), F.linear(h, wk, bk), F.linear(h, wv, bv),
+                  cfg["num_attention_heads"])
+    a = linear(w, p + "attention.out_proj", a)
+    x = layer_norm(w, p + "layernorm", a, eps)
+    return (a + linear(w, p + "mlp.fc2", tanh_gelu(linear(w, p + "mlp.fc1", x))))[:, 0]
