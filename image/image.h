@@ -76,11 +76,15 @@ typedef struct {
     int do_normalize;
     float mean[3], std[3];
     int channels;      /* from config.json num_channels */
+    int torch_crop;    /* center crop offsets as torchvision's CenterCrop (timm's eval transform):
+                        * round((size - crop) / 2) half to even, not floor */
     int from_defaults; /* 1: there was no preprocessor_config.json (ViTImageProcessor's defaults) */
 } preprocess_config;
 
 /* Reads MODEL_DIR/preprocessor_config.json for a model of image_size and channels (its
- * config.json's; the file's absence means ViTImageProcessor's defaults at image_size). */
+ * config.json's; the file's absence means ViTImageProcessor's defaults at image_size). A timm
+ * folder without that file (config.json with `architecture` and `pretrained_cfg`) gets timm's eval
+ * transform from pretrained_cfg instead. */
 int preprocess_config_read(const char *model_dir, int image_size, int channels,
                            preprocess_config *cfg, vit_error *err);
 

@@ -200,12 +200,88 @@ static int parse_preprocessor(const cJSON *root, preprocess_config *cfg, const c
     return 0;
 }
 
+/* timm's transforms_imagenet_eval (timm/data/transforms_factory.py) from pretrained_cfg, with
+ * resolve_data_config's defaults: scale = floor(input_size / crop_pct) per side; crop_mode
+ * 'center' resizes the short side to it (torchvision's Resize(int): the long side
+ * int(scale * long / short), Pillow's filter), 'squash' both sides; then CenterCrop(input_size)
+ * (torchvision's offsets), ToTensor (v / 255 in float32: the same floats as v * (1/255) rounded)
+ * and Normalize(mean, std). */
+static int parse_timm(const cJSON *p, preprocess_config *cfg, const char *src, vit_error *err) {
+    static const char *const filters[] = {"nearest", "lanczos", "bilinear",
+                                          "bicubic", "box",     "hamming"};
+    static const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(p, "input_size");
+    const cJSON *interp = cJSON_GetObjectItemCaseSensitive(p, "interpolation");
+    const cJSON *mode = cJSON_GetObjectItemCaseSensitive(p, "crop_mode");
+    const char *m = cJSON_IsString(mode) ? mode->valuestring : "center";
+    double pct = 0.875; /* DEFAULT_CROP_PCT */
+    int border = 0, h = 224, w = 224;
+    memcpy(cfg->mean, mean, sizeof mean);
+    memcpy(cfg->std, std, sizeof std);
+    int code = interp && !cJSON_IsNull(interp) ? -1 : RESAMPLE_BICUBIC; /* resolve_data_config */
+    for (int i = 0; cJSON_IsString(interp) && i < 6; i++)
+        if (strcmp(interp->valuestring, filters[i]) == 0) code = i;
+    if (code < 0)
+        return vit_fail(err,
+                        "%s: pretrained_cfg.interpolation must be one of Pillow's filters "
+                        "(bicubic, bilinear, ...)",
+                        src);
+    cfg->resample = code;
+    if (cJSON_IsArray(size) && cJSON_GetArraySize(size) == 3) {
+        const cJSON *hh = cJSON_GetArrayItem(size, 1), *ww = cJSON_GetArrayItem(size, 2);
+        h = cJSON_IsNumber(hh) ? hh->valueint : 0, w = cJSON_IsNumber(ww) ? ww->valueint : 0;
+    }
+    if (h < 1 || w < 1 || h > IMAGE_MAX_SIDE || w > IMAGE_MAX_SIDE)
+        return vit_fail(err, "%s: pretrained_cfg.input_size must be [C, H, W]", src);
+    if (json_get_number(p, "crop_pct", 0.01, 100, &pct, src, err) ||
+        json_get_int(p, "crop_border_pixels", 0, 0, &border, src, err) ||
+        get_channel_values(p, "mean", cfg->channels, 0, cfg->mean, src, err) ||
+        get_channel_values(p, "std", cfg->channels, 1, cfg->std, src, err))
+        return -1;
+    const int sh = (int)floor(h / pct), sw = (int)floor(w / pct);
+    if (sh < 1 || sw < 1 || sh > IMAGE_MAX_SIDE || sw > IMAGE_MAX_SIDE ||
+        (strcmp(m, "center") != 0 && strcmp(m, "squash") != 0) ||
+        (strcmp(m, "center") == 0 && sh != sw))
+        return vit_fail(err,
+                        "%s: pretrained_cfg: crop_mode '%s' at crop_pct %g for %dx%d is not "
+                        "one vit follows (center with a square scale, squash)",
+                        src, m, pct, w, h);
+    cfg->do_center_crop = cfg->torch_crop = 1;
+    cfg->crop_height = h, cfg->crop_width = w;
+    cfg->shortest_edge = strcmp(m, "center") == 0 ? sh : 0;
+    cfg->resize_height = sh, cfg->resize_width = sw;
+    return 0;
+}
+
+/* config.json's pretrained_cfg when it is a timm folder's: 1 (cfg set, or -1 on an error), 0
+ * when config.json is not timm's. */
+static int timm_preprocessor(const char *model_dir, int channels, preprocess_config *cfg,
+                             vit_error *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    FILE *probe = fopen(path, "rb");
+    if (!probe) return 0;
+    fclose(probe);
+    cJSON *root = json_load_object(path, NULL);
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architecture");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "pretrained_cfg");
+    int rc = 0;
+    if (cJSON_IsString(arch) && !cJSON_GetObjectItemCaseSensitive(root, "model_type")) {
+        set_defaults(cfg, 224, channels);
+        rc = parse_timm(cJSON_IsObject(p) ? p : root, cfg, path, err) != 0 ? -1 : 1;
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
 int preprocess_config_read(const char *model_dir, int image_size, int channels,
                            preprocess_config *cfg, vit_error *err) {
     char path[4096];
     snprintf(path, sizeof path, "%s/preprocessor_config.json", model_dir);
     FILE *probe = fopen(path, "rb");
     if (!probe) {
+        const int timm = timm_preprocessor(model_dir, channels, cfg, err);
+        if (timm != 0) return timm < 0 ? -1 : 0;
         set_defaults(cfg, image_size, channels);
         cfg->from_defaults = 1;
         return 0;
@@ -295,11 +371,21 @@ static int floor_half(int n) {
     return n >= 0 ? n / 2 : -((-n + 1) / 2);
 }
 
+/* Where a crop of the resized side starts (negative: the crop is larger, zeros around): HF's
+ * (size - crop) // 2, or torchvision's CenterCrop: round((size - crop) / 2.0) half to even, and
+ * a larger crop pads (crop - size) // 2 before. */
+static int crop_offset(const preprocess_config *cfg, int d) {
+    if (!cfg->torch_crop) return floor_half(d);
+    if (d < 0) return -((-d) / 2);
+    return d / 2 + (d % 2 && (d / 2) % 2); /* k + 0.5 rounds to the even of k, k + 1 */
+}
+
 /* Center crop (zero outside the image) fused with rescale, normalise and HWC -> CHW. */
 HOT_LOOP static void crop_normalize(const preprocess_config *cfg, const image_u8 *img, int out_h,
                                     int out_w, float *out) {
     const int C = img->channels;
-    const int top = floor_half(img->height - out_h), left = floor_half(img->width - out_w);
+    const int top = crop_offset(cfg, img->height - out_h);
+    const int left = crop_offset(cfg, img->width - out_w);
     for (int c = 0; c < C; c++) {
         float table[256];
         for (int v = 0; v < 256; v++) {
@@ -330,8 +416,8 @@ int preprocess_geometry_of(const preprocess_config *cfg, int width, int height,
                                                          &g->resized_w, &g->resized_h, err) != 0)
             return -1;
     }
-    g->top = floor_half(g->resized_h - g->out_h);
-    g->left = floor_half(g->resized_w - g->out_w);
+    g->top = crop_offset(cfg, g->resized_h - g->out_h);
+    g->left = crop_offset(cfg, g->resized_w - g->out_w);
     return 0;
 }
 

@@ -84,6 +84,8 @@ void config_apply_family(model_config *c) {
         decoder_options(c, &o);
     } else if (config_is_backbone(c)) {
         config_backbone_options(c, &o);
+    } else if (c->family == FAMILY_TIMM) {
+        config_timm_options(c, &o);
     } else if (c->family == FAMILY_VED) { /* ViTModel / DeiTModel: every row out */
         o.special = c->arch == ARCH_VIT ? 1 : 2;
         o.patch_bias = o.abs_pos = o.key_bias = 1;
@@ -123,6 +125,7 @@ const char *config_architecture(const model_config *cfg) {
     if (cfg->family == FAMILY_VED)
         return cfg->arch == ARCH_VIT ? "ViTModel (encoder)" : "DeiTModel (encoder)";
     if (config_is_backbone(cfg)) return config_backbone_class(cfg);
+    if (cfg->family == FAMILY_TIMM) return cfg->timm_arch; /* timm's registered name */
     if (cfg->one_tower && cfg->family == FAMILY_CLIP && cfg->no_projection)
         return "CLIPVisionModel";
     if (cfg->one_tower && cfg->family == FAMILY_CLIP)
@@ -144,6 +147,7 @@ const char *config_model_type(const model_config *cfg) {
     if (cfg->kind == MODEL_DECODER) return cfg->dec_arch == DECODER_TROCR ? "trocr" : "gpt2";
     if (cfg->family == FAMILY_VED) return cfg->arch == ARCH_VIT ? "vit" : "deit";
     if (config_is_backbone(cfg)) return config_backbone_model_type(cfg);
+    if (cfg->family == FAMILY_TIMM) return "timm"; /* no model_type: timm's own config.json */
     if (cfg->family != FAMILY_PLAIN) return cfg->family == FAMILY_CLIP ? "clip" : "siglip";
     return cfg->kind == MODEL_TEXT ? "bert" : cfg->arch == ARCH_VIT ? "vit" : "deit";
 }
@@ -155,7 +159,8 @@ const char *config_family_name(const model_config *cfg) {
                                         [FAMILY_DINOV2] = "DINOv2",
                                         [FAMILY_DINOV2_REG] = "DINOv2 with registers",
                                         [FAMILY_BEIT] = "BEiT",
-                                        [FAMILY_DATA2VEC] = "data2vec-vision"};
+                                        [FAMILY_DATA2VEC] = "data2vec-vision",
+                                        [FAMILY_TIMM] = "timm ViT"};
     if (cfg->kind == MODEL_DECODER) return cfg->dec_arch == DECODER_TROCR ? "TrOCR" : "GPT-2";
     if (cfg->family != FAMILY_PLAIN) return names[cfg->family];
     return cfg->kind == MODEL_TEXT ? "BERT" : cfg->arch == ARCH_VIT ? "ViT" : "DeiT";
@@ -672,6 +677,13 @@ int model_config_parse_tower(const char *json, const char *source, config_tower 
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return vit_fail(err, "%s: not a valid JSON object", source);
+    }
+    if (config_timm_is(root)) { /* timm's config.json: config_timm.c */
+        const int rc = config_timm_parse(root, cfg, source, err);
+        cJSON_Delete(root);
+        if (rc != 0) model_config_free(cfg);
+        if (rc == 0) config_apply_family(cfg);
+        return rc;
     }
     if (is_ved(root)) {
         model_config type = {0};

@@ -33,7 +33,9 @@ typedef enum { ARCH_VIT, ARCH_DEIT, ARCH_DEIT_TEACHER } image_arch;
 /* The image backbones (docs/SPEC.md §11, §12), each a base model (features) or its
  * ForImageClassification class (cfg->bare says which): FAMILY_DINOV2 (model_type "dinov2"),
  * FAMILY_DINOV2_REG ("dinov2_with_registers"), FAMILY_BEIT ("beit") and FAMILY_DATA2VEC
- * ("data2vec-vision": BEiT's architecture under another name). */
+ * ("data2vec-vision": BEiT's architecture under another name). FAMILY_TIMM: a timm
+ * VisionTransformer folder (config.json with `architecture` and `pretrained_cfg`, timm's tensor
+ * names; config_timm.c). */
 typedef enum {
     FAMILY_PLAIN,
     FAMILY_CLIP,
@@ -42,7 +44,8 @@ typedef enum {
     FAMILY_DINOV2,
     FAMILY_DINOV2_REG,
     FAMILY_BEIT,
-    FAMILY_DATA2VEC
+    FAMILY_DATA2VEC,
+    FAMILY_TIMM
 } model_family;
 typedef enum { DECODER_TROCR, DECODER_GPT2 } decoder_arch;
 typedef enum { TOWER_DEFAULT, TOWER_IMAGE, TOWER_TEXT } config_tower;
@@ -146,6 +149,12 @@ typedef struct {
     /* training's decoder input (HF's shift_tokens_right): config.json's top-level
      * decoder_start_token_id and pad_token_id, -1 when unset */
     int start_token_id, shift_pad_id;
+    /* timm (config_timm.c): the registered architecture, and what its model_args say beyond the
+     * shared fields: a class token, positions on the patches only (no_embed_class), a LayerNorm
+     * on the embeddings (pre_norm), the norm after pooling (fc_norm) and the pooling */
+    char timm_arch[64];
+    int timm_class_token, timm_no_embed_class, timm_pre_norm, timm_fc_norm;
+    pool_kind timm_pool;
     /* classifier */
     int num_labels;
     char **labels; /* num_labels strings */
@@ -205,6 +214,11 @@ int config_backbone_parse(const struct cJSON *root, model_config *cfg, const cha
                           vit_error *err);
 /* Its options, for config_apply_family. */
 void config_backbone_options(const model_config *cfg, tower_options *o);
+/* For config.c: a timm folder's config.json (config_timm.c): 1 when root is one (`architecture`
+ * and `pretrained_cfg`, no model_type), and its reader, options and names. */
+int config_timm_is(const struct cJSON *root);
+int config_timm_parse(const struct cJSON *root, model_config *cfg, const char *src, vit_error *err);
+void config_timm_options(const model_config *cfg, tower_options *o);
 /* Its fields beyond ViTConfig's into a config.json object being written (save_pretrained's
  * names), so that the file reads back as the same model. */
 void config_backbone_write(struct cJSON *root, const model_config *cfg);

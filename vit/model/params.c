@@ -355,6 +355,89 @@ static void layout_beit(layout *L, model *m) {
     add_backbone_head(L, m);
 }
 
+/* ---- timm's VisionTransformer (config_timm.c): its state_dict's names ---- */
+
+/* cls_token, reg_token, pos_embed and the patch projection. With no_embed_class the file's
+ * positions cover the patches alone: a zero row for the class token (absent from the file)
+ * goes before them, so the encoder adds positions as for every other model (and adding 0 to the
+ * class token changes no bit). */
+static void add_timm_embeddings(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, P = c->patch_size, S = c->opt.special, R = c->opt.registers;
+    const int N = (c->image_size / P) * (c->image_width / P);
+    if (S) m->cls_token = add_param(L, 1, 0, 0, 3, SHAPE(1, 1, D), "cls_token");
+    if (R) m->register_tokens = add_param(L, 1, 0, 0, 3, SHAPE(1, R, D), "reg_token");
+    if (S && c->timm_no_embed_class) {
+        L->packed = 1;
+        m->pos_embed = add_param(L, 1, 0, 1, 1, SHAPE(D), "pos_embed (class token's zero row)");
+        L->packed = 0;
+        add_param(L, 1, 0, 0, 3, SHAPE(1, N, D), "pos_embed");
+    } else {
+        m->pos_embed = add_param(L, 1, 0, 0, 3, SHAPE(1, N + S, D), "pos_embed");
+    }
+    m->patch_w =
+        add_param(L, 1, 1, 0, 4, SHAPE(D, c->num_channels, P, P), "patch_embed.proj.weight");
+    m->patch_b = add_param(L, 1, 0, !c->opt.patch_bias, 1, SHAPE(D), "patch_embed.proj.bias");
+    if (c->opt.embed_norm) m->emb_ln_w = add_norm(L, &m->emb_ln_b, D, "norm_pre");
+}
+
+/* Block: norm1, attn.qkv (query, key and value fused [3D, D]: the encoder's own stacking),
+ * attn.proj, ls1.gamma, norm2, mlp.fc1, mlp.fc2, ls2.gamma. */
+static void add_timm_block(layout *L, model *m, int l) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, I = c->intermediate_size;
+    encoder_layer *w = &m->layers[l];
+    char a[96];
+    snprintf(a, sizeof a, "blocks.%d.norm1", l);
+    w->ln1_w = add_norm(L, &w->ln1_b, D, a);
+    w->qkv_w = P2(1, 3 * D, D, "blocks.%d.attn.qkv.weight", l);
+    w->qkv_b = add_param(L, 1, 0, !c->qkv_bias, 1, SHAPE(3 * D), "blocks.%d.attn.qkv.bias", l);
+    snprintf(a, sizeof a, "blocks.%d.attn.proj", l);
+    add_linear(L, &w->proj_w, &w->proj_b, D, D, a);
+    if (c->opt.layer_scale) w->ls1 = P1(0, D, "blocks.%d.ls1.gamma", l);
+    snprintf(a, sizeof a, "blocks.%d.norm2", l);
+    w->ln2_w = add_norm(L, &w->ln2_b, D, a);
+    snprintf(a, sizeof a, "blocks.%d.mlp.fc1", l);
+    add_linear(L, &w->fc1_w, &w->fc1_b, I, D, a);
+    snprintf(a, sizeof a, "blocks.%d.mlp.fc2", l);
+    add_linear(L, &w->fc2_w, &w->fc2_b, D, I, a);
+    if (c->opt.layer_scale) w->ls2 = P1(0, D, "blocks.%d.ls2.gamma", l);
+}
+
+/* AttentionPoolLatent as the probe layer: latent, q and kv packed into the [3D, D] in_proj
+ * (kv holds the keys, then the values), proj, norm, mlp. */
+static void add_timm_attn_pool(layout *L, model *m) {
+    const int D = m->cfg.hidden_size, I = m->cfg.intermediate_size;
+    encoder_layer *w = &m->probe;
+    m->probe_token = add_param(L, 1, 0, 0, 3, SHAPE(1, 1, D), "attn_pool.latent");
+    L->packed = 1;
+    w->qkv_w = P2(1, D, D, "attn_pool.q.weight");
+    L->packed = 0;
+    P2(1, 2 * D, D, "attn_pool.kv.weight");
+    L->packed = 1;
+    w->qkv_b = P1(0, D, "attn_pool.q.bias");
+    L->packed = 0;
+    P1(0, 2 * D, "attn_pool.kv.bias");
+    add_linear(L, &w->proj_w, &w->proj_b, D, D, "attn_pool.proj");
+    w->ln2_w = add_norm(L, &w->ln2_b, D, "attn_pool.norm");
+    add_linear(L, &w->fc1_w, &w->fc1_b, I, D, "attn_pool.mlp.fc1");
+    add_linear(L, &w->fc2_w, &w->fc2_b, D, I, "attn_pool.mlp.fc2");
+}
+
+/* The final norm is `norm` before pooling, or `fc_norm` after it (avg pooling): either is the
+ * LayerNorm the pooled rows go through, final_ln. */
+static void layout_timm(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size;
+    add_timm_embeddings(L, m);
+    for (int l = 0; l < c->num_layers; l++) add_timm_block(L, m, l);
+    m->final_ln_w = add_norm(L, &m->final_ln_b, D, c->timm_fc_norm ? "fc_norm" : "norm");
+    if (c->opt.pool == POOL_PROBE) add_timm_attn_pool(L, m);
+    if (c->opt.head == HEAD_NONE) return;
+    m->head_w = add_param(L, 1, 1, 0, 2, SHAPE(c->num_labels, D), "head.weight");
+    m->head_b = add_param(L, 1, 0, 0, 1, SHAPE(c->num_labels), "head.bias");
+}
+
 /* ---- a VisionEncoderDecoder's decoder: TrOCR's names (post-LN) or GPT-2's (pre-LN, Conv1D) ----
  */
 
@@ -457,6 +540,8 @@ static void run_layout(layout *L, model *m) {
         layout_dinov2(L, m);
     else if (f == FAMILY_BEIT || f == FAMILY_DATA2VEC)
         layout_beit(L, m);
+    else if (f == FAMILY_TIMM)
+        layout_timm(L, m);
     else if (m->cfg.family == FAMILY_VED)
         layout_vit(L, m); /* ViTModel / DeiTModel: no head */
     else if (config_is_joint(&m->cfg) && m->cfg.kind == MODEL_VIT)
@@ -587,6 +672,7 @@ const char *model_prefix(const model *m) {
         return m->cfg.dec_arch == DECODER_TROCR ? "decoder.model.decoder." : "decoder.transformer.";
     if (m->cfg.family == FAMILY_VED) return "encoder.";
     if (config_is_backbone(&m->cfg)) return config_backbone_prefix(&m->cfg);
+    if (m->cfg.family == FAMILY_TIMM) return "";                 /* timm's state_dict names */
     if (m->cfg.family == FAMILY_PLAIN && m->cfg.bare) return ""; /* ViTModel, BertModel */
     if (m->cfg.family != FAMILY_PLAIN)
         return m->cfg.kind == MODEL_VIT ? "vision_model." : "text_model.";
