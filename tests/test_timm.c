@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "vit/vit.h"
 
@@ -104,10 +106,140 @@ static void test_outputs_match_reference(void **state) {
     }
 }
 
+/* timm-vit-micro-hf holds timm-vit-micro's weights under transformers' names (qkv split into
+ * query, key and value): the same logits and CLS features, bit for bit. */
+static void test_same_weights_as_hf_folder(void **state) {
+    (void)state;
+    vit_context *timm = load("tests/data/timm-vit-micro");
+    vit_context *hf = load("tests/data/timm-vit-micro-hf");
+    const int K = vit_num_labels(timm), D = vit_hidden_size(timm);
+    assert_int_equal(K, vit_num_labels(hf));
+    assert_string_equal(vit_label(timm, 3), vit_label(hf, 3));
+    float *a = test_alloc_floats((size_t)K + D), *b = test_alloc_floats((size_t)K + D);
+    for (int i = 0; i < IMAGES; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "pixels.%d", i);
+        float *px = test_golden_tensor("tests/data/timm-vit-micro", name, NULL);
+        vit_error err = {0};
+        if (vit_forward(timm, px, 1, a, &err) || vit_forward(hf, px, 1, b, &err) ||
+            vit_embed(timm, px, 1, VIT_POOL_CLS, a + K, &err) ||
+            vit_embed(hf, px, 1, VIT_POOL_CLS, b + K, &err))
+            fail_msg("%s", err.msg);
+        if (memcmp(a, b, sizeof(float) * (size_t)(K + D)) != 0)
+            fail_msg("%s: the timm folder and the HF folder differ", images[i]);
+        free(px);
+    }
+    free(a);
+    free(b);
+    vit_free(timm);
+    vit_free(hf);
+}
+
+/* A folder in the temporary directory with config.json `json` and timm-vit-micro's weights. */
+static const char *folder_with_config(const char *name, const char *json) {
+    static char dir[4096];
+    char link[4096 + 32], target[4096];
+    snprintf(dir, sizeof dir, "%s/%s", test_tmpdir(), name);
+    mkdir(dir, 0755);
+    snprintf(link, sizeof link, "%s/model.safetensors", dir);
+    assert_non_null(realpath("tests/data/timm-vit-micro/model.safetensors", target));
+    unlink(link);
+    assert_int_equal(symlink(target, link), 0);
+    char file[4096 + 32];
+    snprintf(file, sizeof file, "%s/config.json", name);
+    write_temp_file(file, json, strlen(json));
+    return dir;
+}
+
+/* What vit cannot run, or what does not match the weights: refused in one line naming the file
+ * and the field, the architecture or the tensor. */
+static void test_refusals(void **state) {
+    (void)state;
+    /* timm-vit-micro's model_args; a case's extra keys come first (cJSON reads the first of
+     * two equal keys) */
+    static const char *const args = "\"img_size\": 32, \"patch_size\": 8, \"embed_dim\": 32, "
+                                    "\"depth\": 2, \"num_heads\": 2}";
+    static const char *const pcfg = "\"pretrained_cfg\": {\"input_size\": [3, 32, 32], "
+                                    "\"num_classes\": 5}";
+    static const struct {
+        const char *name, *arch, *extra, *why;
+    } cases[] = {
+        {"unknown", "vit_nonexistent_patch16_224", "", "is not a timm VisionTransformer vit knows"},
+        {"distilled", "deit_base_distilled_patch16_224", "", "distillation token"},
+        {"gap", "vit_base_patch16_gap_224", "", "global_pool 'avg' with fc_norm false"},
+        {"swiglu", "vit_giant_patch14_dinov2", "", "vit does not run its MLP"},
+        {"qk_norm", "vit_base_patch16_224", "\"qk_norm\": true, ",
+         "'model_args.qk_norm' asks for what vit does not run"},
+        {"unknown_key", "vit_base_patch16_224", "\"rope\": 1, ", "'model_args.rope' is not one"},
+        {"map_head", "vit_base_patch16_siglip_224", "\"class_token\": true, ",
+         "global_pool 'map' with prefix tokens, fc_norm or a classifier"},
+        {"deeper", "vit_base_patch16_224", "\"depth\": 3, ",
+         "missing tensor 'blocks.2.norm1.weight'"},
+        {"wider", "vit_base_patch16_224", "\"embed_dim\": 48, \"num_heads\": 3, ",
+         "tensor 'cls_token' has shape [1, 1, 32], expected [1, 1, 48]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char json[1024];
+        snprintf(json, sizeof json, "{\"architecture\": \"%s\", \"model_args\": {%s%s, %s}",
+                 cases[i].arch, cases[i].extra, args, pcfg);
+        const char *dir = folder_with_config(cases[i].name, json);
+        vit_error err = {0};
+        vit_context *ctx = vit_load(dir, NULL, &err);
+        if (ctx) fail_msg("%s: loaded", cases[i].name);
+        if (!strstr(err.msg, cases[i].why) || !strstr(err.msg, dir) || strchr(err.msg, '\n'))
+            fail_msg("%s: '%s' does not say '%s'", cases[i].name, err.msg, cases[i].why);
+    }
+}
+
+/* vit info names the timm architecture and its parts; vit classify and vit embed run on the
+ * folders (embed against the library's vit_embed). */
+static void test_cli(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *info[] = {"info", "-m", "tests/data/timm-gap-reg-micro", NULL};
+    test_run_result r = test_run_vit(NULL, NULL, info);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "architecture:   vit_base_patch16_reg4_gap_256"));
+    assert_non_null(strstr(r.out, "tokens: 4 registers (no positions), patches"));
+    assert_non_null(strstr(r.out, "mean of the patches, then fc_norm; classifier [3, 24]"));
+    test_run_free(&r);
+    const char *classify[] = {"classify", "-m", "tests/data/timm-vit-micro", "-k", "1",
+                              images[0],  NULL};
+    r = test_run_vit(NULL, NULL, classify);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "class_"));
+    test_run_free(&r);
+    char out[4096];
+    snprintf(out, sizeof out, "%s/timm-embed.safetensors", test_tmpdir());
+    const char *embed[] = {"embed", "-m", "tests/data/timm-siglip-micro", images[1], "-o",
+                           out,     NULL};
+    r = test_run_vit(NULL, NULL, embed);
+    assert_int_equal(r.status, 0);
+    test_run_free(&r);
+    vit_context *ctx = load("tests/data/timm-siglip-micro");
+    const int D = vit_hidden_size(ctx);
+    float *px = test_alloc_floats(vit_input_floats(ctx)), *want = test_alloc_floats((size_t)D);
+    vit_error err = {0};
+    assert_int_equal(vit_preprocess_file(ctx, images[1], px, &err), 0);
+    assert_int_equal(vit_embed(ctx, px, 1, vit_default_pool(ctx), want, &err), 0);
+    size_t numel;
+    float *got = test_read_tensor(out, "embeddings", &numel);
+    assert_non_null(got);
+    assert_int_equal(numel, (size_t)D);
+    for (int i = 0; i < D; i++) assert_true(fabs(got[i] - want[i]) <= 1e-6);
+    free(got);
+    free(px);
+    free(want);
+    vit_free(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_preprocessing_is_timms),
         cmocka_unit_test(test_outputs_match_reference),
+        cmocka_unit_test(test_same_weights_as_hf_folder),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

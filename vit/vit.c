@@ -452,8 +452,11 @@ static int embed_joint(vit_context *c, const float *pixels, int B, float *featur
 /* A pooling the model cannot give: a reason, or NULL. */
 static const char *pool_refused(const model_config *c, vit_pool pool) {
     if (pool == VIT_POOL_CLS && c->opt.special == 0)
-        return "a SigLIP image tower has no CLS token (mean or patches; pooler or joint with its "
-               "attention-pooling head)";
+        return config_is_joint(c) ? "a SigLIP image tower has no CLS token (mean or patches; "
+                                    "pooler or joint with its attention-pooling head)"
+               : c->opt.pool == POOL_PROBE
+                   ? "this model has no class token (mean or patches; pooler: its attention pool)"
+                   : "this model has no class token (mean or patches)";
     if (pool == VIT_POOL_POOLER && c->opt.pool != POOL_PROBE)
         return c->opt.pool == POOL_ALL && config_is_joint(c)
                    ? "a SigLIP image tower without its head (vision_use_head false) has no pooled "

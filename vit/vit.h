@@ -509,7 +509,7 @@ typedef struct {
     int registers;          /* DINOv2's register tokens (no positions) */
     int classifier_heads;   /* 2: a DeiT's CLS and distillation heads, logits their mean */
     int positions;          /* images: 0 none, 1 an absolute table (other sizes: bicubic), 2 the
-                             * same antialiased */
+                             * same antialiased, 3 one for the model's size only (timm's) */
     int qkv_bias, key_bias; /* biases on q, k, v; key_bias 0: q and v only (BEiT) */
     int swiglu, layer_scale, embed_norm, final_norm, causal;
     int rel_bias; /* 1: a relative position bias per layer, 2: one shared */

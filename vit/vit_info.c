@@ -44,7 +44,7 @@ static void tower_build_info(const model *m, vit_model_info *info) {
         info->flops = model_flops(m, 128);
     }
     info->registers = o->registers;
-    info->positions = !o->abs_pos ? 0 : o->pos_antialias ? 2 : 1;
+    info->positions = !o->abs_pos ? 0 : c->family == FAMILY_TIMM ? 3 : o->pos_antialias ? 2 : 1;
     info->qkv_bias = c->qkv_bias;
     info->key_bias = o->key_bias;
     info->swiglu = o->swiglu;

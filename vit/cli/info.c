@@ -41,12 +41,14 @@ static void print_image_input(const vit_model_info *in) {
 /* The parts an image classifier or backbone was assembled from (the family's options): the
  * tokens, the positions, what the encoder's blocks hold, the pooling and the head. */
 static void print_image_parts(const vit_model_info *in) {
-    printf("parts:          tokens: %s%s", in->special_tokens > 1 ? "CLS, distillation" : "CLS",
-           in->registers ? ", " : "");
-    if (in->registers) printf("%d registers (no positions)", in->registers);
-    printf(", patches; %s; blocks: %s, %s, %s%s%s%s\n",
+    printf("parts:          tokens: %s", in->special_tokens > 1 ? "CLS, distillation, "
+                                         : in->special_tokens   ? "CLS, "
+                                                                : "");
+    if (in->registers) printf("%d registers (no positions), ", in->registers);
+    printf("patches; %s; blocks: %s, %s, %s%s%s%s\n",
            in->positions == 0   ? "no absolute positions"
            : in->positions == 2 ? "absolute positions (other sizes: antialiased bicubic)"
+           : in->positions == 3 ? "absolute positions (at its size only)"
                                 : "absolute positions (other sizes: bicubic)",
            in->post_norm ? "post-LN" : "pre-LN",
            in->swiglu ? "SwiGLU feed-forward" : in->activation,
@@ -55,9 +57,14 @@ static void print_image_parts(const vit_model_info *in) {
            in->rel_bias == 1 ? ", a relative position bias per layer" : "",
            in->rel_bias == 2 ? ", a shared relative position bias" : "");
     const int cls_mean = !strcmp(in->pooling, "cls_mean");
+    const int timm = !strcmp(in->model_type, "timm");
     const char *pool = cls_mean ? "final LayerNorm, [CLS, mean of the patches]"
-                       : !strcmp(in->pooling, "mean") ? "mean of the patches, then pooler.layernorm"
-                                                      : "final LayerNorm, CLS";
+                       : !strcmp(in->pooling, "mean")
+                           ? (timm ? "mean of the patches, then fc_norm"
+                                   : "mean of the patches, then pooler.layernorm")
+                       : !strcmp(in->pooling, "probe")
+                           ? "final LayerNorm on every row, then the attention pool (attn_pool)"
+                           : "final LayerNorm, CLS";
     if (in->classifier_heads > 1)
         printf("                pooled: final LayerNorm, CLS and distillation token; a classifier "
                "on each [%d, %d], logits their mean\n",

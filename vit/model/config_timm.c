@@ -333,7 +333,7 @@ void config_timm_options(const model_config *c, tower_options *o) {
     o->embed_norm = c->timm_pre_norm;  /* norm_pre */
     o->abs_pos = 1;
     o->layer_scale = c->layer_scale;
-    o->key_bias = c->qkv_bias;
+    o->key_bias = 1; /* qkv_bias: all three or none */
     o->pool = c->timm_pool;
     o->head = c->bare ? HEAD_NONE : HEAD_CLASSIFIER;
 }
