@@ -83,8 +83,8 @@ typedef struct {
 
 /* Reads MODEL_DIR/preprocessor_config.json for a model of image_size and channels (its
  * config.json's; the file's absence means ViTImageProcessor's defaults at image_size). A timm
- * folder without that file (config.json with `architecture` and `pretrained_cfg`) gets timm's eval
- * transform from pretrained_cfg instead. */
+ * folder (config.json with `architecture` and no model_type) gets timm's eval transform from its
+ * pretrained_cfg instead, as timm runs it (a preprocessor_config.json beside it is not read). */
 int preprocess_config_read(const char *model_dir, int image_size, int channels,
                            preprocess_config *cfg, vit_error *err);
 

@@ -276,12 +276,13 @@ static int timm_preprocessor(const char *model_dir, int channels, preprocess_con
 
 int preprocess_config_read(const char *model_dir, int image_size, int channels,
                            preprocess_config *cfg, vit_error *err) {
+    /* timm runs its folders with pretrained_cfg's transform whatever else the folder holds */
+    const int timm = timm_preprocessor(model_dir, channels, cfg, err);
+    if (timm != 0) return timm < 0 ? -1 : 0;
     char path[4096];
     snprintf(path, sizeof path, "%s/preprocessor_config.json", model_dir);
     FILE *probe = fopen(path, "rb");
     if (!probe) {
-        const int timm = timm_preprocessor(model_dir, channels, cfg, err);
-        if (timm != 0) return timm < 0 ? -1 : 0;
         set_defaults(cfg, image_size, channels);
         cfg->from_defaults = 1;
         return 0;

@@ -151,6 +151,30 @@ static const char *folder_with_config(const char *name, const char *json) {
     return dir;
 }
 
+/* A timm folder with a preprocessor_config.json beside its config.json (as transformers'
+ * TimmWrapper processors write one): pretrained_cfg's transform still, as timm runs it. */
+static void test_pretrained_cfg_over_processor_file(void **state) {
+    (void)state;
+    size_t size;
+    char *json = (char *)read_whole_file("tests/data/timm-vit-micro/config.json", &size);
+    assert_non_null(json);
+    const char *dir = folder_with_config("with-processor", json);
+    free(json);
+    static const char processor[] = "{\"image_processor_type\": \"ViTImageProcessor\", "
+                                    "\"size\": {\"height\": 32, \"width\": 32}}";
+    write_temp_file("with-processor/preprocessor_config.json", processor, strlen(processor));
+    vit_context *ctx = load(dir);
+    const size_t n = vit_input_floats(ctx);
+    float *px = test_alloc_floats(n);
+    vit_error err = {0};
+    assert_int_equal(vit_preprocess_file(ctx, images[0], px, &err), 0);
+    float *want = test_golden_tensor("tests/data/timm-vit-micro", "pixels.0", NULL);
+    assert_memory_equal(px, want, n * sizeof(float));
+    free(want);
+    free(px);
+    vit_free(ctx);
+}
+
 /* What vit cannot run, or what does not match the weights: refused in one line naming the file
  * and the field, the architecture or the tensor. */
 static void test_refusals(void **state) {
@@ -238,6 +262,7 @@ int main(void) {
         cmocka_unit_test(test_preprocessing_is_timms),
         cmocka_unit_test(test_outputs_match_reference),
         cmocka_unit_test(test_same_weights_as_hf_folder),
+        cmocka_unit_test(test_pretrained_cfg_over_processor_file),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_cli),
     };
