@@ -34,7 +34,7 @@ static const char *const images[] = {
 static const char *const folders[] = {
     "tests/data/timm-vit-micro",    "tests/data/timm-gap-reg-micro",
     "tests/data/timm-deit3-micro",  "tests/data/timm-dinov2-reg-micro",
-    "tests/data/timm-siglip-micro",
+    "tests/data/timm-siglip-micro", "tests/data/timm-siglip-gap-micro",
 };
 
 static vit_context *load(const char *dir) {
@@ -190,7 +190,8 @@ static void test_refusals(void **state) {
     } cases[] = {
         {"unknown", "vit_nonexistent_patch16_224", "", "is not a timm VisionTransformer vit knows"},
         {"distilled", "deit_base_distilled_patch16_224", "", "distillation token"},
-        {"gap", "vit_base_patch16_gap_224", "", "global_pool 'avg' with fc_norm false"},
+        {"gap_cls", "vit_base_patch16_gap_224", "\"class_token\": true, ",
+         "global_pool 'avg' with fc_norm false and a class token"},
         {"swiglu", "vit_giant_patch14_dinov2", "", "vit does not run its MLP"},
         {"qk_norm", "vit_base_patch16_224", "\"qk_norm\": true, ",
          "'model_args.qk_norm' asks for what vit does not run"},

@@ -20,6 +20,10 @@ model_args, pretrained_cfg), and goldens from a float64 forward written here fro
   timm-dinov2-reg-micro vit_base_patch14_reg4_dinov2: class token without a position, 4
                         registers, layer scale, no head (num_classes 0: the normed class row);
                         img_size from pretrained_cfg input_size 28 (fixed_input_size); crop_pct 1
+  timm-siglip-gap-micro vit_base_patch16_siglip_gap_224: no class token, global_pool 'avg' with
+                        fc_norm false (the final norm on every row, then the mean), a head of 3
+                        classes (the Hub's are 0: the head shows the mean is what it reads);
+                        squash at crop_pct 1
   timm-siglip-micro     vit_base_patch16_siglip_224: no class token, global_pool 'map'
                         (AttentionPoolLatent: latent, q, kv, proj, norm, mlp), no head
 
@@ -88,6 +92,12 @@ SPECS = [
          pool="token", fc_norm=False, K=0, size=28,
          pcfg=dict(interpolation="bicubic", crop_pct=1.0, crop_mode="center", mean=IMNET_MEAN,
                    std=IMNET_STD)),
+    dict(dir="timm-siglip-gap-micro", arch="vit_base_patch16_siglip_gap_224", seed=46,
+         model_args=dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=4),
+         P=8, D=32, L=2, H=4, ratio=4.0, qkv_bias=True, ls=False, cls=False, nec=False, reg=0,
+         pool="avg", fc_norm=False, K=3, size=32,
+         pcfg=dict(interpolation="bicubic", crop_pct=1.0, crop_mode="squash", mean=HALF,
+                   std=HALF)),
     dict(dir="timm-siglip-micro", arch="vit_base_patch16_siglip_224", seed=45,
          model_args=dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=4),
          P=8, D=32, L=2, H=4, ratio=4.0, qkv_bias=True, ls=False, cls=False, nec=False,

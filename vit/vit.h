@@ -516,7 +516,9 @@ typedef struct {
     /* the model's own pooling: "cls", "cls_mean" ([CLS, mean of the patches]), "mean"
      * (through pooler.layernorm), "probe" (SigLIP's attention pooling), "bert" (token 0
      * through the tanh pooler), "eos" (the first end token), "eos_max" (the largest id: CLIP's
-     * argmax), "last" (the last position), "all" (every row), "next" (a decoder's every row) */
+     * argmax), "last" (the last position), "all" (every row), "next" (a decoder's every row),
+     * "norm_mean" (every row normalised, then the mean of the patches: timm's avg without
+     * fc_norm) */
     const char *pooling;
     const char *head; /* after it: "classifier", "projection" (no bias), "linear", "none" */
     vit_pool pool;    /* vit_default_pool / vit_text_default_pool: vit embed's default */

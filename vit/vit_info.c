@@ -13,10 +13,10 @@ static vit_model_kind folder_kind(const model_config *c) {
 }
 
 static const char *const pooling_names[] = {
-    [POOL_CLS] = "cls",         [POOL_CLS_MEAN] = "cls_mean", [POOL_MEAN] = "mean",
-    [POOL_PROBE] = "probe",     [POOL_BERT] = "bert",         [POOL_EOS] = "eos",
-    [POOL_EOS_MAX] = "eos_max", [POOL_LAST] = "last",         [POOL_ALL] = "all",
-    [POOL_NEXT] = "next"};
+    [POOL_CLS] = "cls",         [POOL_CLS_MEAN] = "cls_mean",  [POOL_MEAN] = "mean",
+    [POOL_PROBE] = "probe",     [POOL_BERT] = "bert",          [POOL_EOS] = "eos",
+    [POOL_EOS_MAX] = "eos_max", [POOL_LAST] = "last",          [POOL_ALL] = "all",
+    [POOL_NEXT] = "next",       [POOL_NORM_MEAN] = "norm_mean"};
 static const char *const head_names[] = {[HEAD_CLASSIFIER] = "classifier",
                                          [HEAD_PROJECTION] = "projection",
                                          [HEAD_LINEAR] = "linear",

@@ -62,6 +62,8 @@ static void print_image_parts(const vit_model_info *in) {
                        : !strcmp(in->pooling, "mean")
                            ? (timm ? "mean of the patches, then fc_norm"
                                    : "mean of the patches, then pooler.layernorm")
+                       : !strcmp(in->pooling, "norm_mean")
+                           ? "final LayerNorm on every row, then the mean of the patches"
                        : !strcmp(in->pooling, "probe")
                            ? "final LayerNorm on every row, then the attention pool (attn_pool)"
                            : "final LayerNorm, CLS";

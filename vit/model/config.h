@@ -57,7 +57,9 @@ typedef enum { TOWER_DEFAULT, TOWER_IMAGE, TOWER_TEXT } config_tower;
  *   POOL_EOS      text: the final LayerNorm at the first end token (CLIP)
  *   POOL_EOS_MAX  text: the same at the largest id (CLIP configs with the old eos_token_id 2)
  *   POOL_LAST     text: the same at the last position (SigLIP, texts padded to max_length) */
-/*   POOL_ALL      image: the final LayerNorm on every row (a VisionEncoderDecoder's encoder)
+/*   POOL_NORM_MEAN image: the final LayerNorm on every row, then the mean of the patch rows
+ *                 (timm's global_pool 'avg' with fc_norm false; no class token)
+ *   POOL_ALL      image: the final LayerNorm on every row (a VisionEncoderDecoder's encoder)
  *   POOL_NEXT     text: every row through the output projection (a decoder's next-token logits)
  *   POOL_CLS_MEAN image: the final LayerNorm on every row, then [CLS, the mean of the patch rows]
  *                 (Dinov2ForImageClassification; registers left out of the mean)
@@ -73,7 +75,8 @@ typedef enum {
     POOL_EOS_MAX,
     POOL_LAST,
     POOL_ALL,
-    POOL_NEXT
+    POOL_NEXT,
+    POOL_NORM_MEAN
 } pool_kind;
 /* The head on the pooled rows: a classifier (num_labels, with bias), a projection into a joint
  * space without bias (CLIP) or with one (SigLIP's text head), or none (SigLIP's image tower: the

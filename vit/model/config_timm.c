@@ -192,8 +192,9 @@ static int pretrained_defaults(const cJSON *root, const cJSON *pcfg, timm_model 
 }
 
 /* The pooling onto the encoder's: 'token' (the final norm at the class token: ViT's), 'avg' with
- * fc_norm (the mean of the patch rows, then its norm: BEiT's mean pooling), 'map' (the final norm
- * on every row, then the attention pool: SigLIP's probe). */
+ * fc_norm (the mean of the patch rows, then its norm: BEiT's mean pooling) or without it (the
+ * final norm on every row, then their mean; the registrations that do this have no class token),
+ * 'map' (the final norm on every row, then the attention pool: SigLIP's probe). */
 static int resolve_pool(const timm_model *t, model_config *cfg, const char *src, vit_error *err) {
     const timm_arch *a = &t->a;
     const int prefix = a->class_token + a->reg_tokens;
@@ -203,8 +204,8 @@ static int resolve_pool(const timm_model *t, model_config *cfg, const char *src,
         cfg->timm_pool = POOL_CLS;
         return 0;
     }
-    if (strcmp(t->pool, "avg") == 0 && use_fc_norm) {
-        cfg->timm_pool = POOL_MEAN;
+    if (strcmp(t->pool, "avg") == 0 && (use_fc_norm || !a->class_token)) {
+        cfg->timm_pool = use_fc_norm ? POOL_MEAN : POOL_NORM_MEAN;
         return 0;
     }
     if (strcmp(t->pool, "map") == 0 && !prefix && !use_fc_norm && t->num_classes == 0) {
@@ -212,8 +213,7 @@ static int resolve_pool(const timm_model *t, model_config *cfg, const char *src,
         return 0;
     }
     const char *why = strcmp(t->pool, "token") == 0 ? "without a class token"
-                      : strcmp(t->pool, "avg") == 0
-                          ? "with fc_norm false (the norm before the mean)"
+                      : strcmp(t->pool, "avg") == 0 ? "with fc_norm false and a class token"
                       : strcmp(t->pool, "map") == 0
                           ? "with prefix tokens, fc_norm or a classifier after the attention pool"
                           : "(vit runs token, avg and map)";

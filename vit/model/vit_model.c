@@ -149,8 +149,9 @@ static int alloc_buffers(vit_acts *a, const model *m, int max_batch, int trainin
     const size_t D = (size_t)m->cfg.hidden_size, K = (size_t)a->patch_dim;
     const size_t H = (size_t)a->heads, L = (size_t)m->cfg.num_labels;
     const size_t g = training ? 1 : 0; /* gradient buffers only when training */
-    const size_t all = m->cfg.opt.pool == POOL_CLS_MEAN ? 1 : 0; /* every row normalised */
-    const size_t ved = g && m->cfg.opt.pool == POOL_ALL ? 1 : 0; /* kept for the backward */
+    const pool_kind pool = m->cfg.opt.pool;
+    const size_t all = pool == POOL_CLS_MEAN || pool == POOL_NORM_MEAN; /* every row normalised */
+    const size_t ved = g && m->cfg.opt.pool == POOL_ALL ? 1 : 0;        /* kept for the backward */
     const size_t sizes[] = {
         B * N * K,           B * N * D,       B * T * D,       H * B * D,
         H * B * D,           H * B,           H * B,           (H - 1) * B * L,
@@ -224,7 +225,7 @@ const float *vit_acts_cls(const vit_acts *a) {
 void vit_model_last_hidden(const model *m, const vit_acts *a, int b, float *out) {
     const int D = m->cfg.hidden_size, T = a->tokens;
     const size_t at = (size_t)b * T * D;
-    if (m->cfg.opt.pool == POOL_CLS_MEAN)
+    if (m->cfg.opt.pool == POOL_CLS_MEAN || m->cfg.opt.pool == POOL_NORM_MEAN)
         memcpy(out, a->hid_ln + at, sizeof(float) * (size_t)T * D);
     else if (m->cfg.opt.pool == POOL_MEAN || m->cfg.opt.pool == POOL_ALL ||
              m->cfg.opt.pool == POOL_PROBE) /* no norm, or done in place */
@@ -299,6 +300,17 @@ static void cls_mean_forward(const model *m, vit_acts *a, int B, int fast, float
     head_forward(m, a, 0, a->feat, B, 2 * D, fast, logits);
 }
 
+/* timm's global_pool 'avg' without fc_norm: the final LayerNorm on every row, then the classifier
+ * on the mean of the patch rows (registers left out). */
+static void norm_mean_forward(const model *m, vit_acts *a, int B, int fast, float *logits) {
+    const int D = m->cfg.hidden_size, T = a->tokens, P0 = a->special;
+    layernorm_forward(a->hid_ln, a->hid_mean, a->hid_rstd, a->x, m->final_ln_w, m->final_ln_b,
+                      B * T, D, m->cfg.layer_norm_eps);
+    for (int b = 0; b < B; b++)
+        mean_rows(a->cls_ln + (size_t)b * D, a->hid_ln + ((size_t)b * T + P0) * D, T - P0, D);
+    head_forward(m, a, 0, a->cls_ln, B, D, fast, logits);
+}
+
 /* Only the rows the classifiers read reach the final LayerNorm: token h of each image for head h,
  * gathered head by head ([heads, B, D]), or (mean pooling) the mean of the patch rows through its
  * LayerNorm. Two heads (DeiT with teacher): logits = their mean, as HF's
@@ -340,6 +352,8 @@ static void heads_forward(const model *m, vit_acts *a, int B, int fast, float *l
                            logits);
     } else if (c->opt.pool == POOL_CLS_MEAN) {
         cls_mean_forward(m, a, B, fast, logits);
+    } else if (c->opt.pool == POOL_NORM_MEAN) {
+        norm_mean_forward(m, a, B, fast, logits);
     } else {
         pooled_heads_forward(m, a, B, fast, logits);
     }
