@@ -95,7 +95,9 @@ VIT_API vit_params vit_default_params(void);
 /* Loads a ViTForImageClassification, DeiTForImageClassification or
  * DeiTForImageClassificationWithTeacher directory (config.json, model.safetensors, optional
  * preprocessor_config.json); also DINOv2 (Dinov2Model, Dinov2ForImageClassification, and the
- * WithRegisters pair) and BEiT / data2vec-vision (BeitModel, BeitForImageClassification, ...).
+ * WithRegisters pair) and BEiT / data2vec-vision (BeitModel, BeitForImageClassification, ...);
+ * also timm's VisionTransformer folders (config.json with `architecture` and `pretrained_cfg`,
+ * timm's tensor names; num_classes 0: the pooled features are the output).
  * A base model (Dinov2Model, BeitModel) has no classifier: its "logits" are its pooled features
  * (hidden_size of them, labelled DIM_0..), and vit_embed is what it is for. params NULL:
  * vit_default_params(). */
