@@ -32,9 +32,10 @@ static const char *const images[] = {
 #define IMAGES (int)(sizeof images / sizeof images[0])
 
 static const char *const folders[] = {
-    "tests/data/timm-vit-micro",    "tests/data/timm-gap-reg-micro",
-    "tests/data/timm-deit3-micro",  "tests/data/timm-dinov2-reg-micro",
-    "tests/data/timm-siglip-micro", "tests/data/timm-siglip-gap-micro",
+    "tests/data/timm-vit-micro",          "tests/data/timm-gap-reg-micro",
+    "tests/data/timm-deit3-micro",        "tests/data/timm-dinov2-reg-micro",
+    "tests/data/timm-siglip-micro",       "tests/data/timm-siglip-gap-micro",
+    "tests/data/timm-dinov2-giant-micro",
 };
 
 static vit_context *load(const char *dir) {
@@ -192,12 +193,12 @@ static void test_refusals(void **state) {
         {"distilled", "deit_base_distilled_patch16_224", "", "distillation token"},
         {"gap_cls", "vit_base_patch16_gap_224", "\"class_token\": true, ",
          "global_pool 'avg' with fc_norm false and a class token"},
-        {"swiglu", "vit_giant_patch14_dinov2", "", "vit does not run its MLP"},
+        {"swiglu", "aimv2_large_patch14_224", "", "vit does not run its MLP SwiGLU"},
         {"qk_norm", "vit_base_patch16_224", "\"qk_norm\": true, ",
          "'model_args.qk_norm' asks for what vit does not run"},
         {"unknown_key", "vit_base_patch16_224", "\"rope\": 1, ", "'model_args.rope' is not one"},
         {"map_head", "vit_base_patch16_siglip_224", "\"class_token\": true, ",
-         "global_pool 'map' with prefix tokens, fc_norm or a classifier"},
+         "global_pool 'map' with prefix tokens, fc_norm, a SwiGLU MLP"},
         {"deeper", "vit_base_patch16_224", "\"depth\": 3, ",
          "missing tensor 'blocks.2.norm1.weight'"},
         {"wider", "vit_base_patch16_224", "\"embed_dim\": 48, \"num_heads\": 3, ",

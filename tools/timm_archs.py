@@ -15,7 +15,7 @@ DEFAULTS = dict(img_size=0, patch_size=16, embed_dim=768, depth=12, num_heads=12
                 qkv_bias=True, init_values=None, class_token=True, no_embed_class=False,
                 reg_tokens=0, pre_norm=False, fc_norm=None, global_pool="token")
 ACTS = {None: "ACT_GELU", "gelu": "ACT_GELU", "gelu_tanh": "ACT_GELU_TANH",
-        "quick_gelu": "ACT_QUICK_GELU"}
+        "quick_gelu": "ACT_QUICK_GELU", "swiglu": "ACT_SWIGLU"}
 # arguments whose only value vit runs is VisionTransformer's default
 PLAIN = dict(qk_norm=False, scale_attn_norm=False, scale_mlp_norm=False, proj_bias=True,
              pool_include_prefix=False, final_norm=True, pos_embed="learn", dynamic_img_pad=False)
@@ -80,11 +80,16 @@ def facts(fn):
         why = "a %dx%d input" % tuple(img)
     act = args.get("act_layer")
     act = None if act is None else (act.value if isinstance(act, ast.Constant) else ast.unparse(act))
+    mlp = args.pop("mlp_layer", None)
+    if mlp is not None and ast.unparse(mlp) == "SwiGLUPacked" and act in ("nn.SiLU", "silu"):
+        act = "swiglu"  # GluMlp(gate_last=False): silu(first half of fc1) * second half
+    elif mlp is not None:
+        why = why or "its MLP %s" % ast.unparse(mlp)
     if act not in ACTS:
         why = why or "its MLP's activation %s" % act
     row["act"] = ACTS.get(act, "ACT_GELU")
     row["eps"], why = norm_eps(args.get("norm_layer"), why)
-    for key, what in (("block_fn", "block"), ("mlp_layer", "MLP"), ("attn_layer", "attention"),
+    for key, what in (("block_fn", "block"), ("attn_layer", "attention"),
                       ("embed_layer", "patch embedding"), ("embed_norm_layer", "patch norm")):
         if key in args:
             why = why or "its %s %s" % (what, ast.unparse(args[key]))

@@ -20,6 +20,8 @@ model_args, pretrained_cfg), and goldens from a float64 forward written here fro
   timm-dinov2-reg-micro vit_base_patch14_reg4_dinov2: class token without a position, 4
                         registers, layer scale, no head (num_classes 0: the normed class row);
                         img_size from pretrained_cfg input_size 28 (fixed_input_size); crop_pct 1
+  timm-dinov2-giant-micro vit_giant_patch14_dinov2: SwiGLUPacked (fc1 [int(D * 5.33334), D] = [170,
+                        32], silu(first half) * second half, fc2 [32, 85]), layer scale, no head
   timm-siglip-gap-micro vit_base_patch16_siglip_gap_224: no class token, global_pool 'avg' with
                         fc_norm false (the final norm on every row, then the mean), a head of 3
                         classes (the Hub's are 0: the head shows the mean is what it reads);
@@ -92,6 +94,12 @@ SPECS = [
          pool="token", fc_norm=False, K=0, size=28,
          pcfg=dict(interpolation="bicubic", crop_pct=1.0, crop_mode="center", mean=IMNET_MEAN,
                    std=IMNET_STD)),
+    dict(dir="timm-dinov2-giant-micro", arch="vit_giant_patch14_dinov2", seed=47,
+         model_args=dict(embed_dim=32, depth=2, num_heads=2),
+         P=14, D=32, L=2, H=2, ratio=2.66667 * 2, qkv_bias=True, ls=True, cls=True, nec=False,
+         reg=0, pool="token", fc_norm=False, K=0, size=28, swiglu=True,
+         pcfg=dict(interpolation="bicubic", crop_pct=1.0, crop_mode="center", mean=IMNET_MEAN,
+                   std=IMNET_STD)),
     dict(dir="timm-siglip-gap-micro", arch="vit_base_patch16_siglip_gap_224", seed=46,
          model_args=dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=4),
          P=8, D=32, L=2, H=4, ratio=4.0, qkv_bias=True, ls=False, cls=False, nec=False, reg=0,
@@ -134,7 +142,7 @@ def random_weights(s):
         w[b + "attn.proj.weight"], w[b + "attn.proj.bias"] = rnd(D, D), rnd(D)
         w[b + "norm2.weight"], w[b + "norm2.bias"] = rnd(D, std=0.1, mean=1.0), rnd(D)
         w[b + "mlp.fc1.weight"], w[b + "mlp.fc1.bias"] = rnd(I, D), rnd(I)
-        w[b + "mlp.fc2.weight"], w[b + "mlp.fc2.bias"] = rnd(D, I), rnd(D)
+        w[b + "mlp.fc2.weight"], w[b + "mlp.fc2.bias"] = rnd(D, I // 2 if s.get("swiglu") else I), rnd(D)
         if s["ls"]:  # trained values, not init_values' 1e-5
             w[b + "ls1.gamma"], w[b + "ls2.gamma"] = rnd(D, std=0.2, mean=0.6), rnd(D, std=0.2,
                                                                                   mean=0.6)
@@ -175,7 +183,13 @@ def block(w, s, l, x):
     q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
     a = lin(w, b + "attn.proj", attend(q, k, v))
     x = x + (a * w[b + "ls1.gamma"] if s["ls"] else a)
-    m = lin(w, b + "mlp.fc2", F.gelu(lin(w, b + "mlp.fc1", ln(w, b + "norm2", x))))
+    h = lin(w, b + "mlp.fc1", ln(w, b + "norm2", x))
+    if s.get("swiglu"):  # SwiGLUPacked: GluMlp(gate_last=False), act(x1) * x2
+        x1, x2 = h.chunk(2, -1)
+        h = F.silu(x1) * x2
+    else:
+        h = F.gelu(h)
+    m = lin(w, b + "mlp.fc2", h)
     return x + (m * w[b + "ls2.gamma"] if s["ls"] else m)
 
 

@@ -43,6 +43,7 @@ const char *activation_name(activation_kind act) {
     return act == ACT_GELU         ? "gelu"
            : act == ACT_GELU_TANH  ? "gelu_new"
            : act == ACT_QUICK_GELU ? "quick_gelu"
+           : act == ACT_SWIGLU     ? "swiglu"
                                    : "relu";
 }
 

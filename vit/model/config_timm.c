@@ -90,6 +90,10 @@ static int get_act(const cJSON *args, timm_model *t, const char *src, vit_error 
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, "act_layer");
     if (!v || cJSON_IsNull(v)) return 0;
     const char *s = cJSON_IsString(v) ? v->valuestring : "";
+    if (t->a.act == ACT_SWIGLU && strcmp(s, "silu") == 0) return 0; /* SwiGLUPacked's own */
+    if (t->a.act == ACT_SWIGLU)
+        return vit_fail(err, "%s: field 'model_args.act_layer': %s's SwiGLU MLP gates with silu",
+                        src, t->a.name);
     t->a.act = strcmp(s, "gelu") == 0         ? ACT_GELU
                : strcmp(s, "gelu_tanh") == 0  ? ACT_GELU_TANH
                : strcmp(s, "quick_gelu") == 0 ? ACT_QUICK_GELU
@@ -208,14 +212,16 @@ static int resolve_pool(const timm_model *t, model_config *cfg, const char *src,
         cfg->timm_pool = use_fc_norm ? POOL_MEAN : POOL_NORM_MEAN;
         return 0;
     }
-    if (strcmp(t->pool, "map") == 0 && !prefix && !use_fc_norm && t->num_classes == 0) {
+    if (strcmp(t->pool, "map") == 0 && !prefix && !use_fc_norm && t->num_classes == 0 &&
+        a->act != ACT_SWIGLU) { /* AttentionPoolLatent's MLP is never a SwiGLU */
         cfg->timm_pool = POOL_PROBE;
         return 0;
     }
     const char *why = strcmp(t->pool, "token") == 0 ? "without a class token"
                       : strcmp(t->pool, "avg") == 0 ? "with fc_norm false and a class token"
                       : strcmp(t->pool, "map") == 0
-                          ? "with prefix tokens, fc_norm or a classifier after the attention pool"
+                          ? "with prefix tokens, fc_norm, a SwiGLU MLP or a classifier after the "
+                            "attention pool"
                           : "(vit runs token, avg and map)";
     return vit_fail(err, "%s: %s: global_pool '%s' %s is not one vit runs", src, a->name, t->pool,
                     why);
@@ -242,6 +248,8 @@ static int check_shape(const timm_model *t, const char *src, vit_error *err) {
                         "not one vit runs",
                         src, a->name);
     const double width = floor(a->embed_dim * a->mlp_ratio);
+    if (a->act == ACT_SWIGLU && fmod(width, 2) != 0)
+        return vit_fail(err, "%s: %s: its SwiGLU MLP's width %.0f is odd", src, a->name, width);
     if (width < 1 || width > (1 << 20))
         return vit_fail(err, "%s: %s: mlp_ratio %g gives an MLP width of %.0f", src, a->name,
                         a->mlp_ratio, width);
@@ -295,6 +303,9 @@ static void set_config(const timm_model *t, model_config *cfg) {
     cfg->num_layers = a->depth;
     cfg->num_heads = a->num_heads;
     cfg->intermediate_size = (int)floor(a->embed_dim * a->mlp_ratio); /* Mlp: int(dim * ratio) */
+    /* SwiGLUPacked: fc1 of that width, halves silu-gated, fc2 from half of it */
+    cfg->use_swiglu = a->act == ACT_SWIGLU;
+    if (cfg->use_swiglu) cfg->intermediate_size /= 2;
     cfg->mlp_ratio = a->mlp_ratio;
     cfg->act = a->act;
     cfg->layer_norm_eps = a->eps;
@@ -333,6 +344,7 @@ void config_timm_options(const model_config *c, tower_options *o) {
     o->embed_norm = c->timm_pre_norm;  /* norm_pre */
     o->abs_pos = 1;
     o->layer_scale = c->layer_scale;
+    o->swiglu = c->use_swiglu;
     o->key_bias = 1; /* qkv_bias: all three or none */
     o->pool = c->timm_pool;
     o->head = c->bare ? HEAD_NONE : HEAD_CLASSIFIER;

@@ -382,7 +382,7 @@ static void add_timm_embeddings(layout *L, model *m) {
 }
 
 /* Block: norm1, attn.qkv (query, key and value fused [3D, D]: the encoder's own stacking),
- * attn.proj, ls1.gamma, norm2, mlp.fc1, mlp.fc2, ls2.gamma. */
+ * attn.proj, ls1.gamma, norm2, mlp.fc1 ([2I, D] for SwiGLUPacked), mlp.fc2, ls2.gamma. */
 static void add_timm_block(layout *L, model *m, int l) {
     const model_config *c = &m->cfg;
     const int D = c->hidden_size, I = c->intermediate_size;
@@ -398,7 +398,7 @@ static void add_timm_block(layout *L, model *m, int l) {
     snprintf(a, sizeof a, "blocks.%d.norm2", l);
     w->ln2_w = add_norm(L, &w->ln2_b, D, a);
     snprintf(a, sizeof a, "blocks.%d.mlp.fc1", l);
-    add_linear(L, &w->fc1_w, &w->fc1_b, I, D, a);
+    add_linear(L, &w->fc1_w, &w->fc1_b, c->opt.swiglu ? 2 * I : I, D, a);
     snprintf(a, sizeof a, "blocks.%d.mlp.fc2", l);
     add_linear(L, &w->fc2_w, &w->fc2_b, D, I, a);
     if (c->opt.layer_scale) w->ls2 = P1(0, D, "blocks.%d.ls2.gamma", l);
