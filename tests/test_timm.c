@@ -35,7 +35,7 @@ static const char *const folders[] = {
     "tests/data/timm-vit-micro",          "tests/data/timm-gap-reg-micro",
     "tests/data/timm-deit3-micro",        "tests/data/timm-dinov2-reg-micro",
     "tests/data/timm-siglip-micro",       "tests/data/timm-siglip-gap-micro",
-    "tests/data/timm-dinov2-giant-micro",
+    "tests/data/timm-dinov2-giant-micro", "tests/data/timm-so150m-reg-micro",
 };
 
 static vit_context *load(const char *dir) {
@@ -228,6 +228,12 @@ static void test_cli(void **state) {
     assert_non_null(strstr(r.out, "architecture:   vit_base_patch16_reg4_gap_256"));
     assert_non_null(strstr(r.out, "tokens: 4 registers (no positions), patches"));
     assert_non_null(strstr(r.out, "mean of the patches, then fc_norm; classifier [3, 24]"));
+    test_run_free(&r);
+    const char *info_reg[] = {"info", "-m", "tests/data/timm-so150m-reg-micro", NULL};
+    r = test_run_vit(NULL, NULL, info_reg);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "tokens: 4 registers (with positions), patches"));
+    assert_non_null(strstr(r.out, "--pool mean (vit embed's default)"));
     test_run_free(&r);
     const char *classify[] = {"classify", "-m", "tests/data/timm-vit-micro", "-k", "1",
                               images[0],  NULL};

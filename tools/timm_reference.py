@@ -22,6 +22,9 @@ model_args, pretrained_cfg), and goldens from a float64 forward written here fro
                         img_size from pretrained_cfg input_size 28 (fixed_input_size); crop_pct 1
   timm-dinov2-giant-micro vit_giant_patch14_dinov2: SwiGLUPacked (fc1 [int(D * 5.33334), D] = [170,
                         32], silu(first half) * second half, fc2 [32, 85]), layer scale, no head
+  timm-so150m-reg-micro vit_so150m_patch16_reg4_gap_256: 4 registers *with* positions
+                        (no_embed_class false: pos_embed [1, 4 + 16, D]), no class token, avg
+                        without fc_norm, mlp_ratio 2.572 (fc1 82), a head of 3 classes
   timm-siglip-gap-micro vit_base_patch16_siglip_gap_224: no class token, global_pool 'avg' with
                         fc_norm false (the final norm on every row, then the mean), a head of 3
                         classes (the Hub's are 0: the head shows the mean is what it reads);
@@ -100,6 +103,12 @@ SPECS = [
          reg=0, pool="token", fc_norm=False, K=0, size=28, swiglu=True,
          pcfg=dict(interpolation="bicubic", crop_pct=1.0, crop_mode="center", mean=IMNET_MEAN,
                    std=IMNET_STD)),
+    dict(dir="timm-so150m-reg-micro", arch="vit_so150m_patch16_reg4_gap_256", seed=48,
+         model_args=dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=4),
+         P=8, D=32, L=2, H=4, ratio=2.572, qkv_bias=True, ls=False, cls=False, nec=False, reg=4,
+         pool="avg", fc_norm=False, K=3, size=32,
+         pcfg=dict(interpolation="bicubic", crop_pct=0.95, crop_mode="center", mean=HALF,
+                   std=HALF)),
     dict(dir="timm-siglip-gap-micro", arch="vit_base_patch16_siglip_gap_224", seed=46,
          model_args=dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=4),
          P=8, D=32, L=2, H=4, ratio=4.0, qkv_bias=True, ls=False, cls=False, nec=False, reg=0,

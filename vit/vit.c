@@ -451,7 +451,7 @@ static int embed_joint(vit_context *c, const float *pixels, int B, float *featur
 
 /* A pooling the model cannot give: a reason, or NULL. */
 static const char *pool_refused(const model_config *c, vit_pool pool) {
-    if (pool == VIT_POOL_CLS && c->opt.special == 0)
+    if (pool == VIT_POOL_CLS && !config_class_token(c))
         return config_is_joint(c) ? "a SigLIP image tower has no CLS token (mean or patches; "
                                     "pooler or joint with its attention-pooling head)"
                : c->opt.pool == POOL_PROBE
@@ -473,7 +473,7 @@ vit_pool vit_default_pool(const vit_context *c) {
     if (vit_joint_dim(c) > 0) return VIT_POOL_JOINT;
     if (cfg->opt.head == HEAD_PROJECTION) return VIT_POOL_PROJECTION; /* image_embeds */
     if (cfg->opt.pool == POOL_PROBE) return VIT_POOL_POOLER;          /* SiglipVisionModel */
-    return cfg->opt.special == 0 ? VIT_POOL_MEAN : VIT_POOL_CLS;
+    return config_class_token(cfg) ? VIT_POOL_CLS : VIT_POOL_MEAN;
 }
 
 int vit_embed(vit_context *c, const float *pixels, int B, vit_pool pool, float *features,

@@ -506,13 +506,15 @@ typedef struct {
                                * SiglipTextModel, ...) */
     size_t parameters;        /* this tower's, shared ones once */
     int size_tokens;          /* images: the tokens at config.json's size (tokens: the run's) */
-    double flops;           /* one forward at config.json's size: an image, or 128 tokens of text */
-    int special_tokens;     /* images: 1 CLS, 2 CLS and a DeiT's distillation token, 0 (SigLIP) */
-    int registers;          /* DINOv2's register tokens (no positions) */
-    int classifier_heads;   /* 2: a DeiT's CLS and distillation heads, logits their mean */
-    int positions;          /* images: 0 none, 1 an absolute table (other sizes: bicubic), 2 the
-                             * same antialiased, 3 one for the model's size only (timm's) */
-    int qkv_bias, key_bias; /* biases on q, k, v; key_bias 0: q and v only (BEiT) */
+    double flops;       /* one forward at config.json's size: an image, or 128 tokens of text */
+    int special_tokens; /* images: 1 CLS, 2 CLS and a DeiT's distillation token, 0 (SigLIP) */
+    int registers;      /* register tokens (DINOv2's, timm's: no positions unless
+                         * registers_positioned) */
+    int registers_positioned; /* 1: the registers have positions (timm's no_embed_class false) */
+    int classifier_heads;     /* 2: a DeiT's CLS and distillation heads, logits their mean */
+    int positions;            /* images: 0 none, 1 an absolute table (other sizes: bicubic), 2 the
+                               * same antialiased, 3 one for the model's size only (timm's) */
+    int qkv_bias, key_bias;   /* biases on q, k, v; key_bias 0: q and v only (BEiT) */
     int swiglu, layer_scale, embed_norm, final_norm, causal;
     int rel_bias; /* 1: a relative position bias per layer, 2: one shared */
     /* the model's own pooling: "cls", "cls_mean" ([CLS, mean of the patches]), "mean"

@@ -44,6 +44,11 @@ static void tower_build_info(const model *m, vit_model_info *info) {
         info->flops = model_flops(m, 128);
     }
     info->registers = o->registers;
+    if (c->family == FAMILY_TIMM && c->timm_reg_pos) { /* special tokens to the encoder */
+        info->special_tokens = c->timm_class_token;
+        info->registers = c->num_registers;
+        info->registers_positioned = 1;
+    }
     info->positions = !o->abs_pos ? 0 : c->family == FAMILY_TIMM ? 3 : o->pos_antialias ? 2 : 1;
     info->qkv_bias = c->qkv_bias;
     info->key_bias = o->key_bias;

@@ -44,7 +44,9 @@ static void print_image_parts(const vit_model_info *in) {
     printf("parts:          tokens: %s", in->special_tokens > 1 ? "CLS, distillation, "
                                          : in->special_tokens   ? "CLS, "
                                                                 : "");
-    if (in->registers) printf("%d registers (no positions), ", in->registers);
+    if (in->registers)
+        printf("%d registers (%s), ", in->registers,
+               in->registers_positioned ? "with positions" : "no positions");
     printf("patches; %s; blocks: %s, %s, %s%s%s%s\n",
            in->positions == 0   ? "no absolute positions"
            : in->positions == 2 ? "absolute positions (other sizes: antialiased bicubic)"

@@ -51,6 +51,10 @@ int config_special_tokens(const model_config *cfg) {
     return cfg->opt.special + cfg->opt.registers;
 }
 
+int config_class_token(const model_config *cfg) {
+    return cfg->family == FAMILY_TIMM ? cfg->timm_class_token : cfg->opt.special > 0;
+}
+
 int config_is_joint(const model_config *cfg) {
     return cfg->family == FAMILY_CLIP || cfg->family == FAMILY_SIGLIP;
 }

@@ -157,6 +157,7 @@ typedef struct {
      * on the embeddings (pre_norm), the norm after pooling (fc_norm) and the pooling */
     char timm_arch[64];
     int timm_class_token, timm_no_embed_class, timm_pre_norm, timm_fc_norm;
+    int timm_reg_pos; /* registers with positions (reg_tokens and no_embed_class false) */
     pool_kind timm_pool;
     /* classifier */
     int num_labels;
@@ -181,6 +182,8 @@ const char *activation_name(activation_kind act);
 /* Tokens before the patches: 1 (CLS), 2 for a DeiT (CLS, distillation), 0 for SigLIP, 1 + the
  * registers for DINOv2 with registers. */
 int config_special_tokens(const model_config *cfg);
+/* Whether the first of them is a class token (not SigLIP's none, not a timm model's register). */
+int config_class_token(const model_config *cfg);
 /* Classifier heads, each on one of the first tokens after the final LayerNorm; logits are their
  * mean: 2 for DeiTForImageClassificationWithTeacher, else 1. */
 int config_classifier_heads(const model_config *cfg);

@@ -242,11 +242,6 @@ static int check_shape(const timm_model *t, const char *src, vit_error *err) {
                         src, a->name, a->patch_size, t->img_w, t->img_h, CONFIG_MAX_GRID);
     if (t->in_chans != 1 && t->in_chans != 3)
         return vit_fail(err, "%s: in_chans is %d; only 1 and 3 are supported", src, t->in_chans);
-    if (a->reg_tokens > 0 && !a->no_embed_class)
-        return vit_fail(err,
-                        "%s: %s: register tokens with positions (no_embed_class false) are "
-                        "not one vit runs",
-                        src, a->name);
     const double width = floor(a->embed_dim * a->mlp_ratio);
     if (a->act == ACT_SWIGLU && fmod(width, 2) != 0)
         return vit_fail(err, "%s: %s: its SwiGLU MLP's width %.0f is odd", src, a->name, width);
@@ -318,6 +313,7 @@ static void set_config(const timm_model *t, model_config *cfg) {
     cfg->timm_class_token = a->class_token;
     cfg->timm_no_embed_class = a->no_embed_class;
     cfg->timm_pre_norm = a->pre_norm;
+    cfg->timm_reg_pos = a->reg_tokens > 0 && !a->no_embed_class;
     cfg->bare = t->num_classes == 0; /* head Identity: the pooled features are the output */
 }
 
@@ -338,8 +334,10 @@ int config_timm_parse(const cJSON *root, model_config *cfg, const char *src, vit
 }
 
 void config_timm_options(const model_config *c, tower_options *o) {
-    o->special = c->timm_class_token;
-    o->registers = c->num_registers;
+    /* registers with positions (no_embed_class false) are special tokens to the encoder: after
+     * the class token, each with its position row, as [cls, reg, patches] + pos_embed */
+    o->special = c->timm_class_token + (c->timm_reg_pos ? c->num_registers : 0);
+    o->registers = c->timm_reg_pos ? 0 : c->num_registers;
     o->patch_bias = !c->timm_pre_norm; /* timm's PatchEmbed: bias=not pre_norm */
     o->embed_norm = c->timm_pre_norm;  /* norm_pre */
     o->abs_pos = 1;

@@ -365,8 +365,17 @@ static void add_timm_embeddings(layout *L, model *m) {
     const model_config *c = &m->cfg;
     const int D = c->hidden_size, P = c->patch_size, S = c->opt.special, R = c->opt.registers;
     const int N = (c->image_size / P) * (c->image_width / P);
-    if (S) m->cls_token = add_param(L, 1, 0, 0, 3, SHAPE(1, 1, D), "cls_token");
-    if (R) m->register_tokens = add_param(L, 1, 0, 0, 3, SHAPE(1, R, D), "reg_token");
+    if (c->timm_reg_pos) { /* the registers as special tokens: right after the class token */
+        L->packed = 1;
+        float *cls =
+            c->timm_class_token ? add_param(L, 1, 0, 0, 3, SHAPE(1, 1, D), "cls_token") : NULL;
+        L->packed = 0;
+        float *regs = add_param(L, 1, 0, 0, 3, SHAPE(1, c->num_registers, D), "reg_token");
+        m->cls_token = cls ? cls : regs;
+    } else {
+        if (S) m->cls_token = add_param(L, 1, 0, 0, 3, SHAPE(1, 1, D), "cls_token");
+        if (R) m->register_tokens = add_param(L, 1, 0, 0, 3, SHAPE(1, R, D), "reg_token");
+    }
     if (S && c->timm_no_embed_class) {
         L->packed = 1;
         m->pos_embed = add_param(L, 1, 0, 1, 1, SHAPE(D), "pos_embed (class token's zero row)");
