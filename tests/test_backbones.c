@@ -590,6 +590,44 @@ static void test_beit_rectangle_refused(void **state) {
     model_free(&m);
 }
 
+/* vit embed's default pooling gives what transformers' class outputs as its pooled features:
+ * pooler_output (DINOv2's normalised CLS; BEiT's mean of the patch tokens through
+ * pooler.layernorm when use_mean_pooling, else its CLS). Before, BEiT and data2vec-vision with
+ * mean pooling defaulted to the CLS row as the last layer left it. */
+static void test_default_embedding_is_pooler_output(void **state) {
+    (void)state;
+    for (int k = 0; k < MODELS; k++) {
+        golden_info g;
+        read_info(models[k], &g);
+        vit_error err = {0};
+        vit_params params = vit_default_params();
+        params.max_batch = 1;
+        vit_context *ctx = vit_load(g.dir, &params, &err);
+        if (!ctx) fail_msg("%s", err.msg);
+        int channels, height, width, r = 0;
+        vit_input_shape(ctx, &channels, &height, &width);
+        while (r < 2 && g.sizes[r] != height) r++;
+        assert_true(r < 2);
+        const int D = vit_hidden_size(ctx);
+        float *got = test_alloc_floats((size_t)D);
+        for (int i = 0; i < IMAGES; i++) {
+            size_t n, m;
+            float *pixels = image_golden(&g, r, i, "pixels", &n);
+            float *want = image_golden(&g, r, i, "pooler_output", &m);
+            assert_int_equal(m, (size_t)D);
+            if (vit_embed(ctx, pixels, 1, vit_default_pool(ctx), got, &err) != 0)
+                fail_msg("%s", err.msg);
+            char what[200];
+            snprintf(what, sizeof what, "%s: vit embed's default against pooler_output %d",
+                     models[k], i);
+            expect_close(what, got, want, m, TOL);
+            free(pixels), free(want);
+        }
+        free(got);
+        vit_free(ctx);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options),
@@ -600,6 +638,7 @@ int main(void) {
         cmocka_unit_test(test_precisions),
         cmocka_unit_test(test_rectangle_resizes_positions),
         cmocka_unit_test(test_beit_rectangle_refused),
+        cmocka_unit_test(test_default_embedding_is_pooler_output),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

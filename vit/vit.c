@@ -473,6 +473,8 @@ vit_pool vit_default_pool(const vit_context *c) {
     if (vit_joint_dim(c) > 0) return VIT_POOL_JOINT;
     if (cfg->opt.head == HEAD_PROJECTION) return VIT_POOL_PROJECTION; /* image_embeds */
     if (cfg->opt.pool == POOL_PROBE) return VIT_POOL_POOLER;          /* SiglipVisionModel */
+    /* a model pooling by the mean (BEiT's use_mean_pooling, timm's 'avg'): its pooled output */
+    if (cfg->opt.pool == POOL_MEAN || cfg->opt.pool == POOL_NORM_MEAN) return VIT_POOL_MEAN;
     return config_class_token(cfg) ? VIT_POOL_CLS : VIT_POOL_MEAN;
 }
 

@@ -189,7 +189,9 @@ VIT_API int vit_embed(vit_context *ctx, const float *pixels, int batch, vit_pool
  * last_hidden_state[:, 0] (its pooler, pooler.dense, is not read). The pooling vit embed takes
  * by default (transformers' output for the class): VIT_POOL_JOINT for a joint model,
  * VIT_POOL_PROJECTION for CLIPVisionModelWithProjection (image_embeds), VIT_POOL_POOLER for a
- * SigLIP image tower alone, VIT_POOL_MEAN for one without its head, else VIT_POOL_CLS. */
+ * SigLIP image tower alone, VIT_POOL_MEAN for one without its head and for a model that pools
+ * by the mean (BEiT's use_mean_pooling, timm's global_pool 'avg': its pooler_output or
+ * pre-logits), else VIT_POOL_CLS. */
 VIT_API vit_pool vit_default_pool(const vit_context *ctx);
 
 /* In-place softmax of n logits (computed in double). */
