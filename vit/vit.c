@@ -478,6 +478,15 @@ vit_pool vit_default_pool(const vit_context *c) {
     return config_class_token(cfg) ? VIT_POOL_CLS : VIT_POOL_MEAN;
 }
 
+int vit_embed_size(const vit_context *c, vit_pool pool) {
+    if (pool == VIT_POOL_JOINT) return vit_joint_dim(c);
+    if (pool == VIT_POOL_POOLER || pool == VIT_POOL_PROJECTION) return vit_num_labels(c);
+    if (pool != VIT_POOL_PATCHES) return vit_hidden_size(c);
+    int gh, gw;
+    vit_patch_grid(c, &gh, &gw);
+    return gh * gw * vit_hidden_size(c);
+}
+
 int vit_embed(vit_context *c, const float *pixels, int B, vit_pool pool, float *features,
               vit_error *err) {
     if (pool == VIT_POOL_JOINT) return embed_joint(c, pixels, B, features, err);

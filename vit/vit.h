@@ -193,6 +193,10 @@ VIT_API int vit_embed(vit_context *ctx, const float *pixels, int batch, vit_pool
  * by the mean (BEiT's use_mean_pooling, timm's global_pool 'avg': its pooler_output or
  * pre-logits), else VIT_POOL_CLS. */
 VIT_API vit_pool vit_default_pool(const vit_context *ctx);
+/* The floats vit_embed gives one image with pool (one the model gives): vit_joint_dim for
+ * VIT_POOL_JOINT, the forward's outputs for VIT_POOL_POOLER and VIT_POOL_PROJECTION, grid_h x
+ * grid_w x hidden for VIT_POOL_PATCHES, else vit_hidden_size. */
+VIT_API int vit_embed_size(const vit_context *ctx, vit_pool pool);
 
 /* In-place softmax of n logits (computed in double). */
 VIT_API void vit_softmax(float *logits, int n);
@@ -379,6 +383,10 @@ VIT_API int vit_text_embed(vit_text_context *ctx, const char *const *texts, cons
  * The pooling vit embed --text takes by default: VIT_POOL_JOINT for a joint model, else that
  * output; VIT_POOL_CLS for a BERT. */
 VIT_API vit_pool vit_text_default_pool(const vit_text_context *ctx);
+/* The floats vit_text_embed gives one text with pool (one the model gives): vit_text_joint_dim
+ * for VIT_POOL_JOINT, the forward's outputs for a CLIP or SigLIP tower's own (VIT_POOL_PROJECTION,
+ * VIT_POOL_POOLER), else vit_text_hidden_size. */
+VIT_API int vit_text_embed_size(const vit_text_context *ctx, vit_pool pool);
 VIT_API int vit_text_hidden_size(const vit_text_context *ctx);
 /* The joint embedding's length of a CLIP or SigLIP text tower, 0 for a BERT. */
 VIT_API int vit_text_joint_dim(const vit_text_context *ctx);

@@ -306,6 +306,14 @@ vit_pool vit_text_default_pool(const vit_text_context *c) {
     return cfg->opt.pool == POOL_BERT ? VIT_POOL_CLS : VIT_POOL_POOLER;
 }
 
+int vit_text_embed_size(const vit_text_context *c, vit_pool pool) {
+    if (pool == VIT_POOL_JOINT) return vit_text_joint_dim(c);
+    const int tower = c->w->m.cfg.opt.pool != POOL_BERT; /* CLIP's or SigLIP's: its forward's */
+    return tower && (pool == VIT_POOL_PROJECTION || pool == VIT_POOL_POOLER)
+               ? vit_text_num_labels(c)
+               : vit_text_hidden_size(c);
+}
+
 /* A CLIP or SigLIP text tower: its output as the forward gives it, the one pooling it has
  * besides the joint space (a causal tower's CLS row and mean are no features of its own). */
 static int embed_tower_output(vit_text_context *c, const char *const *texts, const size_t *lengths,
