@@ -574,6 +574,45 @@ static void test_model_info(void **state) {
     assert_non_null(strstr(err.msg, "tests/data/no-such-model"));
 }
 
+/* params.tokenizer_optional: a text folder without its tokenizer files loads for describing
+ * (vit info), says why it has no tokenizer, and refuses texts with that reason; without the
+ * flag it is refused, and a folder with its tokenizer has no reason. */
+static void test_text_without_tokenizer(void **state) {
+    (void)state;
+    vit_error err = {0};
+    const char *dir = test_joint_without_tokenizer();
+    assert_null(vit_text_load(dir, NULL, &err));
+    assert_non_null(strstr(err.msg, "no tokenizer files"));
+    vit_text_params tp = vit_text_default_params();
+    tp.tokenizer_optional = 1;
+    vit_text_context *text = vit_text_load(dir, &tp, &err);
+    if (!text) fail_msg("%s", err.msg);
+    assert_non_null(vit_text_tokenizer_error(text));
+    assert_non_null(strstr(vit_text_tokenizer_error(text), "no tokenizer files"));
+    vit_model_info i, whole;
+    vit_text_model_info(text, &i);
+    vit_text_context *full = vit_text_load("tests/data/siglip-micro", &tp, &err);
+    assert_non_null(full);
+    assert_null(vit_text_tokenizer_error(full));
+    vit_text_model_info(full, &whole); /* the same folder with its tokenizer */
+    assert_string_equal(i.family, "SigLIP");
+    assert_true(i.parameters == whole.parameters && i.vocab_size == whole.vocab_size);
+    assert_true(i.max_positions == whole.max_positions && i.pool == whole.pool);
+    vit_text_free(full);
+    const char *t = "a cat";
+    const size_t n = strlen(t);
+    float out[64];
+    int32_t ids[8];
+    err = (vit_error){0};
+    assert_int_equal(vit_text_embed(text, &t, &n, 1, VIT_POOL_JOINT, out, &err), -1);
+    assert_string_equal(err.msg, vit_text_tokenizer_error(text));
+    err = (vit_error){0};
+    assert_int_equal(vit_text_tokenize(text, t, n, ids, 8, &err), -1);
+    assert_string_equal(err.msg, vit_text_tokenizer_error(text));
+    assert_null(vit_text_piece(text, 0));
+    vit_text_free(text);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),
@@ -588,6 +627,7 @@ int main(void) {
         cmocka_unit_test(test_nan_weights_fail),
         cmocka_unit_test(test_nan_input_named),
         cmocka_unit_test(test_model_info),
+        cmocka_unit_test(test_text_without_tokenizer),
     };
     return cmocka_run_group_tests_name("api", tests, NULL, NULL);
 }

@@ -333,6 +333,10 @@ typedef struct {
     int max_batch; /* largest batch of texts per vit_text_forward */
     vit_backend backend;
     vit_precision precision;
+    /* 1: a tokenizer that does not load (its files missing) is no failure: the context describes
+     * the folder (vit_text_model_info, the labels and sizes) and refuses every call that reads
+     * texts, saying why (vit_text_tokenizer_error). What `vit info` loads with. */
+    int tokenizer_optional;
 } vit_text_params;
 
 VIT_API vit_text_params vit_text_default_params(void);
@@ -341,6 +345,8 @@ VIT_API vit_text_params vit_text_default_params(void);
  * optional tokenizer_config.json and special_tokens_map.json). params NULL: the defaults. */
 VIT_API vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *params,
                                         vit_error *err);
+/* NULL when the tokenizer loaded; else why not (params.tokenizer_optional). Owned by ctx. */
+VIT_API const char *vit_text_tokenizer_error(const vit_text_context *ctx);
 /* Another context over ctx's weights and tokenizer, as vit_share. */
 VIT_API vit_text_context *vit_text_share(const vit_text_context *ctx, vit_error *err);
 VIT_API void vit_text_free(vit_text_context *ctx);

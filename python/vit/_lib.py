@@ -44,6 +44,7 @@ class TextParams(ctypes.Structure):
         ("max_batch", ctypes.c_int),
         ("backend", ctypes.c_int),
         ("precision", ctypes.c_int),
+        ("tokenizer_optional", ctypes.c_int),
     ]
 
 

@@ -137,6 +137,19 @@ static void print_image_tower(const vit_model_info *in) {
            in->flops / 1e9);
 }
 
+/* A text tower described without its tokenizer (vit_text_params.tokenizer_optional): why. */
+static void print_tokenizer_error(const vit_text_context *t) {
+    if (vit_text_tokenizer_error(t))
+        printf("tokenizer:      not loadable: %s\n", vit_text_tokenizer_error(t));
+}
+
+/* A text tower for describing: its tokenizer files may be missing. */
+static vit_text_context *load_text_for_info(const char *dir, vit_error *err) {
+    vit_text_params tp = vit_text_default_params();
+    tp.tokenizer_optional = 1;
+    return vit_text_load(dir, &tp, err);
+}
+
 /* A CLIP or SigLIP folder: both towers and how the scores are made. */
 static void print_joint(const vit_model_info *image, const char *dir) {
     printf("architecture:   %s: an image and a text tower, embeddings of %d\n", image->folder_class,
@@ -145,7 +158,7 @@ static void print_joint(const vit_model_info *image, const char *dir) {
     print_tower_parts(image);
     printf("preprocessing:  %s\n", image->preprocessing);
     vit_error err = {0};
-    vit_text_context *text = vit_text_load(dir, NULL, &err);
+    vit_text_context *text = load_text_for_info(dir, &err);
     if (!text) {
         printf("text tower:     not loadable: %s\n", err.msg);
     } else {
@@ -154,6 +167,7 @@ static void print_joint(const vit_model_info *image, const char *dir) {
         printf("text tower:     up to %d tokens, vocabulary %d, %zu parameters\n", t.max_positions,
                t.vocab_size, t.parameters);
         print_tower_parts(&t);
+        print_tokenizer_error(text);
         vit_text_free(text);
     }
     printf("scores:         exp(logit_scale) = %.4g times the cosine%s; %s\n", image->score_scale,
@@ -356,6 +370,7 @@ static void print_text_model(const vit_text_context *ctx, const vit_model_info *
     printf("architecture:   %s (%s encoder)\n", in->architecture,
            in->post_norm ? "post-LN" : "pre-LN");
     printf("input:          up to %d tokens, vocabulary %d\n", in->max_positions, in->vocab_size);
+    print_tokenizer_error(ctx);
     printf("flops/128 tok:  %.3f GFLOP\n", in->flops / 1e9);
     print_encoder(in);
     printf("parameters:     %zu\n", in->parameters);
@@ -376,12 +391,13 @@ static int print_model(const char *dir, int all_labels, vit_error *err) {
         print_image_to_text(g);
         vit_gen_free(g);
     } else if (kind == VIT_KIND_TEXT) {
-        vit_text_context *t = vit_text_load(dir, NULL, err);
+        vit_text_context *t = load_text_for_info(dir, err);
         if (!t) return -1;
         vit_text_model_info(t, &in);
         printf("model:          %s\n", dir);
         if (in.tower_alone) {
             print_one_tower(&in);
+            print_tokenizer_error(t);
             printf("parameters:     %zu\n", in.parameters);
             print_embedding(&in);
         } else {
