@@ -613,6 +613,51 @@ static void test_text_without_tokenizer(void **state) {
     vit_text_free(text);
 }
 
+/* The same for an image-to-text folder (tests/data/ved-trocr-vit's config, weights and settings
+ * linked without its tokenizer files): vit_gen_params.tokenizer_optional loads it, the decoder is
+ * described as with its tokenizer (but for the tokenizer's fields), and vit_generate refuses with
+ * the reason. */
+static void test_generator_without_tokenizer(void **state) {
+    (void)state;
+    char dir[4096], cwd[2048];
+    snprintf(dir, sizeof dir, "%s/ved-no-tokenizer", test_tmpdir());
+    mkdir(dir, 0700);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    const char *files[] = {"config.json", "model.safetensors", "generation_config.json",
+                           "preprocessor_config.json"};
+    for (int i = 0; i < 4; i++) {
+        char from[4096], to[8192];
+        snprintf(from, sizeof from, "%s/tests/data/ved-trocr-vit/%s", cwd, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        assert_int_equal(symlink(from, to), 0);
+    }
+    vit_error err = {0};
+    assert_null(vit_gen_load(dir, NULL, &err));
+    assert_non_null(strstr(err.msg, "no tokenizer files"));
+    vit_gen_params gp = vit_gen_default_params();
+    gp.tokenizer_optional = 1;
+    vit_gen_context *bare = vit_gen_load(dir, &gp, &err), *full;
+    if (!bare) fail_msg("%s", err.msg);
+    assert_non_null(full = vit_gen_load("tests/data/ved-trocr-vit", &gp, &err));
+    assert_null(vit_gen_tokenizer_error(full));
+    assert_non_null(strstr(vit_gen_tokenizer_error(bare), "no tokenizer files"));
+    vit_model_info a, b;
+    vit_gen_decoder_info(bare, &a);
+    vit_gen_decoder_info(full, &b);
+    assert_true(a.parameters == b.parameters && a.vocab_size == b.vocab_size &&
+                a.decoder_start_id == b.decoder_start_id && a.num_eos == b.num_eos);
+    assert_true(a.tokenizer == NULL && a.tokenizer_ids == 0 && b.tokenizer != NULL);
+    vit_context *enc = vit_gen_image_context(bare);
+    float *pixels = test_alloc_floats(vit_input_floats(enc));
+    vit_generation out = {0};
+    err = (vit_error){0};
+    assert_int_equal(vit_generate(bare, pixels, 1, NULL, &out, &err), -1);
+    assert_string_equal(err.msg, vit_gen_tokenizer_error(bare));
+    free(pixels);
+    vit_gen_free(bare);
+    vit_gen_free(full);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),
@@ -628,6 +673,7 @@ int main(void) {
         cmocka_unit_test(test_nan_input_named),
         cmocka_unit_test(test_model_info),
         cmocka_unit_test(test_text_without_tokenizer),
+        cmocka_unit_test(test_generator_without_tokenizer),
     };
     return cmocka_run_group_tests_name("api", tests, NULL, NULL);
 }

@@ -424,11 +424,16 @@ typedef struct vit_gen_context vit_gen_context;
 typedef struct {
     vit_params image; /* threads, max_batch (images per call), backend, precision, decoding */
     int max_beams;    /* the most beams a call may ask for (0: 8; at most 64) */
+    /* 1: a tokenizer that does not load is no failure, as vit_text_params': the context describes
+     * the folder and refuses to generate, saying why (vit_gen_tokenizer_error) */
+    int tokenizer_optional;
 } vit_gen_params;
 VIT_API vit_gen_params vit_gen_default_params(void);
 
 VIT_API vit_gen_context *vit_gen_load(const char *model_dir, const vit_gen_params *params,
                                       vit_error *err);
+/* NULL when the tokenizer loaded; else why not (params.tokenizer_optional). Owned by ctx. */
+VIT_API const char *vit_gen_tokenizer_error(const vit_gen_context *ctx);
 VIT_API vit_gen_context *vit_gen_share(const vit_gen_context *ctx, vit_error *err);
 VIT_API void vit_gen_free(vit_gen_context *ctx);
 /* The image context over the encoder: its preprocessing (vit_preprocess_*, vit_input_floats) and

@@ -49,7 +49,11 @@ class TextParams(ctypes.Structure):
 
 
 class GenParams(ctypes.Structure):
-    _fields_ = [("image", Params), ("max_beams", ctypes.c_int)]
+    _fields_ = [
+        ("image", Params),
+        ("max_beams", ctypes.c_int),
+        ("tokenizer_optional", ctypes.c_int),
+    ]
 
 
 class GenOptions(ctypes.Structure):

@@ -279,7 +279,10 @@ static void print_image_to_text(vit_gen_context *g) {
            e.special_tokens > 1 ? ", distillation token" : "", e.layers, e.hidden, e.heads, e.mlp,
            e.activation, e.layer_norm_eps, e.qkv_bias ? "" : ", no qkv bias");
     print_decoder(&d, e.hidden);
-    printf("tokenizer:      %s (%s), %d ids\n", d.tokenizer, d.tokenizer_kind, d.tokenizer_ids);
+    if (vit_gen_tokenizer_error(g))
+        printf("tokenizer:      not loadable: %s\n", vit_gen_tokenizer_error(g));
+    else
+        printf("tokenizer:      %s (%s), %d ids\n", d.tokenizer, d.tokenizer_kind, d.tokenizer_ids);
     print_generation_settings(g, &d);
     printf("parameters:     %zu (encoder %zu, decoder %zu)\n", e.parameters + d.parameters,
            e.parameters, d.parameters);
@@ -385,7 +388,9 @@ static int print_model(const char *dir, int all_labels, vit_error *err) {
     if (vit_folder_kind(dir, &kind, err) != 0) return -1;
     vit_model_info in;
     if (kind == VIT_KIND_IMAGE_TO_TEXT) {
-        vit_gen_context *g = vit_gen_load(dir, NULL, err);
+        vit_gen_params gp = vit_gen_default_params();
+        gp.tokenizer_optional = 1;
+        vit_gen_context *g = vit_gen_load(dir, &gp, err);
         if (!g) return -1;
         printf("model:          %s\n", dir);
         print_image_to_text(g);
