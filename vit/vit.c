@@ -384,7 +384,7 @@ int api_blame_input(const float *pixels, int B, size_t n, vit_error *err) {
 
 int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_error *err) {
     const model_config *cfg = &c->w->m.cfg;
-    if (cfg->opt.pool == POOL_ALL && cfg->family != FAMILY_VED)
+    if (cfg->opt.pool == POOL_ALL && cfg->opt.joint) /* SigLIP without its probe */
         return vit_fail(err,
                         "%s: %s without its attention-pooling head has no output vector (its "
                         "features: vit_embed with VIT_POOL_MEAN or VIT_POOL_PATCHES)",
@@ -452,13 +452,13 @@ static int embed_joint(vit_context *c, const float *pixels, int B, float *featur
 /* A pooling the model cannot give: a reason, or NULL. */
 static const char *pool_refused(const model_config *c, vit_pool pool) {
     if (pool == VIT_POOL_CLS && !config_class_token(c))
-        return config_is_joint(c) ? "a SigLIP image tower has no CLS token (mean or patches; "
-                                    "pooler or joint with its attention-pooling head)"
+        return c->opt.joint ? "a SigLIP image tower has no CLS token (mean or patches; "
+                              "pooler or joint with its attention-pooling head)"
                : c->opt.pool == POOL_PROBE
                    ? "this model has no class token (mean or patches; pooler: its attention pool)"
                    : "this model has no class token (mean or patches)";
     if (pool == VIT_POOL_POOLER && c->opt.pool != POOL_PROBE)
-        return c->opt.pool == POOL_ALL && config_is_joint(c)
+        return c->opt.pool == POOL_ALL && c->opt.joint
                    ? "a SigLIP image tower without its head (vision_use_head false) has no pooled "
                      "output (transformers' pooler_output is None): mean or patches"
                    : "VIT_POOL_POOLER for images is a SigLIP image tower's attention-pooling "

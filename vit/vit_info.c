@@ -8,7 +8,7 @@
 
 static vit_model_kind folder_kind(const model_config *c) {
     if (c->family == FAMILY_VED) return VIT_KIND_IMAGE_TO_TEXT;
-    if (config_is_joint(c) && !c->one_tower) return VIT_KIND_JOINT;
+    if (c->opt.joint && !c->one_tower) return VIT_KIND_JOINT;
     return c->kind == MODEL_VIT ? VIT_KIND_IMAGE : VIT_KIND_TEXT;
 }
 
@@ -24,7 +24,7 @@ static const char *const head_names[] = {[HEAD_CLASSIFIER] = "classifier",
 
 static const char *folder_class(const model_config *c) {
     if (c->family == FAMILY_VED) return "VisionEncoderDecoderModel";
-    if (config_is_joint(c) && !c->one_tower) return config_joint_class(c);
+    if (c->opt.joint && !c->one_tower) return config_joint_class(c);
     return config_architecture(c);
 }
 
@@ -90,7 +90,7 @@ void api_tower_info(const model *m, vit_model_info *info) {
     info->max_positions = c->max_position_embeddings;
     info->vocab_size = c->vocab_size;
     info->num_labels = c->num_labels;
-    info->sigmoid = c->family == FAMILY_SIGLIP;
+    info->sigmoid = c->opt.joint_sigmoid;
     info->sinusoidal = c->opt.sinusoidal;
     info->cross_project = c->opt.enc_proj;
     info->cross_width = c->cross_dim;
