@@ -217,7 +217,9 @@ static int add_gemm_state(vit_context *c, vit_error *err) {
     return c->gemm ? 0 : -1;
 }
 
-vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error *err) {
+vit_context *vit_load(const char *model, const vit_params *params, vit_error *err) {
+    char model_dir[4096];
+    if (vit_resolve_model(model, model_dir, sizeof model_dir, err) != 0) return NULL;
     vit_weights *w = weights_load(model_dir, params, err);
     if (!w) return NULL;
     vit_context *c = context_create(w, threads_resolve(w->params.threads), err);

@@ -92,6 +92,16 @@ typedef struct {
 
 VIT_API vit_params vit_default_params(void);
 
+/* The folder a model reference names, into dir (size bytes): a folder as it is (a name that is
+ * also a folder is the folder, as transformers reads it); else org/name or org/name@REVISION (a
+ * branch, tag or 40-hex commit; "main" when none is given) in the Hugging Face cache as
+ * huggingface_hub writes it: $HF_HUB_CACHE, else $HF_HOME/hub, else
+ * $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub; refs/REVISION gives the commit,
+ * snapshots/COMMIT/ is the folder. -1 with err when the name is not in the cache or its snapshot
+ * has a broken link. Any other string is given back as it is. vit_load, vit_text_load,
+ * vit_gen_load and vit_folder_kind call it: they take references too. */
+VIT_API int vit_resolve_model(const char *model, char *dir, size_t size, vit_error *err);
+
 /* Loads a ViTForImageClassification, DeiTForImageClassification or
  * DeiTForImageClassificationWithTeacher directory (config.json, model.safetensors, optional
  * preprocessor_config.json); also DINOv2 (Dinov2Model, Dinov2ForImageClassification, and the
@@ -101,7 +111,7 @@ VIT_API vit_params vit_default_params(void);
  * A base model (Dinov2Model, BeitModel) has no classifier: its "logits" are its pooled features
  * (hidden_size of them, labelled DIM_0..), and vit_embed is what it is for. params NULL:
  * vit_default_params(). */
-VIT_API vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error *err);
+VIT_API vit_context *vit_load(const char *model, const vit_params *params, vit_error *err);
 /* Another context over ctx's weights (no copy of them), with its own activations and buffers and
  * ctx's parameters (its thread count too): it may compute on another thread while ctx does.
  * Safe to call while ctx computes. NULL with err when out of memory. */
@@ -343,7 +353,7 @@ VIT_API vit_text_params vit_text_default_params(void);
 
 /* Loads a BertForSequenceClassification directory (config.json, model.safetensors, vocab.txt,
  * optional tokenizer_config.json and special_tokens_map.json). params NULL: the defaults. */
-VIT_API vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *params,
+VIT_API vit_text_context *vit_text_load(const char *model, const vit_text_params *params,
                                         vit_error *err);
 /* NULL when the tokenizer loaded; else why not (params.tokenizer_optional). Owned by ctx. */
 VIT_API const char *vit_text_tokenizer_error(const vit_text_context *ctx);
@@ -430,7 +440,7 @@ typedef struct {
 } vit_gen_params;
 VIT_API vit_gen_params vit_gen_default_params(void);
 
-VIT_API vit_gen_context *vit_gen_load(const char *model_dir, const vit_gen_params *params,
+VIT_API vit_gen_context *vit_gen_load(const char *model, const vit_gen_params *params,
                                       vit_error *err);
 /* NULL when the tokenizer loaded; else why not (params.tokenizer_optional). Owned by ctx. */
 VIT_API const char *vit_gen_tokenizer_error(const vit_gen_context *ctx);
@@ -564,7 +574,7 @@ VIT_API void vit_text_model_info(const vit_text_context *ctx, vit_model_info *in
 VIT_API void vit_gen_decoder_info(const vit_gen_context *ctx, vit_model_info *info);
 /* What the folder model_dir holds, from its config.json alone (no weights read): to choose the
  * loader (vit_load, vit_text_load, vit_gen_load). -1 with err when config.json is unreadable. */
-VIT_API int vit_folder_kind(const char *model_dir, vit_model_kind *kind, vit_error *err);
+VIT_API int vit_folder_kind(const char *model, vit_model_kind *kind, vit_error *err);
 
 #ifdef __cplusplus
 }

@@ -120,8 +120,10 @@ static vit_gen_context *context_create(gen_weights *w, vit_context *image, vit_e
     return c;
 }
 
-vit_gen_context *vit_gen_load(const char *dir, const vit_gen_params *params, vit_error *err) {
+vit_gen_context *vit_gen_load(const char *model, const vit_gen_params *params, vit_error *err) {
     const vit_gen_params p = params ? *params : vit_gen_default_params();
+    char dir[4096];
+    if (vit_resolve_model(model, dir, sizeof dir, err) != 0) return NULL;
     if (p.max_beams > MAX_BEAMS_LIMIT)
         return vit_fail(err, "%d beams: more than the limit of %d", p.max_beams, MAX_BEAMS_LIMIT),
                NULL;

@@ -123,9 +123,12 @@ void vit_text_model_info(const vit_text_context *ctx, vit_model_info *info) {
     if (info->kind == VIT_KIND_JOINT) info->capabilities |= VIT_CAN_ZERO_SHOT;
 }
 
-int vit_folder_kind(const char *model_dir, vit_model_kind *kind, vit_error *err) {
+int vit_folder_kind(const char *model, vit_model_kind *kind, vit_error *err) {
     model_config cfg;
-    if (model_config_load(model_dir, &cfg, err) != 0) return -1;
+    char model_dir[4096];
+    if (vit_resolve_model(model, model_dir, sizeof model_dir, err) != 0 ||
+        model_config_load(model_dir, &cfg, err) != 0)
+        return -1;
     *kind = folder_kind(&cfg);
     model_config_free(&cfg);
     return 0;

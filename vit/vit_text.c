@@ -145,9 +145,10 @@ static int add_gemm_state(vit_text_context *c, vit_error *err) {
     return c->gemm ? 0 : -1;
 }
 
-vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *params,
-                                vit_error *err) {
+vit_text_context *vit_text_load(const char *model, const vit_text_params *params, vit_error *err) {
     const vit_text_params p = params ? *params : vit_text_default_params();
+    char model_dir[4096];
+    if (vit_resolve_model(model, model_dir, sizeof model_dir, err) != 0) return NULL;
     if (p.max_batch < 1) return vit_fail(err, "batch size %d is not positive", p.max_batch), NULL;
     if (require_text(model_dir, err) != 0) return NULL;
     text_weights *w = weights_load(model_dir, &p, err);

@@ -425,7 +425,8 @@ int cli_embed(int argc, char **argv) {
     const cli_outcome parsed = parse_options(argc, argv, &o);
     if (parsed != CLI_PARSED) return free(o.texts), cli_exit_status(parsed);
     char model_dir[4096];
-    cli_model_dir(o.common.model, model_dir, sizeof model_dir);
+    if (!cli_model_dir("embed", o.common.model, model_dir, sizeof model_dir))
+        return free(o.texts), 1;
     feature_table t = {0};
     int rc;
     if (is_text_model(model_dir)) {

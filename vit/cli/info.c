@@ -456,7 +456,7 @@ int cli_info(int argc, char **argv) {
         parsed = cli_usage_error(&command, "unexpected argument '%s'", p.rest[0]);
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     char dir[4096];
-    cli_model_dir(c.model, dir, sizeof dir);
+    if (!cli_model_dir("info", c.model, dir, sizeof dir)) return 1;
     vit_error err = {0};
     if (print_model(dir, all_labels, &err) != 0) {
         cli_print_load_error("info", c.model, dir, &err);
