@@ -27,7 +27,7 @@ typedef struct {
     preprocess_config prep;    /* at the run size */
     vit_params params;         /* as loaded */
     char compute[128];         /* what runs the linear layers */
-    char model_dir[512];       /* for messages */
+    char model_dir[4096];      /* for messages: the resolved folder */
     int run_height, run_width; /* where it runs: params.image_size, or DINOv2's processor's */
     char defaults[384]; /* vit_preprocess_defaults: "" when preprocessor_config.json is there */
     char preprocessing[256]; /* vit_model_info's: the steps as the folder has them */
