@@ -10,8 +10,8 @@ typedef struct {
     vit_context *image;
     vit_text_context *text;
     vit_generation *generated; /* [max_batch] (gen) */
-    float *pixels;             /* [max_batch, C, H, W]: the batch's decoded images side by side */
-    float *outputs;            /* [max_batch, the widest answer] */
+    float *pixels;  /* [max_batch, C, H, W]: a batch's decoded images side by side (two or more) */
+    float *outputs; /* [max_batch, the widest answer] */
     const char **texts;
     size_t *lengths;
 } task_worker;
@@ -123,31 +123,37 @@ static int same_batch(void *self, const serve_job *a, const serve_job *b) {
                         &((const serve_gen_request *)b->data)->options);
 }
 
-static int forward_images(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
+/* The batch's decoded images side by side: a lone image's own pixels (no copy), else copied into
+ * the worker's buffer. */
+static const float *batch_pixels(task_worker *w, serve_job *const *jobs, int n) {
+    if (n == 1) return jobs[0]->input;
     const size_t floats = vit_input_floats(w->image);
     for (int i = 0; i < n; i++)
         memcpy(w->pixels + (size_t)i * floats, jobs[i]->input, sizeof(float) * floats);
+    return w->pixels;
+}
+
+static int forward_images(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
+    const float *pixels = batch_pixels(w, jobs, n);
     switch ((serve_task)jobs[0]->task) {
     case SERVE_CLASSIFY:
-        return vit_forward(w->image, w->pixels, n, w->outputs, err);
+        return vit_forward(w->image, pixels, n, w->outputs, err);
     case SERVE_EMBED_CLS:
-        return vit_embed(w->image, w->pixels, n, VIT_POOL_CLS, w->outputs, err);
+        return vit_embed(w->image, pixels, n, VIT_POOL_CLS, w->outputs, err);
     case SERVE_EMBED_JOINT:
-        return vit_embed(w->image, w->pixels, n, VIT_POOL_JOINT, w->outputs, err);
+        return vit_embed(w->image, pixels, n, VIT_POOL_JOINT, w->outputs, err);
     case SERVE_EMBED_OWN:
-        return vit_embed(w->image, w->pixels, n, vit_default_pool(w->image), w->outputs, err);
+        return vit_embed(w->image, pixels, n, vit_default_pool(w->image), w->outputs, err);
     default:
-        return vit_embed(w->image, w->pixels, n, VIT_POOL_MEAN, w->outputs, err);
+        return vit_embed(w->image, pixels, n, VIT_POOL_MEAN, w->outputs, err);
     }
 }
 
 /* The batch's images (of equal options) in one vit_generate: images x beams rows a step. */
 static int forward_generate(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
-    const size_t floats = vit_input_floats(w->image);
-    for (int i = 0; i < n; i++)
-        memcpy(w->pixels + (size_t)i * floats, jobs[i]->input, sizeof(float) * floats);
+    const float *pixels = batch_pixels(w, jobs, n);
     const serve_gen_request *first = jobs[0]->data;
-    if (vit_generate(w->gen, w->pixels, n, &first->options, w->generated, err) != 0) return -1;
+    if (vit_generate(w->gen, pixels, n, &first->options, w->generated, err) != 0) return -1;
     for (int i = 0; i < n; i++) {
         serve_gen_request *req = (serve_gen_request *)jobs[i]->data; /* the submitter's */
         req->result = w->generated[i];
