@@ -154,7 +154,7 @@ int hub_resolve_cached(const char *ref, char *dir, size_t size, vit_error *err) 
         snprintf(dir, size, "%s", ref);
         return 0;
     }
-    char commit[41], repo[HUB_PATH_MAX], snapshot[HUB_PATH_MAX + 64], config[HUB_PATH_MAX + 80];
+    char commit[41], repo[HUB_PATH_MAX], snapshot[HUB_PATH_MAX + 64], config[HUB_PATH_MAX + 96];
     if (hub_cached_commit(&r, commit, err) != 0 || hub_repo_dir(&r, repo, sizeof repo, err) != 0)
         return -1;
     snprintf(snapshot, sizeof snapshot, "%s/snapshots/%s", repo, commit);
@@ -162,7 +162,9 @@ int hub_resolve_cached(const char *ref, char *dir, size_t size, vit_error *err) 
         return vit_fail(err, "%s: snapshot %s is not in the cache (no %s)", ref, commit, snapshot);
     if (check_links(snapshot, ref, err) != 0) return -1;
     snprintf(config, sizeof config, "%s/config.json", snapshot);
-    if (access(config, F_OK) != 0)
+    const int has_config = access(config, F_OK) == 0;
+    snprintf(config, sizeof config, "%s/open_clip_config.json", snapshot); /* an open_clip repo */
+    if (!has_config && access(config, F_OK) != 0)
         return vit_fail(err, "%s: the cached snapshot has no config.json (%s)", ref, snapshot);
     if ((size_t)snprintf(dir, size, "%s", snapshot) >= size)
         return vit_fail(err, "%s: the cache path %s is too long", ref, snapshot);

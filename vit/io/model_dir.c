@@ -434,7 +434,8 @@ static int load(model *m, const char *model_dir, config_tower tower, int lazy, v
     model_config cfg;
     if (model_config_load_tower(model_dir, tower, &cfg, err) != 0) return -1;
     char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", model_dir);
+    snprintf(path, sizeof path, "%s/%s", model_dir,
+             cfg.open_clip ? OPEN_CLIP_WEIGHTS : "model.safetensors");
     st_file f;
     if ((lazy ? st_open_lazy : st_open)(path, &f, err) != 0) {
         model_config_free(&cfg);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_CONFIG_BYTES (16 << 20)
 
@@ -591,11 +592,29 @@ int model_config_parse(const char *json, const char *source, model_config *cfg, 
     return model_config_parse_tower(json, source, TOWER_DEFAULT, cfg, err);
 }
 
+/* An open_clip folder's open_clip_config.json (config_open_clip.c). */
+static int load_open_clip(const char *path, config_tower tower, model_config *cfg, vit_error *err) {
+    cJSON *root = json_load_object(path, err);
+    if (!root) return -1;
+    const int rc = config_open_clip_parse(root, tower, cfg, path, err);
+    cJSON_Delete(root);
+    if (rc != 0) model_config_free(cfg);
+    if (rc == 0) config_apply_family(cfg);
+    return rc;
+}
+
 int model_config_load_tower(const char *model_dir, config_tower tower, model_config *cfg,
                             vit_error *err) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", model_dir);
     memset(cfg, 0, sizeof *cfg);
+    /* config.json first, as transformers reads a folder: the Hub's open_clip repos that also
+     * hold a CLIPModel's files load as that */
+    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    if (access(path, F_OK) != 0) {
+        snprintf(path, sizeof path, "%s/%s", model_dir, OPEN_CLIP_CONFIG);
+        if (access(path, F_OK) == 0) return load_open_clip(path, tower, cfg, err);
+        snprintf(path, sizeof path, "%s/config.json", model_dir);
+    }
     char *json = vit_read_file(path, MAX_CONFIG_BYTES, NULL, err);
     if (!json) return -1;
     int rc = model_config_parse_tower(json, path, tower, cfg, err);

@@ -164,6 +164,13 @@ typedef struct {
     int timm_class_token, timm_no_embed_class, timm_pre_norm, timm_fc_norm;
     int timm_reg_pos; /* registers with positions (reg_tokens and no_embed_class false) */
     pool_kind timm_pool;
+    /* open_clip (config_open_clip.c): read from open_clip_config.json, the tensors under
+     * open_clip's names in open_clip_model.safetensors; a CustomTextCLIP's text tower under
+     * "text."; logit_scale 0-d or [1] (nonscalar_logit_scale); a logit_bias (init_logit_bias:
+     * the scores through a sigmoid); ln_pre (no_ln_pre false); the text projection an
+     * nn.Linear with bias (proj_bias) or a [width, embed_dim] matrix; the text pooling */
+    int open_clip, oc_custom_text, oc_scale_ndim, oc_logit_bias, oc_ln_pre, oc_proj_bias;
+    pool_kind oc_text_pool;
     /* classifier */
     int num_labels;
     char **labels; /* num_labels strings */
@@ -260,6 +267,13 @@ void config_backbone_options(const model_config *cfg, tower_options *o);
 int config_timm_is(const struct cJSON *root);
 int config_timm_parse(const struct cJSON *root, model_config *cfg, const char *src, vit_error *err);
 void config_timm_options(const model_config *cfg, tower_options *o);
+/* For config.c: an open_clip folder's open_clip_config.json (config_open_clip.c), read as the
+ * tower asked (TOWER_DEFAULT: the image tower) of a CLIP-family model, and its options. */
+#define OPEN_CLIP_CONFIG  "open_clip_config.json"
+#define OPEN_CLIP_WEIGHTS "open_clip_model.safetensors"
+int config_open_clip_parse(const struct cJSON *root, config_tower tower, model_config *cfg,
+                           const char *src, vit_error *err);
+void config_open_clip_options(const model_config *cfg, tower_options *o);
 /* Its fields beyond ViTConfig's into a config.json object being written (save_pretrained's
  * names), so that the file reads back as the same model. */
 void config_backbone_write(struct cJSON *root, const model_config *cfg);

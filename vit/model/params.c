@@ -450,6 +450,78 @@ static void layout_timm(layout *L, model *m) {
     m->head_b = add_param(L, 1, 0, 0, 1, SHAPE(c->num_labels), "head.bias");
 }
 
+/* ---- open_clip's CLIP (config_open_clip.c): its state_dict's names ---- */
+
+/* ResidualAttentionBlock: ln_1, attn.in_proj (query, key and value fused [3D, D], as the encoder
+ * stacks them), attn.out_proj, ls_1.gamma, ln_2, mlp.c_fc, mlp.c_proj, ls_2.gamma. */
+static void add_open_clip_blocks(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, I = c->intermediate_size;
+    for (int l = 0; l < c->num_layers; l++) {
+        encoder_layer *w = &m->layers[l];
+        char a[96];
+        snprintf(a, sizeof a, "transformer.resblocks.%d.ln_1", l);
+        w->ln1_w = add_norm(L, &w->ln1_b, D, a);
+        w->qkv_w = P2(1, 3 * D, D, "transformer.resblocks.%d.attn.in_proj_weight", l);
+        w->qkv_b = P1(0, 3 * D, "transformer.resblocks.%d.attn.in_proj_bias", l);
+        snprintf(a, sizeof a, "transformer.resblocks.%d.attn.out_proj", l);
+        add_linear(L, &w->proj_w, &w->proj_b, D, D, a);
+        if (c->opt.layer_scale) w->ls1 = P1(0, D, "transformer.resblocks.%d.ls_1.gamma", l);
+        snprintf(a, sizeof a, "transformer.resblocks.%d.ln_2", l);
+        w->ln2_w = add_norm(L, &w->ln2_b, D, a);
+        snprintf(a, sizeof a, "transformer.resblocks.%d.mlp.c_fc", l);
+        add_linear(L, &w->fc1_w, &w->fc1_b, I, D, a);
+        snprintf(a, sizeof a, "transformer.resblocks.%d.mlp.c_proj", l);
+        add_linear(L, &w->fc2_w, &w->fc2_b, D, I, a);
+        if (c->opt.layer_scale) w->ls2 = P1(0, D, "transformer.resblocks.%d.ls_2.gamma", l);
+    }
+}
+
+/* The projection into the joint space: a [width, embed_dim] parameter used as x @ proj (listed
+ * [embed_dim, width] and transposed, as GPT-2's Conv1D), or the text's nn.Linear with a bias
+ * (proj_bias); then the scores' scale and bias, 0-d or [1] (nonscalar_logit_scale). */
+static void add_open_clip_head(layout *L, model *m, const char *name) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, E = c->num_labels, nd = c->oc_scale_ndim;
+    if (c->opt.head == HEAD_LINEAR) {
+        add_linear(L, &m->head_w, &m->head_b, E, D, name);
+    } else {
+        L->transposed = 1;
+        m->head_w = add_param(L, 1, 1, 0, 2, SHAPE(E, D), "%s", name);
+        L->transposed = 0;
+        m->head_b = add_param(L, 1, 0, 1, 1, SHAPE(E), "%s (no bias)", name);
+    }
+    m->logit_scale = add_param(L, 0, 0, 0, nd, SHAPE(1), "logit_scale");
+    if (c->opt.joint_sigmoid) m->logit_bias = add_param(L, 0, 0, 0, nd, SHAPE(1), "logit_bias");
+}
+
+/* VisionTransformer: class_embedding, conv1 (no bias), positional_embedding, ln_pre (unless
+ * no_ln_pre), the blocks, ln_post (on the class row: 'tok' pooling), proj. */
+static void layout_open_clip_image(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, P = c->patch_size, n = c->image_size / P;
+    m->cls_token = add_param(L, 1, 0, 0, 1, SHAPE(D), "class_embedding");
+    m->patch_w = add_param(L, 1, 1, 0, 4, SHAPE(D, c->num_channels, P, P), "conv1.weight");
+    m->patch_b = add_param(L, 1, 0, 1, 1, SHAPE(D), "conv1.bias (none)");
+    m->pos_embed = add_param(L, 1, 0, 0, 2, SHAPE(n * n + 1, D), "positional_embedding");
+    if (c->opt.embed_norm) m->emb_ln_w = add_norm(L, &m->emb_ln_b, D, "ln_pre");
+    add_open_clip_blocks(L, m);
+    m->final_ln_w = add_norm(L, &m->final_ln_b, D, "ln_post");
+    add_open_clip_head(L, m, "proj");
+}
+
+/* TextTransformer as CLIP holds it: token_embedding, positional_embedding, the blocks,
+ * ln_final, text_projection. */
+static void layout_open_clip_text(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size;
+    m->word_emb = P2(1, c->vocab_size, D, "token_embedding.weight");
+    m->pos_emb = P2(1, c->max_position_embeddings, D, "positional_embedding");
+    add_open_clip_blocks(L, m);
+    m->final_ln_w = add_norm(L, &m->final_ln_b, D, "ln_final");
+    add_open_clip_head(L, m, "text_projection");
+}
+
 /* ---- a VisionEncoderDecoder's decoder: TrOCR's names (post-LN) or GPT-2's (pre-LN, Conv1D) ----
  */
 
@@ -556,6 +628,8 @@ static void run_layout(layout *L, model *m) {
         layout_timm(L, m);
     else if (m->cfg.family == FAMILY_VED)
         layout_vit(L, m); /* ViTModel / DeiTModel: no head */
+    else if (m->cfg.open_clip)
+        (m->cfg.kind == MODEL_VIT ? layout_open_clip_image : layout_open_clip_text)(L, m);
     else if (config_is_joint(&m->cfg) && m->cfg.kind == MODEL_VIT)
         layout_joint_image(L, m);
     else if (config_is_joint(&m->cfg))

@@ -1,0 +1,270 @@
+/* open_clip folders (issue 41: open_clip_config.json + open_clip_model.safetensors) against
+ * tools/open_clip_reference.py: its float64 forward written from open_clip's model.py and
+ * transformer.py, its tokenizer (SimpleTokenizer's framing: [sot] ids [eot], padded with 0) and
+ * its eval transform; the same weights as a transformers CLIPModel folder; what is refused. */
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vit/vit.h"
+
+/* float32 against float64 through one or two pre-LN blocks of width 16-32: measured below 2e-6
+ * (printed); 1e-4 is the project's tolerance against float64 goldens, and a wrong part (GELU for
+ * QuickGELU, a missing layer scale or ln_pre, the wrong pooled row, proj not transposed) moves
+ * the embeddings by 1e-2 or more. */
+#define TOL 1e-4
+
+static const char *const images[] = {
+    "examples/photos/cat.jpg", "tests/data/golden-images/rgb_64x48.png",
+    "tests/data/golden-images/tall_40x400.jpg", "tests/data/golden-images/palette_120x90.png",
+    "tests/data/golden-images/wide_500x37.png"};
+#define IMAGES (int)(sizeof images / sizeof images[0])
+
+/* tools/open_clip_reference.py's TEXTS */
+static const char *const texts[] = {"a photo of a cat",
+                                    "A Photo of the DOG's photo!",
+                                    "",
+                                    "cat dog cat dog cat dog cat dog cat dog cat dog cat dog cat "
+                                    "dog",
+                                    "the photo 12 of a bird \xc3\xa9t\xc3\xa9",
+                                    "  a   cat\n\tphoto  "};
+#define TEXTS (int)(sizeof texts / sizeof texts[0])
+
+static const char *const folders[] = {"tests/data/open-clip-micro",
+                                      "tests/data/open-clip-micro-options"};
+
+static double worst_seen;
+
+static void expect_close(const char *dir, const char *what, int i, const float *got,
+                         const float *want, int n) {
+    for (int k = 0; k < n; k++) {
+        const double d = fabs((double)got[k] - want[k]);
+        worst_seen = d > worst_seen ? d : worst_seen;
+        if (!(d <= TOL))
+            fail_msg("%s: %s %d [%d] is %g, the reference %g", dir, what, i, k, got[k], want[k]);
+    }
+}
+
+static vit_context *load(const char *dir) {
+    vit_error err = {0};
+    vit_context *ctx = vit_load(dir, NULL, &err);
+    if (!ctx) fail_msg("%s: %s", dir, err.msg);
+    return ctx;
+}
+
+static vit_text_context *load_text(const char *dir) {
+    vit_error err = {0};
+    vit_text_context *ctx = vit_text_load(dir, NULL, &err);
+    if (!ctx) fail_msg("%s: %s", dir, err.msg);
+    return ctx;
+}
+
+/* Each image's features (the projection of ln_post's class row) on the reference's pixels. */
+static void check_images(const char *dir, vit_context *ctx, const float *px, const float *want) {
+    const int E = vit_joint_dim(ctx);
+    const size_t n = vit_input_floats(ctx);
+    float *got = test_alloc_floats((size_t)E);
+    for (int i = 0; i < IMAGES; i++) {
+        vit_error err = {0};
+        if (vit_embed(ctx, px + i * n, 1, VIT_POOL_PROJECTION, got, &err) != 0)
+            fail_msg("%s: %s", dir, err.msg);
+        expect_close(dir, "image embedding", i, got, want + (size_t)i * E, E);
+    }
+    free(got);
+}
+
+/* Each text's ids (open_clip pads them with 0 to context_length: vit reads them unpadded, which
+ * the causal mask makes the same) and features (the projection of ln_final's pooled row). */
+static void check_texts(const char *dir, vit_text_context *t, const float *ids, int ctx_len,
+                        const float *want, int E) {
+    /* the projection: a matrix (text_embeds' VIT_POOL_PROJECTION), or with proj_bias an
+     * nn.Linear (a linear head's output, VIT_POOL_POOLER, as SigLIP's) */
+    const vit_pool pool = strstr(dir, "options") ? VIT_POOL_POOLER : VIT_POOL_PROJECTION;
+    float *got = test_alloc_floats((size_t)E);
+    for (int i = 0; i < TEXTS; i++) {
+        int32_t mine[64];
+        vit_error err = {0};
+        const int n = vit_text_tokenize(t, texts[i], strlen(texts[i]), mine, 64, &err);
+        if (n < 2 || n > ctx_len) fail_msg("%s: text %d: %d ids (%s)", dir, i, n, err.msg);
+        for (int k = 0; k < ctx_len; k++)
+            if ((k < n ? mine[k] : 0) != (int32_t)ids[i * ctx_len + k])
+                fail_msg("%s: text %d: id %d is %d, open_clip's %g", dir, i, k, k < n ? mine[k] : 0,
+                         ids[i * ctx_len + k]);
+        const size_t len = strlen(texts[i]);
+        if (vit_text_embed(t, &texts[i], &len, 1, pool, got, &err) != 0)
+            fail_msg("%s: %s", dir, err.msg);
+        expect_close(dir, "text embedding", i, got, want + (size_t)i * E, E);
+    }
+    free(got);
+}
+
+/* The scores: the texts as class names (no template), each image against them. */
+static void check_logits(const char *dir, vit_context *img, vit_text_context *t, const float *px,
+                         const float *want) {
+    vit_error err = {0};
+    vit_classes *c = vit_classes_create(t, texts, TEXTS, NULL, 0, &err);
+    if (!c) fail_msg("%s: %s", dir, err.msg);
+    float scores[TEXTS], probs[TEXTS];
+    const size_t n = vit_input_floats(img);
+    for (int i = 0; i < IMAGES; i++) {
+        if (vit_zero_shot(img, c, px + i * n, 1, scores, probs, &err) != 0)
+            fail_msg("%s: %s", dir, err.msg);
+        expect_close(dir, "logits of image", i, scores, want + (size_t)i * TEXTS, TEXTS);
+    }
+    vit_classes_free(c);
+}
+
+static void test_outputs_match_reference(void **state) {
+    (void)state;
+    for (size_t f = 0; f < sizeof folders / sizeof folders[0]; f++) {
+        const char *dir = folders[f];
+        worst_seen = 0;
+        vit_context *img = load(dir);
+        vit_text_context *t = load_text(dir);
+        const int E = vit_joint_dim(img);
+        size_t numel;
+        float *px = test_golden_tensor(dir, "pixels", &numel);
+        assert_int_equal(numel, IMAGES * vit_input_floats(img));
+        float *ie = test_golden_tensor(dir, "image_embeds", &numel);
+        assert_int_equal(numel, (size_t)IMAGES * E);
+        float *ids = test_golden_tensor(dir, "ids", &numel);
+        const int ctx_len = (int)(numel / TEXTS);
+        float *te = test_golden_tensor(dir, "text_embeds", &numel);
+        assert_int_equal(numel, (size_t)TEXTS * E);
+        float *logits = test_golden_tensor(dir, "logits_per_image", NULL);
+        check_images(dir, img, px, ie);
+        check_texts(dir, t, ids, ctx_len, te, E);
+        check_logits(dir, img, t, px, logits);
+        print_message("%s: largest difference %.2g\n", dir, worst_seen);
+        free(px), free(ie), free(ids), free(te), free(logits);
+        vit_text_free(t);
+        vit_free(img);
+    }
+}
+
+/* open-clip-micro-hf holds open-clip-micro's weights under transformers' CLIPModel names: the
+ * same image and text features, bit for bit, on the same pixels and texts. */
+static void test_same_weights_as_hf_folder(void **state) {
+    (void)state;
+    const char *oc = folders[0], *hf = "tests/data/open-clip-micro-hf";
+    vit_context *a = load(oc), *b = load(hf);
+    vit_text_context *ta = load_text(oc), *tb = load_text(hf);
+    const int E = vit_joint_dim(a);
+    assert_int_equal(E, vit_joint_dim(b));
+    const size_t n = vit_input_floats(a);
+    float *px = test_golden_tensor(oc, "pixels", NULL);
+    float *x = test_alloc_floats((size_t)E), *y = test_alloc_floats((size_t)E);
+    vit_error err = {0};
+    for (int i = 0; i < IMAGES; i++) {
+        if (vit_embed(a, px + i * n, 1, VIT_POOL_JOINT, x, &err) ||
+            vit_embed(b, px + i * n, 1, VIT_POOL_JOINT, y, &err))
+            fail_msg("%s", err.msg);
+        if (memcmp(x, y, sizeof(float) * (size_t)E) != 0)
+            fail_msg("%s: the open_clip and the CLIPModel folder differ", images[i]);
+    }
+    for (int i = 0; i < TEXTS; i++) {
+        const size_t len = strlen(texts[i]);
+        if (vit_text_embed(ta, &texts[i], &len, 1, VIT_POOL_JOINT, x, &err) ||
+            vit_text_embed(tb, &texts[i], &len, 1, VIT_POOL_JOINT, y, &err))
+            fail_msg("%s", err.msg);
+        if (memcmp(x, y, sizeof(float) * (size_t)E) != 0)
+            fail_msg("text %d: the open_clip and the CLIPModel folder differ", i);
+    }
+    free(x), free(y), free(px);
+    vit_text_free(ta), vit_text_free(tb);
+    vit_free(a), vit_free(b);
+}
+
+/* A folder in the temporary directory: open_clip_config.json `json`, open-clip-micro's weights
+ * and tokenizer files linked. */
+static const char *folder_with_config(const char *name, const char *json) {
+    static char dir[4096];
+    static const char *const files[] = {"open_clip_model.safetensors", "vocab.json", "merges.txt",
+                                        "tokenizer_config.json"};
+    snprintf(dir, sizeof dir, "%s/%s", test_tmpdir(), name);
+    mkdir(dir, 0755);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char link[4096 + 64], from[256], target[4096];
+        snprintf(link, sizeof link, "%s/%s", dir, files[i]);
+        snprintf(from, sizeof from, "tests/data/open-clip-micro/%s", files[i]);
+        assert_non_null(realpath(from, target));
+        unlink(link);
+        assert_int_equal(symlink(target, link), 0);
+    }
+    char file[4096 + 32];
+    snprintf(file, sizeof file, "%s/open_clip_config.json", name);
+    write_temp_file(file, json, strlen(json));
+    return dir;
+}
+
+/* What vit does not run, or what the weights do not hold: refused in one line naming the file and
+ * the field (or the tensor), by both towers' loaders. */
+static void test_refusals(void **state) {
+    (void)state;
+    /* open-clip-micro's model_cfg; a case's keys come first (cJSON reads the first of two) */
+    static const char *const vision = "\"image_size\": 32, \"layers\": 2, \"width\": 32, "
+                                      "\"patch_size\": 8, \"head_width\": 8, \"mlp_ratio\": 2.0}";
+    static const char *const text = "\"context_length\": 16, \"vocab_size\": 532, \"width\": 24, "
+                                    "\"heads\": 2, \"layers\": 2, \"mlp_ratio\": 2.0}";
+    static const struct {
+        const char *name, *model, *vision, *text, *why;
+    } cases[] = {
+        {"timm", "", "\"timm_model_name\": \"vit_base_patch16_siglip_224\", ", "",
+         "a timm image tower (timm_model_name 'vit_base_patch16_siglip_224') is not one vit runs"},
+        {"hf_text", "", "", "\"hf_model_name\": \"xlm-roberta-base\", ",
+         "a Hugging Face text tower (hf_model_name 'xlm-roberta-base') is not one vit runs"},
+        {"resnet", "", "\"layers\": [3, 4, 6, 3], ", "", "a ModifiedResNet image tower"},
+        {"avg", "", "\"pool_type\": \"avg\", ", "", "field 'pool_type' is 'avg'; vit runs 'tok'"},
+        {"attn_pool", "", "\"attentional_pool\": true, ", "",
+         "field 'attentional_pool' asks for what vit does not run"},
+        {"qk_norm", "", "\"qk_norm\": true, ", "", "field 'qk_norm' asks for what vit does not"},
+        {"bidirectional", "", "", "\"no_causal_mask\": true, ",
+         "field 'no_causal_mask' asks for what vit does not run"},
+        {"last", "", "", "\"pool_type\": \"last\", ",
+         "text pool_type 'last' is not one vit runs (argmax, eos)"},
+        {"eos_no_id", "", "", "\"pool_type\": \"eos\", ", "pool_type 'eos' without eos_id"},
+        {"unknown", "", "\"rope\": 1, ", "", "field 'rope' is not one vit reads"},
+        {"coca", "\"multimodal_cfg\": {}, ", "", "", "field 'model_cfg.multimodal_cfg' is not one"},
+        {"act_kwargs", "", "\"act_kwargs\": {\"approximate\": \"tanh\"}, ", "",
+         "field 'act_kwargs': vit runs the activation without arguments"},
+        {"tokenizer", "", "", "\"tokenizer_kwargs\": {\"clean\": \"canonicalize\"}, ",
+         "field 'tokenizer_kwargs.clean' is not one vit follows"},
+        {"wider", "", "\"width\": 48, ", "",
+         "tensor 'visual.class_embedding' has shape [32], expected [48]"},
+        {"deeper", "", "", "\"layers\": 3, ",
+         "missing tensor 'transformer.resblocks.2.ln_1.weight'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char json[2048];
+        snprintf(json, sizeof json,
+                 "{\"model_cfg\": {%s\"embed_dim\": 20, \"quick_gelu\": true, \"vision_cfg\": "
+                 "{%s%s, \"text_cfg\": {%s%s}}",
+                 cases[i].model, cases[i].vision, vision, cases[i].text, text);
+        const char *dir = folder_with_config(cases[i].name, json);
+        const int text_case = *cases[i].text != 0;
+        vit_error err = {0};
+        void *ctx =
+            text_case ? (void *)vit_text_load(dir, NULL, &err) : (void *)vit_load(dir, NULL, &err);
+        if (ctx) fail_msg("%s: loaded", cases[i].name);
+        if (!strstr(err.msg, cases[i].why) || !strstr(err.msg, dir) || strchr(err.msg, '\n'))
+            fail_msg("%s: '%s' does not say '%s'", cases[i].name, err.msg, cases[i].why);
+    }
+    const char *dir = folder_with_config("no_model_cfg", "{\"embed_dim\": 20}");
+    vit_error err = {0};
+    assert_null(vit_load(dir, NULL, &err));
+    assert_non_null(strstr(err.msg, "no 'model_cfg' object"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_outputs_match_reference),
+        cmocka_unit_test(test_same_weights_as_hf_folder),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
