@@ -20,9 +20,12 @@
 #define TOL 1e-4
 
 static const char *const images[] = {
-    "examples/photos/cat.jpg", "tests/data/golden-images/rgb_64x48.png",
-    "tests/data/golden-images/tall_40x400.jpg", "tests/data/golden-images/palette_120x90.png",
-    "tests/data/golden-images/wide_500x37.png"};
+    "examples/photos/cat.jpg",
+    "tests/data/golden-images/rgb_64x48.png",
+    "tests/data/golden-images/tall_40x400.jpg",
+    "tests/data/golden-images/palette_120x90.png",
+    "tests/data/golden-images/wide_500x37.png",
+    "tests/data/golden-images/rgb_17x23.png" /* 32x43: the crop offset 5.5 rounds to 6 */};
 #define IMAGES (int)(sizeof images / sizeof images[0])
 
 /* tools/open_clip_reference.py's TEXTS */
@@ -62,6 +65,27 @@ static vit_text_context *load_text(const char *dir) {
     vit_text_context *ctx = vit_text_load(dir, NULL, &err);
     if (!ctx) fail_msg("%s: %s", dir, err.msg);
     return ctx;
+}
+
+/* Each image preprocessed as open_clip's eval transform: the reference's float32 pixels exactly
+ * (PIL's resize, torchvision's center crop offsets, ToTensor, Normalize). */
+static void test_preprocessing(void **state) {
+    (void)state;
+    for (size_t f = 0; f < sizeof folders / sizeof folders[0]; f++) {
+        vit_context *ctx = load(folders[f]);
+        const size_t n = vit_input_floats(ctx);
+        float *px = test_alloc_floats(n), *want = test_golden_tensor(folders[f], "pixels", NULL);
+        for (int i = 0; i < IMAGES; i++) {
+            vit_error err = {0};
+            if (vit_preprocess_file(ctx, images[i], px, &err) != 0)
+                fail_msg("%s: %s", images[i], err.msg);
+            size_t off = 0;
+            for (size_t k = 0; k < n; k++) off += px[k] != want[i * n + k];
+            if (off) fail_msg("%s, %s: %zu of %zu pixels differ", folders[f], images[i], off, n);
+        }
+        free(px), free(want);
+        vit_free(ctx);
+    }
 }
 
 /* Each image's features (the projection of ln_post's class row) on the reference's pixels. */
@@ -254,7 +278,15 @@ static void test_refusals(void **state) {
         if (!strstr(err.msg, cases[i].why) || !strstr(err.msg, dir) || strchr(err.msg, '\n'))
             fail_msg("%s: '%s' does not say '%s'", cases[i].name, err.msg, cases[i].why);
     }
-    const char *dir = folder_with_config("no_model_cfg", "{\"embed_dim\": 20}");
+    const char *dir = folder_with_config(
+        "longest", "{\"model_cfg\": {\"embed_dim\": 20, \"vision_cfg\": {\"image_size\": 32, "
+                   "\"layers\": 2, \"width\": 32, \"patch_size\": 8, \"head_width\": 8, "
+                   "\"mlp_ratio\": 2.0}}, \"preprocess_cfg\": {\"resize_mode\": \"longest\"}}");
+    vit_error why = {0};
+    assert_null(vit_load(dir, NULL, &why));
+    if (!strstr(why.msg, "preprocess_cfg.resize_mode 'longest' is not one vit follows"))
+        fail_msg("longest: '%s'", why.msg);
+    dir = folder_with_config("no_model_cfg", "{\"embed_dim\": 20}");
     vit_error err = {0};
     assert_null(vit_load(dir, NULL, &err));
     assert_non_null(strstr(err.msg, "no 'model_cfg' object"));
@@ -262,6 +294,7 @@ static void test_refusals(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_preprocessing),
         cmocka_unit_test(test_outputs_match_reference),
         cmocka_unit_test(test_same_weights_as_hf_folder),
         cmocka_unit_test(test_refusals),

@@ -61,7 +61,7 @@ DATA = os.path.join(REPO, "tests", "data")
 CLIP_MICRO = os.path.join(DATA, "clip-micro")  # its tokenizer files (tools/clip_reference.py's)
 IMAGES = ["examples/photos/cat.jpg", "tests/data/golden-images/rgb_64x48.png",
           "tests/data/golden-images/tall_40x400.jpg", "tests/data/golden-images/palette_120x90.png",
-          "tests/data/golden-images/wide_500x37.png"]
+          "tests/data/golden-images/wide_500x37.png", "tests/data/golden-images/rgb_17x23.png"]
 TEXTS = ["a photo of a cat", "A Photo of the DOG's photo!", "",
          "cat dog cat dog cat dog cat dog cat dog cat dog cat dog cat dog",
          "the photo 12 of a bird \u00e9t\u00e9", "  a   cat\n\tphoto  "]
