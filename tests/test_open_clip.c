@@ -292,12 +292,123 @@ static void test_refusals(void **state) {
     assert_non_null(strstr(err.msg, "no 'model_cfg' object"));
 }
 
+/* `out`'s "embeddings" [1, n] against want, within 1e-6 (the CLI writes the library's floats). */
+static void expect_file(const char *out, const float *want, int n) {
+    size_t numel;
+    float *got = test_read_tensor(out, "embeddings", &numel);
+    assert_non_null(got);
+    assert_int_equal(numel, (size_t)n);
+    for (int i = 0; i < n; i++)
+        if (!(fabs(got[i] - want[i]) <= 1e-6))
+            fail_msg("%s [%d]: %g, not %g", out, i, got[i], want[i]);
+    free(got);
+}
+
+static test_run_result run_ok(const char *const *args) {
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    if (r.status != 0) fail_msg("vit %s: exit %d: %s", args[0], r.status, r.err);
+    return r;
+}
+
+/* vit info names open_clip's class and parts; vit classify --classes gives the library's
+ * zero-shot probabilities; vit embed (an image, a text) writes the library's joint embeddings;
+ * vit search ranks a folder's images for a text. */
+static void test_cli(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *dir = folders[1];
+    const char *info[] = {"info", "-m", dir, NULL};
+    test_run_result r = run_ok(info);
+    static const char *const says[] = {
+        "architecture:   open_clip CustomTextCLIP: an image and a text tower, embeddings of 12",
+        "mlp 80, gelu, layer scale; final LayerNorm, pooled by the CLS row",
+        "preprocessing:  resize 32x32 bilinear, mean [0.5 0.5 0.5] std [0.5 0.5 0.5]",
+        "pooled by the first end token, then a linear head", "plus logit_bias; a sigmoid"};
+    for (size_t i = 0; i < sizeof says / sizeof says[0]; i++)
+        if (!strstr(r.out, says[i])) fail_msg("vit info does not say '%s':\n%s", says[i], r.out);
+    test_run_free(&r);
+    const char *info0[] = {"info", "-m", folders[0], NULL};
+    r = run_ok(info0);
+    assert_non_null(strstr(r.out, "pooled by the largest id (open_clip's argmax)"));
+    assert_non_null(strstr(r.out, "shortest edge 32 bicubic, center crop 32x32"));
+    test_run_free(&r);
+
+    vit_context *img = load(folders[0]);
+    vit_text_context *t = load_text(folders[0]);
+    const int E = vit_joint_dim(img);
+    float *px = test_alloc_floats(vit_input_floats(img)), *want = test_alloc_floats((size_t)E);
+    vit_error err = {0};
+    const char *names[] = {"cat", "dog", "bird"};
+    const char *const templates[] = {"a photo of a {}."}; /* vit classify's default */
+    vit_classes *c = vit_classes_create(t, names, 3, templates, 1, &err);
+    float scores[3], probs[3];
+    assert_non_null(c);
+    assert_int_equal(vit_preprocess_file(img, images[0], px, &err), 0);
+    assert_int_equal(vit_zero_shot(img, c, px, 1, scores, probs, &err), 0);
+    const char *classify[] = {"classify",     "-m",      folders[0], "--classes",
+                              "cat,dog,bird", images[0], NULL};
+    r = run_ok(classify);
+    for (int k = 0; k < 3; k++) {
+        char line[64];
+        snprintf(line, sizeof line, "%.4f  %s", probs[k], names[k]);
+        if (!strstr(r.out, line)) fail_msg("vit classify does not say '%s':\n%s", line, r.out);
+    }
+    test_run_free(&r);
+
+    char out[4096];
+    snprintf(out, sizeof out, "%s/open-clip-image.safetensors", test_tmpdir());
+    const char *embed[] = {"embed", "-m", folders[0], images[0], "-o", out, NULL};
+    test_run_free((r = run_ok(embed), &r));
+    assert_int_equal(vit_embed(img, px, 1, VIT_POOL_JOINT, want, &err), 0);
+    expect_file(out, want, E);
+    snprintf(out, sizeof out, "%s/open-clip-text.safetensors", test_tmpdir());
+    const char *embed_text[] = {"embed", "-m", folders[0], "--text", texts[0], "-o", out, NULL};
+    test_run_free((r = run_ok(embed_text), &r));
+    const size_t len = strlen(texts[0]);
+    assert_int_equal(vit_text_embed(t, &texts[0], &len, 1, VIT_POOL_JOINT, want, &err), 0);
+    expect_file(out, want, E);
+
+    char cache[4096];
+    snprintf(cache, sizeof cache, "%s/open-clip-search.cache", test_tmpdir());
+    const char *search[] = {"search",
+                            "-m",
+                            folders[0],
+                            "--cache",
+                            cache,
+                            "a photo of a cat",
+                            "tests/data/golden-images",
+                            NULL};
+    r = run_ok(search);
+    /* rgb_17x23.png's score: the cosine of the library's joint embeddings, as printed (4 places) */
+    const char *line = strstr(r.out, "tests/data/golden-images/rgb_17x23.png");
+    assert_non_null(line);
+    while (line > r.out && line[-1] != '\n') line--;
+    int rank = 0;
+    double score = 0, dot = 0;
+    assert_int_equal(sscanf(line, "%d %lf", &rank, &score), 2);
+    float *q = test_alloc_floats((size_t)E);
+    const size_t qlen = strlen(search[5]);
+    assert_int_equal(vit_text_embed(t, &search[5], &qlen, 1, VIT_POOL_JOINT, q, &err), 0);
+    assert_int_equal(vit_preprocess_file(img, images[IMAGES - 1], px, &err), 0);
+    assert_int_equal(vit_embed(img, px, 1, VIT_POOL_JOINT, want, &err), 0);
+    for (int i = 0; i < E; i++) dot += (double)q[i] * want[i];
+    if (!(fabs(dot - score) <= 5e-5))
+        fail_msg("vit search scores %g, the cosine is %g", score, dot);
+    free(q);
+    test_run_free(&r);
+    vit_classes_free(c);
+    free(px), free(want);
+    vit_text_free(t);
+    vit_free(img);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_preprocessing),
         cmocka_unit_test(test_outputs_match_reference),
         cmocka_unit_test(test_same_weights_as_hf_folder),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,7 +107,9 @@ VIT_API int vit_resolve_model(const char *model, char *dir, size_t size, vit_err
  * preprocessor_config.json); also DINOv2 (Dinov2Model, Dinov2ForImageClassification, and the
  * WithRegisters pair) and BEiT / data2vec-vision (BeitModel, BeitForImageClassification, ...);
  * also timm's VisionTransformer folders (config.json with `architecture` and `pretrained_cfg`,
- * timm's tensor names; num_classes 0: the pooled features are the output).
+ * timm's tensor names; num_classes 0: the pooled features are the output); and open_clip's
+ * folders (open_clip_config.json and open_clip_model.safetensors, no config.json: a CLIP's image
+ * tower, as vit_text_load reads its text tower).
  * A base model (Dinov2Model, BeitModel) has no classifier: its "logits" are its pooled features
  * (hidden_size of them, labelled DIM_0..), and vit_embed is what it is for. params NULL:
  * vit_default_params(). */

@@ -100,7 +100,9 @@ static void print_encoder(const vit_model_info *in) {
 }
 
 /* How a tower pools its rows, in words. */
-static const char *pooling_words(const char *pooling) {
+static const char *pooling_words(const char *pooling, const char *model_type) {
+    if (!strcmp(pooling, "eos_max") && !strcmp(model_type, "open_clip"))
+        return "the largest id (open_clip's argmax)";
     static const char *const words[][2] = {
         {"cls", "the CLS row"},
         {"probe", "every row, then the attention probe"},
@@ -124,11 +126,12 @@ static const char *head_words(const char *head) {
 
 /* The parts a joint model's tower was assembled from (the family's options). */
 static void print_tower_parts(const vit_model_info *in) {
-    printf("                %s%d layers %s%s, hidden %d, %d heads, mlp %d, %s; final "
+    printf("                %s%d layers %s%s, hidden %d, %d heads, mlp %d, %s%s; final "
            "LayerNorm, pooled by %s, then %s\n",
            in->embed_norm ? "embedding LayerNorm, " : "", in->layers,
            in->post_norm ? "post-LN" : "pre-LN", in->causal ? " causal" : "", in->hidden, in->heads,
-           in->mlp, in->activation, pooling_words(in->pooling), head_words(in->head));
+           in->mlp, in->activation, in->layer_scale ? ", layer scale" : "",
+           pooling_words(in->pooling, in->model_type), head_words(in->head));
 }
 
 static void print_image_tower(const vit_model_info *in) {

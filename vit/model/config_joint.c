@@ -145,6 +145,7 @@ int config_is_joint(const model_config *cfg) {
 }
 
 const char *config_joint_class(const model_config *cfg) {
+    if (cfg->open_clip) return cfg->oc_custom_text ? "open_clip CustomTextCLIP" : "open_clip CLIP";
     return family_of(cfg)->joint_class;
 }
 
@@ -153,6 +154,7 @@ const char *config_joint_name(const model_config *cfg) {
 }
 
 const char *config_joint_model_type(const model_config *cfg) {
+    if (cfg->open_clip) return "open_clip"; /* no model_type: open_clip's own config */
     return family_of(cfg)->types[0].type;
 }
 
