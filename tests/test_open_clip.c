@@ -258,6 +258,8 @@ static void test_refusals(void **state) {
          "field 'act_kwargs': vit runs the activation without arguments"},
         {"tokenizer", "", "", "\"tokenizer_kwargs\": {\"clean\": \"canonicalize\"}, ",
          "field 'tokenizer_kwargs.clean' is not one vit follows"},
+        {"hf_tokenizer", "", "", "\"hf_tokenizer_name\": \"bert-base-uncased\", ",
+         "field 'hf_tokenizer_name' ('bert-base-uncased'): open_clip's HFTokenizer is not one"},
         {"wider", "", "\"width\": 48, ", "",
          "tensor 'visual.class_embedding' has shape [32], expected [48]"},
         {"deeper", "", "", "\"layers\": 3, ",

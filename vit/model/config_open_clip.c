@@ -221,10 +221,17 @@ static int text_pool(const cJSON *t, model_config *cfg, const char *src, vit_err
                : vit_fail(err, "%s: pool_type 'eos' without eos_id (open_clip requires it)", src);
 }
 
-/* tokenizer_kwargs: only SimpleTokenizer's own cleaning ('lower'); the tokenizer is the folder's
- * files (tokenizer_type, hf_tokenizer_name name what open_clip would fetch). */
+/* open_clip's SimpleTokenizer (CLIP's BPE), read from the folder's vocab.json and merges.txt:
+ * tokenizer_kwargs only its own cleaning ('lower'); an HFTokenizer (hf_tokenizer_name: its own
+ * framing, padding and cleaning) is refused rather than read from whatever files are there. */
 static int tokenizer_fields(const cJSON *t, const char *src, vit_error *err) {
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(t, "tokenizer_kwargs"), *item;
+    const cJSON *hf = cJSON_GetObjectItemCaseSensitive(t, "hf_tokenizer_name");
+    if (hf && !cJSON_IsNull(hf))
+        return vit_fail(err,
+                        "%s: field 'hf_tokenizer_name' ('%s'): open_clip's HFTokenizer is not one "
+                        "vit follows (it runs SimpleTokenizer's CLIP BPE)",
+                        src, cJSON_IsString(hf) ? hf->valuestring : "?");
     if (string_is(t, "tokenizer_type", "", "clip", src, err)) return -1;
     if (!kw || cJSON_IsNull(kw)) return 0;
     if (!cJSON_IsObject(kw))
