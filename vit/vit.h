@@ -97,10 +97,27 @@ VIT_API vit_params vit_default_params(void);
  * branch, tag or 40-hex commit; "main" when none is given) in the Hugging Face cache as
  * huggingface_hub writes it: $HF_HUB_CACHE, else $HF_HOME/hub, else
  * $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub; refs/REVISION gives the commit,
- * snapshots/COMMIT/ is the folder. -1 with err when the name is not in the cache or its snapshot
- * has a broken link. Any other string is given back as it is. vit_load, vit_text_load,
- * vit_gen_load and vit_folder_kind call it: they take references too. */
+ * snapshots/COMMIT/ is the folder. Any other string is given back as it is. vit_load,
+ * vit_text_load, vit_gen_load and vit_folder_kind call it: they take references too.
+ *
+ * What the cache lacks is downloaded into it (a build with libcurl), from $HF_ENDPOINT (default
+ * https://huggingface.co), in the layout huggingface_hub writes (blobs named by their ETag,
+ * snapshot links, refs), so vit and Python share one cache: config.json, then the weights
+ * (model.safetensors, else its shards' index and the shards, else pytorch_model.bin or its
+ * shards) and the files of the model's kind (preprocessor_config.json, the tokenizer files,
+ * generation_config.json: those the repository has). A snapshot that holds them is used with no
+ * request (a cached revision is not checked for a newer commit). $HF_TOKEN (else the token file
+ * $HF_HOME/token) is sent for gated and private repositories; $HF_HUB_OFFLINE=1 downloads
+ * nothing; a partial download is resumed; an LFS file's sha256 must be its ETag. An endpoint that
+ * cannot be reached falls back to what the cache has. -1 with err (one line) when the name is
+ * neither cached nor downloadable, or its snapshot has a broken link. Not safe for two processes
+ * downloading the same file at once (no lock). */
 VIT_API int vit_resolve_model(const char *model, char *dir, size_t size, vit_error *err);
+/* done of total bytes of file (total -1 when unknown), as a download goes. */
+typedef void (*vit_progress_fn)(void *user, const char *file, int64_t done, int64_t total);
+/* vit_resolve_model reporting each download's progress to progress(user, ...) (may be NULL). */
+VIT_API int vit_download_model(const char *model, vit_progress_fn progress, void *user, char *dir,
+                               size_t size, vit_error *err);
 
 /* Loads a ViTForImageClassification, DeiTForImageClassification or
  * DeiTForImageClassificationWithTeacher directory (config.json, model.safetensors, optional
