@@ -2,6 +2,8 @@
 """A loopback server that answers as the Hugging Face Hub does, for tests/test_hub_download.
 
   tests/hub_server.py CONFIG PORT_FILE LOG_FILE
+  tests/hub_server.py --repo ORG/NAME=DIR... PORT_FILE LOG_FILE   (each DIR the main branch of
+                                                                    one repository)
 
 CONFIG (JSON): {"repos": {"org/name": {"refs": {"main": COMMIT}, "commits": {COMMIT: DIR},
 "token": "...", "bad_sha256": true, "drop_after": N}}}. Each commit's files are DIR's files.
@@ -155,10 +157,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(status, headers, body)
 
 
+def repos_from_arguments(args):
+    """--repo ORG/NAME=DIR ...: one commit per repository (the sha1 of its name), main at it."""
+    repos = {}
+    while len(args) >= 2 and args[0] == "--repo":
+        name, folder = args[1].split("=", 1)
+        commit = hashlib.sha1(name.encode()).hexdigest()
+        repos[name] = {"refs": {"main": commit}, "commits": {commit: folder}}
+        args = args[2:]
+    return {"repos": repos}, args
+
+
 def main():
-    config_path, port_path, log_path = sys.argv[1:4]
-    with open(config_path) as f:
-        config = json.load(f)
+    if sys.argv[1] == "--repo":
+        config, rest = repos_from_arguments(sys.argv[1:])
+        port_path, log_path = rest
+    else:
+        config_path, port_path, log_path = sys.argv[1:4]
+        with open(config_path) as f:
+            config = json.load(f)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     server.hub = Hub(config)

@@ -62,8 +62,9 @@ static void show_progress(void *user, const char *file, int64_t done, int64_t to
     char bar[31];
     for (int i = 0; i < 30; i++) bar[i] = i < percent * 30 / 100 ? '#' : '.';
     bar[30] = 0;
-    fprintf(stderr, "\r%s %s [%s] %3d%% %.1f/%.1f MB", b->ref, file, bar, percent, done / 1e6,
-            total / 1e6);
+    const int mb = total >= 1000000; /* kB below a megabyte: 0.0/0.0 MB says nothing */
+    fprintf(stderr, "\r%s %s [%s] %3d%% %.1f/%.1f %s", b->ref, file, bar, percent,
+            done / (mb ? 1e6 : 1e3), total / (mb ? 1e6 : 1e3), mb ? "MB" : "kB");
     if (total > 0 && done >= total) fputc('\n', stderr);
 }
 
