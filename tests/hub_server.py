@@ -6,7 +6,7 @@
                                                                     one repository)
 
 CONFIG (JSON): {"repos": {"org/name": {"refs": {"main": COMMIT}, "commits": {COMMIT: DIR},
-"token": "...", "bad_sha256": true, "drop_after": N}}}. Each commit's files are DIR's files.
+"token": "...", "bad_sha256": true, "drop_after": N, "slow": SECONDS}}}. Each commit's files are DIR's files.
 
   HEAD|GET /{org}/{name}/resolve/{revision}/{file}
     an LFS file (.safetensors, .bin): 302 to http://localhost:PORT/cdn/{sha256} (another host
@@ -17,7 +17,7 @@ CONFIG (JSON): {"repos": {"org/name": {"refs": {"main": COMMIT}, "commits": {COM
     token; 404 with X-Error-Code RepoNotFound, RevisionNotFound or EntryNotFound.
   GET /cdn/{sha256}?repo=org/name: the bytes, a Range "bytes=N-" answered 206; with drop_after,
     the repository's first request of each blob is cut after N bytes (the connection dropped
-    mid-body).
+    mid-body); with slow, each answer waits SECONDS first.
 
 Each request is logged as one line "METHOD PATH range=... auth=..." to LOG_FILE. It binds port 0
 on 127.0.0.1 and writes the port to PORT_FILE once listening. A test fixture only.
@@ -28,6 +28,7 @@ import json
 import os
 import sys
 import threading
+import time
 import urllib.parse
 
 
@@ -142,6 +143,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             status = 206
             headers["Content-Range"] = "bytes %d-%d/%d" % (start, len(data) - 1, len(data))
         body = data[start:]
+        if settings.get("slow"):  # a download that takes a while: two clients overlap
+            time.sleep(settings["slow"])
         drop = settings.get("drop_after")
         if drop is not None and count == 0 and self.command == "GET":
             self.send_response(status)

@@ -71,11 +71,14 @@ static void write_config(const char *path) {
         "\"bad_sha256\": true},"
         "\"org/drop\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}, "
         "\"drop_after\": 50000},"
+        "\"org/slow\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}, "
+        "\"slow\": 1},"
         "\"org/sharded\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/sharded\"}},"
         "\"org/bin\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/bin\"}}}}",
         COMMIT_A, COMMIT_B, COMMIT_A, MICRO_A, COMMIT_B, MICRO_B, COMMIT_A, COMMIT_A, BERT,
         COMMIT_A, COMMIT_A, VED, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A,
-        COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, root, COMMIT_A, COMMIT_A, root);
+        COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, root, COMMIT_A,
+        COMMIT_A, root);
     fclose(f);
 }
 
@@ -414,6 +417,38 @@ static void test_weight_files(void **state) {
     assert_int_equal(access(path, F_OK), 0);
 }
 
+/* Two processes resolving one cold model at once (each CDN answer takes a second): the lock on
+ * .locks/models--org--slow/{etag}.lock makes the second wait and find the blob there, so each
+ * blob is fetched once and both get the folder. */
+static void test_two_processes(void **state) {
+    (void)state;
+    REQUIRE_CURL();
+    const char *cache = fresh_cache();
+    pid_t kids[2];
+    for (int i = 0; i < 2; i++)
+        if ((kids[i] = fork()) == 0) {
+            char dir[4096];
+            vit_error err = {0};
+            const int rc = vit_resolve_model("org/slow", dir, sizeof dir, &err);
+            if (rc != 0) fprintf(stderr, "child %d: %s\n", i, err.msg);
+            _exit(rc == 0 ? 0 : 1);
+        }
+    for (int i = 0; i < 2; i++) {
+        int status = -1;
+        waitpid(kids[i], &status, 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    char *log = requests();
+    int gets = 0;
+    for (const char *p = log; (p = strstr(p, "GET /cdn/")); p++) gets++;
+    if (gets != 1) fail_msg("the weights were fetched %d times:\n%s", gets, log);
+    free(log);
+    char lock[4400];
+    snprintf(lock, sizeof lock, "%s/.locks/models--org--slow", cache);
+    assert_int_equal(access(lock, F_OK), 0);
+    expect_same_logits(MICRO_A, "org/slow");
+}
+
 /* bin/vit: a download shows no progress bar when stderr is not a terminal. */
 static void test_cli(void **state) {
     (void)state;
@@ -443,6 +478,7 @@ int main(void) {
         cmocka_unit_test(test_gated),
         cmocka_unit_test(test_unreachable),
         cmocka_unit_test(test_weight_files),
+        cmocka_unit_test(test_two_processes),
         cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, start_server, stop_server);

@@ -110,8 +110,9 @@ VIT_API vit_params vit_default_params(void);
  * $HF_HOME/token) is sent for gated and private repositories; $HF_HUB_OFFLINE=1 downloads
  * nothing; a partial download is resumed; an LFS file's sha256 must be its ETag. An endpoint that
  * cannot be reached falls back to what the cache has. -1 with err (one line) when the name is
- * neither cached nor downloadable, or its snapshot has a broken link. Not safe for two processes
- * downloading the same file at once (no lock). */
+ * neither cached nor downloadable, or its snapshot has a broken link. Two processes (vit's or
+ * Python's) downloading one file take turns: each blob is written under a lock,
+ * CACHE/.locks/models--org--name/ETAG.lock, the one huggingface_hub takes. */
 VIT_API int vit_resolve_model(const char *model, char *dir, size_t size, vit_error *err);
 /* done of total bytes of file (total -1 when unknown), as a download goes. */
 typedef void (*vit_progress_fn)(void *user, const char *file, int64_t done, int64_t total);

@@ -8,9 +8,11 @@
  * generation files. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,7 +116,8 @@ static int safe_name(const char *s, int slashes) {
 /* The folders of path's parent, created as needed. */
 static int make_parents(const char *path) {
     char buf[HUB_PATH_MAX + 512];
-    snprintf(buf, sizeof buf, "%s", path);
+    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf)
+        return errno = ENAMETOOLONG, -1;
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/') continue;
         *p = 0;
@@ -252,10 +255,52 @@ static int link_blob(const fetch *f, const char *file, const char *etag, vit_err
     return 0;
 }
 
+/* CACHE/.locks/models--org--name/{etag}.lock held (flock, the lock huggingface_hub's filelock
+ * takes there too): two processes, vit's or Python's, never write one blob at once. The open
+ * descriptor; closing it lets go. */
+static int lock_blob(const fetch *f, const char *etag, vit_error *err) {
+    char cache[HUB_PATH_MAX], path[HUB_PATH_MAX + 512];
+    hub_cache_dir(cache, sizeof cache);
+    const int n = snprintf(path, sizeof path, "%s/.locks/%s/%s.lock", cache,
+                           strrchr(f->repo_dir, '/') + 1, etag);
+    const int fd = n > 0 && (size_t)n < sizeof path && make_parents(path) == 0
+                       ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)
+                       : -1;
+    if (fd < 0) return vit_fail(err, "%s: %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX) != 0) {
+        close(fd);
+        return vit_fail(err, "%s: %s", path, strerror(errno));
+    }
+    return fd;
+}
+
+/* blobs/{etag}, unless there already (another revision's file, or another process's download
+ * finished while this one waited for the lock). */
+static int fetch_blob(fetch *f, const char *file, const hub_meta *m, const char *url,
+                      vit_error *err) {
+    char blob[HUB_PATH_MAX + 256], part[HUB_PATH_MAX + 300];
+    snprintf(blob, sizeof blob, "%s/blobs/%s", f->repo_dir, m->etag);
+    snprintf(part, sizeof part, "%s.incomplete", blob);
+    if (access(blob, F_OK) == 0) return 0;
+    if (make_parents(blob) != 0) return vit_fail(err, "%s: %s", blob, strerror(errno));
+    const int lock = lock_blob(f, m->etag, err);
+    if (lock < 0) return -1;
+    int rc = 0;
+    if (access(blob, F_OK) != 0) {
+        rc = fetch_bytes(f, url, part, file, m->size, err) != 0 ||
+                     check_blob(f, part, file, m, err) != 0
+                 ? -1
+                 : 0;
+        if (rc == 0 && rename(part, blob) != 0) rc = vit_fail(err, "%s: %s", blob, strerror(errno));
+    }
+    close(lock);
+    return rc;
+}
+
 /* One file into the cache: 1, or 0 when the repository does not have it (and !required). */
 static int fetch_file(fetch *f, const char *file, int required, vit_error *err) {
     hub_meta m;
-    char url[8192], blob[HUB_PATH_MAX + 256], part[HUB_PATH_MAX + 300];
+    char url[8192];
     if (head(f, file, &m, url, sizeof url, err) != 0) return -1;
     if (m.status == 404 && !required && strcmp(m.error_code, "RepoNotFound") != 0 &&
         strcmp(m.error_code, "RevisionNotFound") != 0 && f->commit[0]) {
@@ -267,16 +312,8 @@ static int fetch_file(fetch *f, const char *file, int required, vit_error *err) 
     if (!safe_name(m.etag, 0))
         return vit_fail(err, "%s: %s: the server's ETag '%s' cannot name a blob", f->ref, file,
                         m.etag);
-    snprintf(blob, sizeof blob, "%s/blobs/%s", f->repo_dir, m.etag);
-    snprintf(part, sizeof part, "%s.incomplete", blob);
-    if (access(blob, F_OK) != 0) { /* another revision may have brought these bytes already */
-        if (make_parents(blob) != 0) return vit_fail(err, "%s: %s", blob, strerror(errno));
-        const char *from = m.status >= 300 && m.status < 400 ? m.location : url;
-        if (fetch_bytes(f, from, part, file, m.size, err) != 0 ||
-            check_blob(f, part, file, &m, err) != 0)
-            return -1;
-        if (rename(part, blob) != 0) return vit_fail(err, "%s: %s", blob, strerror(errno));
-    }
+    const char *from = m.status >= 300 && m.status < 400 ? m.location : url;
+    if (fetch_blob(f, file, &m, from, err) != 0) return -1;
     return link_blob(f, file, m.etag, err) == 0 ? 1 : -1;
 }
 
