@@ -12,10 +12,12 @@ From tests/data/vit-base-micro (ViTModel) and tests/data/bert-base-micro (BertMo
   vit-bf16         pytorch_model.bin in bfloat16
   bert-gamma       pytorch_model.bin with the LayerNorm parameters named *.gamma / *.beta, as
                    bert-base-uncased's own file has them
-and hostile or broken state dicts in pickles/ (each refused by the reader, named in the test).
+and hostile or broken state dicts in pickles/ (each refused by the reader, named in the test),
+and the seeds of tests/fuzz/fuzz_torch_pickle.c.
 The folders' other files are the source folder's. Run from the project root:
   python3 tools/torch_bin_fixtures.py
-Nothing here is read by vit at run time; the test compares the loaded weights bit for bit with
+Run again, the legacy files' bytes differ (torch names their storages by object id) but not
+their tensors. Nothing here is read by vit at run time; the test compares the loaded weights bit for bit with
 the safetensors folder (and, for f16/bf16, with vit convert's rounding of it: torch's .half() and
 .bfloat16() round to nearest even as vit does).
 """
@@ -31,6 +33,7 @@ import zipfile
 import torch
 
 OUT = "tests/data/torch-bin"
+STAMP = (2020, 1, 1, 0, 0, 0)  # the zips this writes itself come out the same each run
 
 
 def read_safetensors(path):
@@ -138,8 +141,8 @@ def hostile_pickle(module, name, arg):
 def torch_zip(path, pkl):
     """A zip laid out as torch.save's: archive/data.pkl stored, archive/version."""
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as z:
-        z.writestr("archive/data.pkl", pkl)
-        z.writestr("archive/version", "3\n")
+        z.writestr(zipfile.ZipInfo("archive/data.pkl", STAMP), pkl)
+        z.writestr(zipfile.ZipInfo("archive/version", STAMP), "3\n")
 
 
 def write_pickles():
@@ -166,12 +169,40 @@ def write_pickles():
     src = zipfile.ZipFile(io.BytesIO(buf.getvalue()))
     with zipfile.ZipFile(os.path.join(path, "deflated.bin"), "w", compression=zipfile.ZIP_DEFLATED) as z:
         for info in src.infolist():
-            z.writestr(info.filename, src.read(info.filename))
+            z.writestr(zipfile.ZipInfo(info.filename, STAMP), src.read(info.filename),
+                       compress_type=zipfile.ZIP_DEFLATED)
     # a complex64 tensor: a storage class that is not read
     buf = io.BytesIO()
     torch.save({"a": torch.ones(2, dtype=torch.complex64)}, buf)
     with open(os.path.join(path, "complex.bin"), "wb") as f:
         f.write(buf.getvalue())
+
+
+def write_fuzz_seeds():
+    """tests/fuzz/corpus/fuzz_torch_pickle: small state dicts in both formats (strided, shared,
+    float16, bfloat16, int64), a module's state_dict (its _metadata: BUILD), a protocol-4 pickle
+    of plain values, a bare data.pkl, and the hostile files."""
+    d = "tests/fuzz/corpus/fuzz_torch_pickle"
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    sd = collections.OrderedDict()
+    sd["a.weight"] = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    sd["a.bias"] = sd["a.weight"].t()
+    sd["b"] = torch.arange(4, dtype=torch.float16)
+    sd["c"] = torch.arange(3, dtype=torch.int64)
+    big = torch.arange(8, dtype=torch.bfloat16)
+    sd["d"], sd["e"] = big[2:6], big[1:3]
+    torch.save(sd, f"{d}/zip.bin")
+    torch.save(sd, f"{d}/legacy.bin", _use_new_zipfile_serialization=False)
+    z = zipfile.ZipFile(f"{d}/zip.bin")
+    with open(f"{d}/data.pkl", "wb") as f:
+        f.write(z.read([n for n in z.namelist() if n.endswith("data.pkl")][0]))
+    m = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LayerNorm(2))
+    torch.save(m.state_dict(), f"{d}/module.bin")
+    with open(f"{d}/proto4.pkl", "wb") as f:
+        f.write(pickle.dumps({"a": [1, 2.5, None, True, "x", (1,), -7, 2**70]}, protocol=4))
+    for f in sorted(os.listdir(os.path.join(OUT, "pickles"))):
+        shutil.copy(os.path.join(OUT, "pickles", f), f"{d}/hostile-{f}")
 
 
 def main():
@@ -196,6 +227,7 @@ def main():
     bert_dir = folder("bert-gamma", bert_src, ("config.json", "tokenizer_config.json", "vocab.txt"))
     torch.save(renamed, os.path.join(bert_dir, "pytorch_model.bin"), _use_new_zipfile_serialization=False)
     write_pickles()
+    write_fuzz_seeds()
 
 
 if __name__ == "__main__":

@@ -138,7 +138,7 @@ static tp_obj *top(vm *v) {
 static int pop_mark(vm *v, tp_obj ***first, size_t *count) {
     if (!v->nmarks) return fail(v, "no mark on the stack");
     const size_t at = v->marks[--v->nmarks];
-    *first = v->stack + at;
+    *first = v->stack ? v->stack + at : NULL; /* nothing was ever pushed */
     *count = v->sp - at;
     v->sp = at;
     return 0;
@@ -291,6 +291,7 @@ static int op_from_mark(vm *v, tp_kind kind) {
 
 /* items appended to list or dict o (a new, larger array from the arena when full). */
 static int append(vm *v, tp_obj *o, tp_obj **items, size_t n) {
+    if (!n) return 0;
     if (o->n + n > o->cap) {
         size_t cap = o->cap ? 2 * o->cap : 8;
         while (cap < o->n + n) cap *= 2;
