@@ -471,7 +471,7 @@ $(CIFAR10_DATA)/%/.done:
 	@touch $@
 cifar10-model: $(BIN)/vit $(CIFAR10_DATA)/train/.done
 	@$(call cifar10_run,a,$(CIFAR10_A))
-	$(BIN)/vit convert --dtype f16 $(CIFAR10_RUNS)/a $(CIFAR10_RUNS)/a-f16
+	$(BIN)/vit convert --overwrite --dtype f16 $(CIFAR10_RUNS)/a $(CIFAR10_RUNS)/a-f16
 	@$(call cifar10_run,b112,$(CIFAR10_B112))
 	@$(call cifar10_run,b,$(CIFAR10_B))
 	@$(call cifar10_run,c,$(CIFAR10_C))
@@ -537,7 +537,7 @@ ocr-model: $(BIN)/vit ocr-data
 	else \
 	  $(BIN)/vit train $(OCR_MODEL_ARGS) --out $(OCR_MODEL_RUN); \
 	fi
-	$(BIN)/vit convert --dtype f16 $(OCR_MODEL_RUN) models/ocr-printed-lines
+	$(BIN)/vit convert --overwrite --dtype f16 $(OCR_MODEL_RUN) models/ocr-printed-lines
 	cp $(OCR_MODEL_RUN)/train_log.jsonl $(OCR_MODEL_RUN)/train_curves.png models/ocr-printed-lines/
 
 # The shipped OCR model and Tesseract on both test sets, side by side.

@@ -145,6 +145,43 @@ static void test_convert(void **state) {
     }
 }
 
+/* vit convert IN OUT from a .bin folder: OUT's model.safetensors written once; a second run
+ * refuses to replace it (one line naming the file, the file untouched) unless --overwrite. */
+static void test_convert_cli(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char out[512], path[600];
+    snprintf(out, sizeof out, "%s/convert-cli", test_tmpdir());
+    snprintf(path, sizeof path, "%s/model.safetensors", out);
+    const char *first[] = {"convert", "--dtype", "f32", BIN "/vit-zip", out, NULL};
+    test_run_result r = test_run_vit(NULL, NULL, first);
+    if (r.status != 0) fail_msg("vit convert: %s", r.err);
+    test_run_free(&r);
+    expect_same_params(out, VIT_SRC);
+    size_t n0, n1;
+    uint8_t *before = read_whole_file(path, &n0);
+    const char *again[] = {"convert", "--dtype", "f16", BIN "/vit-legacy", out, NULL};
+    r = test_run_vit(NULL, NULL, again);
+    assert_int_equal(r.status, 1);
+    char want[700];
+    snprintf(want, sizeof want, "vit convert: %s/config.json exists (--overwrite replaces it)\n",
+             out);
+    assert_string_equal(r.err, want);
+    test_run_free(&r);
+    uint8_t *after = read_whole_file(path, &n1);
+    assert_true(n0 == n1 && memcmp(before, after, n0) == 0);
+    free(after);
+    const char *forced[] = {"convert",         "--overwrite", "--dtype", "f16",
+                            BIN "/vit-legacy", out,           NULL};
+    r = test_run_vit(NULL, NULL, forced);
+    if (r.status != 0) fail_msg("vit convert --overwrite: %s", r.err);
+    test_run_free(&r);
+    after = read_whole_file(path, &n1);
+    assert_true(n1 < n0); /* float16 now */
+    free(after);
+    free(before);
+}
+
 /* A folder of config.json (vit-base-micro's) and name holding data[0..size). */
 static const char *folder_with(const char *tag, const char *name, const void *data, size_t size) {
     static char dir[512];
@@ -298,6 +335,7 @@ int main(void) {
         cmocka_unit_test(test_half_and_strided),
         cmocka_unit_test(test_gamma_beta),
         cmocka_unit_test(test_convert),
+        cmocka_unit_test(test_convert_cli),
         cmocka_unit_test(test_hostile_pickles),
         cmocka_unit_test(test_truncated_and_corrupt),
         cmocka_unit_test(test_bad_index),

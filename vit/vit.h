@@ -121,13 +121,14 @@ VIT_API int vit_download_model(const char *model, vit_progress_fn progress, void
                                size_t size, vit_error *err);
 
 /* Loads a ViTForImageClassification, DeiTForImageClassification or
- * DeiTForImageClassificationWithTeacher directory (config.json, model.safetensors, optional
- * preprocessor_config.json); also DINOv2 (Dinov2Model, Dinov2ForImageClassification, and the
- * WithRegisters pair) and BEiT / data2vec-vision (BeitModel, BeitForImageClassification, ...);
- * also timm's VisionTransformer folders (config.json with `architecture` and `pretrained_cfg`,
- * timm's tensor names; num_classes 0: the pooled features are the output).
- * A base model (Dinov2Model, BeitModel) has no classifier: its "logits" are its pooled features
- * (hidden_size of them, labelled DIM_0..), and vit_embed is what it is for. params NULL:
+ * DeiTForImageClassificationWithTeacher directory (config.json, model.safetensors or another
+ * layout of the weights: model.safetensors.index.json and its shards, pytorch_model.bin,
+ * pytorch_model.bin.index.json; optional preprocessor_config.json); also DINOv2 (Dinov2Model,
+ * Dinov2ForImageClassification, and the WithRegisters pair) and BEiT / data2vec-vision (BeitModel,
+ * BeitForImageClassification, ...); also timm's VisionTransformer folders (config.json with
+ * `architecture` and `pretrained_cfg`, timm's tensor names; num_classes 0: the pooled features are
+ * the output). A base model (Dinov2Model, BeitModel) has no classifier: its "logits" are its pooled
+ * features (hidden_size of them, labelled DIM_0..), and vit_embed is what it is for. params NULL:
  * vit_default_params(). */
 VIT_API vit_context *vit_load(const char *model, const vit_params *params, vit_error *err);
 /* Another context over ctx's weights (no copy of them), with its own activations and buffers and
@@ -369,8 +370,9 @@ typedef struct {
 
 VIT_API vit_text_params vit_text_default_params(void);
 
-/* Loads a BertForSequenceClassification directory (config.json, model.safetensors, vocab.txt,
- * optional tokenizer_config.json and special_tokens_map.json). params NULL: the defaults. */
+/* Loads a BertForSequenceClassification directory (config.json, its weights as vit_load reads
+ * them, vocab.txt, optional tokenizer_config.json and special_tokens_map.json). params NULL: the
+ * defaults. */
 VIT_API vit_text_context *vit_text_load(const char *model, const vit_text_params *params,
                                         vit_error *err);
 /* NULL when the tokenizer loaded; else why not (params.tokenizer_optional). Owned by ctx. */
