@@ -149,6 +149,21 @@ static void remember_absent(const fetch *f, const char *file) {
     if (out) fclose(out);
 }
 
+/* path holding data, written beside it under this process's own name and renamed into place:
+ * two processes may write one ref at once (write_file_atomic's one temporary name would clash). */
+static int write_shared_file(const char *path, const char *data, size_t size, vit_error *err) {
+    char temp[HUB_PATH_MAX + 340];
+    snprintf(temp, sizeof temp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *out = fopen(temp, "wb");
+    const int ok = out && fwrite(data, 1, size, out) == size;
+    if ((out && fclose(out) != 0) || !ok || rename(temp, path) != 0) {
+        vit_fail(err, "%s: %s", path, strerror(errno));
+        unlink(temp);
+        return -1;
+    }
+    return 0;
+}
+
 /* The commit the first answer named, and refs/{revision} pointing at it. */
 static int take_commit(fetch *f, const char *commit, vit_error *err) {
     if (f->commit[0]) return 0;
@@ -160,7 +175,7 @@ static int take_commit(fetch *f, const char *commit, vit_error *err) {
     char path[HUB_PATH_MAX + 300];
     snprintf(path, sizeof path, "%s/refs/%s", f->repo_dir, f->r.revision);
     if (make_parents(path) != 0) return vit_fail(err, "%s: %s", path, strerror(errno));
-    return write_file_atomic(path, commit, 40, err);
+    return write_shared_file(path, commit, 40, err);
 }
 
 /* The HTTP status of a HEAD as one line: gated, missing repository, revision or file. */
@@ -249,9 +264,15 @@ static int link_blob(const fetch *f, const char *file, const char *etag, vit_err
     for (const char *p = file; *p; p++)
         if (*p == '/') n += (size_t)snprintf(target + n, sizeof target - n, "../");
     snprintf(target + n, sizeof target - n, "../../blobs/%s", etag);
-    unlink(link);
-    if (make_parents(link) != 0 || symlink(target, link) != 0)
-        return vit_fail(err, "%s: %s", link, strerror(errno));
+    /* made beside it and renamed over it: another process may be linking the same file */
+    char temp[HUB_PATH_MAX + 560];
+    snprintf(temp, sizeof temp, "%s.%ld.link", link, (long)getpid());
+    unlink(temp);
+    if (make_parents(link) != 0 || symlink(target, temp) != 0 || rename(temp, link) != 0) {
+        vit_fail(err, "%s: %s", link, strerror(errno));
+        unlink(temp);
+        return -1;
+    }
     return 0;
 }
 
