@@ -194,6 +194,52 @@ static void test_joint_names(void **state) {
     }
 }
 
+/* text_config_dict / vision_config_dict (old CLIP files: openai/clip-vit-large-patch14 has both
+ * and text_config at CLIPTextConfig's defaults; openai/clip-vit-base-patch32 has them null):
+ * CLIPConfig updates text_config with CLIPTextConfig(**text_config_dict).to_dict(), so every
+ * field comes from the dict or the sub-config's default, whatever text_config says; null is as
+ * absent. SiglipConfig has no such fields (its __init__ keeps text_config). */
+static void test_config_dicts(void **state) {
+    (void)state;
+    model_config c;
+    vit_error err = {0};
+    const char *clip =
+        "{\"model_type\": \"clip\", \"projection_dim\": 40, \"transformers_version\": null, "
+        "\"text_config\": {\"hidden_size\": 512, \"num_attention_heads\": 8, "
+        "\"max_position_embeddings\": 16, \"eos_token_id\": 2}, "
+        "\"text_config_dict\": {\"hidden_size\": 64, \"num_attention_heads\": 4, "
+        "\"num_hidden_layers\": 2}, \"vision_config\": {\"patch_size\": 8}, "
+        "\"vision_config_dict\": {\"hidden_size\": 48, \"num_attention_heads\": 4, "
+        "\"patch_size\": 14}}";
+    assert_int_equal(model_config_parse_tower(clip, "m", TOWER_TEXT, &c, &err), 0);
+    assert_int_equal(c.hidden_size, 64);
+    assert_int_equal(c.num_heads, 4);
+    assert_int_equal(c.num_layers, 2);
+    assert_int_equal(c.max_position_embeddings, 77); /* text_config's 16 is overridden */
+    assert_int_equal(c.eos_token_id, 49407);         /* and its 2 */
+    assert_int_equal(c.opt.pool, POOL_EOS);
+    assert_int_equal(c.num_labels, 40);
+    model_config_free(&c);
+    assert_int_equal(model_config_parse_tower(clip, "m", TOWER_IMAGE, &c, &err), 0);
+    assert_int_equal(c.hidden_size, 48);
+    assert_int_equal(c.patch_size, 14);
+    model_config_free(&c);
+    const char *nulls = "{\"model_type\": \"clip\", \"text_config\": {\"hidden_size\": 64, "
+                        "\"num_attention_heads\": 4}, \"text_config_dict\": null, "
+                        "\"vision_config_dict\": null}";
+    assert_int_equal(model_config_parse_tower(nulls, "m", TOWER_TEXT, &c, &err), 0);
+    assert_int_equal(c.hidden_size, 64);
+    model_config_free(&c);
+    const char *siglip =
+        "{\"model_type\": \"siglip\", \"text_config\": {\"hidden_size\": 64, "
+        "\"num_attention_heads\": 4}, \"text_config_dict\": {\"hidden_size\": 32}}";
+    assert_int_equal(model_config_parse_tower(siglip, "m", TOWER_TEXT, &c, &err), 0);
+    assert_int_equal(c.hidden_size, 64);
+    model_config_free(&c);
+    expect_error("{\"model_type\": \"clip\", \"text_config_dict\": [1]}",
+                 "field 'text_config_dict' must be an object or null");
+}
+
 static image_arch deit_arch(const char *architectures) {
     char json[512];
     snprintf(json, sizeof json, "{\"model_type\": \"deit\"%s%s}", architectures ? "," : "",
@@ -305,6 +351,7 @@ int main(void) {
         cmocka_unit_test(test_errors),        cmocka_unit_test(test_joint),
         cmocka_unit_test(test_joint_names),   cmocka_unit_test(test_deit),
         cmocka_unit_test(test_architectures), cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_config_dicts),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
  * huggingface_hub's layout (tests/hub_cache.sh: blobs named by their ETag, relative snapshot
  * links, refs/main and refs/a-branch) from tests/data folders. Each reference must give outputs
  * identical (bit for bit) to the plain folder's; missing names, refs and blobs are refused in one
- * line. */
+ * line. Offline (HF_HUB_OFFLINE=1): the cache alone (downloads: test_hub_download). */
 #include "tests/testutil.h"
 
 #include <stdio.h>
@@ -40,6 +40,7 @@ static int build_cache(void **state) {
     sh("tests/hub_cache.sh %s %s org/bert %s main", BERT, cache, COMMIT_A);
     sh("tests/hub_cache.sh %s %s org/ved %s main", VED, cache, COMMIT_A);
     setenv("HF_HUB_CACHE", cache, 1);
+    setenv("HF_HUB_OFFLINE", "1", 1);
     return 0;
 }
 
@@ -194,7 +195,10 @@ static void expect_refused(const char *ref, const char *want) {
 static void test_refusals(void **state) {
     (void)state;
     char want[4200];
-    snprintf(want, sizeof want, "org/missing is not in the cache (HF_HUB_CACHE=%s)", cache);
+    snprintf(want, sizeof want,
+             "org/missing is not in the cache (HF_HUB_CACHE=%s); with HF_HUB_OFFLINE=1 nothing is "
+             "downloaded",
+             cache);
     expect_refused("org/missing", want);
     expect_refused("org/vit@no-branch", "org/vit@no-branch is not in the cache");
     expect_refused("org/vit@" COMMIT_B "0", "org/vit@" COMMIT_B "0 is not in the cache");

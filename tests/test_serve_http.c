@@ -2037,6 +2037,38 @@ static double *cli_embedding(const char *dir, const char *input, int text, int *
 /* POST /v1/embeddings on folders whose own pooling is not the CLS row, or whose output is not the
  * hidden state: each answer is what `vit embed` prints by default for the same image or text
  * (printed to 9 digits, computed at other thread counts: within 1e-5 of each value's size). */
+/* POST /v1/embed without ?pool gives the same vector as /v1/embeddings and vit embed, and GET
+ * /v1/model's embedding_size is its length (before: the CLS row and the hidden size, whatever
+ * the model's own pooling). */
+static void expect_embed_and_model_agree(const server *s, const char *dir, const double *want,
+                                         int n) {
+    response r = post_file(s->port, "/v1/embed", photos[0]);
+    if (r.status != 200) fail_msg("%s: /v1/embed status %d: %s", dir, r.status, r.body);
+    const cJSON *e = cJSON_GetObjectItem(r.one, "embedding");
+    if (cJSON_GetArraySize(e) != n)
+        fail_msg("%s: /v1/embed gave %d numbers, vit embed's %d", dir, cJSON_GetArraySize(e), n);
+    for (int d = 0; d < n; d++) {
+        const double v = cJSON_GetArrayItem(e, d)->valuedouble;
+        if (fabs(v - want[d]) > 1e-5 * (1 + fabs(want[d])))
+            fail_msg("%s: /v1/embed [%d]: %.9g, vit embed's %.9g", dir, d, v, want[d]);
+    }
+    response_free(&r);
+    r = request(s->port, "GET", "/v1/model", NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    const cJSON *image = cJSON_GetObjectItem(r.json, "image"),
+                *size = cJSON_GetObjectItem(image, "embedding_size");
+    /* the one-tower CLIP has no classifier: no DIM_ labels, as for a base model */
+    if (strstr(dir, "proj")) {
+        assert_null(cJSON_GetObjectItem(image, "labels"));
+        assert_string_equal(cJSON_GetObjectItem(image, "task")->valuestring,
+                            "image-feature-extraction");
+    }
+    if (!cJSON_IsNumber(size) || size->valueint != n)
+        fail_msg("%s: GET /v1/model's embedding_size %d, vit embed's %d", dir,
+                 cJSON_IsNumber(size) ? size->valueint : -1, n);
+    response_free(&r);
+}
+
 static void test_embeddings_own_pooling(void **state) {
     (void)state;
     static const struct {
@@ -2044,7 +2076,8 @@ static void test_embeddings_own_pooling(void **state) {
     } folders[] = {
         {"-m", "tests/data/clip-vision-proj-micro"},         /* projection (image_embeds) */
         {"-m", "tests/data/dinov2-micro"},                   /* cls */
-        {"-m", "tests/data/beit-micro"},                     /* cls */
+        {"-m", "tests/data/beit-micro"},                     /* mean: its pooler_output */
+        {"-m", CLIP},                                        /* joint */
         {"-m", "tests/data/timm-gap-reg-micro"},             /* mean: no class token */
         {"-m", "tests/data/siglip-vision-micro"},            /* pooler: its attention pool */
         {"-m", "tests/data/siglip-vision-nohead-micro"},     /* mean: no head */
@@ -2076,6 +2109,7 @@ static void test_embeddings_own_pooling(void **state) {
                 fail_msg("%s [%d]: %.9g, vit embed's %.9g", folders[f].dir, d, v, want[d]);
         }
         response_free(&r);
+        if (!is_text) expect_embed_and_model_agree(&s, folders[f].dir, want, n);
         free(want);
         assert_int_equal(stop_server(&s, SIGTERM), 0);
     }

@@ -160,8 +160,17 @@ static vit_weights *weights_load(const char *model_dir, const vit_params *params
 static int setup_preprocessing(vit_weights *w, int height, int width, vit_error *err) {
     if (model_dir_load_preprocess(w->model_dir, &w->prep, err) != 0) return -1;
     preprocess_describe(&w->prep, w->preprocessing, sizeof w->preprocessing);
-    if (height == width) preprocess_config_set_size(&w->prep, height);
     int pc, ph, pw;
+    preprocess_output_shape(&w->prep, &pc, &ph, &pw);
+    /* a rectangle for a model that runs at its square: transformers' forward refuses such pixels
+     * (no interpolate_pos_encoding); squaring them here would run what the folder does not say */
+    if (w->params.image_size == 0 && ph > 0 && ph != pw && height == width)
+        return vit_fail(err,
+                        "%s/preprocessor_config.json: makes %dx%d images (height x width), and the "
+                        "model takes %dx%d (transformers refuses them too; a run size, --size N, "
+                        "preprocesses to that square)",
+                        w->model_dir, ph, pw, height, width);
+    if (height == width) preprocess_config_set_size(&w->prep, height);
     preprocess_output_shape(&w->prep, &pc, &ph, &pw);
     if (pc != w->m.cfg.num_channels || ph != height || pw != width)
         return vit_fail(err, "%s: preprocessing yields %dx%dx%d but the model takes %dx%dx%d",

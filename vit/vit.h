@@ -97,21 +97,40 @@ VIT_API vit_params vit_default_params(void);
  * branch, tag or 40-hex commit; "main" when none is given) in the Hugging Face cache as
  * huggingface_hub writes it: $HF_HUB_CACHE, else $HF_HOME/hub, else
  * $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub; refs/REVISION gives the commit,
- * snapshots/COMMIT/ is the folder. -1 with err when the name is not in the cache or its snapshot
- * has a broken link. Any other string is given back as it is. vit_load, vit_text_load,
- * vit_gen_load and vit_folder_kind call it: they take references too. */
+ * snapshots/COMMIT/ is the folder. Any other string is given back as it is. vit_load,
+ * vit_text_load, vit_gen_load and vit_folder_kind call it: they take references too.
+ *
+ * What the cache lacks is downloaded into it (a build with libcurl), from $HF_ENDPOINT (default
+ * https://huggingface.co), in the layout huggingface_hub writes (blobs named by their ETag,
+ * snapshot links, refs), so vit and Python share one cache: config.json, then the weights
+ * (model.safetensors, else its shards' index and the shards, else pytorch_model.bin or its
+ * shards) and the files of the model's kind (preprocessor_config.json, the tokenizer files,
+ * generation_config.json: those the repository has). A snapshot that holds them is used with no
+ * request (a cached revision is not checked for a newer commit). $HF_TOKEN (else the token file
+ * $HF_HOME/token) is sent for gated and private repositories; $HF_HUB_OFFLINE=1 downloads
+ * nothing; a partial download is resumed; an LFS file's sha256 must be its ETag. An endpoint that
+ * cannot be reached falls back to what the cache has. -1 with err (one line) when the name is
+ * neither cached nor downloadable, or its snapshot has a broken link. Two processes (vit's or
+ * Python's) downloading one file take turns: each blob is written under a lock,
+ * CACHE/.locks/models--org--name/ETAG.lock, the one huggingface_hub takes. */
 VIT_API int vit_resolve_model(const char *model, char *dir, size_t size, vit_error *err);
+/* done of total bytes of file (total -1 when unknown), as a download goes. */
+typedef void (*vit_progress_fn)(void *user, const char *file, int64_t done, int64_t total);
+/* vit_resolve_model reporting each download's progress to progress(user, ...) (may be NULL). */
+VIT_API int vit_download_model(const char *model, vit_progress_fn progress, void *user, char *dir,
+                               size_t size, vit_error *err);
 
 /* Loads a ViTForImageClassification, DeiTForImageClassification or
- * DeiTForImageClassificationWithTeacher directory (config.json, model.safetensors, optional
- * preprocessor_config.json); also DINOv2 (Dinov2Model, Dinov2ForImageClassification, and the
- * WithRegisters pair) and BEiT / data2vec-vision (BeitModel, BeitForImageClassification, ...);
- * also timm's VisionTransformer folders (config.json with `architecture` and `pretrained_cfg`,
- * timm's tensor names; num_classes 0: the pooled features are the output); and open_clip's
- * folders (open_clip_config.json and open_clip_model.safetensors, no config.json: a CLIP's image
- * tower, as vit_text_load reads its text tower).
- * A base model (Dinov2Model, BeitModel) has no classifier: its "logits" are its pooled features
- * (hidden_size of them, labelled DIM_0..), and vit_embed is what it is for. params NULL:
+ * DeiTForImageClassificationWithTeacher directory (config.json, model.safetensors or another
+ * layout of the weights: model.safetensors.index.json and its shards, pytorch_model.bin,
+ * pytorch_model.bin.index.json; optional preprocessor_config.json); also DINOv2 (Dinov2Model,
+ * Dinov2ForImageClassification, and the WithRegisters pair) and BEiT / data2vec-vision (BeitModel,
+ * BeitForImageClassification, ...); also timm's VisionTransformer folders (config.json with
+ * `architecture` and `pretrained_cfg`, timm's tensor names; num_classes 0: the pooled features are
+ * the output); and open_clip's folders (open_clip_config.json and open_clip_model.safetensors or
+ * open_clip_pytorch_model.bin, no config.json: a CLIP's image tower, as vit_text_load reads its
+ * text tower). A base model (Dinov2Model, BeitModel) has no classifier: its "logits" are its pooled
+ * features (hidden_size of them, labelled DIM_0..), and vit_embed is what it is for. params NULL:
  * vit_default_params(). */
 VIT_API vit_context *vit_load(const char *model, const vit_params *params, vit_error *err);
 /* Another context over ctx's weights (no copy of them), with its own activations and buffers and
@@ -353,8 +372,9 @@ typedef struct {
 
 VIT_API vit_text_params vit_text_default_params(void);
 
-/* Loads a BertForSequenceClassification directory (config.json, model.safetensors, vocab.txt,
- * optional tokenizer_config.json and special_tokens_map.json). params NULL: the defaults. */
+/* Loads a BertForSequenceClassification directory (config.json, its weights as vit_load reads
+ * them, vocab.txt, optional tokenizer_config.json and special_tokens_map.json). params NULL: the
+ * defaults. */
 VIT_API vit_text_context *vit_text_load(const char *model, const vit_text_params *params,
                                         vit_error *err);
 /* NULL when the tokenizer loaded; else why not (params.tokenizer_optional). Owned by ctx. */

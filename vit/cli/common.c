@@ -46,6 +46,28 @@ int cli_is_dir(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* A download's bar on stderr, redrawn as the percentage changes, ended by a newline. */
+typedef struct {
+    const char *ref;
+    char file[256];
+    int percent;
+} download_bar;
+
+static void show_progress(void *user, const char *file, int64_t done, int64_t total) {
+    download_bar *b = user;
+    if (strcmp(b->file, file) != 0) snprintf(b->file, sizeof b->file, "%s", file), b->percent = -1;
+    const int percent = total > 0 ? (int)(100 * done / total) : 0;
+    if (percent == b->percent) return;
+    b->percent = percent;
+    char bar[31];
+    for (int i = 0; i < 30; i++) bar[i] = i < percent * 30 / 100 ? '#' : '.';
+    bar[30] = 0;
+    const int mb = total >= 1000000; /* kB below a megabyte: 0.0/0.0 MB says nothing */
+    fprintf(stderr, "\r%s %s [%s] %3d%% %.1f/%.1f %s", b->ref, file, bar, percent,
+            done / (mb ? 1e6 : 1e3), total / (mb ? 1e6 : 1e3), mb ? "MB" : "kB");
+    if (total > 0 && done >= total) fputc('\n', stderr);
+}
+
 const char *cli_model_dir(const char *command, const char *option, char *buf, size_t size) {
     const char *env = getenv("VIT_MODEL");
     char ref[PATH_MAX + 64];
@@ -59,7 +81,9 @@ const char *cli_model_dir(const char *command, const char *option, char *buf, si
         snprintf(ref, sizeof ref, "%s/%s", models, DEFAULT_MODEL);
     }
     vit_error err = {0};
-    if (vit_resolve_model(ref, buf, size, &err) != 0) {
+    download_bar bar = {.ref = ref};
+    if (vit_download_model(ref, isatty(STDERR_FILENO) ? show_progress : NULL, &bar, buf, size,
+                           &err) != 0) {
         fprintf(stderr, "vit %s: %s\n", command, err.msg);
         return NULL;
     }

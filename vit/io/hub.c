@@ -66,17 +66,22 @@ static const char *env_path(const char *name, char *buf, size_t size) {
     return buf;
 }
 
-void hub_cache_dir(char *buf, size_t size) {
+void hub_home_dir(char *buf, size_t size) {
     char tmp[HUB_PATH_MAX];
-    if (env_path("HF_HUB_CACHE", buf, size) || env_path("HUGGINGFACE_HUB_CACHE", buf, size)) return;
-    if (env_path("HF_HOME", tmp, sizeof tmp)) {
-        snprintf(buf, size, "%s/hub", tmp);
-    } else if (env_path("XDG_CACHE_HOME", tmp, sizeof tmp)) {
-        snprintf(buf, size, "%s/huggingface/hub", tmp);
+    if (env_path("HF_HOME", buf, size)) return;
+    if (env_path("XDG_CACHE_HOME", tmp, sizeof tmp)) {
+        if ((size_t)snprintf(buf, size, "%s/huggingface", tmp) >= size) buf[0] = 0;
     } else {
         const char *home = getenv("HOME");
-        snprintf(buf, size, "%s/.cache/huggingface/hub", home && *home ? home : ".");
+        snprintf(buf, size, "%s/.cache/huggingface", home && *home ? home : ".");
     }
+}
+
+void hub_cache_dir(char *buf, size_t size) {
+    char home[HUB_PATH_MAX];
+    if (env_path("HF_HUB_CACHE", buf, size) || env_path("HUGGINGFACE_HUB_CACHE", buf, size)) return;
+    hub_home_dir(home, sizeof home);
+    snprintf(buf, size, "%s/hub", home);
 }
 
 int hub_repo_dir(const hub_ref *r, char *buf, size_t size, vit_error *err) {
@@ -89,12 +94,19 @@ int hub_repo_dir(const hub_ref *r, char *buf, size_t size, vit_error *err) {
                                       : vit_fail(err, "%s: the cache path is too long", r->repo);
 }
 
+/* s is n lowercase hex digits. */
+static int lower_hex(const char *s, size_t n) {
+    size_t i = 0;
+    for (; s[i]; i++)
+        if (!isdigit((unsigned char)s[i]) && !(s[i] >= 'a' && s[i] <= 'f')) return 0;
+    return i == n;
+}
+
 int hub_is_commit(const char *revision) {
-    size_t n = 0;
-    for (; revision[n]; n++)
-        if (!isdigit((unsigned char)revision[n]) && !(revision[n] >= 'a' && revision[n] <= 'f'))
-            return 0;
-    return n == 40;
+    return lower_hex(revision, 40);
+}
+int hub_is_sha256(const char *etag) {
+    return lower_hex(etag, 64);
 }
 
 /* The first line of a refs/ file: a commit, else -1. */
@@ -147,26 +159,13 @@ static int check_links(const char *dir, const char *ref, vit_error *err) {
     return rc;
 }
 
-int hub_resolve_cached(const char *ref, char *dir, size_t size, vit_error *err) {
-    struct stat st;
-    hub_ref r;
-    if ((stat(ref, &st) == 0 && S_ISDIR(st.st_mode)) || !hub_parse_ref(ref, &r)) {
-        snprintf(dir, size, "%s", ref);
-        return 0;
-    }
-    char commit[41], repo[HUB_PATH_MAX], snapshot[HUB_PATH_MAX + 64], config[HUB_PATH_MAX + 96];
-    if (hub_cached_commit(&r, commit, err) != 0 || hub_repo_dir(&r, repo, sizeof repo, err) != 0)
-        return -1;
-    snprintf(snapshot, sizeof snapshot, "%s/snapshots/%s", repo, commit);
-    if (stat(snapshot, &st) != 0 || !S_ISDIR(st.st_mode))
-        return vit_fail(err, "%s: snapshot %s is not in the cache (no %s)", ref, commit, snapshot);
+int hub_check_snapshot(const char *snapshot, const char *ref, vit_error *err) {
+    char config[HUB_PATH_MAX + 96];
     if (check_links(snapshot, ref, err) != 0) return -1;
     snprintf(config, sizeof config, "%s/config.json", snapshot);
     const int has_config = access(config, F_OK) == 0;
     snprintf(config, sizeof config, "%s/open_clip_config.json", snapshot); /* an open_clip repo */
     if (!has_config && access(config, F_OK) != 0)
         return vit_fail(err, "%s: the cached snapshot has no config.json (%s)", ref, snapshot);
-    if ((size_t)snprintf(dir, size, "%s", snapshot) >= size)
-        return vit_fail(err, "%s: the cache path %s is too long", ref, snapshot);
     return 0;
 }

@@ -12,6 +12,7 @@
  * say. */
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "vit/base/error.h"
 
@@ -40,10 +41,30 @@ int hub_is_commit(const char *revision);
  * cache). */
 int hub_cached_commit(const hub_ref *r, char commit[41], vit_error *err);
 
+/* The folder of huggingface_hub's own files (the token): $HF_HOME, else
+ * $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface. */
+void hub_home_dir(char *buf, size_t size);
+/* Whether etag is a sha256 (64 lowercase hex digits: an LFS file's). */
+int hub_is_sha256(const char *etag);
+/* A cached snapshot folder vit can read: config.json there and no broken link (a blob deleted
+ * behind the cache's back), else one line naming them. */
+int hub_check_snapshot(const char *snapshot, const char *ref, vit_error *err);
+
+/* $HF_HUB_OFFLINE (or $TRANSFORMERS_OFFLINE) is 1, ON, YES or TRUE. */
+int hub_offline(void);
+/* $HF_ENDPOINT without a trailing '/', else https://huggingface.co. */
+void hub_endpoint(char *buf, size_t size);
+
+/* done of total bytes of file (total -1 when unknown); called as bytes arrive. */
+typedef void (*hub_progress_fn)(void *user, const char *file, int64_t done, int64_t total);
+
 /* The folder a model reference names, into dir: an existing folder as it is (a name that is also
  * a folder is the folder, as transformers reads it); else org/name[@revision]'s snapshot in the
- * cache, which must hold config.json, and none of whose links may be broken. Anything else is
- * returned unchanged (its loading then names what is missing). */
-int hub_resolve_cached(const char *ref, char *dir, size_t size, vit_error *err);
+ * cache, downloaded first unless it holds what the model needs (config.json, its weights, and the
+ * files of its kind that the repository has: no request then), or offline ($HF_HUB_OFFLINE), or
+ * this build has no libcurl; an unreachable endpoint falls back to what the cache has. Anything
+ * else is given back unchanged (its loading then names what is missing). progress may be NULL. */
+int hub_resolve(const char *ref, hub_progress_fn progress, void *user, char *dir, size_t size,
+                vit_error *err);
 
 #endif

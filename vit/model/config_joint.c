@@ -38,6 +38,11 @@ typedef struct joint_family {
     int projection_prefixed;
     int scale_ndim; /* logit_scale: a 0-d tensor (CLIP) or [1] (SigLIP) */
     int sigmoid;    /* scores read one by one through a sigmoid, plus logit_bias (SigLIP) */
+    /* text_config_dict / vision_config_dict, when not null, replace the tower's fields: CLIPConfig
+     * updates text_config with CLIPTextConfig(**text_config_dict).to_dict(), every field the
+     * dict leaves out at its default (openai/clip-vit-large-patch14's file). SiglipConfig
+     * ignores them. */
+    int config_dicts;
     /* the options of the one encoder */
     int class_token, pre_norm, causal_text; /* pre_norm: CLIP's pre_layrnorm, no patch bias */
     pool_kind image_pool, text_pool;
@@ -72,6 +77,7 @@ static const joint_family families[] = {
      .projection_prefixed = 0,
      .scale_ndim = 0,
      .sigmoid = 0,
+     .config_dicts = 1,
      .class_token = 1,
      .pre_norm = 1,
      .causal_text = 1,
@@ -104,6 +110,7 @@ static const joint_family families[] = {
      .projection_prefixed = 1,
      .scale_ndim = 1,
      .sigmoid = 1,
+     .config_dicts = 0,
      .class_token = 0,
      .pre_norm = 0,
      .causal_text = 0,
@@ -226,8 +233,8 @@ static void set_defaults(const joint_family *f, model_config *cfg) {
     }
 }
 
-/* The tower's fields: its sub-object (text_config, vision_config) in a joint folder, the root in
- * a tower alone. */
+/* The tower's fields: its sub-object (text_config, vision_config, or the family's older
+ * text_config_dict / vision_config_dict) in a joint folder, the root in a tower alone. */
 static int tower_object(const cJSON *root, const model_config *cfg, const cJSON **tower,
                         const char *src, vit_error *err) {
     const char *name = cfg->kind == MODEL_TEXT ? "text_config" : "vision_config";
@@ -237,6 +244,15 @@ static int tower_object(const cJSON *root, const model_config *cfg, const cJSON 
     if (sub && !cJSON_IsObject(sub) && !cJSON_IsNull(sub))
         return vit_fail(err, "%s: field '%s' must be an object", src, name);
     *tower = cJSON_IsObject(sub) ? sub : NULL; /* NULL: every field at its default */
+    if (!family_of(cfg)->config_dicts) return 0;
+    static const char *const dicts[2] = {"text_config_dict", "vision_config_dict"};
+    for (int i = 0; i < 2; i++) { /* both, as CLIPConfig reads both whichever tower is asked */
+        const cJSON *dict = cJSON_GetObjectItemCaseSensitive(root, dicts[i]);
+        if (dict && !cJSON_IsObject(dict) && !cJSON_IsNull(dict))
+            return vit_fail(err, "%s: field '%s' must be an object or null", src, dicts[i]);
+        if (cJSON_IsObject(dict) && (i == 0) == (cfg->kind == MODEL_TEXT))
+            *tower = dict; /* null: as absent */
+    }
     return 0;
 }
 
