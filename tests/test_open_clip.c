@@ -204,6 +204,49 @@ static void test_same_weights_as_hf_folder(void **state) {
     vit_free(a), vit_free(b);
 }
 
+/* open-clip-micro's files with its weights as open_clip_pytorch_model.bin (torch.save's zip,
+ * tests/data/torch-bin/open-clip-micro) instead of open_clip_model.safetensors: the same
+ * features, bit for bit. */
+static void test_pytorch_bin(void **state) {
+    (void)state;
+    static const char *const files[] = {
+        "tests/data/open-clip-micro/open_clip_config.json", "tests/data/open-clip-micro/vocab.json",
+        "tests/data/open-clip-micro/merges.txt", "tests/data/open-clip-micro/tokenizer_config.json",
+        "tests/data/torch-bin/open-clip-micro/open_clip_pytorch_model.bin"};
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/open-clip-bin", test_tmpdir());
+    mkdir(dir, 0755);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char link[4096 + 64], target[4096];
+        snprintf(link, sizeof link, "%s/%s", dir, strrchr(files[i], '/') + 1);
+        assert_non_null(realpath(files[i], target));
+        unlink(link);
+        assert_int_equal(symlink(target, link), 0);
+    }
+    vit_context *a = load(folders[0]), *b = load(dir);
+    vit_text_context *ta = load_text(folders[0]), *tb = load_text(dir);
+    const int E = vit_joint_dim(a);
+    const size_t n = vit_input_floats(a);
+    float *px = test_golden_tensor(folders[0], "pixels", NULL);
+    float *x = test_alloc_floats((size_t)E), *y = test_alloc_floats((size_t)E);
+    vit_error err = {0};
+    for (int i = 0; i < IMAGES; i++) {
+        if (vit_embed(a, px + i * n, 1, VIT_POOL_JOINT, x, &err) ||
+            vit_embed(b, px + i * n, 1, VIT_POOL_JOINT, y, &err))
+            fail_msg("%s", err.msg);
+        if (memcmp(x, y, sizeof(float) * (size_t)E) != 0)
+            fail_msg("%s: open_clip_pytorch_model.bin and .safetensors differ", images[i]);
+    }
+    const size_t len = strlen(texts[0]);
+    if (vit_text_embed(ta, &texts[0], &len, 1, VIT_POOL_JOINT, x, &err) ||
+        vit_text_embed(tb, &texts[0], &len, 1, VIT_POOL_JOINT, y, &err))
+        fail_msg("%s", err.msg);
+    assert_memory_equal(x, y, sizeof(float) * (size_t)E);
+    free(x), free(y), free(px);
+    vit_text_free(ta), vit_text_free(tb);
+    vit_free(a), vit_free(b);
+}
+
 /* A folder in the temporary directory: open_clip_config.json `json`, open-clip-micro's weights
  * and tokenizer files linked. */
 static const char *folder_with_config(const char *name, const char *json) {
@@ -409,6 +452,7 @@ int main(void) {
         cmocka_unit_test(test_preprocessing),
         cmocka_unit_test(test_outputs_match_reference),
         cmocka_unit_test(test_same_weights_as_hf_folder),
+        cmocka_unit_test(test_pytorch_bin),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_cli),
     };

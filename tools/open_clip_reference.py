@@ -15,6 +15,8 @@ the code index, no open_clip import):
                            bicubic, shortest
   open-clip-micro-hf       the same weights as a transformers CLIPModel folder (in_proj split into
                            q, k, v; proj and text_projection transposed into Linear weights)
+  torch-bin/open-clip-micro  the same float32 weights as open_clip_pytorch_model.bin (torch.save,
+                           zip), the file alone (the test links the folder's other files)
   open-clip-micro-options  the options: nn.GELU (quick_gelu false), layer scale (ls_init_value),
                            no_ln_pre, mlp_ratio 2.5 (int(32 * 2.5) = 80), norm eps 1e-6,
                            CustomTextCLIP (the text tower under "text."), the text projection an
@@ -385,6 +387,11 @@ def main():
                            "source": "tools/open_clip_reference.py"})
         if s.get("hf"):
             hf_folder(w, s, k, os.path.join(DATA, s["hf"]))
+            # the same float32 weights as torch.save writes open_clip_pytorch_model.bin (zip)
+            bin_dir = os.path.join(DATA, "torch-bin", s["dir"])
+            os.makedirs(bin_dir, exist_ok=True)
+            torch.save({n: t.float().contiguous() for n, t in sorted(w.items())},
+                       os.path.join(bin_dir, "open_clip_pytorch_model.bin"))
         print(out, {n: tuple(v.shape) for n, v in golden.items()})
 
 
