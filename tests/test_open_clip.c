@@ -207,13 +207,12 @@ static void test_same_weights_as_hf_folder(void **state) {
 /* open-clip-micro's files with its weights as open_clip_pytorch_model.bin (torch.save's zip,
  * tests/data/torch-bin/open-clip-micro) instead of open_clip_model.safetensors: the same
  * features, bit for bit. */
-static void test_pytorch_bin(void **state) {
-    (void)state;
+static const char *bin_folder(void) {
     static const char *const files[] = {
         "tests/data/open-clip-micro/open_clip_config.json", "tests/data/open-clip-micro/vocab.json",
         "tests/data/open-clip-micro/merges.txt", "tests/data/open-clip-micro/tokenizer_config.json",
         "tests/data/torch-bin/open-clip-micro/open_clip_pytorch_model.bin"};
-    char dir[4096];
+    static char dir[4096];
     snprintf(dir, sizeof dir, "%s/open-clip-bin", test_tmpdir());
     mkdir(dir, 0755);
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -223,6 +222,12 @@ static void test_pytorch_bin(void **state) {
         unlink(link);
         assert_int_equal(symlink(target, link), 0);
     }
+    return dir;
+}
+
+/* Folder `dir` gives open-clip-micro's features, bit for bit (its image features on the
+ * reference's pixels, a text's). */
+static void expect_same_model(const char *dir, const char *what) {
     vit_context *a = load(folders[0]), *b = load(dir);
     vit_text_context *ta = load_text(folders[0]), *tb = load_text(dir);
     const int E = vit_joint_dim(a);
@@ -235,7 +240,7 @@ static void test_pytorch_bin(void **state) {
             vit_embed(b, px + i * n, 1, VIT_POOL_JOINT, y, &err))
             fail_msg("%s", err.msg);
         if (memcmp(x, y, sizeof(float) * (size_t)E) != 0)
-            fail_msg("%s: open_clip_pytorch_model.bin and .safetensors differ", images[i]);
+            fail_msg("%s: %s differs", images[i], what);
     }
     const size_t len = strlen(texts[0]);
     if (vit_text_embed(ta, &texts[0], &len, 1, VIT_POOL_JOINT, x, &err) ||
@@ -245,6 +250,40 @@ static void test_pytorch_bin(void **state) {
     free(x), free(y), free(px);
     vit_text_free(ta), vit_text_free(tb);
     vit_free(a), vit_free(b);
+}
+
+static void test_pytorch_bin(void **state) {
+    (void)state;
+    expect_same_model(bin_folder(), "open_clip_pytorch_model.bin");
+}
+
+/* vit convert of the .bin folder: OUT_DIR holds open_clip_model.safetensors and
+ * open_clip_config.json (no config.json, no model.safetensors) and the same model; a second run
+ * keeps it unless --overwrite. */
+static void test_convert(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char out[4096], path[4096 + 64];
+    snprintf(out, sizeof out, "%s/open-clip-converted", test_tmpdir());
+    const char *args[] = {"convert", "--dtype", "f32", bin_folder(), out, NULL};
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    if (r.status != 0) fail_msg("vit convert: exit %d: %s", r.status, r.err);
+    test_run_free(&r);
+    static const char *const present[] = {"open_clip_model.safetensors", "open_clip_config.json",
+                                          "vocab.json", "merges.txt"};
+    for (size_t i = 0; i < sizeof present / sizeof present[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", out, present[i]);
+        if (access(path, F_OK) != 0) fail_msg("vit convert wrote no %s", present[i]);
+    }
+    snprintf(path, sizeof path, "%s/config.json", out);
+    assert_int_not_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/model.safetensors", out);
+    assert_int_not_equal(access(path, F_OK), 0);
+    expect_same_model(out, "the converted folder");
+    r = test_run_vit(NULL, NULL, args);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "open_clip_config.json exists (--overwrite replaces it)"));
+    test_run_free(&r);
 }
 
 /* A folder in the temporary directory: open_clip_config.json `json`, open-clip-micro's weights
@@ -453,6 +492,7 @@ int main(void) {
         cmocka_unit_test(test_outputs_match_reference),
         cmocka_unit_test(test_same_weights_as_hf_folder),
         cmocka_unit_test(test_pytorch_bin),
+        cmocka_unit_test(test_convert),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_cli),
     };

@@ -56,11 +56,13 @@ static int convert_option(const cli_parser *p, int id, void *user) {
     return id == OPT_DTYPE ? cli_parse_dtype(p, "convert", &o->dtype) : 0;
 }
 
-/* A model OUT_DIR already holds (its config.json or model.safetensors) is kept unless asked. */
+/* A model OUT_DIR already holds (its config.json or model.safetensors, an open_clip folder's
+ * open_clip_config.json or open_clip_model.safetensors) is kept unless asked. */
 static int refuse_existing(const char *out_dir) {
-    static const char *const names[] = {"config.json", "model.safetensors"};
+    static const char *const names[] = {"config.json", "model.safetensors", "open_clip_config.json",
+                                        "open_clip_model.safetensors"};
     char path[4096];
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s/%s", out_dir, names[i]);
         if (access(path, F_OK) == 0) {
             fprintf(stderr, "vit convert: %s exists (--overwrite replaces it)\n", path);
