@@ -20,10 +20,11 @@
 #include "vit/io/hub_http.h"
 #include "vit/vit.h"
 
-#define COMMIT_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define COMMIT_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-#define BERT     TEST_DATA "/bert-base-micro"
-#define VED      TEST_DATA "/ved-trocr-vit"
+#define COMMIT_A  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define COMMIT_B  "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define BERT      TEST_DATA "/bert-base-micro"
+#define VED       TEST_DATA "/ved-trocr-vit"
+#define OPEN_CLIP TEST_DATA "/open-clip-micro"
 
 static pid_t server = -1;
 static char endpoint[64], log_path[4096], root[4096];
@@ -74,11 +75,12 @@ static void write_config(const char *path) {
         "\"org/slow\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}, "
         "\"slow\": 1},"
         "\"org/sharded\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/sharded\"}},"
-        "\"org/bin\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/bin\"}}}}",
+        "\"org/bin\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/bin\"}},"
+        "\"org/open-clip\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}}}}",
         COMMIT_A, COMMIT_B, COMMIT_A, MICRO_A, COMMIT_B, MICRO_B, COMMIT_A, COMMIT_A, BERT,
         COMMIT_A, COMMIT_A, VED, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A,
         COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, root, COMMIT_A,
-        COMMIT_A, root);
+        COMMIT_A, root, COMMIT_A, COMMIT_A, OPEN_CLIP);
     fclose(f);
 }
 
@@ -417,6 +419,46 @@ static void test_weight_files(void **state) {
     assert_int_equal(access(path, F_OK), 0);
 }
 
+/* An open_clip repository (open_clip_config.json, no config.json): a cold cache fetches its
+ * config, weights and tokenizer files, config.json remembered absent (.no_exist), not the goldens;
+ * a warm cache asks nothing; the features are the folder's, bit for bit. */
+static void test_open_clip(void **state) {
+    (void)state;
+    REQUIRE_CURL();
+    const char *cache = fresh_cache();
+    char dir[4096], path[4600];
+    resolve_ok("org/open-clip", dir, sizeof dir);
+    static const char *const files[] = {"open_clip_config.json", "open_clip_model.safetensors",
+                                        "vocab.json", "merges.txt", "tokenizer_config.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (access(path, R_OK) != 0) fail_msg("no %s in the snapshot", files[i]);
+    }
+    snprintf(path, sizeof path, "%s/golden.safetensors", dir);
+    assert_int_not_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/models--org--open-clip/.no_exist/%s/config.json", cache,
+             COMMIT_A);
+    assert_int_equal(access(path, F_OK), 0);
+    clear_log();
+    resolve_ok("org/open-clip", dir, sizeof dir);
+    char *log = requests();
+    assert_int_equal(count_lines(log), 0);
+    free(log);
+    vit_error err = {0};
+    vit_context *a = vit_load(OPEN_CLIP, NULL, &err), *b = vit_load("org/open-clip", NULL, &err);
+    if (!a || !b) fail_msg("%s", err.msg);
+    const size_t n = vit_input_floats(a);
+    const int E = vit_joint_dim(a);
+    float *px = test_alloc_floats(n), *x = test_alloc_floats((size_t)E),
+          *y = test_alloc_floats((size_t)E);
+    test_fill(px, n, -1, 1);
+    assert_int_equal(vit_embed(a, px, 1, VIT_POOL_JOINT, x, &err), 0);
+    assert_int_equal(vit_embed(b, px, 1, VIT_POOL_JOINT, y, &err), 0);
+    assert_memory_equal(x, y, sizeof(float) * (size_t)E);
+    free(px), free(x), free(y);
+    vit_free(a), vit_free(b);
+}
+
 /* Two processes resolving one cold model at once (each CDN answer takes a second): the lock on
  * .locks/models--org--slow/{etag}.lock makes the second wait and find the blob there, so each
  * blob is fetched once and both get the folder. */
@@ -478,6 +520,7 @@ int main(void) {
         cmocka_unit_test(test_gated),
         cmocka_unit_test(test_unreachable),
         cmocka_unit_test(test_weight_files),
+        cmocka_unit_test(test_open_clip),
         cmocka_unit_test(test_two_processes),
         cmocka_unit_test(test_cli),
     };

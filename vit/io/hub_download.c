@@ -328,6 +328,9 @@ static int fetch_file(fetch *f, const char *file, int required, vit_error *err) 
         remember_absent(f, file);
         return 0;
     }
+    /* the first file of a cold cache (config.json, which an open_clip repo lacks): absent, the
+     * commit not known yet, so remembered by the caller once it is */
+    if (m.status == 404 && !required && strcmp(m.error_code, "EntryNotFound") == 0) return 0;
     if (m.status >= 400) return http_refusal(f, file, &m, err);
     if (take_commit(f, m.commit, err) != 0) return -1;
     if (!safe_name(m.etag, 0))
@@ -370,6 +373,20 @@ static int need_shards(fetch *f, const char *index, vit_error *err) {
     return rc;
 }
 
+/* An open_clip repository's weights, in open_clip's order (weights.h). */
+static int need_open_clip_weights(fetch *f, vit_error *err) {
+    static const char *const files[] = {"open_clip_model.safetensors",
+                                        "open_clip_pytorch_model.bin"};
+    for (int i = 0; i < 2; i++) {
+        const int rc = need(f, files[i], 0, err);
+        if (rc != 0 || f->incomplete) return rc < 0 ? -1 : 0;
+    }
+    return vit_fail(err,
+                    "%s: the repository has no open_clip weights (open_clip_model.safetensors or "
+                    "open_clip_pytorch_model.bin)",
+                    f->ref);
+}
+
 /* The first of the weight files transformers looks for that the repository has: safetensors,
  * its shards, pytorch_model.bin, its shards. */
 static int need_weights(fetch *f, vit_error *err) {
@@ -387,6 +404,20 @@ static int need_weights(fetch *f, vit_error *err) {
                     f->ref);
 }
 
+/* config.json, or an open_clip repository's open_clip_config.json (config.json then
+ * remembered absent): 1, or 0 when not looked for yet (the download does). */
+static int need_config(fetch *f, vit_error *err) {
+    const int rc = need(f, "config.json", 0, err);
+    if (rc != 0 || f->incomplete) return rc;
+    const int oc = need(f, OPEN_CLIP_CONFIG, 0, err);
+    if (oc < 0 || f->incomplete) return oc;
+    if (oc == 0)
+        return vit_fail(err, "%s: the repository has no config.json (nor open_clip_config.json)",
+                        f->ref);
+    remember_absent(f, "config.json"); /* the commit is known now */
+    return 1;
+}
+
 /* config.json, the weights, and the files of the model's kind (optional each). */
 static int need_model(fetch *f, vit_error *err) {
     static const char *const image[] = {"preprocessor_config.json"};
@@ -399,7 +430,7 @@ static int need_model(fetch *f, vit_error *err) {
                                        "spiece.model",
                                        "sentencepiece.bpe.model",
                                        "added_tokens.json"};
-    const int rc = need(f, "config.json", 1, err);
+    int rc = need_config(f, err);
     if (rc <= 0) return rc;
     char dir[HUB_PATH_MAX + 64];
     snapshot_path(f, NULL, dir, sizeof dir);
@@ -407,9 +438,9 @@ static int need_model(fetch *f, vit_error *err) {
     if (model_config_load(dir, &cfg, err) != 0) return -1;
     const int ved = cfg.family == FAMILY_VED, joint = config_is_joint(&cfg);
     const int images = ved || joint || cfg.kind == MODEL_VIT;
-    const int texts = ved || joint || cfg.kind == MODEL_TEXT;
+    const int texts = ved || joint || cfg.kind == MODEL_TEXT, open_clip = cfg.open_clip;
     model_config_free(&cfg);
-    if (need_weights(f, err) != 0) return -1;
+    if ((open_clip ? need_open_clip_weights : need_weights)(f, err) != 0) return -1;
     for (size_t i = 0; images && i < sizeof image / sizeof *image; i++)
         if (need(f, image[i], 0, err) < 0) return -1;
     for (size_t i = 0; texts && i < sizeof text / sizeof *text; i++)
@@ -451,7 +482,8 @@ int hub_resolve(const char *ref, hub_progress_fn progress, void *user, char *dir
     const int cached = hub_cached_commit(&f.r, f.commit, &why) == 0;
     if (cached && need_model(&f, err) != 0) return -1; /* the cached config.json is refused */
     if (cached && !f.incomplete) return give_snapshot(&f, dir, size, err);
-    const int has_config = cached && file_state(&f, "config.json") == 1;
+    const int has_config =
+        cached && (file_state(&f, "config.json") == 1 || file_state(&f, OPEN_CLIP_CONFIG) == 1);
     if (cached && !has_config) snapshot_missing(&f, &why);
     if (hub_offline() || !hub_http_built()) {
         if (has_config) return give_snapshot(&f, dir, size, err); /* what it has, as it is */
