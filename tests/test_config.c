@@ -7,13 +7,17 @@
 
 #include "vit/model/config.h"
 
-static void expect_error(const char *json, const char *needle) {
+static void expect_tower_error(const char *json, config_tower tower, const char *needle) {
     model_config cfg;
     vit_error err = {0};
-    assert_int_equal(model_config_parse(json, "m/config.json", &cfg, &err), -1);
+    assert_int_equal(model_config_parse_tower(json, "m/config.json", tower, &cfg, &err), -1);
     print_message("  %s\n", err.msg);
     if (!strstr(err.msg, "m/config.json") || !strstr(err.msg, needle))
         fail_msg("expected '%s' in '%s'", needle, err.msg);
+}
+
+static void expect_error(const char *json, const char *needle) {
+    expect_tower_error(json, TOWER_DEFAULT, needle);
 }
 
 static void test_defaults(void **state) {
@@ -240,6 +244,138 @@ static void test_config_dicts(void **state) {
                  "field 'text_config_dict' must be an object or null");
 }
 
+/* transformers' defaults, for a config.json that gives only model_type (hand-written files carry
+ * only what differs), read from huggingface/transformers' src/transformers/models/<x>/
+ * configuration_<x>.py: ViTConfig, DeiTConfig (ViTConfig's), BertConfig, CLIPVisionConfig and
+ * CLIPTextConfig (CLIPConfig's projection_dim 512), SiglipVisionConfig and SiglipTextConfig
+ * (projection_size: the width; eos_token_id 49407), Dinov2Config (patch 14, eps 1e-6,
+ * mlp_ratio 4), Dinov2WithRegistersConfig (patch 16, 4 registers), BeitConfig and
+ * Data2VecVisionConfig (layer_scale_init_value 0.1, use_mean_pooling, no absolute or relative
+ * positions), TrOCRConfig (d_model 1024, 16 heads, ffn 4096, 512 learned positions offset by 2,
+ * layernorm_embedding, pad 1, eos 2; nn.LayerNorm's eps 1e-5), GPT2Config (n_embd 768, n_inner
+ * None: 4 x n_embd, gelu_new, layer_norm_epsilon 1e-5, n_positions 1024, eos 50256; a
+ * VisionEncoderDecoderConfig needs encoder and decoder, and its decoder_start_token_id and
+ * pad_token_id are PretrainedConfig's None: -1 here). num_labels: a classifier's
+ * PretrainedConfig default of 2, else the embedding's length. */
+typedef struct {
+    const char *json;
+    config_tower tower;
+    int hidden, layers, heads, inter;
+    activation_kind act;
+    float eps;
+    int image, patch, vocab, positions, eos, labels;
+} default_row;
+
+static void expect_defaults(const default_row *r) {
+    model_config c;
+    vit_error err = {0};
+    if (model_config_parse_tower(r->json, "m", r->tower, &c, &err) != 0) fail_msg("%s", err.msg);
+    print_message("  %s: %s\n", r->json, config_architecture(&c));
+    assert_int_equal(c.hidden_size, r->hidden);
+    assert_int_equal(c.num_layers, r->layers);
+    assert_int_equal(c.num_heads, r->heads);
+    assert_int_equal(c.intermediate_size, r->inter);
+    assert_int_equal(c.act, r->act);
+    assert_true(c.layer_norm_eps == r->eps);
+    if (c.kind == MODEL_VIT) {
+        assert_int_equal(c.image_size, r->image);
+        assert_int_equal(c.image_width, r->image);
+        assert_int_equal(c.patch_size, r->patch);
+        assert_int_equal(c.num_channels, 3);
+    } else {
+        assert_int_equal(c.vocab_size, r->vocab);
+        assert_int_equal(c.max_position_embeddings, r->positions);
+        assert_int_equal(c.eos_token_id, r->eos);
+    }
+    assert_int_equal(c.num_labels, r->labels);
+    model_config_free(&c);
+}
+
+static void test_hf_defaults(void **state) {
+    (void)state;
+    static const char ved_trocr[] = "{\"model_type\": \"vision-encoder-decoder\", \"encoder\": "
+                                    "{\"model_type\": \"vit\"}, \"decoder\": {\"model_type\": "
+                                    "\"trocr\"}}";
+    static const char ved_gpt2[] = "{\"model_type\": \"vision-encoder-decoder\", \"encoder\": "
+                                   "{\"model_type\": \"deit\"}, \"decoder\": {\"model_type\": "
+                                   "\"gpt2\", \"add_cross_attention\": true}}";
+    static const default_row rows[] = {
+        {"{\"model_type\": \"vit\"}", TOWER_DEFAULT, 768, 12, 12, 3072, ACT_GELU, 1e-12f, 224, 16,
+         0, 0, 0, 2},
+        {"{\"model_type\": \"deit\"}", TOWER_DEFAULT, 768, 12, 12, 3072, ACT_GELU, 1e-12f, 224, 16,
+         0, 0, 0, 2},
+        {"{\"model_type\": \"bert\"}", TOWER_DEFAULT, 768, 12, 12, 3072, ACT_GELU, 1e-12f, 0, 0,
+         30522, 512, 0, 2},
+        {"{\"model_type\": \"clip\"}", TOWER_IMAGE, 768, 12, 12, 3072, ACT_QUICK_GELU, 1e-5f, 224,
+         32, 0, 0, 0, 512},
+        {"{\"model_type\": \"clip\"}", TOWER_TEXT, 512, 12, 8, 2048, ACT_QUICK_GELU, 1e-5f, 0, 0,
+         49408, 77, 49407, 512},
+        {"{\"model_type\": \"clip_vision_model\"}", TOWER_DEFAULT, 768, 12, 12, 3072,
+         ACT_QUICK_GELU, 1e-5f, 224, 32, 0, 0, 0, 512},
+        {"{\"model_type\": \"clip_text_model\"}", TOWER_DEFAULT, 512, 12, 8, 2048, ACT_QUICK_GELU,
+         1e-5f, 0, 0, 49408, 77, 49407, 512},
+        {"{\"model_type\": \"siglip\"}", TOWER_IMAGE, 768, 12, 12, 3072, ACT_GELU_TANH, 1e-6f, 224,
+         16, 0, 0, 0, 768},
+        {"{\"model_type\": \"siglip\"}", TOWER_TEXT, 768, 12, 12, 3072, ACT_GELU_TANH, 1e-6f, 0, 0,
+         32000, 64, 49407, 768},
+        {"{\"model_type\": \"siglip_vision_model\"}", TOWER_DEFAULT, 768, 12, 12, 3072,
+         ACT_GELU_TANH, 1e-6f, 224, 16, 0, 0, 0, 768},
+        {"{\"model_type\": \"siglip_text_model\"}", TOWER_DEFAULT, 768, 12, 12, 3072, ACT_GELU_TANH,
+         1e-6f, 0, 0, 32000, 64, 49407, 768},
+        {"{\"model_type\": \"dinov2\"}", TOWER_DEFAULT, 768, 12, 12, 3072, ACT_GELU, 1e-6f, 224, 14,
+         0, 0, 0, 768},
+        {"{\"model_type\": \"dinov2_with_registers\"}", TOWER_DEFAULT, 768, 12, 12, 3072, ACT_GELU,
+         1e-6f, 224, 16, 0, 0, 0, 768},
+        {"{\"model_type\": \"beit\"}", TOWER_DEFAULT, 768, 12, 12, 3072, ACT_GELU, 1e-12f, 224, 16,
+         0, 0, 0, 768},
+        {"{\"model_type\": \"data2vec-vision\"}", TOWER_DEFAULT, 768, 12, 12, 3072, ACT_GELU,
+         1e-12f, 224, 16, 0, 0, 0, 768},
+        {ved_trocr, TOWER_IMAGE, 768, 12, 12, 3072, ACT_GELU, 1e-12f, 224, 16, 0, 0, 0, 0},
+        {ved_trocr, TOWER_TEXT, 1024, 12, 16, 4096, ACT_GELU, 1e-5f, 0, 0, 50265, 512, 2, 50265},
+        {ved_gpt2, TOWER_TEXT, 768, 12, 12, 3072, ACT_GELU_TANH, 1e-5f, 0, 0, 50257, 1024, 50256,
+         50257},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) expect_defaults(&rows[i]);
+    model_config c;
+    vit_error err = {0};
+    /* the families' own fields */
+    assert_int_equal(
+        model_config_parse("{\"model_type\": \"dinov2_with_registers\"}", "m", &c, &err), 0);
+    assert_int_equal(c.num_registers, 4);
+    assert_true(c.mlp_ratio == 4.0 && c.layer_scale_init == 1.0 && !c.use_swiglu && c.bare);
+    model_config_free(&c);
+    assert_int_equal(model_config_parse("{\"model_type\": \"beit\"}", "m", &c, &err), 0);
+    assert_true(c.layer_scale && c.layer_scale_init == 0.1 && c.mean_pooling && !c.use_abs_pos &&
+                !c.use_rel_bias && !c.use_shared_rel_bias && c.bare);
+    model_config_free(&c);
+    assert_int_equal(model_config_parse("{\"model_type\": \"bert\"}", "m", &c, &err), 0);
+    assert_true(c.type_vocab_size == 2 && c.pad_token_id == 0);
+    model_config_free(&c);
+    assert_int_equal(model_config_parse_tower(ved_trocr, "m", TOWER_TEXT, &c, &err), 0);
+    assert_true(c.pad_token_id == 1 && c.learned_positions && c.layernorm_embedding &&
+                !c.scale_embedding && c.tie_word_embeddings && c.opt.pos_offset == 2);
+    assert_true(c.start_token_id == -1 && c.shift_pad_id == -1);
+    model_config_free(&c);
+    assert_int_equal(model_config_parse_tower(ved_gpt2, "m", TOWER_TEXT, &c, &err), 0);
+    assert_true(c.pad_token_id == -1 && !c.scale_attn_by_layer && c.tie_word_embeddings);
+    model_config_free(&c);
+    /* GPT2Config's add_cross_attention is false: GPT2Block then has no cross-attention */
+    expect_tower_error("{\"model_type\": \"vision-encoder-decoder\", \"encoder\": {\"model_type\": "
+                       "\"vit\"}, \"decoder\": {\"model_type\": \"gpt2\"}}",
+                       TOWER_TEXT, "no cross-attention (add_cross_attention false or absent");
+    expect_tower_error("{\"model_type\": \"vision-encoder-decoder\", \"encoder\": {\"model_type\": "
+                       "\"vit\"}}",
+                       TOWER_TEXT, "field 'decoder' must be an object");
+    /* a joint folder's embedding length is the top-level projection_dim (CLIPModel's), not
+     * a tower's */
+    assert_int_equal(model_config_parse_tower("{\"model_type\": \"clip\", \"text_config\": "
+                                              "{\"projection_dim\": 64}}",
+                                              "m", TOWER_TEXT, &c, &err),
+                     0);
+    assert_int_equal(c.num_labels, 512);
+    model_config_free(&c);
+}
+
 static image_arch deit_arch(const char *architectures) {
     char json[512];
     snprintf(json, sizeof json, "{\"model_type\": \"deit\"%s%s}", architectures ? "," : "",
@@ -351,7 +487,7 @@ int main(void) {
         cmocka_unit_test(test_errors),        cmocka_unit_test(test_joint),
         cmocka_unit_test(test_joint_names),   cmocka_unit_test(test_deit),
         cmocka_unit_test(test_architectures), cmocka_unit_test(test_missing_file),
-        cmocka_unit_test(test_config_dicts),
+        cmocka_unit_test(test_config_dicts),  cmocka_unit_test(test_hf_defaults),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

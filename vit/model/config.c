@@ -415,9 +415,11 @@ static int parse_trocr(const cJSON *d, model_config *c, const char *src, vit_err
 /* GPT-2's attention settings: scale_attn_by_inverse_layer_idx divides layer l's scores by l + 1
  * as well (self- and cross-attention); reorder_and_upcast_attn computes the scores in fp32 with
  * the scale applied to the queries' product, which fp32 inference already is. Without the
- * 1/sqrt(head size) scale, or without cross-attention: refused, not ignored. */
+ * 1/sqrt(head size) scale, or without cross-attention (GPT2Block has it only when
+ * add_cross_attention is true, and a VisionEncoderDecoderModel's forward then fails): refused,
+ * not ignored. */
 static int gpt2_attention(const cJSON *d, model_config *c, const char *src, vit_error *err) {
-    int scale = 1, cross = 1, upcast = 0;
+    int scale = 1, cross = 0, upcast = 0; /* add_cross_attention: PretrainedConfig's false */
     if (json_get_bool(d, "scale_attn_weights", &scale, src, err) ||
         json_get_bool(d, "scale_attn_by_inverse_layer_idx", &c->scale_attn_by_layer, src, err) ||
         json_get_bool(d, "reorder_and_upcast_attn", &upcast, src, err) ||
@@ -431,7 +433,7 @@ static int gpt2_attention(const cJSON *d, model_config *c, const char *src, vit_
     if (!cross)
         return vit_fail(err,
                         "%s: the GPT-2 decoder has no cross-attention (add_cross_attention "
-                        "false)",
+                        "false or absent: GPT2Config's default)",
                         src);
     return 0;
 }
