@@ -376,6 +376,41 @@ static void test_hf_defaults(void **state) {
     model_config_free(&c);
 }
 
+/* config.json as Python's json.loads reads it (transformers' _dict_from_json_file: open with
+ * encoding utf-8, json.loads): spacing and key order are free, a key given twice keeps its last
+ * value (nested ones too), and a UTF-8 byte order mark, comments or text after the object are
+ * refused, each in one line naming the file. */
+static void test_json_as_python_reads_it(void **state) {
+    (void)state;
+    model_config c;
+    vit_error err = {0};
+    const char *spaced = "{ \"model_type\" : \"vit\" ,\n\t\"hidden_size\" : 64 , "
+                         "\"num_attention_heads\" :4 }\n\n";
+    assert_int_equal(model_config_parse(spaced, "m", &c, &err), 0);
+    assert_int_equal(c.hidden_size, 64);
+    model_config_free(&c);
+    const char *twice = "{\"model_type\": \"clip\", \"hidden_size\": 8, \"text_config\": "
+                        "{\"hidden_size\": 64, \"num_attention_heads\": 4, \"hidden_size\": 32}, "
+                        "\"projection_dim\": 40, \"projection_dim\": 24}";
+    assert_int_equal(model_config_parse_tower(twice, "m", TOWER_TEXT, &c, &err), 0);
+    assert_int_equal(c.hidden_size, 32);
+    assert_int_equal(c.num_labels, 24);
+    model_config_free(&c);
+    const char *labels = "{\"id2label\": {\"0\": \"cat\", \"1\": \"dog\", \"0\": \"lion\"}}";
+    assert_int_equal(model_config_parse(labels, "m", &c, &err), 0);
+    assert_int_equal(c.num_labels, 2);
+    assert_string_equal(c.labels[0], "lion");
+    assert_string_equal(c.labels[1], "dog");
+    model_config_free(&c);
+    expect_error("\xef\xbb\xbf{\"model_type\": \"vit\"}",
+                 "not a valid JSON object: starts with a UTF-8 byte order mark, which Python's "
+                 "json.loads (transformers) refuses");
+    expect_error("{\"model_type\": \"vit\",\n  // a comment\n  \"hidden_size\": 64}",
+                 "a syntax error at line 2");
+    expect_error("{\"model_type\": \"vit\"}\n{\"model_type\": \"deit\"}",
+                 "a syntax error at line 2, column 1");
+}
+
 static image_arch deit_arch(const char *architectures) {
     char json[512];
     snprintf(json, sizeof json, "{\"model_type\": \"deit\"%s%s}", architectures ? "," : "",
@@ -483,11 +518,17 @@ static void test_missing_file(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_fields_and_labels),
-        cmocka_unit_test(test_errors),        cmocka_unit_test(test_joint),
-        cmocka_unit_test(test_joint_names),   cmocka_unit_test(test_deit),
-        cmocka_unit_test(test_architectures), cmocka_unit_test(test_missing_file),
-        cmocka_unit_test(test_config_dicts),  cmocka_unit_test(test_hf_defaults),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_fields_and_labels),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_joint),
+        cmocka_unit_test(test_joint_names),
+        cmocka_unit_test(test_deit),
+        cmocka_unit_test(test_architectures),
+        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_config_dicts),
+        cmocka_unit_test(test_hf_defaults),
+        cmocka_unit_test(test_json_as_python_reads_it),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -474,6 +474,9 @@ static void test_preprocess_config_errors(void **state) {
         {"{\"do_resize\": \"yes\"}", "field 'do_resize'"},
         {"{\"crop_size\": {\"shortest_edge\": 3}, \"do_center_crop\": true}", "field 'crop_size'"},
         {"[1, 2]", "not a valid JSON object"},
+        /* Python's json.loads refuses a byte order mark and anything after the value */
+        {"\xef\xbb\xbf{\"size\": 224}", "starts with a UTF-8 byte order mark"},
+        {"{\"size\": 224} {}", "a syntax error at line 1, column 15"},
         /* SigLIP's int size is {"shortest_edge": N} to transformers, which its preprocess fails on
          */
         {"{\"image_processor_type\": \"SiglipImageProcessor\", \"size\": 224}",

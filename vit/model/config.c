@@ -540,11 +540,9 @@ static int is_ved(const cJSON *root) {
 int model_config_parse_tower(const char *json, const char *source, config_tower tower,
                              model_config *cfg, vit_error *err) {
     memset(cfg, 0, sizeof *cfg);
-    cJSON *root = cJSON_Parse(json);
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return vit_fail(err, "%s: not a valid JSON object", source);
-    }
+    char why[160];
+    cJSON *root = json_parse_object(json, strlen(json), why, sizeof why);
+    if (!root) return vit_fail(err, "%s: not a valid JSON object: %s", source, why);
     if (config_timm_is(root)) { /* timm's config.json: config_timm.c */
         const int rc = config_timm_parse(root, cfg, source, err);
         cJSON_Delete(root);
