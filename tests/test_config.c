@@ -3,6 +3,7 @@
 #include "tests/testutil.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vit/model/config.h"
@@ -411,6 +412,48 @@ static void test_json_as_python_reads_it(void **state) {
                  "a syntax error at line 2, column 1");
 }
 
+static char *read_text(const char *path) {
+    size_t n;
+    char *text = (char *)read_whole_file(path, &n);
+    if (!text) fail_msg("%s: unreadable", path);
+    return text;
+}
+
+/* Nulls where transformers reads None as "not given": the files as transformers 4.16's full
+ * to_dict wrote them (tests/data/quirks: openai/clip-vit-base-patch32's form, with
+ * transformers_version, text_config_dict and vision_config_dict null, every tower's
+ * architectures, finetuning_task, problem_type, ... null and the vision tower's bos, eos and
+ * pad ids null; microsoft/trocr-base-handwritten's form, with the top-level
+ * decoder_start_token_id and pad_token_id null), at micro sizes. Each loads with its sizes and
+ * the defaults of what is null. */
+static void test_nulls_as_absent(void **state) {
+    (void)state;
+    model_config c;
+    vit_error err = {0};
+    char *clip = read_text("tests/data/quirks/clip-nulls.json");
+    assert_int_equal(model_config_parse_tower(clip, "m", TOWER_TEXT, &c, &err), 0);
+    assert_true(c.hidden_size == 64 && c.num_layers == 2 && c.num_labels == 40);
+    assert_int_equal(c.opt.pool, POOL_EOS_MAX); /* its eos_token_id 2 */
+    model_config_free(&c);
+    assert_int_equal(model_config_parse_tower(clip, "m", TOWER_IMAGE, &c, &err), 0);
+    assert_true(c.hidden_size == 48 && c.image_size == 64 && c.patch_size == 16);
+    model_config_free(&c);
+    free(clip);
+    char *ved = read_text("tests/data/quirks/trocr-nulls.json");
+    assert_int_equal(model_config_parse_tower(ved, "m", TOWER_TEXT, &c, &err), 0);
+    assert_true(c.hidden_size == 64 && c.cross_dim == 48 && c.vocab_size == 1000);
+    assert_true(c.start_token_id == -1 && c.shift_pad_id == -1); /* null: None */
+    model_config_free(&c);
+    assert_int_equal(model_config_parse_tower(ved, "m", TOWER_IMAGE, &c, &err), 0);
+    assert_true(c.hidden_size == 48 && !c.qkv_bias);
+    model_config_free(&c);
+    free(ved);
+    /* a null model_type is no model_type transformers knows (AutoConfig fails) */
+    expect_tower_error("{\"model_type\": \"vision-encoder-decoder\", \"encoder\": {}, "
+                       "\"decoder\": {\"model_type\": null}}",
+                       TOWER_TEXT, "the decoder's model_type is missing or not a string");
+}
+
 static image_arch deit_arch(const char *architectures) {
     char json[512];
     snprintf(json, sizeof json, "{\"model_type\": \"deit\"%s%s}", architectures ? "," : "",
@@ -529,6 +572,7 @@ int main(void) {
         cmocka_unit_test(test_config_dicts),
         cmocka_unit_test(test_hf_defaults),
         cmocka_unit_test(test_json_as_python_reads_it),
+        cmocka_unit_test(test_nulls_as_absent),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

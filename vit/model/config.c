@@ -478,7 +478,9 @@ static int parse_cross(const cJSON *d, model_config *c, const char *src, vit_err
 static int parse_ved_decoder(const cJSON *d, int encoder_hidden, model_config *c, const char *src,
                              vit_error *err) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(d, "model_type");
-    const char *name = cJSON_IsString(type) ? type->valuestring : "";
+    if (!cJSON_IsString(type))
+        return vit_fail(err, "%s: the decoder's model_type is missing or not a string", src);
+    const char *name = type->valuestring;
     if (strcmp(name, "trocr") != 0 && strcmp(name, "gpt2") != 0)
         return vit_fail(err, "%s: the decoder's model_type is '%s'; supported: trocr, gpt2", src,
                         name);
