@@ -14,6 +14,7 @@
 
 #include "vit/io/model_dir.h"
 #include "vit/io/torch_bin.h"
+#include "vit/io/torch_pickle.h"
 #include "vit/io/weights.h"
 #include "vit/model/params.h"
 #include "vit/vit.h"
@@ -244,6 +245,73 @@ static void test_hostile_pickles(void **state) {
     assert_int_equal(access("/tmp/x", F_OK), -1);
 }
 
+/* tp_load on data: -1 with needle in the one-line message. */
+static void expect_pickle_refused(const uint8_t *data, size_t size, int want_rc,
+                                  const char *needle) {
+    tp_arena arena = {0};
+    tp_obj *result;
+    size_t end;
+    vit_error err = {0};
+    const int rc = tp_load(data, size, "p.pkl", &arena, &result, &end, &err);
+    if (rc != want_rc) fail_msg("tp_load gave %d, not %d: %s", rc, want_rc, err.msg);
+    if (!strstr(err.msg, "p.pkl: ") || !strstr(err.msg, needle))
+        fail_msg("expected '%s' in '%s'", needle, err.msg);
+    tp_free(&arena);
+}
+
+/* The unpickler by hand: Python's pickle.dumps({'a': [1, 2.5, None, True, 'x', (1,), -7, 70000,
+ * 2**70]}, protocol=2) read back value for value; and its bounds, each refused in one line. */
+static void test_pickle_values_and_limits(void **state) {
+    (void)state;
+    static const uint8_t plain[] =
+        "\x80\x02\x7d\x71\x00\x58\x01\x00\x00\x00\x61\x71\x01\x5d\x71\x02\x28\x4b\x01\x47\x40\x04"
+        "\x00\x00\x00\x00\x00\x00\x4e\x88\x58\x01\x00\x00\x00\x78\x71\x03\x4b\x01\x85\x71\x04\x4a"
+        "\xf9\xff\xff\xff\x4a\x70\x11\x01\x00\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x40\x65\x73"
+        "\x2e";
+    tp_arena arena = {0};
+    tp_obj *d;
+    size_t end;
+    vit_error err = {0};
+    assert_int_equal(tp_load(plain, sizeof plain - 1, "p.pkl", &arena, &d, &end, &err), 0);
+    assert_int_equal(end, sizeof plain - 1);
+    const tp_obj *l = tp_dict_get(d, "a");
+    assert_true(l && l->kind == TP_LIST && l->n == 9);
+    assert_true(l->items[0]->kind == TP_INT && l->items[0]->i == 1);
+    assert_true(l->items[1]->kind == TP_FLOAT && l->items[1]->f == 2.5);
+    assert_int_equal(l->items[2]->kind, TP_NONE);
+    assert_true(l->items[3]->kind == TP_BOOL && l->items[3]->i == 1);
+    assert_true(l->items[4]->kind == TP_STR && strcmp(l->items[4]->s, "x") == 0);
+    assert_true(l->items[5]->kind == TP_TUPLE && l->items[5]->n == 1);
+    assert_true(l->items[6]->kind == TP_INT && l->items[6]->i == -7);
+    assert_true(l->items[7]->kind == TP_INT && l->items[7]->i == 70000);
+    assert_true(l->items[8]->kind == TP_LONG && l->items[8]->len == 9);
+    tp_free(&arena);
+
+    expect_pickle_refused(plain, 30, -2, "ends early"); /* cut inside: the caller may read more */
+    expect_pickle_refused((const uint8_t *)"\x80\x06N.", 4, -1, "pickle protocol 6");
+    expect_pickle_refused((const uint8_t *)"\x80\x02i", 3, -1,
+                          "opcode 0x69 is not one a state dict holds: refused");
+    expect_pickle_refused((const uint8_t *)"\x80\x02h\x05", 4, -1, "memo index 5 was never stored");
+    expect_pickle_refused((const uint8_t *)"\x80\x02Nr\xff\xff\xff\xff", 8, -1, "is too large");
+    expect_pickle_refused((const uint8_t *)"\x80\x02.", 3, -1, "the stack is empty");
+    /* a tensor whose stride reaches past 2^62 elements (its storage: 4 floats) */
+    static const uint8_t strided[] =
+        "\x80\x02\x63torch._utils\n_rebuild_tensor_v2\n((X\x07\x00\x00\x00storage"
+        "ctorch\nFloatStorage\nX\x01\x00\x00\x00"
+        "0X\x03\x00\x00\x00"
+        "cpuK\x04tQK\x00K\x03\x85"
+        "\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40\x85\x89}tR.";
+    expect_pickle_refused(strided, sizeof strided - 1, -1, "reach past 2^62");
+    const size_t n = 1u << 21;
+    uint8_t *deep = malloc(n + 3);
+    memcpy(deep, "\x80\x02", 2);
+    memset(deep + 2, '(', n);
+    expect_pickle_refused(deep, n + 2, -1, "marks nest too deep");
+    memset(deep + 2, 'N', n);
+    expect_pickle_refused(deep, n + 2, -1, "the stack is too deep");
+    free(deep);
+}
+
 /* Every prefix of both formats' files (and bytes flipped through them) is refused in one line
  * naming the file, or (a flipped byte in a tensor's data) loads: never a crash or a hang. */
 static void test_truncated_and_corrupt(void **state) {
@@ -337,6 +405,7 @@ int main(void) {
         cmocka_unit_test(test_convert),
         cmocka_unit_test(test_convert_cli),
         cmocka_unit_test(test_hostile_pickles),
+        cmocka_unit_test(test_pickle_values_and_limits),
         cmocka_unit_test(test_truncated_and_corrupt),
         cmocka_unit_test(test_bad_index),
     };
