@@ -6,6 +6,7 @@
  * safetensors folder loads. Hostile and broken files are refused in one line naming the file. */
 #include "tests/testutil.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,87 @@ static void test_convert_cli(void **state) {
     assert_true(n1 < n0); /* float16 now */
     free(after);
     free(before);
+}
+
+/* dir's model.safetensors as three shards (tensor i in shard i % 3, so each shard holds parts of
+ * every layer) with the index save_pretrained writes, and links to dir's other files, in out. */
+static void write_shards(const char *dir, const char *out) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    st_file f;
+    vit_error err = {0};
+    if (st_open(path, &f, &err) != 0) fail_msg("%s", err.msg);
+    mkdir(out, 0777);
+    st_entry *entries = calloc((size_t)f.count + 1, sizeof *entries);
+    char map[1 << 16];
+    size_t used = (size_t)snprintf(map, sizeof map, "{\"weight_map\": {");
+    for (int k = 0; k < 3; k++) {
+        int n = 0;
+        for (int i = k; i < f.count; i += 3) {
+            const st_tensor *t = &f.tensors[i];
+            entries[n] =
+                (st_entry){.name = t->name, .ndim = t->ndim, .data = t->data, .dtype = t->dtype};
+            memcpy(entries[n++].shape, t->shape, sizeof t->shape);
+            used +=
+                (size_t)snprintf(map + used, sizeof map - used, "%s\"%s\": \"m-%d.safetensors\"",
+                                 used > 16 ? ", " : "", t->name, k);
+        }
+        snprintf(path, sizeof path, "%s/m-%d.safetensors", out, k);
+        if (st_write_f32(path, entries, n, &err) != 0) fail_msg("%s", err.msg);
+    }
+    assert_true(used + 3 < sizeof map);
+    snprintf(map + used, sizeof map - used, "}}");
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", out);
+    FILE *o = fopen(path, "wb");
+    fputs(map, o);
+    fclose(o);
+    free(entries);
+    st_close(&f);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "model.safetensors") == 0) continue;
+        char from[1200], *real;
+        snprintf(from, sizeof from, "%s/%s", dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+        assert_non_null(real = realpath(from, NULL));
+        unlink(path);
+        assert_int_equal(symlink(real, path), 0);
+        free(real);
+    }
+    closedir(d);
+}
+
+/* Every model folder of tests/data (each family: ViT, DeiT, BERT, CLIP, SigLIP, DINOv2, BEiT,
+ * the decoders, timm) sharded: both towers load the same parameters bit for bit. */
+static void test_shards_every_folder(void **state) {
+    (void)state;
+    DIR *d = opendir(TEST_DATA);
+    assert_non_null(d);
+    int folders = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char dir[600], path[700], out[700];
+        snprintf(dir, sizeof dir, TEST_DATA "/%s", e->d_name);
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        if (e->d_name[0] == '.' || access(path, R_OK) != 0) continue;
+        snprintf(out, sizeof out, "%s/shards-%s", test_tmpdir(), e->d_name);
+        write_shards(dir, out);
+        for (int tower = 0; tower < 2; tower++) {
+            model want, got;
+            vit_error err = {0};
+            const config_tower which = tower ? TOWER_TEXT : TOWER_IMAGE;
+            if (model_load_tower(&want, dir, which, &err) != 0) fail_msg("%s", err.msg);
+            if (model_load_tower(&got, out, which, &err) != 0) fail_msg("%s", err.msg);
+            assert_int_equal(got.num_params, want.num_params);
+            if (memcmp(got.params, want.params, sizeof(float) * want.num_params) != 0)
+                fail_msg("%s sharded: parameters differ", dir);
+            model_free(&got);
+            model_free(&want);
+        }
+        folders++;
+    }
+    closedir(d);
+    print_message("  %d model folders sharded\n", folders);
+    assert_true(folders >= 20);
 }
 
 /* A folder of config.json (vit-base-micro's) and name holding data[0..size). */
@@ -404,6 +486,7 @@ int main(void) {
         cmocka_unit_test(test_gamma_beta),
         cmocka_unit_test(test_convert),
         cmocka_unit_test(test_convert_cli),
+        cmocka_unit_test(test_shards_every_folder),
         cmocka_unit_test(test_hostile_pickles),
         cmocka_unit_test(test_pickle_values_and_limits),
         cmocka_unit_test(test_truncated_and_corrupt),
