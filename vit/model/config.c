@@ -91,6 +91,8 @@ void config_apply_family(model_config *c) {
         config_backbone_options(c, &o);
     } else if (c->family == FAMILY_TIMM) {
         config_timm_options(c, &o);
+    } else if (c->family == FAMILY_TEXT) {
+        config_text_options(c, &o);
     } else if (c->family == FAMILY_VED) { /* ViTModel / DeiTModel: every row out */
         o.special = c->arch == ARCH_VIT ? 1 : 2;
         o.patch_bias = o.abs_pos = o.key_bias = 1;
@@ -109,9 +111,11 @@ void config_apply_family(model_config *c) {
     } else {
         o.embed_norm = o.token_types = o.post_norm = hf;
         o.causal = clip;
-        o.pool = clip     ? (c->eos_token_id == 2 ? POOL_EOS_MAX : POOL_EOS)
-                 : siglip ? POOL_LAST
-                          : POOL_BERT;
+        o.pool = clip                  ? (c->eos_token_id == 2 ? POOL_EOS_MAX : POOL_EOS)
+                 : siglip              ? POOL_LAST
+                 : c->token_classifier ? POOL_TOKENS
+                                       : POOL_BERT;
+        o.pooler = hf && !c->token_classifier;
         o.head = clip      ? HEAD_PROJECTION
                  : siglip  ? HEAD_LINEAR
                  : c->bare ? HEAD_NONE /* BertModel: the pooler's output */
@@ -141,7 +145,11 @@ const char *config_architecture(const model_config *cfg) {
     if (cfg->one_tower) return cfg->kind == MODEL_VIT ? "SiglipVisionModel" : "SiglipTextModel";
     if (cfg->family == FAMILY_SIGLIP)
         return cfg->kind == MODEL_VIT ? "SiglipModel (vision tower)" : "SiglipModel (text tower)";
-    if (cfg->kind == MODEL_TEXT) return cfg->bare ? "BertModel" : "BertForSequenceClassification";
+    if (cfg->family == FAMILY_TEXT) return config_text_architecture(cfg);
+    if (cfg->kind == MODEL_TEXT)
+        return cfg->bare               ? "BertModel"
+               : cfg->token_classifier ? "BertForTokenClassification"
+                                       : "BertForSequenceClassification";
     if (cfg->bare) return "ViTModel";
     return cfg->arch == ARCH_DEIT           ? "DeiTForImageClassification"
            : cfg->arch == ARCH_DEIT_TEACHER ? "DeiTForImageClassificationWithTeacher"
@@ -153,6 +161,7 @@ const char *config_model_type(const model_config *cfg) {
     if (cfg->family == FAMILY_VED) return cfg->arch == ARCH_VIT ? "vit" : "deit";
     if (config_is_backbone(cfg)) return config_backbone_model_type(cfg);
     if (cfg->family == FAMILY_TIMM) return "timm"; /* no model_type: timm's own config.json */
+    if (cfg->family == FAMILY_TEXT) return config_text_model_type(cfg);
     if (cfg->family != FAMILY_PLAIN) return cfg->family == FAMILY_CLIP ? "clip" : "siglip";
     return cfg->kind == MODEL_TEXT ? "bert" : cfg->arch == ARCH_VIT ? "vit" : "deit";
 }
@@ -167,6 +176,7 @@ const char *config_family_name(const model_config *cfg) {
                                         [FAMILY_DATA2VEC] = "data2vec-vision",
                                         [FAMILY_TIMM] = "timm ViT"};
     if (cfg->kind == MODEL_DECODER) return cfg->dec_arch == DECODER_TROCR ? "TrOCR" : "GPT-2";
+    if (cfg->family == FAMILY_TEXT) return config_text_name(cfg);
     if (cfg->family != FAMILY_PLAIN) return names[cfg->family];
     return cfg->kind == MODEL_TEXT ? "BERT" : cfg->arch == ARCH_VIT ? "ViT" : "DeiT";
 }
@@ -305,7 +315,9 @@ int config_parse_common(const cJSON *root, model_config *cfg, const char *src, v
     if (cfg->kind == MODEL_VIT && cfg->num_channels != 1 && cfg->num_channels != 3)
         return vit_fail(err, "%s: field 'num_channels' is %d; only 1 and 3 are supported", src,
                         cfg->num_channels);
-    const int classifier = (cfg->family == FAMILY_PLAIN || config_is_backbone(cfg)) && !cfg->bare;
+    const int classifier =
+        (cfg->family == FAMILY_PLAIN || config_is_backbone(cfg) || cfg->family == FAMILY_TEXT) &&
+        !cfg->bare;
     return classifier ? get_labels(root, cfg, src, err) : 0;
 }
 
@@ -323,6 +335,7 @@ static const struct {
                {"deit", "DeiTForImageClassificationWithTeacher", ARCH_DEIT_TEACHER, 0},
                {"bert", "BertForSequenceClassification", ARCH_VIT, 0},
                {"bert", "BertModel", ARCH_VIT, 1},
+               {"bert", "BertForTokenClassification", ARCH_VIT, 0},
                {"clip", "CLIPModel", ARCH_VIT, 0},
                {"clip_vision_model", "CLIPVisionModelWithProjection", ARCH_VIT, 1},
                {"clip_vision_model", "CLIPVisionModel", ARCH_VIT, 1},
@@ -380,6 +393,7 @@ static int get_class(const cJSON *root, const char *type, model_config *cfg, con
     cfg->bare = classes[at].bare;
     /* its output is pooler_output, the CLS row normalised (no projection, no joint space) */
     cfg->no_projection = strcmp(classes[at].name, "CLIPVisionModel") == 0;
+    cfg->token_classifier = strcmp(classes[at].name, "BertForTokenClassification") == 0;
     return 0;
 }
 
@@ -424,10 +438,12 @@ static int get_model_type(const cJSON *root, config_tower tower, int with_class,
         joint_model_type(name, tower, cfg))
         return with_class ? get_class(root, name, cfg, src, err) : 0;
     if (config_backbone_type(type->valuestring, cfg)) return 0;
+    if (config_text_type(type->valuestring, cfg)) return 0;
     return vit_fail(err,
                     "%s: field 'model_type' is '%s'; supported: vit, deit, bert, clip, siglip "
                     "(and their _vision_model and _text_model folders), dinov2, "
-                    "dinov2_with_registers, beit, data2vec-vision",
+                    "dinov2_with_registers, beit, data2vec-vision, roberta, xlm-roberta, "
+                    "distilbert, mpnet",
                     src, type->valuestring);
 }
 
@@ -710,11 +726,14 @@ int model_config_parse_tower(const char *json, const char *source, config_tower 
     cfg->bare = type.bare;
     cfg->one_tower = type.one_tower;
     cfg->no_projection = type.no_projection;
+    cfg->token_classifier = type.token_classifier;
+    cfg->text_arch = type.text_arch;
     cfg->family = type.family;
     set_family_defaults(cfg);
-    int rc = cfg->family == FAMILY_PLAIN ? config_parse_common(root, cfg, source, err)
-             : config_is_joint(cfg)      ? parse_joint(root, cfg, source, err)
-                                         : config_backbone_parse(root, cfg, source, err);
+    int rc = cfg->family == FAMILY_PLAIN  ? config_parse_common(root, cfg, source, err)
+             : config_is_joint(cfg)       ? parse_joint(root, cfg, source, err)
+             : cfg->family == FAMILY_TEXT ? config_text_parse(root, cfg, source, err)
+                                          : config_backbone_parse(root, cfg, source, err);
     /* a base model's output: its features (ViTModel: the final LayerNorm at CLS; BertModel: the
      * pooler's) */
     if (rc == 0 && cfg->family == FAMILY_PLAIN && cfg->bare)
