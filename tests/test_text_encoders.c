@@ -39,6 +39,8 @@ static const folder folders[] = {
     {"tests/data/roberta-model-micro", BASE, 1, 0},
     {"tests/data/roberta-seq-micro", SEQ, 0, 0},
     {"tests/data/roberta-tok-micro", TOK, 0, 0},
+    /* RobertaModel saved with add_pooling_layer=False: token 0's row is the output */
+    {"tests/data/roberta-nopooler-model-micro", BASE, 0, 0},
     {"tests/data/xlmr-model-micro", BASE, 1, 1},
     {"tests/data/xlmr-seq-micro", SEQ, 0, 1},
     {"tests/data/xlmr-tok-micro", TOK, 0, 1},
@@ -147,7 +149,7 @@ static double check_head(vit_text_context *ctx, const folder *f, const cases *c,
     const int D = vit_text_hidden_size(ctx), K = vit_text_num_labels(ctx), S = out_size(ctx, f);
     double worst = 0;
     const char *name = f->head == SEQ ? "logits" : f->head == TOK ? "token_logits" : "pooled";
-    if (f->head == BASE && !f->pooler) name = "hidden"; /* DistilBertModel: token 0's row */
+    if (f->head == BASE && !f->pooler) name = "hidden"; /* no pooler: token 0's row */
     float *want = test_golden_tensor(f->dir, name, NULL), row[256];
     for (int i = 0; i < c->n; i++) {
         if (f->head == TOK) {

@@ -18,6 +18,8 @@ tests/data/roberta-micro/golden.json and xlmr-micro/golden.json; DistilBERT's an
 vocabularies are whole words (bert-base-micro's, MPNet's reordered with <s> <pad> </s> <unk> first
 as MPNet's is), so the ids are the words' lines, by hand.
 
+roberta-nopooler-model-micro is RobertaModel saved with add_pooling_layer=False (no pooler.*).
+
 golden.safetensors holds hidden [N, Tmax, D] (zero past each text), pooled [N, D] (a base model
 with a pooler), logits [N, K] or token_logits [N, Tmax, K]; metadata texts and ids (JSON).
 mpnet-model-micro's also holds buckets [1201]: relative_position_bucket of -600..600 (float32 as
@@ -216,11 +218,16 @@ def config_of(spec, head, labels):
     return cfg
 
 
+def has_pooler(spec, head):
+    """A base model's pooler: not DistilBertModel's (it has none), not one saved without it."""
+    return head == "base" and spec["kind"] != "distilbert" and not spec.get("no_pooler")
+
+
 def head_weights(spec, head, seed):
     W = Weights(seed)
     pre = spec["prefix"]
     dense, out = ARCH[spec["kind"]]["head"]
-    if head == "base" and spec["kind"] != "distilbert":
+    if has_pooler(spec, head):
         W.linear(pre + "pooler.dense", D, D)
     if head == "seq":
         W.linear((pre if spec["kind"] == "bert" else "") + dense, D, D)
@@ -236,7 +243,7 @@ def outputs(spec, head, enc, hw, rows):
     h = run(spec, w, rows)
     out = {"hidden": h}
     pre = spec["prefix"]
-    if head == "base" and spec["kind"] != "distilbert":
+    if has_pooler(spec, head):
         out["pooled"] = torch.tanh(F.linear(h[:, 0], hw[pre + "pooler.dense.weight"],
                                             hw[pre + "pooler.dense.bias"]))
     if head == "seq":
@@ -278,10 +285,16 @@ def write(spec, head, enc, rows, texts, extra=None):
     print(name, {k: list(v.shape) for k, v in gold.items()})
 
 
-def copy_from(folder, names):
+def copy_from(folder, names, links=()):
+    """names copied from tests/data/folder; links made symbolic links to it (the 241 KB
+    SentencePiece model, kept once)."""
     def files(out):
         for n in names:
             shutil.copy(os.path.join(DATA, folder, n), out)
+        for n in links:
+            if os.path.lexists(os.path.join(out, n)):
+                os.remove(os.path.join(out, n))
+            os.symlink(os.path.join("..", folder, n), os.path.join(out, n))
     return files
 
 
@@ -315,8 +328,8 @@ def main():
                          position_embedding_type="absolute"),
              eps=1e-5, act=F.gelu, pos_pad=1, pad=1, vocab=302, positions=64,
              cases=golden_cases("xlmr-micro", "xlmr", BPE_TEXTS),
-             files=copy_from("xlmr-micro", ["sentencepiece.bpe.model", "tokenizer_config.json",
-                                            "special_tokens_map.json"])),
+             files=copy_from("xlmr-micro", ["tokenizer_config.json", "special_tokens_map.json"],
+                             ["sentencepiece.bpe.model"])),
         dict(name="distilbert", kind="distilbert", model_type="distilbert", prefix="distilbert.",
              seed=440, classes=("DistilBertModel", "DistilBertForSequenceClassification",
                                 "DistilBertForTokenClassification"),
@@ -364,6 +377,8 @@ def main():
             name_spec = dict(spec, name="bert" if spec["kind"] == "bert" else spec["name"])
             texts, rows = spec["cases"]
             write(name_spec, head, enc, rows, texts, extra)
+        if spec["name"] == "roberta":  # RobertaModel(add_pooling_layer=False)'s folder
+            write(dict(spec, name="roberta-nopooler", no_pooler=True), "base", enc, *reversed(spec["cases"]))
 
 
 if __name__ == "__main__":

@@ -115,7 +115,7 @@ void config_apply_family(model_config *c) {
                  : siglip              ? POOL_LAST
                  : c->token_classifier ? POOL_TOKENS
                                        : POOL_BERT;
-        o.pooler = hf && !c->token_classifier;
+        o.pooler = hf && !c->token_classifier && !c->no_pooler;
         o.head = clip      ? HEAD_PROJECTION
                  : siglip  ? HEAD_LINEAR
                  : c->bare ? HEAD_NONE /* BertModel: the pooler's output */

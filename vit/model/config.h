@@ -150,6 +150,8 @@ typedef struct {
     int text_arch;        /* FAMILY_TEXT: which of config_text.c's families */
     int token_classifier; /* a ForTokenClassification class: logits for every token */
     int rel_buckets;      /* relative_attention_num_buckets (MPNet) */
+    int no_pooler; /* a base text model saved without its pooler (add_pooling_layer=False; set
+                    * at load from the file): token 0's final state is its output */
     /* decoders (MODEL_DECODER) */
     decoder_arch dec_arch;
     int cross_dim;      /* width of the states cross-attention reads */

@@ -216,6 +216,6 @@ void config_text_options(const model_config *c, tower_options *o) {
     o->pool = c->token_classifier ? POOL_TOKENS : POOL_BERT;
     o->head = c->bare ? HEAD_NONE : HEAD_CLASSIFIER;
     /* DistilBertModel has no pooler; no token classifier has one */
-    o->pooler = !c->token_classifier && !(distil && c->bare);
+    o->pooler = !c->token_classifier && !(distil && c->bare) && !c->no_pooler;
     o->pooler_relu = distil; /* pre_classifier, then ReLU */
 }

@@ -746,10 +746,7 @@ double model_flops(const model *m, int T) {
     const double head_rows = c->opt.pool == POOL_TOKENS ? T : 1;     /* a classifier per token */
     double head =
         2.0 * head_in * c->num_labels * config_classifier_heads(c) * head_rows +
-        (c->kind == MODEL_TEXT &&
-                 (c->opt.pooler || (c->family != FAMILY_TEXT && c->opt.pool != POOL_TOKENS))
-             ? 2.0 * D * D
-             : 0.0);
+        (c->kind == MODEL_TEXT && (c->opt.pooler || config_is_joint(c)) ? 2.0 * D * D : 0.0);
     return embed + c->num_layers * per_layer + head;
 }
 
