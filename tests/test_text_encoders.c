@@ -315,12 +315,67 @@ static void test_refusals(void **state) {
                    "pad_token_id 600 leaves no positions");
 }
 
+/* The CLI on these folders as on a BERT: vit info names the class, positions and head; vit text
+ * gives the reference's logits; vit embed --text (mean pooling) the reference's features. */
+static void test_cli(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *info[] = {"info", "-m", "tests/data/mpnet-model-micro", NULL};
+    test_run_result r = test_run_vit(NULL, NULL, info);
+    assert_int_equal(r.status, 0);
+    const char *says[] = {"architecture:   MPNetModel (post-LN encoder)", "up to 78 tokens",
+                          "counted from padding_idx + 1; relative position buckets"};
+    for (int i = 0; i < 3; i++)
+        if (!strstr(r.out, says[i])) fail_msg("vit info does not say '%s':\n%s", says[i], r.out);
+    test_run_free(&r);
+
+    cases c;
+    read_cases("tests/data/roberta-seq-micro", &c);
+    const char *text[] = {"text",     "-m", "tests/data/roberta-seq-micro", "--json", "--logits",
+                          c.texts[1], NULL};
+    r = test_run_vit(NULL, NULL, text);
+    assert_int_equal(r.status, 0);
+    cJSON *line = cJSON_Parse(r.out);
+    const cJSON *logits = cJSON_GetObjectItem(line, "logits");
+    float *want = test_golden_tensor("tests/data/roberta-seq-micro", "logits", NULL);
+    assert_int_equal(cJSON_GetArraySize(logits), 3);
+    for (int k = 0; k < 3; k++)
+        assert_true(fabs(cJSON_GetArrayItem(logits, k)->valuedouble - want[3 + k]) <= TOL);
+    cJSON_Delete(line);
+    free(want);
+    test_run_free(&r);
+    free_cases(&c);
+
+    read_cases("tests/data/distilbert-model-micro", &c);
+    char out[4200];
+    snprintf(out, sizeof out, "%s/distilbert.safetensors", test_tmpdir());
+    const char *embed[] = {"embed",    "-m",     "tests/data/distilbert-model-micro",
+                           "--pool",   "mean",   "--text",
+                           c.texts[0], "--text", c.texts[5],
+                           "-o",       out,      NULL};
+    r = test_run_vit(NULL, NULL, embed);
+    if (r.status != 0) fail_msg("vit embed exited %d: %s", r.status, r.err);
+    test_run_free(&r);
+    size_t n;
+    float *got = test_read_tensor(out, "embeddings", &n), *hidden, row[32];
+    assert_int_equal(n, 2 * 32);
+    hidden = test_golden_tensor("tests/data/distilbert-model-micro", "hidden", NULL);
+    for (int i = 0; i < 2; i++) {
+        expected_features(hidden, &c, i ? 5 : 0, 32, 1, row);
+        assert_true(worst_diff(got + i * 32, row, 32, 0) <= TOL);
+    }
+    free(got);
+    free(hidden);
+    free_cases(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_reference),
         cmocka_unit_test(test_heads_refused_where_they_do_not_fit),
         cmocka_unit_test(test_mpnet_buckets),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
