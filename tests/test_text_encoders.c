@@ -367,6 +367,17 @@ static void test_cli(void **state) {
     free(got);
     free(hidden);
     free_cases(&c);
+
+    /* vit train refuses them in one line (inference only), not as a missing vocab.txt */
+    const char tsv[] = "sentence\tlabel\nthe cat sat\tO\n";
+    const char *data = write_temp_file("tags.tsv", tsv, sizeof tsv - 1);
+    snprintf(out, sizeof out, "%s/trained", test_tmpdir());
+    const char *train[] = {
+        "train", "--init", "tests/data/roberta-seq-micro", "--train", data, "--out", out, NULL};
+    r = test_run_vit(NULL, NULL, train);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "RobertaForSequenceClassification runs for inference only"));
+    test_run_free(&r);
 }
 
 int main(void) {
