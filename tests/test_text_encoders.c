@@ -201,42 +201,54 @@ static double check_features(vit_text_context *ctx, const folder *f, const cases
     return worst;
 }
 
-/* Every folder: ids, the head's output in one padded batch, the same texts one by one giving the
- * same floats, and the features. */
+/* One folder on one backend: ids, the head's output in one padded batch, the same texts one by
+ * one, and the features; returns the largest difference from float64. */
+static double check_folder(const folder *f, vit_backend backend) {
+    cases c;
+    read_cases(f->dir, &c);
+    vit_error err = {0};
+    vit_text_params p = vit_text_default_params();
+    p.max_batch = MAX_TEXTS;
+    p.backend = backend;
+    vit_text_context *ctx = vit_text_load(f->dir, &p, &err);
+    if (!ctx) fail_msg("%s: %s", f->dir, err.msg);
+    check_ids(ctx, &c);
+    const int S = out_size(ctx, f);
+    float *batch = test_alloc_floats((size_t)c.n * S), *one = test_alloc_floats((size_t)S);
+    if (run_head(ctx, f, &c, 0, c.n, batch, &err) != 0) fail_msg("%s: %s", f->dir, err.msg);
+    double worst = check_head(ctx, f, &c, batch), alone = 0;
+    for (int i = 0; i < c.n; i++) {
+        assert_int_equal(run_head(ctx, f, &c, i, 1, one, &err), 0);
+        alone = worst_diff(one, batch + (size_t)i * S, (size_t)S, alone);
+    }
+    worst = fmax(worst, check_features(ctx, f, &c));
+    print_message("%s (%s): max |d| %.2g from float64, alone vs batch %.2g\n", f->dir,
+                  vit_text_compute(ctx), worst, alone);
+    assert_true(alone <= BATCH_TOL);
+    assert_true(worst <= TOL);
+    free(batch);
+    free(one);
+    vit_text_free(ctx);
+    free_cases(&c);
+    return worst;
+}
+
+/* Every folder on each backend built (OpenBLAS, and oneDNN where there is one). */
 static void test_against_reference(void **state) {
     (void)state;
-    double overall = 0;
-    for (int k = 0; k < NUM_FOLDERS; k++) {
-        const folder *f = &folders[k];
-#ifndef VIT_SENTENCEPIECE
-        if (f->spm) continue;
+    const vit_backend backends[] = {VIT_BACKEND_OPENBLAS,
+#ifdef VIT_ONEDNN
+                                    VIT_BACKEND_ONEDNN
 #endif
-        cases c;
-        read_cases(f->dir, &c);
-        vit_error err = {0};
-        vit_text_params p = vit_text_default_params();
-        p.max_batch = MAX_TEXTS;
-        vit_text_context *ctx = vit_text_load(f->dir, &p, &err);
-        if (!ctx) fail_msg("%s: %s", f->dir, err.msg);
-        check_ids(ctx, &c);
-        const int S = out_size(ctx, f);
-        float *batch = test_alloc_floats((size_t)c.n * S), *one = test_alloc_floats((size_t)S);
-        if (run_head(ctx, f, &c, 0, c.n, batch, &err) != 0) fail_msg("%s: %s", f->dir, err.msg);
-        double worst = check_head(ctx, f, &c, batch), alone = 0;
-        for (int i = 0; i < c.n; i++) {
-            assert_int_equal(run_head(ctx, f, &c, i, 1, one, &err), 0);
-            alone = worst_diff(one, batch + (size_t)i * S, (size_t)S, alone);
+    };
+    double overall = 0;
+    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++)
+        for (int k = 0; k < NUM_FOLDERS; k++) {
+#ifndef VIT_SENTENCEPIECE
+            if (folders[k].spm) continue;
+#endif
+            overall = fmax(overall, check_folder(&folders[k], backends[b]));
         }
-        worst = fmax(worst, check_features(ctx, f, &c));
-        print_message("%s: max |d| %.2g from float64, alone vs batch %.2g\n", f->dir, worst, alone);
-        assert_true(alone <= BATCH_TOL);
-        assert_true(worst <= TOL);
-        overall = fmax(overall, worst);
-        free(batch);
-        free(one);
-        vit_text_free(ctx);
-        free_cases(&c);
-    }
     print_message("largest difference from float64: %.2g\n", overall);
 }
 
