@@ -379,8 +379,41 @@ static void test_cli(void **state) {
     free(got);
     free(hidden);
     free_cases(&c);
+}
 
-    /* vit train refuses them in one line (inference only), not as a missing vocab.txt */
+/* vit eval: the reference's argmax as the labels of mpnet-seq-micro's texts, so every prediction
+ * must be right; vit train refuses these folders in one line (inference only), not as a missing
+ * vocab.txt. */
+static void test_cli_eval_and_train(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    cases c;
+    test_run_result r;
+    char out[4200];
+    read_cases("tests/data/mpnet-seq-micro", &c);
+    float *seq = test_golden_tensor("tests/data/mpnet-seq-micro", "logits", NULL);
+    static const char *const names[] = {"negative", "neutral", "positive"};
+    char tsv_eval[4096] = "sentence\tlabel\n";
+    int evaluated = 0;
+    for (int i = 0; i < c.n; i++) {
+        if (!c.texts[i][0]) continue; /* an empty sentence is not a TSV row */
+        int best = 0;
+        for (int k = 1; k < 3; k++) best = seq[i * 3 + k] > seq[i * 3 + best] ? k : best;
+        snprintf(tsv_eval + strlen(tsv_eval), sizeof tsv_eval - strlen(tsv_eval), "%s\t%s\n",
+                 c.texts[i], names[best]);
+        evaluated++;
+    }
+    const char *eval_file = write_temp_file("mpnet.tsv", tsv_eval, strlen(tsv_eval));
+    const char *eval[] = {"eval", "-m", "tests/data/mpnet-seq-micro", eval_file, NULL};
+    r = test_run_vit(NULL, NULL, eval);
+    assert_int_equal(r.status, 0);
+    char top1[64];
+    snprintf(top1, sizeof top1, "top-1:     1.0000 (%d/%d)", evaluated, evaluated);
+    if (!strstr(r.out, top1)) fail_msg("vit eval does not say '%s':\n%s", top1, r.out);
+    test_run_free(&r);
+    free(seq);
+    free_cases(&c);
+
     const char tsv[] = "sentence\tlabel\nthe cat sat\tO\n";
     const char *data = write_temp_file("tags.tsv", tsv, sizeof tsv - 1);
     snprintf(out, sizeof out, "%s/trained", test_tmpdir());
@@ -399,6 +432,7 @@ int main(void) {
         cmocka_unit_test(test_mpnet_buckets),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_cli_eval_and_train),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
