@@ -135,6 +135,111 @@ static void test_joint(void **state) {
                  "field 'hidden_act'");
 }
 
+/* Each joint class vit runs, by the names transformers gives it (config_joint.c's table): the
+ * class reported, model_type, family and joint class, a tower alone or not, the tensor prefix,
+ * and how the scores are read (joint_sigmoid: SigLIP's sigmoid plus logit_bias; CLIP's
+ * softmax). A ViT or a BERT is no joint tower. */
+static void test_joint_names(void **state) {
+    (void)state;
+    static const struct {
+        const char *json;
+        config_tower tower;
+        const char *arch, *type, *family, *joint, *prefix;
+        int one_tower, sigmoid;
+    } rows[] = {
+        {"{\"model_type\": \"clip\"}", TOWER_IMAGE, "CLIPModel (vision tower)", "clip", "CLIP",
+         "CLIPModel", "vision_model.", 0, 0},
+        {"{\"model_type\": \"clip\"}", TOWER_TEXT, "CLIPModel (text tower)", "clip", "CLIP",
+         "CLIPModel", "text_model.", 0, 0},
+        {"{\"model_type\": \"clip_vision_model\"}", TOWER_DEFAULT, "CLIPVisionModelWithProjection",
+         "clip", "CLIP", "CLIPModel", "vision_model.", 1, 0},
+        {"{\"model_type\": \"clip_vision_model\", \"architectures\": [\"CLIPVisionModel\"]}",
+         TOWER_TEXT, "CLIPVisionModel", "clip", "CLIP", "CLIPModel", "vision_model.", 1, 0},
+        {"{\"model_type\": \"clip_text_model\"}", TOWER_IMAGE, "CLIPTextModelWithProjection",
+         "clip", "CLIP", "CLIPModel", "text_model.", 1, 0},
+        {"{\"model_type\": \"siglip\"}", TOWER_DEFAULT, "SiglipModel (vision tower)", "siglip",
+         "SigLIP", "SiglipModel", "vision_model.", 0, 1},
+        {"{\"model_type\": \"siglip\"}", TOWER_TEXT, "SiglipModel (text tower)", "siglip", "SigLIP",
+         "SiglipModel", "text_model.", 0, 1},
+        {"{\"model_type\": \"siglip_vision_model\"}", TOWER_TEXT, "SiglipVisionModel", "siglip",
+         "SigLIP", "SiglipModel", "vision_model.", 1, 1},
+        {"{\"model_type\": \"siglip_text_model\"}", TOWER_IMAGE, "SiglipTextModel", "siglip",
+         "SigLIP", "SiglipModel", "text_model.", 1, 1},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        model_config c;
+        vit_error err = {0};
+        if (model_config_parse_tower(rows[i].json, "m", rows[i].tower, &c, &err) != 0)
+            fail_msg("%s", err.msg);
+        print_message("  %s\n", config_architecture(&c));
+        assert_true(config_is_joint(&c) && c.opt.joint);
+        assert_string_equal(config_architecture(&c), rows[i].arch);
+        assert_string_equal(config_model_type(&c), rows[i].type);
+        assert_string_equal(config_family_name(&c), rows[i].family);
+        assert_string_equal(config_joint_class(&c), rows[i].joint);
+        assert_string_equal(config_joint_prefix(&c), rows[i].prefix);
+        assert_int_equal(c.one_tower, rows[i].one_tower);
+        assert_int_equal(c.bare, rows[i].one_tower); /* a tower alone has no logit_scale */
+        assert_int_equal(c.opt.joint_sigmoid, rows[i].sigmoid);
+        model_config_free(&c);
+    }
+    static const char *const not_joint[] = {"{\"model_type\": \"vit\"}",
+                                            "{\"model_type\": \"bert\"}"};
+    for (size_t i = 0; i < 2; i++) {
+        model_config c;
+        vit_error err = {0};
+        assert_int_equal(model_config_parse(not_joint[i], "m", &c, &err), 0);
+        assert_true(!config_is_joint(&c) && !c.opt.joint && !c.opt.joint_sigmoid);
+        model_config_free(&c);
+    }
+}
+
+/* text_config_dict / vision_config_dict (old CLIP files: openai/clip-vit-large-patch14 has both
+ * and text_config at CLIPTextConfig's defaults; openai/clip-vit-base-patch32 has them null):
+ * CLIPConfig updates text_config with CLIPTextConfig(**text_config_dict).to_dict(), so every
+ * field comes from the dict or the sub-config's default, whatever text_config says; null is as
+ * absent. SiglipConfig has no such fields (its __init__ keeps text_config). */
+static void test_config_dicts(void **state) {
+    (void)state;
+    model_config c;
+    vit_error err = {0};
+    const char *clip =
+        "{\"model_type\": \"clip\", \"projection_dim\": 40, \"transformers_version\": null, "
+        "\"text_config\": {\"hidden_size\": 512, \"num_attention_heads\": 8, "
+        "\"max_position_embeddings\": 16, \"eos_token_id\": 2}, "
+        "\"text_config_dict\": {\"hidden_size\": 64, \"num_attention_heads\": 4, "
+        "\"num_hidden_layers\": 2}, \"vision_config\": {\"patch_size\": 8}, "
+        "\"vision_config_dict\": {\"hidden_size\": 48, \"num_attention_heads\": 4, "
+        "\"patch_size\": 14}}";
+    assert_int_equal(model_config_parse_tower(clip, "m", TOWER_TEXT, &c, &err), 0);
+    assert_int_equal(c.hidden_size, 64);
+    assert_int_equal(c.num_heads, 4);
+    assert_int_equal(c.num_layers, 2);
+    assert_int_equal(c.max_position_embeddings, 77); /* text_config's 16 is overridden */
+    assert_int_equal(c.eos_token_id, 49407);         /* and its 2 */
+    assert_int_equal(c.opt.pool, POOL_EOS);
+    assert_int_equal(c.num_labels, 40);
+    model_config_free(&c);
+    assert_int_equal(model_config_parse_tower(clip, "m", TOWER_IMAGE, &c, &err), 0);
+    assert_int_equal(c.hidden_size, 48);
+    assert_int_equal(c.patch_size, 14);
+    model_config_free(&c);
+    const char *nulls = "{\"model_type\": \"clip\", \"text_config\": {\"hidden_size\": 64, "
+                        "\"num_attention_heads\": 4}, \"text_config_dict\": null, "
+                        "\"vision_config_dict\": null}";
+    assert_int_equal(model_config_parse_tower(nulls, "m", TOWER_TEXT, &c, &err), 0);
+    assert_int_equal(c.hidden_size, 64);
+    model_config_free(&c);
+    const char *siglip =
+        "{\"model_type\": \"siglip\", \"text_config\": {\"hidden_size\": 64, "
+        "\"num_attention_heads\": 4}, \"text_config_dict\": {\"hidden_size\": 32}}";
+    assert_int_equal(model_config_parse_tower(siglip, "m", TOWER_TEXT, &c, &err), 0);
+    assert_int_equal(c.hidden_size, 64);
+    model_config_free(&c);
+    expect_error("{\"model_type\": \"clip\", \"text_config_dict\": [1]}",
+                 "field 'text_config_dict' must be an object or null");
+}
+
 static image_arch deit_arch(const char *architectures) {
     char json[512];
     snprintf(json, sizeof json, "{\"model_type\": \"deit\"%s%s}", architectures ? "," : "",
@@ -244,10 +349,11 @@ static void test_missing_file(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_fields_and_labels),
-        cmocka_unit_test(test_errors),       cmocka_unit_test(test_joint),
-        cmocka_unit_test(test_deit),         cmocka_unit_test(test_architectures),
-        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_fields_and_labels),
+        cmocka_unit_test(test_errors),        cmocka_unit_test(test_joint),
+        cmocka_unit_test(test_joint_names),   cmocka_unit_test(test_deit),
+        cmocka_unit_test(test_architectures), cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_config_dicts),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -8,7 +8,7 @@
 
 static vit_model_kind folder_kind(const model_config *c) {
     if (c->family == FAMILY_VED) return VIT_KIND_IMAGE_TO_TEXT;
-    if (config_is_joint(c) && !c->one_tower) return VIT_KIND_JOINT;
+    if (c->opt.joint && !c->one_tower) return VIT_KIND_JOINT;
     return c->kind == MODEL_VIT ? VIT_KIND_IMAGE : VIT_KIND_TEXT;
 }
 
@@ -24,7 +24,7 @@ static const char *const head_names[] = {[HEAD_CLASSIFIER] = "classifier",
 
 static const char *folder_class(const model_config *c) {
     if (c->family == FAMILY_VED) return "VisionEncoderDecoderModel";
-    if (config_is_joint(c) && !c->one_tower) return config_joint_class(c);
+    if (c->opt.joint && !c->one_tower) return config_joint_class(c);
     return config_architecture(c);
 }
 
@@ -93,7 +93,7 @@ void api_tower_info(const model *m, vit_model_info *info) {
     info->pooler = !c->opt.pooler ? NULL : c->opt.pooler_relu ? "relu" : "tanh";
     info->vocab_size = c->vocab_size;
     info->num_labels = c->num_labels;
-    info->sigmoid = c->family == FAMILY_SIGLIP;
+    info->sigmoid = c->opt.joint_sigmoid;
     info->sinusoidal = c->opt.sinusoidal;
     info->cross_project = c->opt.enc_proj;
     info->cross_width = c->cross_dim;
@@ -128,9 +128,12 @@ void vit_text_model_info(const vit_text_context *ctx, vit_model_info *info) {
     if (info->kind == VIT_KIND_JOINT) info->capabilities |= VIT_CAN_ZERO_SHOT;
 }
 
-int vit_folder_kind(const char *model_dir, vit_model_kind *kind, vit_error *err) {
+int vit_folder_kind(const char *model, vit_model_kind *kind, vit_error *err) {
     model_config cfg;
-    if (model_config_load(model_dir, &cfg, err) != 0) return -1;
+    char model_dir[4096];
+    if (vit_resolve_model(model, model_dir, sizeof model_dir, err) != 0 ||
+        model_config_load(model_dir, &cfg, err) != 0)
+        return -1;
     *kind = folder_kind(&cfg);
     model_config_free(&cfg);
     return 0;

@@ -4,6 +4,7 @@
 #include "vit/vit.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ typedef struct {
     atomic_int refs;     /* contexts using it */
     model m;             /* the parameters and their prepared layers */
     text_tokenizer *tok; /* read-only: each context encodes with its own scratch */
+    char tokenizer_error[sizeof(((vit_error *)0)->msg)]; /* tok NULL (params.tokenizer_optional) */
     int max_batch, max_tokens, pad_id;
     char compute[128];
 } text_weights;
@@ -74,6 +76,17 @@ static void weights_release(text_weights *w) {
     free(w);
 }
 
+/* dir's tokenizer, checked against the model's vocabulary; when optional, one that does not load
+ * leaves w->tok NULL and says why in w->tokenizer_error. */
+static int load_tokenizer(text_weights *w, const char *dir, int optional, vit_error *err) {
+    vit_error why = {0};
+    if (text_tokenizer_load(dir, &w->tok, &why) == 0) return check_vocab(w, dir, err);
+    if (!optional) return vit_fail(err, "%s", why.msg);
+    w->tok = NULL;
+    snprintf(w->tokenizer_error, sizeof w->tokenizer_error, "%s", why.msg);
+    return 0;
+}
+
 /* The model and tokenizer of dir, unprepared, with one reference. */
 static text_weights *weights_load(const char *dir, const vit_text_params *p, vit_error *err) {
     text_weights *w = calloc(1, sizeof *w);
@@ -84,14 +97,14 @@ static text_weights *weights_load(const char *dir, const vit_text_params *p, vit
         return NULL;
     }
     w->max_batch = p->max_batch;
-    if (text_tokenizer_load(dir, &w->tok, err) != 0 || check_vocab(w, dir, err) != 0) {
+    if (load_tokenizer(w, dir, p->tokenizer_optional, err) != 0) {
         weights_release(w);
         return NULL;
     }
-    w->max_tokens = text_tokenizer_max_len(w->tok);
+    w->max_tokens = w->tok ? text_tokenizer_max_len(w->tok) : 0;
     if (w->max_tokens < 2 || w->max_tokens > config_text_max_tokens(&w->m.cfg))
         w->max_tokens = config_text_max_tokens(&w->m.cfg);
-    w->pad_id = text_tokenizer_pad_id(w->tok);
+    w->pad_id = w->tok ? text_tokenizer_pad_id(w->tok) : 0;
     ops_init();
     return w;
 }
@@ -106,8 +119,8 @@ static int alloc_batch(vit_text_context *c, vit_error *err) {
     /* a token classifier's logits are per token */
     const size_t rows = w->m.cfg.opt.pool == POOL_TOKENS ? cells : (size_t)w->max_batch;
     c->logits = malloc(sizeof *c->logits * rows * (size_t)w->m.cfg.num_labels);
-    c->scratch = text_tokenizer_scratch_create(w->tok);
-    if (!c->rows || !c->ids || !c->mask || !c->lengths || !c->logits || !c->scratch)
+    c->scratch = w->tok ? text_tokenizer_scratch_create(w->tok) : NULL;
+    if (!c->rows || !c->ids || !c->mask || !c->lengths || !c->logits || (w->tok && !c->scratch))
         return vit_fail(err, "out of memory for batches of %d texts", w->max_batch);
     return 0;
 }
@@ -135,9 +148,10 @@ static int add_gemm_state(vit_text_context *c, vit_error *err) {
     return c->gemm ? 0 : -1;
 }
 
-vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *params,
-                                vit_error *err) {
+vit_text_context *vit_text_load(const char *model, const vit_text_params *params, vit_error *err) {
     const vit_text_params p = params ? *params : vit_text_default_params();
+    char model_dir[4096];
+    if (vit_resolve_model(model, model_dir, sizeof model_dir, err) != 0) return NULL;
     if (p.max_batch < 1) return vit_fail(err, "batch size %d is not positive", p.max_batch), NULL;
     if (require_text(model_dir, err) != 0) return NULL;
     text_weights *w = weights_load(model_dir, &p, err);
@@ -192,7 +206,10 @@ const char *vit_text_compute(const vit_text_context *c) {
     return c->w->compute;
 }
 const char *vit_text_piece(const vit_text_context *c, int id) {
-    return text_tokenizer_piece(c->w->tok, id);
+    return c->w->tok ? text_tokenizer_piece(c->w->tok, id) : NULL;
+}
+const char *vit_text_tokenizer_error(const vit_text_context *c) {
+    return c->w->tok ? NULL : c->w->tokenizer_error;
 }
 
 const int32_t *vit_text_ids(const vit_text_context *c, int i, int *n) {
@@ -203,6 +220,7 @@ const int32_t *vit_text_ids(const vit_text_context *c, int i, int *n) {
 int vit_text_tokenize(vit_text_context *c, const char *text, size_t len, int32_t *ids, int cap,
                       vit_error *err) {
     if (cap < 0) return vit_fail(err, "tokenize: room for %d ids is negative", cap);
+    if (!c->w->tok) return vit_fail(err, "%s", c->w->tokenizer_error);
     int32_t *row = malloc(sizeof *row * (size_t)c->w->max_tokens);
     if (!row) return vit_fail(err, "out of memory");
     const int n =
@@ -233,6 +251,7 @@ static int pack_batch(vit_text_context *c, int B) {
 
 static int tokenize_batch(vit_text_context *c, const char *const *texts, const size_t *lengths,
                           int B, vit_error *err) {
+    if (!c->w->tok) return vit_fail(err, "%s", c->w->tokenizer_error);
     for (int b = 0; b < B; b++) {
         c->lengths[b] =
             text_tokenizer_encode(c->w->tok, c->scratch, texts[b], lengths[b], c->w->max_tokens,
@@ -343,6 +362,14 @@ vit_pool vit_text_default_pool(const vit_text_context *c) {
     if (vit_text_joint_dim(c) > 0) return VIT_POOL_JOINT;
     if (cfg->opt.head == HEAD_PROJECTION) return VIT_POOL_PROJECTION; /* text_embeds */
     return is_encoder(cfg) ? VIT_POOL_CLS : VIT_POOL_POOLER;
+}
+
+int vit_text_embed_size(const vit_text_context *c, vit_pool pool) {
+    if (pool == VIT_POOL_JOINT) return vit_text_joint_dim(c);
+    const int tower = !is_encoder(&c->w->m.cfg); /* CLIP's or SigLIP's: its forward's */
+    return tower && (pool == VIT_POOL_PROJECTION || pool == VIT_POOL_POOLER)
+               ? vit_text_num_labels(c)
+               : vit_text_hidden_size(c);
 }
 
 /* A CLIP or SigLIP text tower: its output as the forward gives it, the one pooling it has

@@ -44,11 +44,16 @@ class TextParams(ctypes.Structure):
         ("max_batch", ctypes.c_int),
         ("backend", ctypes.c_int),
         ("precision", ctypes.c_int),
+        ("tokenizer_optional", ctypes.c_int),
     ]
 
 
 class GenParams(ctypes.Structure):
-    _fields_ = [("image", Params), ("max_beams", ctypes.c_int)]
+    _fields_ = [
+        ("image", Params),
+        ("max_beams", ctypes.c_int),
+        ("tokenizer_optional", ctypes.c_int),
+    ]
 
 
 class GenOptions(ctypes.Structure):

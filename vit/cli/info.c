@@ -137,6 +137,19 @@ static void print_image_tower(const vit_model_info *in) {
            in->flops / 1e9);
 }
 
+/* A text tower described without its tokenizer (vit_text_params.tokenizer_optional): why. */
+static void print_tokenizer_error(const vit_text_context *t) {
+    if (vit_text_tokenizer_error(t))
+        printf("tokenizer:      not loadable: %s\n", vit_text_tokenizer_error(t));
+}
+
+/* A text tower for describing: its tokenizer files may be missing. */
+static vit_text_context *load_text_for_info(const char *dir, vit_error *err) {
+    vit_text_params tp = vit_text_default_params();
+    tp.tokenizer_optional = 1;
+    return vit_text_load(dir, &tp, err);
+}
+
 /* A CLIP or SigLIP folder: both towers and how the scores are made. */
 static void print_joint(const vit_model_info *image, const char *dir) {
     printf("architecture:   %s: an image and a text tower, embeddings of %d\n", image->folder_class,
@@ -145,7 +158,7 @@ static void print_joint(const vit_model_info *image, const char *dir) {
     print_tower_parts(image);
     printf("preprocessing:  %s\n", image->preprocessing);
     vit_error err = {0};
-    vit_text_context *text = vit_text_load(dir, NULL, &err);
+    vit_text_context *text = load_text_for_info(dir, &err);
     if (!text) {
         printf("text tower:     not loadable: %s\n", err.msg);
     } else {
@@ -154,6 +167,7 @@ static void print_joint(const vit_model_info *image, const char *dir) {
         printf("text tower:     up to %d tokens, vocabulary %d, %zu parameters\n", t.max_positions,
                t.vocab_size, t.parameters);
         print_tower_parts(&t);
+        print_tokenizer_error(text);
         vit_text_free(text);
     }
     printf("scores:         exp(logit_scale) = %.4g times the cosine%s; %s\n", image->score_scale,
@@ -265,7 +279,10 @@ static void print_image_to_text(vit_gen_context *g) {
            e.special_tokens > 1 ? ", distillation token" : "", e.layers, e.hidden, e.heads, e.mlp,
            e.activation, e.layer_norm_eps, e.qkv_bias ? "" : ", no qkv bias");
     print_decoder(&d, e.hidden);
-    printf("tokenizer:      %s (%s), %d ids\n", d.tokenizer, d.tokenizer_kind, d.tokenizer_ids);
+    if (vit_gen_tokenizer_error(g))
+        printf("tokenizer:      not loadable: %s\n", vit_gen_tokenizer_error(g));
+    else
+        printf("tokenizer:      %s (%s), %d ids\n", d.tokenizer, d.tokenizer_kind, d.tokenizer_ids);
     print_generation_settings(g, &d);
     printf("parameters:     %zu (encoder %zu, decoder %zu)\n", e.parameters + d.parameters,
            e.parameters, d.parameters);
@@ -313,9 +330,11 @@ static void print_formats(void) {
 static void print_tokenizers(void) {
     const char *spm = spm_library();
     if (spm)
-        printf("tokenizers:     WordPiece, byte-level BPE, SentencePiece (%s)\n", spm);
+        printf("tokenizers:     tokenizer.json, WordPiece, byte-level BPE, SentencePiece (%s)\n",
+               spm);
     else
-        printf("tokenizers:     WordPiece, byte-level BPE; built without SentencePiece\n");
+        printf("tokenizers:     tokenizer.json, WordPiece, byte-level BPE; built without "
+               "SentencePiece\n");
 }
 
 /* What draws text for vit render-lines: FreeType, when the build has it. */
@@ -373,6 +392,7 @@ static void print_text_model(const vit_text_context *ctx, const vit_model_info *
     printf("architecture:   %s (%s encoder)\n", in->architecture,
            in->post_norm ? "post-LN" : "pre-LN");
     printf("input:          up to %d tokens, vocabulary %d\n", in->max_positions, in->vocab_size);
+    print_tokenizer_error(ctx);
     printf("flops/128 tok:  %.3f GFLOP\n", in->flops / 1e9);
     print_encoder(in);
     print_text_parts(in);
@@ -388,18 +408,21 @@ static int print_model(const char *dir, int all_labels, vit_error *err) {
     if (vit_folder_kind(dir, &kind, err) != 0) return -1;
     vit_model_info in;
     if (kind == VIT_KIND_IMAGE_TO_TEXT) {
-        vit_gen_context *g = vit_gen_load(dir, NULL, err);
+        vit_gen_params gp = vit_gen_default_params();
+        gp.tokenizer_optional = 1;
+        vit_gen_context *g = vit_gen_load(dir, &gp, err);
         if (!g) return -1;
         printf("model:          %s\n", dir);
         print_image_to_text(g);
         vit_gen_free(g);
     } else if (kind == VIT_KIND_TEXT) {
-        vit_text_context *t = vit_text_load(dir, NULL, err);
+        vit_text_context *t = load_text_for_info(dir, err);
         if (!t) return -1;
         vit_text_model_info(t, &in);
         printf("model:          %s\n", dir);
         if (in.tower_alone) {
             print_one_tower(&in);
+            print_tokenizer_error(t);
             printf("parameters:     %zu\n", in.parameters);
             print_embedding(&in);
         } else {
@@ -453,7 +476,7 @@ int cli_info(int argc, char **argv) {
         parsed = cli_usage_error(&command, "unexpected argument '%s'", p.rest[0]);
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     char dir[4096];
-    cli_model_dir(c.model, dir, sizeof dir);
+    if (!cli_model_dir("info", c.model, dir, sizeof dir)) return 1;
     vit_error err = {0};
     if (print_model(dir, all_labels, &err) != 0) {
         cli_print_load_error("info", c.model, dir, &err);

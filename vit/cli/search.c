@@ -14,6 +14,7 @@
 #include "vit/cli/image_batch.h"
 #include "vit/data/embed_cache.h"
 #include "vit/data/imagefolder.h"
+#include "vit/io/weights.h"
 
 enum { OPT_TOP = 1, OPT_TEXT, OPT_JSON, OPT_CACHE, OPT_NO_CACHE, OPT_VERBOSE };
 
@@ -316,7 +317,8 @@ static int cache_key(const char *folder, const char *model_dir, vit_context *ctx
     vit_input_shape(ctx, &c, &h, &w);
     char stamps[3][64];
     file_stamp(stamps[0], sizeof stamps[0], model_dir, "config.json");
-    file_stamp(stamps[1], sizeof stamps[1], model_dir, "model.safetensors");
+    const char *weights = weights_file_name(model_dir); /* the file a model's weights are by */
+    file_stamp(stamps[1], sizeof stamps[1], model_dir, weights ? weights : "model.safetensors");
     file_stamp(stamps[2], sizeof stamps[2], model_dir, "preprocessor_config.json");
     *key = NULL;
     if (asprintf(identity, "folder %s\nmodel %s\ncompute %s\ninput %dx%dx%d\nexif %d\n",

@@ -25,9 +25,9 @@ typedef enum { MODEL_VIT, MODEL_TEXT, MODEL_DECODER } model_kind;
 typedef enum { ARCH_VIT, ARCH_DEIT, ARCH_DEIT_TEACHER } image_arch;
 
 /* FAMILY_PLAIN: Hugging Face's ViT, DeiT and BERT (classifiers, or base models for features).
- * The other families: the towers of a joint image-text
- * model (CLIPModel, SiglipModel and their one-tower folders). A folder of a joint model holds two
- * towers; which one a model_config describes is chosen when it is read (config_tower). */
+ * FAMILY_CLIP, FAMILY_SIGLIP: the towers of a joint image-text model (CLIPModel, SiglipModel and
+ * their one-tower folders; config_joint.c). A folder of a joint model holds two towers; which one
+ * a model_config describes is chosen when it is read (config_tower). */
 /* FAMILY_VED: a VisionEncoderDecoderModel folder, whose image tower is its encoder (ViTModel or
  * DeiTModel: no head, every row out) and whose text tower is its decoder (decoder_arch). */
 /* The image backbones (docs/SPEC.md §11, §12), each a base model (features) or its
@@ -120,6 +120,11 @@ typedef struct {
     int shared_rel_bias; /* one relative position bias table for every layer (BEiT) */
     int processor_size;  /* runs by default at the preprocessor's size, not image_size
                           * (DINOv2: the Hub's configs say 518, their processors crop 224) */
+    /* joint image-text towers (config_joint.c) */
+    int joint;         /* a tower of a joint image-text model (CLIP, SigLIP; also saved alone):
+                        * its output is an embedding, scored against the other tower's */
+    int joint_sigmoid; /* those scores are read one by one through a sigmoid, plus logit_bias
+                        * (SigLIP); else a softmax over the classes (CLIP) */
     /* text encoders (config_text.c) */
     int pos_from_ids; /* positions count the non-padding ids up from pos_pad + 1, padding at
                        * pos_pad (RoBERTa's create_position_ids_from_input_ids) */
@@ -211,10 +216,24 @@ const char *config_architecture(const model_config *cfg);
 const char *config_model_type(const model_config *cfg);
 /* The family's name for people ("ViT", "DeiT", "BERT", "CLIP", "SigLIP", "DINOv2", ...). */
 const char *config_family_name(const model_config *cfg);
-/* A joint image-text model's tower (CLIP, SigLIP), and the joint model's class ("CLIPModel",
- * "SiglipModel"). */
+/* A joint image-text model's tower (CLIP, SigLIP; config_joint.c), the joint model's class
+ * ("CLIPModel", "SiglipModel"), the family's name ("CLIP", "SigLIP"), model_type ("clip",
+ * "siglip", also for a tower alone), the tower's class ("CLIPModel (vision tower)",
+ * "SiglipTextModel", ...) and tensor prefix ("vision_model.", "text_model."). */
 int config_is_joint(const model_config *cfg);
 const char *config_joint_class(const model_config *cfg);
+const char *config_joint_name(const model_config *cfg);
+const char *config_joint_model_type(const model_config *cfg);
+const char *config_joint_architecture(const model_config *cfg);
+const char *config_joint_prefix(const model_config *cfg);
+/* For params.c: a joint tower's tensors beyond the encoder's. */
+typedef struct {
+    const char *projection;  /* the projection into the joint space ("visual_projection",
+                              * "text_projection", SigLIP's text "head"); NULL: none */
+    int projection_prefixed; /* under the tower's prefix (SigLIP's head), not at the top (CLIP's) */
+    int scale_ndim;          /* logit_scale: a 0-d tensor (CLIP) or [1] (SigLIP) */
+} joint_tensors;
+void config_joint_tensors(const model_config *cfg, joint_tensors *t);
 /* A DINOv2 or BEiT family (FAMILY_DINOV2 .. FAMILY_DATA2VEC). */
 int config_is_backbone(const model_config *cfg);
 /* A backbone's prefix in its ForImageClassification file ("dinov2.", "beit.", ...), its class
@@ -230,6 +249,22 @@ struct cJSON;
 int config_parse_common(const struct cJSON *root, model_config *cfg, const char *src,
                         vit_error *err);
 int config_dim_labels(model_config *cfg, int n, const char *src, vit_error *err);
+/* The class a folder names among the n that vit runs for its model_type `type`: the index of the
+ * first entry of `architectures` that is one of names (none at all: 0); -1 with err naming the
+ * first entry and the n names when none is. */
+int config_pick_class(const struct cJSON *root, const char *type, const char *const *names, int n,
+                      const char *src, vit_error *err);
+/* For config.c: the joint families' reader (config_joint.c). 1 when model_type is one of theirs
+ * (cfg's family, kind and one_tower set; tower chooses a joint folder's), 0 when not. */
+int config_joint_type(const char *model_type, config_tower tower, model_config *cfg);
+/* The class root names (cfg from config_joint_type): cfg's bare and no_projection. */
+int config_joint_pick_class(const struct cJSON *root, const char *model_type, model_config *cfg,
+                            const char *src, vit_error *err);
+/* Its defaults and fields, the embedding's length as num_labels; an error names src. */
+int config_joint_parse(const struct cJSON *root, model_config *cfg, const char *src,
+                       vit_error *err);
+/* Its options, for config_apply_family. */
+void config_joint_options(const model_config *cfg, tower_options *o);
 /* For config.c: the backbone families' reader (config_backbone.c). 1 when model_type names one
  * (cfg's kind, family and defaults set), 0 when not. */
 int config_backbone_type(const char *model_type, model_config *cfg);

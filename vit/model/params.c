@@ -244,19 +244,22 @@ static void add_probe_head(layout *L, model *m) {
     w->fc2_b = P1(0, D, "head.mlp.fc2.bias");
 }
 
-/* The projection into the joint space (CLIP: unprefixed, no bias; SigLIP's text head: prefixed,
- * with one), and the scores' scale and bias (CLIP's logit_scale is a 0-d tensor, SigLIP's [1]). */
-static void add_joint_head(layout *L, model *m, const char *projection) {
+/* The projection into the joint space (CLIP: at the top, no bias; SigLIP's text head: under the
+ * tower's prefix, with one), and the scores' scale and bias (config_joint_tensors). */
+static void add_joint_head(layout *L, model *m) {
     const model_config *c = &m->cfg;
-    const int D = c->hidden_size, P = c->num_labels, clip = c->family == FAMILY_CLIP;
+    const int D = c->hidden_size, P = c->num_labels;
+    joint_tensors t;
+    config_joint_tensors(c, &t);
     if (c->opt.head != HEAD_NONE) {
-        m->head_w = add_param(L, !clip, 1, 0, 2, SHAPE(P, D), "%s.weight", projection);
-        m->head_b = add_param(L, !clip, 0, c->opt.head == HEAD_PROJECTION, 1, SHAPE(P), "%s.bias",
-                              projection);
+        const int in = t.projection_prefixed;
+        m->head_w = add_param(L, in, 1, 0, 2, SHAPE(P, D), "%s.weight", t.projection);
+        m->head_b = add_param(L, in, 0, c->opt.head == HEAD_PROJECTION, 1, SHAPE(P), "%s.bias",
+                              t.projection);
     }
-    if (c->bare) return; /* SiglipVisionModel: the scores' scale and bias are SiglipModel's */
-    m->logit_scale = add_param(L, 0, 0, 0, clip ? 0 : 1, SHAPE(1), "logit_scale");
-    if (!clip) m->logit_bias = add_param(L, 0, 0, 0, 1, SHAPE(1), "logit_bias");
+    if (c->bare) return; /* a tower alone: the scores' scale and bias are the joint model's */
+    m->logit_scale = add_param(L, 0, 0, 0, t.scale_ndim, SHAPE(1), "logit_scale");
+    if (c->opt.joint_sigmoid) m->logit_bias = add_param(L, 0, 0, 0, 1, SHAPE(1), "logit_bias");
 }
 
 static void layout_joint_image(layout *L, model *m) {
@@ -273,7 +276,7 @@ static void layout_joint_image(layout *L, model *m) {
     add_clip_layers(L, m);
     m->final_ln_w = add_norm(L, &m->final_ln_b, D, "post_layernorm");
     if (c->opt.pool == POOL_PROBE) add_probe_head(L, m);
-    add_joint_head(L, m, "visual_projection");
+    add_joint_head(L, m);
 }
 
 static void layout_joint_text(layout *L, model *m) {
@@ -283,7 +286,7 @@ static void layout_joint_text(layout *L, model *m) {
     m->pos_emb = P2(1, c->max_position_embeddings, D, "embeddings.position_embedding.weight");
     add_clip_layers(L, m);
     m->final_ln_w = add_norm(L, &m->final_ln_b, D, "final_layer_norm");
-    add_joint_head(L, m, c->family == FAMILY_CLIP ? "text_projection" : "head");
+    add_joint_head(L, m);
 }
 
 /* ---- the image backbones: DINOv2 (docs/SPEC.md §11) and BEiT (§12) ---- */
@@ -713,8 +716,7 @@ const char *model_prefix(const model *m) {
     if (m->cfg.family == FAMILY_TIMM) return ""; /* timm's state_dict names */
     if (m->cfg.family == FAMILY_TEXT) return m->cfg.bare ? "" : config_text_prefix(&m->cfg);
     if (m->cfg.family == FAMILY_PLAIN && m->cfg.bare) return ""; /* ViTModel, BertModel */
-    if (m->cfg.family != FAMILY_PLAIN)
-        return m->cfg.kind == MODEL_VIT ? "vision_model." : "text_model.";
+    if (config_is_joint(&m->cfg)) return config_joint_prefix(&m->cfg);
     return m->cfg.kind == MODEL_TEXT ? "bert." : m->cfg.arch == ARCH_VIT ? "vit." : "deit.";
 }
 
