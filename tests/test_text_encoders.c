@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "vit/model/config.h"
+#include "vit/model/params.h"
 #include "vit/model/text_model.h"
 #include "vit/vit.h"
 
@@ -327,6 +328,48 @@ static void test_refusals(void **state) {
                    "pad_token_id 600 leaves no positions");
 }
 
+/* The Hub's configurations laid out (no weights): the parameter counts transformers'
+ * num_parameters() gives for these base models, so every tensor of theirs has its shape here
+ * (RoBERTa's 514 positions and one token type, MPNet's bucket table, DistilBERT's six layers
+ * without token types or pooler). */
+static void test_real_shapes(void **state) {
+    (void)state;
+    static const struct {
+        const char *name, *json;
+        size_t params;
+    } models[] = {
+        {"roberta-base",
+         "{\"model_type\": \"roberta\", \"architectures\": [\"RobertaModel\"], \"vocab_size\": "
+         "50265, \"max_position_embeddings\": 514, \"type_vocab_size\": 1, \"pad_token_id\": 1}",
+         124645632},
+        {"xlm-roberta-base",
+         "{\"model_type\": \"xlm-roberta\", \"architectures\": [\"XLMRobertaModel\"], "
+         "\"vocab_size\": 250002, \"max_position_embeddings\": 514, \"type_vocab_size\": 1, "
+         "\"pad_token_id\": 1}",
+         278043648},
+        {"distilbert-base-uncased",
+         "{\"model_type\": \"distilbert\", \"architectures\": [\"DistilBertModel\"], \"dim\": "
+         "768, \"n_layers\": 6, \"n_heads\": 12, \"hidden_dim\": 3072}",
+         66362880},
+        {"all-mpnet-base-v2",
+         "{\"model_type\": \"mpnet\", \"architectures\": [\"MPNetModel\"], \"vocab_size\": 30527, "
+         "\"max_position_embeddings\": 514, \"relative_attention_num_buckets\": 32}",
+         109486464},
+    };
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        model_config cfg;
+        model m;
+        vit_error err = {0};
+        if (model_config_parse(models[i].json, models[i].name, &cfg, &err) != 0 ||
+            model_layout(&m, &cfg, &err) != 0)
+            fail_msg("%s: %s", models[i].name, err.msg);
+        if (model_live_params(&m) != models[i].params)
+            fail_msg("%s: %zu parameters, transformers counts %zu", models[i].name,
+                     model_live_params(&m), models[i].params);
+        model_free(&m);
+    }
+}
+
 /* The CLI on these folders as on a BERT: vit info names the class, positions and head; vit text
  * gives the reference's logits; vit embed --text (mean pooling) the reference's features. */
 static void test_cli(void **state) {
@@ -431,6 +474,7 @@ int main(void) {
         cmocka_unit_test(test_heads_refused_where_they_do_not_fit),
         cmocka_unit_test(test_mpnet_buckets),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_real_shapes),
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_cli_eval_and_train),
     };
