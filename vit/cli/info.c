@@ -369,7 +369,24 @@ static void print_image_model(const vit_context *ctx, const vit_model_info *in, 
     if (strcmp(in->head, "none")) print_labels(&l, in->num_labels, all_labels);
 }
 
-/* A BERT: its architecture, input, encoder and labels. */
+/* A text encoder's positions and head where they are not BERT's (BERT's lines stay as they
+ * were). */
+static void print_text_parts(const vit_model_info *in) {
+    if (in->positions_from_padding || in->rel_bias)
+        printf("positions:      learned%s%s\n",
+               in->positions_from_padding ? ", counted from padding_idx + 1" : "",
+               in->rel_bias ? "; relative position buckets, one table for every layer" : "");
+    if (!strcmp(in->pooling, "tokens"))
+        printf("head:           a classifier on every token\n");
+    else if (!strcmp(in->head, "classifier") && in->pooler && !strcmp(in->pooler, "relu"))
+        printf("head:           token 0, dense + ReLU (pre_classifier), classifier\n");
+    else if (!strcmp(in->head, "classifier") && in->family && strcmp(in->family, "BERT"))
+        printf("head:           token 0, dense + tanh, out_proj\n");
+    else if (!strcmp(in->head, "none") && !in->pooler && !strcmp(in->pooling, "bert"))
+        printf("head:           none: token 0's final state (no pooler)\n");
+}
+
+/* A BERT or another text encoder: its architecture, input, encoder and labels. */
 static void print_text_model(const vit_text_context *ctx, const vit_model_info *in,
                              int all_labels) {
     printf("architecture:   %s (%s encoder)\n", in->architecture,
@@ -378,6 +395,7 @@ static void print_text_model(const vit_text_context *ctx, const vit_model_info *
     print_tokenizer_error(ctx);
     printf("flops/128 tok:  %.3f GFLOP\n", in->flops / 1e9);
     print_encoder(in);
+    print_text_parts(in);
     printf("parameters:     %zu\n", in->parameters);
     print_embedding(in);
     const labeled l = {.text = ctx};
