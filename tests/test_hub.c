@@ -255,6 +255,11 @@ static void test_cli(void **state) {
     test_run_result info =
         test_run_vit(NULL, NULL, (const char *const[]){"info", "-m", "org/ved", NULL});
     assert_int_equal(info.status, 0);
+    char line[4400];
+    snprintf(line, sizeof line, "model:          org/ved (%s/models--org--ved/snapshots/%s)\n",
+             cache, COMMIT_A);
+    if (strncmp(info.out, line, strlen(line)) != 0)
+        fail_msg("vit info -m org/ved said:\n%s", info.out);
     test_run_free(&folder), test_run_free(&ref), test_run_free(&env), test_run_free(&missing);
     test_run_free(&info);
 }
