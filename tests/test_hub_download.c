@@ -20,10 +20,11 @@
 #include "vit/io/hub_http.h"
 #include "vit/vit.h"
 
-#define COMMIT_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define COMMIT_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-#define BERT     TEST_DATA "/bert-base-micro"
-#define VED      TEST_DATA "/ved-trocr-vit"
+#define COMMIT_A  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define COMMIT_B  "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define BERT      TEST_DATA "/bert-base-micro"
+#define VED       TEST_DATA "/ved-trocr-vit"
+#define TORCH_BIN TEST_DATA "/torch-bin"
 
 static pid_t server = -1;
 static char endpoint[64], log_path[4096], root[4096];
@@ -74,11 +75,15 @@ static void write_config(const char *path) {
         "\"org/slow\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}, "
         "\"slow\": 1},"
         "\"org/sharded\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/sharded\"}},"
-        "\"org/bin\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/bin\"}}}}",
+        "\"org/bin\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/bin\"}},"
+        "\"org/vit-shards\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/vit-bin-shards\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/vit-zip\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}}}}",
         COMMIT_A, COMMIT_B, COMMIT_A, MICRO_A, COMMIT_B, MICRO_B, COMMIT_A, COMMIT_A, BERT,
         COMMIT_A, COMMIT_A, VED, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A,
         COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, root, COMMIT_A,
-        COMMIT_A, root);
+        COMMIT_A, root, COMMIT_A, COMMIT_A, TORCH_BIN "/vit-shards", COMMIT_A, COMMIT_A,
+        TORCH_BIN "/vit-bin-shards", COMMIT_A, COMMIT_A, TORCH_BIN "/vit-zip");
     fclose(f);
 }
 
@@ -393,7 +398,8 @@ static void test_unreachable(void **state) {
 }
 
 /* Shards by the index's weight_map (each once), and pytorch_model.bin when there is no
- * safetensors file: fetched, whether or not vit loads them. */
+ * safetensors file; tests/data/torch-bin's sharded safetensors, sharded .bin and zip .bin
+ * checkpoints give the same logits through the cache as from their folders. */
 static void test_weight_files(void **state) {
     (void)state;
     REQUIRE_CURL();
@@ -415,6 +421,10 @@ static void test_weight_files(void **state) {
     snprintf(path, sizeof path, "%s/models--org--bin/.no_exist/%s/model.safetensors", cache,
              COMMIT_A);
     assert_int_equal(access(path, F_OK), 0);
+    /* real checkpoints in those layouts load from the cache as from their folders */
+    expect_same_logits(TORCH_BIN "/vit-shards", "org/vit-shards");
+    expect_same_logits(TORCH_BIN "/vit-bin-shards", "org/vit-bin-shards");
+    expect_same_logits(TORCH_BIN "/vit-zip", "org/vit-zip");
 }
 
 /* Two processes resolving one cold model at once (each CDN answer takes a second): the lock on
