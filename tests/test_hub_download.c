@@ -78,12 +78,16 @@ static void write_config(const char *path) {
         "\"org/bin\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/bin\"}},"
         "\"org/vit-shards\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
         "\"org/vit-bin-shards\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
-        "\"org/vit-zip\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}}}}",
+        "\"org/vit-zip\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/badsize\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}, "
+        "\"size_error\": 1},"
+        "\"old/vit\": {\"moved_to\": \"org/vit\"}}}",
         COMMIT_A, COMMIT_B, COMMIT_A, MICRO_A, COMMIT_B, MICRO_B, COMMIT_A, COMMIT_A, BERT,
         COMMIT_A, COMMIT_A, VED, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A,
         COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, root, COMMIT_A,
         COMMIT_A, root, COMMIT_A, COMMIT_A, TORCH_BIN "/vit-shards", COMMIT_A, COMMIT_A,
-        TORCH_BIN "/vit-bin-shards", COMMIT_A, COMMIT_A, TORCH_BIN "/vit-zip");
+        TORCH_BIN "/vit-bin-shards", COMMIT_A, COMMIT_A, TORCH_BIN "/vit-zip", COMMIT_A, COMMIT_A,
+        MICRO_A);
     fclose(f);
 }
 
@@ -336,6 +340,33 @@ static void test_wrong_sha256(void **state) {
     assert_int_not_equal(access(link, F_OK), 0);
 }
 
+/* The announced size is one byte more than the bytes: refused, not kept. */
+static void test_wrong_size(void **state) {
+    (void)state;
+    REQUIRE_CURL();
+    const char *cache = fresh_cache();
+    expect_refused("org/badsize",
+                   "org/badsize: model.safetensors: 197788 bytes came, the server announced 197789 "
+                   "(deleted)");
+    sh("! ls %s/models--org--badsize/blobs | grep -q '^f314'", cache);
+}
+
+/* A renamed repository: the Hub's relative redirect is followed, and the files are cached under
+ * the name asked for, as huggingface_hub caches them. */
+static void test_renamed(void **state) {
+    (void)state;
+    REQUIRE_CURL();
+    const char *cache = fresh_cache();
+    expect_same_logits(MICRO_A, "old/vit");
+    char path[4400];
+    snprintf(path, sizeof path, "%s/models--old--vit/refs/main", cache);
+    assert_int_equal(access(path, F_OK), 0);
+    char *log = requests();
+    assert_non_null(strstr(log, "HEAD /old/vit/resolve/main/config.json"));
+    assert_non_null(strstr(log, "HEAD /org/vit/resolve/main/config.json"));
+    free(log);
+}
+
 static void test_offline(void **state) {
     (void)state;
     REQUIRE_CURL();
@@ -486,6 +517,8 @@ int main(void) {
         cmocka_unit_test(test_text_and_generation),
         cmocka_unit_test(test_resume),
         cmocka_unit_test(test_wrong_sha256),
+        cmocka_unit_test(test_wrong_size),
+        cmocka_unit_test(test_renamed),
         cmocka_unit_test(test_offline),
         cmocka_unit_test(test_gated),
         cmocka_unit_test(test_unreachable),
