@@ -138,14 +138,45 @@ static const processor_class classes[] = {
     {"Siglip", SIZE_HEIGHT_WIDTH, 224, 224, 0, RESAMPLE_BICUBIC, 0, half, half},
 };
 
-/* The class image_processor_type (or an old file's feature_extractor_type) names; a file that
- * names none is read as ViTImageProcessor (vit's own files before they named it). NULL: a class
- * vit does not know, whose defaults it cannot guess. */
-static const processor_class *processor_class_of(const cJSON *root, const char **name) {
+/* AutoImageProcessor's class for a file that names none: IMAGE_PROCESSOR_MAPPING's entry for
+ * config.json's model_type (transformers' models/auto/image_processing_auto.py). */
+static const struct {
+    const char *model_type, *processor;
+} by_model_type[] = {
+    {"vit", "ViTImageProcessor"},    {"deit", "DeiTImageProcessor"},
+    {"beit", "BeitImageProcessor"},  {"data2vec-vision", "BeitImageProcessor"},
+    {"dinov2", "BitImageProcessor"}, {"dinov2_with_registers", "BitImageProcessor"},
+    {"clip", "CLIPImageProcessor"},  {"siglip", "SiglipImageProcessor"},
+};
+
+/* That class for the folder's config.json; ViTImageProcessor (vit's own files before they
+ * named it) when there is none or its model_type has no entry (transformers then fails). */
+static const char *class_for_model_type(const char *model_dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    FILE *probe = fopen(path, "rb");
+    if (!probe) return "ViTImageProcessor";
+    fclose(probe);
+    cJSON *root = json_load_object(path, NULL);
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const char *name = "ViTImageProcessor";
+    for (size_t i = 0; cJSON_IsString(type) && i < sizeof by_model_type / sizeof by_model_type[0];
+         i++)
+        if (strcmp(type->valuestring, by_model_type[i].model_type) == 0)
+            name = by_model_type[i].processor;
+    cJSON_Delete(root);
+    return name;
+}
+
+/* The class image_processor_type (or an old file's feature_extractor_type) names, or for a file
+ * that names none the model_type's. NULL: a class vit does not know, whose defaults it cannot
+ * guess. */
+static const processor_class *processor_class_of(const cJSON *root, const char *model_dir,
+                                                 const char **name) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "image_processor_type");
     if (!cJSON_IsString(type))
         type = cJSON_GetObjectItemCaseSensitive(root, "feature_extractor_type");
-    *name = cJSON_IsString(type) ? type->valuestring : "ViTImageProcessor";
+    *name = cJSON_IsString(type) ? type->valuestring : class_for_model_type(model_dir);
     static const char *suffixes[] = {"ImageProcessor", "ImageProcessorFast", "FeatureExtractor"};
     for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++) {
         const size_t n = strlen(classes[i].name);
@@ -167,11 +198,11 @@ static void processor_defaults(const processor_class *k, preprocess_config *cfg)
     memcpy(cfg->std, k->std, sizeof cfg->std);
 }
 
-static int parse_preprocessor(const cJSON *root, preprocess_config *cfg, const char *src,
-                              vit_error *err) {
+static int parse_preprocessor(const cJSON *root, const char *model_dir, preprocess_config *cfg,
+                              const char *src, vit_error *err) {
     double factor = cfg->rescale_factor;
     const char *name;
-    const processor_class *k = processor_class_of(root, &name);
+    const processor_class *k = processor_class_of(root, model_dir, &name);
     if (!k)
         return vit_fail(err,
                         "%s: image processor '%s' is not one vit reads (ViT, DeiT, Beit, CLIP, "
@@ -356,7 +387,7 @@ int preprocess_config_read(const char *model_dir, int image_size, int channels,
     set_defaults(cfg, 224, channels);
     cJSON *root = json_load_object(path, err);
     if (!root) return -1;
-    int rc = parse_preprocessor(root, cfg, path, err);
+    int rc = parse_preprocessor(root, model_dir, cfg, path, err);
     cJSON_Delete(root);
     return rc;
 }

@@ -252,9 +252,43 @@ static void test_cli(void **state) {
     assert_int_equal(tok_ref.status, 0);
     assert_string_equal(tok_folder.out, tok_ref.out);
     test_run_free(&tok_folder), test_run_free(&tok_ref);
+    /* vit convert takes a reference as its input; vit train --init too */
+    char out_ref[4200], out_folder[4200];
+    snprintf(out_ref, sizeof out_ref, "%s/convert-ref", test_tmpdir());
+    snprintf(out_folder, sizeof out_folder, "%s/convert-folder", test_tmpdir());
+    test_run_result c1 = test_run_vit(
+        NULL, NULL, (const char *const[]){"convert", "org/vit@a-branch", out_ref, NULL});
+    test_run_result c2 =
+        test_run_vit(NULL, NULL, (const char *const[]){"convert", MICRO_B, out_folder, NULL});
+    assert_int_equal(c1.status, 0);
+    assert_int_equal(c2.status, 0);
+    sh("cmp %s/model.safetensors %s/model.safetensors && cmp %s/config.json %s/config.json",
+       out_ref, out_folder, out_ref, out_folder);
+    test_run_free(&c1), test_run_free(&c2);
+    char train_out[4200];
+    snprintf(train_out, sizeof train_out, "%s/train-from-ref", test_tmpdir());
+    test_run_result t =
+        test_run_vit(NULL, NULL,
+                     (const char *const[]){"train", "--train", "examples/lines", "--init",
+                                           "org/ved", "--out", train_out, "--epochs", "1",
+                                           "--batch", "6", "--val-split", "0", "-t", "1", NULL});
+    if (t.status != 0) fail_msg("vit train --init org/ved: exit %d: %s", t.status, t.err);
+    test_run_free(&t);
+    test_run_result bad =
+        test_run_vit(NULL, NULL,
+                     (const char *const[]){"train", "--train", "examples/lines", "--init",
+                                           "org/missing", "--out", train_out, NULL});
+    assert_int_equal(bad.status, 1);
+    assert_non_null(strstr(bad.err, "vit train: --init: org/missing is not in the cache"));
+    test_run_free(&bad);
     test_run_result info =
         test_run_vit(NULL, NULL, (const char *const[]){"info", "-m", "org/ved", NULL});
     assert_int_equal(info.status, 0);
+    char line[4400];
+    snprintf(line, sizeof line, "model:          org/ved (%s/models--org--ved/snapshots/%s)\n",
+             cache, COMMIT_A);
+    if (strncmp(info.out, line, strlen(line)) != 0)
+        fail_msg("vit info -m org/ved said:\n%s", info.out);
     test_run_free(&folder), test_run_free(&ref), test_run_free(&env), test_run_free(&missing);
     test_run_free(&info);
 }

@@ -25,6 +25,7 @@
 #define BERT      TEST_DATA "/bert-base-micro"
 #define VED       TEST_DATA "/ved-trocr-vit"
 #define OPEN_CLIP TEST_DATA "/open-clip-micro"
+#define TORCH_BIN TEST_DATA "/torch-bin"
 
 static pid_t server = -1;
 static char endpoint[64], log_path[4096], root[4096];
@@ -76,11 +77,19 @@ static void write_config(const char *path) {
         "\"slow\": 1},"
         "\"org/sharded\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/sharded\"}},"
         "\"org/bin\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/bin\"}},"
+        "\"org/vit-shards\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/vit-bin-shards\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/vit-zip\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/badsize\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}, "
+        "\"size_error\": 1},"
+        "\"old/vit\": {\"moved_to\": \"org/vit\"},"
         "\"org/open-clip\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}}}}",
         COMMIT_A, COMMIT_B, COMMIT_A, MICRO_A, COMMIT_B, MICRO_B, COMMIT_A, COMMIT_A, BERT,
         COMMIT_A, COMMIT_A, VED, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A,
         COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, root, COMMIT_A,
-        COMMIT_A, root, COMMIT_A, COMMIT_A, OPEN_CLIP);
+        COMMIT_A, root, COMMIT_A, COMMIT_A, TORCH_BIN "/vit-shards", COMMIT_A, COMMIT_A,
+        TORCH_BIN "/vit-bin-shards", COMMIT_A, COMMIT_A, TORCH_BIN "/vit-zip", COMMIT_A, COMMIT_A,
+        MICRO_A, COMMIT_A, COMMIT_A, OPEN_CLIP);
     fclose(f);
 }
 
@@ -333,6 +342,33 @@ static void test_wrong_sha256(void **state) {
     assert_int_not_equal(access(link, F_OK), 0);
 }
 
+/* The announced size is one byte more than the bytes: refused, not kept. */
+static void test_wrong_size(void **state) {
+    (void)state;
+    REQUIRE_CURL();
+    const char *cache = fresh_cache();
+    expect_refused("org/badsize",
+                   "org/badsize: model.safetensors: 197788 bytes came, the server announced 197789 "
+                   "(deleted)");
+    sh("! ls %s/models--org--badsize/blobs | grep -q '^f314'", cache);
+}
+
+/* A renamed repository: the Hub's relative redirect is followed, and the files are cached under
+ * the name asked for, as huggingface_hub caches them. */
+static void test_renamed(void **state) {
+    (void)state;
+    REQUIRE_CURL();
+    const char *cache = fresh_cache();
+    expect_same_logits(MICRO_A, "old/vit");
+    char path[4400];
+    snprintf(path, sizeof path, "%s/models--old--vit/refs/main", cache);
+    assert_int_equal(access(path, F_OK), 0);
+    char *log = requests();
+    assert_non_null(strstr(log, "HEAD /old/vit/resolve/main/config.json"));
+    assert_non_null(strstr(log, "HEAD /org/vit/resolve/main/config.json"));
+    free(log);
+}
+
 static void test_offline(void **state) {
     (void)state;
     REQUIRE_CURL();
@@ -395,7 +431,8 @@ static void test_unreachable(void **state) {
 }
 
 /* Shards by the index's weight_map (each once), and pytorch_model.bin when there is no
- * safetensors file: fetched, whether or not vit loads them. */
+ * safetensors file; tests/data/torch-bin's sharded safetensors, sharded .bin and zip .bin
+ * checkpoints give the same logits through the cache as from their folders. */
 static void test_weight_files(void **state) {
     (void)state;
     REQUIRE_CURL();
@@ -417,6 +454,10 @@ static void test_weight_files(void **state) {
     snprintf(path, sizeof path, "%s/models--org--bin/.no_exist/%s/model.safetensors", cache,
              COMMIT_A);
     assert_int_equal(access(path, F_OK), 0);
+    /* real checkpoints in those layouts load from the cache as from their folders */
+    expect_same_logits(TORCH_BIN "/vit-shards", "org/vit-shards");
+    expect_same_logits(TORCH_BIN "/vit-bin-shards", "org/vit-bin-shards");
+    expect_same_logits(TORCH_BIN "/vit-zip", "org/vit-zip");
 }
 
 /* An open_clip repository (open_clip_config.json, no config.json): a cold cache fetches its
@@ -475,12 +516,14 @@ static void test_two_processes(void **state) {
             if (rc != 0) fprintf(stderr, "child %d: %s\n", i, err.msg);
             _exit(rc == 0 ? 0 : 1);
         }
+    int failed = 0;
     for (int i = 0; i < 2; i++) {
         int status = -1;
         waitpid(kids[i], &status, 0);
-        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
     }
     char *log = requests();
+    if (failed) fail_msg("%d of the two processes failed; the requests:\n%s", failed, log);
     int gets = 0;
     for (const char *p = log; (p = strstr(p, "GET /cdn/")); p++) gets++;
     if (gets != 1) fail_msg("the weights were fetched %d times:\n%s", gets, log);
@@ -516,6 +559,8 @@ int main(void) {
         cmocka_unit_test(test_text_and_generation),
         cmocka_unit_test(test_resume),
         cmocka_unit_test(test_wrong_sha256),
+        cmocka_unit_test(test_wrong_size),
+        cmocka_unit_test(test_renamed),
         cmocka_unit_test(test_offline),
         cmocka_unit_test(test_gated),
         cmocka_unit_test(test_unreachable),

@@ -312,47 +312,48 @@ static const char *folder_with_config(const char *name, const char *json) {
  * the field (or the tensor), by both towers' loaders. */
 static void test_refusals(void **state) {
     (void)state;
-    /* open-clip-micro's model_cfg; a case's keys come first (cJSON reads the first of two) */
+    /* open-clip-micro's model_cfg; a case's keys come last (the last of two equal keys is read,
+     * as Python's json.loads reads them) */
     static const char *const vision = "\"image_size\": 32, \"layers\": 2, \"width\": 32, "
-                                      "\"patch_size\": 8, \"head_width\": 8, \"mlp_ratio\": 2.0}";
+                                      "\"patch_size\": 8, \"head_width\": 8, \"mlp_ratio\": 2.0";
     static const char *const text = "\"context_length\": 16, \"vocab_size\": 532, \"width\": 24, "
-                                    "\"heads\": 2, \"layers\": 2, \"mlp_ratio\": 2.0}";
+                                    "\"heads\": 2, \"layers\": 2, \"mlp_ratio\": 2.0";
     static const struct {
         const char *name, *model, *vision, *text, *why;
     } cases[] = {
-        {"timm", "", "\"timm_model_name\": \"vit_base_patch16_siglip_224\", ", "",
+        {"timm", "", ", \"timm_model_name\": \"vit_base_patch16_siglip_224\"", "",
          "a timm image tower (timm_model_name 'vit_base_patch16_siglip_224') is not one vit runs"},
-        {"hf_text", "", "", "\"hf_model_name\": \"xlm-roberta-base\", ",
+        {"hf_text", "", "", ", \"hf_model_name\": \"xlm-roberta-base\"",
          "a Hugging Face text tower (hf_model_name 'xlm-roberta-base') is not one vit runs"},
-        {"resnet", "", "\"layers\": [3, 4, 6, 3], ", "", "a ModifiedResNet image tower"},
-        {"avg", "", "\"pool_type\": \"avg\", ", "", "field 'pool_type' is 'avg'; vit runs 'tok'"},
-        {"attn_pool", "", "\"attentional_pool\": true, ", "",
+        {"resnet", "", ", \"layers\": [3, 4, 6, 3]", "", "a ModifiedResNet image tower"},
+        {"avg", "", ", \"pool_type\": \"avg\"", "", "field 'pool_type' is 'avg'; vit runs 'tok'"},
+        {"attn_pool", "", ", \"attentional_pool\": true", "",
          "field 'attentional_pool' asks for what vit does not run"},
-        {"qk_norm", "", "\"qk_norm\": true, ", "", "field 'qk_norm' asks for what vit does not"},
-        {"bidirectional", "", "", "\"no_causal_mask\": true, ",
+        {"qk_norm", "", ", \"qk_norm\": true", "", "field 'qk_norm' asks for what vit does not"},
+        {"bidirectional", "", "", ", \"no_causal_mask\": true",
          "field 'no_causal_mask' asks for what vit does not run"},
-        {"last", "", "", "\"pool_type\": \"last\", ",
+        {"last", "", "", ", \"pool_type\": \"last\"",
          "text pool_type 'last' is not one vit runs (argmax, eos)"},
-        {"eos_no_id", "", "", "\"pool_type\": \"eos\", ", "pool_type 'eos' without eos_id"},
-        {"unknown", "", "\"rope\": 1, ", "", "field 'rope' is not one vit reads"},
-        {"coca", "\"multimodal_cfg\": {}, ", "", "", "field 'model_cfg.multimodal_cfg' is not one"},
-        {"act_kwargs", "", "\"act_kwargs\": {\"approximate\": \"tanh\"}, ", "",
+        {"eos_no_id", "", "", ", \"pool_type\": \"eos\"", "pool_type 'eos' without eos_id"},
+        {"unknown", "", ", \"rope\": 1", "", "field 'rope' is not one vit reads"},
+        {"coca", ", \"multimodal_cfg\": {}", "", "", "field 'model_cfg.multimodal_cfg' is not one"},
+        {"act_kwargs", "", ", \"act_kwargs\": {\"approximate\": \"tanh\"}", "",
          "field 'act_kwargs': vit runs the activation without arguments"},
-        {"tokenizer", "", "", "\"tokenizer_kwargs\": {\"clean\": \"canonicalize\"}, ",
+        {"tokenizer", "", "", ", \"tokenizer_kwargs\": {\"clean\": \"canonicalize\"}",
          "field 'tokenizer_kwargs.clean' is not one vit follows"},
-        {"hf_tokenizer", "", "", "\"hf_tokenizer_name\": \"bert-base-uncased\", ",
+        {"hf_tokenizer", "", "", ", \"hf_tokenizer_name\": \"bert-base-uncased\"",
          "field 'hf_tokenizer_name' ('bert-base-uncased'): open_clip's HFTokenizer is not one"},
-        {"wider", "", "\"width\": 48, ", "",
+        {"wider", "", ", \"width\": 48", "",
          "tensor 'visual.class_embedding' has shape [32], expected [48]"},
-        {"deeper", "", "", "\"layers\": 3, ",
+        {"deeper", "", "", ", \"layers\": 3",
          "missing tensor 'transformer.resblocks.2.ln_1.weight'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char json[2048];
         snprintf(json, sizeof json,
-                 "{\"model_cfg\": {%s\"embed_dim\": 20, \"quick_gelu\": true, \"vision_cfg\": "
-                 "{%s%s, \"text_cfg\": {%s%s}}",
-                 cases[i].model, cases[i].vision, vision, cases[i].text, text);
+                 "{\"model_cfg\": {\"embed_dim\": 20, \"quick_gelu\": true, \"vision_cfg\": "
+                 "{%s%s}, \"text_cfg\": {%s%s}%s}}",
+                 vision, cases[i].vision, text, cases[i].text, cases[i].model);
         const char *dir = folder_with_config(cases[i].name, json);
         const int text_case = *cases[i].text != 0;
         vit_error err = {0};

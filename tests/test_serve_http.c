@@ -2084,6 +2084,8 @@ static void test_embeddings_own_pooling(void **state) {
         {"--text-model", "tests/data/clip-text-proj-micro"}, /* projection (text_embeds) */
         {"--text-model", "tests/data/siglip-text-micro"},    /* pooler (pooler_output) */
         {"--text-model", "tests/data/bert-base-micro"},      /* cls */
+        {"--text-model", "tests/data/mpnet-model-micro"},    /* cls (issue 42) */
+        {"--text-model", "tests/data/distilbert-model-micro"},
     };
     const char *text = "a photo of a cat";
     for (size_t f = 0; f < sizeof folders / sizeof *folders; f++) {
@@ -2113,6 +2115,55 @@ static void test_embeddings_own_pooling(void **state) {
         free(want);
         assert_int_equal(stop_server(&s, SIGTERM), 0);
     }
+}
+
+/* POST /v1/text answers with a sequence classifier only (issue 42): a base model (BertModel,
+ * MPNetModel) gave a softmax over its features as if they were classes ('DIM_24' at 0.058), and a
+ * token classifier a 500; both are 404 naming the class and what to use. A sequence classifier
+ * of another family (RoBERTa) answers as a BERT's does: vit text's labels and probabilities. */
+static void test_text_needs_a_sequence_classifier(void **state) {
+    (void)state;
+    static const struct {
+        const char *dir, *says;
+    } refused[] = {
+        {"tests/data/bert-base-micro", "BertModel has no sequence classifier (its outputs are "
+                                       "features: POST /v1/embeddings)"},
+        {"tests/data/mpnet-model-micro", "MPNetModel has no sequence classifier"},
+        {"tests/data/roberta-tok-micro", "RobertaForTokenClassification has no sequence "
+                                         "classifier (it classifies every token, which is not "
+                                         "served yet)"},
+    };
+    const char *texts = "{\"texts\": [\"Hello world\"]}";
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        server s;
+        START_OR_SKIP(&s, "--text-model", refused[i].dir, "-t", "1", "--quiet");
+        assert_refused(request(s.port, "POST", "/v1/text", NULL, texts, strlen(texts)), 404,
+                       refused[i].says);
+        assert_int_equal(stop_server(&s, SIGTERM), 0);
+    }
+    server s;
+    START_OR_SKIP(&s, "--text-model", "tests/data/roberta-seq-micro", "-t", "1", "--quiet");
+    response r = request(s.port, "POST", "/v1/text", NULL, texts, strlen(texts));
+    if (r.status != 200) fail_msg("status %d: %.*s", r.status, (int)r.size, r.body);
+    const cJSON *top =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "results"), 0), "top");
+    assert_int_equal(cJSON_GetArraySize(top), 3);
+    /* the float64 reference's logits (tools/text_encoders_reference.py) through a softmax */
+    float *logits = test_golden_tensor("tests/data/roberta-seq-micro", "logits", NULL);
+    double sum = 0, p[3];
+    for (int k = 0; k < 3; k++) sum += exp(logits[k]);
+    for (int k = 0; k < 3; k++) p[k] = exp(logits[k]) / sum;
+    free(logits);
+    for (int i = 0; i < 3; i++) {
+        const cJSON *t = cJSON_GetArrayItem(top, i);
+        const int k = cJSON_GetObjectItem(t, "index")->valueint;
+        assert_true(fabs(cJSON_GetObjectItem(t, "prob")->valuedouble - p[k]) < 1e-5);
+        if (i > 0)
+            assert_true(p[k] <=
+                        p[cJSON_GetObjectItem(cJSON_GetArrayItem(top, i - 1), "index")->valueint]);
+    }
+    response_free(&r);
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
 }
 
 /* A joint model serves its own text tower: --text-model beside it is refused at start. */
@@ -2859,6 +2910,7 @@ int main(void) {
         cmocka_unit_test(test_generate_other_models),
         cmocka_unit_test(test_siglip_without_text_tower),
         cmocka_unit_test(test_embeddings_own_pooling),
+        cmocka_unit_test(test_text_needs_a_sequence_classifier),
         cmocka_unit_test(test_joint_model_with_text_model),
         cmocka_unit_test(test_queue_full_gives_503),
         cmocka_unit_test(test_two_workers_answer_alike),

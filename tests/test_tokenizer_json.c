@@ -1,8 +1,9 @@
 /* tokenizer.json (text/tokenizer_json.h) against the tokenizers library itself: the ids its
  * encode gives and the texts its decode gives, written by tools/tokenizer_json_reference.mjs for
- * four fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R,
- * Metaspace BPE with byte_fallback/Llama-like) on 441 texts each. Equality is exact: ids are
- * integers and texts bytes. */
+ * five fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R, CLIP's
+ * real merges as CLIPTokenizerFast saves them, Metaspace BPE with byte_fallback/Llama-like) on
+ * 441 texts, 67 pairs (ids and token type ids) and 2,000 generated texts (ids, and FNV-1a hashes
+ * of both decodes) each. Equality is exact: ids are integers and texts bytes. */
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
@@ -77,6 +78,85 @@ static int check_case(const tokenizer_json *t, const cJSON *c, const char *name)
     return differ;
 }
 
+static bool same_ids(const int32_t *v, int n, const cJSON *want) {
+    if (n != cJSON_GetArraySize(want)) return false;
+    for (int i = 0; i < n; i++)
+        if (v[i] != (int32_t)cJSON_GetArrayItem(want, i)->valuedouble) return false;
+    return true;
+}
+
+/* The pairs: ids and token type ids of encode(a, b); returns how many differ. */
+static int check_pairs(const tokenizer_json *t, const cJSON *pairs, const char *name, int *total) {
+    int differ = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, pairs) {
+        const char *a = cJSON_GetObjectItem(c, "a")->valuestring;
+        const char *b = cJSON_GetObjectItem(c, "b")->valuestring;
+        int32_t *ids, *types;
+        vit_error err = {0};
+        const int n = tokenizer_json_encode_pair(t, a, strlen(a), b, strlen(b), 0, TJ_AS_SAVED,
+                                                 &ids, &types, &err);
+        if (n < 0) fail_msg("%s: pair \"%s\" \"%s\": %s", name, a, b, err.msg);
+        if (!same_ids(ids, n, cJSON_GetObjectItem(c, "ids")) ||
+            !same_ids(types, n, cJSON_GetObjectItem(c, "type_ids"))) {
+            print_message("%s: pair \"%.60s\" \"%.60s\" differs:", name, a, b);
+            for (int i = 0; i < n; i++) print_message(" %d/%d", ids[i], types[i]);
+            print_message("\n");
+            differ++;
+        }
+        free(ids), free(types);
+        (*total)++;
+    }
+    return differ;
+}
+
+static uint32_t fnv(const char *s) {
+    uint32_t h = 0x811c9dc5u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x01000193u;
+    return h;
+}
+
+/* generated-texts.json's 2,000 texts: ids, and the FNV-1a of both decodes. */
+static int check_generated(const tokenizer_json *t, const char *name, int *total) {
+    uint8_t *bytes = read_whole_file(FIXTURES "/generated-texts.json", NULL);
+    cJSON *texts = cJSON_Parse((const char *)bytes);
+    free(bytes);
+    char path[512];
+    snprintf(path, sizeof path, FIXTURES "/%s/generated.json", name);
+    bytes = read_whole_file(path, NULL);
+    cJSON *want = cJSON_Parse((const char *)bytes);
+    free(bytes);
+    assert_non_null(texts);
+    assert_non_null(want);
+    assert_int_equal(cJSON_GetArraySize(texts), cJSON_GetArraySize(want));
+    int differ = 0;
+    const cJSON *w = want->child;
+    for (const cJSON *c = texts->child; c; c = c->next, w = w->next, (*total)++) {
+        const char *text = c->valuestring;
+        int32_t *ids;
+        vit_error err = {0};
+        const int n = tokenizer_json_encode(t, text, strlen(text), 0, TJ_AS_SAVED, &ids, &err);
+        if (n < 0) fail_msg("%s: \"%s\": %s", name, text, err.msg);
+        bool same = same_ids(ids, n, cJSON_GetArrayItem(w, 0));
+        static char out[1 << 16];
+        for (int skip = 1; skip >= 0 && same; skip--) {
+            tokenizer_json_decode(t, ids, n, skip, out, sizeof out, &err);
+            same = fnv(out) == (uint32_t)cJSON_GetArrayItem(w, 2 - skip)->valuedouble;
+        }
+        if (!same) {
+            char *wj = cJSON_PrintUnformatted(w);
+            print_message("%s: generated \"%s\" differs: want %s, got", name, text, wj);
+            free(wj);
+            for (int i = 0; i < n; i++) print_message(" %d", ids[i]);
+            print_message("\n");
+            differ++;
+        }
+        free(ids);
+    }
+    cJSON_Delete(texts), cJSON_Delete(want);
+    return differ;
+}
+
 static void check_fixture(const char *name) {
     tokenizer_json *t = load(name);
     cJSON *golden = load_golden(name);
@@ -89,6 +169,16 @@ static void check_fixture(const char *name) {
     }
     print_message("%s (%s): %d texts, %d differ\n", name, tokenizer_json_model(t), total, differ);
     assert_true(total > 400);
+    assert_int_equal(differ, 0);
+    int pairs = 0;
+    differ = check_pairs(t, cJSON_GetObjectItem(golden, "pairs"), name, &pairs);
+    print_message("%s: %d pairs, %d differ\n", name, pairs, differ);
+    assert_true(pairs > 60);
+    assert_int_equal(differ, 0);
+    int generated = 0;
+    differ = check_generated(t, name, &generated);
+    print_message("%s: %d generated texts, %d differ\n", name, generated, differ);
+    assert_int_equal(generated, 2000);
     assert_int_equal(differ, 0);
     cJSON_Delete(golden);
     tokenizer_json_free(t);
@@ -107,6 +197,11 @@ static void test_roberta_bpe(void **state) {
 static void test_xlmr_unigram(void **state) {
     (void)state;
     check_fixture("xlmr-unigram");
+}
+
+static void test_clip_bpe(void **state) {
+    (void)state;
+    check_fixture("clip-bpe");
 }
 
 static void test_llama_bpe(void **state) {
@@ -207,6 +302,15 @@ static void test_folder_loader(void **state) {
     assert_int_equal(tokenizer_json_encode(j, "Hello world", 11, 16, 0, &want, &err), n);
     assert_memory_equal(ids, want, (size_t)n * sizeof *ids);
     free(want);
+    int32_t types[16], *want_types;
+    const int np =
+        text_tokenizer_encode_pair(t, NULL, "Hello", 5, "world", 5, 16, ids, types, &err);
+    assert_int_equal(
+        tokenizer_json_encode_pair(j, "Hello", 5, "world", 5, 16, 0, &want, &want_types, &err), np);
+    assert_memory_equal(ids, want, (size_t)np * sizeof *ids);
+    assert_memory_equal(types, want_types, (size_t)np * sizeof *types);
+    assert_int_equal(types[np - 1], 1); /* BERT's second text and its [SEP] */
+    free(want), free(want_types);
     tokenizer_json_free(j);
     text_tokenizer_free(t);
 
@@ -214,6 +318,8 @@ static void test_folder_loader(void **state) {
     write_temp_file("both/tokenizer.json", refused, strlen(refused));
     if (text_tokenizer_load(dir, &t, &err) != 0) fail_msg("%s", err.msg);
     assert_string_equal(text_tokenizer_kind(t), "WordPiece");
+    assert_int_equal(text_tokenizer_encode_pair(t, NULL, "a", 1, "b", 1, 16, ids, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "pairs of texts are not implemented for the WordPiece"));
     text_tokenizer_free(t);
     unlink(write_temp_file("both/vocab.txt", "", 0));
     unlink(write_temp_file("both/tokenizer_config.json", "", 0));
@@ -223,10 +329,10 @@ static void test_folder_loader(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bert_wordpiece),    cmocka_unit_test(test_roberta_bpe),
-        cmocka_unit_test(test_xlmr_unigram),      cmocka_unit_test(test_llama_bpe),
-        cmocka_unit_test(test_long_text_is_fast), cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_folder_loader),
+        cmocka_unit_test(test_bert_wordpiece), cmocka_unit_test(test_roberta_bpe),
+        cmocka_unit_test(test_xlmr_unigram),   cmocka_unit_test(test_clip_bpe),
+        cmocka_unit_test(test_llama_bpe),      cmocka_unit_test(test_long_text_is_fast),
+        cmocka_unit_test(test_refusals),       cmocka_unit_test(test_folder_loader),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
 // tokenizer.json fixtures under tests/data/tokenizer-json/ and, for each, golden.json with the
 // ids the library's encode gives many texts (and its decode of them).
 //
-//   cd tools && npm install --no-save tokenizers && cd .. && node tools/tokenizer_json_reference.mjs
+//   cd tools && npm install --no-save tokenizers && cd .. && node tools/tokenizer_json_reference.mjs [NAME...]
 //
 // (tools/node_modules is git-ignored: the library is a test-time reference only.) The fixtures:
 //   bert-wordpiece   BertNormalizer, BertPreTokenizer, WordPiece over 6,000 entries of
@@ -12,11 +12,17 @@
 //   xlmr-unigram     tests/data/xlmr-micro's SentencePiece Unigram converted as transformers'
 //                    XLMRobertaConverter does: Precompiled (its charsmap), Replace " {2,}",
 //                    Metaspace, TemplateProcessing <s> $A </s>;
+//   clip-bpe         CLIP's real merges (the first 4,000 of ../shared/data/clip/merges.txt) as
+//                    transformers' CLIPConverter writes them: NFC, Replace \s+, Lowercase, CLIP's
+//                    Split, ByteLevel, BPE with "</w>", RobertaProcessing;
 //   llama-bpe        Metaspace BPE with byte_fallback (a Gemma/Llama-like one, trained here):
 //                    Prepend/Replace normalizers, no pre-tokenizer, the Sequence decoder of
 //                    Replace, ByteFallback, Fuse and Strip, and added tokens of every flag.
 // Texts: the first 400 SST-2 dev sentences and hard cases (accents, CJK, emoji, invalid UTF-8,
-// white-space runs, added tokens glued to words, empty text), each stored as base64 bytes.
+// white-space runs, added tokens glued to words, empty text), each stored as base64 bytes; 67
+// pairs; and 2,000 generated texts (generated-texts.json, random mixes of words, white-space runs,
+// accents, scripts, emoji, control characters, special tokens, long words), whose ids and
+// decodes' FNV-1a hashes go to each fixture's generated.json.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -49,6 +55,50 @@ const invalid = [
   Buffer.from([0x63, 0x61, 0x66, 0xc3, 0xa9, 0xed, 0xa0, 0x80, 0x21]),
 ];
 const texts = [...sst2('dev.tsv', 400), ...hard].map((t) => Buffer.from(t, 'utf8')).concat(invalid);
+// pairs (encode(a, b)): consecutive dev sentences, then empty, long and glued ones
+const dev = sst2('dev.tsv', 61);
+const pairs = [...dev.slice(0, 60).map((a, i) => [a, dev[i + 1]]), ['', ''], ['', 'x'], ['hello', ''],
+  ['x'.repeat(300), 'short one'], [dev.slice(0, 8).join(' '), dev.slice(8, 12).join(' ')],
+  ['<mask> a <|tag|>b', 'b <mask> [MASK]'], ['Café déjà', '日本語 😀']];
+
+// ---- generated texts: random mixes of what tokenizers stumble on (seeded, so the same each run) ----
+function generatedTexts(n) {
+  let seed = 42;
+  const rand = () => { // mulberry32
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const pick = (a) => a[Math.floor(rand() * a.length)];
+  const words = sst2('train.tsv', 3000).join(' ').split(' ').filter((w) => w);
+  const pieces = [
+    () => pick(words), () => pick(words).toUpperCase(), () => pick(words) + pick(words),
+    () => ' '.repeat(1 + Math.floor(rand() * 5)), () => pick(['\t', '\n', '\r\n', '\u00a0', '\u3000', '\u2028']),
+    () => pick(['é', 'e\u0301', 'ñ', 'n\u0303', 'Å', 'ø', 'ß', 'İ', 'ı', 'Σ', 'ς', 'ﬁ', 'Ǆ', '²', '½', 'Ⅻ', 'ｆｕｌｌ']),
+    () => pick(['日本語', '中文', '한국어', 'Ελληνικά', 'русский', 'العربية', 'हिन्दी', 'ไทย', 'עברית']),
+    () => pick(['😀', '👍🏽', '👨‍👩‍👧', '🇫🇷', '❤️', '🤖', '\u200b', '\u200d', '\ufeff', '\u0007', '\u0001', '\ufffd']),
+    () => pick(['[CLS]', '[SEP]', '[MASK]', '[PAD]', '<mask>', '<s>', '</s>', '<pad>', '<unk>', '<|tag|>', '<special>',
+      '</special>', '<|startoftext|>', '<|endoftext|>', '<0x41>', '▁', '##ing']),
+    () => pick(["'s", "'t", "'re", "'ll", "n't", '...', '--', '!?', '(', ')', '"', "''", '``', ',', '.']),
+    () => String(Math.floor(rand() * 1e6)), () => 'x'.repeat(90 + Math.floor(rand() * 30)),
+  ];
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    let t = '';
+    const k = Math.floor(rand() * 12);
+    for (let j = 0; j < k; j++) t += pick(pieces)() + (rand() < 0.5 ? ' ' : '');
+    out.push(t);
+  }
+  return out;
+}
+
+// FNV-1a over the UTF-8 bytes: a decode's text, compared without storing it
+function fnv(text) {
+  let h = 0x811c9dc5;
+  for (const b of Buffer.from(text, 'utf8')) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  return h;
+}
 
 // ---- a small BPE trainer over symbol lists (the fixtures need merges, not a good vocab) ----
 function trainBpe(words, merges, alphabet) {
@@ -191,6 +241,32 @@ function xlmrUnigram() {
   };
 }
 
+function clipBpe() {
+  const bc = byteChars();
+  const lines = fs.readFileSync(path.join(shared, 'data/clip/merges.txt'), 'utf8').split('\n');
+  const merges = lines.slice(1, 4001).map((l) => l.split(' '));
+  const vocab = {};
+  const add = (t) => { if (!(t in vocab)) vocab[t] = Object.keys(vocab).length; };
+  bc.forEach((c) => add(c));
+  bc.forEach((c) => add(c + '</w>'));
+  merges.forEach(([a, b]) => add(a + b));
+  add('<|startoftext|>');
+  add('<|endoftext|>');
+  const tok = (t) => ({ id: vocab[t], content: t, single_word: false, lstrip: false, rstrip: false, normalized: true, special: true });
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [tok('<|startoftext|>'), tok('<|endoftext|>')],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFC' }, { type: 'Replace', pattern: { Regex: '\\s+' }, content: ' ' }, { type: 'Lowercase' }] },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [
+      { type: 'Split', pattern: { Regex: "'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+" }, behavior: 'Removed', invert: true },
+      { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }] },
+    post_processor: { type: 'RobertaProcessing', sep: ['<|endoftext|>', vocab['<|endoftext|>']], cls: ['<|startoftext|>', vocab['<|startoftext|>']], trim_offsets: false, add_prefix_space: false },
+    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    model: { type: 'BPE', dropout: null, unk_token: '<|endoftext|>', continuing_subword_prefix: '', end_of_word_suffix: '</w>',
+      fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges },
+  };
+}
+
 function llamaBpe() {
   const words = new Map();
   for (const s of sst2('train.tsv', 20000)) {
@@ -221,9 +297,16 @@ function llamaBpe() {
   };
 }
 
-const fixtures = { 'bert-wordpiece': bertWordpiece, 'roberta-bpe': robertaBpe, 'xlmr-unigram': xlmrUnigram, 'llama-bpe': llamaBpe };
+const generated = generatedTexts(2000);
+fs.mkdirSync(out, { recursive: true });
+fs.writeFileSync(path.join(out, 'generated-texts.json'), JSON.stringify(generated) + '\n');
+
+const fixtures = { 'bert-wordpiece': bertWordpiece, 'roberta-bpe': robertaBpe, 'xlmr-unigram': xlmrUnigram,
+  'clip-bpe': clipBpe, 'llama-bpe': llamaBpe };
+const wanted = process.argv.slice(2);
 
 for (const [name, make] of Object.entries(fixtures)) {
+  if (wanted.length && !wanted.includes(name)) continue;
   const dir = path.join(out, name);
   fs.mkdirSync(dir, { recursive: true });
   const json = JSON.stringify(make());
@@ -238,7 +321,20 @@ for (const [name, make] of Object.entries(fixtures)) {
     cases.push({ text: bytes.toString('base64'), ids,
       decoded: await saved.decode(ids, true), decoded_special: await saved.decode(ids, false) });
   }
+  const pairCases = [];
+  for (const [a, b] of pairs) {
+    const enc = await saved.encode(a, b);
+    pairCases.push({ a, b, ids: enc.getIds(), type_ids: enc.getTypeIds() });
+  }
+  const gen = [];
+  for (const text of generated) {
+    const ids = (await saved.encode(text)).getIds();
+    gen.push([ids, fnv(await saved.decode(ids, true)), fnv(await saved.decode(ids, false))]);
+  }
   fs.writeFileSync(path.join(dir, 'golden.json'), JSON.stringify({ source: 'tokenizers (npm) ' +
-    require('tokenizers/package.json').version + ', Tokenizer.encode(text) as saved; decode(ids, true/false)', cases }) + '\n');
+    require('tokenizers/package.json').version + ', Tokenizer.encode(text) and encode(a, b) as saved; decode(ids, true/false)',
+    cases, pairs: pairCases }) + '\n');
+  // generated-texts.json's texts: [ids, FNV-1a of decode(ids, true), of decode(ids, false)]
+  fs.writeFileSync(path.join(dir, 'generated.json'), JSON.stringify(gen) + '\n');
   console.log(name, cases.length, 'texts', fs.statSync(path.join(dir, 'tokenizer.json')).size, 'bytes');
 }

@@ -143,7 +143,8 @@ static vit_weights *weights_load(const char *model_dir, const vit_params *params
         return NULL;
     }
     if (w->m.cfg.kind != MODEL_VIT) {
-        vit_fail(err, "%s: a BERT model; use 'vit text' for text models", model_dir);
+        vit_fail(err, "%s: a text model (%s); use 'vit text' for text models", model_dir,
+                 config_architecture(&w->m.cfg));
         weights_release(w);
         return NULL;
     }

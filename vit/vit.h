@@ -372,9 +372,10 @@ typedef struct {
 
 VIT_API vit_text_params vit_text_default_params(void);
 
-/* Loads a BertForSequenceClassification directory (config.json, its weights as vit_load reads
- * them, vocab.txt, optional tokenizer_config.json and special_tokens_map.json). params NULL: the
- * defaults. */
+/* Loads a text encoder's directory (config.json, its weights as vit_load reads them, and the
+ * tokenizer's files): a BERT, RoBERTa, XLM-RoBERTa, DistilBERT or MPNet base model (its
+ * features), sequence classifier (vit_text_forward) or token classifier (vit_text_token_logits),
+ * or a CLIP or SigLIP text tower. params NULL: the defaults. */
 VIT_API vit_text_context *vit_text_load(const char *model, const vit_text_params *params,
                                         vit_error *err);
 /* NULL when the tokenizer loaded; else why not (params.tokenizer_optional). Owned by ctx. */
@@ -397,6 +398,13 @@ VIT_API const char *vit_text_compute(const vit_text_context *ctx);
  * longest: logits [n, labels], probs [n, labels] (softmax; may be NULL). */
 VIT_API int vit_text_forward(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
                              int n, float *logits, float *probs, vit_error *err);
+/* A token classifier (BertForTokenClassification, RobertaForTokenClassification, ...): the logits
+ * of every token of texts as vit_text_forward takes them, in one forward pass padded to the
+ * longest: logits [n, vit_text_max_tokens, labels], text i's token t at (i * max_tokens + t) *
+ * labels, its vit_text_ids count of rows filled and the rest zero. (vit_text_forward refuses a
+ * token classifier, whose logits do not fit [n, labels].) */
+VIT_API int vit_text_token_logits(vit_text_context *ctx, const char *const *texts,
+                                  const size_t *lengths, int n, float *logits, vit_error *err);
 /* The token ids of text i of the last vit_text_forward ([CLS] ... [SEP]); *count gets their
  * number. And the vocabulary string of an id (NULL when out of range). */
 VIT_API const int32_t *vit_text_ids(const vit_text_context *ctx, int i, int *count);
@@ -525,7 +533,8 @@ enum {
     VIT_CAN_EMBED = 2,
     VIT_CAN_ZERO_SHOT = 4,
     VIT_CAN_GENERATE = 8,
-    VIT_CAN_EXPLAIN = 16
+    VIT_CAN_EXPLAIN = 16,
+    VIT_CAN_TAG = 32 /* vit_text_token_logits: classes per token */
 };
 typedef struct {
     vit_model_kind kind;      /* of the folder */
@@ -540,8 +549,14 @@ typedef struct {
     int post_norm; /* the blocks are post-LN (the family's option), else pre-LN */
     /* image towers: config.json's size and patch (vit_input_shape and vit_tokens: the run's) */
     int channels, image_height, image_width, patch_size, tokens;
-    /* text towers and decoders */
+    /* text towers and decoders: the longest sequence the position table holds (a RoBERTa's
+     * positions start after its padding index: max_position_embeddings - pad - 1) */
     int max_positions, vocab_size;
+    /* text encoders: positions count the non-padding tokens from padding_idx + 1 (RoBERTa, XLM-R,
+     * MPNet), else 0..T-1; the dense layer on token 0 before the output ("tanh": BERT's pooler
+     * or RoBERTa's classifier.dense, "relu": DistilBERT's pre_classifier, NULL: none) */
+    int positions_from_padding;
+    const char *pooler;
     int num_labels; /* classes, or the outputs of a model without a classifier */
     int joint_dim;  /* the joint embedding's length, 0 outside CLIP and SigLIP */
     int sigmoid;    /* joint scores are read through a sigmoid each (SigLIP), else a softmax */
@@ -575,7 +590,7 @@ typedef struct {
      * through the tanh pooler), "eos" (the first end token), "eos_max" (the largest id: CLIP's
      * argmax), "last" (the last position), "all" (every row), "next" (a decoder's every row),
      * "norm_mean" (every row normalised, then the mean of the patches: timm's avg without
-     * fc_norm) */
+     * fc_norm), "tokens" (every row through the classifier: a token classifier) */
     const char *pooling;
     const char *head; /* after it: "classifier", "projection" (no bias), "linear", "none" */
     vit_pool pool;    /* vit_default_pool / vit_text_default_pool: vit embed's default */

@@ -156,6 +156,8 @@ _SIGNATURES = {
     "vit_text_forward": (_i, [_p, _strs, ctypes.POINTER(_sz), _i, _p, _p, _err]),
     "vit_text_tokenize": (_i, [_p, _s, _sz, _p, _i, _err]),
     "vit_text_embed": (_i, [_p, _strs, ctypes.POINTER(_sz), _i, _i, _p, _err]),
+    "vit_text_token_logits": (_i, [_p, _strs, ctypes.POINTER(_sz), _i, _p, _err]),
+    "vit_text_ids": (_p, [_p, _i, ctypes.POINTER(_i)]),
     "vit_text_hidden_size": (_i, [_p]),
     "vit_text_joint_dim": (_i, [_p]),
     "vit_text_top_k": (_i, [_p, _p, _i, _preds, _err]),

@@ -27,7 +27,8 @@ static const cli_command command = {
     "shards, pytorch_model.bin or its shards) and every float tensor rounded to the chosen "
     "type\n"
     "(to nearest, ties to even). vit loads all three; so do transformers and PyTorch. F16 halves\n"
-    "the files of an F32 model; vit computes in float32 either way.",
+    "the files of an F32 model; vit computes in float32 either way. IN_DIR may be a Hugging Face\n"
+    "Hub name, org/name[@revision] (from the cache, downloaded into it if missing).",
     options,
     sizeof options / sizeof options[0]};
 
@@ -82,7 +83,9 @@ int cli_convert(int argc, char **argv) {
     if (!o.overwrite && refuse_existing(p.rest[1]) != 0) return 1;
     const st_dtype dtype = o.dtype;
     vit_error err = {0};
-    if (model_dir_convert(p.rest[0], p.rest[1], dtype, &err) != 0) {
+    char in[4096]; /* a folder, or org/name from the Hub (vit_resolve_model) */
+    if (vit_resolve_model(p.rest[0], in, sizeof in, &err) != 0 ||
+        model_dir_convert(in, p.rest[1], dtype, &err) != 0) {
         fprintf(stderr, "vit convert: %s\n", err.msg);
         return 1;
     }

@@ -1,5 +1,6 @@
 /* vit info: what a model directory holds. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "image/image.h"
@@ -372,7 +373,24 @@ static void print_image_model(const vit_context *ctx, const vit_model_info *in, 
     if (strcmp(in->head, "none")) print_labels(&l, in->num_labels, all_labels);
 }
 
-/* A BERT: its architecture, input, encoder and labels. */
+/* A text encoder's positions and head where they are not BERT's (BERT's lines stay as they
+ * were). */
+static void print_text_parts(const vit_model_info *in) {
+    if (in->positions_from_padding || in->rel_bias)
+        printf("positions:      learned%s%s\n",
+               in->positions_from_padding ? ", counted from padding_idx + 1" : "",
+               in->rel_bias ? "; relative position buckets, one table for every layer" : "");
+    if (!strcmp(in->pooling, "tokens"))
+        printf("head:           a classifier on every token\n");
+    else if (!strcmp(in->head, "classifier") && in->pooler && !strcmp(in->pooler, "relu"))
+        printf("head:           token 0, dense + ReLU (pre_classifier), classifier\n");
+    else if (!strcmp(in->head, "classifier") && in->family && strcmp(in->family, "BERT"))
+        printf("head:           token 0, dense + tanh, out_proj\n");
+    else if (!strcmp(in->head, "none") && !in->pooler && !strcmp(in->pooling, "bert"))
+        printf("head:           none: token 0's final state (no pooler)\n");
+}
+
+/* A BERT or another text encoder: its architecture, input, encoder and labels. */
 static void print_text_model(const vit_text_context *ctx, const vit_model_info *in,
                              int all_labels) {
     printf("architecture:   %s (%s encoder)\n", in->architecture,
@@ -381,6 +399,7 @@ static void print_text_model(const vit_text_context *ctx, const vit_model_info *
     print_tokenizer_error(ctx);
     printf("flops/128 tok:  %.3f GFLOP\n", in->flops / 1e9);
     print_encoder(in);
+    print_text_parts(in);
     printf("parameters:     %zu\n", in->parameters);
     print_embedding(in);
     const labeled l = {.text = ctx};
@@ -388,7 +407,8 @@ static void print_text_model(const vit_text_context *ctx, const vit_model_info *
 }
 
 /* The model part of vit info, loaded by the loader its folder's kind takes; -1 if it fails. */
-static int print_model(const char *dir, int all_labels, vit_error *err) {
+/* shown: what the model line names (a Hub name with its snapshot, or the folder). */
+static int print_model(const char *dir, const char *shown, int all_labels, vit_error *err) {
     vit_model_kind kind;
     if (vit_folder_kind(dir, &kind, err) != 0) return -1;
     vit_model_info in;
@@ -397,14 +417,14 @@ static int print_model(const char *dir, int all_labels, vit_error *err) {
         gp.tokenizer_optional = 1;
         vit_gen_context *g = vit_gen_load(dir, &gp, err);
         if (!g) return -1;
-        printf("model:          %s\n", dir);
+        printf("model:          %s\n", shown);
         print_image_to_text(g);
         vit_gen_free(g);
     } else if (kind == VIT_KIND_TEXT) {
         vit_text_context *t = load_text_for_info(dir, err);
         if (!t) return -1;
         vit_text_model_info(t, &in);
-        printf("model:          %s\n", dir);
+        printf("model:          %s\n", shown);
         if (in.tower_alone) {
             print_one_tower(&in);
             print_tokenizer_error(t);
@@ -418,7 +438,7 @@ static int print_model(const char *dir, int all_labels, vit_error *err) {
         vit_context *ctx = vit_load(dir, NULL, err);
         if (!ctx) return -1;
         vit_model_info_get(ctx, &in);
-        printf("model:          %s\n", dir);
+        printf("model:          %s\n", shown);
         if (kind == VIT_KIND_JOINT) {
             print_joint(&in, dir);
             printf("parameters:     %zu (image tower)\n", in.parameters);
@@ -462,8 +482,15 @@ int cli_info(int argc, char **argv) {
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     char dir[4096];
     if (!cli_model_dir("info", c.model, dir, sizeof dir)) return 1;
+    /* a Hub name is shown as such, with the snapshot it resolved to */
+    const char *env = getenv("VIT_MODEL"), *ref = c.model ? c.model : env && *env ? env : NULL;
+    char shown[4400];
+    if (ref && strcmp(ref, dir) != 0 && !cli_is_dir(ref))
+        snprintf(shown, sizeof shown, "%s (%s)", ref, dir);
+    else
+        snprintf(shown, sizeof shown, "%s", dir);
     vit_error err = {0};
-    if (print_model(dir, all_labels, &err) != 0) {
+    if (print_model(dir, shown, all_labels, &err) != 0) {
         cli_print_load_error("info", c.model, dir, &err);
         return 1;
     }

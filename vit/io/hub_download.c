@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vit/base/file.h"
@@ -215,25 +216,23 @@ static int64_t file_size(const char *path) {
     return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
 }
 
-/* blobs/{etag}.incomplete until whole: resumed from what an earlier attempt (or run) left,
- * attempts going on while each brings bytes. */
+/* blobs/{etag}.incomplete until whole: resumed from what an earlier attempt (or run) left, up
+ * to 5 attempts. */
 static int fetch_bytes(fetch *f, const char *url, const char *part, const char *file, int64_t total,
                        vit_error *err) {
     /* the token is for the endpoint: not for the CDN a large file is redirected to */
     const size_t n = strlen(f->endpoint);
     hub_session s = f->s;
     if (strncmp(url, f->endpoint, n) != 0 || (url[n] != '/' && url[n] != 0)) s.token = NULL;
-    int64_t had = -1;
     for (int attempt = 0;; attempt++) {
         int64_t offset = file_size(part);
         if (offset < 0) offset = 0;
         if (total >= 0 && offset > total) unlink(part), offset = 0;
-        if (total >= 0 && offset == total && attempt > 0) return 0;
-        if (attempt > 0 && offset <= had) return -1; /* no progress: err says why */
-        had = offset;
+        if (total >= 0 && offset == total) return 0; /* whole: check_blob checks it */
         const int rc = hub_http_get(&s, url, part, offset, total, file, err);
-        if (rc != -2) return rc;
-        if (attempt == 4) return -1;
+        if (rc != -2 || attempt == 4) return rc == 0 ? 0 : -1; /* err says why */
+        /* a broken transfer: again from where it stopped, after 0.2, 0.4, ... s */
+        nanosleep(&(struct timespec){0, 200000000L * (attempt + 1)}, NULL);
     }
 }
 

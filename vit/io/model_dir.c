@@ -456,6 +456,22 @@ static tensor_source *source_create(const model *m, weights *w, vit_error *err) 
     return s;
 }
 
+/* A base text model saved without its pooler (transformers' add_pooling_layer=False) is laid out
+ * again without one: its output is then token 0's final state, as the model has no other. */
+static int drop_missing_pooler(model *m, const weights *f, vit_error *err) {
+    const param_entry *e = model_find_param(m, "pooler.dense.weight");
+    if (!e || m->cfg.kind != MODEL_TEXT || m->cfg.opt.head != HEAD_NONE) return 0;
+    char full[128];
+    snprintf(full, sizeof full, "%s%s", e->prefixed ? model_prefix(m) : "", e->name);
+    if (weights_find(f, full) || weights_find(f, e->name)) return 0;
+    model_config cfg = m->cfg;
+    m->cfg.labels = NULL; /* they move to the new layout */
+    m->cfg.num_labels = 0;
+    model_free(m);
+    cfg.no_pooler = 1;
+    return model_layout(m, &cfg, err);
+}
+
 static int load(model *m, const char *model_dir, config_tower tower, int lazy, vit_error *err) {
     model_config cfg;
     if (model_config_load_tower(model_dir, tower, &cfg, err) != 0) return -1;
@@ -469,6 +485,7 @@ static int load(model *m, const char *model_dir, config_tower tower, int lazy, v
      * what the file does not hold fails now, not after gigabytes were zeroed */
     int rc = model_layout(m, &cfg, err);
     model_config_free(&cfg);
+    if (rc == 0) rc = drop_missing_pooler(m, &f, err);
     if (rc != 0) {
         weights_close(&f);
         if (err) { /* name the file that asked */

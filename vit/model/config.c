@@ -82,6 +82,8 @@ void config_apply_family(model_config *c) {
         config_backbone_options(c, &o);
     } else if (c->family == FAMILY_TIMM) {
         config_timm_options(c, &o);
+    } else if (c->family == FAMILY_TEXT) {
+        config_text_options(c, &o);
     } else if (c->family == FAMILY_VED) { /* ViTModel / DeiTModel: every row out */
         o.special = c->arch == ARCH_VIT ? 1 : 2;
         o.patch_bias = o.abs_pos = o.key_bias = 1;
@@ -96,7 +98,8 @@ void config_apply_family(model_config *c) {
         o.head = c->bare ? HEAD_NONE : HEAD_CLASSIFIER;
     } else { /* BERT */
         o.embed_norm = o.token_types = o.post_norm = 1;
-        o.pool = POOL_BERT;
+        o.pool = c->token_classifier ? POOL_TOKENS : POOL_BERT;
+        o.pooler = !c->token_classifier && !c->no_pooler;
         o.head = c->bare ? HEAD_NONE /* BertModel: the pooler's output */ : HEAD_CLASSIFIER;
     }
     c->opt = o;
@@ -114,7 +117,11 @@ const char *config_architecture(const model_config *cfg) {
     if (config_is_backbone(cfg)) return config_backbone_class(cfg);
     if (cfg->family == FAMILY_TIMM) return cfg->timm_arch; /* timm's registered name */
     if (config_is_joint(cfg)) return config_joint_architecture(cfg);
-    if (cfg->kind == MODEL_TEXT) return cfg->bare ? "BertModel" : "BertForSequenceClassification";
+    if (cfg->family == FAMILY_TEXT) return config_text_architecture(cfg);
+    if (cfg->kind == MODEL_TEXT)
+        return cfg->bare               ? "BertModel"
+               : cfg->token_classifier ? "BertForTokenClassification"
+                                       : "BertForSequenceClassification";
     if (cfg->bare) return "ViTModel";
     return cfg->arch == ARCH_DEIT           ? "DeiTForImageClassification"
            : cfg->arch == ARCH_DEIT_TEACHER ? "DeiTForImageClassificationWithTeacher"
@@ -126,6 +133,7 @@ const char *config_model_type(const model_config *cfg) {
     if (cfg->family == FAMILY_VED) return cfg->arch == ARCH_VIT ? "vit" : "deit";
     if (config_is_backbone(cfg)) return config_backbone_model_type(cfg);
     if (cfg->family == FAMILY_TIMM) return "timm"; /* no model_type: timm's own config.json */
+    if (cfg->family == FAMILY_TEXT) return config_text_model_type(cfg);
     if (config_is_joint(cfg)) return config_joint_model_type(cfg);
     return cfg->kind == MODEL_TEXT ? "bert" : cfg->arch == ARCH_VIT ? "vit" : "deit";
 }
@@ -136,6 +144,7 @@ const char *config_family_name(const model_config *cfg) {
         [FAMILY_DINOV2_REG] = "DINOv2 with registers", [FAMILY_BEIT] = "BEiT",
         [FAMILY_DATA2VEC] = "data2vec-vision",         [FAMILY_TIMM] = "timm ViT"};
     if (cfg->kind == MODEL_DECODER) return cfg->dec_arch == DECODER_TROCR ? "TrOCR" : "GPT-2";
+    if (cfg->family == FAMILY_TEXT) return config_text_name(cfg);
     if (config_is_joint(cfg)) return config_joint_name(cfg);
     if (cfg->family != FAMILY_PLAIN) return names[cfg->family];
     return cfg->kind == MODEL_TEXT ? "BERT" : cfg->arch == ARCH_VIT ? "ViT" : "DeiT";
@@ -258,7 +267,9 @@ int config_parse_common(const cJSON *root, model_config *cfg, const char *src, v
     if (cfg->kind == MODEL_VIT && cfg->num_channels != 1 && cfg->num_channels != 3)
         return vit_fail(err, "%s: field 'num_channels' is %d; only 1 and 3 are supported", src,
                         cfg->num_channels);
-    const int classifier = (cfg->family == FAMILY_PLAIN || config_is_backbone(cfg)) && !cfg->bare;
+    const int classifier =
+        (cfg->family == FAMILY_PLAIN || config_is_backbone(cfg) || cfg->family == FAMILY_TEXT) &&
+        !cfg->bare;
     return classifier ? get_labels(root, cfg, src, err) : 0;
 }
 
@@ -275,6 +286,7 @@ static const struct {
                {"deit", "DeiTForImageClassificationWithTeacher", ARCH_DEIT_TEACHER, 0},
                {"bert", "BertForSequenceClassification", ARCH_VIT, 0},
                {"bert", "BertModel", ARCH_VIT, 1},
+               {"bert", "BertForTokenClassification", ARCH_VIT, 0},
                {"vision-encoder-decoder", "VisionEncoderDecoderModel", ARCH_VIT, 0}};
 enum { NUM_CLASSES = sizeof classes / sizeof classes[0] };
 
@@ -320,6 +332,7 @@ static int get_class(const cJSON *root, const char *type, model_config *cfg, con
     if (at < 0) return -1;
     cfg->arch = classes[index[at]].arch;
     cfg->bare = classes[index[at]].bare;
+    cfg->token_classifier = strcmp(classes[index[at]].name, "BertForTokenClassification") == 0;
     return 0;
 }
 
@@ -340,10 +353,12 @@ static int get_model_type(const cJSON *root, config_tower tower, int with_class,
     if (config_joint_type(name, tower, cfg))
         return with_class ? config_joint_pick_class(root, name, cfg, src, err) : 0;
     if (config_backbone_type(type->valuestring, cfg)) return 0;
+    if (config_text_type(type->valuestring, cfg)) return 0;
     return vit_fail(err,
                     "%s: field 'model_type' is '%s'; supported: vit, deit, bert, clip, siglip "
                     "(and their _vision_model and _text_model folders), dinov2, "
-                    "dinov2_with_registers, beit, data2vec-vision",
+                    "dinov2_with_registers, beit, data2vec-vision, roberta, xlm-roberta, "
+                    "distilbert, mpnet",
                     src, type->valuestring);
 }
 
@@ -416,9 +431,11 @@ static int parse_trocr(const cJSON *d, model_config *c, const char *src, vit_err
 /* GPT-2's attention settings: scale_attn_by_inverse_layer_idx divides layer l's scores by l + 1
  * as well (self- and cross-attention); reorder_and_upcast_attn computes the scores in fp32 with
  * the scale applied to the queries' product, which fp32 inference already is. Without the
- * 1/sqrt(head size) scale, or without cross-attention: refused, not ignored. */
+ * 1/sqrt(head size) scale, or without cross-attention (GPT2Block has it only when
+ * add_cross_attention is true, and a VisionEncoderDecoderModel's forward then fails): refused,
+ * not ignored. */
 static int gpt2_attention(const cJSON *d, model_config *c, const char *src, vit_error *err) {
-    int scale = 1, cross = 1, upcast = 0;
+    int scale = 1, cross = 0, upcast = 0; /* add_cross_attention: PretrainedConfig's false */
     if (json_get_bool(d, "scale_attn_weights", &scale, src, err) ||
         json_get_bool(d, "scale_attn_by_inverse_layer_idx", &c->scale_attn_by_layer, src, err) ||
         json_get_bool(d, "reorder_and_upcast_attn", &upcast, src, err) ||
@@ -432,7 +449,7 @@ static int gpt2_attention(const cJSON *d, model_config *c, const char *src, vit_
     if (!cross)
         return vit_fail(err,
                         "%s: the GPT-2 decoder has no cross-attention (add_cross_attention "
-                        "false)",
+                        "false or absent: GPT2Config's default)",
                         src);
     return 0;
 }
@@ -477,7 +494,9 @@ static int parse_cross(const cJSON *d, model_config *c, const char *src, vit_err
 static int parse_ved_decoder(const cJSON *d, int encoder_hidden, model_config *c, const char *src,
                              vit_error *err) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(d, "model_type");
-    const char *name = cJSON_IsString(type) ? type->valuestring : "";
+    if (!cJSON_IsString(type))
+        return vit_fail(err, "%s: the decoder's model_type is missing or not a string", src);
+    const char *name = type->valuestring;
     if (strcmp(name, "trocr") != 0 && strcmp(name, "gpt2") != 0)
         return vit_fail(err, "%s: the decoder's model_type is '%s'; supported: trocr, gpt2", src,
                         name);
@@ -539,11 +558,9 @@ static int is_ved(const cJSON *root) {
 int model_config_parse_tower(const char *json, const char *source, config_tower tower,
                              model_config *cfg, vit_error *err) {
     memset(cfg, 0, sizeof *cfg);
-    cJSON *root = cJSON_Parse(json);
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return vit_fail(err, "%s: not a valid JSON object", source);
-    }
+    char why[160];
+    cJSON *root = json_parse_object(json, strlen(json), why, sizeof why);
+    if (!root) return vit_fail(err, "%s: not a valid JSON object: %s", source, why);
     if (config_timm_is(root)) { /* timm's config.json: config_timm.c */
         const int rc = config_timm_parse(root, cfg, source, err);
         cJSON_Delete(root);
@@ -571,10 +588,13 @@ int model_config_parse_tower(const char *json, const char *source, config_tower 
     cfg->bare = type.bare;
     cfg->one_tower = type.one_tower;
     cfg->no_projection = type.no_projection;
+    cfg->token_classifier = type.token_classifier;
+    cfg->text_arch = type.text_arch;
     cfg->family = type.family;
-    int rc = cfg->family == FAMILY_PLAIN ? config_parse_common(root, cfg, source, err)
-             : config_is_joint(cfg)      ? config_joint_parse(root, cfg, source, err)
-                                         : config_backbone_parse(root, cfg, source, err);
+    int rc = cfg->family == FAMILY_PLAIN  ? config_parse_common(root, cfg, source, err)
+             : config_is_joint(cfg)       ? config_joint_parse(root, cfg, source, err)
+             : cfg->family == FAMILY_TEXT ? config_text_parse(root, cfg, source, err)
+                                          : config_backbone_parse(root, cfg, source, err);
     /* a base model's output: its features (ViTModel: the final LayerNorm at CLS; BertModel: the
      * pooler's) */
     if (rc == 0 && cfg->family == FAMILY_PLAIN && cfg->bare)

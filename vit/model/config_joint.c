@@ -123,7 +123,7 @@ static const joint_family families[] = {
      .patch_size = 16,
      .vocab_size = 32000,
      .max_positions = 64,
-     .eos_token_id = 1,
+     .eos_token_id = 49407, /* SiglipTextConfig's (CLIP's); unused: pooled at the last position */
      .text_width = 768,
      .text_mlp = 3072,
      .text_heads = 12,
@@ -256,17 +256,15 @@ static int tower_object(const cJSON *root, const model_config *cfg, const cJSON 
     return 0;
 }
 
-/* CLIP: projection_dim (the tower's, then the top level's; 512 by default), or the width for a
+/* CLIP: projection_dim, 512 by default: a joint folder's top-level one (CLIPModel reads
+ * config.projection_dim, not the towers'), a tower alone's own; or the width for a
  * CLIPVisionModel (its pooler_output). */
 static int clip_dim(const cJSON *root, const cJSON *tower, model_config *cfg, int *dim,
                     const char *src, vit_error *err) {
-    const int big = 1 << 20;
+    (void)tower;
     if (cfg->no_projection) return 0;
     *dim = 512;
-    if (json_get_int(tower ? tower : root, "projection_dim", 1, big, dim, src, err) ||
-        (tower != root && json_get_int(root, "projection_dim", 1, big, dim, src, err)))
-        return -1;
-    return 0;
+    return json_get_int(root, "projection_dim", 1, 1 << 20, dim, src, err) ? -1 : 0;
 }
 
 /* SigLIP: the text head's projection_size (the width by default); the image tower's width, its
