@@ -395,14 +395,11 @@ static test_run_result run_ok(const char *const *args) {
     return r;
 }
 
-/* vit info names open_clip's class and parts; vit classify --classes gives the library's
- * zero-shot probabilities; vit embed (an image, a text) writes the library's joint embeddings;
- * vit search ranks a folder's images for a text. */
-static void test_cli(void **state) {
+/* vit info names open_clip's class and parts. */
+static void test_cli_info(void **state) {
     (void)state;
     REQUIRE_BIN();
-    const char *dir = folders[1];
-    const char *info[] = {"info", "-m", dir, NULL};
+    const char *info[] = {"info", "-m", folders[1], NULL};
     test_run_result r = run_ok(info);
     static const char *const says[] = {
         "architecture:   open_clip CustomTextCLIP: an image and a text tower, embeddings of 12",
@@ -417,7 +414,13 @@ static void test_cli(void **state) {
     assert_non_null(strstr(r.out, "pooled by the largest id (open_clip's argmax)"));
     assert_non_null(strstr(r.out, "shortest edge 32 bicubic, center crop 32x32"));
     test_run_free(&r);
+}
 
+/* vit classify --classes gives the library's zero-shot probabilities; vit embed (an image, a
+ * text) writes the library's joint embeddings. */
+static void test_cli_classify_embed(void **state) {
+    (void)state;
+    REQUIRE_BIN();
     vit_context *img = load(folders[0]);
     vit_text_context *t = load_text(folders[0]);
     const int E = vit_joint_dim(img);
@@ -432,14 +435,13 @@ static void test_cli(void **state) {
     assert_int_equal(vit_zero_shot(img, c, px, 1, scores, probs, &err), 0);
     const char *classify[] = {"classify",     "-m",      folders[0], "--classes",
                               "cat,dog,bird", images[0], NULL};
-    r = run_ok(classify);
+    test_run_result r = run_ok(classify);
     for (int k = 0; k < 3; k++) {
         char line[64];
         snprintf(line, sizeof line, "%.4f  %s", probs[k], names[k]);
         if (!strstr(r.out, line)) fail_msg("vit classify does not say '%s':\n%s", line, r.out);
     }
     test_run_free(&r);
-
     char out[4096];
     snprintf(out, sizeof out, "%s/open-clip-image.safetensors", test_tmpdir());
     const char *embed[] = {"embed", "-m", folders[0], images[0], "-o", out, NULL};
@@ -452,37 +454,44 @@ static void test_cli(void **state) {
     const size_t len = strlen(texts[0]);
     assert_int_equal(vit_text_embed(t, &texts[0], &len, 1, VIT_POOL_JOINT, want, &err), 0);
     expect_file(out, want, E);
+    vit_classes_free(c);
+    free(px), free(want);
+    vit_text_free(t);
+    vit_free(img);
+}
 
+/* vit search ranks a folder's images for a text: rgb_17x23.png's score is the cosine of the
+ * library's joint embeddings, as printed (4 places). */
+static void test_cli_search(void **state) {
+    (void)state;
+    REQUIRE_BIN();
     char cache[4096];
     snprintf(cache, sizeof cache, "%s/open-clip-search.cache", test_tmpdir());
-    const char *search[] = {"search",
-                            "-m",
-                            folders[0],
-                            "--cache",
-                            cache,
-                            "a photo of a cat",
-                            "tests/data/golden-images",
-                            NULL};
-    r = run_ok(search);
-    /* rgb_17x23.png's score: the cosine of the library's joint embeddings, as printed (4 places) */
+    const char *query = "a photo of a cat";
+    const char *search[] = {
+        "search", "-m", folders[0], "--cache", cache, query, "tests/data/golden-images", NULL};
+    test_run_result r = run_ok(search);
     const char *line = strstr(r.out, "tests/data/golden-images/rgb_17x23.png");
     assert_non_null(line);
     while (line > r.out && line[-1] != '\n') line--;
     int rank = 0;
     double score = 0, dot = 0;
     assert_int_equal(sscanf(line, "%d %lf", &rank, &score), 2);
+    vit_context *img = load(folders[0]);
+    vit_text_context *t = load_text(folders[0]);
+    const int E = vit_joint_dim(img);
+    float *px = test_alloc_floats(vit_input_floats(img)), *x = test_alloc_floats((size_t)E);
     float *q = test_alloc_floats((size_t)E);
-    const size_t qlen = strlen(search[5]);
-    assert_int_equal(vit_text_embed(t, &search[5], &qlen, 1, VIT_POOL_JOINT, q, &err), 0);
+    vit_error err = {0};
+    const size_t qlen = strlen(query);
+    assert_int_equal(vit_text_embed(t, &query, &qlen, 1, VIT_POOL_JOINT, q, &err), 0);
     assert_int_equal(vit_preprocess_file(img, images[IMAGES - 1], px, &err), 0);
-    assert_int_equal(vit_embed(img, px, 1, VIT_POOL_JOINT, want, &err), 0);
-    for (int i = 0; i < E; i++) dot += (double)q[i] * want[i];
+    assert_int_equal(vit_embed(img, px, 1, VIT_POOL_JOINT, x, &err), 0);
+    for (int i = 0; i < E; i++) dot += (double)q[i] * x[i];
     if (!(fabs(dot - score) <= 5e-5))
         fail_msg("vit search scores %g, the cosine is %g", score, dot);
-    free(q);
+    free(q), free(x), free(px);
     test_run_free(&r);
-    vit_classes_free(c);
-    free(px), free(want);
     vit_text_free(t);
     vit_free(img);
 }
@@ -495,7 +504,9 @@ int main(void) {
         cmocka_unit_test(test_pytorch_bin),
         cmocka_unit_test(test_convert),
         cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_cli_info),
+        cmocka_unit_test(test_cli_classify_embed),
+        cmocka_unit_test(test_cli_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
