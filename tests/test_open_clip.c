@@ -308,6 +308,27 @@ static const char *folder_with_config(const char *name, const char *json) {
     return dir;
 }
 
+/* Keys that change nothing vit computes (training-only, what else a forward returns, positions
+ * that are a parameter either way, the default cleaning, a square image_size pair, the pooled
+ * row's norm placed after the pool): open-clip-micro's features, bit for bit. */
+static void test_keys_without_effect(void **state) {
+    (void)state;
+    static const char *const json =
+        "{\"model_cfg\": {\"embed_dim\": 20, \"quick_gelu\": true, \"cast_dtype\": null, "
+        "\"vision_cfg\": {\"image_size\": [32, 32], \"layers\": 2, \"width\": 32, "
+        "\"patch_size\": 8, \"head_width\": 8, \"mlp_ratio\": 2.0, \"patch_dropout\": 0.5, "
+        "\"pos_embed_type\": \"sin_cos_2d\", \"final_ln_after_pool\": true, "
+        "\"output_tokens\": true, \"ls_init_value\": null, \"timm_pool\": \"map\"}, "
+        "\"text_cfg\": {\"context_length\": 16, \"vocab_size\": 532, \"width\": 24, "
+        "\"heads\": 2, \"layers\": 2, \"mlp_ratio\": 2.0, \"tokenizer_kwargs\": {\"clean\": "
+        "\"lower\"}, \"pad_id\": 0, \"final_ln_after_pool\": true, \"embed_cls\": false, "
+        "\"proj_type\": \"linear\", \"pool_type\": \"argmax\"}}, \"preprocess_cfg\": "
+        "{\"mean\": [0.48145466, 0.4578275, 0.40821073], \"std\": [0.26862954, 0.26130258, "
+        "0.27577711], \"interpolation\": \"bicubic\", \"resize_mode\": \"shortest\", "
+        "\"fill_color\": 0, \"mode\": \"RGB\"}}";
+    expect_same_model(folder_with_config("no-effect", json), "a folder with keys without effect");
+}
+
 /* What vit does not run, or what the weights do not hold: refused in one line naming the file and
  * the field (or the tensor), by both towers' loaders. */
 static void test_refusals(void **state) {
@@ -503,6 +524,7 @@ int main(void) {
         cmocka_unit_test(test_same_weights_as_hf_folder),
         cmocka_unit_test(test_pytorch_bin),
         cmocka_unit_test(test_convert),
+        cmocka_unit_test(test_keys_without_effect),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_cli_info),
         cmocka_unit_test(test_cli_classify_embed),
