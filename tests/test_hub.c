@@ -30,8 +30,8 @@ static void sh(const char *fmt, ...) {
     if (system(cmd) != 0) fail_msg("failed: %s", cmd);
 }
 
-/* org/vit: main at COMMIT_A (micro-a), a-branch at COMMIT_B (micro-b); org/bert, org/ved at
- * COMMIT_A. */
+/* org/vit: main at COMMIT_A (micro-a), a-branch at COMMIT_B (micro-b); org/bert, org/ved and
+ * org/open-clip (open_clip_config.json, no config.json) at COMMIT_A. */
 static int build_cache(void **state) {
     (void)state;
     snprintf(cache, sizeof cache, "%s/hub", test_tmpdir());
@@ -39,6 +39,8 @@ static int build_cache(void **state) {
     sh("tests/hub_cache.sh %s %s org/vit %s a-branch", MICRO_B, cache, COMMIT_B);
     sh("tests/hub_cache.sh %s %s org/bert %s main", BERT, cache, COMMIT_A);
     sh("tests/hub_cache.sh %s %s org/ved %s main", VED, cache, COMMIT_A);
+    sh("tests/hub_cache.sh %s %s org/open-clip %s main", TEST_DATA "/open-clip-micro", cache,
+       COMMIT_A);
     setenv("HF_HUB_CACHE", cache, 1);
     setenv("HF_HUB_OFFLINE", "1", 1);
     return 0;
@@ -165,6 +167,35 @@ static void test_text_model(void **state) {
     assert_memory_equal(la, lb, n * sizeof *la);
     free(la), free(lb);
     vit_text_free(a), vit_text_free(b);
+}
+
+/* An open_clip snapshot (open_clip_config.json and no config.json) read from the cache as it is,
+ * offline: both towers as the folder's, bit for bit. */
+static void test_open_clip_model(void **state) {
+    (void)state;
+    vit_error err = {0};
+    vit_context *a = vit_load(TEST_DATA "/open-clip-micro", NULL, &err),
+                *b = vit_load("org/open-clip", NULL, &err);
+    vit_text_context *ta = vit_text_load(TEST_DATA "/open-clip-micro", NULL, &err),
+                     *tb = vit_text_load("org/open-clip", NULL, &err);
+    if (!a || !b || !ta || !tb) fail_msg("org/open-clip: %s", err.msg);
+    const int E = vit_joint_dim(a);
+    const size_t n = vit_input_floats(a);
+    float *px = test_alloc_floats(n), *x = test_alloc_floats((size_t)E),
+          *y = test_alloc_floats((size_t)E);
+    assert_int_equal(vit_preprocess_file(a, "examples/photos/cat.jpg", px, &err), 0);
+    assert_int_equal(vit_embed(a, px, 1, VIT_POOL_JOINT, x, &err), 0);
+    assert_int_equal(vit_preprocess_file(b, "examples/photos/cat.jpg", px, &err), 0);
+    assert_int_equal(vit_embed(b, px, 1, VIT_POOL_JOINT, y, &err), 0);
+    assert_memory_equal(x, y, sizeof(float) * (size_t)E);
+    const char *text = "a photo of a cat";
+    const size_t len = strlen(text);
+    assert_int_equal(vit_text_embed(ta, &text, &len, 1, VIT_POOL_JOINT, x, &err), 0);
+    assert_int_equal(vit_text_embed(tb, &text, &len, 1, VIT_POOL_JOINT, y, &err), 0);
+    assert_memory_equal(x, y, sizeof(float) * (size_t)E);
+    free(px), free(x), free(y);
+    vit_text_free(ta), vit_text_free(tb);
+    vit_free(a), vit_free(b);
 }
 
 static void test_gen_model(void **state) {
@@ -295,10 +326,15 @@ static void test_cli(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),      cmocka_unit_test(test_cache_dir),
-        cmocka_unit_test(test_resolve),    cmocka_unit_test(test_image_model),
-        cmocka_unit_test(test_text_model), cmocka_unit_test(test_gen_model),
-        cmocka_unit_test(test_refusals),   cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_cache_dir),
+        cmocka_unit_test(test_resolve),
+        cmocka_unit_test(test_image_model),
+        cmocka_unit_test(test_text_model),
+        cmocka_unit_test(test_gen_model),
+        cmocka_unit_test(test_open_clip_model),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, build_cache, NULL);
 }
