@@ -123,6 +123,12 @@ void vit_text_model_info(const vit_text_context *ctx, vit_model_info *info) {
     info->pool = vit_text_default_pool(ctx);
     const int classifier = m->cfg.opt.head == HEAD_CLASSIFIER,
               tags = m->cfg.opt.pool == POOL_TOKENS;
+    const text_tokenizer *tok = api_text_tokenizer(ctx);
+    if (tok) { /* none when it could not load (tokenizer_optional) */
+        info->tokenizer = text_tokenizer_class(tok);
+        info->tokenizer_kind = text_tokenizer_kind(tok);
+        info->tokenizer_ids = text_tokenizer_vocab_size(tok);
+    }
     info->capabilities =
         VIT_CAN_EMBED | (classifier && !tags ? VIT_CAN_CLASSIFY : 0) | (tags ? VIT_CAN_TAG : 0);
     if (info->kind == VIT_KIND_JOINT) info->capabilities |= VIT_CAN_ZERO_SHOT;

@@ -142,9 +142,13 @@ static void print_image_tower(const vit_model_info *in) {
 }
 
 /* A text tower described without its tokenizer (vit_text_params.tokenizer_optional): why. */
-static void print_tokenizer_error(const vit_text_context *t) {
+/* The tokenizer a text tower reads, or why it could not be read. */
+static void print_tokenizer(const vit_text_context *t, const vit_model_info *in) {
     if (vit_text_tokenizer_error(t))
         printf("tokenizer:      not loadable: %s\n", vit_text_tokenizer_error(t));
+    else
+        printf("tokenizer:      %s (%s), %d ids\n", in->tokenizer, in->tokenizer_kind,
+               in->tokenizer_ids);
 }
 
 /* A text tower for describing: its tokenizer files may be missing. */
@@ -171,7 +175,7 @@ static void print_joint(const vit_model_info *image, const char *dir) {
         printf("text tower:     up to %d tokens, vocabulary %d, %zu parameters\n", t.max_positions,
                t.vocab_size, t.parameters);
         print_tower_parts(&t);
-        print_tokenizer_error(text);
+        print_tokenizer(text, &t);
         vit_text_free(text);
     }
     printf("scores:         exp(logit_scale) = %.4g times the cosine%s; %s\n", image->score_scale,
@@ -396,7 +400,7 @@ static void print_text_model(const vit_text_context *ctx, const vit_model_info *
     printf("architecture:   %s (%s encoder)\n", in->architecture,
            in->post_norm ? "post-LN" : "pre-LN");
     printf("input:          up to %d tokens, vocabulary %d\n", in->max_positions, in->vocab_size);
-    print_tokenizer_error(ctx);
+    print_tokenizer(ctx, in);
     printf("flops/128 tok:  %.3f GFLOP\n", in->flops / 1e9);
     print_encoder(in);
     print_text_parts(in);
@@ -427,7 +431,7 @@ static int print_model(const char *dir, const char *shown, int all_labels, vit_e
         printf("model:          %s\n", shown);
         if (in.tower_alone) {
             print_one_tower(&in);
-            print_tokenizer_error(t);
+            print_tokenizer(t, &in);
             printf("parameters:     %zu\n", in.parameters);
             print_embedding(&in);
         } else {
