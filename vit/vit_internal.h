@@ -25,6 +25,10 @@ typedef struct {
     explainer **explain; /* NULL until the first explanation */
 } api_image_view;
 api_image_view api_image_context(vit_context *ctx);
+/* g narrowed to the part of the input the patches cover (the patch convolution drops the
+ * remainder of a side that is not a multiple of the patch): what a map of the patches lies
+ * over. */
+void api_patched_geometry(const model *m, preprocess_geometry *g);
 /* After a failed forward: when an input value (B images of n floats) is NaN or Inf, err says
  * so (image and position) in place of the forward's own message, which blames the weights, and
  * 1 is returned; else 0, err untouched. */
