@@ -416,7 +416,7 @@ static test_run_result run_ok(const char *const *args) {
     return r;
 }
 
-/* vit info names open_clip's class and parts. */
+/* vit info names open_clip's class and parts, a count of one in the singular. */
 static void test_cli_info(void **state) {
     (void)state;
     REQUIRE_BIN();
@@ -424,9 +424,12 @@ static void test_cli_info(void **state) {
     test_run_result r = run_ok(info);
     static const char *const says[] = {
         "architecture:   open_clip CustomTextCLIP: an image and a text tower, embeddings of 12",
-        "mlp 80, gelu, layer scale; final LayerNorm, pooled by the CLS row",
+        "                1 layer pre-LN, hidden 32, 2 heads, mlp 80, gelu, layer scale; final "
+        "LayerNorm, pooled by the CLS row",
+        "                1 layer pre-LN causal, hidden 16, 2 heads,",
         "preprocessing:  resize 32x32 bilinear, mean [0.5 0.5 0.5] std [0.5 0.5 0.5]",
-        "pooled by the first end token, then a linear head", "plus logit_bias; a sigmoid"};
+        "pooled by the first end token, then a linear head",
+        "plus logit_bias; a sigmoid"};
     for (size_t i = 0; i < sizeof says / sizeof says[0]; i++)
         if (!strstr(r.out, says[i])) fail_msg("vit info does not say '%s':\n%s", says[i], r.out);
     test_run_free(&r);

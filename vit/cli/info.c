@@ -30,11 +30,16 @@ const cli_command *cli_info_command(void) {
     return &command;
 }
 
+/* The plural's "s" for a count: "1 layer", "2 layers". */
+static const char *plural(long long n) {
+    return n == 1 ? "" : "s";
+}
+
 /* A tower's size, cost and preprocessing. */
 static void print_image_input(const vit_model_info *in) {
-    printf("input:          %d channel%s, %dx%d, patch %d (%d tokens)\n", in->channels,
-           in->channels > 1 ? "s" : "", in->image_width, in->image_height, in->patch_size,
-           in->size_tokens);
+    printf("input:          %d channel%s, %dx%d, patch %d (%d token%s)\n", in->channels,
+           plural(in->channels), in->image_width, in->image_height, in->patch_size, in->size_tokens,
+           plural(in->size_tokens));
     printf("flops/image:    %.3f GFLOP\n", in->flops / 1e9);
     printf("preprocessing:  %s\n", in->preprocessing);
 }
@@ -46,7 +51,7 @@ static void print_image_parts(const vit_model_info *in) {
                                          : in->special_tokens   ? "CLS, "
                                                                 : "");
     if (in->registers)
-        printf("%d registers (%s), ", in->registers,
+        printf("%d register%s (%s), ", in->registers, plural(in->registers),
                in->registers_positioned ? "with positions" : "no positions");
     printf("patches; %s; blocks: %s, %s, %s%s%s%s\n",
            in->positions == 0   ? "no absolute positions"
@@ -75,8 +80,8 @@ static void print_image_parts(const vit_model_info *in) {
                "on each [%d, %d], logits their mean\n",
                in->num_labels, in->hidden);
     else if (!strcmp(in->head, "none"))
-        printf("                pooled: %s; no classifier (outputs: %d features)\n", pool,
-               in->num_labels);
+        printf("                pooled: %s; no classifier (outputs: %d feature%s)\n", pool,
+               in->num_labels, plural(in->num_labels));
     else
         printf("                pooled: %s; classifier [%d, %d]\n", pool, in->num_labels,
                in->hidden * (cls_mean ? 2 : 1));
@@ -88,16 +93,16 @@ static void print_run_size(const vit_context *ctx, const vit_model_info *in) {
     vit_input_shape(ctx, &c, &h, &w);
     const int P = in->patch_size;
     if (h != in->image_height || w != in->image_width)
-        printf("runs at:        %dx%d, the preprocessor's size (%d tokens, %.3f GFLOP/image; "
+        printf("runs at:        %dx%d, the preprocessor's size (%d token%s, %.3f GFLOP/image; "
                "positions resized from %dx%d patches)\n",
-               w, h, vit_tokens(ctx), vit_flops_per_image(ctx) / 1e9, in->image_width / P,
-               in->image_height / P);
+               w, h, vit_tokens(ctx), plural(vit_tokens(ctx)), vit_flops_per_image(ctx) / 1e9,
+               in->image_width / P, in->image_height / P);
 }
 
 static void print_encoder(const vit_model_info *in) {
-    printf("encoder:        %d layers, hidden %d, %d heads, mlp %d, %s, layer_norm_eps %g%s\n",
-           in->layers, in->hidden, in->heads, in->mlp, in->activation, in->layer_norm_eps,
-           in->qkv_bias ? "" : ", no qkv bias");
+    printf("encoder:        %d layer%s, hidden %d, %d head%s, mlp %d, %s, layer_norm_eps %g%s\n",
+           in->layers, plural(in->layers), in->hidden, in->heads, plural(in->heads), in->mlp,
+           in->activation, in->layer_norm_eps, in->qkv_bias ? "" : ", no qkv bias");
 }
 
 /* How a tower pools its rows, in words. */
@@ -127,18 +132,18 @@ static const char *head_words(const char *head) {
 
 /* The parts a joint model's tower was assembled from (the family's options). */
 static void print_tower_parts(const vit_model_info *in) {
-    printf("                %s%d layers %s%s, hidden %d, %d heads, mlp %d, %s%s; final "
+    printf("                %s%d layer%s %s%s, hidden %d, %d head%s, mlp %d, %s%s; final "
            "LayerNorm, pooled by %s, then %s\n",
-           in->embed_norm ? "embedding LayerNorm, " : "", in->layers,
+           in->embed_norm ? "embedding LayerNorm, " : "", in->layers, plural(in->layers),
            in->post_norm ? "post-LN" : "pre-LN", in->causal ? " causal" : "", in->hidden, in->heads,
-           in->mlp, in->activation, in->layer_scale ? ", layer scale" : "",
+           plural(in->heads), in->mlp, in->activation, in->layer_scale ? ", layer scale" : "",
            pooling_words(in->pooling, in->model_type), head_words(in->head));
 }
 
 static void print_image_tower(const vit_model_info *in) {
-    printf("image tower:    %d channels, %dx%d, patch %d (%d tokens), %.3f GFLOP/image\n",
-           in->channels, in->image_height, in->image_height, in->patch_size, in->size_tokens,
-           in->flops / 1e9);
+    printf("image tower:    %d channel%s, %dx%d, patch %d (%d token%s), %.3f GFLOP/image\n",
+           in->channels, plural(in->channels), in->image_width, in->image_height, in->patch_size,
+           in->size_tokens, plural(in->size_tokens), in->flops / 1e9);
 }
 
 /* A text tower described without its tokenizer (vit_text_params.tokenizer_optional): why. */
@@ -147,8 +152,8 @@ static void print_tokenizer(const vit_text_context *t, const vit_model_info *in)
     if (vit_text_tokenizer_error(t))
         printf("tokenizer:      not loadable: %s\n", vit_text_tokenizer_error(t));
     else
-        printf("tokenizer:      %s (%s), %d ids\n", in->tokenizer, in->tokenizer_kind,
-               in->tokenizer_ids);
+        printf("tokenizer:      %s (%s), %d id%s\n", in->tokenizer, in->tokenizer_kind,
+               in->tokenizer_ids, plural(in->tokenizer_ids));
 }
 
 /* A text tower for describing: its tokenizer files may be missing. */
@@ -172,8 +177,9 @@ static void print_joint(const vit_model_info *image, const char *dir) {
     } else {
         vit_model_info t;
         vit_text_model_info(text, &t);
-        printf("text tower:     up to %d tokens, vocabulary %d, %zu parameters\n", t.max_positions,
-               t.vocab_size, t.parameters);
+        printf("text tower:     up to %d token%s, vocabulary %d, %zu parameter%s\n",
+               t.max_positions, plural(t.max_positions), t.vocab_size, t.parameters,
+               plural((long long)t.parameters));
         print_tower_parts(&t);
         print_tokenizer(text, &t);
         vit_text_free(text);
@@ -203,8 +209,8 @@ static void print_one_tower(const vit_model_info *in) {
     if (image)
         print_image_tower(in);
     else
-        printf("text tower:     up to %d tokens, vocabulary %d\n", in->max_positions,
-               in->vocab_size);
+        printf("text tower:     up to %d token%s, vocabulary %d\n", in->max_positions,
+               plural(in->max_positions), in->vocab_size);
     print_tower_parts(in);
     if (image) printf("preprocessing:  %s\n", in->preprocessing);
     if (in->score_scale)
@@ -223,9 +229,9 @@ static void print_embedding(const vit_model_info *in) {
 
 /* A VisionEncoderDecoder's decoder: its block, positions, embeddings, cross-attention and head. */
 static void print_decoder(const vit_model_info *d, int encoder_hidden) {
-    printf("decoder:        %s, %d layers %s, hidden %d, %d heads, ffn %d, %s\n", d->architecture,
-           d->layers, d->post_norm ? "post-LN" : "pre-LN", d->hidden, d->heads, d->mlp,
-           d->activation);
+    printf("decoder:        %s, %d layer%s %s, hidden %d, %d head%s, ffn %d, %s\n", d->architecture,
+           d->layers, plural(d->layers), d->post_norm ? "post-LN" : "pre-LN", d->hidden, d->heads,
+           plural(d->heads), d->mlp, d->activation);
     printf("                positions %s, %d", d->sinusoidal ? "sinusoidal" : "learned",
            d->max_positions);
     if (d->pos_offset) printf(" (offset %d)", d->pos_offset);
@@ -281,16 +287,18 @@ static void print_image_to_text(vit_gen_context *g) {
     vit_gen_decoder_info(g, &d);
     printf("architecture:   VisionEncoderDecoderModel, image to text (vit generate)\n");
     print_image_input(&e);
-    printf("encoder:        %s (pre-LN%s), %d layers, hidden %d, %d heads, mlp %d, %s, "
+    printf("encoder:        %s (pre-LN%s), %d layer%s, hidden %d, %d head%s, mlp %d, %s, "
            "layer_norm_eps %g%s\n",
            e.special_tokens > 1 ? "DeiTModel" : "ViTModel",
-           e.special_tokens > 1 ? ", distillation token" : "", e.layers, e.hidden, e.heads, e.mlp,
-           e.activation, e.layer_norm_eps, e.qkv_bias ? "" : ", no qkv bias");
+           e.special_tokens > 1 ? ", distillation token" : "", e.layers, plural(e.layers), e.hidden,
+           e.heads, plural(e.heads), e.mlp, e.activation, e.layer_norm_eps,
+           e.qkv_bias ? "" : ", no qkv bias");
     print_decoder(&d, e.hidden);
     if (vit_gen_tokenizer_error(g))
         printf("tokenizer:      not loadable: %s\n", vit_gen_tokenizer_error(g));
     else
-        printf("tokenizer:      %s (%s), %d ids\n", d.tokenizer, d.tokenizer_kind, d.tokenizer_ids);
+        printf("tokenizer:      %s (%s), %d id%s\n", d.tokenizer, d.tokenizer_kind, d.tokenizer_ids,
+               plural(d.tokenizer_ids));
     print_generation_settings(g, &d);
     printf("parameters:     %zu (encoder %zu, decoder %zu)\n", e.parameters + d.parameters,
            e.parameters, d.parameters);
@@ -399,7 +407,8 @@ static void print_text_model(const vit_text_context *ctx, const vit_model_info *
                              int all_labels) {
     printf("architecture:   %s (%s encoder)\n", in->architecture,
            in->post_norm ? "post-LN" : "pre-LN");
-    printf("input:          up to %d tokens, vocabulary %d\n", in->max_positions, in->vocab_size);
+    printf("input:          up to %d token%s, vocabulary %d\n", in->max_positions,
+           plural(in->max_positions), in->vocab_size);
     print_tokenizer(ctx, in);
     printf("flops/128 tok:  %.3f GFLOP\n", in->flops / 1e9);
     print_encoder(in);
