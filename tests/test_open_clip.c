@@ -4,6 +4,7 @@
  * its eval transform; the same weights as a transformers CLIPModel folder; what is refused. */
 #include "tests/testutil.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -520,6 +521,65 @@ static void test_cli_search(void **state) {
     vit_free(img);
 }
 
+/* Copies examples/photos/NAME.jpg to the test folder's RELATIVE path. */
+static void copy_photo(const char *name, const char *relative) {
+    char path[4200];
+    snprintf(path, sizeof path, "examples/photos/%s.jpg", name);
+    size_t size = 0;
+    uint8_t *bytes = read_whole_file(path, &size);
+    assert_non_null(bytes);
+    write_temp_file(relative, bytes, size);
+    free(bytes);
+}
+
+/* The names dir holds besides . and .., comma-separated into out (in readdir's order). */
+static void list_names(const char *dir, char *out, size_t size) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    out[0] = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            snprintf(out + strlen(out), size - strlen(out), "%s%s", out[0] ? "," : "", e->d_name);
+    closedir(d);
+}
+
+/* vit train --init on an open_clip folder (no training forward for the family) refuses in one
+ * line and leaves nothing behind: no new --out folder, and an existing one as it was (before,
+ * the image task's validation.tsv was written before the refusal). */
+static void test_train_refused(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char data[4200], out[4200], kept[4200], names[512];
+    snprintf(data, sizeof data, "%s/oc-train", test_tmpdir());
+    snprintf(out, sizeof out, "%s/oc-train-out", test_tmpdir());
+    snprintf(kept, sizeof kept, "%s/oc-train-kept", test_tmpdir());
+    char class_dir[4300];
+    assert_int_equal(mkdir(data, 0700), 0);
+    snprintf(class_dir, sizeof class_dir, "%s/cat", data);
+    assert_int_equal(mkdir(class_dir, 0700), 0);
+    snprintf(class_dir, sizeof class_dir, "%s/cup", data);
+    assert_int_equal(mkdir(class_dir, 0700), 0);
+    copy_photo("cat", "oc-train/cat/1.jpg"), copy_photo("cat", "oc-train/cat/2.jpg");
+    copy_photo("coffee", "oc-train/cup/1.jpg"), copy_photo("coffee", "oc-train/cup/2.jpg");
+    assert_int_equal(mkdir(kept, 0700), 0);
+    write_temp_file("oc-train-kept/notes.txt", "mine", 4);
+    const char *const outs[] = {out, kept};
+    for (int i = 0; i < 2; i++) {
+        const char *args[] = {"train", "--train",  data, "--init", folders[0], "--out",
+                              outs[i], "--epochs", "1",  "-t",     "1",        NULL};
+        test_run_result r = test_run_vit(NULL, NULL, args);
+        assert_int_equal(r.status, 1);
+        if (!strstr(r.err, "vit train: open_clip CLIP (vision tower): inference only"))
+            fail_msg("vit train says:\n%s", r.err);
+        test_run_free(&r);
+    }
+    struct stat st;
+    if (stat(out, &st) == 0) fail_msg("the refused run left %s behind", out);
+    list_names(kept, names, sizeof names);
+    assert_string_equal(names, "notes.txt");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_preprocessing),
@@ -532,6 +592,7 @@ int main(void) {
         cmocka_unit_test(test_cli_info),
         cmocka_unit_test(test_cli_classify_embed),
         cmocka_unit_test(test_cli_search),
+        cmocka_unit_test(test_train_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
