@@ -356,7 +356,7 @@ static char *bert_micro_json(void) {
 
 /* A BERT folder whose tokenizer is a tokenizer.json: vit_text_load reads it, vit info names it,
  * and its ids are those of the same folder with vocab.txt (BertTokenizer and its fast twin agree
- * on these texts). */
+ * on these texts); vit convert keeps it. */
 static void test_model_folder(void **state) {
     (void)state;
     char dir[600];
@@ -393,6 +393,17 @@ static void test_model_folder(void **state) {
                 "tokenizer:      PreTrainedTokenizerFast (tokenizer.json (WordPiece)), 29 ids"))
         fail_msg("vit info does not name the tokenizer.json:\n%s", r.out);
     test_run_free(&r);
+    /* vit convert copies the tokenizer.json (before, the copy had no tokenizer) */
+    char copy[700];
+    snprintf(copy, sizeof copy, "%s/bert-json-f16", test_tmpdir());
+    const char *convert[] = {"convert", dir, copy, NULL};
+    r = test_run_vit(NULL, NULL, convert);
+    if (r.status != 0) fail_msg("vit convert: exit %d: %s", r.status, r.err);
+    test_run_free(&r);
+    if (!(a = vit_text_load(copy, NULL, &err))) fail_msg("%s", err.msg);
+    vit_text_model_info(a, &info);
+    assert_string_equal(info.tokenizer_kind, "tokenizer.json (WordPiece)");
+    vit_text_free(a);
 }
 
 int main(void) {

@@ -22,12 +22,18 @@ static const cli_command command = {
     "convert",
     "copy a model directory with its weights stored as F16, BF16 or F32",
     "[--dtype f16|bf16|f32] [--overwrite] IN_DIR OUT_DIR",
-    "Writes OUT_DIR (created if missing) with IN_DIR's config.json, preprocessor_config.json and\n"
-    "tokenizer files, and one model.safetensors with IN_DIR's weights (model.safetensors, its\n"
-    "shards, pytorch_model.bin or its shards) and every float tensor rounded to the chosen "
-    "type\n"
-    "(to nearest, ties to even). vit loads all three; so do transformers and PyTorch. F16 halves\n"
-    "the files of an F32 model; vit computes in float32 either way. IN_DIR may be a Hugging Face\n"
+    "Reads IN_DIR's weights in any layout vit loads: model.safetensors, its shards\n"
+    "(model.safetensors.index.json), pytorch_model.bin or its shards; an open_clip folder's\n"
+    "open_clip_model.safetensors or open_clip_pytorch_model.bin. Writes OUT_DIR (created if\n"
+    "missing) with them as one file, model.safetensors (open_clip_model.safetensors for an\n"
+    "open_clip folder), every float tensor rounded to the chosen type (to nearest, ties to\n"
+    "even), the tensors' names kept (old LayerNorm.gamma/beta read as weight/bias). Beside it\n"
+    "IN_DIR's other files are copied as they are: config.json (Hugging Face and timm folders)\n"
+    "or open_clip_config.json, preprocessor_config.json, generation_config.json, and the\n"
+    "tokenizer's (tokenizer.json, vocab.txt, vocab.json, merges.txt, spiece.model,\n"
+    "sentencepiece.bpe.model, added_tokens.json, tokenizer_config.json,\n"
+    "special_tokens_map.json). vit loads the result; so do transformers and PyTorch. F16 halves\n"
+    "an F32 model's files; vit computes in float32 either way. IN_DIR may be a Hugging Face\n"
     "Hub name, org/name[@revision] (from the cache, downloaded into it if missing).",
     options,
     sizeof options / sizeof options[0]};

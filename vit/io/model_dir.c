@@ -732,7 +732,8 @@ int model_dir_copy_file(const char *in_dir, const char *out_dir, const char *nam
 }
 
 int tokenizer_files_copy(const char *in_dir, const char *out_dir, vit_error *err) {
-    static const char *const files[] = {"vocab.txt",
+    static const char *const files[] = {"tokenizer.json",
+                                        "vocab.txt",
                                         "vocab.json",
                                         "merges.txt",
                                         "spiece.model",
