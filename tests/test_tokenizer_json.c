@@ -1,0 +1,186 @@
+/* tokenizer.json (text/tokenizer_json.h) against the tokenizers library itself: the ids its
+ * encode gives and the texts its decode gives, written by tools/tokenizer_json_reference.mjs for
+ * four fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R,
+ * Metaspace BPE with byte_fallback/Llama-like) on 441 texts each. Equality is exact: ids are
+ * integers and texts bytes. */
+#include "testutil.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "text/text_tokenizer.h"
+#include "text/tokenizer_json.h"
+#include "vit/base/base64.h"
+
+#define FIXTURES TEST_DATA "/tokenizer-json"
+
+static cJSON *load_golden(const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, FIXTURES "/%s/golden.json", name);
+    uint8_t *text = read_whole_file(path, NULL);
+    assert_non_null(text);
+    cJSON *root = cJSON_Parse((const char *)text);
+    free(text);
+    assert_non_null(root);
+    return root;
+}
+
+static tokenizer_json *load(const char *name) {
+    char dir[512];
+    snprintf(dir, sizeof dir, FIXTURES "/%s", name);
+    tokenizer_json *t = NULL;
+    vit_error err = {0};
+    if (tokenizer_json_load(dir, &t, &err) != 0) fail_msg("%s: %s", dir, err.msg);
+    return t;
+}
+
+/* One case: its ids and both decodes; returns how many of the three differ (printing them). */
+static int check_case(const tokenizer_json *t, const cJSON *c, const char *name) {
+    const char *b64 = cJSON_GetObjectItem(c, "text")->valuestring;
+    const size_t len = strlen(b64);
+    char *text = malloc(len / 4 * 3 + 3);
+    size_t where;
+    const long long n = base64_decode(b64, len, text, &where);
+    assert_true(n >= 0);
+    int32_t *ids = NULL;
+    vit_error err = {0};
+    const int count = tokenizer_json_encode(t, text, (size_t)n, 0, TJ_AS_SAVED, &ids, &err);
+    if (count < 0) fail_msg("%s: \"%.*s\": %s", name, (int)n, text, err.msg);
+    const cJSON *want = cJSON_GetObjectItem(c, "ids");
+    int differ = count != cJSON_GetArraySize(want);
+    for (int i = 0; !differ && i < count; i++)
+        differ = ids[i] != (int32_t)cJSON_GetArrayItem(want, i)->valuedouble;
+    if (differ) {
+        char *w = cJSON_PrintUnformatted(want);
+        print_message("%s: \"%.*s\": %d ids, want %s; got", name, (int)n, text, count, w);
+        for (int i = 0; i < count; i++) print_message(" %d", ids[i]);
+        print_message("\n");
+        free(w);
+    }
+    static const char *const keys[2] = {"decoded_special", "decoded"};
+    for (int skip = 0; skip < 2; skip++) {
+        char out[8192];
+        const int m = tokenizer_json_decode(t, ids, count, skip, out, sizeof out, &err);
+        const char *expect = cJSON_GetObjectItem(c, keys[skip])->valuestring;
+        if (m < 0 || strcmp(out, expect) != 0) {
+            print_message("%s: decode(skip %d) of \"%.*s\": \"%s\", want \"%s\"\n", name, skip,
+                          (int)n, text, m < 0 ? err.msg : out, expect);
+            differ++;
+        }
+    }
+    free(ids);
+    free(text);
+    return differ;
+}
+
+static void check_fixture(const char *name) {
+    tokenizer_json *t = load(name);
+    cJSON *golden = load_golden(name);
+    const cJSON *cases = cJSON_GetObjectItem(golden, "cases");
+    int differ = 0, total = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cases) {
+        differ += check_case(t, c, name) != 0;
+        total++;
+    }
+    print_message("%s (%s): %d texts, %d differ\n", name, tokenizer_json_model(t), total, differ);
+    assert_true(total > 400);
+    assert_int_equal(differ, 0);
+    cJSON_Delete(golden);
+    tokenizer_json_free(t);
+}
+
+static void test_bert_wordpiece(void **state) {
+    (void)state;
+    check_fixture("bert-wordpiece");
+}
+
+static void test_roberta_bpe(void **state) {
+    (void)state;
+    check_fixture("roberta-bpe");
+}
+
+static void test_xlmr_unigram(void **state) {
+    (void)state;
+    check_fixture("xlmr-unigram");
+}
+
+static void test_llama_bpe(void **state) {
+    (void)state;
+    check_fixture("llama-bpe");
+}
+
+/* BPE merges by a heap: a 100,000-character piece (one word, nothing to split it) well under
+ * a second (a quadratic merge loop takes minutes). */
+static void test_long_text_is_fast(void **state) {
+    (void)state;
+    static const char *const names[] = {"roberta-bpe", "llama-bpe", "xlmr-unigram"};
+    const size_t n = 100000;
+    char *text = malloc(n);
+    for (size_t i = 0; i < n; i++) text[i] = "thequickbrownfox"[i % 16];
+    for (int k = 0; k < 3; k++) {
+        tokenizer_json *t = load(names[k]);
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        int32_t *ids;
+        vit_error err = {0};
+        const int count = tokenizer_json_encode(t, text, n, 0, 0, &ids, &err);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        const double s = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+        print_message("%s: 100,000 characters, %d ids in %.3f s\n", names[k], count, s);
+        assert_true(count > 0);
+        assert_true(s < 1.0);
+        free(ids);
+        tokenizer_json_free(t);
+    }
+    free(text);
+}
+
+static int load_bytes(const char *json, vit_error *err) {
+    const tokenizer_json_sources src = {.json = {json, strlen(json), "x/tokenizer.json"}};
+    tokenizer_json *t = NULL;
+    const int rc = tokenizer_json_load_memory(&src, &t, err);
+    tokenizer_json_free(t);
+    return rc;
+}
+
+/* What vit does not follow is one line naming the file and the component. */
+static void test_refusals(void **state) {
+    (void)state;
+    static const struct {
+        const char *json, *want;
+    } cases[] = {
+        {"{\"model\":{\"type\":\"WordLevel\",\"vocab\":{}}}", "x/tokenizer.json: model WordLevel"},
+        {"{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}},\"normalizer\":{\"type\":"
+         "\"Nmt\"}}",
+         "x/tokenizer.json: normalizer Nmt is not one vit follows"},
+        {"{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}},\"pre_tokenizer\":{\"type\":"
+         "\"Split\",\"pattern\":{\"Regex\":\"[a-z]+\"},\"behavior\":\"Isolated\"}}",
+         "x/tokenizer.json: Split's regex \"[a-z]+\" is not one vit follows"},
+        {"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[],\"dropout\":0.1}}",
+         "x/tokenizer.json: BPE with dropout"},
+        {"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"a b\"]}}",
+         "x/tokenizer.json: merge 1"},
+        {"{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}},\"decoder\":{\"type\":\"CTC\"}}",
+         "x/tokenizer.json: decoder CTC is not one vit follows"},
+        {"[1, 2]", "x/tokenizer.json: not a JSON object"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vit_error err = {0};
+        assert_int_equal(load_bytes(cases[i].json, &err), -1);
+        if (!strstr(err.msg, cases[i].want))
+            fail_msg("case %zu: \"%s\" does not say \"%s\"", i, err.msg, cases[i].want);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bert_wordpiece),    cmocka_unit_test(test_roberta_bpe),
+        cmocka_unit_test(test_xlmr_unigram),      cmocka_unit_test(test_llama_bpe),
+        cmocka_unit_test(test_long_text_is_fast), cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

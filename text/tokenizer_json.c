@@ -1,0 +1,576 @@
+/* tokenizer.json: loading its parts and running them in the library's order (see
+ * text/tokenizer_json.h). Written from the tokenizers library's tokenizer/mod.rs (encode,
+ * post_process, decode) and tokenizer/added_vocabulary.rs (the added tokens' split). */
+#include "text/tokenizer_json.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/added_tokens.h"
+#include "text/decode.h"
+#include "text/tj.h"
+#include "text/utf8.h"
+#include "vit/base/json.h"
+
+typedef struct {
+    char *content;
+    tj_text cps;   /* content as code points */
+    tj_text norm;  /* normalized true: content through the normalizer, what is matched */
+    char *decoded; /* what decoding gives it: content, or its normalized form (as the library) */
+    int32_t id;
+    bool lstrip, rstrip, single_word, normalized, special;
+} added;
+
+/* The added tokens of one matching set, bucketed by their first code point. */
+#define BUCKETS 256
+typedef struct {
+    int32_t *tok; /* indices into tokens */
+    size_t n;
+} bucket;
+
+struct tokenizer_json {
+    char *name;
+    tj_model *model;
+    tj_normalizer *normalizer;
+    tj_pretokenizer *pre;
+    tj_post post;
+    tj_decoder *decoder;
+    added *tok;
+    size_t ntok;
+    bucket raw[BUCKETS], normed[BUCKETS];
+    tj_map special; /* contents of the special added tokens */
+    bool truncate, trunc_left;
+    long trunc_max;
+    bool pad, pad_left;
+    long pad_fixed, pad_multiple; /* pad_fixed 0: BatchLongest (nothing for one text) */
+    int32_t pad_id;
+    bool clean_up;
+    char kind[48];
+    text_tokenizer_info info;
+    char *class_name;
+};
+
+/* ---- loading ---- */
+
+/* An added token's id as the library gives it on load (AddedVocabulary::add_tokens): the
+ * model's id of its content, else the next past the vocabulary; the file's "id" is not used. */
+static int32_t added_id(const tokenizer_json *t, const char *content, int32_t *next) {
+    const int32_t id = tj_model_id(t->model, content, strlen(content));
+    return id >= 0 ? id : (*next)++;
+}
+
+static int read_added_token(tokenizer_json *t, const cJSON *e, int32_t *next, const char *src,
+                            vit_error *err) {
+    added a = {.normalized = true}; /* AddedToken's default */
+    const char *content = NULL;
+    long id = -1;
+    if (tj_string(e, "content", &content, src, err) != 0 ||
+        tj_int(e, "id", 0, INT_MAX / 2, &id, src, err) != 0 ||
+        tj_bool(e, "lstrip", &a.lstrip, src, err) != 0 ||
+        tj_bool(e, "rstrip", &a.rstrip, src, err) != 0 ||
+        tj_bool(e, "single_word", &a.single_word, src, err) != 0 ||
+        tj_bool(e, "normalized", &a.normalized, src, err) != 0 ||
+        tj_bool(e, "special", &a.special, src, err) != 0)
+        return -1;
+    if (!content) return vit_fail(err, "%s: an added token without content", src);
+    if (!*content) return 0; /* the library ignores empty ones */
+    size_t k = 0;            /* a content given twice: the later flags, the first id */
+    while (k < t->ntok && strcmp(t->tok[k].content, content) != 0) k++;
+    if (k < t->ntok) {
+        a.id = t->tok[k].id;
+        free(t->tok[k].content), free(t->tok[k].decoded);
+        tj_text_free(&t->tok[k].cps), tj_text_free(&t->tok[k].norm);
+    } else {
+        a.id = added_id(t, content, next);
+        t->ntok++;
+    }
+    if (!(a.content = strdup(content))) return vit_fail(err, "%s: out of memory", src);
+    tj_text_add_utf8(&a.cps, content, strlen(content));
+    if (a.normalized) tj_normalize(t->normalizer, a.cps.c, a.cps.n, &a.norm);
+    size_t len;
+    a.decoded = a.normalized ? tj_utf8(a.norm.c, a.norm.n, &len) : strdup(content);
+    t->tok[k] = a;
+    if (a.cps.failed || a.norm.failed || !a.decoded) return vit_fail(err, "%s: out of memory", src);
+    if (a.special && tj_map_set(&t->special, content, strlen(content), 1) != 0)
+        return vit_fail(err, "%s: out of memory", src);
+    return 0;
+}
+
+static int read_added(tokenizer_json *t, const cJSON *list, const char *src, vit_error *err) {
+    if (!list || cJSON_IsNull(list)) return 0;
+    if (!cJSON_IsArray(list)) return vit_fail(err, "%s: \"added_tokens\" must be a list", src);
+    if (!(t->tok = calloc((size_t)cJSON_GetArraySize(list) + 1, sizeof *t->tok)))
+        return vit_fail(err, "%s: out of memory", src);
+    int32_t next = tj_model_entries(t->model);
+    for (const cJSON *e = list->child; e; e = e->next)
+        if (read_added_token(t, e, &next, src, err) != 0) return -1;
+    return 0;
+}
+
+static const tj_text *match_text(const added *a) {
+    return a->normalized ? &a->norm : &a->cps;
+}
+
+static int index_added(tokenizer_json *t, const char *src, vit_error *err) {
+    for (size_t i = 0; i < t->ntok; i++) {
+        const tj_text *m = match_text(&t->tok[i]);
+        if (m->n == 0) continue; /* normalized to nothing: never matched */
+        bucket *b = &(t->tok[i].normalized ? t->normed : t->raw)[(uint32_t)m->c[0] % BUCKETS];
+        int32_t *v = realloc(b->tok, (b->n + 1) * sizeof *v);
+        if (!v) return vit_fail(err, "%s: out of memory", src);
+        b->tok = v;
+        b->tok[b->n++] = (int32_t)i;
+    }
+    return 0;
+}
+
+static int read_truncation(tokenizer_json *t, const cJSON *tr, const char *src, vit_error *err) {
+    if (!tr || cJSON_IsNull(tr)) return 0;
+    const char *dir = NULL, *strategy = NULL;
+    t->truncate = true;
+    if (tj_int(tr, "max_length", 0, INT_MAX, &t->trunc_max, src, err) != 0 ||
+        tj_string(tr, "direction", &dir, src, err) != 0 ||
+        tj_string(tr, "strategy", &strategy, src, err) != 0)
+        return -1;
+    t->trunc_left = dir && strcmp(dir, "Left") == 0;
+    if ((size_t)t->trunc_max < tj_post_added(&t->post))
+        return vit_fail(err,
+                        "%s: truncation's max_length %ld is below the %zu tokens the "
+                        "post_processor adds",
+                        src, t->trunc_max, tj_post_added(&t->post));
+    return 0;
+}
+
+static int read_padding(tokenizer_json *t, const cJSON *p, const char *src, vit_error *err) {
+    if (!p || cJSON_IsNull(p)) return 0;
+    const char *dir = NULL;
+    long id = 0;
+    t->pad = true;
+    const cJSON *strategy = cJSON_GetObjectItemCaseSensitive(p, "strategy");
+    const cJSON *fixed = cJSON_GetObjectItemCaseSensitive(strategy, "Fixed");
+    if (fixed && !(cJSON_IsNumber(fixed) && fixed->valuedouble >= 0 && fixed->valuedouble < 1e7))
+        return vit_fail(err, "%s: padding's Fixed length is not a length", src);
+    t->pad_fixed = fixed ? (long)fixed->valuedouble : 0;
+    if (tj_int(p, "pad_to_multiple_of", 0, 1 << 20, &t->pad_multiple, src, err) != 0 ||
+        tj_int(p, "pad_id", 0, INT_MAX / 2, &id, src, err) != 0 ||
+        tj_string(p, "direction", &dir, src, err) != 0)
+        return -1;
+    t->pad_id = (int32_t)id;
+    t->pad_left = dir && strcmp(dir, "Left") == 0;
+    return 0;
+}
+
+static int read_json(tokenizer_json *t, const cJSON *root, const char *src, vit_error *err) {
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (!model) return vit_fail(err, "%s: no \"model\"", src);
+    if (tj_model_read(model, &t->model, src, err) != 0 ||
+        tj_normalizer_read(cJSON_GetObjectItemCaseSensitive(root, "normalizer"), &t->normalizer,
+                           src, err) != 0 ||
+        tj_pretokenizer_read(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), &t->pre, src,
+                             err) != 0 ||
+        tj_post_read(cJSON_GetObjectItemCaseSensitive(root, "post_processor"), &t->post, src,
+                     err) != 0 ||
+        tj_decoder_read(cJSON_GetObjectItemCaseSensitive(root, "decoder"), &t->decoder, src, err) !=
+            0 ||
+        read_added(t, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), src, err) != 0 ||
+        index_added(t, src, err) != 0 ||
+        read_truncation(t, cJSON_GetObjectItemCaseSensitive(root, "truncation"), src, err) != 0 ||
+        read_padding(t, cJSON_GetObjectItemCaseSensitive(root, "padding"), src, err) != 0)
+        return -1;
+    return 0;
+}
+
+/* The id of a token string: an added token's, else the model's; -1. */
+static int32_t token_id(const tokenizer_json *t, const char *s) {
+    for (size_t i = 0; i < t->ntok; i++)
+        if (strcmp(t->tok[i].content, s) == 0) return t->tok[i].id;
+    return tj_model_id(t->model, s, strlen(s));
+}
+
+static int32_t named_id(const tokenizer_json *t, const cJSON *config, const char *key) {
+    const cJSON *c = json_token_content(cJSON_GetObjectItemCaseSensitive(config, key));
+    return cJSON_IsString(c) ? token_id(t, c->valuestring) : -1;
+}
+
+/* What tokenizer_config.json adds: the class, the named tokens, clean-up and the length. */
+static int read_config(tokenizer_json *t, const tokenizer_source *src, vit_error *err) {
+    cJSON *config = NULL;
+    if (tokenizer_source_json(src, &config, err) != 0) return -1;
+    int rc = added_tokens_settings(config, src->name, &t->clean_up, &t->info.max_len, err);
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(config, "tokenizer_class");
+    if (rc == 0 && !(t->class_name = strdup(cJSON_IsString(cls) ? cls->valuestring
+                                                                : "PreTrainedTokenizerFast")))
+        rc = vit_fail(err, "%s: out of memory", t->name);
+    t->info.bos_id = config ? named_id(t, config, "bos_token") : -1;
+    t->info.eos_id = config ? named_id(t, config, "eos_token") : -1;
+    t->info.pad_id = config ? named_id(t, config, "pad_token") : -1;
+    cJSON_Delete(config);
+    return rc;
+}
+
+static void fill_info(tokenizer_json *t) {
+    int size = tj_model_size(t->model);
+    for (size_t i = 0; i < t->ntok; i++)
+        if (t->tok[i].id >= size) size = t->tok[i].id + 1;
+    snprintf(t->kind, sizeof t->kind, "tokenizer.json (%s)", tj_model_name(t->model));
+    if (t->info.pad_id < 0 && t->pad) t->info.pad_id = t->pad_id;
+    if (t->info.pad_id < 0) t->info.pad_id = t->info.eos_id;
+    if (t->info.pad_id < 0) t->info.pad_id = 0;
+    if (!t->info.max_len && t->truncate) t->info.max_len = (int)t->trunc_max;
+    t->info.kind = t->kind, t->info.class_name = t->class_name, t->info.vocab_size = size;
+}
+
+int tokenizer_json_load_memory(const tokenizer_json_sources *src, tokenizer_json **out,
+                               vit_error *err) {
+    *out = NULL;
+    tokenizer_json *t = calloc(1, sizeof *t);
+    const char *name = src->json.name ? src->json.name : "tokenizer.json";
+    if (!t || !(t->name = strdup(name))) {
+        free(t);
+        return vit_fail(err, "%s: out of memory", name);
+    }
+    cJSON *root = NULL;
+    int rc = src->json.text ? tokenizer_source_json(&src->json, &root, err)
+                            : vit_fail(err, "%s: missing", name);
+    if (rc == 0) rc = read_json(t, root, name, err);
+    cJSON_Delete(root);
+    if (rc == 0) rc = read_config(t, &src->config, err);
+    if (rc != 0) {
+        tokenizer_json_free(t);
+        return -1;
+    }
+    fill_info(t);
+    *out = t;
+    return 0;
+}
+
+int tokenizer_json_load(const char *dir, tokenizer_json **out, vit_error *err) {
+    static const char *const names[] = {"tokenizer.json", "tokenizer_config.json"};
+    tokenizer_files f;
+    int rc = tokenizer_files_read(&f, dir, names, 2, 1, err);
+    if (rc == 0) {
+        const tokenizer_json_sources src = {f.src[0], f.src[1]};
+        rc = tokenizer_json_load_memory(&src, out, err);
+    }
+    tokenizer_files_free(&f);
+    return rc;
+}
+
+void tokenizer_json_free(tokenizer_json *t) {
+    if (!t) return;
+    tj_model_free(t->model);
+    tj_normalizer_free(t->normalizer);
+    tj_pretokenizer_free(t->pre);
+    tj_post_free(&t->post);
+    tj_decoder_free(t->decoder);
+    for (size_t i = 0; i < t->ntok; i++) {
+        free(t->tok[i].content), free(t->tok[i].decoded);
+        tj_text_free(&t->tok[i].cps), tj_text_free(&t->tok[i].norm);
+    }
+    free(t->tok);
+    for (int b = 0; b < BUCKETS; b++) free(t->raw[b].tok), free(t->normed[b].tok);
+    tj_map_free(&t->special);
+    free(t->name), free(t->class_name);
+    free(t);
+}
+
+const char *tokenizer_json_model(const tokenizer_json *t) {
+    return tj_model_name(t->model);
+}
+
+/* ---- the added tokens' split (AddedVocabulary::find_matches) ---- */
+
+typedef struct {
+    size_t start, end;
+    int32_t tok; /* index into t->tok, -1 for text */
+} part;
+
+typedef struct {
+    part *v;
+    size_t n, cap;
+    bool failed;
+} parts;
+
+static void part_add(parts *p, size_t start, size_t end, int32_t tok) {
+    if (p->failed) return;
+    if (p->n == p->cap) {
+        const size_t cap = p->cap ? 2 * p->cap : 16;
+        part *v = realloc(p->v, cap * sizeof *v);
+        if (!v) {
+            p->failed = true;
+            return;
+        }
+        p->v = v, p->cap = cap;
+    }
+    p->v[p->n++] = (part){start, end, tok};
+}
+
+/* The longest token of the set written at c[i], or -1. */
+static int32_t longest_at(const tokenizer_json *t, const bucket *set, const int32_t *c, size_t n,
+                          size_t i) {
+    const bucket *b = &set[(uint32_t)c[i] % BUCKETS];
+    int32_t best = -1;
+    size_t best_n = 0;
+    for (size_t k = 0; k < b->n; k++) {
+        const tj_text *m = match_text(&t->tok[b->tok[k]]);
+        if (m->n > best_n && n - i >= m->n && memcmp(c + i, m->c, m->n * sizeof *c) == 0)
+            best = b->tok[k], best_n = m->n;
+    }
+    return best;
+}
+
+/* c[0..n) cut at the set's tokens, with their single_word, lstrip and rstrip. */
+static void find_matches(const tokenizer_json *t, const bucket *set, const int32_t *c, size_t n,
+                         parts *out) {
+    size_t from = 0; /* where the last match ended (its stripped white space included) */
+    for (size_t i = 0; i < n;) {
+        const int32_t k = longest_at(t, set, c, n, i);
+        if (k < 0) {
+            i++;
+            continue;
+        }
+        const added *a = &t->tok[k];
+        size_t start = i, stop = i + match_text(a)->n;
+        i = stop; /* the search goes on after the match, whether it is kept or not */
+        if (a->single_word &&
+            ((start > 0 && tj_is_alnum(c[start - 1])) || (stop < n && tj_is_alnum(c[stop]))))
+            continue;
+        if (a->lstrip) {
+            while (start > from && tj_is_whitespace(c[start - 1])) start--;
+        }
+        if (a->rstrip)
+            while (stop < n && tj_is_whitespace(c[stop])) stop++;
+        if (from < start) part_add(out, from, start, -1);
+        part_add(out, start, stop, k);
+        from = stop;
+        if (i < from) i = from;
+    }
+    if (from < n) part_add(out, from, n, -1);
+}
+
+/* ---- encoding ---- */
+
+typedef struct {
+    tj_text norm;
+    tj_pieces in, pieces, tmp;
+    parts raw, normed;
+} work;
+
+static void work_free(work *w) {
+    tj_text_free(&w->norm);
+    tj_pieces_free(&w->in), tj_pieces_free(&w->pieces), tj_pieces_free(&w->tmp);
+    free(w->raw.v), free(w->normed.v);
+}
+
+/* One stretch of normalized text c[0..n): pre-tokenized, each piece through the model. */
+static int encode_piece(const tokenizer_json *t, work *w, const int32_t *c, size_t n, bool first,
+                        tj_ids *ids, vit_error *err) {
+    tj_pieces_reset(&w->in);
+    tj_pieces_add(&w->in, c, n, first);
+    tj_pretokenize(t->pre, &w->in, &w->pieces, &w->tmp);
+    if (w->pieces.failed) return vit_fail(err, "%s: out of memory", t->name);
+    for (size_t i = 0; i < w->pieces.count; i++) {
+        const tj_span s = w->pieces.span[i];
+        size_t len;
+        char *u = tj_utf8(w->pieces.text.c + s.start, s.end - s.start, &len);
+        if (!u) return vit_fail(err, "%s: out of memory", t->name);
+        const int rc = tj_model_tokenize(t->model, u, len, ids, t->name, err);
+        free(u);
+        if (rc != 0) return -1;
+    }
+    return 0;
+}
+
+/* A stretch of raw text between non-normalized tokens: normalized, cut at the normalized
+ * tokens, the rest encoded. */
+static int encode_stretch(const tokenizer_json *t, work *w, const int32_t *c, size_t n, bool first,
+                          tj_ids *ids, vit_error *err) {
+    tj_normalize(t->normalizer, c, n, &w->norm);
+    w->normed.n = 0;
+    find_matches(t, t->normed, w->norm.c, w->norm.n, &w->normed);
+    if (w->norm.failed || w->normed.failed) return vit_fail(err, "%s: out of memory", t->name);
+    const parts p = w->normed;
+    for (size_t i = 0; i < p.n; i++) {
+        if (p.v[i].tok >= 0) {
+            tj_ids_add(ids, t->tok[p.v[i].tok].id);
+            continue;
+        }
+        /* the normalized text is changed by the pieces' encoding: copy the stretch */
+        tj_text piece = {0};
+        tj_text_add(&piece, w->norm.c + p.v[i].start, p.v[i].end - p.v[i].start);
+        const int rc = piece.failed ? vit_fail(err, "%s: out of memory", t->name)
+                                    : encode_piece(t, w, piece.c, piece.n,
+                                                   first && p.v[i].start == 0, ids, err);
+        tj_text_free(&piece);
+        if (rc != 0) return -1;
+    }
+    return 0;
+}
+
+/* The text's ids before the post-processor. */
+static int encode_text(const tokenizer_json *t, const char *text, size_t len, tj_ids *ids,
+                       vit_error *err) {
+    tj_text cps = {0};
+    tj_text_add_utf8(&cps, text, len);
+    work w = {0};
+    int rc = cps.failed ? vit_fail(err, "%s: out of memory", t->name) : 0;
+    if (rc == 0) find_matches(t, t->raw, cps.c, cps.n, &w.raw);
+    if (rc == 0 && w.raw.failed) rc = vit_fail(err, "%s: out of memory", t->name);
+    for (size_t i = 0; rc == 0 && i < w.raw.n; i++) {
+        const part p = w.raw.v[i];
+        if (p.tok >= 0)
+            tj_ids_add(ids, t->tok[p.tok].id);
+        else
+            rc = encode_stretch(t, &w, cps.c + p.start, p.end - p.start, p.start == 0, ids, err);
+    }
+    if (rc == 0 && ids->failed) rc = vit_fail(err, "%s: out of memory", t->name);
+    work_free(&w);
+    tj_text_free(&cps);
+    return rc;
+}
+
+/* body cut to limit ids (from the left when left), inside the single template, then padded. */
+static int finish(const tokenizer_json *t, const tj_ids *body, size_t limit, bool left,
+                  unsigned flags, int32_t **out, vit_error *err) {
+    const size_t keep = body->n < limit ? body->n : limit;
+    const int32_t *b = body->id + (left ? body->n - keep : 0);
+    tj_ids v = {0};
+    if (flags & TJ_NO_SPECIAL || !t->post.single) {
+        for (size_t k = 0; k < keep; k++) tj_ids_add(&v, b[k]);
+    } else {
+        for (size_t i = 0; i < t->post.nsingle; i++) {
+            const tj_template_item *it = &t->post.single[i];
+            for (size_t k = 0; k < (it->sequence ? keep : it->n); k++)
+                tj_ids_add(&v, it->sequence ? b[k] : it->ids[k]);
+        }
+    }
+    if (flags & TJ_AS_SAVED && t->pad) {
+        size_t target = t->pad_fixed ? (size_t)t->pad_fixed : v.n;
+        if (t->pad_multiple && target % (size_t)t->pad_multiple)
+            target += (size_t)t->pad_multiple - target % (size_t)t->pad_multiple;
+        const size_t n0 = v.n;
+        while (v.n < target) tj_ids_add(&v, t->pad_id);
+        if (t->pad_left && !v.failed && target > n0) {
+            memmove(v.id + (target - n0), v.id, n0 * sizeof *v.id);
+            for (size_t k = 0; k < target - n0; k++) v.id[k] = t->pad_id;
+        }
+    }
+    if (v.failed || v.n > INT_MAX) {
+        tj_ids_free(&v);
+        return vit_fail(err, "%s: out of memory", t->name);
+    }
+    if (!v.id) tj_ids_add(&v, 0), v.n = 0; /* an empty list still allocated */
+    *out = v.id;
+    return (int)v.n;
+}
+
+int tokenizer_json_encode(const tokenizer_json *t, const char *text, size_t len, int max_len,
+                          unsigned flags, int32_t **ids, vit_error *err) {
+    *ids = NULL;
+    tj_ids body = {0};
+    if (encode_text(t, text ? text : "", len, &body, err) != 0) {
+        tj_ids_free(&body);
+        return -1;
+    }
+    const size_t added = flags & TJ_NO_SPECIAL ? 0 : tj_post_added(&t->post);
+    size_t limit = SIZE_MAX;
+    bool left = false;
+    if (flags & TJ_AS_SAVED && t->truncate)
+        limit = (size_t)t->trunc_max - added, left = t->trunc_left;
+    if (max_len > 0 && (size_t)max_len < added + 1) {
+        tj_ids_free(&body);
+        return vit_fail(err, "%s: a length of %d leaves no room beside the %zu tokens added",
+                        t->name, max_len, added);
+    }
+    if (max_len > 0 && (size_t)max_len - added < limit)
+        limit = (size_t)max_len - added, left = false;
+    const int n = finish(t, &body, limit, left, flags, ids, err);
+    tj_ids_free(&body);
+    return n;
+}
+
+/* ---- decoding ---- */
+
+/* The token of id: an added token's (decoded: its normalized form where it has one), else the
+ * model's. */
+static const char *id_token(const tokenizer_json *t, int32_t id, bool decoded) {
+    for (size_t i = 0; i < t->ntok; i++)
+        if (t->tok[i].id == id) return decoded ? t->tok[i].decoded : t->tok[i].content;
+    return tj_model_token(t->model, id);
+}
+
+static int decode_text(const tokenizer_json *t, const int32_t *ids, int n, bool skip,
+                       tj_strs *tokens, vit_error *err) {
+    for (int i = 0; i < n; i++) {
+        const char *s = id_token(t, ids[i], true);
+        if (!s) return vit_fail(err, "%s: no token has id %d", t->name, (int)ids[i]);
+        if (skip && tj_map_get(&t->special, s, strlen(s)) >= 0) continue;
+        tj_strs_add(tokens, s, strlen(s));
+    }
+    tj_decode_chain(t->decoder, tokens);
+    return tokens->failed ? vit_fail(err, "%s: out of memory", t->name) : 0;
+}
+
+static int decode(const tokenizer_json *t, const int32_t *ids, int n, bool skip, bool clean_up,
+                  char *out, size_t size, vit_error *err) {
+    tj_strs tokens = {0};
+    text_buf b = {0};
+    int rc = decode_text(t, ids, n, skip, &tokens, err);
+    for (size_t i = 0; rc == 0 && i < tokens.n; i++)
+        text_buf_add(&b, tokens.s[i], strlen(tokens.s[i]));
+    if (rc == 0 && b.failed) rc = vit_fail(err, "%s: out of memory", t->name);
+    size_t len = b.len;
+    if (rc == 0 && clean_up && len) len = clean_up_tokenization(b.s, len);
+    if (rc == 0) rc = text_copy_out(b.s ? b.s : "", len, out, size, err);
+    tj_strs_free(&tokens);
+    text_buf_free(&b);
+    return rc;
+}
+
+int tokenizer_json_decode(const tokenizer_json *t, const int32_t *ids, int n,
+                          bool skip_special_tokens, char *out, size_t size, vit_error *err) {
+    return decode(t, ids, n, skip_special_tokens, false, out, size, err);
+}
+
+/* ---- behind text/text_tokenizer.h ---- */
+
+static void ops_free(void *impl) {
+    tokenizer_json_free(impl);
+}
+
+static const char *ops_piece(const void *impl, int id) {
+    return id_token(impl, id, false);
+}
+
+static int ops_encode(const void *impl, void *scratch, const char *text, size_t len, int max_len,
+                      int32_t *ids, vit_error *err) {
+    (void)scratch;
+    int32_t *v;
+    const int n = tokenizer_json_encode(impl, text, len, max_len, 0, &v, err);
+    if (n < 0) return -1;
+    memcpy(ids, v, (size_t)n * sizeof *ids);
+    free(v);
+    return n;
+}
+
+static int ops_decode(const void *impl, const int32_t *ids, int n, bool skip_special_tokens,
+                      char *out, size_t size, vit_error *err) {
+    const tokenizer_json *t = impl;
+    return decode(t, ids, n, skip_special_tokens, t->clean_up, out, size, err);
+}
+
+static int ops_load(const char *dir, void **impl, text_tokenizer_info *info, vit_error *err) {
+    tokenizer_json *t;
+    if (tokenizer_json_load(dir, &t, err) != 0) return -1;
+    *impl = t;
+    *info = t->info;
+    return 0;
+}
+
+const text_tokenizer_ops tokenizer_json_ops = {.load = ops_load,
+                                               .free = ops_free,
+                                               .piece = ops_piece,
+                                               .encode = ops_encode,
+                                               .decode = ops_decode};
