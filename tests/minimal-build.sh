@@ -37,7 +37,7 @@ case "$version" in *"$want") ;; *) fail "vit --version said '$version', not '...
 info=$("$vit" info -m "$model") || fail "vit info failed"
 for expected in "backends: .*oneDNN (not in this build)" "mpi: *not built in" \
     "formats: *PNG, JPEG, BMP; built without WebP, TIFF, GIF" \
-    "tokenizers: *WordPiece, byte-level BPE; built without SentencePiece" \
+    "tokenizers: *tokenizer.json, WordPiece, byte-level BPE; built without SentencePiece" \
     "text lines: *built without FreeType"; do
     printf '%s\n' "$info" | grep -q "^$expected" || fail "vit info does not say '$expected'"
 done

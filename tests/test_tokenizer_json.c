@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "text/text_tokenizer.h"
@@ -176,11 +177,56 @@ static void test_refusals(void **state) {
     }
 }
 
+static void copy_to_temp(const char *from, const char *name) {
+    size_t size;
+    uint8_t *bytes = read_whole_file(from, &size);
+    assert_non_null(bytes);
+    write_temp_file(name, bytes, size);
+    free(bytes);
+}
+
+/* text_tokenizer_load prefers tokenizer.json (the class from tokenizer_config.json), and falls
+ * back to the older files when tokenizer.json holds a part vit does not follow. */
+static void test_folder_loader(void **state) {
+    (void)state;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/both", test_tmpdir());
+    mkdir(dir, 0700);
+    copy_to_temp(FIXTURES "/bert-wordpiece/tokenizer.json", "both/tokenizer.json");
+    copy_to_temp(TEST_DATA "/bert-base-micro/vocab.txt", "both/vocab.txt");
+    static const char config[] = "{\"tokenizer_class\": \"BertTokenizerFast\"}";
+    write_temp_file("both/tokenizer_config.json", config, strlen(config));
+    text_tokenizer *t;
+    vit_error err = {0};
+    if (text_tokenizer_load(dir, &t, &err) != 0) fail_msg("%s", err.msg);
+    assert_string_equal(text_tokenizer_kind(t), "tokenizer.json (WordPiece)");
+    assert_string_equal(text_tokenizer_class(t), "BertTokenizerFast");
+    int32_t ids[16], *want;
+    const int n = text_tokenizer_encode(t, NULL, "Hello world", 11, 16, ids, &err);
+    tokenizer_json *j = load("bert-wordpiece");
+    assert_int_equal(tokenizer_json_encode(j, "Hello world", 11, 16, 0, &want, &err), n);
+    assert_memory_equal(ids, want, (size_t)n * sizeof *ids);
+    free(want);
+    tokenizer_json_free(j);
+    text_tokenizer_free(t);
+
+    static const char refused[] = "{\"model\": {\"type\": \"WordLevel\", \"vocab\": {}}}";
+    write_temp_file("both/tokenizer.json", refused, strlen(refused));
+    if (text_tokenizer_load(dir, &t, &err) != 0) fail_msg("%s", err.msg);
+    assert_string_equal(text_tokenizer_kind(t), "WordPiece");
+    text_tokenizer_free(t);
+    unlink(write_temp_file("both/vocab.txt", "", 0));
+    unlink(write_temp_file("both/tokenizer_config.json", "", 0));
+    assert_int_equal(text_tokenizer_load(dir, &t, &err), -1);
+    assert_non_null(strstr(err.msg, "model WordLevel is not one vit follows"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bert_wordpiece),    cmocka_unit_test(test_roberta_bpe),
         cmocka_unit_test(test_xlmr_unigram),      cmocka_unit_test(test_llama_bpe),
         cmocka_unit_test(test_long_text_is_fast), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_folder_loader),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

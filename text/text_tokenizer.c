@@ -8,6 +8,7 @@
 
 #include "text/byte_level.h"
 #include "text/siglip_text.h"
+#include "text/tokenizer_json.h"
 #include "text/wordpiece.h"
 #include "text/xlmr_text.h"
 #include "vit/base/json.h"
@@ -64,18 +65,38 @@ static const text_tokenizer_ops *kind_of_files(const char *dir) {
     return NULL;
 }
 
+/* The kind of the older files: tokenizer_config.json's class, else the files. */
+static int older_kind(const char *dir, const text_tokenizer_ops **kind, vit_error *err) {
+    if (kind_of_class(dir, kind, err) != 0) return -1;
+    if (!*kind) *kind = kind_of_files(dir);
+    if (*kind) return 0;
+    return vit_fail(err,
+                    "%s: no tokenizer files (tokenizer.json; vocab.txt: WordPiece; vocab.json and "
+                    "merges.txt: byte-level BPE; spiece.model or sentencepiece.bpe.model: "
+                    "SentencePiece)",
+                    dir);
+}
+
+/* tokenizer.json first, as transformers prefers the fast tokenizer; when it holds a part vit
+ * does not follow, the older files of the same tokenizer where the folder has them. */
 int text_tokenizer_load(const char *dir, text_tokenizer **out, vit_error *err) {
     *out = NULL;
     text_tokenizer *t = calloc(1, sizeof *t);
     if (!t) return vit_fail(err, "%s: out of memory", dir);
-    int rc = kind_of_class(dir, &t->ops, err);
-    if (rc == 0 && !t->ops) t->ops = kind_of_files(dir);
-    if (rc == 0 && !t->ops)
-        rc = vit_fail(err,
-                      "%s: no tokenizer files (vocab.txt: WordPiece; vocab.json and merges.txt: "
-                      "byte-level BPE; spiece.model or sentencepiece.bpe.model: SentencePiece)",
-                      dir);
-    if (rc == 0) rc = t->ops->load(dir, &t->impl, &t->info, err);
+    int rc = -1;
+    if (has_file(dir, "tokenizer.json")) {
+        t->ops = &tokenizer_json_ops;
+        rc = t->ops->load(dir, &t->impl, &t->info, err);
+        vit_error older = {0};
+        const text_tokenizer_ops *kind = NULL;
+        if (rc != 0 && (kind_of_class(dir, &kind, &older) != 0 || !kind)) kind = kind_of_files(dir);
+        if (rc != 0 && kind) {
+            t->impl = NULL, t->ops = kind;
+            rc = t->ops->load(dir, &t->impl, &t->info, err);
+        }
+    } else if (older_kind(dir, &t->ops, err) == 0) {
+        rc = t->ops->load(dir, &t->impl, &t->info, err);
+    }
     if (rc != 0) {
         text_tokenizer_free(t);
         return -1;
@@ -86,7 +107,7 @@ int text_tokenizer_load(const char *dir, text_tokenizer **out, vit_error *err) {
 
 void text_tokenizer_free(text_tokenizer *t) {
     if (!t) return;
-    if (t->impl) t->ops->free(t->impl);
+    if (t->impl && t->ops) t->ops->free(t->impl);
     free(t);
 }
 

@@ -1,7 +1,10 @@
 #ifndef VIT_TEXT_TEXT_TOKENIZER_H
 #define VIT_TEXT_TEXT_TOKENIZER_H
 
-/* The tokenizers of the text models behind one interface. A folder's tokenizer is the one its
+/* The tokenizers of the text models behind one interface. A folder with tokenizer.json is read
+ * from it (text/tokenizer_json.h), as transformers prefers the fast tokenizer; when that file
+ * holds a part vit does not follow and the folder also has the older files below, those are
+ * read instead. Otherwise a folder's tokenizer is the one its
  * tokenizer_config.json's tokenizer_class names (with or without "Fast"): BertTokenizer
  * (WordPiece, text/wordpiece.h), CLIPTokenizer, GPT2Tokenizer, RobertaTokenizer (byte-level BPE,
  * text/byte_level.h), SiglipTokenizer (SentencePiece, text/siglip_text.h), XLMRobertaTokenizer
@@ -30,10 +33,12 @@ typedef struct text_tokenizer_scratch text_tokenizer_scratch;
 int text_tokenizer_load(const char *dir, text_tokenizer **out, vit_error *err);
 void text_tokenizer_free(text_tokenizer *t);
 
-/* "WordPiece", "byte-level BPE" or "SentencePiece". */
+/* "WordPiece", "byte-level BPE", "SentencePiece" or "tokenizer.json (MODEL)", MODEL its
+ * WordPiece, BPE or Unigram. */
 const char *text_tokenizer_kind(const text_tokenizer *t);
 /* The transformers class it follows: "BertTokenizer", "CLIPTokenizer", "GPT2Tokenizer",
- * "RobertaTokenizer", "SiglipTokenizer" or "XLMRobertaTokenizer". */
+ * "RobertaTokenizer", "SiglipTokenizer" or "XLMRobertaTokenizer"; for tokenizer.json,
+ * tokenizer_config.json's tokenizer_class, else "PreTrainedTokenizerFast". */
 const char *text_tokenizer_class(const text_tokenizer *t);
 /* One past the largest id it has (its vocabulary and added tokens). */
 int text_tokenizer_vocab_size(const text_tokenizer *t);

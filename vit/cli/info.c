@@ -313,9 +313,11 @@ static void print_formats(void) {
 static void print_tokenizers(void) {
     const char *spm = spm_library();
     if (spm)
-        printf("tokenizers:     WordPiece, byte-level BPE, SentencePiece (%s)\n", spm);
+        printf("tokenizers:     tokenizer.json, WordPiece, byte-level BPE, SentencePiece (%s)\n",
+               spm);
     else
-        printf("tokenizers:     WordPiece, byte-level BPE; built without SentencePiece\n");
+        printf("tokenizers:     tokenizer.json, WordPiece, byte-level BPE; built without "
+               "SentencePiece\n");
 }
 
 /* What draws text for vit render-lines: FreeType, when the build has it. */

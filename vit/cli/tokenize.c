@@ -20,9 +20,9 @@ enum {
 };
 
 static const cli_option options[] = {
-    CLI_MODEL_OPTION("a folder with tokenizer files: BERT (vocab.txt), CLIP, GPT-2, RoBERTa "
-                     "(vocab.json, merges.txt), SigLIP (spiece.model), XLM-R "
-                     "(sentencepiece.bpe.model)",
+    CLI_MODEL_OPTION("a folder with tokenizer files: tokenizer.json (read first when there), "
+                     "BERT (vocab.txt), CLIP, GPT-2, RoBERTa (vocab.json, merges.txt), SigLIP "
+                     "(spiece.model), XLM-R (sentencepiece.bpe.model)",
                      "$VIT_MODEL"),
     {OPT_JSON, "json", 0, NULL, "one JSON object per text: text, ids, pieces", NULL},
     {OPT_DECODE, "decode", 0, NULL,
@@ -38,14 +38,16 @@ static const cli_command command = {
     "[options] [--] TEXT... | --decode [ID...]",
     "Prints, for each TEXT (with none, each line of standard input), the ids the model's\n"
     "tokenizer gives it, with the special tokens its class puts around a text ([CLS] ... [SEP],\n"
-    "<|startoftext|> ... <|endoftext|>, <s> ... </s>; GPT-2 none), cut to the model's maximum\n"
-    "length as every command cuts them, and the vocabulary piece of each id. Invalid UTF-8\n"
-    "bytes are warned about: WordPiece skips them, the others read each as U+FFFD (Python's\n"
-    "errors=\"replace\"). With --decode, the operands together are one list of ids (each line of\n"
-    "standard input one list; spaces, commas and brackets separate them, so --json's \"ids\"\n"
-    "arrays can be fed back), printed as the text tokenizer.decode(ids,\n"
-    "skip_special_tokens=True) gives, or with --keep-special the special tokens kept. Put\n"
-    "TEXTs that begin with '-' after '--'.",
+    "<|startoftext|> ... <|endoftext|>, <s> ... </s>; GPT-2 none; a tokenizer.json's template),\n"
+    "cut to the model's maximum length as every command cuts them, and the vocabulary piece of\n"
+    "each id. A folder's tokenizer.json is read first (its normalizer, pre-tokenizer, WordPiece,\n"
+    "BPE or Unigram model, post-processor and decoder, as the tokenizers library runs them),\n"
+    "else the older files. Invalid UTF-8 bytes are warned about: WordPiece's vocab.txt skips\n"
+    "them, the others read each as U+FFFD (Python's errors=\"replace\"). With --decode, the\n"
+    "operands together are one list of ids (each line of standard input one list; spaces,\n"
+    "commas and brackets separate them, so --json's \"ids\" arrays can be fed back), printed as\n"
+    "the text tokenizer.decode(ids, skip_special_tokens=True) gives, or with --keep-special the\n"
+    "special tokens kept. Put TEXTs that begin with '-' after '--'.",
     options,
     sizeof options / sizeof options[0]};
 
