@@ -1,7 +1,8 @@
 /* tokenizer.json (text/tokenizer_json.h) against the tokenizers library itself: the ids its
  * encode gives and the texts its decode gives, written by tools/tokenizer_json_reference.mjs for
- * four fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R,
- * Metaspace BPE with byte_fallback/Llama-like) on 441 texts each. Equality is exact: ids are
+ * five fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R, CLIP's
+ * real merges as CLIPTokenizerFast saves them, Metaspace BPE with byte_fallback/Llama-like) on
+ * 441 texts each. Equality is exact: ids are
  * integers and texts bytes. */
 #include "testutil.h"
 
@@ -107,6 +108,11 @@ static void test_roberta_bpe(void **state) {
 static void test_xlmr_unigram(void **state) {
     (void)state;
     check_fixture("xlmr-unigram");
+}
+
+static void test_clip_bpe(void **state) {
+    (void)state;
+    check_fixture("clip-bpe");
 }
 
 static void test_llama_bpe(void **state) {
@@ -223,10 +229,10 @@ static void test_folder_loader(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bert_wordpiece),    cmocka_unit_test(test_roberta_bpe),
-        cmocka_unit_test(test_xlmr_unigram),      cmocka_unit_test(test_llama_bpe),
-        cmocka_unit_test(test_long_text_is_fast), cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_folder_loader),
+        cmocka_unit_test(test_bert_wordpiece), cmocka_unit_test(test_roberta_bpe),
+        cmocka_unit_test(test_xlmr_unigram),   cmocka_unit_test(test_clip_bpe),
+        cmocka_unit_test(test_llama_bpe),      cmocka_unit_test(test_long_text_is_fast),
+        cmocka_unit_test(test_refusals),       cmocka_unit_test(test_folder_loader),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,11 @@ typedef struct {
 } tj_text;
 
 void tj_text_add(tj_text *t, const int32_t *c, size_t n);
+/* t's code points, never NULL (an empty text's point at a static nothing). */
+static inline const int32_t *tj_cps(const tj_text *t) {
+    static const int32_t none[1] = {0};
+    return t->c ? t->c : none;
+}
 void tj_text_add1(tj_text *t, int32_t c);
 void tj_text_free(tj_text *t);
 /* UTF-8 s[0..n) (valid) appended as code points. */
@@ -85,6 +90,7 @@ int tj_char_byte(int32_t c);
 typedef enum {
     TJ_PAT_STRING,
     TJ_PAT_GPT2,
+    TJ_PAT_CLIP,
     TJ_PAT_SPACES2,
     TJ_PAT_WS_RUN,
     TJ_PAT_WORDS

@@ -230,15 +230,15 @@ static void bert(const tj_normalizer *nz, const int32_t *in, size_t n, tj_text *
         }
     }
     if (nz->strip_accents) {
-        unicode_form(a.c, a.n, UTF8PROC_DECOMPOSE, &b);
+        unicode_form(tj_cps(&a), a.n, UTF8PROC_DECOMPOSE, &b);
         a.n = 0;
         for (size_t i = 0; i < b.n; i++)
             if (!tj_is_mark_nonspacing(b.c[i])) tj_text_add1(&a, b.c[i]);
     }
     if (nz->lowercase)
-        lowercase(a.c, a.n, out);
+        lowercase(tj_cps(&a), a.n, out);
     else
-        tj_text_add(out, a.c, a.n);
+        tj_text_add(out, tj_cps(&a), a.n);
     if (a.failed || b.failed) out->failed = true;
     tj_text_free(&a), tj_text_free(&b);
 }
@@ -319,7 +319,7 @@ static void sequence(const tj_normalizer *nz, const int32_t *in, size_t n, tj_te
     tj_text_add(&a, in, n);
     for (size_t i = 0; i < nz->nseq; i++) {
         b.n = 0;
-        apply(nz->seq[i], a.c, a.n, &b);
+        apply(nz->seq[i], tj_cps(&a), a.n, &b);
         const tj_text t = a;
         a = b, b = t;
     }
@@ -375,6 +375,8 @@ static void apply(const tj_normalizer *nz, const int32_t *in, size_t n, tj_text 
 }
 
 void tj_normalize(const tj_normalizer *nz, const int32_t *in, size_t n, tj_text *out) {
+    static const int32_t none[1] = {0};
+    if (!in) in = none;
     out->n = 0;
     if (nz)
         apply(nz, in, n, out);

@@ -490,7 +490,7 @@ static void strip(const tj_decoder *d, tj_strs *v) {
         while (s < e && (long)s < d->start && t.c[s] == d->replacement) s++;
         for (long k = 0; k < d->stop && e > s && t.c[e - 1] == d->replacement; k++) e--;
         size_t len;
-        char *u = tj_utf8(t.c + s, e - s, &len);
+        char *u = tj_utf8(tj_cps(&t) + s, e - s, &len);
         tj_text_free(&t);
         if (!u) {
             v->failed = true;
@@ -508,12 +508,12 @@ static void replace(const tj_decoder *d, tj_strs *v) {
         tj_text t = {0}, r = {0};
         tj_text_add_utf8(&t, v->s[i], strlen(v->s[i]));
         size_t at = 0, ms, me;
-        while (tj_pattern_find(&d->pattern, t.c, t.n, at, &ms, &me) && me > ms) {
-            tj_text_add(&r, t.c + at, ms - at);
+        while (tj_pattern_find(&d->pattern, tj_cps(&t), t.n, at, &ms, &me) && me > ms) {
+            tj_text_add(&r, tj_cps(&t) + at, ms - at);
             tj_text_add(&r, content.c, content.n);
             at = me;
         }
-        tj_text_add(&r, t.c + at, t.n - at);
+        tj_text_add(&r, tj_cps(&t) + at, t.n - at);
         size_t len;
         char *u = r.failed ? NULL : tj_utf8(r.c, r.n, &len);
         tj_text_free(&t), tj_text_free(&r);

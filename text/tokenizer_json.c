@@ -389,7 +389,7 @@ static int encode_stretch(const tokenizer_json *t, work *w, const int32_t *c, si
                           tj_ids *ids, vit_error *err) {
     tj_normalize(t->normalizer, c, n, &w->norm);
     w->normed.n = 0;
-    find_matches(t, t->normed, w->norm.c, w->norm.n, &w->normed);
+    find_matches(t, t->normed, tj_cps(&w->norm), w->norm.n, &w->normed);
     if (w->norm.failed || w->normed.failed) return vit_fail(err, "%s: out of memory", t->name);
     const parts p = w->normed;
     for (size_t i = 0; i < p.n; i++) {
@@ -416,7 +416,7 @@ static int encode_text(const tokenizer_json *t, const char *text, size_t len, tj
     tj_text_add_utf8(&cps, text, len);
     work w = {0};
     int rc = cps.failed ? vit_fail(err, "%s: out of memory", t->name) : 0;
-    if (rc == 0) find_matches(t, t->raw, cps.c, cps.n, &w.raw);
+    if (rc == 0) find_matches(t, t->raw, tj_cps(&cps), cps.n, &w.raw);
     if (rc == 0 && w.raw.failed) rc = vit_fail(err, "%s: out of memory", t->name);
     for (size_t i = 0; rc == 0 && i < w.raw.n; i++) {
         const part p = w.raw.v[i];
@@ -435,7 +435,7 @@ static int encode_text(const tokenizer_json *t, const char *text, size_t len, tj
 static int finish(const tokenizer_json *t, const tj_ids *body, size_t limit, bool left,
                   unsigned flags, int32_t **out, vit_error *err) {
     const size_t keep = body->n < limit ? body->n : limit;
-    const int32_t *b = body->id + (left ? body->n - keep : 0);
+    const int32_t *b = keep ? body->id + (left ? body->n - keep : 0) : NULL;
     tj_ids v = {0};
     if (flags & TJ_NO_SPECIAL || !t->post.single) {
         for (size_t k = 0; k < keep; k++) tj_ids_add(&v, b[k]);

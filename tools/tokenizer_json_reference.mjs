@@ -2,7 +2,7 @@
 // tokenizer.json fixtures under tests/data/tokenizer-json/ and, for each, golden.json with the
 // ids the library's encode gives many texts (and its decode of them).
 //
-//   cd tools && npm install --no-save tokenizers && cd .. && node tools/tokenizer_json_reference.mjs
+//   cd tools && npm install --no-save tokenizers && cd .. && node tools/tokenizer_json_reference.mjs [NAME...]
 //
 // (tools/node_modules is git-ignored: the library is a test-time reference only.) The fixtures:
 //   bert-wordpiece   BertNormalizer, BertPreTokenizer, WordPiece over 6,000 entries of
@@ -12,6 +12,9 @@
 //   xlmr-unigram     tests/data/xlmr-micro's SentencePiece Unigram converted as transformers'
 //                    XLMRobertaConverter does: Precompiled (its charsmap), Replace " {2,}",
 //                    Metaspace, TemplateProcessing <s> $A </s>;
+//   clip-bpe         CLIP's real merges (the first 4,000 of ../shared/data/clip/merges.txt) as
+//                    transformers' CLIPConverter writes them: NFC, Replace \s+, Lowercase, CLIP's
+//                    Split, ByteLevel, BPE with "</w>", RobertaProcessing;
 //   llama-bpe        Metaspace BPE with byte_fallback (a Gemma/Llama-like one, trained here):
 //                    Prepend/Replace normalizers, no pre-tokenizer, the Sequence decoder of
 //                    Replace, ByteFallback, Fuse and Strip, and added tokens of every flag.
@@ -191,6 +194,32 @@ function xlmrUnigram() {
   };
 }
 
+function clipBpe() {
+  const bc = byteChars();
+  const lines = fs.readFileSync(path.join(shared, 'data/clip/merges.txt'), 'utf8').split('\n');
+  const merges = lines.slice(1, 4001).map((l) => l.split(' '));
+  const vocab = {};
+  const add = (t) => { if (!(t in vocab)) vocab[t] = Object.keys(vocab).length; };
+  bc.forEach((c) => add(c));
+  bc.forEach((c) => add(c + '</w>'));
+  merges.forEach(([a, b]) => add(a + b));
+  add('<|startoftext|>');
+  add('<|endoftext|>');
+  const tok = (t) => ({ id: vocab[t], content: t, single_word: false, lstrip: false, rstrip: false, normalized: true, special: true });
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [tok('<|startoftext|>'), tok('<|endoftext|>')],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFC' }, { type: 'Replace', pattern: { Regex: '\\s+' }, content: ' ' }, { type: 'Lowercase' }] },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [
+      { type: 'Split', pattern: { Regex: "'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+" }, behavior: 'Removed', invert: true },
+      { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }] },
+    post_processor: { type: 'RobertaProcessing', sep: ['<|endoftext|>', vocab['<|endoftext|>']], cls: ['<|startoftext|>', vocab['<|startoftext|>']], trim_offsets: false, add_prefix_space: false },
+    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    model: { type: 'BPE', dropout: null, unk_token: '<|endoftext|>', continuing_subword_prefix: '', end_of_word_suffix: '</w>',
+      fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges },
+  };
+}
+
 function llamaBpe() {
   const words = new Map();
   for (const s of sst2('train.tsv', 20000)) {
@@ -221,9 +250,12 @@ function llamaBpe() {
   };
 }
 
-const fixtures = { 'bert-wordpiece': bertWordpiece, 'roberta-bpe': robertaBpe, 'xlmr-unigram': xlmrUnigram, 'llama-bpe': llamaBpe };
+const fixtures = { 'bert-wordpiece': bertWordpiece, 'roberta-bpe': robertaBpe, 'xlmr-unigram': xlmrUnigram,
+  'clip-bpe': clipBpe, 'llama-bpe': llamaBpe };
+const wanted = process.argv.slice(2);
 
 for (const [name, make] of Object.entries(fixtures)) {
+  if (wanted.length && !wanted.includes(name)) continue;
   const dir = path.join(out, name);
   fs.mkdirSync(dir, { recursive: true });
   const json = JSON.stringify(make());
