@@ -78,6 +78,38 @@ static int check_case(const tokenizer_json *t, const cJSON *c, const char *name)
     return differ;
 }
 
+static bool same_ids(const int32_t *v, int n, const cJSON *want) {
+    if (n != cJSON_GetArraySize(want)) return false;
+    for (int i = 0; i < n; i++)
+        if (v[i] != (int32_t)cJSON_GetArrayItem(want, i)->valuedouble) return false;
+    return true;
+}
+
+/* The pairs: ids and token type ids of encode(a, b); returns how many differ. */
+static int check_pairs(const tokenizer_json *t, const cJSON *pairs, const char *name, int *total) {
+    int differ = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, pairs) {
+        const char *a = cJSON_GetObjectItem(c, "a")->valuestring;
+        const char *b = cJSON_GetObjectItem(c, "b")->valuestring;
+        int32_t *ids, *types;
+        vit_error err = {0};
+        const int n = tokenizer_json_encode_pair(t, a, strlen(a), b, strlen(b), 0, TJ_AS_SAVED,
+                                                 &ids, &types, &err);
+        if (n < 0) fail_msg("%s: pair \"%s\" \"%s\": %s", name, a, b, err.msg);
+        if (!same_ids(ids, n, cJSON_GetObjectItem(c, "ids")) ||
+            !same_ids(types, n, cJSON_GetObjectItem(c, "type_ids"))) {
+            print_message("%s: pair \"%.60s\" \"%.60s\" differs:", name, a, b);
+            for (int i = 0; i < n; i++) print_message(" %d/%d", ids[i], types[i]);
+            print_message("\n");
+            differ++;
+        }
+        free(ids), free(types);
+        (*total)++;
+    }
+    return differ;
+}
+
 static void check_fixture(const char *name) {
     tokenizer_json *t = load(name);
     cJSON *golden = load_golden(name);
@@ -90,6 +122,11 @@ static void check_fixture(const char *name) {
     }
     print_message("%s (%s): %d texts, %d differ\n", name, tokenizer_json_model(t), total, differ);
     assert_true(total > 400);
+    assert_int_equal(differ, 0);
+    int pairs = 0;
+    differ = check_pairs(t, cJSON_GetObjectItem(golden, "pairs"), name, &pairs);
+    print_message("%s: %d pairs, %d differ\n", name, pairs, differ);
+    assert_true(pairs > 60);
     assert_int_equal(differ, 0);
     cJSON_Delete(golden);
     tokenizer_json_free(t);
@@ -213,6 +250,15 @@ static void test_folder_loader(void **state) {
     assert_int_equal(tokenizer_json_encode(j, "Hello world", 11, 16, 0, &want, &err), n);
     assert_memory_equal(ids, want, (size_t)n * sizeof *ids);
     free(want);
+    int32_t types[16], *want_types;
+    const int np =
+        text_tokenizer_encode_pair(t, NULL, "Hello", 5, "world", 5, 16, ids, types, &err);
+    assert_int_equal(
+        tokenizer_json_encode_pair(j, "Hello", 5, "world", 5, 16, 0, &want, &want_types, &err), np);
+    assert_memory_equal(ids, want, (size_t)np * sizeof *ids);
+    assert_memory_equal(types, want_types, (size_t)np * sizeof *types);
+    assert_int_equal(types[np - 1], 1); /* BERT's second text and its [SEP] */
+    free(want), free(want_types);
     tokenizer_json_free(j);
     text_tokenizer_free(t);
 
@@ -220,6 +266,8 @@ static void test_folder_loader(void **state) {
     write_temp_file("both/tokenizer.json", refused, strlen(refused));
     if (text_tokenizer_load(dir, &t, &err) != 0) fail_msg("%s", err.msg);
     assert_string_equal(text_tokenizer_kind(t), "WordPiece");
+    assert_int_equal(text_tokenizer_encode_pair(t, NULL, "a", 1, "b", 1, 16, ids, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "pairs of texts are not implemented for the WordPiece"));
     text_tokenizer_free(t);
     unlink(write_temp_file("both/vocab.txt", "", 0));
     unlink(write_temp_file("both/tokenizer_config.json", "", 0));

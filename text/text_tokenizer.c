@@ -165,6 +165,17 @@ int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, co
     return t->ops->encode(t->impl, s ? s->impl : NULL, text, len, max_len, ids, err);
 }
 
+int text_tokenizer_encode_pair(const text_tokenizer *t, text_tokenizer_scratch *s, const char *a,
+                               size_t alen, const char *b, size_t blen, int max_len, int32_t *ids,
+                               int32_t *type_ids, vit_error *err) {
+    if (max_len < 1) return vit_fail(err, "a pair needs room for at least one id, not %d", max_len);
+    if (!t->ops->encode_pair)
+        return vit_fail(err, "pairs of texts are not implemented for the %s tokenizer (%s)",
+                        t->info.kind, t->info.class_name);
+    return t->ops->encode_pair(t->impl, s ? s->impl : NULL, a, alen, b, blen, max_len, ids,
+                               type_ids, err);
+}
+
 int text_tokenizer_decode(const text_tokenizer *t, const int32_t *ids, int n,
                           bool skip_special_tokens, char *out, size_t size, vit_error *err) {
     return t->ops->decode(t->impl, ids, n, skip_special_tokens, out, size, err);

@@ -61,6 +61,14 @@ void text_tokenizer_scratch_free(text_tokenizer_scratch *s);
 int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, const char *text,
                           size_t len, int max_len, int32_t *ids, vit_error *err);
 
+/* A pair of texts a, b as tokenizer(a, b) encodes them: ids (room for max_len) through the
+ * tokenizer's pair template, cut to max_len longest text first, and their token type ids in
+ * type_ids (room for max_len; NULL: not wanted). Only tokenizer.json's kind has pairs yet; the
+ * others are an error saying so. Returns the number of ids or -1 with err. */
+int text_tokenizer_encode_pair(const text_tokenizer *t, text_tokenizer_scratch *s, const char *a,
+                               size_t alen, const char *b, size_t blen, int max_len, int32_t *ids,
+                               int32_t *type_ids, vit_error *err);
+
 /* ids[0..n) -> UTF-8 text, as the class's tokenizer.decode(ids, skip_special_tokens) gives it
  * (with skip_special_tokens: the special tokens, such as a generated sequence's start, end and
  * padding, left out). Writes at most size - 1 bytes and a NUL (out may be NULL when size is 0);
@@ -91,6 +99,9 @@ typedef struct {
                   int32_t *ids, vit_error *err);
     int (*decode)(const void *impl, const int32_t *ids, int n, bool skip_special_tokens, char *out,
                   size_t size, vit_error *err);
+    /* NULL for a kind without pairs */
+    int (*encode_pair)(const void *impl, void *scratch, const char *a, size_t alen, const char *b,
+                       size_t blen, int max_len, int32_t *ids, int32_t *type_ids, vit_error *err);
 } text_tokenizer_ops;
 
 #endif

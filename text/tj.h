@@ -169,6 +169,7 @@ int tj_model_tokenize(const tj_model *m, const char *s, size_t n, tj_ids *out, c
 typedef struct {
     bool sequence; /* a text ($A, or $B when second) when true, else ids[0..n) */
     bool second;
+    int32_t type_id; /* the token type of its ids */
     int32_t *ids;
     size_t n;
 } tj_template_item;
@@ -182,8 +183,9 @@ typedef struct {
  * TemplateProcessing's special_tokens list gives each its ids. */
 int tj_post_read(const cJSON *obj, tj_post *out, const char *src, vit_error *err);
 void tj_post_free(tj_post *p);
-/* How many ids the single template adds around a text. */
+/* How many ids the single template adds around a text, and the pair template around two. */
 size_t tj_post_added(const tj_post *p);
+size_t tj_post_added_pair(const tj_post *p);
 
 /* ---- decoders ---- */
 typedef struct tj_decoder tj_decoder;

@@ -60,6 +60,14 @@ enum {
 int tokenizer_json_encode(const tokenizer_json *t, const char *text, size_t len, int max_len,
                           unsigned flags, int32_t **ids, vit_error *err);
 
+/* A pair of texts a, b (the library's encode(a, b)): ids through the pair template, and their
+ * token type ids in *type_ids (malloc'd; NULL type_ids: not wanted); the cut as above, longest
+ * text first (the saved strategy with TJ_AS_SAVED). A post-processor without a pair template is
+ * an error. */
+int tokenizer_json_encode_pair(const tokenizer_json *t, const char *a, size_t alen, const char *b,
+                               size_t blen, int max_len, unsigned flags, int32_t **ids,
+                               int32_t **type_ids, vit_error *err);
+
 /* The library's decode(ids, skip_special_tokens) (no clean-up), as text_tokenizer_decode says. */
 int tokenizer_json_decode(const tokenizer_json *t, const int32_t *ids, int n,
                           bool skip_special_tokens, char *out, size_t size, vit_error *err);

@@ -52,6 +52,11 @@ const invalid = [
   Buffer.from([0x63, 0x61, 0x66, 0xc3, 0xa9, 0xed, 0xa0, 0x80, 0x21]),
 ];
 const texts = [...sst2('dev.tsv', 400), ...hard].map((t) => Buffer.from(t, 'utf8')).concat(invalid);
+// pairs (encode(a, b)): consecutive dev sentences, then empty, long and glued ones
+const dev = sst2('dev.tsv', 61);
+const pairs = [...dev.slice(0, 60).map((a, i) => [a, dev[i + 1]]), ['', ''], ['', 'x'], ['hello', ''],
+  ['x'.repeat(300), 'short one'], [dev.slice(0, 8).join(' '), dev.slice(8, 12).join(' ')],
+  ['<mask> a <|tag|>b', 'b <mask> [MASK]'], ['Café déjà', '日本語 😀']];
 
 // ---- a small BPE trainer over symbol lists (the fixtures need merges, not a good vocab) ----
 function trainBpe(words, merges, alphabet) {
@@ -270,7 +275,13 @@ for (const [name, make] of Object.entries(fixtures)) {
     cases.push({ text: bytes.toString('base64'), ids,
       decoded: await saved.decode(ids, true), decoded_special: await saved.decode(ids, false) });
   }
+  const pairCases = [];
+  for (const [a, b] of pairs) {
+    const enc = await saved.encode(a, b);
+    pairCases.push({ a, b, ids: enc.getIds(), type_ids: enc.getTypeIds() });
+  }
   fs.writeFileSync(path.join(dir, 'golden.json'), JSON.stringify({ source: 'tokenizers (npm) ' +
-    require('tokenizers/package.json').version + ', Tokenizer.encode(text) as saved; decode(ids, true/false)', cases }) + '\n');
+    require('tokenizers/package.json').version + ', Tokenizer.encode(text) and encode(a, b) as saved; decode(ids, true/false)',
+    cases, pairs: pairCases }) + '\n');
   console.log(name, cases.length, 'texts', fs.statSync(path.join(dir, 'tokenizer.json')).size, 'bytes');
 }

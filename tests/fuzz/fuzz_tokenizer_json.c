@@ -1,17 +1,17 @@
 /* tokenizer.json (text/tokenizer_json.h). The first byte picks what the rest is:
  *   0: a tokenizer.json itself, loaded from bytes; when it loads, a few fixed texts encoded (as
  *      saved and not, with and without the template) and their ids decoded both ways;
- *   1: a text (any bytes, its first 8 KiB) through the four fixtures of tests/data/tokenizer-json
+ *   1: a text (any bytes, its first 8 KiB) through the five fixtures of tests/data/tokenizer-json
  *      (the first byte also picks the flags), its ids decoded, and cut to a short max_len: never
- *      more ids than asked;
- *   2: arbitrary ids (two bytes each, some past the vocabulary) decoded by the four: an error or a
+ *      more ids than asked; then its two halves as a pair, the same;
+ *   2: arbitrary ids (two bytes each, some past the vocabulary) decoded by the five: an error or a
  *      text, the same length whatever the buffer. */
 #include "tests/fuzz/fuzz_input.h"
 #include "text/tokenizer_json.h"
 
-static const char *const fixtures[] = {"bert-wordpiece", "roberta-bpe", "xlmr-unigram",
+static const char *const fixtures[] = {"bert-wordpiece", "roberta-bpe", "xlmr-unigram", "clip-bpe",
                                        "llama-bpe"};
-#define NFIX 4
+#define NFIX 5
 
 static tokenizer_json *fixture(int k) {
     static tokenizer_json *loaded[NFIX];
@@ -57,6 +57,19 @@ static void encode(const tokenizer_json *t, const char *text, size_t len, unsign
     if (cut >= 0) free(ids);
 }
 
+/* The text's halves as a pair, cut or not: never more ids than asked, as many type ids. */
+static void encode_pair(const tokenizer_json *t, const char *text, size_t len, unsigned flags) {
+    for (int max_len = 0; max_len <= 7; max_len += 7) {
+        int32_t *ids, *types;
+        vit_error err = {0};
+        const int n = tokenizer_json_encode_pair(t, text, len / 2, text + len / 2, len - len / 2,
+                                                 max_len, flags, &ids, &types, &err);
+        if (n < 0) continue;
+        if (max_len && n > max_len) abort();
+        free(ids), free(types);
+    }
+}
+
 static void encode_all(const tokenizer_json *t, const char *text, size_t len) {
     for (unsigned flags = 0; flags < 4; flags++) encode(t, text, len, flags, flags & 1);
 }
@@ -69,6 +82,8 @@ static void from_json(const uint8_t *data, size_t size) {
     static const char *const texts[] = {"", "Hello, world!", "  a  b  ", "caf\xc3\xa9 \xff",
                                         "\xe6\x97\xa5\xe6\x9c\xac <s> [MASK]"};
     for (int i = 0; i < 5; i++) encode_all(t, texts[i], strlen(texts[i]));
+    encode_pair(t, texts[4], strlen(texts[4]), 0);
+    encode_pair(t, texts[4], strlen(texts[4]), TJ_AS_SAVED);
     int32_t ids[8] = {0, 1, 2, 3, 4, 5, 100, 1000};
     decode_both(t, ids, 8);
     tokenizer_json_free(t);
@@ -83,8 +98,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         from_json(data, size);
     } else if (mode == 1) {
         /* a text past 8 KiB finds nothing more than its first 8 KiB would, and takes time */
-        for (int k = 0; k < NFIX; k++)
-            encode(fixture(k), (const char *)data, size < 8192 ? size : 8192, flags, flags & 1);
+        const size_t n = size < 8192 ? size : 8192;
+        for (int k = 0; k < NFIX; k++) {
+            encode(fixture(k), (const char *)data, n, flags, flags & 1);
+            encode_pair(fixture(k), (const char *)data, n, flags);
+        }
     } else {
         int32_t ids[256];
         int n = 0;
