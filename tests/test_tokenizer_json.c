@@ -2,8 +2,8 @@
  * encode gives and the texts its decode gives, written by tools/tokenizer_json_reference.mjs for
  * five fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R, CLIP's
  * real merges as CLIPTokenizerFast saves them, Metaspace BPE with byte_fallback/Llama-like) on
- * 441 texts each. Equality is exact: ids are
- * integers and texts bytes. */
+ * 441 texts, 67 pairs (ids and token type ids) and 2,000 generated texts (ids, and FNV-1a hashes
+ * of both decodes) each. Equality is exact: ids are integers and texts bytes. */
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
@@ -110,6 +110,53 @@ static int check_pairs(const tokenizer_json *t, const cJSON *pairs, const char *
     return differ;
 }
 
+static uint32_t fnv(const char *s) {
+    uint32_t h = 0x811c9dc5u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x01000193u;
+    return h;
+}
+
+/* generated-texts.json's 2,000 texts: ids, and the FNV-1a of both decodes. */
+static int check_generated(const tokenizer_json *t, const char *name, int *total) {
+    uint8_t *bytes = read_whole_file(FIXTURES "/generated-texts.json", NULL);
+    cJSON *texts = cJSON_Parse((const char *)bytes);
+    free(bytes);
+    char path[512];
+    snprintf(path, sizeof path, FIXTURES "/%s/generated.json", name);
+    bytes = read_whole_file(path, NULL);
+    cJSON *want = cJSON_Parse((const char *)bytes);
+    free(bytes);
+    assert_non_null(texts);
+    assert_non_null(want);
+    assert_int_equal(cJSON_GetArraySize(texts), cJSON_GetArraySize(want));
+    int differ = 0;
+    const cJSON *w = want->child;
+    for (const cJSON *c = texts->child; c; c = c->next, w = w->next, (*total)++) {
+        const char *text = c->valuestring;
+        int32_t *ids;
+        vit_error err = {0};
+        const int n = tokenizer_json_encode(t, text, strlen(text), 0, TJ_AS_SAVED, &ids, &err);
+        if (n < 0) fail_msg("%s: \"%s\": %s", name, text, err.msg);
+        bool same = same_ids(ids, n, cJSON_GetArrayItem(w, 0));
+        static char out[1 << 16];
+        for (int skip = 1; skip >= 0 && same; skip--) {
+            tokenizer_json_decode(t, ids, n, skip, out, sizeof out, &err);
+            same = fnv(out) == (uint32_t)cJSON_GetArrayItem(w, 2 - skip)->valuedouble;
+        }
+        if (!same) {
+            char *wj = cJSON_PrintUnformatted(w);
+            print_message("%s: generated \"%s\" differs: want %s, got", name, text, wj);
+            free(wj);
+            for (int i = 0; i < n; i++) print_message(" %d", ids[i]);
+            print_message("\n");
+            differ++;
+        }
+        free(ids);
+    }
+    cJSON_Delete(texts), cJSON_Delete(want);
+    return differ;
+}
+
 static void check_fixture(const char *name) {
     tokenizer_json *t = load(name);
     cJSON *golden = load_golden(name);
@@ -127,6 +174,11 @@ static void check_fixture(const char *name) {
     differ = check_pairs(t, cJSON_GetObjectItem(golden, "pairs"), name, &pairs);
     print_message("%s: %d pairs, %d differ\n", name, pairs, differ);
     assert_true(pairs > 60);
+    assert_int_equal(differ, 0);
+    int generated = 0;
+    differ = check_generated(t, name, &generated);
+    print_message("%s: %d generated texts, %d differ\n", name, generated, differ);
+    assert_int_equal(generated, 2000);
     assert_int_equal(differ, 0);
     cJSON_Delete(golden);
     tokenizer_json_free(t);

@@ -504,11 +504,13 @@ static void apply_template(const tokenizer_json *t, kept a, const kept *b, unsig
     }
 }
 
-/* The saved padding: to its fixed length (else as long as it is), up to its multiple. */
-static void pad(const tokenizer_json *t, tj_ids *ids, tj_ids *types) {
+/* The saved padding: to its fixed length (else as long as it is), up to its multiple; never
+ * past the caller's max_len (0: none). */
+static void pad(const tokenizer_json *t, int max_len, tj_ids *ids, tj_ids *types) {
     size_t target = t->pad_fixed ? (size_t)t->pad_fixed : ids->n;
     if (t->pad_multiple && target % (size_t)t->pad_multiple)
         target += (size_t)t->pad_multiple - target % (size_t)t->pad_multiple;
+    if (max_len > 0 && target > (size_t)max_len) target = (size_t)max_len;
     const size_t n0 = ids->n;
     while (ids->n < target) tj_ids_add(ids, t->pad_id), tj_ids_add(types, t->pad_type_id);
     if (t->pad_left && !ids->failed && !types->failed && target > n0) {
@@ -562,7 +564,7 @@ static int encode_full(const tokenizer_json *t, const char *a, size_t alen, cons
     if (rc == 0) rc = truncate_bodies(t, &ba, b ? &bb : NULL, max_len, flags, &ka, &kb, err);
     if (rc == 0) {
         apply_template(t, ka, b ? &kb : NULL, flags, &out, &out_types);
-        if (flags & TJ_AS_SAVED && t->pad) pad(t, &out, &out_types);
+        if (flags & TJ_AS_SAVED && t->pad) pad(t, max_len, &out, &out_types);
         tj_ids_add(&out, 0), tj_ids_add(&out_types, 0); /* room, so that none is NULL */
         out.n--, out_types.n--;
         if (out.failed || out_types.failed || out.n > INT_MAX)

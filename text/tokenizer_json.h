@@ -56,7 +56,8 @@ enum {
 
 /* text[0..len) (invalid UTF-8 read as U+FFFD, Python's errors="replace") to ids in *ids
  * (malloc'd; the caller frees it): its count, or -1 with err. max_len > 0 cuts them to it on the
- * right keeping the template's tokens (below TJ_AS_SAVED's truncation); 0 does not. */
+ * right keeping the template's tokens (below TJ_AS_SAVED's truncation, and TJ_AS_SAVED's padding
+ * stops at it); 0 does not. */
 int tokenizer_json_encode(const tokenizer_json *t, const char *text, size_t len, int max_len,
                           unsigned flags, int32_t **ids, vit_error *err);
 

@@ -19,7 +19,10 @@
 //                    Prepend/Replace normalizers, no pre-tokenizer, the Sequence decoder of
 //                    Replace, ByteFallback, Fuse and Strip, and added tokens of every flag.
 // Texts: the first 400 SST-2 dev sentences and hard cases (accents, CJK, emoji, invalid UTF-8,
-// white-space runs, added tokens glued to words, empty text), each stored as base64 bytes.
+// white-space runs, added tokens glued to words, empty text), each stored as base64 bytes; 67
+// pairs; and 2,000 generated texts (generated-texts.json, random mixes of words, white-space runs,
+// accents, scripts, emoji, control characters, special tokens, long words), whose ids and
+// decodes' FNV-1a hashes go to each fixture's generated.json.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -57,6 +60,45 @@ const dev = sst2('dev.tsv', 61);
 const pairs = [...dev.slice(0, 60).map((a, i) => [a, dev[i + 1]]), ['', ''], ['', 'x'], ['hello', ''],
   ['x'.repeat(300), 'short one'], [dev.slice(0, 8).join(' '), dev.slice(8, 12).join(' ')],
   ['<mask> a <|tag|>b', 'b <mask> [MASK]'], ['Café déjà', '日本語 😀']];
+
+// ---- generated texts: random mixes of what tokenizers stumble on (seeded, so the same each run) ----
+function generatedTexts(n) {
+  let seed = 42;
+  const rand = () => { // mulberry32
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const pick = (a) => a[Math.floor(rand() * a.length)];
+  const words = sst2('train.tsv', 3000).join(' ').split(' ').filter((w) => w);
+  const pieces = [
+    () => pick(words), () => pick(words).toUpperCase(), () => pick(words) + pick(words),
+    () => ' '.repeat(1 + Math.floor(rand() * 5)), () => pick(['\t', '\n', '\r\n', '\u00a0', '\u3000', '\u2028']),
+    () => pick(['é', 'e\u0301', 'ñ', 'n\u0303', 'Å', 'ø', 'ß', 'İ', 'ı', 'Σ', 'ς', 'ﬁ', 'Ǆ', '²', '½', 'Ⅻ', 'ｆｕｌｌ']),
+    () => pick(['日本語', '中文', '한국어', 'Ελληνικά', 'русский', 'العربية', 'हिन्दी', 'ไทย', 'עברית']),
+    () => pick(['😀', '👍🏽', '👨‍👩‍👧', '🇫🇷', '❤️', '🤖', '\u200b', '\u200d', '\ufeff', '\u0007', '\u0001', '\ufffd']),
+    () => pick(['[CLS]', '[SEP]', '[MASK]', '[PAD]', '<mask>', '<s>', '</s>', '<pad>', '<unk>', '<|tag|>', '<special>',
+      '</special>', '<|startoftext|>', '<|endoftext|>', '<0x41>', '▁', '##ing']),
+    () => pick(["'s", "'t", "'re", "'ll", "n't", '...', '--', '!?', '(', ')', '"', "''", '``', ',', '.']),
+    () => String(Math.floor(rand() * 1e6)), () => 'x'.repeat(90 + Math.floor(rand() * 30)),
+  ];
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    let t = '';
+    const k = Math.floor(rand() * 12);
+    for (let j = 0; j < k; j++) t += pick(pieces)() + (rand() < 0.5 ? ' ' : '');
+    out.push(t);
+  }
+  return out;
+}
+
+// FNV-1a over the UTF-8 bytes: a decode's text, compared without storing it
+function fnv(text) {
+  let h = 0x811c9dc5;
+  for (const b of Buffer.from(text, 'utf8')) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  return h;
+}
 
 // ---- a small BPE trainer over symbol lists (the fixtures need merges, not a good vocab) ----
 function trainBpe(words, merges, alphabet) {
@@ -255,6 +297,10 @@ function llamaBpe() {
   };
 }
 
+const generated = generatedTexts(2000);
+fs.mkdirSync(out, { recursive: true });
+fs.writeFileSync(path.join(out, 'generated-texts.json'), JSON.stringify(generated) + '\n');
+
 const fixtures = { 'bert-wordpiece': bertWordpiece, 'roberta-bpe': robertaBpe, 'xlmr-unigram': xlmrUnigram,
   'clip-bpe': clipBpe, 'llama-bpe': llamaBpe };
 const wanted = process.argv.slice(2);
@@ -280,8 +326,15 @@ for (const [name, make] of Object.entries(fixtures)) {
     const enc = await saved.encode(a, b);
     pairCases.push({ a, b, ids: enc.getIds(), type_ids: enc.getTypeIds() });
   }
+  const gen = [];
+  for (const text of generated) {
+    const ids = (await saved.encode(text)).getIds();
+    gen.push([ids, fnv(await saved.decode(ids, true)), fnv(await saved.decode(ids, false))]);
+  }
   fs.writeFileSync(path.join(dir, 'golden.json'), JSON.stringify({ source: 'tokenizers (npm) ' +
     require('tokenizers/package.json').version + ', Tokenizer.encode(text) and encode(a, b) as saved; decode(ids, true/false)',
     cases, pairs: pairCases }) + '\n');
+  // generated-texts.json's texts: [ids, FNV-1a of decode(ids, true), of decode(ids, false)]
+  fs.writeFileSync(path.join(dir, 'generated.json'), JSON.stringify(gen) + '\n');
   console.log(name, cases.length, 'texts', fs.statSync(path.join(dir, 'tokenizer.json')).size, 'bytes');
 }
