@@ -15,6 +15,7 @@
 
 #include "text/text_tokenizer.h"
 #include "text/tokenizer_json.h"
+#include "vit/vit.h"
 #include "vit/base/base64.h"
 
 #define FIXTURES TEST_DATA "/tokenizer-json"
@@ -327,12 +328,80 @@ static void test_folder_loader(void **state) {
     assert_non_null(strstr(err.msg, "model WordLevel is not one vit follows"));
 }
 
+/* tokenizer.json of bert-base-micro's own vocab.txt as BertTokenizerFast saves one. */
+static char *bert_micro_json(void) {
+    uint8_t *vocab = read_whole_file(TEST_DATA "/bert-base-micro/vocab.txt", NULL);
+    assert_non_null(vocab);
+    cJSON *v = cJSON_CreateObject();
+    int id = 0;
+    for (char *line = strtok((char *)vocab, "\n"); line; line = strtok(NULL, "\n"))
+        cJSON_AddNumberToObject(v, line, id++);
+    free(vocab);
+    cJSON *root = cJSON_Parse(
+        "{\"normalizer\": {\"type\": \"BertNormalizer\", \"lowercase\": true},"
+        "\"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"},"
+        "\"post_processor\": {\"type\": \"BertProcessing\", \"sep\": [\"[SEP]\", 3], "
+        "\"cls\": [\"[CLS]\", 2]}, \"decoder\": {\"type\": \"WordPiece\"},"
+        "\"added_tokens\": [{\"id\": 0, \"content\": \"[PAD]\", \"special\": true, "
+        "\"normalized\": false}, {\"id\": 2, \"content\": \"[CLS]\", \"special\": true, "
+        "\"normalized\": false}, {\"id\": 3, \"content\": \"[SEP]\", \"special\": true, "
+        "\"normalized\": false}],"
+        "\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\"}}");
+    assert_non_null(root);
+    cJSON_AddItemToObject(cJSON_GetObjectItem(root, "model"), "vocab", v);
+    char *json = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return json;
+}
+
+/* A BERT folder whose tokenizer is a tokenizer.json: vit_text_load reads it, vit info names it,
+ * and its ids are those of the same folder with vocab.txt (BertTokenizer and its fast twin agree
+ * on these texts). */
+static void test_model_folder(void **state) {
+    (void)state;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/bert-json", test_tmpdir());
+    mkdir(dir, 0700);
+    copy_to_temp(TEST_DATA "/bert-base-micro/config.json", "bert-json/config.json");
+    copy_to_temp(TEST_DATA "/bert-base-micro/model.safetensors", "bert-json/model.safetensors");
+    char *json = bert_micro_json();
+    write_temp_file("bert-json/tokenizer.json", json, strlen(json));
+    free(json);
+    vit_error err = {0};
+    vit_text_context *a = vit_text_load(dir, NULL, &err), *b;
+    if (!a) fail_msg("%s", err.msg);
+    if (!(b = vit_text_load(TEST_DATA "/bert-base-micro", NULL, &err))) fail_msg("%s", err.msg);
+    vit_model_info info;
+    vit_text_model_info(a, &info);
+    assert_string_equal(info.tokenizer_kind, "tokenizer.json (WordPiece)");
+    assert_string_equal(info.tokenizer, "PreTrainedTokenizerFast");
+    static const char *const texts[] = {"the cat sat on the mat", "A DOG ran far, away!",
+                                        "my old home was very good", "unknownword the",
+                                        "the cat sat on the mat and then slept in the sun a dog"};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        int32_t x[64], y[64];
+        const int n = vit_text_tokenize(a, texts[i], strlen(texts[i]), x, 64, &err);
+        assert_int_equal(vit_text_tokenize(b, texts[i], strlen(texts[i]), y, 64, &err), n);
+        assert_memory_equal(x, y, (size_t)n * sizeof *x);
+    }
+    vit_text_free(a), vit_text_free(b);
+    if (!test_vit_bin()) return;
+    const char *args[] = {"info", "-m", dir, NULL};
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out,
+                "tokenizer:      PreTrainedTokenizerFast (tokenizer.json (WordPiece)), 29 ids"))
+        fail_msg("vit info does not name the tokenizer.json:\n%s", r.out);
+    test_run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bert_wordpiece), cmocka_unit_test(test_roberta_bpe),
         cmocka_unit_test(test_xlmr_unigram),   cmocka_unit_test(test_clip_bpe),
         cmocka_unit_test(test_llama_bpe),      cmocka_unit_test(test_long_text_is_fast),
         cmocka_unit_test(test_refusals),       cmocka_unit_test(test_folder_loader),
+        cmocka_unit_test(test_model_folder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

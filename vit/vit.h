@@ -498,7 +498,8 @@ typedef struct {
     int cross_project;     /* the encoder's states go through enc_to_dec_proj */
     int cross_width;       /* the width of the states cross-attention reads */
     int tied_head;         /* the output head is the token embedding matrix */
-    const char *tokenizer; /* its tokenizer's class ("RobertaTokenizer", ...) */
+    const char *tokenizer; /* decoders and text towers: its tokenizer's class ("RobertaTokenizer",
+                            * ...) */
     /* how the folder and its tower are built (the family's options, as vit info prints them) */
     const char *folder_class; /* "CLIPModel" / "SiglipModel" for either tower of a joint model,
                                * "VisionEncoderDecoderModel", else architecture */
@@ -533,8 +534,10 @@ typedef struct {
     /* decoders */
     int pos_offset, scale_embedding; /* learned positions offset by this; embeddings x sqrt(D) */
     int eos_ids[4], num_eos, pad_id, decoder_start_id, bos_id; /* -1: unset */
-    const char *tokenizer_kind; /* "byte-level BPE", "WordPiece", "SentencePiece" */
-    int tokenizer_ids;          /* the tokenizer's vocabulary */
+    /* decoders and text towers: "byte-level BPE", "WordPiece", "SentencePiece",
+     * "tokenizer.json (WordPiece|BPE|Unigram)" */
+    const char *tokenizer_kind;
+    int tokenizer_ids; /* the tokenizer's vocabulary */
 } vit_model_info;
 
 VIT_API void vit_model_info_get(const vit_context *ctx, vit_model_info *info);

@@ -118,6 +118,10 @@ void vit_text_model_info(const vit_text_context *ctx, vit_model_info *info) {
     api_tower_info(m, info);
     info->joint_dim = vit_text_joint_dim(ctx);
     info->pool = vit_text_default_pool(ctx);
+    const text_tokenizer *tok = api_text_tokenizer(ctx);
+    info->tokenizer = text_tokenizer_class(tok);
+    info->tokenizer_kind = text_tokenizer_kind(tok);
+    info->tokenizer_ids = text_tokenizer_vocab_size(tok);
     info->capabilities =
         VIT_CAN_EMBED | (m->cfg.opt.head == HEAD_CLASSIFIER ? VIT_CAN_CLASSIFY : 0);
     if (info->kind == VIT_KIND_JOINT) info->capabilities |= VIT_CAN_ZERO_SHOT;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "image/image.h"
+#include "text/text_tokenizer.h"
 #include "vit/model/explain.h"
 #include "vit/model/params.h"
 #include "vit/vit.h"
@@ -48,6 +49,8 @@ typedef struct {
 } api_joint;
 int api_joint_of(const model *m, api_joint *out, vit_error *err);
 const model *api_text_model(const vit_text_context *c);
+/* A text context's tokenizer (read-only, shared by its copies). */
+const text_tokenizer *api_text_tokenizer(const vit_text_context *c);
 /* What vit_model_info says of m's configuration alone (tokens, joint_dim, capabilities and the
  * tokenizer are the context's: left 0 and NULL). */
 void api_tower_info(const model *m, vit_model_info *info);

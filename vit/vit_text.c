@@ -280,6 +280,10 @@ static void mean_tokens(const vit_text_context *c, int b, int T, float *out) {
     for (int d = 0; d < D; d++) out[d] /= n > 0 ? n : 1;
 }
 
+const text_tokenizer *api_text_tokenizer(const vit_text_context *c) {
+    return c->w->tok;
+}
+
 const model *api_text_model(const vit_text_context *c) {
     return &c->w->m;
 }

@@ -154,6 +154,7 @@ static void print_joint(const vit_model_info *image, const char *dir) {
         printf("text tower:     up to %d tokens, vocabulary %d, %zu parameters\n", t.max_positions,
                t.vocab_size, t.parameters);
         print_tower_parts(&t);
+        printf("tokenizer:      %s (%s), %d ids\n", t.tokenizer, t.tokenizer_kind, t.tokenizer_ids);
         vit_text_free(text);
     }
     printf("scores:         exp(logit_scale) = %.4g times the cosine%s; %s\n", image->score_scale,
@@ -185,6 +186,9 @@ static void print_one_tower(const vit_model_info *in) {
                in->vocab_size);
     print_tower_parts(in);
     if (image) printf("preprocessing:  %s\n", in->preprocessing);
+    if (!image)
+        printf("tokenizer:      %s (%s), %d ids\n", in->tokenizer, in->tokenizer_kind,
+               in->tokenizer_ids);
     if (in->score_scale)
         printf("scores:         exp(logit_scale) = %.4g times the cosine%s\n", in->score_scale,
                in->score_bias ? " plus logit_bias" : "");
@@ -358,6 +362,8 @@ static void print_text_model(const vit_text_context *ctx, const vit_model_info *
     printf("architecture:   %s (%s encoder)\n", in->architecture,
            in->post_norm ? "post-LN" : "pre-LN");
     printf("input:          up to %d tokens, vocabulary %d\n", in->max_positions, in->vocab_size);
+    printf("tokenizer:      %s (%s), %d ids\n", in->tokenizer, in->tokenizer_kind,
+           in->tokenizer_ids);
     printf("flops/128 tok:  %.3f GFLOP\n", in->flops / 1e9);
     print_encoder(in);
     printf("parameters:     %zu\n", in->parameters);
