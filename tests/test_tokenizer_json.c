@@ -1,7 +1,8 @@
 /* tokenizer.json (text/tokenizer_json.h) against the tokenizers library itself: the ids its
  * encode gives and the texts its decode gives, written by tools/tokenizer_json_reference.mjs for
- * five fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R, CLIP's
- * real merges as CLIPTokenizerFast saves them, Metaspace BPE with byte_fallback/Llama-like) on
+ * six fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R, CLIP's
+ * real merges as CLIPTokenizerFast saves them, Metaspace BPE with byte_fallback/Llama-like, a
+ * GPT-2 vocabulary behind the Nmt and ByteLevel normalizers and a Split on its space symbol) on
  * 441 texts, 67 pairs (ids and token type ids) and 2,000 generated texts (ids, and FNV-1a hashes
  * of both decodes) each. Equality is exact: ids are integers and texts bytes. */
 #include "testutil.h"
@@ -205,6 +206,11 @@ static void test_clip_bpe(void **state) {
     check_fixture("clip-bpe");
 }
 
+static void test_gpt2_split(void **state) {
+    (void)state;
+    check_fixture("gpt2-split");
+}
+
 static void test_llama_bpe(void **state) {
     (void)state;
     check_fixture("llama-bpe");
@@ -252,8 +258,11 @@ static void test_refusals(void **state) {
     } cases[] = {
         {"{\"model\":{\"type\":\"WordLevel\",\"vocab\":{}}}", "x/tokenizer.json: model WordLevel"},
         {"{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}},\"normalizer\":{\"type\":"
-         "\"Nmt\"}}",
-         "x/tokenizer.json: normalizer Nmt is not one vit follows"},
+         "\"Future\"}}",
+         "x/tokenizer.json: normalizer Future is not one vit follows"},
+        {"{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}},\"pre_tokenizer\":{\"type\":"
+         "\"CharDelimiterSplit\",\"delimiter\":\"x\"}}",
+         "x/tokenizer.json: pre_tokenizer CharDelimiterSplit is not one vit follows"},
         {"{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}},\"pre_tokenizer\":{\"type\":"
          "\"Split\",\"pattern\":{\"Regex\":\"[a-z]+\"},\"behavior\":\"Isolated\"}}",
          "x/tokenizer.json: Split's regex \"[a-z]+\" is not one vit follows"},
@@ -397,11 +406,11 @@ static void test_model_folder(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bert_wordpiece), cmocka_unit_test(test_roberta_bpe),
-        cmocka_unit_test(test_xlmr_unigram),   cmocka_unit_test(test_clip_bpe),
-        cmocka_unit_test(test_llama_bpe),      cmocka_unit_test(test_long_text_is_fast),
-        cmocka_unit_test(test_refusals),       cmocka_unit_test(test_folder_loader),
-        cmocka_unit_test(test_model_folder),
+        cmocka_unit_test(test_bert_wordpiece),    cmocka_unit_test(test_roberta_bpe),
+        cmocka_unit_test(test_xlmr_unigram),      cmocka_unit_test(test_clip_bpe),
+        cmocka_unit_test(test_gpt2_split),        cmocka_unit_test(test_llama_bpe),
+        cmocka_unit_test(test_long_text_is_fast), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_folder_loader),     cmocka_unit_test(test_model_folder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

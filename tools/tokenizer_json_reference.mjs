@@ -15,6 +15,8 @@
 //   clip-bpe         CLIP's real merges (the first 4,000 of ../shared/data/clip/merges.txt) as
 //                    transformers' CLIPConverter writes them: NFC, Replace \s+, Lowercase, CLIP's
 //                    Split, ByteLevel, BPE with "</w>", RobertaProcessing;
+//   gpt2-split       roberta-bpe's model behind the Nmt and ByteLevel normalizers and a Split on
+//                    "Ġ" (MergedWithNext), no post-processor;
 //   llama-bpe        Metaspace BPE with byte_fallback (a Gemma/Llama-like one, trained here):
 //                    Prepend/Replace normalizers, no pre-tokenizer, the Sequence decoder of
 //                    Replace, ByteFallback, Fuse and Strip, and added tokens of every flag.
@@ -162,6 +164,7 @@ function bertWordpiece() {
   };
 }
 
+let robertaModel = null; // trained once: gpt2-split reuses it
 function robertaBpe() {
   const bc = byteChars();
   const words = new Map();
@@ -172,7 +175,8 @@ function robertaBpe() {
       words.set(sym, (words.get(sym) || 0) + 1);
     }
   const specials = ['<s>', '<pad>', '</s>', '<unk>'];
-  const { vocab: v, merges } = trainBpe(words, 1500, [...specials, ...bc]);
+  robertaModel = robertaModel || trainBpe(words, 1500, [...specials, ...bc]);
+  const { vocab: v, merges } = robertaModel;
   const vocab = { ...v, '<mask>': Object.keys(v).length };
   const tok = (t, o = {}) => ({ id: vocab[t], content: t, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true, ...o });
   return {
@@ -241,6 +245,15 @@ function xlmrUnigram() {
   };
 }
 
+// GPT-2's vocabulary another way: the ByteLevel normalizer (bytes as symbols before anything),
+// then Split on the space's symbol merged with the next, no post-processor.
+function gpt2Split() {
+  const r = robertaBpe();
+  return { ...r, added_tokens: r.added_tokens.slice(0, 4), post_processor: null,
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'Nmt' }, { type: 'ByteLevel' }] },
+    pre_tokenizer: { type: 'Split', pattern: { String: 'Ġ' }, behavior: 'MergedWithNext', invert: false } };
+}
+
 function clipBpe() {
   const bc = byteChars();
   const lines = fs.readFileSync(path.join(shared, 'data/clip/merges.txt'), 'utf8').split('\n');
@@ -302,7 +315,7 @@ fs.mkdirSync(out, { recursive: true });
 fs.writeFileSync(path.join(out, 'generated-texts.json'), JSON.stringify(generated) + '\n');
 
 const fixtures = { 'bert-wordpiece': bertWordpiece, 'roberta-bpe': robertaBpe, 'xlmr-unigram': xlmrUnigram,
-  'clip-bpe': clipBpe, 'llama-bpe': llamaBpe };
+  'clip-bpe': clipBpe, 'llama-bpe': llamaBpe, 'gpt2-split': gpt2Split };
 const wanted = process.argv.slice(2);
 
 for (const [name, make] of Object.entries(fixtures)) {
