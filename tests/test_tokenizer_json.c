@@ -1,8 +1,9 @@
 /* tokenizer.json (text/tokenizer_json.h) against the tokenizers library itself: the ids its
  * encode gives and the texts its decode gives, written by tools/tokenizer_json_reference.mjs for
- * six fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R, CLIP's
+ * nine fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R, CLIP's
  * real merges as CLIPTokenizerFast saves them, Metaspace BPE with byte_fallback/Llama-like, a
- * GPT-2 vocabulary behind the Nmt and ByteLevel normalizers and a Split on its space symbol) on
+ * GPT-2 vocabulary behind the Nmt and ByteLevel normalizers and a Split on its space symbol, and
+ * three that put every other component type on those vocabularies) on
  * 441 texts, 67 pairs (ids and token type ids) and 2,000 generated texts (ids, and FNV-1a hashes
  * of both decodes) each. Equality is exact: ids are integers and texts bytes. */
 #include "testutil.h"
@@ -209,6 +210,21 @@ static void test_clip_bpe(void **state) {
 static void test_gpt2_split(void **state) {
     (void)state;
     check_fixture("gpt2-split");
+}
+
+static void test_mixed_wordpiece(void **state) {
+    (void)state;
+    check_fixture("mixed-wordpiece");
+}
+
+static void test_unigram_first(void **state) {
+    (void)state;
+    check_fixture("unigram-first");
+}
+
+static void test_clip_variants(void **state) {
+    (void)state;
+    check_fixture("clip-variants");
 }
 
 static void test_llama_bpe(void **state) {
@@ -476,12 +492,13 @@ static void test_real_clip(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bert_wordpiece),    cmocka_unit_test(test_roberta_bpe),
-        cmocka_unit_test(test_xlmr_unigram),      cmocka_unit_test(test_clip_bpe),
-        cmocka_unit_test(test_gpt2_split),        cmocka_unit_test(test_llama_bpe),
-        cmocka_unit_test(test_long_text_is_fast), cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_folder_loader),     cmocka_unit_test(test_model_folder),
-        cmocka_unit_test(test_real_clip),
+        cmocka_unit_test(test_bert_wordpiece), cmocka_unit_test(test_roberta_bpe),
+        cmocka_unit_test(test_xlmr_unigram),   cmocka_unit_test(test_clip_bpe),
+        cmocka_unit_test(test_gpt2_split),     cmocka_unit_test(test_mixed_wordpiece),
+        cmocka_unit_test(test_unigram_first),  cmocka_unit_test(test_clip_variants),
+        cmocka_unit_test(test_llama_bpe),      cmocka_unit_test(test_long_text_is_fast),
+        cmocka_unit_test(test_refusals),       cmocka_unit_test(test_folder_loader),
+        cmocka_unit_test(test_model_folder),   cmocka_unit_test(test_real_clip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

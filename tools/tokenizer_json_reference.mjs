@@ -17,6 +17,10 @@
 //                    Split, ByteLevel, BPE with "</w>", RobertaProcessing;
 //   gpt2-split       roberta-bpe's model behind the Nmt and ByteLevel normalizers and a Split on
 //                    "Ġ" (MergedWithNext), no post-processor;
+//   mixed-wordpiece, unigram-first, clip-variants: the other components on those vocabularies
+//                    (NFKD, NFD, StripAccents, Strip, WhitespaceSplit, Whitespace, Split's other
+//                    behaviours, Punctuation, Digits, Metaspace "first", Unigram byte_fallback,
+//                    ignore_merges, the ByteLevel post-processor, BPEDecoder);
 //   llama-bpe        Metaspace BPE with byte_fallback (a Gemma/Llama-like one, trained here):
 //                    Prepend/Replace normalizers, no pre-tokenizer, the Sequence decoder of
 //                    Replace, ByteFallback, Fuse and Strip, and added tokens of every flag.
@@ -254,6 +258,57 @@ function gpt2Split() {
     pre_tokenizer: { type: 'Split', pattern: { String: 'Ġ' }, behavior: 'MergedWithNext', invert: false } };
 }
 
+// The other components, on vocabularies made above: NFKD, StripAccents, Strip, WhitespaceSplit,
+// Split (String, MergedWithPrevious), Punctuation (MergedWithNext), Digits, a Sequence of
+// ByteLevel and TemplateProcessing, the WordPiece decoder without clean-up.
+function mixedWordpiece() {
+  const b = bertWordpiece();
+  return { ...b,
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFKD' }, { type: 'StripAccents' }, { type: 'Lowercase' },
+      { type: 'Strip', strip_left: true, strip_right: true }] },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'WhitespaceSplit' },
+      { type: 'Split', pattern: { String: '-' }, behavior: 'MergedWithPrevious', invert: false },
+      { type: 'Punctuation', behavior: 'MergedWithNext' }, { type: 'Digits', individual_digits: true }] },
+    post_processor: { type: 'Sequence', processors: [{ type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false },
+      { type: 'TemplateProcessing',
+        single: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } }],
+        pair: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } },
+          { Sequence: { id: 'B', type_id: 1 } }, { SpecialToken: { id: '[SEP]', type_id: 1 } }],
+        special_tokens: { '[CLS]': { id: '[CLS]', ids: [b.model.vocab['[CLS]']], tokens: ['[CLS]'] },
+          '[SEP]': { id: '[SEP]', ids: [b.model.vocab['[SEP]']], tokens: ['[SEP]'] } } }] },
+    decoder: { type: 'WordPiece', prefix: '##', cleanup: false },
+  };
+}
+
+// Unigram with byte_fallback (XLM-R's pieces and the 256 byte pieces), NFD, white space removed
+// by Split, then Metaspace "first" without splitting; ByteFallback then Metaspace to decode.
+function unigramFirst() {
+  const x = xlmrUnigram();
+  const bytes = [...Array(256).keys()].map((b) => ['<0x' + b.toString(16).toUpperCase().padStart(2, '0') + '>', -20]);
+  const vocab = [...x.model.vocab.slice(0, -1), ...bytes, x.model.vocab[x.model.vocab.length - 1]];
+  return { ...x,
+    added_tokens: x.added_tokens.map((t) => (t.content === '<mask>' ? { ...t, id: vocab.length - 1 } : t)),
+    normalizer: { type: 'NFD' },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: '\\s+' }, behavior: 'Removed', invert: false },
+      { type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false }] },
+    decoder: { type: 'Sequence', decoders: [{ type: 'ByteFallback' }, { type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false }] },
+    model: { type: 'Unigram', unk_id: 3, vocab, byte_fallback: true },
+  };
+}
+
+// CLIP's merges again: Whitespace words, ByteLevel without its regex, ignore_merges, the
+// decoders ByteLevel then BPEDecoder.
+function clipVariants() {
+  const c = clipBpe();
+  return { ...c,
+    normalizer: { type: 'Lowercase' },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Whitespace' },
+      { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }] },
+    decoder: { type: 'Sequence', decoders: [{ type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }, { type: 'BPEDecoder', suffix: '</w>' }] },
+    model: { ...c.model, ignore_merges: true },
+  };
+}
+
 function clipBpe() {
   const bc = byteChars();
   const lines = fs.readFileSync(path.join(shared, 'data/clip/merges.txt'), 'utf8').split('\n');
@@ -315,7 +370,8 @@ fs.mkdirSync(out, { recursive: true });
 fs.writeFileSync(path.join(out, 'generated-texts.json'), JSON.stringify(generated) + '\n');
 
 const fixtures = { 'bert-wordpiece': bertWordpiece, 'roberta-bpe': robertaBpe, 'xlmr-unigram': xlmrUnigram,
-  'clip-bpe': clipBpe, 'llama-bpe': llamaBpe, 'gpt2-split': gpt2Split };
+  'clip-bpe': clipBpe, 'llama-bpe': llamaBpe, 'gpt2-split': gpt2Split, 'mixed-wordpiece': mixedWordpiece,
+  'unigram-first': unigramFirst, 'clip-variants': clipVariants };
 const wanted = process.argv.slice(2);
 
 for (const [name, make] of Object.entries(fixtures)) {
