@@ -1,9 +1,10 @@
 /* tokenizer.json (text/tokenizer_json.h) against the tokenizers library itself: the ids its
  * encode gives and the texts its decode gives, written by tools/tokenizer_json_reference.mjs for
- * nine fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R, CLIP's
+ * ten fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R, CLIP's
  * real merges as CLIPTokenizerFast saves them, Metaspace BPE with byte_fallback/Llama-like, a
  * GPT-2 vocabulary behind the Nmt and ByteLevel normalizers and a Split on its space symbol, and
- * three that put every other component type on those vocabularies) on
+ * four that put every other component type and option on those vocabularies or one trained
+ * with a "##" prefix) on
  * 441 texts, 67 pairs (ids and token type ids) and 2,000 generated texts (ids, and FNV-1a hashes
  * of both decodes) each. Equality is exact: ids are integers and texts bytes. */
 #include "testutil.h"
@@ -225,6 +226,11 @@ static void test_unigram_first(void **state) {
 static void test_clip_variants(void **state) {
     (void)state;
     check_fixture("clip-variants");
+}
+
+static void test_bpe_prefix(void **state) {
+    (void)state;
+    check_fixture("bpe-prefix");
 }
 
 static void test_llama_bpe(void **state) {
@@ -492,13 +498,14 @@ static void test_real_clip(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bert_wordpiece), cmocka_unit_test(test_roberta_bpe),
-        cmocka_unit_test(test_xlmr_unigram),   cmocka_unit_test(test_clip_bpe),
-        cmocka_unit_test(test_gpt2_split),     cmocka_unit_test(test_mixed_wordpiece),
-        cmocka_unit_test(test_unigram_first),  cmocka_unit_test(test_clip_variants),
-        cmocka_unit_test(test_llama_bpe),      cmocka_unit_test(test_long_text_is_fast),
-        cmocka_unit_test(test_refusals),       cmocka_unit_test(test_folder_loader),
-        cmocka_unit_test(test_model_folder),   cmocka_unit_test(test_real_clip),
+        cmocka_unit_test(test_bert_wordpiece),    cmocka_unit_test(test_roberta_bpe),
+        cmocka_unit_test(test_xlmr_unigram),      cmocka_unit_test(test_clip_bpe),
+        cmocka_unit_test(test_gpt2_split),        cmocka_unit_test(test_mixed_wordpiece),
+        cmocka_unit_test(test_unigram_first),     cmocka_unit_test(test_clip_variants),
+        cmocka_unit_test(test_bpe_prefix),        cmocka_unit_test(test_llama_bpe),
+        cmocka_unit_test(test_long_text_is_fast), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_folder_loader),     cmocka_unit_test(test_model_folder),
+        cmocka_unit_test(test_real_clip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 //                    (NFKD, NFD, StripAccents, Strip, WhitespaceSplit, Whitespace, Split's other
 //                    behaviours, Punctuation, Digits, Metaspace "first", Unigram byte_fallback,
 //                    ignore_merges, the ByteLevel post-processor, BPEDecoder);
+//   bpe-prefix       BPE with continuing_subword_prefix "##" trained here, Digits Contiguous;
 //   llama-bpe        Metaspace BPE with byte_fallback (a Gemma/Llama-like one, trained here):
 //                    Prepend/Replace normalizers, no pre-tokenizer, the Sequence decoder of
 //                    Replace, ByteFallback, Fuse and Strip, and added tokens of every flag.
@@ -130,6 +131,38 @@ function trainBpe(words, merges, alphabet) {
       const o = [];
       for (let i = 0; i < w.length; i++)
         if (i + 1 < w.length && w[i] === a && w[i + 1] === b) o.push(a + b), i++;
+        else o.push(w[i]);
+      return [o, c];
+    });
+  }
+  return { vocab: Object.fromEntries(vocab), merges: list };
+}
+
+// The same over words whose later characters carry a "##" prefix: a merge (a, ##b) makes a + b.
+function trainBpePrefix(words, merges, alphabet) {
+  const vocab = new Map();
+  for (const s of alphabet) if (!vocab.has(s)) vocab.set(s, vocab.size);
+  let seqs = [...words.entries()].map(([w, c]) => [[...w].map((ch, i) => (i ? '##' + ch : ch)), c]);
+  for (const [w] of seqs) for (const s of w) if (!vocab.has(s)) vocab.set(s, vocab.size);
+  const list = [];
+  for (let m = 0; m < merges; m++) {
+    const counts = new Map();
+    for (const [w, c] of seqs)
+      for (let i = 0; i + 1 < w.length; i++) {
+        const k = w[i] + '\u0000' + w[i + 1];
+        counts.set(k, (counts.get(k) || 0) + c);
+      }
+    let best = null, bestCount = 1;
+    for (const [k, c] of counts) if (c > bestCount || (c === bestCount && best !== null && k < best)) best = k, bestCount = c;
+    if (!best) break;
+    const [a, b] = best.split('\u0000');
+    const joined = a + b.slice(2);
+    list.push([a, b]);
+    if (!vocab.has(joined)) vocab.set(joined, vocab.size);
+    seqs = seqs.map(([w, c]) => {
+      const o = [];
+      for (let i = 0; i < w.length; i++)
+        if (i + 1 < w.length && w[i] === a && w[i + 1] === b) o.push(joined), i++;
         else o.push(w[i]);
       return [o, c];
     });
@@ -296,6 +329,27 @@ function unigramFirst() {
   };
 }
 
+// BPE with continuing_subword_prefix "##" (trained here, lower-cased SST-2 words) behind BERT's
+// normalizer and pre-tokenizer; Digits grouped (Contiguous).
+function bpePrefix() {
+  const words = new Map();
+  for (const s of sst2('train.tsv', 20000))
+    for (const w of s.toLowerCase().split(/\s+/).filter((x) => x)) words.set(w, (words.get(w) || 0) + 1);
+  const specials = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'];
+  const { vocab, merges } = trainBpePrefix(words, 1500, specials);
+  const tok = (t) => ({ id: vocab[t], content: t, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: specials.map(tok),
+    normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'BertPreTokenizer' }, { type: 'Digits', individual_digits: false }] },
+    post_processor: { type: 'BertProcessing', sep: ['[SEP]', vocab['[SEP]']], cls: ['[CLS]', vocab['[CLS]']] },
+    decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
+    model: { type: 'BPE', dropout: null, unk_token: '[UNK]', continuing_subword_prefix: '##', end_of_word_suffix: null,
+      fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges },
+  };
+}
+
 // CLIP's merges again: Whitespace words, ByteLevel without its regex, ignore_merges, the
 // decoders ByteLevel then BPEDecoder.
 function clipVariants() {
@@ -371,7 +425,7 @@ fs.writeFileSync(path.join(out, 'generated-texts.json'), JSON.stringify(generate
 
 const fixtures = { 'bert-wordpiece': bertWordpiece, 'roberta-bpe': robertaBpe, 'xlmr-unigram': xlmrUnigram,
   'clip-bpe': clipBpe, 'llama-bpe': llamaBpe, 'gpt2-split': gpt2Split, 'mixed-wordpiece': mixedWordpiece,
-  'unigram-first': unigramFirst, 'clip-variants': clipVariants };
+  'unigram-first': unigramFirst, 'clip-variants': clipVariants, 'bpe-prefix': bpePrefix };
 const wanted = process.argv.slice(2);
 
 for (const [name, make] of Object.entries(fixtures)) {
