@@ -40,6 +40,9 @@
 #                                     its C++ shim): SentencePiece tokenizers (SigLIP's)
 #                       FREETYPE=0    FreeType (libfreetype-dev): vit render-lines, synthetic
 #                                     printed text lines for OCR
+#                       CURL=0        libcurl and libcrypto (libcurl4-openssl-dev, libssl-dev):
+#                                     -m org/name downloads from the Hugging Face Hub (the
+#                                     cache is read without them)
 #   make deps         installs the groups build, optional and test (as root; as another user it
 #                     prints the one apt-get command); one group: make deps-build, deps-optional,
 #                     deps-test (cmocka, fonts-dejavu-core, Python's numpy, Pillow, pytest,
@@ -67,7 +70,7 @@ CFLAGS  ?= $(OPT) -g -ffp-contract=off -fno-trapping-math
 # ---- required and optional packages ----
 
 REQUIRED    := openblas libpng libjpeg libcjson libutf8proc
-FEATURES    := ONEDNN MPI MICROHTTPD WEBP TIFF GIF SENTENCEPIECE FREETYPE
+FEATURES    := ONEDNN MPI MICROHTTPD WEBP TIFF GIF SENTENCEPIECE FREETYPE CURL
 ONEDNN      ?= 1
 MPI         ?= 1
 MICROHTTPD  ?= 1
@@ -76,6 +79,7 @@ TIFF        ?= 1
 GIF         ?= 1
 SENTENCEPIECE ?= 1
 FREETYPE    ?= 1
+CURL        ?= 1
 # Per feature: its name in make's summary, its Debian packages (the -dev one first), the shell
 # test that finds it installed, its pkg-config modules (flags for every object; MPI's and
 # libmicrohttpd's go only to the objects that use them, below).
@@ -100,7 +104,11 @@ PC_GIF          := libgif
 NAME_FREETYPE   := FreeType
 DEB_FREETYPE    := libfreetype-dev
 PC_FREETYPE     := freetype2
-$(foreach f,WEBP TIFF GIF FREETYPE,$(eval FIND_$(f) := pkg-config --exists $(PC_$(f))))
+# libcrypto for the sha256 of each downloaded LFS file
+NAME_CURL       := Hub~downloads
+DEB_CURL        := libcurl4-openssl-dev libssl-dev
+PC_CURL         := libcurl libcrypto
+$(foreach f,WEBP TIFF GIF FREETYPE CURL,$(eval FIND_$(f) := pkg-config --exists $(PC_$(f))))
 # libsentencepiece is C++: its shim (text/sentencepiece_shim.cc) needs a C++ compiler too.
 NAME_SENTENCEPIECE := SentencePiece
 DEB_SENTENCEPIECE  := libsentencepiece-dev g++
@@ -141,7 +149,7 @@ DNNL     = $(call built,ONEDNN)
 OMPI     = $(call built,MPI)
 MHD      = $(call built,MICROHTTPD)
 SPM      = $(call built,SENTENCEPIECE)
-PKGS     = $(REQUIRED) $(foreach f,$(call built,WEBP TIFF GIF FREETYPE),$(PC_$(f)))
+PKGS     = $(REQUIRED) $(foreach f,$(call built,WEBP TIFF GIF FREETYPE CURL),$(PC_$(f)))
 PKG_CFLAGS = $(call once,PKG_CFLAGS,$(shell pkg-config --cflags $(PKGS) 2>/dev/null))
 PKG_LIBS   = $(call once,PKG_LIBS,$(shell pkg-config --libs $(PKGS) 2>/dev/null))
 OMPI_LIBS  = $(call once,OMPI_LIBS,$(if $(OMPI),$(shell pkg-config --libs ompi-c)))
@@ -463,7 +471,7 @@ $(CIFAR10_DATA)/%/.done:
 	@touch $@
 cifar10-model: $(BIN)/vit $(CIFAR10_DATA)/train/.done
 	@$(call cifar10_run,a,$(CIFAR10_A))
-	$(BIN)/vit convert --dtype f16 $(CIFAR10_RUNS)/a $(CIFAR10_RUNS)/a-f16
+	$(BIN)/vit convert --overwrite --dtype f16 $(CIFAR10_RUNS)/a $(CIFAR10_RUNS)/a-f16
 	@$(call cifar10_run,b112,$(CIFAR10_B112))
 	@$(call cifar10_run,b,$(CIFAR10_B))
 	@$(call cifar10_run,c,$(CIFAR10_C))
@@ -529,7 +537,7 @@ ocr-model: $(BIN)/vit ocr-data
 	else \
 	  $(BIN)/vit train $(OCR_MODEL_ARGS) --out $(OCR_MODEL_RUN); \
 	fi
-	$(BIN)/vit convert --dtype f16 $(OCR_MODEL_RUN) models/ocr-printed-lines
+	$(BIN)/vit convert --overwrite --dtype f16 $(OCR_MODEL_RUN) models/ocr-printed-lines
 	cp $(OCR_MODEL_RUN)/train_log.jsonl $(OCR_MODEL_RUN)/train_curves.png models/ocr-printed-lines/
 
 # The shipped OCR model and Tesseract on both test sets, side by side.

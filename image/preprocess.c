@@ -138,14 +138,45 @@ static const processor_class classes[] = {
     {"Siglip", SIZE_HEIGHT_WIDTH, 224, 224, 0, RESAMPLE_BICUBIC, 0, half, half},
 };
 
-/* The class image_processor_type (or an old file's feature_extractor_type) names; a file that
- * names none is read as ViTImageProcessor (vit's own files before they named it). NULL: a class
- * vit does not know, whose defaults it cannot guess. */
-static const processor_class *processor_class_of(const cJSON *root, const char **name) {
+/* AutoImageProcessor's class for a file that names none: IMAGE_PROCESSOR_MAPPING's entry for
+ * config.json's model_type (transformers' models/auto/image_processing_auto.py). */
+static const struct {
+    const char *model_type, *processor;
+} by_model_type[] = {
+    {"vit", "ViTImageProcessor"},    {"deit", "DeiTImageProcessor"},
+    {"beit", "BeitImageProcessor"},  {"data2vec-vision", "BeitImageProcessor"},
+    {"dinov2", "BitImageProcessor"}, {"dinov2_with_registers", "BitImageProcessor"},
+    {"clip", "CLIPImageProcessor"},  {"siglip", "SiglipImageProcessor"},
+};
+
+/* That class for the folder's config.json; ViTImageProcessor (vit's own files before they
+ * named it) when there is none or its model_type has no entry (transformers then fails). */
+static const char *class_for_model_type(const char *model_dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    FILE *probe = fopen(path, "rb");
+    if (!probe) return "ViTImageProcessor";
+    fclose(probe);
+    cJSON *root = json_load_object(path, NULL);
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const char *name = "ViTImageProcessor";
+    for (size_t i = 0; cJSON_IsString(type) && i < sizeof by_model_type / sizeof by_model_type[0];
+         i++)
+        if (strcmp(type->valuestring, by_model_type[i].model_type) == 0)
+            name = by_model_type[i].processor;
+    cJSON_Delete(root);
+    return name;
+}
+
+/* The class image_processor_type (or an old file's feature_extractor_type) names, or for a file
+ * that names none the model_type's. NULL: a class vit does not know, whose defaults it cannot
+ * guess. */
+static const processor_class *processor_class_of(const cJSON *root, const char *model_dir,
+                                                 const char **name) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "image_processor_type");
     if (!cJSON_IsString(type))
         type = cJSON_GetObjectItemCaseSensitive(root, "feature_extractor_type");
-    *name = cJSON_IsString(type) ? type->valuestring : "ViTImageProcessor";
+    *name = cJSON_IsString(type) ? type->valuestring : class_for_model_type(model_dir);
     static const char *suffixes[] = {"ImageProcessor", "ImageProcessorFast", "FeatureExtractor"};
     for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++) {
         const size_t n = strlen(classes[i].name);
@@ -167,11 +198,11 @@ static void processor_defaults(const processor_class *k, preprocess_config *cfg)
     memcpy(cfg->std, k->std, sizeof cfg->std);
 }
 
-static int parse_preprocessor(const cJSON *root, preprocess_config *cfg, const char *src,
-                              vit_error *err) {
+static int parse_preprocessor(const cJSON *root, const char *model_dir, preprocess_config *cfg,
+                              const char *src, vit_error *err) {
     double factor = cfg->rescale_factor;
     const char *name;
-    const processor_class *k = processor_class_of(root, &name);
+    const processor_class *k = processor_class_of(root, model_dir, &name);
     if (!k)
         return vit_fail(err,
                         "%s: image processor '%s' is not one vit reads (ViT, DeiT, Beit, CLIP, "
@@ -274,11 +305,76 @@ static int timm_preprocessor(const char *model_dir, int channels, preprocess_con
     return rc;
 }
 
+/* open_clip's eval transform (transform.py image_transform, is_train false) from
+ * open_clip_config.json's preprocess_cfg over PreprocessCfg's defaults (OpenAI's mean and std,
+ * bicubic, 'shortest'), at the image tower's size (the factory sets preprocess_cfg's size to it):
+ * 'shortest' Resize(size) on the short side (the long one int(size * long / short)), then
+ * CenterCrop(size) with torchvision's offsets; 'squash' Resize((size, size)); then ToTensor and
+ * Normalize(mean, std), as timm's. 'longest' (ResizeKeepRatio, CenterCropOrPad) is refused. */
+static int parse_open_clip(const cJSON *p, int size, preprocess_config *cfg, const char *src,
+                           vit_error *err) {
+    static const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
+    static const float std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+    const cJSON *interp = cJSON_GetObjectItemCaseSensitive(p, "interpolation");
+    const cJSON *mode = cJSON_GetObjectItemCaseSensitive(p, "resize_mode");
+    const cJSON *color = cJSON_GetObjectItemCaseSensitive(p, "mode");
+    const char *i = cJSON_IsString(interp) ? interp->valuestring : "bicubic";
+    const char *m = cJSON_IsString(mode) ? mode->valuestring : "shortest";
+    memcpy(cfg->mean, mean, sizeof mean);
+    memcpy(cfg->std, std, sizeof std);
+    if (p && !cJSON_IsObject(p))
+        return vit_fail(err, "%s: field 'preprocess_cfg' must be an object", src);
+    if ((interp && !cJSON_IsNull(interp) && !cJSON_IsString(interp)) ||
+        (strcmp(i, "bicubic") != 0 && strcmp(i, "bilinear") != 0 && strcmp(i, "random") != 0))
+        return vit_fail(err, "%s: preprocess_cfg.interpolation must be bicubic or bilinear", src);
+    if ((mode && !cJSON_IsNull(mode) && !cJSON_IsString(mode)) ||
+        (strcmp(m, "shortest") != 0 && strcmp(m, "squash") != 0))
+        return vit_fail(err,
+                        "%s: preprocess_cfg.resize_mode '%s' is not one vit follows (shortest, "
+                        "squash)",
+                        src, cJSON_IsString(mode) ? mode->valuestring : "?");
+    if (color && !cJSON_IsNull(color) &&
+        !(cJSON_IsString(color) && !strcmp(color->valuestring, "RGB")))
+        return vit_fail(err, "%s: preprocess_cfg.mode must be RGB", src);
+    if (get_channel_values(p, "mean", cfg->channels, 0, cfg->mean, src, err) ||
+        get_channel_values(p, "std", cfg->channels, 1, cfg->std, src, err))
+        return -1;
+    /* 'random' is bicubic at eval time (image_transform's note) */
+    cfg->resample = strcmp(i, "bilinear") == 0 ? RESAMPLE_BILINEAR : RESAMPLE_BICUBIC;
+    cfg->resize_height = cfg->resize_width = size;
+    cfg->shortest_edge = strcmp(m, "shortest") == 0 ? size : 0;
+    cfg->do_center_crop = cfg->torch_crop = cfg->shortest_edge > 0;
+    cfg->crop_height = cfg->crop_width = size;
+    return 0;
+}
+
+/* An open_clip folder (open_clip_config.json, no config.json): 1 (cfg set, or -1 on an error),
+ * 0 when the folder is not one. */
+static int open_clip_preprocessor(const char *model_dir, int size, int channels,
+                                  preprocess_config *cfg, vit_error *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    FILE *probe = fopen(path, "rb");
+    if (probe) return fclose(probe), 0;
+    snprintf(path, sizeof path, "%s/open_clip_config.json", model_dir);
+    if (!(probe = fopen(path, "rb"))) return 0;
+    fclose(probe);
+    cJSON *root = json_load_object(path, err);
+    if (!root) return -1;
+    set_defaults(cfg, size, channels);
+    const int rc = parse_open_clip(cJSON_GetObjectItemCaseSensitive(root, "preprocess_cfg"), size,
+                                   cfg, path, err);
+    cJSON_Delete(root);
+    return rc != 0 ? -1 : 1;
+}
+
 int preprocess_config_read(const char *model_dir, int image_size, int channels,
                            preprocess_config *cfg, vit_error *err) {
     /* timm runs its folders with pretrained_cfg's transform whatever else the folder holds */
     const int timm = timm_preprocessor(model_dir, channels, cfg, err);
     if (timm != 0) return timm < 0 ? -1 : 0;
+    const int open_clip = open_clip_preprocessor(model_dir, image_size, channels, cfg, err);
+    if (open_clip != 0) return open_clip < 0 ? -1 : 0;
     char path[4096];
     snprintf(path, sizeof path, "%s/preprocessor_config.json", model_dir);
     FILE *probe = fopen(path, "rb");
@@ -291,7 +387,7 @@ int preprocess_config_read(const char *model_dir, int image_size, int channels,
     set_defaults(cfg, 224, channels);
     cJSON *root = json_load_object(path, err);
     if (!root) return -1;
-    int rc = parse_preprocessor(root, cfg, path, err);
+    int rc = parse_preprocessor(root, model_dir, cfg, path, err);
     cJSON_Delete(root);
     return rc;
 }

@@ -1,13 +1,14 @@
 #!/bin/sh
 # A build with every optional feature switched off (make ONEDNN=0 MPI=0 MICROHTTPD=0 WEBP=0 TIFF=0
-# GIF=0 SENTENCEPIECE=0 FREETYPE=0, at -O0 for speed, in its own build tree): make's line names
+# GIF=0 SENTENCEPIECE=0 FREETYPE=0 CURL=0, at -O0 for speed, in its own build tree): make's line names
 # each as left out and why; bin/vit classifies a JPEG as the full build does; vit info says what
 # the build is without; a WebP, TIFF or GIF file, vit serve and vit render-lines are refused in
 # one line each; the formats test passes with its left-out formats counted as skipped; the
 # SentencePiece test checks the refusal of a SentencePiece model and skips the rest, saying why,
 # and the text-line test checks the fonts' refusal and skips the rendering; nothing of
-# libsentencepiece, libstdc++ or libfreetype is linked. Prints a cmocka-style summary for
-# tests/run.
+# libsentencepiece, libstdc++ or libfreetype is linked; an org/name not in the cache is refused
+# saying nothing is downloaded, and neither libcurl nor libcrypto is linked. Prints a
+# cmocka-style summary for tests/run.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 full=${VIT_BIN:-bin/vit}
@@ -19,7 +20,7 @@ fail() {
     echo "[  FAILED  ] 1 test(s), listed below:"
     exit 1
 }
-off="ONEDNN=0 MPI=0 MICROHTTPD=0 WEBP=0 TIFF=0 GIF=0 SENTENCEPIECE=0 FREETYPE=0"
+off="ONEDNN=0 MPI=0 MICROHTTPD=0 WEBP=0 TIFF=0 GIF=0 SENTENCEPIECE=0 FREETYPE=0 CURL=0"
 # its own make: not the calling make's jobs or variables (but for the C compiler)
 # shellcheck disable=SC2086 # one word per variable
 out=$(MAKEFLAGS='' make -s -j2 BUILD="$min" BIN="$min/bin" OPT=-O0 CC="${CC:-cc}" $off all \
@@ -28,11 +29,11 @@ out=$(MAKEFLAGS='' make -s -j2 BUILD="$min" BIN="$min/bin" OPT=-O0 CC="${CC:-cc}
 line=$(printf '%s\n' "$out" | grep '^vit: built with')
 want="vit: built with no optional feature; left out: oneDNN (ONEDNN=0), OpenMPI (MPI=0),"
 want="$want vit serve (MICROHTTPD=0), WebP (WEBP=0), TIFF (TIFF=0), GIF (GIF=0),"
-want="$want SentencePiece (SENTENCEPIECE=0), FreeType (FREETYPE=0)"
+want="$want SentencePiece (SENTENCEPIECE=0), FreeType (FREETYPE=0), Hub downloads (CURL=0)"
 [ "$line" = "$want" ] || fail "make said '$line', not '$want'"
 version=$("$vit" --version) || fail "vit --version failed"
 want="; built with no optional feature; left out: oneDNN, MPI, microhttpd, WebP, TIFF, GIF,"
-want="$want SentencePiece, FreeType"
+want="$want SentencePiece, FreeType, libcurl"
 case "$version" in *"$want") ;; *) fail "vit --version said '$version', not '...$want'" ;; esac
 info=$("$vit" info -m "$model") || fail "vit info failed"
 for expected in "backends: .*oneDNN (not in this build)" "mpi: *not built in" \
@@ -72,8 +73,13 @@ printf '%s\n' "$spm" | grep -q '^\[       OK \] test_refused_without_sentencepie
 skips=$(printf '%s\n' "$spm" | grep -c '^SKIP .*built without SentencePiece')
 printf '%s\n' "$spm" | grep -q "^\[  SKIPPED \] $skips test" && [ "$skips" -gt 0 ] ||
     fail "test_sentencepiece did not skip its other tests saying why: $spm"
+err=$(HF_HUB_CACHE="$min/no-cache" "$vit" info -m org/not-cached 2>&1) && fail "vit info -m org/not-cached ran"
+case "$err" in
+*"org/not-cached is not in the cache"*"this vit is built without libcurl: nothing is downloaded") ;;
+*) fail "vit info -m org/not-cached: '$err'" ;;
+esac
 for f in "$vit" "$min"/libvit.so.*; do
-    linked=$(ldd "$f" | grep -o 'lib\(sentencepiece\|stdc++\|freetype\)[^ ]*' | tr '\n' ' ')
+    linked=$(ldd "$f" | grep -o 'lib\(sentencepiece\|stdc++\|freetype\|curl\|crypto\)[^ ]*' | tr '\n' ' ')
     [ -z "$linked" ] || fail "$f links $linked"
 done
 echo "minimal-build: $line"

@@ -574,6 +574,90 @@ static void test_model_info(void **state) {
     assert_non_null(strstr(err.msg, "tests/data/no-such-model"));
 }
 
+/* params.tokenizer_optional: a text folder without its tokenizer files loads for describing
+ * (vit info), says why it has no tokenizer, and refuses texts with that reason; without the
+ * flag it is refused, and a folder with its tokenizer has no reason. */
+static void test_text_without_tokenizer(void **state) {
+    (void)state;
+    vit_error err = {0};
+    const char *dir = test_joint_without_tokenizer();
+    assert_null(vit_text_load(dir, NULL, &err));
+    assert_non_null(strstr(err.msg, "no tokenizer files"));
+    vit_text_params tp = vit_text_default_params();
+    tp.tokenizer_optional = 1;
+    vit_text_context *text = vit_text_load(dir, &tp, &err);
+    if (!text) fail_msg("%s", err.msg);
+    assert_non_null(vit_text_tokenizer_error(text));
+    assert_non_null(strstr(vit_text_tokenizer_error(text), "no tokenizer files"));
+    vit_model_info i, whole;
+    vit_text_model_info(text, &i);
+    vit_text_context *full = vit_text_load("tests/data/siglip-micro", &tp, &err);
+    assert_non_null(full);
+    assert_null(vit_text_tokenizer_error(full));
+    vit_text_model_info(full, &whole); /* the same folder with its tokenizer */
+    assert_string_equal(i.family, "SigLIP");
+    assert_true(i.parameters == whole.parameters && i.vocab_size == whole.vocab_size);
+    assert_true(i.max_positions == whole.max_positions && i.pool == whole.pool);
+    vit_text_free(full);
+    const char *t = "a cat";
+    const size_t n = strlen(t);
+    float out[64];
+    int32_t ids[8];
+    err = (vit_error){0};
+    assert_int_equal(vit_text_embed(text, &t, &n, 1, VIT_POOL_JOINT, out, &err), -1);
+    assert_string_equal(err.msg, vit_text_tokenizer_error(text));
+    err = (vit_error){0};
+    assert_int_equal(vit_text_tokenize(text, t, n, ids, 8, &err), -1);
+    assert_string_equal(err.msg, vit_text_tokenizer_error(text));
+    assert_null(vit_text_piece(text, 0));
+    vit_text_free(text);
+}
+
+/* The same for an image-to-text folder (tests/data/ved-trocr-vit's config, weights and settings
+ * linked without its tokenizer files): vit_gen_params.tokenizer_optional loads it, the decoder is
+ * described as with its tokenizer (but for the tokenizer's fields), and vit_generate refuses with
+ * the reason. */
+static void test_generator_without_tokenizer(void **state) {
+    (void)state;
+    char dir[4096], cwd[2048];
+    snprintf(dir, sizeof dir, "%s/ved-no-tokenizer", test_tmpdir());
+    mkdir(dir, 0700);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    const char *files[] = {"config.json", "model.safetensors", "generation_config.json",
+                           "preprocessor_config.json"};
+    for (int i = 0; i < 4; i++) {
+        char from[4096], to[8192];
+        snprintf(from, sizeof from, "%s/tests/data/ved-trocr-vit/%s", cwd, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        assert_int_equal(symlink(from, to), 0);
+    }
+    vit_error err = {0};
+    assert_null(vit_gen_load(dir, NULL, &err));
+    assert_non_null(strstr(err.msg, "no tokenizer files"));
+    vit_gen_params gp = vit_gen_default_params();
+    gp.tokenizer_optional = 1;
+    vit_gen_context *bare = vit_gen_load(dir, &gp, &err), *full;
+    if (!bare) fail_msg("%s", err.msg);
+    assert_non_null(full = vit_gen_load("tests/data/ved-trocr-vit", &gp, &err));
+    assert_null(vit_gen_tokenizer_error(full));
+    assert_non_null(strstr(vit_gen_tokenizer_error(bare), "no tokenizer files"));
+    vit_model_info a, b;
+    vit_gen_decoder_info(bare, &a);
+    vit_gen_decoder_info(full, &b);
+    assert_true(a.parameters == b.parameters && a.vocab_size == b.vocab_size &&
+                a.decoder_start_id == b.decoder_start_id && a.num_eos == b.num_eos);
+    assert_true(a.tokenizer == NULL && a.tokenizer_ids == 0 && b.tokenizer != NULL);
+    vit_context *enc = vit_gen_image_context(bare);
+    float *pixels = test_alloc_floats(vit_input_floats(enc));
+    vit_generation out = {0};
+    err = (vit_error){0};
+    assert_int_equal(vit_generate(bare, pixels, 1, NULL, &out, &err), -1);
+    assert_string_equal(err.msg, vit_gen_tokenizer_error(bare));
+    free(pixels);
+    vit_gen_free(bare);
+    vit_gen_free(full);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),
@@ -588,6 +672,8 @@ int main(void) {
         cmocka_unit_test(test_nan_weights_fail),
         cmocka_unit_test(test_nan_input_named),
         cmocka_unit_test(test_model_info),
+        cmocka_unit_test(test_text_without_tokenizer),
+        cmocka_unit_test(test_generator_without_tokenizer),
     };
     return cmocka_run_group_tests_name("api", tests, NULL, NULL);
 }

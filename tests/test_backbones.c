@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "image/image.h"
 #include "patch/patch.h"
@@ -590,6 +591,82 @@ static void test_beit_rectangle_refused(void **state) {
     model_free(&m);
 }
 
+/* A processor that makes a rectangle for a model that runs at its square (a ViT, a BEiT):
+ * refused in one line naming the file, as transformers' forward refuses such pixels; a run size
+ * (vit_params.image_size, --size) preprocesses to that square. Before, the processor's size was
+ * replaced by the model's square without a word. */
+static void test_rectangle_processor_for_square_model(void **state) {
+    (void)state;
+    const char *models[] = {"vit-base-micro", "beit-micro"};
+    for (int k = 0; k < 2; k++) {
+        char dir[1024], rel[256], from[4096], to[2048];
+        snprintf(dir, sizeof dir, "%s/rect-%s", test_tmpdir(), models[k]);
+        mkdir(dir, 0700);
+        const char *files[] = {"config.json", "model.safetensors"};
+        for (int f = 0; f < 2; f++) {
+            snprintf(rel, sizeof rel, TEST_DATA "/%s/%s", models[k], files[f]);
+            assert_non_null(realpath(rel, from));
+            snprintf(to, sizeof to, "%s/%s", dir, files[f]);
+            unlink(to);
+            assert_int_equal(symlink(from, to), 0);
+        }
+        char name[4200];
+        snprintf(name, sizeof name, "rect-%s/preprocessor_config.json", models[k]);
+        const char *json = "{\"image_processor_type\": \"ViTImageProcessor\", \"do_resize\": true, "
+                           "\"size\": {\"height\": 32, \"width\": 48}, \"resample\": 2}";
+        write_temp_file(name, json, strlen(json));
+        vit_error err = {0};
+        vit_context *ctx = vit_load(dir, NULL, &err);
+        assert_null(ctx);
+        print_message("  %s\n", err.msg);
+        assert_non_null(strstr(err.msg, "preprocessor_config.json: makes 32x48 images"));
+        assert_null(strchr(err.msg, '\n'));
+        vit_params params = vit_default_params();
+        params.image_size = 32;
+        ctx = vit_load(dir, &params, &err);
+        if (!ctx) fail_msg("%s", err.msg);
+        vit_free(ctx);
+    }
+}
+
+/* vit embed's default pooling gives what transformers' class outputs as its pooled features:
+ * pooler_output (DINOv2's normalised CLS; BEiT's mean of the patch tokens through
+ * pooler.layernorm when use_mean_pooling, else its CLS). Before, BEiT and data2vec-vision with
+ * mean pooling defaulted to the CLS row as the last layer left it. */
+static void test_default_embedding_is_pooler_output(void **state) {
+    (void)state;
+    for (int k = 0; k < MODELS; k++) {
+        golden_info g;
+        read_info(models[k], &g);
+        vit_error err = {0};
+        vit_params params = vit_default_params();
+        params.max_batch = 1;
+        vit_context *ctx = vit_load(g.dir, &params, &err);
+        if (!ctx) fail_msg("%s", err.msg);
+        int channels, height, width, r = 0;
+        vit_input_shape(ctx, &channels, &height, &width);
+        while (r < 2 && g.sizes[r] != height) r++;
+        assert_true(r < 2);
+        const int D = vit_hidden_size(ctx);
+        float *got = test_alloc_floats((size_t)D);
+        for (int i = 0; i < IMAGES; i++) {
+            size_t n, m;
+            float *pixels = image_golden(&g, r, i, "pixels", &n);
+            float *want = image_golden(&g, r, i, "pooler_output", &m);
+            assert_int_equal(m, (size_t)D);
+            if (vit_embed(ctx, pixels, 1, vit_default_pool(ctx), got, &err) != 0)
+                fail_msg("%s", err.msg);
+            char what[200];
+            snprintf(what, sizeof what, "%s: vit embed's default against pooler_output %d",
+                     models[k], i);
+            expect_close(what, got, want, m, TOL);
+            free(pixels), free(want);
+        }
+        free(got);
+        vit_free(ctx);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options),
@@ -600,6 +677,8 @@ int main(void) {
         cmocka_unit_test(test_precisions),
         cmocka_unit_test(test_rectangle_resizes_positions),
         cmocka_unit_test(test_beit_rectangle_refused),
+        cmocka_unit_test(test_rectangle_processor_for_square_model),
+        cmocka_unit_test(test_default_embedding_is_pooler_output),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -537,6 +537,70 @@ static void test_readme_render_lines(void **state) {
     free(tsv);
 }
 
+/* test_tmpdir()/name with links to src's config.json and model.safetensors (and its
+ * preprocessor_config.json and generation_config.json where it has them): the folder without its
+ * tokenizer files. */
+static const char *weights_only_copy(const char *name, const char *src) {
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", test_tmpdir(), name);
+    mkdir(dir, 0700);
+    char cwd[2048];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    const char *files[] = {"config.json", "model.safetensors", "preprocessor_config.json",
+                           "generation_config.json"};
+    for (int i = 0; i < 4; i++) {
+        char from[4096], to[8192];
+        snprintf(from, sizeof from, "%s/%s/%s", cwd, src, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        if (access(from, R_OK) == 0) assert_int_equal(symlink(from, to), 0);
+    }
+    return dir;
+}
+
+/* `vit info -m DIR`'s output without its "model:" and "tokenizer:" lines; with missing set, the
+ * tokenizer line must be there once and say "not loadable" and why. */
+static char *info_lines(const char *dir, int missing_tokenizer) {
+    test_run_result r = test_run_vit(NULL, NULL, (const char *const[]){"info", "-m", dir, NULL});
+    if (r.status != 0) fail_msg("vit info -m %s: exit %d: %s", dir, r.status, r.err);
+    char *out = malloc(strlen(r.out) + 1), *o = out;
+    int missing = 0;
+    for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strncmp(line, "model:", 6)) continue;
+        if (!strncmp(line, "tokenizer:      ", 16)) { /* not the build's "tokenizers:" */
+            if (missing_tokenizer &&
+                !(strstr(line, "not loadable: ") && strstr(line, "no tokenizer files")))
+                fail_msg("%s: %s", dir, line);
+            missing++;
+            continue;
+        }
+        o += sprintf(o, "%s\n", line);
+    }
+    if (missing_tokenizer && missing != 1)
+        fail_msg("vit info -m %s: %d tokenizer lines", dir, missing);
+    test_run_free(&r);
+    return out;
+}
+
+/* vit info describes a text folder (a BERT, a text tower alone, a joint model's text tower, an
+ * image-to-text model's decoder) from its config and weights when the tokenizer files are
+ * missing, as it describes the whole folder, and says in one line that the tokenizer is not
+ * loadable and why. */
+static void test_info_without_tokenizer(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *folders[] = {"tests/data/bert-base-micro", "tests/data/clip-text-proj-micro",
+                             "tests/data/siglip-micro", "tests/data/ved-gpt2-vit"};
+    for (int i = 0; i < 4; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "no-tokenizer-%d", i);
+        char *want = info_lines(folders[i], 0);
+        char *got = info_lines(weights_only_copy(name, folders[i]), 1);
+        if (strcmp(got, want) != 0)
+            fail_msg("%s without its tokenizer:\n%s\nwith it:\n%s", folders[i], got, want);
+        free(want), free(got);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
@@ -556,6 +620,7 @@ int main(void) {
         cmocka_unit_test(test_readme_train_lines),
         cmocka_unit_test(test_readme_embed_sentences),
         cmocka_unit_test(test_readme_render_lines),
+        cmocka_unit_test(test_info_without_tokenizer),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

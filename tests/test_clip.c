@@ -10,10 +10,14 @@
  * by 1e-2 or more. */
 #include "tests/testutil.h"
 
+#include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "vit/core/gemm.h"
 #include "vit/io/model_dir.h"
@@ -191,11 +195,76 @@ static void test_siglip(void **state) {
     check_model("tests/data/siglip-micro");
 }
 
+/* CLIPConfig's sub-config fields as their CLIPTextConfig() / CLIPVisionConfig() defaults, the form
+ * openai/clip-vit-large-patch14's text_config has beside its text_config_dict. */
+static cJSON *default_tower(int text) {
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddNumberToObject(t, "hidden_size", text ? 512 : 768);
+    cJSON_AddNumberToObject(t, "intermediate_size", text ? 2048 : 3072);
+    cJSON_AddNumberToObject(t, "num_attention_heads", text ? 8 : 12);
+    cJSON_AddNumberToObject(t, "num_hidden_layers", 12);
+    cJSON_AddNumberToObject(t, "projection_dim", 512);
+    cJSON_AddStringToObject(t, "hidden_act", "quick_gelu");
+    if (text) {
+        cJSON_AddNumberToObject(t, "vocab_size", 49408);
+        cJSON_AddNumberToObject(t, "max_position_embeddings", 77);
+        cJSON_AddNumberToObject(t, "eos_token_id", 49407);
+    } else {
+        cJSON_AddNumberToObject(t, "image_size", 224);
+        cJSON_AddNumberToObject(t, "patch_size", 32);
+    }
+    return t;
+}
+
+/* clip-micro's config.json rewritten as the old CLIP files have it (openai/clip-vit-large-patch14):
+ * each tower's values in text_config_dict / vision_config_dict and text_config / vision_config at
+ * CLIPTextConfig's and CLIPVisionConfig's defaults; transformers' CLIPConfig lets the dicts win,
+ * so the folder must load as clip-micro and give its goldens. The weights and goldens are links
+ * to clip-micro's. */
+static void test_clip_config_dicts(void **state) {
+    (void)state;
+    char dir[4096], cwd[2048], from[4096], to[8192];
+    snprintf(dir, sizeof dir, "%s/clip-config-dicts", test_tmpdir());
+    assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    static const char *const links[] = {"model.safetensors", "golden.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(from, sizeof from, "%s/tests/data/clip-micro/%s", cwd, links[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, links[i]);
+        assert_true(symlink(from, to) == 0 || errno == EEXIST);
+    }
+    size_t n;
+    char *text = (char *)read_whole_file("tests/data/clip-micro/config.json", &n);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    assert_non_null(root);
+    static const char *const towers[] = {"text_config", "vision_config"};
+    for (int t = 0; t < 2; t++) {
+        char dict[32];
+        snprintf(dict, sizeof dict, "%s_dict", towers[t]);
+        cJSON *values = cJSON_DetachItemFromObjectCaseSensitive(root, towers[t]);
+        assert_non_null(values);
+        cJSON_AddItemToObject(root, dict, values);
+        cJSON_AddItemToObject(root, towers[t], default_tower(t == 0));
+    }
+    cJSON_ReplaceItemInObjectCaseSensitive(root, "transformers_version", cJSON_CreateNull());
+    char *json = cJSON_Print(root);
+    snprintf(to, sizeof to, "%s/config.json", dir);
+    FILE *f = fopen(to, "w");
+    assert_non_null(f);
+    fputs(json, f);
+    fclose(f);
+    free(json);
+    cJSON_Delete(root);
+    check_model(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clip_quick_gelu),
         cmocka_unit_test(test_clip_gelu),
         cmocka_unit_test(test_siglip),
+        cmocka_unit_test(test_clip_config_dicts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

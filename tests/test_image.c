@@ -5,10 +5,12 @@
  */
 #include "tests/testutil.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jpeglib.h>
 #include <png.h>
@@ -474,6 +476,9 @@ static void test_preprocess_config_errors(void **state) {
         {"{\"do_resize\": \"yes\"}", "field 'do_resize'"},
         {"{\"crop_size\": {\"shortest_edge\": 3}, \"do_center_crop\": true}", "field 'crop_size'"},
         {"[1, 2]", "not a valid JSON object"},
+        /* Python's json.loads refuses a byte order mark and anything after the value */
+        {"\xef\xbb\xbf{\"size\": 224}", "starts with a UTF-8 byte order mark"},
+        {"{\"size\": 224} {}", "a syntax error at line 1, column 15"},
         /* SigLIP's int size is {"shortest_edge": N} to transformers, which its preprocess fails on
          */
         {"{\"image_processor_type\": \"SiglipImageProcessor\", \"size\": 224}",
@@ -629,6 +634,40 @@ static void test_processor_classes(void **state) {
     }
 }
 
+/* A preprocessor_config.json that names no class (hand-written, or saved without the type): as
+ * AutoImageProcessor, the class of config.json's model_type (IMAGE_PROCESSOR_MAPPING: dinov2 and
+ * dinov2_with_registers Bit, clip CLIP, deit DeiT, beit and data2vec-vision BEiT, siglip SigLIP),
+ * whose defaults then apply: each *-defaults file of tests/data/processors without its
+ * image_processor_type, beside a config.json of that model_type, gives that class's goldens. */
+static void test_processor_class_from_model_type(void **state) {
+    (void)state;
+    static const struct {
+        const char *folder, *model_type, *file;
+    } cases[] = {
+        {"bit-defaults", "dinov2", "{\"size\": 20, \"crop_size\": 16}"},
+        {"bit-defaults", "dinov2_with_registers", "{\"size\": 20, \"crop_size\": 16}"},
+        {"clip-defaults", "clip", "{\"size\": 20, \"crop_size\": 16}"},
+        {"deit-defaults", "deit", "{\"size\": 20, \"crop_size\": 16}"},
+        {"beit-defaults", "data2vec-vision", "{\"size\": 20, \"crop_size\": 16}"},
+        {"siglip-defaults", "siglip", "{\"size\": {\"height\": 20, \"width\": 16}}"},
+        {"vit-defaults", "vit", "{\"size\": 20}"},
+    };
+    char cwd[2048];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[128], config[128], from[4096], to[8192];
+        snprintf(name, sizeof name, "untyped-%s-%zu", cases[i].folder, i);
+        snprintf(config, sizeof config, "{\"model_type\": \"%s\"}", cases[i].model_type);
+        const char *dir = write_model_dir(name, config, cases[i].file);
+        snprintf(from, sizeof from, "%s/" TEST_DATA "/processors/%s/golden.safetensors", cwd,
+                 cases[i].folder);
+        snprintf(to, sizeof to, "%s/golden.safetensors", dir);
+        assert_true(symlink(from, to) == 0 || errno == EEXIST);
+        print_message("  model_type %s:\n", cases[i].model_type);
+        check_golden_pixels(dir, 3);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_png_rgb_rgba_interlaced),
@@ -647,6 +686,7 @@ int main(void) {
         cmocka_unit_test(test_golden_micro_a),
         cmocka_unit_test(test_golden_micro_b),
         cmocka_unit_test(test_processor_classes),
+        cmocka_unit_test(test_processor_class_from_model_type),
     };
     return cmocka_run_group_tests_name("image", tests, NULL, NULL);
 }

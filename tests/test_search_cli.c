@@ -358,6 +358,45 @@ static void test_cache_hits_and_changes(void **state) {
     test_run_free(&first);
 }
 
+/* A model whose weights are not one model.safetensors (here an index and its one shard,
+ * clip-micro's file): the cache key stamps the file the weights are found by, so a model saved
+ * again (its index rewritten) rebuilds the cache. Before (issue 41), the key stamped a
+ * model.safetensors the folder lacks and the old rows were read for the new model. */
+static void test_sharded_model_changed(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *folder = make_folder("sharded");
+    char model[4200], path[4400], cache[4200];
+    snprintf(model, sizeof model, "%s", tmp("sharded-model"));
+    mkdir(model, 0777);
+    static const char *const files[] = {"config.json", "preprocessor_config.json", "vocab.json",
+                                        "merges.txt", "tokenizer_config.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char from[600];
+        snprintf(from, sizeof from, CLIP "/%s", files[i]);
+        snprintf(path, sizeof path, "%s/%s", model, files[i]);
+        copy_file(from, path);
+    }
+    snprintf(path, sizeof path, "%s/model-00001-of-00001.safetensors", model);
+    copy_file(CLIP "/model.safetensors", path);
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", model);
+    const char *index[] = {
+        "{\"weight_map\": {\"logit_scale\": \"model-00001-of-00001.safetensors\"}}",
+        "{\"metadata\": {}, \"weight_map\": {\"logit_scale\": "
+        "\"model-00001-of-00001.safetensors\"}}"};
+    snprintf(cache, sizeof cache, "%s", tmp("sharded.cache"));
+    for (int k = 0; k < 2; k++) {
+        FILE *f = fopen(path, "wb");
+        fputs(index[k], f);
+        fclose(f);
+        test_run_result r = run_json(model, folder, cache);
+        assert_int_equal(r.status, 0);
+        expect_counts(&r, IMAGES, IMAGES, 0, 0);
+        if (k == 1) assert_non_null(strstr(r.err, "made by another model or with other settings"));
+        test_run_free(&r);
+    }
+}
+
 /* Another model never reads this one's cache: the same --cache file is rebuilt for it; in the
  * default place ($XDG_CACHE_HOME/vit/search) each model has its own file, both kept. */
 static void test_other_model(void **state) {
@@ -607,6 +646,7 @@ int main(void) {
         cmocka_unit_test(test_ranking_is_embed_dot_products),
         cmocka_unit_test(test_cache_hits_and_changes),
         cmocka_unit_test(test_other_model),
+        cmocka_unit_test(test_sharded_model_changed),
         cmocka_unit_test(test_damaged_and_unwritable_cache),
         cmocka_unit_test(test_unreadable_image),
         cmocka_unit_test(test_refusals),

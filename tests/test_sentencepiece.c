@@ -344,6 +344,33 @@ static void test_siglip_defaults(void **state) {
     siglip_text_free(saved);
 }
 
+/* additional_special_tokens in both files: tokenizer_config.json's list, then
+ * special_tokens_map.json's entries not in it, as from_pretrained merges them (before, only the
+ * map's list was read: "<pad>" below was split into pieces). The same ids as the "extra"
+ * configuration, which lists both tokens in both files. */
+static void test_siglip_additional_from_both_files(void **state) {
+    (void)state;
+    REQUIRE_SENTENCEPIECE();
+    siglip_text *both = load_siglip(config_folder("extra"));
+    siglip_text *merged = load_siglip(make_folder(
+        "merged", "{\"additional_special_tokens\": [\"<pad>\"], \"model_max_length\": 16}",
+        "{\"eos_token\": {\"content\": \"</s>\", \"lstrip\": false, \"rstrip\": false}, "
+        "\"additional_special_tokens\": [\"<0xAB>\"]}"));
+    const char *texts[] = {"a <pad> b <0xAB> c", "<pad><pad>x", "the<0xAB>film </s> ok"};
+    for (int i = 0; i < 3; i++) {
+        int32_t a[16], b[16];
+        vit_error err = {0};
+        const int n = siglip_text_encode(both, texts[i], strlen(texts[i]), 16, a, &err);
+        assert_int_equal(siglip_text_encode(merged, texts[i], strlen(texts[i]), 16, b, &err), n);
+        assert_memory_equal(a, b, sizeof a);
+        int pads = 0;
+        for (int k = 0; k < n; k++) pads += a[k] == 0;
+        if (strstr(texts[i], "<pad>")) assert_true(pads >= 1); /* "<pad>" is one id, 0 */
+    }
+    siglip_text_free(both);
+    siglip_text_free(merged);
+}
+
 /* ---- one tokenizer, several threads ---- */
 
 typedef struct {
@@ -564,6 +591,7 @@ int main(void) {
         cmocka_unit_test(test_siglip_golden),
         cmocka_unit_test(test_siglip_fixture),
         cmocka_unit_test(test_siglip_defaults),
+        cmocka_unit_test(test_siglip_additional_from_both_files),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_spm_bad_files),
         cmocka_unit_test(test_siglip_bad_settings),

@@ -2015,6 +2015,157 @@ static void test_siglip_without_text_tower(void **state) {
     assert_int_equal(stop_server(&s, SIGTERM), 0);
 }
 
+/* The numbers `vit embed -m DIR -o -` prints for one image (or, with --text, one text): its own
+ * pooling, vit_default_pool / vit_text_default_pool. Their count into *n. */
+static double *cli_embedding(const char *dir, const char *input, int text, int *n) {
+    const char *image_args[] = {"embed", "-m", dir, input, "-o", "-", NULL};
+    const char *text_args[] = {"embed", "-m", dir, "--text", input, "-o", "-", NULL};
+    test_run_result run = test_run_vit(NULL, NULL, text ? text_args : image_args);
+    if (run.status != 0) fail_msg("vit embed -m %s: %s", dir, run.err);
+    double *values = malloc(sizeof(double) * 4096);
+    assert_non_null(values);
+    *n = 0;
+    for (char *p = strchr(run.out, '\t'), *end; p && *p && *p != '\n' && *n < 4096; p = end) {
+        values[*n] = strtod(p, &end);
+        if (end == p) break;
+        (*n)++;
+    }
+    test_run_free(&run);
+    return values;
+}
+
+/* POST /v1/embeddings on folders whose own pooling is not the CLS row, or whose output is not the
+ * hidden state: each answer is what `vit embed` prints by default for the same image or text
+ * (printed to 9 digits, computed at other thread counts: within 1e-5 of each value's size). */
+/* POST /v1/embed without ?pool gives the same vector as /v1/embeddings and vit embed, and GET
+ * /v1/model's embedding_size is its length (before: the CLS row and the hidden size, whatever
+ * the model's own pooling). */
+static void expect_embed_and_model_agree(const server *s, const char *dir, const double *want,
+                                         int n) {
+    response r = post_file(s->port, "/v1/embed", photos[0]);
+    if (r.status != 200) fail_msg("%s: /v1/embed status %d: %s", dir, r.status, r.body);
+    const cJSON *e = cJSON_GetObjectItem(r.one, "embedding");
+    if (cJSON_GetArraySize(e) != n)
+        fail_msg("%s: /v1/embed gave %d numbers, vit embed's %d", dir, cJSON_GetArraySize(e), n);
+    for (int d = 0; d < n; d++) {
+        const double v = cJSON_GetArrayItem(e, d)->valuedouble;
+        if (fabs(v - want[d]) > 1e-5 * (1 + fabs(want[d])))
+            fail_msg("%s: /v1/embed [%d]: %.9g, vit embed's %.9g", dir, d, v, want[d]);
+    }
+    response_free(&r);
+    r = request(s->port, "GET", "/v1/model", NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    const cJSON *image = cJSON_GetObjectItem(r.json, "image"),
+                *size = cJSON_GetObjectItem(image, "embedding_size");
+    /* the one-tower CLIP has no classifier: no DIM_ labels, as for a base model */
+    if (strstr(dir, "proj")) {
+        assert_null(cJSON_GetObjectItem(image, "labels"));
+        assert_string_equal(cJSON_GetObjectItem(image, "task")->valuestring,
+                            "image-feature-extraction");
+    }
+    if (!cJSON_IsNumber(size) || size->valueint != n)
+        fail_msg("%s: GET /v1/model's embedding_size %d, vit embed's %d", dir,
+                 cJSON_IsNumber(size) ? size->valueint : -1, n);
+    response_free(&r);
+}
+
+static void test_embeddings_own_pooling(void **state) {
+    (void)state;
+    static const struct {
+        const char *flag, *dir;
+    } folders[] = {
+        {"-m", "tests/data/clip-vision-proj-micro"},         /* projection (image_embeds) */
+        {"-m", "tests/data/dinov2-micro"},                   /* cls */
+        {"-m", "tests/data/beit-micro"},                     /* mean: its pooler_output */
+        {"-m", CLIP},                                        /* joint */
+        {"-m", "tests/data/timm-gap-reg-micro"},             /* mean: no class token */
+        {"-m", "tests/data/siglip-vision-micro"},            /* pooler: its attention pool */
+        {"-m", "tests/data/siglip-vision-nohead-micro"},     /* mean: no head */
+        {"--text-model", "tests/data/clip-text-proj-micro"}, /* projection (text_embeds) */
+        {"--text-model", "tests/data/siglip-text-micro"},    /* pooler (pooler_output) */
+        {"--text-model", "tests/data/bert-base-micro"},      /* cls */
+        {"--text-model", "tests/data/mpnet-model-micro"},    /* cls (issue 42) */
+        {"--text-model", "tests/data/distilbert-model-micro"},
+    };
+    const char *text = "a photo of a cat";
+    for (size_t f = 0; f < sizeof folders / sizeof *folders; f++) {
+        server s;
+        START_OR_SKIP(&s, folders[f].flag, folders[f].dir, "-t", "1", "--quiet");
+        const int is_text = folders[f].flag[1] == '-';
+        int n = 0;
+        double *want = cli_embedding(folders[f].dir, is_text ? text : photos[0], is_text, &n);
+        cJSON *body = cJSON_CreateObject(), *input = cJSON_AddArrayToObject(body, "input");
+        char *url = is_text ? strdup(text) : data_url(photos[0]);
+        cJSON_AddItemToArray(input, cJSON_CreateString(url));
+        free(url);
+        response r = post_json(s.port, "/v1/embeddings", body);
+        cJSON_Delete(body);
+        if (r.status != 200) fail_msg("%s: status %d: %s", folders[f].dir, r.status, r.body);
+        const cJSON *e = cJSON_GetObjectItem(
+            cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "data"), 0), "embedding");
+        if (cJSON_GetArraySize(e) != n)
+            fail_msg("%s: %d numbers, vit embed's %d", folders[f].dir, cJSON_GetArraySize(e), n);
+        for (int d = 0; d < n; d++) {
+            const double v = cJSON_GetArrayItem(e, d)->valuedouble;
+            if (fabs(v - want[d]) > 1e-5 * (1 + fabs(want[d])))
+                fail_msg("%s [%d]: %.9g, vit embed's %.9g", folders[f].dir, d, v, want[d]);
+        }
+        response_free(&r);
+        if (!is_text) expect_embed_and_model_agree(&s, folders[f].dir, want, n);
+        free(want);
+        assert_int_equal(stop_server(&s, SIGTERM), 0);
+    }
+}
+
+/* POST /v1/text answers with a sequence classifier only (issue 42): a base model (BertModel,
+ * MPNetModel) gave a softmax over its features as if they were classes ('DIM_24' at 0.058), and a
+ * token classifier a 500; both are 404 naming the class and what to use. A sequence classifier
+ * of another family (RoBERTa) answers as a BERT's does: vit text's labels and probabilities. */
+static void test_text_needs_a_sequence_classifier(void **state) {
+    (void)state;
+    static const struct {
+        const char *dir, *says;
+    } refused[] = {
+        {"tests/data/bert-base-micro", "BertModel has no sequence classifier (its outputs are "
+                                       "features: POST /v1/embeddings)"},
+        {"tests/data/mpnet-model-micro", "MPNetModel has no sequence classifier"},
+        {"tests/data/roberta-tok-micro", "RobertaForTokenClassification has no sequence "
+                                         "classifier (it classifies every token, which is not "
+                                         "served yet)"},
+    };
+    const char *texts = "{\"texts\": [\"Hello world\"]}";
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        server s;
+        START_OR_SKIP(&s, "--text-model", refused[i].dir, "-t", "1", "--quiet");
+        assert_refused(request(s.port, "POST", "/v1/text", NULL, texts, strlen(texts)), 404,
+                       refused[i].says);
+        assert_int_equal(stop_server(&s, SIGTERM), 0);
+    }
+    server s;
+    START_OR_SKIP(&s, "--text-model", "tests/data/roberta-seq-micro", "-t", "1", "--quiet");
+    response r = request(s.port, "POST", "/v1/text", NULL, texts, strlen(texts));
+    if (r.status != 200) fail_msg("status %d: %.*s", r.status, (int)r.size, r.body);
+    const cJSON *top =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "results"), 0), "top");
+    assert_int_equal(cJSON_GetArraySize(top), 3);
+    /* the float64 reference's logits (tools/text_encoders_reference.py) through a softmax */
+    float *logits = test_golden_tensor("tests/data/roberta-seq-micro", "logits", NULL);
+    double sum = 0, p[3];
+    for (int k = 0; k < 3; k++) sum += exp(logits[k]);
+    for (int k = 0; k < 3; k++) p[k] = exp(logits[k]) / sum;
+    free(logits);
+    for (int i = 0; i < 3; i++) {
+        const cJSON *t = cJSON_GetArrayItem(top, i);
+        const int k = cJSON_GetObjectItem(t, "index")->valueint;
+        assert_true(fabs(cJSON_GetObjectItem(t, "prob")->valuedouble - p[k]) < 1e-5);
+        if (i > 0)
+            assert_true(p[k] <=
+                        p[cJSON_GetObjectItem(cJSON_GetArrayItem(top, i - 1), "index")->valueint]);
+    }
+    response_free(&r);
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+}
+
 /* A joint model serves its own text tower: --text-model beside it is refused at start. */
 static void test_joint_model_with_text_model(void **state) {
     (void)state;
@@ -2758,6 +2909,8 @@ int main(void) {
         /* servers of their own */
         cmocka_unit_test(test_generate_other_models),
         cmocka_unit_test(test_siglip_without_text_tower),
+        cmocka_unit_test(test_embeddings_own_pooling),
+        cmocka_unit_test(test_text_needs_a_sequence_classifier),
         cmocka_unit_test(test_joint_model_with_text_model),
         cmocka_unit_test(test_queue_full_gives_503),
         cmocka_unit_test(test_two_workers_answer_alike),

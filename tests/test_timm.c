@@ -180,10 +180,10 @@ static void test_pretrained_cfg_over_processor_file(void **state) {
  * and the field, the architecture or the tensor. */
 static void test_refusals(void **state) {
     (void)state;
-    /* timm-vit-micro's model_args; a case's extra keys come first (cJSON reads the first of
-     * two equal keys) */
+    /* timm-vit-micro's model_args; a case's extra keys come after them (a key given twice keeps
+     * its last value, as Python's json.loads) */
     static const char *const args = "\"img_size\": 32, \"patch_size\": 8, \"embed_dim\": 32, "
-                                    "\"depth\": 2, \"num_heads\": 2}";
+                                    "\"depth\": 2, \"num_heads\": 2";
     static const char *const pcfg = "\"pretrained_cfg\": {\"input_size\": [3, 32, 32], "
                                     "\"num_classes\": 5}";
     static const struct {
@@ -191,23 +191,23 @@ static void test_refusals(void **state) {
     } cases[] = {
         {"unknown", "vit_nonexistent_patch16_224", "", "is not a timm VisionTransformer vit knows"},
         {"distilled", "deit_base_distilled_patch16_224", "", "distillation token"},
-        {"gap_cls", "vit_base_patch16_gap_224", "\"class_token\": true, ",
+        {"gap_cls", "vit_base_patch16_gap_224", ", \"class_token\": true",
          "global_pool 'avg' with fc_norm false and a class token"},
         {"swiglu", "aimv2_large_patch14_224", "", "vit does not run its MLP SwiGLU"},
-        {"qk_norm", "vit_base_patch16_224", "\"qk_norm\": true, ",
+        {"qk_norm", "vit_base_patch16_224", ", \"qk_norm\": true",
          "'model_args.qk_norm' asks for what vit does not run"},
-        {"unknown_key", "vit_base_patch16_224", "\"rope\": 1, ", "'model_args.rope' is not one"},
-        {"map_head", "vit_base_patch16_siglip_224", "\"class_token\": true, ",
+        {"unknown_key", "vit_base_patch16_224", ", \"rope\": 1", "'model_args.rope' is not one"},
+        {"map_head", "vit_base_patch16_siglip_224", ", \"class_token\": true",
          "global_pool 'map' with prefix tokens, fc_norm, a SwiGLU MLP"},
-        {"deeper", "vit_base_patch16_224", "\"depth\": 3, ",
+        {"deeper", "vit_base_patch16_224", ", \"depth\": 3",
          "missing tensor 'blocks.2.norm1.weight'"},
-        {"wider", "vit_base_patch16_224", "\"embed_dim\": 48, \"num_heads\": 3, ",
+        {"wider", "vit_base_patch16_224", ", \"embed_dim\": 48, \"num_heads\": 3",
          "tensor 'cls_token' has shape [1, 1, 32], expected [1, 1, 48]"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char json[1024];
-        snprintf(json, sizeof json, "{\"architecture\": \"%s\", \"model_args\": {%s%s, %s}",
-                 cases[i].arch, cases[i].extra, args, pcfg);
+        snprintf(json, sizeof json, "{\"architecture\": \"%s\", \"model_args\": {%s%s}, %s}",
+                 cases[i].arch, args, cases[i].extra, pcfg);
         const char *dir = folder_with_config(cases[i].name, json);
         vit_error err = {0};
         vit_context *ctx = vit_load(dir, NULL, &err);

@@ -119,7 +119,8 @@ static int named_tokens(added_tokens *a, const cJSON *config, const cJSON *map,
             return -1;
         if (!content) continue; /* unset */
         /* an AddedToken object brings its strips; a string the class's */
-        bool lstrip = cJSON_IsObject(item) ? false : d->lstrip[k], rstrip = false;
+        bool lstrip = cJSON_IsObject(item) ? false : d->lstrip[k],
+             rstrip = cJSON_IsObject(item) ? false : d->rstrip[k];
         if (cJSON_IsObject(item) && (json_flag(item, "lstrip", &lstrip, src, err) != 0 ||
                                      json_flag(item, "rstrip", &rstrip, src, err) != 0))
             return -1;

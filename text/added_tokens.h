@@ -40,6 +40,7 @@ typedef struct {
 typedef struct {
     const char *content[TOKEN_NAMES]; /* the default of each named token, NULL for none */
     bool lstrip[TOKEN_NAMES];         /* a token given as a plain string strips before it */
+    bool rstrip[TOKEN_NAMES];         /* and after it (SiglipTokenizer's eos, unk, pad) */
     /* The id of content in the model's vocabulary, or -1. */
     int (*lookup)(const void *ctx, const char *content);
     const void *ctx;

@@ -5,7 +5,6 @@
 #include "text/siglip_text.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -17,15 +16,14 @@
 #include "text/utf8.h"
 #include "vit/base/json.h"
 
-#define MAX_SPECIAL     64 /* eos, unk, pad and additional special tokens */
 #define DEFAULT_MAX_LEN 64 /* SiglipTokenizer's model_max_length */
 #define UNDERLINE       0x2581
 #define UNDERLINE_UTF8  "\xe2\x96\x81"
 
 struct siglip_text {
     spm *model;
-    /* all_special_tokens: eos, unk, pad (named[TOKEN_EOS], [TOKEN_UNK], [TOKEN_PAD]), then the
-     * additional ones, each content once (at most MAX_SPECIAL) */
+    /* all_special_tokens: eos, unk, pad (named[TOKEN_EOS], [TOKEN_UNK], [TOKEN_PAD]) and any
+     * other the files name, each content once */
     added_tokens special;
     bool lower, clean_up;
     int max_len;
@@ -70,132 +68,43 @@ static int check_unsupported(const cJSON *config, const char *src, vit_error *er
     const cJSON *kwargs = field(config, "sp_model_kwargs");
     if (kwargs && !(cJSON_IsObject(kwargs) && !kwargs->child))
         return vit_fail(err, "%s: sp_model_kwargs (sampling) is not supported", src);
-    bool split = false;
-    if (json_flag(config, "split_special_tokens", &split, src, err) != 0) return -1;
-    if (split) return vit_fail(err, "%s: split_special_tokens true is not supported", src);
-    static const char *const sides[] = {"padding_side", "truncation_side"};
-    for (int i = 0; i < 2; i++) {
-        const cJSON *side = field(config, sides[i]);
-        if (side && !(cJSON_IsString(side) && strcmp(side->valuestring, "right") == 0))
-            return vit_fail(err, "%s: %s other than \"right\" is not supported", src, sides[i]);
+    /* split_special_tokens and truncation_side: added_tokens_settings */
+    const cJSON *side = field(config, "padding_side");
+    if (side && !(cJSON_IsString(side) && strcmp(side->valuestring, "right") == 0))
+        return vit_fail(err, "%s: padding_side other than \"right\" is not supported", src);
+    return 0;
+}
+
+/* get_vocab()'s id of content: its piece in the model, else -1. */
+static int vocab_lookup(const void *ctx, const char *content) {
+    return spm_piece_id(((const siglip_text *)ctx)->model, content);
+}
+
+/* The special tokens, read as every slow class reads them (text/added_tokens.h) with
+ * SiglipTokenizer's defaults: eos "</s>", unk "<unk>", pad "</s>", each stripping on both sides
+ * when given as a plain string. Each must be a piece of the model. */
+static int read_tokens(siglip_text *t, const cJSON *config, const cJSON *map,
+                       const siglip_text_sources *src, vit_error *err) {
+    const int vocab = spm_vocab_size(t->model);
+    added_token_defaults d = {.lookup = vocab_lookup, .ctx = t, .vocab_size = vocab};
+    const int named_tokens[] = {TOKEN_EOS, TOKEN_UNK, TOKEN_PAD};
+    const char *const contents[] = {"</s>", "<unk>", "</s>"};
+    for (int i = 0; i < 3; i++) {
+        const int k = named_tokens[i];
+        d.content[k] = contents[i];
+        d.lstrip[k] = d.rstrip[k] = true;
     }
-    return 0;
-}
-
-/* A special token's text from a string or an AddedToken object {"content": ...}; *flags gets the
- * object (NULL for a string). */
-static int token_value(const cJSON *item, const char *key, const char **content,
-                       const cJSON **flags, const char *src, vit_error *err) {
-    *flags = cJSON_IsObject(item) ? item : NULL;
-    item = json_token_content(item);
-    if (!cJSON_IsString(item))
-        return vit_fail(err, "%s: '%s' must be a string or {\"content\": string}", src, key);
-    *content = item->valuestring;
-    return 0;
-}
-
-static int find_token(const siglip_text *t, const char *content) {
+    if (added_tokens_read(&t->special, config, map, &d, src->config.name,
+                          src->special_tokens_map.name, err) != 0)
+        return -1;
+    for (int i = 0; i < 3; i++)
+        if (t->special.named[named_tokens[i]] < 0)
+            return vit_fail(err, "%s: SiglipTokenizer needs an eos_token, unk_token and pad_token",
+                            src->config.name);
     for (int i = 0; i < t->special.count; i++)
-        if (strcmp(t->special.tok[i].content, content) == 0) return i;
-    return -1;
-}
-
-/* Adds content (once) and returns its index. The strips come from the AddedToken object when
- * given (each false when absent, as AddedToken's defaults), else defaults (SiglipTokenizer makes
- * its eos, unk and pad tokens lstrip and rstrip; additional ones given as strings are neither). */
-static int add_token(siglip_text *t, const char *content, const cJSON *flags, bool default_strip,
-                     const char *src, vit_error *err) {
-    int i = find_token(t, content);
-    if (i >= 0) return i;
-    if (t->special.count == MAX_SPECIAL)
-        return vit_fail(err, "%s: more than %d special tokens", src, MAX_SPECIAL);
-    bool lstrip = default_strip, rstrip = default_strip;
-    if (flags) {
-        lstrip = rstrip = false;
-        if (json_flag(flags, "lstrip", &lstrip, src, err) != 0 ||
-            json_flag(flags, "rstrip", &rstrip, src, err) != 0)
-            return -1;
-    }
-    added_token *s = &t->special.tok[t->special.count++];
-    *s = (added_token){.id = -1, .lstrip = lstrip, .rstrip = rstrip};
-    if (added_token_set_content(s, content, "special token", src, err) != 0) return -1;
-    return t->special.count - 1;
-}
-
-/* One of eos_token, unk_token, pad_token: special_tokens_map.json's entry when given, else
- * tokenizer_config.json's, else SiglipTokenizer's default. */
-static int attribute_token(siglip_text *t, const cJSON *map, const cJSON *config, const char *key,
-                           const char *fallback, const siglip_text_sources *src, int *index,
-                           vit_error *err) {
-    const cJSON *item = field(map, key);
-    const char *name = src->special_tokens_map.name;
-    if (!item) item = field(config, key), name = src->config.name;
-    const char *content = fallback;
-    const cJSON *flags = NULL;
-    if (item && token_value(item, key, &content, &flags, name, err) != 0) return -1;
-    *index = add_token(t, content, flags, true, name, err);
-    return *index < 0 ? -1 : 0;
-}
-
-static int additional_tokens(siglip_text *t, const cJSON *map, const cJSON *config,
-                             const siglip_text_sources *src, vit_error *err) {
-    const cJSON *list = field(map, "additional_special_tokens");
-    const char *name = src->special_tokens_map.name;
-    if (!list) list = field(config, "additional_special_tokens"), name = src->config.name;
-    if (!list) return 0;
-    if (!cJSON_IsArray(list))
-        return vit_fail(err, "%s: 'additional_special_tokens' must be a list", name);
-    const cJSON *item;
-    cJSON_ArrayForEach(item, list) {
-        const char *content = NULL;
-        const cJSON *flags;
-        if (token_value(item, "additional_special_tokens", &content, &flags, name, err) != 0 ||
-            add_token(t, content, flags, false, name, err) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* added_tokens_decoder: {"id": AddedToken, ...}. Its ids and strips win over the special tokens'
- * own (transformers loads these first, and a token already added keeps them). Only the special
- * tokens may be listed: other added tokens would change the split and the lower-casing in ways
- * not implemented here. */
-static int added_tokens_decoder(siglip_text *t, const cJSON *config, const char *src,
-                                vit_error *err) {
-    const cJSON *decoder = field(config, "added_tokens_decoder");
-    if (!decoder) return 0;
-    if (!cJSON_IsObject(decoder))
-        return vit_fail(err, "%s: 'added_tokens_decoder' must be an object", src);
-    bool flags_set[MAX_SPECIAL] = {false}; /* this file gave a token's lstrip and rstrip */
-    const cJSON *item;
-    cJSON_ArrayForEach(item, decoder) {
-        char *end;
-        errno = 0;
-        const long id = strtol(item->string, &end, 10);
-        if (end == item->string || *end || errno || id < 0 || id > INT_MAX)
-            return vit_fail(err, "%s: added_tokens_decoder key \"%.40s\" is not an id", src,
-                            item->string);
-        const char *content = NULL;
-        const cJSON *flags;
-        if (token_value(item, "added_tokens_decoder", &content, &flags, src, err) != 0) return -1;
-        const int i = find_token(t, content);
-        if (i < 0)
-            return vit_fail(err, "%s: added token \"%.40s\" is not a special token (not supported)",
-                            src, content);
-        bool single_word = false;
-        if (flags && json_flag(flags, "single_word", &single_word, src, err) != 0) return -1;
-        if (single_word)
-            return vit_fail(err, "%s: single_word token \"%.40s\" is not supported", src, content);
-        added_token *s = &t->special.tok[i];
-        if (!flags_set[i] && flags) {
-            s->lstrip = s->rstrip = false;
-            if (json_flag(flags, "lstrip", &s->lstrip, src, err) != 0 ||
-                json_flag(flags, "rstrip", &s->rstrip, src, err) != 0)
-                return -1;
-            flags_set[i] = true;
-        }
-        s->id = (int)id;
-    }
+        if (t->special.tok[i].id >= vocab)
+            return vit_fail(err, "%s: special token \"%.40s\" is not a piece of the model",
+                            src->model.name, t->special.tok[i].content);
     return 0;
 }
 
@@ -205,44 +114,18 @@ static int read_settings(siglip_text *t, const siglip_text_sources *src, vit_err
     int rc = tokenizer_source_json(&src->special_tokens_map, &map, err);
     const char *name = src->config.name;
     t->lower = true;
-    t->max_len = DEFAULT_MAX_LEN;
     if (rc == 0) rc = check_unsupported(config, name, err);
     if (rc == 0) rc = json_flag(config, "do_lower_case", &t->lower, name, err);
-    if (rc == 0) rc = json_flag(config, "clean_up_tokenization_spaces", &t->clean_up, name, err);
-    const cJSON *max_len = field(config, "model_max_length");
-    if (rc == 0 && max_len) {
-        if (!cJSON_IsNumber(max_len) || max_len->valuedouble < 1)
-            rc = vit_fail(err, "%s: 'model_max_length' must be a number of at least 1", name);
-        else /* transformers writes 1e30 for "no limit" */
-            t->max_len = max_len->valuedouble < INT_MAX ? (int)max_len->valuedouble : 0;
-    }
-    if (rc == 0)
-        rc = attribute_token(t, map, config, "eos_token", "</s>", src, &t->special.named[TOKEN_EOS],
-                             err);
-    if (rc == 0)
-        rc = attribute_token(t, map, config, "unk_token", "<unk>", src,
-                             &t->special.named[TOKEN_UNK], err);
-    if (rc == 0)
-        rc = attribute_token(t, map, config, "pad_token", "</s>", src, &t->special.named[TOKEN_PAD],
-                             err);
-    if (rc == 0) rc = additional_tokens(t, map, config, src, err);
-    if (rc == 0) rc = added_tokens_decoder(t, config, name, err);
+    if (rc == 0) rc = added_tokens_settings(config, name, &t->clean_up, &t->max_len, err);
+    if (rc == 0 && !field(config, "model_max_length")) t->max_len = DEFAULT_MAX_LEN;
+    if (rc == 0) rc = read_tokens(t, config, map, src, err);
     cJSON_Delete(config);
     cJSON_Delete(map);
     return rc;
 }
 
-/* The special tokens' ids (those added_tokens_decoder did not give: their pieces in the model),
- * the unk prefix's length, the "▁" piece. */
+/* The unk prefix's length, the "▁" piece (U+2581). */
 static int resolve(siglip_text *t, const char *model_name, vit_error *err) {
-    const int vocab = spm_vocab_size(t->model);
-    for (int i = 0; i < t->special.count; i++) {
-        added_token *s = &t->special.tok[i];
-        if (s->id < 0) s->id = spm_piece_id(t->model, s->content);
-        if (s->id < 0 || s->id >= vocab)
-            return vit_fail(err, "%s: special token \"%.40s\" is not a piece of the model",
-                            model_name, s->content);
-    }
     const char *unk = named(t, TOKEN_UNK)->content;
     t->unk_length = spm_encode(t->model, unk, strlen(unk), NULL, 0, err);
     if (t->unk_length < 0) return -1;
@@ -257,16 +140,10 @@ int siglip_text_load_memory(const siglip_text_sources *src, siglip_text **out, v
     *out = NULL;
     if (!src->model.text) return vit_fail(err, "%s: no SentencePiece model", src->model.name);
     siglip_text *t = calloc(1, sizeof *t);
-    if (t) t->special.tok = calloc(MAX_SPECIAL, sizeof *t->special.tok);
-    if (!t || !t->special.tok) {
-        free(t);
-        return vit_fail(err, "%s: out of memory", src->model.name);
-    }
-    for (int k = 0; k < TOKEN_NAMES; k++) t->special.named[k] = -1;
-    if (read_settings(t, src, err) != 0 ||
-        spm_load_memory(src->model.text, src->model.size, src->model.name, SPM_NO_DUMMY_PREFIX,
+    if (!t) return vit_fail(err, "%s: out of memory", src->model.name);
+    if (spm_load_memory(src->model.text, src->model.size, src->model.name, SPM_NO_DUMMY_PREFIX,
                         &t->model, err) != 0 ||
-        resolve(t, src->model.name, err) != 0) {
+        read_settings(t, src, err) != 0 || resolve(t, src->model.name, err) != 0) {
         siglip_text_free(t);
         return -1;
     }

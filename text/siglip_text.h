@@ -34,7 +34,8 @@ typedef struct siglip_text siglip_text;
 /* Loads dir/spiece.model (required) and, when present, dir/tokenizer_config.json (do_lower_case,
  * default true; model_max_length, default 64; clean_up_tokenization_spaces, default false; the
  * special tokens, as strings or AddedToken objects; added_tokens_decoder, whose lstrip, rstrip and
- * ids win) and dir/special_tokens_map.json (overrides the special tokens, as in transformers).
+ * ids win) and dir/special_tokens_map.json (overrides the special tokens and adds to the additional
+ * ones, as from_pretrained merges them; text/added_tokens.h reads both as for every slow class).
  * Errors name the file: the model's (including a build without libsentencepiece), JSON that is
  * not an object or has a field of the wrong type, a special token that is not a piece of the
  * model, and settings this tokenizer does not implement (a tokenizer_class other than

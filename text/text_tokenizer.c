@@ -36,9 +36,16 @@ static int kind_of_class(const char *dir, const text_tokenizer_ops **kind, vit_e
     static const struct {
         const char *name;
         const text_tokenizer_ops *kind;
-    } classes[] = {{"BertTokenizer", &wordpiece_ops},     {"CLIPTokenizer", &byte_level_ops},
-                   {"GPT2Tokenizer", &byte_level_ops},    {"RobertaTokenizer", &byte_level_ops},
-                   {"SiglipTokenizer", &siglip_text_ops}, {"XLMRobertaTokenizer", &xlmr_text_ops}};
+    } classes[] = {{"BertTokenizer", &wordpiece_ops},
+                   {"CLIPTokenizer", &byte_level_ops},
+                   {"GPT2Tokenizer", &byte_level_ops},
+                   {"RobertaTokenizer", &byte_level_ops},
+                   {"SiglipTokenizer", &siglip_text_ops},
+                   {"XLMRobertaTokenizer", &xlmr_text_ops},
+                   /* BERT's WordPiece with their own special tokens from tokenizer_config.json
+                    * (MPNet's <s> </s> <pad> <mask>) */
+                   {"DistilBertTokenizer", &wordpiece_ops},
+                   {"MPNetTokenizer", &wordpiece_ops}};
     *kind = NULL;
     char path[4096];
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);

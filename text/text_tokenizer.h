@@ -6,13 +6,14 @@
  * holds a part vit does not follow and the folder also has the older files below, those are
  * read instead. Otherwise a folder's tokenizer is the one its
  * tokenizer_config.json's tokenizer_class names (with or without "Fast"): BertTokenizer
- * (WordPiece, text/wordpiece.h), CLIPTokenizer, GPT2Tokenizer, RobertaTokenizer (byte-level BPE,
- * text/byte_level.h), SiglipTokenizer (SentencePiece, text/siglip_text.h), XLMRobertaTokenizer
- * (SentencePiece with fairseq's ids, text/xlmr_text.h); with another class or none, the files
- * tell: vocab.json and merges.txt, byte-level BPE; vocab.txt, WordPiece; spiece.model, SigLIP's;
- * sentencepiece.bpe.model, XLM-R's. So a VisionEncoderDecoder folder, whose tokenizer files lie
- * beside its config.json, loads like any other. The SentencePiece ones need a build with
- * libsentencepiece (without it, one line saying so).
+ * (WordPiece, text/wordpiece.h; DistilBertTokenizer and MPNetTokenizer too), CLIPTokenizer,
+ * GPT2Tokenizer, RobertaTokenizer (byte-level BPE, text/byte_level.h), SiglipTokenizer
+ * (SentencePiece, text/siglip_text.h), XLMRobertaTokenizer (SentencePiece with fairseq's ids,
+ * text/xlmr_text.h); with another class or none, the files tell: vocab.json and merges.txt,
+ * byte-level BPE; vocab.txt, WordPiece; spiece.model, SigLIP's; sentencepiece.bpe.model, XLM-R's.
+ * So a VisionEncoderDecoder folder, whose tokenizer files lie beside its config.json, loads like
+ * any other. The SentencePiece ones need a build with libsentencepiece (without it, one line saying
+ * so).
  *
  * Encoding gives the ids the class's tokenizer(text) gives, with the special tokens it puts
  * around a text ([CLS] ... [SEP], <|startoftext|> ... <|endoftext|>, <s> ... </s>, ... </s>;

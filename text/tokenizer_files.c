@@ -8,15 +8,14 @@
 #include <sys/stat.h>
 
 #include "vit/base/file.h"
+#include "vit/base/json.h"
 
 int tokenizer_source_json(const tokenizer_source *src, cJSON **root, vit_error *err) {
     *root = NULL;
     if (!src->text) return 0;
-    *root = cJSON_ParseWithLength(src->text, src->size);
-    if (cJSON_IsObject(*root)) return 0;
-    cJSON_Delete(*root);
-    *root = NULL;
-    return vit_fail(err, "%s: not a JSON object", src->name);
+    char why[160];
+    *root = json_parse_object(src->text, src->size, why, sizeof why);
+    return *root ? 0 : vit_fail(err, "%s: not a JSON object: %s", src->name, why);
 }
 
 int tokenizer_source_read(const char *model_dir, const char *name, bool required, char *path,

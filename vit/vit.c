@@ -27,7 +27,7 @@ typedef struct {
     preprocess_config prep;    /* at the run size */
     vit_params params;         /* as loaded */
     char compute[128];         /* what runs the linear layers */
-    char model_dir[512];       /* for messages */
+    char model_dir[4096];      /* for messages: the resolved folder */
     int run_height, run_width; /* where it runs: params.image_size, or DINOv2's processor's */
     char defaults[384]; /* vit_preprocess_defaults: "" when preprocessor_config.json is there */
     char preprocessing[256]; /* vit_model_info's: the steps as the folder has them */
@@ -143,7 +143,8 @@ static vit_weights *weights_load(const char *model_dir, const vit_params *params
         return NULL;
     }
     if (w->m.cfg.kind != MODEL_VIT) {
-        vit_fail(err, "%s: a BERT model; use 'vit text' for text models", model_dir);
+        vit_fail(err, "%s: a text model (%s); use 'vit text' for text models", model_dir,
+                 config_architecture(&w->m.cfg));
         weights_release(w);
         return NULL;
     }
@@ -160,8 +161,17 @@ static vit_weights *weights_load(const char *model_dir, const vit_params *params
 static int setup_preprocessing(vit_weights *w, int height, int width, vit_error *err) {
     if (model_dir_load_preprocess(w->model_dir, &w->prep, err) != 0) return -1;
     preprocess_describe(&w->prep, w->preprocessing, sizeof w->preprocessing);
-    if (height == width) preprocess_config_set_size(&w->prep, height);
     int pc, ph, pw;
+    preprocess_output_shape(&w->prep, &pc, &ph, &pw);
+    /* a rectangle for a model that runs at its square: transformers' forward refuses such pixels
+     * (no interpolate_pos_encoding); squaring them here would run what the folder does not say */
+    if (w->params.image_size == 0 && ph > 0 && ph != pw && height == width)
+        return vit_fail(err,
+                        "%s/preprocessor_config.json: makes %dx%d images (height x width), and the "
+                        "model takes %dx%d (transformers refuses them too; a run size, --size N, "
+                        "preprocesses to that square)",
+                        w->model_dir, ph, pw, height, width);
+    if (height == width) preprocess_config_set_size(&w->prep, height);
     preprocess_output_shape(&w->prep, &pc, &ph, &pw);
     if (pc != w->m.cfg.num_channels || ph != height || pw != width)
         return vit_fail(err, "%s: preprocessing yields %dx%dx%d but the model takes %dx%dx%d",
@@ -217,7 +227,9 @@ static int add_gemm_state(vit_context *c, vit_error *err) {
     return c->gemm ? 0 : -1;
 }
 
-vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error *err) {
+vit_context *vit_load(const char *model, const vit_params *params, vit_error *err) {
+    char model_dir[4096];
+    if (vit_resolve_model(model, model_dir, sizeof model_dir, err) != 0) return NULL;
     vit_weights *w = weights_load(model_dir, params, err);
     if (!w) return NULL;
     vit_context *c = context_create(w, threads_resolve(w->params.threads), err);
@@ -384,7 +396,7 @@ int api_blame_input(const float *pixels, int B, size_t n, vit_error *err) {
 
 int vit_forward(vit_context *c, const float *pixels, int B, float *logits, vit_error *err) {
     const model_config *cfg = &c->w->m.cfg;
-    if (cfg->opt.pool == POOL_ALL && cfg->family != FAMILY_VED)
+    if (cfg->opt.pool == POOL_ALL && cfg->opt.joint) /* SigLIP without its probe */
         return vit_fail(err,
                         "%s: %s without its attention-pooling head has no output vector (its "
                         "features: vit_embed with VIT_POOL_MEAN or VIT_POOL_PATCHES)",
@@ -452,13 +464,13 @@ static int embed_joint(vit_context *c, const float *pixels, int B, float *featur
 /* A pooling the model cannot give: a reason, or NULL. */
 static const char *pool_refused(const model_config *c, vit_pool pool) {
     if (pool == VIT_POOL_CLS && !config_class_token(c))
-        return config_is_joint(c) ? "a SigLIP image tower has no CLS token (mean or patches; "
-                                    "pooler or joint with its attention-pooling head)"
+        return c->opt.joint ? "a SigLIP image tower has no CLS token (mean or patches; "
+                              "pooler or joint with its attention-pooling head)"
                : c->opt.pool == POOL_PROBE
                    ? "this model has no class token (mean or patches; pooler: its attention pool)"
                    : "this model has no class token (mean or patches)";
     if (pool == VIT_POOL_POOLER && c->opt.pool != POOL_PROBE)
-        return c->opt.pool == POOL_ALL && config_is_joint(c)
+        return c->opt.pool == POOL_ALL && c->opt.joint
                    ? "a SigLIP image tower without its head (vision_use_head false) has no pooled "
                      "output (transformers' pooler_output is None): mean or patches"
                    : "VIT_POOL_POOLER for images is a SigLIP image tower's attention-pooling "
@@ -473,7 +485,18 @@ vit_pool vit_default_pool(const vit_context *c) {
     if (vit_joint_dim(c) > 0) return VIT_POOL_JOINT;
     if (cfg->opt.head == HEAD_PROJECTION) return VIT_POOL_PROJECTION; /* image_embeds */
     if (cfg->opt.pool == POOL_PROBE) return VIT_POOL_POOLER;          /* SiglipVisionModel */
+    /* a model pooling by the mean (BEiT's use_mean_pooling, timm's 'avg'): its pooled output */
+    if (cfg->opt.pool == POOL_MEAN || cfg->opt.pool == POOL_NORM_MEAN) return VIT_POOL_MEAN;
     return config_class_token(cfg) ? VIT_POOL_CLS : VIT_POOL_MEAN;
+}
+
+int vit_embed_size(const vit_context *c, vit_pool pool) {
+    if (pool == VIT_POOL_JOINT) return vit_joint_dim(c);
+    if (pool == VIT_POOL_POOLER || pool == VIT_POOL_PROJECTION) return vit_num_labels(c);
+    if (pool != VIT_POOL_PATCHES) return vit_hidden_size(c);
+    int gh, gw;
+    vit_patch_grid(c, &gh, &gw);
+    return gh * gw * vit_hidden_size(c);
 }
 
 int vit_embed(vit_context *c, const float *pixels, int B, vit_pool pool, float *features,

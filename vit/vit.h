@@ -92,16 +92,47 @@ typedef struct {
 
 VIT_API vit_params vit_default_params(void);
 
+/* The folder a model reference names, into dir (size bytes): a folder as it is (a name that is
+ * also a folder is the folder, as transformers reads it); else org/name or org/name@REVISION (a
+ * branch, tag or 40-hex commit; "main" when none is given) in the Hugging Face cache as
+ * huggingface_hub writes it: $HF_HUB_CACHE, else $HF_HOME/hub, else
+ * $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub; refs/REVISION gives the commit,
+ * snapshots/COMMIT/ is the folder. Any other string is given back as it is. vit_load,
+ * vit_text_load, vit_gen_load and vit_folder_kind call it: they take references too.
+ *
+ * What the cache lacks is downloaded into it (a build with libcurl), from $HF_ENDPOINT (default
+ * https://huggingface.co), in the layout huggingface_hub writes (blobs named by their ETag,
+ * snapshot links, refs), so vit and Python share one cache: config.json, then the weights
+ * (model.safetensors, else its shards' index and the shards, else pytorch_model.bin or its
+ * shards) and the files of the model's kind (preprocessor_config.json, the tokenizer files,
+ * generation_config.json: those the repository has). A snapshot that holds them is used with no
+ * request (a cached revision is not checked for a newer commit). $HF_TOKEN (else the token file
+ * $HF_HOME/token) is sent for gated and private repositories; $HF_HUB_OFFLINE=1 downloads
+ * nothing; a partial download is resumed; an LFS file's sha256 must be its ETag. An endpoint that
+ * cannot be reached falls back to what the cache has. -1 with err (one line) when the name is
+ * neither cached nor downloadable, or its snapshot has a broken link. Two processes (vit's or
+ * Python's) downloading one file take turns: each blob is written under a lock,
+ * CACHE/.locks/models--org--name/ETAG.lock, the one huggingface_hub takes. */
+VIT_API int vit_resolve_model(const char *model, char *dir, size_t size, vit_error *err);
+/* done of total bytes of file (total -1 when unknown), as a download goes. */
+typedef void (*vit_progress_fn)(void *user, const char *file, int64_t done, int64_t total);
+/* vit_resolve_model reporting each download's progress to progress(user, ...) (may be NULL). */
+VIT_API int vit_download_model(const char *model, vit_progress_fn progress, void *user, char *dir,
+                               size_t size, vit_error *err);
+
 /* Loads a ViTForImageClassification, DeiTForImageClassification or
- * DeiTForImageClassificationWithTeacher directory (config.json, model.safetensors, optional
- * preprocessor_config.json); also DINOv2 (Dinov2Model, Dinov2ForImageClassification, and the
- * WithRegisters pair) and BEiT / data2vec-vision (BeitModel, BeitForImageClassification, ...);
- * also timm's VisionTransformer folders (config.json with `architecture` and `pretrained_cfg`,
- * timm's tensor names; num_classes 0: the pooled features are the output).
- * A base model (Dinov2Model, BeitModel) has no classifier: its "logits" are its pooled features
- * (hidden_size of them, labelled DIM_0..), and vit_embed is what it is for. params NULL:
+ * DeiTForImageClassificationWithTeacher directory (config.json, model.safetensors or another
+ * layout of the weights: model.safetensors.index.json and its shards, pytorch_model.bin,
+ * pytorch_model.bin.index.json; optional preprocessor_config.json); also DINOv2 (Dinov2Model,
+ * Dinov2ForImageClassification, and the WithRegisters pair) and BEiT / data2vec-vision (BeitModel,
+ * BeitForImageClassification, ...); also timm's VisionTransformer folders (config.json with
+ * `architecture` and `pretrained_cfg`, timm's tensor names; num_classes 0: the pooled features are
+ * the output); and open_clip's folders (open_clip_config.json and open_clip_model.safetensors or
+ * open_clip_pytorch_model.bin, no config.json: a CLIP's image tower, as vit_text_load reads its
+ * text tower). A base model (Dinov2Model, BeitModel) has no classifier: its "logits" are its pooled
+ * features (hidden_size of them, labelled DIM_0..), and vit_embed is what it is for. params NULL:
  * vit_default_params(). */
-VIT_API vit_context *vit_load(const char *model_dir, const vit_params *params, vit_error *err);
+VIT_API vit_context *vit_load(const char *model, const vit_params *params, vit_error *err);
 /* Another context over ctx's weights (no copy of them), with its own activations and buffers and
  * ctx's parameters (its thread count too): it may compute on another thread while ctx does.
  * Safe to call while ctx computes. NULL with err when out of memory. */
@@ -189,8 +220,14 @@ VIT_API int vit_embed(vit_context *ctx, const float *pixels, int batch, vit_pool
  * last_hidden_state[:, 0] (its pooler, pooler.dense, is not read). The pooling vit embed takes
  * by default (transformers' output for the class): VIT_POOL_JOINT for a joint model,
  * VIT_POOL_PROJECTION for CLIPVisionModelWithProjection (image_embeds), VIT_POOL_POOLER for a
- * SigLIP image tower alone, VIT_POOL_MEAN for one without its head, else VIT_POOL_CLS. */
+ * SigLIP image tower alone, VIT_POOL_MEAN for one without its head and for a model that pools
+ * by the mean (BEiT's use_mean_pooling, timm's global_pool 'avg': its pooler_output or
+ * pre-logits), else VIT_POOL_CLS. */
 VIT_API vit_pool vit_default_pool(const vit_context *ctx);
+/* The floats vit_embed gives one image with pool (one the model gives): vit_joint_dim for
+ * VIT_POOL_JOINT, the forward's outputs for VIT_POOL_POOLER and VIT_POOL_PROJECTION, grid_h x
+ * grid_w x hidden for VIT_POOL_PATCHES, else vit_hidden_size. */
+VIT_API int vit_embed_size(const vit_context *ctx, vit_pool pool);
 
 /* In-place softmax of n logits (computed in double). */
 VIT_API void vit_softmax(float *logits, int n);
@@ -327,14 +364,22 @@ typedef struct {
     int max_batch; /* largest batch of texts per vit_text_forward */
     vit_backend backend;
     vit_precision precision;
+    /* 1: a tokenizer that does not load (its files missing) is no failure: the context describes
+     * the folder (vit_text_model_info, the labels and sizes) and refuses every call that reads
+     * texts, saying why (vit_text_tokenizer_error). What `vit info` loads with. */
+    int tokenizer_optional;
 } vit_text_params;
 
 VIT_API vit_text_params vit_text_default_params(void);
 
-/* Loads a BertForSequenceClassification directory (config.json, model.safetensors, vocab.txt,
- * optional tokenizer_config.json and special_tokens_map.json). params NULL: the defaults. */
-VIT_API vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *params,
+/* Loads a text encoder's directory (config.json, its weights as vit_load reads them, and the
+ * tokenizer's files): a BERT, RoBERTa, XLM-RoBERTa, DistilBERT or MPNet base model (its
+ * features), sequence classifier (vit_text_forward) or token classifier (vit_text_token_logits),
+ * or a CLIP or SigLIP text tower. params NULL: the defaults. */
+VIT_API vit_text_context *vit_text_load(const char *model, const vit_text_params *params,
                                         vit_error *err);
+/* NULL when the tokenizer loaded; else why not (params.tokenizer_optional). Owned by ctx. */
+VIT_API const char *vit_text_tokenizer_error(const vit_text_context *ctx);
 /* Another context over ctx's weights and tokenizer, as vit_share. */
 VIT_API vit_text_context *vit_text_share(const vit_text_context *ctx, vit_error *err);
 VIT_API void vit_text_free(vit_text_context *ctx);
@@ -353,6 +398,13 @@ VIT_API const char *vit_text_compute(const vit_text_context *ctx);
  * longest: logits [n, labels], probs [n, labels] (softmax; may be NULL). */
 VIT_API int vit_text_forward(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
                              int n, float *logits, float *probs, vit_error *err);
+/* A token classifier (BertForTokenClassification, RobertaForTokenClassification, ...): the logits
+ * of every token of texts as vit_text_forward takes them, in one forward pass padded to the
+ * longest: logits [n, vit_text_max_tokens, labels], text i's token t at (i * max_tokens + t) *
+ * labels, its vit_text_ids count of rows filled and the rest zero. (vit_text_forward refuses a
+ * token classifier, whose logits do not fit [n, labels].) */
+VIT_API int vit_text_token_logits(vit_text_context *ctx, const char *const *texts,
+                                  const size_t *lengths, int n, float *logits, vit_error *err);
 /* The token ids of text i of the last vit_text_forward ([CLS] ... [SEP]); *count gets their
  * number. And the vocabulary string of an id (NULL when out of range). */
 VIT_API const int32_t *vit_text_ids(const vit_text_context *ctx, int i, int *count);
@@ -377,6 +429,10 @@ VIT_API int vit_text_embed(vit_text_context *ctx, const char *const *texts, cons
  * The pooling vit embed --text takes by default: VIT_POOL_JOINT for a joint model, else that
  * output; VIT_POOL_CLS for a BERT. */
 VIT_API vit_pool vit_text_default_pool(const vit_text_context *ctx);
+/* The floats vit_text_embed gives one text with pool (one the model gives): vit_text_joint_dim
+ * for VIT_POOL_JOINT, the forward's outputs for a CLIP or SigLIP tower's own (VIT_POOL_PROJECTION,
+ * VIT_POOL_POOLER), else vit_text_hidden_size. */
+VIT_API int vit_text_embed_size(const vit_text_context *ctx, vit_pool pool);
 VIT_API int vit_text_hidden_size(const vit_text_context *ctx);
 /* The joint embedding's length of a CLIP or SigLIP text tower, 0 for a BERT. */
 VIT_API int vit_text_joint_dim(const vit_text_context *ctx);
@@ -408,11 +464,16 @@ typedef struct vit_gen_context vit_gen_context;
 typedef struct {
     vit_params image; /* threads, max_batch (images per call), backend, precision, decoding */
     int max_beams;    /* the most beams a call may ask for (0: 8; at most 64) */
+    /* 1: a tokenizer that does not load is no failure, as vit_text_params': the context describes
+     * the folder and refuses to generate, saying why (vit_gen_tokenizer_error) */
+    int tokenizer_optional;
 } vit_gen_params;
 VIT_API vit_gen_params vit_gen_default_params(void);
 
-VIT_API vit_gen_context *vit_gen_load(const char *model_dir, const vit_gen_params *params,
+VIT_API vit_gen_context *vit_gen_load(const char *model, const vit_gen_params *params,
                                       vit_error *err);
+/* NULL when the tokenizer loaded; else why not (params.tokenizer_optional). Owned by ctx. */
+VIT_API const char *vit_gen_tokenizer_error(const vit_gen_context *ctx);
 VIT_API vit_gen_context *vit_gen_share(const vit_gen_context *ctx, vit_error *err);
 VIT_API void vit_gen_free(vit_gen_context *ctx);
 /* The image context over the encoder: its preprocessing (vit_preprocess_*, vit_input_floats) and
@@ -472,7 +533,8 @@ enum {
     VIT_CAN_EMBED = 2,
     VIT_CAN_ZERO_SHOT = 4,
     VIT_CAN_GENERATE = 8,
-    VIT_CAN_EXPLAIN = 16
+    VIT_CAN_EXPLAIN = 16,
+    VIT_CAN_TAG = 32 /* vit_text_token_logits: classes per token */
 };
 typedef struct {
     vit_model_kind kind;      /* of the folder */
@@ -487,8 +549,14 @@ typedef struct {
     int post_norm; /* the blocks are post-LN (the family's option), else pre-LN */
     /* image towers: config.json's size and patch (vit_input_shape and vit_tokens: the run's) */
     int channels, image_height, image_width, patch_size, tokens;
-    /* text towers and decoders */
+    /* text towers and decoders: the longest sequence the position table holds (a RoBERTa's
+     * positions start after its padding index: max_position_embeddings - pad - 1) */
     int max_positions, vocab_size;
+    /* text encoders: positions count the non-padding tokens from padding_idx + 1 (RoBERTa, XLM-R,
+     * MPNet), else 0..T-1; the dense layer on token 0 before the output ("tanh": BERT's pooler
+     * or RoBERTa's classifier.dense, "relu": DistilBERT's pre_classifier, NULL: none) */
+    int positions_from_padding;
+    const char *pooler;
     int num_labels; /* classes, or the outputs of a model without a classifier */
     int joint_dim;  /* the joint embedding's length, 0 outside CLIP and SigLIP */
     int sigmoid;    /* joint scores are read through a sigmoid each (SigLIP), else a softmax */
@@ -523,7 +591,7 @@ typedef struct {
      * through the tanh pooler), "eos" (the first end token), "eos_max" (the largest id: CLIP's
      * argmax), "last" (the last position), "all" (every row), "next" (a decoder's every row),
      * "norm_mean" (every row normalised, then the mean of the patches: timm's avg without
-     * fc_norm) */
+     * fc_norm), "tokens" (every row through the classifier: a token classifier) */
     const char *pooling;
     const char *head; /* after it: "classifier", "projection" (no bias), "linear", "none" */
     vit_pool pool;    /* vit_default_pool / vit_text_default_pool: vit embed's default */
@@ -546,7 +614,7 @@ VIT_API void vit_text_model_info(const vit_text_context *ctx, vit_model_info *in
 VIT_API void vit_gen_decoder_info(const vit_gen_context *ctx, vit_model_info *info);
 /* What the folder model_dir holds, from its config.json alone (no weights read): to choose the
  * loader (vit_load, vit_text_load, vit_gen_load). -1 with err when config.json is unreadable. */
-VIT_API int vit_folder_kind(const char *model_dir, vit_model_kind *kind, vit_error *err);
+VIT_API int vit_folder_kind(const char *model, vit_model_kind *kind, vit_error *err);
 
 #ifdef __cplusplus
 }

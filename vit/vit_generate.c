@@ -5,6 +5,7 @@
 #include "vit/vit.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,8 +23,9 @@
 /* Shared by the contexts of one vit_gen_load and its vit_gen_share copies; read-only after load. */
 typedef struct {
     atomic_int refs;
-    model dec;                         /* the decoder, prepared */
-    text_tokenizer *tok;               /* decodes generated ids */
+    model dec;                                           /* the decoder, prepared */
+    text_tokenizer *tok;                                 /* decodes generated ids */
+    char tokenizer_error[sizeof(((vit_error *)0)->msg)]; /* tok NULL (params.tokenizer_optional) */
     gen_config gen;                    /* generation_config.json (else config.json's settings) */
     int max_images, max_beams, states; /* states: the encoder's output rows per image */
     char compute[128];
@@ -63,6 +65,16 @@ static int require_ved(const char *dir, vit_error *err) {
                          dir);
 }
 
+/* dir's tokenizer; when optional, one that does not load leaves w->tok NULL, saying why. */
+static int load_tokenizer(gen_weights *w, const char *dir, int optional, vit_error *err) {
+    vit_error why = {0};
+    if (text_tokenizer_load(dir, &w->tok, &why) == 0) return 0;
+    if (!optional) return vit_fail(err, "%s", why.msg);
+    w->tok = NULL;
+    snprintf(w->tokenizer_error, sizeof w->tokenizer_error, "%s", why.msg);
+    return 0;
+}
+
 /* The decoder, its generation settings and tokenizer, prepared for images x max(beams, states)
  * rows: a step runs images x beams rows, the cross-attention's keys images x states. */
 static gen_weights *gen_weights_load(const char *dir, const vit_gen_params *p, int states,
@@ -75,7 +87,8 @@ static gen_weights *gen_weights_load(const char *dir, const vit_gen_params *p, i
     w->states = states;
     const int per_image = w->max_beams > states ? w->max_beams : states;
     if (model_load_tower(&w->dec, dir, TOWER_TEXT, err) == 0 &&
-        gen_config_load(dir, &w->gen, err) == 0 && text_tokenizer_load(dir, &w->tok, err) == 0 &&
+        gen_config_load(dir, &w->gen, err) == 0 &&
+        load_tokenizer(w, dir, p->tokenizer_optional, err) == 0 &&
         api_prepare(&w->dec, p->image.backend, p->image.precision, w->max_images, per_image,
                     threads, 0, w->compute, sizeof w->compute, err) == 0)
         return w;
@@ -107,8 +120,10 @@ static vit_gen_context *context_create(gen_weights *w, vit_context *image, vit_e
     return c;
 }
 
-vit_gen_context *vit_gen_load(const char *dir, const vit_gen_params *params, vit_error *err) {
+vit_gen_context *vit_gen_load(const char *model, const vit_gen_params *params, vit_error *err) {
     const vit_gen_params p = params ? *params : vit_gen_default_params();
+    char dir[4096];
+    if (vit_resolve_model(model, dir, sizeof dir, err) != 0) return NULL;
     if (p.max_beams > MAX_BEAMS_LIMIT)
         return vit_fail(err, "%d beams: more than the limit of %d", p.max_beams, MAX_BEAMS_LIMIT),
                NULL;
@@ -122,6 +137,10 @@ vit_gen_context *vit_gen_load(const char *dir, const vit_gen_params *params, vit
         return NULL;
     }
     return context_create(w, image, err);
+}
+
+const char *vit_gen_tokenizer_error(const vit_gen_context *c) {
+    return c->w->tok ? NULL : c->w->tokenizer_error;
 }
 
 vit_gen_context *vit_gen_share(const vit_gen_context *ctx, vit_error *err) {
@@ -150,9 +169,11 @@ const char *vit_gen_compute(const vit_gen_context *c) {
 void vit_gen_decoder_info(const vit_gen_context *c, vit_model_info *info) {
     api_tower_info(&c->w->dec, info);
     info->capabilities = VIT_CAN_GENERATE;
-    info->tokenizer = text_tokenizer_class(c->w->tok);
-    info->tokenizer_kind = text_tokenizer_kind(c->w->tok);
-    info->tokenizer_ids = text_tokenizer_vocab_size(c->w->tok);
+    if (c->w->tok) {
+        info->tokenizer = text_tokenizer_class(c->w->tok);
+        info->tokenizer_kind = text_tokenizer_kind(c->w->tok);
+        info->tokenizer_ids = text_tokenizer_vocab_size(c->w->tok);
+    }
     const gen_config *g = &c->w->gen;
     info->num_eos = g->num_eos < 4 ? g->num_eos : 4;
     for (int i = 0; i < info->num_eos; i++) info->eos_ids[i] = g->eos_ids[i];
@@ -265,6 +286,7 @@ int vit_generate(vit_gen_context *c, const float *pixels, int batch, const vit_g
     const gen_config g = options_config(c, &o);
     if (batch < 1 || batch > c->w->max_images)
         return vit_fail(err, "batch %d outside 1..%d", batch, c->w->max_images);
+    if (!c->w->tok) return vit_fail(err, "%s", c->w->tokenizer_error);
     if (vit_forward(c->image, pixels, batch, NULL, err) != 0) return -1;
     const threads_scope scope = threads_begin(c->threads);
     const int rc = run_generation(c, batch, &g, out, err);

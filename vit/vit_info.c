@@ -8,15 +8,15 @@
 
 static vit_model_kind folder_kind(const model_config *c) {
     if (c->family == FAMILY_VED) return VIT_KIND_IMAGE_TO_TEXT;
-    if (config_is_joint(c) && !c->one_tower) return VIT_KIND_JOINT;
+    if (c->opt.joint && !c->one_tower) return VIT_KIND_JOINT;
     return c->kind == MODEL_VIT ? VIT_KIND_IMAGE : VIT_KIND_TEXT;
 }
 
 static const char *const pooling_names[] = {
-    [POOL_CLS] = "cls",         [POOL_CLS_MEAN] = "cls_mean",  [POOL_MEAN] = "mean",
-    [POOL_PROBE] = "probe",     [POOL_BERT] = "bert",          [POOL_EOS] = "eos",
-    [POOL_EOS_MAX] = "eos_max", [POOL_LAST] = "last",          [POOL_ALL] = "all",
-    [POOL_NEXT] = "next",       [POOL_NORM_MEAN] = "norm_mean"};
+    [POOL_CLS] = "cls",         [POOL_CLS_MEAN] = "cls_mean",   [POOL_MEAN] = "mean",
+    [POOL_PROBE] = "probe",     [POOL_BERT] = "bert",           [POOL_EOS] = "eos",
+    [POOL_EOS_MAX] = "eos_max", [POOL_LAST] = "last",           [POOL_ALL] = "all",
+    [POOL_NEXT] = "next",       [POOL_NORM_MEAN] = "norm_mean", [POOL_TOKENS] = "tokens"};
 static const char *const head_names[] = {[HEAD_CLASSIFIER] = "classifier",
                                          [HEAD_PROJECTION] = "projection",
                                          [HEAD_LINEAR] = "linear",
@@ -24,7 +24,7 @@ static const char *const head_names[] = {[HEAD_CLASSIFIER] = "classifier",
 
 static const char *folder_class(const model_config *c) {
     if (c->family == FAMILY_VED) return "VisionEncoderDecoderModel";
-    if (config_is_joint(c) && !c->one_tower) return config_joint_class(c);
+    if (c->opt.joint && !c->one_tower) return config_joint_class(c);
     return config_architecture(c);
 }
 
@@ -57,7 +57,7 @@ static void tower_build_info(const model *m, vit_model_info *info) {
     info->embed_norm = o->embed_norm;
     info->final_norm = o->final_norm;
     info->causal = o->causal;
-    info->rel_bias = o->shared_rel_bias ? 2 : o->rel_bias ? 1 : 0;
+    info->rel_bias = o->shared_rel_bias || o->rel_buckets ? 2 : o->rel_bias ? 1 : 0;
     info->pooling = pooling_names[o->pool];
     info->head = head_names[o->head];
     info->score_scale = m->logit_scale ? exp((double)m->logit_scale[0]) : 0;
@@ -87,10 +87,13 @@ void api_tower_info(const model *m, vit_model_info *info) {
     info->image_height = c->image_size;
     info->image_width = c->image_width;
     info->patch_size = c->patch_size;
-    info->max_positions = c->max_position_embeddings;
+    info->max_positions =
+        c->kind == MODEL_TEXT ? config_text_max_tokens(c) : c->max_position_embeddings;
+    info->positions_from_padding = c->opt.pos_from_ids;
+    info->pooler = !c->opt.pooler ? NULL : c->opt.pooler_relu ? "relu" : "tanh";
     info->vocab_size = c->vocab_size;
     info->num_labels = c->num_labels;
-    info->sigmoid = c->family == FAMILY_SIGLIP;
+    info->sigmoid = c->opt.joint_sigmoid;
     info->sinusoidal = c->opt.sinusoidal;
     info->cross_project = c->opt.enc_proj;
     info->cross_width = c->cross_dim;
@@ -118,18 +121,25 @@ void vit_text_model_info(const vit_text_context *ctx, vit_model_info *info) {
     api_tower_info(m, info);
     info->joint_dim = vit_text_joint_dim(ctx);
     info->pool = vit_text_default_pool(ctx);
+    const int classifier = m->cfg.opt.head == HEAD_CLASSIFIER,
+              tags = m->cfg.opt.pool == POOL_TOKENS;
     const text_tokenizer *tok = api_text_tokenizer(ctx);
-    info->tokenizer = text_tokenizer_class(tok);
-    info->tokenizer_kind = text_tokenizer_kind(tok);
-    info->tokenizer_ids = text_tokenizer_vocab_size(tok);
+    if (tok) { /* none when it could not load (tokenizer_optional) */
+        info->tokenizer = text_tokenizer_class(tok);
+        info->tokenizer_kind = text_tokenizer_kind(tok);
+        info->tokenizer_ids = text_tokenizer_vocab_size(tok);
+    }
     info->capabilities =
-        VIT_CAN_EMBED | (m->cfg.opt.head == HEAD_CLASSIFIER ? VIT_CAN_CLASSIFY : 0);
+        VIT_CAN_EMBED | (classifier && !tags ? VIT_CAN_CLASSIFY : 0) | (tags ? VIT_CAN_TAG : 0);
     if (info->kind == VIT_KIND_JOINT) info->capabilities |= VIT_CAN_ZERO_SHOT;
 }
 
-int vit_folder_kind(const char *model_dir, vit_model_kind *kind, vit_error *err) {
+int vit_folder_kind(const char *model, vit_model_kind *kind, vit_error *err) {
     model_config cfg;
-    if (model_config_load(model_dir, &cfg, err) != 0) return -1;
+    char model_dir[4096];
+    if (vit_resolve_model(model, model_dir, sizeof model_dir, err) != 0 ||
+        model_config_load(model_dir, &cfg, err) != 0)
+        return -1;
     *kind = folder_kind(&cfg);
     model_config_free(&cfg);
     return 0;

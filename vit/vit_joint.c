@@ -20,7 +20,7 @@ struct vit_classes {
 
 int api_joint_of(const model *m, api_joint *out, vit_error *err) {
     const model_config *c = &m->cfg;
-    if (!config_is_joint(c)) /* a classifier, an encoder */
+    if (!c->opt.joint) /* a classifier, an encoder */
         return vit_fail(err, "%s is not a joint image-text model (CLIP, SigLIP)",
                         config_architecture(c));
     if (!m->logit_scale) /* SiglipVisionModel alone */
@@ -29,7 +29,7 @@ int api_joint_of(const model *m, api_joint *out, vit_error *err) {
                         "logit_scale)",
                         config_architecture(c));
     *out = (api_joint){.dim = c->num_labels,
-                       .sigmoid = m->logit_bias != NULL,
+                       .sigmoid = c->opt.joint_sigmoid,
                        .scale = exp((double)m->logit_scale[0]),
                        .bias = m->logit_bias ? m->logit_bias[0] : 0.0};
     return 0;

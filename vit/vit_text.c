@@ -4,6 +4,7 @@
 #include "vit/vit.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ typedef struct {
     atomic_int refs;     /* contexts using it */
     model m;             /* the parameters and their prepared layers */
     text_tokenizer *tok; /* read-only: each context encodes with its own scratch */
+    char tokenizer_error[sizeof(((vit_error *)0)->msg)]; /* tok NULL (params.tokenizer_optional) */
     int max_batch, max_tokens, pad_id;
     char compute[128];
 } text_weights;
@@ -52,8 +54,9 @@ static int require_text(const char *dir, vit_error *err) {
     if (kind != MODEL_TEXT)
         return vit_fail(
             err,
-            "%s: not a text model (config.json model_type is not bert, clip or "
-            "siglip); text needs a BertForSequenceClassification, CLIP or SigLIP folder",
+            "%s: not a text model (config.json model_type is not bert, roberta, xlm-roberta, "
+            "distilbert, mpnet, clip or siglip); text needs a text encoder, CLIP or SigLIP "
+            "folder",
             dir);
     return 0;
 }
@@ -73,6 +76,17 @@ static void weights_release(text_weights *w) {
     free(w);
 }
 
+/* dir's tokenizer, checked against the model's vocabulary; when optional, one that does not load
+ * leaves w->tok NULL and says why in w->tokenizer_error. */
+static int load_tokenizer(text_weights *w, const char *dir, int optional, vit_error *err) {
+    vit_error why = {0};
+    if (text_tokenizer_load(dir, &w->tok, &why) == 0) return check_vocab(w, dir, err);
+    if (!optional) return vit_fail(err, "%s", why.msg);
+    w->tok = NULL;
+    snprintf(w->tokenizer_error, sizeof w->tokenizer_error, "%s", why.msg);
+    return 0;
+}
+
 /* The model and tokenizer of dir, unprepared, with one reference. */
 static text_weights *weights_load(const char *dir, const vit_text_params *p, vit_error *err) {
     text_weights *w = calloc(1, sizeof *w);
@@ -83,14 +97,14 @@ static text_weights *weights_load(const char *dir, const vit_text_params *p, vit
         return NULL;
     }
     w->max_batch = p->max_batch;
-    if (text_tokenizer_load(dir, &w->tok, err) != 0 || check_vocab(w, dir, err) != 0) {
+    if (load_tokenizer(w, dir, p->tokenizer_optional, err) != 0) {
         weights_release(w);
         return NULL;
     }
-    w->max_tokens = text_tokenizer_max_len(w->tok);
-    if (w->max_tokens < 2 || w->max_tokens > w->m.cfg.max_position_embeddings)
-        w->max_tokens = w->m.cfg.max_position_embeddings;
-    w->pad_id = text_tokenizer_pad_id(w->tok);
+    w->max_tokens = w->tok ? text_tokenizer_max_len(w->tok) : 0;
+    if (w->max_tokens < 2 || w->max_tokens > config_text_max_tokens(&w->m.cfg))
+        w->max_tokens = config_text_max_tokens(&w->m.cfg);
+    w->pad_id = w->tok ? text_tokenizer_pad_id(w->tok) : 0;
     ops_init();
     return w;
 }
@@ -102,9 +116,11 @@ static int alloc_batch(vit_text_context *c, vit_error *err) {
     c->ids = malloc(sizeof *c->ids * cells);
     c->mask = malloc(cells);
     c->lengths = calloc((size_t)w->max_batch, sizeof *c->lengths);
-    c->logits = malloc(sizeof *c->logits * (size_t)w->max_batch * (size_t)w->m.cfg.num_labels);
-    c->scratch = text_tokenizer_scratch_create(w->tok);
-    if (!c->rows || !c->ids || !c->mask || !c->lengths || !c->logits || !c->scratch)
+    /* a token classifier's logits are per token */
+    const size_t rows = w->m.cfg.opt.pool == POOL_TOKENS ? cells : (size_t)w->max_batch;
+    c->logits = malloc(sizeof *c->logits * rows * (size_t)w->m.cfg.num_labels);
+    c->scratch = w->tok ? text_tokenizer_scratch_create(w->tok) : NULL;
+    if (!c->rows || !c->ids || !c->mask || !c->lengths || !c->logits || (w->tok && !c->scratch))
         return vit_fail(err, "out of memory for batches of %d texts", w->max_batch);
     return 0;
 }
@@ -132,9 +148,10 @@ static int add_gemm_state(vit_text_context *c, vit_error *err) {
     return c->gemm ? 0 : -1;
 }
 
-vit_text_context *vit_text_load(const char *model_dir, const vit_text_params *params,
-                                vit_error *err) {
+vit_text_context *vit_text_load(const char *model, const vit_text_params *params, vit_error *err) {
     const vit_text_params p = params ? *params : vit_text_default_params();
+    char model_dir[4096];
+    if (vit_resolve_model(model, model_dir, sizeof model_dir, err) != 0) return NULL;
     if (p.max_batch < 1) return vit_fail(err, "batch size %d is not positive", p.max_batch), NULL;
     if (require_text(model_dir, err) != 0) return NULL;
     text_weights *w = weights_load(model_dir, &p, err);
@@ -189,7 +206,10 @@ const char *vit_text_compute(const vit_text_context *c) {
     return c->w->compute;
 }
 const char *vit_text_piece(const vit_text_context *c, int id) {
-    return text_tokenizer_piece(c->w->tok, id);
+    return c->w->tok ? text_tokenizer_piece(c->w->tok, id) : NULL;
+}
+const char *vit_text_tokenizer_error(const vit_text_context *c) {
+    return c->w->tok ? NULL : c->w->tokenizer_error;
 }
 
 const int32_t *vit_text_ids(const vit_text_context *c, int i, int *n) {
@@ -200,6 +220,7 @@ const int32_t *vit_text_ids(const vit_text_context *c, int i, int *n) {
 int vit_text_tokenize(vit_text_context *c, const char *text, size_t len, int32_t *ids, int cap,
                       vit_error *err) {
     if (cap < 0) return vit_fail(err, "tokenize: room for %d ids is negative", cap);
+    if (!c->w->tok) return vit_fail(err, "%s", c->w->tokenizer_error);
     int32_t *row = malloc(sizeof *row * (size_t)c->w->max_tokens);
     if (!row) return vit_fail(err, "out of memory");
     const int n =
@@ -230,6 +251,7 @@ static int pack_batch(vit_text_context *c, int B) {
 
 static int tokenize_batch(vit_text_context *c, const char *const *texts, const size_t *lengths,
                           int B, vit_error *err) {
+    if (!c->w->tok) return vit_fail(err, "%s", c->w->tokenizer_error);
     for (int b = 0; b < B; b++) {
         c->lengths[b] =
             text_tokenizer_encode(c->w->tok, c->scratch, texts[b], lengths[b], c->w->max_tokens,
@@ -247,18 +269,49 @@ static const uint8_t *run_mask(const vit_text_context *c) {
     return c->w->m.cfg.opt.pool == POOL_LAST ? NULL : c->mask;
 }
 
-int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
-                     float *logits, float *probs, vit_error *err) {
+/* Tokenizes, packs and runs B texts: out gets what the forward gives ([B, labels], or a token
+ * classifier's [B, T, labels]); the packed length T into *tokens. */
+static int run_texts(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                     float *out, int *tokens, vit_error *err) {
     if (B < 1 || B > c->w->max_batch)
         return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
     if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;
     const int T = pack_batch(c, B);
     const threads_scope scope = threads_begin(c->threads);
     const int rc =
-        text_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, logits, err);
+        text_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, out, err);
     threads_end(scope);
+    *tokens = T;
+    return rc;
+}
+
+static int is_token_classifier(const vit_text_context *c) {
+    return c->w->m.cfg.opt.pool == POOL_TOKENS;
+}
+
+int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                     float *logits, float *probs, vit_error *err) {
+    if (is_token_classifier(c))
+        return vit_fail(err, "%s classifies every token: vit_text_token_logits gives its logits",
+                        config_architecture(&c->w->m.cfg));
+    int T;
+    const int rc = run_texts(c, texts, lengths, B, logits, &T, err);
     if (rc == 0 && probs) softmax_probs(probs, logits, B, c->w->m.cfg.num_labels);
     return rc;
+}
+
+int vit_text_token_logits(vit_text_context *c, const char *const *texts, const size_t *lengths,
+                          int B, float *logits, vit_error *err) {
+    if (!is_token_classifier(c))
+        return vit_fail(err, "%s has no token classifier", config_architecture(&c->w->m.cfg));
+    int T;
+    if (run_texts(c, texts, lengths, B, c->logits, &T, err) != 0) return -1;
+    const size_t K = (size_t)c->w->m.cfg.num_labels, room = (size_t)c->w->max_tokens * K;
+    memset(logits, 0, sizeof(float) * (size_t)B * room);
+    for (int b = 0; b < B; b++) /* [B, T, K] into rows of max_tokens */
+        memcpy(logits + b * room, c->logits + (size_t)b * T * K,
+               sizeof(float) * (size_t)c->lengths[b] * K);
+    return 0;
 }
 
 int vit_text_hidden_size(const vit_text_context *c) {
@@ -303,11 +356,24 @@ static int embed_joint(vit_text_context *c, const char *const *texts, const size
     return rc;
 }
 
+/* BERT and the text encoders like it (token 0, the pooler, every row), not a joint tower. */
+static int is_encoder(const model_config *cfg) {
+    return cfg->opt.pool == POOL_BERT || cfg->opt.pool == POOL_TOKENS;
+}
+
 vit_pool vit_text_default_pool(const vit_text_context *c) {
     const model_config *cfg = &c->w->m.cfg;
     if (vit_text_joint_dim(c) > 0) return VIT_POOL_JOINT;
     if (cfg->opt.head == HEAD_PROJECTION) return VIT_POOL_PROJECTION; /* text_embeds */
-    return cfg->opt.pool == POOL_BERT ? VIT_POOL_CLS : VIT_POOL_POOLER;
+    return is_encoder(cfg) ? VIT_POOL_CLS : VIT_POOL_POOLER;
+}
+
+int vit_text_embed_size(const vit_text_context *c, vit_pool pool) {
+    if (pool == VIT_POOL_JOINT) return vit_text_joint_dim(c);
+    const int tower = !is_encoder(&c->w->m.cfg); /* CLIP's or SigLIP's: its forward's */
+    return tower && (pool == VIT_POOL_PROJECTION || pool == VIT_POOL_POOLER)
+               ? vit_text_num_labels(c)
+               : vit_text_hidden_size(c);
 }
 
 /* A CLIP or SigLIP text tower: its output as the forward gives it, the one pooling it has
@@ -332,19 +398,15 @@ int vit_text_embed(vit_text_context *c, const char *const *texts, const size_t *
         pool != VIT_POOL_PROJECTION)
         return vit_fail(err, "unknown pooling %d", (int)pool);
     const model_config *cfg = &c->w->m.cfg;
-    if (cfg->opt.pool != POOL_BERT)
-        return embed_tower_output(c, texts, lengths, B, pool, features, err);
+    if (!is_encoder(cfg)) return embed_tower_output(c, texts, lengths, B, pool, features, err);
     if (pool == VIT_POOL_PROJECTION)
         return vit_fail(err, "%s: VIT_POOL_PROJECTION is a CLIP text tower's projection",
                         config_architecture(cfg));
-    if (B < 1 || B > c->w->max_batch)
-        return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
-    if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;
-    const int T = pack_batch(c, B);
-    const threads_scope scope = threads_begin(c->threads);
-    const int rc =
-        text_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, c->logits, err);
-    threads_end(scope);
+    if (pool == VIT_POOL_POOLER && !cfg->opt.pooler)
+        return vit_fail(err, "%s has no pooler: VIT_POOL_CLS or VIT_POOL_MEAN",
+                        config_architecture(cfg));
+    int T;
+    const int rc = run_texts(c, texts, lengths, B, c->logits, &T, err);
     const size_t D = (size_t)c->w->m.cfg.hidden_size;
     for (int b = 0; rc == 0 && b < B; b++) {
         if (pool == VIT_POOL_MEAN)

@@ -44,11 +44,16 @@ class TextParams(ctypes.Structure):
         ("max_batch", ctypes.c_int),
         ("backend", ctypes.c_int),
         ("precision", ctypes.c_int),
+        ("tokenizer_optional", ctypes.c_int),
     ]
 
 
 class GenParams(ctypes.Structure):
-    _fields_ = [("image", Params), ("max_beams", ctypes.c_int)]
+    _fields_ = [
+        ("image", Params),
+        ("max_beams", ctypes.c_int),
+        ("tokenizer_optional", ctypes.c_int),
+    ]
 
 
 class GenOptions(ctypes.Structure):
@@ -151,6 +156,8 @@ _SIGNATURES = {
     "vit_text_forward": (_i, [_p, _strs, ctypes.POINTER(_sz), _i, _p, _p, _err]),
     "vit_text_tokenize": (_i, [_p, _s, _sz, _p, _i, _err]),
     "vit_text_embed": (_i, [_p, _strs, ctypes.POINTER(_sz), _i, _i, _p, _err]),
+    "vit_text_token_logits": (_i, [_p, _strs, ctypes.POINTER(_sz), _i, _p, _err]),
+    "vit_text_ids": (_p, [_p, _i, ctypes.POINTER(_i)]),
     "vit_text_hidden_size": (_i, [_p]),
     "vit_text_joint_dim": (_i, [_p]),
     "vit_text_top_k": (_i, [_p, _p, _i, _preds, _err]),

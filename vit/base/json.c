@@ -1,7 +1,9 @@
 #include "vit/base/json.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "vit/base/file.h"
 
@@ -49,15 +51,88 @@ int json_get_number(const cJSON *obj, const char *key, double lo, double hi, dou
     return 0;
 }
 
-cJSON *json_load_object(const char *path, vit_error *err) {
-    char *text = vit_read_file(path, MAX_JSON_BYTES, NULL, err);
-    if (!text) return NULL;
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return vit_fail(err, "%s: not a valid JSON object", path), NULL;
+static size_t key_hash(const char *k) {
+    size_t h = 1469598103934665603u; /* FNV-1a */
+    for (; *k; k++) h = (h ^ (unsigned char)*k) * 1099511628211u;
+    return h;
+}
+
+/* Python's dict: a key given twice keeps the first one's place and the last one's value. One
+ * pass with a hash table of the keys seen (vocabularies hold 250,000 keys). -1: out of memory. */
+static int keep_last_values(cJSON *obj) {
+    size_t n = 0, cap = 8;
+    for (const cJSON *c = obj->child; c; c = c->next) n++;
+    while (cap < 2 * n) cap *= 2;
+    cJSON **seen = n > 1 ? calloc(cap, sizeof *seen) : NULL;
+    if (n > 1 && !seen) return -1;
+    for (cJSON *c = obj->child, *next; n > 1 && c; c = next) {
+        next = c->next;
+        size_t at = key_hash(c->string) & (cap - 1);
+        while (seen[at] && strcmp(seen[at]->string, c->string) != 0) at = (at + 1) & (cap - 1);
+        if (seen[at]) { /* the later value takes the earlier one's place */
+            cJSON_DetachItemViaPointer(obj, c);
+            cJSON_ReplaceItemViaPointer(obj, seen[at], c);
+        }
+        seen[at] = c;
     }
+    free(seen);
+    return 0;
+}
+
+/* Objects anywhere in the tree, nested at most as deep as cJSON parses (CJSON_NESTING_LIMIT). */
+static int keep_last_everywhere(cJSON *node) {
+    if (cJSON_IsObject(node) && keep_last_values(node) != 0) return -1;
+    for (cJSON *c = node->child; c; c = c->next)
+        if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && keep_last_everywhere(c) != 0) return -1;
+    return 0;
+}
+
+/* Where cJSON stopped, as a line and column. */
+static void syntax_error(const char *text, const char *at, char *why, size_t why_size) {
+    int line = 1, column = 1;
+    for (const char *p = text; at && p < at && *p; p++) {
+        column = *p == '\n' ? 1 : column + 1;
+        line += *p == '\n';
+    }
+    snprintf(why, why_size, "a syntax error at line %d, column %d", line, column);
+}
+
+cJSON *json_parse_object(const char *text, size_t size, char *why, size_t why_size) {
+    if (size >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+        snprintf(why, why_size,
+                 "starts with a UTF-8 byte order mark, which Python's json.loads (transformers) "
+                 "refuses: save it without");
+        return NULL;
+    }
+    if (memchr(text, 0, size)) {
+        snprintf(why, why_size, "holds a NUL byte");
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+    if (!root) {
+        syntax_error(text, end, why, why_size);
+        return NULL;
+    }
+    if (!cJSON_IsObject(root)) {
+        snprintf(why, why_size, "its value is not an object");
+    } else if (keep_last_everywhere(root) != 0) {
+        snprintf(why, why_size, "out of memory");
+    } else {
+        return root;
+    }
+    cJSON_Delete(root);
+    return NULL;
+}
+
+cJSON *json_load_object(const char *path, vit_error *err) {
+    size_t size = 0;
+    char *text = vit_read_file(path, MAX_JSON_BYTES, &size, err);
+    if (!text) return NULL;
+    char why[160];
+    cJSON *root = json_parse_object(text, size, why, sizeof why);
+    free(text);
+    if (!root) return vit_fail(err, "%s: not a valid JSON object: %s", path, why), NULL;
     return root;
 }
 

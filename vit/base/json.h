@@ -6,6 +6,7 @@
  * file) and the field. */
 
 #include <cjson/cJSON.h>
+#include <stddef.h>
 
 #include "vit/base/error.h"
 
@@ -19,8 +20,14 @@ int json_get_number(const cJSON *obj, const char *key, double lo, double hi, dou
  * {"content": ...}: the node holding its text (the item itself, or its "content"; NULL when
  * item is NULL or the object has none). */
 const cJSON *json_token_content(const cJSON *item);
-/* Reads a whole JSON file (at most 16 MiB) and parses it; NULL with err when unreadable or not a
- * JSON object. The caller cJSON_Deletes it. */
+/* Parses text (size bytes, NUL-terminated) as Python's json.loads reads the files transformers
+ * opens: a UTF-8 byte order mark, anything after the value or a NUL byte is refused, and a key
+ * given twice in one object keeps its last value (at its first place, as a dict). NULL when it
+ * is not a JSON object, with the reason in why ("starts with a UTF-8 byte order mark ...",
+ * "a syntax error at line L, column C", ...). The caller cJSON_Deletes the result. */
+cJSON *json_parse_object(const char *text, size_t size, char *why, size_t why_size);
+/* Reads a whole JSON file (at most 16 MiB) and parses it so; NULL with err when unreadable or not
+ * a JSON object. The caller cJSON_Deletes it. */
 cJSON *json_load_object(const char *path, vit_error *err);
 
 #endif

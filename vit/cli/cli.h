@@ -96,7 +96,7 @@ enum {
 };
 #define CLI_MODEL_DEFAULT "$VIT_MODEL, else the shipped model"
 #define CLI_MODEL_OPTION(help, def)                                                                \
-    { CLI_OPT_MODEL, "model", 'm', "DIR", help, def }
+    { CLI_OPT_MODEL, "model", 'm', "DIR|ORG/NAME", help, def }
 #define CLI_BATCH_OPTION(help, def)                                                                \
     { CLI_OPT_BATCH, "batch", 'b', "N", help, def }
 #define CLI_THREADS_OPTION                                                                         \
@@ -136,8 +136,10 @@ enum {
 /* ---- models, outputs ---- */
 
 /* The model directory: the -m value if given, else $VIT_MODEL, else the default model shipped
- * with the program (see cli_models_dir). Writes into buf; returns buf. */
-const char *cli_model_dir(const char *option, char *buf, size_t size);
+ * with the program (see cli_models_dir), resolved by vit_resolve_model (a folder, or org/name in
+ * the Hugging Face cache). Writes into buf; returns buf, or NULL after saying why on stderr
+ * ("vit COMMAND: ..."). */
+const char *cli_model_dir(const char *command, const char *option, char *buf, size_t size);
 /* Where the shipped models are: models/ beside the binary's bin/ folder (a build tree), else
  * share/vit/models/ beside it (an installed prefix). */
 const char *cli_models_dir(char *buf, size_t size);

@@ -46,16 +46,46 @@ int cli_is_dir(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-const char *cli_model_dir(const char *option, char *buf, size_t size) {
+/* A download's bar on stderr, redrawn as the percentage changes, ended by a newline. */
+typedef struct {
+    const char *ref;
+    char file[256];
+    int percent;
+} download_bar;
+
+static void show_progress(void *user, const char *file, int64_t done, int64_t total) {
+    download_bar *b = user;
+    if (strcmp(b->file, file) != 0) snprintf(b->file, sizeof b->file, "%s", file), b->percent = -1;
+    const int percent = total > 0 ? (int)(100 * done / total) : 0;
+    if (percent == b->percent) return;
+    b->percent = percent;
+    char bar[31];
+    for (int i = 0; i < 30; i++) bar[i] = i < percent * 30 / 100 ? '#' : '.';
+    bar[30] = 0;
+    const int mb = total >= 1000000; /* kB below a megabyte: 0.0/0.0 MB says nothing */
+    fprintf(stderr, "\r%s %s [%s] %3d%% %.1f/%.1f %s", b->ref, file, bar, percent,
+            done / (mb ? 1e6 : 1e3), total / (mb ? 1e6 : 1e3), mb ? "MB" : "kB");
+    if (total > 0 && done >= total) fputc('\n', stderr);
+}
+
+const char *cli_model_dir(const char *command, const char *option, char *buf, size_t size) {
     const char *env = getenv("VIT_MODEL");
+    char ref[PATH_MAX + 64];
     if (option) {
-        snprintf(buf, size, "%s", option);
+        snprintf(ref, sizeof ref, "%s", option);
     } else if (env && *env) {
-        snprintf(buf, size, "%s", env);
+        snprintf(ref, sizeof ref, "%s", env);
     } else {
         char models[PATH_MAX];
         cli_models_dir(models, sizeof models);
-        snprintf(buf, size, "%s/%s", models, DEFAULT_MODEL);
+        snprintf(ref, sizeof ref, "%s/%s", models, DEFAULT_MODEL);
+    }
+    vit_error err = {0};
+    download_bar bar = {.ref = ref};
+    if (vit_download_model(ref, isatty(STDERR_FILENO) ? show_progress : NULL, &bar, buf, size,
+                           &err) != 0) {
+        fprintf(stderr, "vit %s: %s\n", command, err.msg);
+        return NULL;
     }
     return buf;
 }
@@ -79,7 +109,8 @@ void cli_print_load_error(const char *command, const char *model_opt, const char
 vit_context *cli_load_image_model(const cli_command *cmd, const cli_common *c, char *dir,
                                   size_t size) {
     vit_error err = {0};
-    vit_context *ctx = vit_load(cli_model_dir(c->model, dir, size), &c->params, &err);
+    if (!cli_model_dir(cmd->name, c->model, dir, size)) return NULL;
+    vit_context *ctx = vit_load(dir, &c->params, &err);
     if (!ctx) cli_print_load_error(cmd->name, c->model, dir, &err);
     if (ctx && vit_preprocess_defaults(ctx))
         fprintf(stderr, "vit %s: %s: %s\n", cmd->name, dir, vit_preprocess_defaults(ctx));
@@ -95,7 +126,8 @@ int cli_is_image_to_text(const char *dir) {
 
 vit_context *cli_load_classifier(const cli_command *cmd, const cli_common *c, char *dir,
                                  size_t size) {
-    if (cli_is_image_to_text(cli_model_dir(c->model, dir, size))) {
+    if (!cli_model_dir(cmd->name, c->model, dir, size)) return NULL;
+    if (cli_is_image_to_text(dir)) {
         fprintf(stderr,
                 "vit %s: %s is an image-to-text model (VisionEncoderDecoderModel), without "
                 "labels: vit generate -m %s IMAGE... writes each image's text\n",

@@ -1,25 +1,34 @@
 /* vit convert: a model directory with its weights stored in another float type. */
 #include <stdio.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "vit/cli/cli.h"
 #include "vit/io/model_dir.h"
 
-enum { OPT_DTYPE = 1 };
+enum { OPT_DTYPE = 1, OPT_OVERWRITE };
 
 static const cli_option options[] = {
     {OPT_DTYPE, "dtype", 0, "T", "f16, bf16 or f32: how model.safetensors stores floats", "f16"},
+    {OPT_OVERWRITE, "overwrite", 0, NULL, "replace the model an OUT_DIR already holds", NULL},
 };
+
+typedef struct {
+    st_dtype dtype;
+    int overwrite;
+} convert_options;
 
 static const cli_command command = {
     "convert",
     "copy a model directory with its weights stored as F16, BF16 or F32",
-    "[--dtype f16|bf16|f32] IN_DIR OUT_DIR",
+    "[--dtype f16|bf16|f32] [--overwrite] IN_DIR OUT_DIR",
     "Writes OUT_DIR (created if missing) with IN_DIR's config.json, preprocessor_config.json and\n"
-    "tokenizer files, and its model.safetensors with every float tensor rounded to the chosen "
+    "tokenizer files, and one model.safetensors with IN_DIR's weights (model.safetensors, its\n"
+    "shards, pytorch_model.bin or its shards) and every float tensor rounded to the chosen "
     "type\n"
     "(to nearest, ties to even). vit loads all three; so do transformers and PyTorch. F16 halves\n"
-    "the files of an F32 model; vit computes in float32 either way.",
+    "the files of an F32 model; vit computes in float32 either way. IN_DIR may be a Hugging Face\n"
+    "Hub name, org/name[@revision] (from the cache, downloaded into it if missing).",
     options,
     sizeof options / sizeof options[0]};
 
@@ -43,18 +52,40 @@ int cli_parse_dtype(const cli_parser *p, const char *command, st_dtype *out) {
 }
 
 static int convert_option(const cli_parser *p, int id, void *user) {
-    return id == OPT_DTYPE ? cli_parse_dtype(p, "convert", user) : 0;
+    convert_options *o = user;
+    if (id == OPT_OVERWRITE) return o->overwrite = 1, 0;
+    return id == OPT_DTYPE ? cli_parse_dtype(p, "convert", &o->dtype) : 0;
+}
+
+/* A model OUT_DIR already holds (its config.json or model.safetensors, an open_clip folder's
+ * open_clip_config.json or open_clip_model.safetensors) is kept unless asked. */
+static int refuse_existing(const char *out_dir) {
+    static const char *const names[] = {"config.json", "model.safetensors", "open_clip_config.json",
+                                        "open_clip_model.safetensors"};
+    char path[4096];
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", out_dir, names[i]);
+        if (access(path, F_OK) == 0) {
+            fprintf(stderr, "vit convert: %s exists (--overwrite replaces it)\n", path);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int cli_convert(int argc, char **argv) {
-    st_dtype dtype = ST_F16;
+    convert_options o = {ST_F16, 0};
     cli_parser p;
-    cli_outcome parsed = cli_parse(&p, &command, argc, argv, NULL, convert_option, &dtype);
+    cli_outcome parsed = cli_parse(&p, &command, argc, argv, NULL, convert_option, &o);
     if (parsed == CLI_PARSED && p.num_rest != 2)
         parsed = cli_usage_error(&command, "expected IN_DIR and OUT_DIR");
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);
+    if (!o.overwrite && refuse_existing(p.rest[1]) != 0) return 1;
+    const st_dtype dtype = o.dtype;
     vit_error err = {0};
-    if (model_dir_convert(p.rest[0], p.rest[1], dtype, &err) != 0) {
+    char in[4096]; /* a folder, or org/name from the Hub (vit_resolve_model) */
+    if (vit_resolve_model(p.rest[0], in, sizeof in, &err) != 0 ||
+        model_dir_convert(in, p.rest[1], dtype, &err) != 0) {
         fprintf(stderr, "vit convert: %s\n", err.msg);
         return 1;
     }

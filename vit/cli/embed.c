@@ -197,18 +197,14 @@ static int embed_images(const embed_options *o, feature_table *t) {
         vit_free(ctx);
         return 2;
     }
-    /* the projection is the forward's output, as long as the model's outputs */
-    t->dim = pool == VIT_POOL_JOINT        ? joint_dim
-             : pool == VIT_POOL_PROJECTION ? vit_num_labels(ctx)
-                                           : vit_hidden_size(ctx);
+    t->dim = vit_embed_size(ctx, pool);
     t->row_ndim = 1;
     t->row_dims[0] = t->dim;
     if (pool == VIT_POOL_PATCHES) { /* [grid_h, grid_w, hidden] per image */
         int gh, gw;
         vit_patch_grid(ctx, &gh, &gw);
         t->row_ndim = 3;
-        t->row_dims[0] = gh, t->row_dims[1] = gw, t->row_dims[2] = t->dim;
-        t->dim *= gh * gw;
+        t->row_dims[0] = gh, t->row_dims[1] = gw, t->row_dims[2] = vit_hidden_size(ctx);
     }
     image_batch *b =
         image_batch_create(ctx, "embed", o->common.params.max_batch, pool, t->dim, add_row, t);
@@ -289,16 +285,6 @@ static int embed_text(vit_text_context *ctx, const char *text, vit_pool pool, fe
     return rc;
 }
 
-/* A text feature's length: the joint space's, the model's outputs where the pooling is the
- * tower's own output (a CLIP tower's projection, a SigLIP tower's head), else the hidden size. */
-static int text_dim(const vit_text_context *ctx, vit_pool pool) {
-    if (pool == VIT_POOL_JOINT) return vit_text_joint_dim(ctx);
-    const int bert = vit_text_default_pool(ctx) == VIT_POOL_CLS;
-    return pool == VIT_POOL_PROJECTION || (pool == VIT_POOL_POOLER && !bert)
-               ? vit_text_num_labels(ctx)
-               : vit_text_hidden_size(ctx);
-}
-
 static int embed_texts(const embed_options *o, const char *model_dir, feature_table *t) {
     const vit_text_params tp = cli_text_params(&o->common.params);
     vit_error err = {0};
@@ -316,7 +302,7 @@ static int embed_texts(const embed_options *o, const char *model_dir, feature_ta
         vit_text_free(ctx);
         return 2;
     }
-    t->dim = text_dim(ctx, pool);
+    t->dim = vit_text_embed_size(ctx, pool);
     t->row_ndim = 1;
     t->row_dims[0] = t->dim;
     int rc = 0, failed = 0;
@@ -439,7 +425,8 @@ int cli_embed(int argc, char **argv) {
     const cli_outcome parsed = parse_options(argc, argv, &o);
     if (parsed != CLI_PARSED) return free(o.texts), cli_exit_status(parsed);
     char model_dir[4096];
-    cli_model_dir(o.common.model, model_dir, sizeof model_dir);
+    if (!cli_model_dir("embed", o.common.model, model_dir, sizeof model_dir))
+        return free(o.texts), 1;
     feature_table t = {0};
     int rc;
     if (is_text_model(model_dir)) {

@@ -466,7 +466,11 @@ int cli_eval(int argc, char **argv) {
         return cli_exit_status(parsed);
     }
     char model_dir[4096];
-    o.model_dir = cli_model_dir(o.common.model, model_dir, sizeof model_dir);
+    o.model_dir = cli_model_dir("eval", o.common.model, model_dir, sizeof model_dir);
+    if (!o.model_dir) {
+        cli_zero_shot_free(&o.zs);
+        return 1;
+    }
     if (o.hypotheses || cli_is_image_to_text(o.model_dir)) {
         const int status = evaluate_lines(&o);
         cli_zero_shot_free(&o.zs);

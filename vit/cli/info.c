@@ -1,5 +1,6 @@
 /* vit info: what a model directory holds. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "image/image.h"
@@ -100,7 +101,9 @@ static void print_encoder(const vit_model_info *in) {
 }
 
 /* How a tower pools its rows, in words. */
-static const char *pooling_words(const char *pooling) {
+static const char *pooling_words(const char *pooling, const char *model_type) {
+    if (!strcmp(pooling, "eos_max") && !strcmp(model_type, "open_clip"))
+        return "the largest id (open_clip's argmax)";
     static const char *const words[][2] = {
         {"cls", "the CLS row"},
         {"probe", "every row, then the attention probe"},
@@ -124,17 +127,35 @@ static const char *head_words(const char *head) {
 
 /* The parts a joint model's tower was assembled from (the family's options). */
 static void print_tower_parts(const vit_model_info *in) {
-    printf("                %s%d layers %s%s, hidden %d, %d heads, mlp %d, %s; final "
+    printf("                %s%d layers %s%s, hidden %d, %d heads, mlp %d, %s%s; final "
            "LayerNorm, pooled by %s, then %s\n",
            in->embed_norm ? "embedding LayerNorm, " : "", in->layers,
            in->post_norm ? "post-LN" : "pre-LN", in->causal ? " causal" : "", in->hidden, in->heads,
-           in->mlp, in->activation, pooling_words(in->pooling), head_words(in->head));
+           in->mlp, in->activation, in->layer_scale ? ", layer scale" : "",
+           pooling_words(in->pooling, in->model_type), head_words(in->head));
 }
 
 static void print_image_tower(const vit_model_info *in) {
     printf("image tower:    %d channels, %dx%d, patch %d (%d tokens), %.3f GFLOP/image\n",
            in->channels, in->image_height, in->image_height, in->patch_size, in->size_tokens,
            in->flops / 1e9);
+}
+
+/* A text tower described without its tokenizer (vit_text_params.tokenizer_optional): why. */
+/* The tokenizer a text tower reads, or why it could not be read. */
+static void print_tokenizer(const vit_text_context *t, const vit_model_info *in) {
+    if (vit_text_tokenizer_error(t))
+        printf("tokenizer:      not loadable: %s\n", vit_text_tokenizer_error(t));
+    else
+        printf("tokenizer:      %s (%s), %d ids\n", in->tokenizer, in->tokenizer_kind,
+               in->tokenizer_ids);
+}
+
+/* A text tower for describing: its tokenizer files may be missing. */
+static vit_text_context *load_text_for_info(const char *dir, vit_error *err) {
+    vit_text_params tp = vit_text_default_params();
+    tp.tokenizer_optional = 1;
+    return vit_text_load(dir, &tp, err);
 }
 
 /* A CLIP or SigLIP folder: both towers and how the scores are made. */
@@ -145,7 +166,7 @@ static void print_joint(const vit_model_info *image, const char *dir) {
     print_tower_parts(image);
     printf("preprocessing:  %s\n", image->preprocessing);
     vit_error err = {0};
-    vit_text_context *text = vit_text_load(dir, NULL, &err);
+    vit_text_context *text = load_text_for_info(dir, &err);
     if (!text) {
         printf("text tower:     not loadable: %s\n", err.msg);
     } else {
@@ -154,7 +175,7 @@ static void print_joint(const vit_model_info *image, const char *dir) {
         printf("text tower:     up to %d tokens, vocabulary %d, %zu parameters\n", t.max_positions,
                t.vocab_size, t.parameters);
         print_tower_parts(&t);
-        printf("tokenizer:      %s (%s), %d ids\n", t.tokenizer, t.tokenizer_kind, t.tokenizer_ids);
+        print_tokenizer(text, &t);
         vit_text_free(text);
     }
     printf("scores:         exp(logit_scale) = %.4g times the cosine%s; %s\n", image->score_scale,
@@ -186,9 +207,6 @@ static void print_one_tower(const vit_model_info *in) {
                in->vocab_size);
     print_tower_parts(in);
     if (image) printf("preprocessing:  %s\n", in->preprocessing);
-    if (!image)
-        printf("tokenizer:      %s (%s), %d ids\n", in->tokenizer, in->tokenizer_kind,
-               in->tokenizer_ids);
     if (in->score_scale)
         printf("scores:         exp(logit_scale) = %.4g times the cosine%s\n", in->score_scale,
                in->score_bias ? " plus logit_bias" : "");
@@ -269,7 +287,10 @@ static void print_image_to_text(vit_gen_context *g) {
            e.special_tokens > 1 ? ", distillation token" : "", e.layers, e.hidden, e.heads, e.mlp,
            e.activation, e.layer_norm_eps, e.qkv_bias ? "" : ", no qkv bias");
     print_decoder(&d, e.hidden);
-    printf("tokenizer:      %s (%s), %d ids\n", d.tokenizer, d.tokenizer_kind, d.tokenizer_ids);
+    if (vit_gen_tokenizer_error(g))
+        printf("tokenizer:      not loadable: %s\n", vit_gen_tokenizer_error(g));
+    else
+        printf("tokenizer:      %s (%s), %d ids\n", d.tokenizer, d.tokenizer_kind, d.tokenizer_ids);
     print_generation_settings(g, &d);
     printf("parameters:     %zu (encoder %zu, decoder %zu)\n", e.parameters + d.parameters,
            e.parameters, d.parameters);
@@ -356,16 +377,33 @@ static void print_image_model(const vit_context *ctx, const vit_model_info *in, 
     if (strcmp(in->head, "none")) print_labels(&l, in->num_labels, all_labels);
 }
 
-/* A BERT: its architecture, input, encoder and labels. */
+/* A text encoder's positions and head where they are not BERT's (BERT's lines stay as they
+ * were). */
+static void print_text_parts(const vit_model_info *in) {
+    if (in->positions_from_padding || in->rel_bias)
+        printf("positions:      learned%s%s\n",
+               in->positions_from_padding ? ", counted from padding_idx + 1" : "",
+               in->rel_bias ? "; relative position buckets, one table for every layer" : "");
+    if (!strcmp(in->pooling, "tokens"))
+        printf("head:           a classifier on every token\n");
+    else if (!strcmp(in->head, "classifier") && in->pooler && !strcmp(in->pooler, "relu"))
+        printf("head:           token 0, dense + ReLU (pre_classifier), classifier\n");
+    else if (!strcmp(in->head, "classifier") && in->family && strcmp(in->family, "BERT"))
+        printf("head:           token 0, dense + tanh, out_proj\n");
+    else if (!strcmp(in->head, "none") && !in->pooler && !strcmp(in->pooling, "bert"))
+        printf("head:           none: token 0's final state (no pooler)\n");
+}
+
+/* A BERT or another text encoder: its architecture, input, encoder and labels. */
 static void print_text_model(const vit_text_context *ctx, const vit_model_info *in,
                              int all_labels) {
     printf("architecture:   %s (%s encoder)\n", in->architecture,
            in->post_norm ? "post-LN" : "pre-LN");
     printf("input:          up to %d tokens, vocabulary %d\n", in->max_positions, in->vocab_size);
-    printf("tokenizer:      %s (%s), %d ids\n", in->tokenizer, in->tokenizer_kind,
-           in->tokenizer_ids);
+    print_tokenizer(ctx, in);
     printf("flops/128 tok:  %.3f GFLOP\n", in->flops / 1e9);
     print_encoder(in);
+    print_text_parts(in);
     printf("parameters:     %zu\n", in->parameters);
     print_embedding(in);
     const labeled l = {.text = ctx};
@@ -373,23 +411,27 @@ static void print_text_model(const vit_text_context *ctx, const vit_model_info *
 }
 
 /* The model part of vit info, loaded by the loader its folder's kind takes; -1 if it fails. */
-static int print_model(const char *dir, int all_labels, vit_error *err) {
+/* shown: what the model line names (a Hub name with its snapshot, or the folder). */
+static int print_model(const char *dir, const char *shown, int all_labels, vit_error *err) {
     vit_model_kind kind;
     if (vit_folder_kind(dir, &kind, err) != 0) return -1;
     vit_model_info in;
     if (kind == VIT_KIND_IMAGE_TO_TEXT) {
-        vit_gen_context *g = vit_gen_load(dir, NULL, err);
+        vit_gen_params gp = vit_gen_default_params();
+        gp.tokenizer_optional = 1;
+        vit_gen_context *g = vit_gen_load(dir, &gp, err);
         if (!g) return -1;
-        printf("model:          %s\n", dir);
+        printf("model:          %s\n", shown);
         print_image_to_text(g);
         vit_gen_free(g);
     } else if (kind == VIT_KIND_TEXT) {
-        vit_text_context *t = vit_text_load(dir, NULL, err);
+        vit_text_context *t = load_text_for_info(dir, err);
         if (!t) return -1;
         vit_text_model_info(t, &in);
-        printf("model:          %s\n", dir);
+        printf("model:          %s\n", shown);
         if (in.tower_alone) {
             print_one_tower(&in);
+            print_tokenizer(t, &in);
             printf("parameters:     %zu\n", in.parameters);
             print_embedding(&in);
         } else {
@@ -400,7 +442,7 @@ static int print_model(const char *dir, int all_labels, vit_error *err) {
         vit_context *ctx = vit_load(dir, NULL, err);
         if (!ctx) return -1;
         vit_model_info_get(ctx, &in);
-        printf("model:          %s\n", dir);
+        printf("model:          %s\n", shown);
         if (kind == VIT_KIND_JOINT) {
             print_joint(&in, dir);
             printf("parameters:     %zu (image tower)\n", in.parameters);
@@ -443,9 +485,16 @@ int cli_info(int argc, char **argv) {
         parsed = cli_usage_error(&command, "unexpected argument '%s'", p.rest[0]);
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     char dir[4096];
-    cli_model_dir(c.model, dir, sizeof dir);
+    if (!cli_model_dir("info", c.model, dir, sizeof dir)) return 1;
+    /* a Hub name is shown as such, with the snapshot it resolved to */
+    const char *env = getenv("VIT_MODEL"), *ref = c.model ? c.model : env && *env ? env : NULL;
+    char shown[4400];
+    if (ref && strcmp(ref, dir) != 0 && !cli_is_dir(ref))
+        snprintf(shown, sizeof shown, "%s (%s)", ref, dir);
+    else
+        snprintf(shown, sizeof shown, "%s", dir);
     vit_error err = {0};
-    if (print_model(dir, all_labels, &err) != 0) {
+    if (print_model(dir, shown, all_labels, &err) != 0) {
         cli_print_load_error("info", c.model, dir, &err);
         return 1;
     }

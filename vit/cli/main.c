@@ -62,6 +62,7 @@ static const struct {
     {"GIF", FEATURE(VIT_GIF)},
     {"SentencePiece", FEATURE(VIT_SENTENCEPIECE)},
     {"FreeType", FEATURE(VIT_FREETYPE)},
+    {"libcurl", FEATURE(VIT_CURL)},
 };
 #define NUM_FEATURES (sizeof features / sizeof features[0])
 
@@ -106,7 +107,18 @@ static void print_man(FILE *out) {
           "them, and serves them over HTTP.\n.SH COMMANDS\n",
           out);
     for (size_t i = 0; i < NUM_COMMANDS; i++) cli_print_man(commands[i].command(), out);
-    fputs(".SH ENVIRONMENT\n.TP\n.B VIT_MODEL\nthe model directory when no \\-m is given\n"
+    fputs(".SH ENVIRONMENT\n.TP\n.B VIT_MODEL\nthe model (a folder, or org/name[@revision] of the "
+          "Hugging Face Hub) when no \\-m is given\n"
+          ".TP\n.B HF_HUB_CACHE\nthe Hugging Face cache org/name is looked for (and downloaded) "
+          "in, shared with Python's huggingface_hub; else\n.B HUGGINGFACE_HUB_CACHE\n, else\n"
+          ".B HF_HOME\n/hub, else $XDG_CACHE_HOME/huggingface/hub, else "
+          "~/.cache/huggingface/hub\n"
+          ".TP\n.B HF_ENDPOINT\nthe Hub downloads come from (default https://huggingface.co)\n"
+          ".TP\n.B HF_TOKEN\nthe token sent to it for gated and private models (else\n"
+          ".B HUGGING_FACE_HUB_TOKEN\n, else the file\n.B HF_TOKEN_PATH\nnames, else "
+          "$HF_HOME/token)\n"
+          ".TP\n.B HF_HUB_OFFLINE\n1 (or\n.B TRANSFORMERS_OFFLINE\n1): nothing is downloaded, "
+          "the cache is used as it is\n"
           ".TP\n.B OMP_NUM_THREADS\nthe default thread count\n.TP\n.B OMP_WAIT_POLICY\n"
           "libgomp's default unless set (spin briefly, then sleep); passive makes waiting threads "
           "sleep at once (kinder to other processes, slower per oneDNN call)\n"

@@ -63,7 +63,7 @@ int cli_preprocess(int argc, char **argv) {
     const int size = o.common.params.image_size;
     const int64_t max_pixels = o.common.params.max_pixels;
     char model_dir[4096];
-    cli_model_dir(model_opt, model_dir, sizeof model_dir);
+    if (!cli_model_dir("preprocess", model_opt, model_dir, sizeof model_dir)) return 1;
     vit_error err = {0};
     preprocess_config cfg;
     if (model_dir_load_preprocess(model_dir, &cfg, &err) != 0) {

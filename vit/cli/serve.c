@@ -39,7 +39,7 @@ static const cli_option options[] = {
     CLI_MODEL_OPTION("the image model: a classifier, a joint model (CLIP, SigLIP) or an "
                      "image-to-text model (VisionEncoderDecoderModel)",
                      CLI_MODEL_DEFAULT),
-    {OPT_TEXT_MODEL, "text-model", 0, "DIR",
+    {OPT_TEXT_MODEL, "text-model", 0, "DIR|ORG/NAME",
      "a text model for POST /v1/text (without -m and $VIT_MODEL: text only); a joint model (CLIP, "
      "SigLIP) given to -m serves its own text tower",
      NULL},
@@ -209,7 +209,9 @@ static cli_outcome parse_options(int argc, char **argv, serve_options *o) {
 
 typedef struct {
     char image_dir[4096];
-    const char *text_dir; /* --text-model, or a joint model's folder */
+    const char *text_dir;             /* --text-model's folder, or a joint model's */
+    char text_model_dir[4096];        /* --text-model resolved (vit_resolve_model) */
+    const char *image_ref, *text_ref; /* org/name references the folders came from, or NULL */
     char model_name[256];
     char text_model_name[256]; /* a --text-model beside an image model: its folder's name */
     vit_gen_context *gen;      /* an image-to-text model: image is its encoder */
@@ -252,7 +254,10 @@ static int load_image_model(service *s, serve_options *o) {
     const char *env = getenv("VIT_MODEL");
     if (!o->model_opt && !(env && *env) && o->text_dir) return 0;
     vit_error err = {0};
-    const char *dir = cli_model_dir(o->model_opt, s->image_dir, sizeof s->image_dir);
+    const char *dir = cli_model_dir("serve", o->model_opt, s->image_dir, sizeof s->image_dir);
+    if (!dir) return -1;
+    const char *ref = o->model_opt ? o->model_opt : env;
+    if (ref && strcmp(ref, dir) != 0 && !cli_is_dir(ref)) s->image_ref = ref;
     if (cli_is_image_to_text(dir)) {
         vit_gen_params gp = vit_gen_default_params();
         gp.image = o->params;
@@ -312,9 +317,12 @@ static int load_text_model(service *s, const serve_options *o) {
     if (!o->text_dir) return 0;
     const vit_text_params tp = cli_text_params(&o->params);
     vit_error err = {0};
-    s->text = vit_text_load(o->text_dir, &tp, &err);
+    if (vit_resolve_model(o->text_dir, s->text_model_dir, sizeof s->text_model_dir, &err) == 0)
+        s->text = vit_text_load(s->text_model_dir, &tp, &err);
     if (!s->text) fprintf(stderr, "vit serve: %s\n", err.msg);
-    s->text_dir = o->text_dir;
+    s->text_dir = s->text_model_dir;
+    if (strcmp(o->text_dir, s->text_dir) != 0 && !cli_is_dir(o->text_dir))
+        s->text_ref = o->text_dir;
     return s->text ? 0 : -1;
 }
 
@@ -327,12 +335,24 @@ static void folder_name(const char *dir, char *out, size_t size) {
     snprintf(out, size, "%.*s", (int)(n - start), dir + start);
 }
 
-/* The name of the folder served (the image model's, else the text model's): "model" in the
+/* A model's name: the org/name it was asked for by (not its snapshot's commit), else its folder's
+ * last name. */
+static void model_name(const char *ref, const char *dir, char *out, size_t size) {
+    if (ref)
+        snprintf(out, size, "%s", ref);
+    else
+        folder_name(dir, out, size);
+}
+
+/* The name of the model served (the image model's, else the text model's): "model" in the
  * answers of /v1/embeddings; and a text model's beside an image model's (GET /v1/models). */
 static void name_model(service *s) {
-    folder_name(s->image ? s->image_dir : s->text_dir, s->model_name, sizeof s->model_name);
+    if (s->image)
+        model_name(s->image_ref, s->image_dir, s->model_name, sizeof s->model_name);
+    else
+        model_name(s->text_ref, s->text_dir, s->model_name, sizeof s->model_name);
     if (s->image && s->text && s->text_dir != s->image_dir)
-        folder_name(s->text_dir, s->text_model_name, sizeof s->text_model_name);
+        model_name(s->text_ref, s->text_dir, s->text_model_name, sizeof s->text_model_name);
 }
 
 /* The cores split between the workers: each loads (and shares) with threads / workers, at least

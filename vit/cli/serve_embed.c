@@ -1,4 +1,5 @@
-/* POST /v1/embed: each image's feature vector (?pool=cls|mean), as `vit embed` gives it. */
+/* POST /v1/embed: each image's feature vector, as `vit embed` gives it: by default the model's
+ * own pooling (vit_default_pool), or ?pool=cls|mean. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@ int serve_embed_begin(http_request *req, http_answer *now) {
     if (!c) return *now = (http_answer){0}, 1;
     req->state = c;
     static const serve_call_ops ops = {.write_result = write_result};
-    serve_call_init(c, req, SERVE_EMBED_CLS, &ops);
+    serve_call_init(c, req, SERVE_EMBED_OWN, &ops);
     for (int q = 0; q < req->num_query; q++) {
         const char *key = req->query[q].key, *v = req->query[q].value;
         if (strcmp(key, "pool") != 0)

@@ -11,13 +11,11 @@ typedef struct {
     int base64;      /* the embeddings as base64 of their float32 bytes */
 } embeddings_state;
 
-/* The length of the embeddings given for an image (text 0) or a text (1). */
+/* The length of the embeddings given for an image (text 0) or a text (1): the model's own
+ * pooling, as `vit embed` gives by default. */
 static int embedding_size(const serve_app *app, int text) {
-    if (text) {
-        const int joint = vit_text_joint_dim(app->text);
-        return joint > 0 ? joint : vit_text_hidden_size(app->text);
-    }
-    return serve_is_joint(app) ? vit_joint_dim(app->image) : vit_hidden_size(app->image);
+    return text ? vit_text_embed_size(app->text, vit_text_default_pool(app->text))
+                : vit_embed_size(app->image, vit_default_pool(app->image));
 }
 
 /* Input i: s an image (a data URL) or a text, with a model for it. */
@@ -32,8 +30,7 @@ static int add_embedding_input(serve_call *c, int i, const char *s) {
         return serve_call_fail(c, 0, "%s is a text, and %s", what,
                                serve_is_joint(app) ? "this joint model's text tower is not served"
                                                    : "no text model is served (--text-model DIR)");
-    c->task =
-        image ? (serve_is_joint(app) ? SERVE_EMBED_JOINT : SERVE_EMBED_CLS) : SERVE_EMBED_TEXT;
+    c->task = image ? SERVE_EMBED_OWN : SERVE_EMBED_TEXT;
     if (serve_call_add_input(c, NULL) != 0) return -1;
     if (image) return serve_decode_data_url(c, c->num_inputs - 1, what, s);
     c->inputs[c->num_inputs - 1].bytes = (byte_buf){(char *)s, strlen(s), 0}; /* c->json's */
@@ -160,7 +157,7 @@ int serve_embeddings_begin(http_request *req, http_answer *now) {
     if (!s) return *now = (http_answer){0}, 1;
     req->state = s;
     static const serve_call_ops ops = {.write_result = write_result, .write_answer = write_answer};
-    serve_call_init(&s->call, req, SERVE_EMBED_CLS, &ops);
+    serve_call_init(&s->call, req, SERVE_EMBED_OWN, &ops);
     if (req->num_query > 0) {
         serve_unknown_param(&s->call, req->query[0].key);
         return serve_call_refuse(&s->call, now, SERVE_ERR_BAD_REQUEST), 1;

@@ -201,8 +201,8 @@ static void write_image_model(json_writer *w, const char *dir, const vit_context
     write_encoder(w, info);
     json_key(w, "parameters");
     json_int(w, (long long)vit_num_parameters(ctx));
-    json_key(w, "embedding_size");
-    json_int(w, vit_hidden_size(ctx));
+    json_key(w, "embedding_size"); /* what /v1/embed and /v1/embeddings give by default */
+    json_int(w, vit_embed_size(ctx, vit_default_pool(ctx)));
     write_bool(w, "explain", info->capabilities & VIT_CAN_EXPLAIN); /* POST /v1/explain answers */
     if (gen) {                                                      /* no labels: text */
         write_decoder(w, gen);
@@ -210,7 +210,7 @@ static void write_image_model(json_writer *w, const char *dir, const vit_context
     } else if (vit_joint_dim(ctx) > 0) { /* its outputs are the joint space's, not labels */
         json_key(w, "joint_dim");
         json_int(w, vit_joint_dim(ctx));
-    } else {
+    } else if (info->capabilities & VIT_CAN_CLASSIFY) { /* a base model's outputs are features */
         write_labels(w, vit_num_labels(ctx), image_label, ctx);
     }
     json_key(w, "compute");
@@ -227,7 +227,7 @@ static void write_text_model(json_writer *w, const vit_text_context *ctx,
     if (vit_text_joint_dim(ctx) > 0) {
         json_key(w, "joint_dim");
         json_int(w, vit_text_joint_dim(ctx));
-    } else {
+    } else if (info->capabilities & VIT_CAN_CLASSIFY) {
         write_labels(w, vit_text_num_labels(ctx), text_label, ctx);
     }
     json_key(w, "compute");
@@ -238,11 +238,14 @@ static void write_text_model(json_writer *w, const vit_text_context *ctx,
  * nothing when it is not served. */
 /* What the model does, as a transformers pipeline's task. */
 static const char *model_task(const vit_context *image, const vit_gen_context *gen,
-                              const vit_text_context *text) {
+                              const vit_model_info *info) {
     if (gen) return "image-to-text";
+    const int classifies = (info->capabilities & VIT_CAN_CLASSIFY) != 0;
     if (image)
-        return vit_joint_dim(image) > 0 ? "zero-shot-image-classification" : "image-classification";
-    return vit_text_joint_dim(text) > 0 ? "feature-extraction" : "text-classification";
+        return vit_joint_dim(image) > 0 ? "zero-shot-image-classification"
+               : classifies             ? "image-classification"
+                                        : "image-feature-extraction";
+    return classifies ? "text-classification" : "feature-extraction";
 }
 
 static void write_model(json_writer *w, const char *key, const char *dir, const vit_context *image,
@@ -258,7 +261,7 @@ static void write_model(json_writer *w, const char *key, const char *dir, const 
     json_key(w, "model");
     json_string(w, dir);
     json_key(w, "task");
-    json_string(w, model_task(image, gen, text));
+    json_string(w, model_task(image, gen, &info));
     json_key(w, "architecture");
     json_string(w, gen ? "VisionEncoderDecoderModel" : info.architecture);
     json_key(w, "model_type");

@@ -289,14 +289,16 @@ int cli_tokenize(int argc, char **argv) {
     if (r.flags.keep_special && !r.flags.decode)
         return cli_exit_status(cli_usage_error(&command, "--keep-special goes with --decode"));
     const char *env = getenv("VIT_MODEL");
-    const char *dir = c.model ? c.model : env && *env ? env : NULL;
-    if (!dir) {
+    const char *ref = c.model ? c.model : env && *env ? env : NULL;
+    if (!ref) {
         fprintf(stderr, "vit tokenize: no model: give -m MODEL_DIR (a folder with tokenizer files) "
                         "or set VIT_MODEL; the default model reads images, not text\n");
         return 2;
     }
     vit_error err = {0};
-    if (text_tokenizer_load(dir, &r.tok, &err) != 0) {
+    char dir[4096];
+    if (vit_resolve_model(ref, dir, sizeof dir, &err) != 0 ||
+        text_tokenizer_load(dir, &r.tok, &err) != 0) {
         fprintf(stderr, "vit tokenize: %s\n", err.msg);
         return 1;
     }

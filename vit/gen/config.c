@@ -168,11 +168,9 @@ static int refuse_unsupported(const cJSON *root, const char *src, vit_error *err
 }
 
 int gen_config_read(const char *json, const char *source, gen_config *cfg, vit_error *err) {
-    cJSON *root = cJSON_Parse(json);
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return vit_fail(err, "%s: not a valid JSON object", source);
-    }
+    char why[160];
+    cJSON *root = json_parse_object(json, strlen(json), why, sizeof why);
+    if (!root) return vit_fail(err, "%s: not a valid JSON object: %s", source, why);
     gen_config c = *cfg;
     const int rc =
         refuse_unsupported(root, source, err) != 0 || read_lengths(root, source, &c, err) != 0 ||

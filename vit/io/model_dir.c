@@ -10,6 +10,7 @@
 
 #include "vit/base/alloc.h"
 #include "vit/base/file.h"
+#include "vit/io/weights.h"
 
 /* The shortest decimal that reads back as the same float (1e-12, not 9.9999999600419720e-13). */
 static cJSON *float_number(float x) {
@@ -163,12 +164,35 @@ static int make_dir(const char *dir, vit_error *err) {
     return 0;
 }
 
+/* An open_clip folder: open_clip_config.json and no config.json (as model_config_load reads it);
+ * its weights and config keep open_clip's file names when converted or averaged. */
+static int is_open_clip_dir(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (access(path, F_OK) == 0) return 0;
+    snprintf(path, sizeof path, "%s/%s", dir, OPEN_CLIP_CONFIG);
+    return access(path, F_OK) == 0;
+}
+
+static const char *config_name(const char *dir) {
+    return is_open_clip_dir(dir) ? OPEN_CLIP_CONFIG : "config.json";
+}
+
+static const char *weights_name(const char *dir) {
+    return is_open_clip_dir(dir) ? OPEN_CLIP_WEIGHTS : "model.safetensors";
+}
+
+static int open_dir_weights(const char *dir, int lazy, weights *w, vit_error *err) {
+    return (is_open_clip_dir(dir) ? weights_open_open_clip : weights_open)(dir, lazy, w, err);
+}
+
 /* A model folder out_dir made from in_dir is written weights first (whole or not at all), then
  * the config and tokenizer files, so a refused model leaves nothing behind. Opening it: in_dir's
- * config.json checked before anything is written, out_dir made (*made: by this call). */
+ * config.json (an open_clip folder's open_clip_config.json) checked before anything is written,
+ * out_dir made (*made: by this call). */
 static int open_model_dir(const char *in_dir, const char *out_dir, int *made, vit_error *err) {
     char config[4096];
-    snprintf(config, sizeof config, "%s/config.json", in_dir);
+    snprintf(config, sizeof config, "%s/%s", in_dir, config_name(in_dir));
     if (access(config, R_OK) != 0) return vit_fail(err, "%s: %s", config, strerror(errno));
     *made = mkdir(out_dir, 0777) == 0;
     return *made ? 0 : make_dir(out_dir, err);
@@ -315,14 +339,14 @@ static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape)
     if (used < size) snprintf(buf + used, size - used, "]");
 }
 
-/* The file's tensor for entry e, of e's shape; NULL (err set) when missing or misshapen. */
-static const st_tensor *entry_tensor(const model *m, const st_file *f, const param_entry *e,
+/* The folder's tensor for entry e, of e's shape; NULL (err set) when missing or misshapen. */
+static const st_tensor *entry_tensor(const model *m, const weights *w, const param_entry *e,
                                      vit_error *err) {
     char full[128];
     snprintf(full, sizeof full, "%s%s", e->prefixed ? model_prefix(m) : "", e->name);
-    const st_tensor *t = st_find(f, full);
-    if (!t) t = st_find(f, e->name); /* bare ViTModel / BertModel checkpoints have no prefix */
-    if (!t) return vit_fail(err, "%s: missing tensor '%s'", f->path, full), NULL;
+    const st_tensor *t = weights_find(w, full);
+    if (!t) t = weights_find(w, e->name); /* bare ViTModel / BertModel checkpoints have no prefix */
+    if (!t) return vit_fail(err, "%s: missing tensor '%s'", w->path, full), NULL;
     int64_t shape[4]; /* as the file stores it */
     for (int d = 0; d < e->ndim; d++) shape[d] = e->shape[e->transposed ? e->ndim - 1 - d : d];
     int same = t->ndim == e->ndim;
@@ -331,28 +355,29 @@ static const st_tensor *entry_tensor(const model *m, const st_file *f, const par
         char want[64], got[64];
         format_shape(want, sizeof want, e->ndim, shape);
         format_shape(got, sizeof got, t->ndim, t->shape);
-        vit_fail(err, "%s: tensor '%s' has shape %s, expected %s", f->path, t->name, got, want);
+        vit_fail(err, "%s: tensor '%s' has shape %s, expected %s", weights_file(w, t)->path,
+                 t->name, got, want);
         return NULL;
     }
     return t;
 }
 
-/* Every tensor the layout needs is in the file, of its shape (before anything is allocated). */
-static int check_tensors(const model *m, const st_file *f, vit_error *err) {
+/* Every tensor the layout needs is in the folder, of its shape (before anything is allocated). */
+static int check_tensors(const model *m, const weights *w, vit_error *err) {
     for (int i = 0; i < m->num_entries; i++)
-        if (!m->entries[i].absent && !entry_tensor(m, f, &m->entries[i], err)) return -1;
+        if (!m->entries[i].absent && !entry_tensor(m, w, &m->entries[i], err)) return -1;
     return 0;
 }
 
 /* Entry e from its tensor t (entry_tensor's) into the parameter block, transposed to [out, in]
  * where the file holds [in, out]. */
-static int load_entry(float *params, const st_file *f, const param_entry *e, const st_tensor *t,
+static int load_entry(float *params, const weights *w, const param_entry *e, const st_tensor *t,
                       vit_error *err) {
     float *to = params + e->offset;
-    if (!e->transposed) return st_to_f32(f, t, to, err);
+    if (!e->transposed) return weights_to_f32(w, t, to, err);
     float *tmp = vit_alloc_floats(e->numel);
-    if (!tmp) return vit_fail(err, "%s: out of memory", f->path);
-    const int rc = st_to_f32(f, t, tmp, err);
+    if (!tmp) return vit_fail(err, "%s: out of memory", w->path);
+    const int rc = weights_to_f32(w, t, tmp, err);
     const int64_t rows = e->shape[0], cols = e->shape[1]; /* ours: [out, in] */
     for (int64_t i = 0; rc == 0 && i < cols; i++)
         for (int64_t o = 0; o < rows; o++) to[o * cols + i] = tmp[i * rows + o];
@@ -363,7 +388,7 @@ static int load_entry(float *params, const st_file *f, const param_entry *e, con
 /* A model's tensors on their way from its file: which file tensor each entry takes, how many
  * entries still want each file tensor (tied weights: several), which entries are in. */
 typedef struct {
-    st_file file;
+    weights w;
     const param_entry *entries;
     int num_entries;
     const st_tensor **of; /* per entry; NULL: absent */
@@ -374,7 +399,7 @@ typedef struct {
 static void source_free(void *ctx) {
     tensor_source *s = ctx;
     if (!s) return;
-    st_close(&s->file);
+    weights_close(&s->w);
     free(s->of);
     free(s->uses);
     free(s->read);
@@ -391,52 +416,68 @@ static int source_read(void *ctx, float *params, size_t offset, size_t count, vi
         if (!s->of[i] || s->read[i] || e->offset >= offset + count ||
             e->offset + e->numel <= offset)
             continue;
-        const int t = (int)(s->of[i] - s->file.tensors);
-        if (!file_read[t] && st_read(&s->file, s->of[i], err) != 0) return -1;
+        const int t = weights_index(&s->w, s->of[i]);
+        if (!file_read[t] && weights_read(&s->w, s->of[i], err) != 0) return -1;
         file_read[t] = 1;
-        if (load_entry(params, &s->file, e, s->of[i], err) != 0) return -1;
+        if (load_entry(params, &s->w, e, s->of[i], err) != 0) return -1;
         s->read[i] = 1;
-        if (--s->uses[t] == 0) st_release(&s->file, s->of[i]);
+        if (--s->uses[t] == 0) weights_release(&s->w, s->of[i]);
     }
     return 0;
 }
 
-/* The source of m's tensors in the opened file f (taken over, closed on failure). */
-static tensor_source *source_create(const model *m, st_file *f, vit_error *err) {
+/* The source of m's tensors in the opened weights w (taken over, closed on failure). */
+static tensor_source *source_create(const model *m, weights *w, vit_error *err) {
     tensor_source *s = calloc(1, sizeof *s);
     if (!s) {
-        st_close(f);
-        return vit_fail(err, "%s: out of memory", f->path), NULL;
+        vit_fail(err, "%s: out of memory", w->path);
+        weights_close(w);
+        return NULL;
     }
-    s->file = *f;
+    s->w = *w;
     s->entries = m->entries;
     s->num_entries = m->num_entries;
     s->of = calloc((size_t)m->num_entries + 1, sizeof *s->of);
-    s->uses = calloc((size_t)f->count + 1, sizeof *s->uses);
-    s->read = calloc((size_t)(m->num_entries + f->count) + 1, 1);
+    s->uses = calloc((size_t)w->count + 1, sizeof *s->uses);
+    s->read = calloc((size_t)(m->num_entries + w->count) + 1, 1);
     if (!s->of || !s->uses || !s->read) {
-        vit_fail(err, "%s: out of memory", f->path);
+        vit_fail(err, "%s: out of memory", w->path);
         source_free(s);
         return NULL;
     }
     for (int i = 0; i < m->num_entries; i++) {
         if (m->entries[i].absent) continue;
-        if (!(s->of[i] = entry_tensor(m, &s->file, &m->entries[i], err))) {
+        if (!(s->of[i] = entry_tensor(m, &s->w, &m->entries[i], err))) {
             source_free(s);
             return NULL;
         }
-        s->uses[s->of[i] - s->file.tensors]++;
+        s->uses[weights_index(&s->w, s->of[i])]++;
     }
     return s;
+}
+
+/* A base text model saved without its pooler (transformers' add_pooling_layer=False) is laid out
+ * again without one: its output is then token 0's final state, as the model has no other. */
+static int drop_missing_pooler(model *m, const weights *f, vit_error *err) {
+    const param_entry *e = model_find_param(m, "pooler.dense.weight");
+    if (!e || m->cfg.kind != MODEL_TEXT || m->cfg.opt.head != HEAD_NONE) return 0;
+    char full[128];
+    snprintf(full, sizeof full, "%s%s", e->prefixed ? model_prefix(m) : "", e->name);
+    if (weights_find(f, full) || weights_find(f, e->name)) return 0;
+    model_config cfg = m->cfg;
+    m->cfg.labels = NULL; /* they move to the new layout */
+    m->cfg.num_labels = 0;
+    model_free(m);
+    cfg.no_pooler = 1;
+    return model_layout(m, &cfg, err);
 }
 
 static int load(model *m, const char *model_dir, config_tower tower, int lazy, vit_error *err) {
     model_config cfg;
     if (model_config_load_tower(model_dir, tower, &cfg, err) != 0) return -1;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", model_dir);
-    st_file f;
-    if ((lazy ? st_open_lazy : st_open)(path, &f, err) != 0) {
+    const int open_clip = cfg.open_clip; /* open_clip's files: its config, its weights' names */
+    weights f;
+    if ((open_clip ? weights_open_open_clip : weights_open)(model_dir, lazy, &f, err) != 0) {
         model_config_free(&cfg);
         return -1;
     }
@@ -444,17 +485,19 @@ static int load(model *m, const char *model_dir, config_tower tower, int lazy, v
      * what the file does not hold fails now, not after gigabytes were zeroed */
     int rc = model_layout(m, &cfg, err);
     model_config_free(&cfg);
+    if (rc == 0) rc = drop_missing_pooler(m, &f, err);
     if (rc != 0) {
-        st_close(&f);
+        weights_close(&f);
         if (err) { /* name the file that asked */
             char why[sizeof err->msg];
             snprintf(why, sizeof why, "%s", err->msg);
-            vit_fail(err, "%s/config.json: %s", model_dir, why);
+            vit_fail(err, "%s/%s: %s", model_dir, open_clip ? OPEN_CLIP_CONFIG : "config.json",
+                     why);
         }
         return -1;
     }
     if (check_tensors(m, &f, err) != 0 || model_alloc(m, err) != 0) {
-        st_close(&f);
+        weights_close(&f);
         if (m->entries) model_free(m);
         return -1;
     }
@@ -504,42 +547,44 @@ static void *floats_as(float *f32, int64_t numel, st_dtype dtype, const char *pa
 }
 
 /* Tensor t as dtype into a new buffer (a float tensor), or NULL (err set). */
-static void *converted(const st_file *f, const st_tensor *t, st_dtype dtype, vit_error *err) {
+static void *converted(const weights *w, const st_tensor *t, st_dtype dtype, vit_error *err) {
     float *f32 = malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1));
-    if (!f32) return vit_fail(err, "%s: out of memory", f->path), NULL;
-    if (st_to_f32(f, t, f32, err) != 0) return free(f32), NULL;
-    return floats_as(f32, t->numel, dtype, f->path, err);
+    if (!f32) return vit_fail(err, "%s: out of memory", w->path), NULL;
+    if (weights_to_f32(w, t, f32, err) != 0) return free(f32), NULL;
+    return floats_as(f32, t->numel, dtype, w->path, err);
 }
 
+/* in_dir's weights (any layout weights_open reads) as one model.safetensors in out_dir (an
+ * open_clip folder's as open_clip_model.safetensors). */
 static int convert_weights(const char *in_dir, const char *out_dir, st_dtype dtype,
                            vit_error *err) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", in_dir);
-    st_file f;
-    if (st_open(path, &f, err) != 0) return -1;
-    st_entry *entries = calloc((size_t)f.count + 1, sizeof *entries);
-    void **owned = calloc((size_t)f.count + 1, sizeof *owned);
-    int rc = entries && owned ? 0 : vit_fail(err, "%s: out of memory", path);
-    for (int i = 0; rc == 0 && i < f.count; i++) {
-        const st_tensor *t = &f.tensors[i];
+    weights w;
+    if (open_dir_weights(in_dir, 0, &w, err) != 0) return -1;
+    st_entry *entries = calloc((size_t)w.count + 1, sizeof *entries);
+    void **owned = calloc((size_t)w.count + 1, sizeof *owned);
+    int rc = entries && owned ? 0 : vit_fail(err, "%s: out of memory", w.path);
+    for (int i = 0; rc == 0 && i < w.count; i++) {
+        const st_tensor *t = weights_tensor(&w, i);
+        if ((rc = weights_read(&w, t, err)) != 0) break;
         entries[i] =
             (st_entry){.name = t->name, .ndim = t->ndim, .data = t->data, .dtype = t->dtype};
         memcpy(entries[i].shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
         if (!is_float(t->dtype) || t->dtype == dtype) continue;
-        if (!(owned[i] = converted(&f, t, dtype, err))) rc = -1;
+        if (!(owned[i] = converted(&w, t, dtype, err))) rc = -1;
         entries[i].data = owned[i];
         entries[i].dtype = dtype;
+        weights_release(&w, t); /* its bytes are in owned[i] now */
     }
     if (rc == 0) {
-        char format[64] = "pt";
-        st_metadata(&f, "format", format, sizeof format, NULL);
+        char format[64], path[4096];
+        weights_format(&w, format, sizeof format);
         const char *const keys[] = {"format"}, *const values[] = {format};
-        snprintf(path, sizeof path, "%s/model.safetensors", out_dir);
-        rc = st_write_f32_meta(path, entries, f.count, keys, values, 1, err);
+        snprintf(path, sizeof path, "%s/%s", out_dir, weights_name(in_dir));
+        rc = st_write_f32_meta(path, entries, w.count, keys, values, 1, err);
     }
-    for (int i = 0; owned && i < f.count; i++) free(owned[i]);
+    for (int i = 0; owned && i < w.count; i++) free(owned[i]);
     free(owned), free(entries);
-    st_close(&f);
+    weights_close(&w);
     return rc;
 }
 
@@ -568,9 +613,9 @@ static const char *shape_text(const st_tensor *t, char *buf, size_t size) {
 
 /* The tensor of f named as t, with t's shape and kind (float, or else t's dtype), read; NULL with
  * err naming both files otherwise. */
-static const st_tensor *matching(st_file *f, const st_file *first, const st_tensor *t,
+static const st_tensor *matching(weights *f, const weights *first, const st_tensor *t,
                                  vit_error *err) {
-    const st_tensor *u = st_find(f, t->name);
+    const st_tensor *u = weights_find(f, t->name);
     char a[160], b[160];
     if (!u)
         return vit_fail(err, "%s has no tensor '%s' (%s has)", f->path, t->name, first->path), NULL;
@@ -582,13 +627,13 @@ static const st_tensor *matching(st_file *f, const st_file *first, const st_tens
         return vit_fail(err, "%s: tensor '%s' is %s, in %s %s", f->path, t->name,
                         st_dtype_name(u->dtype), first->path, st_dtype_name(t->dtype)),
                NULL;
-    return st_read(f, u, err) == 0 ? u : NULL;
+    return weights_read(f, u, err) == 0 ? u : NULL;
 }
 
 /* Tensor t of the first of n files: the mean of the n files' (float tensors, summed in double),
  * as dtype, in a new buffer; the other tensors must be the same bytes in every file (a copy of
  * the first's). NULL with err. */
-static void *averaged(st_file *f, int n, const st_tensor *t, st_dtype dtype, vit_error *err) {
+static void *averaged(weights *f, int n, const st_tensor *t, st_dtype dtype, vit_error *err) {
     const size_t numel = (size_t)(t->numel ? t->numel : 1);
     if (!is_float(t->dtype)) {
         for (int k = 1; k < n; k++) {
@@ -609,9 +654,9 @@ static void *averaged(st_file *f, int n, const st_tensor *t, st_dtype dtype, vit
     int rc = sum && one ? 0 : vit_fail(err, "%s: out of memory", f[0].path);
     for (int k = 0; rc == 0 && k < n; k++) {
         const st_tensor *u = k ? matching(&f[k], &f[0], t, err) : t;
-        rc = u ? st_to_f32(&f[k], u, one, err) : -1;
+        rc = u ? weights_to_f32(&f[k], u, one, err) : -1;
         for (size_t i = 0; rc == 0 && i < (size_t)t->numel; i++) sum[i] += one[i];
-        if (u) st_release(&f[k], u);
+        if (u) weights_release(&f[k], u);
     }
     if (rc == 0) {
         for (size_t i = 0; i < (size_t)t->numel; i++) one[i] = (float)(sum[i] / n);
@@ -624,12 +669,11 @@ static void *averaged(st_file *f, int n, const st_tensor *t, st_dtype dtype, vit
 
 static int average_weights(const char *const *in_dirs, int n, const char *out_dir, st_dtype dtype,
                            vit_error *err) {
-    st_file *f = calloc((size_t)n, sizeof *f);
+    weights *f = calloc((size_t)n, sizeof *f);
     char path[4096];
     int opened = 0, rc = f ? 0 : vit_fail(err, "out of memory");
     for (; rc == 0 && opened < n; opened++) {
-        snprintf(path, sizeof path, "%s/model.safetensors", in_dirs[opened]);
-        if (st_open_lazy(path, &f[opened], err) != 0)
+        if (open_dir_weights(in_dirs[opened], 1, &f[opened], err) != 0)
             rc = -1;
         else if (f[opened].count != f[0].count)
             rc = vit_fail(err, "%s has %d tensors, %s %d", f[opened].path, f[opened].count,
@@ -640,8 +684,8 @@ static int average_weights(const char *const *in_dirs, int n, const char *out_di
     void **owned = calloc((size_t)count + 1, sizeof *owned);
     if (rc == 0 && (!entries || !owned)) rc = vit_fail(err, "out of memory");
     for (int i = 0; rc == 0 && i < count; i++) {
-        const st_tensor *t = &f[0].tensors[i];
-        if (st_read(&f[0], t, err) != 0 || !(owned[i] = averaged(f, n, t, dtype, err))) {
+        const st_tensor *t = weights_tensor(&f[0], i);
+        if (weights_read(&f[0], t, err) != 0 || !(owned[i] = averaged(f, n, t, dtype, err))) {
             rc = -1;
             break;
         }
@@ -653,12 +697,12 @@ static int average_weights(const char *const *in_dirs, int n, const char *out_di
     }
     if (rc == 0) {
         const char *const keys[] = {"format"}, *const values[] = {"pt"};
-        snprintf(path, sizeof path, "%s/model.safetensors", out_dir);
+        snprintf(path, sizeof path, "%s/%s", out_dir, weights_name(in_dirs[0]));
         rc = st_write_f32_meta(path, entries, count, keys, values, 1, err);
     }
     for (int i = 0; owned && i < count; i++) free(owned[i]);
     free(owned), free(entries);
-    for (int k = 0; k < opened && f; k++) st_close(&f[k]);
+    for (int k = 0; k < opened && f; k++) weights_close(&f[k]);
     free(f);
     return rc;
 }
@@ -712,8 +756,9 @@ int model_dir_copy_files(const char *in_dir, const char *out_dir, vit_error *err
         {"config.json", 1}, {"preprocessor_config.json", 0}, {"generation_config.json", 0}};
     char from[4096];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(from, sizeof from, "%s/%s", in_dir, files[i].name);
-        if (copy_file(from, out_dir, files[i].name, files[i].required, err) != 0) return -1;
+        const char *name = i == 0 ? config_name(in_dir) : files[i].name;
+        snprintf(from, sizeof from, "%s/%s", in_dir, name);
+        if (copy_file(from, out_dir, name, files[i].required, err) != 0) return -1;
     }
     return tokenizer_files_copy(in_dir, out_dir, err);
 }

@@ -48,7 +48,10 @@ static int parse_dtype(const char *s, st_dtype *out) {
 
 void st_close(st_file *file) {
     if (!file) return;
-    for (int i = 0; i < file->count; i++) free(file->tensors[i].name);
+    for (int i = 0; i < file->count; i++) {
+        free(file->tensors[i].name);
+        if (file->tensors[i].owned) free((void *)file->tensors[i].data);
+    }
     free(file->tensors);
     free(file->map);
     free(file->path);
@@ -252,7 +255,7 @@ int st_open_lazy(const char *path, st_file *file, vit_error *err) {
 }
 
 int st_read(st_file *file, const st_tensor *t, vit_error *err) {
-    if (!file->lazy) return 0;
+    if (!file->lazy || t->owned) return 0;
     return read_at(file->fd, file, (size_t)((const char *)t->data - (const char *)file->map),
                    t->nbytes, err);
 }
@@ -285,7 +288,8 @@ static float half_to_float(uint16_t h) {
 }
 
 void st_release(st_file *file, const st_tensor *t) {
-    (void)file;                                  /* the bytes are its own copy: read, not mapped */
+    (void)file;           /* the bytes are its own copy: read, not mapped */
+    if (t->owned) return; /* nothing to read them again from: kept until st_close */
     vit_zero_lazily((void *)t->data, t->nbytes); /* the pages inside them go back */
 }
 

@@ -32,6 +32,7 @@ typedef struct {
     int64_t numel;
     size_t nbytes;
     const void *data; /* points into the file's bytes (st_file.map) */
+    int owned;        /* data is a copy of its own (a strided .bin tensor), freed by st_close */
 } st_tensor;
 
 typedef struct {

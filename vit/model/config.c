@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_CONFIG_BYTES (16 << 20)
 
@@ -55,14 +56,6 @@ int config_class_token(const model_config *cfg) {
     return cfg->family == FAMILY_TIMM ? cfg->timm_class_token : cfg->opt.special > 0;
 }
 
-int config_is_joint(const model_config *cfg) {
-    return cfg->family == FAMILY_CLIP || cfg->family == FAMILY_SIGLIP;
-}
-
-const char *config_joint_class(const model_config *cfg) {
-    return cfg->family == FAMILY_CLIP ? "CLIPModel" : "SiglipModel";
-}
-
 /* TrOCR: post-LN, learned positions offset by 2 or sinusoidal ones, optional embedding scale and
  * LayerNorm; GPT-2: pre-LN, learned positions, a final LayerNorm, Conv1D weights. */
 static void decoder_options(const model_config *c, tower_options *o) {
@@ -82,8 +75,6 @@ static void decoder_options(const model_config *c, tower_options *o) {
 }
 
 void config_apply_family(model_config *c) {
-    const int hf = c->family == FAMILY_PLAIN, clip = c->family == FAMILY_CLIP,
-              siglip = c->family == FAMILY_SIGLIP;
     tower_options o = {0};
     if (c->kind == MODEL_DECODER) {
         decoder_options(c, &o);
@@ -91,31 +82,25 @@ void config_apply_family(model_config *c) {
         config_backbone_options(c, &o);
     } else if (c->family == FAMILY_TIMM) {
         config_timm_options(c, &o);
+    } else if (c->family == FAMILY_TEXT) {
+        config_text_options(c, &o);
     } else if (c->family == FAMILY_VED) { /* ViTModel / DeiTModel: every row out */
         o.special = c->arch == ARCH_VIT ? 1 : 2;
         o.patch_bias = o.abs_pos = o.key_bias = 1;
         o.pool = POOL_ALL;
         o.head = HEAD_NONE;
-    } else if (c->kind == MODEL_VIT) {
-        o.special = siglip ? 0 : hf && c->arch != ARCH_VIT ? 2 : 1;
-        o.patch_bias = !clip;
-        o.abs_pos = o.key_bias = 1;
-        o.embed_norm = clip; /* pre_layrnorm */
-        /* SigLIP without its probe: every row normalised is the output (last_hidden_state) */
-        o.pool = !siglip ? POOL_CLS : c->no_probe ? POOL_ALL : POOL_PROBE;
-        o.head = clip && !c->no_projection   ? HEAD_PROJECTION
-                 : clip || siglip || c->bare ? HEAD_NONE
-                                             : HEAD_CLASSIFIER;
-    } else {
-        o.embed_norm = o.token_types = o.post_norm = hf;
-        o.causal = clip;
-        o.pool = clip     ? (c->eos_token_id == 2 ? POOL_EOS_MAX : POOL_EOS)
-                 : siglip ? POOL_LAST
-                          : POOL_BERT;
-        o.head = clip      ? HEAD_PROJECTION
-                 : siglip  ? HEAD_LINEAR
-                 : c->bare ? HEAD_NONE /* BertModel: the pooler's output */
-                           : HEAD_CLASSIFIER;
+    } else if (config_is_joint(c)) {
+        config_joint_options(c, &o);
+    } else if (c->kind == MODEL_VIT) { /* ViT, DeiT */
+        o.special = c->arch != ARCH_VIT ? 2 : 1;
+        o.patch_bias = o.abs_pos = o.key_bias = 1;
+        o.pool = POOL_CLS;
+        o.head = c->bare ? HEAD_NONE : HEAD_CLASSIFIER;
+    } else { /* BERT */
+        o.embed_norm = o.token_types = o.post_norm = 1;
+        o.pool = c->token_classifier ? POOL_TOKENS : POOL_BERT;
+        o.pooler = !c->token_classifier && !c->no_pooler;
+        o.head = c->bare ? HEAD_NONE /* BertModel: the pooler's output */ : HEAD_CLASSIFIER;
     }
     c->opt = o;
 }
@@ -131,17 +116,12 @@ const char *config_architecture(const model_config *cfg) {
         return cfg->arch == ARCH_VIT ? "ViTModel (encoder)" : "DeiTModel (encoder)";
     if (config_is_backbone(cfg)) return config_backbone_class(cfg);
     if (cfg->family == FAMILY_TIMM) return cfg->timm_arch; /* timm's registered name */
-    if (cfg->one_tower && cfg->family == FAMILY_CLIP && cfg->no_projection)
-        return "CLIPVisionModel";
-    if (cfg->one_tower && cfg->family == FAMILY_CLIP)
-        return cfg->kind == MODEL_VIT ? "CLIPVisionModelWithProjection"
-                                      : "CLIPTextModelWithProjection";
-    if (cfg->family == FAMILY_CLIP)
-        return cfg->kind == MODEL_VIT ? "CLIPModel (vision tower)" : "CLIPModel (text tower)";
-    if (cfg->one_tower) return cfg->kind == MODEL_VIT ? "SiglipVisionModel" : "SiglipTextModel";
-    if (cfg->family == FAMILY_SIGLIP)
-        return cfg->kind == MODEL_VIT ? "SiglipModel (vision tower)" : "SiglipModel (text tower)";
-    if (cfg->kind == MODEL_TEXT) return cfg->bare ? "BertModel" : "BertForSequenceClassification";
+    if (config_is_joint(cfg)) return config_joint_architecture(cfg);
+    if (cfg->family == FAMILY_TEXT) return config_text_architecture(cfg);
+    if (cfg->kind == MODEL_TEXT)
+        return cfg->bare               ? "BertModel"
+               : cfg->token_classifier ? "BertForTokenClassification"
+                                       : "BertForSequenceClassification";
     if (cfg->bare) return "ViTModel";
     return cfg->arch == ARCH_DEIT           ? "DeiTForImageClassification"
            : cfg->arch == ARCH_DEIT_TEACHER ? "DeiTForImageClassificationWithTeacher"
@@ -153,20 +133,19 @@ const char *config_model_type(const model_config *cfg) {
     if (cfg->family == FAMILY_VED) return cfg->arch == ARCH_VIT ? "vit" : "deit";
     if (config_is_backbone(cfg)) return config_backbone_model_type(cfg);
     if (cfg->family == FAMILY_TIMM) return "timm"; /* no model_type: timm's own config.json */
-    if (cfg->family != FAMILY_PLAIN) return cfg->family == FAMILY_CLIP ? "clip" : "siglip";
+    if (cfg->family == FAMILY_TEXT) return config_text_model_type(cfg);
+    if (config_is_joint(cfg)) return config_joint_model_type(cfg);
     return cfg->kind == MODEL_TEXT ? "bert" : cfg->arch == ARCH_VIT ? "vit" : "deit";
 }
 
 const char *config_family_name(const model_config *cfg) {
-    static const char *const names[] = {[FAMILY_CLIP] = "CLIP",
-                                        [FAMILY_SIGLIP] = "SigLIP",
-                                        [FAMILY_VED] = "VisionEncoderDecoder",
-                                        [FAMILY_DINOV2] = "DINOv2",
-                                        [FAMILY_DINOV2_REG] = "DINOv2 with registers",
-                                        [FAMILY_BEIT] = "BEiT",
-                                        [FAMILY_DATA2VEC] = "data2vec-vision",
-                                        [FAMILY_TIMM] = "timm ViT"};
+    static const char *const names[] = {
+        [FAMILY_VED] = "VisionEncoderDecoder",         [FAMILY_DINOV2] = "DINOv2",
+        [FAMILY_DINOV2_REG] = "DINOv2 with registers", [FAMILY_BEIT] = "BEiT",
+        [FAMILY_DATA2VEC] = "data2vec-vision",         [FAMILY_TIMM] = "timm ViT"};
     if (cfg->kind == MODEL_DECODER) return cfg->dec_arch == DECODER_TROCR ? "TrOCR" : "GPT-2";
+    if (cfg->family == FAMILY_TEXT) return config_text_name(cfg);
+    if (config_is_joint(cfg)) return config_joint_name(cfg);
     if (cfg->family != FAMILY_PLAIN) return names[cfg->family];
     return cfg->kind == MODEL_TEXT ? "BERT" : cfg->arch == ARCH_VIT ? "ViT" : "DeiT";
 }
@@ -225,23 +204,6 @@ static void set_defaults(model_config *cfg, model_kind kind) {
     cfg->vocab_size = 30522;
     cfg->max_position_embeddings = 512;
     cfg->type_vocab_size = 2;
-}
-
-/* CLIPVisionConfig / CLIPTextConfig and SiglipVisionConfig / SiglipTextConfig defaults. */
-static void set_family_defaults(model_config *cfg) {
-    const int clip = cfg->family == FAMILY_CLIP, text = cfg->kind == MODEL_TEXT;
-    if (!config_is_joint(cfg)) return;
-    cfg->act = clip ? ACT_QUICK_GELU : ACT_GELU_TANH;
-    cfg->layer_norm_eps = clip ? 1e-5f : 1e-6f;
-    cfg->patch_size = clip ? 32 : 16;
-    cfg->vocab_size = clip ? 49408 : 32000;
-    cfg->max_position_embeddings = clip ? 77 : 64;
-    cfg->eos_token_id = clip ? 49407 : 1;
-    if (clip && text) {
-        cfg->hidden_size = 512;
-        cfg->intermediate_size = 2048;
-        cfg->num_heads = 8;
-    }
 }
 
 /* image_size: an int (square) or [height, width], as HF's ViTPatchEmbeddings reads it. */
@@ -305,14 +267,15 @@ int config_parse_common(const cJSON *root, model_config *cfg, const char *src, v
     if (cfg->kind == MODEL_VIT && cfg->num_channels != 1 && cfg->num_channels != 3)
         return vit_fail(err, "%s: field 'num_channels' is %d; only 1 and 3 are supported", src,
                         cfg->num_channels);
-    const int classifier = (cfg->family == FAMILY_PLAIN || config_is_backbone(cfg)) && !cfg->bare;
+    const int classifier =
+        (cfg->family == FAMILY_PLAIN || config_is_backbone(cfg) || cfg->family == FAMILY_TEXT) &&
+        !cfg->bare;
     return classifier ? get_labels(root, cfg, src, err) : 0;
 }
 
 /* The classes vit runs, per model_type (the first of each: the class of a folder that names
- * none). bare: the base model (features, no classifier; a CLIP or SigLIP tower alone: no
- * logit_scale, which is CLIPModel's and SiglipModel's). The backbones
- * have their own list (config_backbone.c). */
+ * none). bare: the base model (features, no classifier). The joint families and the backbones
+ * have their own lists (config_joint.c, config_backbone.c). */
 static const struct {
     const char *type, *name;
     image_arch arch;
@@ -323,31 +286,36 @@ static const struct {
                {"deit", "DeiTForImageClassificationWithTeacher", ARCH_DEIT_TEACHER, 0},
                {"bert", "BertForSequenceClassification", ARCH_VIT, 0},
                {"bert", "BertModel", ARCH_VIT, 1},
-               {"clip", "CLIPModel", ARCH_VIT, 0},
-               {"clip_vision_model", "CLIPVisionModelWithProjection", ARCH_VIT, 1},
-               {"clip_vision_model", "CLIPVisionModel", ARCH_VIT, 1},
-               {"clip_text_model", "CLIPTextModelWithProjection", ARCH_VIT, 1},
-               {"siglip", "SiglipModel", ARCH_VIT, 0},
-               {"siglip_vision_model", "SiglipVisionModel", ARCH_VIT, 1},
-               {"siglip_text_model", "SiglipTextModel", ARCH_VIT, 1},
+               {"bert", "BertForTokenClassification", ARCH_VIT, 0},
                {"vision-encoder-decoder", "VisionEncoderDecoderModel", ARCH_VIT, 0}};
 enum { NUM_CLASSES = sizeof classes / sizeof classes[0] };
 
-static int find_class(const char *type, const char *name) {
-    for (int i = 0; i < NUM_CLASSES; i++)
-        if (strcmp(classes[i].type, type) == 0 && (!name || strcmp(classes[i].name, name) == 0))
-            return i;
-    return -1;
-}
-
-/* "A, B": the classes vit runs for model_type type. */
-static void class_list(const char *type, char *out, size_t size) {
+int config_pick_class(const cJSON *root, const char *type, const char *const *names, int n,
+                      const char *src, vit_error *err) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "architectures"), *item;
+    int at = 0;
+    if (list && !cJSON_IsNull(list) && !cJSON_IsArray(list))
+        return vit_fail(err, "%s: field 'architectures' must be a list of strings", src);
+    if (cJSON_IsArray(list) && cJSON_GetArraySize(list) > 0) {
+        at = -1;
+        cJSON_ArrayForEach(item, list) {
+            if (!cJSON_IsString(item))
+                return vit_fail(err, "%s: field 'architectures' must be a list of strings", src);
+            for (int i = 0; at < 0 && i < n; i++)
+                if (strcmp(names[i], item->valuestring) == 0) at = i;
+        }
+    }
+    if (at >= 0) return at;
+    char runs[256];
     size_t used = 0;
-    out[0] = 0;
-    for (int i = 0; i < NUM_CLASSES && used < size; i++)
-        if (strcmp(classes[i].type, type) == 0)
-            used += (size_t)snprintf(out + used, size - used, "%s%s", used ? ", " : "",
-                                     classes[i].name);
+    runs[0] = 0;
+    for (int i = 0; i < n && used < sizeof runs; i++)
+        used +=
+            (size_t)snprintf(runs + used, sizeof runs - used, "%s%s", used ? ", " : "", names[i]);
+    return vit_fail(err,
+                    "%s: architectures names %s, a class vit does not run; for model_type "
+                    "%s it runs %s",
+                    src, cJSON_GetArrayItem(list, 0)->valuestring, type, runs);
 }
 
 /* The class the folder names: the first entry of `architectures` that vit runs for its
@@ -356,61 +324,21 @@ static void class_list(const char *type, char *out, size_t size) {
  * not a model run as something else. */
 static int get_class(const cJSON *root, const char *type, model_config *cfg, const char *src,
                      vit_error *err) {
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "architectures"), *item;
-    int at = find_class(type, NULL);
-    if (list && !cJSON_IsNull(list) && !cJSON_IsArray(list))
-        return vit_fail(err, "%s: field 'architectures' must be a list of strings", src);
-    if (cJSON_IsArray(list) && cJSON_GetArraySize(list) > 0) {
-        at = -1;
-        cJSON_ArrayForEach(item, list) {
-            if (!cJSON_IsString(item))
-                return vit_fail(err, "%s: field 'architectures' must be a list of strings", src);
-            if (at < 0) at = find_class(type, item->valuestring);
-        }
-    }
-    if (at < 0) {
-        char runs[256];
-        class_list(type, runs, sizeof runs);
-        return vit_fail(err,
-                        "%s: architectures names %s, a class vit does not run; for model_type "
-                        "%s it runs %s",
-                        src, cJSON_GetArrayItem(list, 0)->valuestring, type, runs);
-    }
-    cfg->arch = classes[at].arch;
-    cfg->bare = classes[at].bare;
-    /* its output is pooler_output, the CLS row normalised (no projection, no joint space) */
-    cfg->no_projection = strcmp(classes[at].name, "CLIPVisionModel") == 0;
+    const char *names[NUM_CLASSES];
+    int index[NUM_CLASSES], n = 0;
+    for (int i = 0; i < NUM_CLASSES; i++)
+        if (strcmp(classes[i].type, type) == 0) names[n] = classes[i].name, index[n++] = i;
+    const int at = config_pick_class(root, type, names, n, src, err);
+    if (at < 0) return -1;
+    cfg->arch = classes[index[at]].arch;
+    cfg->bare = classes[index[at]].bare;
+    cfg->token_classifier = strcmp(classes[index[at]].name, "BertForTokenClassification") == 0;
     return 0;
 }
 
-/* A joint model's model_type ("clip", "siglip": two towers, chosen by `tower`) or a one-tower
- * folder's ("clip_vision_model", "siglip_text_model", ...): the family and the tower's kind; 1
- * when the type is one of them, 0 when not. */
-static int joint_model_type(const char *type, config_tower tower, model_config *cfg) {
-    static const struct {
-        const char *name;
-        model_family family;
-        int tower; /* 0: joint, 1: image, 2: text */
-    } types[] = {{"clip", FAMILY_CLIP, 0},
-                 {"clip_vision_model", FAMILY_CLIP, 1},
-                 {"clip_text_model", FAMILY_CLIP, 2},
-                 {"siglip", FAMILY_SIGLIP, 0},
-                 {"siglip_vision_model", FAMILY_SIGLIP, 1},
-                 {"siglip_text_model", FAMILY_SIGLIP, 2}};
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-        if (strcmp(type, types[i].name) == 0) {
-            cfg->family = types[i].family;
-            cfg->one_tower = types[i].tower != 0;
-            const int text = types[i].tower ? types[i].tower == 2 : tower == TOWER_TEXT;
-            cfg->kind = text ? MODEL_TEXT : MODEL_VIT;
-            return 1;
-        }
-    return 0;
-}
-
-/* model_type: "vit" (also when absent), "deit", "bert", or a joint model's; the class from
- * architectures when `with_class` (a VisionEncoderDecoder's encoder names ViTModel or DeiTModel,
- * and is run as its encoder whatever it names). */
+/* model_type: "vit" (also when absent), "deit", "bert", or a joint model's (config_joint.c);
+ * the class from architectures when `with_class` (a VisionEncoderDecoder's encoder names
+ * ViTModel or DeiTModel, and is run as its encoder whatever it names). */
 static int get_model_type(const cJSON *root, config_tower tower, int with_class, model_config *cfg,
                           const char *src, vit_error *err) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
@@ -420,59 +348,18 @@ static int get_model_type(const cJSON *root, config_tower tower, int with_class,
         return vit_fail(err, "%s: field 'model_type' must be a string", src);
     const char *name = type ? type->valuestring : "vit";
     if (strcmp(name, "bert") == 0) cfg->kind = MODEL_TEXT;
-    if (strcmp(name, "vit") == 0 || strcmp(name, "bert") == 0 || strcmp(name, "deit") == 0 ||
-        joint_model_type(name, tower, cfg))
+    if (strcmp(name, "vit") == 0 || strcmp(name, "bert") == 0 || strcmp(name, "deit") == 0)
         return with_class ? get_class(root, name, cfg, src, err) : 0;
+    if (config_joint_type(name, tower, cfg))
+        return with_class ? config_joint_pick_class(root, name, cfg, src, err) : 0;
     if (config_backbone_type(type->valuestring, cfg)) return 0;
+    if (config_text_type(type->valuestring, cfg)) return 0;
     return vit_fail(err,
                     "%s: field 'model_type' is '%s'; supported: vit, deit, bert, clip, siglip "
                     "(and their _vision_model and _text_model folders), dinov2, "
-                    "dinov2_with_registers, beit, data2vec-vision",
+                    "dinov2_with_registers, beit, data2vec-vision, roberta, xlm-roberta, "
+                    "distilbert, mpnet",
                     src, type->valuestring);
-}
-
-/* A joint model's tower: its sub-object (text_config, vision_config) or, in a one-tower folder,
- * the root; the embedding's length (projection_dim / projection_size, or the width) as
- * num_labels. */
-static int tower_object(const cJSON *root, const model_config *cfg, const cJSON **tower,
-                        const char *src, vit_error *err) {
-    const char *name = cfg->kind == MODEL_TEXT ? "text_config" : "vision_config";
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    *tower = root;
-    if (strchr(type->valuestring, '_')) return 0; /* clip_vision_model, ... */
-    const cJSON *sub = cJSON_GetObjectItemCaseSensitive(root, name);
-    if (sub && !cJSON_IsObject(sub) && !cJSON_IsNull(sub))
-        return vit_fail(err, "%s: field '%s' must be an object", src, name);
-    *tower = cJSON_IsObject(sub) ? sub : NULL; /* NULL: every field at its default */
-    return 0;
-}
-
-static int joint_output(const cJSON *root, const cJSON *tower, model_config *cfg, const char *src,
-                        vit_error *err) {
-    const int big = 1 << 20;
-    int dim = cfg->hidden_size;
-    if (cfg->family == FAMILY_CLIP && cfg->no_projection) {
-        dim = cfg->hidden_size; /* CLIPVisionModel: pooler_output */
-    } else if (cfg->family == FAMILY_CLIP) {
-        dim = 512;
-        if (json_get_int(tower ? tower : root, "projection_dim", 1, big, &dim, src, err) ||
-            (tower != root && json_get_int(root, "projection_dim", 1, big, &dim, src, err)))
-            return -1;
-    } else if (cfg->kind == MODEL_TEXT) {
-        if (json_get_int(tower ? tower : root, "projection_size", 1, big, &dim, src, err))
-            return -1;
-    } else {
-        int use_head = 1;
-        if (json_get_bool(tower ? tower : root, "vision_use_head", &use_head, src, err)) return -1;
-        /* SiglipModel's image embedding is the probe's output (get_image_features) */
-        if (!use_head && tower != root)
-            return vit_fail(err,
-                            "%s: vision_use_head false in a SiglipModel: its image embedding is "
-                            "the attention-pooling head's output",
-                            src);
-        cfg->no_probe = !use_head;
-    }
-    return config_dim_labels(cfg, dim, src, err);
 }
 
 int config_dim_labels(model_config *cfg, int n, const char *src, vit_error *err) {
@@ -485,17 +372,6 @@ int config_dim_labels(model_config *cfg, int n, const char *src, vit_error *err)
         if (!(cfg->labels[i] = strdup(name))) return vit_fail(err, "%s: out of memory", src);
     }
     return 0;
-}
-
-static int parse_joint(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
-    const cJSON *tower;
-    if (tower_object(root, cfg, &tower, src, err) != 0) return -1;
-    static const cJSON empty = {.type = cJSON_Object};
-    const cJSON *fields = tower ? tower : &empty;
-    if (config_parse_common(fields, cfg, src, err) != 0 ||
-        json_get_int(fields, "eos_token_id", 0, 1 << 24, &cfg->eos_token_id, src, err) != 0)
-        return -1;
-    return joint_output(root, tower, cfg, src, err);
 }
 
 /* ---- VisionEncoderDecoderModel: an encoder and a decoder sub-config ---- */
@@ -555,9 +431,11 @@ static int parse_trocr(const cJSON *d, model_config *c, const char *src, vit_err
 /* GPT-2's attention settings: scale_attn_by_inverse_layer_idx divides layer l's scores by l + 1
  * as well (self- and cross-attention); reorder_and_upcast_attn computes the scores in fp32 with
  * the scale applied to the queries' product, which fp32 inference already is. Without the
- * 1/sqrt(head size) scale, or without cross-attention: refused, not ignored. */
+ * 1/sqrt(head size) scale, or without cross-attention (GPT2Block has it only when
+ * add_cross_attention is true, and a VisionEncoderDecoderModel's forward then fails): refused,
+ * not ignored. */
 static int gpt2_attention(const cJSON *d, model_config *c, const char *src, vit_error *err) {
-    int scale = 1, cross = 1, upcast = 0;
+    int scale = 1, cross = 0, upcast = 0; /* add_cross_attention: PretrainedConfig's false */
     if (json_get_bool(d, "scale_attn_weights", &scale, src, err) ||
         json_get_bool(d, "scale_attn_by_inverse_layer_idx", &c->scale_attn_by_layer, src, err) ||
         json_get_bool(d, "reorder_and_upcast_attn", &upcast, src, err) ||
@@ -571,7 +449,7 @@ static int gpt2_attention(const cJSON *d, model_config *c, const char *src, vit_
     if (!cross)
         return vit_fail(err,
                         "%s: the GPT-2 decoder has no cross-attention (add_cross_attention "
-                        "false)",
+                        "false or absent: GPT2Config's default)",
                         src);
     return 0;
 }
@@ -616,7 +494,9 @@ static int parse_cross(const cJSON *d, model_config *c, const char *src, vit_err
 static int parse_ved_decoder(const cJSON *d, int encoder_hidden, model_config *c, const char *src,
                              vit_error *err) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(d, "model_type");
-    const char *name = cJSON_IsString(type) ? type->valuestring : "";
+    if (!cJSON_IsString(type))
+        return vit_fail(err, "%s: the decoder's model_type is missing or not a string", src);
+    const char *name = type->valuestring;
     if (strcmp(name, "trocr") != 0 && strcmp(name, "gpt2") != 0)
         return vit_fail(err, "%s: the decoder's model_type is '%s'; supported: trocr, gpt2", src,
                         name);
@@ -678,11 +558,9 @@ static int is_ved(const cJSON *root) {
 int model_config_parse_tower(const char *json, const char *source, config_tower tower,
                              model_config *cfg, vit_error *err) {
     memset(cfg, 0, sizeof *cfg);
-    cJSON *root = cJSON_Parse(json);
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return vit_fail(err, "%s: not a valid JSON object", source);
-    }
+    char why[160];
+    cJSON *root = json_parse_object(json, strlen(json), why, sizeof why);
+    if (!root) return vit_fail(err, "%s: not a valid JSON object: %s", source, why);
     if (config_timm_is(root)) { /* timm's config.json: config_timm.c */
         const int rc = config_timm_parse(root, cfg, source, err);
         cJSON_Delete(root);
@@ -710,11 +588,13 @@ int model_config_parse_tower(const char *json, const char *source, config_tower 
     cfg->bare = type.bare;
     cfg->one_tower = type.one_tower;
     cfg->no_projection = type.no_projection;
+    cfg->token_classifier = type.token_classifier;
+    cfg->text_arch = type.text_arch;
     cfg->family = type.family;
-    set_family_defaults(cfg);
-    int rc = cfg->family == FAMILY_PLAIN ? config_parse_common(root, cfg, source, err)
-             : config_is_joint(cfg)      ? parse_joint(root, cfg, source, err)
-                                         : config_backbone_parse(root, cfg, source, err);
+    int rc = cfg->family == FAMILY_PLAIN  ? config_parse_common(root, cfg, source, err)
+             : config_is_joint(cfg)       ? config_joint_parse(root, cfg, source, err)
+             : cfg->family == FAMILY_TEXT ? config_text_parse(root, cfg, source, err)
+                                          : config_backbone_parse(root, cfg, source, err);
     /* a base model's output: its features (ViTModel: the final LayerNorm at CLS; BertModel: the
      * pooler's) */
     if (rc == 0 && cfg->family == FAMILY_PLAIN && cfg->bare)
@@ -732,11 +612,29 @@ int model_config_parse(const char *json, const char *source, model_config *cfg, 
     return model_config_parse_tower(json, source, TOWER_DEFAULT, cfg, err);
 }
 
+/* An open_clip folder's open_clip_config.json (config_open_clip.c). */
+static int load_open_clip(const char *path, config_tower tower, model_config *cfg, vit_error *err) {
+    cJSON *root = json_load_object(path, err);
+    if (!root) return -1;
+    const int rc = config_open_clip_parse(root, tower, cfg, path, err);
+    cJSON_Delete(root);
+    if (rc != 0) model_config_free(cfg);
+    if (rc == 0) config_apply_family(cfg);
+    return rc;
+}
+
 int model_config_load_tower(const char *model_dir, config_tower tower, model_config *cfg,
                             vit_error *err) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", model_dir);
     memset(cfg, 0, sizeof *cfg);
+    /* config.json first, as transformers reads a folder: the Hub's open_clip repos that also
+     * hold a CLIPModel's files load as that */
+    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    if (access(path, F_OK) != 0) {
+        snprintf(path, sizeof path, "%s/%s", model_dir, OPEN_CLIP_CONFIG);
+        if (access(path, F_OK) == 0) return load_open_clip(path, tower, cfg, err);
+        snprintf(path, sizeof path, "%s/config.json", model_dir);
+    }
     char *json = vit_read_file(path, MAX_CONFIG_BYTES, NULL, err);
     if (!json) return -1;
     int rc = model_config_parse_tower(json, path, tower, cfg, err);

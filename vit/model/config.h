@@ -25,9 +25,9 @@ typedef enum { MODEL_VIT, MODEL_TEXT, MODEL_DECODER } model_kind;
 typedef enum { ARCH_VIT, ARCH_DEIT, ARCH_DEIT_TEACHER } image_arch;
 
 /* FAMILY_PLAIN: Hugging Face's ViT, DeiT and BERT (classifiers, or base models for features).
- * The other families: the towers of a joint image-text
- * model (CLIPModel, SiglipModel and their one-tower folders). A folder of a joint model holds two
- * towers; which one a model_config describes is chosen when it is read (config_tower). */
+ * FAMILY_CLIP, FAMILY_SIGLIP: the towers of a joint image-text model (CLIPModel, SiglipModel and
+ * their one-tower folders; config_joint.c). A folder of a joint model holds two towers; which one
+ * a model_config describes is chosen when it is read (config_tower). */
 /* FAMILY_VED: a VisionEncoderDecoderModel folder, whose image tower is its encoder (ViTModel or
  * DeiTModel: no head, every row out) and whose text tower is its decoder (decoder_arch). */
 /* The image backbones (docs/SPEC.md §11, §12), each a base model (features) or its
@@ -45,8 +45,11 @@ typedef enum {
     FAMILY_DINOV2_REG,
     FAMILY_BEIT,
     FAMILY_DATA2VEC,
-    FAMILY_TIMM
+    FAMILY_TIMM,
+    FAMILY_TEXT
 } model_family;
+/* FAMILY_TEXT: the text encoders beside BERT (RoBERTa, XLM-R, DistilBERT, MPNet;
+ * config_text.c), each a base model, a sequence or a token classifier. */
 typedef enum { DECODER_TROCR, DECODER_GPT2 } decoder_arch;
 typedef enum { TOWER_DEFAULT, TOWER_IMAGE, TOWER_TEXT } config_tower;
 
@@ -76,8 +79,10 @@ typedef enum {
     POOL_LAST,
     POOL_ALL,
     POOL_NEXT,
-    POOL_NORM_MEAN
+    POOL_NORM_MEAN,
+    POOL_TOKENS
 } pool_kind;
+/*   POOL_TOKENS   text: every row through the classifier (ForTokenClassification) */
 /* The head on the pooled rows: a classifier (num_labels, with bias), a projection into a joint
  * space without bias (CLIP) or with one (SigLIP's text head), or none (SigLIP's image tower: the
  * probe's output is the embedding). For the last three num_labels is the embedding's length. */
@@ -115,6 +120,19 @@ typedef struct {
     int shared_rel_bias; /* one relative position bias table for every layer (BEiT) */
     int processor_size;  /* runs by default at the preprocessor's size, not image_size
                           * (DINOv2: the Hub's configs say 518, their processors crop 224) */
+    /* joint image-text towers (config_joint.c) */
+    int joint;         /* a tower of a joint image-text model (CLIP, SigLIP; also saved alone):
+                        * its output is an embedding, scored against the other tower's */
+    int joint_sigmoid; /* those scores are read one by one through a sigmoid, plus logit_bias
+                        * (SigLIP); else a softmax over the classes (CLIP) */
+    /* text encoders (config_text.c) */
+    int pos_from_ids; /* positions count the non-padding ids up from pos_pad + 1, padding at
+                       * pos_pad (RoBERTa's create_position_ids_from_input_ids) */
+    int pos_pad;      /* that padding index */
+    int pooler;       /* a dense layer on token 0 (BERT's pooler, RoBERTa's classifier.dense,
+                       * DistilBERT's pre_classifier); 0: none, the row itself is read */
+    int pooler_relu;  /* its activation is ReLU (DistilBERT), else tanh */
+    int rel_buckets;  /* MPNet: one table of relative position buckets for every layer */
 } tower_options;
 
 typedef struct {
@@ -133,7 +151,12 @@ typedef struct {
                       * either form) gives another width; an int the same */
     /* BERT */
     int vocab_size, max_position_embeddings, type_vocab_size;
-    int pad_token_id; /* the embedding row HF keeps at zero when initialising */
+    int pad_token_id;     /* the embedding row HF keeps at zero when initialising */
+    int text_arch;        /* FAMILY_TEXT: which of config_text.c's families */
+    int token_classifier; /* a ForTokenClassification class: logits for every token */
+    int rel_buckets;      /* relative_attention_num_buckets (MPNet) */
+    int no_pooler; /* a base text model saved without its pooler (add_pooling_layer=False; set
+                    * at load from the file): token 0's final state is its output */
     /* decoders (MODEL_DECODER) */
     decoder_arch dec_arch;
     int cross_dim;      /* width of the states cross-attention reads */
@@ -159,6 +182,13 @@ typedef struct {
     int timm_class_token, timm_no_embed_class, timm_pre_norm, timm_fc_norm;
     int timm_reg_pos; /* registers with positions (reg_tokens and no_embed_class false) */
     pool_kind timm_pool;
+    /* open_clip (config_open_clip.c): read from open_clip_config.json, the tensors under
+     * open_clip's names in open_clip_model.safetensors; a CustomTextCLIP's text tower under
+     * "text."; logit_scale 0-d or [1] (nonscalar_logit_scale); a logit_bias (init_logit_bias:
+     * the scores through a sigmoid); ln_pre (no_ln_pre false); the text projection an
+     * nn.Linear with bias (proj_bias) or a [width, embed_dim] matrix; the text pooling */
+    int open_clip, oc_custom_text, oc_scale_ndim, oc_logit_bias, oc_ln_pre, oc_proj_bias;
+    pool_kind oc_text_pool;
     /* classifier */
     int num_labels;
     char **labels; /* num_labels strings */
@@ -193,10 +223,24 @@ const char *config_architecture(const model_config *cfg);
 const char *config_model_type(const model_config *cfg);
 /* The family's name for people ("ViT", "DeiT", "BERT", "CLIP", "SigLIP", "DINOv2", ...). */
 const char *config_family_name(const model_config *cfg);
-/* A joint image-text model's tower (CLIP, SigLIP), and the joint model's class ("CLIPModel",
- * "SiglipModel"). */
+/* A joint image-text model's tower (CLIP, SigLIP; config_joint.c), the joint model's class
+ * ("CLIPModel", "SiglipModel"), the family's name ("CLIP", "SigLIP"), model_type ("clip",
+ * "siglip", also for a tower alone), the tower's class ("CLIPModel (vision tower)",
+ * "SiglipTextModel", ...) and tensor prefix ("vision_model.", "text_model."). */
 int config_is_joint(const model_config *cfg);
 const char *config_joint_class(const model_config *cfg);
+const char *config_joint_name(const model_config *cfg);
+const char *config_joint_model_type(const model_config *cfg);
+const char *config_joint_architecture(const model_config *cfg);
+const char *config_joint_prefix(const model_config *cfg);
+/* For params.c: a joint tower's tensors beyond the encoder's. */
+typedef struct {
+    const char *projection;  /* the projection into the joint space ("visual_projection",
+                              * "text_projection", SigLIP's text "head"); NULL: none */
+    int projection_prefixed; /* under the tower's prefix (SigLIP's head), not at the top (CLIP's) */
+    int scale_ndim;          /* logit_scale: a 0-d tensor (CLIP) or [1] (SigLIP) */
+} joint_tensors;
+void config_joint_tensors(const model_config *cfg, joint_tensors *t);
 /* A DINOv2 or BEiT family (FAMILY_DINOV2 .. FAMILY_DATA2VEC). */
 int config_is_backbone(const model_config *cfg);
 /* A backbone's prefix in its ForImageClassification file ("dinov2.", "beit.", ...), its class
@@ -212,6 +256,22 @@ struct cJSON;
 int config_parse_common(const struct cJSON *root, model_config *cfg, const char *src,
                         vit_error *err);
 int config_dim_labels(model_config *cfg, int n, const char *src, vit_error *err);
+/* The class a folder names among the n that vit runs for its model_type `type`: the index of the
+ * first entry of `architectures` that is one of names (none at all: 0); -1 with err naming the
+ * first entry and the n names when none is. */
+int config_pick_class(const struct cJSON *root, const char *type, const char *const *names, int n,
+                      const char *src, vit_error *err);
+/* For config.c: the joint families' reader (config_joint.c). 1 when model_type is one of theirs
+ * (cfg's family, kind and one_tower set; tower chooses a joint folder's), 0 when not. */
+int config_joint_type(const char *model_type, config_tower tower, model_config *cfg);
+/* The class root names (cfg from config_joint_type): cfg's bare and no_projection. */
+int config_joint_pick_class(const struct cJSON *root, const char *model_type, model_config *cfg,
+                            const char *src, vit_error *err);
+/* Its defaults and fields, the embedding's length as num_labels; an error names src. */
+int config_joint_parse(const struct cJSON *root, model_config *cfg, const char *src,
+                       vit_error *err);
+/* Its options, for config_apply_family. */
+void config_joint_options(const model_config *cfg, tower_options *o);
 /* For config.c: the backbone families' reader (config_backbone.c). 1 when model_type names one
  * (cfg's kind, family and defaults set), 0 when not. */
 int config_backbone_type(const char *model_type, model_config *cfg);
@@ -225,6 +285,42 @@ void config_backbone_options(const model_config *cfg, tower_options *o);
 int config_timm_is(const struct cJSON *root);
 int config_timm_parse(const struct cJSON *root, model_config *cfg, const char *src, vit_error *err);
 void config_timm_options(const model_config *cfg, tower_options *o);
+/* For config.c: an open_clip folder's open_clip_config.json (config_open_clip.c), read as the
+ * tower asked (TOWER_DEFAULT: the image tower) of a CLIP-family model, and its options. */
+#define OPEN_CLIP_CONFIG  "open_clip_config.json"
+#define OPEN_CLIP_WEIGHTS "open_clip_model.safetensors"
+int config_open_clip_parse(const struct cJSON *root, config_tower tower, model_config *cfg,
+                           const char *src, vit_error *err);
+void config_open_clip_options(const model_config *cfg, tower_options *o);
+/* For config.c: the text encoders' reader (config_text.c). 1 when model_type names one of
+ * them (cfg's kind and family set), 0 when not; then its class, fields and options. */
+int config_text_type(const char *model_type, model_config *cfg);
+int config_text_parse(const struct cJSON *root, model_config *cfg, const char *src, vit_error *err);
+void config_text_options(const model_config *cfg, tower_options *o);
+/* Its class ("RobertaForSequenceClassification", ...), model_type, name for people ("RoBERTa")
+ * and tensor prefix ("roberta."). */
+const char *config_text_architecture(const model_config *cfg);
+const char *config_text_model_type(const model_config *cfg);
+const char *config_text_name(const model_config *cfg);
+const char *config_text_prefix(const model_config *cfg);
+/* The tensor names of a text encoder (BERT's too) for params.c: formats under the prefix, %d the
+ * layer; NULL where the model has no such tensor. */
+typedef struct {
+    const char *word, *position, *token_type, *embed_norm;
+    const char *qkv;         /* "...layer.%d.attention.self.%s": %s one of parts */
+    const char *parts[3];    /* query, key, value */
+    const char *out, *norm1; /* attention output projection, the LayerNorm after it */
+    const char *fc1, *fc2, *norm2;
+    const char *rel_bias;    /* the relative position bucket table [buckets, heads] */
+    const char *pooler;      /* a base model's pooler (under the prefix) */
+    const char *head_dense;  /* a sequence classifier's dense layer on token 0 */
+    int head_dense_prefixed; /* under the prefix (BERT's bert.pooler.dense) */
+    const char *head_out;    /* its output layer (at the top) */
+} text_names;
+const text_names *config_text_names(const model_config *cfg);
+/* The longest sequence a text encoder's position table holds (RoBERTa's positions start after
+ * its padding index: max_position_embeddings - pad - 1). */
+int config_text_max_tokens(const model_config *cfg);
 /* Its fields beyond ViTConfig's into a config.json object being written (save_pretrained's
  * names), so that the file reads back as the same model. */
 void config_backbone_write(struct cJSON *root, const model_config *cfg);

@@ -65,7 +65,8 @@ int config_backbone_type(const char *model_type, model_config *cfg) {
 static void set_defaults(model_config *cfg) {
     if (is_dinov2(cfg)) {
         cfg->layer_norm_eps = 1e-6f;
-        cfg->patch_size = 14;
+        /* Dinov2Config's 14, Dinov2WithRegistersConfig's 16 (the Hub's files all say 14) */
+        cfg->patch_size = cfg->family == FAMILY_DINOV2_REG ? 16 : 14;
         cfg->mlp_ratio = 4.0;
         cfg->layer_scale_init = 1.0;
         cfg->num_registers = cfg->family == FAMILY_DINOV2_REG ? 4 : 0;

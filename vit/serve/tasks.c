@@ -10,8 +10,8 @@ typedef struct {
     vit_context *image;
     vit_text_context *text;
     vit_generation *generated; /* [max_batch] (gen) */
-    float *pixels;             /* [max_batch, C, H, W]: the batch's decoded images side by side */
-    float *outputs;            /* [max_batch, the widest answer] */
+    float *pixels;  /* [max_batch, C, H, W]: a batch's decoded images side by side (two or more) */
+    float *outputs; /* [max_batch, the widest answer] */
     const char **texts;
     size_t *lengths;
 } task_worker;
@@ -26,18 +26,13 @@ struct serve_tasks {
 
 const char *serve_task_name(serve_task task) {
     static const char *const names[] = {
-        [SERVE_CLASSIFY] = "classify",       [SERVE_EMBED_CLS] = "embed",
-        [SERVE_EMBED_MEAN] = "embed",        [SERVE_TEXT] = "text",
-        [SERVE_EMBED_JOINT] = "embed",       [SERVE_EMBED_TEXT] = "embed_text",
-        [SERVE_GENERATE] = "generate",       [SERVE_CLASSES] = "classes",
-        [SERVE_EXPLAIN_ROLLOUT] = "explain", [SERVE_EXPLAIN_GRAD] = "explain"};
+        [SERVE_CLASSIFY] = "classify",     [SERVE_EMBED_CLS] = "embed",
+        [SERVE_EMBED_MEAN] = "embed",      [SERVE_TEXT] = "text",
+        [SERVE_EMBED_JOINT] = "embed",     [SERVE_EMBED_OWN] = "embed",
+        [SERVE_EMBED_TEXT] = "embed_text", [SERVE_GENERATE] = "generate",
+        [SERVE_CLASSES] = "classes",       [SERVE_EXPLAIN_ROLLOUT] = "explain",
+        [SERVE_EXPLAIN_GRAD] = "explain"};
     return task >= SERVE_CLASSIFY && task < SERVE_TASKS ? names[task] : "unknown";
-}
-
-/* A text's embedding: the joint one of a CLIP or SigLIP text tower, else BERT's [CLS]. */
-static int text_embedding_size(const vit_text_context *text) {
-    const int joint = vit_text_joint_dim(text);
-    return joint > 0 ? joint : vit_text_hidden_size(text);
 }
 
 static size_t explain_cells(const vit_context *image) {
@@ -57,8 +52,10 @@ size_t serve_task_outputs(const serve_tasks *t, serve_task task) {
         return t->text ? (size_t)vit_text_num_labels(t->text) : 0;
     case SERVE_EMBED_JOINT:
         return t->image ? (size_t)vit_joint_dim(t->image) : 0;
+    case SERVE_EMBED_OWN:
+        return t->image ? (size_t)vit_embed_size(t->image, vit_default_pool(t->image)) : 0;
     case SERVE_EMBED_TEXT:
-        return t->text ? (size_t)text_embedding_size(t->text) : 0;
+        return t->text ? (size_t)vit_text_embed_size(t->text, vit_text_default_pool(t->text)) : 0;
     case SERVE_EXPLAIN_ROLLOUT:
     case SERVE_EXPLAIN_GRAD:
         return t->image && !t->gen ? explain_cells(t->image) : 0;
@@ -85,7 +82,8 @@ static int is_explain_task(int task) {
 
 static int is_image_task(int task) {
     return task == SERVE_CLASSIFY || task == SERVE_EMBED_CLS || task == SERVE_EMBED_MEAN ||
-           task == SERVE_EMBED_JOINT || task == SERVE_GENERATE || is_explain_task(task);
+           task == SERVE_EMBED_JOINT || task == SERVE_EMBED_OWN || task == SERVE_GENERATE ||
+           is_explain_task(task);
 }
 
 /* Images are preprocessed on the decode threads; texts are tokenized in the forward call. */
@@ -125,29 +123,37 @@ static int same_batch(void *self, const serve_job *a, const serve_job *b) {
                         &((const serve_gen_request *)b->data)->options);
 }
 
-static int forward_images(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
+/* The batch's decoded images side by side: a lone image's own pixels (no copy), else copied into
+ * the worker's buffer. */
+static const float *batch_pixels(task_worker *w, serve_job *const *jobs, int n) {
+    if (n == 1) return jobs[0]->input;
     const size_t floats = vit_input_floats(w->image);
     for (int i = 0; i < n; i++)
         memcpy(w->pixels + (size_t)i * floats, jobs[i]->input, sizeof(float) * floats);
+    return w->pixels;
+}
+
+static int forward_images(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
+    const float *pixels = batch_pixels(w, jobs, n);
     switch ((serve_task)jobs[0]->task) {
     case SERVE_CLASSIFY:
-        return vit_forward(w->image, w->pixels, n, w->outputs, err);
+        return vit_forward(w->image, pixels, n, w->outputs, err);
     case SERVE_EMBED_CLS:
-        return vit_embed(w->image, w->pixels, n, VIT_POOL_CLS, w->outputs, err);
+        return vit_embed(w->image, pixels, n, VIT_POOL_CLS, w->outputs, err);
     case SERVE_EMBED_JOINT:
-        return vit_embed(w->image, w->pixels, n, VIT_POOL_JOINT, w->outputs, err);
+        return vit_embed(w->image, pixels, n, VIT_POOL_JOINT, w->outputs, err);
+    case SERVE_EMBED_OWN:
+        return vit_embed(w->image, pixels, n, vit_default_pool(w->image), w->outputs, err);
     default:
-        return vit_embed(w->image, w->pixels, n, VIT_POOL_MEAN, w->outputs, err);
+        return vit_embed(w->image, pixels, n, VIT_POOL_MEAN, w->outputs, err);
     }
 }
 
 /* The batch's images (of equal options) in one vit_generate: images x beams rows a step. */
 static int forward_generate(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
-    const size_t floats = vit_input_floats(w->image);
-    for (int i = 0; i < n; i++)
-        memcpy(w->pixels + (size_t)i * floats, jobs[i]->input, sizeof(float) * floats);
+    const float *pixels = batch_pixels(w, jobs, n);
     const serve_gen_request *first = jobs[0]->data;
-    if (vit_generate(w->gen, w->pixels, n, &first->options, w->generated, err) != 0) return -1;
+    if (vit_generate(w->gen, pixels, n, &first->options, w->generated, err) != 0) return -1;
     for (int i = 0; i < n; i++) {
         serve_gen_request *req = (serve_gen_request *)jobs[i]->data; /* the submitter's */
         req->result = w->generated[i];
@@ -164,9 +170,8 @@ static int forward_texts(task_worker *w, serve_job *const *jobs, int n, vit_erro
         w->lengths[i] = req ? req->size : jobs[i]->size;
     }
     if (!embed) return vit_text_forward(w->text, w->texts, w->lengths, n, w->outputs, NULL, err);
-    const int joint = vit_text_joint_dim(w->text) > 0;
-    if (vit_text_embed(w->text, w->texts, w->lengths, n, joint ? VIT_POOL_JOINT : VIT_POOL_CLS,
-                       w->outputs, err) != 0)
+    if (vit_text_embed(w->text, w->texts, w->lengths, n, vit_text_default_pool(w->text), w->outputs,
+                       err) != 0)
         return -1;
     for (int i = 0; i < n; i++) { /* each text's token count, into the submitter's request */
         serve_text_request *req = (serve_text_request *)jobs[i]->data;

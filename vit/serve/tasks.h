@@ -21,9 +21,12 @@ typedef enum {
     SERVE_EMBED_MEAN,  /* image -> the mean patch feature [hidden] (VIT_POOL_MEAN) */
     SERVE_TEXT,        /* text -> logits [the text model's num_labels] */
     SERVE_EMBED_JOINT, /* image -> its joint embedding [joint dim] (VIT_POOL_JOINT), normalised */
-    /* text -> its embedding: a joint model's text tower gives the joint embedding
-     * (VIT_POOL_JOINT), a BERT the final hidden state at [CLS] (VIT_POOL_CLS, as `vit embed`
-     * does): [joint dim or hidden]; data is a serve_text_request (its token count filled in) */
+    /* image -> its embedding with the model's own pooling (vit_default_pool, what `vit embed`
+     * gives by default) [vit_embed_size] */
+    SERVE_EMBED_OWN,
+    /* text -> its embedding with the model's own pooling (vit_text_default_pool, as `vit embed`
+     * does: a joint model's text tower the joint embedding, a BERT the final hidden state at
+     * [CLS]) [vit_text_embed_size]; data is a serve_text_request (its token count filled in) */
     SERVE_EMBED_TEXT,
     SERVE_GENERATE, /* image -> text: data is a serve_gen_request, out unused (no floats) */
     SERVE_CLASSES,  /* a class set: data is a serve_class_request, out unused (no floats) */

@@ -17,6 +17,7 @@
 #include "vit/data/image_set.h"
 #include "vit/data/line_set.h"
 #include "vit/io/model_dir.h"
+#include "vit/io/weights.h"
 #include "vit/model/decoder_model.h"
 #include "vit/model/vit_model.h"
 #include "vit/train/trainer.h"
@@ -60,17 +61,17 @@ static void extra_free(ved_task *d) {
     d->extra = NULL, d->n_extra = 0;
 }
 
-/* Copies of the tensors of dir/model.safetensors that t->m does not hold. */
+/* Copies of the tensors of dir's weights (any layout weights_open reads) that t->m does not
+ * hold. */
 static int keep_extra(trainer *t, ved_task *d, const char *dir, vit_error *err) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    st_file f;
-    if (st_open(path, &f, err) != 0) return -1;
+    weights f;
+    if (weights_open(dir, 0, &f, err) != 0) return -1;
     d->extra = calloc((size_t)f.count + 1, sizeof *d->extra);
     int rc = d->extra ? 0 : vit_fail(err, "out of memory");
     for (int i = 0; rc == 0 && i < f.count; i++) {
-        const st_tensor *s = &f.tensors[i];
+        const st_tensor *s = weights_tensor(&f, i);
         if (model_find_param(&t->m, s->name)) continue;
+        if ((rc = weights_read(&f, s, err)) != 0) break;
         st_entry *e = &d->extra[d->n_extra++];
         e->ndim = s->ndim, e->dtype = s->dtype;
         memcpy(e->shape, s->shape, sizeof e->shape);
@@ -80,7 +81,7 @@ static int keep_extra(trainer *t, ved_task *d, const char *dir, vit_error *err) 
         if (bytes) memcpy(bytes, s->data, s->nbytes);
         e->data = bytes;
     }
-    st_close(&f);
+    weights_close(&f);
     return rc;
 }
 
