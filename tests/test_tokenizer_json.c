@@ -1,7 +1,10 @@
 /* tokenizer.json (text/tokenizer_json.h) against the tokenizers library itself: the ids its
  * encode gives and the texts its decode gives, written by tools/tokenizer_json_reference.mjs for
- * five fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R, CLIP's
- * real merges as CLIPTokenizerFast saves them, Metaspace BPE with byte_fallback/Llama-like) on
+ * ten fixtures (WordPiece/BERT, byte-level BPE/RoBERTa, Unigram with Precompiled/XLM-R, CLIP's
+ * real merges as CLIPTokenizerFast saves them, Metaspace BPE with byte_fallback/Llama-like, a
+ * GPT-2 vocabulary behind the Nmt and ByteLevel normalizers and a Split on its space symbol, and
+ * four that put every other component type and option on those vocabularies or one trained
+ * with a "##" prefix) on
  * 441 texts, 67 pairs (ids and token type ids) and 2,000 generated texts (ids, and FNV-1a hashes
  * of both decodes) each. Equality is exact: ids are integers and texts bytes. */
 #include "testutil.h"
@@ -205,6 +208,31 @@ static void test_clip_bpe(void **state) {
     check_fixture("clip-bpe");
 }
 
+static void test_gpt2_split(void **state) {
+    (void)state;
+    check_fixture("gpt2-split");
+}
+
+static void test_mixed_wordpiece(void **state) {
+    (void)state;
+    check_fixture("mixed-wordpiece");
+}
+
+static void test_unigram_first(void **state) {
+    (void)state;
+    check_fixture("unigram-first");
+}
+
+static void test_clip_variants(void **state) {
+    (void)state;
+    check_fixture("clip-variants");
+}
+
+static void test_bpe_prefix(void **state) {
+    (void)state;
+    check_fixture("bpe-prefix");
+}
+
 static void test_llama_bpe(void **state) {
     (void)state;
     check_fixture("llama-bpe");
@@ -252,8 +280,11 @@ static void test_refusals(void **state) {
     } cases[] = {
         {"{\"model\":{\"type\":\"WordLevel\",\"vocab\":{}}}", "x/tokenizer.json: model WordLevel"},
         {"{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}},\"normalizer\":{\"type\":"
-         "\"Nmt\"}}",
-         "x/tokenizer.json: normalizer Nmt is not one vit follows"},
+         "\"Future\"}}",
+         "x/tokenizer.json: normalizer Future is not one vit follows"},
+        {"{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}},\"pre_tokenizer\":{\"type\":"
+         "\"CharDelimiterSplit\",\"delimiter\":\"x\"}}",
+         "x/tokenizer.json: pre_tokenizer CharDelimiterSplit is not one vit follows"},
         {"{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}},\"pre_tokenizer\":{\"type\":"
          "\"Split\",\"pattern\":{\"Regex\":\"[a-z]+\"},\"behavior\":\"Isolated\"}}",
          "x/tokenizer.json: Split's regex \"[a-z]+\" is not one vit follows"},
@@ -406,13 +437,86 @@ static void test_model_folder(void **state) {
     vit_text_free(a);
 }
 
+/* CLIP's real vocabulary (../shared/data/clip: 49,408 tokens, 48,894 merges) as transformers'
+ * CLIPConverter writes its tokenizer.json, built here from vocab.json and merges.txt. */
+static char *real_clip_json(void) {
+    uint8_t *vocab = read_whole_file(shared_path("data/clip/vocab.json"), NULL);
+    uint8_t *merges = read_whole_file(shared_path("data/clip/merges.txt"), NULL);
+    assert_non_null(vocab);
+    assert_non_null(merges);
+    cJSON *root = cJSON_Parse(
+        "{\"added_tokens\": [{\"id\": 49406, \"content\": \"<|startoftext|>\", \"normalized\": "
+        "true, \"special\": true}, {\"id\": 49407, \"content\": \"<|endoftext|>\", "
+        "\"normalized\": true, \"special\": true}],"
+        "\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, "
+        "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \"\\\\s+\"}, \"content\": \" \"}, "
+        "{\"type\": \"Lowercase\"}]},"
+        "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "
+        "\"pattern\": {\"Regex\": \"'s|'t|'re|'ve|'m|'ll|'d|[\\\\p{L}]+|[\\\\p{N}]|"
+        "[^\\\\s\\\\p{L}\\\\p{N}]+\"}, \"behavior\": \"Removed\", \"invert\": true}, "
+        "{\"type\": \"ByteLevel\", \"add_prefix_space\": false}]},"
+        "\"post_processor\": {\"type\": \"RobertaProcessing\", \"sep\": [\"<|endoftext|>\", "
+        "49407], \"cls\": [\"<|startoftext|>\", 49406]},"
+        "\"decoder\": {\"type\": \"ByteLevel\"},"
+        "\"model\": {\"type\": \"BPE\", \"unk_token\": \"<|endoftext|>\", "
+        "\"continuing_subword_prefix\": \"\", \"end_of_word_suffix\": \"</w>\"}}");
+    assert_non_null(root);
+    cJSON *model = cJSON_GetObjectItem(root, "model"), *list = cJSON_CreateArray();
+    cJSON_AddItemToObject(model, "vocab", cJSON_Parse((const char *)vocab));
+    for (char *line = strtok((char *)merges, "\n"); line; line = strtok(NULL, "\n"))
+        if (strncmp(line, "#version", 8) != 0) cJSON_AddItemToArray(list, cJSON_CreateString(line));
+    cJSON_AddItemToObject(model, "merges", list);
+    char *json = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    free(vocab), free(merges);
+    return json;
+}
+
+/* The real CLIP tokenizer.json gives OpenAI's own ids (tokenizer-golden.json's 26 texts, cut to
+ * CLIP's 77 tokens): an expectation independent of the tokenizers library. */
+static void test_real_clip(void **state) {
+    (void)state;
+    REQUIRE_SHARED("data/clip/tokenizer-golden.json");
+    char *json = real_clip_json();
+    const tokenizer_json_sources src = {.json = {json, strlen(json), "clip/tokenizer.json"}};
+    tokenizer_json *t;
+    vit_error err = {0};
+    if (tokenizer_json_load_memory(&src, &t, &err) != 0) fail_msg("%s", err.msg);
+    free(json);
+    uint8_t *bytes = read_whole_file(shared_path("data/clip/tokenizer-golden.json"), NULL);
+    cJSON *golden = cJSON_Parse((const char *)bytes);
+    free(bytes);
+    int n = 0, differ = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(golden, "cases")) {
+        const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
+        int32_t *ids;
+        const int count = tokenizer_json_encode(t, text, strlen(text), 77, 0, &ids, &err);
+        if (count < 0) fail_msg("%s", err.msg);
+        if (!same_ids(ids, count, cJSON_GetObjectItem(c, "ids_77"))) {
+            print_message("real CLIP: \"%s\" differs\n", text);
+            differ++;
+        }
+        free(ids);
+        n++;
+    }
+    print_message("real CLIP tokenizer.json: %d texts, %d differ from OpenAI's ids\n", n, differ);
+    assert_int_equal(n, 26);
+    assert_int_equal(differ, 0);
+    cJSON_Delete(golden);
+    tokenizer_json_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bert_wordpiece), cmocka_unit_test(test_roberta_bpe),
-        cmocka_unit_test(test_xlmr_unigram),   cmocka_unit_test(test_clip_bpe),
-        cmocka_unit_test(test_llama_bpe),      cmocka_unit_test(test_long_text_is_fast),
-        cmocka_unit_test(test_refusals),       cmocka_unit_test(test_folder_loader),
-        cmocka_unit_test(test_model_folder),
+        cmocka_unit_test(test_bert_wordpiece),    cmocka_unit_test(test_roberta_bpe),
+        cmocka_unit_test(test_xlmr_unigram),      cmocka_unit_test(test_clip_bpe),
+        cmocka_unit_test(test_gpt2_split),        cmocka_unit_test(test_mixed_wordpiece),
+        cmocka_unit_test(test_unigram_first),     cmocka_unit_test(test_clip_variants),
+        cmocka_unit_test(test_bpe_prefix),        cmocka_unit_test(test_llama_bpe),
+        cmocka_unit_test(test_long_text_is_fast), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_folder_loader),     cmocka_unit_test(test_model_folder),
+        cmocka_unit_test(test_real_clip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,8 @@
  *     raw text (those with normalized false), then in each normalized stretch between them
  *     (normalized true, matched in their normalized form), leftmost longest;
  *   - the normalizer (BertNormalizer, NFC/NFD/NFKC/NFKD, Lowercase, StripAccents, Strip,
- *     Replace, Prepend, Precompiled: SentencePiece's charsmap, Sequence) on each stretch;
+ *     Replace, Prepend, Precompiled: SentencePiece's charsmap, Nmt, ByteLevel, Sequence) on each
+ *     stretch;
  *   - the pre-tokenizer (BertPreTokenizer, ByteLevel, Whitespace, WhitespaceSplit, Metaspace,
  *     Split, Punctuation, Digits, Sequence) on each, then the model (WordPiece, BPE with or
  *     without byte-level symbols, prefixes, suffixes and byte_fallback, Unigram) on each piece;

@@ -15,6 +15,13 @@
 //   clip-bpe         CLIP's real merges (the first 4,000 of ../shared/data/clip/merges.txt) as
 //                    transformers' CLIPConverter writes them: NFC, Replace \s+, Lowercase, CLIP's
 //                    Split, ByteLevel, BPE with "</w>", RobertaProcessing;
+//   gpt2-split       roberta-bpe's model behind the Nmt and ByteLevel normalizers and a Split on
+//                    "Ġ" (MergedWithNext), no post-processor;
+//   mixed-wordpiece, unigram-first, clip-variants: the other components on those vocabularies
+//                    (NFKD, NFD, StripAccents, Strip, WhitespaceSplit, Whitespace, Split's other
+//                    behaviours, Punctuation, Digits, Metaspace "first", Unigram byte_fallback,
+//                    ignore_merges, the ByteLevel post-processor, BPEDecoder);
+//   bpe-prefix       BPE with continuing_subword_prefix "##" trained here, Digits Contiguous;
 //   llama-bpe        Metaspace BPE with byte_fallback (a Gemma/Llama-like one, trained here):
 //                    Prepend/Replace normalizers, no pre-tokenizer, the Sequence decoder of
 //                    Replace, ByteFallback, Fuse and Strip, and added tokens of every flag.
@@ -131,6 +138,38 @@ function trainBpe(words, merges, alphabet) {
   return { vocab: Object.fromEntries(vocab), merges: list };
 }
 
+// The same over words whose later characters carry a "##" prefix: a merge (a, ##b) makes a + b.
+function trainBpePrefix(words, merges, alphabet) {
+  const vocab = new Map();
+  for (const s of alphabet) if (!vocab.has(s)) vocab.set(s, vocab.size);
+  let seqs = [...words.entries()].map(([w, c]) => [[...w].map((ch, i) => (i ? '##' + ch : ch)), c]);
+  for (const [w] of seqs) for (const s of w) if (!vocab.has(s)) vocab.set(s, vocab.size);
+  const list = [];
+  for (let m = 0; m < merges; m++) {
+    const counts = new Map();
+    for (const [w, c] of seqs)
+      for (let i = 0; i + 1 < w.length; i++) {
+        const k = w[i] + '\u0000' + w[i + 1];
+        counts.set(k, (counts.get(k) || 0) + c);
+      }
+    let best = null, bestCount = 1;
+    for (const [k, c] of counts) if (c > bestCount || (c === bestCount && best !== null && k < best)) best = k, bestCount = c;
+    if (!best) break;
+    const [a, b] = best.split('\u0000');
+    const joined = a + b.slice(2);
+    list.push([a, b]);
+    if (!vocab.has(joined)) vocab.set(joined, vocab.size);
+    seqs = seqs.map(([w, c]) => {
+      const o = [];
+      for (let i = 0; i < w.length; i++)
+        if (i + 1 < w.length && w[i] === a && w[i + 1] === b) o.push(joined), i++;
+        else o.push(w[i]);
+      return [o, c];
+    });
+  }
+  return { vocab: Object.fromEntries(vocab), merges: list };
+}
+
 function byteChars() {
   const bs = [];
   for (let b = 33; b <= 126; b++) bs.push(b);
@@ -162,6 +201,7 @@ function bertWordpiece() {
   };
 }
 
+let robertaModel = null; // trained once: gpt2-split reuses it
 function robertaBpe() {
   const bc = byteChars();
   const words = new Map();
@@ -172,7 +212,8 @@ function robertaBpe() {
       words.set(sym, (words.get(sym) || 0) + 1);
     }
   const specials = ['<s>', '<pad>', '</s>', '<unk>'];
-  const { vocab: v, merges } = trainBpe(words, 1500, [...specials, ...bc]);
+  robertaModel = robertaModel || trainBpe(words, 1500, [...specials, ...bc]);
+  const { vocab: v, merges } = robertaModel;
   const vocab = { ...v, '<mask>': Object.keys(v).length };
   const tok = (t, o = {}) => ({ id: vocab[t], content: t, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true, ...o });
   return {
@@ -241,6 +282,87 @@ function xlmrUnigram() {
   };
 }
 
+// GPT-2's vocabulary another way: the ByteLevel normalizer (bytes as symbols before anything),
+// then Split on the space's symbol merged with the next, no post-processor.
+function gpt2Split() {
+  const r = robertaBpe();
+  return { ...r, added_tokens: r.added_tokens.slice(0, 4), post_processor: null,
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'Nmt' }, { type: 'ByteLevel' }] },
+    pre_tokenizer: { type: 'Split', pattern: { String: 'Ġ' }, behavior: 'MergedWithNext', invert: false } };
+}
+
+// The other components, on vocabularies made above: NFKD, StripAccents, Strip, WhitespaceSplit,
+// Split (String, MergedWithPrevious), Punctuation (MergedWithNext), Digits, a Sequence of
+// ByteLevel and TemplateProcessing, the WordPiece decoder without clean-up.
+function mixedWordpiece() {
+  const b = bertWordpiece();
+  return { ...b,
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFKD' }, { type: 'StripAccents' }, { type: 'Lowercase' },
+      { type: 'Strip', strip_left: true, strip_right: true }] },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'WhitespaceSplit' },
+      { type: 'Split', pattern: { String: '-' }, behavior: 'MergedWithPrevious', invert: false },
+      { type: 'Punctuation', behavior: 'MergedWithNext' }, { type: 'Digits', individual_digits: true }] },
+    post_processor: { type: 'Sequence', processors: [{ type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false },
+      { type: 'TemplateProcessing',
+        single: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } }],
+        pair: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } },
+          { Sequence: { id: 'B', type_id: 1 } }, { SpecialToken: { id: '[SEP]', type_id: 1 } }],
+        special_tokens: { '[CLS]': { id: '[CLS]', ids: [b.model.vocab['[CLS]']], tokens: ['[CLS]'] },
+          '[SEP]': { id: '[SEP]', ids: [b.model.vocab['[SEP]']], tokens: ['[SEP]'] } } }] },
+    decoder: { type: 'WordPiece', prefix: '##', cleanup: false },
+  };
+}
+
+// Unigram with byte_fallback (XLM-R's pieces and the 256 byte pieces), NFD, white space removed
+// by Split, then Metaspace "first" without splitting; ByteFallback then Metaspace to decode.
+function unigramFirst() {
+  const x = xlmrUnigram();
+  const bytes = [...Array(256).keys()].map((b) => ['<0x' + b.toString(16).toUpperCase().padStart(2, '0') + '>', -20]);
+  const vocab = [...x.model.vocab.slice(0, -1), ...bytes, x.model.vocab[x.model.vocab.length - 1]];
+  return { ...x,
+    added_tokens: x.added_tokens.map((t) => (t.content === '<mask>' ? { ...t, id: vocab.length - 1 } : t)),
+    normalizer: { type: 'NFD' },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: '\\s+' }, behavior: 'Removed', invert: false },
+      { type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false }] },
+    decoder: { type: 'Sequence', decoders: [{ type: 'ByteFallback' }, { type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false }] },
+    model: { type: 'Unigram', unk_id: 3, vocab, byte_fallback: true },
+  };
+}
+
+// BPE with continuing_subword_prefix "##" (trained here, lower-cased SST-2 words) behind BERT's
+// normalizer and pre-tokenizer; Digits grouped (Contiguous).
+function bpePrefix() {
+  const words = new Map();
+  for (const s of sst2('train.tsv', 20000))
+    for (const w of s.toLowerCase().split(/\s+/).filter((x) => x)) words.set(w, (words.get(w) || 0) + 1);
+  const specials = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'];
+  const { vocab, merges } = trainBpePrefix(words, 1500, specials);
+  const tok = (t) => ({ id: vocab[t], content: t, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: specials.map(tok),
+    normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'BertPreTokenizer' }, { type: 'Digits', individual_digits: false }] },
+    post_processor: { type: 'BertProcessing', sep: ['[SEP]', vocab['[SEP]']], cls: ['[CLS]', vocab['[CLS]']] },
+    decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
+    model: { type: 'BPE', dropout: null, unk_token: '[UNK]', continuing_subword_prefix: '##', end_of_word_suffix: null,
+      fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges },
+  };
+}
+
+// CLIP's merges again: Whitespace words, ByteLevel without its regex, ignore_merges, the
+// decoders ByteLevel then BPEDecoder.
+function clipVariants() {
+  const c = clipBpe();
+  return { ...c,
+    normalizer: { type: 'Lowercase' },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Whitespace' },
+      { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }] },
+    decoder: { type: 'Sequence', decoders: [{ type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }, { type: 'BPEDecoder', suffix: '</w>' }] },
+    model: { ...c.model, ignore_merges: true },
+  };
+}
+
 function clipBpe() {
   const bc = byteChars();
   const lines = fs.readFileSync(path.join(shared, 'data/clip/merges.txt'), 'utf8').split('\n');
@@ -302,7 +424,8 @@ fs.mkdirSync(out, { recursive: true });
 fs.writeFileSync(path.join(out, 'generated-texts.json'), JSON.stringify(generated) + '\n');
 
 const fixtures = { 'bert-wordpiece': bertWordpiece, 'roberta-bpe': robertaBpe, 'xlmr-unigram': xlmrUnigram,
-  'clip-bpe': clipBpe, 'llama-bpe': llamaBpe };
+  'clip-bpe': clipBpe, 'llama-bpe': llamaBpe, 'gpt2-split': gpt2Split, 'mixed-wordpiece': mixedWordpiece,
+  'unigram-first': unigramFirst, 'clip-variants': clipVariants, 'bpe-prefix': bpePrefix };
 const wanted = process.argv.slice(2);
 
 for (const [name, make] of Object.entries(fixtures)) {

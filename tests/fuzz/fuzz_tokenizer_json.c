@@ -1,17 +1,18 @@
 /* tokenizer.json (text/tokenizer_json.h). The first byte picks what the rest is:
  *   0: a tokenizer.json itself, loaded from bytes; when it loads, a few fixed texts encoded (as
  *      saved and not, with and without the template) and their ids decoded both ways;
- *   1: a text (any bytes, its first 8 KiB) through the five fixtures of tests/data/tokenizer-json
+ *   1: a text (any bytes, its first 8 KiB) through the ten fixtures of tests/data/tokenizer-json
  *      (the first byte also picks the flags), its ids decoded, and cut to a short max_len: never
  *      more ids than asked; then its two halves as a pair, the same;
- *   2: arbitrary ids (two bytes each, some past the vocabulary) decoded by the five: an error or a
+ *   2: arbitrary ids (two bytes each, some past the vocabulary) decoded by the ten: an error or a
  *      text, the same length whatever the buffer. */
 #include "tests/fuzz/fuzz_input.h"
 #include "text/tokenizer_json.h"
 
-static const char *const fixtures[] = {"bert-wordpiece", "roberta-bpe", "xlmr-unigram", "clip-bpe",
-                                       "llama-bpe"};
-#define NFIX 5
+static const char *const fixtures[] = {
+    "bert-wordpiece", "roberta-bpe",     "xlmr-unigram",  "clip-bpe",      "llama-bpe",
+    "gpt2-split",     "mixed-wordpiece", "unigram-first", "clip-variants", "bpe-prefix"};
+#define NFIX 10
 
 static tokenizer_json *fixture(int k) {
     static tokenizer_json *loaded[NFIX];
