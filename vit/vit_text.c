@@ -33,11 +33,12 @@ struct vit_text_context {
     gemm_state *gemm; /* acts.gemm: running the prepared layers */
     text_tokenizer_scratch *scratch;
     int threads;
-    int32_t *rows; /* [max_batch, max_tokens]: each text's ids, rows of the last run */
-    int *lengths;  /* [max_batch] */
-    int32_t *ids;  /* [max_batch * max_tokens]: the last batch packed as [B, T] */
-    uint8_t *mask; /* same layout: 1 = token, 0 = padding */
-    float *logits; /* [max_batch, labels]: vit_text_classify's and vit_text_embed's */
+    int32_t *rows;              /* [max_batch, max_tokens]: each text's ids, rows of the last run */
+    int *lengths;               /* [max_batch] */
+    int32_t *ids;               /* [max_batch * max_tokens]: the last batch packed as [B, T] */
+    uint8_t *mask;              /* same layout: 1 = token, 0 = padding */
+    int32_t *row_types, *types; /* as rows and ids: the token types of pairs (types NULL: none) */
+    float *logits;              /* [max_batch, labels]: vit_text_classify's and vit_text_embed's */
 };
 
 vit_text_params vit_text_default_params(void) {
@@ -115,12 +116,15 @@ static int alloc_batch(vit_text_context *c, vit_error *err) {
     c->rows = malloc(sizeof *c->rows * cells);
     c->ids = malloc(sizeof *c->ids * cells);
     c->mask = malloc(cells);
+    c->row_types = malloc(sizeof *c->row_types * cells);
+    c->types = malloc(sizeof *c->types * cells);
     c->lengths = calloc((size_t)w->max_batch, sizeof *c->lengths);
     /* a token classifier's logits are per token */
     const size_t rows = w->m.cfg.opt.pool == POOL_TOKENS ? cells : (size_t)w->max_batch;
     c->logits = malloc(sizeof *c->logits * rows * (size_t)w->m.cfg.num_labels);
     c->scratch = w->tok ? text_tokenizer_scratch_create(w->tok) : NULL;
-    if (!c->rows || !c->ids || !c->mask || !c->lengths || !c->logits || (w->tok && !c->scratch))
+    if (!c->rows || !c->ids || !c->mask || !c->row_types || !c->types || !c->lengths ||
+        !c->logits || (w->tok && !c->scratch))
         return vit_fail(err, "out of memory for batches of %d texts", w->max_batch);
     return 0;
 }
@@ -185,6 +189,8 @@ void vit_text_free(vit_text_context *c) {
     free(c->lengths);
     free(c->ids);
     free(c->mask);
+    free(c->row_types);
+    free(c->types);
     free(c->logits);
     weights_release(c->w);
     free(c);
@@ -233,7 +239,7 @@ int vit_text_tokenize(vit_text_context *c, const char *text, size_t len, int32_t
 /* Copies the B rows into [B, T] with T the longest, padding and masking the rest. A tower pooled
  * at the last position (SigLIP, trained on texts padded to max_length and attending to the
  * padding) gets every text padded to max_tokens, and its mask is not used (run_mask). */
-static int pack_batch(vit_text_context *c, int B) {
+static int pack_batch(vit_text_context *c, int B, int pairs) {
     int T = 1;
     for (int b = 0; b < B; b++) T = c->lengths[b] > T ? c->lengths[b] : T;
     if (c->w->m.cfg.opt.pool == POOL_LAST) T = c->w->max_tokens;
@@ -244,6 +250,9 @@ static int pack_batch(vit_text_context *c, int B) {
         memcpy(ids, c->rows + (size_t)b * c->w->max_tokens, sizeof *ids * (size_t)n);
         memset(mask, 1, (size_t)n);
         for (int t = n; t < T; t++) ids[t] = c->w->pad_id;
+        int32_t *types = c->types + (size_t)b * T;
+        if (pairs) memcpy(types, c->row_types + (size_t)b * c->w->max_tokens, sizeof *types * n);
+        for (int t = n; pairs && t < T; t++) types[t] = 0;
         memset(mask + n, 0, (size_t)(T - n));
     }
     return T;
@@ -276,7 +285,7 @@ static int run_texts(vit_text_context *c, const char *const *texts, const size_t
     if (B < 1 || B > c->w->max_batch)
         return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
     if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;
-    const int T = pack_batch(c, B);
+    const int T = pack_batch(c, B, 0);
     const threads_scope scope = threads_begin(c->threads);
     const int rc =
         text_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, out, err);
@@ -287,6 +296,39 @@ static int run_texts(vit_text_context *c, const char *const *texts, const size_t
 
 static int is_token_classifier(const vit_text_context *c) {
     return c->w->m.cfg.opt.pool == POOL_TOKENS;
+}
+
+static int tokenize_pairs(vit_text_context *c, const vit_text_pairs *p, int B, vit_error *err) {
+    if (!c->w->tok) return vit_fail(err, "%s", c->w->tokenizer_error);
+    const size_t T = (size_t)c->w->max_tokens;
+    for (int i = 0; i < B; i++) {
+        c->lengths[i] = text_tokenizer_encode_pair(c->w->tok, c->scratch, p->a[i], p->a_lengths[i],
+                                                   p->b[i], p->b_lengths[i], (int)T,
+                                                   c->rows + i * T, c->row_types + i * T, err);
+        if (c->lengths[i] < 0) {
+            for (int k = i; k < B; k++) c->lengths[k] = 0;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int vit_text_forward_pairs(vit_text_context *c, const vit_text_pairs *pairs, int B, float *logits,
+                           float *probs, vit_error *err) {
+    const tower_options *o = &c->w->m.cfg.opt;
+    if (o->head != HEAD_CLASSIFIER || o->pool != POOL_BERT)
+        return vit_fail(err, "%s is not a sequence classifier: pairs are classified by one",
+                        config_architecture(&c->w->m.cfg));
+    if (B < 1 || B > c->w->max_batch)
+        return vit_fail(err, "batch of %d pairs outside 1..%d", B, c->w->max_batch);
+    if (tokenize_pairs(c, pairs, B, err) != 0) return -1;
+    const int T = pack_batch(c, B, 1);
+    const threads_scope scope = threads_begin(c->threads);
+    const int rc = text_model_forward_typed(&c->w->m, &c->acts, c->ids, c->types, c->mask, B, T,
+                                            NULL, logits, err);
+    threads_end(scope);
+    if (rc == 0 && probs) softmax_probs(probs, logits, B, c->w->m.cfg.num_labels);
+    return rc;
 }
 
 int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
