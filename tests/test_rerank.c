@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -177,11 +179,219 @@ static void test_pair_refusals(void **state) {
     text_tokenizer_free(tok);
 }
 
+/* ---- vit rerank ---- */
+
+/* The reference's first pairs are (query, text i) for every text, the query text 0 itself. */
+static int query_pairs(const pair_cases *c) {
+    int n = 0;
+    while (n < c->n && strcmp(c->a[n], c->a[0]) == 0 && (n == 0 || strcmp(c->b[n], c->a[0]) != 0))
+        n++;
+    return n;
+}
+
+/* vit rerank's lines: SCORE \t INDEX \t DOCUMENT, into scores and order; returns their number */
+static int read_ranked(const char *out, float *scores, int *order, int cap) {
+    int n = 0;
+    for (const char *line = out; *line && n < cap; n++) {
+        char *end;
+        scores[n] = strtof(line, &end);
+        assert_true(*end == '\t');
+        order[n] = (int)strtol(end + 1, &end, 10);
+        assert_true(*end == '\t');
+        const char *next = strchr(end, '\n');
+        assert_non_null(next);
+        line = next + 1;
+    }
+    return n;
+}
+
+static double sigmoid(double x) {
+    return 1.0 / (1.0 + exp(-x));
+}
+
+/* Runs vit rerank -m dir QUERY --doc each document [extra...]; fails on a non-zero exit. */
+static test_run_result rerank_docs(const char *dir, const pair_cases *c, int n, const char *extra1,
+                                   const char *extra2) {
+    const char *args[2 * MAX_PAIRS + 8];
+    int k = 0;
+    args[k++] = "rerank", args[k++] = "-m", args[k++] = dir;
+    if (extra1) args[k++] = extra1;
+    if (extra2) args[k++] = extra2;
+    args[k++] = c->a[0];
+    for (int i = 0; i < n; i++) args[k++] = "--doc", args[k++] = c->b[i];
+    args[k] = NULL;
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    if (r.status != 0) fail_msg("vit rerank: status %d: %s", r.status, r.err);
+    return r;
+}
+
+/* Sorted best first, each score sigmoid(the float64 logit) of its document (CrossEncoder's
+ * default for one label), every document once; --raw the logits, --top-n the first N. */
+static void test_rerank_cli(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    for (size_t f = 0; f < sizeof pair_folders / sizeof *pair_folders; f++) {
+        pair_cases c;
+        read_pairs(pair_folders[f], &c);
+        const int n = query_pairs(&c);
+        assert_true(n >= 5);
+        for (int raw = 0; raw < 2; raw++) {
+            test_run_result r = rerank_docs(pair_folders[f], &c, n, raw ? "--raw" : NULL, NULL);
+            float got[MAX_PAIRS];
+            int order[MAX_PAIRS], seen[MAX_PAIRS] = {0};
+            assert_int_equal(read_ranked(r.out, got, order, MAX_PAIRS), n);
+            for (int k = 0; k < n; k++) {
+                assert_true(order[k] >= 0 && order[k] < n && !seen[order[k]]);
+                seen[order[k]] = 1;
+                const double want = raw ? c.logits[order[k]] : sigmoid(c.logits[order[k]]);
+                if (fabs(got[k] - want) > TOL)
+                    fail_msg("%s: document %d: %g, expected %g", pair_folders[f], order[k], got[k],
+                             want);
+                /* the reference's order, where its scores are further apart than the tolerance */
+                if (k > 0) assert_true(got[k] <= got[k - 1]);
+                if (k > 0) assert_true(c.logits[order[k]] <= c.logits[order[k - 1]] + 2 * TOL);
+            }
+            test_run_free(&r);
+        }
+        test_run_result r = rerank_docs(pair_folders[f], &c, n, "--top-n", "2");
+        float got[MAX_PAIRS];
+        int order[MAX_PAIRS];
+        assert_int_equal(read_ranked(r.out, got, order, MAX_PAIRS), 2);
+        test_run_free(&r);
+        free_pairs(&c);
+    }
+}
+
+/* --json: corpus_id, score and text as CrossEncoder.rank(return_documents=True) names them. */
+static void test_rerank_json(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    pair_cases c;
+    read_pairs(pair_folders[0], &c);
+    const int n = query_pairs(&c);
+    test_run_result r = rerank_docs(pair_folders[0], &c, n, "--json", NULL);
+    const char *line = r.out;
+    for (int k = 0; k < n; k++) {
+        const char *end = strchr(line, '\n');
+        assert_non_null(end);
+        cJSON *o = cJSON_ParseWithLength(line, (size_t)(end - line));
+        assert_non_null(o);
+        const int i = cJSON_GetObjectItem(o, "corpus_id")->valueint;
+        assert_true(fabs(cJSON_GetObjectItem(o, "score")->valuedouble - sigmoid(c.logits[i])) <
+                    TOL);
+        assert_string_equal(cJSON_GetObjectItem(o, "text")->valuestring, c.b[i]);
+        cJSON_Delete(o);
+        line = end + 1;
+    }
+    assert_string_equal(line, "");
+    test_run_free(&r);
+    free_pairs(&c);
+}
+
+/* config.json's sentence_transformers.activation_fn: Identity gives the logits. */
+static void test_rerank_activation_fn(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char dir[600], path[700];
+    snprintf(dir, sizeof dir, "%s/identity", test_tmpdir());
+    mkdir(dir, 0700);
+    static const char *const links[] = {"model.safetensors", "vocab.txt", "tokenizer_config.json"};
+    for (size_t i = 0; i < 3; i++) {
+        char target[700];
+        snprintf(target, sizeof target, "%s/%s/%s", getcwd(path, 300), pair_folders[0], links[i]);
+        snprintf(path, sizeof path, "%s/%s", dir, links[i]);
+        assert_int_equal(symlink(target, path), 0);
+    }
+    snprintf(path, sizeof path, "%s/config.json", pair_folders[0]);
+    cJSON *cfg = cJSON_Parse((char *)read_whole_file(path, NULL));
+    cJSON *st = cJSON_AddObjectToObject(cfg, "sentence_transformers");
+    cJSON_AddStringToObject(st, "activation_fn", "torch.nn.modules.linear.Identity");
+    char *text = cJSON_Print(cfg);
+    write_temp_file("identity/config.json", text, strlen(text));
+    pair_cases c;
+    read_pairs(pair_folders[0], &c);
+    test_run_result r = rerank_docs(dir, &c, 3, NULL, NULL);
+    float got[MAX_PAIRS];
+    int order[MAX_PAIRS];
+    assert_int_equal(read_ranked(r.out, got, order, MAX_PAIRS), 3);
+    for (int k = 0; k < 3; k++) assert_true(fabs(got[k] - c.logits[order[k]]) < TOL);
+    test_run_free(&r);
+    cJSON_ReplaceItemInObject(st, "activation_fn", cJSON_CreateString("my.module.Softplus"));
+    free(text), text = cJSON_Print(cfg);
+    write_temp_file("identity/config.json", text, strlen(text));
+    const char *args[] = {"rerank", "-m", dir, "q", "--doc", "x", NULL};
+    r = test_run_vit(NULL, NULL, args);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "activation_fn my.module.Softplus is not one vit follows"));
+    test_run_free(&r);
+    free(text);
+    cJSON_Delete(cfg);
+    free_pairs(&c);
+}
+
+/* One line and a non-zero exit for what is not a reranking. */
+static void test_rerank_refusals(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    static const struct {
+        const char *args[10];
+        int status;
+        const char *says;
+    } cases[] = {
+        {{"rerank", "-m", "tests/data/roberta-seq-micro", "q", "--doc", "x", NULL},
+         1,
+         "RobertaForSequenceClassification is not a cross-encoder"},
+        {{"rerank", "-m", "tests/data/roberta-model-micro", "q", "--doc", "x", NULL},
+         1,
+         "RobertaModel is not a cross-encoder"},
+        {{"rerank", "-m", "tests/data/bert-pair-micro", "q", NULL}, 2, "no documents"},
+        {{"rerank", "-m", "tests/data/bert-pair-micro", NULL}, 2, "no QUERY"},
+        {{"rerank", "-m", "tests/data/bert-pair-micro", "q", "/nonexistent/docs", NULL},
+         1,
+         "/nonexistent/docs: No such file"},
+        {{"rerank", "-m", "tests/data/bert-pair-micro", "--top-n", "0", "q", "--doc", "x", NULL},
+         2,
+         "top-n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        test_run_result r = test_run_vit(NULL, NULL, cases[i].args);
+        if (r.status != cases[i].status || !strstr(r.err, cases[i].says))
+            fail_msg("case %zu: status %d, stderr '%s'", i, r.status, r.err);
+        assert_non_null(strchr(r.err, '\n'));
+        assert_true(strchr(r.err, '\n')[1] == 0); /* one line */
+        test_run_free(&r);
+    }
+}
+
+/* README's example, as README shows its output. */
+static void test_readme_rerank(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *args[] = {"rerank",
+                          "-m",
+                          "tests/data/bert-pair-micro",
+                          "the cat sat on the mat",
+                          "--doc",
+                          "the dog",
+                          "--doc",
+                          "it was very good",
+                          "--doc",
+                          "the cat sat on the mat",
+                          NULL};
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "0.565852\t2\tthe cat sat on the mat\n"
+                               "0.503174\t0\tthe dog\n"
+                               "0.382485\t1\tit was very good\n");
+    test_run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pair_ids_and_types),
-        cmocka_unit_test(test_cross_encoder_logits),
-        cmocka_unit_test(test_pair_refusals),
+        cmocka_unit_test(test_pair_ids_and_types), cmocka_unit_test(test_cross_encoder_logits),
+        cmocka_unit_test(test_pair_refusals),      cmocka_unit_test(test_rerank_cli),
+        cmocka_unit_test(test_rerank_json),        cmocka_unit_test(test_rerank_activation_fn),
+        cmocka_unit_test(test_rerank_refusals),    cmocka_unit_test(test_readme_rerank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

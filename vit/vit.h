@@ -410,6 +410,12 @@ typedef struct {
  * gives each pair's ids after it. */
 VIT_API int vit_text_forward_pairs(vit_text_context *ctx, const vit_text_pairs *pairs, int n,
                                    float *logits, float *probs, vit_error *err);
+/* The scores sentence-transformers' CrossEncoder.predict gives the pairs: scores [n, labels], the
+ * logits through the model's activation_fn (config.json's sentence_transformers.activation_fn:
+ * Identity, Sigmoid or Tanh; without one, Sigmoid for one label, as ms-marco rerankers are
+ * scored, and the logits themselves for more). */
+VIT_API int vit_text_pair_scores(vit_text_context *ctx, const vit_text_pairs *pairs, int n,
+                                 float *scores, vit_error *err);
 /* A token classifier (BertForTokenClassification, RobertaForTokenClassification, ...): the logits
  * of every token of texts as vit_text_forward takes them, in one forward pass padded to the
  * longest: logits [n, vit_text_max_tokens, labels], text i's token t at (i * max_tokens + t) *

@@ -3,6 +3,7 @@
  * run in one forward pass. */
 #include "vit/vit.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,6 +354,19 @@ int vit_text_token_logits(vit_text_context *c, const char *const *texts, const s
     for (int b = 0; b < B; b++) /* [B, T, K] into rows of max_tokens */
         memcpy(logits + b * room, c->logits + (size_t)b * T * K,
                sizeof(float) * (size_t)c->lengths[b] * K);
+    return 0;
+}
+
+int vit_text_pair_scores(vit_text_context *c, const vit_text_pairs *pairs, int B, float *scores,
+                         vit_error *err) {
+    if (vit_text_forward_pairs(c, pairs, B, scores, NULL, err) != 0) return -1;
+    const model_config *cfg = &c->w->m.cfg;
+    score_activation act = cfg->score_act;
+    if (act == SCORE_DEFAULT) act = cfg->num_labels == 1 ? SCORE_SIGMOID : SCORE_IDENTITY;
+    for (size_t i = 0; i < (size_t)B * cfg->num_labels; i++) {
+        if (act == SCORE_SIGMOID) scores[i] = 1.0f / (1.0f + expf(-scores[i]));
+        if (act == SCORE_TANH) scores[i] = tanhf(scores[i]);
+    }
     return 0;
 }
 

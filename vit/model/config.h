@@ -135,6 +135,9 @@ typedef struct {
     int rel_buckets;  /* MPNet: one table of relative position buckets for every layer */
 } tower_options;
 
+/* CrossEncoder's activation_fn on a pair's logits: torch.nn.Identity, Sigmoid, Tanh */
+typedef enum { SCORE_DEFAULT, SCORE_IDENTITY, SCORE_SIGMOID, SCORE_TANH } score_activation;
+
 typedef struct {
     model_kind kind;
     model_family family;
@@ -155,6 +158,10 @@ typedef struct {
     int text_arch;        /* FAMILY_TEXT: which of config_text.c's families */
     int token_classifier; /* a ForTokenClassification class: logits for every token */
     int rel_buckets;      /* relative_attention_num_buckets (MPNet) */
+    /* a cross-encoder's score of its logit (sentence-transformers' CrossEncoder activation_fn):
+     * config.json's sentence_transformers.activation_fn, else its older
+     * sbert_ce_default_activation_function, else sigmoid for one label, identity for more */
+    score_activation score_act;
     int no_pooler; /* a base text model saved without its pooler (add_pooling_layer=False; set
                     * at load from the file): token 0's final state is its output */
     /* decoders (MODEL_DECODER) */
@@ -296,6 +303,9 @@ void config_open_clip_options(const model_config *cfg, tower_options *o);
  * them (cfg's kind and family set), 0 when not; then its class, fields and options. */
 int config_text_type(const char *model_type, model_config *cfg);
 int config_text_parse(const struct cJSON *root, model_config *cfg, const char *src, vit_error *err);
+/* cfg->score_act from config.json (every model's: an image model has none of its keys) */
+int config_score_activation(const struct cJSON *root, model_config *cfg, const char *src,
+                            vit_error *err);
 void config_text_options(const model_config *cfg, tower_options *o);
 /* Its class ("RobertaForSequenceClassification", ...), model_type, name for people ("RoBERTa")
  * and tensor prefix ("roberta."). */
