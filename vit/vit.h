@@ -416,6 +416,9 @@ VIT_API int vit_text_forward_pairs(vit_text_context *ctx, const vit_text_pairs *
  * scored, and the logits themselves for more). */
 VIT_API int vit_text_pair_scores(vit_text_context *ctx, const vit_text_pairs *pairs, int n,
                                  float *scores, vit_error *err);
+/* That activation on logits [n, labels] in place (vit_text_pair_scores is vit_text_forward_pairs
+ * and this). */
+VIT_API void vit_text_pair_activate(const vit_text_context *ctx, float *logits, int n);
 /* A token classifier (BertForTokenClassification, RobertaForTokenClassification, ...): the logits
  * of every token of texts as vit_text_forward takes them, in one forward pass padded to the
  * longest: logits [n, vit_text_max_tokens, labels], text i's token t at (i * max_tokens + t) *

@@ -357,16 +357,20 @@ int vit_text_token_logits(vit_text_context *c, const char *const *texts, const s
     return 0;
 }
 
-int vit_text_pair_scores(vit_text_context *c, const vit_text_pairs *pairs, int B, float *scores,
-                         vit_error *err) {
-    if (vit_text_forward_pairs(c, pairs, B, scores, NULL, err) != 0) return -1;
+void vit_text_pair_activate(const vit_text_context *c, float *logits, int B) {
     const model_config *cfg = &c->w->m.cfg;
     score_activation act = cfg->score_act;
     if (act == SCORE_DEFAULT) act = cfg->num_labels == 1 ? SCORE_SIGMOID : SCORE_IDENTITY;
     for (size_t i = 0; i < (size_t)B * cfg->num_labels; i++) {
-        if (act == SCORE_SIGMOID) scores[i] = 1.0f / (1.0f + expf(-scores[i]));
-        if (act == SCORE_TANH) scores[i] = tanhf(scores[i]);
+        if (act == SCORE_SIGMOID) logits[i] = 1.0f / (1.0f + expf(-logits[i]));
+        if (act == SCORE_TANH) logits[i] = tanhf(logits[i]);
     }
+}
+
+int vit_text_pair_scores(vit_text_context *c, const vit_text_pairs *pairs, int B, float *scores,
+                         vit_error *err) {
+    if (vit_text_forward_pairs(c, pairs, B, scores, NULL, err) != 0) return -1;
+    vit_text_pair_activate(c, scores, B);
     return 0;
 }
 
