@@ -144,12 +144,11 @@ static int score_all(vit_text_context *ctx, const options_t *o, float *scores, i
     return rc;
 }
 
-static const float *sort_scores;
-
 /* best first; equal scores in the documents' order (Python's sorted is stable) */
-static int by_score(const void *a, const void *b) {
+static int by_score(const void *a, const void *b, void *scores) {
     const int i = *(const int *)a, j = *(const int *)b;
-    if (sort_scores[i] != sort_scores[j]) return sort_scores[i] > sort_scores[j] ? -1 : 1;
+    const float *s = scores;
+    if (s[i] != s[j]) return s[i] > s[j] ? -1 : 1;
     return (i > j) - (i < j);
 }
 
@@ -157,8 +156,7 @@ static void print_ranked(const options_t *o, const float *scores) {
     int *order = malloc(sizeof *order * (size_t)o->docs.n);
     if (!order) return (void)fprintf(stderr, "vit rerank: out of memory\n");
     for (int i = 0; i < o->docs.n; i++) order[i] = i;
-    sort_scores = scores;
-    qsort(order, (size_t)o->docs.n, sizeof *order, by_score);
+    qsort_r(order, (size_t)o->docs.n, sizeof *order, by_score, (void *)scores);
     const int shown = o->top_n > 0 && o->top_n < o->docs.n ? o->top_n : o->docs.n;
     for (int k = 0; k < shown; k++) {
         const int i = order[k];

@@ -97,13 +97,12 @@ static int write_result(json_writer *w, const serve_call *c, int i) {
     return 0;
 }
 
-static const float *sort_outs; /* [n, 2]: logit, score */
-static int sort_raw;
-
-/* best first; equal scores in the documents' order, as a stable sort leaves them */
-static int by_score(const void *a, const void *b) {
+/* best first; equal scores in the documents' order, as a stable sort leaves them. outs: the
+ * documents' [logit, score] pairs, offset to the one sorted by (qsort_r: answers are written on
+ * several batcher threads at once) */
+static int by_score(const void *a, const void *b, void *outs) {
     const int i = *(const int *)a, j = *(const int *)b;
-    const float si = sort_outs[2 * i + !sort_raw], sj = sort_outs[2 * j + !sort_raw];
+    const float *o = outs, si = o[2 * i], sj = o[2 * j];
     if (si != sj) return si > sj ? -1 : 1;
     return (i > j) - (i < j);
 }
@@ -150,8 +149,7 @@ static void write_answer(json_writer *w, const serve_call *c, int status) {
     int *order = malloc(sizeof *order * (size_t)c->num_inputs);
     if (!order) return write_error(w, c); /* out of memory: the first job's (none) */
     for (int i = 0; i < c->num_inputs; i++) order[i] = i;
-    sort_outs = c->outputs, sort_raw = s->raw;
-    qsort(order, (size_t)c->num_inputs, sizeof *order, by_score);
+    qsort_r(order, (size_t)c->num_inputs, sizeof *order, by_score, c->outputs + (s->raw ? 0 : 1));
     const int n = s->top_n > 0 && s->top_n < c->num_inputs ? s->top_n : c->num_inputs;
     if (!s->tei) {
         json_object(w);
