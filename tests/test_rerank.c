@@ -363,6 +363,61 @@ static void test_rerank_refusals(void **state) {
     }
 }
 
+/* vit text --pair on A<TAB>B lines: each pair's logits are the float64 reference's, in order; a
+ * line without a tab is reported and skipped (exit 1), an odd count of arguments refused. */
+static void test_text_pair_cli(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    for (size_t f = 0; f < sizeof pair_folders / sizeof *pair_folders; f++) {
+        pair_cases c;
+        read_pairs(pair_folders[f], &c);
+        char name[64], *tsv = NULL;
+        size_t size = 0;
+        FILE *m = open_memstream(&tsv, &size);
+        int rows[MAX_PAIRS], nrows = 0; /* the pairs a TSV line holds: no tab or newline */
+        for (int i = 0; i < c.n; i++)
+            if (!strpbrk(c.a[i], "\t\n\r") && !strpbrk(c.b[i], "\t\n\r")) {
+                fprintf(m, "%s\t%s\n", c.a[i], c.b[i]);
+                rows[nrows++] = i;
+            }
+        assert_true(nrows >= c.n - 3);
+        fputs("no tab\n", m);
+        fclose(m);
+        snprintf(name, sizeof name, "pairs-%zu.tsv", f);
+        const char *path = write_temp_file(name, tsv, size);
+        const char *const args[] = {"text", "--pair", "--json", "--logits", "-m", pair_folders[f],
+                                    "-b",   "5",      "-f",     path,       NULL};
+        test_run_result r = test_run_vit(NULL, NULL, args);
+        assert_int_equal(r.status, 1);
+        char says[128];
+        snprintf(says, sizeof says, ":%d: no tab between the pair's two texts", nrows + 1);
+        if (!strstr(r.err, says)) fail_msg("stderr '%s' does not say '%s'", r.err, says);
+        const char *line = r.out;
+        for (int k = 0; k < nrows; k++) {
+            const int i = rows[k];
+            const char *end = strchr(line, '\n');
+            assert_non_null(end);
+            cJSON *o = cJSON_ParseWithLength(line, (size_t)(end - line));
+            assert_string_equal(cJSON_GetObjectItem(o, "text")->valuestring, c.a[i]);
+            assert_string_equal(cJSON_GetObjectItem(o, "text_pair")->valuestring, c.b[i]);
+            const double got = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "logits"), 0)->valuedouble;
+            if (fabs(got - c.logits[i]) > TOL)
+                fail_msg("%s pair %d: %g, expected %g", pair_folders[f], i, got, c.logits[i]);
+            cJSON_Delete(o);
+            line = end + 1;
+        }
+        assert_string_equal(line, "");
+        test_run_free(&r);
+        free(tsv);
+        free_pairs(&c);
+    }
+    const char *odd[] = {"text", "--pair", "-m", pair_folders[0], "a", "b", "c", NULL};
+    test_run_result r = test_run_vit(NULL, NULL, odd);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--pair takes TEXT arguments two at a time (3 given)"));
+    test_run_free(&r);
+}
+
 /* README's example, as README shows its output. */
 static void test_readme_rerank(void **state) {
     (void)state;
@@ -392,6 +447,7 @@ int main(void) {
         cmocka_unit_test(test_pair_refusals),      cmocka_unit_test(test_rerank_cli),
         cmocka_unit_test(test_rerank_json),        cmocka_unit_test(test_rerank_activation_fn),
         cmocka_unit_test(test_rerank_refusals),    cmocka_unit_test(test_readme_rerank),
+        cmocka_unit_test(test_text_pair_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
