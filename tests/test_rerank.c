@@ -418,6 +418,47 @@ static void test_text_pair_cli(void **state) {
     test_run_free(&r);
 }
 
+/* vit eval --pair on a{TAB}b{TAB}label lines: bert-nli-micro's pairs labelled with the float64
+ * argmax, three of them with another class, give (n - 3) / n; a line of one tab is skipped. */
+static void test_eval_pairs(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    static const char *const nli[] = {"contradiction", "entailment", "neutral"};
+    const char *dir = "tests/data/bert-nli-micro";
+    pair_cases c;
+    read_pairs(dir, &c);
+    char *tsv = NULL;
+    size_t size = 0;
+    FILE *m = open_memstream(&tsv, &size);
+    fputs("premise\thypothesis\tlabel\n", m);
+    for (int i = 0; i < c.n; i++) {
+        int best = 0;
+        for (int k = 1; k < 3; k++) best = c.logits[3 * i + k] > c.logits[3 * i + best] ? k : best;
+        if (i % 4 == 1) best = (best + 1) % 3; /* pairs 1, 5, 9: wrong */
+        fprintf(m, "%s\t%s\t%s\n", c.a[i], c.b[i], i % 2 ? nli[best] : (char[]){'0' + best, 0});
+    }
+    fputs("one tab\tentailment\n", m);
+    fclose(m);
+    const char *path = write_temp_file("nli.tsv", tsv, size);
+    const char *args[] = {"eval", "--pair", "-m", dir, "-b", "4", path, NULL};
+    test_run_result r = test_run_vit(NULL, NULL, args);
+    if (r.status != 0) fail_msg("vit eval --pair: %d: %s", r.status, r.err);
+    char want[128];
+    snprintf(want, sizeof want, "top-1:     %.4f (%d/%d)", (double)(c.n - 3) / c.n, c.n - 3, c.n);
+    if (!strstr(r.out, want)) fail_msg("no '%s' in:\n%s", want, r.out);
+    snprintf(want, sizeof want, ":%d (data line %d): one tab (expected text<TAB>text<TAB>label)",
+             c.n + 2, c.n + 1);
+    if (!strstr(r.out, want)) fail_msg("no '%s' in:\n%s", want, r.out);
+    test_run_free(&r);
+    const char *folder[] = {"eval", "--pair", "-m", dir, "tests/data", NULL};
+    r = test_run_vit(NULL, NULL, folder);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--pair is for a FILE.tsv of pairs"));
+    test_run_free(&r);
+    free(tsv);
+    free_pairs(&c);
+}
+
 /* README's example, as README shows its output. */
 static void test_readme_rerank(void **state) {
     (void)state;
@@ -447,7 +488,7 @@ int main(void) {
         cmocka_unit_test(test_pair_refusals),      cmocka_unit_test(test_rerank_cli),
         cmocka_unit_test(test_rerank_json),        cmocka_unit_test(test_rerank_activation_fn),
         cmocka_unit_test(test_rerank_refusals),    cmocka_unit_test(test_readme_rerank),
-        cmocka_unit_test(test_text_pair_cli),
+        cmocka_unit_test(test_text_pair_cli),      cmocka_unit_test(test_eval_pairs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

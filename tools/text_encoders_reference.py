@@ -335,24 +335,27 @@ def pair_ids(a, b, max_len, style):
 PAIR_QUERY = 0  # the first text of each fixture is the query of its pairs
 
 
-def write_pairs(spec, enc, texts, rows, max_len, style):
-    """A one-label cross-encoder (as cross-encoder/ms-marco-MiniLM-L-6-v2: num_labels 1) on
-    (query, text) for every text, (text, query) and the longest text with itself; float64 logits
-    [N, 1] of one padded batch, each pair alone agreeing."""
+NLI_LABELS = ["contradiction", "entailment", "neutral"]  # cross-encoder/nli-*'s id2label
+
+
+def write_pairs(spec, enc, texts, rows, max_len, style, labels=("LABEL_0",), suffix="pair"):
+    """A one-label cross-encoder (as cross-encoder/ms-marco-MiniLM-L-6-v2: num_labels 1), or with
+    labels a pair classifier (NLI), on (query, text) for every text, (text, query) and the longest
+    text with itself; float64 logits [N, labels] of one padded batch, each pair alone agreeing."""
     q = PAIR_QUERY
     pairs = [(q, i) for i in range(len(texts))] + [(i, q) for i in range(1, len(texts))]
     pairs.append((len(texts) - 1, len(texts) - 1))
     built = [pair_ids(rows[i], rows[j], max_len, style) for i, j in pairs]
-    name = spec["name"] + "-pair-micro"
+    name = spec["name"] + "-" + suffix + "-micro"
     out = os.path.join(DATA, name)
     os.makedirs(out, exist_ok=True)
-    cfg = config_of(spec, "seq", ["LABEL_0"])
+    cfg = config_of(spec, "seq", list(labels))
     write_json(os.path.join(out, "config.json"), cfg)
-    W = Weights(spec["seed"] + 7)
+    W = Weights(spec["seed"] + 7 + (len(labels) > 1))
     dense, o = ARCH[spec["kind"]]["head"]
     dense = (spec["prefix"] if spec["kind"] == "bert" else "") + dense
     W.linear(dense, D, D)
-    W.linear(o, 1, D)
+    W.linear(o, len(labels), D)
     w = dict(enc)
     w.update(W.w)
     write_safetensors(os.path.join(out, "model.safetensors"), w)
@@ -449,6 +452,9 @@ def main():
             max_len = 40 if spec["kind"] == "bert" else 62
             write_pairs(dict(spec, name="bert" if spec["kind"] == "bert" else spec["name"]), enc,
                         texts, rows, max_len, spec["kind"])
+            if spec["kind"] == "bert":  # an NLI classifier of pairs, three labels
+                write_pairs(dict(spec, name="bert"), enc, texts, rows, max_len, "bert",
+                            NLI_LABELS, "nli")
         if spec["name"] == "roberta":  # RobertaModel(add_pooling_layer=False)'s folder
             write(dict(spec, name="roberta-nopooler", no_pooler=True), "base", enc, *reversed(spec["cases"]))
 
