@@ -1,5 +1,5 @@
 /* The TSV reader of text datasets: the class list of a whole file, then every line parsed
- * against it. */
+ * against it, as a sentence's line and as a pair's. */
 #include <string.h>
 
 #include "tests/fuzz/fuzz_input.h"
@@ -19,6 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             text_tsv_line line;
             char why[256];
             text_tsv_parse_line((const char *)data + at, n, fallback, 2, &line, why, sizeof why);
+            text_tsv_parse_pair((const char *)data + at, n, fallback, 2, &line, why, sizeof why);
             at += n;
         }
         return 0;
@@ -32,6 +33,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 &line, why, sizeof why) == 1 &&
             (line.label < 0 || line.label >= count))
             abort(); /* a label out of range */
+        const char *s = (const char *)data + at;
+        if (text_tsv_parse_pair(s, n, (const char *const *)names, count, &line, why, sizeof why) ==
+                1 &&
+            (line.label < 0 || line.label >= count || line.text != s ||
+             line.text_b < s + line.len || line.text_b + line.len_b > s + n))
+            abort(); /* a label out of range, or a text outside the line */
         at += n;
     }
     for (int i = 0; i < count; i++) free(names[i]);
