@@ -468,6 +468,70 @@ static void test_cli_eval_and_train(void **state) {
     test_run_free(&r);
 }
 
+/* vit tag --all --json: every token but the start and end tokens, in order, its label the float64
+ * logits' argmax and its score their softmax at it (the pipeline's aggregation "none"), its word
+ * the token's piece; without --all the O tokens are left out. */
+static void test_tag_cli(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    static const char *const dirs[] = {"tests/data/bert-tok-micro", "tests/data/roberta-tok-micro"};
+    for (size_t f = 0; f < 2; f++) {
+        cases c;
+        read_cases(dirs[f], &c);
+        vit_error err = {0};
+        vit_text_context *ctx = vit_text_load(dirs[f], NULL, &err);
+        assert_non_null(ctx);
+        const int K = vit_text_num_labels(ctx);
+        float *want = test_golden_tensor(dirs[f], "token_logits", NULL);
+        for (int all = 0; all < 2; all++) {
+            const char *args[MAX_TEXTS + 8] = {"tag", "-m", dirs[f], "--json"};
+            int n = 4;
+            if (all) args[n++] = "--all";
+            args[n++] = "--";
+            for (int i = 0; i < c.n; i++) args[n++] = c.texts[i];
+            args[n] = NULL;
+            test_run_result r = test_run_vit(NULL, NULL, args);
+            if (r.status != 0) fail_msg("vit tag: %d: %s", r.status, r.err);
+            const char *line = r.out;
+            for (int i = 0; i < c.n; i++) {
+                const char *end = strchr(line, '\n');
+                assert_non_null(end);
+                cJSON *o = cJSON_ParseWithLength(line, (size_t)(end - line));
+                const cJSON *ents = cJSON_GetObjectItem(o, "entities"), *e = ents->child;
+                for (int t = 1; t < c.len[i] - 1; t++) {
+                    const float *l = want + ((size_t)i * c.tmax + t) * K;
+                    int best = 0;
+                    for (int k = 1; k < K; k++) best = l[k] > l[best] ? k : best;
+                    double sum = 0;
+                    for (int k = 0; k < K; k++) sum += exp((double)l[k] - l[best]);
+                    if (!all && best == 0) continue; /* O */
+                    assert_non_null(e);
+                    assert_int_equal(cJSON_GetObjectItem(e, "index")->valueint, t);
+                    assert_string_equal(cJSON_GetObjectItem(e, "entity")->valuestring,
+                                        vit_text_label(ctx, best));
+                    assert_string_equal(cJSON_GetObjectItem(e, "word")->valuestring,
+                                        vit_text_piece(ctx, c.ids[i][t]));
+                    assert_true(fabs(cJSON_GetObjectItem(e, "score")->valuedouble - 1 / sum) < TOL);
+                    e = e->next;
+                }
+                assert_null(e);
+                cJSON_Delete(o);
+                line = end + 1;
+            }
+            assert_string_equal(line, "");
+            test_run_free(&r);
+        }
+        free(want);
+        vit_text_free(ctx);
+        free_cases(&c);
+    }
+    const char *seq[] = {"tag", "-m", "tests/data/roberta-seq-micro", "x", NULL};
+    test_run_result r = test_run_vit(NULL, NULL, seq);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "RobertaForSequenceClassification has no token classifier"));
+    test_run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_reference),
@@ -477,6 +541,7 @@ int main(void) {
         cmocka_unit_test(test_real_shapes),
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_cli_eval_and_train),
+        cmocka_unit_test(test_tag_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
