@@ -403,6 +403,10 @@ static void test_text_pair_cli(void **state) {
             const double got = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "logits"), 0)->valuedouble;
             if (fabs(got - c.logits[i]) > TOL)
                 fail_msg("%s pair %d: %g, expected %g", pair_folders[f], i, got, c.logits[i]);
+            /* one label: the pipeline's sigmoid, not a softmax of one (always 1) */
+            const cJSON *top = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "top"), 0);
+            assert_true(fabs(cJSON_GetObjectItem(top, "prob")->valuedouble - sigmoid(c.logits[i])) <
+                        TOL);
             cJSON_Delete(o);
             line = end + 1;
         }

@@ -2304,6 +2304,16 @@ static void test_rerank_endpoint(void **state) {
         assert_refused(
             request(s.port, "POST", "/v1/rerank", NULL, refused[i].body, strlen(refused[i].body)),
             refused[i].status, refused[i].says);
+    /* /v1/text on the one-label model: the pipeline's sigmoid of its logit, not a softmax of one */
+    const char *texts = "{\"texts\": [\"the dog\"]}";
+    r = request(s.port, "POST", "/v1/text?logits=1", NULL, texts, strlen(texts));
+    assert_int_equal(r.status, 200);
+    const double logit = cJSON_GetArrayItem(cJSON_GetObjectItem(r.one, "logits"), 0)->valuedouble,
+                 prob = cJSON_GetObjectItem(
+                            cJSON_GetArrayItem(cJSON_GetObjectItem(r.one, "top"), 0), "prob")
+                            ->valuedouble;
+    assert_true(fabs(prob - sigmoid(logit)) < 1e-6);
+    response_free(&r);
     const char *one = "{\"query\": \"q\", \"documents\": [\"a\"]}";
     assert_refused(request(s.port, "POST", "/v1/rerank?top_n=1", NULL, one, strlen(one)), 400,
                    "unknown query parameter");

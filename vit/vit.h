@@ -395,7 +395,8 @@ VIT_API const char *vit_text_compute(const vit_text_context *ctx);
 
 /* texts[i][0..lengths[i]) for i < n (UTF-8; an invalid byte is skipped by WordPiece, read as U+FFFD
  * by byte-level BPE as Python's errors="replace" reads it) in one forward pass padded to the
- * longest: logits [n, labels], probs [n, labels] (softmax; may be NULL). */
+ * longest: logits [n, labels], probs [n, labels] (may be NULL): the softmax, or for a one-label
+ * model its logit's sigmoid, as the text-classification pipeline applies them. */
 VIT_API int vit_text_forward(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
                              int n, float *logits, float *probs, vit_error *err);
 /* Pairs of texts (a[i][0..a_lengths[i]), b[i][0..b_lengths[i])), as tokenizer(a, b) joins them:
@@ -406,8 +407,8 @@ typedef struct {
     const size_t *a_lengths, *b_lengths;
 } vit_text_pairs;
 /* A sequence classifier on n pairs (a cross-encoder: a query and a document), in one forward pass
- * padded to the longest: logits [n, labels], probs [n, labels] (softmax; may be NULL). vit_text_ids
- * gives each pair's ids after it. */
+ * padded to the longest: logits [n, labels], probs [n, labels] (as vit_text_forward's; may be
+ * NULL). vit_text_ids gives each pair's ids after it. */
 VIT_API int vit_text_forward_pairs(vit_text_context *ctx, const vit_text_pairs *pairs, int n,
                                    float *logits, float *probs, vit_error *err);
 /* The scores sentence-transformers' CrossEncoder.predict gives the pairs: scores [n, labels], the

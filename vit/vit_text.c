@@ -295,6 +295,14 @@ static int run_texts(vit_text_context *c, const char *const *texts, const size_t
     return rc;
 }
 
+/* The text-classification pipeline's function_to_apply: the sigmoid of a one-label model's logit
+ * (a cross-encoder's relevance, a binary classifier with one output), else the softmax. */
+static void text_probs(const vit_text_context *c, const float *logits, float *probs, int B) {
+    const int L = c->w->m.cfg.num_labels;
+    if (L != 1) return softmax_probs(probs, logits, B, L);
+    for (int i = 0; i < B; i++) probs[i] = 1.0f / (1.0f + expf(-logits[i]));
+}
+
 static int is_token_classifier(const vit_text_context *c) {
     return c->w->m.cfg.opt.pool == POOL_TOKENS;
 }
@@ -328,7 +336,7 @@ int vit_text_forward_pairs(vit_text_context *c, const vit_text_pairs *pairs, int
     const int rc = text_model_forward_typed(&c->w->m, &c->acts, c->ids, c->types, c->mask, B, T,
                                             NULL, logits, err);
     threads_end(scope);
-    if (rc == 0 && probs) softmax_probs(probs, logits, B, c->w->m.cfg.num_labels);
+    if (rc == 0 && probs) text_probs(c, logits, probs, B);
     return rc;
 }
 
@@ -339,7 +347,7 @@ int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t
                         config_architecture(&c->w->m.cfg));
     int T;
     const int rc = run_texts(c, texts, lengths, B, logits, &T, err);
-    if (rc == 0 && probs) softmax_probs(probs, logits, B, c->w->m.cfg.num_labels);
+    if (rc == 0 && probs) text_probs(c, logits, probs, B);
     return rc;
 }
 

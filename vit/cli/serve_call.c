@@ -6,6 +6,7 @@
 #include "vit/cli/serve_call.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,8 +175,12 @@ int serve_write_top(json_writer *w, const serve_call *c, const serve_top_options
     float *probs = malloc(sizeof(float) * (size_t)L);
     vit_prediction *top = malloc(sizeof *top * (size_t)(o->k < L ? o->k : L));
     int n = -1, shown = 0;
-    if (probs && top)
+    if (probs && top && c->task == SERVE_TEXT && L == 1) { /* vit_text_forward's sigmoid */
+        probs[0] = 1.0f / (1.0f + expf(-logits[0]));
+        n = vit_rank(probs, L, 0, NULL, o->k, o->threshold, &labeler, top, &shown, NULL);
+    } else if (probs && top) {
         n = vit_rank(logits, L, 1, probs, o->k, o->threshold, &labeler, top, &shown, NULL);
+    }
     if (n >= 0) serve_json_top(w, top, shown, o->logits ? logits : NULL, (size_t)L);
     free(probs);
     free(top);
