@@ -467,6 +467,30 @@ def test_token_logits_match_reference():
         assert type(vit.load(os.path.join(DATA, name))) is vit.TextModel
 
 
+def test_pairs_match_reference():
+    """A cross-encoder's predict and rank against tools/text_encoders_reference.py's float64
+    logits of bert-pair-micro's pairs (BERT with token types): the sigmoid (CrossEncoder's
+    default for one label), raw the logits, rank sorted best first."""
+    folder = os.path.join(DATA, "bert-pair-micro")
+    golden = os.path.join(folder, "golden.safetensors")
+    with open(golden, "rb") as f:
+        meta = json.loads(f.read(int.from_bytes(f.read(8), "little")))["__metadata__"]
+    pairs = [tuple(p) for p in json.loads(meta["pairs"])]
+    logits = read_safetensors(golden, "logits")[:, 0]
+    model = vit.TextModel(folder, batch=5)
+    assert np.abs(model.predict(pairs, raw=True) - logits).max() <= 1e-4
+    assert np.abs(model.predict(pairs) - 1 / (1 + np.exp(-logits))).max() <= 1e-4
+    assert abs(model.predict(pairs[3]) - 1 / (1 + np.exp(-logits[3]))) <= 1e-4
+    query = pairs[0][0]
+    docs = [b for a, b in pairs if a == query][:6]
+    ranked = model.rank(query, docs, top_k=3, return_documents=True)
+    want = sorted(range(len(docs)), key=lambda i: -logits[i])[:3]
+    assert [r["corpus_id"] for r in ranked] == want
+    assert [r["text"] for r in ranked] == [docs[i] for i in want]
+    with pytest.raises(vit.Error, match="rank needs a one-label cross-encoder"):
+        vit.TextModel(os.path.join(DATA, "roberta-seq-micro")).rank("q", ["a"])
+
+
 # ---- threads ----
 
 

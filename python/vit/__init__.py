@@ -694,6 +694,56 @@ class TextModel(_Context):
                     out.append(logits[i, : count.value].copy())
         return out if many else out[0]
 
+    def predict(self, pairs, *, raw=False):
+        """A cross-encoder's scores of (a, b) pairs, as sentence-transformers' CrossEncoder.predict
+        gives them: float32 [n] for a one-label model ([n, labels] for more), each the logits
+        through the model's activation_fn (config.json's, else the sigmoid for one label; raw:
+        the logits); one pair (a tuple) gives one score (or [labels]). The pairs are joined and
+        cut as tokenizer(a, b) does."""
+        single = isinstance(pairs, tuple)
+        items = [pairs] if single else list(pairs)
+        if not items:
+            raise Error("no pairs")
+        a, _ = _encode_texts([p[0] for p in items])
+        b, _ = _encode_texts([p[1] for p in items])
+        lib = _lib.lib()
+        scores = np.empty((len(items), self.num_labels), np.float32)
+        with self._lock:
+            for start, n in _chunks(len(items), self.batch):
+                pa, pb = a[start : start + n], b[start : start + n]
+                p = _lib.TextPairs(
+                    (ctypes.c_char_p * n)(*pa),
+                    (ctypes.c_char_p * n)(*pb),
+                    (ctypes.c_size_t * n)(*map(len, pa)),
+                    (ctypes.c_size_t * n)(*map(len, pb)),
+                )
+                if raw:
+                    _call(lib.vit_text_forward_pairs, self._c, ctypes.byref(p), n,
+                          _addr(scores, start), None)
+                else:
+                    _call(lib.vit_text_pair_scores, self._c, ctypes.byref(p), n,
+                          _addr(scores, start))
+        out = scores[:, 0] if self.num_labels == 1 else scores
+        return out[0] if single else out
+
+    def rank(self, query, documents, *, top_k=None, return_documents=False, raw=False):
+        """The documents scored against the query, best first, as CrossEncoder.rank: a list of
+        {"corpus_id", "score"} (and "text" with return_documents), the top_k best (None: all);
+        equal scores keep the documents' order."""
+        if self.num_labels != 1:
+            raise Error("%s: rank needs a one-label cross-encoder, not %d labels"
+                        % (self.path, self.num_labels))
+        documents = list(documents)
+        scores = self.predict([(query, d) for d in documents], raw=raw)
+        order = sorted(range(len(documents)), key=lambda i: -float(scores[i]))
+        out = []
+        for i in order[:top_k]:
+            item = {"corpus_id": i, "score": float(scores[i])}
+            if return_documents:
+                item["text"] = documents[i]
+            out.append(item)
+        return out
+
     def tokenize(self, text):
         """The token ids a forward pass reads for a text, start and end tokens included, cut to
         max_tokens."""

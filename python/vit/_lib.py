@@ -48,6 +48,17 @@ class TextParams(ctypes.Structure):
     ]
 
 
+class TextPairs(ctypes.Structure):
+    """vit_text_pairs: the pairs' first and second texts and their lengths."""
+
+    _fields_ = [
+        ("a", ctypes.POINTER(ctypes.c_char_p)),
+        ("b", ctypes.POINTER(ctypes.c_char_p)),
+        ("a_lengths", ctypes.POINTER(ctypes.c_size_t)),
+        ("b_lengths", ctypes.POINTER(ctypes.c_size_t)),
+    ]
+
+
 class GenParams(ctypes.Structure):
     _fields_ = [
         ("image", Params),
@@ -157,6 +168,8 @@ _SIGNATURES = {
     "vit_text_tokenize": (_i, [_p, _s, _sz, _p, _i, _err]),
     "vit_text_embed": (_i, [_p, _strs, ctypes.POINTER(_sz), _i, _i, _p, _err]),
     "vit_text_token_logits": (_i, [_p, _strs, ctypes.POINTER(_sz), _i, _p, _err]),
+    "vit_text_forward_pairs": (_i, [_p, ctypes.POINTER(TextPairs), _i, _p, _p, _err]),
+    "vit_text_pair_scores": (_i, [_p, ctypes.POINTER(TextPairs), _i, _p, _err]),
     "vit_text_ids": (_p, [_p, _i, ctypes.POINTER(_i)]),
     "vit_text_hidden_size": (_i, [_p]),
     "vit_text_joint_dim": (_i, [_p]),
