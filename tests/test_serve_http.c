@@ -2129,9 +2129,6 @@ static void test_text_needs_a_sequence_classifier(void **state) {
         {"tests/data/bert-base-micro", "BertModel has no sequence classifier (its outputs are "
                                        "features: POST /v1/embeddings)"},
         {"tests/data/mpnet-model-micro", "MPNetModel has no sequence classifier"},
-        {"tests/data/roberta-tok-micro", "RobertaForTokenClassification has no sequence "
-                                         "classifier (it classifies every token, which is not "
-                                         "served yet)"},
     };
     const char *texts = "{\"texts\": [\"Hello world\"]}";
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
@@ -2163,6 +2160,55 @@ static void test_text_needs_a_sequence_classifier(void **state) {
                         p[cJSON_GetObjectItem(cJSON_GetArrayItem(top, i - 1), "index")->valueint]);
     }
     response_free(&r);
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+}
+
+/* A token classifier on /v1/text: each text's entities, the objects `vit tag --json` gives
+ * (test_text_encoders checks those against the float64 token logits); query parameters refused. */
+static void test_text_token_classifier(void **state) {
+    (void)state;
+    const char *dir = "tests/data/bert-tok-micro";
+    server s;
+    START_OR_SKIP(&s, "--text-model", dir, "-t", "1", "--quiet");
+    static const char *const texts[] = {"the cat sat on the mat", "it was very good",
+                                        "a dog ran far away from home"};
+    const char *body = "{\"texts\": [\"the cat sat on the mat\", \"it was very good\", \"a dog "
+                       "ran far away from home\"]}";
+    response r = request(s.port, "POST", "/v1/text", NULL, body, strlen(body));
+    if (r.status != 200) fail_msg("status %d: %.*s", r.status, (int)r.size, r.body);
+    const char *args[] = {"tag", "--json", "-m", dir, texts[0], texts[1], texts[2], NULL};
+    test_run_result cli = test_run_vit(NULL, NULL, args);
+    assert_int_equal(cli.status, 0);
+    const char *line = cli.out;
+    const cJSON *results = cJSON_GetObjectItem(r.json, "results");
+    assert_int_equal(cJSON_GetArraySize(results), 3);
+    for (int i = 0; i < 3; i++) {
+        const char *end = strchr(line, '\n');
+        assert_non_null(end);
+        cJSON *want = cJSON_ParseWithLength(line, (size_t)(end - line));
+        const cJSON *got = cJSON_GetArrayItem(results, i);
+        assert_string_equal(cJSON_GetObjectItem(got, "text")->valuestring, texts[i]);
+        const cJSON *ge = cJSON_GetObjectItem(got, "entities"),
+                    *we = cJSON_GetObjectItem(want, "entities");
+        assert_int_equal(cJSON_GetArraySize(ge), cJSON_GetArraySize(we));
+        for (int k = 0; k < cJSON_GetArraySize(we); k++) {
+            const cJSON *g = cJSON_GetArrayItem(ge, k), *w = cJSON_GetArrayItem(we, k);
+            assert_int_equal(cJSON_GetObjectItem(g, "index")->valueint,
+                             cJSON_GetObjectItem(w, "index")->valueint);
+            assert_string_equal(cJSON_GetObjectItem(g, "entity")->valuestring,
+                                cJSON_GetObjectItem(w, "entity")->valuestring);
+            assert_string_equal(cJSON_GetObjectItem(g, "word")->valuestring,
+                                cJSON_GetObjectItem(w, "word")->valuestring);
+            assert_true(fabs(cJSON_GetObjectItem(g, "score")->valuedouble -
+                             cJSON_GetObjectItem(w, "score")->valuedouble) < 1e-5);
+        }
+        cJSON_Delete(want);
+        line = end + 1;
+    }
+    test_run_free(&cli);
+    response_free(&r);
+    assert_refused(request(s.port, "POST", "/v1/text?k=1", NULL, body, strlen(body)), 400,
+                   "BertForTokenClassification classifies every token");
     assert_int_equal(stop_server(&s, SIGTERM), 0);
 }
 
@@ -3072,6 +3118,7 @@ int main(void) {
         cmocka_unit_test(test_embeddings_own_pooling),
         cmocka_unit_test(test_text_needs_a_sequence_classifier),
         cmocka_unit_test(test_rerank_endpoint),
+        cmocka_unit_test(test_text_token_classifier),
         cmocka_unit_test(test_joint_model_with_text_model),
         cmocka_unit_test(test_queue_full_gives_503),
         cmocka_unit_test(test_two_workers_answer_alike),

@@ -27,6 +27,7 @@ void serve_call_free(serve_call *c) {
         serve_input *in = &c->inputs[i];
         if (in->owned) byte_buf_free(&in->bytes);
         if (in->task == SERVE_GENERATE) vit_generation_free(&in->job.gen.result, 1);
+        if (in->task == SERVE_TAG) free(in->job.tag.ids);
     }
     free(c->inputs);
     cJSON_Delete(c->json);
@@ -202,7 +203,7 @@ static int write_input(json_writer *w, const serve_call *c, int i) {
     const serve_input *in = &c->inputs[i];
     const serve_job *job = &c->jobs[i];
     if (c->ops->write_answer) return job->status == SERVE_OK ? c->ops->write_result(w, c, i) : 0;
-    if (in->task == SERVE_TEXT) {
+    if (in->task == SERVE_TEXT || in->task == SERVE_TAG) {
         json_key(w, "text");
         json_value_string(w, in->bytes.data, in->bytes.size);
     } else if (in->name) {
@@ -268,12 +269,13 @@ static http_answer prepare_answer(serve_call *c) {
     for (int i = 0; i < c->num_inputs; i++) {
         const serve_job *job = &c->jobs[i];
         const int s = serve_job_status(job, &kind);
-        const int text =
-            job->task == SERVE_TEXT || job->task == SERVE_EMBED_TEXT || job->task == SERVE_RERANK;
+        const int text = job->task == SERVE_TEXT || job->task == SERVE_EMBED_TEXT ||
+                         job->task == SERVE_RERANK || job->task == SERVE_TAG;
         *(text ? &texts : &images) += s == HTTP_OK;
         if (s == HTTP_OK && job->task == SERVE_EMBED_TEXT)
             c->tokens += c->inputs[i].job.text.tokens;
         if (s == HTTP_OK && job->task == SERVE_RERANK) c->tokens += c->inputs[i].job.pair.tokens;
+        if (s == HTTP_OK && job->task == SERVE_TAG) c->tokens += c->inputs[i].job.tag.tokens;
         if (s == HTTP_OK && job->task == SERVE_GENERATE) /* after the start token */
             c->tokens += c->inputs[i].job.gen.result.num_ids - 1;
         if (!status || (status != HTTP_OK && s == HTTP_OK)) status = s;
@@ -327,6 +329,10 @@ static void set_job_request(serve_call *c, int i) {
     case SERVE_EMBED_TEXT:
         in->job.text = (serve_text_request){.text = b->data, .size = b->size};
         c->jobs[i].data = &in->job.text;
+        return;
+    case SERVE_TAG: /* the ids' room is the handler's */
+        in->job.tag.text = b->data, in->job.tag.size = b->size;
+        c->jobs[i].data = &in->job.tag;
         return;
     case SERVE_RERANK: /* the query is the handler's */
         in->job.pair.text = b->data, in->job.pair.size = b->size;

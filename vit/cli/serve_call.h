@@ -24,6 +24,7 @@ typedef struct {
         serve_explain_request explain; /* SERVE_EXPLAIN_* */
         serve_text_request text;       /* SERVE_EMBED_TEXT */
         serve_pair_request pair;       /* SERVE_RERANK: the handler sets the query */
+        serve_tag_request tag;         /* SERVE_TAG: the handler gives it its ids' room */
     } job;
 } serve_input;
 

@@ -1,5 +1,6 @@
 /* POST /v1/text: {"texts": [...]}, each text's top-k of the text model's labels, as `vit text
- * --json` prints them. */
+ * --json` prints them; a token classifier's tokens and their labels, as `vit tag --json`. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,37 @@ typedef struct {
 
 static int write_result(json_writer *w, const serve_call *c, int i) {
     return serve_write_top(w, c, &((const text_state *)c)->top, c->jobs[i].out);
+}
+
+/* "entities": each token but the start and end tokens not labelled O, as the token-classification
+ * pipeline's aggregation "none" gives them (vit tag's). */
+static int write_tags(json_writer *w, const serve_call *c, int i) {
+    const vit_text_context *text = c->app->text;
+    const serve_tag_request *req = &c->inputs[i].job.tag;
+    const int K = vit_text_num_labels(text);
+    json_key(w, "entities");
+    json_array(w);
+    for (int t = 1; t < req->tokens - 1; t++) {
+        const float *l = c->jobs[i].out + (size_t)t * K;
+        int best = 0;
+        for (int k = 1; k < K; k++) best = l[k] > l[best] ? k : best;
+        double sum = 0;
+        for (int k = 0; k < K; k++) sum += exp((double)l[k] - l[best]);
+        const char *label = vit_text_label(text, best);
+        if (strcmp(label, "O") == 0) continue;
+        json_object(w);
+        json_key(w, "entity");
+        json_string(w, label);
+        json_key(w, "score");
+        json_float(w, (float)(1.0 / sum));
+        json_key(w, "index");
+        json_int(w, t);
+        json_key(w, "word");
+        json_string(w, vit_text_piece(text, req->ids[t]));
+        json_end(w);
+    }
+    json_end(w);
+    return 0;
 }
 
 /* {"texts": ["...", ...]} and no other key: each text an input (its bytes stay in c->json). */
@@ -35,8 +67,11 @@ static int parse_texts(serve_call *c) {
     cJSON_ArrayForEach(t, texts) {
         if (!cJSON_IsString(t)) return serve_call_fail(c, 0, "\"texts\" holds a non-string");
         if (serve_call_add_input(c, NULL) != 0) return -1;
-        c->inputs[c->num_inputs - 1].bytes =
-            (byte_buf){t->valuestring, strlen(t->valuestring), 0}; /* c->json's */
+        serve_input *in = &c->inputs[c->num_inputs - 1];
+        in->bytes = (byte_buf){t->valuestring, strlen(t->valuestring), 0}; /* c->json's */
+        if (c->task == SERVE_TAG &&
+            !(in->job.tag.ids = malloc(sizeof(int32_t) * vit_text_max_tokens(c->app->text))))
+            return -1;
     }
     return 0;
 }
@@ -52,18 +87,27 @@ int serve_text_begin(http_request *req, http_answer *now) {
     if (!app->text) return serve_refuse_missing(req, now, 1), 1;
     vit_model_info info;
     vit_text_model_info(app->text, &info);
-    if (!(info.capabilities & VIT_CAN_CLASSIFY)) /* its outputs are features or per token */
+    const int tags = (info.capabilities & VIT_CAN_TAG) != 0;
+    if (!(info.capabilities & VIT_CAN_CLASSIFY) && !tags) /* its outputs are features */
         return http_error(req, now, HTTP_NOT_FOUND, SERVE_ERR_NOT_FOUND,
-                          "/v1/text: %s has no sequence classifier (%s)", info.architecture,
-                          info.capabilities & VIT_CAN_TAG
-                              ? "it classifies every token, which is not served yet"
-                              : "its outputs are features: POST /v1/embeddings"),
+                          "/v1/text: %s has no sequence classifier (its outputs are features: "
+                          "POST /v1/embeddings)",
+                          info.architecture),
                1;
     text_state *s = calloc(1, sizeof *s);
     if (!s) return *now = (http_answer){0}, 1;
     req->state = s;
-    static const serve_call_ops ops = {.write_result = write_result};
-    serve_call_init(&s->call, req, SERVE_TEXT, &ops);
+    static const serve_call_ops ops = {.write_result = write_result},
+                                tag_ops = {.write_result = write_tags};
+    serve_call_init(&s->call, req, tags ? SERVE_TAG : SERVE_TEXT, tags ? &tag_ops : &ops);
+    if (tags && req->num_query > 0) { /* k, threshold and logits are a sequence classifier's */
+        serve_call_fail(&s->call, 0,
+                        "query parameter '%.40s': %s classifies every token, and /v1/text takes "
+                        "no parameter for it (k, threshold and logits are a sequence "
+                        "classifier's)",
+                        req->query[0].key, info.architecture);
+        return serve_call_refuse(&s->call, now, SERVE_ERR_BAD_REQUEST), 1;
+    }
     s->top.k = 5;
     for (int q = 0; q < req->num_query; q++) {
         const int rc = serve_top_param(&s->call, &s->top, req->query[q].key, req->query[q].value);

@@ -21,18 +21,25 @@ struct serve_tasks {
     vit_gen_context *gen; /* the caller's (worker 0's) */
     vit_context *image;   /* the caller's (worker 0's): decoding, and what the answers are */
     vit_text_context *text;
+    int tags; /* the text model is a token classifier */
     int max_batch, workers;
     task_worker *worker; /* [workers] */
 };
 
 const char *serve_task_name(serve_task task) {
-    static const char *const names[] = {
-        [SERVE_CLASSIFY] = "classify",     [SERVE_EMBED_CLS] = "embed",
-        [SERVE_EMBED_MEAN] = "embed",      [SERVE_TEXT] = "text",
-        [SERVE_EMBED_JOINT] = "embed",     [SERVE_EMBED_OWN] = "embed",
-        [SERVE_EMBED_TEXT] = "embed_text", [SERVE_GENERATE] = "generate",
-        [SERVE_CLASSES] = "classes",       [SERVE_EXPLAIN_ROLLOUT] = "explain",
-        [SERVE_EXPLAIN_GRAD] = "explain",  [SERVE_RERANK] = "rerank"};
+    static const char *const names[] = {[SERVE_CLASSIFY] = "classify",
+                                        [SERVE_EMBED_CLS] = "embed",
+                                        [SERVE_EMBED_MEAN] = "embed",
+                                        [SERVE_TEXT] = "text",
+                                        [SERVE_EMBED_JOINT] = "embed",
+                                        [SERVE_EMBED_OWN] = "embed",
+                                        [SERVE_EMBED_TEXT] = "embed_text",
+                                        [SERVE_GENERATE] = "generate",
+                                        [SERVE_CLASSES] = "classes",
+                                        [SERVE_EXPLAIN_ROLLOUT] = "explain",
+                                        [SERVE_EXPLAIN_GRAD] = "explain",
+                                        [SERVE_RERANK] = "rerank",
+                                        [SERVE_TAG] = "tag"};
     return task >= SERVE_CLASSIFY && task < SERVE_TASKS ? names[task] : "unknown";
 }
 
@@ -62,6 +69,8 @@ size_t serve_task_outputs(const serve_tasks *t, serve_task task) {
         return t->image && !t->gen ? explain_cells(t->image) : 0;
     case SERVE_RERANK: /* a cross-encoder's logit and score */
         return t->text && vit_text_num_labels(t->text) == 1 ? 2 : 0;
+    case SERVE_TAG:
+        return t->tags ? (size_t)vit_text_max_tokens(t->text) * vit_text_num_labels(t->text) : 0;
     case SERVE_GENERATE:
     case SERVE_CLASSES:
     case SERVE_TASKS:
@@ -201,6 +210,21 @@ static int forward_pairs(task_worker *w, serve_job *const *jobs, int n, vit_erro
     return 0;
 }
 
+/* The batch's texts' token logits in one forward pass, each text's ids into its request. */
+static int forward_tags(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
+    for (int i = 0; i < n; i++) {
+        const serve_tag_request *req = jobs[i]->data;
+        w->texts[i] = req->text, w->lengths[i] = req->size;
+    }
+    if (vit_text_token_logits(w->text, w->texts, w->lengths, n, w->outputs, err) != 0) return -1;
+    for (int i = 0; i < n; i++) {
+        serve_tag_request *req = (serve_tag_request *)jobs[i]->data; /* the submitter's */
+        const int32_t *ids = vit_text_ids(w->text, i, &req->tokens);
+        memcpy(req->ids, ids, sizeof *ids * (size_t)req->tokens);
+    }
+    return 0;
+}
+
 /* Each class set from the cache, or embedded here with this worker's text context; a set that
  * fails is that job's error alone. */
 static int forward_classes(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
@@ -244,6 +268,7 @@ static int forward(void *self, int worker, serve_job *const *jobs, int n, vit_er
     if (is_explain_task(task)) return forward_explain(w, jobs, n, err);
     const int rc = is_image_task(task)    ? forward_images(w, jobs, n, err)
                    : task == SERVE_RERANK ? forward_pairs(w, jobs, n, err)
+                   : task == SERVE_TAG    ? forward_tags(w, jobs, n, err)
                                           : forward_texts(w, jobs, n, err);
     for (int i = 0; rc == 0 && i < n; i++)
         memcpy(jobs[i]->out, w->outputs + (size_t)i * width, sizeof(float) * width);
@@ -287,6 +312,11 @@ static serve_tasks *tasks_create(vit_gen_context *gen, vit_context *image, vit_t
                        .text = text,
                        .max_batch = max_batch < 1 ? 1 : max_batch,
                        .workers = workers < 1 ? 1 : workers};
+    if (text) {
+        vit_model_info info;
+        vit_text_model_info(text, &info);
+        t->tags = (info.capabilities & VIT_CAN_TAG) != 0;
+    }
     t->worker = calloc((size_t)t->workers, sizeof *t->worker);
     int rc = t->worker ? 0 : vit_fail(err, "out of memory");
     for (int i = 0; rc == 0 && i < t->workers; i++) rc = worker_init(t, i, err);

@@ -10,6 +10,7 @@
  * embedding (SERVE_EMBED_TEXT), a serve_text_request. */
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "vit/serve/batcher.h"
 #include "vit/serve/class_sets.h"
@@ -38,6 +39,9 @@ typedef enum {
     /* (query, document) -> a cross-encoder's logit and score (vit_text_pair_activate) [2]; data
      * is a serve_pair_request (its token count filled in) */
     SERVE_RERANK,
+    /* text -> a token classifier's logits of every token [max_tokens, labels] (vit_text_token_
+     * logits' rows); data is a serve_tag_request (its ids filled in) */
+    SERVE_TAG,
     SERVE_TASKS
 } serve_task;
 
@@ -68,6 +72,15 @@ typedef struct {
     int tokens;
 } serve_pair_request;
 
+/* A text to tag (SERVE_TAG). The submitter owns it and its ids (room for vit_text_max_tokens); a
+ * job done with SERVE_OK has the text's ids and their count filled in. */
+typedef struct {
+    const char *text; /* UTF-8 */
+    size_t size;
+    int32_t *ids;
+    int tokens;
+} serve_tag_request;
+
 /* An image's text asked of a forward thread. The submitter owns it; jobs whose options are equal
  * share a forward pass (one vit_generate over their images), and a job done with SERVE_OK has its
  * result filled in (taken: the submitter frees it with vit_generation_free). */
@@ -89,7 +102,7 @@ typedef struct {
 } serve_class_request;
 
 /* The task's name, for metrics: "classify", "embed", "text", "embed_text", "generate",
- * "classes", "explain" or "rerank". */
+ * "classes", "explain", "rerank" or "tag". */
 const char *serve_task_name(serve_task task);
 
 typedef struct serve_tasks serve_tasks;
