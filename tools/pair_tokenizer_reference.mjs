@@ -6,7 +6,8 @@
 //
 //   cd tools && npm install --no-save tokenizers && cd .. && node tools/pair_tokenizer_reference.mjs
 //
-// (tools/node_modules is git-ignored: the library is a test-time reference only.)
+// (tools/node_modules is git-ignored: the library is a test-time reference only;
+// TOKENIZERS_FROM=DIR/ takes it from DIR/node_modules instead.)
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';

@@ -20,6 +20,14 @@ as MPNet's is), so the ids are the words' lines, by hand.
 
 roberta-nopooler-model-micro is RobertaModel saved with add_pooling_layer=False (no pooler.*).
 
+Pairs (cross-encoders): bert-pair-micro (a one-label BertForSequenceClassification, two token
+types, vocab.txt), bert-nli-micro (the same encoder with three NLI labels) and roberta-pair-micro
+(a one-label RobertaForSequenceClassification, roberta-micro's BPE files), each on 12 or 10 pairs:
+(query, text) for every text, (text, query), and the last text with itself; the pair's ids as the
+slow tokenizers join and cut them (build_inputs_with_special_tokens, token types, truncate_sequences'
+longest_first: a token at a time off the longer, off the second when as long), from each text's
+ids above; golden.safetensors holds logits [N, labels], metadata pairs, ids and types.
+
 golden.safetensors holds hidden [N, Tmax, D] (zero past each text), pooled [N, D] (a base model
 with a pooler), logits [N, K] or token_logits [N, Tmax, K]; metadata texts and ids (JSON).
 mpnet-model-micro's also holds buckets [1201]: relative_position_bucket of -600..600 (float32 as
