@@ -467,6 +467,30 @@ def test_token_logits_match_reference():
         assert type(vit.load(os.path.join(DATA, name))) is vit.TextModel
 
 
+def test_tag_matches_reference():
+    """tag's entities: the float64 token logits' argmax and softmax (pipeline's "none")."""
+    folder = os.path.join(DATA, "bert-tok-micro")
+    golden = os.path.join(folder, "golden.safetensors")
+    with open(golden, "rb") as f:
+        meta = json.loads(f.read(int.from_bytes(f.read(8), "little")))["__metadata__"]
+    texts, ids = json.loads(meta["texts"]), json.loads(meta["ids"])
+    want = read_safetensors(golden, "token_logits").astype(np.float64)
+    model = vit.TextModel(folder)
+    got = model.tag(texts, all_tokens=True)
+    for i, text in enumerate(texts):
+        assert [e["index"] for e in got[i]] == list(range(1, len(ids[i]) - 1))
+        for e in got[i]:
+            row = want[i, e["index"]]
+            p = np.exp(row - row.max()) / np.exp(row - row.max()).sum()
+            assert e["entity"] == model.labels[int(np.argmax(row))]
+            assert abs(e["score"] - p.max()) <= 1e-4
+        alone = model.tag(text)  # one text alone: within rounding of its batch
+        kept = [e for e in got[i] if e["entity"] != "O"]
+        assert [(e["entity"], e["index"], e["word"]) for e in alone] == [
+            (e["entity"], e["index"], e["word"]) for e in kept]
+        assert all(abs(a["score"] - b["score"]) <= 5e-6 for a, b in zip(alone, kept))
+
+
 def test_pairs_match_reference():
     """A cross-encoder's predict and rank against tools/text_encoders_reference.py's float64
     logits of bert-pair-micro's pairs (BERT with token types): the sigmoid (CrossEncoder's

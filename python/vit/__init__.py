@@ -694,6 +694,29 @@ class TextModel(_Context):
                     out.append(logits[i, : count.value].copy())
         return out if many else out[0]
 
+    def tag(self, text, *, all_tokens=False):
+        """A token classifier's entities, as the token-classification pipeline gives them with
+        aggregation_strategy "none" (and vit tag): a list of {"entity", "score", "index",
+        "word"} for each token but the start and end tokens, those labelled O left out unless
+        all_tokens; for a list of texts, a list of such lists. No character offsets yet."""
+        many = not isinstance(text, (str, bytes))
+        texts = list(text) if many else [text]
+        lib = _lib.lib()
+        out = []
+        for t, logits in zip(texts, self.token_logits(texts)):
+            ids = self.tokenize(t)
+            shifted = np.exp(logits.astype(np.float64) - logits.max(axis=1, keepdims=True))
+            probs = shifted / shifted.sum(axis=1, keepdims=True)
+            entities = []
+            for i in range(1, len(ids) - 1):
+                best = int(np.argmax(logits[i]))
+                if not all_tokens and self.labels[best] == "O":
+                    continue
+                entities.append({"entity": self.labels[best], "score": float(probs[i, best]),
+                                 "index": i, "word": _text(lib.vit_text_piece(self._c, ids[i]))})
+            out.append(entities)
+        return out if many else out[0]
+
     def predict(self, pairs, *, raw=False):
         """A cross-encoder's scores of (a, b) pairs, as sentence-transformers' CrossEncoder.predict
         gives them: float32 [n] for a one-label model ([n, labels] for more), each the logits

@@ -171,6 +171,7 @@ _SIGNATURES = {
     "vit_text_forward_pairs": (_i, [_p, ctypes.POINTER(TextPairs), _i, _p, _p, _err]),
     "vit_text_pair_scores": (_i, [_p, ctypes.POINTER(TextPairs), _i, _p, _err]),
     "vit_text_ids": (_p, [_p, _i, ctypes.POINTER(_i)]),
+    "vit_text_piece": (_s, [_p, _i]),
     "vit_text_hidden_size": (_i, [_p]),
     "vit_text_joint_dim": (_i, [_p]),
     "vit_text_top_k": (_i, [_p, _p, _i, _preds, _err]),
