@@ -511,6 +511,8 @@ static void test_eval_pairs(void **state) {
     char want[128];
     snprintf(want, sizeof want, "top-1:     %.4f (%d/%d)", (double)(c.n - 3) / c.n, c.n - 3, c.n);
     if (!strstr(r.out, want)) fail_msg("no '%s' in:\n%s", want, r.out);
+    snprintf(want, sizeof want, "pairs      %d evaluated, 1 skipped", c.n);
+    if (!strstr(r.out, want)) fail_msg("no '%s' in:\n%s", want, r.out);
     snprintf(want, sizeof want, ":%d (data line %d): one tab (expected text<TAB>text<TAB>label)",
              c.n + 2, c.n + 1);
     if (!strstr(r.out, want)) fail_msg("no '%s' in:\n%s", want, r.out);

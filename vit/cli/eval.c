@@ -372,7 +372,7 @@ static int evaluate_text(const eval_options *o) {
         eval_summary s = {.model = o->model_dir,
                           .data = o->data_dir,
                           .labels = res.labels,
-                          .unit = "texts",
+                          .unit = o->pair ? "pairs" : "texts",
                           .seconds = res.seconds};
         status = finish(res.report, &s, &out);
         text_eval_result_free(&res);
