@@ -33,8 +33,13 @@ typedef struct {
     float *logits; /* [n] */
 } pair_cases;
 
-static const char *const pair_folders[] = {"tests/data/bert-pair-micro",
-                                           "tests/data/roberta-pair-micro"};
+static const char *const pair_folders[] = {
+    "tests/data/bert-pair-micro",
+    "tests/data/roberta-pair-micro",
+#ifdef VIT_SENTENCEPIECE /* XLMRobertaTokenizer's SentencePiece, an optional feature */
+    "tests/data/xlmr-pair-micro",
+#endif
+};
 
 static cJSON *golden_meta(const char *dir, const char *key) {
     char path[4096];

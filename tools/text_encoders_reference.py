@@ -22,7 +22,8 @@ roberta-nopooler-model-micro is RobertaModel saved with add_pooling_layer=False 
 
 Pairs (cross-encoders): bert-pair-micro (a one-label BertForSequenceClassification, two token
 types, vocab.txt), bert-nli-micro (the same encoder with three NLI labels) and roberta-pair-micro
-(a one-label RobertaForSequenceClassification, roberta-micro's BPE files), each on 12 or 10 pairs:
+(a one-label RobertaForSequenceClassification, roberta-micro's BPE files) and xlmr-pair-micro
+(XLMRobertaForSequenceClassification, xlmr-micro's SentencePiece model), each on 12 or 10 pairs:
 (query, text) for every text, (text, query), and the last text with itself; the pair's ids as the
 slow tokenizers join and cut them (build_inputs_with_special_tokens, token types, truncate_sequences'
 longest_first: a token at a time off the longer, off the second when as long), from each text's
@@ -455,7 +456,7 @@ def main():
             name_spec = dict(spec, name="bert" if spec["kind"] == "bert" else spec["name"])
             texts, rows = spec["cases"]
             write(name_spec, head, enc, rows, texts, extra)
-        if spec["kind"] in ("bert", "roberta") and spec["name"] != "xlmr":
+        if spec["kind"] in ("bert", "roberta"):  # RoBERTa's and XLM-R's: <s> a </s></s> b </s>
             texts, rows = spec["cases"]
             max_len = 40 if spec["kind"] == "bert" else 62
             write_pairs(dict(spec, name="bert" if spec["kind"] == "bert" else spec["name"]), enc,

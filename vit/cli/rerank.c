@@ -34,7 +34,8 @@ static const cli_command command = {
     "it; the score is the model's activation_fn of its logit (config.json's\n"
     "sentence_transformers.activation_fn, else the sigmoid: CrossEncoder.predict's default for\n"
     "one label). Documents print best first, as CrossEncoder.rank: SCORE, the document's index\n"
-    "(0: the first --doc, else the first line) and the document.",
+    "(0: the first --doc, else the first line) and the document, one line each (its tabs and\n"
+    "line breaks shown as spaces; --json gives it exactly).",
     options,
     sizeof options / sizeof options[0]};
 
@@ -171,9 +172,12 @@ static void print_ranked(const options_t *o, const float *scores) {
             json_value_string(&w, o->docs.text[i], o->docs.len[i]);
             json_end(&w);
             json_line(&w);
-        } else {
+        } else { /* one line per document: its tabs and line breaks as spaces (--json: exact) */
             printf("%.6f\t%d\t", (double)scores[i], i);
-            fwrite(o->docs.text[i], 1, o->docs.len[i], stdout);
+            for (size_t k = 0; k < o->docs.len[i]; k++) {
+                const char ch = o->docs.text[i][k];
+                putchar(ch == '\t' || ch == '\n' || ch == '\r' ? ' ' : ch);
+            }
             putchar('\n');
         }
     }
