@@ -18,6 +18,8 @@
 
 #include "vit/io/hub.h"
 #include "vit/io/hub_http.h"
+#include "vit/io/model_dir.h"
+#include "vit/io/weights.h"
 #include "vit/vit.h"
 
 #define COMMIT_A  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -26,6 +28,11 @@
 #define VED       TEST_DATA "/ved-trocr-vit"
 #define OPEN_CLIP TEST_DATA "/open-clip-micro"
 #define TORCH_BIN TEST_DATA "/torch-bin"
+/* one model (vit-base-micro) in each of weights.h's layouts, in its order */
+#define LAYOUT_0 TEST_DATA "/vit-base-micro"
+#define LAYOUT_1 TORCH_BIN "/vit-shards"
+#define LAYOUT_2 TORCH_BIN "/vit-zip"
+#define LAYOUT_3 TORCH_BIN "/vit-bin-shards"
 
 static pid_t server = -1;
 static char endpoint[64], log_path[4096], root[4096];
@@ -55,6 +62,9 @@ static void write_extra_repos(void) {
        "> %s/sharded/model.safetensors.index.json",
        root);
     sh("head -c 3000 %s/model.safetensors > %s/bin/pytorch_model.bin", MICRO_A, root);
+    /* both the safetensors and the .bin of one model: only the first is fetched */
+    sh("mkdir -p %s/both && cp %s/* %s/both/ && cp %s/pytorch_model.bin %s/both/", root, LAYOUT_0,
+       root, LAYOUT_2, root);
 }
 
 static void write_config(const char *path) {
@@ -83,13 +93,20 @@ static void write_config(const char *path) {
         "\"org/badsize\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}, "
         "\"size_error\": 1},"
         "\"old/vit\": {\"moved_to\": \"org/vit\"},"
-        "\"org/open-clip\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}}}}",
+        "\"org/open-clip\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/layout-0\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/layout-1\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/layout-2\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/layout-3\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/both\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/both\"}}}}",
         COMMIT_A, COMMIT_B, COMMIT_A, MICRO_A, COMMIT_B, MICRO_B, COMMIT_A, COMMIT_A, BERT,
         COMMIT_A, COMMIT_A, VED, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A,
         COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, root, COMMIT_A,
         COMMIT_A, root, COMMIT_A, COMMIT_A, TORCH_BIN "/vit-shards", COMMIT_A, COMMIT_A,
         TORCH_BIN "/vit-bin-shards", COMMIT_A, COMMIT_A, TORCH_BIN "/vit-zip", COMMIT_A, COMMIT_A,
-        MICRO_A, COMMIT_A, COMMIT_A, OPEN_CLIP);
+        MICRO_A, COMMIT_A, COMMIT_A, OPEN_CLIP, COMMIT_A, COMMIT_A, LAYOUT_0, COMMIT_A, COMMIT_A,
+        LAYOUT_1, COMMIT_A, COMMIT_A, LAYOUT_2, COMMIT_A, COMMIT_A, LAYOUT_3, COMMIT_A, COMMIT_A,
+        root);
     fclose(f);
 }
 
@@ -500,6 +517,43 @@ static void test_open_clip(void **state) {
     vit_free(a), vit_free(b);
 }
 
+/* Every layout the loader reads (weights.h's list) is the one the download fetches: a
+ * repository holding the model in that layout alone resolves to a folder whose weights are
+ * found by that name and load as the safetensors folder does; one holding two layouts gets the
+ * first only. */
+static void test_every_layout(void **state) {
+    (void)state;
+    REQUIRE_CURL();
+    fresh_cache();
+    model want;
+    vit_error err = {0};
+    if (model_load(&want, LAYOUT_0, &err) != 0) fail_msg("%s", err.msg);
+    int n = 0;
+    for (; weights_layout(n); n++) {
+        char ref[64], dir[4096];
+        snprintf(ref, sizeof ref, "org/layout-%d", n);
+        resolve_ok(ref, dir, sizeof dir);
+        const char *name = weights_file_name(dir);
+        if (!name || strcmp(name, weights_layout(n)) != 0)
+            fail_msg("%s: weights found by %s, expected %s", ref, name ? name : "nothing",
+                     weights_layout(n));
+        model got;
+        if (model_load(&got, dir, &err) != 0) fail_msg("%s: %s", ref, err.msg);
+        assert_int_equal(got.num_params, want.num_params);
+        assert_memory_equal(got.params, want.params, sizeof(float) * want.num_params);
+        model_free(&got);
+    }
+    assert_int_equal(n, 4);
+    model_free(&want);
+    char dir[4096];
+    clear_log();
+    resolve_ok("org/both", dir, sizeof dir);
+    assert_string_equal(weights_file_name(dir), "model.safetensors");
+    char *log = requests();
+    if (strstr(log, "pytorch_model.bin")) fail_msg("pytorch_model.bin fetched too:\n%s", log);
+    free(log);
+}
+
 /* Two processes resolving one cold model at once (each CDN answer takes a second): the lock on
  * .locks/models--org--slow/{etag}.lock makes the second wait and find the blob there, so each
  * blob is fetched once and both get the folder. */
@@ -566,6 +620,7 @@ int main(void) {
         cmocka_unit_test(test_unreachable),
         cmocka_unit_test(test_weight_files),
         cmocka_unit_test(test_open_clip),
+        cmocka_unit_test(test_every_layout),
         cmocka_unit_test(test_two_processes),
         cmocka_unit_test(test_cli),
     };

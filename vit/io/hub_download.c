@@ -21,6 +21,7 @@
 #include "vit/base/json.h"
 #include "vit/io/hub.h"
 #include "vit/io/hub_http.h"
+#include "vit/io/weights.h"
 #include "vit/model/config.h"
 
 typedef struct {
@@ -372,12 +373,10 @@ static int need_shards(fetch *f, const char *index, vit_error *err) {
     return rc;
 }
 
-/* An open_clip repository's weights, in open_clip's order (weights.h). */
+/* An open_clip repository's weights, in open_clip's order (weights.h's list). */
 static int need_open_clip_weights(fetch *f, vit_error *err) {
-    static const char *const files[] = {"open_clip_model.safetensors",
-                                        "open_clip_pytorch_model.bin"};
-    for (int i = 0; i < 2; i++) {
-        const int rc = need(f, files[i], 0, err);
+    for (int i = 0; weights_open_clip_layout(i); i++) {
+        const int rc = need(f, weights_open_clip_layout(i), 0, err);
         if (rc != 0 || f->incomplete) return rc < 0 ? -1 : 0;
     }
     return vit_fail(err,
@@ -386,15 +385,14 @@ static int need_open_clip_weights(fetch *f, vit_error *err) {
                     f->ref);
 }
 
-/* The first of the weight files transformers looks for that the repository has: safetensors,
- * its shards, pytorch_model.bin, its shards. */
+/* The first of the weight files the loader looks for (weights.h's list: safetensors, its
+ * shards, pytorch_model.bin, its shards) that the repository has. */
 static int need_weights(fetch *f, vit_error *err) {
-    static const char *const files[] = {"model.safetensors", "model.safetensors.index.json",
-                                        "pytorch_model.bin", "pytorch_model.bin.index.json"};
-    for (int i = 0; i < 4; i++) {
-        const int rc = need(f, files[i], 0, err);
+    for (int i = 0; weights_layout(i); i++) {
+        const char *name = weights_layout(i);
+        const int rc = need(f, name, 0, err);
         if (rc < 0) return -1;
-        if (rc == 1) return i % 2 ? need_shards(f, files[i], err) : 0;
+        if (rc == 1) return weights_is_index(name) ? need_shards(f, name, err) : 0;
         if (f->incomplete) return 0;
     }
     return vit_fail(err,

@@ -21,6 +21,23 @@ static const char *const layouts[] = {"model.safetensors", "model.safetensors.in
  * push_to_hf_hub writes. */
 static const char *const open_clip_layouts[] = {"open_clip_model.safetensors",
                                                 "open_clip_pytorch_model.bin"};
+enum {
+    NUM_LAYOUTS = sizeof layouts / sizeof layouts[0],
+    NUM_OPEN_CLIP = sizeof open_clip_layouts / sizeof open_clip_layouts[0]
+};
+
+const char *weights_layout(int i) {
+    return i >= 0 && i < NUM_LAYOUTS ? layouts[i] : NULL;
+}
+
+const char *weights_open_clip_layout(int i) {
+    return i >= 0 && i < NUM_OPEN_CLIP ? open_clip_layouts[i] : NULL;
+}
+
+int weights_is_index(const char *name) {
+    const size_t n = strlen(name), k = strlen(".index.json");
+    return n > k && strcmp(name + n - k, ".index.json") == 0;
+}
 
 static const char *first_file(const char *dir, const char *const *names, size_t n) {
     char path[4096];
@@ -32,11 +49,11 @@ static const char *first_file(const char *dir, const char *const *names, size_t 
 }
 
 const char *weights_file_name(const char *dir) {
-    return first_file(dir, layouts, sizeof layouts / sizeof layouts[0]);
+    return first_file(dir, layouts, NUM_LAYOUTS);
 }
 
 const char *weights_file_name_open_clip(const char *dir) {
-    return first_file(dir, open_clip_layouts, sizeof open_clip_layouts / sizeof *open_clip_layouts);
+    return first_file(dir, open_clip_layouts, NUM_OPEN_CLIP);
 }
 
 void weights_close(weights *w) {
@@ -166,7 +183,7 @@ static int open_first(const char *dir, const char *const *names, size_t n, int l
     snprintf(path, sizeof path, "%s/%s", dir, name ? name : names[0]);
     if (!(w->path = strdup(path))) return vit_fail(err, "%s: out of memory", path);
     w->torch = name && strstr(name, "pytorch_model") != NULL;
-    w->sharded = name && strstr(name, ".index.json") != NULL;
+    w->sharded = name && weights_is_index(name);
     int rc;
     if (w->sharded) {
         rc = open_shards(w, dir, err);

@@ -31,6 +31,13 @@ const char *weights_file_name(const char *dir);
  * open_clip_pytorch_model.bin, as open_clip's factory prefers them. */
 int weights_open_open_clip(const char *dir, int lazy, weights *w, vit_error *err);
 const char *weights_file_name_open_clip(const char *dir);
+/* The files weights can be found by, in the order they are looked for: the i-th (NULL for i past
+ * the last) of a Hugging Face folder's and of an open_clip folder's, and whether a name is a
+ * shards' index (its weight_map names the files). A download fetches what the loader reads by
+ * the same lists. */
+const char *weights_layout(int i);
+const char *weights_open_clip_layout(int i);
+int weights_is_index(const char *name);
 
 const st_tensor *weights_find(const weights *w, const char *name);
 /* Tensor number i (0 <= i < count), and the number of tensor t. */
