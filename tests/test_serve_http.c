@@ -1912,6 +1912,8 @@ static void test_generate_description_metrics(void **state) {
     assert_string_equal(cJSON_GetObjectItem(image, "task")->valuestring, "image-to-text");
     assert_string_equal(cJSON_GetObjectItem(image, "architecture")->valuestring,
                         "VisionEncoderDecoderModel");
+    assert_string_equal(cJSON_GetObjectItem(image, "weights")->valuestring,
+                        "model.safetensors (96 tensors: F32)");
     const cJSON *decoder = cJSON_GetObjectItem(image, "decoder");
     assert_string_equal(cJSON_GetObjectItem(decoder, "architecture")->valuestring,
                         "TrOCRForCausalLM");

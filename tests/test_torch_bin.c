@@ -285,6 +285,39 @@ static const char *folder_with(const char *tag, const char *name, const void *da
     return dir;
 }
 
+/* vit info's weights: line and vit_model_info's weights name the file, its format, the tensor
+ * count (vit-base-micro's 40) and their dtypes, for each layout. */
+static void test_weights_line(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    static const char *const cases[][2] = {
+        {VIT_SRC, "model.safetensors (40 tensors: F32)"},
+        {BIN "/vit-zip", "pytorch_model.bin (zip, 40 tensors: F32)"},
+        {BIN "/vit-legacy", "pytorch_model.bin (legacy, 40 tensors: F32)"},
+        {BIN "/vit-f16-strided", "pytorch_model.bin (zip, 40 tensors: F16)"},
+        {BIN "/vit-shards", "4 shards of model.safetensors.index.json (40 tensors: F32)"},
+        /* tools/torch_bin_fixtures.py writes its shards in both formats */
+        {BIN "/vit-bin-shards",
+         "4 shards of pytorch_model.bin.index.json (zip and legacy, 40 tensors: F32)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vit_error err = {0};
+        vit_context *ctx = vit_load(cases[i][0], NULL, &err);
+        if (!ctx) fail_msg("%s: %s", cases[i][0], err.msg);
+        vit_model_info info;
+        vit_model_info_get(ctx, &info);
+        assert_string_equal(info.weights, cases[i][1]);
+        vit_free(ctx);
+        test_run_result r =
+            test_run_vit(NULL, NULL, (const char *const[]){"info", "-m", cases[i][0], NULL});
+        char line[256];
+        snprintf(line, sizeof line, "\nweights:        %s\n", cases[i][1]);
+        if (r.status != 0 || !strstr(r.out, line))
+            fail_msg("vit info -m %s: no '%s' in:\n%s", cases[i][0], line + 1, r.out);
+        test_run_free(&r);
+    }
+}
+
 /* model_load of dir fails in one line naming file (under dir) and containing needle. */
 static void expect_load_error(const char *dir, const char *file, const char *needle) {
     model m;
@@ -487,6 +520,7 @@ int main(void) {
         cmocka_unit_test(test_convert),
         cmocka_unit_test(test_convert_cli),
         cmocka_unit_test(test_shards_every_folder),
+        cmocka_unit_test(test_weights_line),
         cmocka_unit_test(test_hostile_pickles),
         cmocka_unit_test(test_pickle_values_and_limits),
         cmocka_unit_test(test_truncated_and_corrupt),

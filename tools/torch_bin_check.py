@@ -52,8 +52,11 @@ def same_tensors(want, got):
 
 
 def info(folder):
+    """vit info's text and its weights: line apart (the one line that names the file)."""
     r = subprocess.run(["bin/vit", "info", "-m", folder], capture_output=True, text=True)
-    return r.returncode, r.stdout.replace(folder, "FOLDER")
+    lines = r.stdout.replace(folder, "FOLDER").splitlines()
+    weights = [x for x in lines if x.startswith("weights:")]
+    return r.returncode, [x for x in lines if not x.startswith("weights:")], weights
 
 
 def check(src, work, fmt):
@@ -71,8 +74,13 @@ def check(src, work, fmt):
         return "vit convert failed: " + r.stderr.strip()
     if not same_tensors(tensors, read_safetensors(os.path.join(converted, "model.safetensors"))):
         return "tensors differ"
-    if info(out) != info(src):
+    got, want = info(out), info(src)
+    if got[:2] != want[:2]:
         return "vit info differs"
+    # the same tensor count, now from the .bin in its format
+    expect = want[2][0].replace("model.safetensors (", f"pytorch_model.bin ({fmt}, ") if want[2] else None
+    if [expect] != got[2]:
+        return f"vit info's weights line is {got[2]}, expected {expect}"
     return None
 
 

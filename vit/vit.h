@@ -628,6 +628,10 @@ typedef struct {
      * "tokenizer.json (WordPiece|BPE|Unigram)" */
     const char *tokenizer_kind;
     int tokenizer_ids; /* the tokenizer's vocabulary */
+    /* which files the weights were read from: "model.safetensors (52 tensors: F32)",
+     * "pytorch_model.bin (zip, ...)", "4 shards of model.safetensors.index.json (...)"; "" for a
+     * model not read from files */
+    const char *weights;
 } vit_model_info;
 
 VIT_API void vit_model_info_get(const vit_context *ctx, vit_model_info *info);

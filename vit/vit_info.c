@@ -98,6 +98,7 @@ void api_tower_info(const model *m, vit_model_info *info) {
     info->cross_project = c->opt.enc_proj;
     info->cross_width = c->cross_dim;
     info->tied_head = c->opt.tied_head;
+    info->weights = m->weights_from;
     tower_build_info(m, info);
 }
 

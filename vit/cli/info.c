@@ -35,6 +35,11 @@ static const char *plural(long long n) {
     return n == 1 ? "" : "s";
 }
 
+/* The files the weights were read from (safetensors, shards, a .bin and its format). */
+static void print_weights(const vit_model_info *in) {
+    if (in->weights && in->weights[0]) printf("weights:        %s\n", in->weights);
+}
+
 /* A tower's size, cost and preprocessing. */
 static void print_image_input(const vit_model_info *in) {
     printf("input:          %d channel%s, %dx%d, patch %d (%d token%s)\n", in->channels,
@@ -285,6 +290,7 @@ static void print_image_to_text(vit_gen_context *g) {
     vit_model_info e, d;
     vit_model_info_get(enc, &e);
     vit_gen_decoder_info(g, &d);
+    print_weights(&e);
     printf("architecture:   VisionEncoderDecoderModel, image to text (vit generate)\n");
     print_image_input(&e);
     printf("encoder:        %s (pre-LN%s), %d layer%s, hidden %d, %d head%s, mlp %d, %s, "
@@ -438,6 +444,7 @@ static int print_model(const char *dir, const char *shown, int all_labels, vit_e
         if (!t) return -1;
         vit_text_model_info(t, &in);
         printf("model:          %s\n", shown);
+        print_weights(&in);
         if (in.tower_alone) {
             print_one_tower(&in);
             print_tokenizer(t, &in);
@@ -452,6 +459,7 @@ static int print_model(const char *dir, const char *shown, int all_labels, vit_e
         if (!ctx) return -1;
         vit_model_info_get(ctx, &in);
         printf("model:          %s\n", shown);
+        print_weights(&in);
         if (kind == VIT_KIND_JOINT) {
             print_joint(&in, dir);
             printf("parameters:     %zu (image tower)\n", in.parameters);

@@ -262,6 +262,8 @@ static void write_model(json_writer *w, const char *key, const char *dir, const 
     json_string(w, dir);
     json_key(w, "task");
     json_string(w, model_task(image, gen, &info));
+    json_key(w, "weights");
+    json_string(w, info.weights);
     json_key(w, "architecture");
     json_string(w, gen ? "VisionEncoderDecoderModel" : info.architecture);
     json_key(w, "model_type");

@@ -505,6 +505,7 @@ static int load(model *m, const char *model_dir, config_tower tower, int lazy, v
         if (m->entries) model_free(m);
         return -1;
     }
+    weights_describe(&f, m->weights_from, sizeof m->weights_from);
     tensor_source *s = source_create(m, &f, err);
     if (!s) {
         model_free(m);

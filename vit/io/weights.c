@@ -252,3 +252,35 @@ void weights_format(const weights *w, char *buf, size_t size) {
     snprintf(buf, size, "pt");
     if (!w->torch && w->nfiles) st_metadata(&w->files[0], "format", buf, size, NULL);
 }
+
+/* A .bin's format by its first bytes: PyTorch's zip (a local file header) or the legacy pickles. */
+static const char *torch_format(const char *path) {
+    unsigned char magic[4] = {0};
+    FILE *f = fopen(path, "rb");
+    const int zip = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "PK\3\4", 4) == 0;
+    if (f) fclose(f);
+    return zip ? "zip" : "legacy";
+}
+
+/* ", zip" when every file is one, ", zip and legacy" when they differ. */
+static void torch_formats(const weights *w, char *buf, size_t size) {
+    int zip = 0;
+    for (int k = 0; k < w->nfiles; k++) zip += strcmp(torch_format(w->files[k].path), "zip") == 0;
+    snprintf(buf, size, "%s, ", zip == w->nfiles ? "zip" : zip ? "zip and legacy" : "legacy");
+}
+
+void weights_describe(const weights *w, char *buf, size_t size) {
+    const char *slash = strrchr(w->path, '/'), *name = slash ? slash + 1 : w->path;
+    char format[32] = "";
+    if (w->torch) torch_formats(w, format, sizeof format);
+    char shards[48] = "";
+    if (w->sharded) snprintf(shards, sizeof shards, "%d shards of ", w->nfiles);
+    size_t used = (size_t)snprintf(buf, size, "%s%s (%s%d tensors", shards, name, format, w->count);
+    unsigned seen = 0; /* the dtypes, listed in st_dtype's order */
+    for (int i = 0; i < w->count; i++) seen |= 1u << weights_tensor(w, i)->dtype;
+    for (int d = 0, n = 0; d < 32 && used < size; d++)
+        if (seen & (1u << d))
+            used += (size_t)snprintf(buf + used, size - used, "%s%s", n++ ? ", " : ": ",
+                                     st_dtype_name((st_dtype)d));
+    if (used < size) snprintf(buf + used, size - used, ")");
+}

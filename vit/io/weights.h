@@ -48,6 +48,10 @@ st_file *weights_file(const weights *w, const st_tensor *t);
 int weights_read(const weights *w, const st_tensor *t, vit_error *err);
 void weights_release(const weights *w, const st_tensor *t);
 int weights_to_f32(const weights *w, const st_tensor *t, float *out, vit_error *err);
+/* Which files the weights came from, for people: "model.safetensors (52 tensors: F32)",
+ * "pytorch_model.bin (zip, 52 tensors: F16, I64)", "4 shards of model.safetensors.index.json
+ * (52 tensors: F32)". */
+void weights_describe(const weights *w, char *buf, size_t size);
 /* The "format" metadata of a lone safetensors file (or its first shard) into buf, else "pt". */
 void weights_format(const weights *w, char *buf, size_t size);
 

@@ -76,6 +76,8 @@ typedef struct {
     int weights_released;
     /* a lazily loaded model's file (read NULL: every tensor is in params) */
     model_source source;
+    /* which files the loader read the weights from, for people (vit info's weights: line) */
+    char weights_from[160];
 } model;
 
 /* The most parameters a configuration may ask for (8 GB of float32): a config.json alone must not
