@@ -44,8 +44,8 @@ static void write_config(const char *src, const char *dir, const char *arch) {
 
 /* src's model.safetensors into dir without the tensors whose names start with drop (NULL: none)
  * and with a [2, width] classifier added when add_classifier (its values: 0.01 * index). */
-static void write_weights(const char *src, const char *dir, const char *drop, int add_classifier,
-                          int width) {
+static void write_weights_as(const char *src, const char *dir, const char *drop, int add_classifier,
+                             int width, const char *prefix) {
     char path[600];
     snprintf(path, sizeof path, "%s/model.safetensors", src);
     st_file f;
@@ -54,11 +54,13 @@ static void write_weights(const char *src, const char *dir, const char *drop, in
     st_entry *e = calloc((size_t)f.count + 2, sizeof *e);
     float *w = calloc((size_t)2 * width + 2, sizeof *w);
     for (int i = 0; i < 2 * width + 2; i++) w[i] = 0.01f * (float)i;
+    char(*names)[160] = calloc((size_t)f.count + 1, sizeof *names);
     int n = 0;
     for (int i = 0; i < f.count; i++) {
         const st_tensor *t = &f.tensors[i];
         if (drop && strncmp(t->name, drop, strlen(drop)) == 0) continue;
-        e[n] = (st_entry){.name = t->name, .ndim = t->ndim, .data = t->data, .dtype = t->dtype};
+        snprintf(names[n], sizeof names[n], "%s%s", prefix, t->name);
+        e[n] = (st_entry){.name = names[n], .ndim = t->ndim, .data = t->data, .dtype = t->dtype};
         memcpy(e[n++].shape, t->shape, sizeof t->shape);
     }
     if (add_classifier) {
@@ -69,8 +71,14 @@ static void write_weights(const char *src, const char *dir, const char *drop, in
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (st_write_f32(path, e, n, &err) != 0) fail_msg("%s", err.msg);
     st_close(&f);
+    free(names);
     free(e);
     free(w);
+}
+
+static void write_weights(const char *src, const char *dir, const char *drop, int add_classifier,
+                          int width) {
+    write_weights_as(src, dir, drop, add_classifier, width, "");
 }
 
 /* A folder tag in the temporary directory: src's weights (less drop, plus a classifier) under
@@ -123,6 +131,27 @@ static void test_class_from_weights(void **state) {
     expect_class(TEST_DATA "/clip-text-proj-micro", NULL, 0, 0, "CLIPTextModelWithProjection");
 }
 
+/* A base model's tensors under its task class's prefix (a ViTForImageClassification saved with
+ * num_labels 0: "vit.embeddings...", no classifier), as transformers' ViTModel strips the prefix:
+ * the parameters of the same tensors without it. */
+static void test_base_model_under_task_prefix(void **state) {
+    (void)state;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/vit-prefixed", test_tmpdir());
+    mkdir(dir, 0777);
+    write_config(TEST_DATA "/vit-base-micro", dir, NULL);
+    write_weights_as(TEST_DATA "/vit-base-micro", dir, NULL, 0, 0, "vit.");
+    model want, got;
+    vit_error err = {0};
+    if (model_load(&want, TEST_DATA "/vit-base-micro", &err) != 0) fail_msg("%s", err.msg);
+    if (model_load(&got, dir, &err) != 0) fail_msg("%s", err.msg);
+    assert_string_equal(config_architecture(&got.cfg), "ViTModel");
+    assert_int_equal(got.num_params, want.num_params);
+    assert_memory_equal(got.params, want.params, sizeof(float) * want.num_params);
+    model_free(&want);
+    model_free(&got);
+}
+
 /* model_load of dir fails in one line naming dir/config.json and containing needle. */
 static void expect_refused(const char *dir, const char *needle) {
     model m;
@@ -156,6 +185,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_class_from_weights),
         cmocka_unit_test(test_refused_and_named),
+        cmocka_unit_test(test_base_model_under_task_prefix),
     };
     return cmocka_run_group_tests_name("model_class", tests, NULL, NULL);
 }

@@ -340,6 +340,18 @@ static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape)
     if (used < size) snprintf(buf + used, size - used, "]");
 }
 
+/* A base model's (ViTModel's, BertModel's) tensor under its task class's prefix, as a
+ * ViTForImageClassification saved with num_labels 0 (no classifier) holds it: transformers'
+ * base model strips base_model_prefix on load. */
+static const st_tensor *under_task_prefix(const model *m, const weights *w, const char *name) {
+    if (m->cfg.family != FAMILY_PLAIN || !m->cfg.bare) return NULL;
+    model task = *m; /* the prefix the task class gives the same config */
+    task.cfg.bare = 0;
+    char full[160];
+    snprintf(full, sizeof full, "%s%s", model_prefix(&task), name);
+    return weights_find(w, full);
+}
+
 /* The folder's tensor for entry e, of e's shape; NULL (err set) when missing or misshapen. */
 static const st_tensor *entry_tensor(const model *m, const weights *w, const param_entry *e,
                                      vit_error *err) {
@@ -347,6 +359,7 @@ static const st_tensor *entry_tensor(const model *m, const weights *w, const par
     snprintf(full, sizeof full, "%s%s", e->prefixed ? model_prefix(m) : "", e->name);
     const st_tensor *t = weights_find(w, full);
     if (!t) t = weights_find(w, e->name); /* bare ViTModel / BertModel checkpoints have no prefix */
+    if (!t && e->prefixed) t = under_task_prefix(m, w, e->name);
     if (!t) return vit_fail(err, "%s: missing tensor '%s'", w->path, full), NULL;
     int64_t shape[4]; /* as the file stores it */
     for (int d = 0; d < e->ndim; d++) shape[d] = e->shape[e->transposed ? e->ndim - 1 - d : d];
