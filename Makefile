@@ -475,7 +475,7 @@ cifar10-model: $(BIN)/vit $(CIFAR10_DATA)/train/.done
 	@$(call cifar10_run,b112,$(CIFAR10_B112))
 	@$(call cifar10_run,b,$(CIFAR10_B))
 	@$(call cifar10_run,c,$(CIFAR10_C))
-	$(BIN)/vit average --dtype f16 -o models/vit-tiny-cifar10 $(CIFAR10_RUNS)/b $(CIFAR10_RUNS)/a \
+	$(BIN)/vit average --overwrite --dtype f16 -o models/vit-tiny-cifar10 $(CIFAR10_RUNS)/b $(CIFAR10_RUNS)/a \
 	  $(CIFAR10_RUNS)/c
 	for r in a b112 b c; do \
 	  cp $(CIFAR10_RUNS)/$$r/train_log.jsonl models/vit-tiny-cifar10/train_log_$$r.jsonl && \

@@ -184,6 +184,45 @@ static void test_convert_cli(void **state) {
     free(before);
 }
 
+/* vit average -o OUT of two .bin folders of one model (zip and legacy): their mean is that
+ * model; a second run into OUT is refused in one line naming the file, which is left as it was,
+ * unless --overwrite (as vit convert and vit train --out). */
+static void test_average_cli(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char out[512], path[600];
+    snprintf(out, sizeof out, "%s/average-cli", test_tmpdir());
+    snprintf(path, sizeof path, "%s/model.safetensors", out);
+    const char *first[] = {"average", "-o", out, BIN "/vit-zip", BIN "/vit-legacy", NULL};
+    test_run_result r = test_run_vit(NULL, NULL, first);
+    if (r.status != 0) fail_msg("vit average: %s", r.err);
+    test_run_free(&r);
+    expect_same_params(out, VIT_SRC);
+    size_t n0, n1;
+    uint8_t *before = read_whole_file(path, &n0);
+    const char *again[] = {"average", "--dtype",      "f16",           "-o",
+                           out,       BIN "/vit-zip", BIN "/vit-bf16", NULL};
+    r = test_run_vit(NULL, NULL, again);
+    assert_int_equal(r.status, 1);
+    char want[700];
+    snprintf(want, sizeof want, "vit average: %s/config.json exists (--overwrite replaces it)\n",
+             out);
+    assert_string_equal(r.err, want);
+    test_run_free(&r);
+    uint8_t *after = read_whole_file(path, &n1);
+    assert_true(n0 == n1 && memcmp(before, after, n0) == 0);
+    free(after);
+    const char *forced[] = {"average", "--overwrite",  "--dtype",       "f16", "-o",
+                            out,       BIN "/vit-zip", BIN "/vit-bf16", NULL};
+    r = test_run_vit(NULL, NULL, forced);
+    if (r.status != 0) fail_msg("vit average --overwrite: %s", r.err);
+    test_run_free(&r);
+    after = read_whole_file(path, &n1);
+    assert_true(n1 < n0); /* float16 now */
+    free(after);
+    free(before);
+}
+
 /* dir's model.safetensors as three shards (tensor i in shard i % 3, so each shard holds parts of
  * every layer) with the index save_pretrained writes, and links to dir's other files, in out. */
 static void write_shards(const char *dir, const char *out) {
@@ -519,6 +558,7 @@ int main(void) {
         cmocka_unit_test(test_gamma_beta),
         cmocka_unit_test(test_convert),
         cmocka_unit_test(test_convert_cli),
+        cmocka_unit_test(test_average_cli),
         cmocka_unit_test(test_shards_every_folder),
         cmocka_unit_test(test_weights_line),
         cmocka_unit_test(test_hostile_pickles),

@@ -4,18 +4,20 @@
 #include "vit/cli/cli.h"
 #include "vit/io/model_dir.h"
 
-enum { OPT_DTYPE = 1, OPT_OUT };
+enum { OPT_DTYPE = 1, OPT_OUT, OPT_OVERWRITE };
 
 static const cli_option options[] = {
     {OPT_OUT, "out", 'o', "DIR", "the averaged model's directory (required)", NULL},
     {OPT_DTYPE, "dtype", 0, "T", "f16, bf16 or f32: how model.safetensors stores floats", "f32"},
+    {OPT_OVERWRITE, "overwrite", 0, NULL, "replace the model an OUT_DIR already holds", NULL},
 };
 
 static const cli_command command = {
     "average",
     "average the weights of models fine-tuned from one start (a model soup)",
-    "-o OUT_DIR [--dtype f16|bf16|f32] MODEL_DIR MODEL_DIR...",
-    "Writes OUT_DIR (created if missing) with the first model's config.json,\n"
+    "-o OUT_DIR [--dtype f16|bf16|f32] [--overwrite] MODEL_DIR MODEL_DIR...",
+    "Writes OUT_DIR (created if missing; a model it holds is replaced only with --overwrite) with "
+    "the first model's config.json,\n"
     "preprocessor_config.json and tokenizer files, and a model.safetensors holding the mean of\n"
     "every float tensor over the models (summed in double, then rounded to the chosen type).\n"
     "The models must have the same tensors with the same shapes: models fine-tuned from the same\n"
@@ -33,6 +35,7 @@ const cli_command *cli_average_command(void) {
 typedef struct {
     st_dtype dtype;
     const char *out;
+    int overwrite;
 } average_args;
 
 static int average_option(const cli_parser *p, int id, void *user) {
@@ -41,11 +44,12 @@ static int average_option(const cli_parser *p, int id, void *user) {
         a->out = p->value;
         return 0;
     }
+    if (id == OPT_OVERWRITE) return a->overwrite = 1, 0;
     return id == OPT_DTYPE ? cli_parse_dtype(p, "average", &a->dtype) : 0;
 }
 
 int cli_average(int argc, char **argv) {
-    average_args a = {ST_F32, NULL};
+    average_args a = {ST_F32, NULL, 0};
     cli_parser p;
     cli_outcome parsed = cli_parse(&p, &command, argc, argv, NULL, average_option, &a);
     if (parsed == CLI_PARSED && !a.out)
@@ -53,6 +57,7 @@ int cli_average(int argc, char **argv) {
     else if (parsed == CLI_PARSED && p.num_rest < 2)
         parsed = cli_usage_error(&command, "expected two or more MODEL_DIRs");
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);
+    if (!a.overwrite && cli_refuse_existing_model("average", a.out) != 0) return 1;
     vit_error err = {0};
     if (model_dir_average((const char *const *)p.rest, p.num_rest, a.out, a.dtype, &err) != 0) {
         fprintf(stderr, "vit average: %s\n", err.msg);

@@ -25,6 +25,10 @@ int cli_convert(int argc, char **argv);
 int cli_average(int argc, char **argv);
 /* --dtype's value (f16, bf16 or f32, any case) into *out; else -1 after a one-line error. */
 int cli_parse_dtype(const cli_parser *p, const char *command, st_dtype *out);
+/* -1 after a one-line error when out_dir already holds a model (its config.json or
+ * model.safetensors, an open_clip folder's open_clip_config.json or open_clip_model.safetensors),
+ * which vit convert and vit average replace only with --overwrite. */
+int cli_refuse_existing_model(const char *command, const char *out_dir);
 int cli_serve(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 int cli_embed(int argc, char **argv);

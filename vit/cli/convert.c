@@ -63,16 +63,14 @@ static int convert_option(const cli_parser *p, int id, void *user) {
     return id == OPT_DTYPE ? cli_parse_dtype(p, "convert", &o->dtype) : 0;
 }
 
-/* A model OUT_DIR already holds (its config.json or model.safetensors, an open_clip folder's
- * open_clip_config.json or open_clip_model.safetensors) is kept unless asked. */
-static int refuse_existing(const char *out_dir) {
+int cli_refuse_existing_model(const char *command, const char *out_dir) {
     static const char *const names[] = {"config.json", "model.safetensors", "open_clip_config.json",
                                         "open_clip_model.safetensors"};
     char path[4096];
     for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s/%s", out_dir, names[i]);
         if (access(path, F_OK) == 0) {
-            fprintf(stderr, "vit convert: %s exists (--overwrite replaces it)\n", path);
+            fprintf(stderr, "vit %s: %s exists (--overwrite replaces it)\n", command, path);
             return -1;
         }
     }
@@ -86,7 +84,7 @@ int cli_convert(int argc, char **argv) {
     if (parsed == CLI_PARSED && p.num_rest != 2)
         parsed = cli_usage_error(&command, "expected IN_DIR and OUT_DIR");
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);
-    if (!o.overwrite && refuse_existing(p.rest[1]) != 0) return 1;
+    if (!o.overwrite && cli_refuse_existing_model("convert", p.rest[1]) != 0) return 1;
     const st_dtype dtype = o.dtype;
     vit_error err = {0};
     char in[4096]; /* a folder, or org/name from the Hub (vit_resolve_model) */
