@@ -324,6 +324,31 @@ static const char *folder_with(const char *tag, const char *name, const void *da
     return dir;
 }
 
+/* Both towers (image, text) of dir load want_dir's parameters bit for bit. */
+static void expect_same_towers(const char *dir, const char *want_dir) {
+    const config_tower towers[2] = {TOWER_IMAGE, TOWER_TEXT};
+    for (int k = 0; k < 2; k++) {
+        model want, got;
+        vit_error err = {0};
+        if (model_load_tower(&want, want_dir, towers[k], &err) != 0 ||
+            model_load_tower(&got, dir, towers[k], &err) != 0)
+            fail_msg("%s: %s", dir, err.msg);
+        assert_int_equal(got.num_params, want.num_params);
+        assert_memory_equal(got.params, want.params, sizeof(float) * want.num_params);
+        model_free(&want);
+        model_free(&got);
+    }
+}
+
+/* Families beyond ViT and BERT as torch.save wrote them (tools/torch_bin_fixtures.py): a timm
+ * folder with only config.json and pytorch_model.bin, as the Hub's timm folders often are, and
+ * a VisionEncoderDecoder (both towers): the parameters of their safetensors folders. */
+static void test_families_in_bin(void **state) {
+    (void)state;
+    expect_same_params(BIN "/timm-vit-zip", TEST_DATA "/timm-vit-micro");
+    expect_same_towers(BIN "/ved-trocr-zip", TEST_DATA "/ved-trocr-vit");
+}
+
 /* vit info's weights: line and vit_model_info's weights name the file, its format, the tensor
  * count (vit-base-micro's 40) and their dtypes, for each layout. */
 static void test_weights_line(void **state) {
@@ -561,6 +586,7 @@ int main(void) {
         cmocka_unit_test(test_average_cli),
         cmocka_unit_test(test_shards_every_folder),
         cmocka_unit_test(test_weights_line),
+        cmocka_unit_test(test_families_in_bin),
         cmocka_unit_test(test_hostile_pickles),
         cmocka_unit_test(test_pickle_values_and_limits),
         cmocka_unit_test(test_truncated_and_corrupt),

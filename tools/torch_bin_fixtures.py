@@ -12,6 +12,10 @@ From tests/data/vit-base-micro (ViTModel) and tests/data/bert-base-micro (BertMo
   vit-bf16         pytorch_model.bin in bfloat16
   bert-gamma       pytorch_model.bin with the LayerNorm parameters named *.gamma / *.beta, as
                    bert-base-uncased's own file has them
+From tests/data/timm-vit-micro and tests/data/ved-trocr-vit (write_family_bins):
+  timm-vit-zip     a timm folder as the Hub often has them: config.json and pytorch_model.bin
+  ved-trocr-zip    a VisionEncoderDecoder as pytorch_model.bin, with the encoder's pooler the
+                   model does not hold (the trainer keeps it on save)
 and hostile or broken state dicts in pickles/ (each refused by the reader, named in the test),
 and the seeds of tests/fuzz/fuzz_torch_pickle.c.
 The folders' other files are the source folder's. Run from the project root:
@@ -205,6 +209,18 @@ def write_fuzz_seeds():
         shutil.copy(os.path.join(OUT, "pickles", f), f"{d}/hostile-{f}")
 
 
+def write_family_bins():
+    """The folders of families beyond ViT and BERT in .bin form (their other files copied)."""
+    timm_src, ved_src = "tests/data/timm-vit-micro", "tests/data/ved-trocr-vit"
+    timm = read_safetensors(os.path.join(timm_src, "model.safetensors"))
+    torch.save(timm, os.path.join(folder("timm-vit-zip", timm_src, ("config.json",)), "pytorch_model.bin"))
+    ved = read_safetensors(os.path.join(ved_src, "model.safetensors"))
+    assert "encoder.pooler.dense.weight" in ved
+    files = ("config.json", "generation_config.json", "preprocessor_config.json", "merges.txt", "vocab.json",
+             "special_tokens_map.json", "tokenizer_config.json")
+    torch.save(ved, os.path.join(folder("ved-trocr-zip", ved_src, files), "pytorch_model.bin"))
+
+
 def main():
     torch.manual_seed(0)
     vit_src, bert_src = "tests/data/vit-base-micro", "tests/data/bert-base-micro"
@@ -226,6 +242,7 @@ def main():
     assert any(n.endswith("LayerNorm.gamma") for n in renamed)
     bert_dir = folder("bert-gamma", bert_src, ("config.json", "tokenizer_config.json", "vocab.txt"))
     torch.save(renamed, os.path.join(bert_dir, "pytorch_model.bin"), _use_new_zipfile_serialization=False)
+    write_family_bins()
     write_pickles()
     write_fuzz_seeds()
 
