@@ -1,8 +1,8 @@
 /* A config.json that names no class (issue 41): SigLIP 2's, many base models' and hand-written
  * ones have no `architectures`. The weights then say which class the folder is: a classifier's
  * or a projection's tensors present, the class holding them; absent, the base model (ViTModel,
- * BertModel, CLIPVisionModel); DeiTModel and CLIPTextModel, which vit does not run, refused in
- * one line. Each folder is a micro folder of tests/data with its architectures taken out and its
+ * BertModel, CLIPVisionModel, CLIPTextModel); DeiTModel, which vit does not run, refused in one
+ * line. Each folder is a micro folder of tests/data with its architectures taken out and its
  * weights with or without the head's tensors; the expectation is the same weights under a
  * config.json naming the class: the same class, the same parameters bit for bit. */
 #include "tests/testutil.h"
@@ -13,10 +13,13 @@
 #include <sys/stat.h>
 
 #include <cjson/cJSON.h>
+#include <math.h>
+#include <unistd.h>
 
 #include "vit/io/model_dir.h"
 #include "vit/io/safetensors.h"
 #include "vit/model/params.h"
+#include "vit/vit.h"
 
 /* Writes src's config.json into dir with `architectures` set to arch (NULL: taken out). */
 static void write_config(const char *src, const char *dir, const char *arch) {
@@ -129,6 +132,62 @@ static void test_class_from_weights(void **state) {
     expect_class(TEST_DATA "/clip-vision-proj-micro", NULL, 0, 0, "CLIPVisionModelWithProjection");
     expect_class(TEST_DATA "/clip-vision-proj-micro", "visual_projection", 0, 0, "CLIPVisionModel");
     expect_class(TEST_DATA "/clip-text-proj-micro", NULL, 0, 0, "CLIPTextModelWithProjection");
+    expect_class(TEST_DATA "/clip-text-proj-micro", "text_projection", 0, 0, "CLIPTextModel");
+}
+
+/* Links src's tokenizer files into dir. */
+static void link_tokenizer(const char *src, const char *dir) {
+    static const char *const names[] = {"vocab.json", "merges.txt", "tokenizer_config.json"};
+    for (int i = 0; i < 3; i++) {
+        char from[600], to[600], *real;
+        snprintf(from, sizeof from, "%s/%s", src, names[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, names[i]);
+        assert_non_null(real = realpath(from, NULL));
+        unlink(to);
+        assert_int_equal(symlink(real, to), 0);
+        free(real);
+    }
+}
+
+/* CLIPTextModel (a CLIP text tower without text_projection): its output is pooler_output, the
+ * final LayerNorm at the end token, which text_projection takes to CLIPTextModelWithProjection's
+ * text_embeds: W times it, against the folder's own projection (float32 sums of a few dozen
+ * products: to 1e-5). */
+static void test_clip_text_model(void **state) {
+    (void)state;
+    const char *src = TEST_DATA "/clip-text-proj-micro";
+    const char *dir = folder("clip-text-model", src, NULL, "text_projection", 0, 0);
+    link_tokenizer(src, dir);
+    vit_error err = {0};
+    vit_text_context *with = vit_text_load(src, NULL, &err), *without = NULL;
+    if (!with || !(without = vit_text_load(dir, NULL, &err))) fail_msg("%s", err.msg);
+    assert_int_equal(vit_text_default_pool(without), VIT_POOL_POOLER);
+    const char *texts[2] = {"a photo of a cat", "two dogs"};
+    const size_t lengths[2] = {strlen(texts[0]), strlen(texts[1])};
+    const int P = vit_text_embed_size(with, VIT_POOL_PROJECTION),
+              D = vit_text_embed_size(without, VIT_POOL_POOLER);
+    float *embeds = calloc((size_t)2 * P, sizeof *embeds);
+    float *pooled = calloc((size_t)2 * D, sizeof *pooled);
+    if (vit_text_embed(with, texts, lengths, 2, VIT_POOL_PROJECTION, embeds, &err) != 0 ||
+        vit_text_embed(without, texts, lengths, 2, VIT_POOL_POOLER, pooled, &err) != 0)
+        fail_msg("%s", err.msg);
+    char path[600];
+    snprintf(path, sizeof path, "%s/model.safetensors", src);
+    size_t numel;
+    float *w = test_read_tensor(path, "text_projection.weight", &numel);
+    assert_true(w && numel == (size_t)P * D);
+    double worst = 0;
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < P; i++) {
+            double sum = 0;
+            for (int j = 0; j < D; j++) sum += (double)w[i * D + j] * pooled[b * D + j];
+            worst = fmax(worst, fabs(sum - embeds[b * P + i]));
+        }
+    print_message("  text_projection x CLIPTextModel's output vs text_embeds: %.3g (P %d, D %d)\n",
+                  worst, P, D);
+    assert_true(worst < 1e-5);
+    free(w), free(embeds), free(pooled);
+    vit_text_free(with), vit_text_free(without);
 }
 
 /* A base model's tensors under its task class's prefix (a ViTForImageClassification saved with
@@ -169,9 +228,6 @@ static void test_refused_and_named(void **state) {
     (void)state;
     expect_refused(folder("deit-base", TEST_DATA "/deit-micro", NULL, "classifier", 0, 0),
                    "DeiTModel (no classifier.weight), which vit does not run");
-    expect_refused(
-        folder("clip-text", TEST_DATA "/clip-text-proj-micro", NULL, "text_projection", 0, 0),
-        "CLIPTextModel (no text_projection.weight), which vit does not run");
     const char *named =
         folder("named-head", TEST_DATA "/vit-base-micro", "ViTForImageClassification", NULL, 0, 0);
     model m;
@@ -185,6 +241,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_class_from_weights),
         cmocka_unit_test(test_refused_and_named),
+        cmocka_unit_test(test_clip_text_model),
         cmocka_unit_test(test_base_model_under_task_prefix),
     };
     return cmocka_run_group_tests_name("model_class", tests, NULL, NULL);

@@ -447,7 +447,8 @@ VIT_API int vit_text_embed(vit_text_context *ctx, const char *const *texts, cons
                            int n, vit_pool pool, float *features, vit_error *err);
 /* A CLIP or SigLIP text tower takes VIT_POOL_JOINT where it has a joint space, and its own output
  * (not normalised): VIT_POOL_PROJECTION for CLIP's (text_embeds of CLIPTextModelWithProjection),
- * VIT_POOL_POOLER for SigLIP's (its head at the last position: SiglipTextModel's pooler_output).
+ * VIT_POOL_POOLER for SigLIP's (its head at the last position: SiglipTextModel's pooler_output) and
+ * CLIPTextModel's (the final LayerNorm at the end token: its pooler_output).
  * The pooling vit embed --text takes by default: VIT_POOL_JOINT for a joint model, else that
  * output; VIT_POOL_CLS for a BERT. */
 VIT_API vit_pool vit_text_default_pool(const vit_text_context *ctx);

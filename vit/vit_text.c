@@ -450,7 +450,7 @@ static int embed_tower_output(vit_text_context *c, const char *const *texts, con
                               int B, vit_pool pool, float *features, vit_error *err) {
     const head_kind head = c->w->m.cfg.opt.head;
     if ((pool == VIT_POOL_PROJECTION && head == HEAD_PROJECTION) ||
-        (pool == VIT_POOL_POOLER && head == HEAD_LINEAR))
+        (pool == VIT_POOL_POOLER && (head == HEAD_LINEAR || head == HEAD_NONE)))
         return vit_text_forward(c, texts, lengths, B, features, NULL, err);
     const vit_pool own = vit_text_default_pool(c);
     return vit_fail(err, "%s: its text embedding is %s", config_architecture(&c->w->m.cfg),

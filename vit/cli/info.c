@@ -205,7 +205,8 @@ static void print_one_tower(const vit_model_info *in) {
            !strcmp(in->pooling, "all") ? "every row out (last_hidden_state)"
            : !strcmp(in->pooling, "probe") && !in->score_scale
                ? "pooled output of the attention-pooling head (pooler_output)"
-           : !strcmp(in->head, "none") ? "the CLS row normalised (pooler_output)"
+           : !strcmp(in->head, "none") ? (image ? "the CLS row normalised (pooler_output)"
+                                                : "the pooled row normalised (pooler_output)")
            : in->score_scale           ? "embeddings of the joint space"
            : !strcmp(in->head, "projection")
                ? (image ? "the projection of the pooled row (image_embeds)"

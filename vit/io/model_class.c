@@ -23,15 +23,9 @@ static const struct {
     {"bert", "classifier.weight", "BertForSequenceClassification", "BertModel"},
     {"clip_vision_model", "visual_projection.weight", "CLIPVisionModelWithProjection",
      "CLIPVisionModel"},
-    {"clip_text_model", "text_projection.weight", "CLIPTextModelWithProjection", NULL},
+    {"clip_text_model", "text_projection.weight", "CLIPTextModelWithProjection", "CLIPTextModel"},
 };
 enum { NUM_ROWS = sizeof by_tensor / sizeof by_tensor[0] };
-
-/* The base model a row's model_type has without its head, for the refusal. */
-static const char *base_name(const char *type) {
-    return strcmp(type, "deit") == 0 ? "DeiTModel (no classifier.weight)"
-                                     : "CLIPTextModel (no text_projection.weight)";
-}
 
 /* Whether `architectures` is absent, null or empty: config.c then takes the type's first
  * class, which is what the weights must now say. */
@@ -52,9 +46,9 @@ static const char *class_of(const cJSON *root, const weights *w, const char *src
     }
     if (!without)
         vit_fail(err,
-                 "%s: names no class (no architectures) and the weights are a %s, which vit "
-                 "does not run",
-                 src, base_name(type));
+                 "%s: names no class (no architectures) and the weights are a DeiTModel (no "
+                 "classifier.weight), which vit does not run",
+                 src);
     return without;
 }
 

@@ -69,7 +69,7 @@ static const joint_family families[] = {
                {"clip_vision_model",
                 1,
                 {{"CLIPVisionModelWithProjection", 0}, {"CLIPVisionModel", 1}}},
-               {"clip_text_model", 2, {{"CLIPTextModelWithProjection", 0}}}},
+               {"clip_text_model", 2, {{"CLIPTextModelWithProjection", 0}, {"CLIPTextModel", 1}}}},
      .image_prefix = "vision_model.",
      .text_prefix = "text_model.",
      .image_projection = "visual_projection",
@@ -181,8 +181,7 @@ const char *config_joint_architecture(const model_config *cfg) {
         return image ? "open_clip CLIP (vision tower)" : "open_clip CLIP (text tower)";
     if (!cfg->one_tower) return image ? f->image_class : f->text_class;
     const joint_type *t = &f->types[image ? 1 : 2];
-    return image && cfg->no_projection && t->classes[1].name ? t->classes[1].name
-                                                             : t->classes[0].name;
+    return cfg->no_projection && t->classes[1].name ? t->classes[1].name : t->classes[0].name;
 }
 
 void config_joint_tensors(const model_config *cfg, joint_tensors *t) {
@@ -322,5 +321,5 @@ void config_joint_options(const model_config *c, tower_options *o) {
     o->causal = f->causal_text;
     /* CLIP configs with the old eos_token_id 2: the end token is the largest id */
     o->pool = f->text_pool == POOL_EOS && c->eos_token_id == 2 ? POOL_EOS_MAX : f->text_pool;
-    o->head = f->text_head;
+    o->head = c->no_projection ? HEAD_NONE : f->text_head; /* CLIPTextModel: pooler_output */
 }

@@ -103,7 +103,7 @@ static int pooled_position(const model_config *c, const int32_t *ids, int T) {
 }
 
 /* A joint model's text tower after the encoder: the pooled rows, the final LayerNorm on them,
- * the projection into the joint space. */
+ * the projection into the joint space (none: CLIPTextModel's pooler_output is the output). */
 static void joint_head_forward(const model *m, text_acts *a, const int32_t *ids, int B, int T,
                                int fast, float *out) {
     const model_config *c = &m->cfg;
@@ -114,7 +114,9 @@ static void joint_head_forward(const model *m, text_acts *a, const int32_t *ids,
     }
     layernorm_forward(a->pooled, NULL, NULL, a->cls, m->final_ln_w, m->final_ln_b, B, D,
                       c->layer_norm_eps);
-    if (fast)
+    if (c->opt.head == HEAD_NONE)
+        memcpy(out, a->pooled, sizeof(float) * (size_t)B * D);
+    else if (fast)
         gemm_run(m->head, a->pooled, B, out, a->gemm);
     else
         linear_forward(out, a->pooled, m->head_w, m->head_b, B, D, c->num_labels);
