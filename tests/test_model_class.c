@@ -135,6 +135,32 @@ static void test_class_from_weights(void **state) {
     expect_class(TEST_DATA "/clip-text-proj-micro", "text_projection", 0, 0, "CLIPTextModel");
 }
 
+/* The text encoders' three classes each: a sequence classifier, a token classifier (both with
+ * classifier.weight: told apart by the rest of the head) and the base model. */
+static void test_text_classes_from_weights(void **state) {
+    (void)state;
+    static const char *const cases[][2] = {
+        {"bert-tok-micro", "BertForTokenClassification"},
+        {"roberta-seq-micro", "RobertaForSequenceClassification"},
+        {"roberta-tok-micro", "RobertaForTokenClassification"},
+        {"roberta-model-micro", "RobertaModel"},
+        {"xlmr-seq-micro", "XLMRobertaForSequenceClassification"},
+        {"xlmr-tok-micro", "XLMRobertaForTokenClassification"},
+        {"xlmr-model-micro", "XLMRobertaModel"},
+        {"distilbert-seq-micro", "DistilBertForSequenceClassification"},
+        {"distilbert-tok-micro", "DistilBertForTokenClassification"},
+        {"distilbert-model-micro", "DistilBertModel"},
+        {"mpnet-seq-micro", "MPNetForSequenceClassification"},
+        {"mpnet-tok-micro", "MPNetForTokenClassification"},
+        {"mpnet-model-micro", "MPNetModel"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[256];
+        snprintf(src, sizeof src, "%s/%s", TEST_DATA, cases[i][0]);
+        expect_class(src, NULL, 0, 0, cases[i][1]);
+    }
+}
+
 /* Links src's tokenizer files into dir. */
 static void link_tokenizer(const char *src, const char *dir) {
     static const char *const names[] = {"vocab.json", "merges.txt", "tokenizer_config.json"};
@@ -240,6 +266,7 @@ static void test_refused_and_named(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_class_from_weights),
+        cmocka_unit_test(test_text_classes_from_weights),
         cmocka_unit_test(test_refused_and_named),
         cmocka_unit_test(test_clip_text_model),
         cmocka_unit_test(test_base_model_under_task_prefix),

@@ -6,26 +6,52 @@
 #include "vit/io/model_class.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vit/base/file.h"
 #include "vit/base/json.h"
 
-/* Per model_type, in order: the first row whose tensor the weights hold gives `with`; none, the
- * last row's `without` (NULL: a class vit does not run). */
+/* Per model_type, in order: the first row whose tensor (and `also`, when set) the weights hold
+ * gives `with`; none, the last row's `without` (NULL: a class vit does not run). A sequence
+ * classifier and a token classifier both have classifier.weight; what tells them apart is the
+ * rest of the head: BERT's pooler (BertForTokenClassification has none), the dense layer before
+ * it in RoBERTa's, XLM-R's and MPNet's (classifier.dense, out_proj), DistilBERT's
+ * pre_classifier. */
 static const struct {
-    const char *type, *tensor, *with, *without;
+    const char *type, *tensor, *also, *with, *without;
 } by_tensor[] = {
-    {"vit", "classifier.weight", "ViTForImageClassification", "ViTModel"},
-    {"deit", "cls_classifier.weight", "DeiTForImageClassificationWithTeacher", NULL},
-    {"deit", "classifier.weight", "DeiTForImageClassification", NULL}, /* DeiTModel: not run */
-    {"bert", "classifier.weight", "BertForSequenceClassification", "BertModel"},
-    {"clip_vision_model", "visual_projection.weight", "CLIPVisionModelWithProjection",
+    {"vit", "classifier.weight", NULL, "ViTForImageClassification", "ViTModel"},
+    {"deit", "cls_classifier.weight", NULL, "DeiTForImageClassificationWithTeacher", NULL},
+    {"deit", "classifier.weight", NULL, "DeiTForImageClassification", NULL}, /* DeiTModel */
+    {"bert", "classifier.weight", "pooler.dense.weight", "BertForSequenceClassification", NULL},
+    {"bert", "classifier.weight", NULL, "BertForTokenClassification", "BertModel"},
+    {"roberta", "classifier.out_proj.weight", NULL, "RobertaForSequenceClassification", NULL},
+    {"roberta", "classifier.weight", NULL, "RobertaForTokenClassification", "RobertaModel"},
+    {"xlm-roberta", "classifier.out_proj.weight", NULL, "XLMRobertaForSequenceClassification",
+     NULL},
+    {"xlm-roberta", "classifier.weight", NULL, "XLMRobertaForTokenClassification",
+     "XLMRobertaModel"},
+    {"distilbert", "pre_classifier.weight", NULL, "DistilBertForSequenceClassification", NULL},
+    {"distilbert", "classifier.weight", NULL, "DistilBertForTokenClassification",
+     "DistilBertModel"},
+    {"mpnet", "classifier.out_proj.weight", NULL, "MPNetForSequenceClassification", NULL},
+    {"mpnet", "classifier.weight", NULL, "MPNetForTokenClassification", "MPNetModel"},
+    {"clip_vision_model", "visual_projection.weight", NULL, "CLIPVisionModelWithProjection",
      "CLIPVisionModel"},
-    {"clip_text_model", "text_projection.weight", "CLIPTextModelWithProjection", "CLIPTextModel"},
+    {"clip_text_model", "text_projection.weight", NULL, "CLIPTextModelWithProjection",
+     "CLIPTextModel"},
 };
 enum { NUM_ROWS = sizeof by_tensor / sizeof by_tensor[0] };
+
+/* Whether w holds name with or without the type's base_model_prefix ("bert.pooler...": the
+ * classifier's file; "pooler...": a base model's with a classifier added). */
+static int holds(const weights *w, const char *type, const char *name) {
+    char full[160];
+    snprintf(full, sizeof full, "%s.%s", type, name);
+    return weights_find(w, name) || weights_find(w, full);
+}
 
 /* Whether `architectures` is absent, null or empty: config.c then takes the type's first
  * class, which is what the weights must now say. */
@@ -41,7 +67,9 @@ static const char *class_of(const cJSON *root, const weights *w, const char *src
     const char *type = cJSON_IsString(t) ? t->valuestring : "vit", *without = "";
     for (int i = 0; i < NUM_ROWS; i++) {
         if (strcmp(by_tensor[i].type, type) != 0) continue;
-        if (weights_find(w, by_tensor[i].tensor)) return by_tensor[i].with;
+        if (weights_find(w, by_tensor[i].tensor) &&
+            (!by_tensor[i].also || holds(w, type, by_tensor[i].also)))
+            return by_tensor[i].with;
         without = by_tensor[i].without;
     }
     if (!without)
@@ -70,8 +98,9 @@ static char *naming(cJSON *root, const char *name) {
 int model_config_for_weights(const char *dir, config_tower tower, const weights *w,
                              model_config *cfg, vit_error *err) {
     if (model_config_load_tower(dir, tower, cfg, err) != 0) return -1;
-    const int decided = cfg->family == FAMILY_PLAIN || (config_is_joint(cfg) && cfg->one_tower);
-    if (!decided) return 0;
+    const int decided = cfg->family == FAMILY_PLAIN || cfg->family == FAMILY_TEXT ||
+                        (config_is_joint(cfg) && cfg->one_tower);
+    if (!decided || cfg->open_clip) return 0; /* open_clip's config names no Hugging Face class */
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     cJSON *root = json_load_object(path, err);
