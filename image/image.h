@@ -76,6 +76,8 @@ typedef struct {
     int do_normalize;
     float mean[3], std[3];
     int channels;      /* from config.json num_channels */
+    double crop_pct;   /* > 0: timm's eval transform, whose resize is floor(size / crop_pct) at
+                        * any input size (preprocess_config_set_size) */
     int torch_crop;    /* center crop offsets as torchvision's CenterCrop (timm's eval transform):
                         * round((size - crop) / 2) half to even, not floor */
     int from_defaults; /* 1: there was no preprocessor_config.json (ViTImageProcessor's defaults) */

@@ -278,6 +278,7 @@ static int parse_timm(const cJSON *p, preprocess_config *cfg, const char *src, v
                         "one vit follows (center with a square scale, squash)",
                         src, m, pct, w, h);
     cfg->do_center_crop = cfg->torch_crop = 1;
+    cfg->crop_pct = pct;
     cfg->crop_height = h, cfg->crop_width = w;
     cfg->shortest_edge = strcmp(m, "center") == 0 ? sh : 0;
     cfg->resize_height = sh, cfg->resize_width = sw;
@@ -428,7 +429,12 @@ void preprocess_config_set_size(preprocess_config *cfg, int size) {
     int c, h, w;
     preprocess_output_shape(cfg, &c, &h, &w);
     if (h == size && w == size) return;
-    if (cfg->do_center_crop && cfg->do_resize) {
+    if (cfg->crop_pct > 0) { /* timm: resolve_data_config at input_size (3, size, size) */
+        const int scale = (int)floor(size / cfg->crop_pct);
+        if (cfg->shortest_edge > 0) cfg->shortest_edge = scale;
+        cfg->resize_height = cfg->resize_width = scale;
+        cfg->crop_height = cfg->crop_width = size;
+    } else if (cfg->do_center_crop && cfg->do_resize) {
         /* keep the crop's share of the resized image (timm's crop_pct) */
         if (cfg->shortest_edge > 0) {
             cfg->shortest_edge = (int)((double)cfg->shortest_edge * size / cfg->crop_height);

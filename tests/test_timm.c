@@ -107,6 +107,62 @@ static void test_outputs_match_reference(void **state) {
     }
 }
 
+/* Another input size (--size N, vit_params.image_size): the positions resampled as timm's
+ * resample_abs_pos_embed does for dynamic_img_size and create_model(img_size=N) (bicubic,
+ * antialias=True, the prefix rows kept: the class token's with positions, the registers' with
+ * positions, none with no_embed_class), the eval transform at N; against
+ * tools/timm_resize_reference.py's float64 goldens. Before, refused ('inference at the model's
+ * image_size only'). */
+static void test_other_sizes(void **state) {
+    (void)state;
+    static const struct {
+        const char *dir;
+        int size;
+    } runs[] = {{"tests/data/timm-vit-micro", 48},
+                {"tests/data/timm-gap-reg-micro", 42},
+                {"tests/data/timm-so150m-reg-micro", 40}};
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        vit_error err = {0};
+        vit_params params = vit_default_params();
+        params.image_size = runs[r].size;
+        vit_context *ctx = vit_load(runs[r].dir, &params, &err);
+        if (!ctx) fail_msg("%s at %d: %s", runs[r].dir, runs[r].size, err.msg);
+        char golden[256];
+        snprintf(golden, sizeof golden, "%s/golden-size%d.safetensors", runs[r].dir, runs[r].size);
+        const size_t n = vit_input_floats(ctx);
+        const int K = vit_num_labels(ctx);
+        float *px = test_alloc_floats(n), *out = test_alloc_floats((size_t)K);
+        double worst = 0;
+        for (int i = 0; i < 3; i++) {
+            char name[32];
+            size_t numel;
+            snprintf(name, sizeof name, "pixels.%d", i);
+            float *want_px = test_read_tensor(golden, name, &numel);
+            assert_non_null(want_px);
+            assert_int_equal(numel, n);
+            if (vit_preprocess_file(ctx, images[i], px, &err) != 0) fail_msg("%s", err.msg);
+            size_t off = 0;
+            for (size_t k = 0; k < n; k++) off += px[k] != want_px[k];
+            if (off) fail_msg("%s at %d: %zu pixels differ", runs[r].dir, runs[r].size, off);
+            snprintf(name, sizeof name, "output.%d", i);
+            float *want = test_read_tensor(golden, name, &numel);
+            assert_int_equal(numel, (size_t)K);
+            if (vit_forward(ctx, want_px, 1, out, &err) != 0) fail_msg("%s", err.msg);
+            for (int k = 0; k < K; k++) {
+                const double d = fabs((double)out[k] - want[k]);
+                worst = d > worst ? d : worst;
+                if (!(d <= TOL))
+                    fail_msg("%s at %d, %s: output %d is %g, the reference %g", runs[r].dir,
+                             runs[r].size, images[i], k, out[k], want[k]);
+            }
+            free(want_px), free(want);
+        }
+        print_message("%s at %d: largest difference %.2g\n", runs[r].dir, runs[r].size, worst);
+        free(px), free(out);
+        vit_free(ctx);
+    }
+}
+
 /* timm-vit-micro-hf holds timm-vit-micro's weights under transformers' names (qkv split into
  * query, key and value): the same logits and CLS features, bit for bit. */
 static void test_same_weights_as_hf_folder(void **state) {
@@ -269,6 +325,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_preprocessing_is_timms),
         cmocka_unit_test(test_outputs_match_reference),
+        cmocka_unit_test(test_other_sizes),
         cmocka_unit_test(test_same_weights_as_hf_folder),
         cmocka_unit_test(test_pretrained_cfg_over_processor_file),
         cmocka_unit_test(test_refusals),

@@ -341,6 +341,9 @@ void config_timm_options(const model_config *c, tower_options *o) {
     o->patch_bias = !c->timm_pre_norm; /* timm's PatchEmbed: bias=not pre_norm */
     o->embed_norm = c->timm_pre_norm;  /* norm_pre */
     o->abs_pos = 1;
+    /* another size: resample_abs_pos_embed (bicubic, antialias=True) of the grid, the prefix rows
+     * kept, as dynamic_img_size and create_model(img_size=) resample */
+    o->pos_antialias = 1;
     o->layer_scale = c->layer_scale;
     o->swiglu = c->use_swiglu;
     o->key_bias = 1; /* qkv_bias: all three or none */

@@ -129,7 +129,8 @@ static int check_use(const model *m, int height, int width, int training, vit_er
     if (training && !trains)
         return vit_fail(err, "%s: inference only, for now (no training forward for this family)",
                         config_architecture(c));
-    if (c->family != FAMILY_PLAIN && !config_is_backbone(c) && other_side)
+    if (c->family != FAMILY_PLAIN && c->family != FAMILY_TIMM && !config_is_backbone(c) &&
+        other_side)
         return vit_fail(err, "%s: inference at the model's image_size only, for now",
                         config_architecture(c));
     if (training && config_classifier_heads(c) > 1)
