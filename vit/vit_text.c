@@ -9,9 +9,13 @@
 #include <string.h>
 
 #include "text/text_tokenizer.h"
+#include "text/tj.h"
+#include "text/utf8.h"
 #include "vit/base/threads.h"
 #include "vit/core/ops.h"
 #include "vit/io/model_dir.h"
+#include "vit/io/st_folder.h"
+#include "vit/model/pooling.h"
 #include "vit/model/text_model.h"
 #include "vit/vit_internal.h"
 
@@ -24,6 +28,9 @@ typedef struct {
     char tokenizer_error[sizeof(((vit_error *)0)->msg)]; /* tok NULL (params.tokenizer_optional) */
     int max_batch, max_tokens, pad_id;
     char compute[128];
+    int sentence; /* a sentence-transformers folder: st holds its pipeline */
+    st_pipeline st;
+    int widest; /* the widest row the pipeline makes (pooled or a Dense's output) */
 } text_weights;
 
 /* One computation's state over shared weights. */
@@ -33,11 +40,13 @@ struct vit_text_context {
     gemm_state *gemm; /* acts.gemm: running the prepared layers */
     text_tokenizer_scratch *scratch;
     int threads;
-    int32_t *rows; /* [max_batch, max_tokens]: each text's ids, rows of the last run */
-    int *lengths;  /* [max_batch] */
-    int32_t *ids;  /* [max_batch * max_tokens]: the last batch packed as [B, T] */
-    uint8_t *mask; /* same layout: 1 = token, 0 = padding */
-    float *logits; /* [max_batch, labels]: vit_text_classify's and vit_text_embed's */
+    int32_t *rows;          /* [max_batch, max_tokens]: each text's ids, rows of the last run */
+    int *lengths;           /* [max_batch] */
+    int32_t *ids;           /* [max_batch * max_tokens]: the last batch packed as [B, T] */
+    uint8_t *mask;          /* same layout: 1 = token, 0 = padding */
+    float *logits;          /* [max_batch, labels]: vit_text_classify's and vit_text_embed's */
+    float *rows_a, *rows_b; /* [widest]: a sentence pipeline's steps, one text at a time */
+    int prompt_tokens;      /* the last batch's prompt: tokens before its text (CLS included) */
 };
 
 vit_text_params vit_text_default_params(void) {
@@ -72,6 +81,7 @@ static void weights_release(text_weights *w) {
     if (!w || atomic_fetch_sub(&w->refs, 1) != 1) return;
     text_tokenizer_free(w->tok);
     model_free(&w->m);
+    st_pipeline_free(&w->st);
     free(w);
 }
 
@@ -117,7 +127,12 @@ static int alloc_batch(vit_text_context *c, vit_error *err) {
     c->lengths = calloc((size_t)w->max_batch, sizeof *c->lengths);
     c->logits = malloc(sizeof *c->logits * (size_t)w->max_batch * (size_t)w->m.cfg.num_labels);
     c->scratch = w->tok ? text_tokenizer_scratch_create(w->tok) : NULL;
-    if (!c->rows || !c->ids || !c->mask || !c->lengths || !c->logits || (w->tok && !c->scratch))
+    const size_t widest =
+        (size_t)(w->widest > w->m.cfg.hidden_size ? w->widest : w->m.cfg.hidden_size);
+    c->rows_a = malloc(sizeof *c->rows_a * widest);
+    c->rows_b = malloc(sizeof *c->rows_b * widest);
+    if (!c->rows || !c->ids || !c->mask || !c->lengths || !c->logits || (w->tok && !c->scratch) ||
+        !c->rows_a || !c->rows_b)
         return vit_fail(err, "out of memory for batches of %d texts", w->max_batch);
     return 0;
 }
@@ -145,13 +160,49 @@ static int add_gemm_state(vit_text_context *c, vit_error *err) {
     return c->gemm ? 0 : -1;
 }
 
+/* Moves st into w: the pipeline after w's Transformer, checked against it. */
+static int adopt_pipeline(text_weights *w, st_pipeline *st, const char *dir, vit_error *err) {
+    w->st = *st;
+    memset(st, 0, sizeof *st);
+    w->sentence = 1;
+    if (w->m.cfg.opt.pool == POOL_LAST) /* its forward attends to padding: no token mask */
+        return vit_fail(err, "%s: a sentence-transformers folder over %s is not read", dir,
+                        config_architecture(&w->m.cfg));
+    if (w->st.word_dim != w->m.cfg.hidden_size)
+        return vit_fail(err,
+                        "%s: the Pooling's word_embedding_dimension is %d, the Transformer's "
+                        "hidden_size %d",
+                        dir, w->st.word_dim, w->m.cfg.hidden_size);
+    w->widest = st_pooled_dim(&w->st);
+    for (int i = 0; i < w->st.ndense; i++)
+        if (w->st.dense[i].out > w->widest) w->widest = w->st.dense[i].out;
+    /* the Transformer module's max_seq_length cuts as the tokenizer's model_max_length does */
+    if (w->st.max_seq_length > 1 && w->st.max_seq_length < w->max_tokens)
+        w->max_tokens = w->st.max_seq_length;
+    return 0;
+}
+
+/* The folder's model, tokenizer and (for a sentence-transformers folder) pipeline. */
+static text_weights *load_weights(const char *model_dir, const vit_text_params *p, vit_error *err) {
+    st_pipeline st = {0};
+    const int sentence = st_folder_is(model_dir);
+    if (sentence && st_pipeline_load(model_dir, &st, err) != 0) return NULL;
+    const char *dir = sentence ? st.transformer_dir : model_dir;
+    text_weights *w = require_text(dir, err) == 0 ? weights_load(dir, p, err) : NULL;
+    if (w && sentence && adopt_pipeline(w, &st, model_dir, err) != 0) {
+        weights_release(w);
+        w = NULL;
+    }
+    st_pipeline_free(&st);
+    return w;
+}
+
 vit_text_context *vit_text_load(const char *model, const vit_text_params *params, vit_error *err) {
     const vit_text_params p = params ? *params : vit_text_default_params();
     char model_dir[4096];
     if (vit_resolve_model(model, model_dir, sizeof model_dir, err) != 0) return NULL;
     if (p.max_batch < 1) return vit_fail(err, "batch size %d is not positive", p.max_batch), NULL;
-    if (require_text(model_dir, err) != 0) return NULL;
-    text_weights *w = weights_load(model_dir, &p, err);
+    text_weights *w = load_weights(model_dir, &p, err);
     vit_text_context *c = w ? context_create(w, threads_resolve(p.threads), err) : NULL;
     if (!c) return NULL;
     if (api_prepare(&w->m, p.backend, p.precision, w->max_batch, w->max_tokens, c->threads, 0,
@@ -183,6 +234,8 @@ void vit_text_free(vit_text_context *c) {
     free(c->ids);
     free(c->mask);
     free(c->logits);
+    free(c->rows_a);
+    free(c->rows_b);
     weights_release(c->w);
     free(c);
 }
@@ -246,13 +299,66 @@ static int pack_batch(vit_text_context *c, int B) {
     return T;
 }
 
+/* Appends text[0..len) to out (room for 4 * len bytes), lower-cased character by character
+ * when lower (sentence_bert_config.json's do_lower_case: the Transformer module lowers each text
+ * before its tokenizer; the characters' own lower case, without Python's final-sigma rule).
+ * Returns the bytes written. */
+static size_t append_text(char *out, const char *text, size_t len, int lower) {
+    if (!lower) return memcpy(out, text, len), len;
+    size_t i = 0, n = 0;
+    while (i < len) {
+        const size_t start = i;
+        const int32_t cp = utf8_decode((const uint8_t *)text, len, &i);
+        int32_t low[3];
+        const int k = cp < 0 ? 0 : tj_lowercase(cp, low);
+        if (cp < 0) out[n++] = text[start]; /* left for the tokenizer to read as it reads it */
+        for (int j = 0; j < k; j++) n += utf8_encode(low[j], (uint8_t *)out + n);
+    }
+    return n;
+}
+
+/* prompt + text as the tokenizer is given it (malloc'ed, *n its length; NULL when out of
+ * memory). */
+static char *prompted_text(const text_weights *w, const char *prompt, const char *text, size_t len,
+                           size_t *n) {
+    const size_t plen = prompt ? strlen(prompt) : 0;
+    char *out = malloc(4 * (plen + len) + 1);
+    if (!out) return NULL;
+    const int lower = w->sentence && w->st.do_lower_case;
+    *n = append_text(out, prompt ? prompt : "", plen, lower);
+    *n += append_text(out + *n, text ? text : "", len, lower);
+    out[*n] = '\0';
+    return out;
+}
+
+static int encode_one(vit_text_context *c, const char *prompt, const char *text, size_t len,
+                      int32_t *row, vit_error *err) {
+    const text_weights *w = c->w;
+    if (!(prompt && *prompt) && !(w->sentence && w->st.do_lower_case))
+        return text_tokenizer_encode(w->tok, c->scratch, text, len, w->max_tokens, row, err);
+    size_t n;
+    char *joined = prompted_text(w, prompt, text, len, &n);
+    if (!joined) return vit_fail(err, "out of memory");
+    const int rc = text_tokenizer_encode(w->tok, c->scratch, joined, n, w->max_tokens, row, err);
+    free(joined);
+    return rc;
+}
+
+/* The prompt's tokens before a text, as SentenceTransformer.encode counts them: the prompt
+ * tokenized alone, less its last token (the end token). */
+static int prompt_tokens(vit_text_context *c, const char *prompt, vit_error *err) {
+    if (!prompt || !*prompt) return 0;
+    const int n = encode_one(c, prompt, "", 0, c->rows, err);
+    return n < 0 ? -1 : n > 0 ? n - 1 : 0;
+}
+
 static int tokenize_batch(vit_text_context *c, const char *const *texts, const size_t *lengths,
-                          int B, vit_error *err) {
+                          int B, const char *prompt, vit_error *err) {
     if (!c->w->tok) return vit_fail(err, "%s", c->w->tokenizer_error);
+    if ((c->prompt_tokens = prompt_tokens(c, prompt, err)) < 0) return -1;
     for (int b = 0; b < B; b++) {
-        c->lengths[b] =
-            text_tokenizer_encode(c->w->tok, c->scratch, texts[b], lengths[b], c->w->max_tokens,
-                                  c->rows + (size_t)b * c->w->max_tokens, err);
+        c->lengths[b] = encode_one(c, prompt, texts[b], lengths[b],
+                                   c->rows + (size_t)b * c->w->max_tokens, err);
         if (c->lengths[b] < 0) {
             for (int k = b; k < B; k++) c->lengths[k] = 0;
             return -1;
@@ -266,37 +372,29 @@ static const uint8_t *run_mask(const vit_text_context *c) {
     return c->w->m.cfg.opt.pool == POOL_LAST ? NULL : c->mask;
 }
 
-int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
-                     float *logits, float *probs, vit_error *err) {
+/* vit_text_forward with prompt put before each text; returns the padded length T or -1. */
+static int forward_prompted(vit_text_context *c, const char *const *texts, const size_t *lengths,
+                            int B, const char *prompt, float *logits, vit_error *err) {
     if (B < 1 || B > c->w->max_batch)
         return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
-    if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;
+    if (tokenize_batch(c, texts, lengths, B, prompt, err) != 0) return -1;
     const int T = pack_batch(c, B);
     const threads_scope scope = threads_begin(c->threads);
     const int rc =
         text_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, logits, err);
     threads_end(scope);
-    if (rc == 0 && probs) softmax_probs(probs, logits, B, c->w->m.cfg.num_labels);
-    return rc;
+    return rc == 0 ? T : -1;
+}
+
+int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                     float *logits, float *probs, vit_error *err) {
+    if (forward_prompted(c, texts, lengths, B, NULL, logits, err) < 0) return -1;
+    if (probs) softmax_probs(probs, logits, B, c->w->m.cfg.num_labels);
+    return 0;
 }
 
 int vit_text_hidden_size(const vit_text_context *c) {
     return c->w->m.cfg.hidden_size;
-}
-
-/* The mean of text b's final hidden states over its tokens (the mask's ones). */
-static void mean_tokens(const vit_text_context *c, int b, int T, float *out) {
-    const int D = c->w->m.cfg.hidden_size;
-    const float *x = c->acts.x + (size_t)b * T * D;
-    const uint8_t *mask = c->mask + (size_t)b * T;
-    int n = 0;
-    memset(out, 0, sizeof(float) * D);
-    for (int t = 0; t < T; t++) {
-        if (!mask[t]) continue;
-        for (int d = 0; d < D; d++) out[d] += x[(size_t)t * D + d];
-        n++;
-    }
-    for (int d = 0; d < D; d++) out[d] /= n > 0 ? n : 1;
 }
 
 const model *api_text_model(const vit_text_context *c) {
@@ -310,16 +408,17 @@ int vit_text_joint_dim(const vit_text_context *c) {
 
 /* VIT_POOL_JOINT: the text tower's output, normalised. */
 static int embed_joint(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
-                       float *features, vit_error *err) {
+                       const char *prompt, float *features, vit_error *err) {
     api_joint j;
     if (api_joint_of(&c->w->m, &j, err) != 0) return -1;
-    const int rc = vit_text_forward(c, texts, lengths, B, features, NULL, err);
-    if (rc == 0) api_normalize_rows(features, B, j.dim);
-    return rc;
+    if (forward_prompted(c, texts, lengths, B, prompt, features, err) < 0) return -1;
+    api_normalize_rows(features, B, j.dim);
+    return 0;
 }
 
 vit_pool vit_text_default_pool(const vit_text_context *c) {
     const model_config *cfg = &c->w->m.cfg;
+    if (c->w->sentence) return VIT_POOL_SENTENCE;
     if (vit_text_joint_dim(c) > 0) return VIT_POOL_JOINT;
     if (cfg->opt.head == HEAD_PROJECTION) return VIT_POOL_PROJECTION; /* text_embeds */
     return cfg->opt.pool == POOL_BERT ? VIT_POOL_CLS : VIT_POOL_POOLER;
@@ -327,6 +426,7 @@ vit_pool vit_text_default_pool(const vit_text_context *c) {
 
 int vit_text_embed_size(const vit_text_context *c, vit_pool pool) {
     if (pool == VIT_POOL_JOINT) return vit_text_joint_dim(c);
+    if (pool == VIT_POOL_SENTENCE) return c->w->sentence ? st_output_dim(&c->w->st) : 0;
     const int tower = c->w->m.cfg.opt.pool != POOL_BERT; /* CLIP's or SigLIP's: its forward's */
     return tower && (pool == VIT_POOL_PROJECTION || pool == VIT_POOL_POOLER)
                ? vit_text_num_labels(c)
@@ -336,11 +436,12 @@ int vit_text_embed_size(const vit_text_context *c, vit_pool pool) {
 /* A CLIP or SigLIP text tower: its output as the forward gives it, the one pooling it has
  * besides the joint space (a causal tower's CLS row and mean are no features of its own). */
 static int embed_tower_output(vit_text_context *c, const char *const *texts, const size_t *lengths,
-                              int B, vit_pool pool, float *features, vit_error *err) {
+                              int B, vit_pool pool, const char *prompt, float *features,
+                              vit_error *err) {
     const head_kind head = c->w->m.cfg.opt.head;
     if ((pool == VIT_POOL_PROJECTION && head == HEAD_PROJECTION) ||
         (pool == VIT_POOL_POOLER && head == HEAD_LINEAR))
-        return vit_text_forward(c, texts, lengths, B, features, NULL, err);
+        return forward_prompted(c, texts, lengths, B, prompt, features, err) < 0 ? -1 : 0;
     const vit_pool own = vit_text_default_pool(c);
     return vit_fail(err, "%s: its text embedding is %s", config_architecture(&c->w->m.cfg),
                     own == VIT_POOL_JOINT        ? "VIT_POOL_JOINT"
@@ -348,35 +449,135 @@ static int embed_tower_output(vit_text_context *c, const char *const *texts, con
                                                  : "VIT_POOL_POOLER (pooler_output)");
 }
 
-int vit_text_embed(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
-                   vit_pool pool, float *features, vit_error *err) {
-    if (pool == VIT_POOL_JOINT) return embed_joint(c, texts, lengths, B, features, err);
-    if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN && pool != VIT_POOL_POOLER &&
-        pool != VIT_POOL_PROJECTION)
-        return vit_fail(err, "unknown pooling %d", (int)pool);
+/* The POOL_MODE_* bits of a pooling over the tokens (0 for the others). */
+static int pool_modes(const text_weights *w, vit_pool pool) {
+    switch (pool) {
+    case VIT_POOL_CLS:
+        return POOL_MODE_CLS;
+    case VIT_POOL_MEAN:
+        return POOL_MODE_MEAN;
+    case VIT_POOL_MAX:
+        return POOL_MODE_MAX;
+    case VIT_POOL_MEAN_SQRT_LEN:
+        return POOL_MODE_MEAN_SQRT_LEN;
+    case VIT_POOL_WEIGHTED_MEAN:
+        return POOL_MODE_WEIGHTED_MEAN;
+    case VIT_POOL_LAST_TOKEN:
+        return POOL_MODE_LAST_TOKEN;
+    case VIT_POOL_SENTENCE:
+        return w->sentence ? w->st.modes : 0;
+    default:
+        return 0;
+    }
+}
+
+/* The Dense and Normalize modules after the pooling, in modules.json's order, on one text's
+ * pooled row in a (b: room for the widest step); returns the buffer holding the result. */
+static float *run_steps(const st_pipeline *st, float *a, float *b) {
+    int n = st_pooled_dim(st);
+    for (int i = 0; i < st->nsteps; i++) {
+        if (st->steps[i].kind == ST_STEP_NORMALIZE) {
+            l2_normalize(a, n);
+            continue;
+        }
+        const st_dense *d = &st->dense[st->steps[i].dense];
+        dense_forward(d->w, d->b, d->in, d->out, d->act, a, b);
+        n = d->out;
+        float *t = a;
+        a = b, b = t;
+    }
+    return a;
+}
+
+/* Text b's embedding after a forward of T tokens a row: the pooling's, or for
+ * VIT_POOL_SENTENCE the folder's whole pipeline. */
+static const float *pooled_row(vit_text_context *c, int b, int T, vit_pool pool) {
+    const int D = c->w->m.cfg.hidden_size;
+    if (pool == VIT_POOL_POOLER) return c->acts.pooled + (size_t)b * D;
+    /* include_prompt false: the prompt's tokens (CLS among them) are left out as padding */
+    const int skip = c->w->sentence && !c->w->st.include_prompt ? c->prompt_tokens : 0;
+    pool_tokens(c->acts.x + (size_t)b * T * D, c->mask + (size_t)b * T, T, D,
+                pool_modes(c->w, pool), skip, c->rows_a);
+    return pool == VIT_POOL_SENTENCE ? run_steps(&c->w->st, c->rows_a, c->rows_b) : c->rows_a;
+}
+
+/* An encoder's poolings: the first dims floats of each text's row into features. */
+static int embed_encoder(vit_text_context *c, const char *const *texts, const size_t *lengths,
+                         int B, vit_pool pool, const char *prompt, int dims, float *features,
+                         vit_error *err) {
     const model_config *cfg = &c->w->m.cfg;
-    if (cfg->opt.pool != POOL_BERT)
-        return embed_tower_output(c, texts, lengths, B, pool, features, err);
     if (pool == VIT_POOL_PROJECTION)
         return vit_fail(err, "%s: VIT_POOL_PROJECTION is a CLIP text tower's projection",
                         config_architecture(cfg));
+    if (pool == VIT_POOL_SENTENCE && !c->w->sentence)
+        return vit_fail(err, "VIT_POOL_SENTENCE: the folder is no sentence-transformers one (no "
+                             "modules.json)");
+    if (pool != VIT_POOL_POOLER && !pool_modes(c->w, pool))
+        return vit_fail(err, "unknown pooling %d", (int)pool);
+    const int T = forward_prompted(c, texts, lengths, B, prompt, c->logits, err);
+    if (T < 0) return -1;
+    for (int b = 0; b < B; b++)
+        memcpy(features + (size_t)b * dims, pooled_row(c, b, T, pool), sizeof(float) * dims);
+    return 0;
+}
+
+/* A CLIP or SigLIP tower's own output or joint embedding, cut to dims. */
+static int embed_tower(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                       vit_pool pool, const char *prompt, int dims, int full, float *features,
+                       vit_error *err) {
+    float *all = dims < full ? malloc(sizeof *all * (size_t)B * full) : features;
+    if (!all) return vit_fail(err, "out of memory");
+    const int rc = pool == VIT_POOL_JOINT
+                       ? embed_joint(c, texts, lengths, B, prompt, all, err)
+                       : embed_tower_output(c, texts, lengths, B, pool, prompt, all, err);
+    for (int b = 0; rc == 0 && all != features && b < B; b++)
+        memcpy(features + (size_t)b * dims, all + (size_t)b * full, sizeof(float) * dims);
+    if (all != features) free(all);
+    return rc;
+}
+
+int vit_text_embed_with(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                        const vit_text_embed_opts *opts, float *features, vit_error *err) {
+    const vit_text_embed_opts own = {.pool = vit_text_default_pool(c)};
+    const vit_text_embed_opts *o = opts ? opts : &own;
+    const char *prompt = o->prompt ? o->prompt : vit_text_prompt(c, vit_text_default_prompt(c));
+    const int full = vit_text_embed_size(c, o->pool), dims = o->dimensions ? o->dimensions : full;
+    if (dims < 0 || dims > full)
+        return vit_fail(err, "dimensions %d: the embedding has %d", o->dimensions, full);
     if (B < 1 || B > c->w->max_batch)
         return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
-    if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;
-    const int T = pack_batch(c, B);
-    const threads_scope scope = threads_begin(c->threads);
     const int rc =
-        text_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, c->logits, err);
-    threads_end(scope);
-    const size_t D = (size_t)c->w->m.cfg.hidden_size;
-    for (int b = 0; rc == 0 && b < B; b++) {
-        if (pool == VIT_POOL_MEAN)
-            mean_tokens(c, b, T, features + b * D);
-        else
-            memcpy(features + b * D, (pool == VIT_POOL_CLS ? c->acts.cls : c->acts.pooled) + b * D,
-                   D * sizeof(float));
-    }
+        o->pool == VIT_POOL_JOINT || c->w->m.cfg.opt.pool != POOL_BERT
+            ? embed_tower(c, texts, lengths, B, o->pool, prompt, dims, full, features, err)
+            : embed_encoder(c, texts, lengths, B, o->pool, prompt, dims, features, err);
+    /* Matryoshka: a cut row of a normalised embedding is normalised again */
+    const int normalised =
+        o->pool == VIT_POOL_JOINT || (o->pool == VIT_POOL_SENTENCE && st_normalizes(&c->w->st));
+    for (int b = 0; rc == 0 && normalised && dims < full && b < B; b++)
+        l2_normalize(features + (size_t)b * dims, dims);
     return rc;
+}
+
+int vit_text_embed(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                   vit_pool pool, float *features, vit_error *err) {
+    const vit_text_embed_opts o = {.pool = pool};
+    return vit_text_embed_with(c, texts, lengths, B, &o, features, err);
+}
+
+int vit_text_prompt_count(const vit_text_context *c) {
+    return c->w->sentence ? c->w->st.nprompts : 0;
+}
+const char *vit_text_prompt_name(const vit_text_context *c, int i) {
+    return i >= 0 && i < vit_text_prompt_count(c) ? c->w->st.prompt_names[i] : NULL;
+}
+const char *vit_text_prompt(const vit_text_context *c, const char *name) {
+    return name && c->w->sentence ? st_prompt(&c->w->st, name) : NULL;
+}
+const char *vit_text_default_prompt(const vit_text_context *c) {
+    return c->w->sentence ? c->w->st.default_prompt : NULL;
+}
+const char *vit_text_similarity(const vit_text_context *c) {
+    return c->w->sentence && c->w->st.similarity[0] ? c->w->st.similarity : "cosine";
 }
 
 int vit_text_classify(vit_text_context *c, const char *text, int k, vit_prediction *top,

@@ -1,0 +1,237 @@
+/* sentence-transformers folders (tests/data/st-*-micro, tools/sentence_transformers_reference.py):
+ * vit_text_embed with the folder's own pipeline (VIT_POOL_SENTENCE) against the float64
+ * re-implementation of SentenceTransformer.encode, every pooling mode, Dense with Tanh and with
+ * Identity, Normalize, max_seq_length, the Transformer at the root and in 0_Transformer/, prompts
+ * with include_prompt false, Matryoshka dimensions; a batch against each text alone; refusals. */
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vit/vit.h"
+
+/* float32 against float64 through two post-LN layers of width 32, a pooling, a Dense and a
+ * Normalize: measured below 1.5e-6 (the encoder's own error, test_embed's bert-base-micro);
+ * 1e-5 leaves room for other GEMM kernels' rounding while catching any wrong step (a wrong
+ * mask, weight or order moves these vectors by 1e-2 or more). */
+#define TOL 1e-5
+
+static const char *const texts[] = {"the cat sat on the mat", "a dog ran",
+                                    "it was very good and then my old dog slept in the sun"};
+enum { N = 3 };
+
+static vit_text_context *load(const char *name) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, TEST_DATA "/%s", name);
+    vit_error err = {0};
+    vit_text_context *c = vit_text_load(dir, NULL, &err);
+    if (!c) print_message("%s: %s\n", name, err.msg);
+    assert_non_null(c);
+    return c;
+}
+
+static void expect_golden(const char *name, const char *tensor, const float *got, size_t n) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, TEST_DATA "/%s", name);
+    size_t numel;
+    float *want = test_golden_tensor(dir, tensor, &numel);
+    assert_int_equal(numel, n);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)got[i] - want[i]));
+    print_message("%s %s: max |d| %.2g\n", name, tensor, worst);
+    assert_true(worst <= TOL);
+    free(want);
+}
+
+/* opts over the three texts in one batch, against golden tensor; then each text alone, which
+ * must give its batch row within 1e-6: padding is masked out of attention and the poolings, but
+ * the GEMM's blocking follows the row count (batch x longest), so the last bits may differ. */
+static void expect_embed(vit_text_context *c, const char *name, const vit_text_embed_opts *o,
+                         const char *tensor, int dim) {
+    size_t lengths[N];
+    for (int i = 0; i < N; i++) lengths[i] = strlen(texts[i]);
+    float *got = test_alloc_floats((size_t)N * dim), *one = test_alloc_floats((size_t)dim);
+    vit_error err = {0};
+    if (vit_text_embed_with(c, texts, lengths, N, o, got, &err) != 0)
+        print_message("%s: %s\n", name, err.msg);
+    assert_int_equal(err.msg[0], 0);
+    expect_golden(name, tensor, got, (size_t)N * dim);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(vit_text_embed_with(c, texts + i, lengths + i, 1, o, one, &err), 0);
+        for (int d = 0; d < dim; d++) assert_true(fabs(one[d] - got[(size_t)i * dim + d]) < 1e-6);
+    }
+    free(got);
+    free(one);
+}
+
+static void test_pipelines(void **state) {
+    (void)state;
+    const struct {
+        const char *name;
+        int dim;
+    } folders[] = {{"st-mean-micro", 32},
+                   {"st-cls-dense-micro", 16},
+                   {"st-multi-micro", 24},
+                   {"st-prompt-micro", 32}};
+    for (size_t f = 0; f < sizeof folders / sizeof *folders; f++) {
+        vit_text_context *c = load(folders[f].name);
+        assert_int_equal(vit_text_default_pool(c), VIT_POOL_SENTENCE);
+        assert_int_equal(vit_text_embed_size(c, VIT_POOL_SENTENCE), folders[f].dim);
+        expect_embed(c, folders[f].name, NULL, "sentence", folders[f].dim);
+        /* vit_text_embed with the default pooling is the same call */
+        size_t lengths[N];
+        for (int i = 0; i < N; i++) lengths[i] = strlen(texts[i]);
+        float got[N * 32];
+        vit_error err = {0};
+        assert_int_equal(vit_text_embed(c, texts, lengths, N, VIT_POOL_SENTENCE, got, &err), 0);
+        expect_golden(folders[f].name, "sentence", got, (size_t)N * folders[f].dim);
+        vit_text_free(c);
+    }
+}
+
+/* max_seq_length 12 cuts the long text (15 tokens): its tokens are the first 11 and [SEP]. */
+static void test_max_seq_length(void **state) {
+    (void)state;
+    vit_text_context *c = load("st-mean-micro");
+    assert_int_equal(vit_text_max_tokens(c), 12);
+    vit_error err = {0};
+    int32_t ids[40];
+    assert_int_equal(vit_text_tokenize(c, texts[2], strlen(texts[2]), ids, 40, &err), 12);
+    vit_text_free(c);
+}
+
+/* Each pooling mode alone (the raw pooling, no Dense): st-multi-micro's golden. */
+static void test_every_mode(void **state) {
+    (void)state;
+    vit_text_context *c = load("st-multi-micro");
+    const struct {
+        vit_pool pool;
+        const char *tensor;
+    } modes[] = {{VIT_POOL_CLS, "cls"},
+                 {VIT_POOL_MAX, "max"},
+                 {VIT_POOL_MEAN, "mean"},
+                 {VIT_POOL_MEAN_SQRT_LEN, "mean_sqrt_len"},
+                 {VIT_POOL_WEIGHTED_MEAN, "weightedmean"},
+                 {VIT_POOL_LAST_TOKEN, "lasttoken"}};
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        assert_int_equal(vit_text_embed_size(c, modes[m].pool), 32);
+        const vit_text_embed_opts o = {.pool = modes[m].pool};
+        expect_embed(c, "st-multi-micro", &o, modes[m].tensor, 32);
+    }
+    vit_text_free(c);
+}
+
+static void test_prompts_and_dimensions(void **state) {
+    (void)state;
+    vit_text_context *c = load("st-prompt-micro");
+    assert_int_equal(vit_text_prompt_count(c), 2);
+    assert_string_equal(vit_text_prompt_name(c, 0), "query");
+    assert_string_equal(vit_text_prompt_name(c, 1), "passage");
+    assert_string_equal(vit_text_default_prompt(c), "query");
+    assert_string_equal(vit_text_prompt(c, "passage"), "the ");
+    assert_null(vit_text_prompt(c, "document"));
+    assert_string_equal(vit_text_similarity(c), "cosine");
+    const vit_text_embed_opts query = {.pool = VIT_POOL_SENTENCE, .prompt = "my old "};
+    const vit_text_embed_opts passage = {.pool = VIT_POOL_SENTENCE, .prompt = "the "};
+    const vit_text_embed_opts none = {.pool = VIT_POOL_SENTENCE, .prompt = ""};
+    const vit_text_embed_opts dims = {.pool = VIT_POOL_SENTENCE, .dimensions = 8};
+    expect_embed(c, "st-prompt-micro", &query, "sentence", 32);
+    expect_embed(c, "st-prompt-micro", &passage, "passage", 32);
+    expect_embed(c, "st-prompt-micro", &none, "none", 32);
+    expect_embed(c, "st-prompt-micro", &dims, "dims8", 8);
+    const vit_text_embed_opts wide = {.pool = VIT_POOL_SENTENCE, .dimensions = 33};
+    size_t len = strlen(texts[0]);
+    float out[40];
+    vit_error err = {0};
+    assert_int_equal(vit_text_embed_with(c, texts, &len, 1, &wide, out, &err), -1);
+    assert_string_equal(err.msg, "dimensions 33: the embedding has 32");
+    vit_text_free(c);
+}
+
+/* A folder of links to st-mean-micro's files with modules.json (and the Pooling config) as
+ * given. */
+static const char *broken_folder(const char *modules, const char *pooling) {
+    static char dir[4096];
+    static int n;
+    snprintf(dir, sizeof dir, "%s/broken%d", test_tmpdir(), n++);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    const char *files[] = {"config.json", "model.safetensors", "vocab.txt",
+                           "tokenizer_config.json"};
+    char from[4096], to[4096 + 64];
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(from, sizeof from, "%s/" TEST_DATA "/st-mean-micro/%s", getcwd(to, 4096),
+                 files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        assert_int_equal(symlink(from, to), 0);
+    }
+    snprintf(to, sizeof to, "%s/1_Pooling", dir);
+    assert_int_equal(mkdir(to, 0755), 0);
+    char name[256];
+    snprintf(name, sizeof name, "%s/modules.json", strrchr(dir, '/') + 1);
+    write_temp_file(name, modules, strlen(modules));
+    snprintf(name, sizeof name, "%s/1_Pooling/config.json", strrchr(dir, '/') + 1);
+    write_temp_file(name, pooling, strlen(pooling));
+    return dir;
+}
+
+static void expect_refused(const char *modules, const char *pooling, const char *says) {
+    const char *dir = broken_folder(modules, pooling);
+    vit_error err = {0};
+    assert_null(vit_text_load(dir, NULL, &err));
+    print_message("refused: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, says));
+}
+
+static void test_refusals(void **state) {
+    (void)state;
+    const char *pool = "{\"word_embedding_dimension\": 32, \"pooling_mode_mean_tokens\": true}";
+    const char *tr = "{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
+                     "\"sentence_transformers.models.Transformer\"}";
+    char modules[1024];
+    snprintf(modules, sizeof modules,
+             "[%s, {\"idx\": 1, \"name\": \"1\", \"path\": \"1_Pooling\", \"type\": "
+             "\"sentence_transformers.models.CNN\"}]",
+             tr);
+    expect_refused(modules, pool, "module 1 is CNN; vit needs a Pooling after the Transformer");
+    snprintf(modules, sizeof modules,
+             "[%s, {\"idx\": 1, \"name\": \"1\", \"path\": \"1_Pooling\", \"type\": "
+             "\"sentence_transformers.models.Pooling\"}]",
+             tr);
+    expect_refused(modules, "{\"word_embedding_dimension\": 48, \"pooling_mode_cls_token\": true}",
+                   "word_embedding_dimension is 48, the Transformer's hidden_size 32");
+    expect_refused(modules, "{\"word_embedding_dimension\": 32}", "no pooling mode is true");
+    expect_refused("{}", pool, "not a JSON list of modules");
+    snprintf(modules, sizeof modules,
+             "[%s, {\"idx\": 1, \"name\": \"1\", \"path\": \"../x\", \"type\": "
+             "\"sentence_transformers.models.Pooling\"}]",
+             tr);
+    expect_refused(modules, pool, "not a sentence_transformers.models one in the folder");
+    snprintf(modules, sizeof modules,
+             "[%s, {\"idx\": 1, \"name\": \"1\", \"path\": \"1_Pooling\", \"type\": "
+             "\"sentence_transformers.models.Pooling\"}, {\"idx\": 2, \"name\": \"2\", \"path\": "
+             "\"2_Dense\", \"type\": \"sentence_transformers.models.Dense\"}]",
+             tr);
+    expect_refused(modules, pool, "2_Dense/config.json");
+    /* an encoder folder that is not a sentence-transformers one has no VIT_POOL_SENTENCE */
+    vit_error err = {0};
+    vit_text_context *c = vit_text_load(TEST_DATA "/bert-base-micro", NULL, &err);
+    assert_non_null(c);
+    size_t len = 3;
+    float out[32];
+    assert_int_equal(vit_text_embed(c, texts, &len, 1, VIT_POOL_SENTENCE, out, &err), -1);
+    assert_non_null(strstr(err.msg, "no modules.json"));
+    vit_text_free(c);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pipelines),  cmocka_unit_test(test_max_seq_length),
+        cmocka_unit_test(test_every_mode), cmocka_unit_test(test_prompts_and_dimensions),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
