@@ -227,11 +227,103 @@ static void test_refusals(void **state) {
     vit_text_free(c);
 }
 
+/* Runs vit embed -m tests/data/NAME ARGS... --text TEXTS... -o - and reads the rows
+ * ("text\tnumbers") into out (n x dim); the numbers are %.9g, so they read back as the floats
+ * written. */
+static void cli_rows(const char *name, const char *const *args, int nargs, float *out, int dim) {
+    char model[256];
+    snprintf(model, sizeof model, TEST_DATA "/%s", name);
+    const char *argv[40] = {"embed", "-m", model, "--threads", "1", "-b", "16"};
+    int k = 7;
+    for (int i = 0; i < nargs; i++) argv[k++] = args[i];
+    for (int i = 0; i < N; i++) argv[k++] = "--text", argv[k++] = texts[i];
+    argv[k++] = "-o", argv[k++] = "-", argv[k] = NULL;
+    test_run_result r = test_run_vit(NULL, NULL, argv);
+    if (r.status != 0) print_message("%s\n", r.err);
+    assert_int_equal(r.status, 0);
+    const char *line = r.out;
+    for (int i = 0; i < N; i++) {
+        const char *tab = strchr(line, '\t');
+        assert_non_null(tab);
+        assert_int_equal((size_t)(tab - line), strlen(texts[i]));
+        char *end = (char *)tab + 1;
+        for (int d = 0; d < dim; d++) out[i * dim + d] = strtof(end, &end);
+        assert_int_equal(*end, '\n');
+        line = end + 1;
+    }
+    assert_int_equal(*line, 0);
+    test_run_free(&r);
+}
+
+static void expect_cli(const char *name, const char *const *args, int nargs,
+                       const vit_text_embed_opts *o, int dim) {
+    float cli[N * 32], lib[N * 32];
+    cli_rows(name, args, nargs, cli, dim);
+    /* the CLI's threads and batch: the GEMM's blocking and its threads' split follow both, and
+     * with them the last bits */
+    char dir[4096];
+    snprintf(dir, sizeof dir, TEST_DATA "/%s", name);
+    vit_text_params p = vit_text_default_params();
+    p.threads = 1, p.max_batch = 16;
+    vit_error err = {0};
+    vit_text_context *c = vit_text_load(dir, &p, &err);
+    assert_non_null(c);
+    size_t lengths[N];
+    for (int i = 0; i < N; i++) lengths[i] = strlen(texts[i]);
+    /* each --text is a batch of its own */
+    for (int i = 0; i < N; i++)
+        assert_int_equal(
+            vit_text_embed_with(c, texts + i, lengths + i, 1, o, lib + (size_t)i * dim, &err), 0);
+    assert_memory_equal(cli, lib, sizeof(float) * N * dim);
+    vit_text_free(c);
+}
+
+static void expect_cli_refusal(const char *const *argv, const char *says) {
+    test_run_result r = test_run_vit(NULL, NULL, argv);
+    print_message("%s", r.err);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, says));
+    assert_string_equal(strchr(r.err, '\n'), "\n"); /* one line */
+    test_run_free(&r);
+}
+
+/* vit embed gives the library's floats: the folder's pipeline by default, --prompt,
+ * --prompt-text, --dimensions, --pool (the pooling alone); refusals in one line, exit 2. */
+static void test_cli_matches_library(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    expect_cli("st-cls-dense-micro", NULL, 0, NULL, 16);
+    expect_cli("st-multi-micro", NULL, 0, NULL, 24);
+    expect_cli("st-prompt-micro", NULL, 0, NULL, 32);
+    const char *passage[] = {"--prompt", "passage"}, *none[] = {"--prompt-text", ""},
+               *dims[] = {"--dimensions", "8"}, *max[] = {"--pool", "max"};
+    const vit_text_embed_opts o_passage = {.pool = VIT_POOL_SENTENCE, .prompt = "the "},
+                              o_none = {.pool = VIT_POOL_SENTENCE, .prompt = ""},
+                              o_dims = {.pool = VIT_POOL_SENTENCE, .dimensions = 8},
+                              o_max = {.pool = VIT_POOL_MAX};
+    expect_cli("st-prompt-micro", passage, 2, &o_passage, 32);
+    expect_cli("st-prompt-micro", none, 2, &o_none, 32);
+    expect_cli("st-prompt-micro", dims, 2, &o_dims, 8);
+    expect_cli("st-prompt-micro", max, 2, &o_max, 32);
+    const char *unknown[] = {
+        "embed", "-m", TEST_DATA "/st-prompt-micro", "--prompt", "doc", "--text", "a", "-o",
+        "-",     NULL};
+    expect_cli_refusal(unknown, "has no prompt 'doc' (its prompts: query, passage)");
+    const char *wide[] = {
+        "embed", "-m", TEST_DATA "/st-prompt-micro", "--dimensions", "33", "--text", "a", "-o",
+        "-",     NULL};
+    expect_cli_refusal(wide, "--dimensions 33: tests/data/st-prompt-micro's embedding has 32");
+    const char *plain[] = {
+        "embed", "-m", TEST_DATA "/bert-base-micro", "--pool", "sentence", "--text", "a", "-o",
+        "-",     NULL};
+    expect_cli_refusal(plain, "--pool sentence is for sentence-transformers folders");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipelines),  cmocka_unit_test(test_max_seq_length),
         cmocka_unit_test(test_every_mode), cmocka_unit_test(test_prompts_and_dimensions),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_refusals),   cmocka_unit_test(test_cli_matches_library),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -206,10 +206,18 @@ static void print_one_tower(const vit_model_info *in) {
 
 /* vit embed's default pooling (vit_default_pool / vit_text_default_pool), as --pool names it. */
 static void print_embedding(const vit_model_info *in) {
-    static const char *const names[] = {
-        [VIT_POOL_CLS] = "cls",         [VIT_POOL_MEAN] = "mean",
-        [VIT_POOL_POOLER] = "pooler",   [VIT_POOL_JOINT] = "joint",
-        [VIT_POOL_PATCHES] = "patches", [VIT_POOL_PROJECTION] = "projection"};
+    static const char *const names[] = {[VIT_POOL_CLS] = "cls",
+                                        [VIT_POOL_MEAN] = "mean",
+                                        [VIT_POOL_POOLER] = "pooler",
+                                        [VIT_POOL_JOINT] = "joint",
+                                        [VIT_POOL_PATCHES] = "patches",
+                                        [VIT_POOL_PROJECTION] = "projection",
+                                        [VIT_POOL_MAX] = "max",
+                                        [VIT_POOL_MEAN_SQRT_LEN] = "mean_sqrt_len",
+                                        [VIT_POOL_WEIGHTED_MEAN] = "weightedmean",
+                                        [VIT_POOL_LAST_TOKEN] = "lasttoken",
+                                        [VIT_POOL_SENTENCE] =
+                                            "sentence (the folder's modules.json pipeline)"};
     printf("embedding:      --pool %s (vit embed's default)\n", names[in->pool]);
 }
 
