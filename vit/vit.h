@@ -445,6 +445,9 @@ VIT_API const char *vit_text_prompt_name(const vit_text_context *ctx, int i);
 VIT_API const char *vit_text_prompt(const vit_text_context *ctx, const char *name);
 VIT_API const char *vit_text_default_prompt(const vit_text_context *ctx);
 VIT_API const char *vit_text_similarity(const vit_text_context *ctx);
+/* 1 when vit_text_embed's rows with pool are L2-normalised (VIT_POOL_JOINT; VIT_POOL_SENTENCE
+ * of a pipeline ending in Normalize): a cut of them is normalised again (vit_text_embed_opts). */
+VIT_API int vit_text_embed_normalized(const vit_text_context *ctx, vit_pool pool);
 /* A CLIP or SigLIP text tower takes VIT_POOL_JOINT where it has a joint space, and its own output
  * (not normalised): VIT_POOL_PROJECTION for CLIP's (text_embeds of CLIPTextModelWithProjection),
  * VIT_POOL_POOLER for SigLIP's (its head at the last position: SiglipTextModel's pooler_output).

@@ -558,6 +558,11 @@ int vit_text_embed_with(vit_text_context *c, const char *const *texts, const siz
     return rc;
 }
 
+int vit_text_embed_normalized(const vit_text_context *c, vit_pool pool) {
+    return pool == VIT_POOL_JOINT ||
+           (pool == VIT_POOL_SENTENCE && c->w->sentence && st_normalizes(&c->w->st));
+}
+
 int vit_text_embed(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
                    vit_pool pool, float *features, vit_error *err) {
     const vit_text_embed_opts o = {.pool = pool};
