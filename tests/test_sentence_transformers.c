@@ -227,6 +227,56 @@ static void test_refusals(void **state) {
     vit_text_free(c);
 }
 
+/* st-mean-micro's model under a tokenizer that keeps case (tokenizer_config.json do_lower_case
+ * false), with sentence_bert_config.json's do_lower_case as given. */
+static const char *case_folder(int lower) {
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s/case%d", test_tmpdir(), lower);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    const char *files[] = {"config.json", "model.safetensors", "vocab.txt", "modules.json",
+                           "1_Pooling"};
+    char cwd[4096], from[8300], to[4200];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(from, sizeof from, "%s/" TEST_DATA "/st-mean-micro/%s", cwd, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        assert_int_equal(symlink(from, to), 0);
+    }
+    const char *tok = "{\"do_lower_case\": false, \"model_max_length\": 40, \"tokenizer_class\": "
+                      "\"BertTokenizer\"}";
+    const char *sbert = lower ? "{\"max_seq_length\": 40, \"do_lower_case\": true}"
+                              : "{\"max_seq_length\": 40, \"do_lower_case\": false}";
+    char name[256];
+    snprintf(name, sizeof name, "case%d/tokenizer_config.json", lower);
+    write_temp_file(name, tok, strlen(tok));
+    snprintf(name, sizeof name, "case%d/sentence_bert_config.json", lower);
+    write_temp_file(name, sbert, strlen(sbert));
+    return dir;
+}
+
+/* do_lower_case: the Transformer module lowers each text before a tokenizer that keeps case, so
+ * "The CAT sat" embeds as "the cat sat"; without it the capitalised words are unknown tokens. */
+static void test_do_lower_case(void **state) {
+    (void)state;
+    const char *const pair[] = {"The CAT sat", "the cat sat"};
+    const size_t lengths[] = {strlen(pair[0]), strlen(pair[1])};
+    for (int lower = 0; lower < 2; lower++) {
+        vit_error err = {0};
+        vit_text_context *c = vit_text_load(case_folder(lower), NULL, &err);
+        if (!c) print_message("%s\n", err.msg);
+        assert_non_null(c);
+        float a[32], b[32];
+        assert_int_equal(vit_text_embed(c, pair, lengths, 1, VIT_POOL_SENTENCE, a, &err), 0);
+        assert_int_equal(vit_text_embed(c, pair + 1, lengths + 1, 1, VIT_POOL_SENTENCE, b, &err),
+                         0);
+        if (lower)
+            assert_memory_equal(a, b, sizeof a);
+        else
+            assert_memory_not_equal(a, b, sizeof a);
+        vit_text_free(c);
+    }
+}
+
 /* Runs vit embed -m tests/data/NAME ARGS... --text TEXTS... -o - and reads the rows
  * ("text\tnumbers") into out (n x dim); the numbers are %.9g, so they read back as the floats
  * written. */
@@ -321,9 +371,13 @@ static void test_cli_matches_library(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pipelines),  cmocka_unit_test(test_max_seq_length),
-        cmocka_unit_test(test_every_mode), cmocka_unit_test(test_prompts_and_dimensions),
-        cmocka_unit_test(test_refusals),   cmocka_unit_test(test_cli_matches_library),
+        cmocka_unit_test(test_pipelines),
+        cmocka_unit_test(test_max_seq_length),
+        cmocka_unit_test(test_every_mode),
+        cmocka_unit_test(test_prompts_and_dimensions),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_do_lower_case),
+        cmocka_unit_test(test_cli_matches_library),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
