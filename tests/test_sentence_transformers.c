@@ -369,6 +369,32 @@ static void test_cli_matches_library(void **state) {
     expect_cli_refusal(plain, "--pool sentence is for sentence-transformers folders");
 }
 
+/* vit info names the pipeline, the prompts and the cut. */
+static void test_info(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const struct {
+        const char *name, *says;
+    } cases[] = {
+        {"st-mean-micro", "pipeline:       Pooling mean -> Normalize (modules.json); similarity "
+                          "cosine; texts cut at 12 tokens\n"},
+        {"st-cls-dense-micro", "pipeline:       Pooling cls -> Dense 32 -> 16 tanh -> Normalize"},
+        {"st-multi-micro", "Pooling cls+max+mean+mean_sqrt_len+weightedmean+lasttoken -> Dense "
+                           "192 -> 24 identity (no bias)"},
+        {"st-prompt-micro", "prompts:        query \"my old \" (default), passage \"the \"\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char model[256];
+        snprintf(model, sizeof model, TEST_DATA "/%s", cases[i].name);
+        const char *argv[] = {"info", "-m", model, NULL};
+        test_run_result r = test_run_vit(NULL, NULL, argv);
+        assert_int_equal(r.status, 0);
+        if (!strstr(r.out, cases[i].says)) fail_msg("%s: %s", cases[i].name, r.out);
+        assert_non_null(strstr(r.out, "embedding:      --pool sentence"));
+        test_run_free(&r);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipelines),
@@ -378,6 +404,7 @@ int main(void) {
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_do_lower_case),
         cmocka_unit_test(test_cli_matches_library),
+        cmocka_unit_test(test_info),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

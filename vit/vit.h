@@ -445,6 +445,9 @@ VIT_API const char *vit_text_prompt_name(const vit_text_context *ctx, int i);
 VIT_API const char *vit_text_prompt(const vit_text_context *ctx, const char *name);
 VIT_API const char *vit_text_default_prompt(const vit_text_context *ctx);
 VIT_API const char *vit_text_similarity(const vit_text_context *ctx);
+/* A sentence-transformers folder's modules after its Transformer, e.g. "Pooling mean
+ * (include_prompt false) -> Dense 32 -> 16 tanh -> Normalize"; NULL for another folder. */
+VIT_API const char *vit_text_pipeline(const vit_text_context *ctx);
 /* 1 when vit_text_embed's rows with pool are L2-normalised (VIT_POOL_JOINT; VIT_POOL_SENTENCE
  * of a pipeline ending in Normalize): a cut of them is normalised again (vit_text_embed_opts). */
 VIT_API int vit_text_embed_normalized(const vit_text_context *ctx, vit_pool pool);

@@ -30,7 +30,8 @@ typedef struct {
     char compute[128];
     int sentence; /* a sentence-transformers folder: st holds its pipeline */
     st_pipeline st;
-    int widest; /* the widest row the pipeline makes (pooled or a Dense's output) */
+    int widest;         /* the widest row the pipeline makes (pooled or a Dense's output) */
+    char pipeline[512]; /* what vit_text_pipeline says */
 } text_weights;
 
 /* One computation's state over shared weights. */
@@ -160,6 +161,30 @@ static int add_gemm_state(vit_text_context *c, vit_error *err) {
     return c->gemm ? 0 : -1;
 }
 
+/* "Pooling mean (include_prompt false) -> Dense 32 -> 16 tanh -> Normalize" into w->pipeline. */
+static void describe_pipeline(text_weights *w) {
+    static const char *const modes[] = {"cls",           "max",          "mean",
+                                        "mean_sqrt_len", "weightedmean", "lasttoken"};
+    static const char *const acts[] = {"identity", "tanh", "relu", "sigmoid", "gelu"};
+    const st_pipeline *st = &w->st;
+    char *out = w->pipeline;
+    const size_t size = sizeof w->pipeline;
+    size_t n = (size_t)snprintf(out, size, "Pooling");
+    for (int i = 0, first = 1; i < POOL_MODE_COUNT && n < size; i++)
+        if (st->modes >> i & 1)
+            n += (size_t)snprintf(out + n, size - n, "%s%s", first ? " " : "+", modes[i]),
+                first = 0;
+    if (!st->include_prompt && n < size)
+        n += (size_t)snprintf(out + n, size - n, " (include_prompt false)");
+    for (int i = 0; i < st->nsteps && n < size; i++) {
+        const st_dense *d = &st->dense[st->steps[i].dense];
+        n += st->steps[i].kind == ST_STEP_NORMALIZE
+                 ? (size_t)snprintf(out + n, size - n, " -> Normalize")
+                 : (size_t)snprintf(out + n, size - n, " -> Dense %d -> %d %s%s", d->in, d->out,
+                                    acts[d->act], d->b ? "" : " (no bias)");
+    }
+}
+
 /* Moves st into w: the pipeline after w's Transformer, checked against it. */
 static int adopt_pipeline(text_weights *w, st_pipeline *st, const char *dir, vit_error *err) {
     w->st = *st;
@@ -179,6 +204,7 @@ static int adopt_pipeline(text_weights *w, st_pipeline *st, const char *dir, vit
     /* the Transformer module's max_seq_length cuts as the tokenizer's model_max_length does */
     if (w->st.max_seq_length > 1 && w->st.max_seq_length < w->max_tokens)
         w->max_tokens = w->st.max_seq_length;
+    describe_pipeline(w);
     return 0;
 }
 
@@ -580,6 +606,9 @@ const char *vit_text_prompt(const vit_text_context *c, const char *name) {
 }
 const char *vit_text_default_prompt(const vit_text_context *c) {
     return c->w->sentence ? c->w->st.default_prompt : NULL;
+}
+const char *vit_text_pipeline(const vit_text_context *c) {
+    return c->w->sentence ? c->w->pipeline : NULL;
 }
 const char *vit_text_similarity(const vit_text_context *c) {
     return c->w->sentence && c->w->st.similarity[0] ? c->w->st.similarity : "cosine";

@@ -462,6 +462,7 @@ def test_sentence_transformers_as_the_cli():
     assert type(model) is vit.TextModel
     assert model.prompts == {"query": "my old ", "passage": "the "}
     assert model.default_prompt == "query"
+    assert model.pipeline == "Pooling mean (include_prompt false) -> Normalize"
     # each --text is a batch of its own in the CLI: compare text by text
     for text in texts:
         args = ["-m", folder, "--text", text]

@@ -632,6 +632,7 @@ class TextModel(_Context):
             name = lib.vit_text_prompt_name(ctx, i)
             self.prompts[_text(name)] = _text(lib.vit_text_prompt(ctx, name))
         self.default_prompt = _text(lib.vit_text_default_prompt(ctx))
+        self.pipeline = _text(lib.vit_text_pipeline(ctx))  # None unless sentence-transformers
 
     def __repr__(self):
         return "TextModel(%r, %s)" % (self.path, self.compute)

@@ -221,6 +221,20 @@ static void print_embedding(const vit_model_info *in) {
     printf("embedding:      --pool %s (vit embed's default)\n", names[in->pool]);
 }
 
+/* A sentence-transformers folder's modules, prompts and similarity. */
+static void print_sentence_pipeline(const vit_text_context *t) {
+    if (!vit_text_pipeline(t)) return;
+    printf("pipeline:       %s (modules.json); similarity %s; texts cut at %d tokens\n",
+           vit_text_pipeline(t), vit_text_similarity(t), vit_text_max_tokens(t));
+    const int n = vit_text_prompt_count(t);
+    for (int i = 0; i < n; i++) {
+        const char *name = vit_text_prompt_name(t, i), *def = vit_text_default_prompt(t);
+        printf("%s%s \"%s\"%s", i ? ", " : "prompts:        ", name, vit_text_prompt(t, name),
+               def && strcmp(def, name) == 0 ? " (default)" : "");
+    }
+    if (n) printf("\n");
+}
+
 /* A VisionEncoderDecoder's decoder: its block, positions, embeddings, cross-attention and head. */
 static void print_decoder(const vit_model_info *d, int encoder_hidden) {
     printf("decoder:        %s, %d layers %s, hidden %d, %d heads, ffn %d, %s\n", d->architecture,
@@ -418,6 +432,7 @@ static int print_model(const char *dir, int all_labels, vit_error *err) {
         } else {
             print_text_model(t, &in, all_labels);
         }
+        print_sentence_pipeline(t);
         vit_text_free(t);
     } else {
         vit_context *ctx = vit_load(dir, NULL, err);
