@@ -277,6 +277,43 @@ static void test_do_lower_case(void **state) {
     }
 }
 
+/* A Dense saved as pytorch_model.bin (older sentence-transformers wrote it so): st-cls-dense-micro
+ * with tests/data/st-dense-bin/pytorch_model.bin (torch.save of the same tensors) in place of
+ * 2_Dense/model.safetensors embeds bit for bit as st-cls-dense-micro. */
+static void test_dense_from_pytorch_bin(void **state) {
+    (void)state;
+    char dir[4096], cwd[4096], from[8300], to[8300];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(dir, sizeof dir, "%s/dense-bin", test_tmpdir());
+    assert_int_equal(mkdir(dir, 0755), 0);
+    const char *files[] = {"modules.json", "1_Pooling", "0_Transformer",
+                           "config_sentence_transformers.json", "2_Dense/config.json"};
+    snprintf(to, sizeof to, "%s/2_Dense", dir);
+    assert_int_equal(mkdir(to, 0755), 0);
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(from, sizeof from, "%s/" TEST_DATA "/st-cls-dense-micro/%s", cwd, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        assert_int_equal(symlink(from, to), 0);
+    }
+    snprintf(from, sizeof from, "%s/" TEST_DATA "/st-dense-bin/pytorch_model.bin", cwd);
+    snprintf(to, sizeof to, "%s/2_Dense/pytorch_model.bin", dir);
+    assert_int_equal(symlink(from, to), 0);
+    vit_error err = {0};
+    vit_text_context *bin = vit_text_load(dir, NULL, &err);
+    if (!bin) print_message("%s\n", err.msg);
+    assert_non_null(bin);
+    vit_text_context *st = load("st-cls-dense-micro");
+    size_t lengths[N];
+    for (int i = 0; i < N; i++) lengths[i] = strlen(texts[i]);
+    float a[N * 16], b[N * 16];
+    assert_int_equal(vit_text_embed(bin, texts, lengths, N, VIT_POOL_SENTENCE, a, &err), 0);
+    assert_int_equal(vit_text_embed(st, texts, lengths, N, VIT_POOL_SENTENCE, b, &err), 0);
+    assert_memory_equal(a, b, sizeof a);
+    expect_golden("st-cls-dense-micro", "sentence", a, N * 16);
+    vit_text_free(bin);
+    vit_text_free(st);
+}
+
 /* Runs vit embed -m tests/data/NAME ARGS... --text TEXTS... -o - and reads the rows
  * ("text\tnumbers") into out (n x dim); the numbers are %.9g, so they read back as the floats
  * written. */
@@ -403,6 +440,7 @@ int main(void) {
         cmocka_unit_test(test_prompts_and_dimensions),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_do_lower_case),
+        cmocka_unit_test(test_dense_from_pytorch_bin),
         cmocka_unit_test(test_cli_matches_library),
         cmocka_unit_test(test_info),
     };

@@ -21,6 +21,10 @@ sentence-transformers' models/Pooling.py, Dense.py, Normalize.py and SentenceTra
                       default prompt's, the passage prompt's, no prompt's (""), and the default's
                       cut to 8 dimensions and normalised again (Matryoshka)
 
+  st-dense-bin/pytorch_model.bin  st-cls-dense-micro's Dense weights as torch.save writes a
+                      state_dict (older sentence-transformers saved Dense so): the test puts it in
+                      a copy of that folder in place of 2_Dense/model.safetensors
+
 golden.safetensors beside modules.json: `sentence` [3, out] for the texts in its metadata (three
 lengths: one batch must not leak padding into any), and the extra names above.
 
@@ -173,6 +177,16 @@ def write_st_folder(name, spec):
     print(out, {k: list(v.shape) for k, v in gold.items()})
 
 
+def write_dense_bin():
+    """st-cls-dense-micro's 2_Dense weights as pytorch_model.bin (torch.save's zip format)."""
+    w, _ = read_safetensors(os.path.join(DATA, "st-cls-dense-micro", "2_Dense", "model.safetensors"))
+    out = os.path.join(DATA, "st-dense-bin")
+    os.makedirs(out, exist_ok=True)
+    torch.save({k: w[k].clone() for k in ("linear.weight", "linear.bias")},
+               os.path.join(out, "pytorch_model.bin"))
+    print(out, "pytorch_model.bin")
+
+
 def main():
     write_st_folder("st-mean-micro", {"modes": ["mean"], "steps": ["normalize"],
                                       "max_seq_length": 12})
@@ -191,6 +205,7 @@ def main():
         "prompts": {"query": "my old ", "passage": "the "}, "default_prompt": "query",
         "extra": {"passage": (None, "the ", 0), "none": (None, "", 0),
                   "dims8": (None, "my old ", 8)}})
+    write_dense_bin()
 
 
 if __name__ == "__main__":
