@@ -18,7 +18,8 @@ sentence-transformers' models/Pooling.py, Dense.py, Normalize.py and SentenceTra
                       Identity and no bias, no Normalize; golden also holds each mode alone
   st-prompt-micro     mean pooling with include_prompt false, Normalize, prompts {"query": "my old
                       ", "passage": "the "}, default_prompt_name "query" (e5's use); golden holds the
-                      default prompt's, the passage prompt's, no prompt's (""), and the default's
+                      default prompt's, the passage prompt's, the empty prompt's ("": as encode's
+                      prompt="", its length 1, so [CLS] is left out of the mean), and the default's
                       cut to 8 dimensions and normalised again (Matryoshka)
 
   st-dense-bin/pytorch_model.bin  st-cls-dense-micro's Dense weights as torch.save writes a
@@ -109,13 +110,14 @@ def write_transformer(out, max_seq_length):
                {"max_seq_length": max_seq_length, "do_lower_case": False})
 
 
-def embed(spec, w, text, prompt=""):
+def embed(spec, w, text, prompt=None):
     """SentenceTransformer.encode on one text: prompt + text tokenized, the prompt's length the
-    prompt tokenized alone less one, the Transformer, the Pooling, the Dense / Normalize steps."""
+    prompt tokenized alone less one (for any prompt that is not None, "" included: then [CLS]),
+    the Transformer, the Pooling, the Dense / Normalize steps."""
     cfg = {"hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2,
            "layer_norm_eps": 1e-12}
-    ids = token_ids(prompt + text, spec["max_seq_length"])
-    skip = len(token_ids(prompt, spec["max_seq_length"])) - 1 if prompt else 0
+    ids = token_ids((prompt or "") + text, spec["max_seq_length"])
+    skip = len(token_ids(prompt, spec["max_seq_length"])) - 1 if prompt is not None else 0
     h, _ = bert_forward(w, "", cfg, torch.tensor(ids))
     x = pool(h, spec["modes"], 0 if spec.get("include_prompt", True) else skip)
     for step in spec["steps"]:
@@ -164,7 +166,7 @@ def write_st_folder(name, spec):
     write_json(os.path.join(out, "config_sentence_transformers.json"), st_cfg)
     w, _ = read_safetensors(os.path.join(BERT, "model.safetensors"))
     w = {k: v.double() for k, v in w.items()}
-    default = spec.get("prompts", {}).get(spec.get("default_prompt"), "")
+    default = spec.get("prompts", {}).get(spec.get("default_prompt"))
     gold = {"sentence": torch.stack([embed(spec, w, t, default) for t in TEXTS])}
     for key, (modes, prompt, dims) in spec.get("extra", {}).items():
         sub = dict(spec, modes=modes if modes else spec["modes"], steps=spec["steps"] if not modes else [])
@@ -199,7 +201,7 @@ def main():
         "modes": MODES, "steps": [0], "max_seq_length": 40,
         "dense": [{"in": 192, "out": 24, "bias": False, "act": "identity",
                    "w": random_dense(52, 192, 24, False)}],
-        "extra": {m: ([m], "", 0) for m in MODES}})
+        "extra": {m: ([m], None, 0) for m in MODES}})
     write_st_folder("st-prompt-micro", {
         "modes": ["mean"], "steps": ["normalize"], "max_seq_length": 40, "include_prompt": False,
         "prompts": {"query": "my old ", "passage": "the "}, "default_prompt": "query",

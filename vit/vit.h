@@ -422,7 +422,8 @@ VIT_API int vit_text_tokenize(vit_text_context *ctx, const char *text, size_t le
 VIT_API int vit_text_embed(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
                            int n, vit_pool pool, float *features, vit_error *err);
 /* How vit_text_embed_with embeds: pool; prompt, a text put before each text (NULL: the folder's
- * default prompt, config_sentence_transformers.json's default_prompt_name, else none; "" none);
+ * default prompt, config_sentence_transformers.json's default_prompt_name, else none; "" an empty
+ * prompt, as encode's prompt="": with include_prompt false its one token, [CLS], is left out);
  * dimensions, the first N floats of each embedding (0: all), normalised again when the
  * embedding is (VIT_POOL_JOINT, VIT_POOL_SENTENCE ending in Normalize): Matryoshka models. */
 typedef struct {

@@ -373,7 +373,7 @@ static int encode_one(vit_text_context *c, const char *prompt, const char *text,
 /* The prompt's tokens before a text, as SentenceTransformer.encode counts them: the prompt
  * tokenized alone, less its last token (the end token). */
 static int prompt_tokens(vit_text_context *c, const char *prompt, vit_error *err) {
-    if (!prompt || !*prompt) return 0;
+    if (!prompt) return 0; /* "" counts, as encode counts prompt="": its [CLS] */
     const int n = encode_one(c, prompt, "", 0, c->rows, err);
     return n < 0 ? -1 : n > 0 ? n - 1 : 0;
 }

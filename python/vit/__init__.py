@@ -674,7 +674,7 @@ class TextModel(_Context):
         hidden state at [CLS]), 'mean', 'max', 'mean_sqrt_len', 'weightedmean', 'lasttoken'
         (sentence-transformers' poolings over the tokens, alone), 'pooler' (what the classifier
         reads), 'joint', 'projection'. prompt_name: one of self.prompts, put before each text
-        (None: the folder's default prompt); prompt: any text instead ('' none). dimensions: the
+        (None: the folder's default prompt); prompt: any text instead ('' as encode's prompt=''). dimensions: the
         first N numbers, normalised again when the embedding is (Matryoshka models)."""
         lib = _lib.lib()
         code = lib.vit_text_default_pool(self._c) if pool is None else _enum(

@@ -57,7 +57,9 @@ static const cli_option options[] = {
      "query) before each text",
      "its default_prompt_name, else none"},
     {OPT_PROMPT_TEXT, "prompt-text", 0, "TEXT",
-     "texts: put TEXT before each text (\"query: \"); '' for none", NULL},
+     "texts: put TEXT before each text (\"query: \"); '' an empty prompt, as "
+     "SentenceTransformer.encode's prompt='' (with include_prompt false, [CLS] is left out)",
+     NULL},
     {OPT_DIMENSIONS, "dimensions", 0, "N",
      "texts: keep the first N numbers of each embedding (Matryoshka models), normalised again "
      "when the embedding is (a pipeline ending in Normalize, joint)",
