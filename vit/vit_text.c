@@ -343,8 +343,30 @@ static size_t append_text(char *out, const char *text, size_t len, int lower) {
     return n;
 }
 
-/* prompt + text as the tokenizer is given it (malloc'ed, *n its length; NULL when out of
- * memory). */
+/* Python's str.isspace: what str.strip() takes off. */
+static int py_space(int32_t c) {
+    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
+           c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
+           c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+/* s[0..*n) without the white space at either end, in place (str.strip()); NUL-terminated. */
+static void py_strip(char *s, size_t *n) {
+    size_t i = 0, start = *n, end = 0;
+    while (i < *n) {
+        const size_t at = i;
+        const int32_t c = utf8_decode((const uint8_t *)s, *n, &i);
+        if (c >= 0 && py_space(c)) continue;
+        if (start == *n) start = at;
+        end = i;
+    }
+    *n = start < end ? end - start : 0;
+    memmove(s, s + (start < end ? start : 0), *n);
+    s[*n] = '\0';
+}
+
+/* prompt + text as a sentence-transformers Transformer module gives it its tokenizer: stripped,
+ * then lower-cased with do_lower_case (malloc'ed, *n its length; NULL when out of memory). */
 static char *prompted_text(const text_weights *w, const char *prompt, const char *text, size_t len,
                            size_t *n) {
     const size_t plen = prompt ? strlen(prompt) : 0;
@@ -354,13 +376,14 @@ static char *prompted_text(const text_weights *w, const char *prompt, const char
     *n = append_text(out, prompt ? prompt : "", plen, lower);
     *n += append_text(out + *n, text ? text : "", len, lower);
     out[*n] = '\0';
+    if (w->sentence) py_strip(out, n);
     return out;
 }
 
 static int encode_one(vit_text_context *c, const char *prompt, const char *text, size_t len,
                       int32_t *row, vit_error *err) {
     const text_weights *w = c->w;
-    if (!(prompt && *prompt) && !(w->sentence && w->st.do_lower_case))
+    if (!(prompt && *prompt) && !w->sentence)
         return text_tokenizer_encode(w->tok, c->scratch, text, len, w->max_tokens, row, err);
     size_t n;
     char *joined = prompted_text(w, prompt, text, len, &n);
