@@ -305,11 +305,76 @@ static int timm_preprocessor(const char *model_dir, int channels, preprocess_con
     return rc;
 }
 
+/* open_clip's eval transform (transform.py image_transform, is_train false) from
+ * open_clip_config.json's preprocess_cfg over PreprocessCfg's defaults (OpenAI's mean and std,
+ * bicubic, 'shortest'), at the image tower's size (the factory sets preprocess_cfg's size to it):
+ * 'shortest' Resize(size) on the short side (the long one int(size * long / short)), then
+ * CenterCrop(size) with torchvision's offsets; 'squash' Resize((size, size)); then ToTensor and
+ * Normalize(mean, std), as timm's. 'longest' (ResizeKeepRatio, CenterCropOrPad) is refused. */
+static int parse_open_clip(const cJSON *p, int size, preprocess_config *cfg, const char *src,
+                           vit_error *err) {
+    static const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
+    static const float std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+    const cJSON *interp = cJSON_GetObjectItemCaseSensitive(p, "interpolation");
+    const cJSON *mode = cJSON_GetObjectItemCaseSensitive(p, "resize_mode");
+    const cJSON *color = cJSON_GetObjectItemCaseSensitive(p, "mode");
+    const char *i = cJSON_IsString(interp) ? interp->valuestring : "bicubic";
+    const char *m = cJSON_IsString(mode) ? mode->valuestring : "shortest";
+    memcpy(cfg->mean, mean, sizeof mean);
+    memcpy(cfg->std, std, sizeof std);
+    if (p && !cJSON_IsObject(p))
+        return vit_fail(err, "%s: field 'preprocess_cfg' must be an object", src);
+    if ((interp && !cJSON_IsNull(interp) && !cJSON_IsString(interp)) ||
+        (strcmp(i, "bicubic") != 0 && strcmp(i, "bilinear") != 0 && strcmp(i, "random") != 0))
+        return vit_fail(err, "%s: preprocess_cfg.interpolation must be bicubic or bilinear", src);
+    if ((mode && !cJSON_IsNull(mode) && !cJSON_IsString(mode)) ||
+        (strcmp(m, "shortest") != 0 && strcmp(m, "squash") != 0))
+        return vit_fail(err,
+                        "%s: preprocess_cfg.resize_mode '%s' is not one vit follows (shortest, "
+                        "squash)",
+                        src, cJSON_IsString(mode) ? mode->valuestring : "?");
+    if (color && !cJSON_IsNull(color) &&
+        !(cJSON_IsString(color) && !strcmp(color->valuestring, "RGB")))
+        return vit_fail(err, "%s: preprocess_cfg.mode must be RGB", src);
+    if (get_channel_values(p, "mean", cfg->channels, 0, cfg->mean, src, err) ||
+        get_channel_values(p, "std", cfg->channels, 1, cfg->std, src, err))
+        return -1;
+    /* 'random' is bicubic at eval time (image_transform's note) */
+    cfg->resample = strcmp(i, "bilinear") == 0 ? RESAMPLE_BILINEAR : RESAMPLE_BICUBIC;
+    cfg->resize_height = cfg->resize_width = size;
+    cfg->shortest_edge = strcmp(m, "shortest") == 0 ? size : 0;
+    cfg->do_center_crop = cfg->torch_crop = cfg->shortest_edge > 0;
+    cfg->crop_height = cfg->crop_width = size;
+    return 0;
+}
+
+/* An open_clip folder (open_clip_config.json, no config.json): 1 (cfg set, or -1 on an error),
+ * 0 when the folder is not one. */
+static int open_clip_preprocessor(const char *model_dir, int size, int channels,
+                                  preprocess_config *cfg, vit_error *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    FILE *probe = fopen(path, "rb");
+    if (probe) return fclose(probe), 0;
+    snprintf(path, sizeof path, "%s/open_clip_config.json", model_dir);
+    if (!(probe = fopen(path, "rb"))) return 0;
+    fclose(probe);
+    cJSON *root = json_load_object(path, err);
+    if (!root) return -1;
+    set_defaults(cfg, size, channels);
+    const int rc = parse_open_clip(cJSON_GetObjectItemCaseSensitive(root, "preprocess_cfg"), size,
+                                   cfg, path, err);
+    cJSON_Delete(root);
+    return rc != 0 ? -1 : 1;
+}
+
 int preprocess_config_read(const char *model_dir, int image_size, int channels,
                            preprocess_config *cfg, vit_error *err) {
     /* timm runs its folders with pretrained_cfg's transform whatever else the folder holds */
     const int timm = timm_preprocessor(model_dir, channels, cfg, err);
     if (timm != 0) return timm < 0 ? -1 : 0;
+    const int open_clip = open_clip_preprocessor(model_dir, image_size, channels, cfg, err);
+    if (open_clip != 0) return open_clip < 0 ? -1 : 0;
     char path[4096];
     snprintf(path, sizeof path, "%s/preprocessor_config.json", model_dir);
     FILE *probe = fopen(path, "rb");

@@ -6,13 +6,16 @@
                                                                     one repository)
 
 CONFIG (JSON): {"repos": {"org/name": {"refs": {"main": COMMIT}, "commits": {COMMIT: DIR},
-"token": "...", "bad_sha256": true, "drop_after": N, "slow": SECONDS}}}. Each commit's files are DIR's files.
+"token": "...", "bad_sha256": true, "drop_after": N, "slow": SECONDS, "size_error": N},
+"old/name": {"moved_to": "org/name"}}}. Each commit's files are DIR's files.
 
   HEAD|GET /{org}/{name}/resolve/{revision}/{file}
     an LFS file (.safetensors, .bin): 302 to http://localhost:PORT/cdn/{sha256} (another host
     name than the endpoint's 127.0.0.1, as the Hub's CDN is another host) with X-Repo-Commit,
     X-Linked-Etag (the sha256; a wrong one with bad_sha256), X-Linked-Size and the pointer's ETag;
-    any other file: 200 with ETag (git's blob id), X-Repo-Commit and the bytes.
+    any other file: 200 with ETag (git's blob id), X-Repo-Commit and the bytes. A repository with
+    moved_to: 307 to the same path under the new name (relative, as the Hub redirects a renamed
+    repository); size_error: an X-Linked-Size that many bytes off.
     401 (no token) or 403 (another token) with X-Error-Code GatedRepo for a repository with a
     token; 404 with X-Error-Code RepoNotFound, RevisionNotFound or EntryNotFound.
   GET /cdn/{sha256}?repo=org/name: the bytes, a Range "bytes=N-" answered 206; with drop_after,
@@ -98,6 +101,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         settings = hub.repos.get(repo)
         if settings is None:
             return self.refuse(404, "RepoNotFound")
+        if "moved_to" in settings:  # a renamed repository: a relative redirect to its new name
+            return self.answer(307, {"Location": "/%s/resolve/%s" % (
+                settings["moved_to"], "/".join(parts[4:]))})
         if "token" in settings:
             auth = self.headers.get("Authorization")
             if auth is None:
@@ -120,7 +126,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(302, {"Location": "http://localhost:%d/cdn/%s?repo=%s" %
                           (self.server.port, sha, urllib.parse.quote(repo, safe="")),
                           "X-Repo-Commit": commit, "X-Linked-Etag": '"%s"' % announced,
-                          "X-Linked-Size": str(len(data)),
+                          "X-Linked-Size": str(len(data) + settings.get("size_error", 0)),
                           "ETag": 'W/"%s"' % git_blob_id(b"pointer " + sha.encode())})
 
     def cdn(self, key):

@@ -504,13 +504,15 @@ static void test_deit(void **state) {
 
 /* architectures: a class vit does not run is refused, naming it and the file, not run as
  * another (issue 40: a BertForTokenClassification folder answered one 9-way classification per
- * text); the base models ViTModel and BertModel are features without a classifier. */
+ * text, before issue 42 made it a token classifier); the base models ViTModel and BertModel are
+ * features without a classifier. */
 static void test_architectures(void **state) {
     (void)state;
-    expect_error("{\"model_type\": \"bert\", \"architectures\": [\"BertForTokenClassification\"], "
+    expect_error("{\"model_type\": \"bert\", \"architectures\": [\"BertForQuestionAnswering\"], "
                  "\"num_labels\": 9}",
-                 "architectures names BertForTokenClassification, a class vit does not run; for "
-                 "model_type bert it runs BertForSequenceClassification, BertModel");
+                 "architectures names BertForQuestionAnswering, a class vit does not run; for "
+                 "model_type bert it runs BertForSequenceClassification, BertModel, "
+                 "BertForTokenClassification");
     expect_error("{\"model_type\": \"vit\", \"architectures\": [\"DeiTForImageClassification\"]}",
                  "names DeiTForImageClassification");
     expect_error("{\"architectures\": [\"ViTForMaskedImageModeling\"]}",

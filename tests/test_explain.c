@@ -263,12 +263,59 @@ static void test_hottest_where_the_evidence_is(void **state) {
     vit_free(ctx);
 }
 
+/* At a run size that is not a multiple of the patch (36 with patch 8: 4x4 patches cover 32x32 of
+ * the input), the map lies over what the patches cover: vit_preprocess_memory_region's region is
+ * that part of the image, and the picture darkens the dropped strip as it darkens what the crop
+ * leaves out. Before, the 4x4 map was stretched over the whole 36x36 input. */
+static void test_map_covers_the_patches(void **state) {
+    (void)state;
+    vit_error err = {0};
+    vit_params params = vit_default_params();
+    params.image_size = 36;
+    vit_context *ctx = vit_load("tests/data/vit-base-micro", &params, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    const char *photo = "examples/photos/cat.jpg";
+    size_t size;
+    void *bytes = read_whole_file(photo, &size);
+    assert_non_null(bytes);
+    float *pixels = malloc(sizeof(float) * vit_input_floats(ctx)), region[4];
+    int image_size[2];
+    assert_int_equal(
+        vit_preprocess_memory_region(ctx, bytes, size, pixels, image_size, region, &err), 0);
+    /* a resize to 36x36, no crop: the patches see the first 32/36 of each side */
+    const double w = image_size[0], h = image_size[1];
+    assert_true(fabs(region[0]) < 1e-3 && fabs(region[1]) < 1e-3);
+    if (fabs(region[2] - w * 32 / 36) > 1e-2 || fabs(region[3] - h * 32 / 36) > 1e-2)
+        fail_msg("region %g x %g, expected %g x %g", region[2], region[3], w * 32 / 36,
+                 h * 32 / 36);
+    char png[4096];
+    snprintf(png, sizeof png, "%s/covered.png", test_tmpdir());
+    vit_explanation x;
+    if (vit_explain_file(ctx, photo, VIT_EXPLAIN_ROLLOUT, -1, png, &x, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(x.grid_w, 4);
+    image_u8 orig, pic;
+    assert_int_equal(image_decode_file(photo, 3, 0, IMAGE_EXIF_ORIENTATION, &orig, &err), 0);
+    assert_int_equal(image_decode_file(png, 3, 0, 0, &pic, &err), 0);
+    /* the last column and the last row lie in the dropped strip: a third of the original */
+    const int xs[] = {orig.width - 1, orig.width / 2}, ys[] = {orig.height / 2, orig.height - 1};
+    for (int k = 0; k < 2; k++) {
+        const size_t at = ((size_t)ys[k] * orig.width + xs[k]) * 3;
+        for (int c = 0; c < 3; c++) assert_int_equal(pic.pixels[at + c], orig.pixels[at + c] / 3);
+    }
+    vit_explanation_free(&x);
+    image_free(&orig), image_free(&pic);
+    free(pixels), free(bytes);
+    vit_free(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_micro_models_match_reference),
         cmocka_unit_test(test_deit_matches_reference),
         cmocka_unit_test(test_picture_has_the_original_size),
         cmocka_unit_test(test_other_sizes),
+        cmocka_unit_test(test_map_covers_the_patches),
         cmocka_unit_test(test_hottest_where_the_evidence_is),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,8 +30,8 @@ static void sh(const char *fmt, ...) {
     if (system(cmd) != 0) fail_msg("failed: %s", cmd);
 }
 
-/* org/vit: main at COMMIT_A (micro-a), a-branch at COMMIT_B (micro-b); org/bert, org/ved at
- * COMMIT_A. */
+/* org/vit: main at COMMIT_A (micro-a), a-branch at COMMIT_B (micro-b); org/bert, org/ved and
+ * org/open-clip (open_clip_config.json, no config.json) at COMMIT_A. */
 static int build_cache(void **state) {
     (void)state;
     snprintf(cache, sizeof cache, "%s/hub", test_tmpdir());
@@ -39,6 +39,8 @@ static int build_cache(void **state) {
     sh("tests/hub_cache.sh %s %s org/vit %s a-branch", MICRO_B, cache, COMMIT_B);
     sh("tests/hub_cache.sh %s %s org/bert %s main", BERT, cache, COMMIT_A);
     sh("tests/hub_cache.sh %s %s org/ved %s main", VED, cache, COMMIT_A);
+    sh("tests/hub_cache.sh %s %s org/open-clip %s main", TEST_DATA "/open-clip-micro", cache,
+       COMMIT_A);
     setenv("HF_HUB_CACHE", cache, 1);
     setenv("HF_HUB_OFFLINE", "1", 1);
     return 0;
@@ -167,6 +169,35 @@ static void test_text_model(void **state) {
     vit_text_free(a), vit_text_free(b);
 }
 
+/* An open_clip snapshot (open_clip_config.json and no config.json) read from the cache as it is,
+ * offline: both towers as the folder's, bit for bit. */
+static void test_open_clip_model(void **state) {
+    (void)state;
+    vit_error err = {0};
+    vit_context *a = vit_load(TEST_DATA "/open-clip-micro", NULL, &err),
+                *b = vit_load("org/open-clip", NULL, &err);
+    vit_text_context *ta = vit_text_load(TEST_DATA "/open-clip-micro", NULL, &err),
+                     *tb = vit_text_load("org/open-clip", NULL, &err);
+    if (!a || !b || !ta || !tb) fail_msg("org/open-clip: %s", err.msg);
+    const int E = vit_joint_dim(a);
+    const size_t n = vit_input_floats(a);
+    float *px = test_alloc_floats(n), *x = test_alloc_floats((size_t)E),
+          *y = test_alloc_floats((size_t)E);
+    assert_int_equal(vit_preprocess_file(a, "examples/photos/cat.jpg", px, &err), 0);
+    assert_int_equal(vit_embed(a, px, 1, VIT_POOL_JOINT, x, &err), 0);
+    assert_int_equal(vit_preprocess_file(b, "examples/photos/cat.jpg", px, &err), 0);
+    assert_int_equal(vit_embed(b, px, 1, VIT_POOL_JOINT, y, &err), 0);
+    assert_memory_equal(x, y, sizeof(float) * (size_t)E);
+    const char *text = "a photo of a cat";
+    const size_t len = strlen(text);
+    assert_int_equal(vit_text_embed(ta, &text, &len, 1, VIT_POOL_JOINT, x, &err), 0);
+    assert_int_equal(vit_text_embed(tb, &text, &len, 1, VIT_POOL_JOINT, y, &err), 0);
+    assert_memory_equal(x, y, sizeof(float) * (size_t)E);
+    free(px), free(x), free(y);
+    vit_text_free(ta), vit_text_free(tb);
+    vit_free(a), vit_free(b);
+}
+
 static void test_gen_model(void **state) {
     (void)state;
     vit_error err = {0};
@@ -252,19 +283,58 @@ static void test_cli(void **state) {
     assert_int_equal(tok_ref.status, 0);
     assert_string_equal(tok_folder.out, tok_ref.out);
     test_run_free(&tok_folder), test_run_free(&tok_ref);
+    /* vit convert takes a reference as its input; vit train --init too */
+    char out_ref[4200], out_folder[4200];
+    snprintf(out_ref, sizeof out_ref, "%s/convert-ref", test_tmpdir());
+    snprintf(out_folder, sizeof out_folder, "%s/convert-folder", test_tmpdir());
+    test_run_result c1 = test_run_vit(
+        NULL, NULL, (const char *const[]){"convert", "org/vit@a-branch", out_ref, NULL});
+    test_run_result c2 =
+        test_run_vit(NULL, NULL, (const char *const[]){"convert", MICRO_B, out_folder, NULL});
+    assert_int_equal(c1.status, 0);
+    assert_int_equal(c2.status, 0);
+    sh("cmp %s/model.safetensors %s/model.safetensors && cmp %s/config.json %s/config.json",
+       out_ref, out_folder, out_ref, out_folder);
+    test_run_free(&c1), test_run_free(&c2);
+    char train_out[4200];
+    snprintf(train_out, sizeof train_out, "%s/train-from-ref", test_tmpdir());
+    test_run_result t =
+        test_run_vit(NULL, NULL,
+                     (const char *const[]){"train", "--train", "examples/lines", "--init",
+                                           "org/ved", "--out", train_out, "--epochs", "1",
+                                           "--batch", "6", "--val-split", "0", "-t", "1", NULL});
+    if (t.status != 0) fail_msg("vit train --init org/ved: exit %d: %s", t.status, t.err);
+    test_run_free(&t);
+    test_run_result bad =
+        test_run_vit(NULL, NULL,
+                     (const char *const[]){"train", "--train", "examples/lines", "--init",
+                                           "org/missing", "--out", train_out, NULL});
+    assert_int_equal(bad.status, 1);
+    assert_non_null(strstr(bad.err, "vit train: --init: org/missing is not in the cache"));
+    test_run_free(&bad);
     test_run_result info =
         test_run_vit(NULL, NULL, (const char *const[]){"info", "-m", "org/ved", NULL});
     assert_int_equal(info.status, 0);
+    char line[4400];
+    snprintf(line, sizeof line, "model:          org/ved (%s/models--org--ved/snapshots/%s)\n",
+             cache, COMMIT_A);
+    if (strncmp(info.out, line, strlen(line)) != 0)
+        fail_msg("vit info -m org/ved said:\n%s", info.out);
     test_run_free(&folder), test_run_free(&ref), test_run_free(&env), test_run_free(&missing);
     test_run_free(&info);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),      cmocka_unit_test(test_cache_dir),
-        cmocka_unit_test(test_resolve),    cmocka_unit_test(test_image_model),
-        cmocka_unit_test(test_text_model), cmocka_unit_test(test_gen_model),
-        cmocka_unit_test(test_refusals),   cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_cache_dir),
+        cmocka_unit_test(test_resolve),
+        cmocka_unit_test(test_image_model),
+        cmocka_unit_test(test_text_model),
+        cmocka_unit_test(test_gen_model),
+        cmocka_unit_test(test_open_clip_model),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, build_cache, NULL);
 }

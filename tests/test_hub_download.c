@@ -20,10 +20,12 @@
 #include "vit/io/hub_http.h"
 #include "vit/vit.h"
 
-#define COMMIT_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define COMMIT_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-#define BERT     TEST_DATA "/bert-base-micro"
-#define VED      TEST_DATA "/ved-trocr-vit"
+#define COMMIT_A  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define COMMIT_B  "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define BERT      TEST_DATA "/bert-base-micro"
+#define VED       TEST_DATA "/ved-trocr-vit"
+#define OPEN_CLIP TEST_DATA "/open-clip-micro"
+#define TORCH_BIN TEST_DATA "/torch-bin"
 
 static pid_t server = -1;
 static char endpoint[64], log_path[4096], root[4096];
@@ -74,11 +76,20 @@ static void write_config(const char *path) {
         "\"org/slow\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}, "
         "\"slow\": 1},"
         "\"org/sharded\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/sharded\"}},"
-        "\"org/bin\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/bin\"}}}}",
+        "\"org/bin\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/bin\"}},"
+        "\"org/vit-shards\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/vit-bin-shards\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/vit-zip\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
+        "\"org/badsize\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}, "
+        "\"size_error\": 1},"
+        "\"old/vit\": {\"moved_to\": \"org/vit\"},"
+        "\"org/open-clip\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}}}}",
         COMMIT_A, COMMIT_B, COMMIT_A, MICRO_A, COMMIT_B, MICRO_B, COMMIT_A, COMMIT_A, BERT,
         COMMIT_A, COMMIT_A, VED, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A,
         COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, root, COMMIT_A,
-        COMMIT_A, root);
+        COMMIT_A, root, COMMIT_A, COMMIT_A, TORCH_BIN "/vit-shards", COMMIT_A, COMMIT_A,
+        TORCH_BIN "/vit-bin-shards", COMMIT_A, COMMIT_A, TORCH_BIN "/vit-zip", COMMIT_A, COMMIT_A,
+        MICRO_A, COMMIT_A, COMMIT_A, OPEN_CLIP);
     fclose(f);
 }
 
@@ -331,6 +342,33 @@ static void test_wrong_sha256(void **state) {
     assert_int_not_equal(access(link, F_OK), 0);
 }
 
+/* The announced size is one byte more than the bytes: refused, not kept. */
+static void test_wrong_size(void **state) {
+    (void)state;
+    REQUIRE_CURL();
+    const char *cache = fresh_cache();
+    expect_refused("org/badsize",
+                   "org/badsize: model.safetensors: 197788 bytes came, the server announced 197789 "
+                   "(deleted)");
+    sh("! ls %s/models--org--badsize/blobs | grep -q '^f314'", cache);
+}
+
+/* A renamed repository: the Hub's relative redirect is followed, and the files are cached under
+ * the name asked for, as huggingface_hub caches them. */
+static void test_renamed(void **state) {
+    (void)state;
+    REQUIRE_CURL();
+    const char *cache = fresh_cache();
+    expect_same_logits(MICRO_A, "old/vit");
+    char path[4400];
+    snprintf(path, sizeof path, "%s/models--old--vit/refs/main", cache);
+    assert_int_equal(access(path, F_OK), 0);
+    char *log = requests();
+    assert_non_null(strstr(log, "HEAD /old/vit/resolve/main/config.json"));
+    assert_non_null(strstr(log, "HEAD /org/vit/resolve/main/config.json"));
+    free(log);
+}
+
 static void test_offline(void **state) {
     (void)state;
     REQUIRE_CURL();
@@ -393,7 +431,8 @@ static void test_unreachable(void **state) {
 }
 
 /* Shards by the index's weight_map (each once), and pytorch_model.bin when there is no
- * safetensors file: fetched, whether or not vit loads them. */
+ * safetensors file; tests/data/torch-bin's sharded safetensors, sharded .bin and zip .bin
+ * checkpoints give the same logits through the cache as from their folders. */
 static void test_weight_files(void **state) {
     (void)state;
     REQUIRE_CURL();
@@ -415,6 +454,50 @@ static void test_weight_files(void **state) {
     snprintf(path, sizeof path, "%s/models--org--bin/.no_exist/%s/model.safetensors", cache,
              COMMIT_A);
     assert_int_equal(access(path, F_OK), 0);
+    /* real checkpoints in those layouts load from the cache as from their folders */
+    expect_same_logits(TORCH_BIN "/vit-shards", "org/vit-shards");
+    expect_same_logits(TORCH_BIN "/vit-bin-shards", "org/vit-bin-shards");
+    expect_same_logits(TORCH_BIN "/vit-zip", "org/vit-zip");
+}
+
+/* An open_clip repository (open_clip_config.json, no config.json): a cold cache fetches its
+ * config, weights and tokenizer files, config.json remembered absent (.no_exist), not the goldens;
+ * a warm cache asks nothing; the features are the folder's, bit for bit. */
+static void test_open_clip(void **state) {
+    (void)state;
+    REQUIRE_CURL();
+    const char *cache = fresh_cache();
+    char dir[4096], path[4600];
+    resolve_ok("org/open-clip", dir, sizeof dir);
+    static const char *const files[] = {"open_clip_config.json", "open_clip_model.safetensors",
+                                        "vocab.json", "merges.txt", "tokenizer_config.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (access(path, R_OK) != 0) fail_msg("no %s in the snapshot", files[i]);
+    }
+    snprintf(path, sizeof path, "%s/golden.safetensors", dir);
+    assert_int_not_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/models--org--open-clip/.no_exist/%s/config.json", cache,
+             COMMIT_A);
+    assert_int_equal(access(path, F_OK), 0);
+    clear_log();
+    resolve_ok("org/open-clip", dir, sizeof dir);
+    char *log = requests();
+    assert_int_equal(count_lines(log), 0);
+    free(log);
+    vit_error err = {0};
+    vit_context *a = vit_load(OPEN_CLIP, NULL, &err), *b = vit_load("org/open-clip", NULL, &err);
+    if (!a || !b) fail_msg("%s", err.msg);
+    const size_t n = vit_input_floats(a);
+    const int E = vit_joint_dim(a);
+    float *px = test_alloc_floats(n), *x = test_alloc_floats((size_t)E),
+          *y = test_alloc_floats((size_t)E);
+    test_fill(px, n, -1, 1);
+    assert_int_equal(vit_embed(a, px, 1, VIT_POOL_JOINT, x, &err), 0);
+    assert_int_equal(vit_embed(b, px, 1, VIT_POOL_JOINT, y, &err), 0);
+    assert_memory_equal(x, y, sizeof(float) * (size_t)E);
+    free(px), free(x), free(y);
+    vit_free(a), vit_free(b);
 }
 
 /* Two processes resolving one cold model at once (each CDN answer takes a second): the lock on
@@ -433,12 +516,14 @@ static void test_two_processes(void **state) {
             if (rc != 0) fprintf(stderr, "child %d: %s\n", i, err.msg);
             _exit(rc == 0 ? 0 : 1);
         }
+    int failed = 0;
     for (int i = 0; i < 2; i++) {
         int status = -1;
         waitpid(kids[i], &status, 0);
-        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
     }
     char *log = requests();
+    if (failed) fail_msg("%d of the two processes failed; the requests:\n%s", failed, log);
     int gets = 0;
     for (const char *p = log; (p = strstr(p, "GET /cdn/")); p++) gets++;
     if (gets != 1) fail_msg("the weights were fetched %d times:\n%s", gets, log);
@@ -474,10 +559,13 @@ int main(void) {
         cmocka_unit_test(test_text_and_generation),
         cmocka_unit_test(test_resume),
         cmocka_unit_test(test_wrong_sha256),
+        cmocka_unit_test(test_wrong_size),
+        cmocka_unit_test(test_renamed),
         cmocka_unit_test(test_offline),
         cmocka_unit_test(test_gated),
         cmocka_unit_test(test_unreachable),
         cmocka_unit_test(test_weight_files),
+        cmocka_unit_test(test_open_clip),
         cmocka_unit_test(test_two_processes),
         cmocka_unit_test(test_cli),
     };

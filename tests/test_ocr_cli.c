@@ -242,7 +242,7 @@ static void test_eval_skips(void **state) {
     const char *const args[] = {"eval", "-m", TROCR, dir_in_tmp("skips"), NULL};
     test_run_result r = run(args);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "1 lines scored, 1 skipped"));
+    assert_non_null(strstr(r.out, "1 line scored, 1 skipped"));
     assert_non_null(strstr(r.out, "missing.png: "));
     test_run_free(&r);
     dir_in_tmp("none");

@@ -2087,6 +2087,8 @@ static void test_embeddings_own_pooling(void **state) {
         {"--text-model", "tests/data/st-cls-dense-micro"},   /* sentence: cls, Dense, Normalize */
         {"--text-model", "tests/data/st-multi-micro"},       /* sentence: six modes, Dense */
         {"--text-model", "tests/data/st-prompt-micro"},      /* sentence: its default prompt */
+        {"--text-model", "tests/data/mpnet-model-micro"},    /* cls (issue 42) */
+        {"--text-model", "tests/data/distilbert-model-micro"},
     };
     const char *text = "a photo of a cat";
     for (size_t f = 0; f < sizeof folders / sizeof *folders; f++) {
@@ -2162,6 +2164,55 @@ static void test_embeddings_dimensions(void **state) {
         }
         response_free(&r);
     }
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+}
+
+/* POST /v1/text answers with a sequence classifier only (issue 42): a base model (BertModel,
+ * MPNetModel) gave a softmax over its features as if they were classes ('DIM_24' at 0.058), and a
+ * token classifier a 500; both are 404 naming the class and what to use. A sequence classifier
+ * of another family (RoBERTa) answers as a BERT's does: vit text's labels and probabilities. */
+static void test_text_needs_a_sequence_classifier(void **state) {
+    (void)state;
+    static const struct {
+        const char *dir, *says;
+    } refused[] = {
+        {"tests/data/bert-base-micro", "BertModel has no sequence classifier (its outputs are "
+                                       "features: POST /v1/embeddings)"},
+        {"tests/data/mpnet-model-micro", "MPNetModel has no sequence classifier"},
+        {"tests/data/roberta-tok-micro", "RobertaForTokenClassification has no sequence "
+                                         "classifier (it classifies every token, which is not "
+                                         "served yet)"},
+    };
+    const char *texts = "{\"texts\": [\"Hello world\"]}";
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        server s;
+        START_OR_SKIP(&s, "--text-model", refused[i].dir, "-t", "1", "--quiet");
+        assert_refused(request(s.port, "POST", "/v1/text", NULL, texts, strlen(texts)), 404,
+                       refused[i].says);
+        assert_int_equal(stop_server(&s, SIGTERM), 0);
+    }
+    server s;
+    START_OR_SKIP(&s, "--text-model", "tests/data/roberta-seq-micro", "-t", "1", "--quiet");
+    response r = request(s.port, "POST", "/v1/text", NULL, texts, strlen(texts));
+    if (r.status != 200) fail_msg("status %d: %.*s", r.status, (int)r.size, r.body);
+    const cJSON *top =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "results"), 0), "top");
+    assert_int_equal(cJSON_GetArraySize(top), 3);
+    /* the float64 reference's logits (tools/text_encoders_reference.py) through a softmax */
+    float *logits = test_golden_tensor("tests/data/roberta-seq-micro", "logits", NULL);
+    double sum = 0, p[3];
+    for (int k = 0; k < 3; k++) sum += exp(logits[k]);
+    for (int k = 0; k < 3; k++) p[k] = exp(logits[k]) / sum;
+    free(logits);
+    for (int i = 0; i < 3; i++) {
+        const cJSON *t = cJSON_GetArrayItem(top, i);
+        const int k = cJSON_GetObjectItem(t, "index")->valueint;
+        assert_true(fabs(cJSON_GetObjectItem(t, "prob")->valuedouble - p[k]) < 1e-5);
+        if (i > 0)
+            assert_true(p[k] <=
+                        p[cJSON_GetObjectItem(cJSON_GetArrayItem(top, i - 1), "index")->valueint]);
+    }
+    response_free(&r);
     assert_int_equal(stop_server(&s, SIGTERM), 0);
 }
 
@@ -2879,7 +2930,7 @@ static void test_text_model_given_to_m(void **state) {
     test_run_free(&run);
 }
 
-int main(void) {
+int main(void){
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classify_raw_matches_cli),
         cmocka_unit_test(test_classify_form_matches_cli),
@@ -2887,45 +2938,36 @@ int main(void) {
         cmocka_unit_test(test_form_empty_parts),
         cmocka_unit_test(test_k1000_keeps_server_responsive),
         cmocka_unit_test(test_embed_matches_library),
-        cmocka_unit_test(test_explain_matches_library),
-        cmocka_unit_test(test_explain_refusals),
-        cmocka_unit_test(test_text_matches_cli),
-        cmocka_unit_test(test_health_model_metrics),
-        cmocka_unit_test(test_bad_requests),
-        cmocka_unit_test(test_chunked_garbage_keepalive),
-        cmocka_unit_test(test_zero_shot_matches_library),
-        cmocka_unit_test(test_zero_shot_cache),
+        cmocka_unit_test(test_explain_matches_library), cmocka_unit_test(test_explain_refusals),
+        cmocka_unit_test(test_text_matches_cli), cmocka_unit_test(test_health_model_metrics),
+        cmocka_unit_test(test_bad_requests), cmocka_unit_test(test_chunked_garbage_keepalive),
+        cmocka_unit_test(test_zero_shot_matches_library), cmocka_unit_test(test_zero_shot_cache),
         cmocka_unit_test(test_embeddings_match_library),
         cmocka_unit_test(test_embeddings_without_joint_model),
-        cmocka_unit_test(test_joint_bad_requests),
-        cmocka_unit_test(test_joint_model_description),
+        cmocka_unit_test(test_joint_bad_requests), cmocka_unit_test(test_joint_model_description),
         cmocka_unit_test(test_generate_matches_cli),
         cmocka_unit_test(test_generate_concurrent_options),
-        cmocka_unit_test(test_generate_bad_query),
-        cmocka_unit_test(test_generate_bad_form_json),
+        cmocka_unit_test(test_generate_bad_query), cmocka_unit_test(test_generate_bad_form_json),
         cmocka_unit_test(test_generate_model_kinds),
         cmocka_unit_test(test_generate_description_metrics),
         /* servers of their own */
         cmocka_unit_test(test_generate_other_models),
         cmocka_unit_test(test_siglip_without_text_tower),
-        cmocka_unit_test(test_embeddings_own_pooling),
-        cmocka_unit_test(test_embeddings_dimensions),
-        cmocka_unit_test(test_joint_model_with_text_model),
-        cmocka_unit_test(test_queue_full_gives_503),
-        cmocka_unit_test(test_two_workers_answer_alike),
-        cmocka_unit_test(test_slow_body_times_out),
-        cmocka_unit_test(test_sigterm_finishes_requests),
-        cmocka_unit_test(test_signal_to_any_thread),
-        cmocka_unit_test(test_port_in_use),
-        cmocka_unit_test(test_api_key),
-        cmocka_unit_test(test_api_key_from_environment),
-        cmocka_unit_test(test_access_usage_errors),
-        cmocka_unit_test(test_cors),
-        cmocka_unit_test(test_health_while_loading),
-        cmocka_unit_test(test_load_failure_exits),
-        cmocka_unit_test(test_http_shapes),
-        cmocka_unit_test(test_text_model_given_to_m),
-    };
-    signal(SIGPIPE, SIG_IGN);
-    return cmocka_run_group_tests(tests, start_main, stop_main);
+        cmocka_unit_test(test_embeddings_own_pooling), cmocka_unit_test(test_embeddings_dimensions),
+        assert_int_equal(stop_server(&s, SIGTERM), 0);
+}
+
+cmocka_unit_test(test_text_needs_a_sequence_classifier),
+    cmocka_unit_test(test_joint_model_with_text_model), cmocka_unit_test(test_queue_full_gives_503),
+    cmocka_unit_test(test_two_workers_answer_alike), cmocka_unit_test(test_slow_body_times_out),
+    cmocka_unit_test(test_sigterm_finishes_requests), cmocka_unit_test(test_signal_to_any_thread),
+    cmocka_unit_test(test_port_in_use), cmocka_unit_test(test_api_key),
+    cmocka_unit_test(test_api_key_from_environment), cmocka_unit_test(test_access_usage_errors),
+    cmocka_unit_test(test_cors), cmocka_unit_test(test_health_while_loading),
+    cmocka_unit_test(test_load_failure_exits), cmocka_unit_test(test_http_shapes),
+    cmocka_unit_test(test_text_model_given_to_m),
+}
+;
+signal(SIGPIPE, SIG_IGN);
+return cmocka_run_group_tests(tests, start_main, stop_main);
 }

@@ -6,6 +6,7 @@
  * safetensors folder loads. Hostile and broken files are refused in one line naming the file. */
 #include "tests/testutil.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 
 #include "vit/io/model_dir.h"
 #include "vit/io/torch_bin.h"
+#include "vit/io/torch_pickle.h"
 #include "vit/io/weights.h"
 #include "vit/model/params.h"
 #include "vit/vit.h"
@@ -182,6 +184,87 @@ static void test_convert_cli(void **state) {
     free(before);
 }
 
+/* dir's model.safetensors as three shards (tensor i in shard i % 3, so each shard holds parts of
+ * every layer) with the index save_pretrained writes, and links to dir's other files, in out. */
+static void write_shards(const char *dir, const char *out) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    st_file f;
+    vit_error err = {0};
+    if (st_open(path, &f, &err) != 0) fail_msg("%s", err.msg);
+    mkdir(out, 0777);
+    st_entry *entries = calloc((size_t)f.count + 1, sizeof *entries);
+    char map[1 << 16];
+    size_t used = (size_t)snprintf(map, sizeof map, "{\"weight_map\": {");
+    for (int k = 0; k < 3; k++) {
+        int n = 0;
+        for (int i = k; i < f.count; i += 3) {
+            const st_tensor *t = &f.tensors[i];
+            entries[n] =
+                (st_entry){.name = t->name, .ndim = t->ndim, .data = t->data, .dtype = t->dtype};
+            memcpy(entries[n++].shape, t->shape, sizeof t->shape);
+            used +=
+                (size_t)snprintf(map + used, sizeof map - used, "%s\"%s\": \"m-%d.safetensors\"",
+                                 used > 16 ? ", " : "", t->name, k);
+        }
+        snprintf(path, sizeof path, "%s/m-%d.safetensors", out, k);
+        if (st_write_f32(path, entries, n, &err) != 0) fail_msg("%s", err.msg);
+    }
+    assert_true(used + 3 < sizeof map);
+    snprintf(map + used, sizeof map - used, "}}");
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", out);
+    FILE *o = fopen(path, "wb");
+    fputs(map, o);
+    fclose(o);
+    free(entries);
+    st_close(&f);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "model.safetensors") == 0) continue;
+        char from[1200], *real;
+        snprintf(from, sizeof from, "%s/%s", dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+        assert_non_null(real = realpath(from, NULL));
+        unlink(path);
+        assert_int_equal(symlink(real, path), 0);
+        free(real);
+    }
+    closedir(d);
+}
+
+/* Every model folder of tests/data (each family: ViT, DeiT, BERT, CLIP, SigLIP, DINOv2, BEiT,
+ * the decoders, timm) sharded: both towers load the same parameters bit for bit. */
+static void test_shards_every_folder(void **state) {
+    (void)state;
+    DIR *d = opendir(TEST_DATA);
+    assert_non_null(d);
+    int folders = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char dir[600], path[700], out[700];
+        snprintf(dir, sizeof dir, TEST_DATA "/%s", e->d_name);
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        if (e->d_name[0] == '.' || access(path, R_OK) != 0) continue;
+        snprintf(out, sizeof out, "%s/shards-%s", test_tmpdir(), e->d_name);
+        write_shards(dir, out);
+        for (int tower = 0; tower < 2; tower++) {
+            model want, got;
+            vit_error err = {0};
+            const config_tower which = tower ? TOWER_TEXT : TOWER_IMAGE;
+            if (model_load_tower(&want, dir, which, &err) != 0) fail_msg("%s", err.msg);
+            if (model_load_tower(&got, out, which, &err) != 0) fail_msg("%s", err.msg);
+            assert_int_equal(got.num_params, want.num_params);
+            if (memcmp(got.params, want.params, sizeof(float) * want.num_params) != 0)
+                fail_msg("%s sharded: parameters differ", dir);
+            model_free(&got);
+            model_free(&want);
+        }
+        folders++;
+    }
+    closedir(d);
+    print_message("  %d model folders sharded\n", folders);
+    assert_true(folders >= 20);
+}
+
 /* A folder of config.json (vit-base-micro's) and name holding data[0..size). */
 static const char *folder_with(const char *tag, const char *name, const void *data, size_t size) {
     static char dir[512];
@@ -242,6 +325,73 @@ static void test_hostile_pickles(void **state) {
         expect_load_error(dir, "pytorch_model.bin", cases[i].needle);
     }
     assert_int_equal(access("/tmp/x", F_OK), -1);
+}
+
+/* tp_load on data: -1 with needle in the one-line message. */
+static void expect_pickle_refused(const uint8_t *data, size_t size, int want_rc,
+                                  const char *needle) {
+    tp_arena arena = {0};
+    tp_obj *result;
+    size_t end;
+    vit_error err = {0};
+    const int rc = tp_load(data, size, "p.pkl", &arena, &result, &end, &err);
+    if (rc != want_rc) fail_msg("tp_load gave %d, not %d: %s", rc, want_rc, err.msg);
+    if (!strstr(err.msg, "p.pkl: ") || !strstr(err.msg, needle))
+        fail_msg("expected '%s' in '%s'", needle, err.msg);
+    tp_free(&arena);
+}
+
+/* The unpickler by hand: Python's pickle.dumps({'a': [1, 2.5, None, True, 'x', (1,), -7, 70000,
+ * 2**70]}, protocol=2) read back value for value; and its bounds, each refused in one line. */
+static void test_pickle_values_and_limits(void **state) {
+    (void)state;
+    static const uint8_t plain[] =
+        "\x80\x02\x7d\x71\x00\x58\x01\x00\x00\x00\x61\x71\x01\x5d\x71\x02\x28\x4b\x01\x47\x40\x04"
+        "\x00\x00\x00\x00\x00\x00\x4e\x88\x58\x01\x00\x00\x00\x78\x71\x03\x4b\x01\x85\x71\x04\x4a"
+        "\xf9\xff\xff\xff\x4a\x70\x11\x01\x00\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x40\x65\x73"
+        "\x2e";
+    tp_arena arena = {0};
+    tp_obj *d;
+    size_t end;
+    vit_error err = {0};
+    assert_int_equal(tp_load(plain, sizeof plain - 1, "p.pkl", &arena, &d, &end, &err), 0);
+    assert_int_equal(end, sizeof plain - 1);
+    const tp_obj *l = tp_dict_get(d, "a");
+    assert_true(l && l->kind == TP_LIST && l->n == 9);
+    assert_true(l->items[0]->kind == TP_INT && l->items[0]->i == 1);
+    assert_true(l->items[1]->kind == TP_FLOAT && l->items[1]->f == 2.5);
+    assert_int_equal(l->items[2]->kind, TP_NONE);
+    assert_true(l->items[3]->kind == TP_BOOL && l->items[3]->i == 1);
+    assert_true(l->items[4]->kind == TP_STR && strcmp(l->items[4]->s, "x") == 0);
+    assert_true(l->items[5]->kind == TP_TUPLE && l->items[5]->n == 1);
+    assert_true(l->items[6]->kind == TP_INT && l->items[6]->i == -7);
+    assert_true(l->items[7]->kind == TP_INT && l->items[7]->i == 70000);
+    assert_true(l->items[8]->kind == TP_LONG && l->items[8]->len == 9);
+    tp_free(&arena);
+
+    expect_pickle_refused(plain, 30, -2, "ends early"); /* cut inside: the caller may read more */
+    expect_pickle_refused((const uint8_t *)"\x80\x06N.", 4, -1, "pickle protocol 6");
+    expect_pickle_refused((const uint8_t *)"\x80\x02i", 3, -1,
+                          "opcode 0x69 is not one a state dict holds: refused");
+    expect_pickle_refused((const uint8_t *)"\x80\x02h\x05", 4, -1, "memo index 5 was never stored");
+    expect_pickle_refused((const uint8_t *)"\x80\x02Nr\xff\xff\xff\xff", 8, -1, "is too large");
+    expect_pickle_refused((const uint8_t *)"\x80\x02.", 3, -1, "the stack is empty");
+    /* a tensor whose stride reaches past 2^62 elements (its storage: 4 floats) */
+    static const uint8_t strided[] =
+        "\x80\x02\x63torch._utils\n_rebuild_tensor_v2\n((X\x07\x00\x00\x00storage"
+        "ctorch\nFloatStorage\nX\x01\x00\x00\x00"
+        "0X\x03\x00\x00\x00"
+        "cpuK\x04tQK\x00K\x03\x85"
+        "\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40\x85\x89}tR.";
+    expect_pickle_refused(strided, sizeof strided - 1, -1, "reach past 2^62");
+    const size_t n = 1u << 21;
+    uint8_t *deep = malloc(n + 3);
+    memcpy(deep, "\x80\x02", 2);
+    memset(deep + 2, '(', n);
+    expect_pickle_refused(deep, n + 2, -1, "marks nest too deep");
+    memset(deep + 2, 'N', n);
+    expect_pickle_refused(deep, n + 2, -1, "the stack is too deep");
+    free(deep);
 }
 
 /* Every prefix of both formats' files (and bytes flipped through them) is refused in one line
@@ -336,7 +486,9 @@ int main(void) {
         cmocka_unit_test(test_gamma_beta),
         cmocka_unit_test(test_convert),
         cmocka_unit_test(test_convert_cli),
+        cmocka_unit_test(test_shards_every_folder),
         cmocka_unit_test(test_hostile_pickles),
+        cmocka_unit_test(test_pickle_values_and_limits),
         cmocka_unit_test(test_truncated_and_corrupt),
         cmocka_unit_test(test_bad_index),
     };

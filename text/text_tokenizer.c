@@ -36,9 +36,16 @@ static int kind_of_class(const char *dir, const text_tokenizer_ops **kind, vit_e
     static const struct {
         const char *name;
         const text_tokenizer_ops *kind;
-    } classes[] = {{"BertTokenizer", &wordpiece_ops},     {"CLIPTokenizer", &byte_level_ops},
-                   {"GPT2Tokenizer", &byte_level_ops},    {"RobertaTokenizer", &byte_level_ops},
-                   {"SiglipTokenizer", &siglip_text_ops}, {"XLMRobertaTokenizer", &xlmr_text_ops}};
+    } classes[] = {{"BertTokenizer", &wordpiece_ops},
+                   {"CLIPTokenizer", &byte_level_ops},
+                   {"GPT2Tokenizer", &byte_level_ops},
+                   {"RobertaTokenizer", &byte_level_ops},
+                   {"SiglipTokenizer", &siglip_text_ops},
+                   {"XLMRobertaTokenizer", &xlmr_text_ops},
+                   /* BERT's WordPiece with their own special tokens from tokenizer_config.json
+                    * (MPNet's <s> </s> <pad> <mask>) */
+                   {"DistilBertTokenizer", &wordpiece_ops},
+                   {"MPNetTokenizer", &wordpiece_ops}};
     *kind = NULL;
     char path[4096];
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
@@ -163,6 +170,17 @@ void text_tokenizer_scratch_free(text_tokenizer_scratch *s) {
 int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, const char *text,
                           size_t len, int max_len, int32_t *ids, vit_error *err) {
     return t->ops->encode(t->impl, s ? s->impl : NULL, text, len, max_len, ids, err);
+}
+
+int text_tokenizer_encode_pair(const text_tokenizer *t, text_tokenizer_scratch *s, const char *a,
+                               size_t alen, const char *b, size_t blen, int max_len, int32_t *ids,
+                               int32_t *type_ids, vit_error *err) {
+    if (max_len < 1) return vit_fail(err, "a pair needs room for at least one id, not %d", max_len);
+    if (!t->ops->encode_pair)
+        return vit_fail(err, "pairs of texts are not implemented for the %s tokenizer (%s)",
+                        t->info.kind, t->info.class_name);
+    return t->ops->encode_pair(t->impl, s ? s->impl : NULL, a, alen, b, blen, max_len, ids,
+                               type_ids, err);
 }
 
 int text_tokenizer_decode(const text_tokenizer *t, const int32_t *ids, int n,

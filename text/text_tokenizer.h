@@ -6,13 +6,14 @@
  * holds a part vit does not follow and the folder also has the older files below, those are
  * read instead. Otherwise a folder's tokenizer is the one its
  * tokenizer_config.json's tokenizer_class names (with or without "Fast"): BertTokenizer
- * (WordPiece, text/wordpiece.h), CLIPTokenizer, GPT2Tokenizer, RobertaTokenizer (byte-level BPE,
- * text/byte_level.h), SiglipTokenizer (SentencePiece, text/siglip_text.h), XLMRobertaTokenizer
- * (SentencePiece with fairseq's ids, text/xlmr_text.h); with another class or none, the files
- * tell: vocab.json and merges.txt, byte-level BPE; vocab.txt, WordPiece; spiece.model, SigLIP's;
- * sentencepiece.bpe.model, XLM-R's. So a VisionEncoderDecoder folder, whose tokenizer files lie
- * beside its config.json, loads like any other. The SentencePiece ones need a build with
- * libsentencepiece (without it, one line saying so).
+ * (WordPiece, text/wordpiece.h; DistilBertTokenizer and MPNetTokenizer too), CLIPTokenizer,
+ * GPT2Tokenizer, RobertaTokenizer (byte-level BPE, text/byte_level.h), SiglipTokenizer
+ * (SentencePiece, text/siglip_text.h), XLMRobertaTokenizer (SentencePiece with fairseq's ids,
+ * text/xlmr_text.h); with another class or none, the files tell: vocab.json and merges.txt,
+ * byte-level BPE; vocab.txt, WordPiece; spiece.model, SigLIP's; sentencepiece.bpe.model, XLM-R's.
+ * So a VisionEncoderDecoder folder, whose tokenizer files lie beside its config.json, loads like
+ * any other. The SentencePiece ones need a build with libsentencepiece (without it, one line saying
+ * so).
  *
  * Encoding gives the ids the class's tokenizer(text) gives, with the special tokens it puts
  * around a text ([CLS] ... [SEP], <|startoftext|> ... <|endoftext|>, <s> ... </s>, ... </s>;
@@ -61,6 +62,14 @@ void text_tokenizer_scratch_free(text_tokenizer_scratch *s);
 int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, const char *text,
                           size_t len, int max_len, int32_t *ids, vit_error *err);
 
+/* A pair of texts a, b as tokenizer(a, b) encodes them: ids (room for max_len) through the
+ * tokenizer's pair template, cut to max_len longest text first, and their token type ids in
+ * type_ids (room for max_len; NULL: not wanted). Only tokenizer.json's kind has pairs yet; the
+ * others are an error saying so. Returns the number of ids or -1 with err. */
+int text_tokenizer_encode_pair(const text_tokenizer *t, text_tokenizer_scratch *s, const char *a,
+                               size_t alen, const char *b, size_t blen, int max_len, int32_t *ids,
+                               int32_t *type_ids, vit_error *err);
+
 /* ids[0..n) -> UTF-8 text, as the class's tokenizer.decode(ids, skip_special_tokens) gives it
  * (with skip_special_tokens: the special tokens, such as a generated sequence's start, end and
  * padding, left out). Writes at most size - 1 bytes and a NUL (out may be NULL when size is 0);
@@ -91,6 +100,9 @@ typedef struct {
                   int32_t *ids, vit_error *err);
     int (*decode)(const void *impl, const int32_t *ids, int n, bool skip_special_tokens, char *out,
                   size_t size, vit_error *err);
+    /* NULL for a kind without pairs */
+    int (*encode_pair)(const void *impl, void *scratch, const char *a, size_t alen, const char *b,
+                       size_t blen, int max_len, int32_t *ids, int32_t *type_ids, vit_error *err);
 } text_tokenizer_ops;
 
 #endif

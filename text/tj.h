@@ -24,6 +24,11 @@ typedef struct {
 } tj_text;
 
 void tj_text_add(tj_text *t, const int32_t *c, size_t n);
+/* t's code points, never NULL (an empty text's point at a static nothing). */
+static inline const int32_t *tj_cps(const tj_text *t) {
+    static const int32_t none[1] = {0};
+    return t->c ? t->c : none;
+}
 void tj_text_add1(tj_text *t, int32_t c);
 void tj_text_free(tj_text *t);
 /* UTF-8 s[0..n) (valid) appended as code points. */
@@ -85,6 +90,7 @@ int tj_char_byte(int32_t c);
 typedef enum {
     TJ_PAT_STRING,
     TJ_PAT_GPT2,
+    TJ_PAT_CLIP,
     TJ_PAT_SPACES2,
     TJ_PAT_WS_RUN,
     TJ_PAT_WORDS
@@ -163,6 +169,7 @@ int tj_model_tokenize(const tj_model *m, const char *s, size_t n, tj_ids *out, c
 typedef struct {
     bool sequence; /* a text ($A, or $B when second) when true, else ids[0..n) */
     bool second;
+    int32_t type_id; /* the token type of its ids */
     int32_t *ids;
     size_t n;
 } tj_template_item;
@@ -176,8 +183,9 @@ typedef struct {
  * TemplateProcessing's special_tokens list gives each its ids. */
 int tj_post_read(const cJSON *obj, tj_post *out, const char *src, vit_error *err);
 void tj_post_free(tj_post *p);
-/* How many ids the single template adds around a text. */
+/* How many ids the single template adds around a text, and the pair template around two. */
 size_t tj_post_added(const tj_post *p);
+size_t tj_post_added_pair(const tj_post *p);
 
 /* ---- decoders ---- */
 typedef struct tj_decoder tj_decoder;

@@ -1,6 +1,6 @@
 /* tokenizer.json's normalizers (see text/tj.h), as the tokenizers library's normalizers/
  * and spm_precompiled apply them: BertNormalizer, NFC, NFD, NFKC, NFKD, Lowercase,
- * StripAccents, Strip, Replace, Prepend, Precompiled and Sequence. */
+ * StripAccents, Strip, Replace, Prepend, Precompiled, Nmt, ByteLevel and Sequence. */
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -21,6 +21,8 @@ typedef enum {
     N_REPLACE,
     N_PREPEND,
     N_PRECOMPILED,
+    N_NMT,
+    N_BYTE_LEVEL,
     N_SEQUENCE
 } normalizer_kind;
 
@@ -52,6 +54,8 @@ static const struct {
              {"Replace", N_REPLACE},
              {"Prepend", N_PREPEND},
              {"Precompiled", N_PRECOMPILED},
+             {"Nmt", N_NMT},
+             {"ByteLevel", N_BYTE_LEVEL},
              {"Sequence", N_SEQUENCE}};
 
 static int read_bert(tj_normalizer *n, const cJSON *obj, const char *src, vit_error *err) {
@@ -230,15 +234,15 @@ static void bert(const tj_normalizer *nz, const int32_t *in, size_t n, tj_text *
         }
     }
     if (nz->strip_accents) {
-        unicode_form(a.c, a.n, UTF8PROC_DECOMPOSE, &b);
+        unicode_form(tj_cps(&a), a.n, UTF8PROC_DECOMPOSE, &b);
         a.n = 0;
         for (size_t i = 0; i < b.n; i++)
             if (!tj_is_mark_nonspacing(b.c[i])) tj_text_add1(&a, b.c[i]);
     }
     if (nz->lowercase)
-        lowercase(a.c, a.n, out);
+        lowercase(tj_cps(&a), a.n, out);
     else
-        tj_text_add(out, a.c, a.n);
+        tj_text_add(out, tj_cps(&a), a.n);
     if (a.failed || b.failed) out->failed = true;
     tj_text_free(&a), tj_text_free(&b);
 }
@@ -312,6 +316,30 @@ static void precompiled(const tj_normalizer *nz, const int32_t *in, size_t n, tj
     }
 }
 
+/* Nmt: ASCII control characters dropped, other white space (and U+2581, U+FEFF, U+FFFD)
+ * made spaces. */
+static void nmt(const int32_t *in, size_t n, tj_text *out) {
+    for (size_t i = 0; i < n; i++) {
+        const int32_t c = in[i];
+        if ((c >= 1 && c <= 8) || c == 0xB || (c >= 0xE && c <= 0x1F) || c == 0x7F || c == 0x8F ||
+            c == 0x9F)
+            continue;
+        const bool space = c == 9 || c == 0xA || c == 0xC || c == 0xD || c == 0x1680 ||
+                           (c >= 0x200B && c <= 0x200F) || c == 0x2028 || c == 0x2029 ||
+                           c == 0x2581 || c == 0xFEFF || c == 0xFFFD;
+        tj_text_add1(out, space ? ' ' : c);
+    }
+}
+
+/* ByteLevel: each UTF-8 byte as GPT-2's byte symbol. */
+static void byte_level(const int32_t *in, size_t n, tj_text *out) {
+    for (size_t i = 0; i < n; i++) {
+        uint8_t b[4];
+        const size_t k = utf8_encode(in[i], b);
+        for (size_t j = 0; j < k; j++) tj_text_add1(out, tj_byte_char(b[j]));
+    }
+}
+
 static void apply(const tj_normalizer *nz, const int32_t *in, size_t n, tj_text *out);
 
 static void sequence(const tj_normalizer *nz, const int32_t *in, size_t n, tj_text *out) {
@@ -319,7 +347,7 @@ static void sequence(const tj_normalizer *nz, const int32_t *in, size_t n, tj_te
     tj_text_add(&a, in, n);
     for (size_t i = 0; i < nz->nseq; i++) {
         b.n = 0;
-        apply(nz->seq[i], a.c, a.n, &b);
+        apply(nz->seq[i], tj_cps(&a), a.n, &b);
         const tj_text t = a;
         a = b, b = t;
     }
@@ -368,6 +396,12 @@ static void apply(const tj_normalizer *nz, const int32_t *in, size_t n, tj_text 
     case N_PRECOMPILED:
         precompiled(nz, in, n, out);
         return;
+    case N_NMT:
+        nmt(in, n, out);
+        return;
+    case N_BYTE_LEVEL:
+        byte_level(in, n, out);
+        return;
     case N_SEQUENCE:
         sequence(nz, in, n, out);
         return;
@@ -375,6 +409,8 @@ static void apply(const tj_normalizer *nz, const int32_t *in, size_t n, tj_text 
 }
 
 void tj_normalize(const tj_normalizer *nz, const int32_t *in, size_t n, tj_text *out) {
+    static const int32_t none[1] = {0};
+    if (!in) in = none;
     out->n = 0;
     if (nz)
         apply(nz, in, n, out);

@@ -27,11 +27,12 @@ static int add_item(items *t, tj_template_item it, const char *src, vit_error *e
     return 0;
 }
 
-static int add_special(items *t, const int32_t *ids, size_t n, const char *src, vit_error *err) {
+static int add_special(items *t, const int32_t *ids, size_t n, int32_t type, const char *src,
+                       vit_error *err) {
     int32_t *copy = malloc((n + 1) * sizeof *copy);
     if (!copy) return vit_fail(err, "%s: out of memory", src);
-    memcpy(copy, ids, n * sizeof *ids);
-    return add_item(t, (tj_template_item){.ids = copy, .n = n}, src, err);
+    if (n) memcpy(copy, ids, n * sizeof *ids);
+    return add_item(t, (tj_template_item){.ids = copy, .n = n, .type_id = type}, src, err);
 }
 
 static void free_items(tj_template_item *v, size_t n) {
@@ -49,28 +50,32 @@ static int token_pair(const cJSON *obj, const char *key, int32_t *id, const char
     return 0;
 }
 
-/* [cls] A [sep] and [cls] A [sep] (sep) B [sep]: Roberta doubles the middle sep. */
+/* [cls] A [sep] and [cls] A [sep] B [sep], B and its sep of type 1; Roberta's pair is
+ * <s> A </s> </s> B </s>, all of type 0. */
 static int bert_like(tj_post *p, const cJSON *obj, bool roberta, const char *src, vit_error *err) {
     int32_t cls, sep;
     if (token_pair(obj, "cls", &cls, src, err) != 0 || token_pair(obj, "sep", &sep, src, err) != 0)
         return -1;
+    const int32_t second = roberta ? 0 : 1;
     items s = {0}, q = {0};
-    int rc = add_special(&s, &cls, 1, src, err);
+    int rc = add_special(&s, &cls, 1, 0, src, err);
     if (rc == 0) rc = add_item(&s, (tj_template_item){.sequence = true}, src, err);
-    if (rc == 0) rc = add_special(&s, &sep, 1, src, err);
-    if (rc == 0) rc = add_special(&q, &cls, 1, src, err);
+    if (rc == 0) rc = add_special(&s, &sep, 1, 0, src, err);
+    if (rc == 0) rc = add_special(&q, &cls, 1, 0, src, err);
     if (rc == 0) rc = add_item(&q, (tj_template_item){.sequence = true}, src, err);
-    if (rc == 0) rc = add_special(&q, &sep, 1, src, err);
-    if (rc == 0 && roberta) rc = add_special(&q, &sep, 1, src, err);
-    if (rc == 0) rc = add_item(&q, (tj_template_item){.sequence = true, .second = true}, src, err);
-    if (rc == 0) rc = add_special(&q, &sep, 1, src, err);
+    if (rc == 0) rc = add_special(&q, &sep, 1, 0, src, err);
+    if (rc == 0 && roberta) rc = add_special(&q, &sep, 1, 0, src, err);
+    if (rc == 0)
+        rc = add_item(&q, (tj_template_item){.sequence = true, .second = true, .type_id = second},
+                      src, err);
+    if (rc == 0) rc = add_special(&q, &sep, 1, second, src, err);
     p->single = s.v, p->nsingle = s.n, p->pair = q.v, p->npair = q.n;
     return rc;
 }
 
 /* The ids of a template's SpecialToken, from special_tokens. */
-static int special_ids(const cJSON *specials, const char *name, items *t, const char *src,
-                       vit_error *err) {
+static int special_ids(const cJSON *specials, const char *name, int32_t type, items *t,
+                       const char *src, vit_error *err) {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(specials, name);
     const cJSON *ids = cJSON_GetObjectItemCaseSensitive(s, "ids");
     if (!cJSON_IsArray(ids))
@@ -88,7 +93,7 @@ static int special_ids(const cJSON *specials, const char *name, items *t, const 
         }
         v[k++] = (int32_t)e->valuedouble;
     }
-    return add_item(t, (tj_template_item){.ids = v, .n = k}, src, err);
+    return add_item(t, (tj_template_item){.ids = v, .n = k, .type_id = type}, src, err);
 }
 
 static int read_template(const cJSON *list, const cJSON *specials, items *t, const char *src,
@@ -99,20 +104,27 @@ static int read_template(const cJSON *list, const cJSON *specials, items *t, con
         const cJSON *seq = cJSON_GetObjectItemCaseSensitive(e, "Sequence");
         const cJSON *tok = cJSON_GetObjectItemCaseSensitive(e, "SpecialToken");
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(seq ? seq : tok, "id");
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(seq ? seq : tok, "type_id");
         if (!cJSON_IsString(id))
             return vit_fail(err,
                             "%s: a TemplateProcessing piece is not a Sequence or a "
                             "SpecialToken with an id",
                             src);
+        const int32_t type_id =
+            cJSON_IsNumber(type) && type->valuedouble >= 0 && type->valuedouble < 1e6
+                ? (int32_t)type->valuedouble
+                : 0;
         int rc;
         if (seq && (strcmp(id->valuestring, "A") == 0 || strcmp(id->valuestring, "B") == 0))
             rc = add_item(t,
-                          (tj_template_item){.sequence = true, .second = id->valuestring[0] == 'B'},
+                          (tj_template_item){.sequence = true,
+                                             .second = id->valuestring[0] == 'B',
+                                             .type_id = type_id},
                           src, err);
         else if (seq)
             rc = vit_fail(err, "%s: TemplateProcessing's sequence must be A or B", src);
         else
-            rc = special_ids(specials, id->valuestring, t, src, err);
+            rc = special_ids(specials, id->valuestring, type_id, t, src, err);
         if (rc != 0) return -1;
     }
     return 0;
@@ -133,12 +145,14 @@ static int compose(const tj_template_item *outer, size_t no, const tj_template_i
                    size_t ni, items *t, const char *src, vit_error *err) {
     for (size_t i = 0; i < no; i++) {
         if (!outer[i].sequence) {
-            if (add_special(t, outer[i].ids, outer[i].n, src, err) != 0) return -1;
+            if (add_special(t, outer[i].ids, outer[i].n, outer[i].type_id, src, err) != 0)
+                return -1;
             continue;
         }
         for (size_t k = 0; k < ni; k++) {
-            int rc = inner[k].sequence ? add_item(t, inner[k], src, err)
-                                       : add_special(t, inner[k].ids, inner[k].n, src, err);
+            int rc = inner[k].sequence
+                         ? add_item(t, inner[k], src, err)
+                         : add_special(t, inner[k].ids, inner[k].n, inner[k].type_id, src, err);
             if (rc != 0) return -1;
         }
     }
@@ -195,10 +209,18 @@ void tj_post_free(tj_post *p) {
     memset(p, 0, sizeof *p);
 }
 
+static size_t added(const tj_template_item *v, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += v[i].sequence ? 0 : v[i].n;
+    return k;
+}
+
 size_t tj_post_added(const tj_post *p) {
-    size_t n = 0;
-    for (size_t i = 0; i < p->nsingle; i++) n += p->single[i].sequence ? 0 : p->single[i].n;
-    return n;
+    return added(p->single, p->nsingle);
+}
+
+size_t tj_post_added_pair(const tj_post *p) {
+    return added(p->pair, p->npair);
 }
 
 /* ---- decoders ---- */
@@ -490,7 +512,7 @@ static void strip(const tj_decoder *d, tj_strs *v) {
         while (s < e && (long)s < d->start && t.c[s] == d->replacement) s++;
         for (long k = 0; k < d->stop && e > s && t.c[e - 1] == d->replacement; k++) e--;
         size_t len;
-        char *u = tj_utf8(t.c + s, e - s, &len);
+        char *u = tj_utf8(tj_cps(&t) + s, e - s, &len);
         tj_text_free(&t);
         if (!u) {
             v->failed = true;
@@ -508,12 +530,12 @@ static void replace(const tj_decoder *d, tj_strs *v) {
         tj_text t = {0}, r = {0};
         tj_text_add_utf8(&t, v->s[i], strlen(v->s[i]));
         size_t at = 0, ms, me;
-        while (tj_pattern_find(&d->pattern, t.c, t.n, at, &ms, &me) && me > ms) {
-            tj_text_add(&r, t.c + at, ms - at);
+        while (tj_pattern_find(&d->pattern, tj_cps(&t), t.n, at, &ms, &me) && me > ms) {
+            tj_text_add(&r, tj_cps(&t) + at, ms - at);
             tj_text_add(&r, content.c, content.n);
             at = me;
         }
-        tj_text_add(&r, t.c + at, t.n - at);
+        tj_text_add(&r, tj_cps(&t) + at, t.n - at);
         size_t len;
         char *u = r.failed ? NULL : tj_utf8(r.c, r.n, &len);
         tj_text_free(&t), tj_text_free(&r);

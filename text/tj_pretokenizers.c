@@ -11,14 +11,15 @@
 /* ---- patterns ---- */
 
 /* The regular expressions real files hold, each with a matcher of its own: GPT-2's (ByteLevel's
- * and many a Split's), runs of two spaces or more (Replace, T5/XLM-R exports), runs of white
- * space, and Whitespace's words. */
+ * and many a Split's), CLIP's (CLIPTokenizerFast's Split), runs of two spaces or more (Replace,
+ * T5/XLM-R exports), runs of white space (CLIP's Replace), and Whitespace's words. */
 static const struct {
     const char *regex;
     tj_pat_kind kind;
 } regexes[] = {
     {"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
      TJ_PAT_GPT2},
+    {"'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+", TJ_PAT_CLIP},
     {" {2,}", TJ_PAT_SPACES2},
     {"\\s+", TJ_PAT_WS_RUN},
     {"\\w+|[^\\w\\s]+", TJ_PAT_WORDS},
@@ -62,6 +63,26 @@ static bool not_word_or_space(int32_t c) {
     return !tj_is_alnum(c) && !tj_is_whitespace(c);
 }
 
+static bool other(int32_t c) {
+    return !tj_is_letter(c) && !tj_is_number(c) && !tj_is_whitespace(c);
+}
+
+/* CLIP's 's|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+ at c[i]: the length of the
+ * first alternative that matches, 0 for none (white space). */
+static size_t clip_at(const int32_t *c, size_t n, size_t i) {
+    static const char *const tails[] = {"s", "t", "re", "ve", "m", "ll", "d"};
+    if (c[i] == '\'')
+        for (int k = 0; k < 7; k++) {
+            const size_t len = strlen(tails[k]);
+            size_t j = 0;
+            while (j < len && i + 1 + j < n && c[i + 1 + j] == tails[k][j]) j++;
+            if (j == len) return len + 1;
+        }
+    if (tj_is_letter(c[i])) return run(c, n, i, tj_is_letter) - i;
+    if (tj_is_number(c[i])) return 1;
+    return other(c[i]) ? run(c, n, i, other) - i : 0;
+}
+
 bool tj_pattern_find(const tj_pattern *p, const int32_t *c, size_t n, size_t from, size_t *ms,
                      size_t *me) {
     for (size_t i = from; i < n; i++) {
@@ -75,6 +96,12 @@ bool tj_pattern_find(const tj_pattern *p, const int32_t *c, size_t n, size_t fro
         case TJ_PAT_GPT2:
             *ms = i, *me = i + bpe_gpt2_piece(c, n, i);
             return true;
+        case TJ_PAT_CLIP:
+            if (clip_at(c, n, i)) {
+                *ms = i, *me = i + clip_at(c, n, i);
+                return true;
+            }
+            break;
         case TJ_PAT_SPACES2:
             if (c[i] == ' ' && i + 1 < n && c[i + 1] == ' ') {
                 *me = i;

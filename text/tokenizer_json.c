@@ -23,6 +23,8 @@ typedef struct {
     bool lstrip, rstrip, single_word, normalized, special;
 } added;
 
+enum { TRUNC_LONGEST_FIRST, TRUNC_ONLY_FIRST, TRUNC_ONLY_SECOND };
+
 /* The added tokens of one matching set, bucketed by their first code point. */
 #define BUCKETS 256
 typedef struct {
@@ -43,9 +45,10 @@ struct tokenizer_json {
     tj_map special; /* contents of the special added tokens */
     bool truncate, trunc_left;
     long trunc_max;
+    int trunc_strategy;
     bool pad, pad_left;
     long pad_fixed, pad_multiple; /* pad_fixed 0: BatchLongest (nothing for one text) */
-    int32_t pad_id;
+    int32_t pad_id, pad_type_id;
     bool clean_up;
     char kind[48];
     text_tokenizer_info info;
@@ -135,6 +138,12 @@ static int read_truncation(tokenizer_json *t, const cJSON *tr, const char *src, 
         tj_string(tr, "strategy", &strategy, src, err) != 0)
         return -1;
     t->trunc_left = dir && strcmp(dir, "Left") == 0;
+    t->trunc_strategy = !strategy || strcmp(strategy, "LongestFirst") == 0 ? TRUNC_LONGEST_FIRST
+                        : strcmp(strategy, "OnlyFirst") == 0               ? TRUNC_ONLY_FIRST
+                        : strcmp(strategy, "OnlySecond") == 0              ? TRUNC_ONLY_SECOND
+                                                                           : -1;
+    if (t->trunc_strategy < 0)
+        return vit_fail(err, "%s: truncation strategy \"%.40s\" is unknown", src, strategy);
     if ((size_t)t->trunc_max < tj_post_added(&t->post))
         return vit_fail(err,
                         "%s: truncation's max_length %ld is below the %zu tokens the "
@@ -146,7 +155,7 @@ static int read_truncation(tokenizer_json *t, const cJSON *tr, const char *src, 
 static int read_padding(tokenizer_json *t, const cJSON *p, const char *src, vit_error *err) {
     if (!p || cJSON_IsNull(p)) return 0;
     const char *dir = NULL;
-    long id = 0;
+    long id = 0, type = 0;
     t->pad = true;
     const cJSON *strategy = cJSON_GetObjectItemCaseSensitive(p, "strategy");
     const cJSON *fixed = cJSON_GetObjectItemCaseSensitive(strategy, "Fixed");
@@ -155,9 +164,10 @@ static int read_padding(tokenizer_json *t, const cJSON *p, const char *src, vit_
     t->pad_fixed = fixed ? (long)fixed->valuedouble : 0;
     if (tj_int(p, "pad_to_multiple_of", 0, 1 << 20, &t->pad_multiple, src, err) != 0 ||
         tj_int(p, "pad_id", 0, INT_MAX / 2, &id, src, err) != 0 ||
+        tj_int(p, "pad_type_id", 0, INT_MAX / 2, &type, src, err) != 0 ||
         tj_string(p, "direction", &dir, src, err) != 0)
         return -1;
-    t->pad_id = (int32_t)id;
+    t->pad_id = (int32_t)id, t->pad_type_id = (int32_t)type;
     t->pad_left = dir && strcmp(dir, "Left") == 0;
     return 0;
 }
@@ -389,7 +399,7 @@ static int encode_stretch(const tokenizer_json *t, work *w, const int32_t *c, si
                           tj_ids *ids, vit_error *err) {
     tj_normalize(t->normalizer, c, n, &w->norm);
     w->normed.n = 0;
-    find_matches(t, t->normed, w->norm.c, w->norm.n, &w->normed);
+    find_matches(t, t->normed, tj_cps(&w->norm), w->norm.n, &w->normed);
     if (w->norm.failed || w->normed.failed) return vit_fail(err, "%s: out of memory", t->name);
     const parts p = w->normed;
     for (size_t i = 0; i < p.n; i++) {
@@ -416,7 +426,7 @@ static int encode_text(const tokenizer_json *t, const char *text, size_t len, tj
     tj_text_add_utf8(&cps, text, len);
     work w = {0};
     int rc = cps.failed ? vit_fail(err, "%s: out of memory", t->name) : 0;
-    if (rc == 0) find_matches(t, t->raw, cps.c, cps.n, &w.raw);
+    if (rc == 0) find_matches(t, t->raw, tj_cps(&cps), cps.n, &w.raw);
     if (rc == 0 && w.raw.failed) rc = vit_fail(err, "%s: out of memory", t->name);
     for (size_t i = 0; rc == 0 && i < w.raw.n; i++) {
         const part p = w.raw.v[i];
@@ -431,64 +441,159 @@ static int encode_text(const tokenizer_json *t, const char *text, size_t len, tj
     return rc;
 }
 
-/* body cut to limit ids (from the left when left), inside the single template, then padded. */
-static int finish(const tokenizer_json *t, const tj_ids *body, size_t limit, bool left,
-                  unsigned flags, int32_t **out, vit_error *err) {
-    const size_t keep = body->n < limit ? body->n : limit;
-    const int32_t *b = body->id + (left ? body->n - keep : 0);
-    tj_ids v = {0};
-    if (flags & TJ_NO_SPECIAL || !t->post.single) {
-        for (size_t k = 0; k < keep; k++) tj_ids_add(&v, b[k]);
+/* ---- truncation, the template, padding (TokenizerImpl::post_process) ---- */
+
+/* A text's ids kept: body->id[start .. start + n). */
+typedef struct {
+    const int32_t *id;
+    size_t n;
+} kept;
+
+static kept keep(const tj_ids *body, size_t n, bool left) {
+    return (kept){n ? body->id + (left ? body->n - n : 0) : NULL, n};
+}
+
+/* truncate_encodings: the lengths *n1 (and *n2 of a pair) cut so that they fit max. */
+static int fit(const tokenizer_json *t, size_t *n1, size_t *n2, bool pair, size_t max, int strategy,
+               vit_error *err) {
+    const size_t total = *n1 + (pair ? *n2 : 0);
+    if (total <= max) return 0;
+    const size_t remove = total - max;
+    if (strategy == TRUNC_LONGEST_FIRST && !pair) {
+        *n1 = max;
+    } else if (strategy == TRUNC_LONGEST_FIRST) { /* the shorter kept whole if it can be */
+        size_t a = *n1 < *n2 ? *n1 : *n2, b;
+        b = a > max ? a : (a > max - a ? a : max - a);
+        if (a + b > max) a = max / 2, b = a + max % 2;
+        if (*n1 <= *n2)
+            *n1 = a, *n2 = b;
+        else
+            *n2 = a, *n1 = b;
     } else {
-        for (size_t i = 0; i < t->post.nsingle; i++) {
-            const tj_template_item *it = &t->post.single[i];
-            for (size_t k = 0; k < (it->sequence ? keep : it->n); k++)
-                tj_ids_add(&v, it->sequence ? b[k] : it->ids[k]);
-        }
+        size_t *n = strategy == TRUNC_ONLY_FIRST ? n1 : pair ? n2 : NULL;
+        if (!n || *n <= remove)
+            return vit_fail(err, "%s: the truncation (%s) cannot make the text fit %zu ids",
+                            t->name, strategy == TRUNC_ONLY_FIRST ? "OnlyFirst" : "OnlySecond",
+                            max);
+        *n -= remove;
     }
-    if (flags & TJ_AS_SAVED && t->pad) {
-        size_t target = t->pad_fixed ? (size_t)t->pad_fixed : v.n;
-        if (t->pad_multiple && target % (size_t)t->pad_multiple)
-            target += (size_t)t->pad_multiple - target % (size_t)t->pad_multiple;
-        const size_t n0 = v.n;
-        while (v.n < target) tj_ids_add(&v, t->pad_id);
-        if (t->pad_left && !v.failed && target > n0) {
-            memmove(v.id + (target - n0), v.id, n0 * sizeof *v.id);
-            for (size_t k = 0; k < target - n0; k++) v.id[k] = t->pad_id;
-        }
+    return 0;
+}
+
+static void emit_ids(tj_ids *ids, tj_ids *types, const int32_t *v, size_t n, int32_t type) {
+    for (size_t k = 0; k < n; k++) tj_ids_add(ids, v[k]), tj_ids_add(types, type);
+}
+
+/* The texts inside the template (or one after the other without one). */
+static void apply_template(const tokenizer_json *t, kept a, const kept *b, unsigned flags,
+                           tj_ids *ids, tj_ids *types) {
+    const tj_template_item *items = b ? t->post.pair : t->post.single;
+    const size_t n = b ? t->post.npair : t->post.nsingle;
+    if (flags & TJ_NO_SPECIAL || !items) {
+        emit_ids(ids, types, a.id, a.n, 0);
+        if (b) emit_ids(ids, types, b->id, b->n, 1);
+        return;
     }
-    if (v.failed || v.n > INT_MAX) {
-        tj_ids_free(&v);
-        return vit_fail(err, "%s: out of memory", t->name);
+    for (size_t i = 0; i < n; i++) {
+        const tj_template_item *it = &items[i];
+        const kept *text = it->second ? b : &a;
+        if (it->sequence)
+            emit_ids(ids, types, text ? text->id : NULL, text ? text->n : 0, it->type_id);
+        else
+            emit_ids(ids, types, it->ids, it->n, it->type_id);
     }
-    if (!v.id) tj_ids_add(&v, 0), v.n = 0; /* an empty list still allocated */
-    *out = v.id;
-    return (int)v.n;
+}
+
+/* The saved padding: to its fixed length (else as long as it is), up to its multiple; never
+ * past the caller's max_len (0: none). */
+static void pad(const tokenizer_json *t, int max_len, tj_ids *ids, tj_ids *types) {
+    size_t target = t->pad_fixed ? (size_t)t->pad_fixed : ids->n;
+    if (t->pad_multiple && target % (size_t)t->pad_multiple)
+        target += (size_t)t->pad_multiple - target % (size_t)t->pad_multiple;
+    if (max_len > 0 && target > (size_t)max_len) target = (size_t)max_len;
+    const size_t n0 = ids->n;
+    while (ids->n < target) tj_ids_add(ids, t->pad_id), tj_ids_add(types, t->pad_type_id);
+    if (t->pad_left && !ids->failed && !types->failed && target > n0) {
+        memmove(ids->id + (target - n0), ids->id, n0 * sizeof *ids->id);
+        memmove(types->id + (target - n0), types->id, n0 * sizeof *types->id);
+        for (size_t k = 0; k < target - n0; k++)
+            ids->id[k] = t->pad_id, types->id[k] = t->pad_type_id;
+    }
+}
+
+static size_t added_count(const tokenizer_json *t, bool pair, unsigned flags) {
+    if (flags & TJ_NO_SPECIAL) return 0;
+    return pair ? tj_post_added_pair(&t->post) : tj_post_added(&t->post);
+}
+
+/* The saved truncation (TJ_AS_SAVED), then the caller's max_len (longest first, right). */
+static int truncate_bodies(const tokenizer_json *t, const tj_ids *a, const tj_ids *b, int max_len,
+                           unsigned flags, kept *ka, kept *kb, vit_error *err) {
+    const size_t added = added_count(t, b != NULL, flags);
+    size_t n1 = a->n, n2 = b ? b->n : 0;
+    bool left = false;
+    if (flags & TJ_AS_SAVED && t->truncate) {
+        if ((size_t)t->trunc_max < added)
+            return vit_fail(err, "%s: truncation's max_length %ld is below the %zu ids added",
+                            t->name, t->trunc_max, added);
+        if (fit(t, &n1, &n2, b != NULL, (size_t)t->trunc_max - added, t->trunc_strategy, err))
+            return -1;
+        left = t->trunc_left;
+    }
+    if (max_len > 0 && (size_t)max_len < added + 1)
+        return vit_fail(err, "%s: a length of %d leaves no room beside the %zu ids added", t->name,
+                        max_len, added);
+    if (max_len > 0 &&
+        fit(t, &n1, &n2, b != NULL, (size_t)max_len - added, TRUNC_LONGEST_FIRST, err) != 0)
+        return -1;
+    *ka = keep(a, n1, left);
+    if (b) *kb = keep(b, n2, left);
+    return 0;
+}
+
+/* One text or a pair: ids and type ids. */
+static int encode_full(const tokenizer_json *t, const char *a, size_t alen, const char *b,
+                       size_t blen, int max_len, unsigned flags, int32_t **ids, int32_t **types,
+                       vit_error *err) {
+    *ids = NULL;
+    if (types) *types = NULL;
+    tj_ids ba = {0}, bb = {0}, out = {0}, out_types = {0};
+    kept ka, kb;
+    int rc = encode_text(t, a ? a : "", alen, &ba, err);
+    if (rc == 0 && b) rc = encode_text(t, b, blen, &bb, err);
+    if (rc == 0) rc = truncate_bodies(t, &ba, b ? &bb : NULL, max_len, flags, &ka, &kb, err);
+    if (rc == 0) {
+        apply_template(t, ka, b ? &kb : NULL, flags, &out, &out_types);
+        if (flags & TJ_AS_SAVED && t->pad) pad(t, max_len, &out, &out_types);
+        tj_ids_add(&out, 0), tj_ids_add(&out_types, 0); /* room, so that none is NULL */
+        out.n--, out_types.n--;
+        if (out.failed || out_types.failed || out.n > INT_MAX)
+            rc = vit_fail(err, "%s: out of memory", t->name);
+    }
+    tj_ids_free(&ba), tj_ids_free(&bb);
+    if (rc != 0) {
+        tj_ids_free(&out), tj_ids_free(&out_types);
+        return -1;
+    }
+    *ids = out.id;
+    if (types)
+        *types = out_types.id;
+    else
+        free(out_types.id);
+    return (int)out.n;
 }
 
 int tokenizer_json_encode(const tokenizer_json *t, const char *text, size_t len, int max_len,
                           unsigned flags, int32_t **ids, vit_error *err) {
-    *ids = NULL;
-    tj_ids body = {0};
-    if (encode_text(t, text ? text : "", len, &body, err) != 0) {
-        tj_ids_free(&body);
-        return -1;
-    }
-    const size_t added = flags & TJ_NO_SPECIAL ? 0 : tj_post_added(&t->post);
-    size_t limit = SIZE_MAX;
-    bool left = false;
-    if (flags & TJ_AS_SAVED && t->truncate)
-        limit = (size_t)t->trunc_max - added, left = t->trunc_left;
-    if (max_len > 0 && (size_t)max_len < added + 1) {
-        tj_ids_free(&body);
-        return vit_fail(err, "%s: a length of %d leaves no room beside the %zu tokens added",
-                        t->name, max_len, added);
-    }
-    if (max_len > 0 && (size_t)max_len - added < limit)
-        limit = (size_t)max_len - added, left = false;
-    const int n = finish(t, &body, limit, left, flags, ids, err);
-    tj_ids_free(&body);
-    return n;
+    return encode_full(t, text, len, NULL, 0, max_len, flags, ids, NULL, err);
+}
+
+int tokenizer_json_encode_pair(const tokenizer_json *t, const char *a, size_t alen, const char *b,
+                               size_t blen, int max_len, unsigned flags, int32_t **ids,
+                               int32_t **type_ids, vit_error *err) {
+    if (!t->post.pair && t->post.single && !(flags & TJ_NO_SPECIAL))
+        return vit_fail(err, "%s: its post_processor has no template for pairs", t->name);
+    return encode_full(t, a, alen, b ? b : "", blen, max_len, flags, ids, type_ids, err);
 }
 
 /* ---- decoding ---- */
@@ -555,6 +660,19 @@ static int ops_encode(const void *impl, void *scratch, const char *text, size_t 
     return n;
 }
 
+static int ops_encode_pair(const void *impl, void *scratch, const char *a, size_t alen,
+                           const char *b, size_t blen, int max_len, int32_t *ids, int32_t *type_ids,
+                           vit_error *err) {
+    (void)scratch;
+    int32_t *v, *types;
+    const int n = tokenizer_json_encode_pair(impl, a, alen, b, blen, max_len, 0, &v, &types, err);
+    if (n < 0) return -1;
+    memcpy(ids, v, (size_t)n * sizeof *ids);
+    if (type_ids) memcpy(type_ids, types, (size_t)n * sizeof *type_ids);
+    free(v), free(types);
+    return n;
+}
+
 static int ops_decode(const void *impl, const int32_t *ids, int n, bool skip_special_tokens,
                       char *out, size_t size, vit_error *err) {
     const tokenizer_json *t = impl;
@@ -573,4 +691,5 @@ const text_tokenizer_ops tokenizer_json_ops = {.load = ops_load,
                                                .free = ops_free,
                                                .piece = ops_piece,
                                                .encode = ops_encode,
-                                               .decode = ops_decode};
+                                               .decode = ops_decode,
+                                               .encode_pair = ops_encode_pair};

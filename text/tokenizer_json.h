@@ -8,7 +8,8 @@
  *     raw text (those with normalized false), then in each normalized stretch between them
  *     (normalized true, matched in their normalized form), leftmost longest;
  *   - the normalizer (BertNormalizer, NFC/NFD/NFKC/NFKD, Lowercase, StripAccents, Strip,
- *     Replace, Prepend, Precompiled: SentencePiece's charsmap, Sequence) on each stretch;
+ *     Replace, Prepend, Precompiled: SentencePiece's charsmap, Nmt, ByteLevel, Sequence) on each
+ *     stretch;
  *   - the pre-tokenizer (BertPreTokenizer, ByteLevel, Whitespace, WhitespaceSplit, Metaspace,
  *     Split, Punctuation, Digits, Sequence) on each, then the model (WordPiece, BPE with or
  *     without byte-level symbols, prefixes, suffixes and byte_fallback, Unigram) on each piece;
@@ -56,9 +57,18 @@ enum {
 
 /* text[0..len) (invalid UTF-8 read as U+FFFD, Python's errors="replace") to ids in *ids
  * (malloc'd; the caller frees it): its count, or -1 with err. max_len > 0 cuts them to it on the
- * right keeping the template's tokens (below TJ_AS_SAVED's truncation); 0 does not. */
+ * right keeping the template's tokens (below TJ_AS_SAVED's truncation, and TJ_AS_SAVED's padding
+ * stops at it); 0 does not. */
 int tokenizer_json_encode(const tokenizer_json *t, const char *text, size_t len, int max_len,
                           unsigned flags, int32_t **ids, vit_error *err);
+
+/* A pair of texts a, b (the library's encode(a, b)): ids through the pair template, and their
+ * token type ids in *type_ids (malloc'd; NULL type_ids: not wanted); the cut as above, longest
+ * text first (the saved strategy with TJ_AS_SAVED). A post-processor without a pair template is
+ * an error. */
+int tokenizer_json_encode_pair(const tokenizer_json *t, const char *a, size_t alen, const char *b,
+                               size_t blen, int max_len, unsigned flags, int32_t **ids,
+                               int32_t **type_ids, vit_error *err);
 
 /* The library's decode(ids, skip_special_tokens) (no clean-up), as text_tokenizer_decode says. */
 int tokenizer_json_decode(const tokenizer_json *t, const int32_t *ids, int n,

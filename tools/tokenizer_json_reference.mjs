@@ -2,7 +2,7 @@
 // tokenizer.json fixtures under tests/data/tokenizer-json/ and, for each, golden.json with the
 // ids the library's encode gives many texts (and its decode of them).
 //
-//   cd tools && npm install --no-save tokenizers && cd .. && node tools/tokenizer_json_reference.mjs
+//   cd tools && npm install --no-save tokenizers && cd .. && node tools/tokenizer_json_reference.mjs [NAME...]
 //
 // (tools/node_modules is git-ignored: the library is a test-time reference only.) The fixtures:
 //   bert-wordpiece   BertNormalizer, BertPreTokenizer, WordPiece over 6,000 entries of
@@ -12,11 +12,24 @@
 //   xlmr-unigram     tests/data/xlmr-micro's SentencePiece Unigram converted as transformers'
 //                    XLMRobertaConverter does: Precompiled (its charsmap), Replace " {2,}",
 //                    Metaspace, TemplateProcessing <s> $A </s>;
+//   clip-bpe         CLIP's real merges (the first 4,000 of ../shared/data/clip/merges.txt) as
+//                    transformers' CLIPConverter writes them: NFC, Replace \s+, Lowercase, CLIP's
+//                    Split, ByteLevel, BPE with "</w>", RobertaProcessing;
+//   gpt2-split       roberta-bpe's model behind the Nmt and ByteLevel normalizers and a Split on
+//                    "Ġ" (MergedWithNext), no post-processor;
+//   mixed-wordpiece, unigram-first, clip-variants: the other components on those vocabularies
+//                    (NFKD, NFD, StripAccents, Strip, WhitespaceSplit, Whitespace, Split's other
+//                    behaviours, Punctuation, Digits, Metaspace "first", Unigram byte_fallback,
+//                    ignore_merges, the ByteLevel post-processor, BPEDecoder);
+//   bpe-prefix       BPE with continuing_subword_prefix "##" trained here, Digits Contiguous;
 //   llama-bpe        Metaspace BPE with byte_fallback (a Gemma/Llama-like one, trained here):
 //                    Prepend/Replace normalizers, no pre-tokenizer, the Sequence decoder of
 //                    Replace, ByteFallback, Fuse and Strip, and added tokens of every flag.
 // Texts: the first 400 SST-2 dev sentences and hard cases (accents, CJK, emoji, invalid UTF-8,
-// white-space runs, added tokens glued to words, empty text), each stored as base64 bytes.
+// white-space runs, added tokens glued to words, empty text), each stored as base64 bytes; 67
+// pairs; and 2,000 generated texts (generated-texts.json, random mixes of words, white-space runs,
+// accents, scripts, emoji, control characters, special tokens, long words), whose ids and
+// decodes' FNV-1a hashes go to each fixture's generated.json.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -49,6 +62,50 @@ const invalid = [
   Buffer.from([0x63, 0x61, 0x66, 0xc3, 0xa9, 0xed, 0xa0, 0x80, 0x21]),
 ];
 const texts = [...sst2('dev.tsv', 400), ...hard].map((t) => Buffer.from(t, 'utf8')).concat(invalid);
+// pairs (encode(a, b)): consecutive dev sentences, then empty, long and glued ones
+const dev = sst2('dev.tsv', 61);
+const pairs = [...dev.slice(0, 60).map((a, i) => [a, dev[i + 1]]), ['', ''], ['', 'x'], ['hello', ''],
+  ['x'.repeat(300), 'short one'], [dev.slice(0, 8).join(' '), dev.slice(8, 12).join(' ')],
+  ['<mask> a <|tag|>b', 'b <mask> [MASK]'], ['Café déjà', '日本語 😀']];
+
+// ---- generated texts: random mixes of what tokenizers stumble on (seeded, so the same each run) ----
+function generatedTexts(n) {
+  let seed = 42;
+  const rand = () => { // mulberry32
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const pick = (a) => a[Math.floor(rand() * a.length)];
+  const words = sst2('train.tsv', 3000).join(' ').split(' ').filter((w) => w);
+  const pieces = [
+    () => pick(words), () => pick(words).toUpperCase(), () => pick(words) + pick(words),
+    () => ' '.repeat(1 + Math.floor(rand() * 5)), () => pick(['\t', '\n', '\r\n', '\u00a0', '\u3000', '\u2028']),
+    () => pick(['é', 'e\u0301', 'ñ', 'n\u0303', 'Å', 'ø', 'ß', 'İ', 'ı', 'Σ', 'ς', 'ﬁ', 'Ǆ', '²', '½', 'Ⅻ', 'ｆｕｌｌ']),
+    () => pick(['日本語', '中文', '한국어', 'Ελληνικά', 'русский', 'العربية', 'हिन्दी', 'ไทย', 'עברית']),
+    () => pick(['😀', '👍🏽', '👨‍👩‍👧', '🇫🇷', '❤️', '🤖', '\u200b', '\u200d', '\ufeff', '\u0007', '\u0001', '\ufffd']),
+    () => pick(['[CLS]', '[SEP]', '[MASK]', '[PAD]', '<mask>', '<s>', '</s>', '<pad>', '<unk>', '<|tag|>', '<special>',
+      '</special>', '<|startoftext|>', '<|endoftext|>', '<0x41>', '▁', '##ing']),
+    () => pick(["'s", "'t", "'re", "'ll", "n't", '...', '--', '!?', '(', ')', '"', "''", '``', ',', '.']),
+    () => String(Math.floor(rand() * 1e6)), () => 'x'.repeat(90 + Math.floor(rand() * 30)),
+  ];
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    let t = '';
+    const k = Math.floor(rand() * 12);
+    for (let j = 0; j < k; j++) t += pick(pieces)() + (rand() < 0.5 ? ' ' : '');
+    out.push(t);
+  }
+  return out;
+}
+
+// FNV-1a over the UTF-8 bytes: a decode's text, compared without storing it
+function fnv(text) {
+  let h = 0x811c9dc5;
+  for (const b of Buffer.from(text, 'utf8')) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  return h;
+}
 
 // ---- a small BPE trainer over symbol lists (the fixtures need merges, not a good vocab) ----
 function trainBpe(words, merges, alphabet) {
@@ -74,6 +131,38 @@ function trainBpe(words, merges, alphabet) {
       const o = [];
       for (let i = 0; i < w.length; i++)
         if (i + 1 < w.length && w[i] === a && w[i + 1] === b) o.push(a + b), i++;
+        else o.push(w[i]);
+      return [o, c];
+    });
+  }
+  return { vocab: Object.fromEntries(vocab), merges: list };
+}
+
+// The same over words whose later characters carry a "##" prefix: a merge (a, ##b) makes a + b.
+function trainBpePrefix(words, merges, alphabet) {
+  const vocab = new Map();
+  for (const s of alphabet) if (!vocab.has(s)) vocab.set(s, vocab.size);
+  let seqs = [...words.entries()].map(([w, c]) => [[...w].map((ch, i) => (i ? '##' + ch : ch)), c]);
+  for (const [w] of seqs) for (const s of w) if (!vocab.has(s)) vocab.set(s, vocab.size);
+  const list = [];
+  for (let m = 0; m < merges; m++) {
+    const counts = new Map();
+    for (const [w, c] of seqs)
+      for (let i = 0; i + 1 < w.length; i++) {
+        const k = w[i] + '\u0000' + w[i + 1];
+        counts.set(k, (counts.get(k) || 0) + c);
+      }
+    let best = null, bestCount = 1;
+    for (const [k, c] of counts) if (c > bestCount || (c === bestCount && best !== null && k < best)) best = k, bestCount = c;
+    if (!best) break;
+    const [a, b] = best.split('\u0000');
+    const joined = a + b.slice(2);
+    list.push([a, b]);
+    if (!vocab.has(joined)) vocab.set(joined, vocab.size);
+    seqs = seqs.map(([w, c]) => {
+      const o = [];
+      for (let i = 0; i < w.length; i++)
+        if (i + 1 < w.length && w[i] === a && w[i + 1] === b) o.push(joined), i++;
         else o.push(w[i]);
       return [o, c];
     });
@@ -112,6 +201,7 @@ function bertWordpiece() {
   };
 }
 
+let robertaModel = null; // trained once: gpt2-split reuses it
 function robertaBpe() {
   const bc = byteChars();
   const words = new Map();
@@ -122,7 +212,8 @@ function robertaBpe() {
       words.set(sym, (words.get(sym) || 0) + 1);
     }
   const specials = ['<s>', '<pad>', '</s>', '<unk>'];
-  const { vocab: v, merges } = trainBpe(words, 1500, [...specials, ...bc]);
+  robertaModel = robertaModel || trainBpe(words, 1500, [...specials, ...bc]);
+  const { vocab: v, merges } = robertaModel;
   const vocab = { ...v, '<mask>': Object.keys(v).length };
   const tok = (t, o = {}) => ({ id: vocab[t], content: t, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true, ...o });
   return {
@@ -191,6 +282,113 @@ function xlmrUnigram() {
   };
 }
 
+// GPT-2's vocabulary another way: the ByteLevel normalizer (bytes as symbols before anything),
+// then Split on the space's symbol merged with the next, no post-processor.
+function gpt2Split() {
+  const r = robertaBpe();
+  return { ...r, added_tokens: r.added_tokens.slice(0, 4), post_processor: null,
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'Nmt' }, { type: 'ByteLevel' }] },
+    pre_tokenizer: { type: 'Split', pattern: { String: 'Ġ' }, behavior: 'MergedWithNext', invert: false } };
+}
+
+// The other components, on vocabularies made above: NFKD, StripAccents, Strip, WhitespaceSplit,
+// Split (String, MergedWithPrevious), Punctuation (MergedWithNext), Digits, a Sequence of
+// ByteLevel and TemplateProcessing, the WordPiece decoder without clean-up.
+function mixedWordpiece() {
+  const b = bertWordpiece();
+  return { ...b,
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFKD' }, { type: 'StripAccents' }, { type: 'Lowercase' },
+      { type: 'Strip', strip_left: true, strip_right: true }] },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'WhitespaceSplit' },
+      { type: 'Split', pattern: { String: '-' }, behavior: 'MergedWithPrevious', invert: false },
+      { type: 'Punctuation', behavior: 'MergedWithNext' }, { type: 'Digits', individual_digits: true }] },
+    post_processor: { type: 'Sequence', processors: [{ type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false },
+      { type: 'TemplateProcessing',
+        single: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } }],
+        pair: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } },
+          { Sequence: { id: 'B', type_id: 1 } }, { SpecialToken: { id: '[SEP]', type_id: 1 } }],
+        special_tokens: { '[CLS]': { id: '[CLS]', ids: [b.model.vocab['[CLS]']], tokens: ['[CLS]'] },
+          '[SEP]': { id: '[SEP]', ids: [b.model.vocab['[SEP]']], tokens: ['[SEP]'] } } }] },
+    decoder: { type: 'WordPiece', prefix: '##', cleanup: false },
+  };
+}
+
+// Unigram with byte_fallback (XLM-R's pieces and the 256 byte pieces), NFD, white space removed
+// by Split, then Metaspace "first" without splitting; ByteFallback then Metaspace to decode.
+function unigramFirst() {
+  const x = xlmrUnigram();
+  const bytes = [...Array(256).keys()].map((b) => ['<0x' + b.toString(16).toUpperCase().padStart(2, '0') + '>', -20]);
+  const vocab = [...x.model.vocab.slice(0, -1), ...bytes, x.model.vocab[x.model.vocab.length - 1]];
+  return { ...x,
+    added_tokens: x.added_tokens.map((t) => (t.content === '<mask>' ? { ...t, id: vocab.length - 1 } : t)),
+    normalizer: { type: 'NFD' },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: '\\s+' }, behavior: 'Removed', invert: false },
+      { type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false }] },
+    decoder: { type: 'Sequence', decoders: [{ type: 'ByteFallback' }, { type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false }] },
+    model: { type: 'Unigram', unk_id: 3, vocab, byte_fallback: true },
+  };
+}
+
+// BPE with continuing_subword_prefix "##" (trained here, lower-cased SST-2 words) behind BERT's
+// normalizer and pre-tokenizer; Digits grouped (Contiguous).
+function bpePrefix() {
+  const words = new Map();
+  for (const s of sst2('train.tsv', 20000))
+    for (const w of s.toLowerCase().split(/\s+/).filter((x) => x)) words.set(w, (words.get(w) || 0) + 1);
+  const specials = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'];
+  const { vocab, merges } = trainBpePrefix(words, 1500, specials);
+  const tok = (t) => ({ id: vocab[t], content: t, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: specials.map(tok),
+    normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'BertPreTokenizer' }, { type: 'Digits', individual_digits: false }] },
+    post_processor: { type: 'BertProcessing', sep: ['[SEP]', vocab['[SEP]']], cls: ['[CLS]', vocab['[CLS]']] },
+    decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
+    model: { type: 'BPE', dropout: null, unk_token: '[UNK]', continuing_subword_prefix: '##', end_of_word_suffix: null,
+      fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges },
+  };
+}
+
+// CLIP's merges again: Whitespace words, ByteLevel without its regex, ignore_merges, the
+// decoders ByteLevel then BPEDecoder.
+function clipVariants() {
+  const c = clipBpe();
+  return { ...c,
+    normalizer: { type: 'Lowercase' },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Whitespace' },
+      { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }] },
+    decoder: { type: 'Sequence', decoders: [{ type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }, { type: 'BPEDecoder', suffix: '</w>' }] },
+    model: { ...c.model, ignore_merges: true },
+  };
+}
+
+function clipBpe() {
+  const bc = byteChars();
+  const lines = fs.readFileSync(path.join(shared, 'data/clip/merges.txt'), 'utf8').split('\n');
+  const merges = lines.slice(1, 4001).map((l) => l.split(' '));
+  const vocab = {};
+  const add = (t) => { if (!(t in vocab)) vocab[t] = Object.keys(vocab).length; };
+  bc.forEach((c) => add(c));
+  bc.forEach((c) => add(c + '</w>'));
+  merges.forEach(([a, b]) => add(a + b));
+  add('<|startoftext|>');
+  add('<|endoftext|>');
+  const tok = (t) => ({ id: vocab[t], content: t, single_word: false, lstrip: false, rstrip: false, normalized: true, special: true });
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [tok('<|startoftext|>'), tok('<|endoftext|>')],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFC' }, { type: 'Replace', pattern: { Regex: '\\s+' }, content: ' ' }, { type: 'Lowercase' }] },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [
+      { type: 'Split', pattern: { Regex: "'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+" }, behavior: 'Removed', invert: true },
+      { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }] },
+    post_processor: { type: 'RobertaProcessing', sep: ['<|endoftext|>', vocab['<|endoftext|>']], cls: ['<|startoftext|>', vocab['<|startoftext|>']], trim_offsets: false, add_prefix_space: false },
+    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    model: { type: 'BPE', dropout: null, unk_token: '<|endoftext|>', continuing_subword_prefix: '', end_of_word_suffix: '</w>',
+      fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges },
+  };
+}
+
 function llamaBpe() {
   const words = new Map();
   for (const s of sst2('train.tsv', 20000)) {
@@ -221,9 +419,17 @@ function llamaBpe() {
   };
 }
 
-const fixtures = { 'bert-wordpiece': bertWordpiece, 'roberta-bpe': robertaBpe, 'xlmr-unigram': xlmrUnigram, 'llama-bpe': llamaBpe };
+const generated = generatedTexts(2000);
+fs.mkdirSync(out, { recursive: true });
+fs.writeFileSync(path.join(out, 'generated-texts.json'), JSON.stringify(generated) + '\n');
+
+const fixtures = { 'bert-wordpiece': bertWordpiece, 'roberta-bpe': robertaBpe, 'xlmr-unigram': xlmrUnigram,
+  'clip-bpe': clipBpe, 'llama-bpe': llamaBpe, 'gpt2-split': gpt2Split, 'mixed-wordpiece': mixedWordpiece,
+  'unigram-first': unigramFirst, 'clip-variants': clipVariants, 'bpe-prefix': bpePrefix };
+const wanted = process.argv.slice(2);
 
 for (const [name, make] of Object.entries(fixtures)) {
+  if (wanted.length && !wanted.includes(name)) continue;
   const dir = path.join(out, name);
   fs.mkdirSync(dir, { recursive: true });
   const json = JSON.stringify(make());
@@ -238,7 +444,20 @@ for (const [name, make] of Object.entries(fixtures)) {
     cases.push({ text: bytes.toString('base64'), ids,
       decoded: await saved.decode(ids, true), decoded_special: await saved.decode(ids, false) });
   }
+  const pairCases = [];
+  for (const [a, b] of pairs) {
+    const enc = await saved.encode(a, b);
+    pairCases.push({ a, b, ids: enc.getIds(), type_ids: enc.getTypeIds() });
+  }
+  const gen = [];
+  for (const text of generated) {
+    const ids = (await saved.encode(text)).getIds();
+    gen.push([ids, fnv(await saved.decode(ids, true)), fnv(await saved.decode(ids, false))]);
+  }
   fs.writeFileSync(path.join(dir, 'golden.json'), JSON.stringify({ source: 'tokenizers (npm) ' +
-    require('tokenizers/package.json').version + ', Tokenizer.encode(text) as saved; decode(ids, true/false)', cases }) + '\n');
+    require('tokenizers/package.json').version + ', Tokenizer.encode(text) and encode(a, b) as saved; decode(ids, true/false)',
+    cases, pairs: pairCases }) + '\n');
+  // generated-texts.json's texts: [ids, FNV-1a of decode(ids, true), of decode(ids, false)]
+  fs.writeFileSync(path.join(dir, 'generated.json'), JSON.stringify(gen) + '\n');
   console.log(name, cases.length, 'texts', fs.statSync(path.join(dir, 'tokenizer.json')).size, 'bytes');
 }

@@ -58,6 +58,12 @@ api_image_view api_image_context(vit_context *c) {
                             .explain = &c->explain};
 }
 
+void api_patched_geometry(const model *m, preprocess_geometry *g) {
+    const int P = m->cfg.patch_size;
+    g->out_w -= g->out_w % P;
+    g->out_h -= g->out_h % P;
+}
+
 const float *api_image_hidden(const vit_context *c) {
     return vit_acts_hidden(&c->acts);
 }
@@ -143,7 +149,8 @@ static vit_weights *weights_load(const char *model_dir, const vit_params *params
         return NULL;
     }
     if (w->m.cfg.kind != MODEL_VIT) {
-        vit_fail(err, "%s: a BERT model; use 'vit text' for text models", model_dir);
+        vit_fail(err, "%s: a text model (%s); use 'vit text' for text models", model_dir,
+                 config_architecture(&w->m.cfg));
         weights_release(w);
         return NULL;
     }
@@ -341,12 +348,14 @@ int vit_preprocess_memory(const vit_context *c, const void *bytes, size_t size, 
     return preprocess_named(c, &img, "image in memory", pixels, err);
 }
 
-/* The part of an image of width x height that preprocessing resizes and crops into the input, in
- * the image's pixels: the crop's corner and size scaled back through the resize. */
+/* The part of an image of width x height that preprocessing resizes and crops into the input and
+ * the patches cover, in the image's pixels: the crop's corner and size scaled back through the
+ * resize. */
 static int input_region(const vit_context *c, int width, int height, float region[4],
                         vit_error *err) {
     preprocess_geometry g;
     if (preprocess_geometry_of(&c->w->prep, width, height, &g, err) != 0) return -1;
+    api_patched_geometry(&c->w->m, &g);
     const double sx = (double)width / g.resized_w, sy = (double)height / g.resized_h;
     region[0] = (float)(g.left * sx);
     region[1] = (float)(g.top * sy);

@@ -127,7 +127,9 @@ VIT_API int vit_download_model(const char *model, vit_progress_fn progress, void
  * Dinov2ForImageClassification, and the WithRegisters pair) and BEiT / data2vec-vision (BeitModel,
  * BeitForImageClassification, ...); also timm's VisionTransformer folders (config.json with
  * `architecture` and `pretrained_cfg`, timm's tensor names; num_classes 0: the pooled features are
- * the output). A base model (Dinov2Model, BeitModel) has no classifier: its "logits" are its pooled
+ * the output); and open_clip's folders (open_clip_config.json and open_clip_model.safetensors or
+ * open_clip_pytorch_model.bin, no config.json: a CLIP's image tower, as vit_text_load reads its
+ * text tower). A base model (Dinov2Model, BeitModel) has no classifier: its "logits" are its pooled
  * features (hidden_size of them, labelled DIM_0..), and vit_embed is what it is for. params NULL:
  * vit_default_params(). */
 VIT_API vit_context *vit_load(const char *model, const vit_params *params, vit_error *err);
@@ -378,9 +380,10 @@ typedef struct {
 
 VIT_API vit_text_params vit_text_default_params(void);
 
-/* Loads a BertForSequenceClassification directory (config.json, its weights as vit_load reads
- * them, vocab.txt, optional tokenizer_config.json and special_tokens_map.json). params NULL: the
- * defaults. */
+/* Loads a text encoder's directory (config.json, its weights as vit_load reads them, and the
+ * tokenizer's files): a BERT, RoBERTa, XLM-RoBERTa, DistilBERT or MPNet base model (its
+ * features), sequence classifier (vit_text_forward) or token classifier (vit_text_token_logits),
+ * or a CLIP or SigLIP text tower. params NULL: the defaults. */
 VIT_API vit_text_context *vit_text_load(const char *model, const vit_text_params *params,
                                         vit_error *err);
 /* NULL when the tokenizer loaded; else why not (params.tokenizer_optional). Owned by ctx. */
@@ -403,6 +406,13 @@ VIT_API const char *vit_text_compute(const vit_text_context *ctx);
  * longest: logits [n, labels], probs [n, labels] (softmax; may be NULL). */
 VIT_API int vit_text_forward(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
                              int n, float *logits, float *probs, vit_error *err);
+/* A token classifier (BertForTokenClassification, RobertaForTokenClassification, ...): the logits
+ * of every token of texts as vit_text_forward takes them, in one forward pass padded to the
+ * longest: logits [n, vit_text_max_tokens, labels], text i's token t at (i * max_tokens + t) *
+ * labels, its vit_text_ids count of rows filled and the rest zero. (vit_text_forward refuses a
+ * token classifier, whose logits do not fit [n, labels].) */
+VIT_API int vit_text_token_logits(vit_text_context *ctx, const char *const *texts,
+                                  const size_t *lengths, int n, float *logits, vit_error *err);
 /* The token ids of text i of the last vit_text_forward ([CLS] ... [SEP]); *count gets their
  * number. And the vocabulary string of an id (NULL when out of range). */
 VIT_API const int32_t *vit_text_ids(const vit_text_context *ctx, int i, int *count);
@@ -562,7 +572,8 @@ enum {
     VIT_CAN_EMBED = 2,
     VIT_CAN_ZERO_SHOT = 4,
     VIT_CAN_GENERATE = 8,
-    VIT_CAN_EXPLAIN = 16
+    VIT_CAN_EXPLAIN = 16,
+    VIT_CAN_TAG = 32 /* vit_text_token_logits: classes per token */
 };
 typedef struct {
     vit_model_kind kind;      /* of the folder */
@@ -577,8 +588,14 @@ typedef struct {
     int post_norm; /* the blocks are post-LN (the family's option), else pre-LN */
     /* image towers: config.json's size and patch (vit_input_shape and vit_tokens: the run's) */
     int channels, image_height, image_width, patch_size, tokens;
-    /* text towers and decoders */
+    /* text towers and decoders: the longest sequence the position table holds (a RoBERTa's
+     * positions start after its padding index: max_position_embeddings - pad - 1) */
     int max_positions, vocab_size;
+    /* text encoders: positions count the non-padding tokens from padding_idx + 1 (RoBERTa, XLM-R,
+     * MPNet), else 0..T-1; the dense layer on token 0 before the output ("tanh": BERT's pooler
+     * or RoBERTa's classifier.dense, "relu": DistilBERT's pre_classifier, NULL: none) */
+    int positions_from_padding;
+    const char *pooler;
     int num_labels; /* classes, or the outputs of a model without a classifier */
     int joint_dim;  /* the joint embedding's length, 0 outside CLIP and SigLIP */
     int sigmoid;    /* joint scores are read through a sigmoid each (SigLIP), else a softmax */
@@ -588,7 +605,8 @@ typedef struct {
     int cross_project;     /* the encoder's states go through enc_to_dec_proj */
     int cross_width;       /* the width of the states cross-attention reads */
     int tied_head;         /* the output head is the token embedding matrix */
-    const char *tokenizer; /* its tokenizer's class ("RobertaTokenizer", ...) */
+    const char *tokenizer; /* decoders and text towers: its tokenizer's class ("RobertaTokenizer",
+                            * ...) */
     /* how the folder and its tower are built (the family's options, as vit info prints them) */
     const char *folder_class; /* "CLIPModel" / "SiglipModel" for either tower of a joint model,
                                * "VisionEncoderDecoderModel", else architecture */
@@ -612,7 +630,7 @@ typedef struct {
      * through the tanh pooler), "eos" (the first end token), "eos_max" (the largest id: CLIP's
      * argmax), "last" (the last position), "all" (every row), "next" (a decoder's every row),
      * "norm_mean" (every row normalised, then the mean of the patches: timm's avg without
-     * fc_norm) */
+     * fc_norm), "tokens" (every row through the classifier: a token classifier) */
     const char *pooling;
     const char *head; /* after it: "classifier", "projection" (no bias), "linear", "none" */
     vit_pool pool;    /* vit_default_pool / vit_text_default_pool: vit embed's default */
@@ -623,8 +641,10 @@ typedef struct {
     /* decoders */
     int pos_offset, scale_embedding; /* learned positions offset by this; embeddings x sqrt(D) */
     int eos_ids[4], num_eos, pad_id, decoder_start_id, bos_id; /* -1: unset */
-    const char *tokenizer_kind; /* "byte-level BPE", "WordPiece", "SentencePiece" */
-    int tokenizer_ids;          /* the tokenizer's vocabulary */
+    /* decoders and text towers: "byte-level BPE", "WordPiece", "SentencePiece",
+     * "tokenizer.json (WordPiece|BPE|Unigram)" */
+    const char *tokenizer_kind;
+    int tokenizer_ids; /* the tokenizer's vocabulary */
 } vit_model_info;
 
 VIT_API void vit_model_info_get(const vit_context *ctx, vit_model_info *info);

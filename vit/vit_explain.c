@@ -125,6 +125,7 @@ static int write_picture(const api_image_view *v, const char *path, vit_context 
     if (image_decode_file(path, 3, v->max_pixels, v->decode_flags, &orig, err) != 0) return -1;
     preprocess_geometry g;
     int rc = preprocess_geometry_of(v->prep, orig.width, orig.height, &g, err);
+    api_patched_geometry(v->m, &g); /* a remainder the patches drop is darkened: never seen */
     const int scale = legend_scale(orig.width), strip = 9 * scale + 4;
     image_u8 pic = {0};
     if (rc == 0) rc = draw_add_strip(&orig, strip, &pic, err);

@@ -15,10 +15,10 @@ static vit_model_kind folder_kind(const model_config *c) {
 }
 
 static const char *const pooling_names[] = {
-    [POOL_CLS] = "cls",         [POOL_CLS_MEAN] = "cls_mean",  [POOL_MEAN] = "mean",
-    [POOL_PROBE] = "probe",     [POOL_BERT] = "bert",          [POOL_EOS] = "eos",
-    [POOL_EOS_MAX] = "eos_max", [POOL_LAST] = "last",          [POOL_ALL] = "all",
-    [POOL_NEXT] = "next",       [POOL_NORM_MEAN] = "norm_mean"};
+    [POOL_CLS] = "cls",         [POOL_CLS_MEAN] = "cls_mean",   [POOL_MEAN] = "mean",
+    [POOL_PROBE] = "probe",     [POOL_BERT] = "bert",           [POOL_EOS] = "eos",
+    [POOL_EOS_MAX] = "eos_max", [POOL_LAST] = "last",           [POOL_ALL] = "all",
+    [POOL_NEXT] = "next",       [POOL_NORM_MEAN] = "norm_mean", [POOL_TOKENS] = "tokens"};
 static const char *const head_names[] = {[HEAD_CLASSIFIER] = "classifier",
                                          [HEAD_PROJECTION] = "projection",
                                          [HEAD_LINEAR] = "linear",
@@ -59,7 +59,7 @@ static void tower_build_info(const model *m, vit_model_info *info) {
     info->embed_norm = o->embed_norm;
     info->final_norm = o->final_norm;
     info->causal = o->causal;
-    info->rel_bias = o->shared_rel_bias ? 2 : o->rel_bias ? 1 : 0;
+    info->rel_bias = o->shared_rel_bias || o->rel_buckets ? 2 : o->rel_bias ? 1 : 0;
     info->pooling = pooling_names[o->pool];
     info->head = head_names[o->head];
     info->score_scale = m->logit_scale ? exp((double)m->logit_scale[0]) : 0;
@@ -89,7 +89,10 @@ void api_tower_info(const model *m, vit_model_info *info) {
     info->image_height = c->image_size;
     info->image_width = c->image_width;
     info->patch_size = c->patch_size;
-    info->max_positions = c->max_position_embeddings;
+    info->max_positions =
+        c->kind == MODEL_TEXT ? config_text_max_tokens(c) : c->max_position_embeddings;
+    info->positions_from_padding = c->opt.pos_from_ids;
+    info->pooler = !c->opt.pooler ? NULL : c->opt.pooler_relu ? "relu" : "tanh";
     info->vocab_size = c->vocab_size;
     info->num_labels = c->num_labels;
     info->sigmoid = c->opt.joint_sigmoid;
@@ -120,8 +123,16 @@ void vit_text_model_info(const vit_text_context *ctx, vit_model_info *info) {
     api_tower_info(m, info);
     info->joint_dim = vit_text_joint_dim(ctx);
     info->pool = vit_text_default_pool(ctx);
+    const int classifier = m->cfg.opt.head == HEAD_CLASSIFIER,
+              tags = m->cfg.opt.pool == POOL_TOKENS;
+    const text_tokenizer *tok = api_text_tokenizer(ctx);
+    if (tok) { /* none when it could not load (tokenizer_optional) */
+        info->tokenizer = text_tokenizer_class(tok);
+        info->tokenizer_kind = text_tokenizer_kind(tok);
+        info->tokenizer_ids = text_tokenizer_vocab_size(tok);
+    }
     info->capabilities =
-        VIT_CAN_EMBED | (m->cfg.opt.head == HEAD_CLASSIFIER ? VIT_CAN_CLASSIFY : 0);
+        VIT_CAN_EMBED | (classifier && !tags ? VIT_CAN_CLASSIFY : 0) | (tags ? VIT_CAN_TAG : 0);
     if (info->kind == VIT_KIND_JOINT) info->capabilities |= VIT_CAN_ZERO_SHOT;
 }
 

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "image/image.h"
+#include "text/text_tokenizer.h"
 #include "vit/model/explain.h"
 #include "vit/model/params.h"
 #include "vit/vit.h"
@@ -24,6 +25,10 @@ typedef struct {
     explainer **explain; /* NULL until the first explanation */
 } api_image_view;
 api_image_view api_image_context(vit_context *ctx);
+/* g narrowed to the part of the input the patches cover (the patch convolution drops the
+ * remainder of a side that is not a multiple of the patch): what a map of the patches lies
+ * over. */
+void api_patched_geometry(const model *m, preprocess_geometry *g);
 /* After a failed forward: when an input value (B images of n floats) is NaN or Inf, err says
  * so (image and position) in place of the forward's own message, which blames the weights, and
  * 1 is returned; else 0, err untouched. */
@@ -48,6 +53,8 @@ typedef struct {
 } api_joint;
 int api_joint_of(const model *m, api_joint *out, vit_error *err);
 const model *api_text_model(const vit_text_context *c);
+/* A text context's tokenizer (read-only, shared by its copies). */
+const text_tokenizer *api_text_tokenizer(const vit_text_context *c);
 /* What vit_model_info says of m's configuration alone (tokens, joint_dim, capabilities and the
  * tokenizer are the context's: left 0 and NULL). */
 void api_tower_info(const model *m, vit_model_info *info);

@@ -64,8 +64,9 @@ static int require_text(const char *dir, vit_error *err) {
     if (kind != MODEL_TEXT)
         return vit_fail(
             err,
-            "%s: not a text model (config.json model_type is not bert, clip or "
-            "siglip); text needs a BertForSequenceClassification, CLIP or SigLIP folder",
+            "%s: not a text model (config.json model_type is not bert, roberta, xlm-roberta, "
+            "distilbert, mpnet, clip or siglip); text needs a text encoder, CLIP or SigLIP "
+            "folder",
             dir);
     return 0;
 }
@@ -112,8 +113,8 @@ static text_weights *weights_load(const char *dir, const vit_text_params *p, vit
         return NULL;
     }
     w->max_tokens = w->tok ? text_tokenizer_max_len(w->tok) : 0;
-    if (w->max_tokens < 2 || w->max_tokens > w->m.cfg.max_position_embeddings)
-        w->max_tokens = w->m.cfg.max_position_embeddings;
+    if (w->max_tokens < 2 || w->max_tokens > config_text_max_tokens(&w->m.cfg))
+        w->max_tokens = config_text_max_tokens(&w->m.cfg);
     w->pad_id = w->tok ? text_tokenizer_pad_id(w->tok) : 0;
     ops_init();
     return w;
@@ -126,7 +127,9 @@ static int alloc_batch(vit_text_context *c, vit_error *err) {
     c->ids = malloc(sizeof *c->ids * cells);
     c->mask = malloc(cells);
     c->lengths = calloc((size_t)w->max_batch, sizeof *c->lengths);
-    c->logits = malloc(sizeof *c->logits * (size_t)w->max_batch * (size_t)w->m.cfg.num_labels);
+    /* a token classifier's logits are per token */
+    const size_t rows = w->m.cfg.opt.pool == POOL_TOKENS ? cells : (size_t)w->max_batch;
+    c->logits = malloc(sizeof *c->logits * rows * (size_t)w->m.cfg.num_labels);
     c->scratch = w->tok ? text_tokenizer_scratch_create(w->tok) : NULL;
     const size_t widest =
         (size_t)(w->widest > w->m.cfg.hidden_size ? w->widest : w->m.cfg.hidden_size);
@@ -421,29 +424,64 @@ static const uint8_t *run_mask(const vit_text_context *c) {
     return c->w->m.cfg.opt.pool == POOL_LAST ? NULL : c->mask;
 }
 
-/* vit_text_forward with prompt put before each text; returns the padded length T or -1. */
-static int forward_prompted(vit_text_context *c, const char *const *texts, const size_t *lengths,
-                            int B, const char *prompt, float *logits, vit_error *err) {
+/* Tokenizes B texts (prompt put before each), packs and runs them: out gets what the forward
+ * gives ([B, labels], or a token classifier's [B, T, labels]); the packed length T into *tokens. */
+static int run_texts(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                     const char *prompt, float *out, int *tokens, vit_error *err) {
     if (B < 1 || B > c->w->max_batch)
         return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
     if (tokenize_batch(c, texts, lengths, B, prompt, err) != 0) return -1;
     const int T = pack_batch(c, B);
     const threads_scope scope = threads_begin(c->threads);
     const int rc =
-        text_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, logits, err);
+        text_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, out, err);
     threads_end(scope);
-    return rc == 0 ? T : -1;
+    *tokens = T;
+    return rc;
+}
+
+/* run_texts returning T, or -1. */
+static int forward_prompted(vit_text_context *c, const char *const *texts, const size_t *lengths,
+                            int B, const char *prompt, float *out, vit_error *err) {
+    int T;
+    return run_texts(c, texts, lengths, B, prompt, out, &T, err) == 0 ? T : -1;
+}
+
+static int is_token_classifier(const vit_text_context *c) {
+    return c->w->m.cfg.opt.pool == POOL_TOKENS;
 }
 
 int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
                      float *logits, float *probs, vit_error *err) {
-    if (forward_prompted(c, texts, lengths, B, NULL, logits, err) < 0) return -1;
-    if (probs) softmax_probs(probs, logits, B, c->w->m.cfg.num_labels);
+    if (is_token_classifier(c))
+        return vit_fail(err, "%s classifies every token: vit_text_token_logits gives its logits",
+                        config_architecture(&c->w->m.cfg));
+    int T;
+    const int rc = run_texts(c, texts, lengths, B, NULL, logits, &T, err);
+    if (rc == 0 && probs) softmax_probs(probs, logits, B, c->w->m.cfg.num_labels);
+    return rc;
+}
+
+int vit_text_token_logits(vit_text_context *c, const char *const *texts, const size_t *lengths,
+                          int B, float *logits, vit_error *err) {
+    if (!is_token_classifier(c))
+        return vit_fail(err, "%s has no token classifier", config_architecture(&c->w->m.cfg));
+    int T;
+    if (run_texts(c, texts, lengths, B, NULL, c->logits, &T, err) != 0) return -1;
+    const size_t K = (size_t)c->w->m.cfg.num_labels, room = (size_t)c->w->max_tokens * K;
+    memset(logits, 0, sizeof(float) * (size_t)B * room);
+    for (int b = 0; b < B; b++) /* [B, T, K] into rows of max_tokens */
+        memcpy(logits + b * room, c->logits + (size_t)b * T * K,
+               sizeof(float) * (size_t)c->lengths[b] * K);
     return 0;
 }
 
 int vit_text_hidden_size(const vit_text_context *c) {
     return c->w->m.cfg.hidden_size;
+}
+
+const text_tokenizer *api_text_tokenizer(const vit_text_context *c) {
+    return c->w->tok;
 }
 
 const model *api_text_model(const vit_text_context *c) {
@@ -465,18 +503,23 @@ static int embed_joint(vit_text_context *c, const char *const *texts, const size
     return 0;
 }
 
+/* BERT and the text encoders like it (token 0, the pooler, every row), not a joint tower. */
+static int is_encoder(const model_config *cfg) {
+    return cfg->opt.pool == POOL_BERT || cfg->opt.pool == POOL_TOKENS;
+}
+
 vit_pool vit_text_default_pool(const vit_text_context *c) {
     const model_config *cfg = &c->w->m.cfg;
     if (c->w->sentence) return VIT_POOL_SENTENCE;
     if (vit_text_joint_dim(c) > 0) return VIT_POOL_JOINT;
     if (cfg->opt.head == HEAD_PROJECTION) return VIT_POOL_PROJECTION; /* text_embeds */
-    return cfg->opt.pool == POOL_BERT ? VIT_POOL_CLS : VIT_POOL_POOLER;
+    return is_encoder(cfg) ? VIT_POOL_CLS : VIT_POOL_POOLER;
 }
 
 int vit_text_embed_size(const vit_text_context *c, vit_pool pool) {
     if (pool == VIT_POOL_JOINT) return vit_text_joint_dim(c);
     if (pool == VIT_POOL_SENTENCE) return c->w->sentence ? st_output_dim(&c->w->st) : 0;
-    const int tower = c->w->m.cfg.opt.pool != POOL_BERT; /* CLIP's or SigLIP's: its forward's */
+    const int tower = !is_encoder(&c->w->m.cfg); /* CLIP's or SigLIP's: its forward's */
     return tower && (pool == VIT_POOL_PROJECTION || pool == VIT_POOL_POOLER)
                ? vit_text_num_labels(c)
                : vit_text_hidden_size(c);
@@ -558,6 +601,9 @@ static int embed_encoder(vit_text_context *c, const char *const *texts, const si
     if (pool == VIT_POOL_PROJECTION)
         return vit_fail(err, "%s: VIT_POOL_PROJECTION is a CLIP text tower's projection",
                         config_architecture(cfg));
+    if (pool == VIT_POOL_POOLER && !cfg->opt.pooler)
+        return vit_fail(err, "%s has no pooler: VIT_POOL_CLS or VIT_POOL_MEAN",
+                        config_architecture(cfg));
     if (pool == VIT_POOL_SENTENCE && !c->w->sentence)
         return vit_fail(err, "VIT_POOL_SENTENCE: the folder is no sentence-transformers one (no "
                              "modules.json)");
@@ -596,12 +642,11 @@ int vit_text_embed_with(vit_text_context *c, const char *const *texts, const siz
     if (B < 1 || B > c->w->max_batch)
         return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
     const int rc =
-        o->pool == VIT_POOL_JOINT || c->w->m.cfg.opt.pool != POOL_BERT
+        o->pool == VIT_POOL_JOINT || !is_encoder(&c->w->m.cfg)
             ? embed_tower(c, texts, lengths, B, o->pool, prompt, dims, full, features, err)
             : embed_encoder(c, texts, lengths, B, o->pool, prompt, dims, features, err);
     /* Matryoshka: a cut row of a normalised embedding is normalised again */
-    const int normalised =
-        o->pool == VIT_POOL_JOINT || (o->pool == VIT_POOL_SENTENCE && st_normalizes(&c->w->st));
+    const int normalised = vit_text_embed_normalized(c, o->pool);
     for (int b = 0; rc == 0 && normalised && dims < full && b < B; b++)
         l2_normalize(features + (size_t)b * dims, dims);
     return rc;

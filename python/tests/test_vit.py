@@ -479,6 +479,28 @@ def test_sentence_transformers_as_the_cli():
     assert dense.embed(texts).shape == (2, 16)
 
 
+def test_token_logits_match_reference():
+    """A token classifier's per-token logits against tools/text_encoders_reference.py's float64
+    forward (the C tests allow 1e-4; seen 1.4e-6), each text alone as in a batch."""
+    folder = os.path.join(DATA, "roberta-tok-micro")
+    golden = os.path.join(folder, "golden.safetensors")
+    with open(golden, "rb") as f:
+        meta = json.loads(f.read(int.from_bytes(f.read(8), "little")))["__metadata__"]
+    texts, ids = json.loads(meta["texts"]), json.loads(meta["ids"])
+    want = read_safetensors(golden, "token_logits")
+    model = vit.TextModel(folder)
+    got = model.token_logits(texts)
+    for i, text in enumerate(texts):
+        assert got[i].shape == (len(ids[i]), len(model.labels))
+        assert np.abs(got[i] - want[i, : len(ids[i])]).max() <= 1e-4
+        assert model.tokenize(text) == ids[i]
+        assert np.abs(model.token_logits(text) - got[i]).max() <= 5e-6
+    with pytest.raises(vit.Error, match="classifies every token"):
+        model.classify(texts[0])
+    for name in ("roberta-seq-micro", "distilbert-model-micro", "mpnet-model-micro"):
+        assert type(vit.load(os.path.join(DATA, name))) is vit.TextModel
+
+
 # ---- threads ----
 
 

@@ -596,8 +596,9 @@ def _encode_texts(texts):
 
 
 class TextModel(_Context):
-    """A BertForSequenceClassification folder (text classification and sentence features), or a
-    CLIP or SigLIP folder's text tower (embeddings in the joint space). batch: texts per forward
+    """A text encoder's folder: BERT, RoBERTa, XLM-R, DistilBERT or MPNet as a sequence classifier
+    (classify), a token classifier (token_logits) or a base model (sentence features), or a CLIP
+    or SigLIP folder's text tower (embeddings in the joint space). batch: texts per forward
     pass (a list runs in batches of this many, each padded to its longest)."""
 
     _free = "vit_text_free"
@@ -695,6 +696,24 @@ class TextModel(_Context):
             for start, n, texts, lengths in self._batches(data):
                 _call(lib.vit_text_embed_with, self._c, texts, lengths, n, ctypes.byref(opts),
                       _addr(out, start))
+        return out if many else out[0]
+
+    def token_logits(self, text):
+        """A token classifier's (BertForTokenClassification, RobertaForTokenClassification, ...)
+        logits of every token, float32 [tokens, labels], a row per id tokenize(text) gives (start
+        and end tokens included); for a list of texts, a list of such arrays. A list runs in
+        batches, each padded to its longest."""
+        data, many = _encode_texts(text)
+        lib = _lib.lib()
+        out = []
+        with self._lock:
+            for start, n, texts, lengths in self._batches(data):
+                logits = np.empty((n, self.max_tokens, self.num_labels), np.float32)
+                _call(lib.vit_text_token_logits, self._c, texts, lengths, n, _addr(logits))
+                for i in range(n):
+                    count = ctypes.c_int()
+                    lib.vit_text_ids(self._c, i, ctypes.byref(count))
+                    out.append(logits[i, : count.value].copy())
         return out if many else out[0]
 
     def tokenize(self, text):
@@ -890,15 +909,16 @@ def _model_type(path):
 
 def load(path, **settings):
     """The model of a Hugging Face folder, by its config.json's model_type: a Generator for a
-    VisionEncoderDecoderModel, a TextModel for BERT (and a CLIP or SigLIP text tower alone), else
-    an ImageModel (classifiers, base models, CLIP and SigLIP); a sentence-transformers folder
-    (modules.json) is a TextModel. settings: the class's keywords (backend, precision, threads,
-    batch, ...)."""
+    VisionEncoderDecoderModel, a TextModel for a text encoder (BERT, RoBERTa, XLM-R, DistilBERT,
+    MPNet; and a CLIP or SigLIP text tower alone) and a sentence-transformers folder
+    (modules.json), else an ImageModel (classifiers, base models, CLIP and SigLIP). settings:
+    the class's keywords (backend, precision, threads, batch, ...)."""
     if os.path.isfile(os.path.join(os.fspath(path), "modules.json")):
         return TextModel(path, **settings)
     kind = _model_type(os.fspath(path))
     if kind == "vision-encoder-decoder":
         return Generator(path, **settings)
-    if kind in ("bert", "clip_text_model", "siglip_text_model"):
+    if kind in ("bert", "roberta", "xlm-roberta", "distilbert", "mpnet", "clip_text_model",
+                "siglip_text_model"):
         return TextModel(path, **settings)
     return ImageModel(path, **settings)

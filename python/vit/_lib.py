@@ -174,6 +174,8 @@ _SIGNATURES = {
     "vit_text_prompt": (_s, [_p, _s]),
     "vit_text_default_prompt": (_s, [_p]),
     "vit_text_pipeline": (_s, [_p]),
+    "vit_text_token_logits": (_i, [_p, _strs, ctypes.POINTER(_sz), _i, _p, _err]),
+    "vit_text_ids": (_p, [_p, _i, ctypes.POINTER(_i)]),
     "vit_text_hidden_size": (_i, [_p]),
     "vit_text_joint_dim": (_i, [_p]),
     "vit_text_top_k": (_i, [_p, _p, _i, _preds, _err]),

@@ -96,7 +96,7 @@ enum {
 };
 #define CLI_MODEL_DEFAULT "$VIT_MODEL, else the shipped model"
 #define CLI_MODEL_OPTION(help, def)                                                                \
-    { CLI_OPT_MODEL, "model", 'm', "DIR", help, def }
+    { CLI_OPT_MODEL, "model", 'm', "DIR|ORG/NAME", help, def }
 #define CLI_BATCH_OPTION(help, def)                                                                \
     { CLI_OPT_BATCH, "batch", 'b', "N", help, def }
 #define CLI_THREADS_OPTION                                                                         \

@@ -22,12 +22,19 @@ static const cli_command command = {
     "convert",
     "copy a model directory with its weights stored as F16, BF16 or F32",
     "[--dtype f16|bf16|f32] [--overwrite] IN_DIR OUT_DIR",
-    "Writes OUT_DIR (created if missing) with IN_DIR's config.json, preprocessor_config.json and\n"
-    "tokenizer files, and one model.safetensors with IN_DIR's weights (model.safetensors, its\n"
-    "shards, pytorch_model.bin or its shards) and every float tensor rounded to the chosen "
-    "type\n"
-    "(to nearest, ties to even). vit loads all three; so do transformers and PyTorch. F16 halves\n"
-    "the files of an F32 model; vit computes in float32 either way.",
+    "Reads IN_DIR's weights in any layout vit loads: model.safetensors, its shards\n"
+    "(model.safetensors.index.json), pytorch_model.bin or its shards; an open_clip folder's\n"
+    "open_clip_model.safetensors or open_clip_pytorch_model.bin. Writes OUT_DIR (created if\n"
+    "missing) with them as one file, model.safetensors (open_clip_model.safetensors for an\n"
+    "open_clip folder), every float tensor rounded to the chosen type (to nearest, ties to\n"
+    "even), the tensors' names kept (old LayerNorm.gamma/beta read as weight/bias). Beside it\n"
+    "IN_DIR's other files are copied as they are: config.json (Hugging Face and timm folders)\n"
+    "or open_clip_config.json, preprocessor_config.json, generation_config.json, and the\n"
+    "tokenizer's (tokenizer.json, vocab.txt, vocab.json, merges.txt, spiece.model,\n"
+    "sentencepiece.bpe.model, added_tokens.json, tokenizer_config.json,\n"
+    "special_tokens_map.json). vit loads the result; so do transformers and PyTorch. F16 halves\n"
+    "an F32 model's files; vit computes in float32 either way. IN_DIR may be a Hugging Face\n"
+    "Hub name, org/name[@revision] (from the cache, downloaded into it if missing).",
     options,
     sizeof options / sizeof options[0]};
 
@@ -56,11 +63,13 @@ static int convert_option(const cli_parser *p, int id, void *user) {
     return id == OPT_DTYPE ? cli_parse_dtype(p, "convert", &o->dtype) : 0;
 }
 
-/* A model OUT_DIR already holds (its config.json or model.safetensors) is kept unless asked. */
+/* A model OUT_DIR already holds (its config.json or model.safetensors, an open_clip folder's
+ * open_clip_config.json or open_clip_model.safetensors) is kept unless asked. */
 static int refuse_existing(const char *out_dir) {
-    static const char *const names[] = {"config.json", "model.safetensors"};
+    static const char *const names[] = {"config.json", "model.safetensors", "open_clip_config.json",
+                                        "open_clip_model.safetensors"};
     char path[4096];
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s/%s", out_dir, names[i]);
         if (access(path, F_OK) == 0) {
             fprintf(stderr, "vit convert: %s exists (--overwrite replaces it)\n", path);
@@ -80,7 +89,9 @@ int cli_convert(int argc, char **argv) {
     if (!o.overwrite && refuse_existing(p.rest[1]) != 0) return 1;
     const st_dtype dtype = o.dtype;
     vit_error err = {0};
-    if (model_dir_convert(p.rest[0], p.rest[1], dtype, &err) != 0) {
+    char in[4096]; /* a folder, or org/name from the Hub (vit_resolve_model) */
+    if (vit_resolve_model(p.rest[0], in, sizeof in, &err) != 0 ||
+        model_dir_convert(in, p.rest[1], dtype, &err) != 0) {
         fprintf(stderr, "vit convert: %s\n", err.msg);
         return 1;
     }

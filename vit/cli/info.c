@@ -1,5 +1,6 @@
 /* vit info: what a model directory holds. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "image/image.h"
@@ -29,11 +30,16 @@ const cli_command *cli_info_command(void) {
     return &command;
 }
 
+/* The plural's "s" for a count: "1 layer", "2 layers". */
+static const char *plural(long long n) {
+    return n == 1 ? "" : "s";
+}
+
 /* A tower's size, cost and preprocessing. */
 static void print_image_input(const vit_model_info *in) {
-    printf("input:          %d channel%s, %dx%d, patch %d (%d tokens)\n", in->channels,
-           in->channels > 1 ? "s" : "", in->image_width, in->image_height, in->patch_size,
-           in->size_tokens);
+    printf("input:          %d channel%s, %dx%d, patch %d (%d token%s)\n", in->channels,
+           plural(in->channels), in->image_width, in->image_height, in->patch_size, in->size_tokens,
+           plural(in->size_tokens));
     printf("flops/image:    %.3f GFLOP\n", in->flops / 1e9);
     printf("preprocessing:  %s\n", in->preprocessing);
 }
@@ -45,7 +51,7 @@ static void print_image_parts(const vit_model_info *in) {
                                          : in->special_tokens   ? "CLS, "
                                                                 : "");
     if (in->registers)
-        printf("%d registers (%s), ", in->registers,
+        printf("%d register%s (%s), ", in->registers, plural(in->registers),
                in->registers_positioned ? "with positions" : "no positions");
     printf("patches; %s; blocks: %s, %s, %s%s%s%s\n",
            in->positions == 0   ? "no absolute positions"
@@ -74,8 +80,8 @@ static void print_image_parts(const vit_model_info *in) {
                "on each [%d, %d], logits their mean\n",
                in->num_labels, in->hidden);
     else if (!strcmp(in->head, "none"))
-        printf("                pooled: %s; no classifier (outputs: %d features)\n", pool,
-               in->num_labels);
+        printf("                pooled: %s; no classifier (outputs: %d feature%s)\n", pool,
+               in->num_labels, plural(in->num_labels));
     else
         printf("                pooled: %s; classifier [%d, %d]\n", pool, in->num_labels,
                in->hidden * (cls_mean ? 2 : 1));
@@ -87,20 +93,22 @@ static void print_run_size(const vit_context *ctx, const vit_model_info *in) {
     vit_input_shape(ctx, &c, &h, &w);
     const int P = in->patch_size;
     if (h != in->image_height || w != in->image_width)
-        printf("runs at:        %dx%d, the preprocessor's size (%d tokens, %.3f GFLOP/image; "
+        printf("runs at:        %dx%d, the preprocessor's size (%d token%s, %.3f GFLOP/image; "
                "positions resized from %dx%d patches)\n",
-               w, h, vit_tokens(ctx), vit_flops_per_image(ctx) / 1e9, in->image_width / P,
-               in->image_height / P);
+               w, h, vit_tokens(ctx), plural(vit_tokens(ctx)), vit_flops_per_image(ctx) / 1e9,
+               in->image_width / P, in->image_height / P);
 }
 
 static void print_encoder(const vit_model_info *in) {
-    printf("encoder:        %d layers, hidden %d, %d heads, mlp %d, %s, layer_norm_eps %g%s\n",
-           in->layers, in->hidden, in->heads, in->mlp, in->activation, in->layer_norm_eps,
-           in->qkv_bias ? "" : ", no qkv bias");
+    printf("encoder:        %d layer%s, hidden %d, %d head%s, mlp %d, %s, layer_norm_eps %g%s\n",
+           in->layers, plural(in->layers), in->hidden, in->heads, plural(in->heads), in->mlp,
+           in->activation, in->layer_norm_eps, in->qkv_bias ? "" : ", no qkv bias");
 }
 
 /* How a tower pools its rows, in words. */
-static const char *pooling_words(const char *pooling) {
+static const char *pooling_words(const char *pooling, const char *model_type) {
+    if (!strcmp(pooling, "eos_max") && !strcmp(model_type, "open_clip"))
+        return "the largest id (open_clip's argmax)";
     static const char *const words[][2] = {
         {"cls", "the CLS row"},
         {"probe", "every row, then the attention probe"},
@@ -124,23 +132,28 @@ static const char *head_words(const char *head) {
 
 /* The parts a joint model's tower was assembled from (the family's options). */
 static void print_tower_parts(const vit_model_info *in) {
-    printf("                %s%d layers %s%s, hidden %d, %d heads, mlp %d, %s; final "
+    printf("                %s%d layer%s %s%s, hidden %d, %d head%s, mlp %d, %s%s; final "
            "LayerNorm, pooled by %s, then %s\n",
-           in->embed_norm ? "embedding LayerNorm, " : "", in->layers,
+           in->embed_norm ? "embedding LayerNorm, " : "", in->layers, plural(in->layers),
            in->post_norm ? "post-LN" : "pre-LN", in->causal ? " causal" : "", in->hidden, in->heads,
-           in->mlp, in->activation, pooling_words(in->pooling), head_words(in->head));
+           plural(in->heads), in->mlp, in->activation, in->layer_scale ? ", layer scale" : "",
+           pooling_words(in->pooling, in->model_type), head_words(in->head));
 }
 
 static void print_image_tower(const vit_model_info *in) {
-    printf("image tower:    %d channels, %dx%d, patch %d (%d tokens), %.3f GFLOP/image\n",
-           in->channels, in->image_height, in->image_height, in->patch_size, in->size_tokens,
-           in->flops / 1e9);
+    printf("image tower:    %d channel%s, %dx%d, patch %d (%d token%s), %.3f GFLOP/image\n",
+           in->channels, plural(in->channels), in->image_width, in->image_height, in->patch_size,
+           in->size_tokens, plural(in->size_tokens), in->flops / 1e9);
 }
 
 /* A text tower described without its tokenizer (vit_text_params.tokenizer_optional): why. */
-static void print_tokenizer_error(const vit_text_context *t) {
+/* The tokenizer a text tower reads, or why it could not be read. */
+static void print_tokenizer(const vit_text_context *t, const vit_model_info *in) {
     if (vit_text_tokenizer_error(t))
         printf("tokenizer:      not loadable: %s\n", vit_text_tokenizer_error(t));
+    else
+        printf("tokenizer:      %s (%s), %d id%s\n", in->tokenizer, in->tokenizer_kind,
+               in->tokenizer_ids, plural(in->tokenizer_ids));
 }
 
 /* A text tower for describing: its tokenizer files may be missing. */
@@ -164,10 +177,11 @@ static void print_joint(const vit_model_info *image, const char *dir) {
     } else {
         vit_model_info t;
         vit_text_model_info(text, &t);
-        printf("text tower:     up to %d tokens, vocabulary %d, %zu parameters\n", t.max_positions,
-               t.vocab_size, t.parameters);
+        printf("text tower:     up to %d token%s, vocabulary %d, %zu parameter%s\n",
+               t.max_positions, plural(t.max_positions), t.vocab_size, t.parameters,
+               plural((long long)t.parameters));
         print_tower_parts(&t);
-        print_tokenizer_error(text);
+        print_tokenizer(text, &t);
         vit_text_free(text);
     }
     printf("scores:         exp(logit_scale) = %.4g times the cosine%s; %s\n", image->score_scale,
@@ -195,8 +209,8 @@ static void print_one_tower(const vit_model_info *in) {
     if (image)
         print_image_tower(in);
     else
-        printf("text tower:     up to %d tokens, vocabulary %d\n", in->max_positions,
-               in->vocab_size);
+        printf("text tower:     up to %d token%s, vocabulary %d\n", in->max_positions,
+               plural(in->max_positions), in->vocab_size);
     print_tower_parts(in);
     if (image) printf("preprocessing:  %s\n", in->preprocessing);
     if (in->score_scale)
@@ -237,9 +251,9 @@ static void print_sentence_pipeline(const vit_text_context *t) {
 
 /* A VisionEncoderDecoder's decoder: its block, positions, embeddings, cross-attention and head. */
 static void print_decoder(const vit_model_info *d, int encoder_hidden) {
-    printf("decoder:        %s, %d layers %s, hidden %d, %d heads, ffn %d, %s\n", d->architecture,
-           d->layers, d->post_norm ? "post-LN" : "pre-LN", d->hidden, d->heads, d->mlp,
-           d->activation);
+    printf("decoder:        %s, %d layer%s %s, hidden %d, %d head%s, ffn %d, %s\n", d->architecture,
+           d->layers, plural(d->layers), d->post_norm ? "post-LN" : "pre-LN", d->hidden, d->heads,
+           plural(d->heads), d->mlp, d->activation);
     printf("                positions %s, %d", d->sinusoidal ? "sinusoidal" : "learned",
            d->max_positions);
     if (d->pos_offset) printf(" (offset %d)", d->pos_offset);
@@ -295,16 +309,18 @@ static void print_image_to_text(vit_gen_context *g) {
     vit_gen_decoder_info(g, &d);
     printf("architecture:   VisionEncoderDecoderModel, image to text (vit generate)\n");
     print_image_input(&e);
-    printf("encoder:        %s (pre-LN%s), %d layers, hidden %d, %d heads, mlp %d, %s, "
+    printf("encoder:        %s (pre-LN%s), %d layer%s, hidden %d, %d head%s, mlp %d, %s, "
            "layer_norm_eps %g%s\n",
            e.special_tokens > 1 ? "DeiTModel" : "ViTModel",
-           e.special_tokens > 1 ? ", distillation token" : "", e.layers, e.hidden, e.heads, e.mlp,
-           e.activation, e.layer_norm_eps, e.qkv_bias ? "" : ", no qkv bias");
+           e.special_tokens > 1 ? ", distillation token" : "", e.layers, plural(e.layers), e.hidden,
+           e.heads, plural(e.heads), e.mlp, e.activation, e.layer_norm_eps,
+           e.qkv_bias ? "" : ", no qkv bias");
     print_decoder(&d, e.hidden);
     if (vit_gen_tokenizer_error(g))
         printf("tokenizer:      not loadable: %s\n", vit_gen_tokenizer_error(g));
     else
-        printf("tokenizer:      %s (%s), %d ids\n", d.tokenizer, d.tokenizer_kind, d.tokenizer_ids);
+        printf("tokenizer:      %s (%s), %d id%s\n", d.tokenizer, d.tokenizer_kind, d.tokenizer_ids,
+               plural(d.tokenizer_ids));
     print_generation_settings(g, &d);
     printf("parameters:     %zu (encoder %zu, decoder %zu)\n", e.parameters + d.parameters,
            e.parameters, d.parameters);
@@ -391,15 +407,34 @@ static void print_image_model(const vit_context *ctx, const vit_model_info *in, 
     if (strcmp(in->head, "none")) print_labels(&l, in->num_labels, all_labels);
 }
 
-/* A BERT: its architecture, input, encoder and labels. */
+/* A text encoder's positions and head where they are not BERT's (BERT's lines stay as they
+ * were). */
+static void print_text_parts(const vit_model_info *in) {
+    if (in->positions_from_padding || in->rel_bias)
+        printf("positions:      learned%s%s\n",
+               in->positions_from_padding ? ", counted from padding_idx + 1" : "",
+               in->rel_bias ? "; relative position buckets, one table for every layer" : "");
+    if (!strcmp(in->pooling, "tokens"))
+        printf("head:           a classifier on every token\n");
+    else if (!strcmp(in->head, "classifier") && in->pooler && !strcmp(in->pooler, "relu"))
+        printf("head:           token 0, dense + ReLU (pre_classifier), classifier\n");
+    else if (!strcmp(in->head, "classifier") && in->family && strcmp(in->family, "BERT"))
+        printf("head:           token 0, dense + tanh, out_proj\n");
+    else if (!strcmp(in->head, "none") && !in->pooler && !strcmp(in->pooling, "bert"))
+        printf("head:           none: token 0's final state (no pooler)\n");
+}
+
+/* A BERT or another text encoder: its architecture, input, encoder and labels. */
 static void print_text_model(const vit_text_context *ctx, const vit_model_info *in,
                              int all_labels) {
     printf("architecture:   %s (%s encoder)\n", in->architecture,
            in->post_norm ? "post-LN" : "pre-LN");
-    printf("input:          up to %d tokens, vocabulary %d\n", in->max_positions, in->vocab_size);
-    print_tokenizer_error(ctx);
+    printf("input:          up to %d token%s, vocabulary %d\n", in->max_positions,
+           plural(in->max_positions), in->vocab_size);
+    print_tokenizer(ctx, in);
     printf("flops/128 tok:  %.3f GFLOP\n", in->flops / 1e9);
     print_encoder(in);
+    print_text_parts(in);
     printf("parameters:     %zu\n", in->parameters);
     print_embedding(in);
     const labeled l = {.text = ctx};
@@ -407,7 +442,8 @@ static void print_text_model(const vit_text_context *ctx, const vit_model_info *
 }
 
 /* The model part of vit info, loaded by the loader its folder's kind takes; -1 if it fails. */
-static int print_model(const char *dir, int all_labels, vit_error *err) {
+/* shown: what the model line names (a Hub name with its snapshot, or the folder). */
+static int print_model(const char *dir, const char *shown, int all_labels, vit_error *err) {
     vit_model_kind kind;
     if (vit_folder_kind(dir, &kind, err) != 0) return -1;
     vit_model_info in;
@@ -416,17 +452,17 @@ static int print_model(const char *dir, int all_labels, vit_error *err) {
         gp.tokenizer_optional = 1;
         vit_gen_context *g = vit_gen_load(dir, &gp, err);
         if (!g) return -1;
-        printf("model:          %s\n", dir);
+        printf("model:          %s\n", shown);
         print_image_to_text(g);
         vit_gen_free(g);
     } else if (kind == VIT_KIND_TEXT) {
         vit_text_context *t = load_text_for_info(dir, err);
         if (!t) return -1;
         vit_text_model_info(t, &in);
-        printf("model:          %s\n", dir);
+        printf("model:          %s\n", shown);
         if (in.tower_alone) {
             print_one_tower(&in);
-            print_tokenizer_error(t);
+            print_tokenizer(t, &in);
             printf("parameters:     %zu\n", in.parameters);
             print_embedding(&in);
         } else {
@@ -438,7 +474,7 @@ static int print_model(const char *dir, int all_labels, vit_error *err) {
         vit_context *ctx = vit_load(dir, NULL, err);
         if (!ctx) return -1;
         vit_model_info_get(ctx, &in);
-        printf("model:          %s\n", dir);
+        printf("model:          %s\n", shown);
         if (kind == VIT_KIND_JOINT) {
             print_joint(&in, dir);
             printf("parameters:     %zu (image tower)\n", in.parameters);
@@ -482,8 +518,15 @@ int cli_info(int argc, char **argv) {
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);
     char dir[4096];
     if (!cli_model_dir("info", c.model, dir, sizeof dir)) return 1;
+    /* a Hub name is shown as such, with the snapshot it resolved to */
+    const char *env = getenv("VIT_MODEL"), *ref = c.model ? c.model : env && *env ? env : NULL;
+    char shown[4400];
+    if (ref && strcmp(ref, dir) != 0 && !cli_is_dir(ref))
+        snprintf(shown, sizeof shown, "%s (%s)", ref, dir);
+    else
+        snprintf(shown, sizeof shown, "%s", dir);
     vit_error err = {0};
-    if (print_model(dir, all_labels, &err) != 0) {
+    if (print_model(dir, shown, all_labels, &err) != 0) {
         cli_print_load_error("info", c.model, dir, &err);
         return 1;
     }

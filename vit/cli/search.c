@@ -315,16 +315,24 @@ static int cache_key(const char *folder, const char *model_dir, vit_context *ctx
     if (!realpath(model_dir, real_model)) snprintf(real_model, sizeof real_model, "%s", model_dir);
     int c, h, w;
     vit_input_shape(ctx, &c, &h, &w);
-    char stamps[3][64];
+    char stamps[5][64];
     file_stamp(stamps[0], sizeof stamps[0], model_dir, "config.json");
     const char *weights = weights_file_name(model_dir); /* the file a model's weights are by */
     file_stamp(stamps[1], sizeof stamps[1], model_dir, weights ? weights : "model.safetensors");
     file_stamp(stamps[2], sizeof stamps[2], model_dir, "preprocessor_config.json");
+    /* an open_clip folder's config and weights (absent: nothing, so other keys stay as they
+     * were) */
+    file_stamp(stamps[3], sizeof stamps[3], model_dir, "open_clip_config.json");
+    const char *oc = weights_file_name_open_clip(model_dir);
+    file_stamp(stamps[4], sizeof stamps[4], model_dir, oc ? oc : "open_clip_model.safetensors");
+    for (int i = 3; i < 5; i++)
+        if (strstr(stamps[i], " -\n")) stamps[i][0] = 0;
     *key = NULL;
     if (asprintf(identity, "folder %s\nmodel %s\ncompute %s\ninput %dx%dx%d\nexif %d\n",
                  real_folder, real_model, vit_compute(ctx), c, h, w, params->exif_orientation) < 0)
         return *identity = NULL, -1;
-    if (asprintf(key, "%s%s%s%s", *identity, stamps[0], stamps[1], stamps[2]) < 0)
+    if (asprintf(key, "%s%s%s%s%s%s", *identity, stamps[0], stamps[1], stamps[2], stamps[3],
+                 stamps[4]) < 0)
         return *key = NULL, -1;
     return 0;
 }

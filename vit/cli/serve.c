@@ -39,7 +39,7 @@ static const cli_option options[] = {
     CLI_MODEL_OPTION("the image model: a classifier, a joint model (CLIP, SigLIP) or an "
                      "image-to-text model (VisionEncoderDecoderModel)",
                      CLI_MODEL_DEFAULT),
-    {OPT_TEXT_MODEL, "text-model", 0, "DIR",
+    {OPT_TEXT_MODEL, "text-model", 0, "DIR|ORG/NAME",
      "a text model for POST /v1/text (without -m and $VIT_MODEL: text only); a joint model (CLIP, "
      "SigLIP) given to -m serves its own text tower",
      NULL},

@@ -50,6 +50,15 @@ int serve_text_begin(http_request *req, http_answer *now) {
                           "/v1/classify?classes=... classifies images zero-shot)"),
                1;
     if (!app->text) return serve_refuse_missing(req, now, 1), 1;
+    vit_model_info info;
+    vit_text_model_info(app->text, &info);
+    if (!(info.capabilities & VIT_CAN_CLASSIFY)) /* its outputs are features or per token */
+        return http_error(req, now, HTTP_NOT_FOUND, SERVE_ERR_NOT_FOUND,
+                          "/v1/text: %s has no sequence classifier (%s)", info.architecture,
+                          info.capabilities & VIT_CAN_TAG
+                              ? "it classifies every token, which is not served yet"
+                              : "its outputs are features: POST /v1/embeddings"),
+               1;
     text_state *s = calloc(1, sizeof *s);
     if (!s) return *now = (http_answer){0}, 1;
     req->state = s;

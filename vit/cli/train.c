@@ -250,6 +250,13 @@ int cli_train(int argc, char **argv) {
     double every = 60;
     const cli_outcome parsed = parse_options(argc, argv, &o, &resume, &every);
     if (parsed != CLI_PARSED) return cli_exit_status(parsed);
+    char init[4096]; /* --init: a folder, or org/name from the Hub (vit_resolve_model) */
+    vit_error init_err = {0};
+    if (o.init_dir && vit_resolve_model(o.init_dir, init, sizeof init, &init_err) != 0) {
+        fprintf(stderr, "vit train: --init: %s\n", init_err.msg);
+        return 1;
+    }
+    if (o.init_dir) o.init_dir = init;
 
     cli_state s = {.tty = isatty(2), .every = every};
     install_signals();

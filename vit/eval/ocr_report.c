@@ -161,7 +161,8 @@ void ocr_report_print(const ocr_report *r, const ocr_summary *s, FILE *out) {
         fprintf(out, "model: %s\n", s->model);
     else
         fprintf(out, "hypotheses: %s\n", s->hypotheses);
-    fprintf(out, "data:  %s: %d lines scored, %d skipped\n", s->data, r->count, r->num_skipped);
+    fprintf(out, "data:  %s: %d line%s scored, %d skipped\n", s->data, r->count,
+            r->count == 1 ? "" : "s", r->num_skipped);
     fprintf(out, "CER:   %.2f%% (%ld character edits / %ld characters)\n",
             percent(text_errors_cer(&t)), t.char_edits, t.chars);
     fprintf(out, "WER:   %.2f%% (%ld word edits / %ld words)\n", percent(text_errors_wer(&t)),

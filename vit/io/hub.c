@@ -160,10 +160,12 @@ static int check_links(const char *dir, const char *ref, vit_error *err) {
 }
 
 int hub_check_snapshot(const char *snapshot, const char *ref, vit_error *err) {
-    char config[HUB_PATH_MAX + 80];
+    char config[HUB_PATH_MAX + 96];
     if (check_links(snapshot, ref, err) != 0) return -1;
     snprintf(config, sizeof config, "%s/config.json", snapshot);
-    if (access(config, F_OK) != 0)
+    const int has_config = access(config, F_OK) == 0;
+    snprintf(config, sizeof config, "%s/open_clip_config.json", snapshot); /* an open_clip repo */
+    if (!has_config && access(config, F_OK) != 0)
         return vit_fail(err, "%s: the cached snapshot has no config.json (%s)", ref, snapshot);
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vit/base/file.h"
@@ -215,25 +216,23 @@ static int64_t file_size(const char *path) {
     return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
 }
 
-/* blobs/{etag}.incomplete until whole: resumed from what an earlier attempt (or run) left,
- * attempts going on while each brings bytes. */
+/* blobs/{etag}.incomplete until whole: resumed from what an earlier attempt (or run) left, up
+ * to 5 attempts. */
 static int fetch_bytes(fetch *f, const char *url, const char *part, const char *file, int64_t total,
                        vit_error *err) {
     /* the token is for the endpoint: not for the CDN a large file is redirected to */
     const size_t n = strlen(f->endpoint);
     hub_session s = f->s;
     if (strncmp(url, f->endpoint, n) != 0 || (url[n] != '/' && url[n] != 0)) s.token = NULL;
-    int64_t had = -1;
     for (int attempt = 0;; attempt++) {
         int64_t offset = file_size(part);
         if (offset < 0) offset = 0;
         if (total >= 0 && offset > total) unlink(part), offset = 0;
-        if (total >= 0 && offset == total && attempt > 0) return 0;
-        if (attempt > 0 && offset <= had) return -1; /* no progress: err says why */
-        had = offset;
+        if (total >= 0 && offset == total) return 0; /* whole: check_blob checks it */
         const int rc = hub_http_get(&s, url, part, offset, total, file, err);
-        if (rc != -2) return rc;
-        if (attempt == 4) return -1;
+        if (rc != -2 || attempt == 4) return rc == 0 ? 0 : -1; /* err says why */
+        /* a broken transfer: again from where it stopped, after 0.2, 0.4, ... s */
+        nanosleep(&(struct timespec){0, 200000000L * (attempt + 1)}, NULL);
     }
 }
 
@@ -328,6 +327,9 @@ static int fetch_file(fetch *f, const char *file, int required, vit_error *err) 
         remember_absent(f, file);
         return 0;
     }
+    /* the first file of a cold cache (config.json, which an open_clip repo lacks): absent, the
+     * commit not known yet, so remembered by the caller once it is */
+    if (m.status == 404 && !required && strcmp(m.error_code, "EntryNotFound") == 0) return 0;
     if (m.status >= 400) return http_refusal(f, file, &m, err);
     if (take_commit(f, m.commit, err) != 0) return -1;
     if (!safe_name(m.etag, 0))
@@ -370,6 +372,20 @@ static int need_shards(fetch *f, const char *index, vit_error *err) {
     return rc;
 }
 
+/* An open_clip repository's weights, in open_clip's order (weights.h). */
+static int need_open_clip_weights(fetch *f, vit_error *err) {
+    static const char *const files[] = {"open_clip_model.safetensors",
+                                        "open_clip_pytorch_model.bin"};
+    for (int i = 0; i < 2; i++) {
+        const int rc = need(f, files[i], 0, err);
+        if (rc != 0 || f->incomplete) return rc < 0 ? -1 : 0;
+    }
+    return vit_fail(err,
+                    "%s: the repository has no open_clip weights (open_clip_model.safetensors or "
+                    "open_clip_pytorch_model.bin)",
+                    f->ref);
+}
+
 /* The first of the weight files transformers looks for that the repository has: safetensors,
  * its shards, pytorch_model.bin, its shards. */
 static int need_weights(fetch *f, vit_error *err) {
@@ -387,6 +403,20 @@ static int need_weights(fetch *f, vit_error *err) {
                     f->ref);
 }
 
+/* config.json, or an open_clip repository's open_clip_config.json (config.json then
+ * remembered absent): 1, or 0 when not looked for yet (the download does). */
+static int need_config(fetch *f, vit_error *err) {
+    const int rc = need(f, "config.json", 0, err);
+    if (rc != 0 || f->incomplete) return rc;
+    const int oc = need(f, OPEN_CLIP_CONFIG, 0, err);
+    if (oc < 0 || f->incomplete) return oc;
+    if (oc == 0)
+        return vit_fail(err, "%s: the repository has no config.json (nor open_clip_config.json)",
+                        f->ref);
+    remember_absent(f, "config.json"); /* the commit is known now */
+    return 1;
+}
+
 /* config.json, the weights, and the files of the model's kind (optional each). */
 static int need_model(fetch *f, vit_error *err) {
     static const char *const image[] = {"preprocessor_config.json"};
@@ -399,7 +429,7 @@ static int need_model(fetch *f, vit_error *err) {
                                        "spiece.model",
                                        "sentencepiece.bpe.model",
                                        "added_tokens.json"};
-    const int rc = need(f, "config.json", 1, err);
+    int rc = need_config(f, err);
     if (rc <= 0) return rc;
     char dir[HUB_PATH_MAX + 64];
     snapshot_path(f, NULL, dir, sizeof dir);
@@ -407,9 +437,9 @@ static int need_model(fetch *f, vit_error *err) {
     if (model_config_load(dir, &cfg, err) != 0) return -1;
     const int ved = cfg.family == FAMILY_VED, joint = config_is_joint(&cfg);
     const int images = ved || joint || cfg.kind == MODEL_VIT;
-    const int texts = ved || joint || cfg.kind == MODEL_TEXT;
+    const int texts = ved || joint || cfg.kind == MODEL_TEXT, open_clip = cfg.open_clip;
     model_config_free(&cfg);
-    if (need_weights(f, err) != 0) return -1;
+    if ((open_clip ? need_open_clip_weights : need_weights)(f, err) != 0) return -1;
     for (size_t i = 0; images && i < sizeof image / sizeof *image; i++)
         if (need(f, image[i], 0, err) < 0) return -1;
     for (size_t i = 0; texts && i < sizeof text / sizeof *text; i++)
@@ -451,7 +481,8 @@ int hub_resolve(const char *ref, hub_progress_fn progress, void *user, char *dir
     const int cached = hub_cached_commit(&f.r, f.commit, &why) == 0;
     if (cached && need_model(&f, err) != 0) return -1; /* the cached config.json is refused */
     if (cached && !f.incomplete) return give_snapshot(&f, dir, size, err);
-    const int has_config = cached && file_state(&f, "config.json") == 1;
+    const int has_config =
+        cached && (file_state(&f, "config.json") == 1 || file_state(&f, OPEN_CLIP_CONFIG) == 1);
     if (cached && !has_config) snapshot_missing(&f, &why);
     if (hub_offline() || !hub_http_built()) {
         if (has_config) return give_snapshot(&f, dir, size, err); /* what it has, as it is */

@@ -164,12 +164,35 @@ static int make_dir(const char *dir, vit_error *err) {
     return 0;
 }
 
+/* An open_clip folder: open_clip_config.json and no config.json (as model_config_load reads it);
+ * its weights and config keep open_clip's file names when converted or averaged. */
+static int is_open_clip_dir(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (access(path, F_OK) == 0) return 0;
+    snprintf(path, sizeof path, "%s/%s", dir, OPEN_CLIP_CONFIG);
+    return access(path, F_OK) == 0;
+}
+
+static const char *config_name(const char *dir) {
+    return is_open_clip_dir(dir) ? OPEN_CLIP_CONFIG : "config.json";
+}
+
+static const char *weights_name(const char *dir) {
+    return is_open_clip_dir(dir) ? OPEN_CLIP_WEIGHTS : "model.safetensors";
+}
+
+static int open_dir_weights(const char *dir, int lazy, weights *w, vit_error *err) {
+    return (is_open_clip_dir(dir) ? weights_open_open_clip : weights_open)(dir, lazy, w, err);
+}
+
 /* A model folder out_dir made from in_dir is written weights first (whole or not at all), then
  * the config and tokenizer files, so a refused model leaves nothing behind. Opening it: in_dir's
- * config.json checked before anything is written, out_dir made (*made: by this call). */
+ * config.json (an open_clip folder's open_clip_config.json) checked before anything is written,
+ * out_dir made (*made: by this call). */
 static int open_model_dir(const char *in_dir, const char *out_dir, int *made, vit_error *err) {
     char config[4096];
-    snprintf(config, sizeof config, "%s/config.json", in_dir);
+    snprintf(config, sizeof config, "%s/%s", in_dir, config_name(in_dir));
     if (access(config, R_OK) != 0) return vit_fail(err, "%s: %s", config, strerror(errno));
     *made = mkdir(out_dir, 0777) == 0;
     return *made ? 0 : make_dir(out_dir, err);
@@ -433,11 +456,28 @@ static tensor_source *source_create(const model *m, weights *w, vit_error *err) 
     return s;
 }
 
+/* A base text model saved without its pooler (transformers' add_pooling_layer=False) is laid out
+ * again without one: its output is then token 0's final state, as the model has no other. */
+static int drop_missing_pooler(model *m, const weights *f, vit_error *err) {
+    const param_entry *e = model_find_param(m, "pooler.dense.weight");
+    if (!e || m->cfg.kind != MODEL_TEXT || m->cfg.opt.head != HEAD_NONE) return 0;
+    char full[128];
+    snprintf(full, sizeof full, "%s%s", e->prefixed ? model_prefix(m) : "", e->name);
+    if (weights_find(f, full) || weights_find(f, e->name)) return 0;
+    model_config cfg = m->cfg;
+    m->cfg.labels = NULL; /* they move to the new layout */
+    m->cfg.num_labels = 0;
+    model_free(m);
+    cfg.no_pooler = 1;
+    return model_layout(m, &cfg, err);
+}
+
 static int load(model *m, const char *model_dir, config_tower tower, int lazy, vit_error *err) {
     model_config cfg;
     if (model_config_load_tower(model_dir, tower, &cfg, err) != 0) return -1;
+    const int open_clip = cfg.open_clip; /* open_clip's files: its config, its weights' names */
     weights f;
-    if (weights_open(model_dir, lazy, &f, err) != 0) {
+    if ((open_clip ? weights_open_open_clip : weights_open)(model_dir, lazy, &f, err) != 0) {
         model_config_free(&cfg);
         return -1;
     }
@@ -445,12 +485,14 @@ static int load(model *m, const char *model_dir, config_tower tower, int lazy, v
      * what the file does not hold fails now, not after gigabytes were zeroed */
     int rc = model_layout(m, &cfg, err);
     model_config_free(&cfg);
+    if (rc == 0) rc = drop_missing_pooler(m, &f, err);
     if (rc != 0) {
         weights_close(&f);
         if (err) { /* name the file that asked */
             char why[sizeof err->msg];
             snprintf(why, sizeof why, "%s", err->msg);
-            vit_fail(err, "%s/config.json: %s", model_dir, why);
+            vit_fail(err, "%s/%s: %s", model_dir, open_clip ? OPEN_CLIP_CONFIG : "config.json",
+                     why);
         }
         return -1;
     }
@@ -512,11 +554,12 @@ static void *converted(const weights *w, const st_tensor *t, st_dtype dtype, vit
     return floats_as(f32, t->numel, dtype, w->path, err);
 }
 
-/* in_dir's weights (any layout weights_open reads) as one model.safetensors in out_dir. */
+/* in_dir's weights (any layout weights_open reads) as one model.safetensors in out_dir (an
+ * open_clip folder's as open_clip_model.safetensors). */
 static int convert_weights(const char *in_dir, const char *out_dir, st_dtype dtype,
                            vit_error *err) {
     weights w;
-    if (weights_open(in_dir, 0, &w, err) != 0) return -1;
+    if (open_dir_weights(in_dir, 0, &w, err) != 0) return -1;
     st_entry *entries = calloc((size_t)w.count + 1, sizeof *entries);
     void **owned = calloc((size_t)w.count + 1, sizeof *owned);
     int rc = entries && owned ? 0 : vit_fail(err, "%s: out of memory", w.path);
@@ -536,7 +579,7 @@ static int convert_weights(const char *in_dir, const char *out_dir, st_dtype dty
         char format[64], path[4096];
         weights_format(&w, format, sizeof format);
         const char *const keys[] = {"format"}, *const values[] = {format};
-        snprintf(path, sizeof path, "%s/model.safetensors", out_dir);
+        snprintf(path, sizeof path, "%s/%s", out_dir, weights_name(in_dir));
         rc = st_write_f32_meta(path, entries, w.count, keys, values, 1, err);
     }
     for (int i = 0; owned && i < w.count; i++) free(owned[i]);
@@ -630,7 +673,7 @@ static int average_weights(const char *const *in_dirs, int n, const char *out_di
     char path[4096];
     int opened = 0, rc = f ? 0 : vit_fail(err, "out of memory");
     for (; rc == 0 && opened < n; opened++) {
-        if (weights_open(in_dirs[opened], 1, &f[opened], err) != 0)
+        if (open_dir_weights(in_dirs[opened], 1, &f[opened], err) != 0)
             rc = -1;
         else if (f[opened].count != f[0].count)
             rc = vit_fail(err, "%s has %d tensors, %s %d", f[opened].path, f[opened].count,
@@ -654,7 +697,7 @@ static int average_weights(const char *const *in_dirs, int n, const char *out_di
     }
     if (rc == 0) {
         const char *const keys[] = {"format"}, *const values[] = {"pt"};
-        snprintf(path, sizeof path, "%s/model.safetensors", out_dir);
+        snprintf(path, sizeof path, "%s/%s", out_dir, weights_name(in_dirs[0]));
         rc = st_write_f32_meta(path, entries, count, keys, values, 1, err);
     }
     for (int i = 0; owned && i < count; i++) free(owned[i]);
@@ -689,7 +732,8 @@ int model_dir_copy_file(const char *in_dir, const char *out_dir, const char *nam
 }
 
 int tokenizer_files_copy(const char *in_dir, const char *out_dir, vit_error *err) {
-    static const char *const files[] = {"vocab.txt",
+    static const char *const files[] = {"tokenizer.json",
+                                        "vocab.txt",
                                         "vocab.json",
                                         "merges.txt",
                                         "spiece.model",
@@ -713,8 +757,9 @@ int model_dir_copy_files(const char *in_dir, const char *out_dir, vit_error *err
         {"config.json", 1}, {"preprocessor_config.json", 0}, {"generation_config.json", 0}};
     char from[4096];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(from, sizeof from, "%s/%s", in_dir, files[i].name);
-        if (copy_file(from, out_dir, files[i].name, files[i].required, err) != 0) return -1;
+        const char *name = i == 0 ? config_name(in_dir) : files[i].name;
+        snprintf(from, sizeof from, "%s/%s", in_dir, name);
+        if (copy_file(from, out_dir, name, files[i].required, err) != 0) return -1;
     }
     return tokenizer_files_copy(in_dir, out_dir, err);
 }

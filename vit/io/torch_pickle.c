@@ -359,6 +359,19 @@ static int int_tuple(const tp_obj *t, int64_t *out, int *n) {
     return 0;
 }
 
+/* The element index past t's last, within 2^62 (a hostile size or stride would overflow). */
+static int extent_ok(const tp_tensor *t) {
+    int64_t last = t->offset;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] == 0) return 1; /* no elements: nothing is read */
+        int64_t step;
+        if (__builtin_mul_overflow(t->shape[d] - 1, t->stride[d], &step) ||
+            __builtin_add_overflow(last, step, &last))
+            return 0;
+    }
+    return last < ((int64_t)1 << 62);
+}
+
 /* _rebuild_tensor(_v2)(storage, storage_offset, size, stride, ...). */
 static tp_obj *rebuild_tensor(vm *v, const tp_obj *args, size_t min_args, size_t max_args) {
     tp_obj *const *a = args->items;
@@ -371,6 +384,7 @@ static tp_obj *rebuild_tensor(vm *v, const tp_obj *args, size_t min_args, size_t
     t.storage = a[0];
     t.offset = a[1]->i;
     t.ndim = nsize;
+    if (!extent_ok(&t)) return fail(v, "a tensor's size and strides reach past 2^62"), NULL;
     tp_obj *o = new_obj(v, TP_TENSOR);
     if (!o || !(o->tensor = arena_alloc(v, sizeof *o->tensor))) return NULL;
     *o->tensor = t;

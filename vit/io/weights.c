@@ -17,13 +17,26 @@
 static const char *const layouts[] = {"model.safetensors", "model.safetensors.index.json",
                                       "pytorch_model.bin", "pytorch_model.bin.index.json"};
 
-const char *weights_file_name(const char *dir) {
+/* open_clip's folders: its factory's preferred order (_find_checkpoint_in_dir), the files
+ * push_to_hf_hub writes. */
+static const char *const open_clip_layouts[] = {"open_clip_model.safetensors",
+                                                "open_clip_pytorch_model.bin"};
+
+static const char *first_file(const char *dir, const char *const *names, size_t n) {
     char path[4096];
-    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, layouts[i]);
-        if (access(path, F_OK) == 0) return layouts[i];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (access(path, F_OK) == 0) return names[i];
     }
     return NULL;
+}
+
+const char *weights_file_name(const char *dir) {
+    return first_file(dir, layouts, sizeof layouts / sizeof layouts[0]);
+}
+
+const char *weights_file_name_open_clip(const char *dir) {
+    return first_file(dir, open_clip_layouts, sizeof open_clip_layouts / sizeof *open_clip_layouts);
 }
 
 void weights_close(weights *w) {
@@ -144,14 +157,15 @@ static int index_tensors(weights *w, vit_error *err) {
     return 0;
 }
 
-int weights_open(const char *dir, int lazy, weights *w, vit_error *err) {
+/* The folder's weights by the first of names[0..n) it has (none: the error of the first). */
+static int open_first(const char *dir, const char *const *names, size_t n, int lazy, weights *w,
+                      vit_error *err) {
     memset(w, 0, sizeof *w);
-    const char *name = weights_file_name(dir);
+    const char *name = first_file(dir, names, n);
     char path[4096];
-    /* none: the error of the first, as before there were others */
-    snprintf(path, sizeof path, "%s/%s", dir, name ? name : layouts[0]);
+    snprintf(path, sizeof path, "%s/%s", dir, name ? name : names[0]);
     if (!(w->path = strdup(path))) return vit_fail(err, "%s: out of memory", path);
-    w->torch = name && strncmp(name, "pytorch_model", 13) == 0;
+    w->torch = name && strstr(name, "pytorch_model") != NULL;
     w->sharded = name && strstr(name, ".index.json") != NULL;
     int rc;
     if (w->sharded) {
@@ -165,6 +179,15 @@ int weights_open(const char *dir, int lazy, weights *w, vit_error *err) {
     if (rc == 0) rc = index_tensors(w, err);
     if (rc != 0) weights_close(w);
     return rc;
+}
+
+int weights_open(const char *dir, int lazy, weights *w, vit_error *err) {
+    return open_first(dir, layouts, sizeof layouts / sizeof layouts[0], lazy, w, err);
+}
+
+int weights_open_open_clip(const char *dir, int lazy, weights *w, vit_error *err) {
+    return open_first(dir, open_clip_layouts, sizeof open_clip_layouts / sizeof *open_clip_layouts,
+                      lazy, w, err);
 }
 
 const st_tensor *weights_find(const weights *w, const char *name) {

@@ -27,6 +27,10 @@ int weights_open(const char *dir, int lazy, weights *w, vit_error *err);
 void weights_close(weights *w);
 /* Which file the folder's weights are in ("model.safetensors", ...), or NULL when it has none. */
 const char *weights_file_name(const char *dir);
+/* The same for an open_clip folder (open_clip_config.json): open_clip_model.safetensors, else
+ * open_clip_pytorch_model.bin, as open_clip's factory prefers them. */
+int weights_open_open_clip(const char *dir, int lazy, weights *w, vit_error *err);
+const char *weights_file_name_open_clip(const char *dir);
 
 const st_tensor *weights_find(const weights *w, const char *name);
 /* Tensor number i (0 <= i < count), and the number of tensor t. */

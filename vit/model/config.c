@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_CONFIG_BYTES (16 << 20)
 
@@ -81,6 +82,8 @@ void config_apply_family(model_config *c) {
         config_backbone_options(c, &o);
     } else if (c->family == FAMILY_TIMM) {
         config_timm_options(c, &o);
+    } else if (c->family == FAMILY_TEXT) {
+        config_text_options(c, &o);
     } else if (c->family == FAMILY_VED) { /* ViTModel / DeiTModel: every row out */
         o.special = c->arch == ARCH_VIT ? 1 : 2;
         o.patch_bias = o.abs_pos = o.key_bias = 1;
@@ -95,7 +98,8 @@ void config_apply_family(model_config *c) {
         o.head = c->bare ? HEAD_NONE : HEAD_CLASSIFIER;
     } else { /* BERT */
         o.embed_norm = o.token_types = o.post_norm = 1;
-        o.pool = POOL_BERT;
+        o.pool = c->token_classifier ? POOL_TOKENS : POOL_BERT;
+        o.pooler = !c->token_classifier && !c->no_pooler;
         o.head = c->bare ? HEAD_NONE /* BertModel: the pooler's output */ : HEAD_CLASSIFIER;
     }
     c->opt = o;
@@ -113,7 +117,11 @@ const char *config_architecture(const model_config *cfg) {
     if (config_is_backbone(cfg)) return config_backbone_class(cfg);
     if (cfg->family == FAMILY_TIMM) return cfg->timm_arch; /* timm's registered name */
     if (config_is_joint(cfg)) return config_joint_architecture(cfg);
-    if (cfg->kind == MODEL_TEXT) return cfg->bare ? "BertModel" : "BertForSequenceClassification";
+    if (cfg->family == FAMILY_TEXT) return config_text_architecture(cfg);
+    if (cfg->kind == MODEL_TEXT)
+        return cfg->bare               ? "BertModel"
+               : cfg->token_classifier ? "BertForTokenClassification"
+                                       : "BertForSequenceClassification";
     if (cfg->bare) return "ViTModel";
     return cfg->arch == ARCH_DEIT           ? "DeiTForImageClassification"
            : cfg->arch == ARCH_DEIT_TEACHER ? "DeiTForImageClassificationWithTeacher"
@@ -125,6 +133,7 @@ const char *config_model_type(const model_config *cfg) {
     if (cfg->family == FAMILY_VED) return cfg->arch == ARCH_VIT ? "vit" : "deit";
     if (config_is_backbone(cfg)) return config_backbone_model_type(cfg);
     if (cfg->family == FAMILY_TIMM) return "timm"; /* no model_type: timm's own config.json */
+    if (cfg->family == FAMILY_TEXT) return config_text_model_type(cfg);
     if (config_is_joint(cfg)) return config_joint_model_type(cfg);
     return cfg->kind == MODEL_TEXT ? "bert" : cfg->arch == ARCH_VIT ? "vit" : "deit";
 }
@@ -135,6 +144,7 @@ const char *config_family_name(const model_config *cfg) {
         [FAMILY_DINOV2_REG] = "DINOv2 with registers", [FAMILY_BEIT] = "BEiT",
         [FAMILY_DATA2VEC] = "data2vec-vision",         [FAMILY_TIMM] = "timm ViT"};
     if (cfg->kind == MODEL_DECODER) return cfg->dec_arch == DECODER_TROCR ? "TrOCR" : "GPT-2";
+    if (cfg->family == FAMILY_TEXT) return config_text_name(cfg);
     if (config_is_joint(cfg)) return config_joint_name(cfg);
     if (cfg->family != FAMILY_PLAIN) return names[cfg->family];
     return cfg->kind == MODEL_TEXT ? "BERT" : cfg->arch == ARCH_VIT ? "ViT" : "DeiT";
@@ -257,7 +267,9 @@ int config_parse_common(const cJSON *root, model_config *cfg, const char *src, v
     if (cfg->kind == MODEL_VIT && cfg->num_channels != 1 && cfg->num_channels != 3)
         return vit_fail(err, "%s: field 'num_channels' is %d; only 1 and 3 are supported", src,
                         cfg->num_channels);
-    const int classifier = (cfg->family == FAMILY_PLAIN || config_is_backbone(cfg)) && !cfg->bare;
+    const int classifier =
+        (cfg->family == FAMILY_PLAIN || config_is_backbone(cfg) || cfg->family == FAMILY_TEXT) &&
+        !cfg->bare;
     return classifier ? get_labels(root, cfg, src, err) : 0;
 }
 
@@ -274,6 +286,7 @@ static const struct {
                {"deit", "DeiTForImageClassificationWithTeacher", ARCH_DEIT_TEACHER, 0},
                {"bert", "BertForSequenceClassification", ARCH_VIT, 0},
                {"bert", "BertModel", ARCH_VIT, 1},
+               {"bert", "BertForTokenClassification", ARCH_VIT, 0},
                {"vision-encoder-decoder", "VisionEncoderDecoderModel", ARCH_VIT, 0}};
 enum { NUM_CLASSES = sizeof classes / sizeof classes[0] };
 
@@ -319,6 +332,7 @@ static int get_class(const cJSON *root, const char *type, model_config *cfg, con
     if (at < 0) return -1;
     cfg->arch = classes[index[at]].arch;
     cfg->bare = classes[index[at]].bare;
+    cfg->token_classifier = strcmp(classes[index[at]].name, "BertForTokenClassification") == 0;
     return 0;
 }
 
@@ -339,10 +353,12 @@ static int get_model_type(const cJSON *root, config_tower tower, int with_class,
     if (config_joint_type(name, tower, cfg))
         return with_class ? config_joint_pick_class(root, name, cfg, src, err) : 0;
     if (config_backbone_type(type->valuestring, cfg)) return 0;
+    if (config_text_type(type->valuestring, cfg)) return 0;
     return vit_fail(err,
                     "%s: field 'model_type' is '%s'; supported: vit, deit, bert, clip, siglip "
                     "(and their _vision_model and _text_model folders), dinov2, "
-                    "dinov2_with_registers, beit, data2vec-vision",
+                    "dinov2_with_registers, beit, data2vec-vision, roberta, xlm-roberta, "
+                    "distilbert, mpnet",
                     src, type->valuestring);
 }
 
@@ -572,10 +588,13 @@ int model_config_parse_tower(const char *json, const char *source, config_tower 
     cfg->bare = type.bare;
     cfg->one_tower = type.one_tower;
     cfg->no_projection = type.no_projection;
+    cfg->token_classifier = type.token_classifier;
+    cfg->text_arch = type.text_arch;
     cfg->family = type.family;
-    int rc = cfg->family == FAMILY_PLAIN ? config_parse_common(root, cfg, source, err)
-             : config_is_joint(cfg)      ? config_joint_parse(root, cfg, source, err)
-                                         : config_backbone_parse(root, cfg, source, err);
+    int rc = cfg->family == FAMILY_PLAIN  ? config_parse_common(root, cfg, source, err)
+             : config_is_joint(cfg)       ? config_joint_parse(root, cfg, source, err)
+             : cfg->family == FAMILY_TEXT ? config_text_parse(root, cfg, source, err)
+                                          : config_backbone_parse(root, cfg, source, err);
     /* a base model's output: its features (ViTModel: the final LayerNorm at CLS; BertModel: the
      * pooler's) */
     if (rc == 0 && cfg->family == FAMILY_PLAIN && cfg->bare)
@@ -593,11 +612,29 @@ int model_config_parse(const char *json, const char *source, model_config *cfg, 
     return model_config_parse_tower(json, source, TOWER_DEFAULT, cfg, err);
 }
 
+/* An open_clip folder's open_clip_config.json (config_open_clip.c). */
+static int load_open_clip(const char *path, config_tower tower, model_config *cfg, vit_error *err) {
+    cJSON *root = json_load_object(path, err);
+    if (!root) return -1;
+    const int rc = config_open_clip_parse(root, tower, cfg, path, err);
+    cJSON_Delete(root);
+    if (rc != 0) model_config_free(cfg);
+    if (rc == 0) config_apply_family(cfg);
+    return rc;
+}
+
 int model_config_load_tower(const char *model_dir, config_tower tower, model_config *cfg,
                             vit_error *err) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", model_dir);
     memset(cfg, 0, sizeof *cfg);
+    /* config.json first, as transformers reads a folder: the Hub's open_clip repos that also
+     * hold a CLIPModel's files load as that */
+    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    if (access(path, F_OK) != 0) {
+        snprintf(path, sizeof path, "%s/%s", model_dir, OPEN_CLIP_CONFIG);
+        if (access(path, F_OK) == 0) return load_open_clip(path, tower, cfg, err);
+        snprintf(path, sizeof path, "%s/config.json", model_dir);
+    }
     char *json = vit_read_file(path, MAX_CONFIG_BYTES, NULL, err);
     if (!json) return -1;
     int rc = model_config_parse_tower(json, path, tower, cfg, err);

@@ -45,8 +45,11 @@ typedef enum {
     FAMILY_DINOV2_REG,
     FAMILY_BEIT,
     FAMILY_DATA2VEC,
-    FAMILY_TIMM
+    FAMILY_TIMM,
+    FAMILY_TEXT
 } model_family;
+/* FAMILY_TEXT: the text encoders beside BERT (RoBERTa, XLM-R, DistilBERT, MPNet;
+ * config_text.c), each a base model, a sequence or a token classifier. */
 typedef enum { DECODER_TROCR, DECODER_GPT2 } decoder_arch;
 typedef enum { TOWER_DEFAULT, TOWER_IMAGE, TOWER_TEXT } config_tower;
 
@@ -76,8 +79,10 @@ typedef enum {
     POOL_LAST,
     POOL_ALL,
     POOL_NEXT,
-    POOL_NORM_MEAN
+    POOL_NORM_MEAN,
+    POOL_TOKENS
 } pool_kind;
+/*   POOL_TOKENS   text: every row through the classifier (ForTokenClassification) */
 /* The head on the pooled rows: a classifier (num_labels, with bias), a projection into a joint
  * space without bias (CLIP) or with one (SigLIP's text head), or none (SigLIP's image tower: the
  * probe's output is the embedding). For the last three num_labels is the embedding's length. */
@@ -120,6 +125,14 @@ typedef struct {
                         * its output is an embedding, scored against the other tower's */
     int joint_sigmoid; /* those scores are read one by one through a sigmoid, plus logit_bias
                         * (SigLIP); else a softmax over the classes (CLIP) */
+    /* text encoders (config_text.c) */
+    int pos_from_ids; /* positions count the non-padding ids up from pos_pad + 1, padding at
+                       * pos_pad (RoBERTa's create_position_ids_from_input_ids) */
+    int pos_pad;      /* that padding index */
+    int pooler;       /* a dense layer on token 0 (BERT's pooler, RoBERTa's classifier.dense,
+                       * DistilBERT's pre_classifier); 0: none, the row itself is read */
+    int pooler_relu;  /* its activation is ReLU (DistilBERT), else tanh */
+    int rel_buckets;  /* MPNet: one table of relative position buckets for every layer */
 } tower_options;
 
 typedef struct {
@@ -138,7 +151,12 @@ typedef struct {
                       * either form) gives another width; an int the same */
     /* BERT */
     int vocab_size, max_position_embeddings, type_vocab_size;
-    int pad_token_id; /* the embedding row HF keeps at zero when initialising */
+    int pad_token_id;     /* the embedding row HF keeps at zero when initialising */
+    int text_arch;        /* FAMILY_TEXT: which of config_text.c's families */
+    int token_classifier; /* a ForTokenClassification class: logits for every token */
+    int rel_buckets;      /* relative_attention_num_buckets (MPNet) */
+    int no_pooler; /* a base text model saved without its pooler (add_pooling_layer=False; set
+                    * at load from the file): token 0's final state is its output */
     /* decoders (MODEL_DECODER) */
     decoder_arch dec_arch;
     int cross_dim;      /* width of the states cross-attention reads */
@@ -164,6 +182,13 @@ typedef struct {
     int timm_class_token, timm_no_embed_class, timm_pre_norm, timm_fc_norm;
     int timm_reg_pos; /* registers with positions (reg_tokens and no_embed_class false) */
     pool_kind timm_pool;
+    /* open_clip (config_open_clip.c): read from open_clip_config.json, the tensors under
+     * open_clip's names in open_clip_model.safetensors; a CustomTextCLIP's text tower under
+     * "text."; logit_scale 0-d or [1] (nonscalar_logit_scale); a logit_bias (init_logit_bias:
+     * the scores through a sigmoid); ln_pre (no_ln_pre false); the text projection an
+     * nn.Linear with bias (proj_bias) or a [width, embed_dim] matrix; the text pooling */
+    int open_clip, oc_custom_text, oc_scale_ndim, oc_logit_bias, oc_ln_pre, oc_proj_bias;
+    pool_kind oc_text_pool;
     /* classifier */
     int num_labels;
     char **labels; /* num_labels strings */
@@ -260,6 +285,42 @@ void config_backbone_options(const model_config *cfg, tower_options *o);
 int config_timm_is(const struct cJSON *root);
 int config_timm_parse(const struct cJSON *root, model_config *cfg, const char *src, vit_error *err);
 void config_timm_options(const model_config *cfg, tower_options *o);
+/* For config.c: an open_clip folder's open_clip_config.json (config_open_clip.c), read as the
+ * tower asked (TOWER_DEFAULT: the image tower) of a CLIP-family model, and its options. */
+#define OPEN_CLIP_CONFIG  "open_clip_config.json"
+#define OPEN_CLIP_WEIGHTS "open_clip_model.safetensors"
+int config_open_clip_parse(const struct cJSON *root, config_tower tower, model_config *cfg,
+                           const char *src, vit_error *err);
+void config_open_clip_options(const model_config *cfg, tower_options *o);
+/* For config.c: the text encoders' reader (config_text.c). 1 when model_type names one of
+ * them (cfg's kind and family set), 0 when not; then its class, fields and options. */
+int config_text_type(const char *model_type, model_config *cfg);
+int config_text_parse(const struct cJSON *root, model_config *cfg, const char *src, vit_error *err);
+void config_text_options(const model_config *cfg, tower_options *o);
+/* Its class ("RobertaForSequenceClassification", ...), model_type, name for people ("RoBERTa")
+ * and tensor prefix ("roberta."). */
+const char *config_text_architecture(const model_config *cfg);
+const char *config_text_model_type(const model_config *cfg);
+const char *config_text_name(const model_config *cfg);
+const char *config_text_prefix(const model_config *cfg);
+/* The tensor names of a text encoder (BERT's too) for params.c: formats under the prefix, %d the
+ * layer; NULL where the model has no such tensor. */
+typedef struct {
+    const char *word, *position, *token_type, *embed_norm;
+    const char *qkv;         /* "...layer.%d.attention.self.%s": %s one of parts */
+    const char *parts[3];    /* query, key, value */
+    const char *out, *norm1; /* attention output projection, the LayerNorm after it */
+    const char *fc1, *fc2, *norm2;
+    const char *rel_bias;    /* the relative position bucket table [buckets, heads] */
+    const char *pooler;      /* a base model's pooler (under the prefix) */
+    const char *head_dense;  /* a sequence classifier's dense layer on token 0 */
+    int head_dense_prefixed; /* under the prefix (BERT's bert.pooler.dense) */
+    const char *head_out;    /* its output layer (at the top) */
+} text_names;
+const text_names *config_text_names(const model_config *cfg);
+/* The longest sequence a text encoder's position table holds (RoBERTa's positions start after
+ * its padding index: max_position_embeddings - pad - 1). */
+int config_text_max_tokens(const model_config *cfg);
 /* Its fields beyond ViTConfig's into a config.json object being written (save_pretrained's
  * names), so that the file reads back as the same model. */
 void config_backbone_write(struct cJSON *root, const model_config *cfg);

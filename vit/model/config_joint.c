@@ -152,6 +152,7 @@ int config_is_joint(const model_config *cfg) {
 }
 
 const char *config_joint_class(const model_config *cfg) {
+    if (cfg->open_clip) return cfg->oc_custom_text ? "open_clip CustomTextCLIP" : "open_clip CLIP";
     return family_of(cfg)->joint_class;
 }
 
@@ -160,11 +161,15 @@ const char *config_joint_name(const model_config *cfg) {
 }
 
 const char *config_joint_model_type(const model_config *cfg) {
+    if (cfg->open_clip) return "open_clip"; /* no model_type: open_clip's own config */
     return family_of(cfg)->types[0].type;
 }
 
 const char *config_joint_prefix(const model_config *cfg) {
     const joint_family *f = family_of(cfg);
+    if (cfg->open_clip) /* open_clip's CLIP: visual.*, the text at the top (CustomTextCLIP: text.*)
+                         */
+        return cfg->kind == MODEL_VIT ? "visual." : cfg->oc_custom_text ? "text." : "";
     return cfg->kind == MODEL_VIT ? f->image_prefix : f->text_prefix;
 }
 
@@ -172,6 +177,8 @@ const char *config_joint_prefix(const model_config *cfg) {
 const char *config_joint_architecture(const model_config *cfg) {
     const joint_family *f = family_of(cfg);
     const int image = cfg->kind == MODEL_VIT;
+    if (cfg->open_clip)
+        return image ? "open_clip CLIP (vision tower)" : "open_clip CLIP (text tower)";
     if (!cfg->one_tower) return image ? f->image_class : f->text_class;
     const joint_type *t = &f->types[image ? 1 : 2];
     return image && cfg->no_projection && t->classes[1].name ? t->classes[1].name
@@ -296,6 +303,10 @@ int config_joint_parse(const cJSON *root, model_config *cfg, const char *src, vi
 
 void config_joint_options(const model_config *c, tower_options *o) {
     const joint_family *f = family_of(c);
+    if (c->open_clip) {
+        config_open_clip_options(c, o);
+        return;
+    }
     o->joint = 1;
     o->joint_sigmoid = f->sigmoid;
     if (c->kind == MODEL_VIT) {

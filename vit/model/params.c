@@ -137,32 +137,61 @@ static void layout_vit(layout *L, model *m) {
     if (c->opt.head != HEAD_NONE) add_vit_heads(L, m);
 }
 
-static void layout_bert(layout *L, model *m) {
+/* ---- the text encoders: BERT, RoBERTa, XLM-R, DistilBERT, MPNet (config_text_names) ---- */
+
+/* A weight and bias pair under the prefix (prefixed) or at the top; fmt may hold the layer's %d. */
+static void add_named(layout *L, float **w, float **b, int prefixed, int OUT, int IN,
+                      const char *fmt, int l) {
+    char name[96];
+    snprintf(name, sizeof name, fmt, l);
+    const int matrix = IN > 0; /* a LayerNorm's weight is a vector */
+    *w = matrix ? add_param(L, prefixed, 1, 0, 2, SHAPE(OUT, IN), "%s.weight", name)
+                : add_param(L, prefixed, 0, 0, 1, SHAPE(OUT), "%s.weight", name);
+    *b = add_param(L, prefixed, 0, 0, 1, SHAPE(OUT), "%s.bias", name);
+}
+
+static void add_text_layer(layout *L, model *m, const text_names *n, int l) {
+    const int D = m->cfg.hidden_size, I = m->cfg.intermediate_size;
+    encoder_layer *w = &m->layers[l];
+    add_qkv_parts(L, w, l, n->qkv, n->parts, D, 1, 1);
+    add_named(L, &w->proj_w, &w->proj_b, 1, D, D, n->out, l);
+    add_named(L, &w->ln1_w, &w->ln1_b, 1, D, 0, n->norm1, l);
+    add_named(L, &w->fc1_w, &w->fc1_b, 1, I, D, n->fc1, l);
+    add_named(L, &w->fc2_w, &w->fc2_b, 1, D, I, n->fc2, l);
+    add_named(L, &w->ln2_w, &w->ln2_b, 1, D, 0, n->norm2, l);
+}
+
+/* The pooler of a base model, or a classifier: a sequence classifier's dense layer on token 0
+ * (pooler_w: BERT's pooler, RoBERTa's classifier.dense, DistilBERT's pre_classifier) and its
+ * output layer, or a token classifier's one layer on every row. */
+static void add_text_head(layout *L, model *m, const text_names *n) {
     const model_config *c = &m->cfg;
-    const int D = c->hidden_size, I = c->intermediate_size;
+    const int D = c->hidden_size, K = c->num_labels;
+    if (c->opt.head == HEAD_NONE) {
+        if (c->opt.pooler) add_named(L, &m->pooler_w, &m->pooler_b, 1, D, D, n->pooler, 0);
+        return;
+    }
+    if (c->opt.pooler)
+        add_named(L, &m->pooler_w, &m->pooler_b, n->head_dense_prefixed, D, D, n->head_dense, 0);
+    add_named(L, &m->head_w, &m->head_b, 0, K, D,
+              c->opt.pool == POOL_TOKENS ? "classifier" : n->head_out, 0);
+}
+
+static void layout_text(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const text_names *n = config_text_names(c);
+    const int D = c->hidden_size;
     /* decayed, unlike a ViT's: HF's recipes for BERT exempt only biases and LayerNorm weights,
      * and the word table (most of a small BERT) is where text models overfit */
-    m->word_emb = P2(1, c->vocab_size, D, "embeddings.word_embeddings.weight");
-    m->pos_emb = P2(1, c->max_position_embeddings, D, "embeddings.position_embeddings.weight");
-    m->type_emb = P2(1, c->type_vocab_size, D, "embeddings.token_type_embeddings.weight");
-    m->emb_ln_w = P1(0, D, "embeddings.LayerNorm.weight");
-    m->emb_ln_b = P1(0, D, "embeddings.LayerNorm.bias");
-    for (int l = 0; l < c->num_layers; l++) {
-        encoder_layer *w = &m->layers[l];
-        add_qkv(L, w, l, "encoder.layer.%d.attention.self.%s", D, 1);
-        w->proj_w = P2(1, D, D, "encoder.layer.%d.attention.output.dense.weight", l);
-        w->proj_b = P1(0, D, "encoder.layer.%d.attention.output.dense.bias", l);
-        w->ln1_w = P1(0, D, "encoder.layer.%d.attention.output.LayerNorm.weight", l);
-        w->ln1_b = P1(0, D, "encoder.layer.%d.attention.output.LayerNorm.bias", l);
-        add_mlp(L, w, l, D, I);
-        w->ln2_w = P1(0, D, "encoder.layer.%d.output.LayerNorm.weight", l);
-        w->ln2_b = P1(0, D, "encoder.layer.%d.output.LayerNorm.bias", l);
-    }
-    m->pooler_w = P2(1, D, D, "pooler.dense.weight");
-    m->pooler_b = P1(0, D, "pooler.dense.bias");
-    if (c->opt.head == HEAD_NONE) return; /* BertModel */
-    m->head_w = add_param(L, 0, 1, 0, 2, SHAPE(c->num_labels, D), "classifier.weight");
-    m->head_b = add_param(L, 0, 0, 0, 1, SHAPE(c->num_labels), "classifier.bias");
+    m->word_emb = P2(1, c->vocab_size, D, "%s.weight", n->word);
+    m->pos_emb = P2(1, c->max_position_embeddings, D, "%s.weight", n->position);
+    if (c->opt.token_types) m->type_emb = P2(1, c->type_vocab_size, D, "%s.weight", n->token_type);
+    add_named(L, &m->emb_ln_w, &m->emb_ln_b, 1, D, 0, n->embed_norm, 0);
+    for (int l = 0; l < c->num_layers; l++) add_text_layer(L, m, n, l);
+    /* MPNet's bucket table, [buckets, heads], shared by every layer as BEiT's shared table is */
+    if (c->opt.rel_buckets)
+        m->shared_rel_table = P2(0, c->opt.rel_buckets, c->num_heads, "%s.weight", n->rel_bias);
+    add_text_head(L, m, n);
 }
 
 /* ---- the towers of CLIP and SigLIP (CLIPEncoderLayer's names, pre-LN) ---- */
@@ -450,6 +479,78 @@ static void layout_timm(layout *L, model *m) {
     m->head_b = add_param(L, 1, 0, 0, 1, SHAPE(c->num_labels), "head.bias");
 }
 
+/* ---- open_clip's CLIP (config_open_clip.c): its state_dict's names ---- */
+
+/* ResidualAttentionBlock: ln_1, attn.in_proj (query, key and value fused [3D, D], as the encoder
+ * stacks them), attn.out_proj, ls_1.gamma, ln_2, mlp.c_fc, mlp.c_proj, ls_2.gamma. */
+static void add_open_clip_blocks(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, I = c->intermediate_size;
+    for (int l = 0; l < c->num_layers; l++) {
+        encoder_layer *w = &m->layers[l];
+        char a[96];
+        snprintf(a, sizeof a, "transformer.resblocks.%d.ln_1", l);
+        w->ln1_w = add_norm(L, &w->ln1_b, D, a);
+        w->qkv_w = P2(1, 3 * D, D, "transformer.resblocks.%d.attn.in_proj_weight", l);
+        w->qkv_b = P1(0, 3 * D, "transformer.resblocks.%d.attn.in_proj_bias", l);
+        snprintf(a, sizeof a, "transformer.resblocks.%d.attn.out_proj", l);
+        add_linear(L, &w->proj_w, &w->proj_b, D, D, a);
+        if (c->opt.layer_scale) w->ls1 = P1(0, D, "transformer.resblocks.%d.ls_1.gamma", l);
+        snprintf(a, sizeof a, "transformer.resblocks.%d.ln_2", l);
+        w->ln2_w = add_norm(L, &w->ln2_b, D, a);
+        snprintf(a, sizeof a, "transformer.resblocks.%d.mlp.c_fc", l);
+        add_linear(L, &w->fc1_w, &w->fc1_b, I, D, a);
+        snprintf(a, sizeof a, "transformer.resblocks.%d.mlp.c_proj", l);
+        add_linear(L, &w->fc2_w, &w->fc2_b, D, I, a);
+        if (c->opt.layer_scale) w->ls2 = P1(0, D, "transformer.resblocks.%d.ls_2.gamma", l);
+    }
+}
+
+/* The projection into the joint space: a [width, embed_dim] parameter used as x @ proj (listed
+ * [embed_dim, width] and transposed, as GPT-2's Conv1D), or the text's nn.Linear with a bias
+ * (proj_bias); then the scores' scale and bias, 0-d or [1] (nonscalar_logit_scale). */
+static void add_open_clip_head(layout *L, model *m, const char *name) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, E = c->num_labels, nd = c->oc_scale_ndim;
+    if (c->opt.head == HEAD_LINEAR) {
+        add_linear(L, &m->head_w, &m->head_b, E, D, name);
+    } else {
+        L->transposed = 1;
+        m->head_w = add_param(L, 1, 1, 0, 2, SHAPE(E, D), "%s", name);
+        L->transposed = 0;
+        m->head_b = add_param(L, 1, 0, 1, 1, SHAPE(E), "%s (no bias)", name);
+    }
+    m->logit_scale = add_param(L, 0, 0, 0, nd, SHAPE(1), "logit_scale");
+    if (c->opt.joint_sigmoid) m->logit_bias = add_param(L, 0, 0, 0, nd, SHAPE(1), "logit_bias");
+}
+
+/* VisionTransformer: class_embedding, conv1 (no bias), positional_embedding, ln_pre (unless
+ * no_ln_pre), the blocks, ln_post (on the class row: 'tok' pooling), proj. */
+static void layout_open_clip_image(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, P = c->patch_size, n = c->image_size / P;
+    m->cls_token = add_param(L, 1, 0, 0, 1, SHAPE(D), "class_embedding");
+    m->patch_w = add_param(L, 1, 1, 0, 4, SHAPE(D, c->num_channels, P, P), "conv1.weight");
+    m->patch_b = add_param(L, 1, 0, 1, 1, SHAPE(D), "conv1.bias (none)");
+    m->pos_embed = add_param(L, 1, 0, 0, 2, SHAPE(n * n + 1, D), "positional_embedding");
+    if (c->opt.embed_norm) m->emb_ln_w = add_norm(L, &m->emb_ln_b, D, "ln_pre");
+    add_open_clip_blocks(L, m);
+    m->final_ln_w = add_norm(L, &m->final_ln_b, D, "ln_post");
+    add_open_clip_head(L, m, "proj");
+}
+
+/* TextTransformer as CLIP holds it: token_embedding, positional_embedding, the blocks,
+ * ln_final, text_projection. */
+static void layout_open_clip_text(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size;
+    m->word_emb = P2(1, c->vocab_size, D, "token_embedding.weight");
+    m->pos_emb = P2(1, c->max_position_embeddings, D, "positional_embedding");
+    add_open_clip_blocks(L, m);
+    m->final_ln_w = add_norm(L, &m->final_ln_b, D, "ln_final");
+    add_open_clip_head(L, m, "text_projection");
+}
+
 /* ---- a VisionEncoderDecoder's decoder: TrOCR's names (post-LN) or GPT-2's (pre-LN, Conv1D) ----
  */
 
@@ -556,6 +657,8 @@ static void run_layout(layout *L, model *m) {
         layout_timm(L, m);
     else if (m->cfg.family == FAMILY_VED)
         layout_vit(L, m); /* ViTModel / DeiTModel: no head */
+    else if (m->cfg.open_clip)
+        (m->cfg.kind == MODEL_VIT ? layout_open_clip_image : layout_open_clip_text)(L, m);
     else if (config_is_joint(&m->cfg) && m->cfg.kind == MODEL_VIT)
         layout_joint_image(L, m);
     else if (config_is_joint(&m->cfg))
@@ -563,7 +666,7 @@ static void run_layout(layout *L, model *m) {
     else if (m->cfg.kind == MODEL_VIT)
         layout_vit(L, m);
     else
-        layout_bert(L, m);
+        layout_text(L, m); /* BERT and config_text.c's families */
 }
 
 int model_layout(model *m, model_config *cfg, vit_error *err) {
@@ -684,7 +787,8 @@ const char *model_prefix(const model *m) {
         return m->cfg.dec_arch == DECODER_TROCR ? "decoder.model.decoder." : "decoder.transformer.";
     if (m->cfg.family == FAMILY_VED) return "encoder.";
     if (config_is_backbone(&m->cfg)) return config_backbone_prefix(&m->cfg);
-    if (m->cfg.family == FAMILY_TIMM) return "";                 /* timm's state_dict names */
+    if (m->cfg.family == FAMILY_TIMM) return ""; /* timm's state_dict names */
+    if (m->cfg.family == FAMILY_TEXT) return m->cfg.bare ? "" : config_text_prefix(&m->cfg);
     if (m->cfg.family == FAMILY_PLAIN && m->cfg.bare) return ""; /* ViTModel, BertModel */
     if (config_is_joint(&m->cfg)) return config_joint_prefix(&m->cfg);
     return m->cfg.kind == MODEL_TEXT ? "bert." : m->cfg.arch == ARCH_VIT ? "vit." : "deit.";
@@ -715,8 +819,10 @@ double model_flops(const model *m, int T) {
                        ? 2.0 * patches * D * c->num_channels * c->patch_size * c->patch_size
                        : 0.0;
     const double head_in = c->opt.pool == POOL_CLS_MEAN ? 2 * D : D; /* DINOv2: [CLS, mean] */
-    double head = 2.0 * head_in * c->num_labels * config_classifier_heads(c) +
-                  (c->kind == MODEL_TEXT ? 2.0 * D * D : 0.0);
+    const double head_rows = c->opt.pool == POOL_TOKENS ? T : 1;     /* a classifier per token */
+    double head =
+        2.0 * head_in * c->num_labels * config_classifier_heads(c) * head_rows +
+        (c->kind == MODEL_TEXT && (c->opt.pooler || config_is_joint(c)) ? 2.0 * D * D : 0.0);
     return embed + c->num_layers * per_layer + head;
 }
 

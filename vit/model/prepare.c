@@ -137,7 +137,8 @@ static int prepare(model *m, gemm_backend backend, gemm_precision precision, int
         rc = one(&p, &m->pooler, m->pooler_w, m->pooler_b, D, D, EPILOGUE_NONE, B);
     const int head_in = c->opt.pool == POOL_CLS_MEAN ? 2 * D : D; /* DINOv2: [CLS, mean] */
     if (rc == 0 && m->head_w && c->kind != MODEL_DECODER)
-        rc = one(&p, &m->head, m->head_w, m->head_b, c->num_labels, head_in, EPILOGUE_NONE, B);
+        rc = one(&p, &m->head, m->head_w, m->head_b, c->num_labels, head_in, EPILOGUE_NONE,
+                 c->opt.pool == POOL_TOKENS ? B * tokens : B); /* a token classifier: every row */
     if (rc == 0 && m->dist_head_w)
         rc = one(&p, &m->dist_head, m->dist_head_w, m->dist_head_b, c->num_labels, D, EPILOGUE_NONE,
                  B);

@@ -15,11 +15,12 @@ int text_acts_alloc(text_acts *a, const model *m, int max_batch, int max_tokens,
     const model_config *c = &m->cfg;
     if (c->kind != MODEL_TEXT) return vit_fail(err, "not a BERT model");
     if (max_batch < 1) return vit_fail(err, "batch size %d is not positive", max_batch);
-    if (training && (c->family != FAMILY_PLAIN || c->opt.head == HEAD_NONE))
+    if (training &&
+        (c->family != FAMILY_PLAIN || c->opt.head == HEAD_NONE || c->opt.pool == POOL_TOKENS))
         return vit_fail(err, "%s: inference only, for now", config_architecture(c));
-    if (max_tokens < 1 || max_tokens > c->max_position_embeddings)
+    if (max_tokens < 1 || max_tokens > config_text_max_tokens(c))
         return vit_fail(err, "%d tokens outside 1..%d (max_position_embeddings)", max_tokens,
-                        c->max_position_embeddings);
+                        config_text_max_tokens(c));
     a->max_batch = max_batch;
     a->max_tokens = max_tokens;
     a->training = training;
@@ -34,7 +35,12 @@ int text_acts_alloc(text_acts *a, const model *m, int max_batch, int max_tokens,
         a->emb_keep = malloc(B * T * D);
         a->head_keep = malloc(B * D);
     }
+    if (c->opt.rel_buckets) {
+        a->bias = vit_alloc_floats((size_t)c->num_heads * T * T);
+        a->run_layers = calloc((size_t)c->num_layers, sizeof *a->run_layers);
+    }
     if (!a->block || (training && (!a->emb_keep || !a->head_keep)) ||
+        (c->opt.rel_buckets && (!a->bias || !a->run_layers)) ||
         encoder_scratch_alloc(&a->scratch, &m->enc, max_batch, max_tokens) != 0 ||
         (training && encoder_tape_alloc(&a->tape, &m->enc, max_batch, max_tokens) != 0)) {
         text_acts_free(a);
@@ -47,6 +53,8 @@ void text_acts_free(text_acts *a) {
     free(a->block);
     free(a->emb_keep);
     free(a->head_keep);
+    free(a->bias);
+    free(a->run_layers);
     encoder_scratch_free(&a->scratch);
     encoder_tape_free(&a->tape);
     memset(a, 0, sizeof *a);
@@ -54,13 +62,23 @@ void text_acts_free(text_acts *a) {
 
 /* ---- embeddings ---- */
 
-/* emb [B, T, D] = word[ids] + position[t] (+ token type 0, where the model has them). */
+/* The position row of each token of one sequence: t, or (opt.pos_from_ids, RoBERTa's
+ * create_position_ids_from_input_ids) the count of non-padding ids so far after the padding
+ * index, which the padding ids themselves keep. */
+static int position_of(const tower_options *o, const int32_t *ids, int t, int *seen) {
+    if (!o->pos_from_ids) return t;
+    if (ids[t] == o->pos_pad) return o->pos_pad;
+    return o->pos_pad + ++*seen;
+}
+
+/* emb [B, T, D] = word[ids] + position (+ token type 0, where the model has them). */
 static void embeddings_forward(float *emb, const model *m, const int32_t *ids, int B, int T) {
     const int D = m->cfg.hidden_size;
     for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
+        for (int t = 0, seen = 0; t < T; t++) {
+            const int pos = position_of(&m->cfg.opt, ids + (size_t)b * T, t, &seen);
             const float *w = m->word_emb + (size_t)ids[(size_t)b * T + t] * D,
-                        *p = m->pos_emb + (size_t)t * D;
+                        *p = m->pos_emb + (size_t)pos * D;
             float *row = emb + ((size_t)b * T + t) * D;
             for (int d = 0; d < D; d++) row[d] = w[d] + p[d];
             if (m->cfg.opt.token_types)
@@ -117,11 +135,13 @@ static void embeddings_backward(const model *g, const float *demb, const int32_t
 
 /* ---- pooler and classifier ---- */
 
-/* pooled [B, D] = tanh(cls · wᵀ + b): HF BertPooler on token 0. */
-static void pooler_forward(float *pooled, const float *cls, const float *w, const float *b, int B,
-                           int D) {
-    linear_forward(pooled, cls, w, b, B, D, D);
-    for (size_t i = 0; i < (size_t)B * D; i++) pooled[i] = tanhf(pooled[i]);
+/* The pooler's activation in place: tanh (BertPooler, RobertaClassificationHead) or ReLU
+ * (DistilBERT's pre_classifier). */
+static void pooler_activation(const model *m, float *pooled, size_t n) {
+    if (m->cfg.opt.pooler_relu)
+        for (size_t i = 0; i < n; i++) pooled[i] = pooled[i] > 0.0f ? pooled[i] : 0.0f;
+    else
+        for (size_t i = 0; i < n; i++) pooled[i] = tanhf(pooled[i]);
 }
 
 /* From the forward's cls and tanh output pooled: dcls [B, D] (overwritten), dw, db accumulated.
@@ -130,6 +150,39 @@ static void pooler_backward(float *dcls, float *dw, float *db, float *dpooled, c
                             const float *cls, const float *w, int B, int D) {
     for (size_t i = 0; i < (size_t)B * D; i++) dpooled[i] *= 1.0f - pooled[i] * pooled[i];
     linear_backward(dcls, dw, db, dpooled, cls, w, B, D, D);
+}
+
+/* ---- MPNet's relative position bias ---- */
+
+int text_relative_bucket(int rel, int buckets, int max_distance) {
+    const int half = buckets / 2, exact = half / 2, n = rel > 0 ? rel : -rel;
+    const int ret = rel > 0 ? half : 0; /* keys after the query */
+    if (n < exact) return ret + n;
+    /* float32 throughout and truncated, as the tensors of relative_position_bucket: at n = 64
+     * the exact value is 6 and float32 must give what PyTorch's does */
+    const float scaled = logf((float)n / (float)exact) / (float)log((double)max_distance / exact) *
+                         (float)(half - exact);
+    const int large = exact + (int)scaled;
+    return ret + (large < half - 1 ? large : half - 1);
+}
+
+/* The layers this forward runs: the model's, or (MPNet) with the bias for T tokens, bias[h, i, j]
+ * = table[bucket(j - i), h], one for every layer (MPNetEncoder.compute_position_bias). Built
+ * when T changes: the weights of a loaded model do not. */
+static const encoder_layer *layers_with_bias(const model *m, text_acts *a, int T) {
+    const tower_options *o = &m->cfg.opt;
+    if (!o->rel_buckets) return m->layers;
+    const int H = m->cfg.num_heads, L = m->cfg.num_layers;
+    for (int i = 0; a->bias_tokens != T && i < T; i++)
+        for (int j = 0; j < T; j++) {
+            const int bucket = text_relative_bucket(j - i, o->rel_buckets, 128);
+            const float *row = m->shared_rel_table + (size_t)bucket * H;
+            for (int h = 0; h < H; h++) a->bias[((size_t)h * T + i) * T + j] = row[h];
+        }
+    a->bias_tokens = T;
+    memcpy(a->run_layers, m->layers, sizeof *a->run_layers * (size_t)L);
+    for (int l = 0; l < L; l++) a->run_layers[l].attn_bias = a->bias;
+    return a->run_layers;
 }
 
 /* ---- the passes ---- */
@@ -176,20 +229,36 @@ static void input_forward(const model *m, text_acts *a, const int32_t *ids, int 
     }
 }
 
-/* BERT's output: token 0 -> tanh pooler -> (a BertModel: that is the output) dropout ->
- * classifier. */
+/* A token classifier: logits [B, T, labels], the classifier on every row. */
+static int token_head_forward(const model *m, text_acts *a, int B, int T, const forward_mode *mode,
+                              int fast, float *logits, vit_error *err) {
+    const int D = m->cfg.hidden_size, K = m->cfg.num_labels;
+    if (fast)
+        gemm_run(m->head, a->x, B * T, logits, a->gemm);
+    else
+        linear_forward(logits, a->x, m->head_w, m->head_b, B * T, D, K);
+    return forward_logits_check(mode, logits, (size_t)B * T * K, err);
+}
+
+/* BERT's output: token 0 -> pooler (tanh, or DistilBERT's ReLU; none: token 0 itself) -> (a
+ * base model: that is the output) dropout -> classifier. A token classifier: every row. */
 static int pooler_head_forward(const model *m, text_acts *a, int B, int T, const forward_mode *mode,
                                int fast, float *logits, vit_error *err) {
     const int D = m->cfg.hidden_size;
     const float p_cls = forward_mode_classifier_dropout(mode);
     for (int b = 0; b < B; b++)
         memcpy(a->cls + (size_t)b * D, a->x + (size_t)b * T * D, sizeof(float) * (size_t)D);
-    if (fast) {
-        gemm_run(m->pooler, a->cls, B, a->pooled, a->gemm);
-        for (size_t i = 0; i < (size_t)B * D; i++) a->pooled[i] = tanhf(a->pooled[i]);
-    } else {
-        pooler_forward(a->pooled, a->cls, m->pooler_w, m->pooler_b, B, D);
+    if (m->cfg.opt.pool == POOL_TOKENS)
+        return token_head_forward(m, a, B, T, mode, fast, logits, err);
+    if (!m->cfg.opt.pooler) { /* DistilBertModel: token 0's final state is the output */
+        memcpy(logits, a->cls, sizeof(float) * (size_t)B * D);
+        return forward_logits_check(mode, logits, (size_t)B * D, err);
     }
+    if (fast)
+        gemm_run(m->pooler, a->cls, B, a->pooled, a->gemm);
+    else
+        linear_forward(a->pooled, a->cls, m->pooler_w, m->pooler_b, B, D, D);
+    pooler_activation(m, a->pooled, (size_t)B * D);
     const float *h = a->pooled;
     if (m->cfg.opt.head == HEAD_NONE) { /* BertModel: the pooler's output is the output */
         memcpy(logits, h, sizeof(float) * (size_t)B * D);
@@ -224,9 +293,10 @@ int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const u
     input_forward(m, a, ids, B, T, mode, encoder_trains ? mode->dropout : 0.0f);
     /* the shared encoder, post-LN, padding masked */
     const encoder_run run = encoder_run_of(a, mode);
-    if (encoder_forward(&m->enc, m->layers, &run, &a->scratch, &a->tape, a->x, mask, B, T) != 0)
+    if (encoder_forward(&m->enc, layers_with_bias(m, a, T), &run, &a->scratch, &a->tape, a->x, mask,
+                        B, T) != 0)
         return vit_fail(err, "the encoder's buffers cannot run this mode");
-    if (m->cfg.opt.pool != POOL_BERT) {
+    if (m->cfg.opt.pool != POOL_BERT && m->cfg.opt.pool != POOL_TOKENS) { /* a joint tower */
         joint_head_forward(m, a, ids, B, T, fast, logits);
         return forward_logits_check(mode, logits, (size_t)B * m->cfg.num_labels, err);
     }

@@ -39,6 +39,11 @@ typedef struct {
     const int32_t
         *ids; /* of the last forward (not owned: the caller keeps them until the backward) */
     int last_batch, last_tokens;
+    /* MPNet's relative position bias [H, T, T] for bias_tokens = T (0: not built), and the
+     * model's layers pointing at it (the model is shared and read-only) */
+    float *bias;
+    encoder_layer *run_layers;
+    int bias_tokens;
 } text_acts;
 
 /* Buffers for batches of up to max_batch sequences of up to max_tokens tokens (at most
@@ -47,10 +52,16 @@ int text_acts_alloc(text_acts *a, const model *m, int max_batch, int max_tokens,
                     vit_error *err);
 void text_acts_free(text_acts *a);
 
-/* logits [B, num_labels] of ids [B, T] (every id in 0..vocab_size-1, padding included) with mask
- * [B, T] (1 = token, 0 = padding, masked as an attention key as HF's attention_mask; NULL: none).
- * Positions 0..T-1, token type 0 (single sentences). mode NULL: inference; with mode->train the
- * activations stay for text_model_backward (ids must stay valid until then). */
+/* MPNet's bucket of a relative position rel (key position - query position) among `buckets`
+ * (relative_position_bucket: exact below buckets / 4 each way, then logarithmic up to
+ * max_distance, computed in float32 as PyTorch does). */
+int text_relative_bucket(int rel, int buckets, int max_distance);
+
+/* logits [B, num_labels] (a token classifier: [B, T, num_labels]) of ids [B, T] (every id in
+ * 0..vocab_size-1, padding included) with mask [B, T] (1 = token, 0 = padding, masked as an
+ * attention key as HF's attention_mask; NULL: none). Positions 0..T-1, token type 0 (single
+ * sentences). mode NULL: inference; with mode->train the activations stay for text_model_backward
+ * (ids must stay valid until then). */
 int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const uint8_t *mask, int B,
                        int T, const forward_mode *mode, float *logits, vit_error *err);
 

@@ -126,8 +126,10 @@ static int check_use(const model *m, int height, int width, int training, vit_er
                         "%s: no explanations for this family yet (they run the training forward, "
                         "which it does not have)",
                         config_architecture(c));
-    if ((training && !trains) ||
-        (c->family != FAMILY_PLAIN && !config_is_backbone(c) && other_side))
+    if (training && !trains)
+        return vit_fail(err, "%s: inference only, for now (no training forward for this family)",
+                        config_architecture(c));
+    if (c->family != FAMILY_PLAIN && !config_is_backbone(c) && other_side)
         return vit_fail(err, "%s: inference at the model's image_size only, for now",
                         config_architecture(c));
     if (training && config_classifier_heads(c) > 1)

@@ -229,6 +229,14 @@ static int fine_tune_model(trainer *t, vit_error *err) {
         return vit_fail(err, "%s: not a %s model (the training data is %s)", t->o.init_dir,
                         text ? "BERT" : "ViT", text ? "text" : "images");
     }
+    if (text && (from.cfg.family != FAMILY_PLAIN || from.cfg.opt.pool == POOL_TOKENS)) {
+        const char *cls = config_architecture(&from.cfg); /* a static name */
+        model_free(&from);
+        return vit_fail(err,
+                        "%s: %s runs for inference only; vit train fine-tunes BERT's sequence "
+                        "classifiers",
+                        t->o.init_dir, cls);
+    }
     char **classes = NULL;
     int n = 0;
     if (run_classes(t, &from, &classes, &n, err) != 0) return model_free(&from), -1;

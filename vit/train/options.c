@@ -52,8 +52,9 @@ const train_option train_option_table[] = {
      "table too)",
      "new model 128, else the model's limit", GROUP_NEW, 0},
     {"init", "init_dir", OPTION_STRING, F(init_dir), 0, 0, 0, "MODEL_DIR",
-     "start from this model (its shape and preprocessing or tokenizer); a new classifier when "
-     "its labels are not the data's classes", NULL, GROUP_FINE_TUNE, 0},
+     "start from this model (its shape and preprocessing or tokenizer; a folder or a Hub "
+     "org/name); a new classifier when its labels are not the data's classes",
+     NULL, GROUP_FINE_TUNE, 0},
     {"freeze-encoder", "freeze_encoder", OPTION_FLAG, F(freeze_encoder), 0, 0, 1, NULL,
      "linear probe: train the head only (ViT: final LayerNorm and classifier; BERT: pooler and "
      "classifier)", NULL, GROUP_FINE_TUNE, 0},

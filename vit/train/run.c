@@ -192,19 +192,86 @@ static int check_overwrite(const trainer *t, vit_error *err) {
                             "another --out",
                             t->o.out_dir, names[i]);
     }
-    return t->o.overwrite ? remove_best(t, err) : 0;
+    return 0;
 }
 
-static int prepare_out_dir(const trainer *t, vit_error *err) {
-    if (mkdir(t->o.out_dir, 0777) != 0 && errno != EEXIST)
-        return vit_fail(err, "%s: cannot create: %s", t->o.out_dir, strerror(errno));
+/* What out_dir held before a new run's set-up, so that a refused set-up (a model that does not
+ * train, data that does not fit it) takes away what it wrote there (validation.tsv, tokenizer
+ * files) and leaves the folder as it was, or not at all when the run made it. */
+typedef struct {
+    char **names;
+    size_t n;
+    int made;   /* out_dir created by this run */
+    int listed; /* names is complete: undo_set_up may remove what is not in it */
+} out_dir_before;
+
+static void out_dir_before_free(out_dir_before *b) {
+    for (size_t i = 0; i < b->n; i++) free(b->names[i]);
+    free(b->names);
+    memset(b, 0, sizeof *b);
+}
+
+static int list_out_dir(const char *dir, out_dir_before *b, vit_error *err) {
+    DIR *d = opendir(dir);
+    if (!d) return vit_fail(err, "%s: %s", dir, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char **grown = realloc(b->names, (b->n + 1) * sizeof *grown);
+        if (grown) b->names = grown;
+        if (!grown || !(b->names[b->n] = strdup(e->d_name))) {
+            closedir(d);
+            return vit_fail(err, "out of memory");
+        }
+        b->n++;
+    }
+    closedir(d);
+    b->listed = 1;
+    return 0;
+}
+
+static int was_there(const out_dir_before *b, const char *name) {
+    for (size_t i = 0; i < b->n; i++)
+        if (!strcmp(b->names[i], name)) return 1;
+    return 0;
+}
+
+/* A refused set-up's files removed (a new file is one out_dir did not hold), then out_dir when
+ * this run made it. */
+static void undo_set_up(const char *out_dir, const out_dir_before *b) {
+    DIR *d = b->listed ? opendir(out_dir) : NULL;
+    if (!d) return;
+    char path[4400];
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && !was_there(b, e->d_name)) {
+            snprintf(path, sizeof path, "%s/%s", out_dir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    if (b->made) rmdir(out_dir);
+}
+
+/* The refusals (an unfinished run, a model without --overwrite) before anything is written; then
+ * out_dir made if it is not there, and what it holds noted in before. */
+static int prepare_out_dir(const trainer *t, out_dir_before *before, vit_error *err) {
     char path[4096];
     trainer_path(t, path, sizeof path, TRAIN_STATE_FILE);
     if (access(path, F_OK) == 0)
         return vit_fail(err, "%s holds an unfinished run: continue it with --resume, or delete %s",
                         t->o.out_dir, path);
     if (check_overwrite(t, err) != 0) return -1;
-    /* a new run's log and picture start empty */
+    if (mkdir(t->o.out_dir, 0777) == 0)
+        before->made = 1;
+    else if (errno != EEXIST)
+        return vit_fail(err, "%s: cannot create: %s", t->o.out_dir, strerror(errno));
+    return list_out_dir(t->o.out_dir, before, err);
+}
+
+/* Once the set-up succeeded: the earlier run's best (--overwrite), log and picture removed, so
+ * that a new run's log and picture start empty. */
+static int clear_earlier_run(const trainer *t, vit_error *err) {
+    if (t->o.overwrite && remove_best(t, err) != 0) return -1;
+    char path[4096];
     const char *old[] = {TRAIN_LOG_FILE, TRAIN_CURVES_FILE};
     for (int i = 0; i < 2; i++) {
         trainer_path(t, path, sizeof path, old[i]);
@@ -422,7 +489,7 @@ static void remove_stale_temporaries(const char *out_dir) {
  * trainer_load_state; the options the command line still decides taken from opt), a new run's
  * checked, its task chosen and out_dir prepared. Every process agrees on the outcome. */
 static int set_up_options(trainer *t, const train_options *opt, int resume, st_file *state,
-                          vit_error *err) {
+                          out_dir_before *before, vit_error *err) {
     int rc = 0;
     if (resume) {
         t->o = train_default_options(); /* what the checkpoint does not hold */
@@ -436,7 +503,7 @@ static int set_up_options(trainer *t, const train_options *opt, int resume, st_f
     } else {
         rc = train_options_check(&t->o, err) != 0 || choose_task(t, err) != 0 ? -1 : 0;
         if (rc == 0) own_paths(t);
-        if (rc == 0 && t->rank == 0) rc = prepare_out_dir(t, err);
+        if (rc == 0 && t->rank == 0) rc = prepare_out_dir(t, before, err);
     }
     if (dist_all_succeeded(rc, "to set up", err) != 0) {
         if (resume && rc == 0) st_close(state);
@@ -452,6 +519,7 @@ static int set_up_model_and_data(trainer *t, int resume, st_file *state, vit_err
         setup_training(t, err) != 0 || (resume && trainer_load_state(t, state, err) != 0))
         rc = -1;
     if (resume) st_close(state);
+    if (rc == 0 && !resume && t->rank == 0) rc = clear_earlier_run(t, err);
     return dist_all_succeeded(rc, "to set up", err);
 }
 
@@ -498,14 +566,17 @@ static int set_up_and_train(trainer *t, const train_options *opt, int resume, vi
     t->rank = w.rank, t->ranks = w.size;
     /* out_dir is process 0's to write; the others only read a checkpoint from it */
     if (opt->out_dir && t->rank == 0) remove_stale_temporaries(opt->out_dir);
-    if (set_up_options(t, opt, resume, &state, err) != 0 ||
-        set_up_model_and_data(t, resume, &state, err) != 0)
-        return -1;
+    out_dir_before before = {0};
+    int rc = set_up_options(t, opt, resume, &state, &before, err);
+    if (rc == 0) rc = set_up_model_and_data(t, resume, &state, err);
+    if (rc != 0 && !resume && t->rank == 0) undo_set_up(t->o.out_dir, &before);
+    out_dir_before_free(&before);
+    if (rc != 0) return -1;
     describe_run(t);
     t->best_val_loss = resume ? best_in_log(t) : HUGE_VAL;
     const double started = clock_seconds();
     const int64_t first_step = t->step;
-    const int rc = loop(t, err);
+    rc = loop(t, err);
     describe_timing(t, first_step, started);
     if (rc == 0 && t->rank == 0) { /* done: the state has served its purpose */
         char path[4096];
