@@ -314,6 +314,111 @@ static void test_dense_from_pytorch_bin(void **state) {
     vit_text_free(st);
 }
 
+/* A folder of links to tests/data/SRC's files (config.json, model.safetensors and its tokenizer
+ * files as named) with a modules.json of Transformer, Pooling (pooling as given) and Normalize. */
+static const char *st_over(const char *src, const char *const *files, int nfiles,
+                           const char *pooling) {
+    static char dir[4096];
+    char cwd[4096], from[8300], to[8300], name[256];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(dir, sizeof dir, "%s/st-over-%s", test_tmpdir(), src);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    for (int i = 0; i < nfiles; i++) {
+        snprintf(from, sizeof from, "%s/" TEST_DATA "/%s/%s", cwd, src, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        assert_int_equal(symlink(from, to), 0);
+    }
+    snprintf(to, sizeof to, "%s/1_Pooling", dir);
+    assert_int_equal(mkdir(to, 0755), 0);
+    const char *modules =
+        "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
+        "\"sentence_transformers.models.Transformer\"}, {\"idx\": 1, \"name\": \"1\", \"path\": "
+        "\"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"}, {\"idx\": 2, "
+        "\"name\": \"2\", \"path\": \"2_Normalize\", \"type\": "
+        "\"sentence_transformers.models.Normalize\"}]";
+    snprintf(name, sizeof name, "st-over-%s/modules.json", src);
+    write_temp_file(name, modules, strlen(modules));
+    snprintf(name, sizeof name, "st-over-%s/1_Pooling/config.json", src);
+    write_temp_file(name, pooling, strlen(pooling));
+    return dir;
+}
+
+/* all-mpnet-base-v2's shape: an MPNetModel (tests/data/mpnet-model-micro) with mean pooling and
+ * Normalize gives, for its golden's texts in one batch (2 to 72 tokens), the mean of the float64
+ * reference's last hidden states over each text's tokens, normalised, within 1e-5. */
+static void test_mpnet_mean_normalize(void **state) {
+    (void)state;
+    const char *files[] = {"config.json", "model.safetensors", "vocab.txt",
+                           "tokenizer_config.json"};
+    const char *dir = st_over("mpnet-model-micro", files, 4,
+                              "{\"word_embedding_dimension\": 32, \"pooling_mode_mean_tokens\": "
+                              "true}");
+    vit_error err = {0};
+    vit_text_context *c = vit_text_load(dir, NULL, &err);
+    if (!c) print_message("%s\n", err.msg);
+    assert_non_null(c);
+    static const char *const mp_texts[] = {"the cat sat on the mat", "a dog ran far away from home",
+                                           "it was very good", "the zebra slept", ""};
+    enum { M = 5, T = 72, D = 32 };
+    size_t numel, lengths[M];
+    float *hidden = test_golden_tensor(TEST_DATA "/mpnet-model-micro", "hidden", &numel);
+    assert_int_equal(numel, 6 * T * D);
+    for (int i = 0; i < M; i++) lengths[i] = strlen(mp_texts[i]);
+    float got[M * D];
+    assert_int_equal(vit_text_embed(c, mp_texts, lengths, M, VIT_POOL_SENTENCE, got, &err), 0);
+    double worst = 0;
+    for (int i = 0; i < M; i++) {
+        int32_t ids[T];
+        const int n = vit_text_tokenize(c, mp_texts[i], lengths[i], ids, T, &err);
+        assert_true(n >= 2 && n < T);
+        const float *h = hidden + (size_t)i * T * D;
+        assert_true(h[(size_t)(n - 1) * D] != 0 && h[(size_t)n * D] == 0); /* its padding */
+        double mean[D], norm = 0;
+        for (int d = 0; d < D; d++) {
+            mean[d] = 0;
+            for (int t = 0; t < n; t++) mean[d] += h[(size_t)t * D + d];
+            mean[d] /= n;
+            norm += mean[d] * mean[d];
+        }
+        for (int d = 0; d < D; d++)
+            worst = fmax(worst, fabs(got[i * D + d] - mean[d] / sqrt(norm)));
+    }
+    print_message("mpnet-model-micro mean + Normalize: max |d| %.2g\n", worst);
+    assert_true(worst <= TOL);
+    free(hidden);
+    vit_text_free(c);
+}
+
+/* The Transformer module strips each text (str.strip()): with a byte-level BPE tokenizer, where a
+ * leading space is a token of its own (roberta-seq-micro), "  a dog ran " embeds as "a dog ran"
+ * in a sentence-transformers folder, though the tokenizer alone gives other ids. */
+static void test_texts_stripped(void **state) {
+    (void)state;
+    const char *files[] = {"config.json", "model.safetensors",     "vocab.json",
+                           "merges.txt",  "tokenizer_config.json", "special_tokens_map.json"};
+    const char *dir = st_over("roberta-seq-micro", files, 6,
+                              "{\"word_embedding_dimension\": 32, \"pooling_mode_mean_tokens\": "
+                              "true}");
+    vit_error err = {0};
+    vit_text_context *plain = vit_text_load(TEST_DATA "/roberta-seq-micro", NULL, &err);
+    vit_text_context *st = vit_text_load(dir, NULL, &err);
+    if (!st) print_message("%s\n", err.msg);
+    assert_non_null(plain);
+    assert_non_null(st);
+    const char *const pair[] = {"  a dog ran ", "a dog ran"};
+    const size_t lengths[] = {strlen(pair[0]), strlen(pair[1])};
+    int32_t a[64], b[64];
+    const int na = vit_text_tokenize(plain, pair[0], lengths[0], a, 64, &err),
+              nb = vit_text_tokenize(plain, pair[1], lengths[1], b, 64, &err);
+    assert_true(na != nb || memcmp(a, b, sizeof(int32_t) * (size_t)na) != 0);
+    float ea[32], eb[32];
+    assert_int_equal(vit_text_embed(st, pair, lengths, 1, VIT_POOL_SENTENCE, ea, &err), 0);
+    assert_int_equal(vit_text_embed(st, pair + 1, lengths + 1, 1, VIT_POOL_SENTENCE, eb, &err), 0);
+    assert_memory_equal(ea, eb, sizeof ea);
+    vit_text_free(plain);
+    vit_text_free(st);
+}
+
 /* Runs vit embed -m tests/data/NAME ARGS... --text TEXTS... -o - and reads the rows
  * ("text\tnumbers") into out (n x dim); the numbers are %.9g, so they read back as the floats
  * written. */
@@ -441,6 +546,8 @@ int main(void) {
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_do_lower_case),
         cmocka_unit_test(test_dense_from_pytorch_bin),
+        cmocka_unit_test(test_mpnet_mean_normalize),
+        cmocka_unit_test(test_texts_stripped),
         cmocka_unit_test(test_cli_matches_library),
         cmocka_unit_test(test_info),
     };
