@@ -511,6 +511,19 @@ static void test_cli_matches_library(void **state) {
     expect_cli_refusal(plain, "--pool sentence is for sentence-transformers folders");
 }
 
+/* vit embed --help gives --pool's whole help (it was cut at 512 bytes, mid-sentence). */
+static void test_help_whole(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *argv[] = {"embed", "--help", NULL};
+    test_run_result r = test_run_vit(NULL, NULL, argv);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "--pool cls|mean|max|mean_sqrt_len|weightedmean|lasttoken|pooler|"
+                                  "joint|patches|projection|sentence\n"));
+    assert_non_null(strstr(r.out, "mean for an image tower without its head), else cls)\n"));
+    test_run_free(&r);
+}
+
 /* vit info names the pipeline, the prompts and the cut. */
 static void test_info(void **state) {
     (void)state;
@@ -550,6 +563,7 @@ int main(void) {
         cmocka_unit_test(test_texts_stripped),
         cmocka_unit_test(test_cli_matches_library),
         cmocka_unit_test(test_info),
+        cmocka_unit_test(test_help_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
