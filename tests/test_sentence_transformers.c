@@ -48,8 +48,9 @@ static void expect_golden(const char *name, const char *tensor, const float *got
 }
 
 /* opts over the three texts in one batch, against golden tensor; then each text alone, which
- * must give its batch row within 1e-6: padding is masked out of attention and the poolings, but
- * the GEMM's blocking follows the row count (batch x longest), so the last bits may differ. */
+ * must give its batch row within 5e-6 of its size: padding is masked out of attention and the
+ * poolings, but the sums' order follows the padded length and the GEMM's blocking the row count,
+ * so the last bits differ (seen: below 1e-7 with oneDNN, 1.4e-6 on 0.608 with OpenBLAS alone). */
 static void expect_embed(vit_text_context *c, const char *name, const vit_text_embed_opts *o,
                          const char *tensor, int dim) {
     size_t lengths[N];
@@ -62,7 +63,10 @@ static void expect_embed(vit_text_context *c, const char *name, const vit_text_e
     expect_golden(name, tensor, got, (size_t)N * dim);
     for (int i = 0; i < N; i++) {
         assert_int_equal(vit_text_embed_with(c, texts + i, lengths + i, 1, o, one, &err), 0);
-        for (int d = 0; d < dim; d++) assert_true(fabs(one[d] - got[(size_t)i * dim + d]) < 1e-6);
+        for (int d = 0; d < dim; d++) {
+            const float want = got[(size_t)i * dim + d];
+            assert_true(fabs(one[d] - want) <= 5e-6 * (1 + fabs(want)));
+        }
     }
     free(got);
     free(one);

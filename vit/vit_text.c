@@ -180,11 +180,13 @@ static void describe_pipeline(text_weights *w) {
     if (!st->include_prompt && n < size)
         n += (size_t)snprintf(out + n, size - n, " (include_prompt false)");
     for (int i = 0; i < st->nsteps && n < size; i++) {
+        if (st->steps[i].kind == ST_STEP_NORMALIZE) {
+            n += (size_t)snprintf(out + n, size - n, " -> Normalize");
+            continue;
+        }
         const st_dense *d = &st->dense[st->steps[i].dense];
-        n += st->steps[i].kind == ST_STEP_NORMALIZE
-                 ? (size_t)snprintf(out + n, size - n, " -> Normalize")
-                 : (size_t)snprintf(out + n, size - n, " -> Dense %d -> %d %s%s", d->in, d->out,
-                                    acts[d->act], d->b ? "" : " (no bias)");
+        n += (size_t)snprintf(out + n, size - n, " -> Dense %d -> %d %s%s", d->in, d->out,
+                              acts[d->act], d->b ? "" : " (no bias)");
     }
 }
 
