@@ -208,6 +208,10 @@ static void test_refusals(void **state) {
     expect_refused(modules, "{\"word_embedding_dimension\": 48, \"pooling_mode_cls_token\": true}",
                    "word_embedding_dimension is 48, the Transformer's hidden_size 32");
     expect_refused(modules, "{\"word_embedding_dimension\": 32}", "no pooling mode is true");
+    /* keys are case-sensitive, as Python's json.loads and Pooling(**config) read them */
+    expect_refused(modules,
+                   "{\"word_embeddIng_dimension\": 32, \"pooling_mode_mean_tokens\": true}",
+                   "word_embedding_dimension is missing");
     expect_refused("{}", pool, "not a JSON list of modules");
     snprintf(modules, sizeof modules,
              "[%s, {\"idx\": 1, \"name\": \"1\", \"path\": \"../x\", \"type\": "

@@ -50,7 +50,8 @@ static int read_pooling(st_pipeline *p, const char *dir, const char *sub, vit_er
     cJSON *j = json_load_object(path, err);
     if (!j) return -1;
     int rc = json_get_int(j, "word_embedding_dimension", 1, 1 << 20, &p->word_dim, path, err);
-    if (rc == 0 && !cJSON_GetObjectItem(j, "word_embedding_dimension"))
+    /* JSON keys are case-sensitive, as Python's dict; null is as absent: Pooling needs it */
+    if (rc == 0 && p->word_dim < 1)
         rc = vit_fail(err, "%s: word_embedding_dimension is missing", path);
     p->include_prompt = 1;
     if (rc == 0) rc = json_get_bool(j, "include_prompt", &p->include_prompt, path, err);
@@ -89,7 +90,7 @@ static int read_dense_config(st_dense *d, const char *path, vit_error *err) {
     if (rc == 0) rc = json_get_bool(j, "bias", &bias, path, err);
     if (rc == 0 && (!d->in || !d->out))
         rc = vit_fail(err, "%s: in_features and out_features are required", path);
-    const cJSON *a = cJSON_GetObjectItem(j, "activation_function");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "activation_function");
     if (rc == 0 && a && !cJSON_IsNull(a) &&
         (!cJSON_IsString(a) || activation_of(a->valuestring, &d->act) != 0))
         rc = vit_fail(err,
@@ -165,7 +166,8 @@ static int add_dense(st_pipeline *p, const char *dir, const char *sub, vit_error
 /* Module i of modules.json: its type's last part and path, checked. */
 static int module_fields(const cJSON *m, const char *src, int i, const char **type,
                          const char **path, vit_error *err) {
-    const cJSON *t = cJSON_GetObjectItem(m, "type"), *pa = cJSON_GetObjectItem(m, "path");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(m, "type"),
+                *pa = cJSON_GetObjectItemCaseSensitive(m, "path");
     if (!cJSON_IsObject(m) || !cJSON_IsString(t) || !cJSON_IsString(pa))
         return vit_fail(err, "%s: module %d is not an object with a string type and path", src, i);
     if (strncmp(t->valuestring, TYPE_PREFIX, strlen(TYPE_PREFIX)) != 0 ||
@@ -252,15 +254,15 @@ static int read_prompts(st_pipeline *p, const char *dir, vit_error *err) {
     int failed, rc = 0;
     cJSON *j = load_optional(path, &failed, err);
     if (!j) return failed ? -1 : 0;
-    const cJSON *prompts = cJSON_GetObjectItem(j, "prompts"), *item;
+    const cJSON *prompts = cJSON_GetObjectItemCaseSensitive(j, "prompts"), *item;
     if (prompts && !cJSON_IsNull(prompts) && !cJSON_IsObject(prompts))
         rc = vit_fail(err, "%s: prompts is not an object", path);
     const cJSON *list = cJSON_IsObject(prompts) ? prompts : NULL;
     cJSON_ArrayForEach(item, list) {
         if (rc == 0) rc = add_prompt(p, item, path, err);
     }
-    const cJSON *def = cJSON_GetObjectItem(j, "default_prompt_name");
-    const cJSON *sim = cJSON_GetObjectItem(j, "similarity_fn_name");
+    const cJSON *def = cJSON_GetObjectItemCaseSensitive(j, "default_prompt_name");
+    const cJSON *sim = cJSON_GetObjectItemCaseSensitive(j, "similarity_fn_name");
     if (rc == 0 && cJSON_IsString(def)) {
         if (!st_prompt(p, def->valuestring))
             rc = vit_fail(err, "%s: default_prompt_name '%s' is not one of its prompts", path,
