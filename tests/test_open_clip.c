@@ -39,8 +39,10 @@ static const char *const texts[] = {"a photo of a cat",
                                     "  a   cat\n\tphoto  "};
 #define TEXTS (int)(sizeof texts / sizeof texts[0])
 
-static const char *const folders[] = {"tests/data/open-clip-micro",
-                                      "tests/data/open-clip-micro-options"};
+static const char *const folders[] = {
+    "tests/data/open-clip-micro", "tests/data/open-clip-micro-options",
+    "tests/data/open-clip-timm-micro", "tests/data/open-clip-timm-proj-micro",
+    "tests/data/open-clip-timm-head-micro"};
 
 static double worst_seen;
 
@@ -89,18 +91,32 @@ static void test_preprocessing(void **state) {
     }
 }
 
-/* Each image's features (the projection of ln_post's class row) on the reference's pixels. */
+/* The embedding's length (in double) divided out of want [E] into out. */
+static void normalised(const float *want, int E, float *out) {
+    double sum = 0;
+    for (int k = 0; k < E; k++) sum += (double)want[k] * want[k];
+    for (int k = 0; k < E; k++) out[k] = (float)(want[k] / sqrt(sum));
+}
+
+/* Each image's features on the reference's pixels: the projection of ln_post's class row
+ * (VIT_POOL_PROJECTION); a timm tower's with timm_proj 'none', the trunk's attention pool
+ * (VIT_POOL_POOLER); with head.proj or the trunk's head (an nn.Linear), the joint embedding
+ * against the reference's normalised. */
 static void check_images(const char *dir, vit_context *ctx, const float *px, const float *want) {
+    const vit_pool pool = strstr(dir, "timm-micro") ? VIT_POOL_POOLER
+                          : strstr(dir, "timm")     ? VIT_POOL_JOINT
+                                                    : VIT_POOL_PROJECTION;
     const int E = vit_joint_dim(ctx);
     const size_t n = vit_input_floats(ctx);
-    float *got = test_alloc_floats((size_t)E);
+    float *got = test_alloc_floats((size_t)E), *unit = test_alloc_floats((size_t)E);
     for (int i = 0; i < IMAGES; i++) {
         vit_error err = {0};
-        if (vit_embed(ctx, px + i * n, 1, VIT_POOL_PROJECTION, got, &err) != 0)
-            fail_msg("%s: %s", dir, err.msg);
-        expect_close(dir, "image embedding", i, got, want + (size_t)i * E, E);
+        if (vit_embed(ctx, px + i * n, 1, pool, got, &err) != 0) fail_msg("%s: %s", dir, err.msg);
+        const float *w = want + (size_t)i * E;
+        if (pool == VIT_POOL_JOINT) normalised(w, E, unit);
+        expect_close(dir, "image embedding", i, got, pool == VIT_POOL_JOINT ? unit : w, E);
     }
-    free(got);
+    free(got), free(unit);
 }
 
 /* Each text's ids (open_clip pads them with 0 to context_length: vit reads them unpadded, which
@@ -202,6 +218,58 @@ static void test_same_weights_as_hf_folder(void **state) {
     }
     free(x), free(y), free(px);
     vit_text_free(ta), vit_text_free(tb);
+    vit_free(a), vit_free(b);
+}
+
+/* open-clip-timm-micro's trunk is timm-siglip-micro's tensors under visual.trunk.: the same
+ * image features as that timm folder, bit for bit, on the same pixels (the same blocks, attention
+ * pool and no projection: timm_proj 'none'). */
+static void test_timm_tower_as_timm_folder(void **state) {
+    (void)state;
+    const char *oc = folders[2], *timm = "tests/data/timm-siglip-micro";
+    vit_context *a = load(oc), *b = load(timm);
+    const int E = vit_joint_dim(a);
+    assert_int_equal(E, vit_num_labels(b));
+    const size_t n = vit_input_floats(a);
+    assert_int_equal(n, vit_input_floats(b));
+    float *px = test_golden_tensor(oc, "pixels", NULL);
+    float *x = test_alloc_floats((size_t)E), *y = test_alloc_floats((size_t)E);
+    vit_error err = {0};
+    for (int i = 0; i < IMAGES; i++) {
+        if (vit_embed(a, px + i * n, 1, VIT_POOL_POOLER, x, &err) ||
+            vit_embed(b, px + i * n, 1, VIT_POOL_POOLER, y, &err))
+            fail_msg("%s", err.msg);
+        if (memcmp(x, y, sizeof(float) * (size_t)E) != 0)
+            fail_msg("%s: the open_clip timm tower and the timm folder differ", images[i]);
+    }
+    free(x), free(y), free(px);
+    vit_free(a), vit_free(b);
+}
+
+/* open-clip-timm-head-micro is timm-vit-micro whole (timm_proj unset: the trunk's own head of
+ * embed_dim 5 is the projection): its joint embedding is that timm classifier's logits,
+ * normalised. */
+static void test_timm_head_as_timm_folder(void **state) {
+    (void)state;
+    const char *oc = folders[4], *timm = "tests/data/timm-vit-micro";
+    vit_context *a = load(oc), *b = load(timm);
+    const int E = vit_joint_dim(a);
+    assert_int_equal(E, vit_num_labels(b));
+    const size_t n = vit_input_floats(a);
+    float *px = test_golden_tensor(oc, "pixels", NULL);
+    float *x = test_alloc_floats((size_t)E), *y = test_alloc_floats((size_t)E);
+    vit_error err = {0};
+    for (int i = 0; i < IMAGES; i++) {
+        if (vit_embed(a, px + i * n, 1, VIT_POOL_JOINT, x, &err) ||
+            vit_forward(b, px + i * n, 1, y, &err))
+            fail_msg("%s", err.msg);
+        double sum = 0, worst = 0;
+        for (int k = 0; k < E; k++) sum += (double)y[k] * y[k];
+        for (int k = 0; k < E; k++) worst = fmax(worst, fabs(x[k] - y[k] / sqrt(sum)));
+        /* the same float32 logits, normalised in float32 by vit and in double here */
+        if (!(worst <= 1e-6)) fail_msg("%s: %g from timm-vit-micro's logits", images[i], worst);
+    }
+    free(x), free(y), free(px);
     vit_free(a), vit_free(b);
 }
 
@@ -344,7 +412,22 @@ static void test_refusals(void **state) {
         const char *name, *model, *vision, *text, *why;
     } cases[] = {
         {"timm", "", ", \"timm_model_name\": \"vit_base_patch16_siglip_224\"", "",
-         "a timm image tower (timm_model_name 'vit_base_patch16_siglip_224') is not one vit runs"},
+         "missing tensor 'visual.trunk.pos_embed'"},
+        {"timm_mlp", "", ", \"timm_model_name\": \"vit_base_patch16_224\", \"timm_proj\": \"mlp\"",
+         "", "timm_proj 'mlp' is not one vit runs (linear, none, unset)"},
+        {"timm_rot", "",
+         ", \"timm_model_name\": \"vit_base_patch16_224\", \"timm_pool\": "
+         "\"rot_attn\"",
+         "", "timm_pool 'rot_attn' (open_clip's own attention pool) is not one"},
+        {"timm_name", "", ", \"timm_model_name\": \"resnet50\"", "",
+         "architecture 'resnet50' is not a timm VisionTransformer vit knows"},
+        {"timm_kwargs", "",
+         ", \"timm_model_name\": \"vit_base_patch16_224\", "
+         "\"timm_model_kwargs\": {\"rope\": 1}",
+         "", "field 'model_args.rope' is not one vit reads"},
+        {"timm_none", "",
+         ", \"timm_model_name\": \"vit_base_patch16_224\", \"timm_proj\": \"none\"", "",
+         "timm_proj 'none': the trunk's 768 features are not embed_dim 20"},
         {"hf_text", "", "", ", \"hf_model_name\": \"xlm-roberta-base\"",
          "a Hugging Face text tower (hf_model_name 'xlm-roberta-base') is not one vit runs"},
         {"resnet", "", ", \"layers\": [3, 4, 6, 3]", "", "a ModifiedResNet image tower"},
@@ -570,7 +653,8 @@ static void test_train_refused(void **state) {
                               outs[i], "--epochs", "1",  "-t",     "1",        NULL};
         test_run_result r = test_run_vit(NULL, NULL, args);
         assert_int_equal(r.status, 1);
-        if (!strstr(r.err, "vit train: open_clip CLIP (vision tower): inference only"))
+        if (!strstr(r.err, "vit train: open_clip CLIP (vision tower): inference only") ||
+            strstr(r.err, "decoding")) /* refused before the images are read */
             fail_msg("vit train says:\n%s", r.err);
         test_run_free(&r);
     }
@@ -585,6 +669,8 @@ int main(void) {
         cmocka_unit_test(test_preprocessing),
         cmocka_unit_test(test_outputs_match_reference),
         cmocka_unit_test(test_same_weights_as_hf_folder),
+        cmocka_unit_test(test_timm_tower_as_timm_folder),
+        cmocka_unit_test(test_timm_head_as_timm_folder),
         cmocka_unit_test(test_pytorch_bin),
         cmocka_unit_test(test_convert),
         cmocka_unit_test(test_keys_without_effect),

@@ -578,7 +578,8 @@ static void test_config_bounded_by_file(void **state) {
     model m;
     vit_error err = {0};
     const char *dir = config_beside_tiny_file(
-        "huge", "{\"model_type\": \"vit\", \"hidden_size\": 2048, \"num_hidden_layers\": 24, "
+        "huge", "{\"model_type\": \"vit\", \"architectures\": [\"ViTForImageClassification\"], "
+                "\"hidden_size\": 2048, \"num_hidden_layers\": 24, "
                 "\"num_attention_heads\": 16, \"intermediate_size\": 8192}");
     assert_int_equal(model_load(&m, dir, &err), -1);
     print_message("  %s\n", err.msg);

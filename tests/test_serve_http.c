@@ -2216,6 +2216,156 @@ static void test_text_needs_a_sequence_classifier(void **state) {
     assert_int_equal(stop_server(&s, SIGTERM), 0);
 }
 
+/* ---- POST /v1/rerank ---- */
+
+#define PAIRS "tests/data/bert-pair-micro" /* a one-label cross-encoder (test_rerank.c) */
+
+/* The reference's pairs (tools/text_encoders_reference.py): its first are (query, text i), the
+ * query text 0 itself; n of them into docs, their token counts into tokens. */
+static int reference_pairs(const char **query, char **docs, int *tokens, int cap) {
+    size_t size;
+    uint8_t *bytes = read_whole_file(PAIRS "/golden.safetensors", &size);
+    assert_non_null(bytes);
+    uint64_t len = 0;
+    for (int i = 7; i >= 0; i--) len = len << 8 | bytes[i];
+    cJSON *header = cJSON_ParseWithLength((const char *)bytes + 8, (size_t)len);
+    free(bytes);
+    const cJSON *meta = cJSON_GetObjectItem(header, "__metadata__");
+    cJSON *pairs = cJSON_Parse(cJSON_GetObjectItem(meta, "pairs")->valuestring),
+          *ids = cJSON_Parse(cJSON_GetObjectItem(meta, "ids")->valuestring);
+    static char q[256];
+    snprintf(q, sizeof q, "%s", cJSON_GetArrayItem(cJSON_GetArrayItem(pairs, 0), 0)->valuestring);
+    *query = q;
+    int n = 0;
+    for (; n < cap && n < cJSON_GetArraySize(pairs); n++) {
+        const cJSON *p = cJSON_GetArrayItem(pairs, n);
+        const char *a = cJSON_GetArrayItem(p, 0)->valuestring,
+                   *b = cJSON_GetArrayItem(p, 1)->valuestring;
+        if (strcmp(a, q) != 0 || (n > 0 && strcmp(b, q) == 0)) break;
+        docs[n] = strdup(b);
+        tokens[n] = cJSON_GetArraySize(cJSON_GetArrayItem(ids, n));
+    }
+    cJSON_Delete(pairs);
+    cJSON_Delete(ids);
+    cJSON_Delete(header);
+    return n;
+}
+
+static double sigmoid(double x) {
+    return 1.0 / (1.0 + exp(-x));
+}
+
+/* {"query": q, KEY: [docs...]} and the rest of the body (extra: ", ..." or ""). */
+static char *rerank_body(const char *query, const char *key, char **docs, int n,
+                         const char *extra) {
+    cJSON *o = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(o, key);
+    cJSON_AddStringToObject(o, "query", query);
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(list, cJSON_CreateString(docs[i]));
+    char *json = cJSON_PrintUnformatted(o), *body = malloc(strlen(json) + strlen(extra) + 1);
+    cJSON_Delete(o);
+    const size_t k = strlen(json) - 1; /* before the closing brace */
+    memcpy(body, json, k);
+    strcpy(body + k, extra);
+    strcat(body, "}");
+    free(json);
+    return body;
+}
+
+/* results [{index, SCORE_KEY, ...}] best first, each score the reference's (sigmoid or raw). */
+static void check_ranked(const cJSON *results, const char *score_key, const float *logits, int raw,
+                         int n) {
+    assert_int_equal(cJSON_GetArraySize(results), n);
+    double last = INFINITY;
+    for (int k = 0; k < n; k++) {
+        const cJSON *r = cJSON_GetArrayItem(results, k);
+        const int i = cJSON_GetObjectItem(r, "index")->valueint;
+        const double got = cJSON_GetObjectItem(r, score_key)->valuedouble,
+                     want = raw ? logits[i] : sigmoid(logits[i]);
+        if (fabs(got - want) > 1e-4) fail_msg("document %d: %g, expected %g", i, got, want);
+        assert_true(got <= last);
+        last = got;
+    }
+}
+
+/* Jina's and llama.cpp's shape and TEI's, against the float64 logits of test_rerank's folder. */
+static void test_rerank_endpoint(void **state) {
+    (void)state;
+    server s;
+    START_OR_SKIP(&s, "--text-model", PAIRS, "-t", "1", "--quiet", "--max-queue", "8");
+    const char *query;
+    char *docs[16];
+    int tokens[16];
+    const int n = reference_pairs(&query, docs, tokens, 16);
+    assert_true(n >= 5 && n <= 8);
+    float *logits = test_golden_tensor(PAIRS, "logits", NULL);
+    char *body =
+        rerank_body(query, "documents", docs, n, ", \"top_n\": 3, \"return_documents\": true");
+    response r = request(s.port, "POST", "/v1/rerank", NULL, body, strlen(body));
+    if (r.status != 200) fail_msg("status %d: %.*s", r.status, (int)r.size, r.body);
+    const cJSON *results = cJSON_GetObjectItem(r.json, "results");
+    check_ranked(results, "relevance_score", logits, 0, 3);
+    for (int k = 0; k < 3; k++) {
+        const cJSON *item = cJSON_GetArrayItem(results, k);
+        const int i = cJSON_GetObjectItem(item, "index")->valueint;
+        assert_string_equal(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(item, "document"), "text")->valuestring,
+            docs[i]);
+    }
+    int all = 0;
+    for (int i = 0; i < n; i++) all += tokens[i];
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "usage"), "prompt_tokens")->valueint, all);
+    assert_string_equal(cJSON_GetObjectItem(r.json, "object")->valuestring, "list");
+    response_free(&r);
+    free(body);
+    for (int raw = 0; raw < 2; raw++) { /* TEI's: a bare list, every document */
+        body = rerank_body(query, "texts", docs, n, raw ? ", \"raw_scores\": true" : "");
+        r = request(s.port, "POST", "/v1/rerank", NULL, body, strlen(body));
+        assert_int_equal(r.status, 200);
+        assert_true(cJSON_IsArray(r.json));
+        check_ranked(r.json, "score", logits, raw, n);
+        assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(r.json, 0), "text"));
+        response_free(&r);
+        free(body);
+    }
+    free(logits);
+    static const struct {
+        const char *body;
+        int status;
+        const char *says;
+    } refused[] = {
+        {"{\"query\": \"q\", \"documents\": [\"a\"], \"texts\": [\"b\"]}", 400,
+         "unknown key \"documents\""},
+        {"{\"query\": \"q\", \"documents\": [\"a\"], \"return_text\": true}", 400,
+         "unknown key \"return_text\""},
+        {"{\"query\": \"q\", \"documents\": []}", 400, "\"documents\" is empty"},
+        {"{\"query\": \"q\", \"documents\": [\"a\", 3]}", 400, "documents[1] is not a string"},
+        {"{\"documents\": [\"a\"]}", 400, "no \"query\" string"},
+        {"{\"query\": \"q\"}", 400, "no \"documents\" list"},
+        {"{\"query\": \"q\", \"documents\": [\"a\"], \"top_n\": 0}", 400, "\"top_n\" is not"},
+        {"{\"query\": \"q\", \"documents\": [\"a\"], \"return_documents\": 1}", 400,
+         "\"return_documents\" is not true or false"},
+        {"[\"q\"]", 400, "not a JSON object"},
+        {"{\"query\": \"q\", \"documents\": [\"1\", \"2\", \"3\", \"4\", \"5\", \"6\", \"7\", "
+         "\"8\", \"9\"]}",
+         413, "more than 8 documents"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        assert_refused(
+            request(s.port, "POST", "/v1/rerank", NULL, refused[i].body, strlen(refused[i].body)),
+            refused[i].status, refused[i].says);
+    const char *one = "{\"query\": \"q\", \"documents\": [\"a\"]}";
+    assert_refused(request(s.port, "POST", "/v1/rerank?top_n=1", NULL, one, strlen(one)), 400,
+                   "unknown query parameter");
+    for (int i = 0; i < n; i++) free(docs[i]);
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+    /* a classifier of three labels is no cross-encoder */
+    START_OR_SKIP(&s, "--text-model", "tests/data/roberta-seq-micro", "-t", "1", "--quiet");
+    assert_refused(request(s.port, "POST", "/v1/rerank", NULL, one, strlen(one)), 404,
+                   "RobertaForSequenceClassification is not a cross-encoder");
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+}
+
 /* A joint model serves its own text tower: --text-model beside it is refused at start. */
 static void test_joint_model_with_text_model(void **state) {
     (void)state;
@@ -2930,7 +3080,7 @@ static void test_text_model_given_to_m(void **state) {
     test_run_free(&run);
 }
 
-int main(void){
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classify_raw_matches_cli),
         cmocka_unit_test(test_classify_form_matches_cli),
@@ -2938,36 +3088,47 @@ int main(void){
         cmocka_unit_test(test_form_empty_parts),
         cmocka_unit_test(test_k1000_keeps_server_responsive),
         cmocka_unit_test(test_embed_matches_library),
-        cmocka_unit_test(test_explain_matches_library), cmocka_unit_test(test_explain_refusals),
-        cmocka_unit_test(test_text_matches_cli), cmocka_unit_test(test_health_model_metrics),
-        cmocka_unit_test(test_bad_requests), cmocka_unit_test(test_chunked_garbage_keepalive),
-        cmocka_unit_test(test_zero_shot_matches_library), cmocka_unit_test(test_zero_shot_cache),
+        cmocka_unit_test(test_explain_matches_library),
+        cmocka_unit_test(test_explain_refusals),
+        cmocka_unit_test(test_text_matches_cli),
+        cmocka_unit_test(test_health_model_metrics),
+        cmocka_unit_test(test_bad_requests),
+        cmocka_unit_test(test_chunked_garbage_keepalive),
+        cmocka_unit_test(test_zero_shot_matches_library),
+        cmocka_unit_test(test_zero_shot_cache),
         cmocka_unit_test(test_embeddings_match_library),
         cmocka_unit_test(test_embeddings_without_joint_model),
-        cmocka_unit_test(test_joint_bad_requests), cmocka_unit_test(test_joint_model_description),
+        cmocka_unit_test(test_joint_bad_requests),
+        cmocka_unit_test(test_joint_model_description),
         cmocka_unit_test(test_generate_matches_cli),
         cmocka_unit_test(test_generate_concurrent_options),
-        cmocka_unit_test(test_generate_bad_query), cmocka_unit_test(test_generate_bad_form_json),
+        cmocka_unit_test(test_generate_bad_query),
+        cmocka_unit_test(test_generate_bad_form_json),
         cmocka_unit_test(test_generate_model_kinds),
         cmocka_unit_test(test_generate_description_metrics),
         /* servers of their own */
         cmocka_unit_test(test_generate_other_models),
         cmocka_unit_test(test_siglip_without_text_tower),
-        cmocka_unit_test(test_embeddings_own_pooling), cmocka_unit_test(test_embeddings_dimensions),
-        assert_int_equal(stop_server(&s, SIGTERM), 0);
-}
-
-cmocka_unit_test(test_text_needs_a_sequence_classifier),
-    cmocka_unit_test(test_joint_model_with_text_model), cmocka_unit_test(test_queue_full_gives_503),
-    cmocka_unit_test(test_two_workers_answer_alike), cmocka_unit_test(test_slow_body_times_out),
-    cmocka_unit_test(test_sigterm_finishes_requests), cmocka_unit_test(test_signal_to_any_thread),
-    cmocka_unit_test(test_port_in_use), cmocka_unit_test(test_api_key),
-    cmocka_unit_test(test_api_key_from_environment), cmocka_unit_test(test_access_usage_errors),
-    cmocka_unit_test(test_cors), cmocka_unit_test(test_health_while_loading),
-    cmocka_unit_test(test_load_failure_exits), cmocka_unit_test(test_http_shapes),
-    cmocka_unit_test(test_text_model_given_to_m),
-}
-;
-signal(SIGPIPE, SIG_IGN);
-return cmocka_run_group_tests(tests, start_main, stop_main);
+        cmocka_unit_test(test_embeddings_own_pooling),
+        cmocka_unit_test(test_embeddings_dimensions),
+        cmocka_unit_test(test_text_needs_a_sequence_classifier),
+        cmocka_unit_test(test_rerank_endpoint),
+        cmocka_unit_test(test_joint_model_with_text_model),
+        cmocka_unit_test(test_queue_full_gives_503),
+        cmocka_unit_test(test_two_workers_answer_alike),
+        cmocka_unit_test(test_slow_body_times_out),
+        cmocka_unit_test(test_sigterm_finishes_requests),
+        cmocka_unit_test(test_signal_to_any_thread),
+        cmocka_unit_test(test_port_in_use),
+        cmocka_unit_test(test_api_key),
+        cmocka_unit_test(test_api_key_from_environment),
+        cmocka_unit_test(test_access_usage_errors),
+        cmocka_unit_test(test_cors),
+        cmocka_unit_test(test_health_while_loading),
+        cmocka_unit_test(test_load_failure_exits),
+        cmocka_unit_test(test_http_shapes),
+        cmocka_unit_test(test_text_model_given_to_m),
+    };
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests(tests, start_main, stop_main);
 }

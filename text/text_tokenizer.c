@@ -17,6 +17,7 @@ struct text_tokenizer {
     const text_tokenizer_ops *ops;
     void *impl;
     text_tokenizer_info info;
+    const char *config_class; /* tokenizer_config.json's class where vit knows it, else NULL */
 };
 
 struct text_tokenizer_scratch {
@@ -32,7 +33,8 @@ static int has_file(const char *dir, const char *name) {
 
 /* The kind tokenizer_config.json's tokenizer_class names; NULL when the file, the field or a
  * class vit knows is absent. */
-static int kind_of_class(const char *dir, const text_tokenizer_ops **kind, vit_error *err) {
+static int kind_of_class(const char *dir, const text_tokenizer_ops **kind, const char **class_name,
+                         vit_error *err) {
     static const struct {
         const char *name;
         const text_tokenizer_ops *kind;
@@ -57,7 +59,7 @@ static int kind_of_class(const char *dir, const text_tokenizer_ops **kind, vit_e
     for (size_t i = 0; i < sizeof classes / sizeof *classes; i++) {
         const size_t n = strlen(classes[i].name);
         if (strncmp(name, classes[i].name, n) == 0 && (!name[n] || strcmp(name + n, "Fast") == 0))
-            *kind = classes[i].kind;
+            *kind = classes[i].kind, *class_name = classes[i].name;
     }
     cJSON_Delete(root);
     return 0;
@@ -73,8 +75,9 @@ static const text_tokenizer_ops *kind_of_files(const char *dir) {
 }
 
 /* The kind of the older files: tokenizer_config.json's class, else the files. */
-static int older_kind(const char *dir, const text_tokenizer_ops **kind, vit_error *err) {
-    if (kind_of_class(dir, kind, err) != 0) return -1;
+static int older_kind(const char *dir, const text_tokenizer_ops **kind, const char **class_name,
+                      vit_error *err) {
+    if (kind_of_class(dir, kind, class_name, err) != 0) return -1;
     if (!*kind) *kind = kind_of_files(dir);
     if (*kind) return 0;
     return vit_fail(err,
@@ -96,12 +99,13 @@ int text_tokenizer_load(const char *dir, text_tokenizer **out, vit_error *err) {
         rc = t->ops->load(dir, &t->impl, &t->info, err);
         vit_error older = {0};
         const text_tokenizer_ops *kind = NULL;
-        if (rc != 0 && (kind_of_class(dir, &kind, &older) != 0 || !kind)) kind = kind_of_files(dir);
+        if (rc != 0 && (kind_of_class(dir, &kind, &t->config_class, &older) != 0 || !kind))
+            kind = kind_of_files(dir);
         if (rc != 0 && kind) {
             t->impl = NULL, t->ops = kind;
             rc = t->ops->load(dir, &t->impl, &t->info, err);
         }
-    } else if (older_kind(dir, &t->ops, err) == 0) {
+    } else if (older_kind(dir, &t->ops, &t->config_class, err) == 0) {
         rc = t->ops->load(dir, &t->impl, &t->info, err);
     }
     if (rc != 0) {
@@ -172,15 +176,87 @@ int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, co
     return t->ops->encode(t->impl, s ? s->impl : NULL, text, len, max_len, ids, err);
 }
 
+/* ---- pairs for the kinds without a template of their own: the slow tokenizers' rules ---- */
+
+/* How a slow tokenizer joins a pair (build_inputs_with_special_tokens): BERT's [CLS] A [SEP] B
+ * [SEP] with B and its [SEP] of type 1; RoBERTa's <s> A </s> </s> B </s>, all of type 0. */
+typedef enum { PAIR_NONE, PAIR_BERT, PAIR_ROBERTA } pair_style;
+
+static pair_style pair_style_of(const text_tokenizer *t) {
+    static const struct {
+        const char *name;
+        pair_style style;
+    } styles[] = {{"BertTokenizer", PAIR_BERT},
+                  {"DistilBertTokenizer", PAIR_BERT},
+                  {"RobertaTokenizer", PAIR_ROBERTA},
+                  {"XLMRobertaTokenizer", PAIR_ROBERTA},
+                  {"MPNetTokenizer", PAIR_ROBERTA}};
+    const char *name = t->config_class ? t->config_class : t->info.class_name;
+    for (size_t i = 0; i < sizeof styles / sizeof *styles; i++)
+        if (strcmp(name, styles[i].name) == 0) return styles[i].style;
+    return PAIR_NONE;
+}
+
+/* text -> its tokens without the start and end tokens encode adds, at most room of them, into
+ * out[1..]; out[0] and the end token into *end. Returns their number or -1. */
+static int encode_inner(const text_tokenizer *t, text_tokenizer_scratch *s, const char *text,
+                        size_t len, int room, int32_t *out, int32_t *end, vit_error *err) {
+    const int n = text_tokenizer_encode(t, s, text, len, room + 2, out, err);
+    if (n < 0) return -1;
+    if (n < 2) return vit_fail(err, "the %s tokenizer gave a text no start and end", t->info.kind);
+    *end = out[n - 1];
+    return n - 2;
+}
+
+/* truncate_sequences' 'longest_first': one token at a time off the longer, off b when as long */
+static void longest_first(int *na, int *nb, int budget) {
+    while (*na + *nb > budget) {
+        if (*na > *nb)
+            --*na;
+        else
+            --*nb;
+    }
+}
+
+static int classic_pair(const text_tokenizer *t, text_tokenizer_scratch *s, pair_style style,
+                        const char *a, size_t alen, const char *b, size_t blen, int max_len,
+                        int32_t *ids, int32_t *type_ids, vit_error *err) {
+    const int specials = style == PAIR_BERT ? 3 : 4, budget = max_len - specials;
+    if (budget < 0) return vit_fail(err, "a pair needs room for %d ids, not %d", specials, max_len);
+    int32_t *buf = malloc(sizeof *buf * 2 * (size_t)(budget + 2)), *bb = buf + budget + 2, end = 0;
+    if (!buf) return vit_fail(err, "out of memory");
+    int na = encode_inner(t, s, a, alen, budget, buf, &end, err);
+    int nb = na < 0 ? -1 : encode_inner(t, s, b, blen, budget, bb, &end, err);
+    if (nb < 0) {
+        free(buf);
+        return -1;
+    }
+    longest_first(&na, &nb, budget);
+    int n = 0;
+    ids[n++] = buf[0];
+    memcpy(ids + n, buf + 1, sizeof *ids * (size_t)na), n += na;
+    ids[n++] = end;
+    if (style == PAIR_ROBERTA) ids[n++] = end;
+    const int first = n; /* where b's type begins */
+    memcpy(ids + n, bb + 1, sizeof *ids * (size_t)nb), n += nb;
+    ids[n++] = end;
+    free(buf);
+    for (int i = 0; type_ids && i < n; i++) type_ids[i] = style == PAIR_BERT && i >= first;
+    return n;
+}
+
 int text_tokenizer_encode_pair(const text_tokenizer *t, text_tokenizer_scratch *s, const char *a,
                                size_t alen, const char *b, size_t blen, int max_len, int32_t *ids,
                                int32_t *type_ids, vit_error *err) {
     if (max_len < 1) return vit_fail(err, "a pair needs room for at least one id, not %d", max_len);
-    if (!t->ops->encode_pair)
+    if (t->ops->encode_pair)
+        return t->ops->encode_pair(t->impl, s ? s->impl : NULL, a, alen, b, blen, max_len, ids,
+                                   type_ids, err);
+    const pair_style style = pair_style_of(t);
+    if (style == PAIR_NONE)
         return vit_fail(err, "pairs of texts are not implemented for the %s tokenizer (%s)",
-                        t->info.kind, t->info.class_name);
-    return t->ops->encode_pair(t->impl, s ? s->impl : NULL, a, alen, b, blen, max_len, ids,
-                               type_ids, err);
+                        t->info.kind, t->config_class ? t->config_class : t->info.class_name);
+    return classic_pair(t, s, style, a, alen, b, blen, max_len, ids, type_ids, err);
 }
 
 int text_tokenizer_decode(const text_tokenizer *t, const int32_t *ids, int n,

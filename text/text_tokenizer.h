@@ -64,8 +64,12 @@ int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, co
 
 /* A pair of texts a, b as tokenizer(a, b) encodes them: ids (room for max_len) through the
  * tokenizer's pair template, cut to max_len longest text first, and their token type ids in
- * type_ids (room for max_len; NULL: not wanted). Only tokenizer.json's kind has pairs yet; the
- * others are an error saying so. Returns the number of ids or -1 with err. */
+ * type_ids (room for max_len; NULL: not wanted). tokenizer.json's kind through its post-processor;
+ * the older files as the slow tokenizers join a pair: BertTokenizer and DistilBertTokenizer
+ * [CLS] a [SEP] b [SEP] (b and its [SEP] of type 1), RobertaTokenizer, XLMRobertaTokenizer and
+ * MPNetTokenizer <s> a </s></s> b </s> (all 0), cut 'longest_first' as truncate_sequences cuts
+ * (a token at a time off the longer text, off b when they are as long). The others (GPT-2, CLIP,
+ * SigLIP) are an error saying so. Returns the number of ids or -1 with err. */
 int text_tokenizer_encode_pair(const text_tokenizer *t, text_tokenizer_scratch *s, const char *a,
                                size_t alen, const char *b, size_t blen, int max_len, int32_t *ids,
                                int32_t *type_ids, vit_error *err);

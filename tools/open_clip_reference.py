@@ -24,6 +24,17 @@ the code index, no open_clip import):
                            init_logit_bias (logit_bias: scores through a sigmoid),
                            nonscalar_logit_scale ([1]); 1 layer a tower; preprocess_cfg: mean and
                            std 0.5, bilinear, squash
+  open-clip-timm-micro     a timm image tower (TimmModel, timm_model_name): tools/timm_reference.py's
+                           timm-siglip-micro (vit_base_patch16_siglip_224 with timm_model_kwargs
+                           patch 8, embed_dim 32, depth 2, 4 heads; timm_pool 'map', timm_proj
+                           'none': the attention pool's output is the embedding), its weights under
+                           visual.trunk.; open-clip-micro's text tower (width 24, 2 layers) with a
+                           projection to 32; init_logit_bias (the sigmoid scores), custom_text
+  open-clip-timm-proj-micro  timm-vit-micro's trunk (vit_base_patch16_224, class token, timm_pool
+                           'token') without its head (reset_classifier(0)), then timm_proj
+                           'linear' with timm_proj_bias: visual.head.proj [16, 32] and its bias
+  open-clip-timm-head-micro  timm-vit-micro whole: timm_proj unset (null), so the trunk is built
+                           with num_classes = embed_dim 5 and its own head is the projection
 
 The forward:
   image   conv1 (stride P, no bias) -> [B, N, D]; class_embedding before; + positional_embedding;
@@ -57,6 +68,7 @@ from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_reference import write_json, write_safetensors  # noqa: E402
+import timm_reference  # noqa: E402
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DATA = os.path.join(REPO, "tests", "data")
@@ -90,7 +102,43 @@ SPECS = [
                                       pool_type="eos", eos_id=531, norm_kwargs=dict(eps=1e-6))),
          preprocess_cfg=dict(mean=[0.5] * 3, std=[0.5] * 3, interpolation="bilinear",
                              resize_mode="squash")),
+    dict(dir="open-clip-timm-micro", seed=9, timm="timm-siglip-micro",
+         model_cfg=dict(embed_dim=32, custom_text=True, init_logit_bias=-10,
+                        vision_cfg=dict(image_size=32, timm_model_name="vit_base_patch16_siglip_224",
+                                        timm_model_pretrained=False, timm_pool="map",
+                                        timm_proj="none",
+                                        timm_model_kwargs=dict(patch_size=8, embed_dim=32, depth=2,
+                                                               num_heads=4)),
+                        text_cfg=dict(context_length=16, vocab_size=532, width=24, heads=2,
+                                      layers=2, mlp_ratio=2.0)),
+         preprocess_cfg=dict(mean=[0.5] * 3, std=[0.5] * 3, interpolation="bicubic",
+                             resize_mode="shortest")),
+    dict(dir="open-clip-timm-proj-micro", seed=10, timm="timm-vit-micro",
+         model_cfg=dict(embed_dim=16,
+                        vision_cfg=dict(image_size=32, timm_model_name="vit_base_patch16_224",
+                                        timm_pool="token", timm_proj="linear", timm_proj_bias=True,
+                                        timm_model_kwargs=dict(img_size=32, patch_size=8,
+                                                               embed_dim=32, depth=2, num_heads=2)),
+                        text_cfg=dict(context_length=16, vocab_size=532, width=24, heads=2,
+                                      layers=1, mlp_ratio=2.0)),
+         preprocess_cfg=dict(mean=[0.5] * 3, std=[0.5] * 3, interpolation="bicubic",
+                             resize_mode="shortest")),
+    dict(dir="open-clip-timm-head-micro", seed=11, timm="timm-vit-micro",
+         model_cfg=dict(embed_dim=5,
+                        vision_cfg=dict(image_size=32, timm_model_name="vit_base_patch16_224",
+                                        timm_pool="token", timm_proj=None,
+                                        timm_model_kwargs=dict(img_size=32, patch_size=8,
+                                                               embed_dim=32, depth=2, num_heads=2)),
+                        text_cfg=dict(context_length=16, vocab_size=532, width=24, heads=2,
+                                      layers=1, mlp_ratio=2.0)),
+         preprocess_cfg=dict(mean=[0.5] * 3, std=[0.5] * 3, interpolation="bicubic",
+                             resize_mode="shortest")),
 ]
+
+
+def timm_spec(s):
+    """tools/timm_reference.py's spec of the timm tower (None: open_clip's own)."""
+    return next((t for t in timm_reference.SPECS if t["dir"] == s.get("timm")), None)
 
 
 # ---- the shape, as model.py's dataclasses default it ----
@@ -113,7 +161,8 @@ def shape(s):
                 quick=s["model_cfg"].get("quick_gelu", False),
                 tprefix="text." if s["model_cfg"].get("custom_text") else "",
                 bias=s["model_cfg"].get("init_logit_bias") is not None,
-                lshape=[1] if s["model_cfg"].get("nonscalar_logit_scale") else [])
+                lshape=[1] if s["model_cfg"].get("nonscalar_logit_scale") else [],
+                timm=timm_spec(s))
 
 
 # ---- weights ----
@@ -138,12 +187,22 @@ def random_weights(s, k):
     rnd = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64)  # noqa: E731
     w, D, T = {}, k["VD"], k["TD"]
     n = (k["size"] // k["P"]) ** 2
-    w["visual.class_embedding"] = rnd(D)
-    w["visual.conv1.weight"] = rnd(D, 3, k["P"], k["P"]) * (3 * k["P"] ** 2) ** -0.5
-    w["visual.positional_embedding"] = 0.5 * rnd(n + 1, D)
-    norms = ["visual.ln_post"] + (["visual.ln_pre"] if k["ln_pre"] else [])
-    blocks(g, w, "visual.", D, k["VL"], k["VI"], k["ls_v"])
-    w["visual.proj"] = rnd(D, k["E"]) * D ** -0.5
+    ts, norms = timm_spec(s), []
+    if ts:  # the trunk: the timm fixture's tensors, exactly (its own seeded generator)
+        proj = s["model_cfg"]["vision_cfg"]["timm_proj"]
+        for n, t in timm_reference.random_weights(ts).items():
+            if proj is None or not n.startswith("head."):  # reset_classifier(0) drops the head
+                w["visual.trunk." + n] = t
+        if proj == "linear":
+            w["visual.head.proj.weight"] = rnd(k["E"], ts["D"]) * ts["D"] ** -0.5
+            w["visual.head.proj.bias"] = 0.1 * rnd(k["E"])
+    else:
+        w["visual.class_embedding"] = rnd(D)
+        w["visual.conv1.weight"] = rnd(D, 3, k["P"], k["P"]) * (3 * k["P"] ** 2) ** -0.5
+        w["visual.positional_embedding"] = 0.5 * rnd(n + 1, D)
+        norms = ["visual.ln_post"] + (["visual.ln_pre"] if k["ln_pre"] else [])
+        blocks(g, w, "visual.", D, k["VL"], k["VI"], k["ls_v"])
+        w["visual.proj"] = rnd(D, k["E"]) * D ** -0.5
     p = k["tprefix"]
     w[p + "token_embedding.weight"] = rnd(k["V"], T)
     w[p + "positional_embedding"] = 0.5 * rnd(k["ctx"], T)
@@ -193,6 +252,13 @@ def run_blocks(w, prefix, x, L, heads, eps, ls, quick, mask=None):
 
 
 def encode_image(w, k, pixels):
+    if k["timm"]:  # TimmModel: the trunk (its head only with timm_proj unset), then head.proj
+        trunk = {n[len("visual.trunk."):]: t for n, t in w.items() if n.startswith("visual.trunk.")}
+        x = timm_reference.forward(trunk, dict(k["timm"], K=int("head.weight" in trunk)),
+                                   pixels)
+        if "visual.head.proj.weight" in w:
+            x = F.linear(x, w["visual.head.proj.weight"], w.get("visual.head.proj.bias"))
+        return x
     x = F.conv2d(pixels, w["visual.conv1.weight"], stride=k["P"])
     x = x.reshape(x.shape[0], x.shape[1], -1).permute(0, 2, 1)
     cls = w["visual.class_embedding"].expand(x.shape[0], 1, -1)
@@ -364,7 +430,10 @@ def hf_folder(w, s, k, out):
 
 def main():
     torch.set_num_threads(1)
+    only = sys.argv[1:]  # folder names: write only those
     for s in SPECS:
+        if only and s["dir"] not in only:
+            continue
         out = os.path.join(DATA, s["dir"])
         os.makedirs(out, exist_ok=True)
         k = shape(s)

@@ -150,8 +150,9 @@ def mpnet_bucket(relative_position, num_buckets=32, max_distance=128):
     return ret + torch.where(is_small, n, val_if_large)
 
 
-def forward(w, kind, prefix, ids, mask, eps, act, pos_pad):
-    """ids, mask [B, T] -> last hidden state [B, T, D]."""
+def forward(w, kind, prefix, ids, mask, eps, act, pos_pad, types=None):
+    """ids, mask [B, T] (types [B, T]: token type ids, None for all 0) -> last hidden state
+    [B, T, D]."""
     a = ARCH[kind]
     B, T = ids.shape
     e = prefix + "embeddings."
@@ -162,7 +163,7 @@ def forward(w, kind, prefix, ids, mask, eps, act, pos_pad):
         pos = torch.arange(T).expand(B, T)
     h = w[e + "word_embeddings.weight"][ids] + w[e + "position_embeddings.weight"][pos]
     if a["types"]:
-        h = h + w[e + "token_type_embeddings.weight"][0]
+        h = h + w[e + "token_type_embeddings.weight"][types if types is not None else 0]
     ln = lambda x, n: F.layer_norm(x, (D,), w[n + ".weight"], w[n + ".bias"], eps)
     lin = lambda x, n: F.linear(x, w[n + ".weight"], w[n + ".bias"])
     h = ln(h, e + "LayerNorm")
@@ -306,6 +307,75 @@ def wordpiece_files(vocab, config):
     return files
 
 
+# ---- pairs: cross-encoders ----
+
+def longest_first(a, b, budget):
+    """transformers' truncate_sequences 'longest_first': a token at a time off the longer, off b
+    when they are as long."""
+    while len(a) + len(b) > budget:
+        if len(a) > len(b):
+            a = a[:-1]
+        else:
+            b = b[:-1]
+    return a, b
+
+
+def pair_ids(a, b, max_len, style):
+    """a, b: each text's ids with its start and end tokens -> (ids, token types) of the pair as
+    build_inputs_with_special_tokens and create_token_type_ids_from_sequences give them."""
+    cls, end = a[0], a[-1]
+    specials = 3 if style == "bert" else 4
+    a, b = longest_first(a[1:-1], b[1:-1], max_len - specials)
+    if style == "bert":
+        return [cls] + a + [end] + b + [end], [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    ids = [cls] + a + [end, end] + b + [end]
+    return ids, [0] * len(ids)
+
+
+PAIR_QUERY = 0  # the first text of each fixture is the query of its pairs
+
+
+NLI_LABELS = ["contradiction", "entailment", "neutral"]  # cross-encoder/nli-*'s id2label
+
+
+def write_pairs(spec, enc, texts, rows, max_len, style, labels=("LABEL_0",), suffix="pair"):
+    """A one-label cross-encoder (as cross-encoder/ms-marco-MiniLM-L-6-v2: num_labels 1), or with
+    labels a pair classifier (NLI), on (query, text) for every text, (text, query) and the longest
+    text with itself; float64 logits [N, labels] of one padded batch, each pair alone agreeing."""
+    q = PAIR_QUERY
+    pairs = [(q, i) for i in range(len(texts))] + [(i, q) for i in range(1, len(texts))]
+    pairs.append((len(texts) - 1, len(texts) - 1))
+    built = [pair_ids(rows[i], rows[j], max_len, style) for i, j in pairs]
+    name = spec["name"] + "-" + suffix + "-micro"
+    out = os.path.join(DATA, name)
+    os.makedirs(out, exist_ok=True)
+    cfg = config_of(spec, "seq", list(labels))
+    write_json(os.path.join(out, "config.json"), cfg)
+    W = Weights(spec["seed"] + 7 + (len(labels) > 1))
+    dense, o = ARCH[spec["kind"]]["head"]
+    dense = (spec["prefix"] if spec["kind"] == "bert" else "") + dense
+    W.linear(dense, D, D)
+    W.linear(o, len(labels), D)
+    w = dict(enc)
+    w.update(W.w)
+    write_safetensors(os.path.join(out, "model.safetensors"), w)
+    fwd = lambda ids, mask, types: forward(w, spec["kind"], spec["prefix"], ids, mask, spec["eps"],
+                                           spec["act"], spec["pos_pad"], types)
+    ids, mask = pad_batch([r for r, _ in built], spec["pad"])
+    types, _ = pad_batch([t for _, t in built], 0)
+    h = fwd(ids, mask, types)
+    for n, (r, t) in enumerate(built):
+        alone = fwd(torch.tensor([r]), torch.ones(1, len(r), dtype=torch.long), torch.tensor([t]))
+        assert (alone[0, 0] - h[n, 0]).abs().max() < 1e-12, (name, n)
+    x = torch.tanh(F.linear(h[:, 0], w[dense + ".weight"], w[dense + ".bias"]))
+    logits = F.linear(x, w[o + ".weight"], w[o + ".bias"])
+    meta = {"pairs": json.dumps([[texts[i], texts[j]] for i, j in pairs]),
+            "ids": json.dumps([r for r, _ in built]), "types": json.dumps([t for _, t in built])}
+    write_safetensors(os.path.join(out, "golden.safetensors"), {"logits": logits}, meta)
+    spec["files"](out)
+    print(name, list(logits.shape))
+
+
 def main():
     bpe_files = ["vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"]
     common = {"hidden_size": D, "num_hidden_layers": LAYERS, "num_attention_heads": H,
@@ -377,6 +447,14 @@ def main():
             name_spec = dict(spec, name="bert" if spec["kind"] == "bert" else spec["name"])
             texts, rows = spec["cases"]
             write(name_spec, head, enc, rows, texts, extra)
+        if spec["kind"] in ("bert", "roberta") and spec["name"] != "xlmr":
+            texts, rows = spec["cases"]
+            max_len = 40 if spec["kind"] == "bert" else 62
+            write_pairs(dict(spec, name="bert" if spec["kind"] == "bert" else spec["name"]), enc,
+                        texts, rows, max_len, spec["kind"])
+            if spec["kind"] == "bert":  # an NLI classifier of pairs, three labels
+                write_pairs(dict(spec, name="bert"), enc, texts, rows, max_len, "bert",
+                            NLI_LABELS, "nli")
         if spec["name"] == "roberta":  # RobertaModel(add_pooling_layer=False)'s folder
             write(dict(spec, name="roberta-nopooler", no_pooler=True), "base", enc, *reversed(spec["cases"]))
 

@@ -333,4 +333,5 @@ def main():
         print(out, {k: tuple(v.shape) for k, v in golden.items() if k.endswith(".0")})
 
 
-main()
+if __name__ == "__main__":  # tools/open_clip_reference.py imports the forward
+    main()

@@ -406,6 +406,27 @@ VIT_API const char *vit_text_compute(const vit_text_context *ctx);
  * longest: logits [n, labels], probs [n, labels] (softmax; may be NULL). */
 VIT_API int vit_text_forward(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
                              int n, float *logits, float *probs, vit_error *err);
+/* Pairs of texts (a[i][0..a_lengths[i]), b[i][0..b_lengths[i])), as tokenizer(a, b) joins them:
+ * [CLS] a [SEP] b [SEP] with b of token type 1 (BERT), <s> a </s></s> b </s> (RoBERTa, XLM-R,
+ * MPNet), tokenizer.json's pair template; cut to vit_text_max_tokens longest text first. */
+typedef struct {
+    const char *const *a, *const *b;
+    const size_t *a_lengths, *b_lengths;
+} vit_text_pairs;
+/* A sequence classifier on n pairs (a cross-encoder: a query and a document), in one forward pass
+ * padded to the longest: logits [n, labels], probs [n, labels] (softmax; may be NULL). vit_text_ids
+ * gives each pair's ids after it. */
+VIT_API int vit_text_forward_pairs(vit_text_context *ctx, const vit_text_pairs *pairs, int n,
+                                   float *logits, float *probs, vit_error *err);
+/* The scores sentence-transformers' CrossEncoder.predict gives the pairs: scores [n, labels], the
+ * logits through the model's activation_fn (config.json's sentence_transformers.activation_fn:
+ * Identity, Sigmoid or Tanh; without one, Sigmoid for one label, as ms-marco rerankers are
+ * scored, and the logits themselves for more). */
+VIT_API int vit_text_pair_scores(vit_text_context *ctx, const vit_text_pairs *pairs, int n,
+                                 float *scores, vit_error *err);
+/* That activation on logits [n, labels] in place (vit_text_pair_scores is vit_text_forward_pairs
+ * and this). */
+VIT_API void vit_text_pair_activate(const vit_text_context *ctx, float *logits, int n);
 /* A token classifier (BertForTokenClassification, RobertaForTokenClassification, ...): the logits
  * of every token of texts as vit_text_forward takes them, in one forward pass padded to the
  * longest: logits [n, vit_text_max_tokens, labels], text i's token t at (i * max_tokens + t) *

@@ -3,6 +3,7 @@
  * run in one forward pass. */
 #include "vit/vit.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,13 +42,14 @@ struct vit_text_context {
     gemm_state *gemm; /* acts.gemm: running the prepared layers */
     text_tokenizer_scratch *scratch;
     int threads;
-    int32_t *rows;          /* [max_batch, max_tokens]: each text's ids, rows of the last run */
-    int *lengths;           /* [max_batch] */
-    int32_t *ids;           /* [max_batch * max_tokens]: the last batch packed as [B, T] */
-    uint8_t *mask;          /* same layout: 1 = token, 0 = padding */
-    float *logits;          /* [max_batch, labels]: vit_text_classify's and vit_text_embed's */
-    float *rows_a, *rows_b; /* [widest]: a sentence pipeline's steps, one text at a time */
-    int prompt_tokens;      /* the last batch's prompt: tokens before its text (CLS included) */
+    int32_t *rows;              /* [max_batch, max_tokens]: each text's ids, rows of the last run */
+    int *lengths;               /* [max_batch] */
+    int32_t *ids;               /* [max_batch * max_tokens]: the last batch packed as [B, T] */
+    uint8_t *mask;              /* same layout: 1 = token, 0 = padding */
+    int32_t *row_types, *types; /* as rows and ids: the token types of pairs (types NULL: none) */
+    float *logits;              /* [max_batch, labels]: vit_text_classify's and vit_text_embed's */
+    float *rows_a, *rows_b;     /* [widest]: a sentence pipeline's steps, one text at a time */
+    int prompt_tokens;          /* the last batch's prompt: tokens before its text (CLS included) */
 };
 
 vit_text_params vit_text_default_params(void) {
@@ -126,6 +128,8 @@ static int alloc_batch(vit_text_context *c, vit_error *err) {
     c->rows = malloc(sizeof *c->rows * cells);
     c->ids = malloc(sizeof *c->ids * cells);
     c->mask = malloc(cells);
+    c->row_types = malloc(sizeof *c->row_types * cells);
+    c->types = malloc(sizeof *c->types * cells);
     c->lengths = calloc((size_t)w->max_batch, sizeof *c->lengths);
     /* a token classifier's logits are per token */
     const size_t rows = w->m.cfg.opt.pool == POOL_TOKENS ? cells : (size_t)w->max_batch;
@@ -135,8 +139,8 @@ static int alloc_batch(vit_text_context *c, vit_error *err) {
         (size_t)(w->widest > w->m.cfg.hidden_size ? w->widest : w->m.cfg.hidden_size);
     c->rows_a = malloc(sizeof *c->rows_a * widest);
     c->rows_b = malloc(sizeof *c->rows_b * widest);
-    if (!c->rows || !c->ids || !c->mask || !c->lengths || !c->logits || (w->tok && !c->scratch) ||
-        !c->rows_a || !c->rows_b)
+    if (!c->rows || !c->ids || !c->mask || !c->row_types || !c->types || !c->lengths ||
+        !c->logits || (w->tok && !c->scratch) || !c->rows_a || !c->rows_b)
         return vit_fail(err, "out of memory for batches of %d texts", w->max_batch);
     return 0;
 }
@@ -264,6 +268,8 @@ void vit_text_free(vit_text_context *c) {
     free(c->lengths);
     free(c->ids);
     free(c->mask);
+    free(c->row_types);
+    free(c->types);
     free(c->logits);
     free(c->rows_a);
     free(c->rows_b);
@@ -314,7 +320,7 @@ int vit_text_tokenize(vit_text_context *c, const char *text, size_t len, int32_t
 /* Copies the B rows into [B, T] with T the longest, padding and masking the rest. A tower pooled
  * at the last position (SigLIP, trained on texts padded to max_length and attending to the
  * padding) gets every text padded to max_tokens, and its mask is not used (run_mask). */
-static int pack_batch(vit_text_context *c, int B) {
+static int pack_batch(vit_text_context *c, int B, int pairs) {
     int T = 1;
     for (int b = 0; b < B; b++) T = c->lengths[b] > T ? c->lengths[b] : T;
     if (c->w->m.cfg.opt.pool == POOL_LAST) T = c->w->max_tokens;
@@ -325,6 +331,9 @@ static int pack_batch(vit_text_context *c, int B) {
         memcpy(ids, c->rows + (size_t)b * c->w->max_tokens, sizeof *ids * (size_t)n);
         memset(mask, 1, (size_t)n);
         for (int t = n; t < T; t++) ids[t] = c->w->pad_id;
+        int32_t *types = c->types + (size_t)b * T;
+        if (pairs) memcpy(types, c->row_types + (size_t)b * c->w->max_tokens, sizeof *types * n);
+        for (int t = n; pairs && t < T; t++) types[t] = 0;
         memset(mask + n, 0, (size_t)(T - n));
     }
     return T;
@@ -433,7 +442,7 @@ static int run_texts(vit_text_context *c, const char *const *texts, const size_t
     if (B < 1 || B > c->w->max_batch)
         return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
     if (tokenize_batch(c, texts, lengths, B, prompt, err) != 0) return -1;
-    const int T = pack_batch(c, B);
+    const int T = pack_batch(c, B, 0);
     const threads_scope scope = threads_begin(c->threads);
     const int rc =
         text_model_forward(&c->w->m, &c->acts, c->ids, run_mask(c), B, T, NULL, out, err);
@@ -451,6 +460,39 @@ static int forward_prompted(vit_text_context *c, const char *const *texts, const
 
 static int is_token_classifier(const vit_text_context *c) {
     return c->w->m.cfg.opt.pool == POOL_TOKENS;
+}
+
+static int tokenize_pairs(vit_text_context *c, const vit_text_pairs *p, int B, vit_error *err) {
+    if (!c->w->tok) return vit_fail(err, "%s", c->w->tokenizer_error);
+    const size_t T = (size_t)c->w->max_tokens;
+    for (int i = 0; i < B; i++) {
+        c->lengths[i] = text_tokenizer_encode_pair(c->w->tok, c->scratch, p->a[i], p->a_lengths[i],
+                                                   p->b[i], p->b_lengths[i], (int)T,
+                                                   c->rows + i * T, c->row_types + i * T, err);
+        if (c->lengths[i] < 0) {
+            for (int k = i; k < B; k++) c->lengths[k] = 0;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int vit_text_forward_pairs(vit_text_context *c, const vit_text_pairs *pairs, int B, float *logits,
+                           float *probs, vit_error *err) {
+    const tower_options *o = &c->w->m.cfg.opt;
+    if (o->head != HEAD_CLASSIFIER || o->pool != POOL_BERT)
+        return vit_fail(err, "%s is not a sequence classifier: pairs are classified by one",
+                        config_architecture(&c->w->m.cfg));
+    if (B < 1 || B > c->w->max_batch)
+        return vit_fail(err, "batch of %d pairs outside 1..%d", B, c->w->max_batch);
+    if (tokenize_pairs(c, pairs, B, err) != 0) return -1;
+    const int T = pack_batch(c, B, 1);
+    const threads_scope scope = threads_begin(c->threads);
+    const int rc = text_model_forward_typed(&c->w->m, &c->acts, c->ids, c->types, c->mask, B, T,
+                                            NULL, logits, err);
+    threads_end(scope);
+    if (rc == 0 && probs) softmax_probs(probs, logits, B, c->w->m.cfg.num_labels);
+    return rc;
 }
 
 int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
@@ -475,6 +517,23 @@ int vit_text_token_logits(vit_text_context *c, const char *const *texts, const s
     for (int b = 0; b < B; b++) /* [B, T, K] into rows of max_tokens */
         memcpy(logits + b * room, c->logits + (size_t)b * T * K,
                sizeof(float) * (size_t)c->lengths[b] * K);
+    return 0;
+}
+
+void vit_text_pair_activate(const vit_text_context *c, float *logits, int B) {
+    const model_config *cfg = &c->w->m.cfg;
+    score_activation act = cfg->score_act;
+    if (act == SCORE_DEFAULT) act = cfg->num_labels == 1 ? SCORE_SIGMOID : SCORE_IDENTITY;
+    for (size_t i = 0; i < (size_t)B * cfg->num_labels; i++) {
+        if (act == SCORE_SIGMOID) logits[i] = 1.0f / (1.0f + expf(-logits[i]));
+        if (act == SCORE_TANH) logits[i] = tanhf(logits[i]);
+    }
+}
+
+int vit_text_pair_scores(vit_text_context *c, const vit_text_pairs *pairs, int B, float *scores,
+                         vit_error *err) {
+    if (vit_text_forward_pairs(c, pairs, B, scores, NULL, err) != 0) return -1;
+    vit_text_pair_activate(c, scores, B);
     return 0;
 }
 

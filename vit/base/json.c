@@ -108,8 +108,17 @@ cJSON *json_parse_object(const char *text, size_t size, char *why, size_t why_si
         snprintf(why, why_size, "holds a NUL byte");
         return NULL;
     }
+    /* text[0..size) need not end in a NUL (the tokenizers' and fuzzers' bytes do not): parsed by
+     * its length, then only JSON's white space may follow, as json.loads allows */
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+    cJSON *root = cJSON_ParseWithLengthOpts(text, size, &end, 0);
+    while (root && end < text + size &&
+           (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+        end++;
+    if (root && end < text + size) {
+        cJSON_Delete(root);
+        root = NULL;
+    }
     if (!root) {
         syntax_error(text, end, why, why_size);
         return NULL;

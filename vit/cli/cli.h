@@ -15,6 +15,7 @@
 int cli_classify(int argc, char **argv);
 int cli_eval(int argc, char **argv);
 int cli_text(int argc, char **argv);
+int cli_rerank(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_train(int argc, char **argv);
@@ -35,6 +36,7 @@ int cli_render_lines(int argc, char **argv);
 const cli_command *cli_classify_command(void);
 const cli_command *cli_eval_command(void);
 const cli_command *cli_text_command(void);
+const cli_command *cli_rerank_command(void);
 const cli_command *cli_info_command(void);
 const cli_command *cli_bench_command(void);
 const cli_command *cli_train_command(void);

@@ -32,6 +32,7 @@ enum {
     OPT_BEAMS,
     OPT_CONFUSION_PNG,
     OPT_BEAMS_OLD,
+    OPT_PAIR,
 };
 
 static const cli_option options[] = {
@@ -51,6 +52,8 @@ static const cli_option options[] = {
      NULL},
     {OPT_CONFUSION_PNG, "confusion-png", 0, "FILE",
      "draw the confusion matrix (the classes that occur, at most 64) as PNG", NULL},
+    {OPT_PAIR, "pair", 0, NULL,
+     "FILE.tsv holds pairs of texts, `a<TAB>b<TAB>label` (a cross-encoder, NLI, paraphrase)", NULL},
     CLI_EXIF_RAW,
     CLI_BATCH_OPTION("inputs per forward pass", "16 images, 32 texts"),
     CLI_THREADS_OPTION,
@@ -76,7 +79,8 @@ static const cli_command command = {
     "[options] DIR|FILE.tsv",
     "DIR holds one folder per class (DIR/<class>/.../*.png|jpg|jpeg|webp|tif|tiff|gif|bmp).\n"
     "Classes come from --class-map or by matching folder names to the model's labels. FILE.tsv\n"
-    "holds `sentence<TAB>label` lines (with a header line) for a BERT text classifier. Over N\n"
+    "holds `sentence<TAB>label` lines (with a header line) for a BERT text classifier, or with\n"
+    "--pair `a<TAB>b<TAB>label` lines for a classifier of pairs. Over N\n"
     "processes: mpirun -np N vit eval ... DIR (as root, mpirun also wants --allow-run-as-root).\n\n"
     "A CLIP or SigLIP model is evaluated zero-shot: the classes are the names of --classes-file\n"
     "(or --classes) in index order, each put into the templates and embedded once; folders are\n"
@@ -100,6 +104,7 @@ typedef struct {
         *confusion_png;
     int worst, beams, ocr_option; /* text lines: --worst, --num-beams; whether either was given */
     int json_flag;                /* --json: the JSON report is json_path "-" */
+    int pair;                     /* --pair: FILE.tsv's lines are pairs */
     cli_common common; /* -m; the batch (0: images' or texts' default) and compute options */
     cli_zero_shot zs;  /* zero-shot: the class names and templates; zs.classes once embedded */
 } eval_options;
@@ -355,7 +360,8 @@ static int evaluate_text(const eval_options *o) {
     text_eval_options topt = {.batch = o->common.params.max_batch,
                               .threads = o->common.params.threads,
                               .backend = o->common.params.backend,
-                              .precision = o->common.params.precision};
+                              .precision = o->common.params.precision,
+                              .pairs = o->pair};
     text_eval_result res;
     vit_error err = {{0}};
     int status;
@@ -390,6 +396,8 @@ static int eval_option(const cli_parser *p, int id, void *user) {
         return o->class_map = p->value, 0;
     case OPT_JSON:
         return o->json_flag = 1, 0;
+    case OPT_PAIR:
+        return o->pair = 1, 0;
     case OPT_JSON_FILE:
         return o->json_path = p->value, 0;
     case OPT_PREDICTIONS:
@@ -429,6 +437,8 @@ static cli_outcome parse_options(int argc, char **argv, eval_options *o) {
     if (both_stdout)
         return cli_usage_error(&command, "--json and --predictions cannot both go to stdout");
     o->data_dir = p.rest[0];
+    if (o->pair && !is_text_file(o->data_dir))
+        return cli_usage_error(&command, "%s: --pair is for a FILE.tsv of pairs", o->data_dir);
     if (is_text_file(o->data_dir) && cli_zero_shot_given(&o->zs))
         return cli_usage_error(&command, "%s: --classes and --classes-file are for image folders",
                                o->data_dir);

@@ -14,6 +14,7 @@ static const struct {
 } commands[] = {
     {cli_classify, cli_classify_command},
     {cli_text, cli_text_command},
+    {cli_rerank, cli_rerank_command},
     {cli_eval, cli_eval_command},
     {cli_info, cli_info_command},
     {cli_bench, cli_bench_command},

@@ -58,6 +58,7 @@ int serve_call_add_input(serve_call *c, const char *name) {
                                c->app->max_inputs,
                                route == EP_TEXT         ? "texts"
                                : route == EP_EMBEDDINGS ? "inputs"
+                               : route == EP_RERANK     ? "documents"
                                                         : "images");
     }
     serve_input *grown = realloc(c->inputs, sizeof *grown * (size_t)(c->num_inputs + 1));
@@ -262,10 +263,12 @@ static http_answer prepare_answer(serve_call *c) {
     for (int i = 0; i < c->num_inputs; i++) {
         const serve_job *job = &c->jobs[i];
         const int s = serve_job_status(job, &kind);
-        const int text = job->task == SERVE_TEXT || job->task == SERVE_EMBED_TEXT;
+        const int text =
+            job->task == SERVE_TEXT || job->task == SERVE_EMBED_TEXT || job->task == SERVE_RERANK;
         *(text ? &texts : &images) += s == HTTP_OK;
         if (s == HTTP_OK && job->task == SERVE_EMBED_TEXT)
             c->tokens += c->inputs[i].job.text.tokens;
+        if (s == HTTP_OK && job->task == SERVE_RERANK) c->tokens += c->inputs[i].job.pair.tokens;
         if (s == HTTP_OK && job->task == SERVE_GENERATE) /* after the start token */
             c->tokens += c->inputs[i].job.gen.result.num_ids - 1;
         if (!status || (status != HTTP_OK && s == HTTP_OK)) status = s;
@@ -319,6 +322,10 @@ static void set_job_request(serve_call *c, int i) {
     case SERVE_EMBED_TEXT:
         in->job.text = (serve_text_request){.text = b->data, .size = b->size};
         c->jobs[i].data = &in->job.text;
+        return;
+    case SERVE_RERANK: /* the query is the handler's */
+        in->job.pair.text = b->data, in->job.pair.size = b->size;
+        c->jobs[i].data = &in->job.pair;
         return;
     default:
         return; /* the bytes themselves */

@@ -23,6 +23,7 @@ typedef struct {
         serve_gen_request gen;         /* SERVE_GENERATE */
         serve_explain_request explain; /* SERVE_EXPLAIN_* */
         serve_text_request text;       /* SERVE_EMBED_TEXT */
+        serve_pair_request pair;       /* SERVE_RERANK: the handler sets the query */
     } job;
 } serve_input;
 

@@ -23,6 +23,7 @@ const serve_endpoint serve_endpoints[EP_OTHER + 1] = {
     [EP_EMBEDDINGS] = {"/v1/embeddings", 1, "none", POST_HANDLER(embeddings)},
     [EP_GENERATE] = {"/v1/generate", 1, GEN_OPTION_NAMES, POST_HANDLER(generate)},
     [EP_EXPLAIN] = {"/v1/explain", 1, "method", POST_HANDLER(explain)},
+    [EP_RERANK] = {"/v1/rerank", 1, "none", POST_HANDLER(rerank)},
     [EP_OTHER] = {"other", 0, ""},
 };
 

@@ -3,9 +3,9 @@
  * query, headers, body and, for a multipart form, its parts, and hands it to its endpoint's
  * handler, one per endpoint, each in its own file with its own state (serve_info.c: the GET
  * endpoints; serve_classify.c, serve_embed.c, serve_text.c, serve_embeddings.c,
- * serve_generate.c, serve_explain.c). A handler answers at once, or submits jobs and answers from
- * the batcher thread that finishes the last of them (serve_call.h). Nothing here includes
- * libmicrohttpd. */
+ * serve_generate.c, serve_explain.c, serve_rerank.c). A handler answers at once, or submits jobs
+ * and answers from the batcher thread that finishes the last of them (serve_call.h). Nothing here
+ * includes libmicrohttpd. */
 #ifndef VIT_CLI_SERVE_ROUTE_H
 #define VIT_CLI_SERVE_ROUTE_H
 
@@ -27,6 +27,7 @@ typedef enum {
     EP_EMBEDDINGS,
     EP_GENERATE,
     EP_EXPLAIN,
+    EP_RERANK,
     EP_OTHER
 } serve_route;
 
@@ -99,6 +100,7 @@ SERVE_HANDLER(text);
 SERVE_HANDLER(embeddings);
 SERVE_HANDLER(generate);
 SERVE_HANDLER(explain);
+SERVE_HANDLER(rerank);
 #undef SERVE_HANDLER
 
 /* Indexed by serve_route (serve_info.c); EP_OTHER's is only a name for the metrics. */

@@ -18,6 +18,7 @@ enum {
     OPT_LOGITS,
     OPT_TOKENS,
     OPT_FILE,
+    OPT_PAIR,
 };
 
 static const cli_option options[] = {
@@ -31,6 +32,10 @@ static const cli_option options[] = {
     CLI_BATCH_OPTION("texts per forward pass", "32; 1 when reading a terminal"),
     CLI_THREADS_OPTION,
     {OPT_FILE, "file", 'f', "FILE", "classify each line of FILE ('-': standard input)", NULL},
+    {OPT_PAIR, "pair", 0, NULL,
+     "classify pairs of texts (a cross-encoder, NLI): TEXT arguments two at a time, lines as "
+     "A<TAB>B",
+     NULL},
     CLI_BACKEND_OPTION,
     CLI_PRECISION_OPTION,
 };
@@ -41,7 +46,9 @@ static const cli_command command = {
     "[options] [--] TEXT...",
     "Classifies each TEXT, then each line of FILE; with neither, each line of standard input.\n"
     "Texts are UTF-8 (invalid bytes are skipped, with a warning) and are cut to the model's\n"
-    "maximum length. Put TEXTs that begin with '-' after '--'.",
+    "maximum length. Put TEXTs that begin with '-' after '--'. With --pair each input is a pair\n"
+    "(A, B), joined as tokenizer(A, B) joins them ([CLS] A [SEP] B [SEP] for BERT) and cut\n"
+    "longest first; a line's pair is split at its first tab.",
     options,
     sizeof options / sizeof options[0]};
 
@@ -51,7 +58,7 @@ const cli_command *cli_text_command(void) {
 
 typedef struct {
     const char *file;
-    int top_k, json, logits, tokens;
+    int top_k, json, logits, tokens, pair;
     cli_common common; /* -m; threads, max_batch (0: not given), backend, precision */
     char **texts;      /* the TEXT arguments */
     int num_texts;
@@ -62,6 +69,8 @@ typedef struct {
 typedef struct {
     const char **text;
     size_t *len;
+    const char **text_b; /* --pair: each input's second text */
+    size_t *len_b;
     char **buf;
     size_t *cap;
     char (*source)[320]; /* "argument 2", "FILE:7": where each text came from, for messages */
@@ -95,6 +104,8 @@ static int text_option(const cli_parser *p, int id, void *user) {
         return o->logits = 1, 0;
     case OPT_TOKENS:
         return o->tokens = 1, 0;
+    case OPT_PAIR:
+        return o->pair = 1, 0;
     case OPT_TOP:
         return cli_int(p, 1, 1 << 20, &o->top_k);
     }
@@ -107,6 +118,9 @@ static cli_outcome parse_options(int argc, char **argv, options_t *o) {
     const cli_outcome parsed = cli_parse(&p, &command, argc, argv, &o->common, text_option, o);
     o->texts = p.rest;
     o->num_texts = p.num_rest;
+    if (parsed == CLI_PARSED && o->pair && o->num_texts % 2)
+        return cli_usage_error(&command, "--pair takes TEXT arguments two at a time (%d given)",
+                               o->num_texts);
     return parsed;
 }
 
@@ -134,6 +148,22 @@ static int open_input(text_run *r) {
     return -1;
 }
 
+enum { SKIPPED = 2 }; /* next_input: a line that is no input (reported), the next may be */
+
+/* --pair: slot i's line is A<TAB>B. 1, or SKIPPED (reported) when it has no tab. */
+static int split_pair(batch *b, int i) {
+    const char *tab = memchr(b->text[i], '\t', b->len[i]);
+    if (!tab) {
+        fprintf(stderr, "vit text: %s: no tab between the pair's two texts (--pair)\n",
+                b->source[i]);
+        return SKIPPED;
+    }
+    b->text_b[i] = tab + 1;
+    b->len_b[i] = b->len[i] - (size_t)(tab + 1 - b->text[i]);
+    b->len[i] = (size_t)(tab - b->text[i]);
+    return 1;
+}
+
 /* Reads the next text into slot i. Returns 1, 0 at the end of the input, -1 on a read error
  * (reported). */
 static int next_input(text_run *r, int i) {
@@ -142,6 +172,10 @@ static int next_input(text_run *r, int i) {
         b->text[i] = r->opt.texts[r->next_text++];
         b->len[i] = strlen(b->text[i]);
         snprintf(b->source[i], sizeof b->source[i], "argument %d", r->next_text);
+        if (r->opt.pair) { /* parse_options made the count even */
+            b->text_b[i] = r->opt.texts[r->next_text++];
+            b->len_b[i] = strlen(b->text_b[i]);
+        }
         return 1;
     }
     if (!r->in) return 0;
@@ -158,7 +192,7 @@ static int next_input(text_run *r, int i) {
     b->text[i] = b->buf[i];
     b->len[i] = (size_t)n;
     snprintf(b->source[i], sizeof b->source[i], "%.290s:%ld", r->in_name, r->in_line);
-    return 1;
+    return r->opt.pair ? split_pair(b, i) : 1;
 }
 
 /* Bytes the tokenizer will skip as invalid UTF-8. */
@@ -168,15 +202,19 @@ static size_t invalid_utf8(const char *s, size_t n) {
     return bad;
 }
 
-/* Fills the batch. Returns the count; a read error ends the input (r->failures counts it). */
+/* Fills the batch. Returns the count; a read error ends the input, a line that is no pair is
+ * skipped (r->failures counts both). */
 static int fill_batch(text_run *r) {
     batch *b = &r->b;
     b->count = 0;
     while (b->count < r->opt.common.params.max_batch) {
         const int rc = next_input(r, b->count);
-        if (rc < 0) r->failures++;
+        if (rc < 0 || rc == SKIPPED) r->failures++;
+        if (rc == SKIPPED) continue;
         if (rc <= 0) break;
-        const size_t bad = invalid_utf8(b->text[b->count], b->len[b->count]);
+        const size_t bad =
+            invalid_utf8(b->text[b->count], b->len[b->count]) +
+            (r->opt.pair ? invalid_utf8(b->text_b[b->count], b->len_b[b->count]) : 0);
         if (bad)
             fprintf(stderr, "vit text: %s: invalid UTF-8 (%zu byte%s skipped)\n",
                     b->source[b->count], bad, bad == 1 ? "" : "s");
@@ -193,6 +231,10 @@ static void print_json(text_run *r, int i, const float *logits) {
     json_object(&w);
     json_key(&w, "text");
     json_value_string(&w, b->text[i], b->len[i]);
+    if (r->opt.pair) { /* the pipeline's name for a pair's second text */
+        json_key(&w, "text_pair");
+        json_value_string(&w, b->text_b[i], b->len_b[i]);
+    }
     cli_json_top(&w, r->top, r->opt.top_k);
     if (r->opt.logits) {
         json_key(&w, "logits");
@@ -219,6 +261,7 @@ static void print_json(text_run *r, int i, const float *logits) {
 static void print_plain(text_run *r, int i, const float *logits) {
     const batch *b = &r->b;
     fwrite(b->text[i], 1, b->len[i], stdout);
+    if (r->opt.pair) putchar('\t'), fwrite(b->text_b[i], 1, b->len_b[i], stdout);
     putchar('\n');
     for (int j = 0; j < r->opt.top_k; j++)
         printf("  %.4f  %s\n", (double)r->top[j].prob, r->top[j].label);
@@ -244,18 +287,25 @@ static int batch_alloc(batch *b, int size, int labels) {
     const size_t n = (size_t)size;
     b->text = calloc(n, sizeof *b->text);
     b->len = calloc(n, sizeof *b->len);
+    b->text_b = calloc(n, sizeof *b->text_b);
+    b->len_b = calloc(n, sizeof *b->len_b);
     b->buf = calloc(n, sizeof *b->buf);
     b->cap = calloc(n, sizeof *b->cap);
     b->source = calloc(n, sizeof *b->source);
     b->logits = calloc(n * (size_t)labels, sizeof *b->logits);
     b->probs = calloc(n * (size_t)labels, sizeof *b->probs);
-    return b->text && b->len && b->buf && b->cap && b->source && b->logits && b->probs ? 0 : -1;
+    return b->text && b->len && b->text_b && b->len_b && b->buf && b->cap && b->source &&
+                   b->logits && b->probs
+               ? 0
+               : -1;
 }
 
 static void batch_free(batch *b, int size) {
     for (int i = 0; b->buf && i < size; i++) free(b->buf[i]);
     free(b->text);
     free(b->len);
+    free(b->text_b);
+    free(b->len_b);
     free(b->buf);
     free(b->cap);
     free(b->source);
@@ -269,7 +319,10 @@ static int classify_all(text_run *r) {
     const int L = r->labels;
     while (fill_batch(r) > 0) {
         vit_error err = {0};
-        if (vit_text_forward(r->clf, b->text, b->len, b->count, b->logits, b->probs, &err)) {
+        const vit_text_pairs pairs = {b->text, b->text_b, b->len, b->len_b};
+        if (r->opt.pair
+                ? vit_text_forward_pairs(r->clf, &pairs, b->count, b->logits, b->probs, &err)
+                : vit_text_forward(r->clf, b->text, b->len, b->count, b->logits, b->probs, &err)) {
             fprintf(stderr, "vit text: %s: %s\n", b->source[0], err.msg);
             return -1;
         }

@@ -110,6 +110,26 @@ int text_tsv_parse_line(const char *s, size_t n, const char *const *labels, int 
     return 1;
 }
 
+int text_tsv_parse_pair(const char *s, size_t n, const char *const *labels, int num_labels,
+                        text_tsv_line *out, char *why, size_t why_size) {
+    size_t end = n, tabs = 0;
+    while (end > 0 && (s[end - 1] == '\n' || s[end - 1] == '\r')) end--;
+    if (end == 0) return 0;
+    for (size_t i = 0; i < end; i++) tabs += s[i] == '\t';
+    if (tabs != 2) {
+        snprintf(why, why_size, "%s (expected text<TAB>text<TAB>label)",
+                 tabs < 2 ? (tabs ? "one tab" : "no tab") : "more than two tabs");
+        return -1;
+    }
+    const char *tab = memchr(s, '\t', end), *rest = tab + 1;
+    if (text_tsv_parse_line(rest, n - (size_t)(rest - s), labels, num_labels, out, why, why_size) !=
+        1)
+        return -1;
+    out->text_b = out->text, out->len_b = out->len;
+    out->text = s, out->len = (size_t)(tab - s);
+    return 1;
+}
+
 /* ---- a whole file ---- */
 
 static int compare_strings(const void *a, const void *b) {

@@ -28,7 +28,9 @@
 typedef struct {
     const char *text; /* the sentence: the start of the line, len bytes (not NUL-terminated) */
     size_t len;
-    int label; /* 0..num_labels-1 */
+    int label;          /* 0..num_labels-1 */
+    const char *text_b; /* a pair's second text (text_tsv_parse_pair), else NULL */
+    size_t len_b;
 } text_tsv_line;
 
 /* Parses one data line line[0..n) (its "\n" or "\r\n" included or not) against the class names
@@ -37,6 +39,10 @@ typedef struct {
  * "unknown label 'x' (expected 0..1 or one of: negative, positive)", ...; printable: invalid
  * UTF-8 and control characters of the line shown as '?'). */
 int text_tsv_parse_line(const char *line, size_t n, const char *const *labels, int num_labels,
+                        text_tsv_line *out, char *why, size_t why_size);
+
+/* The same for a pair's line, `a<TAB>b<TAB>label`: text and text_b the two texts. */
+int text_tsv_parse_pair(const char *line, size_t n, const char *const *labels, int num_labels,
                         text_tsv_line *out, char *why, size_t why_size);
 
 /* ---- a whole file ---- */

@@ -25,13 +25,15 @@ typedef struct {
     size_t *cap;
     const char **text; /* sentence: the start of buf[i] */
     size_t *len;
+    const char **text_b; /* a pair's second text (within buf[i]) */
+    size_t *len_b;
     int *label;
     long *data_line;
     float *logits, *probs; /* [chunk, labels], in length order: slot i's row is rank[i] */
     int count;
-    int *order, *rank;        /* length order: the slots shortest first; its inverse */
-    const char **sorted_text; /* one batch's texts and lengths in length order */
-    size_t *sorted_len;
+    int *order, *rank; /* length order: the slots shortest first; its inverse */
+    const char **sorted_text, **sorted_text_b; /* one batch's texts and lengths in length order */
+    size_t *sorted_len, *sorted_len_b;
 } batch;
 
 /* Everything one evaluation works with. */
@@ -46,6 +48,7 @@ typedef struct {
     FILE *predictions;
     batch b;
     int batch_size, chunk_size;
+    int pairs; /* a<TAB>b<TAB>label lines */
 } run;
 
 static int batch_alloc(batch *b, int size, int batch_size, int labels) {
@@ -54,17 +57,23 @@ static int batch_alloc(batch *b, int size, int batch_size, int labels) {
     b->rank = calloc((size_t)size, sizeof *b->rank);
     b->sorted_text = calloc((size_t)batch_size, sizeof *b->sorted_text);
     b->sorted_len = calloc((size_t)batch_size, sizeof *b->sorted_len);
-    if (!b->order || !b->rank || !b->sorted_text || !b->sorted_len) return -1;
+    b->sorted_text_b = calloc((size_t)batch_size, sizeof *b->sorted_text_b);
+    b->sorted_len_b = calloc((size_t)batch_size, sizeof *b->sorted_len_b);
+    if (!b->order || !b->rank || !b->sorted_text || !b->sorted_len || !b->sorted_text_b ||
+        !b->sorted_len_b)
+        return -1;
     b->buf = calloc((size_t)size, sizeof *b->buf);
     b->cap = calloc((size_t)size, sizeof *b->cap);
     b->text = calloc((size_t)size, sizeof *b->text);
     b->len = calloc((size_t)size, sizeof *b->len);
+    b->text_b = calloc((size_t)size, sizeof *b->text_b);
+    b->len_b = calloc((size_t)size, sizeof *b->len_b);
     b->label = calloc((size_t)size, sizeof *b->label);
     b->data_line = calloc((size_t)size, sizeof *b->data_line);
     b->logits = calloc((size_t)size * (size_t)labels, sizeof *b->logits);
     b->probs = calloc((size_t)size * (size_t)labels, sizeof *b->probs);
-    return b->buf && b->cap && b->text && b->len && b->label && b->data_line && b->logits &&
-                   b->probs
+    return b->buf && b->cap && b->text && b->len && b->text_b && b->len_b && b->label &&
+                   b->data_line && b->logits && b->probs
                ? 0
                : -1;
 }
@@ -75,6 +84,8 @@ static void batch_free(batch *b, int size) {
     free(b->cap);
     free(b->text);
     free(b->len);
+    free(b->text_b);
+    free(b->len_b);
     free(b->label);
     free(b->data_line);
     free(b->logits);
@@ -83,6 +94,8 @@ static void batch_free(batch *b, int size) {
     free(b->rank);
     free(b->sorted_text);
     free(b->sorted_len);
+    free(b->sorted_text_b);
+    free(b->sorted_len_b);
 }
 
 static int skip_line(run *r, const char *why) {
@@ -97,12 +110,14 @@ static int skip_line(run *r, const char *why) {
 static int parse_line(run *r, int i, size_t n) {
     text_tsv_line l;
     char why[600]; /* fits skip_line's reason after the location */
-    const int rc =
-        text_tsv_parse_line(r->b.buf[i], n, r->labels, r->num_labels, &l, why, sizeof why);
+    const int rc = (r->pairs ? text_tsv_parse_pair : text_tsv_parse_line)(
+        r->b.buf[i], n, r->labels, r->num_labels, &l, why, sizeof why);
     if (rc < 0) return skip_line(r, why) < 0 ? -1 : 0;
     if (rc == 0) return 0;
     r->b.text[i] = l.text;
     r->b.len[i] = l.len;
+    r->b.text_b[i] = l.text_b;
+    r->b.len_b[i] = l.len_b;
     r->b.label[i] = l.label;
     r->b.data_line[i] = r->line - 1;
     return 1;
@@ -133,7 +148,8 @@ static int read_chunk(run *r, vit_error *err) {
 static int by_length(const void *x, const void *y, void *context) {
     const batch *c = context;
     const int i = *(const int *)x, j = *(const int *)y;
-    return c->len[i] != c->len[j] ? (c->len[i] < c->len[j] ? -1 : 1) : i - j;
+    const size_t li = c->len[i] + c->len_b[i], lj = c->len[j] + c->len_b[j];
+    return li != lj ? (li < lj ? -1 : 1) : i - j;
 }
 
 /* Classifies the chunk in batches of similar length; outputs stay in length order (rank). */
@@ -146,11 +162,16 @@ static int classify_sorted(run *r, vit_error *err) {
     for (int k = 0; k < b->count; k += r->batch_size) {
         const int n = b->count - k < r->batch_size ? b->count - k : r->batch_size;
         for (int j = 0; j < n; j++) {
-            b->sorted_text[j] = b->text[b->order[k + j]];
-            b->sorted_len[j] = b->len[b->order[k + j]];
+            const int at = b->order[k + j];
+            b->sorted_text[j] = b->text[at], b->sorted_len[j] = b->len[at];
+            b->sorted_text_b[j] = b->text_b[at], b->sorted_len_b[j] = b->len_b[at];
         }
-        if (vit_text_forward(r->clf, b->sorted_text, b->sorted_len, n, b->logits + k * L,
-                             b->probs + k * L, err) != 0)
+        const vit_text_pairs pairs = {b->sorted_text, b->sorted_text_b, b->sorted_len,
+                                      b->sorted_len_b};
+        if ((r->pairs ? vit_text_forward_pairs(r->clf, &pairs, n, b->logits + k * L,
+                                               b->probs + k * L, err)
+                      : vit_text_forward(r->clf, b->sorted_text, b->sorted_len, n,
+                                         b->logits + k * L, b->probs + k * L, err)) != 0)
             return -1;
     }
     return 0;
@@ -197,7 +218,7 @@ static int evaluate(run *r, vit_error *err) {
 int text_eval_tsv(const char *model_dir, const char *tsv_path, const text_eval_options *options,
                   FILE *predictions, text_eval_result *out, vit_error *err) {
     memset(out, 0, sizeof *out);
-    run r = {.path = tsv_path, .predictions = predictions};
+    run r = {.path = tsv_path, .predictions = predictions, .pairs = options && options->pairs};
     r.batch_size = options && options->batch > 0 ? options->batch : DEFAULT_BATCH;
     /* LENGTH_GROUP batches, but no more than 1024 lines unless a batch alone is larger */
     r.chunk_size = r.batch_size * LENGTH_GROUP;

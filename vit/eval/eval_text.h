@@ -33,6 +33,7 @@ typedef struct {
     int threads; /* forward-pass threads; 0 = one per core */
     vit_backend backend;
     vit_precision precision;
+    int pairs; /* lines `a<TAB>b<TAB>label`: pairs through vit_text_forward_pairs */
 } text_eval_options;
 
 typedef struct {

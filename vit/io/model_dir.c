@@ -10,6 +10,7 @@
 
 #include "vit/base/alloc.h"
 #include "vit/base/file.h"
+#include "vit/io/model_class.h"
 #include "vit/io/weights.h"
 
 /* The shortest decimal that reads back as the same float (1e-12, not 9.9999999600419720e-13). */
@@ -476,9 +477,12 @@ static int load(model *m, const char *model_dir, config_tower tower, int lazy, v
     model_config cfg;
     if (model_config_load_tower(model_dir, tower, &cfg, err) != 0) return -1;
     const int open_clip = cfg.open_clip; /* open_clip's files: its config, its weights' names */
+    model_config_free(&cfg);             /* its errors first, then the weights' */
     weights f;
-    if ((open_clip ? weights_open_open_clip : weights_open)(model_dir, lazy, &f, err) != 0) {
-        model_config_free(&cfg);
+    if ((open_clip ? weights_open_open_clip : weights_open)(model_dir, lazy, &f, err) != 0)
+        return -1;
+    if (model_config_for_weights(model_dir, tower, &f, &cfg, err) != 0) {
+        weights_close(&f);
         return -1;
     }
     /* the file against the config before the parameters are allocated: a config that asks for

@@ -597,6 +597,7 @@ int model_config_parse_tower(const char *json, const char *source, config_tower 
                                           : config_backbone_parse(root, cfg, source, err);
     /* a base model's output: its features (ViTModel: the final LayerNorm at CLS; BertModel: the
      * pooler's) */
+    if (rc == 0) rc = config_score_activation(root, cfg, source, err);
     if (rc == 0 && cfg->family == FAMILY_PLAIN && cfg->bare)
         rc = config_dim_labels(cfg, cfg->hidden_size, source, err);
     if (rc == 0 && cfg->family != FAMILY_PLAIN && cfg->image_width != cfg->image_size)

@@ -135,6 +135,9 @@ typedef struct {
     int rel_buckets;  /* MPNet: one table of relative position buckets for every layer */
 } tower_options;
 
+/* CrossEncoder's activation_fn on a pair's logits: torch.nn.Identity, Sigmoid, Tanh */
+typedef enum { SCORE_DEFAULT, SCORE_IDENTITY, SCORE_SIGMOID, SCORE_TANH } score_activation;
+
 typedef struct {
     model_kind kind;
     model_family family;
@@ -155,6 +158,10 @@ typedef struct {
     int text_arch;        /* FAMILY_TEXT: which of config_text.c's families */
     int token_classifier; /* a ForTokenClassification class: logits for every token */
     int rel_buckets;      /* relative_attention_num_buckets (MPNet) */
+    /* a cross-encoder's score of its logit (sentence-transformers' CrossEncoder activation_fn):
+     * config.json's sentence_transformers.activation_fn, else its older
+     * sbert_ce_default_activation_function, else sigmoid for one label, identity for more */
+    score_activation score_act;
     int no_pooler; /* a base text model saved without its pooler (add_pooling_layer=False; set
                     * at load from the file): token 0's final state is its output */
     /* decoders (MODEL_DECODER) */
@@ -189,6 +196,9 @@ typedef struct {
      * nn.Linear with bias (proj_bias) or a [width, embed_dim] matrix; the text pooling */
     int open_clip, oc_custom_text, oc_scale_ndim, oc_logit_bias, oc_ln_pre, oc_proj_bias;
     pool_kind oc_text_pool;
+    /* an open_clip timm image tower (TimmModel, timm_model_name): the trunk under "trunk." with
+     * the timm fields above, then its projection (oc_proj_bias: with a bias) */
+    enum { OC_TIMM_NO = 0, OC_TIMM_PROJ, OC_TIMM_TRUNK_HEAD, OC_TIMM_NONE } oc_timm;
     /* classifier */
     int num_labels;
     char **labels; /* num_labels strings */
@@ -285,6 +295,14 @@ void config_backbone_options(const model_config *cfg, tower_options *o);
 int config_timm_is(const struct cJSON *root);
 int config_timm_parse(const struct cJSON *root, model_config *cfg, const char *src, vit_error *err);
 void config_timm_options(const model_config *cfg, tower_options *o);
+/* A timm VisionTransformer built by name as timm.create_model(name, num_classes, global_pool,
+ * **model_args) builds it (pool NULL: the registration's; img_size: model_args' if it has one),
+ * or (reset) built with the registration's pooling and then reset_classifier(num_classes, pool),
+ * for a tower inside another folder (open_clip's TimmModel); cfg as config_timm_parse leaves it,
+ * without labels. */
+int config_timm_tower(const char *name, const struct cJSON *model_args, int img_size,
+                      int num_classes, const char *pool, int reset, model_config *cfg,
+                      const char *src, vit_error *err);
 /* For config.c: an open_clip folder's open_clip_config.json (config_open_clip.c), read as the
  * tower asked (TOWER_DEFAULT: the image tower) of a CLIP-family model, and its options. */
 #define OPEN_CLIP_CONFIG  "open_clip_config.json"
@@ -296,6 +314,9 @@ void config_open_clip_options(const model_config *cfg, tower_options *o);
  * them (cfg's kind and family set), 0 when not; then its class, fields and options. */
 int config_text_type(const char *model_type, model_config *cfg);
 int config_text_parse(const struct cJSON *root, model_config *cfg, const char *src, vit_error *err);
+/* cfg->score_act from config.json (every model's: an image model has none of its keys) */
+int config_score_activation(const struct cJSON *root, model_config *cfg, const char *src,
+                            vit_error *err);
 void config_text_options(const model_config *cfg, tower_options *o);
 /* Its class ("RobertaForSequenceClassification", ...), model_type, name for people ("RoBERTa")
  * and tensor prefix ("roberta."). */

@@ -21,13 +21,6 @@ static const char *const ignored_keys[] = {"patch_dropout",
                                            "final_ln_after_pool",
                                            "attn_pooler_queries",
                                            "attn_pooler_heads",
-                                           "timm_model_pretrained",
-                                           "timm_pool",
-                                           "timm_proj",
-                                           "timm_proj_bias",
-                                           "timm_drop",
-                                           "timm_drop_path",
-                                           "timm_model_kwargs",
                                            "image_seq_len",
                                            "hf_model_pretrained",
                                            "hf_proj_type",
@@ -66,12 +59,37 @@ static const char *const false_keys[] = {
     "no_causal_mask", "variable_text",      "input_patchnorm",  "global_average_pool"};
 
 /* Keys read below (sizes, pooling, projection, norms). */
-static const char *const read_keys[] = {
-    "layers",        "width",          "head_width",       "heads",         "mlp_ratio",
-    "patch_size",    "image_size",     "context_length",   "vocab_size",    "ls_init_value",
-    "no_ln_pre",     "pos_embed_type", "pool_type",        "eos_id",        "proj_bias",
-    "proj_type",     "act_kwargs",     "norm_kwargs",      "block_type",    "timm_model_name",
-    "hf_model_name", "text_arch",      "tokenizer_kwargs", "tokenizer_type"};
+static const char *const read_keys[] = {"layers",
+                                        "width",
+                                        "head_width",
+                                        "heads",
+                                        "mlp_ratio",
+                                        "patch_size",
+                                        "image_size",
+                                        "context_length",
+                                        "vocab_size",
+                                        "ls_init_value",
+                                        "no_ln_pre",
+                                        "pos_embed_type",
+                                        "pool_type",
+                                        "eos_id",
+                                        "proj_bias",
+                                        "proj_type",
+                                        "act_kwargs",
+                                        "norm_kwargs",
+                                        "block_type",
+                                        "timm_model_name",
+                                        "hf_model_name",
+                                        "text_arch",
+                                        "tokenizer_kwargs",
+                                        "tokenizer_type",
+                                        "timm_pool",
+                                        "timm_proj",
+                                        "timm_proj_bias",
+                                        "timm_model_kwargs",
+                                        "timm_model_pretrained",
+                                        "timm_drop",
+                                        "timm_drop_path"};
 
 static int in_list(const char *key, const char *const *list, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -178,13 +196,75 @@ static int image_size(const cJSON *t, model_config *cfg, const char *src, vit_er
     return 0;
 }
 
-static int vision_tower(const cJSON *t, model_config *cfg, const char *src, vit_error *err) {
-    const cJSON *timm = cJSON_GetObjectItemCaseSensitive(t, "timm_model_name");
-    if (timm && !cJSON_IsNull(timm))
+/* A string field: absent gives fallback, null or "" gives "" (open_clip tests them as false). */
+static int get_string(const cJSON *t, const char *key, const char *fallback, const char **out,
+                      const char *src, vit_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, key);
+    *out = !v ? fallback : cJSON_IsString(v) ? v->valuestring : "";
+    if (v && !cJSON_IsNull(v) && !cJSON_IsString(v))
+        return vit_fail(err, "%s: field '%s' must be a string", src, key);
+    return 0;
+}
+
+/* timm_proj: 'linear' (head.proj: nn.Linear to embed_dim, a bias with timm_proj_bias), 'none'
+ * (the trunk's pooled features are the embedding), unset (the trunk's own classifier, embed_dim
+ * wide); 'mlp' is refused. */
+static int timm_projection(const cJSON *t, model_config *cfg, const char *src, vit_error *err) {
+    const char *proj;
+    if (get_string(t, "timm_proj", "linear", &proj, src, err) ||
+        json_get_bool(t, "timm_proj_bias", &cfg->oc_proj_bias, src, err))
+        return -1;
+    cfg->oc_timm = !strcmp(proj, "linear") ? OC_TIMM_PROJ
+                   : !strcmp(proj, "none") ? OC_TIMM_NONE
+                   : !*proj                ? OC_TIMM_TRUNK_HEAD
+                                           : OC_TIMM_NO;
+    if (cfg->oc_timm == OC_TIMM_NO)
+        return vit_fail(err, "%s: timm_proj '%s' is not one vit runs (linear, none, unset)", src,
+                        proj);
+    return 0;
+}
+
+/* open_clip's TimmModel (timm_model.py): timm.create_model(timm_model_name, **timm_model_kwargs)
+ * with, without an extra projection, num_classes (embed_dim, or 0 for 'none') and global_pool
+ * timm_pool; with one, the trunk's classifier removed (its pooling timm_pool when set) and
+ * head.proj after it. open_clip does not pass image_size to timm: the trunk's size is its
+ * pretrained_cfg's, which this folder does not hold; image_size stands for it (the preprocessing's
+ * size; the weights' positions are checked against it at load). */
+static int timm_tower(const cJSON *t, model_config *cfg, int dim, const char *src, vit_error *err) {
+    const model_config keep = *cfg; /* model_fields' settings */
+    const char *name, *pool;
+    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(t, "timm_model_kwargs");
+    if (check_keys(t, src, err) || image_size(t, cfg, src, err) ||
+        get_string(t, "timm_model_name", "", &name, src, err) ||
+        get_string(t, "timm_pool", "avg", &pool, src, err) || timm_projection(t, cfg, src, err))
+        return -1;
+    if (!strcmp(pool, "abs_attn") || !strcmp(pool, "rot_attn") || !strcmp(pool, "attn"))
         return vit_fail(err,
-                        "%s: a timm image tower (timm_model_name '%s') is not one vit runs in an "
-                        "open_clip folder",
-                        src, cJSON_IsString(timm) ? timm->valuestring : "?");
+                        "%s: timm_pool '%s' (open_clip's own attention pool) is not one vit "
+                        "runs",
+                        src, pool);
+    const int oc_timm = cfg->oc_timm, bias = cfg->oc_proj_bias, extra = oc_timm == OC_TIMM_PROJ;
+    if (!extra && !*pool)
+        return vit_fail(err, "%s: timm_pool '' leaves the trunk unpooled: not one vit runs", src);
+    char where[4300]; /* the model_args reader names its keys 'model_args.KEY' */
+    snprintf(where, sizeof where, "%s (timm_model_kwargs as timm's model_args)", src);
+    if (config_timm_tower(name, kw, cfg->image_size, oc_timm == OC_TIMM_TRUNK_HEAD ? dim : 0,
+                          *pool ? pool : NULL, extra, cfg, where, err) != 0)
+        return -1;
+    if (oc_timm == OC_TIMM_NONE && cfg->hidden_size != dim)
+        return vit_fail(err, "%s: timm_proj 'none': the trunk's %d features are not embed_dim %d",
+                        src, cfg->hidden_size, dim);
+    cfg->family = FAMILY_CLIP, cfg->open_clip = 1, cfg->oc_timm = oc_timm;
+    cfg->oc_proj_bias = bias, cfg->oc_custom_text = keep.oc_custom_text;
+    cfg->oc_scale_ndim = keep.oc_scale_ndim, cfg->oc_logit_bias = keep.oc_logit_bias;
+    cfg->bare = 0;
+    return 0;
+}
+
+static int vision_tower(const cJSON *t, model_config *cfg, int dim, const char *src,
+                        vit_error *err) {
+    const cJSON *timm = cJSON_GetObjectItemCaseSensitive(t, "timm_model_name");
+    if (timm && !cJSON_IsNull(timm)) return timm_tower(t, cfg, dim, src, err);
     cfg->hidden_size = 768, cfg->patch_size = 16, cfg->image_size = cfg->image_width = 224;
     int no_ln_pre = 0;
     if (tower_common(t, cfg, 1, src, err) || image_size(t, cfg, src, err) ||
@@ -327,7 +407,8 @@ int config_open_clip_parse(const cJSON *root, config_tower tower, model_config *
     const cJSON *t = sub_object(mc, text ? "text_cfg" : "vision_cfg", src, err);
     char where[4200];
     snprintf(where, sizeof where, "%s (model_cfg.%s)", src, text ? "text_cfg" : "vision_cfg");
-    if (!t || (text ? text_tower : vision_tower)(t, cfg, where, err) != 0) return -1;
+    if (!t || (text ? text_tower(t, cfg, where, err) : vision_tower(t, cfg, dim, where, err)) != 0)
+        return -1;
     return config_dim_labels(cfg, dim, src, err);
 }
 
@@ -335,6 +416,15 @@ void config_open_clip_options(const model_config *c, tower_options *o) {
     o->joint = 1;
     o->joint_sigmoid = c->oc_logit_bias; /* SigLIP-style: each score through a sigmoid */
     o->layer_scale = c->layer_scale;
+    if (c->kind == MODEL_VIT && c->oc_timm) { /* the timm trunk, then TimmModel's head */
+        config_timm_options(c, o);
+        o->joint = 1;
+        o->joint_sigmoid = c->oc_logit_bias;
+        o->head = c->oc_timm == OC_TIMM_NONE                       ? HEAD_NONE
+                  : c->oc_timm == OC_TIMM_PROJ && !c->oc_proj_bias ? HEAD_PROJECTION
+                                                                   : HEAD_LINEAR;
+        return;
+    }
     if (c->kind == MODEL_VIT) {
         o->special = 1;    /* class_embedding */
         o->patch_bias = 0; /* conv1 has none */

@@ -181,6 +181,25 @@ static int distilbert_fields(const cJSON *root, model_config *cfg, const char *s
 }
 
 /* The configuration classes' defaults where they differ from BertConfig's. */
+/* sentence-transformers' CrossEncoder stores its activation_fn by its torch class path */
+int config_score_activation(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
+    static const struct {
+        const char *path;
+        score_activation act;
+    } known[] = {{"torch.nn.modules.linear.Identity", SCORE_IDENTITY},
+                 {"torch.nn.modules.activation.Sigmoid", SCORE_SIGMOID},
+                 {"torch.nn.modules.activation.Tanh", SCORE_TANH}};
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "sentence_transformers");
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(st, "activation_fn");
+    if (!fn) fn = cJSON_GetObjectItemCaseSensitive(root, "sbert_ce_default_activation_function");
+    cfg->score_act = SCORE_DEFAULT;
+    if (!fn || cJSON_IsNull(fn)) return 0;
+    for (size_t i = 0; cJSON_IsString(fn) && i < sizeof known / sizeof *known; i++)
+        if (strcmp(fn->valuestring, known[i].path) == 0) return cfg->score_act = known[i].act, 0;
+    return vit_fail(err, "%s: activation_fn %s is not one vit follows (Identity, Sigmoid, Tanh)",
+                    src, cJSON_IsString(fn) ? fn->valuestring : "(not a string)");
+}
+
 static void set_defaults(model_config *cfg) {
     cfg->pad_token_id = cfg->text_arch == TEXT_DISTILBERT ? 0 : 1;
     if (cfg->text_arch == TEXT_ROBERTA) cfg->vocab_size = 50265;

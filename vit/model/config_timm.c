@@ -273,9 +273,8 @@ static int timm_labels(const cJSON *root, const cJSON *pcfg, model_config *cfg, 
     return 0;
 }
 
-/* The registration named by `architecture`, refused when vit cannot run it. */
-static int get_arch(const cJSON *root, timm_model *t, const char *src, vit_error *err) {
-    const char *name = cJSON_GetObjectItemCaseSensitive(root, "architecture")->valuestring;
+/* The registration named name, refused when vit cannot run it. */
+static int get_arch(const char *name, timm_model *t, const char *src, vit_error *err) {
     const timm_arch *a = find_arch(name);
     if (!a)
         return vit_fail(err,
@@ -323,7 +322,8 @@ int config_timm_parse(const cJSON *root, model_config *cfg, const char *src, vit
     if (!cJSON_IsObject(pcfg))
         return vit_fail(err, "%s: field 'pretrained_cfg' must be an object", src);
     timm_model t;
-    if (get_arch(root, &t, src, err) ||
+    const char *name = cJSON_GetObjectItemCaseSensitive(root, "architecture")->valuestring;
+    if (get_arch(name, &t, src, err) ||
         apply_model_args(cJSON_GetObjectItemCaseSensitive(root, "model_args"), &t, src, err) ||
         pretrained_defaults(root, pcfg, &t, src, err) || check_shape(&t, src, err))
         return -1;
@@ -346,4 +346,20 @@ void config_timm_options(const model_config *c, tower_options *o) {
     o->key_bias = 1; /* qkv_bias: all three or none */
     o->pool = c->timm_pool;
     o->head = c->bare ? HEAD_NONE : HEAD_CLASSIFIER;
+}
+
+int config_timm_tower(const char *name, const cJSON *model_args, int img_size, int num_classes,
+                      const char *pool, int reset, model_config *cfg, const char *src,
+                      vit_error *err) {
+    timm_model t;
+    if (get_arch(name, &t, src, err) != 0) return -1;
+    t.img_h = t.img_w = img_size, t.in_chans = 3;
+    if (apply_model_args(model_args, &t, src, err) != 0) return -1;
+    t.num_classes = num_classes; /* the caller's, over model_args' (create_model's keyword) */
+    /* reset_classifier changes the pooling after construction, where fc_norm was decided */
+    if (reset && t.a.fc_norm < 0) t.a.fc_norm = strcmp(t.pool, "avg") == 0;
+    if (pool) snprintf(t.pool, sizeof t.pool, "%s", pool);
+    if (check_shape(&t, src, err) != 0) return -1;
+    set_config(&t, cfg);
+    return resolve_pool(&t, cfg, src, err);
 }

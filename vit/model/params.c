@@ -17,8 +17,9 @@ typedef struct {
     size_t values; /* the tensors' elements (those present in a file), without the padding */
     int count;
     int fill;
-    int packed;     /* the next tensor follows this one with no padding (query/key/value stacks) */
-    int transposed; /* the tensors added are stored [in, out] (GPT-2's Conv1D) */
+    int packed;      /* the next tensor follows this one with no padding (query/key/value stacks) */
+    int transposed;  /* the tensors added are stored [in, out] (GPT-2's Conv1D) */
+    const char *sub; /* put before the prefixed names (open_clip's "trunk." of a timm tower) */
 } layout;
 
 static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim,
@@ -34,7 +35,8 @@ static float *add_param(layout *L, int prefixed, int decay, int absent, int ndim
         param_entry *e = &L->m->entries[L->count];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(e->name, sizeof e->name, fmt, ap);
+        const int sub = prefixed && L->sub ? snprintf(e->name, sizeof e->name, "%s", L->sub) : 0;
+        vsnprintf(e->name + sub, sizeof e->name - (size_t)sub, fmt, ap);
         va_end(ap);
         e->ndim = ndim;
         memcpy(e->shape, shape, sizeof(int64_t) * (size_t)ndim);
@@ -467,13 +469,19 @@ static void add_timm_attn_pool(layout *L, model *m) {
 
 /* The final norm is `norm` before pooling, or `fc_norm` after it (avg pooling): either is the
  * LayerNorm the pooled rows go through, final_ln. */
+static void add_timm_trunk(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    add_timm_embeddings(L, m);
+    for (int l = 0; l < c->num_layers; l++) add_timm_block(L, m, l);
+    m->final_ln_w =
+        add_norm(L, &m->final_ln_b, c->hidden_size, c->timm_fc_norm ? "fc_norm" : "norm");
+    if (c->opt.pool == POOL_PROBE) add_timm_attn_pool(L, m);
+}
+
 static void layout_timm(layout *L, model *m) {
     const model_config *c = &m->cfg;
     const int D = c->hidden_size;
-    add_timm_embeddings(L, m);
-    for (int l = 0; l < c->num_layers; l++) add_timm_block(L, m, l);
-    m->final_ln_w = add_norm(L, &m->final_ln_b, D, c->timm_fc_norm ? "fc_norm" : "norm");
-    if (c->opt.pool == POOL_PROBE) add_timm_attn_pool(L, m);
+    add_timm_trunk(L, m);
     if (c->opt.head == HEAD_NONE) return;
     m->head_w = add_param(L, 1, 1, 0, 2, SHAPE(c->num_labels, D), "head.weight");
     m->head_b = add_param(L, 1, 0, 0, 1, SHAPE(c->num_labels), "head.bias");
@@ -537,6 +545,24 @@ static void layout_open_clip_image(layout *L, model *m) {
     add_open_clip_blocks(L, m);
     m->final_ln_w = add_norm(L, &m->final_ln_b, D, "ln_post");
     add_open_clip_head(L, m, "proj");
+}
+
+/* open_clip's TimmModel: the timm trunk under trunk., then its projection: head.proj (an
+ * nn.Linear, a bias with timm_proj_bias), the trunk's own head (an embed_dim-wide classifier) or
+ * none; then the scores' scale and bias. */
+static void layout_open_clip_timm(layout *L, model *m) {
+    const model_config *c = &m->cfg;
+    const int D = c->hidden_size, E = c->num_labels, nd = c->oc_scale_ndim;
+    L->sub = "trunk.";
+    add_timm_trunk(L, m);
+    if (c->oc_timm == OC_TIMM_TRUNK_HEAD) add_linear(L, &m->head_w, &m->head_b, E, D, "head");
+    L->sub = NULL;
+    if (c->oc_timm == OC_TIMM_PROJ) {
+        m->head_w = add_param(L, 1, 1, 0, 2, SHAPE(E, D), "head.proj.weight");
+        m->head_b = add_param(L, 1, 0, !c->oc_proj_bias, 1, SHAPE(E), "head.proj.bias");
+    }
+    m->logit_scale = add_param(L, 0, 0, 0, nd, SHAPE(1), "logit_scale");
+    if (c->opt.joint_sigmoid) m->logit_bias = add_param(L, 0, 0, 0, nd, SHAPE(1), "logit_bias");
 }
 
 /* TextTransformer as CLIP holds it: token_embedding, positional_embedding, the blocks,
@@ -657,6 +683,8 @@ static void run_layout(layout *L, model *m) {
         layout_timm(L, m);
     else if (m->cfg.family == FAMILY_VED)
         layout_vit(L, m); /* ViTModel / DeiTModel: no head */
+    else if (m->cfg.open_clip && m->cfg.oc_timm && m->cfg.kind == MODEL_VIT)
+        layout_open_clip_timm(L, m);
     else if (m->cfg.open_clip)
         (m->cfg.kind == MODEL_VIT ? layout_open_clip_image : layout_open_clip_text)(L, m);
     else if (config_is_joint(&m->cfg) && m->cfg.kind == MODEL_VIT)

@@ -3,6 +3,7 @@
 #include "vit/model/text_model.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,8 +72,10 @@ static int position_of(const tower_options *o, const int32_t *ids, int t, int *s
     return o->pos_pad + ++*seen;
 }
 
-/* emb [B, T, D] = word[ids] + position (+ token type 0, where the model has them). */
-static void embeddings_forward(float *emb, const model *m, const int32_t *ids, int B, int T) {
+/* emb [B, T, D] = word[ids] + position (+ the token type's row, where the model has them: types
+ * [B, T], NULL for all 0). */
+static void embeddings_forward(float *emb, const model *m, const int32_t *ids, const int32_t *types,
+                               int B, int T) {
     const int D = m->cfg.hidden_size;
     for (int b = 0; b < B; b++)
         for (int t = 0, seen = 0; t < T; t++) {
@@ -81,8 +84,9 @@ static void embeddings_forward(float *emb, const model *m, const int32_t *ids, i
                         *p = m->pos_emb + (size_t)pos * D;
             float *row = emb + ((size_t)b * T + t) * D;
             for (int d = 0; d < D; d++) row[d] = w[d] + p[d];
+            const float *type = m->type_emb + (types ? (size_t)types[(size_t)b * T + t] * D : 0);
             if (m->cfg.opt.token_types)
-                for (int d = 0; d < D; d++) row[d] += m->type_emb[d];
+                for (int d = 0; d < D; d++) row[d] += type[d];
         }
 }
 
@@ -211,11 +215,11 @@ static encoder_run encoder_run_of(const text_acts *a, const forward_mode *mode) 
 }
 
 /* Embeddings, their LayerNorm (BERT) and (HF BertEmbeddings) dropout into a->x. */
-static void input_forward(const model *m, text_acts *a, const int32_t *ids, int B, int T,
-                          const forward_mode *mode, float p_drop) {
+static void input_forward(const model *m, text_acts *a, const int32_t *ids, const int32_t *types,
+                          int B, int T, const forward_mode *mode, float p_drop) {
     const int D = m->cfg.hidden_size;
     const size_t n = (size_t)B * T * D;
-    embeddings_forward(a->emb, m, ids, B, T);
+    embeddings_forward(a->emb, m, ids, types, B, T);
     if (m->cfg.opt.embed_norm)
         layernorm_forward(a->x, a->emb_mean, a->emb_rstd, a->emb, m->emb_ln_w, m->emb_ln_b, B * T,
                           D, m->cfg.layer_norm_eps);
@@ -280,8 +284,28 @@ static int pooler_head_forward(const model *m, text_acts *a, int B, int T, const
 
 int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const uint8_t *mask, int B,
                        int T, const forward_mode *mode, float *logits, vit_error *err) {
+    return text_model_forward_typed(m, a, ids, NULL, mask, B, T, mode, logits, err);
+}
+
+/* types [B, T] each below type_vocab_size (a model without token types ignores them) */
+static int check_types(const model *m, const int32_t *types, int B, int T, const forward_mode *mode,
+                       vit_error *err) {
+    if (!types) return 0;
+    if (mode->train) return vit_fail(err, "training on token types other than 0 is not done yet");
+    const int n = m->cfg.opt.token_types ? m->cfg.type_vocab_size : INT32_MAX;
+    for (size_t i = 0; i < (size_t)B * T; i++)
+        if (types[i] < 0 || types[i] >= n)
+            return vit_fail(err, "token type %d outside 0..%d (type_vocab_size %d)", types[i],
+                            n - 1, n);
+    return 0;
+}
+
+int text_model_forward_typed(const model *m, text_acts *a, const int32_t *ids, const int32_t *types,
+                             const uint8_t *mask, int B, int T, const forward_mode *mode,
+                             float *logits, vit_error *err) {
     mode = forward_mode_or_inference(mode);
-    if (check_args(m, a, ids, B, T, mode, err) != 0) return -1;
+    if (check_args(m, a, ids, B, T, mode, err) != 0 || check_types(m, types, B, T, mode, err) != 0)
+        return -1;
     const int encoder_trains = mode->train && !mode->freeze_encoder;
     a->mode = *mode;
     a->ids = ids;
@@ -290,7 +314,7 @@ int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const u
     /* prepared layers run inference (a BertModel has a pooler and no classifier) */
     const int fast = (m->head || m->pooler) && !mode->train;
     if (fast && !a->gemm) return vit_fail(err, "prepared layers run without a gemm_state");
-    input_forward(m, a, ids, B, T, mode, encoder_trains ? mode->dropout : 0.0f);
+    input_forward(m, a, ids, types, B, T, mode, encoder_trains ? mode->dropout : 0.0f);
     /* the shared encoder, post-LN, padding masked */
     const encoder_run run = encoder_run_of(a, mode);
     if (encoder_forward(&m->enc, layers_with_bias(m, a, T), &run, &a->scratch, &a->tape, a->x, mask,

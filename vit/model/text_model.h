@@ -64,6 +64,11 @@ int text_relative_bucket(int rel, int buckets, int max_distance);
  * (ids must stay valid until then). */
 int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const uint8_t *mask, int B,
                        int T, const forward_mode *mode, float *logits, vit_error *err);
+/* The same with the token type of each token: types [B, T] (BERT's segment of a pair: 0, 1), NULL
+ * for all 0. Inference only. */
+int text_model_forward_typed(const model *m, text_acts *a, const int32_t *ids, const int32_t *types,
+                             const uint8_t *mask, int B, int T, const forward_mode *mode,
+                             float *logits, vit_error *err);
 
 /* Backward of the last training forward from dlogits [B, num_labels]: parameter gradients
  * ACCUMULATE into grads (m's layout rebased, model_bind). With mode.freeze_encoder only the pooler

@@ -177,6 +177,10 @@ int vit_model_check_explain(const model *m, int size, vit_error *err) {
     return check_use(m, size, size, VIT_ACTS_EXPLAIN, err);
 }
 
+int vit_model_check_train(const model *m, vit_error *err) {
+    return check_use(m, 0, 0, VIT_ACTS_TRAIN, err);
+}
+
 int vit_acts_alloc(vit_acts *a, const model *m, int max_batch, int size, int training,
                    vit_error *err) {
     return vit_acts_alloc_rect(a, m, max_batch, size, size, training, err);

@@ -93,6 +93,8 @@ void vit_acts_free(vit_acts *a);
 /* 0 when the model can be explained at that size (vit_acts_alloc with VIT_ACTS_EXPLAIN would not
  * refuse it), else -1 with why; allocates nothing. */
 int vit_model_check_explain(const model *m, int size, vit_error *err);
+/* The same for training at the model's size (vit train checks it before it reads the data). */
+int vit_model_check_train(const model *m, vit_error *err);
 
 /* logits [B, num_labels] of pixels [B, C, size, size] (B <= max_batch). A VisionEncoderDecoder's
  * encoder (POOL_ALL) has no logits (NULL): its output is every row after the final LayerNorm,

@@ -12,8 +12,9 @@ typedef struct {
     vit_generation *generated; /* [max_batch] (gen) */
     float *pixels;  /* [max_batch, C, H, W]: a batch's decoded images side by side (two or more) */
     float *outputs; /* [max_batch, the widest answer] */
-    const char **texts;
-    size_t *lengths;
+    const char **texts, **queries;
+    size_t *lengths, *query_lengths;
+    float *scores; /* [max_batch]: a batch of pairs' logits */
 } task_worker;
 
 struct serve_tasks {
@@ -31,7 +32,7 @@ const char *serve_task_name(serve_task task) {
         [SERVE_EMBED_JOINT] = "embed",     [SERVE_EMBED_OWN] = "embed",
         [SERVE_EMBED_TEXT] = "embed_text", [SERVE_GENERATE] = "generate",
         [SERVE_CLASSES] = "classes",       [SERVE_EXPLAIN_ROLLOUT] = "explain",
-        [SERVE_EXPLAIN_GRAD] = "explain"};
+        [SERVE_EXPLAIN_GRAD] = "explain",  [SERVE_RERANK] = "rerank"};
     return task >= SERVE_CLASSIFY && task < SERVE_TASKS ? names[task] : "unknown";
 }
 
@@ -59,6 +60,8 @@ size_t serve_task_outputs(const serve_tasks *t, serve_task task) {
     case SERVE_EXPLAIN_ROLLOUT:
     case SERVE_EXPLAIN_GRAD:
         return t->image && !t->gen ? explain_cells(t->image) : 0;
+    case SERVE_RERANK: /* a cross-encoder's logit and score */
+        return t->text && vit_text_num_labels(t->text) == 1 ? 2 : 0;
     case SERVE_GENERATE:
     case SERVE_CLASSES:
     case SERVE_TASKS:
@@ -180,6 +183,24 @@ static int forward_texts(task_worker *w, serve_job *const *jobs, int n, vit_erro
     return 0;
 }
 
+/* The batch's pairs in one forward pass: each job's out its logit and its score. */
+static int forward_pairs(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
+    for (int i = 0; i < n; i++) {
+        const serve_pair_request *req = jobs[i]->data;
+        w->queries[i] = req->query, w->query_lengths[i] = req->query_size;
+        w->texts[i] = req->text, w->lengths[i] = req->size;
+    }
+    const vit_text_pairs pairs = {w->queries, w->texts, w->query_lengths, w->lengths};
+    if (vit_text_forward_pairs(w->text, &pairs, n, w->scores, NULL, err) != 0) return -1;
+    for (int i = 0; i < n; i++) w->outputs[2 * i] = w->outputs[2 * i + 1] = w->scores[i];
+    for (int i = 0; i < n; i++) vit_text_pair_activate(w->text, w->outputs + 2 * i + 1, 1);
+    for (int i = 0; i < n; i++) { /* each pair's token count, into the submitter's request */
+        serve_pair_request *req = (serve_pair_request *)jobs[i]->data;
+        vit_text_ids(w->text, i, &req->tokens);
+    }
+    return 0;
+}
+
 /* Each class set from the cache, or embedded here with this worker's text context; a set that
  * fails is that job's error alone. */
 static int forward_classes(task_worker *w, serve_job *const *jobs, int n, vit_error *err) {
@@ -221,8 +242,9 @@ static int forward(void *self, int worker, serve_job *const *jobs, int n, vit_er
     const size_t width = serve_task_outputs(t, task);
     if (width == 0) return vit_fail(err, "no model loaded for task %d", (int)task);
     if (is_explain_task(task)) return forward_explain(w, jobs, n, err);
-    const int rc =
-        is_image_task(task) ? forward_images(w, jobs, n, err) : forward_texts(w, jobs, n, err);
+    const int rc = is_image_task(task)    ? forward_images(w, jobs, n, err)
+                   : task == SERVE_RERANK ? forward_pairs(w, jobs, n, err)
+                                          : forward_texts(w, jobs, n, err);
     for (int i = 0; rc == 0 && i < n; i++)
         memcpy(jobs[i]->out, w->outputs + (size_t)i * width, sizeof(float) * width);
     return rc;
@@ -246,7 +268,11 @@ static int worker_init(serve_tasks *t, int i, vit_error *err) {
     w->pixels = t->image ? malloc(sizeof(float) * B * vit_input_floats(t->image)) : NULL;
     w->texts = malloc(sizeof *w->texts * B);
     w->lengths = malloc(sizeof *w->lengths * B);
-    if (!w->outputs || (t->image && !w->pixels) || !w->texts || !w->lengths)
+    w->queries = malloc(sizeof *w->queries * B);
+    w->query_lengths = malloc(sizeof *w->query_lengths * B);
+    w->scores = malloc(sizeof *w->scores * B);
+    if (!w->outputs || (t->image && !w->pixels) || !w->texts || !w->lengths || !w->queries ||
+        !w->query_lengths || !w->scores)
         return vit_fail(err, "out of memory");
     return 0;
 }
@@ -299,6 +325,9 @@ void serve_tasks_free(serve_tasks *t) {
         free(w->outputs);
         free(w->texts);
         free(w->lengths);
+        free(w->queries);
+        free(w->query_lengths);
+        free(w->scores);
     }
     free(t->worker);
     free(t);

@@ -35,6 +35,9 @@ typedef enum {
      * (vit_patch_grid); data is a serve_explain_request (the rest filled in) */
     SERVE_EXPLAIN_ROLLOUT,
     SERVE_EXPLAIN_GRAD,
+    /* (query, document) -> a cross-encoder's logit and score (vit_text_pair_activate) [2]; data
+     * is a serve_pair_request (its token count filled in) */
+    SERVE_RERANK,
     SERVE_TASKS
 } serve_task;
 
@@ -57,6 +60,14 @@ typedef struct {
     int tokens;
 } serve_text_request;
 
+/* A (query, document) pair to score (SERVE_RERANK). The submitter owns it; a job done with
+ * SERVE_OK has the pair's token count filled in. */
+typedef struct {
+    const char *query, *text; /* UTF-8 */
+    size_t query_size, size;
+    int tokens;
+} serve_pair_request;
+
 /* An image's text asked of a forward thread. The submitter owns it; jobs whose options are equal
  * share a forward pass (one vit_generate over their images), and a job done with SERVE_OK has its
  * result filled in (taken: the submitter frees it with vit_generation_free). */
@@ -78,7 +89,7 @@ typedef struct {
 } serve_class_request;
 
 /* The task's name, for metrics: "classify", "embed", "text", "embed_text", "generate",
- * "classes" or "explain". */
+ * "classes", "explain" or "rerank". */
 const char *serve_task_name(serve_task task);
 
 typedef struct serve_tasks serve_tasks;

@@ -8,6 +8,7 @@
 #include "vit/base/strlist.h"
 #include "vit/data/imagefolder.h"
 #include "vit/io/model_dir.h"
+#include "vit/model/vit_model.h"
 #include "vit/train/trainer.h"
 
 /* ---- new weights ---- */
@@ -304,6 +305,8 @@ int trainer_setup_model(trainer *t, int resume, vit_error *err) {
             t->task->new_model(t, classes, n, err) != 0)
             return -1;
     }
+    /* a family without a training forward is refused before the data is read */
+    if (t->m.cfg.kind == MODEL_VIT && vit_model_check_train(&t->m, err) != 0) return -1;
     t->classes = t->m.cfg.labels;
     t->num_classes = t->m.cfg.num_labels;
     return t->task->companion(t, companion_dir, err);
