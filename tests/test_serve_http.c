@@ -1497,7 +1497,7 @@ static void test_joint_bad_requests(void **state) {
         {"{\"input\": [\"a\", \"data:image/png;base64,aGVsbG8=\"]}", 400,
          "input[1]: image in memory: not a PNG, JPEG"},
         {"{\"input\": [\"a\"], \"encoding_format\": \"hex\"}", 400, "\"float\" or \"base64\""},
-        {"{\"input\": [\"a\"], \"dimensions\": 8}", 400, "embeddings have 20"},
+        {"{\"input\": [\"a\"], \"dimensions\": 21}", 400, "embeddings have 20"},
         {"{\"input\": [\"a\"], \"model\": 3}", 400, "\"model\" is not a string"},
         {"{\"input\": [\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\",\"10\",\"11\",\"12\","
          "\"13\",\"14\",\"15\",\"16\",\"17\"]}",
@@ -2086,6 +2086,9 @@ static void test_embeddings_own_pooling(void **state) {
         {"--text-model", "tests/data/clip-text-proj-micro"}, /* projection (text_embeds) */
         {"--text-model", "tests/data/siglip-text-micro"},    /* pooler (pooler_output) */
         {"--text-model", "tests/data/bert-base-micro"},      /* cls */
+        {"--text-model", "tests/data/st-cls-dense-micro"},   /* sentence: cls, Dense, Normalize */
+        {"--text-model", "tests/data/st-multi-micro"},       /* sentence: six modes, Dense */
+        {"--text-model", "tests/data/st-prompt-micro"},      /* sentence: its default prompt */
         {"--text-model", "tests/data/mpnet-model-micro"},    /* cls (issue 42) */
         {"--text-model", "tests/data/distilbert-model-micro"},
     };
@@ -2117,6 +2120,53 @@ static void test_embeddings_own_pooling(void **state) {
         free(want);
         assert_int_equal(stop_server(&s, SIGTERM), 0);
     }
+}
+
+/* A sentence-transformers folder's "dimensions": the first N of its pipeline's embedding,
+ * normalised again (it ends in Normalize), as vit embed --dimensions gives them; wider than the
+ * embedding or not a positive integer: 400. */
+static void test_embeddings_dimensions(void **state) {
+    (void)state;
+    server s;
+    START_OR_SKIP(&s, "--text-model", "tests/data/st-prompt-micro", "-t", "1", "--quiet");
+    const char *text = "the cat sat on the mat";
+    const char *args[] = {
+        "embed", "-m", "tests/data/st-prompt-micro", "--dimensions", "8", "--text", text, "-o",
+        "-",     NULL};
+    test_run_result run = test_run_vit(NULL, NULL, args);
+    assert_int_equal(run.status, 0);
+    double want[8];
+    char *p = strchr(run.out, '\t');
+    for (int d = 0; d < 8; d++) want[d] = strtod(p, &p);
+    test_run_free(&run);
+    const char *bodies[] = {"{\"input\": \"the cat sat on the mat\", \"dimensions\": 8}",
+                            "{\"input\": \"the cat sat on the mat\", \"dimensions\": 33}",
+                            "{\"input\": \"the cat sat on the mat\", \"dimensions\": 2.5}"};
+    for (int b = 0; b < 3; b++) {
+        cJSON *body = cJSON_Parse(bodies[b]);
+        response r = post_json(s.port, "/v1/embeddings", body);
+        cJSON_Delete(body);
+        if (b == 0) {
+            if (r.status != 200) fail_msg("status %d: %s", r.status, r.body);
+            const cJSON *e = cJSON_GetObjectItem(
+                cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "data"), 0), "embedding");
+            assert_int_equal(cJSON_GetArraySize(e), 8);
+            double norm = 0;
+            for (int d = 0; d < 8; d++) {
+                const double v = cJSON_GetArrayItem(e, d)->valuedouble;
+                norm += v * v;
+                if (fabs(v - want[d]) > 1e-5 * (1 + fabs(want[d])))
+                    fail_msg("[%d]: %.9g, vit embed's %.9g", d, v, want[d]);
+            }
+            assert_true(fabs(norm - 1) < 1e-5);
+        } else {
+            assert_int_equal(r.status, 400);
+            assert_non_null(strstr(r.body, b == 1 ? "33: this model's embeddings have 32"
+                                                  : "is not a positive integer"));
+        }
+        response_free(&r);
+    }
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
 }
 
 /* POST /v1/text answers with a sequence classifier only (issue 42): a base model (BertModel,
@@ -3118,6 +3168,7 @@ int main(void) {
         cmocka_unit_test(test_generate_other_models),
         cmocka_unit_test(test_siglip_without_text_tower),
         cmocka_unit_test(test_embeddings_own_pooling),
+        cmocka_unit_test(test_embeddings_dimensions),
         cmocka_unit_test(test_text_needs_a_sequence_classifier),
         cmocka_unit_test(test_rerank_endpoint),
         cmocka_unit_test(test_text_token_classifier),

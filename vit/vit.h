@@ -206,9 +206,17 @@ typedef enum {
     VIT_POOL_POOLER, /* text; images: a SigLIP image tower's attention-pooling output */
     VIT_POOL_JOINT,
     VIT_POOL_PATCHES,
-    VIT_POOL_PROJECTION /* a tower with a projection (CLIP's): the projected pooled row, not
-                         * normalised (a ...WithProjection tower alone: image_embeds, text_embeds)
-                         */
+    VIT_POOL_PROJECTION, /* a tower with a projection (CLIP's): the projected pooled row, not
+                          * normalised (a ...WithProjection tower alone: image_embeds, text_embeds)
+                          */
+    /* text encoders, as sentence-transformers' Pooling computes them over the tokens (padding
+     * out): */
+    VIT_POOL_MAX,           /* the largest value of each feature */
+    VIT_POOL_MEAN_SQRT_LEN, /* the sum over the tokens / sqrt(their number) */
+    VIT_POOL_WEIGHTED_MEAN, /* token t weighs t + 1 (pooling_mode_weightedmean_tokens) */
+    VIT_POOL_LAST_TOKEN,    /* the last token's row */
+    VIT_POOL_SENTENCE /* a sentence-transformers folder's own pipeline (modules.json: its Pooling,
+                       * Dense and Normalize modules): SentenceTransformer.encode's output */
 } vit_pool;
 /* The grid of patches the model sees (its input size / the patch size, each way). */
 VIT_API void vit_patch_grid(const vit_context *ctx, int *grid_h, int *grid_w);
@@ -445,12 +453,43 @@ VIT_API int vit_text_tokenize(vit_text_context *ctx, const char *text, size_t le
  * states over the text's tokens ([CLS] and [SEP] included, padding not). */
 VIT_API int vit_text_embed(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
                            int n, vit_pool pool, float *features, vit_error *err);
+/* How vit_text_embed_with embeds: pool; prompt, a text put before each text (NULL: the folder's
+ * default prompt, config_sentence_transformers.json's default_prompt_name, else none; "" an empty
+ * prompt, as encode's prompt="": with include_prompt false its one token, [CLS], is left out);
+ * dimensions, the first N floats of each embedding (0: all), normalised again when the
+ * embedding is (VIT_POOL_JOINT, VIT_POOL_SENTENCE ending in Normalize): Matryoshka models. */
+typedef struct {
+    vit_pool pool;
+    const char *prompt;
+    int dimensions;
+} vit_text_embed_opts;
+/* vit_text_embed with opts (NULL: vit_text_default_pool, the default prompt, every dimension).
+ * features holds n x (opts->dimensions or vit_text_embed_size) floats. With a prompt and a
+ * Pooling whose include_prompt is false, the prompt's tokens ([CLS] among them, as
+ * SentenceTransformer.encode counts them) are left out of the poolings over the tokens. */
+VIT_API int vit_text_embed_with(vit_text_context *ctx, const char *const *texts,
+                                const size_t *lengths, int n, const vit_text_embed_opts *opts,
+                                float *features, vit_error *err);
+/* A sentence-transformers folder's prompts (config_sentence_transformers.json): their number,
+ * name i, the text of a name (NULL when the folder has none of that name), the default prompt's
+ * name (NULL: none) and similarity_fn_name ("cosine" when not given). */
+VIT_API int vit_text_prompt_count(const vit_text_context *ctx);
+VIT_API const char *vit_text_prompt_name(const vit_text_context *ctx, int i);
+VIT_API const char *vit_text_prompt(const vit_text_context *ctx, const char *name);
+VIT_API const char *vit_text_default_prompt(const vit_text_context *ctx);
+VIT_API const char *vit_text_similarity(const vit_text_context *ctx);
+/* A sentence-transformers folder's modules after its Transformer, e.g. "Pooling mean
+ * (include_prompt false) -> Dense 32 -> 16 tanh -> Normalize"; NULL for another folder. */
+VIT_API const char *vit_text_pipeline(const vit_text_context *ctx);
+/* 1 when vit_text_embed's rows with pool are L2-normalised (VIT_POOL_JOINT; VIT_POOL_SENTENCE
+ * of a pipeline ending in Normalize): a cut of them is normalised again (vit_text_embed_opts). */
+VIT_API int vit_text_embed_normalized(const vit_text_context *ctx, vit_pool pool);
 /* A CLIP or SigLIP text tower takes VIT_POOL_JOINT where it has a joint space, and its own output
  * (not normalised): VIT_POOL_PROJECTION for CLIP's (text_embeds of CLIPTextModelWithProjection),
  * VIT_POOL_POOLER for SigLIP's (its head at the last position: SiglipTextModel's pooler_output) and
  * CLIPTextModel's (the final LayerNorm at the end token: its pooler_output).
  * The pooling vit embed --text takes by default: VIT_POOL_JOINT for a joint model, else that
- * output; VIT_POOL_CLS for a BERT. */
+ * output; VIT_POOL_SENTENCE for a sentence-transformers folder; VIT_POOL_CLS for a BERT. */
 VIT_API vit_pool vit_text_default_pool(const vit_text_context *ctx);
 /* The floats vit_text_embed gives one text with pool (one the model gives): vit_text_joint_dim
  * for VIT_POOL_JOINT, the forward's outputs for a CLIP or SigLIP tower's own (VIT_POOL_PROJECTION,

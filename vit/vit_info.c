@@ -1,7 +1,9 @@
 /* vit_model_info: what a loaded model is, from the configuration its loader parsed. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "vit/io/st_folder.h"
 #include "vit/model/config.h"
 #include "vit/model/params.h"
 #include "vit/vit_internal.h"
@@ -138,9 +140,14 @@ void vit_text_model_info(const vit_text_context *ctx, vit_model_info *info) {
 int vit_folder_kind(const char *model, vit_model_kind *kind, vit_error *err) {
     model_config cfg;
     char model_dir[4096];
-    if (vit_resolve_model(model, model_dir, sizeof model_dir, err) != 0 ||
-        model_config_load(model_dir, &cfg, err) != 0)
-        return -1;
+    if (vit_resolve_model(model, model_dir, sizeof model_dir, err) != 0) return -1;
+    if (st_folder_is(model_dir)) { /* sentence-transformers: its Transformer module's folder */
+        st_pipeline st;
+        if (st_pipeline_load(model_dir, &st, err) != 0) return -1;
+        snprintf(model_dir, sizeof model_dir, "%s", st.transformer_dir);
+        st_pipeline_free(&st);
+    }
+    if (model_config_load(model_dir, &cfg, err) != 0) return -1;
     *kind = folder_kind(&cfg);
     model_config_free(&cfg);
     return 0;

@@ -10,9 +10,13 @@
 #include <string.h>
 
 #include "text/text_tokenizer.h"
+#include "text/tj.h"
+#include "text/utf8.h"
 #include "vit/base/threads.h"
 #include "vit/core/ops.h"
 #include "vit/io/model_dir.h"
+#include "vit/io/st_folder.h"
+#include "vit/model/pooling.h"
 #include "vit/model/text_model.h"
 #include "vit/vit_internal.h"
 
@@ -25,6 +29,10 @@ typedef struct {
     char tokenizer_error[sizeof(((vit_error *)0)->msg)]; /* tok NULL (params.tokenizer_optional) */
     int max_batch, max_tokens, pad_id;
     char compute[128];
+    int sentence; /* a sentence-transformers folder: st holds its pipeline */
+    st_pipeline st;
+    int widest;         /* the widest row the pipeline makes (pooled or a Dense's output) */
+    char pipeline[512]; /* what vit_text_pipeline says */
 } text_weights;
 
 /* One computation's state over shared weights. */
@@ -40,6 +48,8 @@ struct vit_text_context {
     uint8_t *mask;              /* same layout: 1 = token, 0 = padding */
     int32_t *row_types, *types; /* as rows and ids: the token types of pairs (types NULL: none) */
     float *logits;              /* [max_batch, labels]: vit_text_classify's and vit_text_embed's */
+    float *rows_a, *rows_b;     /* [widest]: a sentence pipeline's steps, one text at a time */
+    int prompt_tokens;          /* the last batch's prompt: tokens before its text (CLS included) */
 };
 
 vit_text_params vit_text_default_params(void) {
@@ -75,6 +85,7 @@ static void weights_release(text_weights *w) {
     if (!w || atomic_fetch_sub(&w->refs, 1) != 1) return;
     text_tokenizer_free(w->tok);
     model_free(&w->m);
+    st_pipeline_free(&w->st);
     free(w);
 }
 
@@ -124,8 +135,12 @@ static int alloc_batch(vit_text_context *c, vit_error *err) {
     const size_t rows = w->m.cfg.opt.pool == POOL_TOKENS ? cells : (size_t)w->max_batch;
     c->logits = malloc(sizeof *c->logits * rows * (size_t)w->m.cfg.num_labels);
     c->scratch = w->tok ? text_tokenizer_scratch_create(w->tok) : NULL;
+    const size_t widest =
+        (size_t)(w->widest > w->m.cfg.hidden_size ? w->widest : w->m.cfg.hidden_size);
+    c->rows_a = malloc(sizeof *c->rows_a * widest);
+    c->rows_b = malloc(sizeof *c->rows_b * widest);
     if (!c->rows || !c->ids || !c->mask || !c->row_types || !c->types || !c->lengths ||
-        !c->logits || (w->tok && !c->scratch))
+        !c->logits || (w->tok && !c->scratch) || !c->rows_a || !c->rows_b)
         return vit_fail(err, "out of memory for batches of %d texts", w->max_batch);
     return 0;
 }
@@ -153,13 +168,76 @@ static int add_gemm_state(vit_text_context *c, vit_error *err) {
     return c->gemm ? 0 : -1;
 }
 
+/* "Pooling mean (include_prompt false) -> Dense 32 -> 16 tanh -> Normalize" into w->pipeline. */
+static void describe_pipeline(text_weights *w) {
+    static const char *const modes[] = {"cls",           "max",          "mean",
+                                        "mean_sqrt_len", "weightedmean", "lasttoken"};
+    static const char *const acts[] = {"identity", "tanh", "relu", "sigmoid", "gelu"};
+    const st_pipeline *st = &w->st;
+    char *out = w->pipeline;
+    const size_t size = sizeof w->pipeline;
+    size_t n = (size_t)snprintf(out, size, "Pooling");
+    for (int i = 0, first = 1; i < POOL_MODE_COUNT && n < size; i++)
+        if (st->modes >> i & 1)
+            n += (size_t)snprintf(out + n, size - n, "%s%s", first ? " " : "+", modes[i]),
+                first = 0;
+    if (!st->include_prompt && n < size)
+        n += (size_t)snprintf(out + n, size - n, " (include_prompt false)");
+    for (int i = 0; i < st->nsteps && n < size; i++) {
+        if (st->steps[i].kind == ST_STEP_NORMALIZE) {
+            n += (size_t)snprintf(out + n, size - n, " -> Normalize");
+            continue;
+        }
+        const st_dense *d = &st->dense[st->steps[i].dense];
+        n += (size_t)snprintf(out + n, size - n, " -> Dense %d -> %d %s%s", d->in, d->out,
+                              acts[d->act], d->b ? "" : " (no bias)");
+    }
+}
+
+/* Moves st into w: the pipeline after w's Transformer, checked against it. */
+static int adopt_pipeline(text_weights *w, st_pipeline *st, const char *dir, vit_error *err) {
+    w->st = *st;
+    memset(st, 0, sizeof *st);
+    w->sentence = 1;
+    if (w->m.cfg.opt.pool == POOL_LAST) /* its forward attends to padding: no token mask */
+        return vit_fail(err, "%s: a sentence-transformers folder over %s is not read", dir,
+                        config_architecture(&w->m.cfg));
+    if (w->st.word_dim != w->m.cfg.hidden_size)
+        return vit_fail(err,
+                        "%s: the Pooling's word_embedding_dimension is %d, the Transformer's "
+                        "hidden_size %d",
+                        dir, w->st.word_dim, w->m.cfg.hidden_size);
+    w->widest = st_pooled_dim(&w->st);
+    for (int i = 0; i < w->st.ndense; i++)
+        if (w->st.dense[i].out > w->widest) w->widest = w->st.dense[i].out;
+    /* the Transformer module's max_seq_length cuts as the tokenizer's model_max_length does */
+    if (w->st.max_seq_length > 1 && w->st.max_seq_length < w->max_tokens)
+        w->max_tokens = w->st.max_seq_length;
+    describe_pipeline(w);
+    return 0;
+}
+
+/* The folder's model, tokenizer and (for a sentence-transformers folder) pipeline. */
+static text_weights *load_weights(const char *model_dir, const vit_text_params *p, vit_error *err) {
+    st_pipeline st = {0};
+    const int sentence = st_folder_is(model_dir);
+    if (sentence && st_pipeline_load(model_dir, &st, err) != 0) return NULL;
+    const char *dir = sentence ? st.transformer_dir : model_dir;
+    text_weights *w = require_text(dir, err) == 0 ? weights_load(dir, p, err) : NULL;
+    if (w && sentence && adopt_pipeline(w, &st, model_dir, err) != 0) {
+        weights_release(w);
+        w = NULL;
+    }
+    st_pipeline_free(&st);
+    return w;
+}
+
 vit_text_context *vit_text_load(const char *model, const vit_text_params *params, vit_error *err) {
     const vit_text_params p = params ? *params : vit_text_default_params();
     char model_dir[4096];
     if (vit_resolve_model(model, model_dir, sizeof model_dir, err) != 0) return NULL;
     if (p.max_batch < 1) return vit_fail(err, "batch size %d is not positive", p.max_batch), NULL;
-    if (require_text(model_dir, err) != 0) return NULL;
-    text_weights *w = weights_load(model_dir, &p, err);
+    text_weights *w = load_weights(model_dir, &p, err);
     vit_text_context *c = w ? context_create(w, threads_resolve(p.threads), err) : NULL;
     if (!c) return NULL;
     if (api_prepare(&w->m, p.backend, p.precision, w->max_batch, w->max_tokens, c->threads, 0,
@@ -193,6 +271,8 @@ void vit_text_free(vit_text_context *c) {
     free(c->row_types);
     free(c->types);
     free(c->logits);
+    free(c->rows_a);
+    free(c->rows_b);
     weights_release(c->w);
     free(c);
 }
@@ -259,13 +339,89 @@ static int pack_batch(vit_text_context *c, int B, int pairs) {
     return T;
 }
 
+/* Appends text[0..len) to out (room for 4 * len bytes), lower-cased character by character
+ * when lower (sentence_bert_config.json's do_lower_case: the Transformer module lowers each text
+ * before its tokenizer; the characters' own lower case, without Python's final-sigma rule).
+ * Returns the bytes written. */
+static size_t append_text(char *out, const char *text, size_t len, int lower) {
+    if (!lower) return memcpy(out, text, len), len;
+    size_t i = 0, n = 0;
+    while (i < len) {
+        const size_t start = i;
+        const int32_t cp = utf8_decode((const uint8_t *)text, len, &i);
+        int32_t low[3];
+        const int k = cp < 0 ? 0 : tj_lowercase(cp, low);
+        if (cp < 0) out[n++] = text[start]; /* left for the tokenizer to read as it reads it */
+        for (int j = 0; j < k; j++) n += utf8_encode(low[j], (uint8_t *)out + n);
+    }
+    return n;
+}
+
+/* Python's str.isspace: what str.strip() takes off. */
+static int py_space(int32_t c) {
+    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
+           c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
+           c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+/* s[0..*n) without the white space at either end, in place (str.strip()); NUL-terminated. */
+static void py_strip(char *s, size_t *n) {
+    size_t i = 0, start = *n, end = 0;
+    while (i < *n) {
+        const size_t at = i;
+        const int32_t c = utf8_decode((const uint8_t *)s, *n, &i);
+        if (c >= 0 && py_space(c)) continue;
+        if (start == *n) start = at;
+        end = i;
+    }
+    *n = start < end ? end - start : 0;
+    memmove(s, s + (start < end ? start : 0), *n);
+    s[*n] = '\0';
+}
+
+/* prompt + text as a sentence-transformers Transformer module gives it its tokenizer: stripped,
+ * then lower-cased with do_lower_case (malloc'ed, *n its length; NULL when out of memory). */
+static char *prompted_text(const text_weights *w, const char *prompt, const char *text, size_t len,
+                           size_t *n) {
+    const size_t plen = prompt ? strlen(prompt) : 0;
+    char *out = malloc(4 * (plen + len) + 1);
+    if (!out) return NULL;
+    const int lower = w->sentence && w->st.do_lower_case;
+    *n = append_text(out, prompt ? prompt : "", plen, lower);
+    *n += append_text(out + *n, text ? text : "", len, lower);
+    out[*n] = '\0';
+    if (w->sentence) py_strip(out, n);
+    return out;
+}
+
+static int encode_one(vit_text_context *c, const char *prompt, const char *text, size_t len,
+                      int32_t *row, vit_error *err) {
+    const text_weights *w = c->w;
+    if (!(prompt && *prompt) && !w->sentence)
+        return text_tokenizer_encode(w->tok, c->scratch, text, len, w->max_tokens, row, err);
+    size_t n;
+    char *joined = prompted_text(w, prompt, text, len, &n);
+    if (!joined) return vit_fail(err, "out of memory");
+    const int rc = text_tokenizer_encode(w->tok, c->scratch, joined, n, w->max_tokens, row, err);
+    free(joined);
+    return rc;
+}
+
+/* The prompt's tokens before a text, as SentenceTransformer.encode counts them: the prompt
+ * tokenized alone, less its last token (the end token). */
+static int prompt_tokens(vit_text_context *c, const char *prompt, vit_error *err) {
+    if (!prompt) return 0; /* "" counts, as encode counts prompt="": its [CLS] */
+    const int n = encode_one(c, prompt, "", 0, c->rows, err);
+    return n < 0 ? -1 : n > 0 ? n - 1 : 0;
+}
+
 static int tokenize_batch(vit_text_context *c, const char *const *texts, const size_t *lengths,
-                          int B, vit_error *err) {
+                          int B, const char *prompt, vit_error *err) {
     if (!c->w->tok) return vit_fail(err, "%s", c->w->tokenizer_error);
+    if ((c->prompt_tokens = prompt_tokens(c, prompt, err)) < 0) return -1;
     for (int b = 0; b < B; b++) {
-        c->lengths[b] =
-            text_tokenizer_encode(c->w->tok, c->scratch, texts[b], lengths[b], c->w->max_tokens,
-                                  c->rows + (size_t)b * c->w->max_tokens, err);
+        c->lengths[b] = encode_one(c, prompt, texts[b], lengths[b],
+                                   c->rows + (size_t)b * c->w->max_tokens, err);
         if (c->lengths[b] < 0) {
             for (int k = b; k < B; k++) c->lengths[k] = 0;
             return -1;
@@ -279,13 +435,13 @@ static const uint8_t *run_mask(const vit_text_context *c) {
     return c->w->m.cfg.opt.pool == POOL_LAST ? NULL : c->mask;
 }
 
-/* Tokenizes, packs and runs B texts: out gets what the forward gives ([B, labels], or a token
- * classifier's [B, T, labels]); the packed length T into *tokens. */
+/* Tokenizes B texts (prompt put before each), packs and runs them: out gets what the forward
+ * gives ([B, labels], or a token classifier's [B, T, labels]); the packed length T into *tokens. */
 static int run_texts(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
-                     float *out, int *tokens, vit_error *err) {
+                     const char *prompt, float *out, int *tokens, vit_error *err) {
     if (B < 1 || B > c->w->max_batch)
         return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
-    if (tokenize_batch(c, texts, lengths, B, err) != 0) return -1;
+    if (tokenize_batch(c, texts, lengths, B, prompt, err) != 0) return -1;
     const int T = pack_batch(c, B, 0);
     const threads_scope scope = threads_begin(c->threads);
     const int rc =
@@ -301,6 +457,13 @@ static void text_probs(const vit_text_context *c, const float *logits, float *pr
     const int L = c->w->m.cfg.num_labels;
     if (L != 1) return softmax_probs(probs, logits, B, L);
     for (int i = 0; i < B; i++) probs[i] = 1.0f / (1.0f + expf(-logits[i]));
+}
+
+/* run_texts returning T, or -1. */
+static int forward_prompted(vit_text_context *c, const char *const *texts, const size_t *lengths,
+                            int B, const char *prompt, float *out, vit_error *err) {
+    int T;
+    return run_texts(c, texts, lengths, B, prompt, out, &T, err) == 0 ? T : -1;
 }
 
 static int is_token_classifier(const vit_text_context *c) {
@@ -346,7 +509,7 @@ int vit_text_forward(vit_text_context *c, const char *const *texts, const size_t
         return vit_fail(err, "%s classifies every token: vit_text_token_logits gives its logits",
                         config_architecture(&c->w->m.cfg));
     int T;
-    const int rc = run_texts(c, texts, lengths, B, logits, &T, err);
+    const int rc = run_texts(c, texts, lengths, B, NULL, logits, &T, err);
     if (rc == 0 && probs) text_probs(c, logits, probs, B);
     return rc;
 }
@@ -356,7 +519,7 @@ int vit_text_token_logits(vit_text_context *c, const char *const *texts, const s
     if (!is_token_classifier(c))
         return vit_fail(err, "%s has no token classifier", config_architecture(&c->w->m.cfg));
     int T;
-    if (run_texts(c, texts, lengths, B, c->logits, &T, err) != 0) return -1;
+    if (run_texts(c, texts, lengths, B, NULL, c->logits, &T, err) != 0) return -1;
     const size_t K = (size_t)c->w->m.cfg.num_labels, room = (size_t)c->w->max_tokens * K;
     memset(logits, 0, sizeof(float) * (size_t)B * room);
     for (int b = 0; b < B; b++) /* [B, T, K] into rows of max_tokens */
@@ -386,21 +549,6 @@ int vit_text_hidden_size(const vit_text_context *c) {
     return c->w->m.cfg.hidden_size;
 }
 
-/* The mean of text b's final hidden states over its tokens (the mask's ones). */
-static void mean_tokens(const vit_text_context *c, int b, int T, float *out) {
-    const int D = c->w->m.cfg.hidden_size;
-    const float *x = c->acts.x + (size_t)b * T * D;
-    const uint8_t *mask = c->mask + (size_t)b * T;
-    int n = 0;
-    memset(out, 0, sizeof(float) * D);
-    for (int t = 0; t < T; t++) {
-        if (!mask[t]) continue;
-        for (int d = 0; d < D; d++) out[d] += x[(size_t)t * D + d];
-        n++;
-    }
-    for (int d = 0; d < D; d++) out[d] /= n > 0 ? n : 1;
-}
-
 const text_tokenizer *api_text_tokenizer(const vit_text_context *c) {
     return c->w->tok;
 }
@@ -416,12 +564,12 @@ int vit_text_joint_dim(const vit_text_context *c) {
 
 /* VIT_POOL_JOINT: the text tower's output, normalised. */
 static int embed_joint(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
-                       float *features, vit_error *err) {
+                       const char *prompt, float *features, vit_error *err) {
     api_joint j;
     if (api_joint_of(&c->w->m, &j, err) != 0) return -1;
-    const int rc = vit_text_forward(c, texts, lengths, B, features, NULL, err);
-    if (rc == 0) api_normalize_rows(features, B, j.dim);
-    return rc;
+    if (forward_prompted(c, texts, lengths, B, prompt, features, err) < 0) return -1;
+    api_normalize_rows(features, B, j.dim);
+    return 0;
 }
 
 /* BERT and the text encoders like it (token 0, the pooler, every row), not a joint tower. */
@@ -431,6 +579,7 @@ static int is_encoder(const model_config *cfg) {
 
 vit_pool vit_text_default_pool(const vit_text_context *c) {
     const model_config *cfg = &c->w->m.cfg;
+    if (c->w->sentence) return VIT_POOL_SENTENCE;
     if (vit_text_joint_dim(c) > 0) return VIT_POOL_JOINT;
     if (cfg->opt.head == HEAD_PROJECTION) return VIT_POOL_PROJECTION; /* text_embeds */
     return is_encoder(cfg) ? VIT_POOL_CLS : VIT_POOL_POOLER;
@@ -438,6 +587,7 @@ vit_pool vit_text_default_pool(const vit_text_context *c) {
 
 int vit_text_embed_size(const vit_text_context *c, vit_pool pool) {
     if (pool == VIT_POOL_JOINT) return vit_text_joint_dim(c);
+    if (pool == VIT_POOL_SENTENCE) return c->w->sentence ? st_output_dim(&c->w->st) : 0;
     const int tower = !is_encoder(&c->w->m.cfg); /* CLIP's or SigLIP's: its forward's */
     return tower && (pool == VIT_POOL_PROJECTION || pool == VIT_POOL_POOLER)
                ? vit_text_num_labels(c)
@@ -447,11 +597,12 @@ int vit_text_embed_size(const vit_text_context *c, vit_pool pool) {
 /* A CLIP or SigLIP text tower: its output as the forward gives it, the one pooling it has
  * besides the joint space (a causal tower's CLS row and mean are no features of its own). */
 static int embed_tower_output(vit_text_context *c, const char *const *texts, const size_t *lengths,
-                              int B, vit_pool pool, float *features, vit_error *err) {
+                              int B, vit_pool pool, const char *prompt, float *features,
+                              vit_error *err) {
     const head_kind head = c->w->m.cfg.opt.head;
     if ((pool == VIT_POOL_PROJECTION && head == HEAD_PROJECTION) ||
         (pool == VIT_POOL_POOLER && (head == HEAD_LINEAR || head == HEAD_NONE)))
-        return vit_text_forward(c, texts, lengths, B, features, NULL, err);
+        return forward_prompted(c, texts, lengths, B, prompt, features, err) < 0 ? -1 : 0;
     const vit_pool own = vit_text_default_pool(c);
     return vit_fail(err, "%s: its text embedding is %s", config_architecture(&c->w->m.cfg),
                     own == VIT_POOL_JOINT        ? "VIT_POOL_JOINT"
@@ -459,31 +610,145 @@ static int embed_tower_output(vit_text_context *c, const char *const *texts, con
                                                  : "VIT_POOL_POOLER (pooler_output)");
 }
 
-int vit_text_embed(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
-                   vit_pool pool, float *features, vit_error *err) {
-    if (pool == VIT_POOL_JOINT) return embed_joint(c, texts, lengths, B, features, err);
-    if (pool != VIT_POOL_CLS && pool != VIT_POOL_MEAN && pool != VIT_POOL_POOLER &&
-        pool != VIT_POOL_PROJECTION)
-        return vit_fail(err, "unknown pooling %d", (int)pool);
+/* The POOL_MODE_* bits of a pooling over the tokens (0 for the others). */
+static int pool_modes(const text_weights *w, vit_pool pool) {
+    switch (pool) {
+    case VIT_POOL_CLS:
+        return POOL_MODE_CLS;
+    case VIT_POOL_MEAN:
+        return POOL_MODE_MEAN;
+    case VIT_POOL_MAX:
+        return POOL_MODE_MAX;
+    case VIT_POOL_MEAN_SQRT_LEN:
+        return POOL_MODE_MEAN_SQRT_LEN;
+    case VIT_POOL_WEIGHTED_MEAN:
+        return POOL_MODE_WEIGHTED_MEAN;
+    case VIT_POOL_LAST_TOKEN:
+        return POOL_MODE_LAST_TOKEN;
+    case VIT_POOL_SENTENCE:
+        return w->sentence ? w->st.modes : 0;
+    default:
+        return 0;
+    }
+}
+
+/* The Dense and Normalize modules after the pooling, in modules.json's order, on one text's
+ * pooled row in a (b: room for the widest step); returns the buffer holding the result. */
+static float *run_steps(const st_pipeline *st, float *a, float *b) {
+    int n = st_pooled_dim(st);
+    for (int i = 0; i < st->nsteps; i++) {
+        if (st->steps[i].kind == ST_STEP_NORMALIZE) {
+            l2_normalize(a, n);
+            continue;
+        }
+        const st_dense *d = &st->dense[st->steps[i].dense];
+        dense_forward(d->w, d->b, d->in, d->out, d->act, a, b);
+        n = d->out;
+        float *t = a;
+        a = b, b = t;
+    }
+    return a;
+}
+
+/* Text b's embedding after a forward of T tokens a row: the pooling's, or for
+ * VIT_POOL_SENTENCE the folder's whole pipeline. */
+static const float *pooled_row(vit_text_context *c, int b, int T, vit_pool pool) {
+    const int D = c->w->m.cfg.hidden_size;
+    if (pool == VIT_POOL_POOLER) return c->acts.pooled + (size_t)b * D;
+    /* include_prompt false: the prompt's tokens (CLS among them) are left out as padding */
+    const int skip = c->w->sentence && !c->w->st.include_prompt ? c->prompt_tokens : 0;
+    pool_tokens(c->acts.x + (size_t)b * T * D, c->mask + (size_t)b * T, T, D,
+                pool_modes(c->w, pool), skip, c->rows_a);
+    return pool == VIT_POOL_SENTENCE ? run_steps(&c->w->st, c->rows_a, c->rows_b) : c->rows_a;
+}
+
+/* An encoder's poolings: the first dims floats of each text's row into features. */
+static int embed_encoder(vit_text_context *c, const char *const *texts, const size_t *lengths,
+                         int B, vit_pool pool, const char *prompt, int dims, float *features,
+                         vit_error *err) {
     const model_config *cfg = &c->w->m.cfg;
-    if (!is_encoder(cfg)) return embed_tower_output(c, texts, lengths, B, pool, features, err);
     if (pool == VIT_POOL_PROJECTION)
         return vit_fail(err, "%s: VIT_POOL_PROJECTION is a CLIP text tower's projection",
                         config_architecture(cfg));
     if (pool == VIT_POOL_POOLER && !cfg->opt.pooler)
         return vit_fail(err, "%s has no pooler: VIT_POOL_CLS or VIT_POOL_MEAN",
                         config_architecture(cfg));
-    int T;
-    const int rc = run_texts(c, texts, lengths, B, c->logits, &T, err);
-    const size_t D = (size_t)c->w->m.cfg.hidden_size;
-    for (int b = 0; rc == 0 && b < B; b++) {
-        if (pool == VIT_POOL_MEAN)
-            mean_tokens(c, b, T, features + b * D);
-        else
-            memcpy(features + b * D, (pool == VIT_POOL_CLS ? c->acts.cls : c->acts.pooled) + b * D,
-                   D * sizeof(float));
-    }
+    if (pool == VIT_POOL_SENTENCE && !c->w->sentence)
+        return vit_fail(err, "VIT_POOL_SENTENCE: the folder is no sentence-transformers one (no "
+                             "modules.json)");
+    if (pool != VIT_POOL_POOLER && !pool_modes(c->w, pool))
+        return vit_fail(err, "unknown pooling %d", (int)pool);
+    const int T = forward_prompted(c, texts, lengths, B, prompt, c->logits, err);
+    if (T < 0) return -1;
+    for (int b = 0; b < B; b++)
+        memcpy(features + (size_t)b * dims, pooled_row(c, b, T, pool), sizeof(float) * dims);
+    return 0;
+}
+
+/* A CLIP or SigLIP tower's own output or joint embedding, cut to dims. */
+static int embed_tower(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                       vit_pool pool, const char *prompt, int dims, int full, float *features,
+                       vit_error *err) {
+    float *all = dims < full ? malloc(sizeof *all * (size_t)B * full) : features;
+    if (!all) return vit_fail(err, "out of memory");
+    const int rc = pool == VIT_POOL_JOINT
+                       ? embed_joint(c, texts, lengths, B, prompt, all, err)
+                       : embed_tower_output(c, texts, lengths, B, pool, prompt, all, err);
+    for (int b = 0; rc == 0 && all != features && b < B; b++)
+        memcpy(features + (size_t)b * dims, all + (size_t)b * full, sizeof(float) * dims);
+    if (all != features) free(all);
     return rc;
+}
+
+int vit_text_embed_with(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                        const vit_text_embed_opts *opts, float *features, vit_error *err) {
+    const vit_text_embed_opts own = {.pool = vit_text_default_pool(c)};
+    const vit_text_embed_opts *o = opts ? opts : &own;
+    const char *prompt = o->prompt ? o->prompt : vit_text_prompt(c, vit_text_default_prompt(c));
+    const int full = vit_text_embed_size(c, o->pool), dims = o->dimensions ? o->dimensions : full;
+    if (dims < 0 || dims > full)
+        return vit_fail(err, "dimensions %d: the embedding has %d", o->dimensions, full);
+    if (B < 1 || B > c->w->max_batch)
+        return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
+    const int rc =
+        o->pool == VIT_POOL_JOINT || !is_encoder(&c->w->m.cfg)
+            ? embed_tower(c, texts, lengths, B, o->pool, prompt, dims, full, features, err)
+            : embed_encoder(c, texts, lengths, B, o->pool, prompt, dims, features, err);
+    /* Matryoshka: a cut row of a normalised embedding is normalised again */
+    const int normalised = vit_text_embed_normalized(c, o->pool);
+    for (int b = 0; rc == 0 && normalised && dims < full && b < B; b++)
+        l2_normalize(features + (size_t)b * dims, dims);
+    return rc;
+}
+
+int vit_text_embed_normalized(const vit_text_context *c, vit_pool pool) {
+    return pool == VIT_POOL_JOINT ||
+           (pool == VIT_POOL_SENTENCE && c->w->sentence && st_normalizes(&c->w->st));
+}
+
+int vit_text_embed(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                   vit_pool pool, float *features, vit_error *err) {
+    const vit_text_embed_opts o = {.pool = pool};
+    return vit_text_embed_with(c, texts, lengths, B, &o, features, err);
+}
+
+int vit_text_prompt_count(const vit_text_context *c) {
+    return c->w->sentence ? c->w->st.nprompts : 0;
+}
+const char *vit_text_prompt_name(const vit_text_context *c, int i) {
+    return i >= 0 && i < vit_text_prompt_count(c) ? c->w->st.prompt_names[i] : NULL;
+}
+const char *vit_text_prompt(const vit_text_context *c, const char *name) {
+    return name && c->w->sentence ? st_prompt(&c->w->st, name) : NULL;
+}
+const char *vit_text_default_prompt(const vit_text_context *c) {
+    return c->w->sentence ? c->w->st.default_prompt : NULL;
+}
+const char *vit_text_pipeline(const vit_text_context *c) {
+    return c->w->sentence ? c->w->pipeline : NULL;
+}
+const char *vit_text_similarity(const vit_text_context *c) {
+    return c->w->sentence && c->w->st.similarity[0] ? c->w->st.similarity : "cosine";
 }
 
 int vit_text_classify(vit_text_context *c, const char *text, int k, vit_prediction *top,

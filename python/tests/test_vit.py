@@ -445,6 +445,40 @@ def test_text_classify_as_the_cli():
     assert model.embed(texts[0], pool="pooler").dtype == np.float32
 
 
+# ---- sentence-transformers folders (tests/data/st-*-micro) ----
+
+
+def cli_rows(*args):
+    """vit embed ... -o -: one row per input, the numbers after the tab."""
+    out = cli("embed", *args, "-o", "-").stdout
+    return np.array([[float(x) for x in line.split("\t")[1].split()]
+                     for line in out.splitlines()], np.float32)
+
+
+def test_sentence_transformers_as_the_cli():
+    folder = os.path.join(DATA, "st-prompt-micro")
+    texts = ["the cat sat on the mat", "a dog ran"]
+    model = vit.load(folder)
+    assert type(model) is vit.TextModel
+    assert model.prompts == {"query": "my old ", "passage": "the "}
+    assert model.default_prompt == "query"
+    assert model.pipeline == "Pooling mean (include_prompt false) -> Normalize"
+    # each --text is a batch of its own in the CLI: compare text by text
+    for text in texts:
+        args = ["-m", folder, "--text", text]
+        np.testing.assert_array_equal(model.embed(text), cli_rows(*args)[0])
+        np.testing.assert_array_equal(model.embed(text, prompt_name="passage", dimensions=8),
+                                      cli_rows(*args, "--prompt", "passage",
+                                               "--dimensions", "8")[0])
+        np.testing.assert_array_equal(model.embed(text, pool="max", prompt=""),
+                                      cli_rows(*args, "--pool", "max", "--prompt-text", "")[0])
+    assert model.embed(texts).shape == (2, 32)
+    with pytest.raises(ValueError, match="'query', 'passage'"):
+        model.embed(texts[0], prompt_name="document")
+    dense = vit.load(os.path.join(DATA, "st-cls-dense-micro"))
+    assert dense.embed(texts).shape == (2, 16)
+
+
 def test_token_logits_match_reference():
     """A token classifier's per-token logits against tools/text_encoders_reference.py's float64
     forward (the C tests allow 1e-4; seen 1.4e-6), each text alone as in a batch."""

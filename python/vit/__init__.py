@@ -627,6 +627,13 @@ class TextModel(_Context):
         self.hidden_size = lib.vit_text_hidden_size(ctx)
         self.joint_dim = lib.vit_text_joint_dim(ctx)
         self.compute = _text(lib.vit_text_compute(ctx))
+        # a sentence-transformers folder's prompts (config_sentence_transformers.json)
+        self.prompts = {}
+        for i in range(lib.vit_text_prompt_count(ctx)):
+            name = lib.vit_text_prompt_name(ctx, i)
+            self.prompts[_text(name)] = _text(lib.vit_text_prompt(ctx, name))
+        self.default_prompt = _text(lib.vit_text_default_prompt(ctx))
+        self.pipeline = _text(lib.vit_text_pipeline(ctx))  # None unless sentence-transformers
 
     def __repr__(self):
         return "TextModel(%r, %s)" % (self.path, self.compute)
@@ -661,19 +668,34 @@ class TextModel(_Context):
         out = [_top_k(lib.vit_text_top_k, self._c, probs, row, k) for row in range(len(data))]
         return out if many else out[0]
 
-    def embed(self, text, pool=None):
-        """Sentence features, float32 [dim] (a list of texts: [n, dim]). pool: 'cls' (the hidden
-        state at [CLS]), 'mean' (over the tokens), 'pooler' (what the classifier reads) or, for
-        a CLIP or SigLIP text tower (its default), 'joint'."""
-        pool = pool or ("joint" if self.joint_dim > 0 else "cls")
-        code = _enum(_lib.POOLS, pool, "pool")
-        dim = self.joint_dim if pool == "joint" else self.hidden_size
+    def embed(self, text, pool=None, *, prompt_name=None, prompt=None, dimensions=None):
+        """Sentence features, float32 [dim] (a list of texts: [n, dim]). pool: None, the model's
+        own (a sentence-transformers folder's pipeline, 'sentence': SentenceTransformer.encode's
+        output; a CLIP or SigLIP tower's joint embedding or output; a BERT's 'cls'), 'cls' (the
+        hidden state at [CLS]), 'mean', 'max', 'mean_sqrt_len', 'weightedmean', 'lasttoken'
+        (sentence-transformers' poolings over the tokens, alone), 'pooler' (what the classifier
+        reads), 'joint', 'projection'. prompt_name: one of self.prompts, put before each text
+        (None: the folder's default prompt); prompt: any text instead ('' as encode's prompt=''). dimensions: the
+        first N numbers, normalised again when the embedding is (Matryoshka models)."""
+        lib = _lib.lib()
+        code = lib.vit_text_default_pool(self._c) if pool is None else _enum(
+            _lib.TEXT_POOLS, pool, "pool")
+        if prompt_name is not None and prompt is not None:
+            raise ValueError("prompt_name and prompt: give one")
+        if prompt_name is not None:
+            if prompt_name not in self.prompts:
+                raise ValueError("prompt_name %r: one of %s" % (
+                    prompt_name, ", ".join(repr(k) for k in self.prompts) or "none (no prompts)"))
+            prompt = self.prompts[prompt_name]
+        opts = _lib.TextEmbedOpts(code, None if prompt is None else prompt.encode("utf-8"),
+                                  dimensions or 0)
+        dim = dimensions or lib.vit_text_embed_size(self._c, code)
         data, many = _encode_texts(text)
         out = np.empty((len(data), dim), np.float32)
-        lib = _lib.lib()
         with self._lock:
             for start, n, texts, lengths in self._batches(data):
-                _call(lib.vit_text_embed, self._c, texts, lengths, n, code, _addr(out, start))
+                _call(lib.vit_text_embed_with, self._c, texts, lengths, n, ctypes.byref(opts),
+                      _addr(out, start))
         return out if many else out[0]
 
     def token_logits(self, text):
@@ -961,9 +983,11 @@ def _model_type(path):
 def load(path, **settings):
     """The model of a Hugging Face folder, by its config.json's model_type: a Generator for a
     VisionEncoderDecoderModel, a TextModel for a text encoder (BERT, RoBERTa, XLM-R, DistilBERT,
-    MPNet; and a CLIP or SigLIP text tower alone), else
-    an ImageModel (classifiers, base models, CLIP and SigLIP). settings: the class's keywords
-    (backend, precision, threads, batch, ...)."""
+    MPNet; and a CLIP or SigLIP text tower alone) and a sentence-transformers folder
+    (modules.json), else an ImageModel (classifiers, base models, CLIP and SigLIP). settings:
+    the class's keywords (backend, precision, threads, batch, ...)."""
+    if os.path.isfile(os.path.join(os.fspath(path), "modules.json")):
+        return TextModel(path, **settings)
     kind = _model_type(os.fspath(path))
     if kind == "vision-encoder-decoder":
         return Generator(path, **settings)

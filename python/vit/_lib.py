@@ -88,6 +88,10 @@ class Generation(ctypes.Structure):
     ]
 
 
+class TextEmbedOpts(ctypes.Structure):
+    _fields_ = [("pool", ctypes.c_int), ("prompt", ctypes.c_char_p), ("dimensions", ctypes.c_int)]
+
+
 class Prediction(ctypes.Structure):
     _fields_ = [("index", ctypes.c_int), ("prob", ctypes.c_float), ("label", ctypes.c_char_p)]
 
@@ -106,6 +110,9 @@ class Explanation(ctypes.Structure):
 BACKENDS = {None: 0, "default": 0, "openblas": 1, "onednn": 2}
 PRECISIONS = {None: 0, "fp32": 0, "bf16": 1, "int8": 2}
 POOLS = {"cls": 0, "mean": 1, "pooler": 2, "joint": 3, "patches": 4}
+# vit_pool for texts: VIT_POOL_PROJECTION 5, then sentence-transformers' poolings and pipeline
+TEXT_POOLS = {"cls": 0, "mean": 1, "pooler": 2, "joint": 3, "projection": 5, "max": 6,
+              "mean_sqrt_len": 7, "weightedmean": 8, "lasttoken": 9, "sentence": 10}
 EXPLAIN_METHODS = {"rollout": 0, "last": 1, "grad": 2}
 
 _p = ctypes.c_void_p  # contexts, and numpy buffers passed by address
@@ -167,6 +174,17 @@ _SIGNATURES = {
     "vit_text_forward": (_i, [_p, _strs, ctypes.POINTER(_sz), _i, _p, _p, _err]),
     "vit_text_tokenize": (_i, [_p, _s, _sz, _p, _i, _err]),
     "vit_text_embed": (_i, [_p, _strs, ctypes.POINTER(_sz), _i, _i, _p, _err]),
+    "vit_text_embed_with": (
+        _i,
+        [_p, _strs, ctypes.POINTER(_sz), _i, ctypes.POINTER(TextEmbedOpts), _p, _err],
+    ),
+    "vit_text_default_pool": (_i, [_p]),
+    "vit_text_embed_size": (_i, [_p, _i]),
+    "vit_text_prompt_count": (_i, [_p]),
+    "vit_text_prompt_name": (_s, [_p, _i]),
+    "vit_text_prompt": (_s, [_p, _s]),
+    "vit_text_default_prompt": (_s, [_p]),
+    "vit_text_pipeline": (_s, [_p]),
     "vit_text_token_logits": (_i, [_p, _strs, ctypes.POINTER(_sz), _i, _p, _err]),
     "vit_text_forward_pairs": (_i, [_p, ctypes.POINTER(TextPairs), _i, _p, _p, _err]),
     "vit_text_pair_scores": (_i, [_p, ctypes.POINTER(TextPairs), _i, _p, _err]),

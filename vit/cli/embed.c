@@ -14,10 +14,19 @@
 #include "vit/io/safetensors.h"
 #include "vit/model/config.h"
 
-enum { OPT_OUTPUT = 1, OPT_POOL, OPT_TEXT, OPT_TEXT_FILE };
+enum {
+    OPT_OUTPUT = 1,
+    OPT_POOL,
+    OPT_TEXT,
+    OPT_TEXT_FILE,
+    OPT_PROMPT,
+    OPT_PROMPT_TEXT,
+    OPT_DIMENSIONS
+};
 
 static const cli_option options[] = {
-    CLI_MODEL_OPTION("an image (ViT, DeiT), text (BERT) or image-text (CLIP, SigLIP) model",
+    CLI_MODEL_OPTION("an image (ViT, DeiT), text (BERT, a sentence-transformers folder) or "
+                     "image-text (CLIP, SigLIP) model",
                      CLI_MODEL_DEFAULT),
     {OPT_OUTPUT, "output", 'o', "OUT.safetensors|OUT.npy|-",
      "where the features go (required): an F32 tensor 'embeddings' [n, dim], or a .npy array; "
@@ -28,16 +37,33 @@ static const cli_option options[] = {
      "images' joint space",
      NULL},
     {OPT_TEXT_FILE, "text-file", 0, "FILE", "texts to embed, one per line (repeatable)", NULL},
-    {OPT_POOL, "pool", 0, "cls|mean|pooler|joint|patches|projection",
+    {OPT_POOL, "pool", 0,
+     "cls|mean|max|mean_sqrt_len|weightedmean|lasttoken|pooler|joint|patches|projection|sentence",
      "images: the final LayerNorm at CLS, or the mean of the patch tokens; text: the hidden state "
-     "at [CLS], the mean over the tokens, or the pooler's output; joint: CLIP's and SigLIP's "
-     "normalised embedding in the joint image-text space (image_embeds, text_embeds); patches: "
-     "images' dense features, every patch token after the final LayerNorm (CLS and DINOv2's "
-     "registers left out), [n, grid_h, grid_w, dim]; projection: a CLIP tower's projection of "
-     "its pooled row, not normalised (image_embeds, text_embeds of a ...WithProjection tower)",
-     "joint for CLIP and SigLIP, projection for a CLIP tower with its projection alone, pooler "
-     "for a SigLIP tower alone (SiglipVisionModel, SiglipTextModel; mean for an image tower "
-     "without its head), else cls"},
+     "at [CLS], the mean, the largest value, the sum / sqrt(count) or the position-weighted mean "
+     "over the tokens, the last token's, or the pooler's output (sentence-transformers' Pooling "
+     "modes; the pooling alone: a folder's Dense and Normalize modules are not run); sentence: a "
+     "sentence-transformers folder's own pipeline (modules.json: SentenceTransformer.encode's "
+     "output); joint: CLIP's and SigLIP's normalised embedding in the joint image-text space "
+     "(image_embeds, text_embeds); patches: images' dense features, every patch token after the "
+     "final LayerNorm (CLS and DINOv2's registers left out), [n, grid_h, grid_w, dim]; "
+     "projection: a CLIP tower's projection of its pooled row, not normalised (image_embeds, "
+     "text_embeds of a ...WithProjection tower)",
+     "sentence for a sentence-transformers folder, joint for CLIP and SigLIP, projection for a "
+     "CLIP tower with its projection alone, pooler for a SigLIP tower alone (SiglipVisionModel, "
+     "SiglipTextModel; mean for an image tower without its head), else cls"},
+    {OPT_PROMPT, "prompt", 0, "NAME",
+     "texts: put the folder's prompt NAME (config_sentence_transformers.json's prompts, e.g. "
+     "query) before each text",
+     "its default_prompt_name, else none"},
+    {OPT_PROMPT_TEXT, "prompt-text", 0, "TEXT",
+     "texts: put TEXT before each text (\"query: \"); '' an empty prompt, as "
+     "SentenceTransformer.encode's prompt='' (with include_prompt false, [CLS] is left out)",
+     NULL},
+    {OPT_DIMENSIONS, "dimensions", 0, "N",
+     "texts: keep the first N numbers of each embedding (Matryoshka models), normalised again "
+     "when the embedding is (a pipeline ending in Normalize, joint)",
+     "all"},
     CLI_EXIF_UPRIGHT,
     CLI_BATCH_OPTION("inputs per forward pass", "16"),
     CLI_THREADS_OPTION,
@@ -76,6 +102,8 @@ typedef struct {
 typedef struct {
     const char *out;
     int pool; /* a vit_pool, or -1: the model's default */
+    const char *prompt, *prompt_text;
+    int dimensions;
     cli_common common;
     text_arg *texts;
     int num_texts;
@@ -84,10 +112,14 @@ typedef struct {
 } embed_options;
 
 static int parse_pool(const cli_parser *p, int *pool) {
-    static const char *const names[] = {"cls", "mean", "pooler", "joint", "patches", "projection"};
-    static const vit_pool pools[] = {VIT_POOL_CLS,   VIT_POOL_MEAN,    VIT_POOL_POOLER,
-                                     VIT_POOL_JOINT, VIT_POOL_PATCHES, VIT_POOL_PROJECTION};
-    const int i = cli_choice(p, names, 6);
+    static const char *const names[] = {"cls",          "mean",       "max",     "mean_sqrt_len",
+                                        "weightedmean", "lasttoken",  "pooler",  "joint",
+                                        "patches",      "projection", "sentence"};
+    static const vit_pool pools[] = {
+        VIT_POOL_CLS,           VIT_POOL_MEAN,       VIT_POOL_MAX,     VIT_POOL_MEAN_SQRT_LEN,
+        VIT_POOL_WEIGHTED_MEAN, VIT_POOL_LAST_TOKEN, VIT_POOL_POOLER,  VIT_POOL_JOINT,
+        VIT_POOL_PATCHES,       VIT_POOL_PROJECTION, VIT_POOL_SENTENCE};
+    const int i = cli_choice(p, names, 11);
     if (i >= 0) *pool = (int)pools[i];
     return i < 0 ? -1 : 0;
 }
@@ -95,6 +127,9 @@ static int parse_pool(const cli_parser *p, int *pool) {
 static int embed_option(const cli_parser *p, int id, void *user) {
     embed_options *o = user;
     if (id == OPT_OUTPUT) o->out = p->value;
+    if (id == OPT_PROMPT) o->prompt = p->value;
+    if (id == OPT_PROMPT_TEXT) o->prompt_text = p->value;
+    if (id == OPT_DIMENSIONS) return cli_int(p, 1, 1 << 20, &o->dimensions);
     if (id == OPT_TEXT || id == OPT_TEXT_FILE)
         o->texts[o->num_texts++] = (text_arg){p->value, id == OPT_TEXT_FILE};
     return id == OPT_POOL ? parse_pool(p, &o->pool) : 0;
@@ -106,6 +141,8 @@ static cli_outcome parse_options(int argc, char **argv, embed_options *o) {
     if (parsed != CLI_PARSED) return parsed;
     if ((p.num_rest < 1 && o->num_texts == 0) || !o->out)
         return cli_usage_error(&command, "expected FILE|DIR... or --text, and -o OUT");
+    if (o->prompt && o->prompt_text)
+        return cli_usage_error(&command, "--prompt and --prompt-text in one run (give one)");
     o->args = p.rest;
     o->num_args = p.num_rest;
     return CLI_PARSED;
@@ -226,7 +263,8 @@ static int embed_images(const embed_options *o, feature_table *t) {
 
 /* texts[0..n) embedded in batches; names[i] names row i. */
 static int embed_lines(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
-                       const char *const *names, int n, vit_pool pool, feature_table *t) {
+                       const char *const *names, int n, const vit_text_embed_opts *how,
+                       feature_table *t) {
     const int batch = vit_text_max_batch(ctx);
     float *features = malloc(sizeof(float) * t->dim * batch);
     if (!features) return fprintf(stderr, "vit embed: out of memory\n"), -1;
@@ -234,7 +272,8 @@ static int embed_lines(vit_text_context *ctx, const char *const *texts, const si
     for (int start = 0; rc == 0 && start < n; start += batch) {
         const int count = n - start < batch ? n - start : batch;
         vit_error err = {0};
-        if (vit_text_embed(ctx, texts + start, lengths + start, count, pool, features, &err) != 0) {
+        if (vit_text_embed_with(ctx, texts + start, lengths + start, count, how, features, &err) !=
+            0) {
             fprintf(stderr, "vit embed: %s: %s\n", names[start], err.msg);
             rc = -1;
         }
@@ -249,8 +288,8 @@ static int embed_lines(vit_text_context *ctx, const char *const *texts, const si
 }
 
 /* The lines of a file, each named FILE:LINE. */
-static int embed_file(vit_text_context *ctx, const char *file, vit_pool pool, feature_table *t,
-                      int *failed) {
+static int embed_file(vit_text_context *ctx, const char *file, const vit_text_embed_opts *how,
+                      feature_table *t, int *failed) {
     strlist lines;
     vit_error err = {0};
     if (strlist_read(&lines, file, 1 << 30, STRLIST_SKIP_BLANK, &err) != 0) {
@@ -264,7 +303,7 @@ static int embed_file(vit_text_context *ctx, const char *file, vit_pool pool, fe
         if (asprintf(&names[i], "%s:%d", file, i + 1) < 0) names[i] = NULL, rc = -1;
     if (rc == 0)
         rc = embed_lines(ctx, (const char *const *)lines.lines, lines.lengths,
-                         (const char *const *)names, lines.count, pool, t);
+                         (const char *const *)names, lines.count, how, t);
     else
         fprintf(stderr, "vit embed: out of memory\n");
     for (int i = 0; names && i < lines.count; i++) free(names[i]);
@@ -274,15 +313,39 @@ static int embed_file(vit_text_context *ctx, const char *file, vit_pool pool, fe
 }
 
 /* One --text, named by itself with its tabs and line breaks as spaces (a name is one line). */
-static int embed_text(vit_text_context *ctx, const char *text, vit_pool pool, feature_table *t) {
+static int embed_text(vit_text_context *ctx, const char *text, const vit_text_embed_opts *how,
+                      feature_table *t) {
     char *name = strdup(text);
     if (!name) return fprintf(stderr, "vit embed: out of memory\n"), -1;
     for (char *c = name; *c; c++)
         if (*c == '\t' || *c == '\n' || *c == '\r') *c = ' ';
     const size_t length = strlen(text);
-    const int rc = embed_lines(ctx, &text, &length, (const char *const *)&name, 1, pool, t);
+    const int rc = embed_lines(ctx, &text, &length, (const char *const *)&name, 1, how, t);
     free(name);
     return rc;
+}
+
+/* --prompt NAME's text (listing the folder's names when it has none of that name) and
+ * --dimensions (no wider than the embedding) into how; 0, or -1 after saying why. */
+static int text_settings(const embed_options *o, vit_text_context *ctx, const char *model_dir,
+                         vit_text_embed_opts *how) {
+    if (o->prompt && !(how->prompt = vit_text_prompt(ctx, o->prompt))) {
+        fprintf(stderr, "vit embed: %s has no prompt '%s' (", model_dir, o->prompt);
+        const int n = vit_text_prompt_count(ctx);
+        if (!n) fprintf(stderr, "no config_sentence_transformers.json prompts");
+        for (int i = 0; i < n; i++)
+            fprintf(stderr, "%s%s", i ? ", " : "its prompts: ", vit_text_prompt_name(ctx, i));
+        fprintf(stderr, ")\n");
+        return -1;
+    }
+    const int width = vit_text_embed_size(ctx, how->pool);
+    if (o->dimensions > width) {
+        fprintf(stderr, "vit embed: --dimensions %d: %s's embedding has %d\n", o->dimensions,
+                model_dir, width);
+        return -1;
+    }
+    how->dimensions = o->dimensions;
+    return 0;
 }
 
 static int embed_texts(const embed_options *o, const char *model_dir, feature_table *t) {
@@ -295,6 +358,14 @@ static int embed_texts(const embed_options *o, const char *model_dir, feature_ta
     }
     const int joint_dim = vit_text_joint_dim(ctx);
     const vit_pool pool = o->pool >= 0 ? (vit_pool)o->pool : vit_text_default_pool(ctx);
+    if (pool == VIT_POOL_SENTENCE && vit_text_default_pool(ctx) != VIT_POOL_SENTENCE) {
+        fprintf(stderr,
+                "vit embed: --pool sentence is for sentence-transformers folders (%s has "
+                "no modules.json)\n",
+                model_dir);
+        vit_text_free(ctx);
+        return 2;
+    }
     if ((pool == VIT_POOL_JOINT && !joint_dim) || pool == VIT_POOL_PATCHES) {
         fprintf(stderr, "vit embed: --pool %s is for %s (%s: texts take cls, mean or pooler)\n",
                 pool == VIT_POOL_PATCHES ? "patches" : "joint",
@@ -302,16 +373,21 @@ static int embed_texts(const embed_options *o, const char *model_dir, feature_ta
         vit_text_free(ctx);
         return 2;
     }
-    t->dim = vit_text_embed_size(ctx, pool);
+    vit_text_embed_opts how = {.pool = pool, .prompt = o->prompt_text};
+    if (text_settings(o, ctx, model_dir, &how) != 0) {
+        vit_text_free(ctx);
+        return 2;
+    }
+    t->dim = how.dimensions ? how.dimensions : vit_text_embed_size(ctx, pool);
     t->row_ndim = 1;
     t->row_dims[0] = t->dim;
     int rc = 0, failed = 0;
     for (int i = 0; rc == 0 && i < o->num_texts; i++)
-        rc = o->texts[i].is_file ? embed_file(ctx, o->texts[i].value, pool, t, &failed)
-                                 : embed_text(ctx, o->texts[i].value, pool, t);
+        rc = o->texts[i].is_file ? embed_file(ctx, o->texts[i].value, &how, t, &failed)
+                                 : embed_text(ctx, o->texts[i].value, &how, t);
     /* a text model's operands are files of texts */
     for (int i = 0; rc == 0 && i < o->num_args; i++)
-        rc = embed_file(ctx, o->args[i], pool, t, &failed);
+        rc = embed_file(ctx, o->args[i], &how, t, &failed);
     vit_text_free(ctx);
     return rc != 0 ? 1 : failed ? 3 : 0;
 }
@@ -400,8 +476,11 @@ static int write_output(const char *out, const feature_table *t) {
     return rc;
 }
 
-/* Whether model_dir holds a BERT (text) model; -1 when its config cannot be read. */
+/* Whether model_dir holds a BERT (text) model or a sentence-transformers folder. */
 static int is_text_model(const char *model_dir) {
+    vit_model_kind kind;
+    vit_error why = {0};
+    if (vit_folder_kind(model_dir, &kind, &why) == 0 && kind == VIT_KIND_TEXT) return 1;
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", model_dir);
     vit_error err = {0};
@@ -435,6 +514,9 @@ int cli_embed(int argc, char **argv) {
         /* an image model's operands are images: one kind of input per run */
         rc = cli_exit_status(cli_usage_error(
             &command, "images and --text/--text-file in one run (embed them in two)"));
+    } else if (o.num_texts == 0 && (o.prompt || o.prompt_text || o.dimensions)) {
+        rc = cli_exit_status(
+            cli_usage_error(&command, "--prompt, --prompt-text and --dimensions are for texts"));
     } else {
         rc = o.num_texts > 0 ? embed_texts(&o, model_dir, &t) : embed_images(&o, &t);
     }

@@ -226,11 +226,33 @@ static void print_one_tower(const vit_model_info *in) {
 
 /* vit embed's default pooling (vit_default_pool / vit_text_default_pool), as --pool names it. */
 static void print_embedding(const vit_model_info *in) {
-    static const char *const names[] = {
-        [VIT_POOL_CLS] = "cls",         [VIT_POOL_MEAN] = "mean",
-        [VIT_POOL_POOLER] = "pooler",   [VIT_POOL_JOINT] = "joint",
-        [VIT_POOL_PATCHES] = "patches", [VIT_POOL_PROJECTION] = "projection"};
+    static const char *const names[] = {[VIT_POOL_CLS] = "cls",
+                                        [VIT_POOL_MEAN] = "mean",
+                                        [VIT_POOL_POOLER] = "pooler",
+                                        [VIT_POOL_JOINT] = "joint",
+                                        [VIT_POOL_PATCHES] = "patches",
+                                        [VIT_POOL_PROJECTION] = "projection",
+                                        [VIT_POOL_MAX] = "max",
+                                        [VIT_POOL_MEAN_SQRT_LEN] = "mean_sqrt_len",
+                                        [VIT_POOL_WEIGHTED_MEAN] = "weightedmean",
+                                        [VIT_POOL_LAST_TOKEN] = "lasttoken",
+                                        [VIT_POOL_SENTENCE] =
+                                            "sentence (the folder's modules.json pipeline)"};
     printf("embedding:      --pool %s (vit embed's default)\n", names[in->pool]);
+}
+
+/* A sentence-transformers folder's modules, prompts and similarity. */
+static void print_sentence_pipeline(const vit_text_context *t) {
+    if (!vit_text_pipeline(t)) return;
+    printf("pipeline:       %s (modules.json); similarity %s; texts cut at %d tokens\n",
+           vit_text_pipeline(t), vit_text_similarity(t), vit_text_max_tokens(t));
+    const int n = vit_text_prompt_count(t);
+    for (int i = 0; i < n; i++) {
+        const char *name = vit_text_prompt_name(t, i), *def = vit_text_default_prompt(t);
+        printf("%s%s \"%s\"%s", i ? ", " : "prompts:        ", name, vit_text_prompt(t, name),
+               def && strcmp(def, name) == 0 ? " (default)" : "");
+    }
+    if (n) printf("\n");
 }
 
 /* A VisionEncoderDecoder's decoder: its block, positions, embeddings, cross-attention and head. */
@@ -454,6 +476,7 @@ static int print_model(const char *dir, const char *shown, int all_labels, vit_e
         } else {
             print_text_model(t, &in, all_labels);
         }
+        print_sentence_pipeline(t);
         vit_text_free(t);
     } else {
         vit_context *ctx = vit_load(dir, NULL, err);

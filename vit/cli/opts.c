@@ -266,7 +266,7 @@ void cli_print_help(const cli_command *cmd, FILE *out) {
             fprintf(out, "%s:\n", o->help);
             continue;
         }
-        char label[96], help[512];
+        char label[160], help[2048]; /* vit embed's --pool: 11 names, 900 characters of help */
         option_label(o, label, sizeof label);
         snprintf(help, sizeof help, "%s%s%s%s", o->help, o->def ? " (default: " : "",
                  o->def ? o->def : "", o->def ? ")" : "");
@@ -311,7 +311,7 @@ void cli_print_man(const cli_command *cmd, FILE *out) {
             fputs("\n", out);
             continue;
         }
-        char label[96];
+        char label[160];
         option_label(o, label, sizeof label);
         fputs(".TP\n.B ", out);
         const char *l = label + strspn(label, " ");

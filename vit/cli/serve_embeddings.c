@@ -5,10 +5,13 @@
 #include <string.h>
 
 #include "vit/cli/serve_call.h"
+#include "vit/model/pooling.h"
 
 typedef struct {
     serve_call call; /* first: the call's callbacks find the state */
     int base64;      /* the embeddings as base64 of their float32 bytes */
+    int dimensions;  /* "dimensions" of a text model's: the first N, 0 all */
+    int renormalize; /* the cut rows normalised again (the model's are) */
 } embeddings_state;
 
 /* The length of the embeddings given for an image (text 0) or a text (1): the model's own
@@ -57,6 +60,27 @@ static int check_keys(serve_call *c) {
     return 0;
 }
 
+/* "dimensions": a text model's embeddings are cut to the first N (Matryoshka models, as `vit embed
+ * --dimensions`), normalised again when the model's are; an image's are not shortened. */
+static int parse_dimensions(embeddings_state *s, const cJSON *dims, int texts, int images) {
+    serve_call *c = &s->call;
+    const int size = embedding_size(c->app, texts > 0);
+    const int n = cJSON_IsNumber(dims) ? (int)dims->valuedouble : -1;
+    if (!cJSON_IsNumber(dims) || dims->valuedouble != n || n < 1)
+        return serve_call_fail(c, 0, "\"dimensions\" is not a positive integer");
+    if (images && n != size)
+        return serve_call_fail(c, 0,
+                               "\"dimensions\": this model's image embeddings have %d, and are "
+                               "not shortened",
+                               size);
+    if (n > size)
+        return serve_call_fail(c, 0, "\"dimensions\" %d: this model's embeddings have %d", n, size);
+    s->dimensions = n < size ? n : 0;
+    s->renormalize = s->dimensions &&
+                     vit_text_embed_normalized(c->app->text, vit_text_default_pool(c->app->text));
+    return 0;
+}
+
 /* The request's options beside "input": "model" (any name: one model is served),
  * "encoding_format" ("float" or "base64"), "dimensions" (the model's, if given); "user" (OpenAI's
  * end-user id) is taken and unused. */
@@ -73,14 +97,7 @@ static int parse_options(embeddings_state *s, int texts, int images) {
             return serve_call_fail(c, 0, "\"encoding_format\" is \"float\" or \"base64\"");
         s->base64 = strcmp(format->valuestring, "base64") == 0;
     }
-    if (dims && !cJSON_IsNull(dims)) {
-        const int size = embedding_size(c->app, texts > 0);
-        if (!cJSON_IsNumber(dims) || dims->valuedouble != size)
-            return serve_call_fail(c, 0,
-                                   "\"dimensions\": this model's embeddings have %d, and are not "
-                                   "shortened",
-                                   size);
-    }
+    if (dims && !cJSON_IsNull(dims) && parse_dimensions(s, dims, texts, images) != 0) return -1;
     if (texts && images && !(serve_is_joint(c->app) && c->app->text))
         return serve_call_fail(c, 0,
                                "texts and images in one request need a joint image-text model "
@@ -114,9 +131,17 @@ static int parse_embeddings(embeddings_state *s) {
 
 static int write_result(json_writer *w, const serve_call *c, int i) {
     const serve_job *job = &c->jobs[i];
-    return serve_json_embedding(w, job->out,
-                                serve_task_outputs(c->app->tasks, (serve_task)job->task),
-                                ((const embeddings_state *)c)->base64, i);
+    const embeddings_state *s = (const embeddings_state *)c;
+    const size_t n = serve_task_outputs(c->app->tasks, (serve_task)job->task);
+    if (!s->dimensions) return serve_json_embedding(w, job->out, n, s->base64, i);
+    /* the first N, normalised again where the whole row was (vit_text_embed_with's cut) */
+    float *cut = malloc(sizeof *cut * (size_t)s->dimensions);
+    if (!cut) return -1;
+    memcpy(cut, job->out, sizeof *cut * (size_t)s->dimensions);
+    if (s->renormalize) l2_normalize(cut, s->dimensions);
+    const int rc = serve_json_embedding(w, cut, (size_t)s->dimensions, s->base64, i);
+    free(cut);
+    return rc;
 }
 
 /* OpenAI's list; or, when an input failed, {"error": ...} alone, naming it. */
