@@ -40,9 +40,9 @@ static const char *const texts[] = {"a photo of a cat",
 #define TEXTS (int)(sizeof texts / sizeof texts[0])
 
 static const char *const folders[] = {
-    "tests/data/open-clip-micro", "tests/data/open-clip-micro-options",
-    "tests/data/open-clip-timm-micro", "tests/data/open-clip-timm-proj-micro",
-    "tests/data/open-clip-timm-head-micro"};
+    "tests/data/open-clip-micro",           "tests/data/open-clip-micro-options",
+    "tests/data/open-clip-timm-micro",      "tests/data/open-clip-timm-proj-micro",
+    "tests/data/open-clip-timm-head-micro", "tests/data/open-clip-last-micro"};
 
 static double worst_seen;
 
@@ -436,9 +436,11 @@ static void test_refusals(void **state) {
          "field 'attentional_pool' asks for what vit does not run"},
         {"qk_norm", "", ", \"qk_norm\": true", "", "field 'qk_norm' asks for what vit does not"},
         {"bidirectional", "", "", ", \"no_causal_mask\": true",
-         "field 'no_causal_mask' asks for what vit does not run"},
+         "text pool_type 'argmax' with no_causal_mask true is not one vit runs"},
         {"last", "", "", ", \"pool_type\": \"last\"",
-         "text pool_type 'last' is not one vit runs (argmax, eos)"},
+         "text pool_type 'last' with no_causal_mask false is not one vit runs"},
+        {"first", "", "", ", \"pool_type\": \"first\"",
+         "text pool_type 'first' is not one vit runs (argmax, eos, last)"},
         {"eos_no_id", "", "", ", \"pool_type\": \"eos\"", "pool_type 'eos' without eos_id"},
         {"unknown", "", ", \"rope\": 1", "", "field 'rope' is not one vit reads"},
         {"coca", ", \"multimodal_cfg\": {}", "", "", "field 'model_cfg.multimodal_cfg' is not one"},

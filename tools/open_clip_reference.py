@@ -24,6 +24,9 @@ the code index, no open_clip import):
                            init_logit_bias (logit_bias: scores through a sigmoid),
                            nonscalar_logit_scale ([1]); 1 layer a tower; preprocess_cfg: mean and
                            std 0.5, bilinear, squash
+  open-clip-last-micro     the SigLIP exports' text run: no_causal_mask and pool_type 'last' (the
+                           ids padded with 0 to context_length and attended to, ln_final's last
+                           row projected); open-clip-micro's shape, 1 image layer
   open-clip-timm-micro     a timm image tower (TimmModel, timm_model_name): tools/timm_reference.py's
                            timm-siglip-micro (vit_base_patch16_siglip_224 with timm_model_kwargs
                            patch 8, embed_dim 32, depth 2, 4 heads; timm_pool 'map', timm_proj
@@ -40,8 +43,9 @@ The forward:
   image   conv1 (stride P, no bias) -> [B, N, D]; class_embedding before; + positional_embedding;
           ln_pre (unless no_ln_pre); blocks; ln_post on every row; row 0 ('tok'); @ proj [D, E]
   text    token_embedding + positional_embedding (the ids padded with 0 to context_length, as
-          the tokenizer returns them); blocks with the causal mask (-inf above the diagonal);
-          ln_final; the row at argmax(ids) (argmax) or at the first eos_id ('eos'); @
+          the tokenizer returns them); blocks with the causal mask (-inf above the diagonal;
+          none with no_causal_mask); ln_final; the row at argmax(ids) (argmax), at the first
+          eos_id ('eos') or the last one ('last'); @
           text_projection [D, E] or its nn.Linear
   block   x + ls_1(attn(ln_1(x))); x + ls_2(mlp(ln_2(x))); attn: in_proj [3D, D] -> q, k, v
           (chunks in that order), heads, softmax(q k^T hd^-0.5 + mask) v, out_proj; mlp: c_fc,
@@ -102,6 +106,15 @@ SPECS = [
                                       pool_type="eos", eos_id=531, norm_kwargs=dict(eps=1e-6))),
          preprocess_cfg=dict(mean=[0.5] * 3, std=[0.5] * 3, interpolation="bilinear",
                              resize_mode="squash")),
+    dict(dir="open-clip-last-micro", seed=12,
+         model_cfg=dict(embed_dim=20, quick_gelu=True,
+                        vision_cfg=dict(image_size=32, layers=1, width=32, patch_size=8,
+                                        head_width=8, mlp_ratio=2.0),
+                        text_cfg=dict(context_length=16, vocab_size=532, width=24, heads=2,
+                                      layers=2, mlp_ratio=2.0, no_causal_mask=True,
+                                      pool_type="last")),
+         preprocess_cfg=dict(mean=OPENAI_MEAN, std=OPENAI_STD, interpolation="bicubic",
+                             resize_mode="shortest")),
     dict(dir="open-clip-timm-micro", seed=9, timm="timm-siglip-micro",
          model_cfg=dict(embed_dim=32, custom_text=True, init_logit_bias=-10,
                         vision_cfg=dict(image_size=32, timm_model_name="vit_base_patch16_siglip_224",
@@ -158,6 +171,7 @@ def shape(s):
                 ls_v=v.get("ls_init_value") is not None, ls_t=t.get("ls_init_value") is not None,
                 ln_pre=not v.get("no_ln_pre", False), proj_bias=t.get("proj_bias", False),
                 pool=t.get("pool_type", "argmax"), eos=t.get("eos_id"),
+                no_causal=t.get("no_causal_mask", False),
                 quick=s["model_cfg"].get("quick_gelu", False),
                 tprefix="text." if s["model_cfg"].get("custom_text") else "",
                 bias=s["model_cfg"].get("init_logit_bias") is not None,
@@ -273,9 +287,16 @@ def encode_text(w, k, ids):
     p, T = k["tprefix"], ids.shape[1]
     x = w[p + "token_embedding.weight"][ids] + w[p + "positional_embedding"][:T]
     mask = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
+    if k["no_causal"]:  # no_causal_mask: attn_mask None, the padding attended to
+        mask = None
     x = run_blocks(w, p, x, k["TL"], k["TH"], k["teps"], k["ls_t"], k["quick"], mask)
     x = ln(w, p + "ln_final", x, k["teps"])
-    at = ids.argmax(dim=-1) if k["pool"] == "argmax" else (ids == k["eos"]).int().argmax(dim=-1)
+    if k["pool"] == "last":
+        at = torch.full((x.shape[0],), T - 1)
+    elif k["pool"] == "argmax":
+        at = ids.argmax(dim=-1)
+    else:
+        at = (ids == k["eos"]).int().argmax(dim=-1)
     x = x[torch.arange(x.shape[0]), at]
     if k["proj_bias"]:
         return F.linear(x, w[p + "text_projection.weight"], w[p + "text_projection.bias"])

@@ -107,6 +107,9 @@ static text_weights *weights_load(const char *dir, const vit_text_params *p, vit
     if (w->max_tokens < 2 || w->max_tokens > config_text_max_tokens(&w->m.cfg))
         w->max_tokens = config_text_max_tokens(&w->m.cfg);
     w->pad_id = w->tok ? text_tokenizer_pad_id(w->tok) : 0;
+    /* open_clip's SimpleTokenizer cuts at context_length and pads with 0, whatever the folder's
+     * tokenizer_config.json says (read only by a 'last' tower, which attends to the padding) */
+    if (w->m.cfg.open_clip) w->max_tokens = config_text_max_tokens(&w->m.cfg), w->pad_id = 0;
     ops_init();
     return w;
 }

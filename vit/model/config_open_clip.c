@@ -53,10 +53,10 @@ static const char *const ignored_keys[] = {"patch_dropout",
 /* Keys vit runs only at open_clip's default: false (the custom attention blocks, the
  * attentional pooler, a class embedding in the text, bidirectional text, older versions'
  * patch norm and average pool). */
-static const char *const false_keys[] = {
-    "qk_norm",        "scaled_cosine_attn", "scale_heads",      "scale_attn_inner",
-    "scale_attn",     "scale_fc",           "attentional_pool", "embed_cls",
-    "no_causal_mask", "variable_text",      "input_patchnorm",  "global_average_pool"};
+static const char *const false_keys[] = {"qk_norm",          "scaled_cosine_attn", "scale_heads",
+                                         "scale_attn_inner", "scale_attn",         "scale_fc",
+                                         "attentional_pool", "embed_cls",          "variable_text",
+                                         "input_patchnorm",  "global_average_pool"};
 
 /* Keys read below (sizes, pooling, projection, norms). */
 static const char *const read_keys[] = {"layers",
@@ -72,6 +72,7 @@ static const char *const read_keys[] = {"layers",
                                         "no_ln_pre",
                                         "pos_embed_type",
                                         "pool_type",
+                                        "no_causal_mask",
                                         "eos_id",
                                         "proj_bias",
                                         "proj_type",
@@ -281,17 +282,36 @@ static int vision_tower(const cJSON *t, model_config *cfg, int dim, const char *
     return 0;
 }
 
-/* text_global_pool: 'argmax' (the end token is the largest id: CLIP's BPE) or 'eos' (the first
- * eos_id); the others read a position that only a padded, bidirectional text gives meaning. */
+/* 'last' with no_causal_mask (SigLIP's exports): every text padded to context_length, attended
+ * to whole, the last row pooled: vit_text.c's POOL_LAST run. Either alone is refused: the causal
+ * 'last' and the unmasked argmax or eos would need other runs than the ones vit has. */
+static int text_pool_last(const cJSON *t, const char *pool, model_config *cfg, const char *src,
+                          vit_error *err) {
+    int no_causal = 0;
+    if (json_get_bool(t, "no_causal_mask", &no_causal, src, err)) return -1;
+    if (no_causal != (strcmp(pool, "last") == 0))
+        return vit_fail(
+            err,
+            "%s: text pool_type '%s' with no_causal_mask %s is not one vit runs ('last' "
+            "only without the causal mask, argmax and eos only with it)",
+            src, pool, no_causal ? "true" : "false");
+    cfg->oc_text_pool = POOL_LAST;
+    return 0;
+}
+
+/* text_global_pool: 'argmax' (the end token is the largest id: CLIP's BPE), 'eos' (the first
+ * eos_id) or 'last' (text_pool_last); 'first' is refused. */
 static int text_pool(const cJSON *t, model_config *cfg, const char *src, vit_error *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, "pool_type");
     const char *pool = cJSON_IsString(v) ? v->valuestring : "argmax";
     if (v && !cJSON_IsNull(v) && !cJSON_IsString(v))
         return vit_fail(err, "%s: field 'pool_type' must be a string", src);
+    if (text_pool_last(t, pool, cfg, src, err) != 0) return -1;
+    if (strcmp(pool, "last") == 0) return 0;
     cfg->oc_text_pool = POOL_EOS_MAX;
     if (strcmp(pool, "argmax") == 0) return 0;
     if (strcmp(pool, "eos") != 0)
-        return vit_fail(err, "%s: text pool_type '%s' is not one vit runs (argmax, eos)", src,
+        return vit_fail(err, "%s: text pool_type '%s' is not one vit runs (argmax, eos, last)", src,
                         pool);
     cfg->oc_text_pool = POOL_EOS;
     cfg->eos_token_id = -1;
@@ -434,7 +454,7 @@ void config_open_clip_options(const model_config *c, tower_options *o) {
         o->head = HEAD_PROJECTION;
         return;
     }
-    o->causal = 1; /* attn_mask: the causal mask (no_causal_mask is refused) */
+    o->causal = c->oc_text_pool != POOL_LAST; /* attn_mask, unless no_causal_mask ('last') */
     o->pool = c->oc_text_pool;
     o->head = c->oc_proj_bias ? HEAD_LINEAR : HEAD_PROJECTION;
 }
