@@ -27,6 +27,13 @@ the code index, no open_clip import):
   open-clip-last-micro     the SigLIP exports' text run: no_causal_mask and pool_type 'last' (the
                            ids padded with 0 to context_length and attended to, ln_final's last
                            row projected); open-clip-micro's shape, 1 image layer
+  open-clip-siglip-micro   a SigLIP export's shape: open-clip-timm-micro's image tower, a text tower
+                           with no_causal_mask, pool_type 'last', proj_bias, eps 1e-6, and
+                           hf_tokenizer_name with tokenizer_kwargs clean 'canonicalize': the
+                           tokenizer.json of tests/data/tokenizer-json/xlmr-unigram (302 pieces)
+                           with pad <pad> (1); the texts canonicalised, then the tokenizers
+                           library's ids (node, tools/node_modules), cut and padded to 16;
+                           canonicalize.json: canonicalize_text's output on CANONICAL's texts
   open-clip-timm-micro     a timm image tower (TimmModel, timm_model_name): tools/timm_reference.py's
                            timm-siglip-micro (vit_base_patch16_siglip_224 with timm_model_kwargs
                            patch 8, embed_dim 32, depth 2, 4 heads; timm_pool 'map', timm_proj
@@ -62,6 +69,8 @@ import html
 import json
 import os
 import shutil
+import string
+import subprocess
 import sys
 
 import numpy as np
@@ -124,6 +133,22 @@ SPECS = [
                                                                num_heads=4)),
                         text_cfg=dict(context_length=16, vocab_size=532, width=24, heads=2,
                                       layers=2, mlp_ratio=2.0)),
+         preprocess_cfg=dict(mean=[0.5] * 3, std=[0.5] * 3, interpolation="bicubic",
+                             resize_mode="shortest")),
+    dict(dir="open-clip-siglip-micro", seed=13, timm="timm-siglip-micro",
+         hf_tokenizer="tokenizer-json/xlmr-unigram",
+         model_cfg=dict(embed_dim=32, custom_text=True, init_logit_bias=-10,
+                        vision_cfg=dict(image_size=32, timm_model_name="vit_base_patch16_siglip_224",
+                                        timm_model_pretrained=False, timm_pool="map",
+                                        timm_proj="none",
+                                        timm_model_kwargs=dict(patch_size=8, embed_dim=32, depth=2,
+                                                               num_heads=4)),
+                        text_cfg=dict(context_length=16, vocab_size=302, width=24, heads=2,
+                                      layers=2, mlp_ratio=2.0, no_causal_mask=True,
+                                      pool_type="last", proj_bias=True,
+                                      norm_kwargs=dict(eps=1e-6),
+                                      hf_tokenizer_name="timm/ViT-B-16-SigLIP",
+                                      tokenizer_kwargs=dict(clean="canonicalize"))),
          preprocess_cfg=dict(mean=[0.5] * 3, std=[0.5] * 3, interpolation="bicubic",
                              resize_mode="shortest")),
     dict(dir="open-clip-timm-proj-micro", seed=10, timm="timm-vit-micro",
@@ -394,6 +419,49 @@ class SimpleTokenizer:
         return tokens + [0] * (context_length - len(tokens))
 
 
+def canonicalize_text(text):
+    """open_clip's canonicalize_text (tokenizer.py) without keep_punctuation_exact_string."""
+    text = text.replace("_", " ")
+    text = text.translate(str.maketrans("", "", string.punctuation))
+    text = text.lower()
+    text = " ".join(text.split())
+    return text.strip()
+
+
+# Texts whose canonical form tells the steps apart (underscores, punctuation inside words, Python's
+# white space, U+0130, case); their basic_clean (ftfy, html.unescape) is theirs unchanged except
+# where noted in tests/test_open_clip.c, which does not run it.
+CANONICAL = ["snake_case_label", "Don't stop-believing!!", "a\u00a0b\u2003c\x1cd\u3000e  f",
+             "\u0130stanbul \u00c9T\u00c9", "_leading and trailing_", "(){}[]<>", "",
+             "\u00bfQu\u00e9?  \u00a1S\u00ed!", "tab\tnew\nline\r\x0b\x0c end", "MiXeD CaSe 123",
+             "\u2018curly\u2019 \u201cquotes\u201d"]
+
+
+class HFTokenizer:
+    """open_clip's HFTokenizer with clean 'canonicalize' (basic_clean's ftfy left out: not
+    installed here, and html.unescape changes none of the texts): the folder's tokenizer.json
+    through the tokenizers library (tools/node_modules, as tools/tokenizer_json_reference.mjs
+    uses it), truncation=True, padding='max_length' with the tokenizer's pad token."""
+    def __init__(self, folder, pad_id):
+        self.path, self.pad_id = os.path.join(folder, "tokenizer.json"), pad_id
+
+    def batch(self, texts, context_length):
+        clean = []
+        for t in texts:
+            assert html.unescape(html.unescape(t)) == t
+            clean.append(canonicalize_text(t.strip()))
+        js = ("const {Tokenizer}=require('tokenizers');const fs=require('fs');"
+              "const a=JSON.parse(fs.readFileSync(0));const t=Tokenizer.fromFile(a.path);"
+              "t.setTruncation(a.n);t.setPadding({maxLength:a.n,padId:a.pad,padToken:'<pad>'});"
+              "Promise.all(a.texts.map(x=>t.encode(x))).then(r=>console.log(JSON.stringify("
+              "r.map(e=>e.getIds()))));")
+        out = subprocess.run(["node", "-e", js], cwd=os.path.dirname(os.path.abspath(__file__)),
+                             input=json.dumps(dict(path=self.path, n=context_length,
+                                                   pad=self.pad_id, texts=clean)),
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out)
+
+
 # ---- files ----
 
 def copy_tokenizer(out):
@@ -462,11 +530,20 @@ def main():
         write_json(os.path.join(out, "open_clip_config.json"),
                    {"model_cfg": s["model_cfg"], "preprocess_cfg": s["preprocess_cfg"]})
         write_safetensors(os.path.join(out, "open_clip_model.safetensors"), w)
-        copy_tokenizer(out)
-        tok = SimpleTokenizer(out)
         golden = {}
+        if s.get("hf_tokenizer"):
+            shutil.copyfile(os.path.join(DATA, s["hf_tokenizer"], "tokenizer.json"),
+                            os.path.join(out, "tokenizer.json"))
+            write_json(os.path.join(out, "tokenizer_config.json"),
+                       {"pad_token": "<pad>", "eos_token": "</s>", "model_max_length": 16})
+            ids = torch.tensor(HFTokenizer(out, 1).batch(TEXTS, k["ctx"]))
+            write_json(os.path.join(out, "canonicalize.json"),
+                       [[t, canonicalize_text(t)] for t in CANONICAL])
+        else:
+            copy_tokenizer(out)
+            tok = SimpleTokenizer(out)
+            ids = torch.tensor([tok(t, k["ctx"]) for t in TEXTS])
         px = np.stack([preprocess(os.path.join(REPO, n), s, k["size"]) for n in IMAGES])
-        ids = torch.tensor([tok(t, k["ctx"]) for t in TEXTS])
         img = encode_image(w, k, torch.from_numpy(px).double())
         txt = encode_text(w, k, ids)
         golden["pixels"], golden["image_embeds"] = px, img

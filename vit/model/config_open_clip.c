@@ -26,8 +26,6 @@ static const char *const ignored_keys[] = {"patch_dropout",
                                            "hf_proj_type",
                                            "hf_pooler_type",
                                            "hf_model_config",
-                                           "hf_tokenizer_name",
-                                           "tokenizer_mode",
                                            "pad_id",
                                            "bos_id",
                                            "tiktoken_name",
@@ -83,6 +81,8 @@ static const char *const read_keys[] = {"layers",
                                         "hf_model_name",
                                         "text_arch",
                                         "tokenizer_kwargs",
+                                        "hf_tokenizer_name",
+                                        "tokenizer_mode",
                                         "tokenizer_type",
                                         "timm_pool",
                                         "timm_proj",
@@ -321,30 +321,47 @@ static int text_pool(const cJSON *t, model_config *cfg, const char *src, vit_err
                : vit_fail(err, "%s: pool_type 'eos' without eos_id (open_clip requires it)", src);
 }
 
-/* open_clip's SimpleTokenizer (CLIP's BPE), read from the folder's vocab.json and merges.txt:
- * tokenizer_kwargs only its own cleaning ('lower'); an HFTokenizer (hf_tokenizer_name: its own
- * framing, padding and cleaning) is refused rather than read from whatever files are there. */
-static int tokenizer_fields(const cJSON *t, const char *src, vit_error *err) {
+/* tokenizer_kwargs: SimpleTokenizer's {"clean": "lower"} (its own cleaning), or an
+ * HFTokenizer's {"clean": "canonicalize"}; nothing else (HFTokenizer's default 'whitespace',
+ * strip_sep_token, language) is followed. */
+static int tokenizer_kwargs(const cJSON *t, int hf, const char *src, vit_error *err) {
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(t, "tokenizer_kwargs"), *item;
-    const cJSON *hf = cJSON_GetObjectItemCaseSensitive(t, "hf_tokenizer_name");
-    if (hf && !cJSON_IsNull(hf))
-        return vit_fail(err,
-                        "%s: field 'hf_tokenizer_name' ('%s'): open_clip's HFTokenizer is not one "
-                        "vit follows (it runs SimpleTokenizer's CLIP BPE)",
-                        src, cJSON_IsString(hf) ? hf->valuestring : "?");
-    if (string_is(t, "tokenizer_type", "", "clip", src, err)) return -1;
-    if (!kw || cJSON_IsNull(kw)) return 0;
-    if (!cJSON_IsObject(kw))
+    const char *clean = hf ? "canonicalize" : "lower";
+    int cleaned = 0;
+    if (kw && !cJSON_IsNull(kw) && !cJSON_IsObject(kw))
         return vit_fail(err, "%s: field 'tokenizer_kwargs' must be an object", src);
-    cJSON_ArrayForEach(item, kw) {
+    const cJSON *fields = cJSON_IsObject(kw) ? kw : NULL;
+    cJSON_ArrayForEach(item, fields) {
         if (strcmp(item->string, "clean") != 0 || !cJSON_IsString(item) ||
-            strcmp(item->valuestring, "lower") != 0)
+            strcmp(item->valuestring, clean) != 0)
             return vit_fail(err,
-                            "%s: field 'tokenizer_kwargs.%s' is not one vit follows (the folder's "
-                            "CLIP tokenizer cleans as 'lower')",
-                            src, item->string);
+                            "%s: field 'tokenizer_kwargs.%s' is not one vit follows (%s cleans "
+                            "as '%s')",
+                            src, item->string,
+                            hf ? "with hf_tokenizer_name vit" : "the folder's CLIP tokenizer",
+                            clean);
+        cleaned = 1;
     }
+    if (hf && !cleaned)
+        return vit_fail(err,
+                        "%s: hf_tokenizer_name without tokenizer_kwargs {\"clean\": "
+                        "\"canonicalize\"}: HFTokenizer's 'whitespace' cleaning is not one vit "
+                        "follows",
+                        src);
     return 0;
+}
+
+/* open_clip's SimpleTokenizer (CLIP's BPE, the folder's vocab.json and merges.txt), or with
+ * hf_tokenizer_name its HFTokenizer, whose tokenizer the folder's files stand for (the exports
+ * name their own repository); tokenizer_mode 'clips' is refused. */
+static int tokenizer_fields(const cJSON *t, model_config *cfg, const char *src, vit_error *err) {
+    const cJSON *hf = cJSON_GetObjectItemCaseSensitive(t, "hf_tokenizer_name");
+    if (hf && !cJSON_IsNull(hf) && !cJSON_IsString(hf))
+        return vit_fail(err, "%s: field 'hf_tokenizer_name' must be a string", src);
+    cfg->oc_hf_tokenizer = hf && !cJSON_IsNull(hf);
+    if (string_is(t, "tokenizer_mode", "", NULL, src, err)) return -1;
+    if (string_is(t, "tokenizer_type", "", "clip", src, err)) return -1;
+    return tokenizer_kwargs(t, cfg->oc_hf_tokenizer, src, err);
 }
 
 static int text_tower(const cJSON *t, model_config *cfg, const char *src, vit_error *err) {
@@ -362,7 +379,7 @@ static int text_tower(const cJSON *t, model_config *cfg, const char *src, vit_er
         json_get_int(t, "vocab_size", 1, 1 << 24, &cfg->vocab_size, src, err) ||
         json_get_bool(t, "proj_bias", &cfg->oc_proj_bias, src, err) ||
         string_is(t, "proj_type", "linear", NULL, src, err) || text_pool(t, cfg, src, err) ||
-        tokenizer_fields(t, src, err))
+        tokenizer_fields(t, cfg, src, err))
         return -1;
     return 0;
 }
