@@ -45,7 +45,7 @@ static const char *const folders[] = {
     "tests/data/open-clip-micro",           "tests/data/open-clip-micro-options",
     "tests/data/open-clip-timm-micro",      "tests/data/open-clip-timm-proj-micro",
     "tests/data/open-clip-timm-head-micro", "tests/data/open-clip-last-micro",
-    "tests/data/open-clip-siglip-micro"};
+    "tests/data/open-clip-siglip-micro",    "tests/data/open-clip-siglip2-micro"};
 
 static double worst_seen;
 
@@ -475,7 +475,12 @@ static void test_refusals(void **state) {
         {"unknown", "", ", \"rope\": 1", "", "field 'rope' is not one vit reads"},
         {"coca", ", \"multimodal_cfg\": {}", "", "", "field 'model_cfg.multimodal_cfg' is not one"},
         {"act_kwargs", "", ", \"act_kwargs\": {\"approximate\": \"tanh\"}", "",
-         "field 'act_kwargs': vit runs the activation without arguments"},
+         "field 'act_kwargs': vit runs QuickGELU without arguments"},
+        {"act_inplace", ", \"quick_gelu\": false", "",
+         ", \"act_kwargs\": {\"approximate\": \"tanh\", \"inplace\": true}",
+         "field 'act_kwargs.inplace' is not one vit reads (approximate is)"},
+        {"act_erf", ", \"quick_gelu\": false", "", ", \"act_kwargs\": {\"approximate\": \"erf\"}",
+         "field 'approximate' is 'erf'; vit runs 'none' and 'tanh'"},
         {"tokenizer", "", "", ", \"tokenizer_kwargs\": {\"clean\": \"canonicalize\"}",
          "field 'tokenizer_kwargs.clean' is not one vit follows"},
         {"hf_tokenizer", "", "", ", \"hf_tokenizer_name\": \"bert-base-uncased\"",

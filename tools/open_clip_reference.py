@@ -34,6 +34,8 @@ the code index, no open_clip import):
                            with pad <pad> (1); the texts canonicalised, then the tokenizers
                            library's ids (node, tools/node_modules), cut and padded to 16;
                            canonicalize.json: canonicalize_text's output on CANONICAL's texts
+  open-clip-siglip2-micro  open-clip-siglip-micro with a SigLIP 2 export's text activation: act_kwargs
+                           approximate 'tanh' (nn.GELU(approximate='tanh'))
   open-clip-timm-micro     a timm image tower (TimmModel, timm_model_name): tools/timm_reference.py's
                            timm-siglip-micro (vit_base_patch16_siglip_224 with timm_model_kwargs
                            patch 8, embed_dim 32, depth 2, 4 heads; timm_pool 'map', timm_proj
@@ -151,6 +153,23 @@ SPECS = [
                                       tokenizer_kwargs=dict(clean="canonicalize"))),
          preprocess_cfg=dict(mean=[0.5] * 3, std=[0.5] * 3, interpolation="bicubic",
                              resize_mode="shortest")),
+    dict(dir="open-clip-siglip2-micro", seed=14, timm="timm-siglip-micro",
+         hf_tokenizer="tokenizer-json/xlmr-unigram",
+         model_cfg=dict(embed_dim=32, custom_text=True, init_logit_bias=-10,
+                        vision_cfg=dict(image_size=32, timm_model_name="vit_base_patch16_siglip_224",
+                                        timm_model_pretrained=False, timm_pool="map",
+                                        timm_proj="none",
+                                        timm_model_kwargs=dict(patch_size=8, embed_dim=32, depth=2,
+                                                               num_heads=4)),
+                        text_cfg=dict(context_length=16, vocab_size=302, width=24, heads=2,
+                                      layers=2, mlp_ratio=2.0, no_causal_mask=True,
+                                      pool_type="last", proj_bias=True,
+                                      norm_kwargs=dict(eps=1e-6),
+                                      act_kwargs=dict(approximate="tanh"),
+                                      hf_tokenizer_name="timm/ViT-B-16-SigLIP2",
+                                      tokenizer_kwargs=dict(clean="canonicalize"))),
+         preprocess_cfg=dict(mean=[0.5] * 3, std=[0.5] * 3, interpolation="bicubic",
+                             resize_mode="shortest")),
     dict(dir="open-clip-timm-proj-micro", seed=10, timm="timm-vit-micro",
          model_cfg=dict(embed_dim=16,
                         vision_cfg=dict(image_size=32, timm_model_name="vit_base_patch16_224",
@@ -198,6 +217,8 @@ def shape(s):
                 pool=t.get("pool_type", "argmax"), eos=t.get("eos_id"),
                 no_causal=t.get("no_causal_mask", False),
                 quick=s["model_cfg"].get("quick_gelu", False),
+                tact=("tanh" if t.get("act_kwargs", {}).get("approximate") == "tanh"
+                      else s["model_cfg"].get("quick_gelu", False)),
                 tprefix="text." if s["model_cfg"].get("custom_text") else "",
                 bias=s["model_cfg"].get("init_logit_bias") is not None,
                 lshape=[1] if s["model_cfg"].get("nonscalar_logit_scale") else [],
@@ -279,7 +300,9 @@ def attention(w, b, x, heads, mask):
 
 
 def run_blocks(w, prefix, x, L, heads, eps, ls, quick, mask=None):
-    act = (lambda t: t * torch.sigmoid(1.702 * t)) if quick else F.gelu  # QuickGELU / nn.GELU
+    act = (lambda t: t * torch.sigmoid(1.702 * t)) if quick is True else F.gelu  # QuickGELU / nn.GELU
+    if quick == "tanh":  # nn.GELU(approximate='tanh'): act_kwargs
+        act = lambda t: F.gelu(t, approximate="tanh")  # noqa: E731
     for l in range(L):
         b = "%stransformer.resblocks.%d." % (prefix, l)
         g1 = w[b + "ls_1.gamma"] if ls else 1.0
@@ -314,7 +337,7 @@ def encode_text(w, k, ids):
     mask = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
     if k["no_causal"]:  # no_causal_mask: attn_mask None, the padding attended to
         mask = None
-    x = run_blocks(w, p, x, k["TL"], k["TH"], k["teps"], k["ls_t"], k["quick"], mask)
+    x = run_blocks(w, p, x, k["TL"], k["TH"], k["teps"], k["ls_t"], k["tact"], mask)
     x = ln(w, p + "ln_final", x, k["teps"])
     if k["pool"] == "last":
         at = torch.full((x.shape[0],), T - 1)

@@ -128,13 +128,30 @@ static int string_is(const cJSON *t, const char *key, const char *a, const char 
                     cJSON_IsString(v) ? "'" : "", a, b ? " and '" : "", b ? b : "", b ? "'" : "");
 }
 
-/* norm_kwargs {eps} (LayerNorm's 1e-5 otherwise); act_kwargs: none. */
+/* act_kwargs, the activation's arguments (open_clip: partial(act_layer, **act_kwargs)): none, or
+ * nn.GELU's approximate 'none' or 'tanh' (the SigLIP 2 exports' text towers); QuickGELU takes
+ * none. */
+static int act_kwargs(const cJSON *t, model_config *cfg, const char *src, vit_error *err) {
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(t, "act_kwargs"), *item;
+    if (!act || cJSON_IsNull(act) || (cJSON_IsObject(act) && !act->child)) return 0;
+    if (!cJSON_IsObject(act) || cfg->act != ACT_GELU)
+        return vit_fail(err, "%s: field 'act_kwargs': vit runs %s without arguments", src,
+                        cfg->act == ACT_GELU ? "nn.GELU" : "QuickGELU");
+    cJSON_ArrayForEach(item, act) {
+        if (strcmp(item->string, "approximate") != 0)
+            return vit_fail(err, "%s: field 'act_kwargs.%s' is not one vit reads (approximate is)",
+                            src, item->string);
+    }
+    if (string_is(act, "approximate", "none", "tanh", src, err)) return -1;
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(act, "approximate");
+    if (cJSON_IsString(a) && strcmp(a->valuestring, "tanh") == 0) cfg->act = ACT_GELU_TANH;
+    return 0;
+}
+
+/* norm_kwargs {eps} (LayerNorm's 1e-5 otherwise); act_kwargs. */
 static int norm_and_act(const cJSON *t, model_config *cfg, const char *src, vit_error *err) {
-    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(t, "norm_kwargs"), *act, *item;
-    act = cJSON_GetObjectItemCaseSensitive(t, "act_kwargs");
-    if (act && !cJSON_IsNull(act) && !(cJSON_IsObject(act) && !act->child))
-        return vit_fail(err, "%s: field 'act_kwargs': vit runs the activation without arguments",
-                        src);
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(t, "norm_kwargs"), *item;
+    if (act_kwargs(t, cfg, src, err) != 0) return -1;
     if (!norm || cJSON_IsNull(norm)) return 0;
     if (!cJSON_IsObject(norm))
         return vit_fail(err, "%s: field 'norm_kwargs' must be an object", src);
