@@ -4,6 +4,7 @@
  * its eval transform; the same weights as a transformers CLIPModel folder; what is refused. */
 #include "tests/testutil.h"
 
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "text/canonicalize.h"
 #include "vit/vit.h"
 
 /* float32 against float64 through one or two pre-LN blocks of width 16-32: measured below 2e-6
@@ -40,9 +42,10 @@ static const char *const texts[] = {"a photo of a cat",
 #define TEXTS (int)(sizeof texts / sizeof texts[0])
 
 static const char *const folders[] = {
-    "tests/data/open-clip-micro", "tests/data/open-clip-micro-options",
-    "tests/data/open-clip-timm-micro", "tests/data/open-clip-timm-proj-micro",
-    "tests/data/open-clip-timm-head-micro"};
+    "tests/data/open-clip-micro",           "tests/data/open-clip-micro-options",
+    "tests/data/open-clip-timm-micro",      "tests/data/open-clip-timm-proj-micro",
+    "tests/data/open-clip-timm-head-micro", "tests/data/open-clip-last-micro",
+    "tests/data/open-clip-siglip-micro",    "tests/data/open-clip-siglip2-micro"};
 
 static double worst_seen;
 
@@ -103,9 +106,9 @@ static void normalised(const float *want, int E, float *out) {
  * (VIT_POOL_POOLER); with head.proj or the trunk's head (an nn.Linear), the joint embedding
  * against the reference's normalised. */
 static void check_images(const char *dir, vit_context *ctx, const float *px, const float *want) {
-    const vit_pool pool = strstr(dir, "timm-micro") ? VIT_POOL_POOLER
-                          : strstr(dir, "timm")     ? VIT_POOL_JOINT
-                                                    : VIT_POOL_PROJECTION;
+    const vit_pool pool = strstr(dir, "timm-micro") || strstr(dir, "siglip") ? VIT_POOL_POOLER
+                          : strstr(dir, "timm")                              ? VIT_POOL_JOINT
+                                                                             : VIT_POOL_PROJECTION;
     const int E = vit_joint_dim(ctx);
     const size_t n = vit_input_floats(ctx);
     float *got = test_alloc_floats((size_t)E), *unit = test_alloc_floats((size_t)E);
@@ -125,7 +128,8 @@ static void check_texts(const char *dir, vit_text_context *t, const float *ids, 
                         const float *want, int E) {
     /* the projection: a matrix (text_embeds' VIT_POOL_PROJECTION), or with proj_bias an
      * nn.Linear (a linear head's output, VIT_POOL_POOLER, as SigLIP's) */
-    const vit_pool pool = strstr(dir, "options") ? VIT_POOL_POOLER : VIT_POOL_PROJECTION;
+    const int hf = strstr(dir, "siglip") != NULL; /* HFTokenizer: padded with <pad>, 1 */
+    const vit_pool pool = strstr(dir, "options") || hf ? VIT_POOL_POOLER : VIT_POOL_PROJECTION;
     float *got = test_alloc_floats((size_t)E);
     for (int i = 0; i < TEXTS; i++) {
         int32_t mine[64];
@@ -133,9 +137,9 @@ static void check_texts(const char *dir, vit_text_context *t, const float *ids, 
         const int n = vit_text_tokenize(t, texts[i], strlen(texts[i]), mine, 64, &err);
         if (n < 2 || n > ctx_len) fail_msg("%s: text %d: %d ids (%s)", dir, i, n, err.msg);
         for (int k = 0; k < ctx_len; k++)
-            if ((k < n ? mine[k] : 0) != (int32_t)ids[i * ctx_len + k])
-                fail_msg("%s: text %d: id %d is %d, open_clip's %g", dir, i, k, k < n ? mine[k] : 0,
-                         ids[i * ctx_len + k]);
+            if ((k < n ? mine[k] : hf) != (int32_t)ids[i * ctx_len + k])
+                fail_msg("%s: text %d: id %d is %d, open_clip's %g", dir, i, k,
+                         k < n ? mine[k] : hf, ids[i * ctx_len + k]);
         const size_t len = strlen(texts[i]);
         if (vit_text_embed(t, &texts[i], &len, 1, pool, got, &err) != 0)
             fail_msg("%s: %s", dir, err.msg);
@@ -158,6 +162,32 @@ static void check_logits(const char *dir, vit_context *img, vit_text_context *t,
         expect_close(dir, "logits of image", i, scores, want + (size_t)i * TEXTS, TEXTS);
     }
     vit_classes_free(c);
+}
+
+/* text_canonicalize against Python's canonicalize_text (open_clip's code run by
+ * tools/open_clip_reference.py) on texts that tell its steps apart. Of them, basic_clean
+ * (ftfy.fix_text), which vit does not run, would change the curly quotes' text: ftfy makes them
+ * straight, which canonicalize then removes; this test checks the canonical step alone. */
+static void test_canonicalize(void **state) {
+    (void)state;
+    size_t size;
+    char *json =
+        (char *)read_whole_file("tests/data/open-clip-siglip-micro/canonicalize.json", &size);
+    assert_non_null(json);
+    cJSON *root = cJSON_ParseWithLength(json, size), *pair;
+    assert_true(cJSON_IsArray(root) && cJSON_GetArraySize(root) > 5);
+    cJSON_ArrayForEach(pair, root) {
+        const char *in = cJSON_GetArrayItem(pair, 0)->valuestring;
+        const char *want = cJSON_GetArrayItem(pair, 1)->valuestring;
+        char *got;
+        size_t n;
+        assert_int_equal(text_canonicalize(in, strlen(in), &got, &n), 0);
+        if (strcmp(got, want) != 0 || n != strlen(want))
+            fail_msg("canonicalize '%s': '%s', Python's '%s'", in, got, want);
+        free(got);
+    }
+    cJSON_Delete(root);
+    free(json);
 }
 
 static void test_outputs_match_reference(void **state) {
@@ -436,18 +466,36 @@ static void test_refusals(void **state) {
          "field 'attentional_pool' asks for what vit does not run"},
         {"qk_norm", "", ", \"qk_norm\": true", "", "field 'qk_norm' asks for what vit does not"},
         {"bidirectional", "", "", ", \"no_causal_mask\": true",
-         "field 'no_causal_mask' asks for what vit does not run"},
+         "text pool_type 'argmax' with no_causal_mask true is not one vit runs"},
         {"last", "", "", ", \"pool_type\": \"last\"",
-         "text pool_type 'last' is not one vit runs (argmax, eos)"},
+         "text pool_type 'last' with no_causal_mask false is not one vit runs"},
+        {"first", "", "", ", \"pool_type\": \"first\"",
+         "text pool_type 'first' is not one vit runs (argmax, eos, last)"},
         {"eos_no_id", "", "", ", \"pool_type\": \"eos\"", "pool_type 'eos' without eos_id"},
         {"unknown", "", ", \"rope\": 1", "", "field 'rope' is not one vit reads"},
         {"coca", ", \"multimodal_cfg\": {}", "", "", "field 'model_cfg.multimodal_cfg' is not one"},
         {"act_kwargs", "", ", \"act_kwargs\": {\"approximate\": \"tanh\"}", "",
-         "field 'act_kwargs': vit runs the activation without arguments"},
+         "field 'act_kwargs': vit runs QuickGELU without arguments"},
+        {"act_inplace", ", \"quick_gelu\": false", "",
+         ", \"act_kwargs\": {\"approximate\": \"tanh\", \"inplace\": true}",
+         "field 'act_kwargs.inplace' is not one vit reads (approximate is)"},
+        {"act_erf", ", \"quick_gelu\": false", "", ", \"act_kwargs\": {\"approximate\": \"erf\"}",
+         "field 'approximate' is 'erf'; vit runs 'none' and 'tanh'"},
         {"tokenizer", "", "", ", \"tokenizer_kwargs\": {\"clean\": \"canonicalize\"}",
          "field 'tokenizer_kwargs.clean' is not one vit follows"},
         {"hf_tokenizer", "", "", ", \"hf_tokenizer_name\": \"bert-base-uncased\"",
-         "field 'hf_tokenizer_name' ('bert-base-uncased'): open_clip's HFTokenizer is not one"},
+         "hf_tokenizer_name without tokenizer_kwargs {\"clean\": \"canonicalize\"}: "
+         "HFTokenizer's 'whitespace' cleaning is not one vit follows"},
+        {"hf_lower", "", "",
+         ", \"hf_tokenizer_name\": \"x\", \"tokenizer_kwargs\": {\"clean\": \"lower\"}",
+         "field 'tokenizer_kwargs.clean' is not one vit follows (with hf_tokenizer_name vit "
+         "cleans as 'canonicalize')"},
+        {"hf_strip_sep", "", "",
+         ", \"hf_tokenizer_name\": \"x\", \"tokenizer_kwargs\": {\"clean\": "
+         "\"canonicalize\", \"strip_sep_token\": true}",
+         "field 'tokenizer_kwargs.strip_sep_token' is not one vit follows"},
+        {"clips_mode", "", "", ", \"tokenizer_mode\": \"clips\"",
+         "field 'tokenizer_mode' is 'clips'; vit runs ''"},
         {"wider", "", ", \"width\": 48", "",
          "tensor 'visual.class_embedding' has shape [32], expected [48]"},
         {"deeper", "", "", ", \"layers\": 3",
@@ -667,6 +715,7 @@ static void test_train_refused(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_preprocessing),
+        cmocka_unit_test(test_canonicalize),
         cmocka_unit_test(test_outputs_match_reference),
         cmocka_unit_test(test_same_weights_as_hf_folder),
         cmocka_unit_test(test_timm_tower_as_timm_folder),

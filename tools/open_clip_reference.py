@@ -24,6 +24,18 @@ the code index, no open_clip import):
                            init_logit_bias (logit_bias: scores through a sigmoid),
                            nonscalar_logit_scale ([1]); 1 layer a tower; preprocess_cfg: mean and
                            std 0.5, bilinear, squash
+  open-clip-last-micro     the SigLIP exports' text run: no_causal_mask and pool_type 'last' (the
+                           ids padded with 0 to context_length and attended to, ln_final's last
+                           row projected); open-clip-micro's shape, 1 image layer
+  open-clip-siglip-micro   a SigLIP export's shape: open-clip-timm-micro's image tower, a text tower
+                           with no_causal_mask, pool_type 'last', proj_bias, eps 1e-6, and
+                           hf_tokenizer_name with tokenizer_kwargs clean 'canonicalize': the
+                           tokenizer.json of tests/data/tokenizer-json/xlmr-unigram (302 pieces)
+                           with pad <pad> (1); the texts canonicalised, then the tokenizers
+                           library's ids (node, tools/node_modules), cut and padded to 16;
+                           canonicalize.json: canonicalize_text's output on CANONICAL's texts
+  open-clip-siglip2-micro  open-clip-siglip-micro with a SigLIP 2 export's text activation: act_kwargs
+                           approximate 'tanh' (nn.GELU(approximate='tanh'))
   open-clip-timm-micro     a timm image tower (TimmModel, timm_model_name): tools/timm_reference.py's
                            timm-siglip-micro (vit_base_patch16_siglip_224 with timm_model_kwargs
                            patch 8, embed_dim 32, depth 2, 4 heads; timm_pool 'map', timm_proj
@@ -40,8 +52,9 @@ The forward:
   image   conv1 (stride P, no bias) -> [B, N, D]; class_embedding before; + positional_embedding;
           ln_pre (unless no_ln_pre); blocks; ln_post on every row; row 0 ('tok'); @ proj [D, E]
   text    token_embedding + positional_embedding (the ids padded with 0 to context_length, as
-          the tokenizer returns them); blocks with the causal mask (-inf above the diagonal);
-          ln_final; the row at argmax(ids) (argmax) or at the first eos_id ('eos'); @
+          the tokenizer returns them); blocks with the causal mask (-inf above the diagonal;
+          none with no_causal_mask); ln_final; the row at argmax(ids) (argmax), at the first
+          eos_id ('eos') or the last one ('last'); @
           text_projection [D, E] or its nn.Linear
   block   x + ls_1(attn(ln_1(x))); x + ls_2(mlp(ln_2(x))); attn: in_proj [3D, D] -> q, k, v
           (chunks in that order), heads, softmax(q k^T hd^-0.5 + mask) v, out_proj; mlp: c_fc,
@@ -58,6 +71,8 @@ import html
 import json
 import os
 import shutil
+import string
+import subprocess
 import sys
 
 import numpy as np
@@ -102,6 +117,15 @@ SPECS = [
                                       pool_type="eos", eos_id=531, norm_kwargs=dict(eps=1e-6))),
          preprocess_cfg=dict(mean=[0.5] * 3, std=[0.5] * 3, interpolation="bilinear",
                              resize_mode="squash")),
+    dict(dir="open-clip-last-micro", seed=12,
+         model_cfg=dict(embed_dim=20, quick_gelu=True,
+                        vision_cfg=dict(image_size=32, layers=1, width=32, patch_size=8,
+                                        head_width=8, mlp_ratio=2.0),
+                        text_cfg=dict(context_length=16, vocab_size=532, width=24, heads=2,
+                                      layers=2, mlp_ratio=2.0, no_causal_mask=True,
+                                      pool_type="last")),
+         preprocess_cfg=dict(mean=OPENAI_MEAN, std=OPENAI_STD, interpolation="bicubic",
+                             resize_mode="shortest")),
     dict(dir="open-clip-timm-micro", seed=9, timm="timm-siglip-micro",
          model_cfg=dict(embed_dim=32, custom_text=True, init_logit_bias=-10,
                         vision_cfg=dict(image_size=32, timm_model_name="vit_base_patch16_siglip_224",
@@ -111,6 +135,39 @@ SPECS = [
                                                                num_heads=4)),
                         text_cfg=dict(context_length=16, vocab_size=532, width=24, heads=2,
                                       layers=2, mlp_ratio=2.0)),
+         preprocess_cfg=dict(mean=[0.5] * 3, std=[0.5] * 3, interpolation="bicubic",
+                             resize_mode="shortest")),
+    dict(dir="open-clip-siglip-micro", seed=13, timm="timm-siglip-micro",
+         hf_tokenizer="tokenizer-json/xlmr-unigram",
+         model_cfg=dict(embed_dim=32, custom_text=True, init_logit_bias=-10,
+                        vision_cfg=dict(image_size=32, timm_model_name="vit_base_patch16_siglip_224",
+                                        timm_model_pretrained=False, timm_pool="map",
+                                        timm_proj="none",
+                                        timm_model_kwargs=dict(patch_size=8, embed_dim=32, depth=2,
+                                                               num_heads=4)),
+                        text_cfg=dict(context_length=16, vocab_size=302, width=24, heads=2,
+                                      layers=2, mlp_ratio=2.0, no_causal_mask=True,
+                                      pool_type="last", proj_bias=True,
+                                      norm_kwargs=dict(eps=1e-6),
+                                      hf_tokenizer_name="timm/ViT-B-16-SigLIP",
+                                      tokenizer_kwargs=dict(clean="canonicalize"))),
+         preprocess_cfg=dict(mean=[0.5] * 3, std=[0.5] * 3, interpolation="bicubic",
+                             resize_mode="shortest")),
+    dict(dir="open-clip-siglip2-micro", seed=14, timm="timm-siglip-micro",
+         hf_tokenizer="tokenizer-json/xlmr-unigram",
+         model_cfg=dict(embed_dim=32, custom_text=True, init_logit_bias=-10,
+                        vision_cfg=dict(image_size=32, timm_model_name="vit_base_patch16_siglip_224",
+                                        timm_model_pretrained=False, timm_pool="map",
+                                        timm_proj="none",
+                                        timm_model_kwargs=dict(patch_size=8, embed_dim=32, depth=2,
+                                                               num_heads=4)),
+                        text_cfg=dict(context_length=16, vocab_size=302, width=24, heads=2,
+                                      layers=2, mlp_ratio=2.0, no_causal_mask=True,
+                                      pool_type="last", proj_bias=True,
+                                      norm_kwargs=dict(eps=1e-6),
+                                      act_kwargs=dict(approximate="tanh"),
+                                      hf_tokenizer_name="timm/ViT-B-16-SigLIP2",
+                                      tokenizer_kwargs=dict(clean="canonicalize"))),
          preprocess_cfg=dict(mean=[0.5] * 3, std=[0.5] * 3, interpolation="bicubic",
                              resize_mode="shortest")),
     dict(dir="open-clip-timm-proj-micro", seed=10, timm="timm-vit-micro",
@@ -158,7 +215,10 @@ def shape(s):
                 ls_v=v.get("ls_init_value") is not None, ls_t=t.get("ls_init_value") is not None,
                 ln_pre=not v.get("no_ln_pre", False), proj_bias=t.get("proj_bias", False),
                 pool=t.get("pool_type", "argmax"), eos=t.get("eos_id"),
+                no_causal=t.get("no_causal_mask", False),
                 quick=s["model_cfg"].get("quick_gelu", False),
+                tact=("tanh" if t.get("act_kwargs", {}).get("approximate") == "tanh"
+                      else s["model_cfg"].get("quick_gelu", False)),
                 tprefix="text." if s["model_cfg"].get("custom_text") else "",
                 bias=s["model_cfg"].get("init_logit_bias") is not None,
                 lshape=[1] if s["model_cfg"].get("nonscalar_logit_scale") else [],
@@ -240,7 +300,9 @@ def attention(w, b, x, heads, mask):
 
 
 def run_blocks(w, prefix, x, L, heads, eps, ls, quick, mask=None):
-    act = (lambda t: t * torch.sigmoid(1.702 * t)) if quick else F.gelu  # QuickGELU / nn.GELU
+    act = (lambda t: t * torch.sigmoid(1.702 * t)) if quick is True else F.gelu  # QuickGELU / nn.GELU
+    if quick == "tanh":  # nn.GELU(approximate='tanh'): act_kwargs
+        act = lambda t: F.gelu(t, approximate="tanh")  # noqa: E731
     for l in range(L):
         b = "%stransformer.resblocks.%d." % (prefix, l)
         g1 = w[b + "ls_1.gamma"] if ls else 1.0
@@ -273,9 +335,16 @@ def encode_text(w, k, ids):
     p, T = k["tprefix"], ids.shape[1]
     x = w[p + "token_embedding.weight"][ids] + w[p + "positional_embedding"][:T]
     mask = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
-    x = run_blocks(w, p, x, k["TL"], k["TH"], k["teps"], k["ls_t"], k["quick"], mask)
+    if k["no_causal"]:  # no_causal_mask: attn_mask None, the padding attended to
+        mask = None
+    x = run_blocks(w, p, x, k["TL"], k["TH"], k["teps"], k["ls_t"], k["tact"], mask)
     x = ln(w, p + "ln_final", x, k["teps"])
-    at = ids.argmax(dim=-1) if k["pool"] == "argmax" else (ids == k["eos"]).int().argmax(dim=-1)
+    if k["pool"] == "last":
+        at = torch.full((x.shape[0],), T - 1)
+    elif k["pool"] == "argmax":
+        at = ids.argmax(dim=-1)
+    else:
+        at = (ids == k["eos"]).int().argmax(dim=-1)
     x = x[torch.arange(x.shape[0]), at]
     if k["proj_bias"]:
         return F.linear(x, w[p + "text_projection.weight"], w[p + "text_projection.bias"])
@@ -373,6 +442,49 @@ class SimpleTokenizer:
         return tokens + [0] * (context_length - len(tokens))
 
 
+def canonicalize_text(text):
+    """open_clip's canonicalize_text (tokenizer.py) without keep_punctuation_exact_string."""
+    text = text.replace("_", " ")
+    text = text.translate(str.maketrans("", "", string.punctuation))
+    text = text.lower()
+    text = " ".join(text.split())
+    return text.strip()
+
+
+# Texts whose canonical form tells the steps apart (underscores, punctuation inside words, Python's
+# white space, U+0130, case); their basic_clean (ftfy, html.unescape) is theirs unchanged except
+# where noted in tests/test_open_clip.c, which does not run it.
+CANONICAL = ["snake_case_label", "Don't stop-believing!!", "a\u00a0b\u2003c\x1cd\u3000e  f",
+             "\u0130stanbul \u00c9T\u00c9", "_leading and trailing_", "(){}[]<>", "",
+             "\u00bfQu\u00e9?  \u00a1S\u00ed!", "tab\tnew\nline\r\x0b\x0c end", "MiXeD CaSe 123",
+             "\u2018curly\u2019 \u201cquotes\u201d"]
+
+
+class HFTokenizer:
+    """open_clip's HFTokenizer with clean 'canonicalize' (basic_clean's ftfy left out: not
+    installed here, and html.unescape changes none of the texts): the folder's tokenizer.json
+    through the tokenizers library (tools/node_modules, as tools/tokenizer_json_reference.mjs
+    uses it), truncation=True, padding='max_length' with the tokenizer's pad token."""
+    def __init__(self, folder, pad_id):
+        self.path, self.pad_id = os.path.join(folder, "tokenizer.json"), pad_id
+
+    def batch(self, texts, context_length):
+        clean = []
+        for t in texts:
+            assert html.unescape(html.unescape(t)) == t
+            clean.append(canonicalize_text(t.strip()))
+        js = ("const {Tokenizer}=require('tokenizers');const fs=require('fs');"
+              "const a=JSON.parse(fs.readFileSync(0));const t=Tokenizer.fromFile(a.path);"
+              "t.setTruncation(a.n);t.setPadding({maxLength:a.n,padId:a.pad,padToken:'<pad>'});"
+              "Promise.all(a.texts.map(x=>t.encode(x))).then(r=>console.log(JSON.stringify("
+              "r.map(e=>e.getIds()))));")
+        out = subprocess.run(["node", "-e", js], cwd=os.path.dirname(os.path.abspath(__file__)),
+                             input=json.dumps(dict(path=self.path, n=context_length,
+                                                   pad=self.pad_id, texts=clean)),
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out)
+
+
 # ---- files ----
 
 def copy_tokenizer(out):
@@ -441,11 +553,20 @@ def main():
         write_json(os.path.join(out, "open_clip_config.json"),
                    {"model_cfg": s["model_cfg"], "preprocess_cfg": s["preprocess_cfg"]})
         write_safetensors(os.path.join(out, "open_clip_model.safetensors"), w)
-        copy_tokenizer(out)
-        tok = SimpleTokenizer(out)
         golden = {}
+        if s.get("hf_tokenizer"):
+            shutil.copyfile(os.path.join(DATA, s["hf_tokenizer"], "tokenizer.json"),
+                            os.path.join(out, "tokenizer.json"))
+            write_json(os.path.join(out, "tokenizer_config.json"),
+                       {"pad_token": "<pad>", "eos_token": "</s>", "model_max_length": 16})
+            ids = torch.tensor(HFTokenizer(out, 1).batch(TEXTS, k["ctx"]))
+            write_json(os.path.join(out, "canonicalize.json"),
+                       [[t, canonicalize_text(t)] for t in CANONICAL])
+        else:
+            copy_tokenizer(out)
+            tok = SimpleTokenizer(out)
+            ids = torch.tensor([tok(t, k["ctx"]) for t in TEXTS])
         px = np.stack([preprocess(os.path.join(REPO, n), s, k["size"]) for n in IMAGES])
-        ids = torch.tensor([tok(t, k["ctx"]) for t in TEXTS])
         img = encode_image(w, k, torch.from_numpy(px).double())
         txt = encode_text(w, k, ids)
         golden["pixels"], golden["image_embeds"] = px, img

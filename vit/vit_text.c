@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/canonicalize.h"
 #include "text/text_tokenizer.h"
 #include "text/tj.h"
 #include "text/utf8.h"
@@ -118,6 +119,11 @@ static text_weights *weights_load(const char *dir, const vit_text_params *p, vit
     if (w->max_tokens < 2 || w->max_tokens > config_text_max_tokens(&w->m.cfg))
         w->max_tokens = config_text_max_tokens(&w->m.cfg);
     w->pad_id = w->tok ? text_tokenizer_pad_id(w->tok) : 0;
+    /* open_clip cuts at context_length whatever the folder's tokenizer_config.json says, and its
+     * SimpleTokenizer pads with 0 (HFTokenizer with the tokenizer's pad token); the padding is
+     * read only by a 'last' tower, which attends to it */
+    if (w->m.cfg.open_clip) w->max_tokens = config_text_max_tokens(&w->m.cfg);
+    if (w->m.cfg.open_clip && !w->m.cfg.oc_hf_tokenizer) w->pad_id = 0;
     ops_init();
     return w;
 }
@@ -304,14 +310,28 @@ const int32_t *vit_text_ids(const vit_text_context *c, int i, int *n) {
     return c->rows + (size_t)i * c->w->max_tokens;
 }
 
+/* The tokenizer's ids of one text, after open_clip's cleaning when its HFTokenizer asks for it
+ * (text/canonicalize.h). */
+static int encode_text(vit_text_context *c, const char *text, size_t len, int32_t *row,
+                       vit_error *err) {
+    const text_weights *w = c->w;
+    if (!w->m.cfg.oc_hf_tokenizer)
+        return text_tokenizer_encode(w->tok, c->scratch, text, len, w->max_tokens, row, err);
+    char *clean;
+    size_t n;
+    if (text_canonicalize(text, len, &clean, &n) != 0) return vit_fail(err, "out of memory");
+    const int r = text_tokenizer_encode(w->tok, c->scratch, clean, n, w->max_tokens, row, err);
+    free(clean);
+    return r;
+}
+
 int vit_text_tokenize(vit_text_context *c, const char *text, size_t len, int32_t *ids, int cap,
                       vit_error *err) {
     if (cap < 0) return vit_fail(err, "tokenize: room for %d ids is negative", cap);
     if (!c->w->tok) return vit_fail(err, "%s", c->w->tokenizer_error);
     int32_t *row = malloc(sizeof *row * (size_t)c->w->max_tokens);
     if (!row) return vit_fail(err, "out of memory");
-    const int n =
-        text_tokenizer_encode(c->w->tok, c->scratch, text, len, c->w->max_tokens, row, err);
+    const int n = encode_text(c, text, len, row, err);
     if (n > 0 && cap > 0) memcpy(ids, row, sizeof *ids * (size_t)(n < cap ? n : cap));
     free(row);
     return n;
@@ -397,12 +417,11 @@ static char *prompted_text(const text_weights *w, const char *prompt, const char
 static int encode_one(vit_text_context *c, const char *prompt, const char *text, size_t len,
                       int32_t *row, vit_error *err) {
     const text_weights *w = c->w;
-    if (!(prompt && *prompt) && !w->sentence)
-        return text_tokenizer_encode(w->tok, c->scratch, text, len, w->max_tokens, row, err);
+    if (!(prompt && *prompt) && !w->sentence) return encode_text(c, text, len, row, err);
     size_t n;
     char *joined = prompted_text(w, prompt, text, len, &n);
     if (!joined) return vit_fail(err, "out of memory");
-    const int rc = text_tokenizer_encode(w->tok, c->scratch, joined, n, w->max_tokens, row, err);
+    const int rc = encode_text(c, joined, n, row, err);
     free(joined);
     return rc;
 }

@@ -196,6 +196,9 @@ typedef struct {
      * nn.Linear with bias (proj_bias) or a [width, embed_dim] matrix; the text pooling */
     int open_clip, oc_custom_text, oc_scale_ndim, oc_logit_bias, oc_ln_pre, oc_proj_bias;
     pool_kind oc_text_pool;
+    /* an HFTokenizer (hf_tokenizer_name: the folder's tokenizer files, padded to context_length
+     * with their pad token) with tokenizer_kwargs {"clean": "canonicalize"} */
+    int oc_hf_tokenizer;
     /* an open_clip timm image tower (TimmModel, timm_model_name): the trunk under "trunk." with
      * the timm fields above, then its projection (oc_proj_bias: with a bias) */
     enum { OC_TIMM_NO = 0, OC_TIMM_PROJ, OC_TIMM_TRUNK_HEAD, OC_TIMM_NONE } oc_timm;

@@ -26,8 +26,6 @@ static const char *const ignored_keys[] = {"patch_dropout",
                                            "hf_proj_type",
                                            "hf_pooler_type",
                                            "hf_model_config",
-                                           "hf_tokenizer_name",
-                                           "tokenizer_mode",
                                            "pad_id",
                                            "bos_id",
                                            "tiktoken_name",
@@ -53,10 +51,10 @@ static const char *const ignored_keys[] = {"patch_dropout",
 /* Keys vit runs only at open_clip's default: false (the custom attention blocks, the
  * attentional pooler, a class embedding in the text, bidirectional text, older versions'
  * patch norm and average pool). */
-static const char *const false_keys[] = {
-    "qk_norm",        "scaled_cosine_attn", "scale_heads",      "scale_attn_inner",
-    "scale_attn",     "scale_fc",           "attentional_pool", "embed_cls",
-    "no_causal_mask", "variable_text",      "input_patchnorm",  "global_average_pool"};
+static const char *const false_keys[] = {"qk_norm",          "scaled_cosine_attn", "scale_heads",
+                                         "scale_attn_inner", "scale_attn",         "scale_fc",
+                                         "attentional_pool", "embed_cls",          "variable_text",
+                                         "input_patchnorm",  "global_average_pool"};
 
 /* Keys read below (sizes, pooling, projection, norms). */
 static const char *const read_keys[] = {"layers",
@@ -72,6 +70,7 @@ static const char *const read_keys[] = {"layers",
                                         "no_ln_pre",
                                         "pos_embed_type",
                                         "pool_type",
+                                        "no_causal_mask",
                                         "eos_id",
                                         "proj_bias",
                                         "proj_type",
@@ -82,6 +81,8 @@ static const char *const read_keys[] = {"layers",
                                         "hf_model_name",
                                         "text_arch",
                                         "tokenizer_kwargs",
+                                        "hf_tokenizer_name",
+                                        "tokenizer_mode",
                                         "tokenizer_type",
                                         "timm_pool",
                                         "timm_proj",
@@ -127,13 +128,30 @@ static int string_is(const cJSON *t, const char *key, const char *a, const char 
                     cJSON_IsString(v) ? "'" : "", a, b ? " and '" : "", b ? b : "", b ? "'" : "");
 }
 
-/* norm_kwargs {eps} (LayerNorm's 1e-5 otherwise); act_kwargs: none. */
+/* act_kwargs, the activation's arguments (open_clip: partial(act_layer, **act_kwargs)): none, or
+ * nn.GELU's approximate 'none' or 'tanh' (the SigLIP 2 exports' text towers); QuickGELU takes
+ * none. */
+static int act_kwargs(const cJSON *t, model_config *cfg, const char *src, vit_error *err) {
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(t, "act_kwargs"), *item;
+    if (!act || cJSON_IsNull(act) || (cJSON_IsObject(act) && !act->child)) return 0;
+    if (!cJSON_IsObject(act) || cfg->act != ACT_GELU)
+        return vit_fail(err, "%s: field 'act_kwargs': vit runs %s without arguments", src,
+                        cfg->act == ACT_GELU ? "nn.GELU" : "QuickGELU");
+    cJSON_ArrayForEach(item, act) {
+        if (strcmp(item->string, "approximate") != 0)
+            return vit_fail(err, "%s: field 'act_kwargs.%s' is not one vit reads (approximate is)",
+                            src, item->string);
+    }
+    if (string_is(act, "approximate", "none", "tanh", src, err)) return -1;
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(act, "approximate");
+    if (cJSON_IsString(a) && strcmp(a->valuestring, "tanh") == 0) cfg->act = ACT_GELU_TANH;
+    return 0;
+}
+
+/* norm_kwargs {eps} (LayerNorm's 1e-5 otherwise); act_kwargs. */
 static int norm_and_act(const cJSON *t, model_config *cfg, const char *src, vit_error *err) {
-    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(t, "norm_kwargs"), *act, *item;
-    act = cJSON_GetObjectItemCaseSensitive(t, "act_kwargs");
-    if (act && !cJSON_IsNull(act) && !(cJSON_IsObject(act) && !act->child))
-        return vit_fail(err, "%s: field 'act_kwargs': vit runs the activation without arguments",
-                        src);
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(t, "norm_kwargs"), *item;
+    if (act_kwargs(t, cfg, src, err) != 0) return -1;
     if (!norm || cJSON_IsNull(norm)) return 0;
     if (!cJSON_IsObject(norm))
         return vit_fail(err, "%s: field 'norm_kwargs' must be an object", src);
@@ -281,17 +299,36 @@ static int vision_tower(const cJSON *t, model_config *cfg, int dim, const char *
     return 0;
 }
 
-/* text_global_pool: 'argmax' (the end token is the largest id: CLIP's BPE) or 'eos' (the first
- * eos_id); the others read a position that only a padded, bidirectional text gives meaning. */
+/* 'last' with no_causal_mask (SigLIP's exports): every text padded to context_length, attended
+ * to whole, the last row pooled: vit_text.c's POOL_LAST run. Either alone is refused: the causal
+ * 'last' and the unmasked argmax or eos would need other runs than the ones vit has. */
+static int text_pool_last(const cJSON *t, const char *pool, model_config *cfg, const char *src,
+                          vit_error *err) {
+    int no_causal = 0;
+    if (json_get_bool(t, "no_causal_mask", &no_causal, src, err)) return -1;
+    if (no_causal != (strcmp(pool, "last") == 0))
+        return vit_fail(
+            err,
+            "%s: text pool_type '%s' with no_causal_mask %s is not one vit runs ('last' "
+            "only without the causal mask, argmax and eos only with it)",
+            src, pool, no_causal ? "true" : "false");
+    cfg->oc_text_pool = POOL_LAST;
+    return 0;
+}
+
+/* text_global_pool: 'argmax' (the end token is the largest id: CLIP's BPE), 'eos' (the first
+ * eos_id) or 'last' (text_pool_last); 'first' is refused. */
 static int text_pool(const cJSON *t, model_config *cfg, const char *src, vit_error *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, "pool_type");
     const char *pool = cJSON_IsString(v) ? v->valuestring : "argmax";
     if (v && !cJSON_IsNull(v) && !cJSON_IsString(v))
         return vit_fail(err, "%s: field 'pool_type' must be a string", src);
+    if (text_pool_last(t, pool, cfg, src, err) != 0) return -1;
+    if (strcmp(pool, "last") == 0) return 0;
     cfg->oc_text_pool = POOL_EOS_MAX;
     if (strcmp(pool, "argmax") == 0) return 0;
     if (strcmp(pool, "eos") != 0)
-        return vit_fail(err, "%s: text pool_type '%s' is not one vit runs (argmax, eos)", src,
+        return vit_fail(err, "%s: text pool_type '%s' is not one vit runs (argmax, eos, last)", src,
                         pool);
     cfg->oc_text_pool = POOL_EOS;
     cfg->eos_token_id = -1;
@@ -301,30 +338,47 @@ static int text_pool(const cJSON *t, model_config *cfg, const char *src, vit_err
                : vit_fail(err, "%s: pool_type 'eos' without eos_id (open_clip requires it)", src);
 }
 
-/* open_clip's SimpleTokenizer (CLIP's BPE), read from the folder's vocab.json and merges.txt:
- * tokenizer_kwargs only its own cleaning ('lower'); an HFTokenizer (hf_tokenizer_name: its own
- * framing, padding and cleaning) is refused rather than read from whatever files are there. */
-static int tokenizer_fields(const cJSON *t, const char *src, vit_error *err) {
+/* tokenizer_kwargs: SimpleTokenizer's {"clean": "lower"} (its own cleaning), or an
+ * HFTokenizer's {"clean": "canonicalize"}; nothing else (HFTokenizer's default 'whitespace',
+ * strip_sep_token, language) is followed. */
+static int tokenizer_kwargs(const cJSON *t, int hf, const char *src, vit_error *err) {
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(t, "tokenizer_kwargs"), *item;
-    const cJSON *hf = cJSON_GetObjectItemCaseSensitive(t, "hf_tokenizer_name");
-    if (hf && !cJSON_IsNull(hf))
-        return vit_fail(err,
-                        "%s: field 'hf_tokenizer_name' ('%s'): open_clip's HFTokenizer is not one "
-                        "vit follows (it runs SimpleTokenizer's CLIP BPE)",
-                        src, cJSON_IsString(hf) ? hf->valuestring : "?");
-    if (string_is(t, "tokenizer_type", "", "clip", src, err)) return -1;
-    if (!kw || cJSON_IsNull(kw)) return 0;
-    if (!cJSON_IsObject(kw))
+    const char *clean = hf ? "canonicalize" : "lower";
+    int cleaned = 0;
+    if (kw && !cJSON_IsNull(kw) && !cJSON_IsObject(kw))
         return vit_fail(err, "%s: field 'tokenizer_kwargs' must be an object", src);
-    cJSON_ArrayForEach(item, kw) {
+    const cJSON *fields = cJSON_IsObject(kw) ? kw : NULL;
+    cJSON_ArrayForEach(item, fields) {
         if (strcmp(item->string, "clean") != 0 || !cJSON_IsString(item) ||
-            strcmp(item->valuestring, "lower") != 0)
+            strcmp(item->valuestring, clean) != 0)
             return vit_fail(err,
-                            "%s: field 'tokenizer_kwargs.%s' is not one vit follows (the folder's "
-                            "CLIP tokenizer cleans as 'lower')",
-                            src, item->string);
+                            "%s: field 'tokenizer_kwargs.%s' is not one vit follows (%s cleans "
+                            "as '%s')",
+                            src, item->string,
+                            hf ? "with hf_tokenizer_name vit" : "the folder's CLIP tokenizer",
+                            clean);
+        cleaned = 1;
     }
+    if (hf && !cleaned)
+        return vit_fail(err,
+                        "%s: hf_tokenizer_name without tokenizer_kwargs {\"clean\": "
+                        "\"canonicalize\"}: HFTokenizer's 'whitespace' cleaning is not one vit "
+                        "follows",
+                        src);
     return 0;
+}
+
+/* open_clip's SimpleTokenizer (CLIP's BPE, the folder's vocab.json and merges.txt), or with
+ * hf_tokenizer_name its HFTokenizer, whose tokenizer the folder's files stand for (the exports
+ * name their own repository); tokenizer_mode 'clips' is refused. */
+static int tokenizer_fields(const cJSON *t, model_config *cfg, const char *src, vit_error *err) {
+    const cJSON *hf = cJSON_GetObjectItemCaseSensitive(t, "hf_tokenizer_name");
+    if (hf && !cJSON_IsNull(hf) && !cJSON_IsString(hf))
+        return vit_fail(err, "%s: field 'hf_tokenizer_name' must be a string", src);
+    cfg->oc_hf_tokenizer = hf && !cJSON_IsNull(hf);
+    if (string_is(t, "tokenizer_mode", "", NULL, src, err)) return -1;
+    if (string_is(t, "tokenizer_type", "", "clip", src, err)) return -1;
+    return tokenizer_kwargs(t, cfg->oc_hf_tokenizer, src, err);
 }
 
 static int text_tower(const cJSON *t, model_config *cfg, const char *src, vit_error *err) {
@@ -342,7 +396,7 @@ static int text_tower(const cJSON *t, model_config *cfg, const char *src, vit_er
         json_get_int(t, "vocab_size", 1, 1 << 24, &cfg->vocab_size, src, err) ||
         json_get_bool(t, "proj_bias", &cfg->oc_proj_bias, src, err) ||
         string_is(t, "proj_type", "linear", NULL, src, err) || text_pool(t, cfg, src, err) ||
-        tokenizer_fields(t, src, err))
+        tokenizer_fields(t, cfg, src, err))
         return -1;
     return 0;
 }
@@ -434,7 +488,7 @@ void config_open_clip_options(const model_config *c, tower_options *o) {
         o->head = HEAD_PROJECTION;
         return;
     }
-    o->causal = 1; /* attn_mask: the causal mask (no_causal_mask is refused) */
+    o->causal = c->oc_text_pool != POOL_LAST; /* attn_mask, unless no_causal_mask ('last') */
     o->pool = c->oc_text_pool;
     o->head = c->oc_proj_bias ? HEAD_LINEAR : HEAD_PROJECTION;
 }
