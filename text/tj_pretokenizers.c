@@ -541,3 +541,7 @@ void tj_pretokenize(const tj_pretokenizer *p, const tj_pieces *in, tj_pieces *ou
         *out = *tmp, *tmp = t;
     }
 }
+
+bool tj_pretokenizer_is_bert(const tj_pretokenizer *p) {
+    return p && p->kind == P_BERT;
+}
