@@ -1,9 +1,9 @@
 /* Token offsets (text_tokenizer_encode_offsets) against the tokenizers library's own
- * encoding.offsets: tools/tokenizer_json_reference.mjs writes them for the bert-wordpiece
- * fixture's valid UTF-8 texts (437 of its 441: SST-2 sentences, accents, CJK, emoji, control
- * characters, white-space runs, special tokens glued to words) in code points, as the npm binding
- * gives them; vit's are bytes, converted here by counting the code points before each. Equality
- * is exact. */
+ * encoding.offsets: tools/tokenizer_json_reference.mjs writes them for the bert-wordpiece and
+ * roberta-bpe fixtures' valid UTF-8 texts (437 of its 441: SST-2 sentences, accents, CJK, emoji,
+ * control characters, white-space runs, special tokens glued to words) in code points, as the npm
+ * binding gives them; vit's are bytes, converted here by counting the code points before each.
+ * Equality is exact. */
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
@@ -77,8 +77,10 @@ static bool check_case(const text_tokenizer *t, const cJSON *c, int max_len) {
     return same;
 }
 
-static cJSON *load_offsets(void) {
-    uint8_t *text = read_whole_file(FIXTURES "/bert-wordpiece/offsets.json", NULL);
+static cJSON *load_offsets(const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, FIXTURES "/%s/offsets.json", name);
+    uint8_t *text = read_whole_file(path, NULL);
     assert_non_null(text);
     cJSON *root = cJSON_Parse((const char *)text);
     free(text);
@@ -86,32 +88,37 @@ static cJSON *load_offsets(void) {
     return root;
 }
 
-static void test_bert_offsets(void **state) {
-    (void)state;
-    text_tokenizer *t = load(FIXTURES "/bert-wordpiece");
-    cJSON *root = load_offsets();
-    int differ = 0, cases = 0;
+/* Every case whole, then cut to 8 ids: the template's first token, the first six with their
+ * offsets, its last at (0, 0). */
+static void check_fixture(const char *name) {
+    char dir[512];
+    snprintf(dir, sizeof dir, FIXTURES "/%s", name);
+    text_tokenizer *t = load(dir);
+    cJSON *root = load_offsets(name);
+    int differ = 0, cut = 0, cases = 0;
     const cJSON *c;
-    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) differ += !check_case(t, c, ROOM),
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) {
+        differ += !check_case(t, c, ROOM), cut += !check_case(t, c, 8);
         cases++;
-    print_message("bert-wordpiece: %d of %d texts' offsets differ\n", differ, cases);
+    }
+    print_message("%s: %d of %d texts' offsets differ (%d cut to 8)\n", name, differ, cases, cut);
     assert_int_equal(cases, 437);
     assert_int_equal(differ, 0);
+    assert_int_equal(cut, 0);
     cJSON_Delete(root);
     text_tokenizer_free(t);
 }
 
-/* Cut to 8 ids: [CLS], the first six tokens with their offsets, [SEP] at (0, 0). */
-static void test_bert_offsets_cut(void **state) {
+static void test_bert_offsets(void **state) {
     (void)state;
-    text_tokenizer *t = load(FIXTURES "/bert-wordpiece");
-    cJSON *root = load_offsets();
-    int differ = 0;
-    const cJSON *c;
-    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) differ += !check_case(t, c, 8);
-    assert_int_equal(differ, 0);
-    cJSON_Delete(root);
-    text_tokenizer_free(t);
+    check_fixture("bert-wordpiece");
+}
+
+/* Byte-level BPE with RobertaProcessing's trim_offsets (spaces left out of a token's offsets),
+ * <mask> with lstrip. */
+static void test_roberta_offsets(void **state) {
+    (void)state;
+    check_fixture("roberta-bpe");
 }
 
 static void expect_refusal(const char *dir, const char *text, size_t n, const char *says) {
@@ -126,8 +133,8 @@ static void expect_refusal(const char *dir, const char *text, size_t n, const ch
 
 static void test_refusals(void **state) {
     (void)state;
-    expect_refusal(FIXTURES "/roberta-bpe", "hello", 5,
-                   "offsets are computed for BERT's tokenizer.json only");
+    expect_refusal(FIXTURES "/xlmr-unigram", "hello", 5,
+                   "offsets are computed for BERT's tokenizer.json (BertNormalizer");
     expect_refusal(FIXTURES "/bert-wordpiece",
                    "a\xff"
                    "b",
@@ -139,7 +146,7 @@ static void test_refusals(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bert_offsets),
-        cmocka_unit_test(test_bert_offsets_cut),
+        cmocka_unit_test(test_roberta_offsets),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

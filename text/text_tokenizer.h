@@ -65,8 +65,9 @@ int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, co
 /* text_tokenizer_encode's ids with each one's byte offsets into text: token k stands for
  * text[starts[k] .. ends[k]), the special tokens around the text (0, 0), as the tokenizers
  * library's encoding.offsets (in bytes: its Python and npm bindings count characters). starts and
- * ends have room for max_len. Computed for tokenizer.json's BERT path only (BertNormalizer,
- * BertPreTokenizer, WordPiece, what NER models use); other kinds are an error saying so. Returns
+ * ends have room for max_len. Computed for tokenizer.json's BERT path (BertNormalizer,
+ * BertPreTokenizer, WordPiece, what NER models use) and RoBERTa's (byte-level BPE without
+ * add_prefix_space) only; other kinds are an error saying so. Returns
  * the number of ids or -1 with err. */
 int text_tokenizer_encode_offsets(const text_tokenizer *t, text_tokenizer_scratch *s,
                                   const char *text, size_t len, int max_len, int32_t *ids,

@@ -138,6 +138,8 @@ int tj_pretokenizer_read(const cJSON *obj, tj_pretokenizer **out, const char *sr
 void tj_pretokenizer_free(tj_pretokenizer *p);
 /* Whether it is BertPreTokenizer (pieces are the text's, white space between them left out). */
 bool tj_pretokenizer_is_bert(const tj_pretokenizer *p);
+/* Whether it is ByteLevel without add_prefix_space (pieces are the text's bytes, in order). */
+bool tj_pretokenizer_is_plain_byte_level(const tj_pretokenizer *p);
 /* in's pieces split (and transformed) into out (emptied first); tmp is working space. */
 void tj_pretokenize(const tj_pretokenizer *p, const tj_pieces *in, tj_pieces *out, tj_pieces *tmp);
 
@@ -185,6 +187,8 @@ typedef struct {
 typedef struct {
     tj_template_item *single, *pair;
     size_t nsingle, npair;
+    bool trim_offsets;      /* RobertaProcessing's or ByteLevel's: offsets without the spaces */
+    bool prefix_space_kept; /* their add_prefix_space (a first token's one space is not trimmed) */
 } tj_post;
 
 /* NULL obj: no post-processor (nothing added). Bert's and Roberta's name their tokens with ids,

@@ -711,8 +711,8 @@ static int piece_offsets(const tokenizer_json *t, const int32_t *norm, size_t at
 
 /* norm[s..e) between normalized added tokens: BertPreTokenizer's pieces, found in it in order
  * (only white space lies between them), each through the model. */
-static int stretch_offsets(const tokenizer_json *t, work *w, const int32_t *norm, size_t s,
-                           size_t e, bool first, align a, spans *out, vit_error *err) {
+static int bert_stretch_offsets(const tokenizer_json *t, work *w, const int32_t *norm, size_t s,
+                                size_t e, bool first, align a, spans *out, vit_error *err) {
     tj_pieces_reset(&w->in);
     tj_pieces_add(&w->in, norm + s, e - s, first);
     tj_pretokenize(t->pre, &w->in, &w->pieces, &w->tmp);
@@ -728,6 +728,98 @@ static int stretch_offsets(const tokenizer_json *t, work *w, const int32_t *norm
         at += n;
     }
     return 0;
+}
+
+/* How many of tok's first (or last) characters are spaces (GPT-2's symbol for one, or white
+ * space), which trim_offsets leaves out of its offsets. */
+static size_t spaces_at(const char *tok, bool last) {
+    tj_text c = {0};
+    tj_text_add_utf8(&c, tok, strlen(tok));
+    size_t k = 0;
+    while (k < c.n) {
+        const int32_t ch = c.c[last ? c.n - 1 - k : k];
+        if (ch != tj_byte_char(' ') && !tj_is_whitespace(ch)) break;
+        k++;
+    }
+    tj_text_free(&c);
+    return k;
+}
+
+/* A byte-level token's offsets: its bytes' characters, trimmed of its spaces when asked. */
+static void byte_token(const tokenizer_json *t, const char *tok, size_t start, size_t end,
+                       spans *out, int32_t id) {
+    if (t->post.trim_offsets) {
+        const size_t lead = spaces_at(tok, false), trail = spaces_at(tok, true);
+        start = start + lead < end ? start + lead : end;
+        if (end >= trail) end = end - trail > start ? end - trail : start;
+    }
+    span_add(out, id, start, end);
+}
+
+/* The piece of bytes [at, at + n) of a stretch (owner[b] the normalized character byte b is
+ * of) through byte-level BPE: each token covers as many bytes as it has symbols. */
+static int byte_piece_offsets(const tokenizer_json *t, const tj_pieces *pc, tj_span p,
+                              const int32_t *owner, size_t at, align a, spans *out,
+                              vit_error *err) {
+    const size_t n = p.end - p.start;
+    size_t len;
+    char *u = tj_utf8(pc->text.c + p.start, n, &len);
+    if (!u) return vit_fail(err, "%s: out of memory", t->name);
+    tj_ids ids = {0};
+    int rc = tj_model_tokenize(t->model, u, len, &ids, t->name, err);
+    free(u);
+    size_t pos = 0;
+    for (size_t k = 0; rc == 0 && k < ids.n; k++) {
+        const char *tok = tj_model_token(t->model, ids.id[k]);
+        const size_t m = tok ? cp_count(tok, strlen(tok)) : 0;
+        if (m == 0 || pos + m > n) {
+            rc = vit_fail(err, "%s: a token (id %d) does not lie over its piece", t->name,
+                          (int)ids.id[k]);
+            break;
+        }
+        byte_token(t, tok, byte_start(a, (size_t)owner[at + pos]),
+                   byte_end(a, (size_t)owner[at + pos + m - 1]), out, ids.id[k]);
+        pos += m;
+    }
+    if (rc == 0 && pos != n) rc = vit_fail(err, "%s: a piece's tokens do not cover it", t->name);
+    tj_ids_free(&ids);
+    return rc;
+}
+
+/* norm[s..e) through ByteLevel (no prefix space): its pieces are its bytes in order. */
+static int byte_stretch_offsets(const tokenizer_json *t, work *w, const int32_t *norm, size_t s,
+                                size_t e, bool first, align a, spans *out, vit_error *err) {
+    tj_pieces_reset(&w->in);
+    tj_pieces_add(&w->in, norm + s, e - s, first);
+    tj_pretokenize(t->pre, &w->in, &w->pieces, &w->tmp);
+    tj_ids owner = {0};
+    for (size_t k = s; k < e; k++) {
+        uint8_t b[4];
+        const size_t nb = utf8_encode(norm[k], b);
+        for (size_t i = 0; i < nb; i++) tj_ids_add(&owner, (int32_t)k);
+    }
+    int rc = w->pieces.failed || owner.failed ? vit_fail(err, "%s: out of memory", t->name) : 0;
+    size_t at = 0;
+    for (size_t i = 0; rc == 0 && i < w->pieces.count; i++) {
+        const tj_span p = w->pieces.span[i];
+        if (at + (p.end - p.start) > owner.n)
+            rc = vit_fail(err, "%s: a pre-tokenized piece is not where its text is", t->name);
+        else
+            rc = byte_piece_offsets(t, &w->pieces, p, owner.id, at, a, out, err);
+        at += p.end - p.start;
+    }
+    if (rc == 0 && at != owner.n)
+        rc = vit_fail(err, "%s: the pre-tokenized pieces do not cover the text", t->name);
+    tj_ids_free(&owner);
+    return rc;
+}
+
+/* norm[s..e) between normalized added tokens, by the pre-tokenizer's path. */
+static int stretch_offsets(const tokenizer_json *t, work *w, const int32_t *norm, size_t s,
+                           size_t e, bool first, align a, spans *out, vit_error *err) {
+    if (tj_pretokenizer_is_bert(t->pre))
+        return bert_stretch_offsets(t, w, norm, s, e, first, a, out, err);
+    return byte_stretch_offsets(t, w, norm, s, e, first, a, out, err);
 }
 
 /* c[s..e), a stretch between raw added tokens: normalized a character at a time (so each
@@ -761,8 +853,11 @@ static int raw_offsets(const tokenizer_json *t, work *w, const int32_t *c, size_
 }
 
 static bool offsets_followed(const tokenizer_json *t) {
-    return tj_normalizer_per_char(t->normalizer) && tj_pretokenizer_is_bert(t->pre) &&
-           strcmp(tj_model_name(t->model), "WordPiece") == 0;
+    const char *model = tj_model_name(t->model);
+    if (!tj_normalizer_per_char(t->normalizer)) return false;
+    if (tj_pretokenizer_is_bert(t->pre)) return strcmp(model, "WordPiece") == 0;
+    return tj_pretokenizer_is_plain_byte_level(t->pre) && strcmp(model, "BPE") == 0 &&
+           !(t->post.trim_offsets && t->post.prefix_space_kept);
 }
 
 /* text (valid UTF-8) as code points in *cps, where each begins in byte (room for len + 1). */
@@ -785,8 +880,9 @@ static int body_offsets(const tokenizer_json *t, const char *text, size_t len, s
                         vit_error *err) {
     if (!offsets_followed(t))
         return vit_fail(err,
-                        "%s: offsets are computed for BERT's tokenizer.json only (BertNormalizer, "
-                        "BertPreTokenizer, WordPiece), not for this one",
+                        "%s: offsets are computed for BERT's tokenizer.json (BertNormalizer, "
+                        "BertPreTokenizer, WordPiece) and RoBERTa's (ByteLevel without "
+                        "add_prefix_space, BPE) only, not for this one",
                         t->name);
     if (len >= INT32_MAX) return vit_fail(err, "%s: a text too long for offsets", t->name);
     tj_text cps = {0};
