@@ -245,6 +245,18 @@ static int classic_pair(const text_tokenizer *t, text_tokenizer_scratch *s, pair
     return n;
 }
 
+int text_tokenizer_encode_offsets(const text_tokenizer *t, text_tokenizer_scratch *s,
+                                  const char *text, size_t len, int max_len, int32_t *ids,
+                                  int32_t *starts, int32_t *ends, vit_error *err) {
+    (void)s;
+    if (max_len < 2)
+        return vit_fail(err, "offsets need room for at least two ids, not %d", max_len);
+    if (!t->ops->encode_offsets)
+        return vit_fail(err, "offsets are not computed for the %s tokenizer (%s)", t->info.kind,
+                        t->info.class_name);
+    return t->ops->encode_offsets(t->impl, text, len, max_len, ids, starts, ends, err);
+}
+
 int text_tokenizer_encode_pair(const text_tokenizer *t, text_tokenizer_scratch *s, const char *a,
                                size_t alen, const char *b, size_t blen, int max_len, int32_t *ids,
                                int32_t *type_ids, vit_error *err) {

@@ -62,6 +62,17 @@ void text_tokenizer_scratch_free(text_tokenizer_scratch *s);
 int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, const char *text,
                           size_t len, int max_len, int32_t *ids, vit_error *err);
 
+/* text_tokenizer_encode's ids with each one's byte offsets into text: token k stands for
+ * text[starts[k] .. ends[k]), the special tokens around the text (0, 0), as the tokenizers
+ * library's encoding.offsets (in bytes: its Python and npm bindings count characters). starts and
+ * ends have room for max_len. Computed for tokenizer.json's BERT path (BertNormalizer,
+ * BertPreTokenizer, WordPiece, what NER models use) and RoBERTa's (byte-level BPE without
+ * add_prefix_space) only; other kinds are an error saying so. Returns
+ * the number of ids or -1 with err. */
+int text_tokenizer_encode_offsets(const text_tokenizer *t, text_tokenizer_scratch *s,
+                                  const char *text, size_t len, int max_len, int32_t *ids,
+                                  int32_t *starts, int32_t *ends, vit_error *err);
+
 /* A pair of texts a, b as tokenizer(a, b) encodes them: ids (room for max_len) through the
  * tokenizer's pair template, cut to max_len longest text first, and their token type ids in
  * type_ids (room for max_len; NULL: not wanted). tokenizer.json's kind through its post-processor;
@@ -107,6 +118,9 @@ typedef struct {
     /* NULL for a kind without pairs */
     int (*encode_pair)(const void *impl, void *scratch, const char *a, size_t alen, const char *b,
                        size_t blen, int max_len, int32_t *ids, int32_t *type_ids, vit_error *err);
+    /* NULL for a kind without offsets */
+    int (*encode_offsets)(const void *impl, const char *text, size_t len, int max_len, int32_t *ids,
+                          int32_t *starts, int32_t *ends, vit_error *err);
 } text_tokenizer_ops;
 
 #endif

@@ -126,6 +126,9 @@ typedef struct tj_normalizer tj_normalizer;
 /* NULL obj (or JSON null): *out NULL, no normalizer. */
 int tj_normalizer_read(const cJSON *obj, tj_normalizer **out, const char *src, vit_error *err);
 void tj_normalizer_free(tj_normalizer *n);
+/* Whether each normalized character comes from one character of the input, so that normalizing a
+ * text a character at a time gives its normalization (none, BertNormalizer): what offsets need. */
+bool tj_normalizer_per_char(const tj_normalizer *n);
 /* in[0..n) normalized into out (emptied first). */
 void tj_normalize(const tj_normalizer *nz, const int32_t *in, size_t n, tj_text *out);
 
@@ -133,6 +136,10 @@ void tj_normalize(const tj_normalizer *nz, const int32_t *in, size_t n, tj_text 
 typedef struct tj_pretokenizer tj_pretokenizer;
 int tj_pretokenizer_read(const cJSON *obj, tj_pretokenizer **out, const char *src, vit_error *err);
 void tj_pretokenizer_free(tj_pretokenizer *p);
+/* Whether it is BertPreTokenizer (pieces are the text's, white space between them left out). */
+bool tj_pretokenizer_is_bert(const tj_pretokenizer *p);
+/* Whether it is ByteLevel without add_prefix_space (pieces are the text's bytes, in order). */
+bool tj_pretokenizer_is_plain_byte_level(const tj_pretokenizer *p);
 /* in's pieces split (and transformed) into out (emptied first); tmp is working space. */
 void tj_pretokenize(const tj_pretokenizer *p, const tj_pieces *in, tj_pieces *out, tj_pieces *tmp);
 
@@ -148,6 +155,9 @@ const char *tj_model_token(const tj_model *m, int32_t id);
 int tj_model_size(const tj_model *m);
 /* How many entries its vocabulary has (the library's get_vocab_size). */
 int tj_model_entries(const tj_model *m);
+/* WordPiece's continuing_subword_prefix ("" for the others) and the unk token's id (-1: none). */
+const char *tj_model_prefix(const tj_model *m);
+int32_t tj_model_unk(const tj_model *m);
 /* "WordPiece", "BPE" or "Unigram". */
 const char *tj_model_name(const tj_model *m);
 
@@ -177,6 +187,8 @@ typedef struct {
 typedef struct {
     tj_template_item *single, *pair;
     size_t nsingle, npair;
+    bool trim_offsets;      /* RobertaProcessing's or ByteLevel's: offsets without the spaces */
+    bool prefix_space_kept; /* their add_prefix_space (a first token's one space is not trimmed) */
 } tj_post;
 
 /* NULL obj: no post-processor (nothing added). Bert's and Roberta's name their tokens with ids,

@@ -518,3 +518,11 @@ int tj_model_tokenize(const tj_model *m, const char *s, size_t n, tj_ids *out, c
     if (rc == 0 && out->failed) return vit_fail(err, "%s: out of memory", src);
     return rc;
 }
+
+const char *tj_model_prefix(const tj_model *m) {
+    return m->kind == M_WORDPIECE && m->prefix ? m->prefix : "";
+}
+
+int32_t tj_model_unk(const tj_model *m) {
+    return m->unk_id;
+}

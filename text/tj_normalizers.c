@@ -417,3 +417,7 @@ void tj_normalize(const tj_normalizer *nz, const int32_t *in, size_t n, tj_text 
     else
         tj_text_add(out, in, n);
 }
+
+bool tj_normalizer_per_char(const tj_normalizer *n) {
+    return !n || n->kind == N_BERT;
+}

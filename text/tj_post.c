@@ -162,12 +162,16 @@ static int compose(const tj_template_item *outer, size_t no, const tj_template_i
 static int sequence(tj_post *p, const cJSON *obj, const char *src, vit_error *err) {
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(obj, "processors");
     if (!cJSON_IsArray(list)) return vit_fail(err, "%s: Sequence needs \"processors\"", src);
+    bool trim = false, kept = false;
     for (const cJSON *e = list->child; e; e = e->next) {
         tj_post next = {0};
         if (tj_post_read(e, &next, src, err) != 0) return -1;
+        trim |= next.trim_offsets, kept |= next.prefix_space_kept;
+        p->trim_offsets = trim, p->prefix_space_kept = kept;
         if (!next.single) continue;
         if (!p->single) {
             *p = next;
+            p->trim_offsets = trim, p->prefix_space_kept = kept;
             continue;
         }
         items s = {0};
@@ -175,6 +179,7 @@ static int sequence(tj_post *p, const cJSON *obj, const char *src, vit_error *er
         tj_post_free(&next);
         tj_post_free(p);
         p->single = s.v, p->nsingle = s.n;
+        p->trim_offsets = trim, p->prefix_space_kept = kept;
         if (rc != 0) return -1;
     }
     return 0;
@@ -199,6 +204,14 @@ int tj_post_read(const cJSON *obj, tj_post *out, const char *src, vit_error *err
         rc = sequence(out, obj, src, err);
     else
         rc = vit_fail(err, "%s: post_processor %.60s is not one vit follows", src, type);
+    if (rc == 0 && (strcmp(type, "RobertaProcessing") == 0 || strcmp(type, "ByteLevel") == 0)) {
+        bool trim = true, prefix = true; /* the library's defaults */
+        rc = tj_bool(obj, "trim_offsets", &trim, src, err) != 0 ||
+                     tj_bool(obj, "add_prefix_space", &prefix, src, err) != 0
+                 ? -1
+                 : 0;
+        out->trim_offsets = trim, out->prefix_space_kept = prefix;
+    }
     if (rc != 0) tj_post_free(out);
     return rc;
 }

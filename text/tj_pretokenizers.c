@@ -541,3 +541,11 @@ void tj_pretokenize(const tj_pretokenizer *p, const tj_pieces *in, tj_pieces *ou
         *out = *tmp, *tmp = t;
     }
 }
+
+bool tj_pretokenizer_is_bert(const tj_pretokenizer *p) {
+    return p && p->kind == P_BERT;
+}
+
+bool tj_pretokenizer_is_plain_byte_level(const tj_pretokenizer *p) {
+    return p && p->kind == P_BYTE_LEVEL && !p->add_prefix_space;
+}

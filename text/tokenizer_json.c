@@ -639,6 +639,317 @@ int tokenizer_json_decode(const tokenizer_json *t, const int32_t *ids, int n,
     return decode(t, ids, n, skip_special_tokens, false, out, size, err);
 }
 
+/* ---- offsets (BERT's path: a per-character normalizer, BertPreTokenizer, WordPiece) ---- */
+
+/* Tokens with the byte offsets of what they stand for in the original text. */
+typedef struct {
+    tj_ids ids, start, end;
+} spans;
+
+static void span_add(spans *s, int32_t id, size_t start, size_t end) {
+    tj_ids_add(&s->ids, id);
+    tj_ids_add(&s->start, (int32_t)start), tj_ids_add(&s->end, (int32_t)end);
+}
+
+static void spans_free(spans *s) {
+    tj_ids_free(&s->ids), tj_ids_free(&s->start), tj_ids_free(&s->end);
+}
+
+static bool spans_failed(const spans *s) {
+    return s->ids.failed || s->start.failed || s->end.failed;
+}
+
+/* Where the normalized text's characters come from: origin[k] the original character of
+ * normalized character k, byte[i] where original character i begins (byte[count] the end). */
+typedef struct {
+    const int32_t *origin;
+    const size_t *byte;
+} align;
+
+static size_t byte_start(align a, size_t k) {
+    return a.byte[a.origin[k]];
+}
+
+static size_t byte_end(align a, size_t k) {
+    return a.byte[a.origin[k] + 1];
+}
+
+static size_t cp_count(const char *s, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += ((uint8_t)s[i] & 0xC0) != 0x80;
+    return k;
+}
+
+/* The piece norm[at .. at + n) through WordPiece: each token covers its characters (those of its
+ * string after the prefix), a lone token (the unk token too) the whole piece. */
+static int piece_offsets(const tokenizer_json *t, const int32_t *norm, size_t at, size_t n, align a,
+                         spans *out, vit_error *err) {
+    size_t len;
+    char *u = tj_utf8(norm + at, n, &len);
+    if (!u) return vit_fail(err, "%s: out of memory", t->name);
+    tj_ids ids = {0};
+    int rc = tj_model_tokenize(t->model, u, len, &ids, t->name, err);
+    free(u);
+    const size_t lp = strlen(tj_model_prefix(t->model));
+    size_t pos = 0;
+    for (size_t k = 0; rc == 0 && k < ids.n; k++) {
+        const char *tok = tj_model_token(t->model, ids.id[k]);
+        const size_t skip = k > 0 ? lp : 0;
+        const size_t m = ids.n == 1 ? n : tok ? cp_count(tok + skip, strlen(tok) - skip) : 0;
+        if (m == 0 || pos + m > n) {
+            rc = vit_fail(err, "%s: a token (id %d) does not lie over its piece", t->name,
+                          (int)ids.id[k]);
+            break;
+        }
+        span_add(out, ids.id[k], byte_start(a, at + pos), byte_end(a, at + pos + m - 1));
+        pos += m;
+    }
+    if (rc == 0 && pos != n) rc = vit_fail(err, "%s: a piece's tokens do not cover it", t->name);
+    tj_ids_free(&ids);
+    return rc;
+}
+
+/* norm[s..e) between normalized added tokens: BertPreTokenizer's pieces, found in it in order
+ * (only white space lies between them), each through the model. */
+static int bert_stretch_offsets(const tokenizer_json *t, work *w, const int32_t *norm, size_t s,
+                                size_t e, bool first, align a, spans *out, vit_error *err) {
+    tj_pieces_reset(&w->in);
+    tj_pieces_add(&w->in, norm + s, e - s, first);
+    tj_pretokenize(t->pre, &w->in, &w->pieces, &w->tmp);
+    if (w->pieces.failed) return vit_fail(err, "%s: out of memory", t->name);
+    size_t at = s;
+    for (size_t i = 0; i < w->pieces.count; i++) {
+        const tj_span p = w->pieces.span[i];
+        const size_t n = p.end - p.start;
+        while (at < e && tj_is_whitespace(norm[at])) at++;
+        if (at + n > e || memcmp(norm + at, w->pieces.text.c + p.start, n * sizeof *norm) != 0)
+            return vit_fail(err, "%s: a pre-tokenized piece is not where its text is", t->name);
+        if (piece_offsets(t, norm, at, n, a, out, err) != 0) return -1;
+        at += n;
+    }
+    return 0;
+}
+
+/* How many of tok's first (or last) characters are spaces (GPT-2's symbol for one, or white
+ * space), which trim_offsets leaves out of its offsets. */
+static size_t spaces_at(const char *tok, bool last) {
+    tj_text c = {0};
+    tj_text_add_utf8(&c, tok, strlen(tok));
+    size_t k = 0;
+    while (k < c.n) {
+        const int32_t ch = c.c[last ? c.n - 1 - k : k];
+        if (ch != tj_byte_char(' ') && !tj_is_whitespace(ch)) break;
+        k++;
+    }
+    tj_text_free(&c);
+    return k;
+}
+
+/* A byte-level token's offsets: its bytes' characters, trimmed of its spaces when asked. */
+static void byte_token(const tokenizer_json *t, const char *tok, size_t start, size_t end,
+                       spans *out, int32_t id) {
+    if (t->post.trim_offsets) {
+        const size_t lead = spaces_at(tok, false), trail = spaces_at(tok, true);
+        start = start + lead < end ? start + lead : end;
+        if (end >= trail) end = end - trail > start ? end - trail : start;
+    }
+    span_add(out, id, start, end);
+}
+
+/* The piece of bytes [at, at + n) of a stretch (owner[b] the normalized character byte b is
+ * of) through byte-level BPE: each token covers as many bytes as it has symbols. */
+static int byte_piece_offsets(const tokenizer_json *t, const tj_pieces *pc, tj_span p,
+                              const int32_t *owner, size_t at, align a, spans *out,
+                              vit_error *err) {
+    const size_t n = p.end - p.start;
+    size_t len;
+    char *u = tj_utf8(pc->text.c + p.start, n, &len);
+    if (!u) return vit_fail(err, "%s: out of memory", t->name);
+    tj_ids ids = {0};
+    int rc = tj_model_tokenize(t->model, u, len, &ids, t->name, err);
+    free(u);
+    size_t pos = 0;
+    for (size_t k = 0; rc == 0 && k < ids.n; k++) {
+        const char *tok = tj_model_token(t->model, ids.id[k]);
+        const size_t m = tok ? cp_count(tok, strlen(tok)) : 0;
+        if (m == 0 || pos + m > n) {
+            rc = vit_fail(err, "%s: a token (id %d) does not lie over its piece", t->name,
+                          (int)ids.id[k]);
+            break;
+        }
+        byte_token(t, tok, byte_start(a, (size_t)owner[at + pos]),
+                   byte_end(a, (size_t)owner[at + pos + m - 1]), out, ids.id[k]);
+        pos += m;
+    }
+    if (rc == 0 && pos != n) rc = vit_fail(err, "%s: a piece's tokens do not cover it", t->name);
+    tj_ids_free(&ids);
+    return rc;
+}
+
+/* norm[s..e) through ByteLevel (no prefix space): its pieces are its bytes in order. */
+static int byte_stretch_offsets(const tokenizer_json *t, work *w, const int32_t *norm, size_t s,
+                                size_t e, bool first, align a, spans *out, vit_error *err) {
+    tj_pieces_reset(&w->in);
+    tj_pieces_add(&w->in, norm + s, e - s, first);
+    tj_pretokenize(t->pre, &w->in, &w->pieces, &w->tmp);
+    tj_ids owner = {0};
+    for (size_t k = s; k < e; k++) {
+        uint8_t b[4];
+        const size_t nb = utf8_encode(norm[k], b);
+        for (size_t i = 0; i < nb; i++) tj_ids_add(&owner, (int32_t)k);
+    }
+    int rc = w->pieces.failed || owner.failed ? vit_fail(err, "%s: out of memory", t->name) : 0;
+    size_t at = 0;
+    for (size_t i = 0; rc == 0 && i < w->pieces.count; i++) {
+        const tj_span p = w->pieces.span[i];
+        if (at + (p.end - p.start) > owner.n)
+            rc = vit_fail(err, "%s: a pre-tokenized piece is not where its text is", t->name);
+        else
+            rc = byte_piece_offsets(t, &w->pieces, p, owner.id, at, a, out, err);
+        at += p.end - p.start;
+    }
+    if (rc == 0 && at != owner.n)
+        rc = vit_fail(err, "%s: the pre-tokenized pieces do not cover the text", t->name);
+    tj_ids_free(&owner);
+    return rc;
+}
+
+/* norm[s..e) between normalized added tokens, by the pre-tokenizer's path. */
+static int stretch_offsets(const tokenizer_json *t, work *w, const int32_t *norm, size_t s,
+                           size_t e, bool first, align a, spans *out, vit_error *err) {
+    if (tj_pretokenizer_is_bert(t->pre))
+        return bert_stretch_offsets(t, w, norm, s, e, first, a, out, err);
+    return byte_stretch_offsets(t, w, norm, s, e, first, a, out, err);
+}
+
+/* c[s..e), a stretch between raw added tokens: normalized a character at a time (so each
+ * normalized character's origin is known), cut at the normalized added tokens, the rest
+ * pre-tokenized. */
+static int raw_offsets(const tokenizer_json *t, work *w, const int32_t *c, size_t s, size_t e,
+                       const size_t *byte, spans *out, vit_error *err) {
+    tj_text norm = {0};
+    tj_ids origin = {0};
+    for (size_t i = s; i < e; i++) {
+        tj_normalize(t->normalizer, c + i, 1, &w->norm);
+        tj_text_add(&norm, tj_cps(&w->norm), w->norm.n);
+        for (size_t k = 0; k < w->norm.n; k++) tj_ids_add(&origin, (int32_t)i);
+    }
+    w->normed.n = 0;
+    find_matches(t, t->normed, tj_cps(&norm), norm.n, &w->normed);
+    int rc = 0;
+    if (norm.failed || origin.failed || w->norm.failed || w->normed.failed)
+        rc = vit_fail(err, "%s: out of memory", t->name);
+    const align a = {origin.id, byte};
+    for (size_t i = 0; rc == 0 && i < w->normed.n; i++) {
+        const part p = w->normed.v[i];
+        if (p.tok >= 0)
+            span_add(out, t->tok[p.tok].id, byte_start(a, p.start), byte_end(a, p.end - 1));
+        else
+            rc = stretch_offsets(t, w, tj_cps(&norm), p.start, p.end, s == 0 && p.start == 0, a,
+                                 out, err);
+    }
+    tj_text_free(&norm), tj_ids_free(&origin);
+    return rc;
+}
+
+static bool offsets_followed(const tokenizer_json *t) {
+    const char *model = tj_model_name(t->model);
+    if (!tj_normalizer_per_char(t->normalizer)) return false;
+    if (tj_pretokenizer_is_bert(t->pre)) return strcmp(model, "WordPiece") == 0;
+    return tj_pretokenizer_is_plain_byte_level(t->pre) && strcmp(model, "BPE") == 0 &&
+           !(t->post.trim_offsets && t->post.prefix_space_kept);
+}
+
+/* text (valid UTF-8) as code points in *cps, where each begins in byte (room for len + 1). */
+static int decode_offsets(const tokenizer_json *t, const char *text, size_t len, tj_text *cps,
+                          size_t *byte, vit_error *err) {
+    for (size_t i = 0; i < len;) {
+        byte[cps->n] = i;
+        const int32_t c = utf8_decode((const uint8_t *)text, len, &i);
+        if (c < 0)
+            return vit_fail(err, "%s: offsets need valid UTF-8 (byte %zu is not)", t->name,
+                            byte[cps->n]);
+        tj_text_add1(cps, c);
+    }
+    byte[cps->n] = len;
+    return cps->failed ? vit_fail(err, "%s: out of memory", t->name) : 0;
+}
+
+/* The text's tokens before the post-processor, with their offsets. */
+static int body_offsets(const tokenizer_json *t, const char *text, size_t len, spans *out,
+                        vit_error *err) {
+    if (!offsets_followed(t))
+        return vit_fail(err,
+                        "%s: offsets are computed for BERT's tokenizer.json (BertNormalizer, "
+                        "BertPreTokenizer, WordPiece) and RoBERTa's (ByteLevel without "
+                        "add_prefix_space, BPE) only, not for this one",
+                        t->name);
+    if (len >= INT32_MAX) return vit_fail(err, "%s: a text too long for offsets", t->name);
+    tj_text cps = {0};
+    size_t *byte = malloc((len + 1) * sizeof *byte);
+    work w = {0};
+    int rc = byte ? decode_offsets(t, text, len, &cps, byte, err)
+                  : vit_fail(err, "%s: out of memory", t->name);
+    if (rc == 0) find_matches(t, t->raw, tj_cps(&cps), cps.n, &w.raw);
+    if (rc == 0 && w.raw.failed) rc = vit_fail(err, "%s: out of memory", t->name);
+    for (size_t i = 0; rc == 0 && i < w.raw.n; i++) {
+        const part p = w.raw.v[i];
+        if (p.tok >= 0)
+            span_add(out, t->tok[p.tok].id, byte[p.start], byte[p.end]);
+        else
+            rc = raw_offsets(t, &w, tj_cps(&cps), p.start, p.end, byte, out, err);
+    }
+    if (rc == 0 && spans_failed(out)) rc = vit_fail(err, "%s: out of memory", t->name);
+    work_free(&w);
+    tj_text_free(&cps);
+    free(byte);
+    return rc;
+}
+
+/* The single template around the first n of the body's tokens; its own tokens at (0, 0). */
+static void template_offsets(const tokenizer_json *t, const spans *b, size_t n, spans *out) {
+    const bool none = !t->post.single;
+    for (size_t i = 0; i < (none ? 1 : t->post.nsingle); i++) {
+        const tj_template_item *it = none ? NULL : &t->post.single[i];
+        if (!it || it->sequence) {
+            for (size_t k = 0; k < n; k++)
+                span_add(out, b->ids.id[k], (size_t)b->start.id[k], (size_t)b->end.id[k]);
+        } else {
+            for (size_t k = 0; k < it->n; k++) span_add(out, it->ids[k], 0, 0);
+        }
+    }
+}
+
+int tokenizer_json_encode_offsets(const tokenizer_json *t, const char *text, size_t len,
+                                  int max_len, int32_t **ids, int32_t **starts, int32_t **ends,
+                                  vit_error *err) {
+    *ids = *starts = *ends = NULL;
+    spans body = {0}, out = {0};
+    tj_ids plain = {0};
+    kept ka, kb;
+    int rc = body_offsets(t, text, len, &body, err);
+    /* the offsets' walk must have found the encoding's own tokens */
+    if (rc == 0) rc = encode_text(t, text, len, &plain, err);
+    if (rc == 0 && (plain.n != body.ids.n ||
+                    (plain.n && memcmp(plain.id, body.ids.id, plain.n * sizeof *plain.id) != 0)))
+        rc = vit_fail(err, "%s: the offsets' tokens are not the encoding's", t->name);
+    if (rc == 0) rc = truncate_bodies(t, &body.ids, NULL, max_len, 0, &ka, &kb, err);
+    if (rc == 0) {
+        template_offsets(t, &body, ka.n, &out);
+        span_add(&out, 0, 0, 0); /* room, so that none is NULL */
+        out.ids.n--, out.start.n--, out.end.n--;
+        if (spans_failed(&out) || out.ids.n > INT_MAX)
+            rc = vit_fail(err, "%s: out of memory", t->name);
+    }
+    spans_free(&body), tj_ids_free(&plain);
+    if (rc != 0) {
+        spans_free(&out);
+        return -1;
+    }
+    *ids = out.ids.id, *starts = out.start.id, *ends = out.end.id;
+    return (int)out.ids.n;
+}
+
 /* ---- behind text/text_tokenizer.h ---- */
 
 static void ops_free(void *impl) {
@@ -673,6 +984,18 @@ static int ops_encode_pair(const void *impl, void *scratch, const char *a, size_
     return n;
 }
 
+static int ops_encode_offsets(const void *impl, const char *text, size_t len, int max_len,
+                              int32_t *ids, int32_t *starts, int32_t *ends, vit_error *err) {
+    int32_t *v, *s, *e;
+    const int n = tokenizer_json_encode_offsets(impl, text, len, max_len, &v, &s, &e, err);
+    if (n < 0) return -1;
+    memcpy(ids, v, (size_t)n * sizeof *ids);
+    memcpy(starts, s, (size_t)n * sizeof *starts);
+    memcpy(ends, e, (size_t)n * sizeof *ends);
+    free(v), free(s), free(e);
+    return n;
+}
+
 static int ops_decode(const void *impl, const int32_t *ids, int n, bool skip_special_tokens,
                       char *out, size_t size, vit_error *err) {
     const tokenizer_json *t = impl;
@@ -692,4 +1015,5 @@ const text_tokenizer_ops tokenizer_json_ops = {.load = ops_load,
                                                .piece = ops_piece,
                                                .encode = ops_encode,
                                                .decode = ops_decode,
-                                               .encode_pair = ops_encode_pair};
+                                               .encode_pair = ops_encode_pair,
+                                               .encode_offsets = ops_encode_offsets};

@@ -70,6 +70,18 @@ int tokenizer_json_encode_pair(const tokenizer_json *t, const char *a, size_t al
                                size_t blen, int max_len, unsigned flags, int32_t **ids,
                                int32_t **type_ids, vit_error *err);
 
+/* One text's ids, as tokenizer_json_encode without flags gives them, and each one's byte offsets
+ * into text: [*starts[k], *ends[k]) what token k stands for (the library's encoding.offsets, which
+ * its Rust code keeps in bytes; the Python and npm bindings give characters), the template's
+ * tokens (0, 0). Each token's offsets are those of the original characters its normalized ones
+ * come from. For BERT's path (a BertNormalizer or none, BertPreTokenizer, WordPiece) and
+ * RoBERTa's (no normalizer, ByteLevel without add_prefix_space, BPE; a token covers its bytes'
+ * characters, without its spaces under the post-processor's trim_offsets): another tokenizer.json
+ * is an error saying so, as is invalid UTF-8. All three malloc'd. */
+int tokenizer_json_encode_offsets(const tokenizer_json *t, const char *text, size_t len,
+                                  int max_len, int32_t **ids, int32_t **starts, int32_t **ends,
+                                  vit_error *err);
+
 /* The library's decode(ids, skip_special_tokens) (no clean-up), as text_tokenizer_decode says. */
 int tokenizer_json_decode(const tokenizer_json *t, const int32_t *ids, int n,
                           bool skip_special_tokens, char *out, size_t size, vit_error *err);

@@ -25,6 +25,8 @@
 //   llama-bpe        Metaspace BPE with byte_fallback (a Gemma/Llama-like one, trained here):
 //                    Prepend/Replace normalizers, no pre-tokenizer, the Sequence decoder of
 //                    Replace, ByteFallback, Fuse and Strip, and added tokens of every flag.
+// bert-wordpiece and roberta-bpe also get offsets.json: each valid UTF-8 text's encoding.offsets (the npm binding
+// counts code points, as Python's does; vit's are bytes, which the test converts).
 // Texts: the first 400 SST-2 dev sentences and hard cases (accents, CJK, emoji, invalid UTF-8,
 // white-space runs, added tokens glued to words, empty text), each stored as base64 bytes; 67
 // pairs; and 2,000 generated texts (generated-texts.json, random mixes of words, white-space runs,
@@ -457,6 +459,18 @@ for (const [name, make] of Object.entries(fixtures)) {
   fs.writeFileSync(path.join(dir, 'golden.json'), JSON.stringify({ source: 'tokenizers (npm) ' +
     require('tokenizers/package.json').version + ', Tokenizer.encode(text) and encode(a, b) as saved; decode(ids, true/false)',
     cases, pairs: pairCases }) + '\n');
+  if (name === 'bert-wordpiece' || name === 'roberta-bpe') { // encoding.offsets, in characters (code points) of the text
+    const offs = [];
+    for (const bytes of texts) {
+      const text = bytes.toString('utf8');
+      if (!Buffer.from(text, 'utf8').equals(bytes)) continue; // offsets are taken of valid UTF-8
+      const enc = await saved.encode(text);
+      offs.push({ text: bytes.toString('base64'), ids: enc.getIds(), offsets: enc.getOffsets() });
+    }
+    fs.writeFileSync(path.join(dir, 'offsets.json'), JSON.stringify({ source: 'tokenizers (npm) ' +
+      require('tokenizers/package.json').version + ', Tokenizer.encode(text).getOffsets() (code points)',
+      cases: offs }) + '\n');
+  }
   // generated-texts.json's texts: [ids, FNV-1a of decode(ids, true), of decode(ids, false)]
   fs.writeFileSync(path.join(dir, 'generated.json'), JSON.stringify(gen) + '\n');
   console.log(name, cases.length, 'texts', fs.statSync(path.join(dir, 'tokenizer.json')).size, 'bytes');

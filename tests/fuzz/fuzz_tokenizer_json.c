@@ -3,7 +3,8 @@
  *      saved and not, with and without the template) and their ids decoded both ways;
  *   1: a text (any bytes, its first 8 KiB) through the ten fixtures of tests/data/tokenizer-json
  *      (the first byte also picks the flags), its ids decoded, and cut to a short max_len: never
- *      more ids than asked; then its two halves as a pair, the same;
+ *      more ids than asked; then its two halves as a pair, the same; and its offsets (BERT's and
+ *      RoBERTa's fixtures), each within the text;
  *   2: arbitrary ids (two bytes each, some past the vocabulary) decoded by the ten: an error or a
  *      text, the same length whatever the buffer. */
 #include "tests/fuzz/fuzz_input.h"
@@ -71,8 +72,25 @@ static void encode_pair(const tokenizer_json *t, const char *text, size_t len, u
     }
 }
 
+/* Its offsets, whole and cut (when the tokenizer has them): each within the text, its start
+ * not past its end, never more than asked. */
+static void offsets(const tokenizer_json *t, const char *text, size_t len) {
+    for (int max_len = 0; max_len <= 5; max_len += 5) {
+        int32_t *ids, *starts, *ends;
+        vit_error err = {0};
+        const int n =
+            tokenizer_json_encode_offsets(t, text, len, max_len, &ids, &starts, &ends, &err);
+        if (n < 0) continue;
+        if (max_len && n > max_len) abort();
+        for (int i = 0; i < n; i++)
+            if (starts[i] < 0 || starts[i] > ends[i] || (size_t)ends[i] > len) abort();
+        free(ids), free(starts), free(ends);
+    }
+}
+
 static void encode_all(const tokenizer_json *t, const char *text, size_t len) {
     for (unsigned flags = 0; flags < 4; flags++) encode(t, text, len, flags, flags & 1);
+    offsets(t, text, len);
 }
 
 static void from_json(const uint8_t *data, size_t size) {
@@ -103,6 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int k = 0; k < NFIX; k++) {
             encode(fixture(k), (const char *)data, n, flags, flags & 1);
             encode_pair(fixture(k), (const char *)data, n, flags);
+            offsets(fixture(k), (const char *)data, n);
         }
     } else {
         int32_t ids[256];
