@@ -284,7 +284,7 @@ static const char *charsmap_first(const tj_normalizer *nz, const uint8_t *key, s
 }
 
 static void precompiled_chunk(const tj_normalizer *nz, const int32_t *c, size_t n, tj_text *out) {
-    uint8_t bytes[4 * 8];
+    uint8_t bytes[4 * 8] = {0}; /* zeroed: the aarch64 gcc warns it may be read unset */
     size_t len = 0, nlen;
     for (size_t i = 0; i < n; i++) len += utf8_encode(c[i], bytes + len);
     const char *norm = len < 6 ? charsmap_first(nz, bytes, len, &nlen) : NULL;
