@@ -139,5 +139,9 @@ int serve_parse_images(serve_call *c);
 int serve_json_images(serve_call *c, const cJSON *item);
 /* The body as a JSON object into c->json; -1 with the reason. */
 int serve_parse_json_object(serve_call *c);
+/* Every key of c->json one of keys[0..n), else -1 with "unknown key ... (a JSON body of
+ * `endpoint` has `listed`)": any other key is refused, as everywhere. */
+int serve_json_check_keys(serve_call *c, const char *const *keys, size_t n, const char *endpoint,
+                          const char *listed);
 
 #endif

@@ -40,24 +40,14 @@ static int add_embedding_input(serve_call *c, int i, const char *s) {
     return 0;
 }
 
-/* The keys of an OpenAI embeddings request: any other is refused, as everywhere. */
+/* The keys of an OpenAI embeddings request. */
 static const char *const embedding_keys[] = {"input", "model", "encoding_format", "dimensions",
                                              "user"};
-#define EMBEDDING_KEY_NAMES "\"input\", \"model\", \"encoding_format\", \"dimensions\", \"user\""
 
 static int check_keys(serve_call *c) {
-    for (const cJSON *item = c->json->child; item; item = item->next) {
-        size_t k = 0;
-        while (k < sizeof embedding_keys / sizeof *embedding_keys &&
-               strcmp(item->string, embedding_keys[k]) != 0)
-            k++;
-        if (k == sizeof embedding_keys / sizeof *embedding_keys)
-            return serve_call_fail(
-                c, 0,
-                "unknown key \"%.40s\" (a JSON body of /v1/embeddings has " EMBEDDING_KEY_NAMES ")",
-                item->string);
-    }
-    return 0;
+    return serve_json_check_keys(
+        c, embedding_keys, sizeof embedding_keys / sizeof *embedding_keys, "/v1/embeddings",
+        "\"input\", \"model\", \"encoding_format\", \"dimensions\", \"user\"");
 }
 
 /* "dimensions": a text model's embeddings are cut to the first N (Matryoshka models, as `vit embed

@@ -47,6 +47,18 @@ int serve_parse_json_object(serve_call *c) {
     return 0;
 }
 
+int serve_json_check_keys(serve_call *c, const char *const *keys, size_t n, const char *endpoint,
+                          const char *listed) {
+    for (const cJSON *item = c->json->child; item; item = item->next) {
+        size_t k = 0;
+        while (k < n && strcmp(item->string, keys[k]) != 0) k++;
+        if (k == n)
+            return serve_call_fail(c, 0, "unknown key \"%.40s\" (a JSON body of %s has %s)",
+                                   item->string, endpoint, listed);
+    }
+    return 0;
+}
+
 int serve_json_images(serve_call *c, const cJSON *item) {
     if (!cJSON_IsArray(item)) return serve_call_fail(c, 0, "\"%s\" is not a list", item->string);
     int i = 0;

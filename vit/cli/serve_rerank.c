@@ -22,22 +22,15 @@ static const char *const jina_keys[] = {"query", "documents", "top_n", "return_d
 static const char *const tei_keys[] = {"query", "texts", "return_text", "raw_scores", "truncate"};
 
 static int check_keys(rerank_state *s) {
-    serve_call *c = &s->call;
-    const char *const *keys = s->tei ? tei_keys : jina_keys;
-    const size_t n =
-        s->tei ? sizeof tei_keys / sizeof *tei_keys : sizeof jina_keys / sizeof *jina_keys;
-    for (const cJSON *item = c->json->child; item; item = item->next) {
-        size_t k = 0;
-        while (k < n && strcmp(item->string, keys[k]) != 0) k++;
-        if (k == n)
-            return serve_call_fail(c, 0, "unknown key \"%.40s\" (a JSON body of /v1/rerank has %s)",
-                                   item->string,
-                                   s->tei ? "TEI's \"query\", \"texts\", \"return_text\", "
-                                            "\"raw_scores\", \"truncate\""
-                                          : "\"query\", \"documents\", \"top_n\", "
-                                            "\"return_documents\", \"model\" (or TEI's \"texts\")");
-    }
-    return 0;
+    if (s->tei)
+        return serve_json_check_keys(&s->call, tei_keys, sizeof tei_keys / sizeof *tei_keys,
+                                     "/v1/rerank",
+                                     "TEI's \"query\", \"texts\", \"return_text\", "
+                                     "\"raw_scores\", \"truncate\"");
+    return serve_json_check_keys(&s->call, jina_keys, sizeof jina_keys / sizeof *jina_keys,
+                                 "/v1/rerank",
+                                 "\"query\", \"documents\", \"top_n\", \"return_documents\", "
+                                 "\"model\" (or TEI's \"texts\")");
 }
 
 /* A boolean key (absent or null: 0). */
