@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "text/canonicalize.h"
+#include "text/decode.h"
 #include "text/text_tokenizer.h"
 #include "text/tj.h"
 #include "text/utf8.h"
@@ -377,28 +378,6 @@ static size_t append_text(char *out, const char *text, size_t len, int lower) {
     return n;
 }
 
-/* Python's str.isspace: what str.strip() takes off. */
-static int py_space(int32_t c) {
-    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
-           c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-           c == 0x202f || c == 0x205f || c == 0x3000;
-}
-
-/* s[0..*n) without the white space at either end, in place (str.strip()); NUL-terminated. */
-static void py_strip(char *s, size_t *n) {
-    size_t i = 0, start = *n, end = 0;
-    while (i < *n) {
-        const size_t at = i;
-        const int32_t c = utf8_decode((const uint8_t *)s, *n, &i);
-        if (c >= 0 && py_space(c)) continue;
-        if (start == *n) start = at;
-        end = i;
-    }
-    *n = start < end ? end - start : 0;
-    memmove(s, s + (start < end ? start : 0), *n);
-    s[*n] = '\0';
-}
-
 /* prompt + text as a sentence-transformers Transformer module gives it its tokenizer: stripped,
  * then lower-cased with do_lower_case (malloc'ed, *n its length; NULL when out of memory). */
 static char *prompted_text(const text_weights *w, const char *prompt, const char *text, size_t len,
@@ -410,7 +389,13 @@ static char *prompted_text(const text_weights *w, const char *prompt, const char
     *n = append_text(out, prompt ? prompt : "", plen, lower);
     *n += append_text(out + *n, text ? text : "", len, lower);
     out[*n] = '\0';
-    if (w->sentence) py_strip(out, n);
+    if (w->sentence) { /* str.strip() */
+        size_t start = 0, end = *n;
+        py_strip(out, &start, &end);
+        memmove(out, out + start, end - start);
+        *n = end - start;
+        out[*n] = '\0';
+    }
     return out;
 }
 
