@@ -6,14 +6,8 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "text/decode.h"
 #include "text/utf8.h"
-
-/* Python's str.isspace(): bidirectional class WS, B or S, or category Zs. */
-static int python_space(int32_t c) {
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
-           c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-           c == 0x202F || c == 0x205F || c == 0x3000;
-}
 
 static int ascii_punctuation(int32_t c) {
     return c > 0 && c < 0x80 && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~", (int)c) != NULL;
@@ -28,7 +22,7 @@ int text_canonicalize(const char *s, size_t n, char **out, size_t *out_len) {
     while (i < n) {
         const size_t at = i;
         const int32_t c = utf8_decode((const uint8_t *)s, n, &i);
-        if (c == '_' || (c >= 0 && python_space(c))) {
+        if (c == '_' || (c >= 0 && py_isspace(c))) {
             gap = 1;
             continue;
         }
