@@ -2,7 +2,8 @@
 # vit eval under mpirun (2 and 3 ranks, one thread each) against one process on the same folder:
 # the report, the JSON document and the predictions identical but for the timings. The folder:
 # 30 images of ../shared's imagenet-sample-100 and two unreadable files, so the skipped list's
-# order is checked too. Skips loudly without ../shared, mpirun or an MPI build. Prints a
+# order is checked too. vit embed of texts over 2 and 3 ranks against one process, byte for byte.
+# Skips loudly without ../shared, mpirun or an MPI build. Prints a
 # cmocka-style summary for tests/run.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -28,6 +29,49 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI runs as ro
 mpirun() { env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun "$@"; }
 dir=$(mktemp -d /tmp/vit-mpi-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
+# vit embed of texts: the batches dealt out among 2 and 3 ranks give process 0 the same rows as
+# one process (each batch holds the same texts, so each row is the same computation), and the
+# files are identical byte for byte: .npy, .safetensors and the list of inputs beside them, and
+# the lines of '-'. 300 SST-2 sentences (a TSV's column by its header name) in batches of 16 (19,
+# the last short); a sentence-transformers folder with a prompt and Matryoshka dimensions; a file
+# that cannot be read is reported once and left out, by one process as by three.
+head -n 301 "$shared/data/sst2/train.tsv" >"$dir/sst-embed.tsv"
+bert="-m $shared/models/bert-sst2-tiny -t 1 -b 16 --column sentence $dir/sst-embed.tsv"
+cut -f 1 "$dir/sst-embed.tsv" | tail -n +2 >"$dir/sst-lines.txt"
+st="-m tests/data/st-prompt-micro -t 1 -b 8 --prompt query --dimensions 4 $dir/sst-lines.txt $dir/none.txt"
+embed() { # ranks (0: no mpirun), the output, the arguments
+    n=$1 out=$2 && shift 2
+    if [ "$n" = 0 ]; then
+        "$vit" embed "$@" -o "$out" >"$dir/embed.out" 2>"$dir/embed.err"
+    else
+        mpirun -np "$n" --oversubscribe "$vit" embed "$@" -o "$out" >"$dir/embed.out" 2>"$dir/embed.err"
+    fi
+}
+for n in 0 2 3; do
+    for f in npy safetensors; do
+        # shellcheck disable=SC2086
+        embed "$n" "$dir/e$n.$f" $bert || fail "embed, $n ranks, .$f: $(cat "$dir/embed.err")"
+        mv "$dir/e$n.txt" "$dir/e$n-$f.txt"
+    done
+    # shellcheck disable=SC2086
+    embed "$n" - $bert || fail "embed, $n ranks, -: $(cat "$dir/embed.err")"
+    mv "$dir/embed.out" "$dir/e$n.lines"
+    # shellcheck disable=SC2086
+    embed "$n" "$dir/s$n.npy" $st && fail "embed, $n ranks: a missing file was not reported (exit 0)"
+    [ "$(grep -c 'none.txt' "$dir/embed.err")" = 1 ] ||
+        fail "embed, $n ranks: the missing file: $(cat "$dir/embed.err")"
+    [ "$n" = 0 ] && continue
+    for f in e$n.npy e$n.safetensors e$n-npy.txt e$n-safetensors.txt e$n.lines s$n.npy s$n.txt; do
+        cmp -s "$dir/$f" "$dir/$(echo "$f" | sed "s/^\([es]\)$n/\10/")" || fail "embed, $n ranks: $f differs"
+    done
+done
+if [ "$(wc -l <"$dir/e0.lines")" != 300 ] || [ "$(grep -c . "$dir/s0.txt")" != 300 ]; then
+    fail "embed: not 300 rows: $(wc -l <"$dir/e0.lines") $(wc -l <"$dir/s0.txt")"
+fi
+mpirun -np 2 --oversubscribe "$vit" embed examples/photos -o "$dir/i.npy" >/dev/null 2>"$dir/i.err" &&
+    fail "vit embed of images under mpirun was not refused"
+[ "$(grep -c 'images are embedded by one process' "$dir/i.err")" = 1 ] || fail "images: $(cat "$dir/i.err")"
+echo "mpi: embed of 300 texts (2 models, .npy, .safetensors, -) with 2 and 3 ranks: the same bytes as one process"
 for d in $(ls "$shared/data/imagenet-sample-100" | head -n 30); do
     mkdir -p "$dir/data/$d"
     cp "$shared/data/imagenet-sample-100/$d"/* "$dir/data/$d/"

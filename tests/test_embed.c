@@ -536,6 +536,85 @@ static void test_cli_towers_alone(void **state) {
     }
 }
 
+/* Texts from files: a lines file (a blank line left out, each row named by its line in the
+ * file) and a TSV's column, by number and by its header's name, give the rows the library gives
+ * the same texts (a sentence-transformers folder's pipeline); a row with too few columns is
+ * reported by FILE:LINE and left out, exit 1 after the others are written. */
+static void test_cli_text_files_and_columns(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *dir = "tests/data/st-mean-micro";
+    static const char *const texts[] = {"the cat sat on the mat", "a dog ran", "", "birds fly"};
+    vit_error err = {0};
+    vit_text_context *ctx = vit_text_load(dir, NULL, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    const int D = vit_text_embed_size(ctx, VIT_POOL_SENTENCE);
+    size_t lengths[4];
+    for (int i = 0; i < 4; i++) lengths[i] = strlen(texts[i]);
+    float *want = test_alloc_floats(4 * (size_t)D);
+    assert_int_equal(vit_text_embed_with(ctx, texts, lengths, 4, NULL, want, &err), 0);
+    const float *want_lines[] = {want, want + D, want + 3 * D}; /* the empty text is blank */
+
+    char out[4200], *names;
+    snprintf(out, sizeof out, "%s/lines.safetensors", test_tmpdir());
+    const char lines_text[] = "the cat sat on the mat\na dog ran\n  \nbirds fly\n";
+    const char *lines = write_temp_file("lines.txt", lines_text, sizeof lines_text - 1);
+    const char *line_args[] = {"-m", dir, "-b", "2", lines, NULL};
+    float *got = run_embed(line_args, out, 3, D, &names);
+    for (int i = 0; i < 3; i++) expect_rows("lines", got + (size_t)i * D, want_lines[i], (size_t)D);
+    char want_names[1024];
+    snprintf(want_names, sizeof want_names, "%s:1\n%s:2\n%s:4\n", lines, lines, lines);
+    assert_string_equal(names, want_names);
+    free(names);
+    free(got);
+
+    const char tsv_text[] = "id\ttext\tlabel\n7\tthe cat sat on the mat\t1\n8\ta dog ran\t0\n"
+                            "9\t\t1\n10\tbirds fly\n";
+    const char *tsv = write_temp_file("texts.tsv", tsv_text, sizeof tsv_text - 1);
+    snprintf(out, sizeof out, "%s/column.safetensors", test_tmpdir());
+    const char *by_name[] = {"-m", dir, "--column", "text", tsv, NULL};
+    got = run_embed(by_name, out, 4, D, &names);
+    expect_rows("--column text", got, want, 4 * (size_t)D);
+    snprintf(want_names, sizeof want_names, "%s:2\n%s:3\n%s:4\n%s:5\n", tsv, tsv, tsv, tsv);
+    assert_string_equal(names, want_names);
+    free(names);
+    free(got);
+    /* by number the header is a text too: the last row is its 'text' */
+    const char *by_number[] = {"embed", "-m", dir, "--column", "2", tsv, "-o", "-", NULL};
+    test_run_result r = test_run_vit(NULL, NULL, by_number);
+    assert_int_equal(r.status, 0);
+    char first[64];
+    snprintf(first, sizeof first, "%s:1\t", tsv);
+    assert_true(strncmp(r.out, first, strlen(first)) == 0);
+    test_run_free(&r);
+    /* column 3: line 5 has none */
+    const char *third[] = {"embed", "-m", dir, "--column", "3", tsv, "-o", "-", NULL};
+    r = test_run_vit(NULL, NULL, third);
+    assert_int_equal(r.status, 1);
+    char says[256];
+    snprintf(says, sizeof says, "vit embed: %s:5: no column 3 (the line has fewer)\n", tsv);
+    assert_string_equal(r.err, says);
+    int rows = 0;
+    for (const char *c = r.out; *c; c++) rows += *c == '\n';
+    assert_int_equal(rows, 4);
+    test_run_free(&r);
+    /* a header without that name; --column with images */
+    const char *no_name[] = {"embed", "-m", dir, "--column", "sentence", tsv, "-o", "-", NULL};
+    r = test_run_vit(NULL, NULL, no_name);
+    assert_int_equal(r.status, 1);
+    snprintf(says, sizeof says,
+             "vit embed: %s: no column 'sentence' in its first line (the header)\n", tsv);
+    assert_string_equal(r.err, says);
+    test_run_free(&r);
+    const char *images[] = {"embed", "--column", "2", "examples/photos", "-o", "-", NULL};
+    r = test_run_vit(NULL, NULL, images);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--column are for texts"));
+    test_run_free(&r);
+    free(want);
+    vit_text_free(ctx);
+}
+
 static void test_cli_joint_clip(void **state) {
     (void)state;
     REQUIRE_BIN();
@@ -609,6 +688,7 @@ int main(void) {
         cmocka_unit_test(test_text_features_match_reference),
         cmocka_unit_test(test_cli_matches_library),
         cmocka_unit_test(test_cli_unreadable_input),
+        cmocka_unit_test(test_cli_text_files_and_columns),
         cmocka_unit_test(test_cli_joint_clip),
         cmocka_unit_test(test_cli_towers_alone),
         cmocka_unit_test(test_cli_joint_siglip_and_refusals),

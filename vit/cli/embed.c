@@ -1,11 +1,13 @@
 /* vit embed: one feature vector per image (vit_embed) or per text (vit_text_embed), in input
  * order, written as safetensors, .npy, or text lines, with the list of inputs beside it. A CLIP or
- * SigLIP folder gives both kinds in its joint space (VIT_POOL_JOINT, its default). */
+ * SigLIP folder gives both kinds in its joint space (VIT_POOL_JOINT, its default). Texts can be
+ * shared among processes under mpirun (embed_inputs). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "vit/base/dist.h"
 #include "vit/base/file.h"
 #include "vit/base/strlist.h"
 #include "vit/cli/cli.h"
@@ -21,7 +23,8 @@ enum {
     OPT_TEXT_FILE,
     OPT_PROMPT,
     OPT_PROMPT_TEXT,
-    OPT_DIMENSIONS
+    OPT_DIMENSIONS,
+    OPT_COLUMN
 };
 
 static const cli_option options[] = {
@@ -64,6 +67,10 @@ static const cli_option options[] = {
      "texts: keep the first N numbers of each embedding (Matryoshka models), normalised again "
      "when the embedding is (a pipeline ending in Normalize, joint)",
      "all"},
+    {OPT_COLUMN, "column", 0, "N|NAME",
+     "texts: each FILE is a TSV and the text is its column N (from 1, as cut -f counts), or the "
+     "column the first line (a header) names NAME; a row is named FILE:LINE as a line is",
+     "each whole line, blank lines left out"},
     CLI_EXIF_UPRIGHT,
     CLI_BATCH_OPTION("inputs per forward pass", "16"),
     CLI_THREADS_OPTION,
@@ -85,7 +92,9 @@ static const cli_command command = {
     "FILE:LINE,\n"
     "or the text itself) go to OUT's name with .txt for its extension (and into the safetensors\n"
     "metadata, 'inputs', as a JSON list). An input that cannot be read is reported and left out\n"
-    "(exit 1).",
+    "(exit 1). Texts over N processes: mpirun -np N vit embed ... (as root, mpirun also wants\n"
+    "--allow-run-as-root) deals the batches out among them; process 0 writes the same file, byte\n"
+    "for byte, as one process.",
     options,
     sizeof options / sizeof options[0]};
 
@@ -104,6 +113,8 @@ typedef struct {
     int pool; /* a vit_pool, or -1: the model's default */
     const char *prompt, *prompt_text;
     int dimensions;
+    int column_index;        /* --column N, from 0; -1: whole lines */
+    const char *column_name; /* --column NAME: the header's */
     cli_common common;
     text_arg *texts;
     int num_texts;
@@ -124,12 +135,26 @@ static int parse_pool(const cli_parser *p, int *pool) {
     return i < 0 ? -1 : 0;
 }
 
+/* --column: a number counts from 1, anything else is a header's name. */
+static int parse_column(const cli_parser *p, embed_options *o) {
+    const char *v = p->value;
+    if (*v && strspn(v, "0123456789") == strlen(v)) {
+        o->column_name = NULL;
+        if (cli_int(p, 1, 1 << 20, &o->column_index) != 0) return -1;
+        o->column_index--;
+        return 0;
+    }
+    o->column_name = v;
+    return 0;
+}
+
 static int embed_option(const cli_parser *p, int id, void *user) {
     embed_options *o = user;
     if (id == OPT_OUTPUT) o->out = p->value;
     if (id == OPT_PROMPT) o->prompt = p->value;
     if (id == OPT_PROMPT_TEXT) o->prompt_text = p->value;
     if (id == OPT_DIMENSIONS) return cli_int(p, 1, 1 << 20, &o->dimensions);
+    if (id == OPT_COLUMN) return parse_column(p, o);
     if (id == OPT_TEXT || id == OPT_TEXT_FILE)
         o->texts[o->num_texts++] = (text_arg){p->value, id == OPT_TEXT_FILE};
     return id == OPT_POOL ? parse_pool(p, &o->pool) : 0;
@@ -261,67 +286,179 @@ static int embed_images(const embed_options *o, feature_table *t) {
 
 /* ---- text ---- */
 
-/* texts[0..n) embedded in batches; names[i] names row i. */
-static int embed_lines(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
-                       const char *const *names, int n, const vit_text_embed_opts *how,
-                       feature_table *t) {
-    const int batch = vit_text_max_batch(ctx);
-    float *features = malloc(sizeof(float) * t->dim * batch);
-    if (!features) return fprintf(stderr, "vit embed: out of memory\n"), -1;
-    int rc = 0;
-    for (int start = 0; rc == 0 && start < n; start += batch) {
-        const int count = n - start < batch ? n - start : batch;
-        vit_error err = {0};
-        if (vit_text_embed_with(ctx, texts + start, lengths + start, count, how, features, &err) !=
-            0) {
-            fprintf(stderr, "vit embed: %s: %s\n", names[start], err.msg);
-            rc = -1;
-        }
-        for (int i = 0; rc == 0 && i < count; i++)
-            if (table_add(t, names[start + i], features + (size_t)i * t->dim) != 0) {
-                fprintf(stderr, "vit embed: out of memory\n");
-                rc = -1;
-            }
+/* Every text of a run in order, with its name: the --text values and the lines (or one column)
+ * of the files, whose contents texts point into. */
+typedef struct {
+    const char **texts;
+    size_t *lengths;
+    char **names;
+    int n, cap;
+    strlist *files;
+    int num_files;
+} text_inputs;
+
+static int inputs_add(text_inputs *in, const char *text, size_t length, char *name) {
+    if (!name) return -1;
+    if (in->n == in->cap) {
+        const int cap = in->cap ? in->cap * 2 : 256;
+        const char **texts = realloc(in->texts, sizeof *texts * (size_t)cap);
+        if (texts) in->texts = texts;
+        size_t *lengths = realloc(in->lengths, sizeof *lengths * (size_t)cap);
+        if (lengths) in->lengths = lengths;
+        char **names = realloc(in->names, sizeof *names * (size_t)cap);
+        if (names) in->names = names;
+        if (!texts || !lengths || !names) return free(name), -1;
+        in->cap = cap;
     }
-    free(features);
-    return rc;
+    in->texts[in->n] = text, in->lengths[in->n] = length, in->names[in->n++] = name;
+    return 0;
 }
 
-/* The lines of a file, each named FILE:LINE. */
-static int embed_file(vit_text_context *ctx, const char *file, const vit_text_embed_opts *how,
-                      feature_table *t, int *failed) {
-    strlist lines;
+static void inputs_free(text_inputs *in) {
+    for (int i = 0; i < in->n; i++) free(in->names[i]);
+    for (int i = 0; i < in->num_files; i++) strlist_free(&in->files[i]);
+    free(in->files);
+    free(in->texts);
+    free(in->lengths);
+    free(in->names);
+}
+
+/* Column `column` (from 0) of a tab-separated line: its start and length, or -1 when the line
+ * has fewer columns. */
+static int tsv_field(const char *line, size_t length, int column, const char **field,
+                     size_t *field_length) {
+    const char *at = line, *end = line + length;
+    for (int c = 0; c < column; c++) {
+        const char *tab = memchr(at, '\t', (size_t)(end - at));
+        if (!tab) return -1;
+        at = tab + 1;
+    }
+    const char *tab = memchr(at, '\t', (size_t)(end - at));
+    *field = at;
+    *field_length = (size_t)((tab ? tab : end) - at);
+    return 0;
+}
+
+/* --column's header name: its index in the header line, or -1. */
+static int header_column(const char *line, size_t length, const char *name) {
+    const char *field;
+    size_t len;
+    for (int c = 0; tsv_field(line, length, c, &field, &len) == 0; c++)
+        if (len == strlen(name) && memcmp(field, name, len) == 0) return c;
+    return -1;
+}
+
+/* The lines of a file (blank ones left out), or with --column one column of each, each named
+ * FILE:LINE (its line in the file). Only process 0 reports what cannot be read: every process
+ * reads the same files. */
+static int read_file_texts(const embed_options *o, const char *file, text_inputs *in, int *failed) {
+    const int speaks = dist_get().rank == 0;
+    strlist *lines = &in->files[in->num_files];
     vit_error err = {0};
-    if (strlist_read(&lines, file, 1 << 30, STRLIST_SKIP_BLANK, &err) != 0) {
-        fprintf(stderr, "vit embed: %s\n", err.msg);
+    if (strlist_read(lines, file, (size_t)1 << 30, 0, &err) != 0) {
+        if (speaks) fprintf(stderr, "vit embed: %s\n", err.msg);
         ++*failed;
         return 0;
     }
-    char **names = calloc((size_t)lines.count + 1, sizeof *names);
-    int rc = names ? 0 : -1;
-    for (int i = 0; rc == 0 && i < lines.count; i++)
-        if (asprintf(&names[i], "%s:%d", file, i + 1) < 0) names[i] = NULL, rc = -1;
-    if (rc == 0)
-        rc = embed_lines(ctx, (const char *const *)lines.lines, lines.lengths,
-                         (const char *const *)names, lines.count, how, t);
-    else
-        fprintf(stderr, "vit embed: out of memory\n");
-    for (int i = 0; names && i < lines.count; i++) free(names[i]);
-    free(names);
-    strlist_free(&lines);
-    return rc;
+    in->num_files++;
+    int first = 0, column = o->column_index;
+    if (o->column_name) { /* a name: the first line is the header naming the columns */
+        column =
+            lines->count ? header_column(lines->lines[0], lines->lengths[0], o->column_name) : -1;
+        if (column < 0) {
+            if (speaks)
+                fprintf(stderr, "vit embed: %s: no column '%s' in its first line (the header)\n",
+                        file, o->column_name);
+            ++*failed;
+            return 0;
+        }
+        first = 1;
+    }
+    for (int i = first; i < lines->count; i++) {
+        const char *text = lines->lines[i];
+        size_t length = lines->lengths[i];
+        if (column < 0 && strspn(text, " \t\v\f") == length) continue; /* a blank line */
+        if (column >= 0 && tsv_field(lines->lines[i], lines->lengths[i], column, &text, &length)) {
+            if (speaks)
+                fprintf(stderr, "vit embed: %s:%d: no column %d (the line has fewer)\n", file,
+                        i + 1, column + 1);
+            ++*failed;
+            continue;
+        }
+        char *name;
+        if (asprintf(&name, "%s:%d", file, i + 1) < 0) name = NULL;
+        if (inputs_add(in, text, length, name) != 0)
+            return fprintf(stderr, "vit embed: out of memory\n"), -1;
+    }
+    return 0;
 }
 
 /* One --text, named by itself with its tabs and line breaks as spaces (a name is one line). */
-static int embed_text(vit_text_context *ctx, const char *text, const vit_text_embed_opts *how,
-                      feature_table *t) {
+static int add_text(const char *text, text_inputs *in) {
     char *name = strdup(text);
-    if (!name) return fprintf(stderr, "vit embed: out of memory\n"), -1;
-    for (char *c = name; *c; c++)
+    for (char *c = name; c && *c; c++)
         if (*c == '\t' || *c == '\n' || *c == '\r') *c = ' ';
-    const size_t length = strlen(text);
-    const int rc = embed_lines(ctx, &text, &length, (const char *const *)&name, 1, how, t);
-    free(name);
+    if (inputs_add(in, text, strlen(text), name) == 0) return 0;
+    return fprintf(stderr, "vit embed: out of memory\n"), -1;
+}
+
+/* The run's texts: --text and --text-file in the order given, then the operands (a text model's
+ * are files of texts). */
+static int read_texts(const embed_options *o, text_inputs *in, int *failed) {
+    if (!(in->files = calloc((size_t)o->num_texts + (size_t)o->num_args + 1, sizeof *in->files)))
+        return fprintf(stderr, "vit embed: out of memory\n"), -1;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < o->num_texts; i++)
+        rc = o->texts[i].is_file ? read_file_texts(o, o->texts[i].value, in, failed)
+                                 : add_text(o->texts[i].value, in);
+    for (int i = 0; rc == 0 && i < o->num_args; i++)
+        rc = read_file_texts(o, o->args[i], in, failed);
+    return rc;
+}
+
+/* The texts embedded in batches of vit_text_max_batch. Under mpirun the batches are dealt out in
+ * turn, batch b to process b % size, and each round's rows are gathered on process 0 in rank
+ * order, which is the batches' order: every batch holds the texts one process would put in it,
+ * so each row comes out of the same computation, bit for bit, and process 0's table is the
+ * one-process run's. Process 0 alone fills t. */
+static int embed_inputs(vit_text_context *ctx, const text_inputs *in,
+                        const vit_text_embed_opts *how, feature_table *t) {
+    const dist_world w = dist_get();
+    const int batch = vit_text_max_batch(ctx), num_batches = (in->n + batch - 1) / batch;
+    float *features = malloc(sizeof(float) * t->dim * batch);
+    vit_error err = {0};
+    int rc = features ? 0 : vit_fail(&err, "out of memory");
+    if (rc) fprintf(stderr, "vit embed: %s\n", err.msg);
+    for (int round = 0; round * w.size < num_batches; round++) {
+        const int b = round * w.size + w.rank, start = b * batch;
+        const int count = b < num_batches ? (in->n - start < batch ? in->n - start : batch) : 0;
+        if (rc == 0 && count &&
+            vit_text_embed_with(ctx, in->texts + start, in->lengths + start, count, how, features,
+                                &err) != 0) {
+            fprintf(stderr, "vit embed: %s: %s\n", in->names[start], err.msg);
+            rc = -1;
+        }
+        if (dist_all_succeeded(rc, "to embed its texts", &err) != 0) {
+            if (rc == 0 && w.rank == 0) fprintf(stderr, "vit embed: %s\n", err.msg);
+            rc = -1;
+            break;
+        }
+        char *rows;
+        size_t bytes;
+        if (dist_gather(features, sizeof(float) * t->dim * (size_t)count, &rows, &bytes, &err)) {
+            fprintf(stderr, "vit embed: %s\n", err.msg);
+            rc = -1;
+            break;
+        }
+        const size_t first = (size_t)round * w.size * batch, got = bytes / sizeof(float) / t->dim;
+        for (size_t i = 0; rc == 0 && i < got; i++)
+            if (table_add(t, in->names[first + i], (const float *)rows + i * t->dim) != 0) {
+                fprintf(stderr, "vit embed: out of memory\n");
+                rc = -1;
+            }
+        free(rows);
+    }
+    free(features);
     return rc;
 }
 
@@ -348,48 +485,58 @@ static int text_settings(const embed_options *o, vit_text_context *ctx, const ch
     return 0;
 }
 
-static int embed_texts(const embed_options *o, const char *model_dir, feature_table *t) {
+/* The text model with its pooling, prompt and width checked (how, t's shape), or NULL after
+ * saying why with the exit status in *status. */
+static vit_text_context *open_text_model(const embed_options *o, const char *model_dir,
+                                         vit_text_embed_opts *how, feature_table *t, int *status) {
     const vit_text_params tp = cli_text_params(&o->common.params);
     vit_error err = {0};
     vit_text_context *ctx = vit_text_load(model_dir, &tp, &err);
     if (!ctx) {
         fprintf(stderr, "vit embed: %s\n", err.msg);
-        return 1;
+        return *status = 1, NULL;
     }
     const int joint_dim = vit_text_joint_dim(ctx);
     const vit_pool pool = o->pool >= 0 ? (vit_pool)o->pool : vit_text_default_pool(ctx);
+    *status = 2;
     if (pool == VIT_POOL_SENTENCE && vit_text_default_pool(ctx) != VIT_POOL_SENTENCE) {
         fprintf(stderr,
                 "vit embed: --pool sentence is for sentence-transformers folders (%s has "
                 "no modules.json)\n",
                 model_dir);
-        vit_text_free(ctx);
-        return 2;
+        return vit_text_free(ctx), NULL;
     }
     if ((pool == VIT_POOL_JOINT && !joint_dim) || pool == VIT_POOL_PATCHES) {
         fprintf(stderr, "vit embed: --pool %s is for %s (%s: texts take cls, mean or pooler)\n",
                 pool == VIT_POOL_PATCHES ? "patches" : "joint",
                 pool == VIT_POOL_PATCHES ? "image models" : "CLIP and SigLIP models", model_dir);
-        vit_text_free(ctx);
-        return 2;
+        return vit_text_free(ctx), NULL;
     }
-    vit_text_embed_opts how = {.pool = pool, .prompt = o->prompt_text};
-    if (text_settings(o, ctx, model_dir, &how) != 0) {
-        vit_text_free(ctx);
-        return 2;
-    }
-    t->dim = how.dimensions ? how.dimensions : vit_text_embed_size(ctx, pool);
+    *how = (vit_text_embed_opts){.pool = pool, .prompt = o->prompt_text};
+    if (text_settings(o, ctx, model_dir, how) != 0) return vit_text_free(ctx), NULL;
+    t->dim = how->dimensions ? how->dimensions : vit_text_embed_size(ctx, pool);
     t->row_ndim = 1;
     t->row_dims[0] = t->dim;
-    int rc = 0, failed = 0;
-    for (int i = 0; rc == 0 && i < o->num_texts; i++)
-        rc = o->texts[i].is_file ? embed_file(ctx, o->texts[i].value, &how, t, &failed)
-                                 : embed_text(ctx, o->texts[i].value, &how, t);
-    /* a text model's operands are files of texts */
-    for (int i = 0; rc == 0 && i < o->num_args; i++)
-        rc = embed_file(ctx, o->args[i], &how, t, &failed);
+    *status = 0;
+    return ctx;
+}
+
+static int embed_texts(const embed_options *o, const char *model_dir, feature_table *t) {
+    vit_text_embed_opts how;
+    int status, failed = 0;
+    vit_text_context *ctx = open_text_model(o, model_dir, &how, t, &status);
+    text_inputs in = {0};
+    if (ctx && read_texts(o, &in, &failed) != 0) status = 1;
+    /* under mpirun: every process starts, or none goes on (each says why it stops) */
+    vit_error err = {0};
+    if (dist_all_succeeded(status, "to start", &err) != 0 && status == 0) {
+        fprintf(stderr, "vit embed: %s\n", err.msg);
+        status = 1;
+    }
+    if (status == 0 && embed_inputs(ctx, &in, &how, t) != 0) status = 1;
+    inputs_free(&in);
     vit_text_free(ctx);
-    return rc != 0 ? 1 : failed ? 3 : 0;
+    return status ? status : failed ? 3 : 0;
 }
 
 /* ---- output ---- */
@@ -495,7 +642,7 @@ static int is_text_model(const char *model_dir) {
 }
 
 int cli_embed(int argc, char **argv) {
-    embed_options o = {.common.params = vit_default_params(), .pool = -1};
+    embed_options o = {.common.params = vit_default_params(), .pool = -1, .column_index = -1};
     o.common.params.max_batch = 16;
     if (!(o.texts = calloc((size_t)argc + 1, sizeof *o.texts))) {
         fprintf(stderr, "vit embed: out of memory\n");
@@ -514,13 +661,28 @@ int cli_embed(int argc, char **argv) {
         /* an image model's operands are images: one kind of input per run */
         rc = cli_exit_status(cli_usage_error(
             &command, "images and --text/--text-file in one run (embed them in two)"));
-    } else if (o.num_texts == 0 && (o.prompt || o.prompt_text || o.dimensions)) {
-        rc = cli_exit_status(
-            cli_usage_error(&command, "--prompt, --prompt-text and --dimensions are for texts"));
+    } else if (o.num_texts == 0 && (o.prompt || o.prompt_text || o.dimensions ||
+                                    o.column_index >= 0 || o.column_name)) {
+        rc = cli_exit_status(cli_usage_error(
+            &command, "--prompt, --prompt-text, --dimensions and --column are for texts"));
+    } else if (o.num_texts == 0 && dist_get().size > 1) {
+        /* every process decides alike; one says it */
+        if (dist_get().rank == 0)
+            fprintf(stderr, "vit embed: under mpirun the processes share texts; images are "
+                            "embedded by one process (run it without mpirun)\n");
+        rc = 2;
     } else {
         rc = o.num_texts > 0 ? embed_texts(&o, model_dir, &t) : embed_images(&o, &t);
     }
-    if ((rc == 0 || rc == 3) && write_output(o.out, &t) != 0) rc = 1;
+    /* process 0 holds every row (embed_inputs) and writes; the others learn how it went */
+    const int embedded = rc == 0 || rc == 3; /* on every process, or on none */
+    if (embedded && dist_get().rank == 0 && write_output(o.out, &t) != 0) rc = 1;
+    vit_error err = {0};
+    if (embedded && dist_get().size > 1 &&
+        dist_all_succeeded(rc == 1 ? -1 : 0, "to write the output", &err) != 0 && rc != 1) {
+        fprintf(stderr, "vit embed: %s\n", err.msg);
+        rc = 1;
+    }
     table_free(&t);
     free(o.texts);
     return rc == 3 ? 1 : rc;

@@ -161,13 +161,15 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "vit: %s\n", err.msg);
                 return 1;
             }
-            /* only eval and train share their work among ranks: any other command would run N
-             * times over */
-            if (dist_get().size > 1 && strcmp(arg, "eval") != 0 && strcmp(arg, "train") != 0) {
+            /* only eval, train and embed share their work among ranks: any other command would run
+             * N times over */
+            if (dist_get().size > 1 && strcmp(arg, "eval") != 0 && strcmp(arg, "train") != 0 &&
+                strcmp(arg, "embed") != 0) {
                 if (dist_get().rank == 0)
                     fprintf(stderr,
-                            "vit %s: runs in one process (under mpirun only 'vit eval' and "
-                            "'vit train' split their work); run it without mpirun\n",
+                            "vit %s: runs in one process (under mpirun only 'vit eval', 'vit "
+                            "train' and 'vit embed' of texts split their work); run it without "
+                            "mpirun\n",
                             arg);
                 dist_stop();
                 return 2;
