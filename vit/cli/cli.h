@@ -170,6 +170,9 @@ vit_context *cli_load_classifier(const cli_command *cmd, const cli_common *c, ch
 /* The same for commands that read classes (classify, eval): a base model (Dinov2Model,
  * BeitModel: features, no classifier) is refused too, pointing to vit embed. */
 vit_context *cli_load_labelled(const cli_command *cmd, const cli_common *c, char *dir, size_t size);
+/* Whether dir holds a text model (a BERT-like encoder, a sentence-transformers folder) that
+ * vit_text_load reads: 0 when not, or unreadable (loading it says why). */
+int cli_is_text_model(const char *dir);
 /* Whether dir's config.json is a VisionEncoderDecoderModel's (0 when unreadable). */
 int cli_is_image_to_text(const char *dir);
 /* The shared options' threads, batch (when set), backend and precision for a text model. */

@@ -8,7 +8,9 @@
 
 #include <cblas.h>
 
+#include "vit/base/file.h"
 #include "vit/cli/cli.h"
+#include "vit/model/config.h"
 
 #define DEFAULT_MODEL "vit-tiny-in1k"
 
@@ -115,6 +117,23 @@ vit_context *cli_load_image_model(const cli_command *cmd, const cli_common *c, c
     if (ctx && vit_preprocess_defaults(ctx))
         fprintf(stderr, "vit %s: %s: %s\n", cmd->name, dir, vit_preprocess_defaults(ctx));
     return ctx;
+}
+
+int cli_is_text_model(const char *dir) {
+    vit_model_kind kind;
+    vit_error why = {0};
+    if (vit_folder_kind(dir, &kind, &why) == 0 && kind == VIT_KIND_TEXT) return 1;
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    vit_error err = {0};
+    char *json = vit_read_file(path, 1 << 24, NULL, &err);
+    if (!json) return 0; /* loading it says what is wrong */
+    model_config cfg;
+    const int ok = model_config_parse(json, path, &cfg, &err) == 0;
+    free(json);
+    const int text = ok && cfg.kind == MODEL_TEXT;
+    if (ok) model_config_free(&cfg);
+    return text;
 }
 
 int cli_is_image_to_text(const char *dir) {

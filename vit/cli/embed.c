@@ -12,9 +12,9 @@
 #include "vit/base/strlist.h"
 #include "vit/cli/cli.h"
 #include "vit/cli/image_batch.h"
+#include "vit/cli/text_lines.h"
 #include "vit/data/imagefolder.h"
 #include "vit/io/safetensors.h"
-#include "vit/model/config.h"
 
 enum {
     OPT_OUTPUT = 1,
@@ -113,8 +113,7 @@ typedef struct {
     int pool; /* a vit_pool, or -1: the model's default */
     const char *prompt, *prompt_text;
     int dimensions;
-    int column_index;        /* --column N, from 0; -1: whole lines */
-    const char *column_name; /* --column NAME: the header's */
+    text_column column;
     cli_common common;
     text_arg *texts;
     int num_texts;
@@ -135,26 +134,13 @@ static int parse_pool(const cli_parser *p, int *pool) {
     return i < 0 ? -1 : 0;
 }
 
-/* --column: a number counts from 1, anything else is a header's name. */
-static int parse_column(const cli_parser *p, embed_options *o) {
-    const char *v = p->value;
-    if (*v && strspn(v, "0123456789") == strlen(v)) {
-        o->column_name = NULL;
-        if (cli_int(p, 1, 1 << 20, &o->column_index) != 0) return -1;
-        o->column_index--;
-        return 0;
-    }
-    o->column_name = v;
-    return 0;
-}
-
 static int embed_option(const cli_parser *p, int id, void *user) {
     embed_options *o = user;
     if (id == OPT_OUTPUT) o->out = p->value;
     if (id == OPT_PROMPT) o->prompt = p->value;
     if (id == OPT_PROMPT_TEXT) o->prompt_text = p->value;
     if (id == OPT_DIMENSIONS) return cli_int(p, 1, 1 << 20, &o->dimensions);
-    if (id == OPT_COLUMN) return parse_column(p, o);
+    if (id == OPT_COLUMN) return text_column_parse(p, &o->column);
     if (id == OPT_TEXT || id == OPT_TEXT_FILE)
         o->texts[o->num_texts++] = (text_arg){p->value, id == OPT_TEXT_FILE};
     return id == OPT_POOL ? parse_pool(p, &o->pool) : 0;
@@ -293,7 +279,7 @@ typedef struct {
     size_t *lengths;
     char **names;
     int n, cap;
-    strlist *files;
+    text_lines *files;
     int num_files;
 } text_inputs;
 
@@ -316,78 +302,30 @@ static int inputs_add(text_inputs *in, const char *text, size_t length, char *na
 
 static void inputs_free(text_inputs *in) {
     for (int i = 0; i < in->n; i++) free(in->names[i]);
-    for (int i = 0; i < in->num_files; i++) strlist_free(&in->files[i]);
+    for (int i = 0; i < in->num_files; i++) text_lines_free(&in->files[i]);
     free(in->files);
     free(in->texts);
     free(in->lengths);
     free(in->names);
 }
 
-/* Column `column` (from 0) of a tab-separated line: its start and length, or -1 when the line
- * has fewer columns. */
-static int tsv_field(const char *line, size_t length, int column, const char **field,
-                     size_t *field_length) {
-    const char *at = line, *end = line + length;
-    for (int c = 0; c < column; c++) {
-        const char *tab = memchr(at, '\t', (size_t)(end - at));
-        if (!tab) return -1;
-        at = tab + 1;
-    }
-    const char *tab = memchr(at, '\t', (size_t)(end - at));
-    *field = at;
-    *field_length = (size_t)((tab ? tab : end) - at);
-    return 0;
-}
-
-/* --column's header name: its index in the header line, or -1. */
-static int header_column(const char *line, size_t length, const char *name) {
-    const char *field;
-    size_t len;
-    for (int c = 0; tsv_field(line, length, c, &field, &len) == 0; c++)
-        if (len == strlen(name) && memcmp(field, name, len) == 0) return c;
-    return -1;
-}
-
 /* The lines of a file (blank ones left out), or with --column one column of each, each named
  * FILE:LINE (its line in the file). Only process 0 reports what cannot be read: every process
  * reads the same files. */
 static int read_file_texts(const embed_options *o, const char *file, text_inputs *in, int *failed) {
-    const int speaks = dist_get().rank == 0;
-    strlist *lines = &in->files[in->num_files];
+    FILE *say = dist_get().rank == 0 ? stderr : NULL;
+    text_lines *t = &in->files[in->num_files];
     vit_error err = {0};
-    if (strlist_read(lines, file, (size_t)1 << 30, 0, &err) != 0) {
-        if (speaks) fprintf(stderr, "vit embed: %s\n", err.msg);
+    if (text_lines_read(t, file, o->column, "vit embed", say, failed, &err) != 0) {
+        if (say) fprintf(say, "vit embed: %s\n", err.msg);
         ++*failed;
         return 0;
     }
     in->num_files++;
-    int first = 0, column = o->column_index;
-    if (o->column_name) { /* a name: the first line is the header naming the columns */
-        column =
-            lines->count ? header_column(lines->lines[0], lines->lengths[0], o->column_name) : -1;
-        if (column < 0) {
-            if (speaks)
-                fprintf(stderr, "vit embed: %s: no column '%s' in its first line (the header)\n",
-                        file, o->column_name);
-            ++*failed;
-            return 0;
-        }
-        first = 1;
-    }
-    for (int i = first; i < lines->count; i++) {
-        const char *text = lines->lines[i];
-        size_t length = lines->lengths[i];
-        if (column < 0 && strspn(text, " \t\v\f") == length) continue; /* a blank line */
-        if (column >= 0 && tsv_field(lines->lines[i], lines->lengths[i], column, &text, &length)) {
-            if (speaks)
-                fprintf(stderr, "vit embed: %s:%d: no column %d (the line has fewer)\n", file,
-                        i + 1, column + 1);
-            ++*failed;
-            continue;
-        }
+    for (int i = 0; i < t->count; i++) {
         char *name;
-        if (asprintf(&name, "%s:%d", file, i + 1) < 0) name = NULL;
-        if (inputs_add(in, text, length, name) != 0)
+        if (asprintf(&name, "%s:%d", file, t->lines[i]) < 0) name = NULL;
+        if (inputs_add(in, t->texts[i], t->lengths[i], name) != 0)
             return fprintf(stderr, "vit embed: out of memory\n"), -1;
     }
     return 0;
@@ -623,26 +561,9 @@ static int write_output(const char *out, const feature_table *t) {
     return rc;
 }
 
-/* Whether model_dir holds a BERT (text) model or a sentence-transformers folder. */
-static int is_text_model(const char *model_dir) {
-    vit_model_kind kind;
-    vit_error why = {0};
-    if (vit_folder_kind(model_dir, &kind, &why) == 0 && kind == VIT_KIND_TEXT) return 1;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", model_dir);
-    vit_error err = {0};
-    char *json = vit_read_file(path, 1 << 24, NULL, &err);
-    if (!json) return 0; /* vit_load says what is wrong */
-    model_config cfg;
-    const int ok = model_config_parse(json, path, &cfg, &err) == 0;
-    free(json);
-    const int text = ok && cfg.kind == MODEL_TEXT;
-    if (ok) model_config_free(&cfg);
-    return text;
-}
-
 int cli_embed(int argc, char **argv) {
-    embed_options o = {.common.params = vit_default_params(), .pool = -1, .column_index = -1};
+    embed_options o = {
+        .common.params = vit_default_params(), .pool = -1, .column = TEXT_COLUMN_LINES};
     o.common.params.max_batch = 16;
     if (!(o.texts = calloc((size_t)argc + 1, sizeof *o.texts))) {
         fprintf(stderr, "vit embed: out of memory\n");
@@ -655,14 +576,14 @@ int cli_embed(int argc, char **argv) {
         return free(o.texts), 1;
     feature_table t = {0};
     int rc;
-    if (is_text_model(model_dir)) {
+    if (cli_is_text_model(model_dir)) {
         rc = embed_texts(&o, model_dir, &t);
     } else if (o.num_texts > 0 && o.num_args > 0) {
         /* an image model's operands are images: one kind of input per run */
         rc = cli_exit_status(cli_usage_error(
             &command, "images and --text/--text-file in one run (embed them in two)"));
     } else if (o.num_texts == 0 && (o.prompt || o.prompt_text || o.dimensions ||
-                                    o.column_index >= 0 || o.column_name)) {
+                                    o.column.index >= 0 || o.column.name)) {
         rc = cli_exit_status(cli_usage_error(
             &command, "--prompt, --prompt-text, --dimensions and --column are for texts"));
     } else if (o.num_texts == 0 && dist_get().size > 1) {
