@@ -12,15 +12,23 @@
 
 #include "vit/cli/cli.h"
 #include "vit/cli/image_batch.h"
+#include "vit/cli/search.h"
 #include "vit/data/embed_cache.h"
 #include "vit/data/imagefolder.h"
 #include "vit/io/weights.h"
 
-enum { OPT_TOP = 1, OPT_TEXT, OPT_JSON, OPT_CACHE, OPT_NO_CACHE, OPT_VERBOSE };
+enum { OPT_TOP = 1, OPT_TEXT, OPT_JSON, OPT_CACHE, OPT_NO_CACHE, OPT_VERBOSE, OPT_COLUMN };
 
 static const cli_option options[] = {
-    CLI_MODEL_OPTION("a CLIP or SigLIP model (its image and text towers)", CLI_MODEL_DEFAULT),
-    {OPT_TOP, "top", 'k', "N", "show the N most similar images per query; 0: every image", "10"},
+    CLI_MODEL_OPTION("a CLIP or SigLIP model (its image and text towers), or a text encoder (a "
+                     "sentence-transformers folder, a BERT) for a FILE of texts",
+                     CLI_MODEL_DEFAULT),
+    {OPT_TOP, "top", 'k', "N", "show the N most similar images (or texts) per query; 0: every one",
+     "10"},
+    {OPT_COLUMN, "column", 0, "N|NAME",
+     "texts: FILE is a TSV and a document is its column N (from 1), or the column its first line "
+     "(a header) names NAME, as vit embed --column",
+     "each line a document, blank lines left out"},
     {OPT_TEXT, "text", 0, "TEXT",
      "a text query (repeatable; before the operands' queries), even one that names a file", NULL},
     {OPT_JSON, "json", 0, NULL,
@@ -46,7 +54,8 @@ static const cli_option options[] = {
 static const cli_command command = {
     "search",
     "rank a folder's images by their similarity with texts (CLIP, SigLIP)",
-    "[options] QUERY... FOLDER\n       vit search [options] --text TEXT... FOLDER",
+    "[options] QUERY... FOLDER\n       vit search [options] --text TEXT... FOLDER\n"
+    "       vit search -m TEXT_MODEL [options] QUERY... FILE",
     "Ranks the images anywhere under FOLDER (recursively, sorted, as vit embed finds them) by\n"
     "their cosine similarity with each QUERY in the joint image-text space of a CLIP or SigLIP\n"
     "model: a score is the image's row of vit embed times the query's. FOLDER is the last\n"
@@ -59,27 +68,23 @@ static const cli_command command = {
     "image's path, size and modification time: a later search encodes only the images added or\n"
     "changed since, and a different model never reads another's. A cache that cannot be written\n"
     "is a warning; a damaged one is a warning and is rebuilt. An image that cannot be read is\n"
-    "reported and left out (exit 1, after the results).",
+    "reported and left out (exit 1, after the results).\n\n"
+    "With a text model (-m a sentence-transformers folder or any text encoder vit embed runs),\n"
+    "the last operand is a FILE of documents, one per line (or --column N of a TSV), and every\n"
+    "QUERY is a text: a score is the cosine of the query's embedding and the document's (the\n"
+    "folder's pipeline, as vit embed gives it), as sentence-transformers' util.semantic_search\n"
+    "scores, best first, equal scores in the file's order. Queries take the folder's prompt\n"
+    "named query and documents the first of document, passage and corpus that it has (as\n"
+    "encode_query and encode_document choose; without one, its default prompt). Per query: the\n"
+    "query, then its rank, score, line in FILE and text per document. The documents'\n"
+    "embeddings are cached as an image folder's are, keyed by the model and FILE, and by each\n"
+    "document's text: a later search encodes only the lines added or changed since.",
     options,
     sizeof options / sizeof options[0]};
 
 const cli_command *cli_search_command(void) {
     return &command;
 }
-
-typedef struct {
-    const char *text; /* the words, or the image's path */
-    int image;        /* an image query: the operand named an existing file */
-} search_query;
-
-typedef struct {
-    cli_common common;
-    int top, json, no_cache, verbose;
-    const char *cache;
-    search_query *queries; /* the --text values, then the operands but the last */
-    int num_queries, num_texts;
-    const char *folder;
-} search_options;
 
 static int search_option(const cli_parser *p, int id, void *user) {
     search_options *o = user;
@@ -97,6 +102,8 @@ static int search_option(const cli_parser *p, int id, void *user) {
         return o->no_cache = 1, 0;
     case OPT_VERBOSE:
         return o->verbose = 1, 0;
+    case OPT_COLUMN:
+        return text_column_parse(p, &o->column);
     }
     return 0;
 }
@@ -228,7 +235,7 @@ typedef struct {
     int failed; /* entries that could not be listed or stat'ed (reported) */
 } image_list;
 
-static int64_t mtime_ns(const struct stat *st) {
+int64_t search_mtime_ns(const struct stat *st) {
     return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
@@ -250,7 +257,7 @@ static int list_add(image_list *l, char *path, const char *folder) {
     const size_t len = strlen(folder);
     const char *rel = strncmp(path, folder, len) == 0 ? path + len : path;
     while (*rel == '/') rel++;
-    l->items[l->count++] = (image_entry){path, rel, (int64_t)st.st_size, mtime_ns(&st), -1};
+    l->items[l->count++] = (image_entry){path, rel, (int64_t)st.st_size, search_mtime_ns(&st), -1};
     return 0;
 }
 
@@ -286,20 +293,20 @@ static int list_images(const char *folder, image_list *l) {
 
 /* ---- the cache: where, and what it is keyed by ---- */
 
-static uint64_t fnv1a(const char *s) {
+uint64_t search_fnv1a(const char *s) {
     uint64_t h = 1469598103934665603ull;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;
 }
 
 /* "name size mtime_ns" of a file of the model's folder ("name -" when absent). */
-static void file_stamp(char *buf, size_t size, const char *dir, const char *name) {
+void search_file_stamp(char *buf, size_t size, const char *dir, const char *name) {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     struct stat st;
     if (stat(path, &st) == 0)
         snprintf(buf, size, "%s %lld %lld\n", name, (long long)st.st_size,
-                 (long long)mtime_ns(&st));
+                 (long long)search_mtime_ns(&st));
     else
         snprintf(buf, size, "%s -\n", name);
 }
@@ -316,15 +323,17 @@ static int cache_key(const char *folder, const char *model_dir, vit_context *ctx
     int c, h, w;
     vit_input_shape(ctx, &c, &h, &w);
     char stamps[5][64];
-    file_stamp(stamps[0], sizeof stamps[0], model_dir, "config.json");
+    search_file_stamp(stamps[0], sizeof stamps[0], model_dir, "config.json");
     const char *weights = weights_file_name(model_dir); /* the file a model's weights are by */
-    file_stamp(stamps[1], sizeof stamps[1], model_dir, weights ? weights : "model.safetensors");
-    file_stamp(stamps[2], sizeof stamps[2], model_dir, "preprocessor_config.json");
+    search_file_stamp(stamps[1], sizeof stamps[1], model_dir,
+                      weights ? weights : "model.safetensors");
+    search_file_stamp(stamps[2], sizeof stamps[2], model_dir, "preprocessor_config.json");
     /* an open_clip folder's config and weights (absent: nothing, so other keys stay as they
      * were) */
-    file_stamp(stamps[3], sizeof stamps[3], model_dir, "open_clip_config.json");
+    search_file_stamp(stamps[3], sizeof stamps[3], model_dir, "open_clip_config.json");
     const char *oc = weights_file_name_open_clip(model_dir);
-    file_stamp(stamps[4], sizeof stamps[4], model_dir, oc ? oc : "open_clip_model.safetensors");
+    search_file_stamp(stamps[4], sizeof stamps[4], model_dir,
+                      oc ? oc : "open_clip_model.safetensors");
     for (int i = 3; i < 5; i++)
         if (strstr(stamps[i], " -\n")) stamps[i][0] = 0;
     *key = NULL;
@@ -338,7 +347,7 @@ static int cache_key(const char *folder, const char *model_dir, vit_context *ctx
 }
 
 /* mkdir -p of path's folder (mode 0700, as XDG asks of cache folders). */
-static int make_parents(const char *path) {
+int search_make_parents(const char *path) {
     char dir[PATH_MAX + 128];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -355,7 +364,7 @@ static int make_parents(const char *path) {
 
 /* The default cache file: $XDG_CACHE_HOME (else ~/.cache) /vit/search/NAME-HASH.safetensors,
  * NAME the folder's own name, HASH that of the identity. 0, or -1 when neither is set. */
-static int default_cache(const char *folder, const char *identity, char *buf, size_t size) {
+int search_default_cache(const char *folder, const char *identity, char *buf, size_t size) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     char base[PATH_MAX];
     if (xdg && xdg[0] == '/')
@@ -369,7 +378,7 @@ static int default_cache(const char *folder, const char *identity, char *buf, si
     while (strlen(real) > 1 && real[strlen(real) - 1] == '/') real[strlen(real) - 1] = 0;
     const char *name = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
     snprintf(buf, size, "%s/vit/search/%.64s-%016llx.safetensors", base, *name ? name : "root",
-             (unsigned long long)fnv1a(identity));
+             (unsigned long long)search_fnv1a(identity));
     return 0;
 }
 
@@ -508,7 +517,7 @@ static const char *open_cache(const search_options *o, const char *identity, con
     if (o->no_cache) return NULL;
     if (o->cache) {
         snprintf(buf, size, "%s", o->cache);
-    } else if (default_cache(o->folder, identity, buf, size) != 0) {
+    } else if (search_default_cache(o->folder, identity, buf, size) != 0) {
         fprintf(stderr, "vit search: warning: no cache (neither XDG_CACHE_HOME nor HOME is set; "
                         "--cache FILE names one): every image is encoded\n");
         return NULL;
@@ -540,7 +549,7 @@ static void save_cache(const char *file, const embed_cache *cache, int have_old,
     snprintf(note, note_size, "unchanged");
     if (!file || cache->count == 0 || (have_old && encoded == 0 && hits == old_count)) return;
     vit_error err = {0};
-    if (!o->cache && make_parents(file) != 0)
+    if (!o->cache && search_make_parents(file) != 0)
         snprintf(err.msg, sizeof err.msg, "%.400s: cannot make its folder: %s", file,
                  strerror(errno));
     else if (embed_cache_write(file, cache, &err) == 0)
@@ -606,10 +615,24 @@ static int search(const search_options *o, vit_context *ctx, const char *model_d
 }
 
 int cli_search(int argc, char **argv) {
-    search_options o = {.common.params = vit_default_params(), .top = 10};
+    search_options o = {
+        .common.params = vit_default_params(), .top = 10, .column = TEXT_COLUMN_LINES};
     o.common.params.max_batch = 16;
     const cli_outcome parsed = parse_options(argc, argv, &o);
     if (parsed != CLI_PARSED) return free(o.queries), cli_exit_status(parsed);
+    char text_dir[4096];
+    if (!cli_model_dir("search", o.common.model, text_dir, sizeof text_dir))
+        return free(o.queries), 1;
+    if (cli_is_text_model(text_dir)) {
+        const int rc = search_texts(&o, text_dir);
+        free(o.queries);
+        return rc;
+    }
+    if (o.column.index >= 0 || o.column.name) {
+        free(o.queries);
+        return cli_exit_status(
+            cli_usage_error(&command, "--column is for a FILE of texts, searched by a text model"));
+    }
     if (!cli_is_dir(o.folder)) {
         struct stat st;
         fprintf(stderr, "vit search: %s: %s\n", o.folder,

@@ -74,6 +74,7 @@ int text_lines_read(text_lines *out, const char *path, text_column column, const
             ++*bad;
             continue;
         }
+        ((char *)text)[length] = 0; /* the tab after the column: one column is read a line */
         out->texts[out->count] = text;
         out->lengths[out->count] = length;
         out->lines[out->count++] = i + 1;

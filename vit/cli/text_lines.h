@@ -19,7 +19,7 @@ typedef struct {
 
 typedef struct {
     strlist file;       /* the texts point into it */
-    const char **texts; /* [count], texts[i][0..lengths[i]) (not NUL-terminated in a column) */
+    const char **texts; /* [count], texts[i][0..lengths[i]), NUL-terminated */
     size_t *lengths;
     int *lines; /* [count] each one's line in the file, from 1 */
     int count;
