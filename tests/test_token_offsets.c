@@ -3,6 +3,8 @@
  * roberta-bpe fixtures' valid UTF-8 texts (437 of its 441: SST-2 sentences, accents, CJK, emoji,
  * control characters, white-space runs, special tokens glued to words) in code points, as the npm
  * binding gives them; vit's are bytes, converted here by counting the code points before each.
+ * The same for vocab.txt WordPiece (cased and uncased) against the library running the
+ * tokenizer.json transformers' BertConverter makes of it (tools/wordpiece_offsets_reference.mjs).
  * Equality is exact. */
 #include "testutil.h"
 
@@ -121,6 +123,14 @@ static void test_roberta_offsets(void **state) {
     check_fixture("roberta-bpe");
 }
 
+/* vocab.txt, through the tokenizer.json BertConverter makes of it (BertTokenizerFast's): against
+ * tools/wordpiece_offsets_reference.mjs's, which builds that file in the library itself. */
+static void test_vocab_txt_offsets(void **state) {
+    (void)state;
+    check_fixture("vocab-uncased");
+    check_fixture("vocab-cased");
+}
+
 static void expect_refusal(const char *dir, const char *text, size_t n, const char *says) {
     text_tokenizer *t = load(dir);
     int32_t ids[64], starts[64], ends[64];
@@ -139,14 +149,15 @@ static void test_refusals(void **state) {
                    "a\xff"
                    "b",
                    3, "offsets need valid UTF-8 (byte 1");
-    expect_refusal(TEST_DATA "/bert-base-micro", "hello", 5,
-                   "offsets are not computed for the WordPiece tokenizer");
+    expect_refusal(TEST_DATA "/spm-micro", "hello", 5,
+                   "offsets are not computed for the SentencePiece tokenizer");
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bert_offsets),
         cmocka_unit_test(test_roberta_offsets),
+        cmocka_unit_test(test_vocab_txt_offsets),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 #include "text/text_tokenizer.h"
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,13 @@ struct text_tokenizer {
     void *impl;
     text_tokenizer_info info;
     const char *config_class; /* tokenizer_config.json's class where vit knows it, else NULL */
+    /* For a kind without offsets of its own: its Fast class's tokenizer.json (ops->fast_json),
+     * or why there is none; built at the first call that wants offsets (converting 30k entries
+     * of vocab.txt takes 20 ms, which every other load would pay), under fast_lock */
+    tokenizer_json *fast;
+    vit_error fast_error;
+    bool fast_tried;
+    pthread_mutex_t fast_lock;
 };
 
 struct text_tokenizer_scratch {
@@ -87,12 +95,30 @@ static int older_kind(const char *dir, const text_tokenizer_ops **kind, const ch
                     dir);
 }
 
+/* The kind's Fast tokenizer.json for its offsets; when it has none, why not into fast_error. */
+static void load_fast(text_tokenizer *t) {
+    vit_error err = {0};
+    char *json = NULL;
+    if (!t->ops->fast_json) {
+        vit_fail(&err, "offsets are not computed for the %s tokenizer (%s)", t->info.kind,
+                 t->info.class_name);
+    } else if (t->ops->fast_json(t->impl, &json, &err) == 0) {
+        const tokenizer_json_sources src = {
+            .json = {json, strlen(json), "the converted tokenizer.json"}};
+        tokenizer_json *tj = NULL;
+        if (tokenizer_json_load_memory(&src, &tj, &err) == 0) t->fast = tj;
+    }
+    free(json);
+    if (!t->fast) t->fast_error = err;
+}
+
 /* tokenizer.json first, as transformers prefers the fast tokenizer; when it holds a part vit
  * does not follow, the older files of the same tokenizer where the folder has them. */
 int text_tokenizer_load(const char *dir, text_tokenizer **out, vit_error *err) {
     *out = NULL;
     text_tokenizer *t = calloc(1, sizeof *t);
     if (!t) return vit_fail(err, "%s: out of memory", dir);
+    pthread_mutex_init(&t->fast_lock, NULL);
     int rc = -1;
     if (has_file(dir, "tokenizer.json")) {
         t->ops = &tokenizer_json_ops;
@@ -119,6 +145,8 @@ int text_tokenizer_load(const char *dir, text_tokenizer **out, vit_error *err) {
 void text_tokenizer_free(text_tokenizer *t) {
     if (!t) return;
     if (t->impl && t->ops) t->ops->free(t->impl);
+    tokenizer_json_free(t->fast);
+    pthread_mutex_destroy(&t->fast_lock);
     free(t);
 }
 
@@ -251,10 +279,14 @@ int text_tokenizer_encode_offsets(const text_tokenizer *t, text_tokenizer_scratc
     (void)s;
     if (max_len < 2)
         return vit_fail(err, "offsets need room for at least two ids, not %d", max_len);
-    if (!t->ops->encode_offsets)
-        return vit_fail(err, "offsets are not computed for the %s tokenizer (%s)", t->info.kind,
-                        t->info.class_name);
-    return t->ops->encode_offsets(t->impl, text, len, max_len, ids, starts, ends, err);
+    if (t->ops->encode_offsets)
+        return t->ops->encode_offsets(t->impl, text, len, max_len, ids, starts, ends, err);
+    text_tokenizer *mut = (text_tokenizer *)t; /* the lazily built cache; t is otherwise const */
+    pthread_mutex_lock(&mut->fast_lock);
+    if (!mut->fast_tried) load_fast(mut), mut->fast_tried = true;
+    pthread_mutex_unlock(&mut->fast_lock);
+    if (!t->fast) return vit_fail(err, "%s", t->fast_error.msg);
+    return tokenizer_json_ops.encode_offsets(t->fast, text, len, max_len, ids, starts, ends, err);
 }
 
 int text_tokenizer_encode_pair(const text_tokenizer *t, text_tokenizer_scratch *s, const char *a,

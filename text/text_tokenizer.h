@@ -62,13 +62,15 @@ void text_tokenizer_scratch_free(text_tokenizer_scratch *s);
 int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, const char *text,
                           size_t len, int max_len, int32_t *ids, vit_error *err);
 
-/* text_tokenizer_encode's ids with each one's byte offsets into text: token k stands for
+/* The ids of text with each one's byte offsets into text: token k stands for
  * text[starts[k] .. ends[k]), the special tokens around the text (0, 0), as the tokenizers
- * library's encoding.offsets (in bytes: its Python and npm bindings count characters). starts and
- * ends have room for max_len. Computed for tokenizer.json's BERT path (BertNormalizer,
- * BertPreTokenizer, WordPiece, what NER models use) and RoBERTa's (byte-level BPE without
- * add_prefix_space) only; other kinds are an error saying so. Returns
- * the number of ids or -1 with err. */
+ * library's encoding.offsets (in bytes: its Python and npm bindings count characters), so as the
+ * Fast class gives them (what transformers' pipelines read). starts and ends have room for
+ * max_len. tokenizer.json's BERT path (BertNormalizer, BertPreTokenizer, WordPiece, what NER
+ * models use) and RoBERTa's (byte-level BPE without add_prefix_space) give their own; vocab.txt
+ * (WordPiece) goes through the tokenizer.json transformers' converter writes of it
+ * (BertTokenizerFast's), whose ids can differ from text_tokenizer_encode's (the slow class's) on
+ * rare texts. Other kinds are an error saying so. Returns the number of ids or -1 with err. */
 int text_tokenizer_encode_offsets(const text_tokenizer *t, text_tokenizer_scratch *s,
                                   const char *text, size_t len, int max_len, int32_t *ids,
                                   int32_t *starts, int32_t *ends, vit_error *err);
@@ -121,6 +123,9 @@ typedef struct {
     /* NULL for a kind without offsets */
     int (*encode_offsets)(const void *impl, const char *text, size_t len, int max_len, int32_t *ids,
                           int32_t *starts, int32_t *ends, vit_error *err);
+    /* The tokenizer.json transformers' converter writes of it (the Fast class's tokenizer,
+     * malloc'd), which gives the offsets of a kind without encode_offsets; NULL: none */
+    int (*fast_json)(const void *impl, char **json, vit_error *err);
 } text_tokenizer_ops;
 
 #endif

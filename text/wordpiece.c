@@ -468,6 +468,63 @@ static void wordpiece_ops_scratch_free(void *scratch) {
     tokenizer_scratch_free(scratch);
 }
 
+/* The tokenizer.json transformers' BertConverter writes of this tokenizer (what BertTokenizerFast
+ * runs, and so what its offsets come from): BertNormalizer with these settings, BertPreTokenizer,
+ * WordPiece over vocab.txt (a token written twice at its later id, as the vocab dict has it), the
+ * special tokens as added tokens, [CLS] $A [SEP]. The fast tokenizer splits every punctuation
+ * character and never NFC-composes, so do_split_on_punc false has no fast equivalent. */
+static int wordpiece_ops_fast_json(const void *impl, char **json, vit_error *err) {
+    const tokenizer *t = impl;
+    if (!t->opt.split_punct)
+        return vit_fail(err, "do_split_on_punc false has no fast tokenizer (BertPreTokenizer)");
+    cJSON *root = cJSON_CreateObject(), *added = cJSON_AddArrayToObject(root, "added_tokens");
+    for (int i = 0; i < SP_COUNT; i++) {
+        const int id = t->special_id[i];
+        bool seen = false; /* one added token per id, as the added vocabulary keeps them */
+        for (int k = 0; k < i; k++) seen |= t->special_id[k] == id;
+        if (id < 0 || seen) continue;
+        cJSON *a = cJSON_CreateObject();
+        cJSON_AddNumberToObject(a, "id", id);
+        cJSON_AddStringToObject(a, "content", t->special[i]);
+        cJSON_AddBoolToObject(a, "single_word", false);
+        cJSON_AddBoolToObject(a, "lstrip", false);
+        cJSON_AddBoolToObject(a, "rstrip", false);
+        cJSON_AddBoolToObject(a, "normalized", false);
+        cJSON_AddBoolToObject(a, "special", true);
+        cJSON_AddItemToArray(added, a);
+    }
+    cJSON *norm = cJSON_AddObjectToObject(root, "normalizer");
+    cJSON_AddStringToObject(norm, "type", "BertNormalizer");
+    cJSON_AddBoolToObject(norm, "clean_text", true);
+    cJSON_AddBoolToObject(norm, "handle_chinese_chars", t->opt.chinese_chars);
+    cJSON_AddBoolToObject(norm, "strip_accents", t->opt.strip_accents);
+    cJSON_AddBoolToObject(norm, "lowercase", t->opt.lower_case);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(root, "pre_tokenizer"), "type",
+                            "BertPreTokenizer");
+    cJSON *post = cJSON_AddObjectToObject(root, "post_processor");
+    cJSON_AddStringToObject(post, "type", "BertProcessing");
+    const int ends[2] = {SP_SEP, SP_CLS};
+    for (int k = 0; k < 2; k++) {
+        cJSON *pair = cJSON_AddArrayToObject(post, k == 0 ? "sep" : "cls");
+        cJSON_AddItemToArray(pair, cJSON_CreateString(t->special[ends[k]]));
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(t->special_id[ends[k]]));
+    }
+    cJSON *model = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddStringToObject(model, "type", "WordPiece");
+    cJSON_AddStringToObject(model, "unk_token", t->special[SP_UNK]);
+    cJSON_AddStringToObject(model, "continuing_subword_prefix", "##");
+    cJSON_AddNumberToObject(model, "max_input_chars_per_word", MAX_WORD_CHARS);
+    cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
+    for (int id = 0; vocab && id < t->vocab.count; id++) {
+        const char *tok = vocab_token(&t->vocab, id);
+        if (vocab_find(&t->vocab, tok, strlen(tok), false) == id)
+            cJSON_AddItemToObject(vocab, tok, cJSON_CreateNumber(id));
+    }
+    *json = vocab ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    return *json ? 0 : vit_fail(err, "out of memory");
+}
+
 static int wordpiece_ops_load(const char *dir, void **impl, text_tokenizer_info *info,
                               vit_error *err) {
     tokenizer *t;
@@ -491,4 +548,5 @@ const text_tokenizer_ops wordpiece_ops = {.load = wordpiece_ops_load,
                                           .scratch_create = wordpiece_ops_scratch,
                                           .scratch_free = wordpiece_ops_scratch_free,
                                           .encode = wordpiece_ops_encode,
-                                          .decode = wordpiece_ops_decode};
+                                          .decode = wordpiece_ops_decode,
+                                          .fast_json = wordpiece_ops_fast_json};
