@@ -132,6 +132,8 @@ typedef struct {
     int pooler;       /* a dense layer on token 0 (BERT's pooler, RoBERTa's classifier.dense,
                        * DistilBERT's pre_classifier); 0: none, the row itself is read */
     int pooler_relu;  /* its activation is ReLU (DistilBERT), else tanh */
+    int drop_first;   /* training: dropout on token 0 before that dense layer too
+                       * (RobertaClassificationHead, MPNetClassificationHead) */
     int rel_buckets;  /* MPNet: one table of relative position buckets for every layer */
 } tower_options;
 

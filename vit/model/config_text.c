@@ -237,4 +237,5 @@ void config_text_options(const model_config *c, tower_options *o) {
     /* DistilBertModel has no pooler; no token classifier has one */
     o->pooler = !c->token_classifier && !(distil && c->bare) && !c->no_pooler;
     o->pooler_relu = distil; /* pre_classifier, then ReLU */
+    o->drop_first = !distil && !c->bare && !c->token_classifier;
 }

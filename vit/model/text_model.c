@@ -16,9 +16,11 @@ int text_acts_alloc(text_acts *a, const model *m, int max_batch, int max_tokens,
     const model_config *c = &m->cfg;
     if (c->kind != MODEL_TEXT) return vit_fail(err, "not a BERT model");
     if (max_batch < 1) return vit_fail(err, "batch size %d is not positive", max_batch);
-    if (training &&
-        (c->family != FAMILY_PLAIN || c->opt.head == HEAD_NONE || c->opt.pool == POOL_TOKENS))
+    /* the joint towers' heads have no backward */
+    if (training && (c->family != FAMILY_PLAIN && c->family != FAMILY_TEXT))
         return vit_fail(err, "%s: inference only, for now", config_architecture(c));
+    if (training && c->opt.head == HEAD_NONE)
+        return vit_fail(err, "%s: a base model has no classifier to train", config_architecture(c));
     if (max_tokens < 1 || max_tokens > config_text_max_tokens(c))
         return vit_fail(err, "%d tokens outside 1..%d (max_position_embeddings)", max_tokens,
                         config_text_max_tokens(c));
@@ -27,21 +29,41 @@ int text_acts_alloc(text_acts *a, const model *m, int max_batch, int max_tokens,
     a->training = training;
     const size_t B = (size_t)max_batch, T = (size_t)max_tokens, D = (size_t)c->hidden_size;
     const size_t g = training ? 1 : 0; /* gradient buffers only when training */
-    const size_t sizes[] = {B * T * D, B * T,         B * T,         B * T * D, B * D,    B * D,
-                            B * D,     g * B * T * D, g * B * T * D, g * B * D, g * B * D};
-    float **fields[] = {&a->emb,     &a->emb_mean, &a->emb_rstd, &a->x,     &a->cls, &a->pooled,
-                        &a->head_in, &a->dx,       &a->demb,     &a->dhead, &a->dcls};
+    const size_t tok = c->opt.pool == POOL_TOKENS ? 1 : 0, H = (size_t)c->num_heads;
+    const size_t sizes[] = {B * T * D,
+                            B * T,
+                            B * T,
+                            B * T * D,
+                            B * D,
+                            B * D,
+                            B * D,
+                            g * B * D,
+                            g * B * T * D,
+                            g * B * T * D,
+                            g * B * D,
+                            g * B * D,
+                            g * tok * B * T * D};
+    float **fields[] = {&a->emb,    &a->emb_mean, &a->emb_rstd, &a->x,  &a->cls,
+                        &a->pooled, &a->head_in,  &a->cls_in,   &a->dx, &a->demb,
+                        &a->dhead,  &a->dcls,     &a->tok_in};
     a->block = alloc_float_block(sizeof sizes / sizeof sizes[0], sizes, fields);
     if (training) {
         a->emb_keep = malloc(B * T * D);
-        a->head_keep = malloc(B * D);
+        a->head_keep = malloc(tok ? B * T * D : B * D);
+        a->cls_keep = malloc(B * D);
     }
-    if (c->opt.rel_buckets) {
-        a->bias = vit_alloc_floats((size_t)c->num_heads * T * T);
+    const int rel = c->opt.rel_buckets != 0;
+    if (rel) {
+        a->bias = vit_alloc_floats(H * T * T);
         a->run_layers = calloc((size_t)c->num_layers, sizeof *a->run_layers);
     }
-    if (!a->block || (training && (!a->emb_keep || !a->head_keep)) ||
-        (c->opt.rel_buckets && (!a->bias || !a->run_layers)) ||
+    if (rel && training) {
+        a->dbias = vit_alloc_floats(H * T * T);
+        a->grad_layers = calloc((size_t)c->num_layers, sizeof *a->grad_layers);
+    }
+    if (!a->block || (training && (!a->emb_keep || !a->head_keep || !a->cls_keep)) ||
+        (rel && (!a->bias || !a->run_layers)) ||
+        (rel && training && (!a->dbias || !a->grad_layers)) ||
         encoder_scratch_alloc(&a->scratch, &m->enc, max_batch, max_tokens) != 0 ||
         (training && encoder_tape_alloc(&a->tape, &m->enc, max_batch, max_tokens) != 0)) {
         text_acts_free(a);
@@ -54,8 +76,11 @@ void text_acts_free(text_acts *a) {
     free(a->block);
     free(a->emb_keep);
     free(a->head_keep);
+    free(a->cls_keep);
     free(a->bias);
     free(a->run_layers);
+    free(a->dbias);
+    free(a->grad_layers);
     encoder_scratch_free(&a->scratch);
     encoder_tape_free(&a->tape);
     memset(a, 0, sizeof *a);
@@ -122,20 +147,26 @@ static void joint_head_forward(const model *m, text_acts *a, const int32_t *ids,
         linear_forward(out, a->pooled, m->head_w, m->head_b, B, D, c->num_labels);
 }
 
-/* Scatter-add of demb [B, T, D] into the rows the forward read (g: the gradient view). Serial:
- * a word repeated in the batch accumulates in one fixed order whatever the thread count. */
-static void embeddings_backward(const model *g, const float *demb, const int32_t *ids, int B, int T,
-                                int D) {
+/* Scatter-add of demb [B, T, D] into the rows the forward read (g: the gradient view): the
+ * word's, the position's (RoBERTa's counted from the ids, as the forward did) and the token
+ * type's where the model has them. Serial: a word repeated in the batch accumulates in one fixed
+ * order whatever the thread count. */
+static void embeddings_backward(const model *m, const model *g, const float *demb,
+                                const int32_t *ids, const int32_t *types, int B, int T) {
+    const int D = m->cfg.hidden_size;
     for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            const float *d = demb + ((size_t)b * T + t) * D;
-            float *w = g->word_emb + (size_t)ids[(size_t)b * T + t] * D,
-                  *p = g->pos_emb + (size_t)t * D;
+        for (int t = 0, seen = 0; t < T; t++) {
+            const size_t bt = (size_t)b * T + t;
+            const int pos = position_of(&m->cfg.opt, ids + (size_t)b * T, t, &seen);
+            const float *d = demb + bt * D;
+            float *w = g->word_emb + (size_t)ids[bt] * D, *p = g->pos_emb + (size_t)pos * D;
             for (int k = 0; k < D; k++) {
                 w[k] += d[k];
                 p[k] += d[k];
-                g->type_emb[k] += d[k];
             }
+            if (!m->cfg.opt.token_types) continue;
+            float *type = g->type_emb + (types ? (size_t)types[bt] * D : 0);
+            for (int k = 0; k < D; k++) type[k] += d[k];
         }
 }
 
@@ -150,12 +181,17 @@ static void pooler_activation(const model *m, float *pooled, size_t n) {
         for (size_t i = 0; i < n; i++) pooled[i] = tanhf(pooled[i]);
 }
 
-/* From the forward's cls and tanh output pooled: dcls [B, D] (overwritten), dw, db accumulated.
- * dpooled is overwritten with the gradient wrt the pre-activation (tanh' = 1 - tanh²). */
-static void pooler_backward(float *dcls, float *dw, float *db, float *dpooled, const float *pooled,
-                            const float *cls, const float *w, int B, int D) {
-    for (size_t i = 0; i < (size_t)B * D; i++) dpooled[i] *= 1.0f - pooled[i] * pooled[i];
-    linear_backward(dcls, dw, db, dpooled, cls, w, B, D, D);
+/* From the forward's input cls and activated output pooled: dcls [B, D] (overwritten), dw, db
+ * accumulated. dpooled is overwritten with the gradient wrt the pre-activation (tanh' = 1 - tanh²;
+ * ReLU's: 1 where the output is positive). */
+static void pooler_backward(const model *m, float *dcls, float *dw, float *db, float *dpooled,
+                            const float *pooled, const float *cls, int B, int D) {
+    const size_t n = (size_t)B * D;
+    if (m->cfg.opt.pooler_relu)
+        for (size_t i = 0; i < n; i++) dpooled[i] = pooled[i] > 0.0f ? dpooled[i] : 0.0f;
+    else
+        for (size_t i = 0; i < n; i++) dpooled[i] *= 1.0f - pooled[i] * pooled[i];
+    linear_backward(dcls, dw, db, dpooled, cls, m->pooler_w, B, D, D);
 }
 
 /* ---- MPNet's relative position bias ---- */
@@ -174,11 +210,12 @@ int text_relative_bucket(int rel, int buckets, int max_distance) {
 
 /* The layers this forward runs: the model's, or (MPNet) with the bias for T tokens, bias[h, i, j]
  * = table[bucket(j - i), h], one for every layer (MPNetEncoder.compute_position_bias). Built
- * when T changes: the weights of a loaded model do not. */
+ * when T changes, and at every training forward: training changes the table. */
 static const encoder_layer *layers_with_bias(const model *m, text_acts *a, int T) {
     const tower_options *o = &m->cfg.opt;
     if (!o->rel_buckets) return m->layers;
     const int H = m->cfg.num_heads, L = m->cfg.num_layers;
+    if (a->training) a->bias_tokens = 0;
     for (int i = 0; a->bias_tokens != T && i < T; i++)
         for (int j = 0; j < T; j++) {
             const int bucket = text_relative_bucket(j - i, o->rel_buckets, 128);
@@ -235,19 +272,37 @@ static void input_forward(const model *m, text_acts *a, const int32_t *ids, cons
     }
 }
 
-/* A token classifier: logits [B, T, labels], the classifier on every row. */
+/* Dropout in training on x [B, per] into out with mask keep, drawn as this process's part of the
+ * whole batch's masks. */
+static void batch_dropout(float *out, const float *x, uint8_t *keep, int B, size_t per, float p,
+                          const forward_mode *mode) {
+    const size_t n = (size_t)B * per;
+    dropout_mask_part(keep, n, p, mode->rng, (size_t)mode->batch_first * per,
+                      (size_t)(mode->batch_total > 0 ? mode->batch_total : B) * per);
+    dropout_forward(out, x, keep, n, p);
+}
+
+/* A token classifier: logits [B, T, labels], (training: dropout, as BertForTokenClassification)
+ * the classifier on every row. */
 static int token_head_forward(const model *m, text_acts *a, int B, int T, const forward_mode *mode,
                               int fast, float *logits, vit_error *err) {
     const int D = m->cfg.hidden_size, K = m->cfg.num_labels;
+    const float p_cls = forward_mode_classifier_dropout(mode);
+    const float *h = a->x;
+    if (p_cls > 0.0f) {
+        batch_dropout(a->tok_in, a->x, a->head_keep, B, (size_t)T * D, p_cls, mode);
+        h = a->tok_in;
+    }
     if (fast)
-        gemm_run(m->head, a->x, B * T, logits, a->gemm);
+        gemm_run(m->head, h, B * T, logits, a->gemm);
     else
-        linear_forward(logits, a->x, m->head_w, m->head_b, B * T, D, K);
+        linear_forward(logits, h, m->head_w, m->head_b, B * T, D, K);
     return forward_logits_check(mode, logits, (size_t)B * T * K, err);
 }
 
-/* BERT's output: token 0 -> pooler (tanh, or DistilBERT's ReLU; none: token 0 itself) -> (a
- * base model: that is the output) dropout -> classifier. A token classifier: every row. */
+/* BERT's output: token 0 -> (RoBERTa's, MPNet's head: dropout) -> pooler (tanh, or DistilBERT's
+ * ReLU; none: token 0 itself) -> (a base model: that is the output) dropout -> classifier. A
+ * token classifier: every row. */
 static int pooler_head_forward(const model *m, text_acts *a, int B, int T, const forward_mode *mode,
                                int fast, float *logits, vit_error *err) {
     const int D = m->cfg.hidden_size;
@@ -260,10 +315,15 @@ static int pooler_head_forward(const model *m, text_acts *a, int B, int T, const
         memcpy(logits, a->cls, sizeof(float) * (size_t)B * D);
         return forward_logits_check(mode, logits, (size_t)B * D, err);
     }
+    const float *in = a->cls;
+    if (p_cls > 0.0f && m->cfg.opt.drop_first) {
+        batch_dropout(a->cls_in, a->cls, a->cls_keep, B, (size_t)D, p_cls, mode);
+        in = a->cls_in;
+    }
     if (fast)
-        gemm_run(m->pooler, a->cls, B, a->pooled, a->gemm);
+        gemm_run(m->pooler, in, B, a->pooled, a->gemm);
     else
-        linear_forward(a->pooled, a->cls, m->pooler_w, m->pooler_b, B, D, D);
+        linear_forward(a->pooled, in, m->pooler_w, m->pooler_b, B, D, D);
     pooler_activation(m, a->pooled, (size_t)B * D);
     const float *h = a->pooled;
     if (m->cfg.opt.head == HEAD_NONE) { /* BertModel: the pooler's output is the output */
@@ -271,10 +331,7 @@ static int pooler_head_forward(const model *m, text_acts *a, int B, int T, const
         return forward_logits_check(mode, logits, (size_t)B * D, err);
     }
     if (p_cls > 0.0f) {
-        dropout_mask_part(a->head_keep, (size_t)B * D, p_cls, mode->rng,
-                          (size_t)mode->batch_first * D,
-                          (size_t)(mode->batch_total > 0 ? mode->batch_total : B) * D);
-        dropout_forward(a->head_in, a->pooled, a->head_keep, (size_t)B * D, p_cls);
+        batch_dropout(a->head_in, a->pooled, a->head_keep, B, (size_t)D, p_cls, mode);
         h = a->head_in;
     }
     if (fast)
@@ -292,8 +349,8 @@ int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const u
 /* types [B, T] each below type_vocab_size (a model without token types ignores them) */
 static int check_types(const model *m, const int32_t *types, int B, int T, const forward_mode *mode,
                        vit_error *err) {
+    (void)mode;
     if (!types) return 0;
-    if (mode->train) return vit_fail(err, "training on token types other than 0 is not done yet");
     const int n = m->cfg.opt.token_types ? m->cfg.type_vocab_size : INT32_MAX;
     for (size_t i = 0; i < (size_t)B * T; i++)
         if (types[i] < 0 || types[i] >= n)
@@ -311,6 +368,7 @@ int text_model_forward_typed(const model *m, text_acts *a, const int32_t *ids, c
     const int encoder_trains = mode->train && !mode->freeze_encoder;
     a->mode = *mode;
     a->ids = ids;
+    a->types = types;
     a->last_batch = B;
     a->last_tokens = T;
     /* prepared layers run inference (a BertModel has a pooler and no classifier) */
@@ -329,27 +387,68 @@ int text_model_forward_typed(const model *m, text_acts *a, const int32_t *ids, c
     return pooler_head_forward(m, a, B, T, mode, fast, logits, err);
 }
 
+/* The head's backward from dlogits into a->dx, the gradient wrt the encoder output (token 0's
+ * row, or every row for a token classifier). */
+static void head_backward(const model *m, const model *g, text_acts *a, const float *dlogits) {
+    const int B = a->last_batch, T = a->last_tokens, D = m->cfg.hidden_size, K = m->cfg.num_labels;
+    const float p_cls = forward_mode_classifier_dropout(&a->mode);
+    if (m->cfg.opt.pool == POOL_TOKENS) {
+        const size_t n = (size_t)B * T * D;
+        linear_backward(a->dx, g->head_w, g->head_b, dlogits, p_cls > 0.0f ? a->tok_in : a->x,
+                        m->head_w, B * T, D, K);
+        if (p_cls > 0.0f) dropout_backward(a->dx, a->dx, a->head_keep, n, p_cls);
+        return;
+    }
+    /* classifier, dropout, pooler (its dropout first): dcls, the gradient wrt token 0 */
+    const int first = p_cls > 0.0f && m->cfg.opt.drop_first;
+    const float *h = p_cls > 0.0f ? a->head_in : a->pooled;
+    linear_backward(a->dhead, g->head_w, g->head_b, dlogits, h, m->head_w, B, D, K);
+    if (p_cls > 0.0f) dropout_backward(a->dhead, a->dhead, a->head_keep, (size_t)B * D, p_cls);
+    pooler_backward(m, a->dcls, g->pooler_w, g->pooler_b, a->dhead, a->pooled,
+                    first ? a->cls_in : a->cls, B, D);
+    if (first) dropout_backward(a->dcls, a->dcls, a->cls_keep, (size_t)B * D, p_cls);
+    memset(a->dx, 0, (size_t)B * T * D * sizeof(float));
+    for (int b = 0; b < B; b++)
+        memcpy(a->dx + (size_t)b * T * D, a->dcls + (size_t)b * D, sizeof(float) * (size_t)D);
+}
+
+/* MPNet: the gradient layers with every layer's bias gradient in a->dbias (zeroed), which
+ * relative_bias_backward then gathers into the table; others: g's layers. */
+static const encoder_layer *grad_layers_with_bias(const model *m, const model *g, text_acts *a,
+                                                  int T) {
+    if (!m->cfg.opt.rel_buckets) return g->layers;
+    const int L = m->cfg.num_layers;
+    memset(a->dbias, 0, sizeof(float) * (size_t)m->cfg.num_heads * T * T);
+    memcpy(a->grad_layers, g->layers, sizeof *a->grad_layers * (size_t)L);
+    for (int l = 0; l < L; l++) a->grad_layers[l].attn_bias = a->dbias;
+    return a->grad_layers;
+}
+
+/* bias[h, i, j] = table[bucket(j - i), h]: each table entry sums the bias gradient of its pairs. */
+static void relative_bias_backward(const model *m, const model *g, const text_acts *a, int T) {
+    const int H = m->cfg.num_heads, buckets = m->cfg.opt.rel_buckets;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++) {
+            float *row =
+                g->shared_rel_table + (size_t)text_relative_bucket(j - i, buckets, 128) * H;
+            for (int h = 0; h < H; h++) row[h] += a->dbias[((size_t)h * T + i) * T + j];
+        }
+}
+
 static void backward_pass(const model *m, const model *g, text_acts *a, const float *dlogits) {
     const int B = a->last_batch, T = a->last_tokens, D = m->cfg.hidden_size;
     const size_t n = (size_t)B * T * D;
-    const float p_cls = forward_mode_classifier_dropout(&a->mode);
-    /* classifier, dropout, pooler: dcls, the gradient wrt token 0 of the encoder output */
-    const float *h = p_cls > 0.0f ? a->head_in : a->pooled;
-    linear_backward(a->dhead, g->head_w, g->head_b, dlogits, h, m->head_w, B, D, m->cfg.num_labels);
-    if (p_cls > 0.0f) dropout_backward(a->dhead, a->dhead, a->head_keep, (size_t)B * D, p_cls);
-    pooler_backward(a->dcls, g->pooler_w, g->pooler_b, a->dhead, a->pooled, a->cls, m->pooler_w, B,
-                    D);
+    head_backward(m, g, a, dlogits);
     if (a->mode.freeze_encoder) return;
-    memset(a->dx, 0, n * sizeof(float));
-    for (int b = 0; b < B; b++)
-        memcpy(a->dx + (size_t)b * T * D, a->dcls + (size_t)b * D, sizeof(float) * (size_t)D);
     const encoder_run run = encoder_run_of(a, &a->mode);
-    encoder_backward(&m->enc, m->layers, g->layers, &run, &a->tape, a->dx, B, T);
+    encoder_backward(&m->enc, m->layers, grad_layers_with_bias(m, g, a, T), &run, &a->tape, a->dx,
+                     B, T);
+    if (m->cfg.opt.rel_buckets) relative_bias_backward(m, g, a, T);
     if (a->mode.dropout > 0.0f) dropout_backward(a->dx, a->dx, a->emb_keep, n, a->mode.dropout);
     memset(a->demb, 0, n * sizeof(float)); /* layernorm_backward accumulates into it */
     layernorm_backward(a->demb, g->emb_ln_w, g->emb_ln_b, a->dx, a->emb, a->emb_mean, a->emb_rstd,
                        m->emb_ln_w, B * T, D);
-    embeddings_backward(g, a->demb, a->ids, B, T, D);
+    embeddings_backward(m, g, a->demb, a->ids, a->types, B, T);
 }
 
 void text_model_backward(const model *m, const model *grads, text_acts *a, const float *dlogits) {

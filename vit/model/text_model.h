@@ -29,21 +29,27 @@ typedef struct {
     float *emb_mean, *emb_rstd; /* [B·T] */
     float *x;                   /* [B, T, D] the encoder's input and output */
     float *cls, *pooled, *head_in;   /* [B, D] token 0, tanh(pooler), pooled after dropout */
+    float *cls_in;                   /* [B, D] token 0 after the dropout before a dense head */
     float *dx, *demb, *dhead, *dcls; /* training: gradients */
+    float *tok_in;           /* training, a token classifier: [B, T, D] the rows after dropout */
     uint8_t *emb_keep;       /* training: [B, T, D] dropout mask after the embedding LayerNorm */
-    uint8_t *head_keep;      /* training: [B, D] classifier dropout mask */
+    uint8_t *head_keep;      /* training: [B, D] classifier dropout mask ([B, T, D] per token) */
+    uint8_t *cls_keep;       /* training: [B, D] the mask before RoBERTa's and MPNet's dense */
     gemm_state *gemm;        /* running the prepared layers: the caller's state (not owned) */
     encoder_scratch scratch; /* the encoder's inference buffers */
     encoder_tape tape;       /* training: every layer's activations */
     forward_mode mode;       /* of the last forward (the backward follows it) */
-    const int32_t
-        *ids; /* of the last forward (not owned: the caller keeps them until the backward) */
+    /* of the last forward (not owned: the caller keeps them until the backward; types NULL) */
+    const int32_t *ids, *types;
     int last_batch, last_tokens;
     /* MPNet's relative position bias [H, T, T] for bias_tokens = T (0: not built), and the
      * model's layers pointing at it (the model is shared and read-only) */
     float *bias;
     encoder_layer *run_layers;
     int bias_tokens;
+    /* training MPNet: the bias's gradient [H, T, T] and the gradient layers pointing at it */
+    float *dbias;
+    encoder_layer *grad_layers;
 } text_acts;
 
 /* Buffers for batches of up to max_batch sequences of up to max_tokens tokens (at most
@@ -65,14 +71,14 @@ int text_relative_bucket(int rel, int buckets, int max_distance);
 int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const uint8_t *mask, int B,
                        int T, const forward_mode *mode, float *logits, vit_error *err);
 /* The same with the token type of each token: types [B, T] (BERT's segment of a pair: 0, 1), NULL
- * for all 0. Inference only. */
+ * for all 0 (kept until the backward, as ids). */
 int text_model_forward_typed(const model *m, text_acts *a, const int32_t *ids, const int32_t *types,
                              const uint8_t *mask, int B, int T, const forward_mode *mode,
                              float *logits, vit_error *err);
 
-/* Backward of the last training forward from dlogits [B, num_labels]: parameter gradients
- * ACCUMULATE into grads (m's layout rebased, model_bind). With mode.freeze_encoder only the pooler
- * and the classifier get gradients. */
+/* Backward of the last training forward from dlogits [B, num_labels] (a token classifier:
+ * [B, T, num_labels]): parameter gradients ACCUMULATE into grads (m's layout rebased,
+ * model_bind). With mode.freeze_encoder only the pooler and the classifier get gradients. */
 void text_model_backward(const model *m, const model *grads, text_acts *a, const float *dlogits);
 
 #endif
