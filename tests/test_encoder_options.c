@@ -1,6 +1,8 @@
-/* The encoder block's options for DINOv2 and BEiT (vit/core/encoder.h): layer scale (ls1, ls2),
- * the SwiGLU feed-forward (ACT_SWIGLU) and a bias on the attention scores (attn_bias, per layer or
- * shared by the layers), alone and together.
+/* The encoder block's options for DINOv2, BEiT, NomicBERT and JinaBERT (vit/core/encoder.h):
+ * layer scale (ls1, ls2), the SwiGLU and GeGLU feed-forwards (ACT_SWIGLU, ACT_GEGLU), rotary
+ * positions on the queries and keys (rotary_dim: whole heads or part of them, halves or
+ * interleaved pairs) and a bias on the attention scores (attn_bias, per layer or shared by the
+ * layers; ALiBi's is one), alone and together.
  *
  * - Training: every parameter's gradient, the scales', the bias's and the input's against
  *   five-point finite differences (testutil.h: gradcheck_tensor; test_gradcheck.c explains the
@@ -44,8 +46,10 @@ static const char *names[N_TENSORS] = {"ln1_w",  "ln1_b", "qkv_w", "qkv_b", "pro
                                        "fc2_w",  "fc2_b", "ls1",   "ls2"};
 
 typedef struct {
-    int layer_scale, swiglu;
-    int bias; /* 0: none, 1: one per layer, 2: one shared by the layers */
+    int layer_scale, swiglu, geglu;
+    int rotary; /* 0: none, 1: whole heads, GPT-NeoX's halves, 2: interleaved pairs, 3: half of
+                   each head (rotary_emb_fraction 0.5) */
+    int bias;   /* 0: none, 1: one per layer, 2: one shared by the layers */
     int post_norm, masked;
     float drop; /* hidden and attention dropout */
 } options;
@@ -70,7 +74,7 @@ static double dot(const float *w, const float *x, size_t n) {
 }
 
 static void set_sizes(opt_case *c) {
-    const size_t D = (size_t)c->D, I = (size_t)c->I, W1 = c->o.swiglu ? 2 * I : I;
+    const size_t D = (size_t)c->D, I = (size_t)c->I, W1 = c->o.swiglu || c->o.geglu ? 2 * I : I;
     const size_t sizes[N_TENSORS] = {D, D,      3 * D * D, 3 * D, D * D, D, D,
                                      D, W1 * D, W1,        D * I, D,     D, D};
     memcpy(c->sizes, sizes, sizeof sizes);
@@ -120,10 +124,17 @@ static void case_init(opt_case *c, options o, int D, int H, int I, int B, int T)
                            .dim = D,
                            .heads = H,
                            .mlp_dim = I,
-                           .act = o.swiglu ? ACT_SWIGLU : ACT_GELU,
+                           .act = o.geglu    ? ACT_GEGLU
+                                  : o.swiglu ? ACT_SWIGLU
+                                             : ACT_GELU,
                            .eps = 1e-6f,
                            .post_norm = o.post_norm,
-                           .layer_scale = o.layer_scale};
+                           .layer_scale = o.layer_scale,
+                           .rotary_dim = !o.rotary       ? 0
+                                         : o.rotary == 3 ? D / H / 2
+                                                         : D / H,
+                           .rotary_interleaved = o.rotary == 2,
+                           .rotary_base = 10.0};
     c->params = test_alloc_floats(c->layer_floats * L);
     c->grads = test_alloc_floats(c->layer_floats * L);
     test_fill(c->params, c->layer_floats * L, -0.3f, 0.3f);
@@ -216,6 +227,21 @@ static void test_swiglu_gradients(void **state) {
     check_gradients("pre-LN, SwiGLU", (options){.swiglu = 1});
 }
 
+static void test_geglu_gradients(void **state) {
+    (void)state;
+    check_gradients("pre-LN, GeGLU", (options){.geglu = 1});
+    check_gradients("post-LN, GeGLU, padding", (options){.geglu = 1, .post_norm = 1, .masked = 1});
+}
+
+/* The rotation's transpose takes the gradient back (T 5: angles up to 4 rad at base 10). */
+static void test_rotary_gradients(void **state) {
+    (void)state;
+    check_gradients("pre-LN, rotary halves", (options){.rotary = 1});
+    check_gradients("pre-LN, rotary interleaved, padding", (options){.rotary = 2, .masked = 1});
+    check_gradients("post-LN, rotary on half of each head, SwiGLU",
+                    (options){.rotary = 3, .swiglu = 1, .post_norm = 1});
+}
+
 static void test_bias_gradients(void **state) {
     (void)state;
     check_gradients("pre-LN, attention bias per layer, padding", (options){.bias = 1, .masked = 1});
@@ -232,6 +258,68 @@ static void test_all_options_gradients(void **state) {
     options post = drop;
     post.post_norm = 1, post.bias = 2;
     check_gradients("post-LN, all options, shared bias, dropout 0.2", post);
+}
+
+/* ---- the new options' maths by hand ---- */
+
+/* rotary_forward on one head of 4 at base 100: position 1 turns pair 0 by 1 rad and pair 1 by
+ * 100^(-1/2) = 0.1 rad, position 0 not at all; values stay; the inverse turns back. */
+static void test_rotary_by_hand(void **state) {
+    (void)state;
+    for (int inter = 0; inter < 2; inter++) {
+        /* rows: position 0, position 1; each q [4], k [4], v [4] */
+        float qkv[2][12] = {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
+                            {1, 0, 0, 0, 0, 0, 1, 0, 7, 7, 7, 7}};
+        const float c1 = cosf(1), s1 = sinf(1), c2 = cosf(0.1f), s2 = sinf(0.1f);
+        /* halves pair (0, 2), (1, 3); interleaved (0, 1), (2, 3) */
+        const float want_q[2][4] = {{c1, 0, s1, 0}, {c1, s1, 0, 0}};
+        const float want_k[2][4] = {{0, 0, 0, 0}, {0, 0, c2, s2}};
+        float want_k_h[4] = {-s1, 0, c1, 0}; /* halves: k[2] = 1 is pair 0's second */
+        rotary_forward(&qkv[0][0], 1, 2, 12, 4, 1, 4, 100.0, inter, 0, 0);
+        for (int i = 0; i < 4; i++) {
+            assert_float_equal(qkv[0][i], (float)(i + 1), 1e-6);
+            assert_float_equal(qkv[1][i], want_q[inter][i], 1e-6);
+            assert_float_equal(qkv[1][4 + i], inter ? want_k[1][i] : want_k_h[i], 1e-6);
+            assert_float_equal(qkv[1][8 + i], 7, 0);
+        }
+        rotary_forward(&qkv[0][0], 1, 2, 12, 4, 1, 4, 100.0, inter, 0, 1);
+        const float back[8] = {1, 0, 0, 0, 0, 0, 1, 0};
+        for (int i = 0; i < 8; i++) assert_float_equal(qkv[1][i], back[i], 1e-6);
+    }
+    /* pos0 shifts the positions: row 0 at pos0 1 is what row 1 was */
+    float one[12] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    rotary_forward(one, 1, 1, 12, 4, 1, 4, 100.0, 0, 1, 0);
+    assert_float_equal(one[0], cosf(1), 1e-6);
+    assert_float_equal(one[2], sinf(1), 1e-6);
+}
+
+/* ALiBi's slopes: 8 heads 2^-1 .. 2^-8; 12 heads those and 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5 (every
+ * other of 16's); 3 heads 2^-4, 2^-8, then 2^-2; the bias -slope·|i - j|. */
+static void test_alibi_by_hand(void **state) {
+    (void)state;
+    for (int h = 0; h < 8; h++) assert_float_equal(alibi_slope(8, h), pow(2, -(h + 1)), 1e-15);
+    const double twelve[4] = {pow(2, -0.5), pow(2, -1.5), pow(2, -2.5), pow(2, -3.5)};
+    for (int h = 0; h < 12; h++)
+        assert_float_equal(alibi_slope(12, h), h < 8 ? pow(2, -(h + 1)) : twelve[h - 8], 1e-15);
+    assert_float_equal(alibi_slope(3, 0), 1.0 / 16, 1e-15);
+    assert_float_equal(alibi_slope(3, 1), 1.0 / 256, 1e-15);
+    assert_float_equal(alibi_slope(3, 2), 1.0 / 4, 1e-15);
+    float bias[3 * 4 * 4];
+    alibi_bias(bias, 3, 4);
+    assert_float_equal(bias[(2 * 4 + 0) * 4 + 3], -0.75f, 0); /* head 2, i 0, j 3 */
+    assert_float_equal(bias[(2 * 4 + 3) * 4 + 1], -0.5f, 0);  /* symmetric: |3 - 1| */
+    assert_float_equal(bias[(0 * 4 + 1) * 4 + 1], 0.0f, 0);   /* the diagonal */
+    assert_float_equal(bias[(1 * 4 + 0) * 4 + 1], -1.0f / 256, 0);
+}
+
+/* GeGLU: gelu(u1)·u2 with the erf GELU: gelu(1) = 0.841344746, gelu(-2) = -0.045500264. */
+static void test_geglu_by_hand(void **state) {
+    (void)state;
+    const float u[4] = {1, -2, 3, 0.5f};
+    float out[2];
+    geglu_forward(out, u, 1, 2);
+    assert_float_equal(out[0], 3 * 0.8413447460685429, 1e-6);
+    assert_float_equal(out[1], 0.5 * -0.04550026389635839, 1e-6);
 }
 
 /* ---- inference against the training forward ---- */
@@ -341,6 +429,13 @@ static void test_inference_matches_training(void **state) {
     check_inference("all three, shared bias", (options){.layer_scale = 1, .swiglu = 1, .bias = 2});
     check_inference("all three, post-LN",
                     (options){.layer_scale = 1, .swiglu = 1, .bias = 1, .post_norm = 1});
+    /* NomicBERT's block: post-LN, rotary, SwiGLU; JinaBERT's: post-LN, a score bias, GeGLU */
+    check_inference("rotary + SwiGLU, post-LN, padding",
+                    (options){.rotary = 1, .swiglu = 1, .post_norm = 1, .masked = 1});
+    check_inference("rotary on half of each head, post-LN", (options){.rotary = 3, .post_norm = 1});
+    check_inference("rotary interleaved", (options){.rotary = 2});
+    check_inference("bias + GeGLU, post-LN, padding",
+                    (options){.geglu = 1, .bias = 2, .post_norm = 1, .masked = 1});
 }
 
 /* ---- attention_infer with a bias ---- */
@@ -940,6 +1035,11 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layer_scale_gradients),
         cmocka_unit_test(test_swiglu_gradients),
+        cmocka_unit_test(test_geglu_gradients),
+        cmocka_unit_test(test_rotary_gradients),
+        cmocka_unit_test(test_rotary_by_hand),
+        cmocka_unit_test(test_alibi_by_hand),
+        cmocka_unit_test(test_geglu_by_hand),
         cmocka_unit_test(test_bias_gradients),
         cmocka_unit_test(test_all_options_gradients),
         cmocka_unit_test(test_inference_matches_training),

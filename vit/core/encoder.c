@@ -8,9 +8,9 @@
 
 #include "vit/core/ops.h"
 
-/* Floats per row of fc1's output: SwiGLU's first layer is twice as wide. */
+/* Floats per row of fc1's output: a gated MLP's first layer is twice as wide. */
 static size_t fc1_width(const encoder_shape *s) {
-    return (size_t)s->mlp_dim * (s->act == ACT_SWIGLU ? 2 : 1);
+    return (size_t)s->mlp_dim * (activation_gated(s->act) ? 2 : 1);
 }
 
 /* What a forward or backward works with: the caller's run and the buffers of its mode. */
@@ -115,7 +115,7 @@ static int tape_extras(encoder_tape *t, const encoder_shape *s, size_t BT, size_
     const size_t mask_sizes[] = {L * BT * D, L * BT * D, L * BHTT};
     uint8_t **masks[] = {&t->keep_attn, &t->keep_mlp, &t->keep_probs};
     t->mask_block = alloc_byte_block(3, mask_sizes, masks);
-    const size_t swiglu = s->act == ACT_SWIGLU ? BT * 2 * I : 0;
+    const size_t swiglu = activation_gated(s->act) ? BT * 2 * I : 0;
     const size_t sizes[] = {BT * D, BT * D, BT * D, BT * 3 * D, BT * I, BHTT, swiglu, BT * D};
     float **fields[] = {&t->d_ln,  &t->d_res,   &t->d_ctx, &t->d_qkv,
                         &t->d_act, &t->d_probs, &t->d_fc1, &t->scratch};
@@ -499,6 +499,9 @@ static void attention_block(const encoder_shape *s, const encoder_layer *w, pass
     else
         linear_forward(qkv, inp, w->qkv_w, w->qkv_b, BT, D, 3 * D);
     scale_queries(p, w, qkv, BT, D, 3 * D);
+    if (s->rotary_dim && !qkv_bf16) /* model_prepare keeps a rotary model's qkv in floats */
+        rotary_forward(qkv, B, T, 3 * (size_t)D, D, s->heads, s->rotary_dim, s->rotary_base,
+                       s->rotary_interleaved, p->cache ? p->cache->past : 0, 0);
     int ctx_bf16 = 0; /* ctx written as bfloat16 for proj */
     if (p->keep)
         attention_keep_path(s, w, p, l, qkv, mask, ctx, probs, B, T);
@@ -513,7 +516,7 @@ static void attention_block(const encoder_shape *s, const encoder_layer *w, pass
 /* inp_bf16: inp holds bfloat16 for fc1 (prepared and taking bf16). */
 static void mlp_block(const encoder_shape *s, const encoder_layer *w, pass *p, int l,
                       const float *inp, int inp_bf16, int BT, float *residual) {
-    const int D = s->dim, I = s->mlp_dim, swiglu = s->act == ACT_SWIGLU;
+    const int D = s->dim, I = s->mlp_dim, swiglu = activation_gated(s->act);
     float *fc1 = at(p, p->set->fc1_out, l), *act = at(p, p->set->act_out, l);
     if (prepared(p, w) && !swiglu) /* the activation is fc1's epilogue */
         run_prepared(w->fc1, inp, inp_bf16, BT, act, p->run->gemm);
@@ -521,7 +524,9 @@ static void mlp_block(const encoder_shape *s, const encoder_layer *w, pass *p, i
         run_prepared(w->fc1, inp, inp_bf16, BT, fc1, p->run->gemm);
     else
         linear_forward(fc1, inp, w->fc1_w, w->fc1_b, BT, D, (int)fc1_width(s));
-    if (swiglu)
+    if (s->act == ACT_GEGLU)
+        geglu_forward(act, fc1, BT, I);
+    else if (swiglu)
         swiglu_forward(act, fc1, BT, I);
     else if (!prepared(p, w))
         activation_forward(act, fc1, (size_t)BT * I, s->act);
@@ -675,6 +680,9 @@ static void attention_block_backward(const encoder_shape *s, const encoder_layer
     float *probs_grad = p->run->probs_grad ? p->run->probs_grad + (size_t)l * B * H * T * T : NULL;
     attention_backward(p->tape->d_qkv, p->tape->d_probs, probs_grad, g->attn_bias, p->tape->d_ctx,
                        qkv, at(p, p->set->probs, l), keep, p->run->attn_drop, B, T, D, H);
+    if (s->rotary_dim) /* the rotation's transpose: back to the unturned queries and keys */
+        rotary_forward(p->tape->d_qkv, B, T, 3 * (size_t)D, D, H, s->rotary_dim, s->rotary_base,
+                       s->rotary_interleaved, 0, 1);
     scale_queries(p, w, p->tape->d_qkv, BT, D, 3 * D);
     linear_backward(p->tape->d_ln, g->qkv_w, g->qkv_b, p->tape->d_qkv, inp, w->qkv_w, BT, D, 3 * D);
 }
@@ -686,8 +694,10 @@ static void mlp_block_backward(const encoder_shape *s, const encoder_layer *w,
     const int D = s->dim, I = s->mlp_dim;
     const float *fc1 = at(p, p->set->fc1_out, l), *act = at(p, p->set->act_out, l);
     linear_backward(p->tape->d_act, g->fc2_w, g->fc2_b, dy, act, w->fc2_w, BT, I, D);
-    float *dfc1 = p->tape->d_act; /* in place, but SwiGLU's gradient is twice as wide */
-    if (s->act == ACT_SWIGLU)
+    float *dfc1 = p->tape->d_act; /* in place, but a gated MLP's gradient is twice as wide */
+    if (s->act == ACT_GEGLU)
+        geglu_backward(dfc1 = p->tape->d_fc1, p->tape->d_act, fc1, BT, I);
+    else if (s->act == ACT_SWIGLU)
         swiglu_backward(dfc1 = p->tape->d_fc1, p->tape->d_act, fc1, BT, I);
     else
         activation_backward(p->tape->d_act, p->tape->d_act, fc1, (size_t)BT * I, s->act);

@@ -19,8 +19,10 @@
 
 typedef struct {
     int layers, dim, heads;
-    int mlp_dim;         /* the MLP's hidden width (SwiGLU: h, with fc1 [2h, D] and fc2 [D, h]) */
-    activation_kind act; /* ACT_SWIGLU: fc1's output split in halves u₁, u₂, fc2 on silu(u₁)·u₂ */
+    int mlp_dim; /* the MLP's hidden width (SwiGLU, GeGLU: h, with fc1 [2h, D] and fc2 [D, h]) */
+    /* ACT_SWIGLU: fc1's output split in halves u₁, u₂, fc2 on silu(u₁)·u₂; ACT_GEGLU: gelu(u₁)·u₂
+     */
+    activation_kind act;
     float eps;
     int post_norm; /* 0: x += Attn(LN1(x)); x += MLP(LN2(x))   1: x = LN1(x + Attn(x)); x = LN2(x +
                       MLP(x)) */
@@ -30,6 +32,11 @@ typedef struct {
                         them) */
     int layer_scale; /* layers may have ls1/ls2 (encoder_layer): set it before encoder_tape_alloc:
                         training keeps the scaled branches' outputs for the scales' gradient */
+    /* Rotary positions (NomicBERT; 0: none): the first rotary_dim columns of every query and key
+     * head turned by position (rotary_forward) before the scores, with rotary_base and
+     * rotary_interleaved pairs. Prepared layers then give qkv in floats (model_prepare). */
+    int rotary_dim, rotary_interleaved;
+    double rotary_base;
 } encoder_shape;
 
 /* One layer's parameters, pointing into the model's single parameter block.
@@ -41,7 +48,7 @@ typedef struct {
     float *qkv_w, *qkv_b;
     float *proj_w, *proj_b;
     float *ln2_w, *ln2_b;
-    float *fc1_w, *fc1_b; /* [I, D], [I] (SwiGLU: [2I, D], [2I]) */
+    float *fc1_w, *fc1_b; /* [I, D], [I] (SwiGLU, GeGLU: [2I, D], [2I]) */
     float *fc2_w, *fc2_b; /* [D, I], [D] */
     /* Layer scale (shape.layer_scale; NULL: none): x += ls1 ⊙ drop(Attn(..)), x += ls2 ⊙
      * drop(MLP(..)), each [D]. Prepared layers (below) have it folded into proj and fc2. */

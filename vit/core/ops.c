@@ -13,6 +13,7 @@
 #endif
 #include <omp.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ATTENTION_ROW_BLOCK  64
@@ -481,6 +482,82 @@ void swiglu_backward(float *dinp, const float *dout, const float *inp, int rows,
 #pragma omp parallel for schedule(static) if ((size_t)rows * h >= PARALLEL_MIN)
     for (int r = 0; r < rows; r++)
         swiglu_grad_row(dinp + (size_t)r * 2 * h, dout + (size_t)r * h, inp + (size_t)r * 2 * h, h);
+}
+
+/* One row of GeGLU: out[c] = gelu(u[c]) · u[h + c]. */
+HOT_LOOP static void geglu_row(float *out, const float *u, int h) {
+    for (int c = 0; c < h; c++) out[c] = gelu_erf(u[c]) * u[h + c];
+}
+
+/* d/da gelu(a)·b = b·gelu'(a); d/db = gelu(a). */
+HOT_LOOP static void geglu_grad_row(float *du, const float *dout, const float *u, int h) {
+    for (int c = 0; c < h; c++) {
+        du[c] = dout[c] * u[h + c] * gelu_erf_grad(u[c]);
+        du[h + c] = dout[c] * gelu_erf(u[c]);
+    }
+}
+
+void geglu_forward(float *out, const float *inp, int rows, int h) {
+#pragma omp parallel for schedule(static) if ((size_t)rows * h >= PARALLEL_MIN)
+    for (int r = 0; r < rows; r++) geglu_row(out + (size_t)r * h, inp + (size_t)r * 2 * h, h);
+}
+
+void geglu_backward(float *dinp, const float *dout, const float *inp, int rows, int h) {
+#pragma omp parallel for schedule(static) if ((size_t)rows * h >= PARALLEL_MIN)
+    for (int r = 0; r < rows; r++)
+        geglu_grad_row(dinp + (size_t)r * 2 * h, dout + (size_t)r * h, inp + (size_t)r * 2 * h, h);
+}
+
+/* One head's first rot columns turned by the angles whose cosines and sines are c, s [rot/2]. */
+static void rotary_head(float *x, const float *c, const float *s, int rot, int interleaved) {
+    const int half = rot / 2, step = interleaved ? 2 : 1, other = interleaved ? 1 : half;
+    for (int i = 0; i < half; i++) {
+        float *a = x + (size_t)i * step, *b = a + other;
+        const float x1 = *a, x2 = *b;
+        *a = x1 * c[i] - x2 * s[i];
+        *b = x2 * c[i] + x1 * s[i];
+    }
+}
+
+void rotary_forward(float *qkv, int B, int T, size_t ld, int D, int heads, int rot, double base,
+                    int interleaved, int pos0, int inverse) {
+    const int hd = D / heads, half = rot / 2;
+#pragma omp parallel for schedule(static) if ((size_t)B * T * D >= PARALLEL_MIN)
+    for (int t = 0; t < T; t++) {
+        float c[512], s[512]; /* half <= 512: rot is at most a head's width (checked at load) */
+        for (int i = 0; i < half; i++) {
+            /* the angle in double: float32's pos·inv_freq would lose digits at long positions */
+            const double angle = (double)(pos0 + t) * pow(base, -2.0 * i / rot);
+            c[i] = (float)cos(angle);
+            s[i] = (float)(inverse ? -sin(angle) : sin(angle));
+        }
+        for (int b = 0; b < B; b++)
+            for (int part = 0; part < 2; part++) /* queries, keys */
+                for (int h = 0; h < heads; h++)
+                    rotary_head(qkv + ((size_t)b * T + t) * ld + (size_t)part * D + (size_t)h * hd,
+                                c, s, rot, interleaved);
+    }
+}
+
+/* 2^(−8(h+1)/n) for n a power of two. */
+static double alibi_power_of_two(int n, int h) {
+    return pow(2.0, -8.0 * (h + 1) / n);
+}
+
+double alibi_slope(int heads, int h) {
+    int closest = 1;
+    while (closest * 2 <= heads) closest *= 2;
+    if (h < closest) return alibi_power_of_two(closest, h);
+    return alibi_power_of_two(2 * closest, 2 * (h - closest)); /* every other of 2·closest */
+}
+
+void alibi_bias(float *bias, int H, int T) {
+    for (int h = 0; h < H; h++) {
+        const double slope = alibi_slope(H, h);
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j < T; j++)
+                bias[((size_t)h * T + i) * T + j] = (float)(-slope * abs(i - j));
+    }
 }
 
 HOT_LOOP static void scale_row(float *out, const float *inp, const float *scale, int D) {

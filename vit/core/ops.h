@@ -17,10 +17,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* quick_gelu: x·σ(1.702·x) (CLIP). ACT_SWIGLU is not element-wise: a feed-forward whose first
- * layer is twice as wide, silu of one half times the other (swiglu_forward); activation_forward
- * and activation_backward take the element-wise kinds only. */
-typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU, ACT_QUICK_GELU, ACT_SWIGLU } activation_kind;
+/* quick_gelu: x·σ(1.702·x) (CLIP). ACT_SWIGLU and ACT_GEGLU are not element-wise: a
+ * feed-forward whose first layer is twice as wide, silu (GeGLU: the erf GELU) of one half times
+ * the other (swiglu_forward, geglu_forward); activation_forward and activation_backward take the
+ * element-wise kinds only. */
+typedef enum {
+    ACT_GELU,
+    ACT_GELU_TANH,
+    ACT_RELU,
+    ACT_QUICK_GELU,
+    ACT_SWIGLU,
+    ACT_GEGLU
+} activation_kind;
+
+/* 1 for the gated kinds, whose first layer gives both halves. */
+static inline int activation_gated(activation_kind act) {
+    return act == ACT_SWIGLU || act == ACT_GEGLU;
+}
 
 /* OpenBLAS single-threaded: OpenMP owns the cores (see vit/base/threads.h) and each of its
  * threads runs OpenBLAS on its share of the rows. Call before the first matrix product. */
@@ -99,6 +112,23 @@ void swiglu_forward(float *out, const float *inp, int rows, int h);
 /* dinp [rows, 2h] (overwritten; must not overlap dout) from dout [rows, h] and the forward's inp.
  */
 void swiglu_backward(float *dinp, const float *dout, const float *inp, int rows, int h);
+/* GeGLU (JinaBERT v2's gated_layers): out = gelu(u₁) · u₂, the erf GELU; the backward likewise. */
+void geglu_forward(float *out, const float *inp, int rows, int h);
+void geglu_backward(float *dinp, const float *dout, const float *inp, int rows, int h);
+
+/* Rotary positions (RoFormer) on the queries and keys of qkv [B·T, ld] (query columns [0, D), key
+ * columns [D, 2D), heads of D/heads each): in every head the first rot columns turn by the
+ * angles (pos0 + t)·base^(−2i/rot), i < rot/2, t the row's position in its sequence; pairs are
+ * (i, i + rot/2), GPT-NeoX's halves, or (2i, 2i + 1) when interleaved (GPT-J's). inverse turns
+ * the other way: the transpose, which takes a gradient wrt the turned rows back to the rows. */
+void rotary_forward(float *qkv, int B, int T, size_t ld, int D, int heads, int rot, double base,
+                    int interleaved, int pos0, int inverse);
+/* ALiBi (Press et al.; BLOOM's and JinaBERT's get_slopes): head h's slope, the geometric series
+ * 2^(−8(h+1)/n) for n heads a power of two, else the closest power's and every other one of
+ * twice that. */
+double alibi_slope(int heads, int h);
+/* bias [H, T, T] = −slope_h · |i − j| (an encoder's symmetric ALiBi). */
+void alibi_bias(float *bias, int H, int T);
 
 /* Layer scale (DINOv2's lambda1, BEiT's lambda_1/2): out[n, d] = inp[n, d] · scale[d] for
  * inp [N, D]; in place allowed. */

@@ -45,6 +45,7 @@ const char *activation_name(activation_kind act) {
            : act == ACT_GELU_TANH  ? "gelu_new"
            : act == ACT_QUICK_GELU ? "quick_gelu"
            : act == ACT_SWIGLU     ? "swiglu"
+           : act == ACT_GEGLU      ? "geglu"
                                    : "relu";
 }
 

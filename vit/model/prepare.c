@@ -9,7 +9,7 @@ static gemm_epilogue activation_epilogue(activation_kind act) {
     return act == ACT_GELU         ? EPILOGUE_GELU
            : act == ACT_GELU_TANH  ? EPILOGUE_GELU_TANH
            : act == ACT_QUICK_GELU ? EPILOGUE_QUICK_GELU
-           : act == ACT_SWIGLU     ? EPILOGUE_NONE
+           : activation_gated(act) ? EPILOGUE_NONE
                                    : EPILOGUE_RELU;
 }
 
@@ -71,11 +71,11 @@ static int prepare_layer(model *m, prep *p, encoder_layer *w, const float *qscal
     /* qkv in bf16 for the attention's bf16 kernels, which every inference forward of an
      * encoder takes when the CPU and the head size allow (a decoder's cached attention reads
      * floats) */
-    if (m->cfg.kind != MODEL_DECODER && attention_infer_bf16_supported(D, m->enc.heads) &&
-        gemm_write_bf16(w->qkv))
+    if (m->cfg.kind != MODEL_DECODER && !m->enc.rotary_dim &&
+        attention_infer_bf16_supported(D, m->enc.heads) && gemm_write_bf16(w->qkv))
         grow_workspace(p, w->qkv);
     /* fc1's activations go to fc2 alone (SwiGLU's go through the encoder first) */
-    if (m->enc.act != ACT_SWIGLU && gemm_chain(w->fc1, w->fc2)) grow_workspace(p, w->fc1);
+    if (!activation_gated(m->enc.act) && gemm_chain(w->fc1, w->fc2)) grow_workspace(p, w->fc1);
     if (m->enc.cross &&
         (scaled(p, &w->xq, w->xq_w, w->xq_b, qscale, D, D, EPILOGUE_NONE, rows) ||
          one(p, &w->xkv, w->xkv_w, w->xkv_b, 2 * D, m->enc.cross_dim, EPILOGUE_NONE, rows) ||
@@ -94,7 +94,7 @@ static float *query_scale(const encoder_layer *w, int D, float *buf) {
 
 static int prepare_layers(model *m, prep *p, int rows) {
     const int D = m->enc.dim, I = m->enc.mlp_dim;
-    const int I1 = m->enc.act == ACT_SWIGLU ? 2 * I : I; /* SwiGLU: fc1 gives both halves */
+    const int I1 = activation_gated(m->enc.act) ? 2 * I : I; /* gated: fc1 gives both halves */
     float *buf = malloc(sizeof(float) * 3 * (size_t)D);
     if (!buf) return vit_fail(p->err, "out of memory");
     int rc = 0;
