@@ -672,6 +672,12 @@ typedef struct {
      * "pytorch_model.bin (zip, ...)", "4 shards of model.safetensors.index.json (...)"; "" for a
      * model not read from files */
     const char *weights;
+    /* text encoders' positions beyond learned ones: rotary (NomicBERT) on rotary_dim columns of
+     * each head, pairs GPT-NeoX's halves or interleaved, angles position·base^(-2i/rotary_dim);
+     * alibi (JinaBERT v2): -slope_h·|i - j| on the scores. no_bias: projections without a bias
+     * (1 qkv, 2 attention output, 4 fc1, 8 fc2) */
+    int rotary_dim, rotary_interleaved, alibi, no_bias;
+    double rotary_base;
 } vit_model_info;
 
 VIT_API void vit_model_info_get(const vit_context *ctx, vit_model_info *info);

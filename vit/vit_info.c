@@ -92,6 +92,11 @@ void api_tower_info(const model *m, vit_model_info *info) {
     info->max_positions =
         c->kind == MODEL_TEXT ? config_text_max_tokens(c) : c->max_position_embeddings;
     info->positions_from_padding = c->opt.pos_from_ids;
+    info->rotary_dim = c->opt.rotary_dim;
+    info->rotary_interleaved = c->opt.rotary_interleaved;
+    info->rotary_base = c->opt.rotary_base;
+    info->alibi = c->opt.alibi;
+    info->no_bias = c->opt.no_bias;
     info->pooler = !c->opt.pooler ? NULL : c->opt.pooler_relu ? "relu" : "tanh";
     info->vocab_size = c->vocab_size;
     info->num_labels = c->num_labels;

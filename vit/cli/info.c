@@ -421,6 +421,22 @@ static void print_text_parts(const vit_model_info *in) {
         printf("positions:      learned%s%s\n",
                in->positions_from_padding ? ", counted from padding_idx + 1" : "",
                in->rel_bias ? "; relative position buckets, one table for every layer" : "");
+    if (in->rotary_dim)
+        printf("positions:      rotary positions on %d of %d columns per head (%s; base %g), "
+               "none learned\n",
+               in->rotary_dim, in->hidden / in->heads,
+               in->rotary_interleaved ? "interleaved pairs" : "halves", in->rotary_base);
+    if (in->alibi)
+        printf("positions:      ALiBi positions (-slope·|i - j| on the scores, the ALiBi paper's "
+               "slopes for %d heads), none learned\n",
+               in->heads);
+    if (in->no_bias) {
+        static const char *const parts[] = {"qkv", "attention output", "fc1", "fc2"};
+        printf("no bias on:    ");
+        for (int i = 0, first = 1; i < 4; i++)
+            if (in->no_bias & 1 << i) printf("%s %s", first ? "" : ",", parts[i]), first = 0;
+        printf("\n");
+    }
     if (!strcmp(in->pooling, "tokens"))
         printf("head:           a classifier on every token\n");
     else if (!strcmp(in->head, "classifier") && in->pooler && !strcmp(in->pooler, "relu"))

@@ -340,11 +340,12 @@ static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape)
     if (used < size) snprintf(buf + used, size - used, "]");
 }
 
-/* A base model's (ViTModel's, BertModel's) tensor under its task class's prefix, as a
- * ViTForImageClassification saved with num_labels 0 (no classifier) holds it: transformers'
- * base model strips base_model_prefix on load. */
+/* A base model's (ViTModel's, BertModel's, a text family's) tensor under its task class's
+ * prefix, as a ViTForImageClassification saved with num_labels 0 (no classifier) or a
+ * JinaBertForMaskedLM holds it: transformers' base model strips base_model_prefix on load. */
 static const st_tensor *under_task_prefix(const model *m, const weights *w, const char *name) {
-    if (m->cfg.family != FAMILY_PLAIN || !m->cfg.bare) return NULL;
+    if ((m->cfg.family != FAMILY_PLAIN && m->cfg.family != FAMILY_TEXT) || !m->cfg.bare)
+        return NULL;
     model task = *m; /* the prefix the task class gives the same config */
     task.cfg.bare = 0;
     char full[160];
@@ -477,7 +478,8 @@ static int drop_missing_pooler(model *m, const weights *f, vit_error *err) {
     if (!e || m->cfg.kind != MODEL_TEXT || m->cfg.opt.head != HEAD_NONE) return 0;
     char full[128];
     snprintf(full, sizeof full, "%s%s", e->prefixed ? model_prefix(m) : "", e->name);
-    if (weights_find(f, full) || weights_find(f, e->name)) return 0;
+    if (weights_find(f, full) || weights_find(f, e->name) || under_task_prefix(m, f, e->name))
+        return 0;
     model_config cfg = m->cfg;
     m->cfg.labels = NULL; /* they move to the new layout */
     m->cfg.num_labels = 0;

@@ -348,6 +348,7 @@ static int get_model_type(const cJSON *root, config_tower tower, int with_class,
     if (type && !cJSON_IsString(type))
         return vit_fail(err, "%s: field 'model_type' must be a string", src);
     const char *name = type ? type->valuestring : "vit";
+    if (config_text_type_of(root, name, cfg)) return 0; /* JinaBERT v2: model_type bert */
     if (strcmp(name, "bert") == 0) cfg->kind = MODEL_TEXT;
     if (strcmp(name, "vit") == 0 || strcmp(name, "bert") == 0 || strcmp(name, "deit") == 0)
         return with_class ? get_class(root, name, cfg, src, err) : 0;
@@ -359,7 +360,7 @@ static int get_model_type(const cJSON *root, config_tower tower, int with_class,
                     "%s: field 'model_type' is '%s'; supported: vit, deit, bert, clip, siglip "
                     "(and their _vision_model and _text_model folders), dinov2, "
                     "dinov2_with_registers, beit, data2vec-vision, roberta, xlm-roberta, "
-                    "distilbert, mpnet",
+                    "distilbert, mpnet, nomic_bert (and bert with JinaBert architectures)",
                     src, type->valuestring);
 }
 

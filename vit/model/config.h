@@ -135,7 +135,13 @@ typedef struct {
     int drop_first;   /* training: dropout on token 0 before that dense layer too
                        * (RobertaClassificationHead, MPNetClassificationHead) */
     int rel_buckets;  /* MPNet: one table of relative position buckets for every layer */
+    /* NomicBERT: rotary positions on rotary_dim columns of each head (encoder_shape's), no
+     * learned ones; JinaBERT v2: ALiBi's bias on the scores (alibi), no learned positions */
+    int rotary_dim, rotary_interleaved, alibi;
+    double rotary_base;
+    int no_bias; /* projections without a bias (NO_BIAS_QKV | ...): NomicBERT's qkv_proj_bias ... */
 } tower_options;
+enum { NO_BIAS_QKV = 1, NO_BIAS_OUT = 2, NO_BIAS_FC1 = 4, NO_BIAS_FC2 = 8 };
 
 /* CrossEncoder's activation_fn on a pair's logits: torch.nn.Identity, Sigmoid, Tanh */
 typedef enum { SCORE_DEFAULT, SCORE_IDENTITY, SCORE_SIGMOID, SCORE_TANH } score_activation;
@@ -160,6 +166,10 @@ typedef struct {
     int text_arch;        /* FAMILY_TEXT: which of config_text.c's families */
     int token_classifier; /* a ForTokenClassification class: logits for every token */
     int rel_buckets;      /* relative_attention_num_buckets (MPNet) */
+    /* NomicBERT (config_text.c): rotary_emb_fraction of each head as columns, rotary_emb_base,
+     * rotary_emb_interleaved; the projections without bias (tower_options' NO_BIAS_*) */
+    int rotary_dim, rotary_interleaved, no_bias;
+    double rotary_base;
     /* a cross-encoder's score of its logit (sentence-transformers' CrossEncoder activation_fn):
      * config.json's sentence_transformers.activation_fn, else its older
      * sbert_ce_default_activation_function, else sigmoid for one label, identity for more */
@@ -318,6 +328,9 @@ void config_open_clip_options(const model_config *cfg, tower_options *o);
 /* For config.c: the text encoders' reader (config_text.c). 1 when model_type names one of
  * them (cfg's kind and family set), 0 when not; then its class, fields and options. */
 int config_text_type(const char *model_type, model_config *cfg);
+/* The text families config.json's model_type alone does not name: JinaBERT v2 is model_type
+ * "bert" with architectures JinaBert*. 1 when root is one (cfg's family set). */
+int config_text_type_of(const struct cJSON *root, const char *model_type, model_config *cfg);
 int config_text_parse(const struct cJSON *root, model_config *cfg, const char *src, vit_error *err);
 /* cfg->score_act from config.json (every model's: an image model has none of its keys) */
 int config_score_activation(const struct cJSON *root, model_config *cfg, const char *src,
@@ -336,12 +349,15 @@ typedef struct {
     const char *qkv;         /* "...layer.%d.attention.self.%s": %s one of parts */
     const char *parts[3];    /* query, key, value */
     const char *out, *norm1; /* attention output projection, the LayerNorm after it */
+    const char *qkv_fused;   /* or one [3D, D] tensor for all three (NomicBERT's Wqkv) */
     const char *fc1, *fc2, *norm2;
-    const char *rel_bias;    /* the relative position bucket table [buckets, heads] */
-    const char *pooler;      /* a base model's pooler (under the prefix) */
-    const char *head_dense;  /* a sequence classifier's dense layer on token 0 */
-    int head_dense_prefixed; /* under the prefix (BERT's bert.pooler.dense) */
-    const char *head_out;    /* its output layer (at the top) */
+    const char *fc1_parts[2]; /* or a gated MLP's halves as two tensors, u₁ first (NomicBERT's
+                               * fc12, the gate, then fc11) */
+    const char *rel_bias;     /* the relative position bucket table [buckets, heads] */
+    const char *pooler;       /* a base model's pooler (under the prefix) */
+    const char *head_dense;   /* a sequence classifier's dense layer on token 0 */
+    int head_dense_prefixed;  /* under the prefix (BERT's bert.pooler.dense) */
+    const char *head_out;     /* its output layer (at the top) */
 } text_names;
 const text_names *config_text_names(const model_config *cfg);
 /* The longest sequence a text encoder's position table holds (RoBERTa's positions start after

@@ -152,14 +152,51 @@ static void add_named(layout *L, float **w, float **b, int prefixed, int OUT, in
     *b = add_param(L, prefixed, 0, 0, 1, SHAPE(OUT), "%s.bias", name);
 }
 
+/* A linear layer [OUT, IN] under the prefix whose bias may be absent (zero: NomicBERT's
+ * qkv_proj_bias false, ...). */
+static void add_linear_opt(layout *L, float **w, float **b, int OUT, int IN, const char *fmt, int l,
+                           int no_bias) {
+    char name[96];
+    snprintf(name, sizeof name, fmt, l);
+    *w = add_param(L, 1, 1, 0, 2, SHAPE(OUT, IN), "%s.weight", name);
+    *b = add_param(L, 1, 0, no_bias, 1, SHAPE(OUT), "%s.bias", name);
+}
+
+/* A gated MLP's first layer [2I, D] from its two halves' tensors (parts[0] is u₁), packed back to
+ * back as one, the biases likewise. */
+static void add_fc1_halves(layout *L, encoder_layer *w, const char *const parts[2], int I, int D,
+                           int l, int no_bias) {
+    char name[96];
+    for (int i = 0; i < 2; i++) {
+        snprintf(name, sizeof name, parts[i], l);
+        L->packed = i == 0;
+        float *p = add_param(L, 1, 1, 0, 2, SHAPE(I, D), "%s.weight", name);
+        if (i == 0) w->fc1_w = p;
+    }
+    for (int i = 0; i < 2; i++) {
+        snprintf(name, sizeof name, parts[i], l);
+        L->packed = i == 0;
+        float *p = add_param(L, 1, 0, no_bias, 1, SHAPE(I), "%s.bias", name);
+        if (i == 0) w->fc1_b = p;
+    }
+    L->packed = 0;
+}
+
 static void add_text_layer(layout *L, model *m, const text_names *n, int l) {
-    const int D = m->cfg.hidden_size, I = m->cfg.intermediate_size;
+    const int D = m->cfg.hidden_size, I = m->cfg.intermediate_size, nb = m->cfg.opt.no_bias;
+    const int I1 = activation_gated(m->cfg.act) ? 2 * I : I;
     encoder_layer *w = &m->layers[l];
-    add_qkv_parts(L, w, l, n->qkv, n->parts, D, 1, 1);
-    add_named(L, &w->proj_w, &w->proj_b, 1, D, D, n->out, l);
+    if (n->qkv_fused)
+        add_linear_opt(L, &w->qkv_w, &w->qkv_b, 3 * D, D, n->qkv_fused, l, nb & NO_BIAS_QKV);
+    else
+        add_qkv_parts(L, w, l, n->qkv, n->parts, D, !(nb & NO_BIAS_QKV), 1);
+    add_linear_opt(L, &w->proj_w, &w->proj_b, D, D, n->out, l, nb & NO_BIAS_OUT);
     add_named(L, &w->ln1_w, &w->ln1_b, 1, D, 0, n->norm1, l);
-    add_named(L, &w->fc1_w, &w->fc1_b, 1, I, D, n->fc1, l);
-    add_named(L, &w->fc2_w, &w->fc2_b, 1, D, I, n->fc2, l);
+    if (n->fc1_parts[0])
+        add_fc1_halves(L, w, n->fc1_parts, I, D, l, nb & NO_BIAS_FC1);
+    else
+        add_linear_opt(L, &w->fc1_w, &w->fc1_b, I1, D, n->fc1, l, nb & NO_BIAS_FC1);
+    add_linear_opt(L, &w->fc2_w, &w->fc2_b, D, I, n->fc2, l, nb & NO_BIAS_FC2);
     add_named(L, &w->ln2_w, &w->ln2_b, 1, D, 0, n->norm2, l);
 }
 
@@ -186,7 +223,8 @@ static void layout_text(layout *L, model *m) {
     /* decayed, unlike a ViT's: HF's recipes for BERT exempt only biases and LayerNorm weights,
      * and the word table (most of a small BERT) is where text models overfit */
     m->word_emb = P2(1, c->vocab_size, D, "%s.weight", n->word);
-    m->pos_emb = P2(1, c->max_position_embeddings, D, "%s.weight", n->position);
+    if (n->position) /* none with rotary or ALiBi positions */
+        m->pos_emb = P2(1, c->max_position_embeddings, D, "%s.weight", n->position);
     if (c->opt.token_types) m->type_emb = P2(1, c->type_vocab_size, D, "%s.weight", n->token_type);
     add_named(L, &m->emb_ln_w, &m->emb_ln_b, 1, D, 0, n->embed_norm, 0);
     for (int l = 0; l < c->num_layers; l++) add_text_layer(L, m, n, l);
@@ -713,7 +751,10 @@ int model_layout(model *m, model_config *cfg, vit_error *err) {
                              .causal = c->opt.causal,
                              .cross = c->opt.cross,
                              .cross_dim = c->cross_dim,
-                             .layer_scale = c->opt.layer_scale};
+                             .layer_scale = c->opt.layer_scale,
+                             .rotary_dim = c->opt.rotary_dim,
+                             .rotary_interleaved = c->opt.rotary_interleaved,
+                             .rotary_base = c->opt.rotary_base};
     if (c->opt.swiglu) m->enc.act = ACT_SWIGLU;
     m->layers = calloc((size_t)c->num_layers, sizeof *m->layers);
     for (int l = 0; m->layers && c->scale_attn_by_layer && l < c->num_layers; l++)

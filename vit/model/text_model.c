@@ -52,18 +52,19 @@ int text_acts_alloc(text_acts *a, const model *m, int max_batch, int max_tokens,
         a->head_keep = malloc(tok ? B * T * D : B * D);
         a->cls_keep = malloc(B * D);
     }
-    const int rel = c->opt.rel_buckets != 0;
-    if (rel) {
+    const int biased = c->opt.rel_buckets != 0 || c->opt.alibi;
+    const int rel_training = c->opt.rel_buckets != 0 && training;
+    if (biased) {
         a->bias = vit_alloc_floats(H * T * T);
         a->run_layers = calloc((size_t)c->num_layers, sizeof *a->run_layers);
     }
-    if (rel && training) {
+    if (rel_training) {
         a->dbias = vit_alloc_floats(H * T * T);
         a->grad_layers = calloc((size_t)c->num_layers, sizeof *a->grad_layers);
     }
     if (!a->block || (training && (!a->emb_keep || !a->head_keep || !a->cls_keep)) ||
-        (rel && (!a->bias || !a->run_layers)) ||
-        (rel && training && (!a->dbias || !a->grad_layers)) ||
+        (biased && (!a->bias || !a->run_layers)) ||
+        (rel_training && (!a->dbias || !a->grad_layers)) ||
         encoder_scratch_alloc(&a->scratch, &m->enc, max_batch, max_tokens) != 0 ||
         (training && encoder_tape_alloc(&a->tape, &m->enc, max_batch, max_tokens) != 0)) {
         text_acts_free(a);
@@ -105,10 +106,12 @@ static void embeddings_forward(float *emb, const model *m, const int32_t *ids, c
     for (int b = 0; b < B; b++)
         for (int t = 0, seen = 0; t < T; t++) {
             const int pos = position_of(&m->cfg.opt, ids + (size_t)b * T, t, &seen);
-            const float *w = m->word_emb + (size_t)ids[(size_t)b * T + t] * D,
-                        *p = m->pos_emb + (size_t)pos * D;
+            const float *w = m->word_emb + (size_t)ids[(size_t)b * T + t] * D;
             float *row = emb + ((size_t)b * T + t) * D;
-            for (int d = 0; d < D; d++) row[d] = w[d] + p[d];
+            if (m->pos_emb) /* none with rotary or ALiBi positions */
+                for (int d = 0; d < D; d++) row[d] = w[d] + m->pos_emb[(size_t)pos * D + d];
+            else
+                memcpy(row, w, sizeof *row * (size_t)D);
             const float *type = m->type_emb + (types ? (size_t)types[(size_t)b * T + t] * D : 0);
             if (m->cfg.opt.token_types)
                 for (int d = 0; d < D; d++) row[d] += type[d];
@@ -209,14 +212,16 @@ int text_relative_bucket(int rel, int buckets, int max_distance) {
 }
 
 /* The layers this forward runs: the model's, or (MPNet) with the bias for T tokens, bias[h, i, j]
- * = table[bucket(j - i), h], one for every layer (MPNetEncoder.compute_position_bias). Built
- * when T changes, and at every training forward: training changes the table. */
+ * = table[bucket(j - i), h], one for every layer (MPNetEncoder.compute_position_bias), or
+ * (JinaBERT) ALiBi's -slope_h·|i - j|. Built when T changes, and at every training forward:
+ * training changes the table. */
 static const encoder_layer *layers_with_bias(const model *m, text_acts *a, int T) {
     const tower_options *o = &m->cfg.opt;
-    if (!o->rel_buckets) return m->layers;
+    if (!o->rel_buckets && !o->alibi) return m->layers;
     const int H = m->cfg.num_heads, L = m->cfg.num_layers;
     if (a->training) a->bias_tokens = 0;
-    for (int i = 0; a->bias_tokens != T && i < T; i++)
+    if (o->alibi && a->bias_tokens != T) alibi_bias(a->bias, H, T);
+    for (int i = 0; o->rel_buckets && a->bias_tokens != T && i < T; i++)
         for (int j = 0; j < T; j++) {
             const int bucket = text_relative_bucket(j - i, o->rel_buckets, 128);
             const float *row = m->shared_rel_table + (size_t)bucket * H;
