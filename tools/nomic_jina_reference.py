@@ -9,13 +9,14 @@ nomic-micro Normalize), under tests/data/:
 
 - nomic-micro: nomic-embed-text-v1.5's settings (swiglu, rotary_emb_fraction 1, base 1000, the
   halves of each head, qkv_proj_bias, mlp_fc1_bias, mlp_fc2_bias false, no pooler in the file) at
-  width 32, 4 heads, n_inner 200 (NomciBertGatedMLP rounds it up to 256), vocab_size 29 padded to
+  width 32, 2 heads of 16 (vit's fast attention), n_inner 200 (NomciBertGatedMLP rounds it up to 256), vocab_size 29 padded to
   a multiple of 8 (pad_vocab_size_multiple: 32 rows).
 - nomic-geglu-micro: geglu, rotary on half of each head, interleaved pairs, base 10000, every bias,
-  no token type embeddings (type_vocab_size 0), a pooler.
+  no token type embeddings (type_vocab_size 0), a pooler; 4 heads of 8 (vit's general attention).
 - jina-micro: model_type bert, architectures JinaBertForMaskedLM, ALiBi, GeGLU (gated_layers
-  without bias, wo, mlp.layernorm), width 48 and 6 heads (ALiBi's slopes for a count that is not a
-  power of two), the tensors under "bert." as JinaBertForMaskedLM saves them, a pooler.
+  without bias, wo, mlp.layernorm), width 48 and 3 heads of 16 (ALiBi's slopes for a count that
+  is not a power of two; vit's fast attention), the tensors under "bert." as JinaBertForMaskedLM
+  saves them, a pooler.
 
 The forward is float64, written from contrastors' modeling_hf_nomic_bert.py (NomicBertModel:
 embeddings + token type 0 -> emb_ln -> post-LN blocks: Wqkv, apply_rotary_emb on q and k with
@@ -164,7 +165,7 @@ def nomic_config(**over):
            "eos_token_id": None, "fused_bias_fc": True, "fused_dropout_add_ln": True,
            "initializer_range": 0.02, "layer_norm_epsilon": 1e-12, "max_trained_positions": 2048,
            "mlp_fc1_bias": False, "mlp_fc2_bias": False, "model_type": "nomic_bert", "n_embd": 32,
-           "n_head": 4, "n_inner": 200, "n_layer": LAYERS, "n_positions": 128,
+           "n_head": 2, "n_inner": 200, "n_layer": LAYERS, "n_positions": 128,
            "pad_vocab_size_multiple": 8, "parallel_block": False,
            "parallel_block_tied_norm": False, "prenorm": False, "qkv_proj_bias": False,
            "reorder_and_upcast_attn": False, "resid_pdrop": 0.0, "rotary_emb_base": 1000,
@@ -247,7 +248,7 @@ def jina_config():
             "gradient_checkpointing": False, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
             "hidden_size": 48, "initializer_range": 0.02, "intermediate_size": 64,
             "layer_norm_eps": 1e-12, "max_position_embeddings": 128, "model_max_length": 128,
-            "model_type": "bert", "num_attention_heads": 6, "num_hidden_layers": LAYERS,
+            "model_type": "bert", "num_attention_heads": 3, "num_hidden_layers": LAYERS,
             "pad_token_id": 0, "position_embedding_type": "alibi", "torch_dtype": "float32",
             "transformers_version": "4.26.0", "type_vocab_size": 2, "use_cache": True,
             "vocab_size": len(BERT_VOCAB)}
@@ -316,7 +317,7 @@ def main():
     write("nomic-micro", cfg, nomic_weights(cfg, 470, False), nomic_forward, True, None)
     cfg = nomic_config(activation_function="geglu", rotary_emb_fraction=0.5, rotary_emb_base=10000,
                        rotary_emb_interleaved=True, qkv_proj_bias=True, mlp_fc1_bias=True,
-                       mlp_fc2_bias=True, type_vocab_size=0, n_inner=256,
+                       mlp_fc2_bias=True, type_vocab_size=0, n_inner=256, n_head=4,
                        pad_vocab_size_multiple=1)
     write("nomic-geglu-micro", cfg, nomic_weights(cfg, 480, True), nomic_forward, False,
           "pooler.dense")

@@ -308,7 +308,7 @@ static int nomic_fields(const cJSON *root, model_config *cfg, const char *src, v
         json_get_int(root, "n_head", 1, 4096, &cfg->num_heads, src, err) ||
         json_get_int(root, "n_layer", 1, 1000, &cfg->num_layers, src, err) ||
         json_get_int(root, "n_inner", 1, big, &inner, src, err) ||
-        json_get_int(root, "n_positions", 1, big, &cfg->max_position_embeddings, src, err) ||
+        json_get_int(root, "n_positions", 2, big, &cfg->max_position_embeddings, src, err) ||
         json_get_int(root, "vocab_size", 1, 1 << 24, &cfg->vocab_size, src, err) ||
         json_get_int(root, "type_vocab_size", 0, 1 << 16, &cfg->type_vocab_size, src, err) ||
         json_get_int(root, "pad_vocab_size_multiple", 1, 1 << 16, &multiple, src, err) ||
