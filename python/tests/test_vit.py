@@ -501,6 +501,22 @@ def test_token_logits_match_reference():
         assert type(vit.load(os.path.join(DATA, name))) is vit.TextModel
 
 
+def test_nomic_jina_embed_match_reference():
+    """NomicBERT and JinaBERT v2 folders load as TextModels (the folders' modules.json, and
+    config.json's model_type alone); their sentence embeddings against
+    tools/nomic_jina_reference.py's float64 ones (the C tests allow 1e-5)."""
+    for name in ("nomic-micro", "jina-micro"):
+        folder = os.path.join(DATA, name)
+        golden = os.path.join(folder, "golden.safetensors")
+        with open(golden, "rb") as f:
+            meta = json.loads(f.read(int.from_bytes(f.read(8), "little")))["__metadata__"]
+        texts = json.loads(meta["texts"])
+        model = vit.load(folder)
+        assert type(model) is vit.TextModel
+        got = model.embed(texts)
+        assert np.abs(got - read_safetensors(golden, "sentence")).max() <= 1e-5
+
+
 def test_tag_matches_reference():
     """tag's entities: the float64 token logits' argmax and softmax (pipeline's "none")."""
     folder = os.path.join(DATA, "bert-tok-micro")

@@ -983,7 +983,7 @@ def _model_type(path):
 def load(path, **settings):
     """The model of a Hugging Face folder, by its config.json's model_type: a Generator for a
     VisionEncoderDecoderModel, a TextModel for a text encoder (BERT, RoBERTa, XLM-R, DistilBERT,
-    MPNet; and a CLIP or SigLIP text tower alone) and a sentence-transformers folder
+    MPNet, NomicBERT, JinaBERT v2; and a CLIP or SigLIP text tower alone) and a sentence-transformers folder
     (modules.json), else an ImageModel (classifiers, base models, CLIP and SigLIP). settings:
     the class's keywords (backend, precision, threads, batch, ...)."""
     if os.path.isfile(os.path.join(os.fspath(path), "modules.json")):
@@ -991,7 +991,7 @@ def load(path, **settings):
     kind = _model_type(os.fspath(path))
     if kind == "vision-encoder-decoder":
         return Generator(path, **settings)
-    if kind in ("bert", "roberta", "xlm-roberta", "distilbert", "mpnet", "clip_text_model",
-                "siglip_text_model"):
+    if kind in ("bert", "roberta", "xlm-roberta", "distilbert", "mpnet", "nomic_bert",
+                "clip_text_model", "siglip_text_model"):
         return TextModel(path, **settings)
     return ImageModel(path, **settings)
