@@ -266,8 +266,8 @@ static void test_refusals(void **state) {
                    "rotary_emb_fraction 0 gives 0 rotary columns");
     expect_refused(NOMIC "\"rotary_emb_fraction\": 0.3}", "rotary_emb_fraction 0.3 gives 19.2");
     expect_refused(NOMIC "\"architectures\": [\"NomicBertForPreTraining\"]}",
-                   "architectures names NomicBertForPreTraining; supported for NomicBERT: "
-                   "NomicBertModel");
+                   "architectures names NomicBertForPreTraining; supported for model_type "
+                   "nomic_bert: NomicBertModel");
     expect_refused(JINA "\"auto_map\": {\"AutoModel\": "
                         "\"jinaai/jina-bert-v2-qk-post-norm--modeling_bert.JinaBertModel\"}}",
                    "JinaBERT v2 with LayerNorms on the queries and keys (the code models) is not "
@@ -279,10 +279,10 @@ static void test_refusals(void **state) {
     expect_refused(JINA "\"hidden_act\": \"relu\"}",
                    "hidden_act relu: vit runs JinaBERT v2's GeGLU with the erf gelu");
     expect_refused("{\"model_type\": \"bert\", \"architectures\": "
-                   "[\"JinaBertForSequenceClassification\"], \"position_embedding_type\": "
+                   "[\"JinaBertForTokenClassification\"], \"position_embedding_type\": "
                    "\"alibi\"}",
-                   "architectures names JinaBertForSequenceClassification; supported for "
-                   "JinaBERT v2: JinaBertModel, JinaBertForMaskedLM");
+                   "architectures names JinaBertForTokenClassification; supported for model_type "
+                   "bert: JinaBertModel, JinaBertForMaskedLM, JinaBertForSequenceClassification");
 }
 
 /* The Hub's configurations laid out (no weights): every tensor of the real checkpoints has its
@@ -386,6 +386,86 @@ static void test_cli(void **state) {
     }
 }
 
+/* jina-rerank-micro (JinaBertForSequenceClassification, one label: jina-reranker-v1's class):
+ * the pairs' ids and token types as tokenizer(a, b) gives them (cut to 40), their logits in one
+ * padded batch and each alone against float64, and vit rerank's order and sigmoid scores. */
+static void test_reranker(void **state) {
+    (void)state;
+    const char *dir = "tests/data/jina-rerank-micro";
+    char path[4096];
+    snprintf(path, sizeof path, "%s/golden.safetensors", dir);
+    size_t size;
+    uint8_t *bytes = read_whole_file(path, &size);
+    uint64_t hn = 0;
+    for (int i = 7; i >= 0; i--) hn = hn << 8 | bytes[i];
+    cJSON *header = cJSON_ParseWithLength((const char *)bytes + 8, (size_t)hn);
+    free(bytes);
+    const cJSON *meta = cJSON_GetObjectItem(header, "__metadata__");
+    cJSON *pairs = cJSON_Parse(cJSON_GetObjectItem(meta, "pairs")->valuestring);
+    cJSON *ids = cJSON_Parse(cJSON_GetObjectItem(meta, "ids")->valuestring);
+    const int n = cJSON_GetArraySize(pairs);
+    assert_true(n <= 16);
+    const char *a[16], *b[16];
+    size_t al[16], bl[16];
+    for (int i = 0; i < n; i++) {
+        a[i] = cJSON_GetArrayItem(cJSON_GetArrayItem(pairs, i), 0)->valuestring;
+        b[i] = cJSON_GetArrayItem(cJSON_GetArrayItem(pairs, i), 1)->valuestring;
+        al[i] = strlen(a[i]), bl[i] = strlen(b[i]);
+    }
+    vit_error err = {0};
+    vit_text_params p = vit_text_default_params();
+    p.max_batch = 16;
+    vit_text_context *ctx = vit_text_load(dir, &p, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    assert_int_equal(vit_text_num_labels(ctx), 1);
+    float logits[16], one;
+    const vit_text_pairs all = {a, b, al, bl};
+    if (vit_text_forward_pairs(ctx, &all, n, logits, NULL, &err)) fail_msg("%s", err.msg);
+    float *want = test_golden_tensor(dir, "logits", NULL);
+    double worst = 0, alone = 0;
+    for (int i = 0; i < n; i++) {
+        int count;
+        const int32_t *got_ids = vit_text_ids(ctx, i, &count);
+        const cJSON *row = cJSON_GetArrayItem(ids, i);
+        assert_int_equal(count, cJSON_GetArraySize(row));
+        for (int t = 0; t < count; t++)
+            assert_int_equal(got_ids[t], cJSON_GetArrayItem(row, t)->valueint);
+        worst = fmax(worst, fabs((double)logits[i] - want[i]));
+    }
+    for (int i = 0; i < n; i++) {
+        const vit_text_pairs just = {a + i, b + i, al + i, bl + i};
+        assert_int_equal(vit_text_forward_pairs(ctx, &just, 1, &one, NULL, &err), 0);
+        alone = fmax(alone, fabs((double)one - logits[i]));
+    }
+    print_message("%s: logits max |d| %.2g from float64, alone vs batch %.2g\n", dir, worst, alone);
+    assert_true(worst <= TOL);
+    assert_true(alone <= BATCH_TOL);
+    /* vit rerank: pairs 0..5 are (text 0, text i); the best first, the logit's sigmoid */
+    int best = 0;
+    for (int i = 1; i < 6; i++) best = want[i] > want[best] ? i : best;
+    const char *args[] = {"rerank", "-m", dir, "--json", "--", a[0], "-", NULL};
+    char docs[2048] = "";
+    for (int i = 0; i < 6; i++)
+        if (*b[i]) snprintf(docs + strlen(docs), sizeof docs - strlen(docs), "%s\n", b[i]);
+    const char *file = write_temp_file("docs.txt", docs, strlen(docs));
+    if (*b[best]) {
+        test_run_result r = test_run_vit(NULL, file, args);
+        if (r.status != 0) fail_msg("vit rerank: %d: %s", r.status, r.err);
+        cJSON *line = cJSON_Parse(r.out);
+        assert_non_null(line);
+        const cJSON *score = cJSON_GetObjectItem(line, "score");
+        const cJSON *text = cJSON_GetObjectItem(line, "text");
+        assert_non_null(score);
+        assert_string_equal(text->valuestring, b[best]);
+        assert_true(fabs(score->valuedouble - 1 / (1 + exp(-(double)want[best]))) <= TOL);
+        cJSON_Delete(line);
+        test_run_free(&r);
+    }
+    free(want);
+    vit_text_free(ctx);
+    cJSON_Delete(pairs), cJSON_Delete(ids), cJSON_Delete(header);
+}
+
 /* The folders' 8192 tokens: inference keeps no [B, H, T, T] attention weights where the fast
  * attention runs (a head of 16: here 16 x 12 x 8192² floats would be 51 GB, and vit embed's batch
  * of 16 failed "out of memory"); the general attention (a head of 8) still has them. */
@@ -408,6 +488,7 @@ int main(void) {
         cmocka_unit_test(test_hidden_states), cmocka_unit_test(test_embeddings),
         cmocka_unit_test(test_refusals),      cmocka_unit_test(test_real_shapes),
         cmocka_unit_test(test_cli),           cmocka_unit_test(test_long_context_scratch),
+        cmocka_unit_test(test_reranker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,8 @@ nomic-micro Normalize), under tests/data/:
   without bias, wo, mlp.layernorm), width 48 and 3 heads of 16 (ALiBi's slopes for a count that
   is not a power of two; vit's fast attention), the tensors under "bert." as JinaBertForMaskedLM
   saves them, a pooler.
+- jina-rerank-micro: jina-micro's architecture as JinaBertForSequenceClassification with one label
+  (jina-reranker-v1-turbo-en's class: BERT's pooler and classifier), on pairs of the texts.
 
 The forward is float64, written from contrastors' modeling_hf_nomic_bert.py (NomicBertModel:
 embeddings + token type 0 -> emb_ln -> post-LN blocks: Wqkv, apply_rotary_emb on q and k with
@@ -29,10 +31,12 @@ the two must agree (asserted). Token ids: the whole-word vocabulary of bert-base
 
 golden.safetensors: hidden [N, Tmax, D] (zero past each text), sentence [N, D] (the folder's
 pooling: mean over the text's tokens, then L2 for nomic-micro), pooled [N, D] (a folder with a
-pooler: tanh(dense(token 0))); metadata texts and ids (JSON).
+pooler: tanh(dense(token 0))); metadata texts and ids (JSON). jina-rerank-micro's: logits [N, 1];
+metadata pairs, ids and types.
 
 usage: /usr/bin/python3 tools/nomic_jina_reference.py
 """
+import json
 import math
 import os
 import shutil
@@ -192,12 +196,13 @@ def alibi_slopes(n):
     return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][: n - closest]
 
 
-def jina_forward(w, cfg, ids, mask):
+def jina_forward(w, cfg, ids, mask, types=None):
     B, T = ids.shape
     D, H, I = cfg["hidden_size"], cfg["num_attention_heads"], cfg["intermediate_size"]
     d, eps = D // H, cfg["layer_norm_eps"]
     e = "bert.embeddings."
-    h = w[e + "word_embeddings.weight"][ids] + w[e + "token_type_embeddings.weight"][0]
+    types = torch.zeros_like(ids) if types is None else types
+    h = w[e + "word_embeddings.weight"][ids] + w[e + "token_type_embeddings.weight"][types]
     h = layer_norm(w, h, e + "LayerNorm", eps)
     r = torch.arange(T)
     dist = (r[None, :] - r[:, None]).abs().double()
@@ -306,10 +311,43 @@ def write(name, cfg, w, fwd, normalize, pooler_name):
         gold["pooled"] = torch.tanh(linear(w, h[:, 0], pooler_name))
     write_json(os.path.join(out, "config.json"), cfg)
     write_safetensors(os.path.join(out, "model.safetensors"), w)
-    meta = {"texts": __import__("json").dumps(WORD_TEXTS), "ids": __import__("json").dumps(rows)}
+    meta = {"texts": json.dumps(WORD_TEXTS), "ids": json.dumps(rows)}
     write_safetensors(os.path.join(out, "golden.safetensors"), gold, meta)
     st_files(out, h.shape[-1], normalize)
     print(name, {k: list(v.shape) for k, v in gold.items()})
+
+
+def write_reranker(name, cfg, w):
+    """A JinaBertForSequenceClassification with one label (jina-reranker-v1's: the pooler, then
+    classifier) on (query, text) for every text, (text, query) and the last text with itself, each
+    pair [CLS] a [SEP] b [SEP] with b of token type 1, cut longest first to model_max_length 40;
+    golden logits [N, 1] of one padded batch, each pair alone agreeing."""
+    from text_encoders_reference import pair_ids
+    out = os.path.join(DATA, name)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    rows = [word_ids(BERT_VOCAB, "[CLS]", "[SEP]", "[UNK]", t, 128) for t in WORD_TEXTS]
+    n = len(WORD_TEXTS)
+    pairs = [(0, i) for i in range(n)] + [(i, 0) for i in range(1, n)] + [(n - 1, n - 1)]
+    built = [pair_ids(rows[i], rows[j], 40, "bert") for i, j in pairs]
+    T = max(len(r) for r, _ in built)
+    ids = torch.tensor([r + [0] * (T - len(r)) for r, _ in built])
+    types = torch.tensor([t + [0] * (T - len(t)) for _, t in built])
+    mask = torch.tensor([[1] * len(r) + [0] * (T - len(r)) for r, _ in built])
+    head = lambda h: linear(w, torch.tanh(linear(w, h[:, 0], "bert.pooler.dense")), "classifier")
+    logits = head(jina_forward(w, cfg, ids, mask, types))
+    for k, (r, t) in enumerate(built):
+        one = head(jina_forward(w, cfg, torch.tensor([r]), torch.ones(1, len(r), dtype=torch.long),
+                                torch.tensor([t])))
+        assert (one[0] - logits[k]).abs().max() < 1e-12, k
+    write_json(os.path.join(out, "config.json"), cfg)
+    write_safetensors(os.path.join(out, "model.safetensors"), w)
+    meta = {"pairs": json.dumps([[WORD_TEXTS[i], WORD_TEXTS[j]] for i, j in pairs]),
+            "ids": json.dumps([r for r, _ in built]), "types": json.dumps([t for _, t in built])}
+    write_safetensors(os.path.join(out, "golden.safetensors"), {"logits": logits}, meta)
+    shutil.copy(os.path.join(DATA, "bert-base-micro", "vocab.txt"), out)
+    shutil.copy(os.path.join(DATA, "bert-base-micro", "tokenizer_config.json"), out)
+    print(name, list(logits.shape))
 
 
 def main():
@@ -323,6 +361,12 @@ def main():
           "pooler.dense")
     cfg = jina_config()
     write("jina-micro", cfg, jina_weights(cfg, 490), jina_forward, False, "bert.pooler.dense")
+    cfg = dict(jina_config(), architectures=["JinaBertForSequenceClassification"],
+               id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0})
+    W = Weights(500)
+    W.linear("classifier", 1, cfg["hidden_size"])
+    w = dict(jina_weights(cfg, 495), **W.w)
+    write_reranker("jina-rerank-micro", cfg, w)
 
 
 if __name__ == "__main__":

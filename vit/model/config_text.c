@@ -9,6 +9,7 @@
  * test below vit/model. The tensor names of every text encoder, BERT's included, are here too
  * (config_text_names), for params.c's one text layout. */
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,7 +86,10 @@ static const text_names jina_names = {.word = "embeddings.word_embeddings",
                                       .fc1 = BERT_LAYER("mlp.gated_layers"),
                                       .fc2 = BERT_LAYER("mlp.wo"),
                                       .norm2 = BERT_LAYER("mlp.layernorm"),
-                                      .pooler = "pooler.dense"};
+                                      .pooler = "pooler.dense",
+                                      .head_dense = "pooler.dense",
+                                      .head_dense_prefixed = 1,
+                                      .head_out = "classifier"};
 
 /* One row per family: model_type, the three classes (NULL: not run), another name of the base
  * model (the class a folder of embeddings names), the tensor prefix, the name for people and the
@@ -109,9 +113,10 @@ static const text_family families[] = {
     [TEXT_NOMIC] = {"nomic_bert", "NomicBertModel", NULL, NULL, NULL, "bert.", "NomicBERT",
                     &nomic_names},
     /* jina-embeddings-v2 name their masked-LM class; AutoModel (and sentence-transformers)
-     * builds JinaBertModel from them, whose output is what vit gives */
-    [TEXT_JINA] = {"bert", "JinaBertModel", NULL, NULL, "JinaBertForMaskedLM", "bert.",
-                   "JinaBERT v2", &jina_names},
+     * builds JinaBertModel from them, whose output is what vit gives. The rerankers
+     * (jina-reranker-v1-*) are BertForSequenceClassification's head on it. */
+    [TEXT_JINA] = {"bert", "JinaBertModel", "JinaBertForSequenceClassification", NULL,
+                   "JinaBertForMaskedLM", "bert.", "JinaBERT v2", &jina_names},
 };
 enum { NUM_FAMILIES = sizeof families / sizeof families[0] };
 
@@ -193,13 +198,14 @@ static int get_class(const cJSON *root, model_config *cfg, const char *src, vit_
             return 0;
         }
     }
-    if (!f->sequence) /* a base model only */
-        return vit_fail(err, "%s: architectures names %s; supported for %s: %s%s%s", src,
-                        cJSON_GetArrayItem(list, 0)->valuestring, f->name, f->base,
-                        f->base_alias ? ", " : "", f->base_alias ? f->base_alias : "");
-    return vit_fail(err, "%s: architectures names %s; supported for model_type %s: %s, %s, %s", src,
-                    cJSON_GetArrayItem(list, 0)->valuestring, f->type, f->base, f->sequence,
-                    f->token);
+    const char *runs[] = {f->base, f->base_alias, f->sequence, f->token};
+    char list_of[256] = "";
+    for (size_t i = 0, used = 0; i < 4; i++)
+        if (runs[i] && used < sizeof list_of)
+            used += (size_t)snprintf(list_of + used, sizeof list_of - used, "%s%s",
+                                     used ? ", " : "", runs[i]);
+    return vit_fail(err, "%s: architectures names %s; supported for model_type %s: %s", src,
+                    cJSON_GetArrayItem(list, 0)->valuestring, f->type, list_of);
 }
 
 /* RobertaConfig / XLMRobertaConfig and MPNetConfig: BERT's keys (config_parse_common); only
@@ -393,10 +399,10 @@ int config_text_parse(const cJSON *root, model_config *cfg, const char *src, vit
                        config_dim_labels(cfg, cfg->hidden_size, src, err)
                    ? -1
                    : 0;
-    if (cfg->text_arch == TEXT_JINA)
+    if (cfg->text_arch == TEXT_JINA) /* a classifier's labels: config_parse_common's */
         return get_class(root, cfg, src, err) || config_parse_common(root, cfg, src, err) ||
                        jina_fields(root, cfg, src, err) ||
-                       config_dim_labels(cfg, cfg->hidden_size, src, err)
+                       (cfg->bare && config_dim_labels(cfg, cfg->hidden_size, src, err))
                    ? -1
                    : 0;
     if (get_class(root, cfg, src, err) != 0 ||
