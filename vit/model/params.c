@@ -878,8 +878,9 @@ int model_vit_tokens(const model *m, int size) {
 double model_flops(const model *m, int T) {
     const model_config *c = &m->cfg;
     const double D = c->hidden_size, I = c->intermediate_size;
-    const double mlp = c->opt.swiglu || activation_gated(c->act) ? 3 : 2; /* gated: fc1 is 2x */
-    double per_layer = 2.0 * T * D * 3 * D                                /* qkv */
+    /* a gated MLP's (SwiGLU's, GeGLU's) fc1 is twice as wide */
+    const double mlp = c->opt.swiglu || activation_gated(c->act) ? 3 : 2;
+    double per_layer = 2.0 * T * D * 3 * D      /* qkv */
                        + 2.0 * 2 * T * T * D    /* scores and weighted values */
                        + 2.0 * T * D * D        /* output projection */
                        + 2.0 * mlp * T * D * I; /* MLP */
