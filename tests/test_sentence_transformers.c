@@ -470,7 +470,7 @@ static void expect_cli(const char *name, const char *const *args, int nargs,
     assert_non_null(c);
     size_t lengths[N];
     for (int i = 0; i < N; i++) lengths[i] = strlen(texts[i]);
-    /* vit embed runs its --text values in batches of --batch (16): here one */
+    /* the --text values go in batches of -b, as a file's lines: here one batch of the N */
     assert_int_equal(vit_text_embed_with(c, texts, lengths, N, o, lib, &err), 0);
     assert_memory_equal(cli, lib, sizeof(float) * N * dim);
     vit_text_free(c);
