@@ -556,10 +556,42 @@ static void test_info(void **state) {
     }
 }
 
+/* vit_text_count_tokens: the tokens before the cut, counted by hand on the micro vocabulary (each
+ * word one token): a text of 6 words is 8 ([CLS], [SEP]) as vit_text_tokenize gives it; the
+ * default prompt "my old " adds 2; 30 words are 32, where vit_text_tokenize cuts at
+ * max_seq_length (12); a pair is [CLS] a [SEP] b [SEP], uncut. */
+static void test_count_tokens(void **state) {
+    (void)state;
+    vit_error err = {0};
+    vit_text_context *plain = vit_text_load(TEST_DATA "/st-mean-micro", NULL, &err),
+                     *prompted = vit_text_load(TEST_DATA "/st-prompt-micro", NULL, &err);
+    assert_non_null(plain);
+    assert_non_null(prompted);
+    const char *six = "the cat sat on the mat";
+    char thirty[256] = "";
+    for (int i = 0; i < 30; i++) strcat(thirty, i % 2 ? "dog " : "cat ");
+    int32_t ids[64];
+    assert_int_equal(vit_text_count_tokens(plain, six, strlen(six), &err), 8);
+    assert_int_equal(vit_text_tokenize(plain, six, strlen(six), ids, 64, &err), 8);
+    assert_int_equal(vit_text_count_tokens(prompted, six, strlen(six), &err), 10);
+    assert_int_equal(vit_text_count_tokens(plain, thirty, strlen(thirty), &err), 32);
+    assert_int_equal(vit_text_tokenize(plain, thirty, strlen(thirty), ids, 64, &err), 12);
+    assert_int_equal(vit_text_max_tokens(plain), 12);
+    assert_int_equal(vit_text_count_tokens(plain, "", 0, &err), 2);
+    vit_text_context *pairs = vit_text_load(TEST_DATA "/bert-pair-micro", NULL, &err);
+    assert_non_null(pairs);
+    assert_int_equal(vit_text_count_pair_tokens(pairs, "the cat", 7, thirty, strlen(thirty), &err),
+                     2 + 30 + 3);
+    vit_text_free(pairs);
+    vit_text_free(plain);
+    vit_text_free(prompted);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipelines),
         cmocka_unit_test(test_max_seq_length),
+        cmocka_unit_test(test_count_tokens),
         cmocka_unit_test(test_every_mode),
         cmocka_unit_test(test_prompts_and_dimensions),
         cmocka_unit_test(test_refusals),

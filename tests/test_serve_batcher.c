@@ -28,15 +28,18 @@ typedef struct {
     int gate_open;
     int fail_forward;
     int batches, sizes[64], tasks[64];
-    int mixed;        /* a batch held jobs of more than one task */
-    int mixed_parity; /* a batch held odd and even numbers (same_batch keeps them apart) */
-    int in_forward;   /* forward passes waiting at the gate */
-    int workers[64];  /* of each batch */
-    int done;         /* jobs whose done call ran */
+    int mixed;            /* a batch held jobs of more than one task */
+    int mixed_parity;     /* a batch held odd and even numbers (same_batch keeps them apart) */
+    int in_forward;       /* forward passes waiting at the gate */
+    int workers[64];      /* of each batch */
+    int done;             /* jobs whose done call ran */
+    int lengths;          /* decode gives each job its number as its length */
+    int decoded;          /* jobs decoded */
+    float values[64][16]; /* each batch's numbers */
 } fake_model;
 
 static int fake_decode(void *self, serve_job *job, vit_error *err) {
-    (void)self;
+    fake_model *m = self;
     char text[32] = {0};
     memcpy(text, job->data, job->size < 31 ? job->size : 31);
     char *end;
@@ -46,6 +49,11 @@ static int fake_decode(void *self, serve_job *job, vit_error *err) {
     if (!input) return vit_fail(err, "out of memory");
     *input = (float)v;
     job->input = input;
+    pthread_mutex_lock(&m->lock);
+    if (m->lengths) job->length = (int)v;
+    m->decoded++;
+    pthread_cond_broadcast(&m->changed);
+    pthread_mutex_unlock(&m->lock);
     return 0;
 }
 
@@ -53,6 +61,8 @@ static int fake_forward(void *self, int worker, serve_job *const *jobs, int n, v
     fake_model *m = self;
     pthread_mutex_lock(&m->lock);
     if (m->batches < 64) {
+        for (int i = 0; i < n && i < 16; i++)
+            m->values[m->batches][i] = *(const float *)jobs[i]->input;
         m->sizes[m->batches] = n;
         m->tasks[m->batches] = jobs[0]->task;
         m->workers[m->batches] = worker;
@@ -247,6 +257,66 @@ static void test_max_batch_and_tasks(void **state) {
         if (m->tasks[i] == 1) batches_of_task1++, task1_jobs += m->sizes[i];
     assert_int_equal(task1_jobs, 4);
     assert_int_equal(batches_of_task1, 2);
+    serve_batcher_free(b);
+    fake_model_free(m);
+}
+
+/* Jobs with lengths (texts' tokens): with more of them ready than a batch holds, the oldest goes
+ * with those nearest its length, so 8 jobs of lengths 10-13 and 100-103, interleaved, go in two
+ * batches of near lengths, not in their order (which pads each to 100 or more); with no more
+ * than a batch, in their order as before. */
+static void test_batches_by_length(void **state) {
+    (void)state;
+    fake_model *m = fake_model_new();
+    m->lengths = 1;
+    serve_batcher *b = batcher_for(m, 4, 64, 5000, 0);
+    job_set s;
+    make_jobs(&s, m, 0, 9, 0);
+    static const int lengths[9] = {1, 10, 100, 11, 101, 12, 102, 13, 103};
+    for (int i = 0; i < 9; i++) {
+        snprintf(s.text[i], sizeof s.text[i], "%d", lengths[i]);
+        s.jobs[i].size = strlen(s.text[i]);
+    }
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[0], 1), SERVE_SUBMITTED);
+    await_forward(m); /* the worker held at the gate while the others are decoded */
+    assert_int_equal(serve_batcher_submit(b, &s.jobs[1], 8), SERVE_SUBMITTED);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&m->lock);
+    while (m->decoded < 9)
+        if (pthread_cond_timedwait(&m->changed, &m->lock, &until) != 0) break;
+    pthread_mutex_unlock(&m->lock);
+    assert_int_equal(m->decoded, 9);
+    open_gate(m);
+    serve_batcher_drain(b);
+    assert_int_equal(m->batches, 3);
+    long long padded = 0, ordered = 0; /* token places: each batch padded to its longest */
+    for (int k = 1; k < 3; k++) {
+        assert_int_equal(m->sizes[k], 4);
+        float lo = 1e9f, hi = 0;
+        for (int i = 0; i < 4; i++) {
+            lo = fminf(lo, m->values[k][i]);
+            hi = fmaxf(hi, m->values[k][i]);
+        }
+        assert_true(hi - lo <= 3); /* 10..13 or 100..103 */
+        padded += 4 * (long long)hi;
+    }
+    for (int k = 0; k < 2; k++) { /* in their order: 10,100,11,101 then 12,102,13,103 */
+        int hi = 0;
+        for (int i = 1 + 4 * k; i < 5 + 4 * k; i++) hi = lengths[i] > hi ? lengths[i] : hi;
+        ordered += 4LL * hi;
+    }
+    long long tokens = 0;
+    for (int i = 1; i < 9; i++) tokens += lengths[i];
+    print_message("8 jobs of lengths 10-13 and 100-103: %lld places padded by length (%.0f%% "
+                  "padding), %lld in their order (%.0f%%)\n",
+                  padded, 100.0 * (padded - tokens) / padded, ordered,
+                  100.0 * (ordered - tokens) / ordered);
+    for (int i = 0; i < 9; i++) {
+        assert_int_equal(s.jobs[i].status, SERVE_OK);
+        assert_true(s.out[i] == 2.0f * lengths[i]);
+    }
     serve_batcher_free(b);
     fake_model_free(m);
 }
@@ -511,6 +581,77 @@ static void text_task_matches_the_api(int workers) {
     }
     serve_batcher_free(b);
     serve_tasks_free(tasks);
+    vit_text_free(ctx);
+}
+
+/* A batch of texts of mixed lengths (SST-2's first 16 dev sentences, 4 to 50 tokens) runs as
+ * passes of near lengths: each embedding still vit_text_embed's of the text alone (1e-5), and the
+ * padding measured before (one pass padded to the longest) and after. */
+static void test_text_batch_runs_by_length(void **state) {
+    (void)state;
+    REQUIRE_SHARED("models/bert-sst2-tiny");
+    enum { N = 16 };
+    vit_text_params params = vit_text_default_params();
+    params.max_batch = N;
+    params.threads = 1;
+    vit_error err = {0};
+    vit_text_context *ctx = vit_text_load(shared_path("models/bert-sst2-tiny"), &params, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    serve_tasks *tasks = serve_tasks_create(NULL, ctx, N, 1, &err);
+    assert_non_null(tasks);
+    const serve_model model = serve_tasks_model(tasks);
+    const serve_batcher_options opt = {
+        .max_batch = N, .batch_wait_ms = 5000, .max_queue = N, .decode_threads = 1, .workers = 1};
+    serve_batcher *b = serve_batcher_create(&model, &opt, &err);
+    char *tsv = (char *)read_whole_file(shared_path("data/sst2/dev.tsv"), NULL);
+    assert_non_null(tsv);
+    char *texts[N], *save = NULL;
+    strtok_r(tsv, "\n", &save); /* the header */
+    for (int i = 0; i < N; i++) {
+        texts[i] = strtok_r(NULL, "\n", &save);
+        *strchr(texts[i], '\t') = 0;
+    }
+    const int D = vit_text_embed_size(ctx, vit_text_default_pool(ctx));
+    float *out = test_alloc_floats((size_t)N * D), *want = test_alloc_floats(D);
+    serve_job jobs[N];
+    serve_text_request req[N];
+    for (int i = 0; i < N; i++) {
+        req[i] = (serve_text_request){.text = texts[i], .size = strlen(texts[i])};
+        jobs[i] = (serve_job){.task = SERVE_EMBED_TEXT,
+                              .data = &req[i],
+                              .out = out + (size_t)i * D,
+                              .done = count_done};
+    }
+    assert_int_equal(serve_batcher_submit(b, jobs, N), SERVE_SUBMITTED);
+    serve_batcher_drain(b);
+    int shortest = 1 << 30, longest = 0;
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(jobs[i].status, SERVE_OK);
+        assert_int_equal(jobs[i].batch_size, N); /* one batch, split into passes inside */
+        const size_t n = strlen(texts[i]);
+        assert_int_equal(vit_text_embed(ctx, (const char *const *)&texts[i], &n, 1,
+                                        vit_text_default_pool(ctx), want, &err),
+                         0);
+        int count;
+        vit_text_ids(ctx, 0, &count);
+        assert_int_equal(req[i].tokens, count);
+        shortest = count < shortest ? count : shortest;
+        longest = count > longest ? count : longest;
+        assert_close(out + (size_t)i * D, want, D, 1e-5);
+    }
+    long long tokens, padded, one_pass;
+    serve_tasks_padding(tasks, &tokens, &padded, &one_pass);
+    print_message("%d texts of %d to %d tokens: %lld tokens; one pass pads to %lld places "
+                  "(%.0f%% padding), passes by length to %lld (%.0f%%)\n",
+                  N, shortest, longest, tokens, one_pass, 100.0 * (one_pass - tokens) / one_pass,
+                  padded, 100.0 * (padded - tokens) / padded);
+    assert_int_equal(one_pass, (long long)N * longest);
+    assert_true(padded < one_pass && padded >= tokens);
+    serve_batcher_free(b);
+    serve_tasks_free(tasks);
+    free(out);
+    free(want);
+    free(tsv);
     vit_text_free(ctx);
 }
 
@@ -916,6 +1057,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_concurrent_jobs_share_a_batch),
         cmocka_unit_test(test_max_batch_and_tasks),
+        cmocka_unit_test(test_batches_by_length),
         cmocka_unit_test(test_same_batch_keeps_jobs_apart),
         cmocka_unit_test(test_queue_full),
         cmocka_unit_test(test_room_once_answered),
@@ -926,6 +1068,7 @@ int main(void) {
         cmocka_unit_test(test_image_tasks_two_workers),
         cmocka_unit_test(test_text_task_matches_the_api),
         cmocka_unit_test(test_text_task_two_workers),
+        cmocka_unit_test(test_text_batch_runs_by_length),
         cmocka_unit_test(test_class_cache),
         cmocka_unit_test(test_class_cache_two_threads),
         cmocka_unit_test(test_joint_tasks_match_the_api),

@@ -2169,6 +2169,122 @@ static void test_embeddings_dimensions(void **state) {
     assert_int_equal(stop_server(&s, SIGTERM), 0);
 }
 
+/* vit embed's row of one text by model (its own pooling, as /v1/embeddings gives). */
+static void embed_row(const char *model, const char *text, double *row, int dim) {
+    const char *args[] = {"embed", "-m", model, "--text", text, "-o", "-", NULL};
+    test_run_result run = test_run_vit(NULL, NULL, args);
+    assert_int_equal(run.status, 0);
+    char *p = strchr(run.out, '\t');
+    assert_non_null(p);
+    for (int d = 0; d < dim; d++) row[d] = strtod(p, &p);
+    test_run_free(&run);
+}
+
+static void expect_row(const cJSON *embedding, const double *want, int dim) {
+    assert_int_equal(cJSON_GetArraySize(embedding), dim);
+    for (int d = 0; d < dim; d++) {
+        const double v = cJSON_GetArrayItem(embedding, d)->valuedouble;
+        if (fabs(v - want[d]) > 1e-5 * (1 + fabs(want[d])))
+            fail_msg("[%d]: %.9g, vit embed's %.9g", d, v, want[d]);
+    }
+}
+
+/* The server still answers: a short text's embedding. */
+static void still_serving(int port) {
+    const char *ok = "{\"input\": \"a dog\"}";
+    response r = request(port, "POST", "/v1/embeddings", "Content-Type: application/json\r\n", ok,
+                         strlen(ok));
+    assert_int_equal(r.status, 200);
+    response_free(&r);
+}
+
+/* Texts on /v1/embeddings (issue 42), on a folder whose max_seq_length is 12: a longer text is
+ * cut as sentence-transformers cuts it (no "truncate", or true: vit embed's row, 12 tokens in
+ * usage), and with TEI's "truncate": false refused with 413 naming its length; token ids
+ * (OpenAI's other input) 400; more texts than --max-queue and a body over --max-body-bytes 413;
+ * texts of mixed lengths in one request (run in passes of near lengths) each vit embed's row.
+ * After every refusal the server answers the next request. */
+static void test_embeddings_text_limits(void **state) {
+    (void)state;
+    server s;
+    const char *model = "tests/data/st-mean-micro";
+    START_OR_SKIP(&s, "--text-model", model, "-t", "1", "--quiet", "--max-queue", "8",
+                  "--max-body-bytes", "4000");
+    const char *long_text = "the cat sat on the mat and then slept in the sun very far away from "
+                            "home"; /* 17 words, all in its vocabulary: 19 tokens */
+    const char *texts[] = {"a dog", long_text, "the cat sat", "it was very good and then bad",
+                           "my old dog ran away from home and slept in the sun"};
+    enum { D = 32, N = 5 };
+    double want[N][D];
+    for (int i = 0; i < N; i++) embed_row(model, texts[i], want[i], D);
+    const char *cut[] = {"", ", \"truncate\": true"};
+    for (int k = 0; k < 2; k++) {
+        char body[512];
+        snprintf(body, sizeof body, "{\"input\": \"%s\"%s}", long_text, cut[k]);
+        response r = request(s.port, "POST", "/v1/embeddings", "Content-Type: application/json\r\n",
+                             body, strlen(body));
+        if (r.status != 200) fail_msg("status %d: %s", r.status, r.body);
+        expect_row(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "data"), 0),
+                                       "embedding"),
+                   want[1], D);
+        assert_int_equal(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "usage"), "prompt_tokens")->valueint,
+            12);
+        response_free(&r);
+    }
+    /* the mixed list, in one request */
+    cJSON *list = cJSON_CreateObject(), *input = cJSON_AddArrayToObject(list, "input");
+    for (int i = 0; i < N; i++) cJSON_AddItemToArray(input, cJSON_CreateString(texts[i]));
+    response r = post_json(s.port, "/v1/embeddings", list);
+    cJSON_Delete(list);
+    if (r.status != 200) fail_msg("status %d: %s", r.status, r.body);
+    for (int i = 0; i < N; i++)
+        expect_row(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "data"), i),
+                                       "embedding"),
+                   want[i], D);
+    response_free(&r);
+
+    char refuse_long[512], too_many[512], big[5000];
+    snprintf(refuse_long, sizeof refuse_long,
+             "{\"input\": [\"a dog\", \"%s\"], \"truncate\": false}", long_text);
+    snprintf(too_many, sizeof too_many,
+             "{\"input\": [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", "
+             "\"g\", \"h\", \"i\"]}");
+    memset(big, 0, sizeof big);
+    strcpy(big, "{\"input\": \"");
+    for (size_t i = strlen(big); i < sizeof big - 8; i += 4) memcpy(big + i, "the ", 4);
+    strcat(big, "\"}");
+    const struct {
+        const char *body;
+        int status;
+        const char *says;
+    } refused[] = {
+        {refuse_long, 413, "input[1]: 19 tokens, more than the model's 12"},
+        {"{\"input\": [[5, 6, 7]]}", 400, "input[0] is not a string"},
+        {"{\"input\": [5, 6, 7]}", 400, "not token ids"},
+        {"{\"input\": \"a dog\", \"truncate\": \"no\"}", 400, "\"truncate\" is not true or false"},
+        {too_many, 413, "more than 8"},
+        {big, 413, "--max-body-bytes"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        assert_refused(request(s.port, "POST", "/v1/embeddings",
+                               "Content-Type: application/json\r\n", refused[i].body,
+                               strlen(refused[i].body)),
+                       refused[i].status, refused[i].says);
+        still_serving(s.port);
+    }
+    /* a short text with "truncate": false is answered */
+    const char *fits = "{\"input\": \"the cat sat\", \"truncate\": false}";
+    r = request(s.port, "POST", "/v1/embeddings", "Content-Type: application/json\r\n", fits,
+                strlen(fits));
+    assert_int_equal(r.status, 200);
+    expect_row(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "data"), 0),
+                                   "embedding"),
+               want[2], D);
+    response_free(&r);
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+}
+
 /* POST /v1/text answers with a sequence classifier only (issue 42): a base model (BertModel,
  * MPNetModel) gave a softmax over its features as if they were classes ('DIM_24' at 0.058), and a
  * token classifier a 500; both are 404 naming the class and what to use. A sequence classifier
@@ -2397,6 +2513,13 @@ static void test_rerank_endpoint(void **state) {
         {"{\"query\": \"q\", \"documents\": [\"1\", \"2\", \"3\", \"4\", \"5\", \"6\", \"7\", "
          "\"8\", \"9\"]}",
          413, "more than 8 documents"},
+        /* TEI's "truncate": false on a pair longer than the model's 40 tokens: 413 naming it */
+        {"{\"query\": \"q q q q q q q q q q\", \"texts\": [\"a\", \"d d d d d d d d d d d d d d d "
+         "d d "
+         "d d d d d d d d d d d d d d d d d d d d d d d\"], \"truncate\": false}",
+         413, "53 tokens, more than the model's 40"},
+        {"{\"query\": \"q\", \"texts\": [\"a\"], \"truncate\": 0}", 400,
+         "\"truncate\" is not true or false"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         assert_refused(
@@ -3169,6 +3292,7 @@ int main(void) {
         cmocka_unit_test(test_siglip_without_text_tower),
         cmocka_unit_test(test_embeddings_own_pooling),
         cmocka_unit_test(test_embeddings_dimensions),
+        cmocka_unit_test(test_embeddings_text_limits),
         cmocka_unit_test(test_text_needs_a_sequence_classifier),
         cmocka_unit_test(test_rerank_endpoint),
         cmocka_unit_test(test_text_token_classifier),

@@ -447,6 +447,16 @@ VIT_API const char *vit_text_piece(const vit_text_context *ctx, int id);
 VIT_API int vit_text_tokenize(vit_text_context *ctx, const char *text, size_t len, int32_t *ids,
                               int cap, vit_error *err);
 
+/* The tokens text[0..len) has before the cut to vit_text_max_tokens (start and end tokens
+ * included; a sentence-transformers folder's default prompt before it, as vit_text_embed reads
+ * it), and a pair's as vit_text_forward_pairs joins it: what a server that will not truncate
+ * compares with vit_text_max_tokens (TEI's "truncate": false). They use working memory of their
+ * own: safe beside any other call on ctx, from any thread. Texts of at most 1 MiB; -1 with err. */
+VIT_API int vit_text_count_tokens(const vit_text_context *ctx, const char *text, size_t len,
+                                  vit_error *err);
+VIT_API int vit_text_count_pair_tokens(const vit_text_context *ctx, const char *a, size_t alen,
+                                       const char *b, size_t blen, vit_error *err);
+
 /* Sentence features [n, hidden] of texts as vit_text_forward takes them, in one forward pass:
  * VIT_POOL_CLS the final hidden state at [CLS], VIT_POOL_POOLER the pooler's output (tanh of a
  * linear layer on it: what the classifier reads), VIT_POOL_MEAN the mean of the final hidden

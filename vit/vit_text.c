@@ -313,17 +313,22 @@ const int32_t *vit_text_ids(const vit_text_context *c, int i, int *n) {
 
 /* The tokenizer's ids of one text, after open_clip's cleaning when its HFTokenizer asks for it
  * (text/canonicalize.h). */
-static int encode_text(vit_text_context *c, const char *text, size_t len, int32_t *row,
-                       vit_error *err) {
-    const text_weights *w = c->w;
+/* text's ids, at most max of them, in scratch s. */
+static int encode_with(const text_weights *w, text_tokenizer_scratch *s, const char *text,
+                       size_t len, int max, int32_t *row, vit_error *err) {
     if (!w->m.cfg.oc_hf_tokenizer)
-        return text_tokenizer_encode(w->tok, c->scratch, text, len, w->max_tokens, row, err);
+        return text_tokenizer_encode(w->tok, s, text, len, max, row, err);
     char *clean;
     size_t n;
     if (text_canonicalize(text, len, &clean, &n) != 0) return vit_fail(err, "out of memory");
-    const int r = text_tokenizer_encode(w->tok, c->scratch, clean, n, w->max_tokens, row, err);
+    const int r = text_tokenizer_encode(w->tok, s, clean, n, max, row, err);
     free(clean);
     return r;
+}
+
+static int encode_text(vit_text_context *c, const char *text, size_t len, int32_t *row,
+                       vit_error *err) {
+    return encode_with(c->w, c->scratch, text, len, c->w->max_tokens, row, err);
 }
 
 int vit_text_tokenize(vit_text_context *c, const char *text, size_t len, int32_t *ids, int cap,
@@ -409,6 +414,52 @@ static int encode_one(vit_text_context *c, const char *prompt, const char *text,
     const int rc = encode_text(c, joined, n, row, err);
     free(joined);
     return rc;
+}
+
+/* A token per byte, the start and end tokens and a pair's separators: more than any of the
+ * tokenizers makes of a text (each token covers a byte at least, or is special). */
+static int token_bound(size_t bytes) {
+    return bytes > (1u << 20) ? -1 : (int)bytes + 16;
+}
+
+/* The tokens of a (prompt and) text, or of a pair when b is not NULL, with room for all of them:
+ * a scratch and a row of its own, so beside anything else on c. */
+static int count_tokens(const vit_text_context *c, const char *prompt, const char *a, size_t alen,
+                        const char *b, size_t blen, vit_error *err) {
+    const text_weights *w = c->w;
+    if (!w->tok) return vit_fail(err, "%s", w->tokenizer_error);
+    char *joined = NULL;
+    size_t n = alen;
+    if (!b && ((prompt && *prompt) || w->sentence)) {
+        if (!(joined = prompted_text(w, prompt, a, alen, &n)))
+            return vit_fail(err, "out of memory");
+        a = joined;
+    }
+    const int max = token_bound(n + blen);
+    if (max < 0) {
+        free(joined);
+        return vit_fail(err, "%zu bytes: more than the 1 MiB a text's tokens are counted for",
+                        n + blen);
+    }
+    int32_t *row = malloc(sizeof *row * (size_t)max * (b ? 2 : 1));
+    text_tokenizer_scratch *s = text_tokenizer_scratch_create(w->tok);
+    int rc = row && s ? 0 : vit_fail(err, "out of memory");
+    if (rc == 0)
+        rc = b ? text_tokenizer_encode_pair(w->tok, s, a, alen, b, blen, max, row, row + max, err)
+               : encode_with(w, s, a, n, max, row, err);
+    text_tokenizer_scratch_free(s);
+    free(row);
+    free(joined);
+    return rc;
+}
+
+int vit_text_count_tokens(const vit_text_context *c, const char *text, size_t len, vit_error *err) {
+    return count_tokens(c, vit_text_prompt(c, vit_text_default_prompt(c)), text, len, NULL, 0, err);
+}
+
+int vit_text_count_pair_tokens(const vit_text_context *c, const char *a, size_t alen, const char *b,
+                               size_t blen, vit_error *err) {
+    return count_tokens(c, NULL, a, alen, b ? b : "", blen, err);
 }
 
 /* The prompt's tokens before a text, as SentenceTransformer.encode counts them: the prompt

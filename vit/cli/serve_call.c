@@ -114,6 +114,8 @@ int serve_job_status(const serve_job *job, serve_error_kind *kind) {
         return *kind = SERVE_ERR_BAD_INPUT, HTTP_BAD_REQUEST;
     case SERVE_EXPIRED:
         return *kind = SERVE_ERR_TIMEOUT, HTTP_UNAVAILABLE;
+    case SERVE_TOO_LONG: /* as TEI answers a text it is told not to truncate */
+        return *kind = SERVE_ERR_TOO_LARGE, HTTP_TOO_LARGE;
     default:
         return *kind = SERVE_ERR_INTERNAL, HTTP_INTERNAL_ERROR;
     }
@@ -327,7 +329,8 @@ static void set_job_request(serve_call *c, int i) {
         c->jobs[i].data = &in->job.explain;
         return;
     case SERVE_EMBED_TEXT:
-        in->job.text = (serve_text_request){.text = b->data, .size = b->size};
+        in->job.text =
+            (serve_text_request){.text = b->data, .size = b->size, .no_truncate = c->no_truncate};
         c->jobs[i].data = &in->job.text;
         return;
     case SERVE_TAG: /* the ids' room is the handler's */
@@ -336,6 +339,7 @@ static void set_job_request(serve_call *c, int i) {
         return;
     case SERVE_RERANK: /* the query is the handler's */
         in->job.pair.text = b->data, in->job.pair.size = b->size;
+        in->job.pair.no_truncate = c->no_truncate;
         c->jobs[i].data = &in->job.pair;
         return;
     default:

@@ -59,6 +59,7 @@ struct serve_call {
     char error[320];           /* why the request is refused */
     int too_many;              /* a limit exceeded (413): more inputs than the queue holds, ... */
     long long tokens;          /* texts' tokens embedded, tokens generated */
+    int no_truncate;           /* "truncate": false: a text too long is refused (413), not cut */
     const serve_call_ops *ops; /* the handler's */
     int results_late;          /* the results are written once every job is done (after finish) */
     serve_job extra; /* a job after the inputs' (its task SERVE_TASKS: none), jobs[num_inputs] */

@@ -41,13 +41,13 @@ static int add_embedding_input(serve_call *c, int i, const char *s) {
 }
 
 /* The keys of an OpenAI embeddings request. */
-static const char *const embedding_keys[] = {"input", "model", "encoding_format", "dimensions",
-                                             "user"};
+static const char *const embedding_keys[] = {"input",      "model", "encoding_format",
+                                             "dimensions", "user",  "truncate"};
 
 static int check_keys(serve_call *c) {
     return serve_json_check_keys(
         c, embedding_keys, sizeof embedding_keys / sizeof *embedding_keys, "/v1/embeddings",
-        "\"input\", \"model\", \"encoding_format\", \"dimensions\", \"user\"");
+        "\"input\", \"model\", \"encoding_format\", \"dimensions\", \"user\", \"truncate\"");
 }
 
 /* "dimensions": a text model's embeddings are cut to the first N (Matryoshka models, as `vit embed
@@ -72,15 +72,21 @@ static int parse_dimensions(embeddings_state *s, const cJSON *dims, int texts, i
 }
 
 /* The request's options beside "input": "model" (any name: one model is served),
- * "encoding_format" ("float" or "base64"), "dimensions" (the model's, if given); "user" (OpenAI's
- * end-user id) is taken and unused. */
+ * "encoding_format" ("float" or "base64"), "dimensions" (the model's, if given), "truncate" (TEI's:
+ * absent or true, a text longer than the model takes is cut, as sentence-transformers cuts it at
+ * max_seq_length; false, refused with 413 naming its length); "user" (OpenAI's end-user id) is
+ * taken and unused. */
 static int parse_options(embeddings_state *s, int texts, int images) {
     serve_call *c = &s->call;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(c->json, "model"),
                 *format = cJSON_GetObjectItemCaseSensitive(c->json, "encoding_format"),
-                *dims = cJSON_GetObjectItemCaseSensitive(c->json, "dimensions");
+                *dims = cJSON_GetObjectItemCaseSensitive(c->json, "dimensions"),
+                *truncate = cJSON_GetObjectItemCaseSensitive(c->json, "truncate");
     if (model && !cJSON_IsString(model) && !cJSON_IsNull(model))
         return serve_call_fail(c, 0, "\"model\" is not a string");
+    if (truncate && !cJSON_IsNull(truncate) && !cJSON_IsBool(truncate))
+        return serve_call_fail(c, 0, "\"truncate\" is not true or false");
+    c->no_truncate = cJSON_IsFalse(truncate);
     if (format && !cJSON_IsNull(format)) {
         if (!cJSON_IsString(format) || (strcmp(format->valuestring, "float") != 0 &&
                                         strcmp(format->valuestring, "base64") != 0))

@@ -3,7 +3,8 @@
  * "model"} -> {"model", "object": "list", "usage", "results": [{"index", "relevance_score",
  * "document": {"text"}}]}; and TEI's, {"query", "texts", "return_text", "raw_scores",
  * "truncate"} -> [{"index", "score", "text"}]. Scores are the model's activation of its logit, as
- * CrossEncoder.predict gives them (TEI's raw_scores: the logits). */
+ * CrossEncoder.predict gives them (TEI's raw_scores: the logits). A pair longer than the model
+ * takes is cut, unless "truncate" is false: then refused with 413 naming its length. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,10 +54,15 @@ static int parse_options(rerank_state *s) {
             return serve_call_fail(c, 0, "\"top_n\" is not a whole number of at least 1");
         s->top_n = (int)top->valuedouble;
     }
-    int truncate;
     if (get_flag(c, s->tei ? "return_text" : "return_documents", &s->with_text) != 0 ||
-        get_flag(c, "raw_scores", &s->raw) != 0 || get_flag(c, "truncate", &truncate) != 0)
+        get_flag(c, "raw_scores", &s->raw) != 0)
         return -1;
+    /* TEI's "truncate": absent or true, a pair too long is cut as CrossEncoder.predict cuts it;
+     * false, refused (413) naming its length */
+    const cJSON *truncate = cJSON_GetObjectItemCaseSensitive(c->json, "truncate");
+    if (truncate && !cJSON_IsNull(truncate) && !cJSON_IsBool(truncate))
+        return serve_call_fail(c, 0, "\"truncate\" is not true or false");
+    c->no_truncate = cJSON_IsFalse(truncate);
     return 0;
 }
 

@@ -70,10 +70,48 @@ static int batches_with(const serve_batcher *b, const serve_job *first, const se
     return job == first || !b->model.same_batch || b->model.same_batch(b->model.self, first, job);
 }
 
-/* Takes up to max jobs that may share first's batch (first among them) out of l, oldest first,
- * into out. */
-static int list_take_batch(const serve_batcher *b, job_list *l, const serve_job *first,
-                           serve_job **out, int max) {
+static int count_batch(const serve_batcher *b, const job_list *l, const serve_job *first);
+
+static int chosen(serve_job *const *out, int n, const serve_job *job) {
+    for (int i = 0; i < n; i++)
+        if (out[i] == job) return 1;
+    return 0;
+}
+
+/* More jobs may share first's batch than it holds: first and the max - 1 of the nearest lengths
+ * (of equal distance, the older), taken out of l. The oldest job always goes, so none waits
+ * forever for neighbours of its length. */
+static int take_nearest(const serve_batcher *b, job_list *l, serve_job *first, serve_job **out,
+                        int max) {
+    int n = 0;
+    out[n++] = first;
+    while (n < max) {
+        serve_job *best = NULL;
+        int best_d = 0;
+        for (serve_job *j = l->head; j; j = j->next) {
+            if (!batches_with(b, first, j) || chosen(out, n, j)) continue;
+            const int d = abs(j->length - first->length);
+            if (!best || d < best_d) best = j, best_d = d;
+        }
+        out[n++] = best;
+    }
+    serve_job **link = &l->head;
+    while (*link)
+        if (chosen(out, n, *link))
+            *link = (*link)->next, l->count--;
+        else
+            link = &(*link)->next;
+    l->tail = NULL;
+    for (serve_job *j = l->head; j; j = j->next) l->tail = j;
+    return n;
+}
+
+/* Takes up to max jobs that may share first's batch (first among them) out of l, oldest first
+ * (or by length, take_nearest, when there are more of them than max), into out. */
+static int list_take_batch(const serve_batcher *b, job_list *l, serve_job *first, serve_job **out,
+                           int max) {
+    if (first->length > 0 && count_batch(b, l, first) > max)
+        return take_nearest(b, l, first, out, max);
     int n = 0;
     serve_job **link = &l->head;
     while (*link && n < max) {
@@ -133,7 +171,7 @@ static void *decode_main(void *arg) {
         pthread_cond_signal(&b->to_forward); /* a job ready, or one fewer being decoded */
         if (rc != 0) {
             pthread_mutex_unlock(&b->lock);
-            finish(b, job, SERVE_BAD_INPUT);
+            finish(b, job, rc == -2 ? SERVE_TOO_LONG : SERVE_BAD_INPUT);
             pthread_mutex_lock(&b->lock);
         }
     }
@@ -167,7 +205,7 @@ static int await_batch(serve_batcher *b, serve_job **batch) {
     for (;;) {
         while (!b->ready.head && !b->quit) pthread_cond_wait(&b->to_forward, &b->lock);
         if (!b->ready.head) return 0;
-        const serve_job *first = b->ready.head;
+        serve_job *first = b->ready.head;
         const double until = first->ready_at + b->opt.batch_wait_ms * 1e-3;
         while (b->ready.head == first && !batch_due(b, first, until)) {
             const struct timespec ts = deadline_after(until - clock_seconds());

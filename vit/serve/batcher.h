@@ -15,6 +15,7 @@
  *
  * A batch goes as soon as it is full, or when no other job is being decoded (nothing more is
  * coming soon: waiting would only add latency), or once its first job has waited batch_wait_ms.
+ * With more jobs ready than a batch holds, the oldest takes those nearest its length along.
  * The queue is bounded: max_queue jobs between submission and their done call, beyond which a
  * submission is refused whole rather than the queue growing. */
 
@@ -26,7 +27,8 @@ typedef enum {
     SERVE_OK,        /* job->out holds the answer */
     SERVE_BAD_INPUT, /* the model could not decode job->data (err says why) */
     SERVE_EXPIRED,   /* waited more than timeout_ms before its batch started */
-    SERVE_FAILED     /* the forward pass failed (err says why) */
+    SERVE_FAILED,    /* the forward pass failed (err says why) */
+    SERVE_TOO_LONG   /* longer than the model takes, and not to be cut (err says how long) */
 } serve_status;
 
 typedef struct serve_job serve_job;
@@ -44,8 +46,12 @@ struct serve_job {
     vit_error err;
     double wait_seconds; /* from submission to the start of its batch */
     int batch_size;      /* jobs in its forward pass (0 if it never reached one) */
-    /* The model's: what decode produced for forward (freed by the batcher with free()). */
+    /* The model's: what decode produced for forward (freed by the batcher with free()), and
+     * the job's length in the forward pass (a text's tokens; 0: not told). When more jobs are
+     * ready than a batch holds, the oldest goes with those of the nearest lengths, so that a
+     * batch padded to its longest pads little. */
     void *input;
+    int length;
     /* The batcher's. */
     double submitted_at, ready_at;
     serve_job *next;
@@ -54,8 +60,8 @@ struct serve_job {
 /* What the batcher runs. */
 typedef struct {
     void *self;
-    /* job->data -> job->input, on a decode thread, concurrently with anything. -1 with err: the
-     * job fails as SERVE_BAD_INPUT. */
+    /* job->data -> job->input (and job->length), on a decode thread, concurrently with
+     * anything. -1 with err: the job fails as SERVE_BAD_INPUT; -2: as SERVE_TOO_LONG. */
     int (*decode)(void *self, serve_job *job, vit_error *err);
     /* jobs[0..n) of one task (n <= max_batch) in one pass, each answer into its job->out; on the
      * forward thread of worker (0..workers-1), which alone calls it with that number: forward

@@ -1,5 +1,7 @@
 #include "vit/serve/tasks.h"
 
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +25,8 @@ struct serve_tasks {
     vit_text_context *text;
     int tags; /* the text model is a token classifier */
     int max_batch, workers;
-    task_worker *worker; /* [workers] */
+    task_worker *worker;                   /* [workers] */
+    atomic_llong tokens, padded, one_pass; /* serve_tasks_padding */
 };
 
 const char *serve_task_name(serve_task task) {
@@ -98,9 +101,41 @@ static int is_image_task(int task) {
            is_explain_task(task);
 }
 
-/* Images are preprocessed on the decode threads; texts are tokenized in the forward call. */
+static int is_text_task(int task) {
+    return task == SERVE_TEXT || task == SERVE_EMBED_TEXT || task == SERVE_RERANK ||
+           task == SERVE_TAG;
+}
+
+/* A text job's tokens (its length for the batcher), counted whole; one longer than the model
+ * takes is refused (-2) when its request will not have it cut, else its length is what the model
+ * will read. */
+static int decode_text(serve_tasks *t, serve_job *job, vit_error *err) {
+    if (!t->text) return vit_fail(err, "no text model");
+    const serve_text_request *text = job->task == SERVE_EMBED_TEXT ? job->data : NULL;
+    const serve_pair_request *pair = job->task == SERVE_RERANK ? job->data : NULL;
+    const serve_tag_request *tag = job->task == SERVE_TAG ? job->data : NULL;
+    const int n = pair   ? vit_text_count_pair_tokens(t->text, pair->query, pair->query_size,
+                                                      pair->text, pair->size, err)
+                  : text ? vit_text_count_tokens(t->text, text->text, text->size, err)
+                  : tag  ? vit_text_count_tokens(t->text, tag->text, tag->size, err)
+                         : vit_text_count_tokens(t->text, job->data, job->size, err);
+    if (n < 0) return -1;
+    const int max = vit_text_max_tokens(t->text);
+    if (n > max && ((text && text->no_truncate) || (pair && pair->no_truncate)))
+        return vit_fail(err,
+                        "%d tokens, more than the model's %d (its max_seq_length); send "
+                        "\"truncate\": true to have it cut",
+                        n, max),
+               -2;
+    job->length = n < max ? n : max;
+    return 0;
+}
+
+/* Images are preprocessed on the decode threads; texts counted there (decode_text) and
+ * tokenized in the forward call. */
 static int decode(void *self, serve_job *job, vit_error *err) {
     serve_tasks *t = self;
+    if (is_text_task(job->task)) return decode_text(t, job, err);
     if (!is_image_task(job->task)) return 0;
     if (!t->image) return vit_fail(err, "no image model");
     if (job->task == SERVE_GENERATE && !t->gen) return vit_fail(err, "no image-to-text model");
@@ -255,10 +290,73 @@ static int forward_explain(task_worker *w, serve_job *const *jobs, int n, vit_er
     return 0;
 }
 
+/* A pass's cost in token places: its texts padded to the longest, and a fixed share for the pass
+ * itself (the weights read once more, the per-layer calls): splitting a batch of 16 tokens into
+ * two of 8 costs more than it saves. */
+#define PASS_COST 64
+
+static int by_length(const void *a, const void *b) {
+    const serve_job *x = *(serve_job *const *)a, *y = *(serve_job *const *)b;
+    return (x->length > y->length) - (x->length < y->length);
+}
+
+/* The batch's texts by length, cut into runs of near lengths that cost the fewest token places
+ * (an O(n^2) search over the cuts of the sorted order: n is a batch); each run a forward pass of
+ * its own, and the padding counted. */
+static int forward_text_runs(serve_tasks *t, task_worker *w, serve_job *const *jobs, int n,
+                             vit_error *err,
+                             int (*run)(task_worker *, serve_job *const *, int, vit_error *)) {
+    serve_job *sorted[n];
+    memcpy(sorted, jobs, sizeof *sorted * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof *sorted, by_length);
+    long long best[n + 1];
+    int cut[n + 1]; /* the start of the last run of the best split of sorted[0..i) */
+    best[0] = 0;
+    for (int i = 1; i <= n; i++) {
+        best[i] = -1;
+        for (int j = 0; j < i; j++) {
+            const long long c = best[j] + (long long)(i - j) * sorted[i - 1]->length + PASS_COST;
+            if (best[i] < 0 || c < best[i]) best[i] = c, cut[i] = j;
+        }
+    }
+    int starts[n + 1], runs = 0;
+    for (int i = n; i > 0; i = cut[i]) starts[runs++] = cut[i];
+    long long tokens = 0, padded = 0;
+    int longest = 0;
+    for (int i = 0; i < n; i++) {
+        tokens += sorted[i]->length;
+        longest = sorted[i]->length > longest ? sorted[i]->length : longest;
+    }
+    const size_t width = serve_task_outputs(t, (serve_task)jobs[0]->task);
+    for (int r = runs - 1; r >= 0; r--) { /* the shortest texts first */
+        const int from = starts[r], to = r ? starts[r - 1] : n;
+        if (run(w, sorted + from, to - from, err) != 0) return -1;
+        for (int i = from; i < to; i++)
+            memcpy(sorted[i]->out, w->outputs + (size_t)(i - from) * width, sizeof(float) * width);
+        padded += (long long)(to - from) * sorted[to - 1]->length;
+    }
+    atomic_fetch_add(&t->tokens, tokens);
+    atomic_fetch_add(&t->padded, padded);
+    atomic_fetch_add(&t->one_pass, (long long)n * longest);
+    return 0;
+}
+
+void serve_tasks_padding(const serve_tasks *t, long long *tokens, long long *padded,
+                         long long *one_pass) {
+    *tokens = atomic_load(&((serve_tasks *)t)->tokens);
+    *padded = atomic_load(&((serve_tasks *)t)->padded);
+    *one_pass = atomic_load(&((serve_tasks *)t)->one_pass);
+}
+
 static int forward(void *self, int worker, serve_job *const *jobs, int n, vit_error *err) {
     serve_tasks *t = self;
     task_worker *w = &t->worker[worker];
     const serve_task task = (serve_task)jobs[0]->task;
+    if (is_text_task(task) && serve_task_outputs(t, task) > 0)
+        return forward_text_runs(t, w, jobs, n, err,
+                                 task == SERVE_RERANK ? forward_pairs
+                                 : task == SERVE_TAG  ? forward_tags
+                                                      : forward_texts);
     if (task == SERVE_CLASSES) return forward_classes(w, jobs, n, err);
     if (task == SERVE_GENERATE)
         return w->gen ? forward_generate(w, jobs, n, err)

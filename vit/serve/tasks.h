@@ -62,6 +62,8 @@ typedef struct {
     const char *text; /* UTF-8 */
     size_t size;
     int tokens;
+    int no_truncate; /* longer than vit_text_max_tokens: SERVE_TOO_LONG, not cut (TEI's
+                      * "truncate": false) */
 } serve_text_request;
 
 /* A (query, document) pair to score (SERVE_RERANK). The submitter owns it; a job done with
@@ -70,6 +72,7 @@ typedef struct {
     const char *query, *text; /* UTF-8 */
     size_t query_size, size;
     int tokens;
+    int no_truncate; /* as serve_text_request's */
 } serve_pair_request;
 
 /* A text to tag (SERVE_TAG). The submitter owns it and its ids (room for vit_text_max_tokens); a
@@ -119,6 +122,13 @@ serve_tasks *serve_tasks_create(vit_context *image, vit_text_context *text, int 
 serve_tasks *serve_tasks_create_gen(vit_gen_context *gen, vit_text_context *text, int max_batch,
                                     int workers, vit_error *err);
 void serve_tasks_free(serve_tasks *t);
+
+/* The texts' tokens run so far (tokens), the places they took in their padded forward passes
+ * (padded), and what one pass per batch, padded to its longest, would have taken (one_pass): a
+ * text batch runs as passes of texts of near lengths (serve_tasks' forward), and padded - tokens
+ * is the padding that cost. */
+void serve_tasks_padding(const serve_tasks *t, long long *tokens, long long *padded,
+                         long long *one_pass);
 
 serve_model serve_tasks_model(serve_tasks *t);
 /* Floats one job of the task writes to its out; 0 when its model is not loaded (or the image
