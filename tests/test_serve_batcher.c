@@ -288,6 +288,8 @@ static void test_batches_by_length(void **state) {
         if (pthread_cond_timedwait(&m->changed, &m->lock, &until) != 0) break;
     pthread_mutex_unlock(&m->lock);
     assert_int_equal(m->decoded, 9);
+    for (int i = 0; i < 1000 && serve_batcher_ready(b) < 8; i++) usleep(10 * 1000);
+    assert_int_equal(serve_batcher_ready(b), 8); /* decoded is counted before the job is ready */
     open_gate(m);
     serve_batcher_drain(b);
     assert_int_equal(m->batches, 3);

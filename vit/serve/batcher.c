@@ -346,6 +346,13 @@ int serve_batcher_pending(serve_batcher *b) {
     return n;
 }
 
+int serve_batcher_ready(serve_batcher *b) {
+    pthread_mutex_lock(&b->lock);
+    const int n = b->ready.count;
+    pthread_mutex_unlock(&b->lock);
+    return n;
+}
+
 void serve_batcher_drain(serve_batcher *b) {
     pthread_mutex_lock(&b->lock);
     b->closed = 1;

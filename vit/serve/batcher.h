@@ -101,8 +101,9 @@ typedef enum {
 /* Submits jobs[0..n) all together or none of them. */
 serve_submit_result serve_batcher_submit(serve_batcher *b, serve_job *jobs, int n);
 
-/* Jobs submitted and not yet done. */
+/* Jobs submitted and not yet done; and of them, those decoded and waiting for a batch. */
 int serve_batcher_pending(serve_batcher *b);
+int serve_batcher_ready(serve_batcher *b);
 /* Refuses new jobs from now on and waits until every submitted job is done. */
 void serve_batcher_drain(serve_batcher *b);
 /* Drains, then stops the threads. */
