@@ -479,6 +479,36 @@ def test_sentence_transformers_as_the_cli():
     assert dense.embed(texts).shape == (2, 16)
 
 
+def test_search_as_the_cli(tmp_path):
+    """TextModel.search ranks as `vit search -m MODEL QUERY... FILE`: the same documents, order and
+    scores (the query prompt "query", the documents' "passage"), ties (a repeated line) in the
+    file's order; semantic_search's top_k; embed_query/embed_document are embed with those
+    prompts."""
+    folder = os.path.join(DATA, "st-prompt-micro")
+    docs = ["the cat sat on the mat", "a dog ran", "birds fly south", "a dog ran", "the cat"]
+    queries = ["a small cat", "dogs"]
+    path = tmp_path / "docs.txt"
+    path.write_text("".join(d + "\n" for d in docs))
+    model = vit.load(folder)
+    want = cli_json("search", "-m", folder, "--no-cache", "-k", "0", *queries, str(path))
+    got = model.search(queries, docs, top_k=None)
+    for w, g in zip(want, got):
+        assert [r["corpus_id"] for r in w["results"]] == [r["corpus_id"] for r in g]
+        np.testing.assert_allclose([r["score"] for r in g], [r["score"] for r in w["results"]],
+                                   atol=1e-6)
+    ids = [r["corpus_id"] for r in got[1]]
+    assert ids.index(1) + 1 == ids.index(3)  # the repeated line follows its first
+    assert [r["corpus_id"] for r in model.search(queries[0], docs, top_k=2)] == \
+        [r["corpus_id"] for r in got[0][:2]]
+    np.testing.assert_array_equal(model.embed_query(queries), model.embed(queries, prompt_name="query"))
+    np.testing.assert_array_equal(model.embed_document(docs),
+                                  model.embed(docs, prompt_name="passage"))
+    hits = vit.semantic_search(np.eye(3, dtype=np.float32), np.eye(3, dtype=np.float32) * 2,
+                               top_k=5)
+    assert [h[0] for h in hits] == [{"corpus_id": i, "score": 1.0} for i in range(3)]
+    assert [h["corpus_id"] for h in hits[0]] == [0, 1, 2]  # the two zeros in the corpus' order
+
+
 def test_token_logits_match_reference():
     """A token classifier's per-token logits against tools/text_encoders_reference.py's float64
     forward (the C tests allow 1e-4; seen 1.4e-6), each text alone as in a batch."""

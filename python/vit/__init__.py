@@ -789,6 +789,34 @@ class TextModel(_Context):
             out.append(item)
         return out
 
+    def _prompt_of(self, names):
+        return next((name for name in names if name in self.prompts), None)
+
+    def embed_query(self, text, **settings):
+        """embed with the prompt sentence-transformers' encode_query takes: the folder's "query"
+        (else its default prompt); settings: embed's (pool, dimensions, prompt_name, prompt)."""
+        if "prompt_name" not in settings and "prompt" not in settings:
+            settings["prompt_name"] = self._prompt_of(("query",))
+        return self.embed(text, **settings)
+
+    def embed_document(self, text, **settings):
+        """embed with encode_document's prompt: the first of "document", "passage" and "corpus"
+        the folder has (else its default prompt)."""
+        if "prompt_name" not in settings and "prompt" not in settings:
+            settings["prompt_name"] = self._prompt_of(("document", "passage", "corpus"))
+        return self.embed(text, **settings)
+
+    def search(self, queries, documents, *, top_k=10, **settings):
+        """The documents ranked for each query as `vit search -m MODEL QUERY... FILE` ranks a
+        file's lines: embed_query's and embed_document's rows scored by semantic_search (cosine,
+        the top_k best, None or 0: all); a list per query of {"corpus_id", "score"}, or that list
+        for one query (a str)."""
+        single = isinstance(queries, (str, bytes))
+        q = self.embed_query([queries] if single else list(queries), **settings)
+        d = self.embed_document(list(documents), **settings)
+        out = semantic_search(q, d, top_k=top_k)
+        return out[0] if single else out
+
     def tokenize(self, text):
         """The token ids a forward pass reads for a text, start and end tokens included, cut to
         max_tokens."""
@@ -966,6 +994,24 @@ class Generator(_Context):
             ]
         finally:
             lib.vit_generation_free(out, n)
+
+
+def semantic_search(query_embeddings, corpus_embeddings, top_k=10):
+    """sentence-transformers' util.semantic_search: for each query row, the corpus rows by cosine
+    similarity (each row divided by its norm, or by 1e-12 at least), best first, the top_k (None
+    or 0: all); a list per query of {"corpus_id", "score"}. Equal scores, which util leaves to
+    torch.topk, keep the corpus' order (as vit search)."""
+    q = np.atleast_2d(np.asarray(query_embeddings, np.float64))
+    c = np.atleast_2d(np.asarray(corpus_embeddings, np.float64))
+    q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
+    c = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-12)
+    scores = q @ c.T
+    n = c.shape[0] if not top_k else min(top_k, c.shape[0])
+    out = []
+    for row in scores:
+        order = np.argsort(-row, kind="stable")[:n]
+        out.append([{"corpus_id": int(i), "score": float(row[i])} for i in order])
+    return out
 
 
 # ---- any folder ----
