@@ -2273,6 +2273,20 @@ static void test_embeddings_text_limits(void **state) {
                        refused[i].status, refused[i].says);
         still_serving(s.port);
     }
+    /* /metrics: the texts' tokens, their padded places, and one pass per batch's */
+    r = request(s.port, "GET", "/metrics", NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    long long counts[3] = {-1, -1, -1};
+    const char *names[3] = {"\nvit_serve_text_tokens_total ",
+                            "\nvit_serve_text_padded_tokens_total ",
+                            "\nvit_serve_text_one_pass_tokens_total "};
+    for (int k = 0; k < 3; k++) {
+        const char *at = strstr(r.body, names[k]);
+        if (!at) fail_msg("no %s in /metrics", names[k] + 1);
+        counts[k] = atoll(at + strlen(names[k]));
+    }
+    assert_true(counts[0] > 0 && counts[1] >= counts[0] && counts[2] >= counts[1]);
+    response_free(&r);
     /* a short text with "truncate": false is answered */
     const char *fits = "{\"input\": \"the cat sat\", \"truncate\": false}";
     r = request(s.port, "POST", "/v1/embeddings", "Content-Type: application/json\r\n", fits,

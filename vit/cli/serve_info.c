@@ -60,6 +60,11 @@ static http_answer metrics(serve_app *app) {
         classes = serve_class_cache_stats(app->classes);
         g.classes = &classes;
     }
+    long long tokens[3];
+    if (app->text && app->tasks) {
+        serve_tasks_padding(app->tasks, &tokens[0], &tokens[1], &tokens[2]);
+        g.text_tokens = tokens;
+    }
     serve_metrics_write(app->metrics, &g, out);
     fclose(out);
     return (http_answer){.status = HTTP_OK,

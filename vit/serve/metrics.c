@@ -240,6 +240,17 @@ void serve_metrics_write(serve_metrics *m, const serve_gauges *g, FILE *out) {
                 g->in_flight);
     write_gauge(out, "vit_serve_connections", "Open client connections.", g->connections);
     if (g->classes) write_class_sets(out, g->classes);
+    if (g->text_tokens) {
+        write_counter(out, "vit_serve_text_tokens_total", "Tokens of the texts run.",
+                      (unsigned long long)g->text_tokens[0]);
+        write_counter(out, "vit_serve_text_padded_tokens_total",
+                      "Places those tokens took in their forward passes, padding included "
+                      "(texts run in passes of near lengths).",
+                      (unsigned long long)g->text_tokens[1]);
+        write_counter(out, "vit_serve_text_one_pass_tokens_total",
+                      "Places one pass per batch, padded to its longest text, would have taken.",
+                      (unsigned long long)g->text_tokens[2]);
+    }
     write_gauge(out, "process_resident_memory_bytes", "Resident memory size in bytes.",
                 resident_bytes());
     write_gauge(out, "process_start_time_seconds", "Start time of the process since the epoch.",

@@ -52,6 +52,9 @@ typedef struct {
     int connections;                  /* open client connections */
     double started;                   /* the process's start, seconds since the epoch */
     const serve_class_stats *classes; /* zero-shot's class sets (NULL: no zero-shot served) */
+    /* texts' tokens run, the places they took padded, and what one pass per batch would have
+     * taken (serve_tasks_padding); NULL: no text model served */
+    const long long *text_tokens; /* [3] */
 } serve_gauges;
 
 /* Every metric, zero-shot's class sets when served, then the process's resident memory and start
