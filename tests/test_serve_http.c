@@ -2166,6 +2166,26 @@ static void test_embeddings_dimensions(void **state) {
         }
         response_free(&r);
     }
+    /* a text of over 1 MiB (beyond what tokens are counted in): cut to the model's 40 tokens, or
+     * refused whole with "truncate": false */
+    const size_t n = (1 << 20) + 64;
+    char *big = malloc(n + 64);
+    assert_non_null(big);
+    strcpy(big, "{\"input\": \"");
+    size_t at = strlen(big);
+    for (; at < n; at += 4) memcpy(big + at, "cat ", 4);
+    strcpy(big + at, "\"}");
+    response cut = request(s.port, "POST", "/v1/embeddings", "Content-Type: application/json\r\n",
+                           big, strlen(big));
+    if (cut.status != 200) fail_msg("status %d: %.200s", cut.status, cut.body);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cut.json, "usage"), "prompt_tokens")->valueint, 40);
+    response_free(&cut);
+    strcpy(big + at, "\", \"truncate\": false}");
+    assert_refused(request(s.port, "POST", "/v1/embeddings", "Content-Type: application/json\r\n",
+                           big, strlen(big)),
+                   413, "too long to count its tokens (over 1 MiB), and the model takes 40");
+    free(big);
     assert_int_equal(stop_server(&s, SIGTERM), 0);
 }
 

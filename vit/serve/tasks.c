@@ -101,6 +101,9 @@ static int is_image_task(int task) {
            is_explain_task(task);
 }
 
+/* vit_text_count_tokens' limit (1 MiB): a longer text is taken as long as the model reads. */
+#define COUNTED_BYTES ((size_t)1 << 20)
+
 static int is_text_task(int task) {
     return task == SERVE_TEXT || task == SERVE_EMBED_TEXT || task == SERVE_RERANK ||
            task == SERVE_TAG;
@@ -114,14 +117,29 @@ static int decode_text(serve_tasks *t, serve_job *job, vit_error *err) {
     const serve_text_request *text = job->task == SERVE_EMBED_TEXT ? job->data : NULL;
     const serve_pair_request *pair = job->task == SERVE_RERANK ? job->data : NULL;
     const serve_tag_request *tag = job->task == SERVE_TAG ? job->data : NULL;
+    const int max = vit_text_max_tokens(t->text);
+    const int refuse = (text && text->no_truncate) || (pair && pair->no_truncate);
+    const size_t bytes = pair   ? pair->query_size + pair->size
+                         : text ? text->size
+                         : tag  ? tag->size
+                                : job->size;
+    if (bytes > COUNTED_BYTES) { /* beyond what is counted: cut, or refused whole */
+        if (refuse)
+            return vit_fail(err,
+                            "%zu bytes: too long to count its tokens (over 1 MiB), and the model "
+                            "takes %d; send \"truncate\": true to have it cut",
+                            bytes, max),
+                   -2;
+        job->length = max;
+        return 0;
+    }
     const int n = pair   ? vit_text_count_pair_tokens(t->text, pair->query, pair->query_size,
                                                       pair->text, pair->size, err)
                   : text ? vit_text_count_tokens(t->text, text->text, text->size, err)
                   : tag  ? vit_text_count_tokens(t->text, tag->text, tag->size, err)
                          : vit_text_count_tokens(t->text, job->data, job->size, err);
     if (n < 0) return -1;
-    const int max = vit_text_max_tokens(t->text);
-    if (n > max && ((text && text->no_truncate) || (pair && pair->no_truncate)))
+    if (n > max && refuse)
         return vit_fail(err,
                         "%d tokens, more than the model's %d (its max_seq_length); send "
                         "\"truncate\": true to have it cut",
