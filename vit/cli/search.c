@@ -1,6 +1,7 @@
 /* vit search: a folder's images ranked by their cosine similarity with texts in the joint space
  * of a CLIP or SigLIP model. The images' embeddings are kept in a cache file (vit/data/embed_cache)
- * so that a later search encodes only what was added or changed since. */
+ * so that a later search encodes only what was added or changed since. With a text model, a
+ * file's texts instead (search_text.c). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -53,7 +54,7 @@ static const cli_option options[] = {
 
 static const cli_command command = {
     "search",
-    "rank a folder's images by their similarity with texts (CLIP, SigLIP)",
+    "rank a folder's images (CLIP, SigLIP) or a file's texts (a text encoder) by similarity",
     "[options] QUERY... FOLDER\n       vit search [options] --text TEXT... FOLDER\n"
     "       vit search -m TEXT_MODEL [options] QUERY... FILE",
     "Ranks the images anywhere under FOLDER (recursively, sorted, as vit embed finds them) by\n"

@@ -2,7 +2,8 @@
 #define VIT_DATA_EMBED_CACHE_H
 
 /* A folder's image embeddings kept between runs (vit search), so that only the images added or
- * changed since are encoded again. One safetensors file:
+ * changed since are encoded again; or a file's texts' (a "path" is then a name made from the
+ * text, its "size" the text's length, its "mtime" 0). One safetensors file:
  *
  *   embeddings  F32 [n, dim]   one row per image
  *   sizes       I64 [n]        each image file's size in bytes
