@@ -657,6 +657,59 @@ static void test_text_batch_runs_by_length(void **state) {
     vit_text_free(ctx);
 }
 
+/* A SigLIP text tower reads every text padded to its max_tokens: a mixed batch is one pass (no
+ * cut would save a place), each embedding vit_text_embed's of the text alone. */
+static void test_siglip_batch_is_one_pass(void **state) {
+    (void)state;
+#ifdef VIT_SENTENCEPIECE
+    vit_text_params params = vit_text_default_params();
+    params.max_batch = 4;
+    vit_error err = {0};
+    vit_text_context *ctx = vit_text_load("tests/data/siglip-text-micro", &params, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    assert_int_equal(vit_text_padded_length(ctx, 3), vit_text_max_tokens(ctx));
+    serve_tasks *tasks = serve_tasks_create(NULL, ctx, 4, 1, &err);
+    assert_non_null(tasks);
+    const serve_model model = serve_tasks_model(tasks);
+    const serve_batcher_options opt = {
+        .max_batch = 4, .batch_wait_ms = 5000, .max_queue = 4, .decode_threads = 1, .workers = 1};
+    serve_batcher *b = serve_batcher_create(&model, &opt, &err);
+    static const char *texts[4] = {"a", "a photo of a cat on a mat in the sun", "two dogs", "x y"};
+    const int D = vit_text_embed_size(ctx, vit_text_default_pool(ctx));
+    float *out = test_alloc_floats(4 * (size_t)D), *want = test_alloc_floats(D);
+    serve_job jobs[4];
+    serve_text_request req[4];
+    for (int i = 0; i < 4; i++) {
+        req[i] = (serve_text_request){.text = texts[i], .size = strlen(texts[i])};
+        jobs[i] = (serve_job){.task = SERVE_EMBED_TEXT,
+                              .data = &req[i],
+                              .out = out + (size_t)i * D,
+                              .done = count_done};
+    }
+    assert_int_equal(serve_batcher_submit(b, jobs, 4), SERVE_SUBMITTED);
+    serve_batcher_drain(b);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(jobs[i].status, SERVE_OK);
+        const size_t n = strlen(texts[i]);
+        assert_int_equal(
+            vit_text_embed(ctx, &texts[i], &n, 1, vit_text_default_pool(ctx), want, &err), 0);
+        assert_close(out + (size_t)i * D, want, D, 1e-5);
+    }
+    long long tokens, padded, one_pass;
+    serve_tasks_padding(tasks, &tokens, &padded, &one_pass);
+    assert_int_equal(padded, 4LL * vit_text_max_tokens(ctx));
+    assert_int_equal(one_pass, padded);
+    serve_batcher_free(b);
+    serve_tasks_free(tasks);
+    free(out);
+    free(want);
+    vit_text_free(ctx);
+#else
+    print_message("SKIP %s: this build has no SentencePiece\n", __func__);
+    skip();
+#endif
+}
+
 static void test_text_task_matches_the_api(void **state) {
     (void)state;
     text_task_matches_the_api(1);
@@ -1071,6 +1124,7 @@ int main(void) {
         cmocka_unit_test(test_text_task_matches_the_api),
         cmocka_unit_test(test_text_task_two_workers),
         cmocka_unit_test(test_text_batch_runs_by_length),
+        cmocka_unit_test(test_siglip_batch_is_one_pass),
         cmocka_unit_test(test_class_cache),
         cmocka_unit_test(test_class_cache_two_threads),
         cmocka_unit_test(test_joint_tasks_match_the_api),

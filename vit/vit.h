@@ -456,6 +456,10 @@ VIT_API int vit_text_count_tokens(const vit_text_context *ctx, const char *text,
                                   vit_error *err);
 VIT_API int vit_text_count_pair_tokens(const vit_text_context *ctx, const char *a, size_t alen,
                                        const char *b, size_t blen, vit_error *err);
+/* The places a text of that many tokens (at most vit_text_max_tokens) takes in a forward pass
+ * with no longer text beside it: its tokens, or vit_text_max_tokens for a tower that reads every
+ * text padded to it (SigLIP's). */
+VIT_API int vit_text_padded_length(const vit_text_context *ctx, int tokens);
 
 /* Sentence features [n, hidden] of texts as vit_text_forward takes them, in one forward pass:
  * VIT_POOL_CLS the final hidden state at [CLS], VIT_POOL_POOLER the pooler's output (tanh of a

@@ -453,6 +453,10 @@ static int count_tokens(const vit_text_context *c, const char *prompt, const cha
     return rc;
 }
 
+int vit_text_padded_length(const vit_text_context *c, int tokens) {
+    return c->w->m.cfg.opt.pool == POOL_LAST ? c->w->max_tokens : tokens; /* as pack_batch pads */
+}
+
 int vit_text_count_tokens(const vit_text_context *c, const char *text, size_t len, vit_error *err) {
     return count_tokens(c, vit_text_prompt(c, vit_text_default_prompt(c)), text, len, NULL, 0, err);
 }

@@ -109,9 +109,10 @@ static int is_text_task(int task) {
            task == SERVE_TAG;
 }
 
-/* A text job's tokens (its length for the batcher), counted whole; one longer than the model
- * takes is refused (-2) when its request will not have it cut, else its length is what the model
- * will read. */
+/* A text job's tokens, counted whole; one longer than the model takes is refused (-2) when its
+ * request will not have it cut, else its length for the batcher is the places it will take in a
+ * pass (vit_text_padded_length: a SigLIP tower's texts all take max_tokens, so its batches are
+ * never split). */
 static int decode_text(serve_tasks *t, serve_job *job, vit_error *err) {
     if (!t->text) return vit_fail(err, "no text model");
     const serve_text_request *text = job->task == SERVE_EMBED_TEXT ? job->data : NULL;
@@ -130,7 +131,7 @@ static int decode_text(serve_tasks *t, serve_job *job, vit_error *err) {
                             "takes %d; send \"truncate\": true to have it cut",
                             bytes, max),
                    -2;
-        job->length = max;
+        job->length = vit_text_padded_length(t->text, max);
         return 0;
     }
     const int n = pair   ? vit_text_count_pair_tokens(t->text, pair->query, pair->query_size,
@@ -145,7 +146,7 @@ static int decode_text(serve_tasks *t, serve_job *job, vit_error *err) {
                         "\"truncate\": true to have it cut",
                         n, max),
                -2;
-    job->length = n < max ? n : max;
+    job->length = vit_text_padded_length(t->text, n < max ? n : max);
     return 0;
 }
 
