@@ -71,6 +71,18 @@ fi
 mpirun -np 2 --oversubscribe "$vit" embed examples/photos -o "$dir/i.npy" >/dev/null 2>"$dir/i.err" &&
     fail "vit embed of images under mpirun was not refused"
 [ "$(grep -c 'images are embedded by one process' "$dir/i.err")" = 1 ] || fail "images: $(cat "$dir/i.err")"
+# a model that fails on one process only: each exits 1 with a message of its own, within a minute
+mkdir "$dir/broken-embed" && printf '{not json' >"$dir/broken-embed/config.json"
+timeout 60 env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun --tag-output \
+    --oversubscribe -np 1 "$vit" embed -m tests/data/st-mean-micro "$dir/sst-lines.txt" -o "$dir/x.npy" : \
+    -np 1 "$vit" embed -m "$dir/broken-embed" "$dir/sst-lines.txt" -o "$dir/x.npy" >"$dir/fail.out" 2>&1
+status=$?
+[ $status = 124 ] && fail "embed, a broken model on rank 1: still running after 60 s"
+[ $status != 0 ] || fail "embed, a broken model on rank 1: exit 0"
+for rank in 0 1; do
+    grep -q "^\[1,$rank\]<stderr>:vit embed: " "$dir/fail.out" ||
+        fail "embed, a broken model on rank 1: rank $rank said nothing: $(cat "$dir/fail.out")"
+done
 echo "mpi: embed of 300 texts (2 models, .npy, .safetensors, -) with 2 and 3 ranks: the same bytes as one process"
 for d in $(ls "$shared/data/imagenet-sample-100" | head -n 30); do
     mkdir -p "$dir/data/$d"

@@ -377,7 +377,7 @@ static int embed_inputs(vit_text_context *ctx, const text_inputs *in,
             rc = -1;
         }
         if (dist_all_succeeded(rc, "to embed its texts", &err) != 0) {
-            if (rc == 0 && w.rank == 0) fprintf(stderr, "vit embed: %s\n", err.msg);
+            if (rc == 0) fprintf(stderr, "vit embed: %s\n", err.msg);
             rc = -1;
             break;
         }
@@ -395,6 +395,12 @@ static int embed_inputs(vit_text_context *ctx, const text_inputs *in,
                 rc = -1;
             }
         free(rows);
+    }
+    /* process 0 may have run out of memory keeping the last round's rows: all learn it */
+    const int kept = rc;
+    if (dist_all_succeeded(kept, "to keep the rows", &err) != 0) {
+        if (kept == 0) fprintf(stderr, "vit embed: %s\n", err.msg);
+        rc = -1;
     }
     free(features);
     return rc;
@@ -561,6 +567,36 @@ static int write_output(const char *out, const feature_table *t) {
     return rc;
 }
 
+/* What the run embeds: texts (1: a text model's, or --text by a CLIP or SigLIP text tower) or
+ * images (0); -1 with the exit status in *status after saying why it cannot. Under mpirun only
+ * texts are shared among the processes. */
+static int run_kind(const embed_options *o, const char *model_dir, int *status) {
+    if (cli_is_text_model(model_dir)) return 1;
+    if (o->num_texts > 0 && o->num_args > 0) {
+        /* an image model's operands are images: one kind of input per run */
+        *status = cli_exit_status(cli_usage_error(
+            &command, "images and --text/--text-file in one run (embed them in two)"));
+        return -1;
+    }
+    if (o->num_texts == 0 &&
+        (o->prompt || o->prompt_text || o->dimensions || o->column.index >= 0 || o->column.name)) {
+        *status = cli_exit_status(cli_usage_error(
+            &command, "--prompt, --prompt-text, --dimensions and --column are for texts"));
+        return -1;
+    }
+    if (o->num_texts > 0 || dist_get().size == 1) return o->num_texts > 0;
+    vit_model_kind kind;
+    vit_error why = {0};
+    if (vit_folder_kind(model_dir, &kind, &why) != 0) {
+        fprintf(stderr, "vit embed: %s\n", why.msg);
+        return *status = 1, -1;
+    }
+    if (dist_get().rank == 0) /* every process with this model decides alike; one says it */
+        fprintf(stderr, "vit embed: under mpirun the processes share texts; images are embedded "
+                        "by one process (run it without mpirun)\n");
+    return *status = 2, -1;
+}
+
 int cli_embed(int argc, char **argv) {
     embed_options o = {
         .common.params = vit_default_params(), .pool = -1, .column = TEXT_COLUMN_LINES};
@@ -575,30 +611,18 @@ int cli_embed(int argc, char **argv) {
     if (!cli_model_dir("embed", o.common.model, model_dir, sizeof model_dir))
         return free(o.texts), 1;
     feature_table t = {0};
-    int rc;
-    if (cli_is_text_model(model_dir)) {
-        rc = embed_texts(&o, model_dir, &t);
-    } else if (o.num_texts > 0 && o.num_args > 0) {
-        /* an image model's operands are images: one kind of input per run */
-        rc = cli_exit_status(cli_usage_error(
-            &command, "images and --text/--text-file in one run (embed them in two)"));
-    } else if (o.num_texts == 0 && (o.prompt || o.prompt_text || o.dimensions ||
-                                    o.column.index >= 0 || o.column.name)) {
-        rc = cli_exit_status(cli_usage_error(
-            &command, "--prompt, --prompt-text, --dimensions and --column are for texts"));
-    } else if (o.num_texts == 0 && dist_get().size > 1) {
-        /* every process decides alike; one says it */
-        if (dist_get().rank == 0)
-            fprintf(stderr, "vit embed: under mpirun the processes share texts; images are "
-                            "embedded by one process (run it without mpirun)\n");
-        rc = 2;
-    } else {
-        rc = o.num_texts > 0 ? embed_texts(&o, model_dir, &t) : embed_images(&o, &t);
+    int rc = 0;
+    const int kind = run_kind(&o, model_dir, &rc);
+    vit_error err = {0};
+    /* under mpirun: every process embeds texts, or none starts (a process that cannot says why) */
+    if (dist_get().size > 1 && dist_all_succeeded(kind < 0 ? -1 : 0, "to start", &err) != 0) {
+        if (kind >= 0) fprintf(stderr, "vit embed: %s\n", err.msg), rc = 1;
+    } else if (kind >= 0) {
+        rc = kind ? embed_texts(&o, model_dir, &t) : embed_images(&o, &t);
     }
     /* process 0 holds every row (embed_inputs) and writes; the others learn how it went */
     const int embedded = rc == 0 || rc == 3; /* on every process, or on none */
     if (embedded && dist_get().rank == 0 && write_output(o.out, &t) != 0) rc = 1;
-    vit_error err = {0};
     if (embedded && dist_get().size > 1 &&
         dist_all_succeeded(rc == 1 ? -1 : 0, "to write the output", &err) != 0 && rc != 1) {
         fprintf(stderr, "vit embed: %s\n", err.msg);
