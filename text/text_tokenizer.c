@@ -273,6 +273,33 @@ static int classic_pair(const text_tokenizer *t, text_tokenizer_scratch *s, pair
     return n;
 }
 
+/* The tokenizer.json behind t's offsets: its own, or its Fast class's (built at the first call);
+ * NULL with err when it has none. */
+static const tokenizer_json *fast_of(const text_tokenizer *t, vit_error *err) {
+    if (t->ops == &tokenizer_json_ops) return t->impl;
+    text_tokenizer *mut = (text_tokenizer *)t; /* the lazily built cache; t is otherwise const */
+    pthread_mutex_lock(&mut->fast_lock);
+    if (!mut->fast_tried) load_fast(mut), mut->fast_tried = true;
+    pthread_mutex_unlock(&mut->fast_lock);
+    if (!t->fast) vit_fail(err, "%s", t->fast_error.msg);
+    return t->fast;
+}
+
+int text_tokenizer_tokens_to_string(const text_tokenizer *t, const char *const *tokens, int n,
+                                    char *out, size_t size, vit_error *err) {
+    const tokenizer_json *tj = fast_of(t, err);
+    return tj ? tokenizer_json_tokens_to_string(tj, tokens, n, out, size, err) : -1;
+}
+
+int text_tokenizer_word_facts(const text_tokenizer *t, bool *word_aware, int32_t *unk_id,
+                              vit_error *err) {
+    const tokenizer_json *tj = fast_of(t, err);
+    if (!tj) return -1;
+    *word_aware = tokenizer_json_subword_prefix(tj)[0] != '\0';
+    *unk_id = tokenizer_json_unk_id(tj);
+    return 0;
+}
+
 int text_tokenizer_encode_offsets(const text_tokenizer *t, text_tokenizer_scratch *s,
                                   const char *text, size_t len, int max_len, int32_t *ids,
                                   int32_t *starts, int32_t *ends, vit_error *err) {
@@ -281,12 +308,9 @@ int text_tokenizer_encode_offsets(const text_tokenizer *t, text_tokenizer_scratc
         return vit_fail(err, "offsets need room for at least two ids, not %d", max_len);
     if (t->ops->encode_offsets)
         return t->ops->encode_offsets(t->impl, text, len, max_len, ids, starts, ends, err);
-    text_tokenizer *mut = (text_tokenizer *)t; /* the lazily built cache; t is otherwise const */
-    pthread_mutex_lock(&mut->fast_lock);
-    if (!mut->fast_tried) load_fast(mut), mut->fast_tried = true;
-    pthread_mutex_unlock(&mut->fast_lock);
-    if (!t->fast) return vit_fail(err, "%s", t->fast_error.msg);
-    return tokenizer_json_ops.encode_offsets(t->fast, text, len, max_len, ids, starts, ends, err);
+    const tokenizer_json *fast = fast_of(t, err);
+    if (!fast) return -1;
+    return tokenizer_json_ops.encode_offsets(fast, text, len, max_len, ids, starts, ends, err);
 }
 
 int text_tokenizer_encode_pair(const text_tokenizer *t, text_tokenizer_scratch *s, const char *a,

@@ -75,6 +75,16 @@ int text_tokenizer_encode_offsets(const text_tokenizer *t, text_tokenizer_scratc
                                   const char *text, size_t len, int max_len, int32_t *ids,
                                   int32_t *starts, int32_t *ends, vit_error *err);
 
+/* What transformers' fast tokenizer gives of the tokenizers with offsets (the tokenizer.json
+ * behind text_tokenizer_encode_offsets): convert_tokens_to_string(tokens) (the decoder over
+ * token strings; as text_tokenizer_decode writes, -1 with err), and whether its model has a
+ * continuing_subword_prefix (a word-aware model, "##") and its unk token's id (-1: none).
+ * Another kind is an error as text_tokenizer_encode_offsets says. */
+int text_tokenizer_tokens_to_string(const text_tokenizer *t, const char *const *tokens, int n,
+                                    char *out, size_t size, vit_error *err);
+int text_tokenizer_word_facts(const text_tokenizer *t, bool *word_aware, int32_t *unk_id,
+                              vit_error *err);
+
 /* A pair of texts a, b as tokenizer(a, b) encodes them: ids (room for max_len) through the
  * tokenizer's pair template, cut to max_len longest text first, and their token type ids in
  * type_ids (room for max_len; NULL: not wanted). tokenizer.json's kind through its post-processor;

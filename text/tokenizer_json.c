@@ -639,6 +639,28 @@ int tokenizer_json_decode(const tokenizer_json *t, const int32_t *ids, int n,
     return decode(t, ids, n, skip_special_tokens, false, out, size, err);
 }
 
+int tokenizer_json_tokens_to_string(const tokenizer_json *t, const char *const *tokens, int n,
+                                    char *out, size_t size, vit_error *err) {
+    tj_strs list = {0};
+    text_buf b = {0};
+    for (int i = 0; i < n; i++) tj_strs_add(&list, tokens[i], strlen(tokens[i]));
+    tj_decode_chain(t->decoder, &list);
+    for (size_t i = 0; i < list.n; i++) text_buf_add(&b, list.s[i], strlen(list.s[i]));
+    int rc = list.failed || b.failed ? vit_fail(err, "%s: out of memory", t->name) : 0;
+    if (rc == 0) rc = text_copy_out(b.s ? b.s : "", b.len, out, size, err);
+    tj_strs_free(&list);
+    text_buf_free(&b);
+    return rc;
+}
+
+const char *tokenizer_json_subword_prefix(const tokenizer_json *t) {
+    return tj_model_prefix(t->model);
+}
+
+int32_t tokenizer_json_unk_id(const tokenizer_json *t) {
+    return tj_model_unk(t->model);
+}
+
 /* ---- offsets (BERT's path: a per-character normalizer, BertPreTokenizer, WordPiece) ---- */
 
 /* Tokens with the byte offsets of what they stand for in the original text. */

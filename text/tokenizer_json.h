@@ -86,6 +86,14 @@ int tokenizer_json_encode_offsets(const tokenizer_json *t, const char *text, siz
 int tokenizer_json_decode(const tokenizer_json *t, const int32_t *ids, int n,
                           bool skip_special_tokens, char *out, size_t size, vit_error *err);
 
+/* Token strings through the decoder, concatenated (the library's decoder.decode(tokens), which is
+ * what transformers' fast convert_tokens_to_string gives): as tokenizer_json_decode writes. */
+int tokenizer_json_tokens_to_string(const tokenizer_json *t, const char *const *tokens, int n,
+                                    char *out, size_t size, vit_error *err);
+/* The model's continuing_subword_prefix ("" when it has none) and unk token's id (-1: none). */
+const char *tokenizer_json_subword_prefix(const tokenizer_json *t);
+int32_t tokenizer_json_unk_id(const tokenizer_json *t);
+
 /* "WordPiece", "BPE" or "Unigram". */
 const char *tokenizer_json_model(const tokenizer_json *t);
 

@@ -471,8 +471,9 @@ static void wordpiece_ops_scratch_free(void *scratch) {
 /* The tokenizer.json transformers' BertConverter writes of this tokenizer (what BertTokenizerFast
  * runs, and so what its offsets come from): BertNormalizer with these settings, BertPreTokenizer,
  * WordPiece over vocab.txt (a token written twice at its later id, as the vocab dict has it), the
- * special tokens as added tokens, [CLS] $A [SEP]. The fast tokenizer splits every punctuation
- * character and never NFC-composes, so do_split_on_punc false has no fast equivalent. */
+ * special tokens as added tokens, [CLS] $A [SEP], the WordPiece decoder with its clean-up. The fast
+ * tokenizer splits every punctuation character and never NFC-composes, so do_split_on_punc false
+ * has no fast equivalent. */
 static int wordpiece_ops_fast_json(const void *impl, char **json, vit_error *err) {
     const tokenizer *t = impl;
     if (!t->opt.split_punct)
@@ -509,6 +510,10 @@ static int wordpiece_ops_fast_json(const void *impl, char **json, vit_error *err
         cJSON_AddItemToArray(pair, cJSON_CreateString(t->special[ends[k]]));
         cJSON_AddItemToArray(pair, cJSON_CreateNumber(t->special_id[ends[k]]));
     }
+    cJSON *dec = cJSON_AddObjectToObject(root, "decoder");
+    cJSON_AddStringToObject(dec, "type", "WordPiece");
+    cJSON_AddStringToObject(dec, "prefix", "##");
+    cJSON_AddBoolToObject(dec, "cleanup", true);
     cJSON *model = cJSON_AddObjectToObject(root, "model");
     cJSON_AddStringToObject(model, "type", "WordPiece");
     cJSON_AddStringToObject(model, "unk_token", t->special[SP_UNK]);

@@ -24,7 +24,7 @@ const texts = JSON.parse(fs.readFileSync(path.join(base, 'bert-wordpiece/offsets
   .cases.map((c) => Buffer.from(c.text, 'base64'));
 
 // What BertConverter.converted() writes for a BertTokenizer with this config.
-function converted(config) {
+export function converted(config, tokens) {
   const vocab = {};
   tokens.forEach((t, i) => { vocab[t] = i; });
   const special = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'];
@@ -43,14 +43,15 @@ function converted(config) {
   };
 }
 
-for (const [name, config] of [['vocab-uncased', { do_lower_case: true }],
-  ['vocab-cased', { do_lower_case: false }]]) {
+const main = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
+for (const [name, config] of main ? [['vocab-uncased', { do_lower_case: true }],
+  ['vocab-cased', { do_lower_case: false }]] : []) {
   const dir = path.join(base, name);
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'vocab.txt'), tokens.join('\n') + '\n');
   fs.writeFileSync(path.join(dir, 'tokenizer_config.json'),
     JSON.stringify({ tokenizer_class: 'BertTokenizer', ...config }, null, 2) + '\n');
-  const tok = Tokenizer.fromString(JSON.stringify(converted(config)));
+  const tok = Tokenizer.fromString(JSON.stringify(converted(config, tokens)));
   const cases = [];
   for (const bytes of texts) {
     const enc = await tok.encode(bytes.toString('utf8'));

@@ -439,6 +439,52 @@ VIT_API int vit_text_token_logits(vit_text_context *ctx, const char *const *text
  * number. And the vocabulary string of an id (NULL when out of range). */
 VIT_API const int32_t *vit_text_ids(const vit_text_context *ctx, int i, int *count);
 VIT_API const char *vit_text_piece(const vit_text_context *ctx, int id);
+/* Text i of the last vit_text_token_logits: each of its tokens' byte offsets into the text,
+ * token t standing for text[(*starts)[t], (*ends)[t]) and the start and end tokens (0, 0), as the
+ * Fast tokenizer's offset_mapping (whose ids vit_text_token_logits then reads, as the
+ * token-classification pipeline does). Returns their count (vit_text_ids's), or -1 with err saying
+ * why the tokenizer gives none (a SentencePiece .model, invalid UTF-8, ...). Owned by ctx, valid
+ * until its next forward. */
+VIT_API int vit_text_token_offsets(const vit_text_context *ctx, int i, const int32_t **starts,
+                                   const int32_t **ends, vit_error *err);
+
+/* The token-classification pipeline's aggregation_strategy: "none" (each token its label),
+ * "simple" (adjacent tokens of one entity grouped: B- starts one, I- or a bare label continues
+ * it), "first", "average", "max" (the label of a word, its tokens joined, taken from its first
+ * token, the mean of its tokens' probabilities or its most confident token, then grouped). */
+typedef enum {
+    VIT_AGGREGATE_NONE,
+    VIT_AGGREGATE_SIMPLE,
+    VIT_AGGREGATE_FIRST,
+    VIT_AGGREGATE_AVERAGE,
+    VIT_AGGREGATE_MAX
+} vit_aggregation;
+/* "none", ... by name; -1 for another. And the name of one. */
+VIT_API int vit_aggregation_from_name(const char *name);
+VIT_API const char *vit_aggregation_name(vit_aggregation a);
+
+/* One entity as the pipeline gives it: entity ("none") or entity_group (the label without its B-
+ * or I-), score, word (convert_tokens_to_string of its tokens), start and end (characters, the
+ * code points Python counts, of the text; -1 when the tokenizer gives no offsets) and the same in
+ * bytes; index, the token's position ("none"), else -1. */
+typedef struct {
+    const char *label;
+    float score;
+    const char *word;
+    int start, end, byte_start, byte_end;
+    int index;
+} vit_entity;
+
+/* Text i of the last vit_text_token_logits (text[0..len) the text it was given, logits its rows:
+ * logits + i * max_tokens * labels) as the pipeline's postprocess: softmax per token, the start
+ * and end tokens left out, aggregated, then entities labelled O left out unless keep_all (the
+ * pipeline's ignore_labels=[]). *entities (owned by ctx, valid until its next call) gets them;
+ * returns their number or -1 with err ("first", "average" and "max" need offsets, as the
+ * pipeline refuses them without a fast tokenizer). */
+VIT_API int vit_text_entities(vit_text_context *ctx, int i, const char *text, size_t len,
+                              const float *logits, vit_aggregation aggregation, int keep_all,
+                              const vit_entity **entities, vit_error *err);
+
 /* text[0..len) (UTF-8, invalid bytes as vit_text_forward takes them) -> the token ids a forward
  * pass would read, start and end tokens included, cut to vit_text_max_tokens as vit_text_forward
  * cuts (not the padding a SigLIP tower also reads up to that length): the first min(count, cap)

@@ -53,6 +53,44 @@ typedef struct {
 } api_joint;
 int api_joint_of(const model *m, api_joint *out, vit_error *err);
 const model *api_text_model(const vit_text_context *c);
+/* vit_text_entities' working memory and results (vit_tag.c), one per text context, created at
+ * its first call into *api_text_tag_state(c). */
+typedef struct api_tag_state api_tag_state;
+void api_tag_state_free(api_tag_state *s);
+api_tag_state **api_text_tag_state(vit_text_context *c);
+
+/* The pipeline's aggregation on given tokens, what vit_text_entities runs (vit_tag.c): n tokens
+ * (the start and end tokens left out) of K labels, each with its probabilities, its piece
+ * (convert_ids_to_tokens), whether it is the unk token and its byte offsets into text (bs < 0:
+ * none); join is convert_tokens_to_string (as text_tokenizer_tokens_to_string: a length as
+ * snprintf's, or -1 with err), word_aware
+ * whether the model has a continuing_subword_prefix. */
+typedef struct {
+    const float *probs;
+    const char *piece;
+    int unk, index;
+    int32_t bs, be;
+} api_tag_token;
+/* tokens[0..n) are those of tokens first..last of the input (first <= last) */
+typedef int (*api_tag_join)(void *user, const char *const *tokens, int n, int first, int last,
+                            char *out, size_t size, vit_error *err);
+typedef struct {
+    const char *text;
+    size_t len;
+    const api_tag_token *tokens;
+    int n, K;
+    const char *const *labels;
+    int word_aware, keep_all;
+    vit_aggregation aggregation;
+    api_tag_join join;
+    void *user;
+    const char *no_offsets; /* why the tokens have none (their bs < 0), for the refusal */
+} api_tag_input;
+/* Entities into s (api_tag_state_create), as vit_text_entities returns them. */
+api_tag_state *api_tag_state_create(void);
+int api_tag_aggregate(api_tag_state *s, const api_tag_input *in, const vit_entity **out,
+                      vit_error *err);
+
 /* A text context's tokenizer (read-only, shared by its copies). */
 const text_tokenizer *api_text_tokenizer(const vit_text_context *c);
 /* What vit_model_info says of m's configuration alone (tokens, joint_dim, capabilities and the

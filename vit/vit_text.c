@@ -52,6 +52,11 @@ struct vit_text_context {
     float *logits;              /* [max_batch, labels]: vit_text_classify's and vit_text_embed's */
     float *rows_a, *rows_b;     /* [widest]: a sentence pipeline's steps, one text at a time */
     int prompt_tokens;          /* the last batch's prompt: tokens before its text (CLS included) */
+    /* a token classifier's: each token's byte offsets, [max_batch, max_tokens] as rows, and for
+     * each text of the last vit_text_token_logits whether it has them, else why not */
+    int32_t *starts, *ends;
+    vit_error *no_offsets; /* [max_batch]; msg "" when the text has offsets */
+    api_tag_state *tag;    /* vit_text_entities' results */
 };
 
 vit_text_params vit_text_default_params(void) {
@@ -146,8 +151,15 @@ static int alloc_batch(vit_text_context *c, vit_error *err) {
         (size_t)(w->widest > w->m.cfg.hidden_size ? w->widest : w->m.cfg.hidden_size);
     c->rows_a = malloc(sizeof *c->rows_a * widest);
     c->rows_b = malloc(sizeof *c->rows_b * widest);
+    const int tags = w->m.cfg.opt.pool == POOL_TOKENS;
+    if (tags) {
+        c->starts = malloc(sizeof *c->starts * cells);
+        c->ends = malloc(sizeof *c->ends * cells);
+        c->no_offsets = calloc((size_t)w->max_batch, sizeof *c->no_offsets);
+    }
     if (!c->rows || !c->ids || !c->mask || !c->row_types || !c->types || !c->lengths ||
-        !c->logits || (w->tok && !c->scratch) || !c->rows_a || !c->rows_b)
+        !c->logits || (w->tok && !c->scratch) || !c->rows_a || !c->rows_b ||
+        (tags && (!c->starts || !c->ends || !c->no_offsets)))
         return vit_fail(err, "out of memory for batches of %d texts", w->max_batch);
     return 0;
 }
@@ -272,6 +284,10 @@ void vit_text_free(vit_text_context *c) {
     gemm_state_free(c->gemm);
     text_tokenizer_scratch_free(c->scratch);
     free(c->rows);
+    free(c->starts);
+    free(c->ends);
+    free(c->no_offsets);
+    api_tag_state_free(c->tag);
     free(c->lengths);
     free(c->ids);
     free(c->mask);
@@ -304,6 +320,20 @@ const char *vit_text_piece(const vit_text_context *c, int id) {
 }
 const char *vit_text_tokenizer_error(const vit_text_context *c) {
     return c->w->tok ? NULL : c->w->tokenizer_error;
+}
+
+int vit_text_token_offsets(const vit_text_context *c, int i, const int32_t **starts,
+                           const int32_t **ends, vit_error *err) {
+    if (!c->starts) return vit_fail(err, "offsets are given of a token classifier's texts");
+    if (i < 0 || i >= c->w->max_batch) return vit_fail(err, "no text %d in the last batch", i);
+    if (c->no_offsets[i].msg[0]) return vit_fail(err, "%s", c->no_offsets[i].msg);
+    *starts = c->starts + (size_t)i * c->w->max_tokens;
+    *ends = c->ends + (size_t)i * c->w->max_tokens;
+    return c->lengths[i];
+}
+
+api_tag_state **api_text_tag_state(vit_text_context *c) {
+    return &c->tag;
 }
 
 const int32_t *vit_text_ids(const vit_text_context *c, int i, int *n) {
@@ -494,13 +524,36 @@ static const uint8_t *run_mask(const vit_text_context *c) {
     return c->w->m.cfg.opt.pool == POOL_LAST ? NULL : c->mask;
 }
 
-/* Tokenizes B texts (prompt put before each), packs and runs them: out gets what the forward
- * gives ([B, labels], or a token classifier's [B, T, labels]); the packed length T into *tokens. */
-static int run_texts(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
-                     const char *prompt, float *out, int *tokens, vit_error *err) {
-    if (B < 1 || B > c->w->max_batch)
-        return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
-    if (tokenize_batch(c, texts, lengths, B, prompt, err) != 0) return -1;
+/* A token classifier's texts with the offsets of their tokens where the tokenizer gives them
+ * (the Fast class's ids, what the token-classification pipeline reads), else their ids alone
+ * and why not. */
+static int tokenize_tagged(vit_text_context *c, const char *const *texts, const size_t *lengths,
+                           int B, vit_error *err) {
+    if (!c->w->tok) return vit_fail(err, "%s", c->w->tokenizer_error);
+    const size_t T = (size_t)c->w->max_tokens;
+    const int plain = c->w->sentence || c->w->m.cfg.oc_hf_tokenizer; /* texts it rewrites */
+    for (int b = 0; b < B; b++) {
+        vit_error *why = &c->no_offsets[b];
+        *why = (vit_error){0};
+        int n = -1;
+        if (plain)
+            vit_fail(why, "offsets are not computed for a text the model rewrites first");
+        else
+            n = text_tokenizer_encode_offsets(c->w->tok, c->scratch, texts[b], lengths[b], (int)T,
+                                              c->rows + b * T, c->starts + b * T, c->ends + b * T,
+                                              why);
+        if (n < 0 && !why->msg[0]) vit_fail(why, "no offsets");
+        if (n < 0) n = encode_text(c, texts[b], lengths[b], c->rows + b * T, err);
+        if ((c->lengths[b] = n) < 0) {
+            for (int k = b; k < B; k++) c->lengths[k] = 0;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Packs the B tokenized rows and runs them: out as run_texts says. */
+static int forward_rows(vit_text_context *c, int B, float *out, int *tokens, vit_error *err) {
     const int T = pack_batch(c, B, 0);
     const threads_scope scope = threads_begin(c->threads);
     const int rc =
@@ -508,6 +561,16 @@ static int run_texts(vit_text_context *c, const char *const *texts, const size_t
     threads_end(scope);
     *tokens = T;
     return rc;
+}
+
+/* Tokenizes B texts (prompt put before each), packs and runs them: out gets what the forward
+ * gives ([B, labels], or a token classifier's [B, T, labels]); the packed length T into *tokens. */
+static int run_texts(vit_text_context *c, const char *const *texts, const size_t *lengths, int B,
+                     const char *prompt, float *out, int *tokens, vit_error *err) {
+    if (B < 1 || B > c->w->max_batch)
+        return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
+    if (tokenize_batch(c, texts, lengths, B, prompt, err) != 0) return -1;
+    return forward_rows(c, B, out, tokens, err);
 }
 
 /* The text-classification pipeline's function_to_apply: the sigmoid of a one-label model's logit
@@ -577,8 +640,12 @@ int vit_text_token_logits(vit_text_context *c, const char *const *texts, const s
                           int B, float *logits, vit_error *err) {
     if (!is_token_classifier(c))
         return vit_fail(err, "%s has no token classifier", config_architecture(&c->w->m.cfg));
+    if (B < 1 || B > c->w->max_batch)
+        return vit_fail(err, "batch of %d texts outside 1..%d", B, c->w->max_batch);
     int T;
-    if (run_texts(c, texts, lengths, B, NULL, c->logits, &T, err) != 0) return -1;
+    if (tokenize_tagged(c, texts, lengths, B, err) != 0 ||
+        forward_rows(c, B, c->logits, &T, err) != 0)
+        return -1;
     const size_t K = (size_t)c->w->m.cfg.num_labels, room = (size_t)c->w->max_tokens * K;
     memset(logits, 0, sizeof(float) * (size_t)B * room);
     for (int b = 0; b < B; b++) /* [B, T, K] into rows of max_tokens */

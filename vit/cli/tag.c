@@ -1,5 +1,5 @@
-/* vit tag: a token classifier's label of every token (NER, POS), as the token-classification
- * pipeline gives them with aggregation_strategy "none". */
+/* vit tag: a token classifier's entities (NER, POS) as the token-classification pipeline gives
+ * them, with its aggregation strategies and character offsets into each text. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,12 +11,15 @@
 
 #define DEFAULT_BATCH 32
 
-enum { OPT_FILE = 1, OPT_ALL, OPT_JSON };
+enum { OPT_FILE = 1, OPT_ALL, OPT_JSON, OPT_AGGREGATION };
 
 static const cli_option options[] = {
     CLI_MODEL_OPTION("a ForTokenClassification folder", "$VIT_MODEL"),
     {OPT_FILE, "file", 'f', "FILE", "tag each line of FILE ('-': standard input)", NULL},
-    {OPT_ALL, "all", 0, NULL, "also the tokens labelled O (the pipeline's ignore_labels)", NULL},
+    {OPT_AGGREGATION, "aggregation", 'a', "HOW",
+     "none, simple, first, average or max (the pipeline's aggregation_strategy)", "none"},
+    {OPT_ALL, "all", 0, NULL, "also the entities labelled O (the pipeline's ignore_labels=[])",
+     NULL},
     {OPT_JSON, "json", 0, NULL, "one JSON object per text: text, entities", NULL},
     CLI_BATCH_OPTION("texts per forward pass", "32"),
     CLI_THREADS_OPTION,
@@ -28,12 +31,16 @@ static const cli_command command = {
     "tag",
     "label every token of texts with a token classifier (NER), text or JSON lines",
     "[options] [--] TEXT...",
-    "Tags each TEXT, then each line of FILE; with neither, each line of standard input. Each\n"
-    "token but the start and end tokens gets its most probable label and that label's softmax\n"
-    "probability, as the token-classification pipeline's aggregation_strategy \"none\" (entity,\n"
-    "score, index: the token's position, word: its piece); tokens labelled O are left out\n"
-    "unless --all. Character offsets (start, end) and the other aggregation strategies are not\n"
-    "given yet.",
+    "Tags each TEXT, then each line of FILE; with neither, each line of standard input, as\n"
+    "transformers' token-classification pipeline does (softmax per token, the start and end\n"
+    "tokens left out). --aggregation none gives each token its most probable label (entity,\n"
+    "score, index: its position, word: its piece); simple groups adjacent tokens of one entity\n"
+    "(B- starts one, I- continues it) into entity_group, the mean score and their word; first,\n"
+    "average and max first give each word the label of its first token, of its tokens' mean\n"
+    "probabilities or of its most confident token, then group words (they need the tokenizer's\n"
+    "offsets, to see where words begin). start and end count characters (code points, as\n"
+    "Python) of the text; a tokenizer without offsets (a SentencePiece .model) gives none.\n"
+    "Entities labelled O are left out unless --all.\n",
     options,
     sizeof options / sizeof options[0]};
 
@@ -45,6 +52,7 @@ typedef struct {
     cli_common common;
     const char *file;
     int all, json;
+    vit_aggregation aggregation;
     char **rest;
     int num_rest;
     char **text; /* every text, the arguments' then the lines' */
@@ -57,6 +65,12 @@ static int tag_option(const cli_parser *p, int id, void *user) {
     if (id == OPT_FILE) o->file = p->value;
     if (id == OPT_ALL) o->all = 1;
     if (id == OPT_JSON) o->json = 1;
+    if (id == OPT_AGGREGATION) {
+        static const char *const names[] = {"none", "simple", "first", "average", "max"};
+        const int k = cli_choice(p, names, 5);
+        if (k < 0) return -1;
+        o->aggregation = (vit_aggregation)k;
+    }
     return 0;
 }
 
@@ -98,22 +112,16 @@ static int read_texts(options_t *o) {
     return rc;
 }
 
-/* The most probable label of a token's logits [K] and its softmax probability. */
-static int best_label(const float *logits, int K, float *prob) {
-    int best = 0;
-    for (int k = 1; k < K; k++) best = logits[k] > logits[best] ? k : best;
-    double sum = 0;
-    for (int k = 0; k < K; k++) sum += exp((double)logits[k] - logits[best]);
-    *prob = (float)(1.0 / sum);
-    return best;
-}
-
-/* Text i of the batch: its tokens but the first and last (the start and end tokens). */
-static void print_tags(const options_t *o, vit_text_context *ctx, int at, int i,
-                       const float *logits) {
-    const int K = vit_text_num_labels(ctx), T = vit_text_max_tokens(ctx);
-    int n;
-    const int32_t *ids = vit_text_ids(ctx, i, &n);
+/* Text i of the batch: its entities, or -1 after saying why. */
+static int print_tags(const options_t *o, vit_text_context *ctx, int at, int i,
+                      const float *logits) {
+    const size_t room = (size_t)vit_text_max_tokens(ctx) * (size_t)vit_text_num_labels(ctx);
+    const vit_entity *e;
+    vit_error err = {0};
+    const int n = vit_text_entities(ctx, i, o->text[at], o->len[at], logits + (size_t)i * room,
+                                    o->aggregation, o->all, &e, &err);
+    if (n < 0) return fprintf(stderr, "vit tag: text %d: %s\n", at + 1, err.msg), -1;
+    const int grouped = o->aggregation != VIT_AGGREGATE_NONE;
     json_writer w = json_begin(stdout);
     if (o->json) {
         json_object(&w);
@@ -125,24 +133,38 @@ static void print_tags(const options_t *o, vit_text_context *ctx, int at, int i,
         fwrite(o->text[at], 1, o->len[at], stdout);
         putchar('\n');
     }
-    for (int t = 1; t < n - 1; t++) {
-        float prob;
-        const int k = best_label(logits + ((size_t)i * T + t) * K, K, &prob);
-        const char *label = vit_text_label(ctx, k), *piece = vit_text_piece(ctx, ids[t]);
-        if (!o->all && strcmp(label, "O") == 0) continue;
+    for (int k = 0; k < n; k++) {
         if (!o->json) {
-            printf("  %4d  %-16s %-10s %.4f\n", t, piece, label, (double)prob);
+            char span[32] = "";
+            if (e[k].start >= 0) snprintf(span, sizeof span, "%d-%d", e[k].start, e[k].end);
+            if (grouped)
+                printf("  %-10s %.4f  %-9s %s\n", e[k].label, (double)e[k].score, span, e[k].word);
+            else
+                printf("  %4d  %-16s %-10s %.4f  %s\n", e[k].index, e[k].word, e[k].label,
+                       (double)e[k].score, span);
             continue;
         }
         json_object(&w);
-        json_key(&w, "entity");
-        json_string(&w, label);
+        json_key(&w, grouped ? "entity_group" : "entity");
+        json_string(&w, e[k].label);
         json_key(&w, "score");
-        json_float(&w, prob);
-        json_key(&w, "index");
-        json_int(&w, t);
+        json_float(&w, e[k].score);
+        if (!grouped) {
+            json_key(&w, "index");
+            json_int(&w, e[k].index);
+        }
         json_key(&w, "word");
-        json_string(&w, piece);
+        json_string(&w, e[k].word);
+        json_key(&w, "start");
+        if (e[k].start >= 0)
+            json_int(&w, e[k].start);
+        else
+            json_raw(&w, "null", 4);
+        json_key(&w, "end");
+        if (e[k].start >= 0)
+            json_int(&w, e[k].end);
+        else
+            json_raw(&w, "null", 4);
         json_end(&w);
     }
     if (o->json) {
@@ -150,6 +172,7 @@ static void print_tags(const options_t *o, vit_text_context *ctx, int at, int i,
         json_end(&w);
         json_line(&w);
     }
+    return 0;
 }
 
 static int tag_all(const options_t *o, vit_text_context *ctx) {
@@ -166,7 +189,7 @@ static int tag_all(const options_t *o, vit_text_context *ctx) {
             fprintf(stderr, "vit tag: text %d: %s\n", first, err.msg);
             rc = 1;
         }
-        for (int i = 0; rc == 0 && i < n; i++) print_tags(o, ctx, first + i, i, logits);
+        for (int i = 0; rc == 0 && i < n; i++) rc = print_tags(o, ctx, first + i, i, logits) != 0;
     }
     free(logits);
     return rc || fflush(stdout) != 0;
