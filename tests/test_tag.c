@@ -8,7 +8,11 @@
  *     (the npm tokenizers library's ids, offsets and decoder, a float64 forward, the pipeline's
  *     postprocess rewritten in float64): label, word, start, end and index exactly, the score to
  *     1e-5;
- *   - the refusals: "first" without offsets, an unknown strategy, a model that tags nothing. */
+ *   - the refusals: "first" without offsets, an unknown strategy, a model that tags nothing;
+ *   - vit eval of tagged words (vit/eval/eval_tags.h): seqeval's chunking and scores on
+ *     hand-counted sequences, and the micro models on CoNLL and JSON-lines files against the
+ *     reference's seqeval (get_entities and the scores rewritten from seqeval's code) of its
+ *     float64 predictions at each word's first token. */
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
@@ -17,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vit/eval/eval_tags.h"
 #include "vit/vit.h"
 #include "vit/vit_internal.h"
 
@@ -358,11 +363,148 @@ static void test_refusals(void **state) {
     vit_text_free(ctx);
 }
 
+/* ---- vit eval of tagged words ---- */
+
+static tag_eval_result counted(const char *const *const *truth, const char *const *const *pred,
+                               const int *n, int sentences) {
+    tag_counts *c = tag_counts_create();
+    for (int i = 0; i < sentences; i++)
+        assert_int_equal(tag_counts_add(c, truth[i], pred[i], n[i]), 0);
+    tag_eval_result r;
+    assert_int_equal(tag_counts_result(c, &r), 0);
+    tag_counts_free(c);
+    return r;
+}
+
+static void test_seqeval_hand(void **state) {
+    (void)state;
+    /* seqeval's docstring: true MISC 3-5 and PER 0-1 (of the second sentence), predicted MISC
+     * 2-5 and PER 0-1: one of two right, P = R = F1 = .5; words 8 of 10 */
+    const char *t1[] = {"O", "O", "O", "B-MISC", "I-MISC", "I-MISC", "O"},
+               *t2[] = {"B-PER", "I-PER", "O"};
+    const char *p1[] = {"O", "O", "B-MISC", "I-MISC", "I-MISC", "I-MISC", "O"},
+               *p2[] = {"B-PER", "I-PER", "O"};
+    const char *const *truth[] = {t1, t2}, *const * pred[] = {p1, p2};
+    tag_eval_result r = counted(truth, pred, (const int[]){7, 3}, 2);
+    assert_true(fabs(r.overall.precision - .5) < 1e-12 && fabs(r.overall.recall - .5) < 1e-12 &&
+                fabs(r.overall.f1 - .5) < 1e-12 && fabs(r.accuracy - .8) < 1e-12);
+    assert_int_equal(r.num_types, 2);
+    assert_string_equal(r.types[0].type, "MISC");
+    assert_int_equal(r.types[0].correct, 0);
+    assert_true(fabs(r.types[1].f1 - 1) < 1e-12); /* PER */
+    tag_eval_result_free(&r);
+    /* IOB1 and type changes: I-PER I-PER O I-LOC B-LOC I-ORG is PER 0-1, LOC 3, LOC 4, ORG 5;
+     * a bare label MISC is seqeval's tag M of type "ISC": MISC MISC one chunk ISC 0-1 */
+    const char *labels[] = {"I-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-ORG"};
+    tag_entity e[8];
+    assert_int_equal(tag_entities(labels, 6, e), 4);
+    const int want[4][2] = {{0, 1}, {3, 3}, {4, 4}, {5, 5}};
+    const char *types[4] = {"PER", "LOC", "LOC", "ORG"};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(e[i].first, want[i][0]);
+        assert_int_equal(e[i].last, want[i][1]);
+        assert_true(e[i].type_len == strlen(types[i]) &&
+                    !memcmp(e[i].type, types[i], e[i].type_len));
+    }
+    const char *bare[] = {"MISC", "MISC"};
+    assert_int_equal(tag_entities(bare, 2, e), 1);
+    assert_true(e[0].first == 0 && e[0].last == 1 && e[0].type_len == 3 &&
+                !memcmp(e[0].type, "ISC", 3));
+    /* types found only in predictions are rows too (recall 0 of 0 true: 0) */
+    const char *tt[] = {"O", "B-LOC"}, *pp[] = {"B-ORG", "B-LOC"};
+    const char *const *tr[] = {tt}, *const * pr[] = {pp};
+    r = counted(tr, pr, (const int[]){2}, 1);
+    assert_int_equal(r.num_types, 2);
+    assert_string_equal(r.types[1].type, "ORG");
+    assert_int_equal(r.types[1].true_count, 0);
+    assert_true(r.types[1].f1 == 0 && fabs(r.overall.precision - .5) < 1e-12 &&
+                fabs(r.overall.recall - 1) < 1e-12);
+    tag_eval_result_free(&r);
+}
+
+static void check_eval(const char *name, const char *file) {
+    char dir[512], data[600], path[600];
+    snprintf(dir, sizeof dir, TEST_DATA "/%s", name);
+    snprintf(data, sizeof data, "%s/%s", dir, file);
+    snprintf(path, sizeof path, "%s/expected_eval.json", dir);
+    uint8_t *json = read_whole_file(path, NULL);
+    cJSON *root = cJSON_Parse((const char *)json);
+    free(json);
+    const cJSON *want = cJSON_GetObjectItem(root, file),
+                *types = cJSON_GetObjectItem(want, "types");
+    tag_eval_result r;
+    vit_error err = {0};
+    if (tag_eval_file(dir, data, &(tag_eval_options){.threads = 1}, NULL, &r, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(r.words, (long)cJSON_GetObjectItem(root, "kept_words")->valuedouble);
+    assert_int_equal(r.words + r.words_without_token,
+                     (long)cJSON_GetObjectItem(root, "words")->valuedouble);
+    assert_int_equal(r.num_types, cJSON_GetArraySize(types));
+    long correct = 0;
+    for (int k = 0; k < r.num_types; k++) {
+        const cJSON *t = cJSON_GetObjectItem(types, r.types[k].type);
+        if (!t) fail_msg("%s %s: type %s is not the reference's", name, file, r.types[k].type);
+        assert_int_equal(r.types[k].true_count, cJSON_GetObjectItem(t, "number")->valueint);
+        assert_int_equal(r.types[k].pred_count, cJSON_GetObjectItem(t, "found")->valueint);
+        assert_int_equal(r.types[k].correct, cJSON_GetObjectItem(t, "correct")->valueint);
+        assert_true(fabs(r.types[k].f1 - cJSON_GetObjectItem(t, "f1")->valuedouble) < 1e-12);
+        correct += r.types[k].correct;
+    }
+    static const char *const keys[] = {"overall_precision", "overall_recall", "overall_f1",
+                                       "overall_accuracy"};
+    const double got[] = {r.overall.precision, r.overall.recall, r.overall.f1, r.accuracy};
+    for (int i = 0; i < 4; i++)
+        if (fabs(got[i] - cJSON_GetObjectItem(want, keys[i])->valuedouble) > 1e-12)
+            fail_msg("%s %s: %s %.6f, want %.6f", name, file, keys[i], got[i],
+                     cJSON_GetObjectItem(want, keys[i])->valuedouble);
+    print_message("%s %s: %ld words, %ld entities right, F1 %.4f, accuracy %.4f\n", name, file,
+                  r.words, correct, r.overall.f1, r.accuracy);
+    tag_eval_result_free(&r);
+    cJSON_Delete(root);
+}
+
+static void test_eval_files(void **state) {
+    (void)state;
+    check_eval("bert-ner-micro", "eval.conll");
+    check_eval("bert-ner-micro", "eval.jsonl");
+    check_eval("roberta-ner-micro", "eval.conll");
+    check_eval("roberta-ner-micro", "eval.jsonl");
+}
+
+/* Bad files: one line naming the file and line. */
+static void test_eval_refusals(void **state) {
+    (void)state;
+    static const struct {
+        const char *text, *says;
+    } bad[] = {{"John B-PER\nSmith\n", ":2: a word without a label"},
+               {"{\"tokens\": [\"a\"], \"ner_tags\": [9]}\n", ":1: tag 1 is neither a label name"},
+               {"{\"tokens\": [\"a\", \"b\"], \"ner_tags\": [0]}\n", ":1: want \"tokens\" and"},
+               {"\n\n", "no labelled words"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char path[] = "/tmp/vit_test_tag_XXXXXX";
+        const int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        FILE *f = fdopen(fd, "w");
+        fputs(bad[i].text, f);
+        fclose(f);
+        tag_eval_result r;
+        vit_error err = {0};
+        assert_int_equal(tag_eval_file(TEST_DATA "/bert-ner-micro", path, &(tag_eval_options){0},
+                                       NULL, &r, &err),
+                         -1);
+        if (!strstr(err.msg, bad[i].says) || !strstr(err.msg, path))
+            fail_msg("\"%s\" does not say \"%s\" and the file", err.msg, bad[i].says);
+        remove(path);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_word_aware),   cmocka_unit_test(test_fallback_words),
-        cmocka_unit_test(test_tags_and_unk), cmocka_unit_test(test_bert_ner),
-        cmocka_unit_test(test_roberta_ner),  cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_word_aware),    cmocka_unit_test(test_fallback_words),
+        cmocka_unit_test(test_tags_and_unk),  cmocka_unit_test(test_bert_ner),
+        cmocka_unit_test(test_roberta_ner),   cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_seqeval_hand),  cmocka_unit_test(test_eval_files),
+        cmocka_unit_test(test_eval_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -189,6 +189,104 @@ def postprocess(tok, text, enc, logits, unk_id, strategy, keep_all):
     return [e for e in ents if e.get("entity") not in ignore and e.get("entity_group") not in ignore]
 
 
+# ---- seqeval (chakki-works/seqeval, metrics/sequence_labeling.py), default mode ----
+
+def seq_entities(seq):
+    """get_entities of a flattened sequence (each sentence followed by an O)."""
+    prev_tag, prev_type, begin, chunks = "O", "", 0, []
+    for i, chunk in enumerate(seq + ["O"]):
+        tag, type_ = chunk[0], chunk[1:].split("-", maxsplit=1)[-1] or "_"
+        differs = prev_type != type_
+        ends = (prev_tag in "ES" or (prev_tag in "BI" and tag in "BSO")
+                or (prev_tag not in "O." and differs))
+        starts = (tag in "BS" or (prev_tag in "ESO" and tag in "EI")
+                  or (tag not in "O." and differs))
+        if ends:
+            chunks.append((prev_type, begin, i - 1))
+        if starts:
+            begin = i
+        prev_tag, prev_type = tag, type_
+    return chunks
+
+
+def seqeval(y_true, y_pred):
+    flat_t = [x for s in y_true for x in s + ["O"]]
+    flat_p = [x for s in y_pred for x in s + ["O"]]
+    te, pe = set(seq_entities(flat_t)), set(seq_entities(flat_p))
+    out = {}
+    for ty in sorted({e[0] for e in te} | {e[0] for e in pe}):
+        t = {e for e in te if e[0] == ty}
+        p = {e for e in pe if e[0] == ty}
+        out[ty] = score(len(t & p), len(p), len(t))
+    o = score(len(te & pe), len(pe), len(te))
+    words_t = [x for s in y_true for x in s]
+    words_p = [x for s in y_pred for x in s]
+    return {"types": out, "overall_precision": o["precision"], "overall_recall": o["recall"],
+            "overall_f1": o["f1"],
+            "overall_accuracy": sum(a == b for a, b in zip(words_t, words_p)) / len(words_t)}
+
+
+def score(correct, pred, true):
+    p = correct / pred if pred else 0
+    r = correct / true if true else 0
+    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0,
+            "number": true, "found": pred, "correct": correct}
+
+
+# labelled words for vit eval: each sentence's words and, per word, the label at its first token
+SENTENCES = [
+    ("John Smith works at Microsoft in Seattle .", "B-PER I-PER O O B-ORG O B-LOC O"),
+    ("Angela Merkel met Emmanuel Macron in Zürich and São Paulo",
+     "B-PER I-PER O B-PER I-PER O B-LOC O B-LOC I-LOC"),
+    ("The European Union and Hewlett-Packard Co. signed in Brussels",
+     "O B-ORG I-ORG O B-ORG I-ORG O O B-LOC"),
+    ("naïve café owners in 東京 love 😀 emoji", "O O O O B-LOC O O O"),
+    (" ".join(["Barack Obama visited Berlin Germany"] * 14),
+     " ".join(["B-PER I-PER O B-LOC B-LOC"] * 14)),
+]
+
+
+def eval_case(tok, spec, enc_w, hw, out):
+    """eval.conll (the hand labels), eval.jsonl (labels close to the model's own: its
+    predictions with every fourth word changed, as ids) and the seqeval scores of each."""
+    words = [s.split(" ") for s, _ in SENTENCES]
+    gold = [l.split(" ") for _, l in SENTENCES]
+    texts = [" ".join(w) for w in words]
+    encs = [tok.encode(t, spec["max_len"]) for t in texts]
+    h = ter.run(spec, dict(enc_w, **hw), [e["ids"] for e in encs])
+    logits = F.linear(h, hw["classifier.weight"], hw["classifier.bias"])
+    preds, truth, near = [], [], []
+    for i, (ws, enc) in enumerate(zip(words, encs)):
+        at, k = [], 0
+        for w in ws:
+            at.append(k)
+            k += len(w) + 1
+        p, t, nr = [], [], []
+        for j, w in enumerate(ws):
+            first = next((x for x in range(1, len(enc["ids"]) - 1)
+                          if enc["offsets"][x][1] > at[j] and enc["offsets"][x][0] < at[j] + len(w)), None)
+            if first is None:  # cut off: in neither sequence
+                continue
+            lab = TAGS[argmax(logits[i, first].tolist())]
+            p.append(lab)
+            t.append(gold[i][j])
+            nr.append(lab if j % 4 else TAGS[(TAGS.index(lab) + 1 + j) % len(TAGS)])
+        preds.append(p), truth.append(t), near.append(nr)
+    with open(os.path.join(out, "eval.conll"), "w") as f:
+        f.write("-DOCSTART- -X- O O\n\n")
+        for ws, ls in zip(words, gold):
+            f.write("".join(f"{w}\t{l}\n" for w, l in zip(ws, ls)) + "\n")
+    with open(os.path.join(out, "eval.jsonl"), "w") as f:
+        for i, ws in enumerate(words):
+            ids, k = [], 0
+            for j, w in enumerate(ws):  # near's labels for the words kept, gold's for the cut
+                kept = len(near[i]) > j
+                ids.append(TAGS.index(near[i][j] if kept else gold[i][j]))
+            f.write(json.dumps({"tokens": ws, "ner_tags": ids}, ensure_ascii=False) + "\n")
+    return {"eval.conll": seqeval(truth, preds), "eval.jsonl": seqeval(near, preds),
+            "kept_words": sum(len(p) for p in preds), "words": sum(len(w) for w in words)}
+
+
 # ---- the folders ----
 
 def make(spec, folder_files, unk_id):
@@ -221,7 +319,11 @@ def make(spec, folder_files, unk_id):
                 key = strategy + (" all" if keep_all else "")
                 case["entities"][key] = postprocess(tok, text, enc, rows, unk_id, strategy, keep_all)
         cases.append(case)
+    scores = eval_case(tok, spec, enc_w, hw, out)
     tok.close()
+    write_json(os.path.join(out, "expected_eval.json"), dict(scores, source=
+               "tools/token_classification_reference.py: seqeval's get_entities and scores "
+               "rewritten, on the float64 forward's label at each word's first token"))
     write_json(os.path.join(out, "expected.json"), {
         "source": "tools/token_classification_reference.py: the npm tokenizers library's ids, "
                   "offsets and decoder, a float64 forward, the pipeline's postprocess in float64",

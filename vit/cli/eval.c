@@ -17,6 +17,7 @@
 #include "vit/data/imagefolder.h"
 #include "vit/eval/eval_dist.h"
 #include "vit/eval/eval_images.h"
+#include "vit/eval/eval_tags.h"
 #include "vit/eval/eval_text.h"
 #include "vit/vit.h"
 
@@ -76,7 +77,7 @@ static const cli_option options[] = {
 static const cli_command command = {
     "eval",
     "accuracy on labelled image folders or TSV files; CER and WER on text-line images",
-    "[options] DIR|FILE.tsv",
+    "[options] DIR|FILE.tsv|FILE.conll",
     "DIR holds one folder per class (DIR/<class>/.../*.png|jpg|jpeg|webp|tif|tiff|gif|bmp).\n"
     "Classes come from --class-map or by matching folder names to the model's labels. FILE.tsv\n"
     "holds `sentence<TAB>label` lines (with a header line) for a BERT text classifier, or with\n"
@@ -91,7 +92,15 @@ static const cli_command command = {
     "error rates (Levenshtein distances over Unicode code points and over white-space-separated\n"
     "words, summed over the lines and divided by the true texts' characters or words; white\n"
     "space collapsed, nothing else normalised), the lines read exactly, lines/s and the worst\n"
-    "lines. --hypotheses scores another recogniser's output file the same way, without a model.",
+    "lines. --hypotheses scores another recogniser's output file the same way, without a model.\n\n"
+    "A token classifier (NER) is evaluated on any other file of labelled words: CoNLL (a word a\n"
+    "line, its label the last field: `word<TAB>label`, `word label`, CoNLL-2003's four columns;\n"
+    "a blank line between sentences; -DOCSTART- left out) or JSON lines ({\"tokens\": [...],\n"
+    "\"ner_tags\": [...]}, tags by name or id2label index). A word's prediction is its first\n"
+    "token's label, as transformers' run_ner.py labels words; the report gives the words'\n"
+    "accuracy and seqeval's entity-level precision, recall and F1 per type and micro-averaged\n"
+    "(its default chunking: IOB2/IOB1, a chunk ends at O, B- or a new type). --predictions\n"
+    "writes `word<TAB>true<TAB>predicted` lines.",
     options,
     sizeof options / sizeof options[0]};
 
@@ -380,6 +389,40 @@ static int evaluate_text(const eval_options *o) {
     return close_outputs(o, &out, status);
 }
 
+/* Labelled words (CoNLL, JSON lines) through a token classifier (vit/eval/eval_tags.h). */
+static int evaluate_tags(const eval_options *o) {
+    if (o->class_map || cli_zero_shot_given(&o->zs) || o->confusion_png || o->pair)
+        fprintf(stderr, "vit eval: warning: --class-map, --classes, --confusion-png and --pair "
+                        "do not apply to tagged words; ignored\n");
+    outputs out;
+    if (open_outputs(o, &out) != 0) return 1;
+    const tag_eval_options topt = {.batch = o->common.params.max_batch,
+                                   .threads = o->common.params.threads,
+                                   .backend = o->common.params.backend,
+                                   .precision = o->common.params.precision};
+    tag_eval_result res;
+    vit_error err = {{0}};
+    int status = 0;
+    if (tag_eval_file(o->model_dir, o->data_dir, &topt, out.predictions, &res, &err) != 0) {
+        fprintf(stderr, "vit eval: %s\n", err.msg);
+        status = 1;
+    } else {
+        if (out.json != stdout && out.predictions != stdout)
+            tag_eval_print(&res, o->model_dir, o->data_dir, stdout);
+        if (out.json) tag_eval_write_json(&res, o->model_dir, o->data_dir, out.json);
+        tag_eval_result_free(&res);
+    }
+    return close_outputs(o, &out, status);
+}
+
+/* A regular file that is not a .tsv: labelled words. */
+static int is_tag_file(const char *path) {
+    struct stat st;
+    const size_t n = strlen(path);
+    return !(n > 4 && strcasecmp(path + n - 4, ".tsv") == 0) && stat(path, &st) == 0 &&
+           S_ISREG(st.st_mode);
+}
+
 /* DIR may instead be a .tsv file of labeled sentences. */
 static int is_text_file(const char *path) {
     struct stat st;
@@ -489,7 +532,7 @@ int cli_eval(int argc, char **argv) {
     if (o.ocr_option)
         fprintf(stderr,
                 "vit eval: warning: --worst and --num-beams apply to text lines; ignored\n");
-    if (is_text_file(o.data_dir) && dist_get().size > 1) {
+    if ((is_text_file(o.data_dir) || is_tag_file(o.data_dir)) && dist_get().size > 1) {
         if (dist_get().rank == 0)
             fprintf(stderr,
                     "vit eval: %s: a TSV file is evaluated by one process; run it without "
@@ -497,5 +540,6 @@ int cli_eval(int argc, char **argv) {
                     o.data_dir);
         return 2;
     }
+    if (is_tag_file(o.data_dir)) return evaluate_tags(&o);
     return is_text_file(o.data_dir) ? evaluate_text(&o) : evaluate_folder(&o);
 }
