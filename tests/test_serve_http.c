@@ -2414,6 +2414,72 @@ static void test_text_token_classifier(void **state) {
     assert_int_equal(stop_server(&s, SIGTERM), 0);
 }
 
+/* A token classifier's aggregation_strategy on /v1/text, as a query parameter and as a key of the
+ * body: each strategy's entities those of `vit tag -a STRATEGY --json` (test_tag checks those
+ * against the pipeline's rules), field by field with start and end; a bad strategy refused. */
+static void test_text_aggregation(void **state) {
+    (void)state;
+    const char *dir = "tests/data/bert-ner-micro";
+    server s;
+    START_OR_SKIP(&s, "--text-model", dir, "-t", "1", "--quiet");
+    static const char *const texts[] = {"John Smith works at Microsoft in Seattle.",
+                                        "Angela Merkel met Emmanuel Macron in Z\xc3\xbcrich"};
+    static const char *const strategies[] = {"none", "simple", "first", "average", "max"};
+    for (int a = 0; a < 5; a++)
+        for (int in_body = 0; in_body < 2; in_body++) {
+            char body[512], path[128];
+            snprintf(body, sizeof body, "{\"texts\": [\"%s\", \"%s\"]%s%s%s}", texts[0], texts[1],
+                     in_body ? ", \"aggregation_strategy\": \"" : "", in_body ? strategies[a] : "",
+                     in_body ? "\"" : "");
+            snprintf(path, sizeof path, "/v1/text%s%s",
+                     in_body ? "" : "?aggregation_strategy=", in_body ? "" : strategies[a]);
+            response r = request(s.port, "POST", path, NULL, body, strlen(body));
+            if (r.status != 200)
+                fail_msg("%s: status %d: %.*s", path, r.status, (int)r.size, r.body);
+            const char *args[] = {"tag",         "--json", "-m",     dir,      "-a",
+                                  strategies[a], "--",     texts[0], texts[1], NULL};
+            test_run_result cli = test_run_vit(NULL, NULL, args);
+            assert_int_equal(cli.status, 0);
+            const char *line = cli.out;
+            const cJSON *results = cJSON_GetObjectItem(r.json, "results");
+            int seen = 0;
+            for (int i = 0; i < 2; i++) {
+                const char *end = strchr(line, '\n');
+                assert_non_null(end);
+                cJSON *want = cJSON_ParseWithLength(line, (size_t)(end - line));
+                const cJSON *ge = cJSON_GetObjectItem(cJSON_GetArrayItem(results, i), "entities"),
+                            *we = cJSON_GetObjectItem(want, "entities");
+                assert_int_equal(cJSON_GetArraySize(ge), cJSON_GetArraySize(we));
+                for (int k = 0; k < cJSON_GetArraySize(we); k++, seen++) {
+                    const cJSON *g = cJSON_GetArrayItem(ge, k), *w = cJSON_GetArrayItem(we, k);
+                    const char *label = a ? "entity_group" : "entity";
+                    assert_string_equal(cJSON_GetObjectItem(g, label)->valuestring,
+                                        cJSON_GetObjectItem(w, label)->valuestring);
+                    assert_string_equal(cJSON_GetObjectItem(g, "word")->valuestring,
+                                        cJSON_GetObjectItem(w, "word")->valuestring);
+                    assert_int_equal(cJSON_GetObjectItem(g, "start")->valueint,
+                                     cJSON_GetObjectItem(w, "start")->valueint);
+                    assert_int_equal(cJSON_GetObjectItem(g, "end")->valueint,
+                                     cJSON_GetObjectItem(w, "end")->valueint);
+                    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(g, "start")));
+                    assert_true(fabs(cJSON_GetObjectItem(g, "score")->valuedouble -
+                                     cJSON_GetObjectItem(w, "score")->valuedouble) < 1e-6);
+                    assert_true((cJSON_GetObjectItem(g, "index") != NULL) == (a == 0));
+                }
+                cJSON_Delete(want);
+                line = end + 1;
+            }
+            assert_true(seen > 0);
+            test_run_free(&cli);
+            response_free(&r);
+        }
+    const char *body = "{\"texts\": [\"x\"]}";
+    assert_refused(
+        request(s.port, "POST", "/v1/text?aggregation_strategy=mean", NULL, body, strlen(body)),
+        400, "aggregation_strategy \"mean\" is not none, simple, first");
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+}
+
 /* ---- POST /v1/rerank ---- */
 
 #define PAIRS "tests/data/bert-pair-micro" /* a one-label cross-encoder (test_rerank.c) */
@@ -3330,6 +3396,7 @@ int main(void) {
         cmocka_unit_test(test_text_needs_a_sequence_classifier),
         cmocka_unit_test(test_rerank_endpoint),
         cmocka_unit_test(test_text_token_classifier),
+        cmocka_unit_test(test_text_aggregation),
         cmocka_unit_test(test_joint_model_with_text_model),
         cmocka_unit_test(test_queue_full_gives_503),
         cmocka_unit_test(test_two_workers_answer_alike),

@@ -475,6 +475,11 @@ typedef struct {
     int index;
 } vit_entity;
 
+/* Where vit_text_entities_of puts its results (one per thread). */
+typedef struct vit_entities vit_entities;
+VIT_API vit_entities *vit_entities_create(void);
+VIT_API void vit_entities_free(vit_entities *e);
+
 /* Text i of the last vit_text_token_logits (text[0..len) the text it was given, logits its rows:
  * logits + i * max_tokens * labels) as the pipeline's postprocess: softmax per token, the start
  * and end tokens left out, aggregated, then entities labelled O left out unless keep_all (the
@@ -484,6 +489,14 @@ typedef struct {
 VIT_API int vit_text_entities(vit_text_context *ctx, int i, const char *text, size_t len,
                               const float *logits, vit_aggregation aggregation, int keep_all,
                               const vit_entity **entities, vit_error *err);
+/* The same of a text's tokens kept from such a call (its n ids, byte offsets starts and ends, NULL
+ * when vit_text_token_offsets gave none, and logits [n, labels]), into results (valid until its
+ * next use): ctx is only read, so threads may call this at once, each with its own results. */
+VIT_API int vit_text_entities_of(const vit_text_context *ctx, const char *text, size_t len,
+                                 const int32_t *ids, const int32_t *starts, const int32_t *ends,
+                                 int n, const float *logits, vit_aggregation aggregation,
+                                 int keep_all, vit_entities *results, const vit_entity **entities,
+                                 vit_error *err);
 
 /* text[0..len) (UTF-8, invalid bytes as vit_text_forward takes them) -> the token ids a forward
  * pass would read, start and end tokens included, cut to vit_text_max_tokens as vit_text_forward

@@ -55,7 +55,7 @@ int api_joint_of(const model *m, api_joint *out, vit_error *err);
 const model *api_text_model(const vit_text_context *c);
 /* vit_text_entities' working memory and results (vit_tag.c), one per text context, created at
  * its first call into *api_text_tag_state(c). */
-typedef struct api_tag_state api_tag_state;
+typedef struct vit_entities api_tag_state;
 void api_tag_state_free(api_tag_state *s);
 api_tag_state **api_text_tag_state(vit_text_context *c);
 

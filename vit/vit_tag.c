@@ -2,6 +2,7 @@
  * gather_pre_entities, aggregate, aggregate_words, group_entities, the ignore_labels filter) on a
  * token classifier's logits and its tokenizer's offsets. */
 #include <math.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@ typedef struct {
     int index, first, last; /* its tokens */
 } item;
 
-struct api_tag_state {
+struct vit_entities {
     item *items, *groups;
     size_t *pieces, *word_of; /* each token's piece, a group's words: places in the arena */
     size_t items_cap, groups_cap, pieces_cap, word_cap, out_cap, toks_cap;
@@ -32,6 +33,7 @@ struct api_tag_state {
     size_t probs_cap, mean_cap;
     api_tag_token *tokens;
     size_t tokens_cap;
+    char no_offsets[sizeof((vit_error){0}).msg]; /* why the tokens have none, "" when they do */
 };
 
 api_tag_state *api_tag_state_create(void) {
@@ -296,9 +298,18 @@ static int join_tokens(void *user, const char *const *tokens, int n, int first, 
     return text_tokenizer_decode(j->tok, j->ids + first, last - first + 1, false, out, size, err);
 }
 
-int vit_text_entities(vit_text_context *ctx, int i, const char *text, size_t len,
-                      const float *logits, vit_aggregation aggregation, int keep_all,
-                      const vit_entity **entities, vit_error *err) {
+vit_entities *vit_entities_create(void) {
+    return api_tag_state_create();
+}
+
+void vit_entities_free(vit_entities *e) {
+    api_tag_state_free(e);
+}
+
+int vit_text_entities_of(const vit_text_context *ctx, const char *text, size_t len,
+                         const int32_t *ids, const int32_t *starts, const int32_t *ends, int n,
+                         const float *logits, vit_aggregation aggregation, int keep_all,
+                         vit_entities *s, const vit_entity **entities, vit_error *err) {
     if ((unsigned)aggregation > VIT_AGGREGATE_MAX)
         return vit_fail(err, "aggregation %d is not one of none, simple, first, average, max",
                         (int)aggregation);
@@ -306,16 +317,6 @@ int vit_text_entities(vit_text_context *ctx, int i, const char *text, size_t len
     vit_text_model_info(ctx, &info);
     if (!(info.capabilities & VIT_CAN_TAG))
         return vit_fail(err, "%s has no token classifier", info.architecture);
-    if (i < 0 || i >= vit_text_max_batch(ctx))
-        return vit_fail(err, "no text %d in a batch of at most %d", i, vit_text_max_batch(ctx));
-    vit_error why = {0};
-    const int32_t *starts = NULL, *ends = NULL;
-    if (vit_text_token_offsets(ctx, i, &starts, &ends, &why) < 0) starts = ends = NULL;
-    api_tag_state **state = api_text_tag_state(ctx);
-    if (!*state && !(*state = api_tag_state_create())) return vit_fail(err, "out of memory");
-    api_tag_state *s = *state;
-    int n;
-    const int32_t *ids = vit_text_ids(ctx, i, &n);
     const int K = vit_text_num_labels(ctx), body = n > 2 ? n - 2 : 0;
     const text_tokenizer *tok = api_text_tokenizer(ctx);
     bool word_aware = false;
@@ -356,6 +357,23 @@ int vit_text_entities(vit_text_context *ctx, int i, const char *text, size_t len
                               .aggregation = aggregation,
                               .join = join_tokens,
                               .user = &j,
-                              .no_offsets = why.msg[0] ? why.msg : NULL};
+                              .no_offsets = s->no_offsets[0] ? s->no_offsets : NULL};
     return api_tag_aggregate(s, &in, entities, err);
+}
+
+int vit_text_entities(vit_text_context *ctx, int i, const char *text, size_t len,
+                      const float *logits, vit_aggregation aggregation, int keep_all,
+                      const vit_entity **entities, vit_error *err) {
+    if (i < 0 || i >= vit_text_max_batch(ctx))
+        return vit_fail(err, "no text %d in a batch of at most %d", i, vit_text_max_batch(ctx));
+    api_tag_state **state = api_text_tag_state(ctx);
+    if (!*state && !(*state = api_tag_state_create())) return vit_fail(err, "out of memory");
+    vit_error why = {0};
+    const int32_t *starts = NULL, *ends = NULL;
+    if (vit_text_token_offsets(ctx, i, &starts, &ends, &why) < 0) starts = ends = NULL;
+    snprintf((*state)->no_offsets, sizeof(*state)->no_offsets, "%s", why.msg);
+    int n;
+    const int32_t *ids = vit_text_ids(ctx, i, &n);
+    return vit_text_entities_of(ctx, text, len, ids, starts, ends, n, logits, aggregation, keep_all,
+                                *state, entities, err);
 }

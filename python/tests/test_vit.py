@@ -571,6 +571,36 @@ def test_tag_matches_reference():
         assert all(abs(a["score"] - b["score"]) <= 5e-6 for a, b in zip(alone, kept))
 
 
+def test_tag_aggregation_matches_reference():
+    """tag(aggregation=...) on bert-ner-micro: the entities tools/token_classification_reference.py
+    writes (the pipeline's postprocess in float64 on the npm tokenizers library's offsets), for
+    each strategy and ignore list; character offsets; a bad strategy refused."""
+    folder = os.path.join(DATA, "bert-ner-micro")
+    with open(os.path.join(folder, "expected.json"), encoding="utf-8") as f:
+        cases = json.load(f)["cases"]
+    model = vit.TextModel(folder, threads=1)
+    texts = [c["text"] for c in cases]
+    compared = 0
+    for strategy in ("none", "simple", "first", "average", "max"):
+        for all_tokens in (False, True):
+            got = model.tag(texts, aggregation=strategy, all_tokens=all_tokens)
+            key = strategy + (" all" if all_tokens else "")
+            for c, entities in zip(cases, got):
+                want = c["entities"][key]
+                assert len(entities) == len(want), (c["text"], key)
+                for g, w in zip(entities, want):
+                    assert abs(g.pop("score") - w.pop("score")) <= 1e-5
+                    assert g == w, (c["text"], key)
+                    compared += 1
+    assert compared > 500
+    alone = model.tag(texts[1], aggregation="first")  # one text: its list, as in the batch
+    want = cases[1]["entities"]["first"]
+    assert [(e["entity_group"], e["word"], e["start"], e["end"]) for e in alone] == [
+        (e["entity_group"], e["word"], e["start"], e["end"]) for e in want]
+    with pytest.raises(ValueError):
+        model.tag("x", aggregation="mean")
+
+
 def test_pairs_match_reference():
     """A cross-encoder's predict and rank against tools/text_encoders_reference.py's float64
     logits of bert-pair-micro's pairs (BERT with token types): the sigmoid (CrossEncoder's

@@ -716,27 +716,42 @@ class TextModel(_Context):
                     out.append(logits[i, : count.value].copy())
         return out if many else out[0]
 
-    def tag(self, text, *, all_tokens=False):
-        """A token classifier's entities, as the token-classification pipeline gives them with
-        aggregation_strategy "none" (and vit tag): a list of {"entity", "score", "index",
-        "word"} for each token but the start and end tokens, those labelled O left out unless
-        all_tokens; for a list of texts, a list of such lists. No character offsets yet."""
-        many = not isinstance(text, (str, bytes))
-        texts = list(text) if many else [text]
+    def tag(self, text, *, aggregation="none", all_tokens=False):
+        """A token classifier's entities as transformers' token-classification pipeline gives them
+        (and vit tag): aggregation is its aggregation_strategy, "none" (a dict per token:
+        "entity", "score", "index", "word", "start", "end"), "simple", "first", "average" or "max"
+        (a dict per group: "entity_group", "score", "word", "start", "end"); start and end are
+        character offsets into the text (None when the tokenizer gives none; "first", "average"
+        and "max" need them). Entities labelled O are left out unless all_tokens (the pipeline's
+        ignore_labels=[]). For a list of texts, a list of such lists."""
         lib = _lib.lib()
+        code = lib.vit_aggregation_from_name(str(aggregation).encode("utf-8"))
+        if code < 0:
+            raise ValueError(f"aggregation {aggregation!r} is not none, simple, first, average "
+                             "or max")
+        data, many = _encode_texts(text)
         out = []
-        for t, logits in zip(texts, self.token_logits(texts)):
-            ids = self.tokenize(t)
-            shifted = np.exp(logits.astype(np.float64) - logits.max(axis=1, keepdims=True))
-            probs = shifted / shifted.sum(axis=1, keepdims=True)
-            entities = []
-            for i in range(1, len(ids) - 1):
-                best = int(np.argmax(logits[i]))
-                if not all_tokens and self.labels[best] == "O":
-                    continue
-                entities.append({"entity": self.labels[best], "score": float(probs[i, best]),
-                                 "index": i, "word": _text(lib.vit_text_piece(self._c, ids[i]))})
-            out.append(entities)
+        entities = ctypes.POINTER(_lib.Entity)()
+        with self._lock:
+            for start, n, texts, lengths in self._batches(data):
+                logits = np.empty((n, self.max_tokens, self.num_labels), np.float32)
+                _call(lib.vit_text_token_logits, self._c, texts, lengths, n, _addr(logits))
+                for i in range(n):
+                    t = data[start + i]
+                    m = _call(lib.vit_text_entities, self._c, i, t, len(t), _addr(logits, i), code,
+                              int(bool(all_tokens)), ctypes.byref(entities))
+                    found = []
+                    for k in range(m):
+                        e = entities[k]
+                        d = {"entity_group" if code else "entity": _text(e.label),
+                             "score": float(e.score)}
+                        if not code:
+                            d["index"] = e.index
+                        d["word"] = _text(e.word)
+                        d["start"] = e.start if e.start >= 0 else None
+                        d["end"] = e.end if e.start >= 0 else None
+                        found.append(d)
+                    out.append(found)
         return out if many else out[0]
 
     def predict(self, pairs, *, raw=False):

@@ -96,6 +96,19 @@ class Prediction(ctypes.Structure):
     _fields_ = [("index", ctypes.c_int), ("prob", ctypes.c_float), ("label", ctypes.c_char_p)]
 
 
+class Entity(ctypes.Structure):
+    _fields_ = [
+        ("label", ctypes.c_char_p),
+        ("score", ctypes.c_float),
+        ("word", ctypes.c_char_p),
+        ("start", ctypes.c_int),
+        ("end", ctypes.c_int),
+        ("byte_start", ctypes.c_int),
+        ("byte_end", ctypes.c_int),
+        ("index", ctypes.c_int),
+    ]
+
+
 class Explanation(ctypes.Structure):
     _fields_ = [
         ("label", ctypes.c_int),
@@ -189,6 +202,9 @@ _SIGNATURES = {
     "vit_text_forward_pairs": (_i, [_p, ctypes.POINTER(TextPairs), _i, _p, _p, _err]),
     "vit_text_pair_scores": (_i, [_p, ctypes.POINTER(TextPairs), _i, _p, _err]),
     "vit_text_ids": (_p, [_p, _i, ctypes.POINTER(_i)]),
+    "vit_text_entities": (_i, [_p, _i, _s, _sz, _p, _i, _i, ctypes.POINTER(ctypes.POINTER(Entity)),
+                               _err]),
+    "vit_aggregation_from_name": (_i, [_s]),
     "vit_text_piece": (_s, [_p, _i]),
     "vit_text_hidden_size": (_i, [_p]),
     "vit_text_joint_dim": (_i, [_p]),

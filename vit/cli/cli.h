@@ -181,6 +181,10 @@ vit_text_params cli_text_params(const vit_params *p);
 /* "top": [{"index": i, "label": "...", "prob": p}, ...] inside the current JSON object. */
 void cli_json_top(json_writer *w, const vit_prediction *top, int k);
 
+/* One entity as the token-classification pipeline writes it: {"entity" (or "entity_group" when
+ * grouped), "score", "index" (not grouped), "word", "start", "end"} (null without offsets). */
+void cli_json_entity(json_writer *w, const vit_entity *e, int grouped);
+
 /* Threads that decode images beside the forward pass, given the forward's thread request. */
 int cli_decode_threads(int threads);
 

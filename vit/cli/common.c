@@ -178,6 +178,28 @@ vit_text_params cli_text_params(const vit_params *p) {
     return tp;
 }
 
+void cli_json_entity(json_writer *w, const vit_entity *e, int grouped) {
+    json_object(w);
+    json_key(w, grouped ? "entity_group" : "entity");
+    json_string(w, e->label);
+    json_key(w, "score");
+    json_float(w, e->score);
+    if (!grouped) {
+        json_key(w, "index");
+        json_int(w, e->index);
+    }
+    json_key(w, "word");
+    json_string(w, e->word);
+    for (int k = 0; k < 2; k++) {
+        json_key(w, k ? "end" : "start");
+        if (e->start >= 0)
+            json_int(w, k ? e->end : e->start);
+        else
+            json_raw(w, "null", 4);
+    }
+    json_end(w);
+}
+
 void cli_json_top(json_writer *w, const vit_prediction *top, int k) {
     json_key(w, "top");
     json_array(w);

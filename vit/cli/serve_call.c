@@ -27,7 +27,8 @@ void serve_call_free(serve_call *c) {
         serve_input *in = &c->inputs[i];
         if (in->owned) byte_buf_free(&in->bytes);
         if (in->task == SERVE_GENERATE) vit_generation_free(&in->job.gen.result, 1);
-        if (in->task == SERVE_TAG) free(in->job.tag.ids);
+        if (in->task == SERVE_TAG)
+            free(in->job.tag.ids), free(in->job.tag.starts), free(in->job.tag.ends);
     }
     free(c->inputs);
     cJSON_Delete(c->json);

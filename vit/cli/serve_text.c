@@ -1,49 +1,53 @@
 /* POST /v1/text: {"texts": [...]}, each text's top-k of the text model's labels, as `vit text
- * --json` prints them; a token classifier's tokens and their labels, as `vit tag --json`. */
+ * --json` prints them; a token classifier's entities, as `vit tag --json` (the pipeline's
+ * aggregation_strategy a query parameter or a key of the body). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "vit/cli/cli.h"
 #include "vit/cli/serve_call.h"
 
 typedef struct {
     serve_call call; /* first: the call's callbacks find the state */
     serve_top_options top;
+    vit_aggregation aggregation; /* a token classifier's */
+    vit_entities *entities;      /* its results, one text at a time */
 } text_state;
 
 static int write_result(json_writer *w, const serve_call *c, int i) {
     return serve_write_top(w, c, &((const text_state *)c)->top, c->jobs[i].out);
 }
 
-/* "entities": each token but the start and end tokens not labelled O, as the token-classification
- * pipeline's aggregation "none" gives them (vit tag's). */
+/* "entities": the text's, as the token-classification pipeline gives them (vit tag's). */
 static int write_tags(json_writer *w, const serve_call *c, int i) {
-    const vit_text_context *text = c->app->text;
+    text_state *s = (text_state *)c;
     const serve_tag_request *req = &c->inputs[i].job.tag;
-    const int K = vit_text_num_labels(text);
+    const vit_entity *e;
+    vit_error err = {0};
+    const int n =
+        vit_text_entities_of(c->app->text, req->text, req->size, req->ids,
+                             req->offsets ? req->starts : NULL, req->offsets ? req->ends : NULL,
+                             req->tokens, c->jobs[i].out, s->aggregation, 0, s->entities, &e, &err);
     json_key(w, "entities");
     json_array(w);
-    for (int t = 1; t < req->tokens - 1; t++) {
-        const float *l = c->jobs[i].out + (size_t)t * K;
-        int best = 0;
-        for (int k = 1; k < K; k++) best = l[k] > l[best] ? k : best;
-        double sum = 0;
-        for (int k = 0; k < K; k++) sum += exp((double)l[k] - l[best]);
-        const char *label = vit_text_label(text, best);
-        if (strcmp(label, "O") == 0) continue;
-        json_object(w);
-        json_key(w, "entity");
-        json_string(w, label);
-        json_key(w, "score");
-        json_float(w, (float)(1.0 / sum));
-        json_key(w, "index");
-        json_int(w, t);
-        json_key(w, "word");
-        json_string(w, vit_text_piece(text, req->ids[t]));
-        json_end(w);
-    }
+    for (int k = 0; k < n; k++) cli_json_entity(w, &e[k], s->aggregation != VIT_AGGREGATE_NONE);
     json_end(w);
+    if (n < 0) {
+        json_key(w, "error");
+        json_string(w, err.msg);
+    }
     return 0;
+}
+
+/* aggregation_strategy's value, or -1 after refusing it */
+static int aggregation_of(serve_call *c, const char *value) {
+    const int a = vit_aggregation_from_name(value);
+    if (a < 0)
+        serve_call_fail(c, 0,
+                        "aggregation_strategy \"%.40s\" is not none, simple, first, average or max",
+                        value);
+    return a;
 }
 
 /* {"texts": ["...", ...]} and no other key: each text an input (its bytes stay in c->json). */
@@ -57,8 +61,15 @@ static int parse_texts(serve_call *c) {
                       : cJSON_GetArraySize(texts) == 0 ? "\"texts\" is empty"
                                                        : NULL;
     if (why) return serve_call_fail(c, 0, "%s", why);
+    text_state *s = (text_state *)c;
+    const cJSON *agg = cJSON_GetObjectItemCaseSensitive(c->json, "aggregation_strategy");
+    if (agg && c->task != SERVE_TAG)
+        return serve_call_fail(c, 0, "aggregation_strategy is a token classifier's");
+    if (agg && !cJSON_IsString(agg))
+        return serve_call_fail(c, 0, "aggregation_strategy must be a string");
+    if (agg && (int)(s->aggregation = aggregation_of(c, agg->valuestring)) < 0) return -1;
     for (const cJSON *item = c->json->child; item; item = item->next)
-        if (strcmp(item->string, "texts") != 0)
+        if (strcmp(item->string, "texts") != 0 && (c->task != SERVE_TAG || item != agg))
             return serve_call_fail(c, 0,
                                    "unknown key \"%.40s\" (a JSON body of /v1/text has \"texts\"; "
                                    "k, threshold and logits are query parameters)",
@@ -69,8 +80,10 @@ static int parse_texts(serve_call *c) {
         if (serve_call_add_input(c, NULL) != 0) return -1;
         serve_input *in = &c->inputs[c->num_inputs - 1];
         in->bytes = (byte_buf){t->valuestring, strlen(t->valuestring), 0}; /* c->json's */
+        const size_t room = sizeof(int32_t) * (size_t)vit_text_max_tokens(c->app->text);
         if (c->task == SERVE_TAG &&
-            !(in->job.tag.ids = malloc(sizeof(int32_t) * vit_text_max_tokens(c->app->text))))
+            (!(in->job.tag.ids = malloc(room)) || !(in->job.tag.starts = malloc(room)) ||
+             !(in->job.tag.ends = malloc(room))))
             return -1;
     }
     return 0;
@@ -100,14 +113,23 @@ int serve_text_begin(http_request *req, http_answer *now) {
     static const serve_call_ops ops = {.write_result = write_result},
                                 tag_ops = {.write_result = write_tags};
     serve_call_init(&s->call, req, tags ? SERVE_TAG : SERVE_TEXT, tags ? &tag_ops : &ops);
-    if (tags && req->num_query > 0) { /* k, threshold and logits are a sequence classifier's */
+    if (tags && !(s->entities = vit_entities_create())) return *now = (http_answer){0}, 1;
+    for (int q = 0; tags && q < req->num_query; q++) {
+        if (strcmp(req->query[q].key, "aggregation_strategy") == 0) {
+            const int a = aggregation_of(&s->call, req->query[q].value);
+            if (a < 0) return serve_call_refuse(&s->call, now, SERVE_ERR_BAD_REQUEST), 1;
+            s->aggregation = (vit_aggregation)a;
+            continue;
+        }
+        /* k, threshold and logits are a sequence classifier's */
         serve_call_fail(&s->call, 0,
                         "query parameter '%.40s': %s classifies every token, and /v1/text takes "
-                        "no parameter for it (k, threshold and logits are a sequence "
+                        "aggregation_strategy for it (k, threshold and logits are a sequence "
                         "classifier's)",
-                        req->query[0].key, info.architecture);
+                        req->query[q].key, info.architecture);
         return serve_call_refuse(&s->call, now, SERVE_ERR_BAD_REQUEST), 1;
     }
+    if (tags) return 0;
     s->top.k = 5;
     for (int q = 0; q < req->num_query; q++) {
         const int rc = serve_top_param(&s->call, &s->top, req->query[q].key, req->query[q].value);
@@ -126,5 +148,6 @@ int serve_text_handle(http_request *req, http_answer *now) {
 void serve_text_free(http_request *req) {
     text_state *s = req->state;
     serve_call_free(&s->call);
+    vit_entities_free(s->entities);
     free(s);
 }

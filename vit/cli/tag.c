@@ -144,28 +144,7 @@ static int print_tags(const options_t *o, vit_text_context *ctx, int at, int i,
                        (double)e[k].score, span);
             continue;
         }
-        json_object(&w);
-        json_key(&w, grouped ? "entity_group" : "entity");
-        json_string(&w, e[k].label);
-        json_key(&w, "score");
-        json_float(&w, e[k].score);
-        if (!grouped) {
-            json_key(&w, "index");
-            json_int(&w, e[k].index);
-        }
-        json_key(&w, "word");
-        json_string(&w, e[k].word);
-        json_key(&w, "start");
-        if (e[k].start >= 0)
-            json_int(&w, e[k].start);
-        else
-            json_raw(&w, "null", 4);
-        json_key(&w, "end");
-        if (e[k].start >= 0)
-            json_int(&w, e[k].end);
-        else
-            json_raw(&w, "null", 4);
-        json_end(&w);
+        cli_json_entity(&w, &e[k], grouped);
     }
     if (o->json) {
         json_end(&w);

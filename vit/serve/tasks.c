@@ -273,8 +273,14 @@ static int forward_tags(task_worker *w, serve_job *const *jobs, int n, vit_error
     if (vit_text_token_logits(w->text, w->texts, w->lengths, n, w->outputs, err) != 0) return -1;
     for (int i = 0; i < n; i++) {
         serve_tag_request *req = (serve_tag_request *)jobs[i]->data; /* the submitter's */
-        const int32_t *ids = vit_text_ids(w->text, i, &req->tokens);
+        const int32_t *ids = vit_text_ids(w->text, i, &req->tokens), *starts, *ends;
         memcpy(req->ids, ids, sizeof *ids * (size_t)req->tokens);
+        vit_error none;
+        req->offsets = vit_text_token_offsets(w->text, i, &starts, &ends, &none) >= 0;
+        if (req->offsets) {
+            memcpy(req->starts, starts, sizeof *starts * (size_t)req->tokens);
+            memcpy(req->ends, ends, sizeof *ends * (size_t)req->tokens);
+        }
     }
     return 0;
 }

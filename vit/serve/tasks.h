@@ -75,13 +75,15 @@ typedef struct {
     int no_truncate; /* as serve_text_request's */
 } serve_pair_request;
 
-/* A text to tag (SERVE_TAG). The submitter owns it and its ids (room for vit_text_max_tokens); a
- * job done with SERVE_OK has the text's ids and their count filled in. */
+/* A text to tag (SERVE_TAG). The submitter owns it and its ids, starts and ends (room for
+ * vit_text_max_tokens each); a job done with SERVE_OK has the text's ids and their count filled
+ * in, and their byte offsets with offsets 1 where the tokenizer gives them
+ * (vit_text_token_offsets). */
 typedef struct {
     const char *text; /* UTF-8 */
     size_t size;
-    int32_t *ids;
-    int tokens;
+    int32_t *ids, *starts, *ends;
+    int tokens, offsets;
 } serve_tag_request;
 
 /* An image's text asked of a forward thread. The submitter owns it; jobs whose options are equal
