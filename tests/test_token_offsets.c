@@ -27,13 +27,15 @@ static text_tokenizer *load(const char *dir) {
     return t;
 }
 
-/* The code points before byte, SIZE_MAX when byte is not where one begins (or the end). */
+/* A byte offset as the bindings convert the library's own (bytes) to characters
+ * (BytesToCharOffsetConverter): the character the byte is in, the end of the text past the
+ * last; SIZE_MAX outside the text. A byte inside a character is legitimate: trim_offsets takes
+ * a prepended space's one byte off a first token's multi-byte character. */
 static size_t chars_before(const char *s, size_t n, int32_t byte) {
-    if (byte < 0 || (size_t)byte > n || ((size_t)byte < n && ((uint8_t)s[byte] & 0xC0) == 0x80))
-        return SIZE_MAX;
+    if (byte < 0 || (size_t)byte > n) return SIZE_MAX;
     size_t k = 0;
-    for (int32_t i = 0; i < byte; i++) k += ((uint8_t)s[i] & 0xC0) != 0x80;
-    return k;
+    for (int32_t i = 0; i <= byte && (size_t)i < n; i++) k += ((uint8_t)s[i] & 0xC0) != 0x80;
+    return (size_t)byte == n ? k : k - 1;
 }
 
 static char *case_text(const cJSON *c, size_t *n) {
@@ -131,6 +133,15 @@ static void test_vocab_txt_offsets(void **state) {
     check_fixture("vocab-cased");
 }
 
+/* ByteLevel with add_prefix_space (the space it puts in front aligned with the first character)
+ * with and without trim_offsets (which keeps that one space of the first token), against
+ * tools/byte_level_offsets_reference.mjs's. */
+static void test_prefix_space_offsets(void **state) {
+    (void)state;
+    check_fixture("roberta-prefix");
+    check_fixture("roberta-prefix-untrimmed");
+}
+
 static void expect_refusal(const char *dir, const char *text, size_t n, const char *says) {
     text_tokenizer *t = load(dir);
     int32_t ids[64], starts[64], ends[64];
@@ -155,9 +166,8 @@ static void test_refusals(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bert_offsets),
-        cmocka_unit_test(test_roberta_offsets),
-        cmocka_unit_test(test_vocab_txt_offsets),
+        cmocka_unit_test(test_bert_offsets),      cmocka_unit_test(test_roberta_offsets),
+        cmocka_unit_test(test_vocab_txt_offsets), cmocka_unit_test(test_prefix_space_offsets),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

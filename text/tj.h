@@ -138,8 +138,8 @@ int tj_pretokenizer_read(const cJSON *obj, tj_pretokenizer **out, const char *sr
 void tj_pretokenizer_free(tj_pretokenizer *p);
 /* Whether it is BertPreTokenizer (pieces are the text's, white space between them left out). */
 bool tj_pretokenizer_is_bert(const tj_pretokenizer *p);
-/* Whether it is ByteLevel without add_prefix_space (pieces are the text's bytes, in order). */
-bool tj_pretokenizer_is_plain_byte_level(const tj_pretokenizer *p);
+/* Whether it is ByteLevel (its pieces the text's bytes in order, after add_prefix_space's). */
+bool tj_pretokenizer_is_byte_level(const tj_pretokenizer *p);
 /* in's pieces split (and transformed) into out (emptied first); tmp is working space. */
 void tj_pretokenize(const tj_pretokenizer *p, const tj_pieces *in, tj_pieces *out, tj_pieces *tmp);
 

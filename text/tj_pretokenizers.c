@@ -546,6 +546,6 @@ bool tj_pretokenizer_is_bert(const tj_pretokenizer *p) {
     return p && p->kind == P_BERT;
 }
 
-bool tj_pretokenizer_is_plain_byte_level(const tj_pretokenizer *p) {
-    return p && p->kind == P_BYTE_LEVEL && !p->add_prefix_space;
+bool tj_pretokenizer_is_byte_level(const tj_pretokenizer *p) {
+    return p && p->kind == P_BYTE_LEVEL;
 }

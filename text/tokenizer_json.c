@@ -771,7 +771,11 @@ static size_t spaces_at(const char *tok, bool last) {
 static void byte_token(const tokenizer_json *t, const char *tok, size_t start, size_t end,
                        spans *out, int32_t id) {
     if (t->post.trim_offsets) {
-        const size_t lead = spaces_at(tok, false), trail = spaces_at(tok, true);
+        size_t lead = spaces_at(tok, false);
+        const size_t trail = spaces_at(tok, true);
+        /* the library keeps the one space add_prefix_space may have put before the first token
+         * (the first of the text, or one starting at its beginning) */
+        if (lead == 1 && t->post.prefix_space_kept && (out->ids.n == 0 || start == 0)) lead = 0;
         start = start + lead < end ? start + lead : end;
         if (end >= trail) end = end - trail > start ? end - trail : start;
     }
@@ -808,7 +812,9 @@ static int byte_piece_offsets(const tokenizer_json *t, const tj_pieces *pc, tj_s
     return rc;
 }
 
-/* norm[s..e) through ByteLevel (no prefix space): its pieces are its bytes in order. */
+/* norm[s..e) through ByteLevel: its pieces are its bytes in order, after the space
+ * add_prefix_space puts in front of a stretch not starting with one (standing for the stretch's
+ * first character, as the library aligns what it prepends). */
 static int byte_stretch_offsets(const tokenizer_json *t, work *w, const int32_t *norm, size_t s,
                                 size_t e, bool first, align a, spans *out, vit_error *err) {
     tj_pieces_reset(&w->in);
@@ -821,6 +827,15 @@ static int byte_stretch_offsets(const tokenizer_json *t, work *w, const int32_t 
         for (size_t i = 0; i < nb; i++) tj_ids_add(&owner, (int32_t)k);
     }
     int rc = w->pieces.failed || owner.failed ? vit_fail(err, "%s: out of memory", t->name) : 0;
+    size_t total = 0;
+    for (size_t i = 0; i < w->pieces.count; i++)
+        total += w->pieces.span[i].end - w->pieces.span[i].start;
+    if (rc == 0 && total == owner.n + 1 && s < e) { /* the prefix space */
+        tj_ids_add(&owner, 0);
+        memmove(owner.id + 1, owner.id, (owner.n - 1) * sizeof *owner.id);
+        owner.id[0] = (int32_t)s;
+        if (owner.failed) rc = vit_fail(err, "%s: out of memory", t->name);
+    }
     size_t at = 0;
     for (size_t i = 0; rc == 0 && i < w->pieces.count; i++) {
         const tj_span p = w->pieces.span[i];
@@ -878,8 +893,7 @@ static bool offsets_followed(const tokenizer_json *t) {
     const char *model = tj_model_name(t->model);
     if (!tj_normalizer_per_char(t->normalizer)) return false;
     if (tj_pretokenizer_is_bert(t->pre)) return strcmp(model, "WordPiece") == 0;
-    return tj_pretokenizer_is_plain_byte_level(t->pre) && strcmp(model, "BPE") == 0 &&
-           !(t->post.trim_offsets && t->post.prefix_space_kept);
+    return tj_pretokenizer_is_byte_level(t->pre) && strcmp(model, "BPE") == 0;
 }
 
 /* text (valid UTF-8) as code points in *cps, where each begins in byte (room for len + 1). */
@@ -903,8 +917,8 @@ static int body_offsets(const tokenizer_json *t, const char *text, size_t len, s
     if (!offsets_followed(t))
         return vit_fail(err,
                         "%s: offsets are computed for BERT's tokenizer.json (BertNormalizer, "
-                        "BertPreTokenizer, WordPiece) and RoBERTa's (ByteLevel without "
-                        "add_prefix_space, BPE) only, not for this one",
+                        "BertPreTokenizer, WordPiece) and RoBERTa's (ByteLevel, BPE) only, not "
+                        "for this one",
                         t->name);
     if (len >= INT32_MAX) return vit_fail(err, "%s: a text too long for offsets", t->name);
     tj_text cps = {0};

@@ -247,9 +247,11 @@ int api_tag_aggregate(api_tag_state *s, const api_tag_input *in, const vit_entit
         if (group_entities(s, in, m, &count, err) != 0) return -1;
         result = s->groups;
     }
-    for (size_t b = 0, k = 0; b <= in->len; b++) { /* code points before each byte */
-        s->cps[b] = (int32_t)k;
+    /* characters as the bindings convert the library's byte offsets: the one a byte is in (a
+     * trimmed prepended space can leave an offset inside a character), the end past the last */
+    for (size_t b = 0, k = 0; b <= in->len; b++) {
         if (b < in->len) k += ((unsigned char)in->text[b] & 0xC0) != 0x80;
+        s->cps[b] = (int32_t)(b < in->len ? k - 1 : k);
     }
     int kept = 0;
     for (int i = 0; i < count; i++) {
