@@ -142,6 +142,15 @@ static void test_prefix_space_offsets(void **state) {
     check_fixture("roberta-prefix-untrimmed");
 }
 
+/* RobertaTokenizer's vocab.json and merges.txt, through the tokenizer.json RobertaConverter makes
+ * of them (RobertaTokenizerFast's), with and without add_prefix_space: against
+ * tools/vocab_json_offsets_reference.mjs's, which builds that file in the library itself. */
+static void test_vocab_json_offsets(void **state) {
+    (void)state;
+    check_fixture("vocab-json-roberta");
+    check_fixture("vocab-json-roberta-prefix");
+}
+
 static void expect_refusal(const char *dir, const char *text, size_t n, const char *says) {
     text_tokenizer *t = load(dir);
     int32_t ids[64], starts[64], ends[64];
@@ -166,9 +175,9 @@ static void test_refusals(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bert_offsets),      cmocka_unit_test(test_roberta_offsets),
-        cmocka_unit_test(test_vocab_txt_offsets), cmocka_unit_test(test_prefix_space_offsets),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_bert_offsets),       cmocka_unit_test(test_roberta_offsets),
+        cmocka_unit_test(test_vocab_txt_offsets),  cmocka_unit_test(test_prefix_space_offsets),
+        cmocka_unit_test(test_vocab_json_offsets), cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -583,3 +583,27 @@ int bpe_token_bytes(const bpe *b, const char *token, uint8_t *out) {
     }
     return count;
 }
+
+static int by_rank(const void *a, const void *b) {
+    const int32_t x = ((const int32_t *)a)[0], y = ((const int32_t *)b)[0];
+    return (x > y) - (x < y);
+}
+
+int bpe_merges(const bpe *b, int32_t **pairs) {
+    size_t n = 0;
+    for (size_t i = 0; i <= b->pair_mask; i++) n += b->pairs[i] != 0;
+    int32_t *v = malloc(sizeof *v * 3 * (n ? n : 1));
+    if (!v) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i <= b->pair_mask; i++) {
+        if (!b->pairs[i]) continue;
+        const uint64_t key = b->pairs[i] - 1;
+        v[3 * k] = b->rank[i], v[3 * k + 1] = (int32_t)(key >> 32);
+        v[3 * k + 2] = (int32_t)(uint32_t)key;
+        k++;
+    }
+    qsort(v, n, 3 * sizeof *v, by_rank);
+    for (size_t i = 0; i < n; i++) v[2 * i] = v[3 * i + 1], v[2 * i + 1] = v[3 * i + 2];
+    *pairs = v;
+    return (int)n;
+}

@@ -49,6 +49,11 @@ void bpe_free(bpe *b);
 int bpe_encode(const bpe *b, const char *text, size_t len, int max_len, int32_t *ids,
                vit_error *err);
 
+/* merges.txt's merges in rank order, each (left id, right id) into *pairs (malloc'd, 2 per
+ * merge): what transformers' converters hand the fast BPE model. Returns their number, or -1
+ * when out of memory. */
+int bpe_merges(const bpe *b, int32_t **pairs);
+
 /* ---- the parts the tokenizers share ---- */
 
 /* Working memory of bpe_merge_piece for pieces of up to max_bytes bytes (one per thread). */

@@ -367,6 +367,76 @@ static int byte_level_ops_decode(const void *impl, const int32_t *ids, int n,
     return byte_level_decode(impl, ids, n, skip_special_tokens, out, size, err);
 }
 
+/* The tokenizer.json transformers' RobertaConverter writes of RobertaTokenizer's files (what
+ * RobertaTokenizerFast runs, so what its offsets come from): BPE over vocab.json and merges.txt
+ * (no prefix or suffix), ByteLevel with the config's add_prefix_space, RobertaProcessing with
+ * cls and sep, add_prefix_space and trim_offsets, the ByteLevel decoder, the special tokens as
+ * added tokens with their lstrip and rstrip (<mask>'s lstrip). GPT-2's and CLIP's are not
+ * converted: no token classifier uses them. */
+static int byte_level_fast_json(const void *impl, char **json, vit_error *err) {
+    const byte_level *t = impl;
+    const int cls = added_tokens_named_id(&t->added, TOKEN_CLS),
+              sep = added_tokens_named_id(&t->added, TOKEN_SEP);
+    if (t->cls != CLASS_ROBERTA || cls < 0 || sep < 0)
+        return vit_fail(err, "offsets are computed for RobertaTokenizer's vocab.json, not for %s's",
+                        class_names[t->cls < CLASS_UNKNOWN ? t->cls : CLASS_GPT2]);
+    int32_t *pairs = NULL;
+    const int merges = bpe_merges(t->model, &pairs);
+    if (merges < 0) return vit_fail(err, "out of memory");
+    cJSON *root = cJSON_CreateObject(), *added = cJSON_AddArrayToObject(root, "added_tokens");
+    for (int i = 0; i < t->added.count; i++) {
+        const added_token *a = &t->added.tok[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "id", a->id);
+        cJSON_AddStringToObject(o, "content", a->content);
+        cJSON_AddBoolToObject(o, "single_word", false);
+        cJSON_AddBoolToObject(o, "lstrip", a->lstrip);
+        cJSON_AddBoolToObject(o, "rstrip", a->rstrip);
+        cJSON_AddBoolToObject(o, "normalized", false);
+        cJSON_AddBoolToObject(o, "special", true);
+        cJSON_AddItemToArray(added, o);
+    }
+    for (int k = 0; k < 2; k++) {
+        cJSON *o = cJSON_AddObjectToObject(root, k ? "decoder" : "pre_tokenizer");
+        cJSON_AddStringToObject(o, "type", "ByteLevel");
+        cJSON_AddBoolToObject(o, "add_prefix_space", t->add_prefix_space);
+        cJSON_AddBoolToObject(o, "trim_offsets", true);
+        cJSON_AddBoolToObject(o, "use_regex", true);
+    }
+    cJSON *post = cJSON_AddObjectToObject(root, "post_processor");
+    cJSON_AddStringToObject(post, "type", "RobertaProcessing");
+    const int ends[2] = {sep, cls};
+    for (int k = 0; k < 2; k++) {
+        cJSON *pair = cJSON_AddArrayToObject(post, k ? "cls" : "sep");
+        const added_token *a = &t->added.tok[added_tokens_find_id(&t->added, ends[k])];
+        cJSON_AddItemToArray(pair, cJSON_CreateString(a->content));
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(ends[k]));
+    }
+    cJSON_AddBoolToObject(post, "trim_offsets", true);
+    cJSON_AddBoolToObject(post, "add_prefix_space", t->add_prefix_space);
+    cJSON *model = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddStringToObject(model, "type", "BPE");
+    cJSON_AddStringToObject(model, "continuing_subword_prefix", "");
+    cJSON_AddStringToObject(model, "end_of_word_suffix", "");
+    cJSON_AddBoolToObject(model, "fuse_unk", false);
+    cJSON *vocab = cJSON_AddObjectToObject(model, "vocab"),
+          *list = cJSON_AddArrayToObject(model, "merges");
+    for (int id = 0; vocab && id < bpe_vocab_size(t->model); id++) {
+        const char *piece = bpe_piece(t->model, id);
+        if (piece) cJSON_AddItemToObject(vocab, piece, cJSON_CreateNumber(id));
+    }
+    for (int i = 0; list && i < merges; i++) {
+        cJSON *pair = cJSON_CreateArray();
+        cJSON_AddItemToArray(pair, cJSON_CreateString(bpe_piece(t->model, pairs[2 * i])));
+        cJSON_AddItemToArray(pair, cJSON_CreateString(bpe_piece(t->model, pairs[2 * i + 1])));
+        cJSON_AddItemToArray(list, pair);
+    }
+    free(pairs);
+    *json = vocab && list ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    return *json ? 0 : vit_fail(err, "out of memory");
+}
+
 static int byte_level_ops_load(const char *dir, void **impl, text_tokenizer_info *info,
                                vit_error *err) {
     byte_level *t;
@@ -384,4 +454,5 @@ const text_tokenizer_ops byte_level_ops = {.load = byte_level_ops_load,
                                            .free = byte_level_ops_free,
                                            .piece = byte_level_ops_piece,
                                            .encode = byte_level_ops_encode,
-                                           .decode = byte_level_ops_decode};
+                                           .decode = byte_level_ops_decode,
+                                           .fast_json = byte_level_fast_json};
