@@ -151,6 +151,13 @@ static void test_vocab_json_offsets(void **state) {
     check_fixture("vocab-json-roberta-prefix");
 }
 
+/* XLM-R's tokenizer.json (Replace, Precompiled and Replace normalizers followed character by
+ * character, Metaspace prepending, Unigram): against tools/unigram_offsets_reference.mjs's. */
+static void test_unigram_offsets(void **state) {
+    (void)state;
+    check_fixture("xlmr-unigram");
+}
+
 static void expect_refusal(const char *dir, const char *text, size_t n, const char *says) {
     text_tokenizer *t = load(dir);
     int32_t ids[64], starts[64], ends[64];
@@ -163,7 +170,7 @@ static void expect_refusal(const char *dir, const char *text, size_t n, const ch
 
 static void test_refusals(void **state) {
     (void)state;
-    expect_refusal(FIXTURES "/xlmr-unigram", "hello", 5,
+    expect_refusal(FIXTURES "/unigram-first", "hello", 5,
                    "offsets are computed for BERT's tokenizer.json (BertNormalizer");
     expect_refusal(FIXTURES "/bert-wordpiece",
                    "a\xff"
@@ -177,7 +184,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bert_offsets),       cmocka_unit_test(test_roberta_offsets),
         cmocka_unit_test(test_vocab_txt_offsets),  cmocka_unit_test(test_prefix_space_offsets),
-        cmocka_unit_test(test_vocab_json_offsets), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_vocab_json_offsets), cmocka_unit_test(test_unigram_offsets),
+        cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

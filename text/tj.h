@@ -140,6 +140,9 @@ void tj_pretokenizer_free(tj_pretokenizer *p);
 bool tj_pretokenizer_is_bert(const tj_pretokenizer *p);
 /* Whether it is ByteLevel (its pieces the text's bytes in order, after add_prefix_space's). */
 bool tj_pretokenizer_is_byte_level(const tj_pretokenizer *p);
+/* Whether it is Metaspace (its pieces the text's characters in order, spaces its replacement,
+ * after the one it may prepend). */
+bool tj_pretokenizer_is_metaspace(const tj_pretokenizer *p);
 /* in's pieces split (and transformed) into out (emptied first); tmp is working space. */
 void tj_pretokenize(const tj_pretokenizer *p, const tj_pieces *in, tj_pieces *out, tj_pieces *tmp);
 
@@ -170,10 +173,23 @@ typedef struct {
 void tj_ids_add(tj_ids *v, int32_t id);
 void tj_ids_free(tj_ids *v);
 
+/* tj_normalize with each normalized character's origin: in[i] stands for original character
+ * origin[i], and out's k-th character for out_origin->id[k], as the library's alignments have
+ * it (a character's own output its own; a Replace match's content the match's last character; a
+ * Precompiled grapheme's and Prepend's text the first). False for a normalizer that composes
+ * across characters (NFC, NFD, NFKC, NFKD) or makes bytes (ByteLevel): tj_normalizer_alignable. */
+bool tj_normalize_aligned(const tj_normalizer *nz, const int32_t *in, const int32_t *origin,
+                          size_t n, tj_text *out, tj_ids *out_origin);
+bool tj_normalizer_alignable(const tj_normalizer *n);
+
 /* The ids of one pre-tokenized piece's UTF-8 s[0..n), appended to out; -1 with err when the
  * model cannot tokenize it (Unigram without an unk token where one is needed, out of memory). */
 int tj_model_tokenize(const tj_model *m, const char *s, size_t n, tj_ids *out, const char *src,
                       vit_error *err);
+/* A Unigram model's: the same with where each token ends in s (bytes) into ends, which an unk
+ * token's string does not tell. */
+int tj_model_tokenize_unigram(const tj_model *m, const char *s, size_t n, tj_ids *out, tj_ids *ends,
+                              const char *src, vit_error *err);
 
 /* ---- post-processors: a template of special tokens around the sequence ---- */
 typedef struct {

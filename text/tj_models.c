@@ -459,10 +459,11 @@ static int unigram_path(const tj_model *m, const char *s, size_t n, node *best, 
 
 /* One piece of the path s[a..b) as ids: its own, its bytes (byte_fallback), or unk. */
 static int unigram_piece(const tj_model *m, const char *s, size_t a, size_t b, tj_ids *out,
-                         const char *src, vit_error *err) {
+                         tj_ids *ends, const char *src, vit_error *err) {
     const int32_t id = tj_map_get(&m->vocab, s + a, b - a);
     if (id >= 0) {
         tj_ids_add(out, id);
+        if (ends) tj_ids_add(ends, (int32_t)b);
         return 0;
     }
     if (m->byte_fallback) {
@@ -474,17 +475,20 @@ static int unigram_piece(const tj_model *m, const char *s, size_t a, size_t b, t
             const int32_t byte = tj_map_get(&m->vocab, code, 6);
             if (byte < 0) break;
             tj_ids_add(out, byte);
+            if (ends) tj_ids_add(ends, (int32_t)k + 1);
         }
         if (k == b) return 0;
+        if (ends) ends->n -= out->n - mark;
         out->n = mark;
     }
     if (m->unk_id < 0) return vit_fail(err, "%s: Unigram needs an unk_id, absent", src);
     tj_ids_add(out, m->unk_id);
+    if (ends) tj_ids_add(ends, (int32_t)b);
     return 0;
 }
 
-static int unigram(const tj_model *m, const char *s, size_t n, tj_ids *out, const char *src,
-                   vit_error *err) {
+static int unigram(const tj_model *m, const char *s, size_t n, tj_ids *out, tj_ids *ends,
+                   const char *src, vit_error *err) {
     node *best = malloc((n + 1) * sizeof *best);
     size_t *cut = malloc((n + 1) * sizeof *cut);
     int rc = best && cut ? unigram_path(m, s, n, best, src, err)
@@ -501,7 +505,7 @@ static int unigram(const tj_model *m, const char *s, size_t n, tj_ids *out, cons
     if (rc == 0) {
         size_t start = 0;
         for (size_t i = nc; rc == 0 && i-- > 0;) {
-            rc = unigram_piece(m, s, start, cut[i], out, src, err);
+            rc = unigram_piece(m, s, start, cut[i], out, ends, src, err);
             start = cut[i];
         }
     }
@@ -514,8 +518,17 @@ int tj_model_tokenize(const tj_model *m, const char *s, size_t n, tj_ids *out, c
     if (n == 0) return 0;
     const int rc = m->kind == M_WORDPIECE ? wordpiece(m, s, n, out, src, err)
                    : m->kind == M_BPE     ? bpe(m, s, n, out, src, err)
-                                          : unigram(m, s, n, out, src, err);
+                                          : unigram(m, s, n, out, NULL, src, err);
     if (rc == 0 && out->failed) return vit_fail(err, "%s: out of memory", src);
+    return rc;
+}
+
+int tj_model_tokenize_unigram(const tj_model *m, const char *s, size_t n, tj_ids *out, tj_ids *ends,
+                              const char *src, vit_error *err) {
+    if (m->kind != M_UNIGRAM) return vit_fail(err, "%s: the model is not Unigram", src);
+    if (n == 0) return 0;
+    const int rc = unigram(m, s, n, out, ends, src, err);
+    if (rc == 0 && (out->failed || ends->failed)) return vit_fail(err, "%s: out of memory", src);
     return rc;
 }
 

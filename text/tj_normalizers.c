@@ -421,3 +421,147 @@ void tj_normalize(const tj_normalizer *nz, const int32_t *in, size_t n, tj_text 
 bool tj_normalizer_per_char(const tj_normalizer *n) {
     return !n || n->kind == N_BERT;
 }
+
+/* ---- with each normalized character's origin ---- */
+
+/* out gets c[0..n) of origin o */
+static void add_aligned(tj_text *out, tj_ids *origin, const int32_t *c, size_t n, int32_t o) {
+    tj_text_add(out, c, n);
+    for (size_t i = 0; i < n; i++) tj_ids_add(origin, o);
+}
+
+static bool aligned(const tj_normalizer *nz, const int32_t *in, const int32_t *org, size_t n,
+                    tj_text *out, tj_ids *origin);
+
+/* A kind that maps each character on its own: its output stands for that character. */
+static void per_char(const tj_normalizer *nz, const int32_t *in, const int32_t *org, size_t n,
+                     tj_text *out, tj_ids *origin) {
+    tj_text one = {0};
+    for (size_t i = 0; i < n; i++) {
+        one.n = 0;
+        apply(nz, in + i, 1, &one);
+        add_aligned(out, origin, tj_cps(&one), one.n, org[i]);
+    }
+    if (one.failed) out->failed = true;
+    tj_text_free(&one);
+}
+
+/* Replace: a match's content stands for the match's last character (the library removes the
+ * matched characters, then inserts the content after the last one). */
+static void replace_aligned(const tj_normalizer *nz, const int32_t *in, const int32_t *org,
+                            size_t n, tj_text *out, tj_ids *origin) {
+    size_t at = 0, ms, me;
+    while (tj_pattern_find(&nz->pattern, in, n, at, &ms, &me)) {
+        for (size_t i = at; i < ms; i++) add_aligned(out, origin, in + i, 1, org[i]);
+        if (me > ms) add_aligned(out, origin, nz->content.c, nz->content.n, org[me - 1]);
+        at = me;
+    }
+    for (size_t i = at; i < n; i++) add_aligned(out, origin, in + i, 1, org[i]);
+}
+
+/* Precompiled as precompiled() runs: a grapheme looked up whole stands for its first
+ * character, else each character for itself. */
+static void precompiled_aligned(const tj_normalizer *nz, const int32_t *in, const int32_t *org,
+                                size_t n, tj_text *out, tj_ids *origin) {
+    tj_text tmp = {0};
+    for (size_t start = 0; start < n;) {
+        size_t end = start + 1;
+        utf8proc_int32_t state = 0;
+        while (end < n && !utf8proc_grapheme_break_stateful(in[end - 1], in[end], &state)) end++;
+        uint8_t bytes[4 * 8] = {0};
+        size_t len = 0, nlen;
+        for (size_t i = start; end - start <= 8 && i < end; i++)
+            len += utf8_encode(in[i], bytes + len);
+        const char *norm =
+            end - start <= 8 && len < 6 ? charsmap_first(nz, bytes, len, &nlen) : NULL;
+        if (norm) {
+            tmp.n = 0;
+            tj_text_add_utf8(&tmp, norm, nlen);
+            add_aligned(out, origin, tj_cps(&tmp), tmp.n, org[start]);
+        } else {
+            for (size_t i = start; i < end; i++) {
+                tmp.n = 0;
+                precompiled_chunk(nz, in + i, 1, &tmp);
+                add_aligned(out, origin, tj_cps(&tmp), tmp.n, org[i]);
+            }
+        }
+        start = end;
+    }
+    if (tmp.failed) out->failed = true;
+    tj_text_free(&tmp);
+}
+
+static bool sequence_aligned(const tj_normalizer *nz, const int32_t *in, const int32_t *org,
+                             size_t n, tj_text *out, tj_ids *origin) {
+    tj_text a = {0}, b = {0};
+    tj_ids oa = {0}, ob = {0};
+    tj_text_add(&a, in, n);
+    for (size_t i = 0; i < n; i++) tj_ids_add(&oa, org[i]);
+    bool ok = true;
+    for (size_t i = 0; ok && i < nz->nseq; i++) {
+        b.n = 0, ob.n = 0;
+        ok = aligned(nz->seq[i], tj_cps(&a), oa.id, a.n, &b, &ob);
+        const tj_text t = a;
+        a = b, b = t;
+        const tj_ids u = oa;
+        oa = ob, ob = u;
+    }
+    if (ok) tj_text_add(out, a.c, a.n);
+    for (size_t i = 0; ok && i < a.n; i++) tj_ids_add(origin, oa.id[i]);
+    if (a.failed || b.failed || oa.failed || ob.failed) out->failed = true;
+    tj_text_free(&a), tj_text_free(&b), tj_ids_free(&oa), tj_ids_free(&ob);
+    return ok;
+}
+
+static bool aligned(const tj_normalizer *nz, const int32_t *in, const int32_t *org, size_t n,
+                    tj_text *out, tj_ids *origin) {
+    size_t s = 0, e = n;
+    switch (nz->kind) {
+    case N_BERT:
+    case N_LOWERCASE:
+    case N_STRIP_ACCENTS:
+    case N_NMT:
+        per_char(nz, in, org, n, out, origin);
+        return true;
+    case N_STRIP:
+        while (nz->left && s < e && tj_is_whitespace(in[s])) s++;
+        while (nz->right && e > s && tj_is_whitespace(in[e - 1])) e--;
+        for (size_t i = s; i < e; i++) add_aligned(out, origin, in + i, 1, org[i]);
+        return true;
+    case N_REPLACE:
+        replace_aligned(nz, in, org, n, out, origin);
+        return true;
+    case N_PREPEND: /* the library aligns what it prepends with the first character */
+        if (n) add_aligned(out, origin, nz->content.c, nz->content.n, org[0]);
+        for (size_t i = 0; i < n; i++) add_aligned(out, origin, in + i, 1, org[i]);
+        return true;
+    case N_PRECOMPILED:
+        precompiled_aligned(nz, in, org, n, out, origin);
+        return true;
+    case N_SEQUENCE:
+        return sequence_aligned(nz, in, org, n, out, origin);
+    default: /* the Unicode forms compose across characters; ByteLevel's symbols are bytes */
+        return false;
+    }
+}
+
+bool tj_normalize_aligned(const tj_normalizer *nz, const int32_t *in, const int32_t *origin,
+                          size_t n, tj_text *out, tj_ids *out_origin) {
+    out->n = 0, out_origin->n = 0;
+    if (!nz) {
+        for (size_t i = 0; i < n; i++) add_aligned(out, out_origin, in + i, 1, origin[i]);
+        return true;
+    }
+    return aligned(nz, in, origin, n, out, out_origin);
+}
+
+bool tj_normalizer_alignable(const tj_normalizer *n) {
+    if (!n) return true;
+    if (n->kind == N_SEQUENCE) {
+        for (size_t i = 0; i < n->nseq; i++)
+            if (!tj_normalizer_alignable(n->seq[i])) return false;
+        return true;
+    }
+    return n->kind != N_NFC && n->kind != N_NFD && n->kind != N_NFKC && n->kind != N_NFKD &&
+           n->kind != N_BYTE_LEVEL;
+}

@@ -546,6 +546,10 @@ bool tj_pretokenizer_is_bert(const tj_pretokenizer *p) {
     return p && p->kind == P_BERT;
 }
 
+bool tj_pretokenizer_is_metaspace(const tj_pretokenizer *p) {
+    return p && p->kind == P_METASPACE;
+}
+
 bool tj_pretokenizer_is_byte_level(const tj_pretokenizer *p) {
     return p && p->kind == P_BYTE_LEVEL;
 }

@@ -851,11 +851,73 @@ static int byte_stretch_offsets(const tokenizer_json *t, work *w, const int32_t 
     return rc;
 }
 
+/* One Metaspace piece (its characters those of owner[at ..], normalized characters) through the
+ * model: each token covers the characters it ends at (Unigram says where; a BPE token as many
+ * as its string has). */
+static int meta_piece_offsets(const tokenizer_json *t, const tj_pieces *pc, tj_span p,
+                              const int32_t *owner, size_t at, align a, spans *out,
+                              vit_error *err) {
+    const size_t n = p.end - p.start;
+    size_t len;
+    char *u = tj_utf8(pc->text.c + p.start, n, &len);
+    if (!u) return vit_fail(err, "%s: out of memory", t->name);
+    tj_ids ids = {0}, ends = {0};
+    const bool unigram = strcmp(tj_model_name(t->model), "Unigram") == 0;
+    int rc = unigram ? tj_model_tokenize_unigram(t->model, u, len, &ids, &ends, t->name, err)
+                     : tj_model_tokenize(t->model, u, len, &ids, t->name, err);
+    size_t pos = 0, bytes = 0; /* characters and bytes of the piece covered so far */
+    for (size_t k = 0; rc == 0 && k < ids.n; k++) {
+        const char *tok = tj_model_token(t->model, ids.id[k]);
+        const size_t end = unigram ? (size_t)ends.id[k] : bytes + (tok ? strlen(tok) : 0);
+        const size_t m = end > bytes && end <= len ? cp_count(u + bytes, end - bytes) : 0;
+        if (m == 0 || pos + m > n || (!unigram && (!tok || memcmp(tok, u + bytes, end - bytes)))) {
+            /* a byte-fallback token ends inside a character: the library's offsets then too */
+            rc = vit_fail(err, "%s: a token (id %d) does not lie over its piece", t->name,
+                          (int)ids.id[k]);
+            break;
+        }
+        span_add(out, ids.id[k], byte_start(a, (size_t)owner[at + pos]),
+                 byte_end(a, (size_t)owner[at + pos + m - 1]));
+        pos += m, bytes = end;
+    }
+    if (rc == 0 && pos != n) rc = vit_fail(err, "%s: a piece's tokens do not cover it", t->name);
+    free(u);
+    tj_ids_free(&ids), tj_ids_free(&ends);
+    return rc;
+}
+
+/* norm[s..e) through Metaspace: its pieces are its characters in order (spaces the
+ * replacement), after the one it prepends, which stands for the stretch's first character. */
+static int meta_stretch_offsets(const tokenizer_json *t, work *w, const int32_t *norm, size_t s,
+                                size_t e, bool first, align a, spans *out, vit_error *err) {
+    tj_pieces_reset(&w->in);
+    tj_pieces_add(&w->in, norm + s, e - s, first);
+    tj_pretokenize(t->pre, &w->in, &w->pieces, &w->tmp);
+    size_t total = 0;
+    for (size_t i = 0; i < w->pieces.count; i++)
+        total += w->pieces.span[i].end - w->pieces.span[i].start;
+    tj_ids owner = {0};
+    if (total == e - s + 1 && s < e) tj_ids_add(&owner, (int32_t)s);
+    for (size_t k = s; k < e; k++) tj_ids_add(&owner, (int32_t)k);
+    int rc = w->pieces.failed || owner.failed ? vit_fail(err, "%s: out of memory", t->name) : 0;
+    if (rc == 0 && total != owner.n)
+        rc = vit_fail(err, "%s: the pre-tokenized pieces do not cover the text", t->name);
+    for (size_t i = 0, at = 0; rc == 0 && i < w->pieces.count; i++) {
+        const tj_span p = w->pieces.span[i];
+        rc = meta_piece_offsets(t, &w->pieces, p, owner.id, at, a, out, err);
+        at += p.end - p.start;
+    }
+    tj_ids_free(&owner);
+    return rc;
+}
+
 /* norm[s..e) between normalized added tokens, by the pre-tokenizer's path. */
 static int stretch_offsets(const tokenizer_json *t, work *w, const int32_t *norm, size_t s,
                            size_t e, bool first, align a, spans *out, vit_error *err) {
     if (tj_pretokenizer_is_bert(t->pre))
         return bert_stretch_offsets(t, w, norm, s, e, first, a, out, err);
+    if (tj_pretokenizer_is_metaspace(t->pre))
+        return meta_stretch_offsets(t, w, norm, s, e, first, a, out, err);
     return byte_stretch_offsets(t, w, norm, s, e, first, a, out, err);
 }
 
@@ -866,10 +928,18 @@ static int raw_offsets(const tokenizer_json *t, work *w, const int32_t *c, size_
                        const size_t *byte, spans *out, vit_error *err) {
     tj_text norm = {0};
     tj_ids origin = {0};
-    for (size_t i = s; i < e; i++) {
-        tj_normalize(t->normalizer, c + i, 1, &w->norm);
-        tj_text_add(&norm, tj_cps(&w->norm), w->norm.n);
-        for (size_t k = 0; k < w->norm.n; k++) tj_ids_add(&origin, (int32_t)i);
+    if (tj_normalizer_per_char(t->normalizer)) {
+        for (size_t i = s; i < e; i++) {
+            tj_normalize(t->normalizer, c + i, 1, &w->norm);
+            tj_text_add(&norm, tj_cps(&w->norm), w->norm.n);
+            for (size_t k = 0; k < w->norm.n; k++) tj_ids_add(&origin, (int32_t)i);
+        }
+    } else { /* the whole stretch, each character's origin followed through the normalizers */
+        tj_ids from = {0};
+        for (size_t i = s; i < e; i++) tj_ids_add(&from, (int32_t)i);
+        tj_normalize_aligned(t->normalizer, c + s, from.id, e - s, &norm, &origin);
+        if (from.failed) norm.failed = true;
+        tj_ids_free(&from);
     }
     w->normed.n = 0;
     find_matches(t, t->normed, tj_cps(&norm), norm.n, &w->normed);
@@ -891,6 +961,8 @@ static int raw_offsets(const tokenizer_json *t, work *w, const int32_t *c, size_
 
 static bool offsets_followed(const tokenizer_json *t) {
     const char *model = tj_model_name(t->model);
+    if (tj_pretokenizer_is_metaspace(t->pre))
+        return tj_normalizer_alignable(t->normalizer) && strcmp(model, "WordPiece") != 0;
     if (!tj_normalizer_per_char(t->normalizer)) return false;
     if (tj_pretokenizer_is_bert(t->pre)) return strcmp(model, "WordPiece") == 0;
     return tj_pretokenizer_is_byte_level(t->pre) && strcmp(model, "BPE") == 0;
@@ -917,8 +989,9 @@ static int body_offsets(const tokenizer_json *t, const char *text, size_t len, s
     if (!offsets_followed(t))
         return vit_fail(err,
                         "%s: offsets are computed for BERT's tokenizer.json (BertNormalizer, "
-                        "BertPreTokenizer, WordPiece) and RoBERTa's (ByteLevel, BPE) only, not "
-                        "for this one",
+                        "BertPreTokenizer, WordPiece), RoBERTa's (ByteLevel, BPE) and XLM-R's "
+                        "(Metaspace, Unigram or BPE, normalizers but the Unicode forms) only, "
+                        "not for this one",
                         t->name);
     if (len >= INT32_MAX) return vit_fail(err, "%s: a text too long for offsets", t->name);
     tj_text cps = {0};
