@@ -81,9 +81,7 @@ static bool check_case(const text_tokenizer *t, const cJSON *c, int max_len) {
     return same;
 }
 
-static cJSON *load_offsets(const char *name) {
-    char path[512];
-    snprintf(path, sizeof path, FIXTURES "/%s/offsets.json", name);
+static cJSON *load_offsets_file(const char *path) {
     uint8_t *text = read_whole_file(path, NULL);
     assert_non_null(text);
     cJSON *root = cJSON_Parse((const char *)text);
@@ -92,13 +90,17 @@ static cJSON *load_offsets(const char *name) {
     return root;
 }
 
-/* Every case whole, then cut to 8 ids: the template's first token, the first six with their
- * offsets, its last at (0, 0). */
-static void check_fixture(const char *name) {
-    char dir[512];
-    snprintf(dir, sizeof dir, FIXTURES "/%s", name);
+static cJSON *load_offsets(const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, FIXTURES "/%s/offsets.json", name);
+    return load_offsets_file(path);
+}
+
+/* Every case of golden's offsets whole, then cut to 8 ids (the template's first token, the first
+ * six with their offsets, its last at (0, 0)), through dir's tokenizer. */
+static void check_dir(const char *dir, const char *golden, const char *name) {
     text_tokenizer *t = load(dir);
-    cJSON *root = load_offsets(name);
+    cJSON *root = load_offsets(golden);
     int differ = 0, cut = 0, cases = 0;
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) {
@@ -111,6 +113,12 @@ static void check_fixture(const char *name) {
     assert_int_equal(cut, 0);
     cJSON_Delete(root);
     text_tokenizer_free(t);
+}
+
+static void check_fixture(const char *name) {
+    char dir[512];
+    snprintf(dir, sizeof dir, FIXTURES "/%s", name);
+    check_dir(dir, name, name);
 }
 
 static void test_bert_offsets(void **state) {
@@ -158,6 +166,14 @@ static void test_unigram_offsets(void **state) {
     check_fixture("xlmr-unigram");
 }
 
+/* An XLMRobertaTokenizer folder's Unigram sentencepiece.bpe.model through the tokenizer.json
+ * XLMRobertaConverter makes of it (XLMRobertaTokenizerFast's): against
+ * tools/spm_offsets_reference.mjs's, which builds that file in the library itself. */
+static void test_sentencepiece_model_offsets(void **state) {
+    (void)state;
+    check_fixture("xlmr-unigram-model");
+}
+
 static void expect_refusal(const char *dir, const char *text, size_t n, const char *says) {
     text_tokenizer *t = load(dir);
     int32_t ids[64], starts[64], ends[64];
@@ -177,14 +193,22 @@ static void test_refusals(void **state) {
                    "b",
                    3, "offsets need valid UTF-8 (byte 1");
     expect_refusal(TEST_DATA "/spm-micro", "hello", 5,
-                   "offsets are not computed for the SentencePiece tokenizer");
+                   "offsets are not computed for the SentencePiece tokenizer (SiglipTokenizer)");
+    /* a BPE SentencePiece model converts to BPE with extracted merges, not done */
+    expect_refusal(TEST_DATA "/xlmr-micro", "hello", 5,
+                   "offsets are computed for a Unigram SentencePiece model (XLM-R's), not for "
+                   "this BPE one");
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bert_offsets),       cmocka_unit_test(test_roberta_offsets),
-        cmocka_unit_test(test_vocab_txt_offsets),  cmocka_unit_test(test_prefix_space_offsets),
-        cmocka_unit_test(test_vocab_json_offsets), cmocka_unit_test(test_unigram_offsets),
+        cmocka_unit_test(test_bert_offsets),
+        cmocka_unit_test(test_roberta_offsets),
+        cmocka_unit_test(test_vocab_txt_offsets),
+        cmocka_unit_test(test_prefix_space_offsets),
+        cmocka_unit_test(test_vocab_json_offsets),
+        cmocka_unit_test(test_unigram_offsets),
+        cmocka_unit_test(test_sentencepiece_model_offsets),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,11 +66,14 @@ int text_tokenizer_encode(const text_tokenizer *t, text_tokenizer_scratch *s, co
  * text[starts[k] .. ends[k]), the special tokens around the text (0, 0), as the tokenizers
  * library's encoding.offsets (in bytes: its Python and npm bindings count characters), so as the
  * Fast class gives them (what transformers' pipelines read). starts and ends have room for
- * max_len. tokenizer.json's BERT path (BertNormalizer, BertPreTokenizer, WordPiece, what NER
- * models use) and RoBERTa's (byte-level BPE without add_prefix_space) give their own; vocab.txt
- * (WordPiece) goes through the tokenizer.json transformers' converter writes of it
- * (BertTokenizerFast's), whose ids can differ from text_tokenizer_encode's (the slow class's) on
- * rare texts. Other kinds are an error saying so. Returns the number of ids or -1 with err. */
+ * max_len. tokenizer.json gives its own for BERT's path (BertNormalizer, BertPreTokenizer,
+ * WordPiece), RoBERTa's (ByteLevel, BPE) and XLM-R's (Metaspace, Unigram or BPE); the older files
+ * go through the tokenizer.json transformers' converter writes of them: vocab.txt
+ * (BertConverter), RobertaTokenizer's vocab.json and merges.txt (RobertaConverter), a Unigram
+ * sentencepiece.bpe.model (XLMRobertaConverter). Those ids can differ from
+ * text_tokenizer_encode's (the slow class's) on rare texts. Other kinds (CLIP's, GPT-2's,
+ * SigLIP's files, a BPE SentencePiece model) are an error saying so. Returns the number of ids or
+ * -1 with err. */
 int text_tokenizer_encode_offsets(const text_tokenizer *t, text_tokenizer_scratch *s,
                                   const char *text, size_t len, int max_len, int32_t *ids,
                                   int32_t *starts, int32_t *ends, vit_error *err);

@@ -2,6 +2,7 @@
  * transformers' tokenization_xlm_roberta.py and the slow PreTrainedTokenizer it runs on. */
 #include "text/xlmr_text.h"
 
+#include <cjson/cJSON.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "text/decode.h"
 #include "text/sentencepiece.h"
 #include "text/utf8.h"
+#include "vit/base/base64.h"
 
 #define UNDERLINE "\xe2\x96\x81" /* U+2581, SentencePiece's word start */
 
@@ -22,7 +24,9 @@ struct xlmr_text {
     added_tokens added;
     bool clean_up;
     int max_len;
-    char *name; /* what errors call it: the model's name */
+    char *name;     /* what errors call it: the model's name */
+    uint8_t *proto; /* the model file's bytes, for the fast tokenizer's conversion */
+    size_t proto_size;
 };
 
 /* ---- ids ---- */
@@ -101,6 +105,9 @@ int xlmr_text_load_memory(const xlmr_text_sources *src, xlmr_text **out, vit_err
         return vit_fail(err, "%s: out of memory", src->model.name);
     }
     int rc = spm_load_memory(src->model.text, src->model.size, src->model.name, 0, &t->model, err);
+    if (rc == 0 && !(t->proto = malloc(src->model.size ? src->model.size : 1)))
+        rc = vit_fail(err, "%s: out of memory", src->model.name);
+    if (rc == 0) memcpy(t->proto, src->model.text, t->proto_size = src->model.size);
     if (rc == 0) {
         t->pieces = spm_vocab_size(t->model);
         rc = read_files(t, src, err);
@@ -129,6 +136,7 @@ void xlmr_text_free(xlmr_text *t) {
     spm_free(t->model);
     added_tokens_free(&t->added);
     free(t->name);
+    free(t->proto);
     free(t);
 }
 
@@ -256,6 +264,172 @@ static int xlmr_text_ops_decode(const void *impl, const int32_t *ids, int n,
     return xlmr_text_decode(impl, ids, n, skip_special_tokens, out, size, err);
 }
 
+/* ---- the fast tokenizer's conversion: protobuf's wire format, the fields it reads ---- */
+
+typedef struct {
+    const uint8_t *p, *end;
+} wire;
+
+static bool varint(wire *w, uint64_t *v) {
+    *v = 0;
+    for (int shift = 0; w->p < w->end && shift < 64; shift += 7) {
+        const uint8_t b = *w->p++;
+        *v |= (uint64_t)(b & 127) << shift;
+        if (!(b & 128)) return true;
+    }
+    return false;
+}
+
+/* The next field: its number, wire type and, length-delimited, its bytes in *sub (a fixed32 its
+ * four bytes); false at the end or on bytes that are not protobuf. */
+static bool next_field(wire *w, int *field, int *type, wire *sub, uint64_t *value) {
+    uint64_t key;
+    if (w->p >= w->end || !varint(w, &key)) return false;
+    *field = (int)(key >> 3), *type = (int)(key & 7);
+    const size_t left = (size_t)(w->end - w->p);
+    uint64_t n = 0;
+    switch (*type) {
+    case 0:
+        return varint(w, value);
+    case 1:
+        n = 8;
+        break;
+    case 2:
+        if (!varint(w, &n)) return false;
+        break;
+    case 5:
+        n = 4;
+        break;
+    default:
+        return false;
+    }
+    if (n > (uint64_t)(w->end - w->p) || n > left) return false;
+    *sub = (wire){w->p, w->p + n};
+    w->p += n;
+    return true;
+}
+
+/* The tokenizer.json transformers' XLMRobertaConverter writes of a Unigram model (what
+ * XLMRobertaTokenizerFast runs, so what its offsets come from): Unigram over fairseq's <s> <pad>
+ * </s> <unk>, the model's pieces after its first three (with their scores) and <mask>; the
+ * normalizers Replace `` and '' by ", Precompiled (the model's charsmap), Replace " {2,}" by " ";
+ * Metaspace (prepending "always"); <s> $A </s>; the special tokens as added tokens with their
+ * strips (<mask>'s lstrip). */
+static int xlmr_fast_json(const void *impl, char **json, vit_error *err) {
+    const xlmr_text *t = impl;
+    cJSON *root = cJSON_CreateObject(), *added = cJSON_AddArrayToObject(root, "added_tokens");
+    cJSON *model = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddStringToObject(model, "type", "Unigram");
+    cJSON_AddNumberToObject(model, "unk_id", added_tokens_named_id(&t->added, TOKEN_UNK));
+    cJSON_AddBoolToObject(model, "byte_fallback", false);
+    cJSON *vocab = cJSON_AddArrayToObject(model, "vocab");
+    for (int i = 0; i < 4; i++) {
+        cJSON *e = cJSON_CreateArray();
+        cJSON_AddItemToArray(e, cJSON_CreateString(fairseq[i]));
+        cJSON_AddItemToArray(e, cJSON_CreateNumber(0));
+        cJSON_AddItemToArray(vocab, e);
+    }
+    wire w = {t->proto, t->proto + t->proto_size}, sub, f;
+    int field, type, pieces = 0, bad = 0;
+    uint64_t v;
+    char *charsmap = NULL;
+    int model_type = 1; /* trainer_spec's: UNIGRAM unless it says otherwise */
+    while (!bad && next_field(&w, &field, &type, &sub, &v)) {
+        if (field == 2 && type == 2) /* trainer_spec: its model_type */
+            while (next_field(&sub, &field, &type, &f, &v))
+                if (field == 3 && type == 0) model_type = (int)v;
+        if (field == 1 && type == 2) { /* a SentencePiece {piece, score} */
+            const char *piece = NULL;
+            size_t len = 0;
+            float score = 0;
+            while (next_field(&sub, &field, &type, &f, &v)) {
+                if (field == 1 && type == 2) piece = (const char *)f.p, len = (size_t)(f.end - f.p);
+                if (field == 2 && type == 5) memcpy(&score, f.p, 4); /* little-endian, as x86 */
+            }
+            if (!piece) bad = 1;
+            if (!bad && pieces++ >= 3) { /* the model's <unk> <s> </s> are fairseq's above */
+                char *s = strndup(piece, len);
+                cJSON *e = cJSON_CreateArray();
+                cJSON_AddItemToArray(e, cJSON_CreateString(s ? s : ""));
+                cJSON_AddItemToArray(e, cJSON_CreateNumber(score));
+                cJSON_AddItemToArray(vocab, e);
+                free(s);
+            }
+        } else if (field == 3 && type == 2) { /* normalizer_spec: its precompiled_charsmap */
+            while (next_field(&sub, &field, &type, &f, &v))
+                if (field == 2 && type == 2 && f.end > f.p && !charsmap &&
+                    (charsmap = malloc(base64_encoded_size((size_t)(f.end - f.p)) + 1)))
+                    base64_encode(f.p, (size_t)(f.end - f.p), charsmap);
+        }
+    }
+    cJSON *mask = cJSON_CreateArray();
+    cJSON_AddItemToArray(mask, cJSON_CreateString("<mask>"));
+    cJSON_AddItemToArray(mask, cJSON_CreateNumber(0));
+    cJSON_AddItemToArray(vocab, mask);
+    for (int i = 0; i < t->added.count; i++) {
+        const added_token *a = &t->added.tok[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "id", a->id);
+        cJSON_AddStringToObject(o, "content", a->content);
+        cJSON_AddBoolToObject(o, "single_word", false);
+        cJSON_AddBoolToObject(o, "lstrip", a->lstrip);
+        cJSON_AddBoolToObject(o, "rstrip", a->rstrip);
+        cJSON_AddBoolToObject(o, "normalized", false);
+        cJSON_AddBoolToObject(o, "special", true);
+        cJSON_AddItemToArray(added, o);
+    }
+    cJSON *norm = cJSON_AddObjectToObject(root, "normalizer"),
+          *list = cJSON_AddArrayToObject(norm, "normalizers");
+    cJSON_AddStringToObject(norm, "type", "Sequence");
+    static const char *const quotes[2][2] = {{"``", "\""}, {"''", "\""}};
+    for (int i = 0; i < 3; i++) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "type", "Replace");
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(r, "pattern"), i < 2 ? "String" : "Regex",
+                                i < 2 ? quotes[i][0] : " {2,}");
+        cJSON_AddStringToObject(r, "content", i < 2 ? quotes[i][1] : " ");
+        if (i == 2 && charsmap) {
+            cJSON *pc = cJSON_CreateObject();
+            cJSON_AddStringToObject(pc, "type", "Precompiled");
+            cJSON_AddStringToObject(pc, "precompiled_charsmap", charsmap);
+            cJSON_AddItemToArray(list, pc);
+        }
+        cJSON_AddItemToArray(list, r);
+    }
+    free(charsmap);
+    for (int k = 0; k < 2; k++) {
+        cJSON *m = cJSON_AddObjectToObject(root, k ? "decoder" : "pre_tokenizer");
+        cJSON_AddStringToObject(m, "type", "Metaspace");
+        cJSON_AddStringToObject(m, "replacement", UNDERLINE);
+        cJSON_AddStringToObject(m, "prepend_scheme", "always");
+        cJSON_AddBoolToObject(m, "split", true);
+    }
+    cJSON *post = cJSON_AddObjectToObject(root, "post_processor");
+    cJSON_AddStringToObject(post, "type", "RobertaProcessing");
+    const int ends[2] = {added_tokens_named_id(&t->added, TOKEN_SEP),
+                         added_tokens_named_id(&t->added, TOKEN_CLS)};
+    for (int k = 0; k < 2; k++) {
+        cJSON *pair = cJSON_AddArrayToObject(post, k ? "cls" : "sep");
+        cJSON_AddItemToArray(
+            pair,
+            cJSON_CreateString(t->added.tok[added_tokens_find_id(&t->added, ends[k])].content));
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(ends[k]));
+    }
+    cJSON_AddBoolToObject(post, "trim_offsets", false);
+    cJSON_AddBoolToObject(post, "add_prefix_space", false);
+    /* a BPE model converts to BPE with merges extracted from the vocabulary (transformers'
+     * SentencePieceExtractor), which is not done here; XLM-R's own model is Unigram */
+    *json = bad || model_type != 1 ? NULL : cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (bad) return vit_fail(err, "%s: a SentencePiece piece without its string", t->name);
+    if (model_type != 1)
+        return vit_fail(err,
+                        "offsets are computed for a Unigram SentencePiece model (XLM-R's), "
+                        "not for this %s one (%s)",
+                        model_type == 2 ? "BPE" : "word or character", t->name);
+    return *json ? 0 : vit_fail(err, "out of memory");
+}
+
 static int xlmr_text_ops_load(const char *dir, void **impl, text_tokenizer_info *info,
                               vit_error *err) {
     xlmr_text *t;
@@ -275,4 +449,5 @@ const text_tokenizer_ops xlmr_text_ops = {.load = xlmr_text_ops_load,
                                           .free = xlmr_text_ops_free,
                                           .piece = xlmr_text_ops_piece,
                                           .encode = xlmr_text_ops_encode,
-                                          .decode = xlmr_text_ops_decode};
+                                          .decode = xlmr_text_ops_decode,
+                                          .fast_json = xlmr_fast_json};

@@ -443,7 +443,7 @@ VIT_API const char *vit_text_piece(const vit_text_context *ctx, int id);
  * token t standing for text[(*starts)[t], (*ends)[t]) and the start and end tokens (0, 0), as the
  * Fast tokenizer's offset_mapping (whose ids vit_text_token_logits then reads, as the
  * token-classification pipeline does). Returns their count (vit_text_ids's), or -1 with err saying
- * why the tokenizer gives none (a SentencePiece .model, invalid UTF-8, ...). Owned by ctx, valid
+ * why the tokenizer gives none (a BPE SentencePiece model, invalid UTF-8, ...). Owned by ctx, valid
  * until its next forward. */
 VIT_API int vit_text_token_offsets(const vit_text_context *ctx, int i, const int32_t **starts,
                                    const int32_t **ends, vit_error *err);

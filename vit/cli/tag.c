@@ -39,8 +39,8 @@ static const cli_command command = {
     "average and max first give each word the label of its first token, of its tokens' mean\n"
     "probabilities or of its most confident token, then group words (they need the tokenizer's\n"
     "offsets, to see where words begin). start and end count characters (code points, as\n"
-    "Python) of the text; a tokenizer without offsets (a SentencePiece .model) gives none.\n"
-    "Entities labelled O are left out unless --all.\n",
+    "Python) of the text; a tokenizer without offsets (SigLIP's, a BPE SentencePiece model)\n"
+    "gives none. Entities labelled O are left out unless --all.",
     options,
     sizeof options / sizeof options[0]};
 
