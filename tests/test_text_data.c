@@ -37,6 +37,14 @@ static tokenizer *test_tokenizer(void) {
     return tok;
 }
 
+/* The same folder's tokenizer behind text/text_tokenizer.h, as the trainer loads it. */
+static text_tokenizer *test_text_tokenizer(void) {
+    text_tokenizer *tok;
+    vit_error err = {0};
+    if (text_tokenizer_load(test_tmpdir(), &tok, &err) != 0) fail_msg("%s", err.msg);
+    return tok;
+}
+
 /* ---- one line ---- */
 
 static void expect_bad(const char *line, const char *why) {
@@ -99,6 +107,7 @@ static void expect_ids(const tokenizer *tok, const text_set *s, int i, const cha
 static void test_load_and_batch(void **state) {
     (void)state;
     tokenizer *tok = test_tokenizer();
+    text_tokenizer *tt = test_text_tokenizer();
     static const char tsv[] = "sentence\tlabel\r\n"                    /* 1: header */
                               "the movie was good .\t1\r\n"            /* 2 */
                               "\n"                                     /* 3 */
@@ -108,7 +117,7 @@ static void test_load_and_batch(void **state) {
     const char *path = write_temp_file("small.tsv", tsv, sizeof tsv - 1);
     text_set s;
     vit_error err = {0};
-    if (text_set_load(&s, path, tok, 32, names, 2, &err) != 0) fail_msg("%s", err.msg);
+    if (text_set_load(&s, path, tt, 32, 0, names, 2, &err) != 0) fail_msg("%s", err.msg);
     assert_int_equal(s.count, 4);
     assert_int_equal(s.max_len, 32);
     assert_int_equal(s.pad_id, 0);
@@ -129,7 +138,7 @@ static void test_load_and_batch(void **state) {
     int32_t ids[3 * 32];
     uint8_t mask[3 * 32];
     int got[3];
-    const int T = text_set_batch(&s, idx, 3, ids, mask, got);
+    const int T = text_set_batch(&s, idx, 3, ids, NULL, mask, got);
     assert_int_equal(T, 7); /* "the movie was good ." */
     const int32_t want_ids[3 * 7] = {
         2, 5 + 13, 3,      0,     0,    0,      0,  /* it */
@@ -140,24 +149,25 @@ static void test_load_and_batch(void **state) {
     assert_memory_equal(ids, want_ids, sizeof want_ids);
     assert_memory_equal(mask, want_mask, sizeof want_mask);
     assert_int_equal(got[0], 0), assert_int_equal(got[1], 0), assert_int_equal(got[2], 1);
-    assert_int_equal(text_set_batch(&s, idx, 1, ids, mask, NULL), 3);
+    assert_int_equal(text_set_batch(&s, idx, 1, ids, NULL, mask, NULL), 3);
     text_set_free(&s);
 
     /* truncation at load: pieces dropped from the end, [SEP] kept */
-    if (text_set_load(&s, path, tok, 4, names, 2, &err) != 0) fail_msg("%s", err.msg);
+    if (text_set_load(&s, path, tt, 4, 0, names, 2, &err) != 0) fail_msg("%s", err.msg);
     assert_int_equal(s.longest, 4);
     const int32_t cut[] = {2, 5, 7, 3};
     assert_memory_equal(s.ids + s.offset[0], cut, sizeof cut);
     expect_ids(tok, &s, 3, "it", 4);
     text_set_free(&s);
     tokenizer_free(tok);
+    text_tokenizer_free(tt);
 }
 
-static void expect_load_error(const tokenizer *tok, const char *path, int max_len,
+static void expect_load_error(const text_tokenizer *tt, const char *path, int max_len,
                               const char *needle) {
     text_set s;
     vit_error err = {0};
-    assert_int_equal(text_set_load(&s, path, tok, max_len, names, 2, &err), -1);
+    assert_int_equal(text_set_load(&s, path, tt, max_len, 0, names, 2, &err), -1);
     assert_null(s.ids);
     assert_int_equal(s.count, 0);
     print_message("  %s\n", err.msg);
@@ -167,22 +177,24 @@ static void expect_load_error(const tokenizer *tok, const char *path, int max_le
 static void test_load_errors(void **state) {
     (void)state;
     tokenizer *tok = test_tokenizer();
+    text_tokenizer *tt = test_text_tokenizer();
     const char bad[] = "s\tl\nthe film\t1\n\nno tab here\nfine\tneutral\n";
     const char *path = write_temp_file("bad.tsv", bad, sizeof bad - 1);
-    expect_load_error(tok, path, 16, "bad.tsv:4 (data line 3): no tab between sentence and label");
+    expect_load_error(tt, path, 16, "bad.tsv:4 (data line 3): no tab between sentence and label");
     const char unknown[] = "s\tl\nthe film\t1\nfine\tneutral\n";
     path = write_temp_file("unknown.tsv", unknown, sizeof unknown - 1);
-    expect_load_error(tok, path, 16,
+    expect_load_error(tt, path, 16,
                       "unknown.tsv:3 (data line 2): unknown label 'neutral' (expected 0..1 or one "
                       "of: negative, positive)");
     path = write_temp_file("header.tsv", "sentence\tlabel\n\n", 16);
-    expect_load_error(tok, path, 16, "header.tsv: no labelled sentence");
+    expect_load_error(tt, path, 16, "header.tsv: no labelled sentence");
     char missing[4200];
     snprintf(missing, sizeof missing, "%s/missing.tsv", test_tmpdir());
-    expect_load_error(tok, missing, 16, "missing.tsv: No such file or directory");
-    expect_load_error(tok, test_tmpdir(), 16, "Is a directory");
-    expect_load_error(tok, path, 1, "max_len 1");
+    expect_load_error(tt, missing, 16, "missing.tsv: No such file or directory");
+    expect_load_error(tt, test_tmpdir(), 16, "Is a directory");
+    expect_load_error(tt, path, 1, "max_len 1");
     tokenizer_free(tok);
+    text_tokenizer_free(tt);
 }
 
 /* ---- training end to end ---- */
@@ -249,7 +261,7 @@ static double accuracy(const model *m, text_acts *a, const text_set *s, int B, i
     for (int i0 = 0; i0 < s->count; i0 += B) {
         const int n = s->count - i0 < B ? s->count - i0 : B;
         for (int b = 0; b < n; b++) idx[b] = i0 + b;
-        const int T = text_set_batch(s, idx, n, ids, mask, labels);
+        const int T = text_set_batch(s, idx, n, ids, NULL, mask, labels);
         if (text_model_forward(m, a, ids, mask, n, T, NULL, logits, &err) != 0)
             fail_msg("%s", err.msg);
         for (int b = 0; b < n; b++) correct += (logits[2 * b + 1] > logits[2 * b]) == labels[b];
@@ -264,10 +276,11 @@ static void test_train_separable(void **state) {
     (void)state;
     enum { B = 16, STEPS = 200, MAXT = 16 };
     tokenizer *tok = test_tokenizer();
+    text_tokenizer *tt = test_text_tokenizer();
     vit_error err = {0};
     text_set train, val;
-    if (text_set_load(&train, write_task("train.tsv", 512), tok, MAXT, names, 2, &err) != 0 ||
-        text_set_load(&val, write_task("val.tsv", 200), tok, MAXT, names, 2, &err) != 0)
+    if (text_set_load(&train, write_task("train.tsv", 512), tt, MAXT, 0, names, 2, &err) != 0 ||
+        text_set_load(&val, write_task("val.tsv", 200), tt, MAXT, 0, names, 2, &err) != 0)
         fail_msg("%s", err.msg);
     model_config cfg;
     model m;
@@ -296,7 +309,7 @@ static void test_train_separable(void **state) {
     double first = 0.0, last = 0.0;
     for (int step = 0; step < STEPS; step++) {
         for (int b = 0; b < B; b++) idx[b] = (int)(next() % (uint64_t)train.count);
-        const int T = text_set_batch(&train, idx, B, ids, mask, labels);
+        const int T = text_set_batch(&train, idx, B, ids, NULL, mask, labels);
         memset(grads, 0, m.num_params * sizeof(float));
         if (text_model_forward(&m, &a, ids, mask, B, T, &mode, logits, &err) != 0)
             fail_msg("%s", err.msg);
@@ -324,6 +337,7 @@ static void test_train_separable(void **state) {
     text_set_free(&train);
     text_set_free(&val);
     tokenizer_free(tok);
+    text_tokenizer_free(tt);
 }
 
 int main(void) {

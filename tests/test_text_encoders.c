@@ -425,8 +425,8 @@ static void test_cli(void **state) {
 }
 
 /* vit eval: the reference's argmax as the labels of mpnet-seq-micro's texts, so every prediction
- * must be right; vit train refuses these folders in one line (inference only), not as a missing
- * vocab.txt. */
+ * must be right; vit train refuses a token classifier in one line (inference only), not as a
+ * missing vocab.txt (tests/test_text_encoders_train.c trains the sequence classifiers). */
 static void test_cli_eval_and_train(void **state) {
     (void)state;
     REQUIRE_BIN();
@@ -461,10 +461,10 @@ static void test_cli_eval_and_train(void **state) {
     const char *data = write_temp_file("tags.tsv", tsv, sizeof tsv - 1);
     snprintf(out, sizeof out, "%s/trained", test_tmpdir());
     const char *train[] = {
-        "train", "--init", "tests/data/roberta-seq-micro", "--train", data, "--out", out, NULL};
+        "train", "--init", "tests/data/roberta-tok-micro", "--train", data, "--out", out, NULL};
     r = test_run_vit(NULL, NULL, train);
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.err, "RobertaForSequenceClassification runs for inference only"));
+    assert_non_null(strstr(r.err, "RobertaForTokenClassification runs for inference only"));
     test_run_free(&r);
 }
 

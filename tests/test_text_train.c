@@ -123,21 +123,21 @@ static void test_tsv_classes(void **state) {
     char **names;
     int n;
     const char *idx = write_text("idx.tsv", "sentence\tlabel\na\t0\nb\t2\n\nc\t0\n");
-    assert_int_equal(text_tsv_classes(idx, &names, &n, &err), 0);
+    assert_int_equal(text_tsv_classes(idx, 0, &names, &n, &err), 0);
     assert_int_equal(n, 3); /* the largest index sets the count: LABEL_1 exists unseen */
     assert_string_equal(names[0], "LABEL_0");
     assert_string_equal(names[2], "LABEL_2");
     for (int i = 0; i < n; i++) free(names[i]);
     free(names);
     const char *named = write_text("named.tsv", "s\tl\na\tpos\r\nb\t neg \nc\tpos\n");
-    assert_int_equal(text_tsv_classes(named, &names, &n, &err), 0);
+    assert_int_equal(text_tsv_classes(named, 0, &names, &n, &err), 0);
     assert_int_equal(n, 2);
     assert_string_equal(names[0], "neg"); /* byte order, trimmed */
     assert_string_equal(names[1], "pos");
     for (int i = 0; i < n; i++) free(names[i]);
     free(names);
     const char *bad = write_text("notab.tsv", "s\tl\nno tab here\n");
-    assert_int_equal(text_tsv_classes(bad, &names, &n, &err), -1);
+    assert_int_equal(text_tsv_classes(bad, 0, &names, &n, &err), -1);
     assert_non_null(strstr(err.msg, "notab.tsv:2 (data line 1): no tab"));
 }
 

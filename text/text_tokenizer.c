@@ -142,6 +142,27 @@ int text_tokenizer_load(const char *dir, text_tokenizer **out, vit_error *err) {
     return 0;
 }
 
+int text_tokenizer_from_wordpiece(tokenizer *wp, text_tokenizer **out, vit_error *err) {
+    text_tokenizer *t = calloc(1, sizeof *t);
+    *out = t;
+    if (!t) {
+        tokenizer_free(wp);
+        return vit_fail(err, "out of memory");
+    }
+    t->ops = &wordpiece_ops;
+    t->impl = wp;
+    wordpiece_info(wp, &t->info);
+    return 0;
+}
+
+int text_tokenizer_find(const text_tokenizer *t, const char *piece) {
+    for (int id = 0; id < t->info.vocab_size; id++) {
+        const char *p = text_tokenizer_piece(t, id);
+        if (p && strcmp(p, piece) == 0) return id;
+    }
+    return -1;
+}
+
 void text_tokenizer_free(text_tokenizer *t) {
     if (!t) return;
     if (t->impl && t->ops) t->ops->free(t->impl);

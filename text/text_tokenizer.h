@@ -33,6 +33,13 @@ typedef struct text_tokenizer_scratch text_tokenizer_scratch;
 /* dir's tokenizer; an error naming the folder when it has none vit reads. */
 int text_tokenizer_load(const char *dir, text_tokenizer **out, vit_error *err);
 void text_tokenizer_free(text_tokenizer *t);
+/* The WordPiece tokenizer wp (text/wordpiece.h; a new model's, made in memory) behind this
+ * interface, as text_tokenizer_load would give it from its files: *out owns wp (freed on
+ * failure too). */
+struct tokenizer;
+int text_tokenizer_from_wordpiece(struct tokenizer *wp, text_tokenizer **out, vit_error *err);
+/* The id of token piece (exact match), or -1 when the tokenizer has none: a linear search. */
+int text_tokenizer_find(const text_tokenizer *t, const char *piece);
 
 /* "WordPiece", "byte-level BPE", "SentencePiece" or "tokenizer.json (MODEL)", MODEL its
  * WordPiece, BPE or Unigram. */

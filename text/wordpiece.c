@@ -535,6 +535,11 @@ static int wordpiece_ops_load(const char *dir, void **impl, text_tokenizer_info 
     tokenizer *t;
     if (tokenizer_load(dir, &t, err) != 0) return -1;
     *impl = t;
+    wordpiece_info(t, info);
+    return 0;
+}
+
+void wordpiece_info(const tokenizer *t, text_tokenizer_info *info) {
     /* padding is masked out, so any valid id will do where there is no [PAD] */
     const int pad = tokenizer_pad_id(t);
     *info = (text_tokenizer_info){.kind = "WordPiece",
@@ -544,7 +549,6 @@ static int wordpiece_ops_load(const char *dir, void **impl, text_tokenizer_info 
                                   .pad_id = pad >= 0 ? pad : 0,
                                   .bos_id = -1, /* BertTokenizer has no bos_token nor eos_token */
                                   .eos_id = -1};
-    return 0;
 }
 
 const text_tokenizer_ops wordpiece_ops = {.load = wordpiece_ops_load,

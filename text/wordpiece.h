@@ -92,7 +92,8 @@ int tokenizer_sep_id(const tokenizer *tok);
 int tokenizer_pad_id(const tokenizer *tok);
 int tokenizer_unk_id(const tokenizer *tok);
 
-/* This tokenizer behind text/text_tokenizer.h's interface. */
+/* This tokenizer behind text/text_tokenizer.h's interface, and what it tells of itself there. */
 extern const text_tokenizer_ops wordpiece_ops;
+void wordpiece_info(const tokenizer *t, text_tokenizer_info *info);
 
 #endif

@@ -17,7 +17,14 @@ special tokens and the padding). Gradients of every tensor by autograd.
 train_golden.safetensors: loss [1], grad.<tensor name> for every tensor of the folder; metadata
 ids, types (token type ids, pairs only), labels (per sequence, or per token with -100), JSON.
 
-usage: /usr/bin/python3 tools/text_train_reference.py
+With --check SAVED SOURCE (run by tests/test_text_encoders_train.c): the float64 outputs of the
+folder vit train saved in SAVED on SOURCE's golden texts (their ids from SOURCE's
+golden.safetensors), read with transformers' tensor names and config keys as save_pretrained
+writes them: a JSON line {"texts" or "pairs", "logits" (per text, or per text and token)}; and,
+where transformers is installed, its AutoModelFor...Classification.from_pretrained(SAVED) on the
+same ids, which must agree ("transformers": the largest difference, or why it was skipped).
+
+usage: /usr/bin/python3 tools/text_train_reference.py [--check SAVED SOURCE]
 """
 import json
 import os
@@ -74,7 +81,54 @@ def token_labels(rows, T, K):
     return out
 
 
+MODEL_TYPES = {"roberta": "roberta", "xlm-roberta": "xlmr", "distilbert": "distilbert",
+               "mpnet": "mpnet", "bert": "bert"}
+
+
+def check(saved, source):
+    cfg = json.load(open(os.path.join(saved, "config.json")))
+    kind, prefix, eps, pos_pad, pad = FAMILIES[MODEL_TYPES[cfg["model_type"]]]
+    w = {k: v.double() for k, v in read_safetensors(os.path.join(saved, "model.safetensors"))[0].items()}
+    _, meta = read_safetensors(os.path.join(source, "golden.safetensors"))
+    rows = json.loads(meta["ids"])
+    types = json.loads(meta["types"]) if "types" in meta else None
+    keep = [i for i, r in enumerate(rows) if len(r) > 2]  # vit train reads no empty text
+    rows = [rows[i] for i in keep]
+    ids, mask = pad_batch(rows, pad)
+    typ = pad_batch([types[i] for i in keep], 0)[0] if types else None
+    h = forward(w, kind, prefix, ids, mask, eps, F.gelu, pos_pad, typ)
+    tok = cfg["architectures"][0].endswith("ForTokenClassification")
+    if tok:
+        logits = F.linear(h, w["classifier.weight"], w["classifier.bias"])
+        logits = [logits[i, :len(r)].tolist() for i, r in enumerate(rows)]
+    else:
+        dense, out = HEADS[kind]
+        x = F.linear(h[:, 0], w[dense + ".weight"], w[dense + ".bias"])
+        x = F.relu(x) if kind == "distilbert" else torch.tanh(x)
+        logits = F.linear(x, w[out + ".weight"], w[out + ".bias"]).tolist()
+    key = "pairs" if "pairs" in meta else "texts"
+    result = {key: [json.loads(meta[key])[i] for i in keep], "logits": logits}
+    try:
+        import transformers
+    except ImportError:
+        result["transformers"] = "skipped: transformers is not installed"
+    else:
+        auto = (transformers.AutoModelForTokenClassification if tok
+                else transformers.AutoModelForSequenceClassification)
+        model = auto.from_pretrained(saved).double().eval()
+        with torch.no_grad():
+            got = model(input_ids=ids, attention_mask=mask, token_type_ids=typ).logits
+        worst = 0.0
+        for i, r in enumerate(rows):
+            want = torch.tensor(logits[i], dtype=torch.float64)
+            worst = max(worst, float((got[i, :len(r)] if tok else got[i]).sub(want).abs().max()))
+        result["transformers"] = worst
+    print(json.dumps(result))
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--check":
+        return check(sys.argv[2], sys.argv[3])
     for folder in FOLDERS:
         d = os.path.join(DATA, folder)
         family = folder.split("-")[0]

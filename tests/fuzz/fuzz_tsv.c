@@ -9,7 +9,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char **names = NULL;
     int count = 0;
     vit_error err;
-    if (text_tsv_classes(fuzz_file(0, data, size), &names, &count, &err) != 0) {
+    if (text_tsv_classes(fuzz_file(0, data, size), 0, &names, &count, &err) != 0) {
         static const char *const fallback[] = {"negative", "positive"};
         names = NULL;
         count = 0;

@@ -148,3 +148,13 @@ cJSON *json_load_object(const char *path, vit_error *err) {
 const cJSON *json_token_content(const cJSON *item) {
     return cJSON_IsObject(item) ? cJSON_GetObjectItemCaseSensitive(item, "content") : item;
 }
+
+cJSON *json_shortest_float(float x) {
+    char buf[32];
+    for (int digits = 6; digits <= 9; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, (double)x);
+        if ((float)strtod(buf, NULL) == x) break;
+    }
+    /* %g always writes a digit before any exponent, as JSON needs */
+    return cJSON_CreateRaw(buf);
+}

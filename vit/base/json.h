@@ -29,5 +29,8 @@ cJSON *json_parse_object(const char *text, size_t size, char *why, size_t why_si
 /* Reads a whole JSON file (at most 16 MiB) and parses it so; NULL with err when unreadable or not
  * a JSON object. The caller cJSON_Deletes it. */
 cJSON *json_load_object(const char *path, vit_error *err);
+/* x as the shortest decimal that reads back as the same float (1e-12, not
+ * 9.9999999600419720e-13), as Python writes a config's float; NULL when out of memory. */
+cJSON *json_shortest_float(float x);
 
 #endif

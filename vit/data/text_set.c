@@ -181,7 +181,7 @@ static int index_names(char ***names, int *count) {
     return 1;
 }
 
-int text_tsv_classes(const char *path, char ***names, int *count, vit_error *err) {
+int text_tsv_classes(const char *path, int pairs, char ***names, int *count, vit_error *err) {
     FILE *in = fopen(path, "r");
     if (!in) return vit_fail(err, "%s: %s", path, strerror(errno));
     char *buf = NULL, **out = NULL;
@@ -192,9 +192,12 @@ int text_tsv_classes(const char *path, char ***names, int *count, vit_error *err
     while (rc == 0 && (len = getline(&buf, &bufcap, in)) >= 0) {
         if (++line == 1) continue; /* the header */
         size_t text_len, flen;
-        const char *field;
+        const char *field, *tab = pairs ? memchr(buf, '\t', (size_t)len) : NULL;
         char why[200];
-        const int split = split_line(buf, (size_t)len, &text_len, &field, &flen, why, sizeof why);
+        /* a pair's second text and label are split as a sentence and its label */
+        const char *from = tab ? tab + 1 : buf;
+        const int split = split_line(from, (size_t)len - (size_t)(from - buf), &text_len, &field,
+                                     &flen, why, sizeof why);
         if (split < 0)
             rc = vit_fail(err, "%s:%ld (data line %ld): %s", path, line, line - 1, why);
         else if (split > 0 && add_distinct(&out, &n, &cap, field, flen) != 0)
@@ -234,16 +237,18 @@ static int reserve(text_set *s, size_t *cap_rows, size_t *cap_ids) {
         size_t cap = *cap_ids ? *cap_ids : 4096;
         while (cap < need_ids) cap *= 2;
         int32_t *ids = realloc(s->ids, cap * sizeof *ids);
-        if (!ids) return -1;
-        s->ids = ids;
+        if (ids) s->ids = ids;
+        int32_t *types = s->types ? realloc(s->types, cap * sizeof *types) : NULL;
+        if (types) s->types = types;
+        if (!ids || (s->types && !types)) return -1;
         *cap_ids = cap;
     }
     return 0;
 }
 
 /* Reads, parses and tokenizes every data line of in. */
-static int load_lines(text_set *s, FILE *in, const char *path, const tokenizer *tok,
-                      tokenizer_scratch *scratch, const char *const *labels, int num_labels,
+static int load_lines(text_set *s, FILE *in, const char *path, const text_tokenizer *tok,
+                      text_tokenizer_scratch *scratch, const char *const *labels, int num_labels,
                       vit_error *err) {
     char *buf = NULL;
     size_t bufcap = 0, cap_rows = 0, cap_ids = 0;
@@ -256,8 +261,8 @@ static int load_lines(text_set *s, FILE *in, const char *path, const tokenizer *
         if (++line == 1) continue; /* the header */
         text_tsv_line l;
         char why[1000];
-        const int got =
-            text_tsv_parse_line(buf, (size_t)n, labels, num_labels, &l, why, sizeof why);
+        const int got = (s->types ? text_tsv_parse_pair : text_tsv_parse_line)(
+            buf, (size_t)n, labels, num_labels, &l, why, sizeof why);
         if (got < 0) {
             rc = vit_fail(err, "%s:%ld (data line %ld): %s", path, line, line - 1, why);
         } else if (got > 0) {
@@ -267,7 +272,10 @@ static int load_lines(text_set *s, FILE *in, const char *path, const tokenizer *
             }
             int32_t *ids = s->ids + s->offset[s->count];
             const int len =
-                tokenizer_encode_with(tok, scratch, l.text, l.len, s->max_len, ids, NULL, err);
+                s->types ? text_tokenizer_encode_pair(tok, scratch, l.text, l.len, l.text_b,
+                                                      l.len_b, s->max_len, ids,
+                                                      s->types + s->offset[s->count], err)
+                         : text_tokenizer_encode(tok, scratch, l.text, l.len, s->max_len, ids, err);
             if (len < 0) {
                 rc = -1;
                 break;
@@ -286,21 +294,24 @@ static int load_lines(text_set *s, FILE *in, const char *path, const tokenizer *
     return rc;
 }
 
-int text_set_load(text_set *out, const char *path, const tokenizer *tok, int max_len,
-                  const char *const *labels, int num_labels, vit_error *err) {
+int text_set_load(text_set *out, const char *path, const text_tokenizer *tok, int max_len,
+                  int pairs, const char *const *labels, int num_labels, vit_error *err) {
     memset(out, 0, sizeof *out);
     if (max_len < 2) return vit_fail(err, "max_len %d: sentences need at least 2 ids", max_len);
     if (num_labels < 1) return vit_fail(err, "no labels");
     FILE *in = fopen(path, "r");
     if (!in) return vit_fail(err, "%s: %s", path, strerror(errno));
-    tokenizer_scratch *scratch = tokenizer_scratch_create();
+    text_tokenizer_scratch *scratch = text_tokenizer_scratch_create(tok);
     out->max_len = max_len;
     /* padding is masked out, so any valid id will do where the vocabulary has no [PAD] */
-    out->pad_id = tokenizer_pad_id(tok) >= 0 ? tokenizer_pad_id(tok) : 0;
-    int rc = scratch ? load_lines(out, in, path, tok, scratch, labels, num_labels, err)
-                     : vit_fail(err, "out of memory");
+    out->pad_id = text_tokenizer_pad_id(tok) >= 0 ? text_tokenizer_pad_id(tok) : 0;
+    /* reserve grows types beside ids once it exists */
+    if (pairs) out->types = malloc(sizeof *out->types);
+    int rc = scratch && (!pairs || out->types)
+                 ? load_lines(out, in, path, tok, scratch, labels, num_labels, err)
+                 : vit_fail(err, "out of memory");
     if (rc == 0 && out->count == 0) rc = vit_fail(err, "%s: no labelled sentence", path);
-    tokenizer_scratch_free(scratch);
+    text_tokenizer_scratch_free(scratch);
     fclose(in);
     if (rc != 0) text_set_free(out);
     return rc;
@@ -308,14 +319,15 @@ int text_set_load(text_set *out, const char *path, const tokenizer *tok, int max
 
 void text_set_free(text_set *s) {
     free(s->ids);
+    free(s->types);
     free(s->offset);
     free(s->labels);
     free(s->data_line);
     memset(s, 0, sizeof *s);
 }
 
-int text_set_batch(const text_set *s, const int *idx, int n, int32_t *ids, uint8_t *mask,
-                   int *labels) {
+int text_set_batch(const text_set *s, const int *idx, int n, int32_t *ids, int32_t *types,
+                   uint8_t *mask, int *labels) {
     int T = 1;
     for (int b = 0; b < n; b++) {
         const int len = (int)(s->offset[idx[b] + 1] - s->offset[idx[b]]);
@@ -327,6 +339,8 @@ int text_set_batch(const text_set *s, const int *idx, int n, int32_t *ids, uint8
         int32_t *row = ids + (size_t)b * T;
         memcpy(row, s->ids + at, sizeof *row * (size_t)len);
         for (int t = len; t < T; t++) row[t] = s->pad_id;
+        int32_t *type = types ? types + (size_t)b * T : NULL;
+        for (int t = 0; type && t < T; t++) type[t] = s->types && t < len ? s->types[at + t] : 0;
         memset(mask + (size_t)b * T, 1, (size_t)len);
         memset(mask + (size_t)b * T + len, 0, (size_t)(T - len));
         if (labels) labels[b] = s->labels[idx[b]];

@@ -1,12 +1,13 @@
 #ifndef VIT_DATA_TEXT_SET_H
 #define VIT_DATA_TEXT_SET_H
 
-/* Labelled sentences for training a BERT classifier: a `sentence<TAB>label` TSV read whole and
- * tokenized once into memory, then padded batches of token ids for the trainer (vit/train).
+/* Labelled sentences (or pairs of them) for training a text classifier: a `sentence<TAB>label`
+ * (`a<TAB>b<TAB>label`) TSV read whole and tokenized once into memory by the model's tokenizer,
+ * then padded batches of token ids for the trainer (vit/train).
  *
  *   text_set s;
- *   text_set_load(&s, "train.tsv", tok, 128, labels, num_labels, &err);
- *   int T = text_set_batch(&s, idx, B, ids, mask, labels_out);   // ids, mask: B·s.max_len
+ *   text_set_load(&s, "train.tsv", tok, 128, 0, labels, num_labels, &err);
+ *   int T = text_set_batch(&s, idx, B, ids, NULL, mask, labels_out); // ids, mask: B·s.max_len
  *   ...
  *   text_set_free(&s);
  *
@@ -20,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "text/wordpiece.h"
+#include "text/text_tokenizer.h"
 #include "vit/base/error.h"
 
 /* ---- one line ---- */
@@ -47,11 +48,12 @@ int text_tsv_parse_pair(const char *line, size_t n, const char *const *labels, i
 
 /* ---- a whole file ---- */
 
-/* The classes of a training file without a label list: when every label is a decimal index,
+/* The classes of a training file without a label list (pairs: its lines are pairs): when every
+ * label is a decimal index,
  * "LABEL_0" .. "LABEL_max" (Hugging Face's default names); otherwise the distinct label names in
  * byte order. *names (caller frees each and the array) gets *count strings. Returns 0, or -1 with
  * err when the file cannot be read, a data line has no tab, or it has no data line. */
-int text_tsv_classes(const char *path, char ***names, int *count, vit_error *err);
+int text_tsv_classes(const char *path, int pairs, char ***names, int *count, vit_error *err);
 
 typedef struct {
     int count;       /* sentences */
@@ -59,22 +61,26 @@ typedef struct {
     int longest;     /* the longest sentence's ids */
     int pad_id;      /* the id padding positions get: [PAD], or 0 without one (masked anyway) */
     int32_t *ids;    /* every sentence's ids back to back: [CLS] pieces [SEP] */
+    int32_t *types;  /* pairs: every id's token type (BERT's 0 for a, 1 for b), else NULL */
     size_t *offset;  /* [count + 1]: sentence i is ids[offset[i] .. offset[i + 1]) */
     int *labels;     /* [count] */
     long *data_line; /* [count]: the sentence's data line (the file's line - 1) */
 } text_set;
 
 /* Reads path, tokenizing every sentence with tok to at most max_len ids (2..; HF truncation:
- * pieces dropped from the end, [SEP] kept). Returns 0, or -1 with err when the file cannot be
- * read, a line is bad (the first one is named), it has no sentence, or memory runs out. */
-int text_set_load(text_set *out, const char *path, const tokenizer *tok, int max_len,
-                  const char *const *labels, int num_labels, vit_error *err);
+ * pieces dropped from the end, the end token kept), or with pairs every `a<TAB>b<TAB>label` line
+ * as tokenizer(a, b) joins and cuts them (text_tokenizer_encode_pair, with token types). Returns
+ * 0, or -1 with err when the file cannot be read, a line is bad (the first one is named), it has
+ * no sentence, or memory runs out. */
+int text_set_load(text_set *out, const char *path, const text_tokenizer *tok, int max_len,
+                  int pairs, const char *const *labels, int num_labels, vit_error *err);
 void text_set_free(text_set *s);
 
 /* A padded batch of sentences idx[0..n) (each in 0..count-1): ids [n, T] and mask [n, T]
  * (1 = token, 0 = padding, which gets pad_id), T the longest of the n sentences (at most max_len,
- * so buffers of n·max_len always suffice); labels [n] (may be NULL) their classes. Returns T. */
-int text_set_batch(const text_set *s, const int *idx, int n, int32_t *ids, uint8_t *mask,
-                   int *labels);
+ * so buffers of n·max_len always suffice); types [n, T] (may be NULL; 0 for padding and for a
+ * set without pairs) their token types, labels [n] (may be NULL) their classes. Returns T. */
+int text_set_batch(const text_set *s, const int *idx, int n, int32_t *ids, int32_t *types,
+                   uint8_t *mask, int *labels);
 
 #endif

@@ -10,20 +10,9 @@
 
 #include "vit/base/alloc.h"
 #include "vit/base/file.h"
+#include "vit/base/json.h"
 #include "vit/io/model_class.h"
 #include "vit/io/weights.h"
-
-/* The shortest decimal that reads back as the same float (1e-12, not 9.9999999600419720e-13). */
-static cJSON *float_number(float x) {
-    char buf[32];
-    for (int digits = 6; digits <= 9; digits++) {
-        snprintf(buf, sizeof buf, "%.*g", digits, (double)x);
-        if ((float)strtod(buf, NULL) == x) break;
-    }
-    /* JSON has no bare ".5" or "1e-12" problems, but needs a digit before any exponent: %g
-     * always writes one */
-    return cJSON_CreateRaw(buf);
-}
 
 static cJSON *size_object(int height, int width) {
     cJSON *o = cJSON_CreateObject();
@@ -43,31 +32,39 @@ static void add_labels(cJSON *root, const model_config *c) {
     }
 }
 
-/* The fields of HF's BertConfig that BertForSequenceClassification reads. */
-static char *bert_config_json(const model_config *c, float hidden_dropout,
+/* The fields of a text classifier's configuration class: BertConfig's (those
+ * BertForSequenceClassification reads), or its family's (config_text_write); then the labels. */
+static char *text_config_json(const model_config *c, float hidden_dropout,
                               float attention_dropout) {
     cJSON *root = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(root, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString("BertForSequenceClassification"));
-    cJSON_AddStringToObject(root, "model_type", "bert");
-    cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
-    cJSON_AddNumberToObject(root, "hidden_size", c->hidden_size);
-    cJSON_AddNumberToObject(root, "num_hidden_layers", c->num_layers);
-    cJSON_AddNumberToObject(root, "num_attention_heads", c->num_heads);
-    cJSON_AddNumberToObject(root, "intermediate_size", c->intermediate_size);
-    cJSON_AddStringToObject(root, "hidden_act", activation_name(c->act));
-    cJSON_AddItemToObject(root, "hidden_dropout_prob", float_number(hidden_dropout));
-    cJSON_AddItemToObject(root, "attention_probs_dropout_prob", float_number(attention_dropout));
-    cJSON_AddNumberToObject(root, "max_position_embeddings", c->max_position_embeddings);
-    cJSON_AddNumberToObject(root, "type_vocab_size", c->type_vocab_size);
-    cJSON_AddItemToObject(root, "initializer_range", float_number(0.02f));
-    cJSON_AddItemToObject(root, "layer_norm_eps", float_number(c->layer_norm_eps));
-    cJSON_AddNumberToObject(root, "pad_token_id", c->pad_token_id);
-    cJSON_AddStringToObject(root, "position_embedding_type", "absolute");
-    cJSON_AddNullToObject(root, "classifier_dropout");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(config_architecture(c)));
+    cJSON_AddStringToObject(root, "model_type", config_model_type(c));
+    if (c->family == FAMILY_TEXT) {
+        config_text_write(root, c, hidden_dropout, attention_dropout);
+    } else {
+        cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
+        cJSON_AddNumberToObject(root, "hidden_size", c->hidden_size);
+        cJSON_AddNumberToObject(root, "num_hidden_layers", c->num_layers);
+        cJSON_AddNumberToObject(root, "num_attention_heads", c->num_heads);
+        cJSON_AddNumberToObject(root, "intermediate_size", c->intermediate_size);
+        cJSON_AddStringToObject(root, "hidden_act", activation_name(c->act));
+        cJSON_AddItemToObject(root, "hidden_dropout_prob", json_shortest_float(hidden_dropout));
+        cJSON_AddItemToObject(root, "attention_probs_dropout_prob",
+                              json_shortest_float(attention_dropout));
+        cJSON_AddNumberToObject(root, "max_position_embeddings", c->max_position_embeddings);
+        cJSON_AddNumberToObject(root, "type_vocab_size", c->type_vocab_size);
+        cJSON_AddItemToObject(root, "initializer_range", json_shortest_float(0.02f));
+        cJSON_AddItemToObject(root, "layer_norm_eps", json_shortest_float(c->layer_norm_eps));
+        cJSON_AddNumberToObject(root, "pad_token_id", c->pad_token_id);
+        cJSON_AddStringToObject(root, "position_embedding_type", "absolute");
+        cJSON_AddNullToObject(root, "classifier_dropout");
+    }
     cJSON_AddNumberToObject(root, "num_labels", c->num_labels);
     add_labels(root, c);
-    cJSON_AddStringToObject(root, "problem_type", "single_label_classification");
+    /* transformers sets problem_type for sequence classifiers only */
+    if (!c->token_classifier)
+        cJSON_AddStringToObject(root, "problem_type", "single_label_classification");
     cJSON_AddStringToObject(root, "torch_dtype", "float32");
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
@@ -93,11 +90,12 @@ static char *vit_config_json(const model_config *c, float hidden_dropout, float 
     cJSON_AddNumberToObject(root, "num_attention_heads", c->num_heads);
     cJSON_AddNumberToObject(root, "intermediate_size", c->intermediate_size);
     cJSON_AddStringToObject(root, "hidden_act", activation_name(c->act));
-    cJSON_AddItemToObject(root, "layer_norm_eps", float_number(c->layer_norm_eps));
+    cJSON_AddItemToObject(root, "layer_norm_eps", json_shortest_float(c->layer_norm_eps));
     cJSON_AddBoolToObject(root, "qkv_bias", c->qkv_bias);
-    cJSON_AddItemToObject(root, "hidden_dropout_prob", float_number(hidden_dropout));
-    cJSON_AddItemToObject(root, "attention_probs_dropout_prob", float_number(attention_dropout));
-    cJSON_AddItemToObject(root, "initializer_range", float_number(0.02f));
+    cJSON_AddItemToObject(root, "hidden_dropout_prob", json_shortest_float(hidden_dropout));
+    cJSON_AddItemToObject(root, "attention_probs_dropout_prob",
+                          json_shortest_float(attention_dropout));
+    cJSON_AddItemToObject(root, "initializer_range", json_shortest_float(0.02f));
     cJSON_AddNumberToObject(root, "encoder_stride", c->patch_size);
     if (config_is_backbone(c)) config_backbone_write(root, c);
     add_labels(root, c);
@@ -108,7 +106,7 @@ static char *vit_config_json(const model_config *c, float hidden_dropout, float 
 }
 
 char *model_config_json(const model_config *c, float hidden_dropout, float attention_dropout) {
-    return c->kind == MODEL_TEXT ? bert_config_json(c, hidden_dropout, attention_dropout)
+    return c->kind == MODEL_TEXT ? text_config_json(c, hidden_dropout, attention_dropout)
                                  : vit_config_json(c, hidden_dropout, attention_dropout);
 }
 
@@ -134,8 +132,8 @@ char *preprocess_config_json(const preprocess_config *pp) {
     cJSON *mean = cJSON_AddArrayToObject(root, "image_mean");
     cJSON *std = cJSON_AddArrayToObject(root, "image_std");
     for (int ch = 0; ch < C; ch++) {
-        cJSON_AddItemToArray(mean, float_number(pp->mean[ch]));
-        cJSON_AddItemToArray(std, float_number(pp->std[ch]));
+        cJSON_AddItemToArray(mean, json_shortest_float(pp->mean[ch]));
+        cJSON_AddItemToArray(std, json_shortest_float(pp->std[ch]));
     }
     cJSON_AddStringToObject(root, "image_processor_type", "ViTImageProcessor");
     char *text = cJSON_Print(root);
@@ -309,17 +307,9 @@ char *tokenizer_default_config(int max_len) {
 int tokenizer_files_save(const char *dir, const char *from_dir, const char *vocab_file, int max_len,
                          vit_error *err) {
     if (make_dir(dir, err) != 0) return -1;
-    char from[4096];
-    if (!from_dir) {
-        if (copy_file(vocab_file, dir, "vocab.txt", 1, err) != 0) return -1;
-        return save_text(dir, "tokenizer_config.json", tokenizer_default_config(max_len), err);
-    }
-    const char *names[] = {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(from, sizeof from, "%s/%s", from_dir, names[i]);
-        if (copy_file(from, dir, names[i], i == 0, err) != 0) return -1;
-    }
-    return 0;
+    if (from_dir) return tokenizer_files_copy(from_dir, dir, err); /* whichever kind it has */
+    if (copy_file(vocab_file, dir, "vocab.txt", 1, err) != 0) return -1;
+    return save_text(dir, "tokenizer_config.json", tokenizer_default_config(max_len), err);
 }
 
 int model_dir_load_preprocess(const char *dir, preprocess_config *cfg, vit_error *err) {
@@ -803,11 +793,11 @@ static cJSON *trocr_config(const ved_decoder_spec *d) {
     cJSON_AddNumberToObject(o, "decoder_ffn_dim", d->ffn);
     cJSON_AddStringToObject(o, "activation_function", "gelu");
     cJSON_AddNumberToObject(o, "max_position_embeddings", d->positions);
-    cJSON_AddItemToObject(o, "dropout", float_number(0.1f));
-    cJSON_AddItemToObject(o, "attention_dropout", float_number(0.0f));
-    cJSON_AddItemToObject(o, "activation_dropout", float_number(0.0f));
-    cJSON_AddItemToObject(o, "init_std", float_number(0.02f));
-    cJSON_AddItemToObject(o, "decoder_layerdrop", float_number(0.0f));
+    cJSON_AddItemToObject(o, "dropout", json_shortest_float(0.1f));
+    cJSON_AddItemToObject(o, "attention_dropout", json_shortest_float(0.0f));
+    cJSON_AddItemToObject(o, "activation_dropout", json_shortest_float(0.0f));
+    cJSON_AddItemToObject(o, "init_std", json_shortest_float(0.02f));
+    cJSON_AddItemToObject(o, "decoder_layerdrop", json_shortest_float(0.0f));
     cJSON_AddBoolToObject(o, "use_cache", 0);
     cJSON_AddBoolToObject(o, "scale_embedding", 0);
     cJSON_AddBoolToObject(o, "use_learned_position_embeddings", 1);

@@ -39,7 +39,8 @@ int model_save(const char *dir, const model *m, const preprocess_config *pp, flo
                float attention_dropout, vit_error *err);
 
 /* The tokenizer files of a text model in dir: either copied from the model directory from_dir
- * (vocab.txt, and tokenizer_config.json and special_tokens_map.json where it has them), or, with
+ * (whichever it has, as tokenizer_files_copy: tokenizer.json, vocab.txt, vocab.json and
+ * merges.txt, the SentencePiece models, their settings), or, with
  * from_dir NULL, vocab_file copied to vocab.txt beside a tokenizer_config.json for a lower-casing
  * BertTokenizer (bert-base-uncased's settings) cut at max_len tokens. */
 int tokenizer_files_save(const char *dir, const char *from_dir, const char *vocab_file, int max_len,

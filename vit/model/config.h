@@ -336,6 +336,11 @@ int config_text_parse(const struct cJSON *root, model_config *cfg, const char *s
 int config_score_activation(const struct cJSON *root, model_config *cfg, const char *src,
                             vit_error *err);
 void config_text_options(const model_config *cfg, tower_options *o);
+/* Into root, the fields of cfg's configuration class (RobertaConfig, XLMRobertaConfig,
+ * DistilBertConfig, MPNetConfig) that its parser reads, with the dropouts given; the classes'
+ * defaults stand for the rest (bos_token_id, ...) as transformers would read them. */
+void config_text_write(struct cJSON *root, const model_config *cfg, float hidden_dropout,
+                       float attention_dropout);
 /* Its class ("RobertaForSequenceClassification", ...), model_type, name for people ("RoBERTa")
  * and tensor prefix ("roberta."). */
 const char *config_text_architecture(const model_config *cfg);

@@ -443,3 +443,39 @@ void config_text_options(const model_config *c, tower_options *o) {
     o->pooler_relu = distil; /* pre_classifier, then ReLU */
     o->drop_first = !distil && !c->bare && !c->token_classifier;
 }
+
+void config_text_write(cJSON *root, const model_config *c, float hidden_dropout,
+                       float attention_dropout) {
+    cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(root, "max_position_embeddings", c->max_position_embeddings);
+    if (c->text_arch == TEXT_DISTILBERT) { /* DistilBertConfig's own names */
+        cJSON_AddBoolToObject(root, "sinusoidal_pos_embds", 0);
+        cJSON_AddNumberToObject(root, "n_layers", c->num_layers);
+        cJSON_AddNumberToObject(root, "n_heads", c->num_heads);
+        cJSON_AddNumberToObject(root, "dim", c->hidden_size);
+        cJSON_AddNumberToObject(root, "hidden_dim", c->intermediate_size);
+        cJSON_AddItemToObject(root, "dropout", json_shortest_float(hidden_dropout));
+        cJSON_AddItemToObject(root, "attention_dropout", json_shortest_float(attention_dropout));
+        cJSON_AddStringToObject(root, "activation", activation_name(c->act));
+        cJSON_AddItemToObject(root, "initializer_range", json_shortest_float(0.02f));
+        cJSON_AddNumberToObject(root, "pad_token_id", c->pad_token_id);
+        return;
+    }
+    cJSON_AddNumberToObject(root, "hidden_size", c->hidden_size);
+    cJSON_AddNumberToObject(root, "num_hidden_layers", c->num_layers);
+    cJSON_AddNumberToObject(root, "num_attention_heads", c->num_heads);
+    cJSON_AddNumberToObject(root, "intermediate_size", c->intermediate_size);
+    cJSON_AddStringToObject(root, "hidden_act", activation_name(c->act));
+    cJSON_AddItemToObject(root, "hidden_dropout_prob", json_shortest_float(hidden_dropout));
+    cJSON_AddItemToObject(root, "attention_probs_dropout_prob",
+                          json_shortest_float(attention_dropout));
+    cJSON_AddItemToObject(root, "initializer_range", json_shortest_float(0.02f));
+    cJSON_AddItemToObject(root, "layer_norm_eps", json_shortest_float(c->layer_norm_eps));
+    cJSON_AddNumberToObject(root, "pad_token_id", c->pad_token_id);
+    if (c->text_arch == TEXT_MPNET) {
+        cJSON_AddNumberToObject(root, "relative_attention_num_buckets", c->rel_buckets);
+        return;
+    }
+    cJSON_AddNumberToObject(root, "type_vocab_size", c->type_vocab_size);
+    cJSON_AddStringToObject(root, "position_embedding_type", "absolute");
+}

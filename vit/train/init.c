@@ -194,7 +194,12 @@ static int rebuild(trainer *t, model *from, char **classes, int n, int new_head,
     for (int i = 0; i < t->m.num_entries && rc == 0; i++) {
         const param_entry *e = &t->m.entries[i];
         const param_entry *src = model_find_param(from, e->name);
-        if ((new_head && strncmp(e->name, "classifier.", 11) == 0) || !src || src->absent) continue;
+        const int fresh = new_head && strncmp(e->name, "classifier.", 11) == 0;
+        /* a text head the model did not have (a base model's DistilBERT pre_classifier, RoBERTa's
+         * classifier.dense): new, as from_pretrained initialises missing weights */
+        if (!fresh && (!src || src->absent) && t->m.cfg.kind == MODEL_TEXT)
+            init_bert_params(&t->m, e->name, t->o.seed + (uint64_t)i);
+        if (fresh || !src || src->absent) continue;
         float *to = t->m.params + e->offset;
         if (to == t->m.pos_embed && src->numel != e->numel)
             rc = trainer_resize_positions(&t->m, from, e, src, err);
@@ -230,12 +235,13 @@ static int fine_tune_model(trainer *t, vit_error *err) {
         return vit_fail(err, "%s: not a %s model (the training data is %s)", t->o.init_dir,
                         text ? "BERT" : "ViT", text ? "text" : "images");
     }
-    if (text && (from.cfg.family != FAMILY_PLAIN || from.cfg.opt.pool == POOL_TOKENS)) {
+    if (text && ((from.cfg.family != FAMILY_PLAIN && from.cfg.family != FAMILY_TEXT) ||
+                 from.cfg.opt.pool == POOL_TOKENS)) {
         const char *cls = config_architecture(&from.cfg); /* a static name */
         model_free(&from);
         return vit_fail(err,
-                        "%s: %s runs for inference only; vit train fine-tunes BERT's sequence "
-                        "classifiers",
+                        "%s: %s runs for inference only; vit train fine-tunes the sequence "
+                        "classifiers of BERT, RoBERTa, XLM-R, DistilBERT and MPNet",
                         t->o.init_dir, cls);
     }
     char **classes = NULL;

@@ -19,6 +19,10 @@ const train_option train_option_table[] = {
     {"val-split", "val_split", OPTION_FLOAT, F(val_split), 0.1, 0, 0.99, "F",
      "else hold out this fraction of each training class (listed in MODEL_DIR/validation.tsv)",
      NULL, GROUP_DATA, 0},
+    {"pair", "pair", OPTION_FLAG, F(pair), 0, 0, 1, NULL,
+     "text: the TSV's lines are pairs, `a<TAB>b<TAB>label` (NLI, paraphrase, a cross-encoder), "
+     "each joined as the model's tokenizer joins two texts (token types where it has them)",
+     NULL, GROUP_DATA, OPTION_ADDED},
     {"labels", "labels_file", OPTION_STRING, F(labels_file), 0, 0, 0, "FILE",
      "label names, one per line in index order, matched to the folders (or the TSV labels)",
      NULL, GROUP_DATA, 0},
@@ -119,7 +123,7 @@ const train_option train_option_table[] = {
      "a classifier's learning rate times F for each layer below the head (embeddings lowest; 1: "
      "off)", NULL, GROUP_TRAINING, OPTION_ADDED},
     {"token-dropout", "token_dropout", OPTION_FLOAT, F(token_dropout), 0, 0, 0.99, "F",
-     "text: each word piece becomes [UNK] with this chance", NULL, GROUP_TRAINING, 0},
+     "text: each word piece becomes the unknown token ([UNK], <unk>) with this chance", NULL, GROUP_TRAINING, 0},
     {"no-length-groups", "ungrouped", OPTION_FLAG, F(ungrouped), 0, 0, 1, NULL,
      "text: plain shuffled batches (default: batches of similar length)", NULL, GROUP_TRAINING,
      0},

@@ -1,9 +1,11 @@
-/* Training on text: a sentence<TAB>label TSV tokenized once into memory, a BERT classifier,
- * batches of similar length, word dropout. */
+/* Training on text: a sentence<TAB>label (or a<TAB>b<TAB>label) TSV tokenized once into memory, a
+ * sequence classifier (BERT, RoBERTa, XLM-R, DistilBERT, MPNet), batches of similar length, word
+ * dropout. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/text_tokenizer.h"
 #include "text/wordpiece.h"
 #include "vit/base/file.h"
 #include "vit/base/rng.h"
@@ -17,17 +19,19 @@
 #define LENGTH_GROUP 50
 
 typedef struct {
-    tokenizer *tok;
+    text_tokenizer *tok;
+    int unk; /* the unknown token word dropout writes (-1: none) */
     int max_len;
     /* the training file's sentences; validation rows of val_text or, carved out of the training
      * file, of train_text (train_rows and val_rows index them) */
     text_set train_text, val_text;
     const text_set *val_src;
     int *train_rows, *val_rows;
-    int *rows;     /* [B] the batch's rows */
-    int32_t *ids;  /* [B, max_len] the batch */
-    uint8_t *mask; /* [B, max_len] */
-    int T;         /* the batch's length */
+    int *rows;      /* [B] the batch's rows */
+    int32_t *ids;   /* [B, max_len] the batch */
+    int32_t *types; /* [B, max_len] its token types (pairs) */
+    uint8_t *mask;  /* [B, max_len] */
+    int T;          /* the batch's length */
     text_acts acts;
 } text_task;
 
@@ -45,7 +49,9 @@ static text_task *ensure_data(trainer *t) {
 
 static int text_classes(const trainer *t, const model *from, char ***classes, int *n,
                         vit_error *err) {
-    if (!from) return text_tsv_classes(t->o.train_path, classes, n, err);
+    /* a base model (RobertaModel, ...) has no classes: the data's, for its new head */
+    if (!from || from->cfg.bare)
+        return text_tsv_classes(t->o.train_path, t->o.pair, classes, n, err);
     char **out = calloc((size_t)from->cfg.num_labels, sizeof *out);
     int ok = out != NULL;
     for (int i = 0; ok && i < from->cfg.num_labels; i++)
@@ -70,12 +76,14 @@ static int new_tokenizer(const trainer *t, text_task *d, int max_len, vit_error 
     if (!vocab) return -1;
     char *config = tokenizer_default_config(max_len);
     int rc = config ? 0 : vit_fail(err, "out of memory");
+    tokenizer *wp = NULL;
     if (rc == 0) {
         const tokenizer_sources src = {
             .vocab = {vocab, size, vocab_file},
             .config = {config, strlen(config), "the new model's tokenizer_config.json"}};
-        rc = tokenizer_load_memory(&src, &d->tok, err);
+        rc = tokenizer_load_memory(&src, &wp, err);
     }
+    if (rc == 0) rc = text_tokenizer_from_wordpiece(wp, &d->tok, err);
     free(vocab);
     free(config);
     return rc;
@@ -97,32 +105,37 @@ static int new_bert(trainer *t, char **classes, int n, vit_error *err) {
                         .intermediate_size = o->mlp_size,
                         .act = ACT_GELU,
                         .layer_norm_eps = 1e-12f, /* BertConfig's */
-                        .vocab_size = tokenizer_vocab_size(d->tok),
+                        .vocab_size = text_tokenizer_vocab_size(d->tok),
                         .max_position_embeddings = max_pos,
                         .type_vocab_size = 2,
-                        .pad_token_id =
-                            tokenizer_pad_id(d->tok) >= 0 ? tokenizer_pad_id(d->tok) : 0,
+                        .pad_token_id = text_tokenizer_pad_id(d->tok),
                         .num_labels = n,
                         .labels = classes};
     return trainer_create_model(t, &cfg, classes, n, err);
 }
 
-/* The tokenizer of the model taken from dir (process 0 copies its files into out_dir when
- * fine-tuning), then the sentence length. */
+/* The tokenizer of the model taken from dir (process 0 copies its files, whichever kind, into
+ * out_dir when fine-tuning), then the sentence length. */
 static int text_companion(trainer *t, const char *dir, vit_error *err) {
     text_task *d = ensure_data(t);
     if (!d) return vit_fail(err, "out of memory");
     const int copy = dir && t->rank == 0 && strcmp(dir, t->o.out_dir) != 0;
     if (copy && tokenizer_files_save(t->o.out_dir, dir, NULL, 0, err) != 0) return -1;
-    if (dir && tokenizer_load(dir, &d->tok, err) != 0) return -1;
-    const int limit = t->o.max_len ? t->o.max_len : tokenizer_max_len(d->tok);
-    d->max_len =
-        limit < t->m.cfg.max_position_embeddings ? limit : t->m.cfg.max_position_embeddings;
+    if (dir && text_tokenizer_load(dir, &d->tok, err) != 0) return -1;
+    const int tok_limit = text_tokenizer_max_len(d->tok),
+              positions = config_text_max_tokens(&t->m.cfg);
+    int limit = t->o.max_len ? t->o.max_len : tok_limit > 0 ? tok_limit : positions;
+    d->max_len = limit < positions ? limit : positions;
     if (d->max_len < 2)
         return vit_fail(err, "--max-len %d: a sentence needs at least 2 tokens", d->max_len);
-    if (tokenizer_vocab_size(d->tok) > t->m.cfg.vocab_size)
+    if (text_tokenizer_vocab_size(d->tok) > t->m.cfg.vocab_size)
         return vit_fail(err, "%s: the vocabulary (%d) is larger than the model's (%d)",
-                        t->o.out_dir, tokenizer_vocab_size(d->tok), t->m.cfg.vocab_size);
+                        t->o.out_dir, text_tokenizer_vocab_size(d->tok), t->m.cfg.vocab_size);
+    d->unk = text_tokenizer_find(d->tok, "[UNK]");
+    if (d->unk < 0) d->unk = text_tokenizer_find(d->tok, "<unk>");
+    if (t->o.token_dropout > 0 && d->unk < 0)
+        return vit_fail(err, "--token-dropout: the %s tokenizer has no [UNK] nor <unk> token",
+                        text_tokenizer_kind(d->tok));
     return 0;
 }
 
@@ -132,11 +145,12 @@ static int text_companion(trainer *t, const char *dir, vit_error *err) {
 static int load_texts(trainer *t, vit_error *err) {
     text_task *d = task_data(t);
     const char *const *labels = (const char *const *)t->classes;
-    if (text_set_load(&d->train_text, t->o.train_path, d->tok, d->max_len, labels, t->num_classes,
-                      err) != 0)
+    const int pairs = t->o.pair;
+    if (text_set_load(&d->train_text, t->o.train_path, d->tok, d->max_len, pairs, labels,
+                      t->num_classes, err) != 0)
         return -1;
-    if (t->o.val_path && text_set_load(&d->val_text, t->o.val_path, d->tok, d->max_len, labels,
-                                       t->num_classes, err) != 0)
+    if (t->o.val_path && text_set_load(&d->val_text, t->o.val_path, d->tok, d->max_len, pairs,
+                                       labels, t->num_classes, err) != 0)
         return -1;
     /* without a validation file, the rows trainer_hold_out picks are rows of train_text */
     d->val_src = t->o.val_path ? &d->val_text : &d->train_text;
@@ -202,18 +216,20 @@ static int prepare_texts(trainer *t, vit_error *err) {
     text_task *d = task_data(t);
     d->rows = malloc((size_t)t->B * sizeof *d->rows);
     d->ids = malloc((size_t)t->B * d->max_len * sizeof *d->ids);
+    d->types = malloc((size_t)t->B * d->max_len * sizeof *d->types);
     d->mask = malloc((size_t)t->B * d->max_len);
-    if (!d->rows || !d->ids || !d->mask) return vit_fail(err, "out of memory");
+    if (!d->rows || !d->ids || !d->types || !d->mask) return vit_fail(err, "out of memory");
     return text_acts_alloc(&d->acts, &t->m, t->B, d->max_len, 1, err);
 }
 
-/* Word dropout: each word piece of the batch ids [B, T] (not [CLS], [SEP] or padding) becomes
- * [UNK] with probability token_dropout, drawn from the step's augmentation stream. The model
- * learns not to lean on any single word, and [UNK] is what it meets for unknown words later. */
+/* Word dropout: each word piece of the batch ids [B, T] (not the first and last tokens or
+ * padding) becomes the unknown token with probability token_dropout, drawn from the step's
+ * augmentation stream. The model learns not to lean on any single word, and the unknown token is
+ * what it meets for unknown words later. */
 static void drop_tokens(trainer *t, int n) {
     text_task *d = task_data(t);
     uint64_t st = rng_derive(t->o.seed, RNG_AUGMENT, (uint64_t)t->step);
-    const int unk = tokenizer_unk_id(d->tok), T = d->T;
+    const int unk = d->unk, T = d->T;
     for (int b = 0; b < n; b++) {
         int len = 0;
         while (len < T && d->mask[(size_t)b * T + len]) len++;
@@ -227,12 +243,13 @@ static int text_batch(trainer *t, const int *idx, int n, int train, vit_error *e
     text_task *d = task_data(t);
     const int *rows = train ? d->train_rows : d->val_rows;
     for (int b = 0; b < n; b++) d->rows[b] = rows[idx[b]];
-    d->T =
-        text_set_batch(train ? &d->train_text : d->val_src, d->rows, n, d->ids, d->mask, t->labels);
+    d->T = text_set_batch(train ? &d->train_text : d->val_src, d->rows, n, d->ids, d->types,
+                          d->mask, t->labels);
     if (train && t->o.token_dropout > 0) drop_tokens(t, n);
     if (train && t->part_n < n) { /* this process's rows, padded to the whole batch's length */
         const size_t T = (size_t)d->T, first = (size_t)t->part_first, part = (size_t)t->part_n;
         memmove(d->ids, d->ids + first * T, part * T * sizeof *d->ids);
+        memmove(d->types, d->types + first * T, part * T * sizeof *d->types);
         memmove(d->mask, d->mask + first * T, part * T * sizeof *d->mask);
         memmove(t->labels, t->labels + first, part * sizeof *t->labels);
     }
@@ -242,7 +259,8 @@ static int text_batch(trainer *t, const int *idx, int n, int train, vit_error *e
 static int text_forward(trainer *t, int n, const forward_mode *mode, float *logits,
                         vit_error *err) {
     text_task *d = task_data(t);
-    return text_model_forward(&t->m, &d->acts, d->ids, d->mask, n, d->T, mode, logits, err);
+    return text_model_forward_typed(&t->m, &d->acts, d->ids, t->o.pair ? d->types : NULL, d->mask,
+                                    n, d->T, mode, logits, err);
 }
 
 static void text_backward(trainer *t, const float *dlogits) {
@@ -253,10 +271,11 @@ static void free_texts(trainer *t) {
     text_task *d = task_data(t);
     if (!d) return;
     text_acts_free(&d->acts);
-    tokenizer_free(d->tok);
+    text_tokenizer_free(d->tok);
     text_set_free(&d->train_text);
     text_set_free(&d->val_text);
-    free(d->train_rows), free(d->val_rows), free(d->rows), free(d->ids), free(d->mask);
+    free(d->train_rows), free(d->val_rows), free(d->rows), free(d->ids), free(d->types),
+        free(d->mask);
     free(d);
     t->data = NULL;
 }

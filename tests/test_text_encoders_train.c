@@ -1,0 +1,261 @@
+/* vit train on the text encoders beside BERT (issue 42): RoBERTa, XLM-R (SentencePiece),
+ * DistilBERT and MPNet sequence classifiers, their base models given a new head, and BERT's pair
+ * classifier with token types (--pair), each fine-tuned 16 epochs on the micro folders' golden
+ * texts. Checked: the training loss falls (train_log.jsonl), the folder holds the tokenizer files
+ * of its kind, copied (vocab.json and merges.txt, sentencepiece.bpe.model, vocab.txt), its
+ * config.json names the class, and vit reloads it: `vit text --logits` on every text equals the
+ * float64 forward of tools/text_train_reference.py --check on the saved weights, read with
+ * transformers' names (1e-4, the project's tolerance against float64); where transformers is
+ * installed that script also loads the folder with AutoModelFor...Classification and compares
+ * (else it says it skipped, printed here). Without /usr/bin/python3 and torch the comparison is
+ * skipped loudly; the rest runs. */
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#define TOL    1e-4
+#define PYTHON "/usr/bin/python3"
+
+typedef struct {
+    const char *dir;
+    const char *arch;      /* config.json's class after training */
+    const char *tok_files; /* the tokenizer files the folder must hold, space separated */
+    int pair;
+} family_case;
+
+static const family_case cases[] = {
+    {"tests/data/roberta-seq-micro", "RobertaForSequenceClassification", "vocab.json merges.txt",
+     0},
+    {"tests/data/xlmr-seq-micro", "XLMRobertaForSequenceClassification",
+     "sentencepiece.bpe.model tokenizer_config.json", 0},
+    {"tests/data/distilbert-seq-micro", "DistilBertForSequenceClassification", "vocab.txt", 0},
+    {"tests/data/mpnet-seq-micro", "MPNetForSequenceClassification", "vocab.txt", 0},
+    {"tests/data/roberta-model-micro", "RobertaForSequenceClassification", "vocab.json merges.txt",
+     0},
+    {"tests/data/distilbert-model-micro", "DistilBertForSequenceClassification", "vocab.txt", 0},
+    {"tests/data/bert-nli-micro", "BertForSequenceClassification", "vocab.txt", 1},
+};
+
+static const char *const labels[] = {"negative", "neutral", "positive"};
+static const char *const nli[] = {"contradiction", "entailment", "neutral"};
+
+/* The golden texts (or pairs) of dir with a control character in none (a TSV field cannot hold
+ * a tab or newline): a JSON list, and the TSV written from them. */
+static cJSON *golden_texts(const char *dir, int pair) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/golden.safetensors", dir);
+    size_t size;
+    uint8_t *bytes = read_whole_file(path, &size);
+    assert_non_null(bytes);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = n << 8 | bytes[i];
+    cJSON *header = cJSON_ParseWithLength((const char *)bytes + 8, (size_t)n);
+    free(bytes);
+    const cJSON *meta = cJSON_GetObjectItem(header, "__metadata__");
+    cJSON *list = cJSON_Parse(cJSON_GetObjectItem(meta, pair ? "pairs" : "texts")->valuestring);
+    cJSON_Delete(header);
+    return list;
+}
+
+static int plain(const char *s) {
+    if (!*s) return 0;
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20) return 0;
+    return 1;
+}
+
+/* text i of list (a pair: its two texts joined by sep) into out */
+static void text_of(const cJSON *list, int i, int pair, const char *sep, char *out, size_t size) {
+    const cJSON *item = cJSON_GetArrayItem(list, i);
+    if (!pair)
+        snprintf(out, size, "%s", item->valuestring);
+    else
+        snprintf(out, size, "%s%s%s", cJSON_GetArrayItem(item, 0)->valuestring, sep,
+                 cJSON_GetArrayItem(item, 1)->valuestring);
+}
+
+static int usable(const cJSON *list, int i, int pair) {
+    const cJSON *item = cJSON_GetArrayItem(list, i);
+    if (!pair) return plain(item->valuestring);
+    return plain(cJSON_GetArrayItem(item, 0)->valuestring) &&
+           plain(cJSON_GetArrayItem(item, 1)->valuestring);
+}
+
+/* train_log.jsonl's train_loss of the first and last epochs */
+static void first_last_loss(const char *out, double *first, double *last) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/train_log.jsonl", out);
+    char *text = (char *)read_whole_file(path, NULL);
+    assert_non_null(text);
+    *first = *last = NAN;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        const cJSON *loss = cJSON_GetObjectItem(o, "train_loss");
+        if (cJSON_IsNumber(loss)) {
+            if (isnan(*first)) *first = loss->valuedouble;
+            *last = loss->valuedouble;
+        }
+        cJSON_Delete(o);
+    }
+    free(text);
+}
+
+/* tools/text_train_reference.py --check OUT DIR's JSON, or NULL (printed why) without python or
+ * torch */
+static cJSON *python_check(const char *out, const char *dir) {
+    if (access(PYTHON, X_OK) != 0) return NULL;
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "%s tools/text_train_reference.py --check '%s' '%s' 2>&1", PYTHON,
+             out, dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    static char buf[1 << 20];
+    const size_t n = fread(buf, 1, sizeof buf - 1, p);
+    buf[n] = 0;
+    const int status = pclose(p);
+    if (status != 0) {
+        if (strstr(buf, "No module named 'torch'") || strstr(buf, "No module named 'numpy'"))
+            return NULL;
+        fail_msg("the python check of %s failed:\n%s", out, buf);
+    }
+    return cJSON_Parse(buf);
+}
+
+static void check_family(const family_case *f) {
+    cJSON *list = golden_texts(f->dir, f->pair);
+    const int n = cJSON_GetArraySize(list);
+    char tsv[16384] = "", line[2048];
+    snprintf(tsv, sizeof tsv, f->pair ? "a\tb\tlabel\n" : "sentence\tlabel\n");
+    int rows = 0;
+    for (int i = 0; i < n; i++) {
+        if (!usable(list, i, f->pair)) continue;
+        text_of(list, i, f->pair, "\t", line, sizeof line);
+        snprintf(tsv + strlen(tsv), sizeof tsv - strlen(tsv), "%s\t%s\n", line,
+                 (f->pair ? nli : labels)[rows++ % 3]);
+    }
+    const char *data = write_temp_file("train.tsv", tsv, strlen(tsv));
+    char out[4200];
+    snprintf(out, sizeof out, "%s/trained-%s", test_tmpdir(), strrchr(f->dir, '/') + 1);
+    const char *train[] = {"train", "--init",      f->dir, "--train",
+                           data,    "--out",       out,    "--epochs",
+                           "16",    "--batch",     "4",    "--lr",
+                           "3e-3",  "--val-split", "0",    "--label-smoothing",
+                           "0",     "--seed",      "3",    f->pair ? "--pair" : NULL,
+                           NULL};
+    test_run_result r = test_run_vit(NULL, NULL, train);
+    if (r.status != 0) fail_msg("%s: vit train exited %d: %s", f->dir, r.status, r.err);
+    test_run_free(&r);
+    double first, last;
+    first_last_loss(out, &first, &last);
+    if (!(last < first - 0.05))
+        fail_msg("%s: the training loss did not fall (%.4f -> %.4f)", f->dir, first, last);
+
+    char path[4400], names[256];
+    snprintf(names, sizeof names, "%s", f->tok_files);
+    for (char *name = strtok(names, " "); name; name = strtok(NULL, " ")) {
+        snprintf(path, sizeof path, "%s/%s", out, name);
+        if (access(path, F_OK) != 0) fail_msg("%s: %s was not copied", f->dir, name);
+    }
+    snprintf(path, sizeof path, "%s/config.json", out);
+    char *config = (char *)read_whole_file(path, NULL);
+    if (!strstr(config, f->arch)) fail_msg("%s: config.json does not name %s", out, f->arch);
+    free(config);
+
+    cJSON *want = python_check(out, f->dir);
+    double worst = 0.0;
+    int texts = 0;
+    if (!want)
+        print_message("SKIP the float64 comparison of %s: %s or its torch is missing\n", out,
+                      PYTHON);
+    const cJSON *logits = want ? cJSON_GetObjectItem(want, "logits") : NULL;
+    for (int i = 0, k = 0; want && i < n; i++) {
+        const int keep = usable(list, i, f->pair);
+        char a[2048], b[2048];
+        if (!f->pair) {
+            text_of(list, i, 0, "", a, sizeof a);
+        } else {
+            const cJSON *item = cJSON_GetArrayItem(list, i);
+            snprintf(a, sizeof a, "%s", cJSON_GetArrayItem(item, 0)->valuestring);
+            snprintf(b, sizeof b, "%s", cJSON_GetArrayItem(item, 1)->valuestring);
+        }
+        /* the reference ran every text of more than two ids: the usable ones are among them */
+        const cJSON *row = NULL;
+        const cJSON *ref_texts = cJSON_GetObjectItem(want, f->pair ? "pairs" : "texts");
+        for (; k < cJSON_GetArraySize(ref_texts) && !row; k++) {
+            char ref[4200];
+            text_of(ref_texts, k, f->pair, "\t", ref, sizeof ref);
+            char mine[4200];
+            text_of(list, i, f->pair, "\t", mine, sizeof mine);
+            if (strcmp(ref, mine) == 0) row = cJSON_GetArrayItem(logits, k);
+        }
+        if (!keep || !row) continue;
+        const char *text[] = {"text", "-m", out, "--json", "--logits", "--", a, NULL};
+        const char *pair_text[] = {"text",   "-m", out, "--json", "--logits",
+                                   "--pair", "--", a,   b,        NULL};
+        r = test_run_vit(NULL, NULL, f->pair ? pair_text : text);
+        if (r.status != 0) fail_msg("%s: vit text exited %d: %s", out, r.status, r.err);
+        cJSON *got = cJSON_Parse(r.out);
+        const cJSON *g = cJSON_GetObjectItem(got, "logits");
+        assert_int_equal(cJSON_GetArraySize(g), cJSON_GetArraySize(row));
+        for (int j = 0; j < cJSON_GetArraySize(row); j++)
+            worst = fmax(worst, fabs(cJSON_GetArrayItem(g, j)->valuedouble -
+                                     cJSON_GetArrayItem(row, j)->valuedouble));
+        cJSON_Delete(got);
+        test_run_free(&r);
+        texts++;
+    }
+    if (want) {
+        if (!(worst <= TOL)) fail_msg("%s: vit's logits differ from float64's by %.3g", out, worst);
+        const cJSON *hf = cJSON_GetObjectItem(want, "transformers");
+        char hf_says[200];
+        if (cJSON_IsNumber(hf)) {
+            if (!(hf->valuedouble <= TOL))
+                fail_msg("%s: transformers' logits differ by %.3g", out, hf->valuedouble);
+            snprintf(hf_says, sizeof hf_says, "transformers within %.1e", hf->valuedouble);
+        } else {
+            snprintf(hf_says, sizeof hf_says, "%s", hf ? hf->valuestring : "?");
+        }
+        assert_true(texts >= 3);
+        print_message("  %-36s loss %.4f -> %.4f; %d texts reloaded, within %.1e of float64; %s\n",
+                      f->dir, first, last, texts, worst, hf_says);
+    }
+    cJSON_Delete(want);
+    cJSON_Delete(list);
+}
+
+static void test_fine_tune(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_family(&cases[i]);
+}
+
+/* A token classifier is refused in one line, not trained as a sequence classifier. */
+static void test_token_classifier_refused(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char tsv[] = "sentence\tlabel\nthe cat sat\tO\n";
+    const char *data = write_temp_file("tags.tsv", tsv, sizeof tsv - 1);
+    char out[4200];
+    snprintf(out, sizeof out, "%s/tags", test_tmpdir());
+    const char *train[] = {
+        "train", "--init", "tests/data/roberta-tok-micro", "--train", data, "--out", out, NULL};
+    test_run_result r = test_run_vit(NULL, NULL, train);
+    assert_int_equal(r.status, 1);
+    if (!strstr(r.err, "RobertaForTokenClassification"))
+        fail_msg("the refusal does not name the class: %s", r.err);
+    test_run_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fine_tune),
+        cmocka_unit_test(test_token_classifier_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
