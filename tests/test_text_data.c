@@ -340,8 +340,78 @@ static void test_train_separable(void **state) {
     text_tokenizer_free(tt);
 }
 
+/* Tagged words (CoNLL): ids and per-token labels by hand (words of the test vocabulary: the 5,
+ * film 8, ##s 25, good 21, it 18; "were" is not in it), the labels sorted as run_ner sorts them,
+ * a cut sentence, a batch's tags, and the errors. */
+static void test_tags(void **state) {
+    (void)state;
+    tokenizer *tok = test_tokenizer();
+    text_tokenizer *tt = test_text_tokenizer();
+    static const char conll[] = "-DOCSTART- -X- O O\n" /* 1 */
+                                "\n"                   /* 2 */
+                                "the O\n"              /* 3 */
+                                "films\tB-X\n"         /* 4: film ##s */
+                                "were  O\n"            /* 5: [UNK] */
+                                "good POS NP O\n"      /* 6: CoNLL-2003's four columns */
+                                "\n\n"                 /* 7, 8 */
+                                "it I-X\r\n";          /* 9 */
+    const char *path = write_temp_file("tags.conll", conll, sizeof conll - 1);
+    char **names;
+    int n;
+    vit_error err = {0};
+    if (tag_file_labels(path, &names, &n, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(n, 3);
+    assert_string_equal(names[0], "B-X"), assert_string_equal(names[1], "I-X");
+    assert_string_equal(names[2], "O");
+    const char *const *labels = (const char *const *)names;
+    text_set s;
+    if (text_set_load_tags(&s, path, tt, 16, labels, 3, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(s.count, 2);
+    const int32_t ids[] = {2, 5, 8, 25, 1, 21, 3, 2, 18, 3};
+    const int tags[] = {-100, 2, 0, -100, 2, 2, -100, -100, 1, -100};
+    assert_int_equal(s.offset[1], 7), assert_int_equal(s.offset[2], 10);
+    assert_memory_equal(s.ids, ids, sizeof ids);
+    assert_memory_equal(s.tags, tags, sizeof tags);
+    assert_int_equal(s.data_line[0], 3), assert_int_equal(s.data_line[1], 9);
+    /* a batch: the tags of sentence 1 then 0, padded with -100; 5 count */
+    const int idx[] = {1, 0};
+    int32_t bids[2 * 16], btypes[2 * 16];
+    uint8_t mask[2 * 16];
+    const int T = text_set_batch(&s, idx, 2, bids, btypes, mask, NULL);
+    assert_int_equal(T, 7);
+    int btags[2 * 7];
+    assert_int_equal(text_set_batch_tags(&s, idx, 2, T, btags), 5);
+    const int want[] = {-100, 1, -100, -100, -100, -100, -100, -100, 2, 0, -100, 2, 2, -100};
+    assert_memory_equal(btags, want, sizeof want);
+    for (int i = 0; i < 2 * T; i++) assert_int_equal(btypes[i], 0);
+    text_set_free(&s);
+    /* cut at 5 ids: the end token kept */
+    if (text_set_load_tags(&s, path, tt, 5, labels, 3, &err) != 0) fail_msg("%s", err.msg);
+    const int32_t cut[] = {2, 5, 8, 25, 3};
+    const int cut_tags[] = {-100, 2, 0, -100, -100};
+    assert_memory_equal(s.ids, cut, sizeof cut);
+    assert_memory_equal(s.tags, cut_tags, sizeof cut_tags);
+    text_set_free(&s);
+    /* errors name the file and line */
+    const char *bad = write_temp_file("bad.conll", "the O\nfilm\n", strlen("the O\nfilm\n"));
+    assert_int_equal(text_set_load_tags(&s, bad, tt, 16, labels, 3, &err), -1);
+    assert_non_null(strstr(err.msg, "bad.conll:2: expected a token and its label"));
+    assert_int_equal(tag_file_labels(bad, &names, &n, &err), -1);
+    bad = write_temp_file("bad.conll", "the O\nfilm B-Y\n", strlen("the O\nfilm B-Y\n"));
+    assert_int_equal(text_set_load_tags(&s, bad, tt, 16, labels, 3, &err), -1);
+    assert_non_null(strstr(err.msg, "bad.conll:2: unknown label 'B-Y'"));
+    bad = write_temp_file("bad.conll", "\n-DOCSTART- O\n", strlen("\n-DOCSTART- O\n"));
+    assert_int_equal(text_set_load_tags(&s, bad, tt, 16, labels, 3, &err), -1);
+    assert_non_null(strstr(err.msg, "no tagged sentence"));
+    for (int i = 0; i < 3; i++) free((char *)labels[i]);
+    free((void *)labels);
+    tokenizer_free(tok);
+    text_tokenizer_free(tt);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tags),
         cmocka_unit_test(test_parse_line),
         cmocka_unit_test(test_load_and_batch),
         cmocka_unit_test(test_load_errors),

@@ -1,14 +1,17 @@
 /* vit train on the text encoders beside BERT (issue 42): RoBERTa, XLM-R (SentencePiece),
  * DistilBERT and MPNet sequence classifiers, their base models given a new head, and BERT's pair
  * classifier with token types (--pair), each fine-tuned 16 epochs on the micro folders' golden
- * texts. Checked: the training loss falls (train_log.jsonl), the folder holds the tokenizer files
- * of its kind, copied (vocab.json and merges.txt, sentencepiece.bpe.model, vocab.txt), its
- * config.json names the class, and vit reloads it: `vit text --logits` on every text equals the
- * float64 forward of tools/text_train_reference.py --check on the saved weights, read with
- * transformers' names (1e-4, the project's tolerance against float64); where transformers is
- * installed that script also loads the folder with AutoModelFor...Classification and compares
- * (else it says it skipped, printed here). Without /usr/bin/python3 and torch the comparison is
- * skipped loudly; the rest runs. */
+ * texts; and the token classifiers (and a sequence classifier given a token head) on tagged
+ * words (--tags: one token and its label per line), `vit tag` on the reloaded folder against
+ * the float64 token logits (each token's label their argmax, its score their softmax there).
+ * Checked: the training loss falls (train_log.jsonl), the folder holds the tokenizer files of its
+ * kind, copied (vocab.json and merges.txt, sentencepiece.bpe.model, vocab.txt), its config.json
+ * names the class, and vit reloads it: `vit text --logits` on every text equals the float64 forward
+ * of tools/text_train_reference.py --check on the saved weights, read with transformers' names
+ * (1e-4, the project's tolerance against float64); where transformers is installed that script also
+ * loads the folder with AutoModelFor...Classification and compares (else it says it skipped,
+ * printed here). Without /usr/bin/python3 and torch the comparison is skipped loudly; the rest
+ * runs. */
 #include "tests/testutil.h"
 
 #include <math.h>
@@ -235,27 +238,180 @@ static void test_fine_tune(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_family(&cases[i]);
 }
 
-/* A token classifier is refused in one line, not trained as a sequence classifier. */
-static void test_token_classifier_refused(void **state) {
+/* ---- token classification ---- */
+
+typedef struct {
+    const char *dir;
+    const char *arch;
+} tag_case;
+
+static const tag_case tag_cases[] = {
+    {"tests/data/roberta-tok-micro", "RobertaForTokenClassification"},
+    {"tests/data/xlmr-tok-micro", "XLMRobertaForTokenClassification"},
+    {"tests/data/distilbert-tok-micro", "DistilBertForTokenClassification"},
+    {"tests/data/mpnet-tok-micro", "MPNetForTokenClassification"},
+    {"tests/data/bert-tok-micro", "BertForTokenClassification"},
+    /* a sequence classifier given a token classifier's head */
+    {"tests/data/distilbert-seq-micro", "DistilBertForTokenClassification"},
+};
+
+/* CoNLL words: "the" is O, the animals B-PER, places B-LOC, the rest O (space and tab
+ * separated, a -DOCSTART- line, CRLF endings on one sentence) */
+static const char tagged[] = "-DOCSTART- -X- O O\n\n"
+                             "the O\ncat B-PER\nsat O\non O\nthe O\nmat B-LOC\n\n"
+                             "a\tO\ndog\tB-PER\nran\tO\nfar\tO\naway\tB-LOC\n\n"
+                             "it O\r\nwas O\r\nvery O\r\ngood O\r\n\r\n"
+                             "the O\nzebra B-PER\nslept O\n\n"
+                             "the O\ndog B-PER\nsat O\non O\nthe O\nmat B-LOC\n";
+
+/* id2label of out's config.json into names (strdup'ed), returning their number */
+static int saved_labels(const char *out, char **names, int max) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/config.json", out);
+    char *text = (char *)read_whole_file(path, NULL);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    const cJSON *map = cJSON_GetObjectItem(root, "id2label");
+    const int n = cJSON_GetArraySize(map);
+    assert_true(n <= max);
+    for (int i = 0; i < n; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", i);
+        names[i] = strdup(cJSON_GetObjectItem(map, key)->valuestring);
+    }
+    cJSON_Delete(root);
+    return n;
+}
+
+/* vit tag --all --json on out against the float64 token logits: each token's label the argmax,
+ * its score the softmax there. */
+static void check_tags_reloaded(const char *out, const char *dir, double *worst, int *tokens) {
+    cJSON *want = python_check(out, dir);
+    if (!want) {
+        print_message("SKIP the float64 comparison of %s: %s or its torch is missing\n", out,
+                      PYTHON);
+        return;
+    }
+    char *names[16];
+    const int L = saved_labels(out, names, 16);
+    const cJSON *texts = cJSON_GetObjectItem(want, "texts"),
+                *logits = cJSON_GetObjectItem(want, "logits");
+    for (int i = 0; i < cJSON_GetArraySize(texts); i++) {
+        const char *text = cJSON_GetArrayItem(texts, i)->valuestring;
+        if (!plain(text)) continue;
+        const char *args[] = {"tag", "-m", out, "--all", "--json", "--", text, NULL};
+        test_run_result r = test_run_vit(NULL, NULL, args);
+        if (r.status != 0) fail_msg("%s: vit tag exited %d: %s", out, r.status, r.err);
+        cJSON *got = cJSON_Parse(r.out);
+        const cJSON *entities = cJSON_GetObjectItem(got, "entities"), *e;
+        const cJSON *rows = cJSON_GetArrayItem(logits, i);
+        assert_int_equal(cJSON_GetArraySize(entities), cJSON_GetArraySize(rows) - 2);
+        cJSON_ArrayForEach(e, entities) {
+            const int t = cJSON_GetObjectItem(e, "index")->valueint;
+            const cJSON *row = cJSON_GetArrayItem(rows, t);
+            double max = -INFINITY, sum = 0.0;
+            int best = 0;
+            for (int k = 0; k < L; k++) {
+                const double z = cJSON_GetArrayItem(row, k)->valuedouble;
+                if (z > max) max = z, best = k;
+            }
+            for (int k = 0; k < L; k++) sum += exp(cJSON_GetArrayItem(row, k)->valuedouble - max);
+            const char *label = cJSON_GetObjectItem(e, "entity")->valuestring;
+            if (strcmp(label, names[best]) != 0)
+                fail_msg("%s: token %d of '%s' tagged %s, float64 says %s", out, t, text, label,
+                         names[best]);
+            *worst = fmax(*worst, fabs(cJSON_GetObjectItem(e, "score")->valuedouble - 1.0 / sum));
+            ++*tokens;
+        }
+        cJSON_Delete(got);
+        test_run_free(&r);
+    }
+    for (int k = 0; k < L; k++) free(names[k]);
+    cJSON_Delete(want);
+}
+
+static void test_tags(void **state) {
     (void)state;
     REQUIRE_BIN();
-    const char tsv[] = "sentence\tlabel\nthe cat sat\tO\n";
-    const char *data = write_temp_file("tags.tsv", tsv, sizeof tsv - 1);
-    char out[4200];
-    snprintf(out, sizeof out, "%s/tags", test_tmpdir());
-    const char *train[] = {
-        "train", "--init", "tests/data/roberta-tok-micro", "--train", data, "--out", out, NULL};
-    test_run_result r = test_run_vit(NULL, NULL, train);
-    assert_int_equal(r.status, 1);
-    if (!strstr(r.err, "RobertaForTokenClassification"))
-        fail_msg("the refusal does not name the class: %s", r.err);
-    test_run_free(&r);
+    const char *data = write_temp_file("tagged.txt", tagged, sizeof tagged - 1);
+    for (size_t i = 0; i < sizeof tag_cases / sizeof *tag_cases; i++) {
+        const tag_case *f = &tag_cases[i];
+        char out[4200];
+        snprintf(out, sizeof out, "%s/tagged-%s", test_tmpdir(), strrchr(f->dir, '/') + 1);
+        const char *train[] = {"train",
+                               "--init",
+                               f->dir,
+                               "--train",
+                               data,
+                               "--out",
+                               out,
+                               "--tags",
+                               "--epochs",
+                               "16",
+                               "--batch",
+                               "2",
+                               "--lr",
+                               "3e-3",
+                               "--val-split",
+                               "0",
+                               "--seed",
+                               "3",
+                               "--label-smoothing",
+                               "0",
+                               NULL};
+        test_run_result r = test_run_vit(NULL, NULL, train);
+        if (r.status != 0) fail_msg("%s: vit train exited %d: %s", f->dir, r.status, r.err);
+        test_run_free(&r);
+        double first, last;
+        first_last_loss(out, &first, &last);
+        if (!(last < first / 2))
+            fail_msg("%s: the training loss did not halve (%.4f -> %.4f)", f->dir, first, last);
+        char path[4400];
+        snprintf(path, sizeof path, "%s/config.json", out);
+        char *config = (char *)read_whole_file(path, NULL);
+        if (!strstr(config, f->arch)) fail_msg("%s: config.json does not name %s", out, f->arch);
+        free(config);
+        double worst = 0.0;
+        int tokens = 0;
+        check_tags_reloaded(out, f->dir, &worst, &tokens);
+        if (!(worst <= TOL))
+            fail_msg("%s: vit tag's scores differ from float64's by %.3g", out, worst);
+        print_message("  %-36s loss %.4f -> %.4f; %d tokens tagged as float64 tags them, scores "
+                      "within %.1e\n",
+                      f->dir, first, last, tokens, worst);
+    }
+}
+
+/* Bad tagged files and options: exit status 1 and a message naming the file and line. */
+static void test_tag_errors(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    static const struct {
+        const char *text, *extra, *says;
+    } bad[] = {
+        {"the O\ncat\n", NULL, "bad.txt:2: expected a token and its label"},
+        {"the O\ncat B-NOPE\n", NULL, "bad.txt:2: unknown label 'B-NOPE'"},
+        {"the O\n", "--pair", "--pair is for sequence classifiers"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const char *data = write_temp_file("bad.txt", bad[i].text, strlen(bad[i].text));
+        char out[4200];
+        snprintf(out, sizeof out, "%s/bad-%zu", test_tmpdir(), i);
+        const char *train[] = {"train",   "--init",     "tests/data/bert-tok-micro",
+                               "--train", data,         "--out",
+                               out,       bad[i].extra, NULL};
+        test_run_result r = test_run_vit(NULL, NULL, train);
+        assert_int_equal(r.status, 1);
+        if (!strstr(r.err, bad[i].says)) fail_msg("expected '%s' in: %s", bad[i].says, r.err);
+        test_run_free(&r);
+    }
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fine_tune),
-        cmocka_unit_test(test_token_classifier_refused),
+        cmocka_unit_test(test_tags),
+        cmocka_unit_test(test_tag_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -240,7 +240,9 @@ static int reserve(text_set *s, size_t *cap_rows, size_t *cap_ids) {
         if (ids) s->ids = ids;
         int32_t *types = s->types ? realloc(s->types, cap * sizeof *types) : NULL;
         if (types) s->types = types;
-        if (!ids || (s->types && !types)) return -1;
+        int *tags = s->tags ? realloc(s->tags, cap * sizeof *tags) : NULL;
+        if (tags) s->tags = tags;
+        if (!ids || (s->types && !types) || (s->tags && !tags)) return -1;
         *cap_ids = cap;
     }
     return 0;
@@ -320,6 +322,7 @@ int text_set_load(text_set *out, const char *path, const text_tokenizer *tok, in
 void text_set_free(text_set *s) {
     free(s->ids);
     free(s->types);
+    free(s->tags);
     free(s->offset);
     free(s->labels);
     free(s->data_line);
@@ -346,4 +349,200 @@ int text_set_batch(const text_set *s, const int *idx, int n, int32_t *ids, int32
         if (labels) labels[b] = s->labels[idx[b]];
     }
     return T;
+}
+
+/* ---- tagged words ---- */
+
+/* A CoNLL line's token and label fields (the first and the last of its tab- or space-separated
+ * fields). Returns 1, 0 for a sentence break (a blank or -DOCSTART- line), -1 for a line of one
+ * field. */
+static int split_tag_line(const char *s, size_t n, const char **word, size_t *wlen,
+                          const char **label, size_t *llen) {
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r')) n--;
+    s = trim(s, &n);
+    if (n == 0) return 0;
+    const size_t first = strcspn(s, " \t");
+    if (first >= n) return -1;
+    *word = s, *wlen = first;
+    size_t last = n;
+    while (last > 0 && s[last - 1] != ' ' && s[last - 1] != '\t') last--;
+    *label = s + last, *llen = n - last;
+    return !(first == 10 && memcmp(s, "-DOCSTART-", 10) == 0);
+}
+
+int tag_file_labels(const char *path, char ***names, int *count, vit_error *err) {
+    FILE *in = fopen(path, "r");
+    if (!in) return vit_fail(err, "%s: %s", path, strerror(errno));
+    char *buf = NULL, **out = NULL;
+    size_t bufcap = 0;
+    int n = 0, cap = 0, rc = 0;
+    long line = 0;
+    ssize_t len;
+    while (rc == 0 && (len = getline(&buf, &bufcap, in)) >= 0) {
+        line++;
+        const char *word, *label;
+        size_t wlen, llen;
+        const int got = split_tag_line(buf, (size_t)len, &word, &wlen, &label, &llen);
+        if (got < 0)
+            rc = vit_fail(err, "%s:%ld: expected a token and its label (tab or space separated)",
+                          path, line);
+        else if (got > 0 && add_distinct(&out, &n, &cap, label, llen) != 0)
+            rc = vit_fail(err, "out of memory");
+    }
+    free(buf);
+    fclose(in);
+    if (rc == 0 && n == 0) rc = vit_fail(err, "%s: no tagged token", path);
+    if (rc != 0) {
+        free_names(out, n);
+        return -1;
+    }
+    qsort(out, (size_t)n, sizeof *out, compare_strings);
+    *names = out;
+    *count = n;
+    return 0;
+}
+
+typedef struct {
+    text_set *s;
+    const text_tokenizer *tok;
+    text_tokenizer_scratch *scratch;
+    int32_t *pieces; /* [max_len] one word's encoding */
+    char *spaced;    /* " " + the word */
+    size_t spaced_cap;
+    int32_t start, end; /* the tokens around a sentence */
+    int len;            /* ids of the sentence being built, its start token included */
+    long first_line;
+} tag_reader;
+
+/* The sentence being built closed with the end token and counted (an empty one is dropped). */
+static void close_sentence(tag_reader *r) {
+    text_set *s = r->s;
+    if (r->len <= 1) {
+        r->len = 0;
+        return;
+    }
+    const size_t at = s->offset[s->count] + (size_t)r->len;
+    s->ids[at] = r->end, s->tags[at] = -100;
+    r->len++;
+    s->labels[s->count] = 0;
+    s->data_line[s->count] = r->first_line;
+    s->offset[s->count + 1] = s->offset[s->count] + (size_t)r->len;
+    s->longest = r->len > s->longest ? r->len : s->longest;
+    s->count++;
+    r->len = 0;
+}
+
+/* One word's pieces appended (its label on the first), while they fit before the end token. */
+static int add_word(tag_reader *r, const char *word, size_t wlen, int label, vit_error *err) {
+    text_set *s = r->s;
+    if (wlen + 2 > r->spaced_cap) {
+        char *grown = realloc(r->spaced, wlen + 2);
+        if (!grown) return vit_fail(err, "out of memory");
+        r->spaced = grown, r->spaced_cap = wlen + 2;
+    }
+    r->spaced[0] = ' ';
+    memcpy(r->spaced + 1, word, wlen);
+    const int n =
+        text_tokenizer_encode(r->tok, r->scratch, r->spaced, wlen + 1, s->max_len, r->pieces, err);
+    if (n < 0) return -1;
+    const size_t base = s->offset[s->count];
+    if (r->len == 0) s->ids[base] = r->start, s->tags[base] = -100, r->len = 1;
+    for (int k = 1; k < n - 1 && r->len < s->max_len - 1; k++, r->len++) {
+        s->ids[base + (size_t)r->len] = r->pieces[k];
+        s->tags[base + (size_t)r->len] = k == 1 ? label : -100;
+    }
+    return 0;
+}
+
+static int read_tags(tag_reader *r, FILE *in, const char *path, const char *const *labels,
+                     int num_labels, vit_error *err) {
+    text_set *s = r->s;
+    size_t bufcap = 0, cap_rows = 0, cap_ids = 0;
+    char *buf = NULL;
+    long line = 0;
+    ssize_t n;
+    int rc = reserve(s, &cap_rows, &cap_ids) == 0 ? 0 : vit_fail(err, "out of memory");
+    while (rc == 0 && (n = getline(&buf, &bufcap, in)) >= 0) {
+        line++;
+        const char *word, *label;
+        size_t wlen, llen;
+        const int got = split_tag_line(buf, (size_t)n, &word, &wlen, &label, &llen);
+        if (got < 0) {
+            rc = vit_fail(err, "%s:%ld: expected a token and its label (tab or space separated)",
+                          path, line);
+            break;
+        }
+        if (got == 0) {
+            close_sentence(r);
+            continue;
+        }
+        int k = 0;
+        while (k < num_labels &&
+               !(strlen(labels[k]) == llen && memcmp(labels[k], label, llen) == 0))
+            k++;
+        if (k == num_labels) {
+            char shown[400];
+            printable(label, llen, shown, sizeof shown);
+            rc = vit_fail(err, "%s:%ld: unknown label '%s' (not one of the model's %d)", path, line,
+                          shown, num_labels);
+            break;
+        }
+        if (r->len == 0) {
+            if (reserve(s, &cap_rows, &cap_ids) != 0) {
+                rc = vit_fail(err, "%s: out of memory at line %ld", path, line);
+                break;
+            }
+            r->first_line = line;
+        }
+        rc = add_word(r, word, wlen, k, err);
+    }
+    if (rc == 0) close_sentence(r);
+    free(buf);
+    return rc;
+}
+
+int text_set_load_tags(text_set *out, const char *path, const text_tokenizer *tok, int max_len,
+                       const char *const *labels, int num_labels, vit_error *err) {
+    memset(out, 0, sizeof *out);
+    if (max_len < 3) return vit_fail(err, "max_len %d: a tagged sentence needs 3 ids", max_len);
+    FILE *in = fopen(path, "r");
+    if (!in) return vit_fail(err, "%s: %s", path, strerror(errno));
+    tag_reader r = {.s = out, .tok = tok, .scratch = text_tokenizer_scratch_create(tok)};
+    out->max_len = max_len;
+    out->pad_id = text_tokenizer_pad_id(tok) >= 0 ? text_tokenizer_pad_id(tok) : 0;
+    out->tags = malloc(sizeof *out->tags); /* reserve grows it beside ids */
+    r.pieces = malloc(sizeof *r.pieces * (size_t)max_len);
+    int rc = r.scratch && out->tags && r.pieces ? 0 : vit_fail(err, "out of memory");
+    /* the tokens a sentence starts and ends with: those of an empty text */
+    const int n =
+        rc == 0 ? text_tokenizer_encode(tok, r.scratch, "", 0, max_len, r.pieces, err) : -1;
+    if (rc == 0 && n < 2)
+        rc = n < 0 ? -1
+                   : vit_fail(err, "the %s tokenizer puts no start and end tokens around a text",
+                              text_tokenizer_kind(tok));
+    if (rc == 0) {
+        r.start = r.pieces[0], r.end = r.pieces[n - 1];
+        rc = read_tags(&r, in, path, labels, num_labels, err);
+    }
+    if (rc == 0 && out->count == 0) rc = vit_fail(err, "%s: no tagged sentence", path);
+    text_tokenizer_scratch_free(r.scratch);
+    free(r.pieces);
+    free(r.spaced);
+    fclose(in);
+    if (rc != 0) text_set_free(out);
+    return rc;
+}
+
+int text_set_batch_tags(const text_set *s, const int *idx, int n, int T, int *tags) {
+    int counted = 0;
+    for (int b = 0; b < n; b++) {
+        const size_t at = s->offset[idx[b]];
+        const int len = (int)(s->offset[idx[b] + 1] - at);
+        for (int t = 0; t < T; t++) {
+            const int tag = t < len ? s->tags[at + t] : -100;
+            tags[(size_t)b * T + t] = tag;
+            counted += tag != -100;
+        }
+    }
+    return counted;
 }

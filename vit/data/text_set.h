@@ -62,6 +62,7 @@ typedef struct {
     int pad_id;      /* the id padding positions get: [PAD], or 0 without one (masked anyway) */
     int32_t *ids;    /* every sentence's ids back to back: [CLS] pieces [SEP] */
     int32_t *types;  /* pairs: every id's token type (BERT's 0 for a, 1 for b), else NULL */
+    int *tags;       /* tagged words (text_set_load_tags): every id's label, -100 where none */
     size_t *offset;  /* [count + 1]: sentence i is ids[offset[i] .. offset[i + 1]) */
     int *labels;     /* [count] */
     long *data_line; /* [count]: the sentence's data line (the file's line - 1) */
@@ -82,5 +83,31 @@ void text_set_free(text_set *s);
  * set without pairs) their token types, labels [n] (may be NULL) their classes. Returns T. */
 int text_set_batch(const text_set *s, const int *idx, int n, int32_t *ids, int32_t *types,
                    uint8_t *mask, int *labels);
+
+/* ---- tagged words: token classification ---- */
+
+/* A CoNLL-style file, as `vit eval` of tags reads it: one token and its label per line, tab or
+ * space separated (the first field the token, the last its label: CoNLL-2003's four columns
+ * read as token and NER tag), a blank line between sentences; -DOCSTART- lines separate
+ * documents and are skipped; "\r\n" endings accepted. A line with one field is an error
+ * ("FILE:N: ..."). */
+
+/* The distinct labels of such a file, sorted (HF's run_ner get_label_list); *names (caller frees
+ * each and the array) gets *count strings. */
+int tag_file_labels(const char *path, char ***names, int *count, vit_error *err);
+
+/* Reads such a file into out, each sentence as HF's token-classification example tokenizes it
+ * (is_split_into_words): every word on its own (after a space, as add_prefix_space gives each
+ * word of a byte-level BPE its "Ġ"), its pieces between the start and end tokens, cut to max_len
+ * keeping the end token; tags: the word's label (an exact name of labels[0..num_labels)) on its
+ * first piece, -100 on its other pieces and the special tokens (label_all_tokens False). Sentence
+ * labels are 0; data_line holds the file's line (from 1) of each sentence's first word. Errors as
+ * text_set_load's, and an unknown label names it and its line. */
+int text_set_load_tags(text_set *out, const char *path, const text_tokenizer *tok, int max_len,
+                       const char *const *labels, int num_labels, vit_error *err);
+
+/* The tags of text_set_batch's batch idx[0..n) of T ids: tags [n, T], -100 on the padding.
+ * Returns the number of tags that count (not -100). */
+int text_set_batch_tags(const text_set *s, const int *idx, int n, int T, int *tags);
 
 #endif

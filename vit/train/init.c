@@ -188,6 +188,7 @@ static int rebuild(trainer *t, model *from, char **classes, int n, int new_head,
     cfg.labels = classes;
     cfg.num_labels = n;
     cfg.bare = 0; /* a base model (Dinov2Model, BeitModel) gets its ForImageClassification head */
+    if (cfg.kind == MODEL_TEXT) cfg.token_classifier = t->task->tokens;
     if (size > 0) cfg.image_size = cfg.image_width = size;
     if (model_create(&t->m, &cfg, err) != 0) return -1; /* the labels are the model's now */
     int rc = 0;
@@ -235,14 +236,21 @@ static int fine_tune_model(trainer *t, vit_error *err) {
         return vit_fail(err, "%s: not a %s model (the training data is %s)", t->o.init_dir,
                         text ? "BERT" : "ViT", text ? "text" : "images");
     }
-    if (text && ((from.cfg.family != FAMILY_PLAIN && from.cfg.family != FAMILY_TEXT) ||
-                 from.cfg.opt.pool == POOL_TOKENS)) {
+    if (text && from.cfg.family != FAMILY_PLAIN && from.cfg.family != FAMILY_TEXT) {
         const char *cls = config_architecture(&from.cfg); /* a static name */
         model_free(&from);
         return vit_fail(err,
-                        "%s: %s runs for inference only; vit train fine-tunes the sequence "
-                        "classifiers of BERT, RoBERTa, XLM-R, DistilBERT and MPNet",
+                        "%s: %s runs for inference only; vit train fine-tunes the classifiers "
+                        "of BERT, RoBERTa, XLM-R, DistilBERT and MPNet",
                         t->o.init_dir, cls);
+    }
+    if (text && from.cfg.token_classifier && !t->task->tokens) {
+        const char *cls = config_architecture(&from.cfg);
+        model_free(&from);
+        return vit_fail(err,
+                        "%s: %s classifies tokens: train it on tagged words (--tags, a file of "
+                        "one token and its label per line), not on %s",
+                        t->o.init_dir, cls, t->o.train_path);
     }
     char **classes = NULL;
     int n = 0;
@@ -253,6 +261,17 @@ static int fine_tune_model(trainer *t, vit_error *err) {
     if (size > 0)
         trainer_info(t, "fine-tuning at %dx%d (the model's %dx%d positions interpolated)", size,
                      size, from.cfg.image_size, from.cfg.image_size);
+    /* a sequence classifier (or a base model) fine-tuned on tags gets a token classifier */
+    const int other_head = text && !from.cfg.bare && from.cfg.token_classifier != t->task->tokens;
+    if (other_head) {
+        trainer_info(t,
+                     "fine-tuning %s as a token classifier: a new classifier on every token "
+                     "(%d labels)",
+                     t->o.init_dir, n);
+        const int rc = rebuild(t, &from, classes, n, 1, 0, err); /* takes classes */
+        model_free(&from);
+        return rc;
+    }
     if (same_labels(&from, classes, n) && !teacher && size > 0) {
         trainer_info(t, "fine-tuning %s with its classifier (%d labels)", t->o.init_dir, n);
         const int rc = rebuild(t, &from, classes, n, 0, size, err); /* takes classes */
@@ -284,7 +303,7 @@ static const train_task *resumed_task(const char *dir, vit_error *err) {
     model_config c;
     if (model_config_load(dir, &c, err) != 0) return NULL;
     const train_task *task = c.family == FAMILY_VED ? &task_ved
-                             : c.kind == MODEL_TEXT ? &task_text
+                             : c.kind == MODEL_TEXT ? (c.token_classifier ? &task_tags : &task_text)
                                                     : &task_image;
     model_config_free(&c);
     return task;

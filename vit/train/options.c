@@ -23,6 +23,11 @@ const train_option train_option_table[] = {
      "text: the TSV's lines are pairs, `a<TAB>b<TAB>label` (NLI, paraphrase, a cross-encoder), "
      "each joined as the model's tokenizer joins two texts (token types where it has them)",
      NULL, GROUP_DATA, OPTION_ADDED},
+    {"tags", "tags", OPTION_FLAG, F(tags), 0, 0, 1, NULL,
+     "text: token classification (NER): the file holds tagged words, one token and its label "
+     "per line, tab or space separated, a blank line between sentences (CoNLL); each word's "
+     "label on its first sub-token (implied by --init a ...ForTokenClassification model)",
+     NULL, GROUP_DATA, OPTION_ADDED},
     {"labels", "labels_file", OPTION_STRING, F(labels_file), 0, 0, 0, "FILE",
      "label names, one per line in index order, matched to the folders (or the TSV labels)",
      NULL, GROUP_DATA, 0},

@@ -124,8 +124,18 @@ static int choose_ved(trainer *t, vit_error *err) {
     return 0;
 }
 
-/* Text when the training data is a file (a TSV), images when it is a folder, images with their
- * texts when the folder has a labels.tsv. */
+/* 1 when dir (--init; NULL: none) holds a token classifier: its data are tagged words. */
+static int init_tags_model(const char *dir) {
+    model_config c;
+    vit_error ignored;
+    if (!dir || model_config_load(dir, &c, &ignored) != 0) return 0;
+    const int tags = c.kind == MODEL_TEXT && c.token_classifier;
+    model_config_free(&c);
+    return tags;
+}
+
+/* Text when the training data is a file (a TSV, or tagged words), images when it is a folder,
+ * images with their texts when the folder has a labels.tsv. */
 static int choose_task(trainer *t, vit_error *err) {
     struct stat st;
     if (stat(t->o.train_path, &st) != 0)
@@ -145,7 +155,10 @@ static int choose_task(trainer *t, vit_error *err) {
         return vit_fail(err, "--vocab is for new models: --init %s has its own", t->o.init_dir);
     if (!text && t->o.vocab_file)
         return vit_fail(err, "--vocab is for text: %s is a folder of images", t->o.train_path);
-    t->task = text ? &task_text : &task_image;
+    t->task = text ? (t->o.tags || init_tags_model(t->o.init_dir) ? &task_tags : &task_text)
+                   : &task_image;
+    if (t->task == &task_tags && t->o.pair)
+        return vit_fail(err, "--pair is for sequence classifiers, not for tagged words");
     return 0;
 }
 

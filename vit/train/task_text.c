@@ -7,8 +7,10 @@
 
 #include "text/text_tokenizer.h"
 #include "text/wordpiece.h"
+#include "vit/base/alloc.h"
 #include "vit/base/file.h"
 #include "vit/base/rng.h"
+#include "vit/core/ops.h"
 #include "vit/data/text_set.h"
 #include "vit/io/model_dir.h"
 #include "vit/model/text_model.h"
@@ -27,11 +29,14 @@ typedef struct {
     text_set train_text, val_text;
     const text_set *val_src;
     int *train_rows, *val_rows;
-    int *rows;      /* [B] the batch's rows */
-    int32_t *ids;   /* [B, max_len] the batch */
-    int32_t *types; /* [B, max_len] its token types (pairs) */
-    uint8_t *mask;  /* [B, max_len] */
-    int T;          /* the batch's length */
+    int *rows;         /* [B] the batch's rows */
+    int32_t *ids;      /* [B, max_len] the batch */
+    int32_t *types;    /* [B, max_len] its token types (pairs) */
+    int *tags;         /* tagged words: [B, max_len] the batch's labels per token (-100: none) */
+    float *tag_logits; /* tagged words: [B, max_len, labels] logits, then their gradient */
+    int counted;       /* the whole batch's tags that count */
+    uint8_t *mask;     /* [B, max_len] */
+    int T;             /* the batch's length */
     text_acts acts;
 } text_task;
 
@@ -63,6 +68,14 @@ static int text_classes(const trainer *t, const model *from, char ***classes, in
     *classes = out;
     *n = from->cfg.num_labels;
     return 0;
+}
+
+/* Tagged words: the model's labels when it is a token classifier, else the file's. */
+static int tag_classes(const trainer *t, const model *from, char ***classes, int *n,
+                       vit_error *err) {
+    if (!from || !from->cfg.token_classifier)
+        return tag_file_labels(t->o.train_path, classes, n, err);
+    return text_classes(t, from, classes, n, err);
 }
 
 /* A new model's tokenizer: --vocab with bert-base-uncased's settings, cut at max_len tokens, made
@@ -110,7 +123,8 @@ static int new_bert(trainer *t, char **classes, int n, vit_error *err) {
                         .type_vocab_size = 2,
                         .pad_token_id = text_tokenizer_pad_id(d->tok),
                         .num_labels = n,
-                        .labels = classes};
+                        .labels = classes,
+                        .token_classifier = t->task->tokens};
     return trainer_create_model(t, &cfg, classes, n, err);
 }
 
@@ -145,12 +159,16 @@ static int text_companion(trainer *t, const char *dir, vit_error *err) {
 static int load_texts(trainer *t, vit_error *err) {
     text_task *d = task_data(t);
     const char *const *labels = (const char *const *)t->classes;
-    const int pairs = t->o.pair;
-    if (text_set_load(&d->train_text, t->o.train_path, d->tok, d->max_len, pairs, labels,
-                      t->num_classes, err) != 0)
+    const int pairs = t->o.pair, L = t->num_classes;
+    if (t->task->tokens ? text_set_load_tags(&d->train_text, t->o.train_path, d->tok, d->max_len,
+                                             labels, L, err)
+                        : text_set_load(&d->train_text, t->o.train_path, d->tok, d->max_len, pairs,
+                                        labels, L, err))
         return -1;
-    if (t->o.val_path && text_set_load(&d->val_text, t->o.val_path, d->tok, d->max_len, pairs,
-                                       labels, t->num_classes, err) != 0)
+    if (t->o.val_path && (t->task->tokens ? text_set_load_tags(&d->val_text, t->o.val_path, d->tok,
+                                                               d->max_len, labels, L, err)
+                                          : text_set_load(&d->val_text, t->o.val_path, d->tok,
+                                                          d->max_len, pairs, labels, L, err)))
         return -1;
     /* without a validation file, the rows trainer_hold_out picks are rows of train_text */
     d->val_src = t->o.val_path ? &d->val_text : &d->train_text;
@@ -219,6 +237,12 @@ static int prepare_texts(trainer *t, vit_error *err) {
     d->types = malloc((size_t)t->B * d->max_len * sizeof *d->types);
     d->mask = malloc((size_t)t->B * d->max_len);
     if (!d->rows || !d->ids || !d->types || !d->mask) return vit_fail(err, "out of memory");
+    if (t->task->tokens) {
+        const size_t rows = (size_t)t->B * d->max_len;
+        d->tags = malloc(rows * sizeof *d->tags);
+        d->tag_logits = vit_alloc_floats(rows * (size_t)t->num_classes);
+        if (!d->tags || !d->tag_logits) return vit_fail(err, "out of memory");
+    }
     return text_acts_alloc(&d->acts, &t->m, t->B, d->max_len, 1, err);
 }
 
@@ -245,9 +269,13 @@ static int text_batch(trainer *t, const int *idx, int n, int train, vit_error *e
     for (int b = 0; b < n; b++) d->rows[b] = rows[idx[b]];
     d->T = text_set_batch(train ? &d->train_text : d->val_src, d->rows, n, d->ids, d->types,
                           d->mask, t->labels);
+    if (d->tags)
+        d->counted =
+            text_set_batch_tags(train ? &d->train_text : d->val_src, d->rows, n, d->T, d->tags);
     if (train && t->o.token_dropout > 0) drop_tokens(t, n);
     if (train && t->part_n < n) { /* this process's rows, padded to the whole batch's length */
         const size_t T = (size_t)d->T, first = (size_t)t->part_first, part = (size_t)t->part_n;
+        if (d->tags) memmove(d->tags, d->tags + first * T, part * T * sizeof *d->tags);
         memmove(d->ids, d->ids + first * T, part * T * sizeof *d->ids);
         memmove(d->types, d->types + first * T, part * T * sizeof *d->types);
         memmove(d->mask, d->mask + first * T, part * T * sizeof *d->mask);
@@ -265,6 +293,30 @@ static int text_forward(trainer *t, int n, const forward_mode *mode, float *logi
 
 static void text_backward(trainer *t, const float *dlogits) {
     text_model_backward(&t->m, &t->g, &task_data(t)->acts, dlogits);
+}
+
+/* Tagged words: the loss of every token that has a tag, as BertForTokenClassification's
+ * CrossEntropyLoss (ignore_index -100, the mean over them), hits per token; each process's part
+ * counts as its tags' share of the whole batch's. */
+static int tags_pass(trainer *t, int n, const forward_mode *mode, double *loss, double *correct,
+                     vit_error *err) {
+    text_task *d = task_data(t);
+    const int train = mode && mode->train, L = t->num_classes, rows = n * d->T;
+    if (text_model_forward_typed(&t->m, &d->acts, d->ids, NULL, d->mask, n, d->T, mode,
+                                 d->tag_logits, err) != 0)
+        return -1;
+    const float eps = train ? t->o.label_smoothing : 0.0f;
+    int counted, hits;
+    const double mean = token_crossentropy_forward(d->tag_logits, d->tag_logits, d->tags, rows, L,
+                                                   eps, &counted, &hits);
+    const int total = train ? d->counted : counted;
+    const double share = total > 0 ? (double)counted / total : 0.0;
+    *loss = train ? mean * share * t->B / n : mean;
+    *correct = total > 0 ? (double)hits / total * (train ? t->B : n) : 0.0;
+    if (!train) return 0;
+    token_crossentropy_backward(d->tag_logits, d->tag_logits, d->tags, rows, L, eps, 1.0f, total);
+    text_model_backward(&t->m, &t->g, &d->acts, d->tag_logits);
+    return 0;
 }
 
 static void free_texts(trainer *t) {
@@ -291,4 +343,19 @@ const train_task task_text = {.unit = "sentences",
                               .load_batch = text_batch,
                               .forward = text_forward,
                               .backward = text_backward,
+                              .free = free_texts};
+
+/* Token classification: the same model, tokenizer and batches, tagged words for data, and the
+ * loss over every token. */
+const train_task task_tags = {.unit = "sentences",
+                              .kind = MODEL_TEXT,
+                              .tokens = 1,
+                              .data_classes = tag_classes,
+                              .new_model = new_bert,
+                              .companion = text_companion,
+                              .load_data = load_texts,
+                              .prepare = prepare_texts,
+                              .order = group_by_length,
+                              .load_batch = text_batch,
+                              .loss_pass = tags_pass,
                               .free = free_texts};
