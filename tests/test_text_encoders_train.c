@@ -22,6 +22,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "vit/eval/eval_text.h"
+
 #define TOL    1e-4
 #define PYTHON "/usr/bin/python3"
 
@@ -407,11 +409,106 @@ static void test_tag_errors(void **state) {
     }
 }
 
+/* ---- regression ---- */
+
+/* Pearson, Spearman (ties at their mean rank) and MSE by hand. */
+static void test_agreement(void **state) {
+    (void)state;
+    double p, sp, mse;
+    /* dx = -2..2, dy = -1 -2 1 0 2: sxy 8, sxx 10, syy 10; ranks are the values */
+    const double x[] = {1, 2, 3, 4, 5}, y[] = {2, 1, 4, 3, 5};
+    text_eval_agreement(x, y, 5, &p, &sp, &mse);
+    assert_true(fabs(p - 0.8) < 1e-12 && fabs(sp - 0.8) < 1e-12 && fabs(mse - 0.8) < 1e-12);
+    /* ranks 1 2.5 2.5 4 and 1 3 2 4: 4.5 / sqrt(4.5 * 5) */
+    const double a[] = {1, 2, 2, 3}, b[] = {1, 3, 2, 4};
+    text_eval_agreement(a, b, 4, &p, &sp, &mse);
+    assert_true(fabs(sp - 4.5 / sqrt(22.5)) < 1e-12);
+    assert_true(fabs(mse - 0.5) < 1e-12); /* 0 1 0 1 */
+    const double c[] = {3, 3, 3};
+    text_eval_agreement(c, b, 3, &p, &sp, &mse);
+    assert_true(isnan(p) && isnan(sp));
+}
+
+/* STS-like pairs and scores: bert-pair-micro (one label: regression, as transformers trains
+ * num_labels 1) fine-tuned with MSE; config.json says problem_type regression; vit text prints
+ * the raw score (its "prob" the logit itself, the pipeline's function "none"); vit eval's
+ * Pearson, Spearman and MSE equal those computed here from vit text's scores. */
+static void test_regression(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    static const struct {
+        const char *a, *b;
+        double score;
+    } sts[] = {{"the cat sat", "the cat sat", 5.0},      {"the cat sat", "a dog ran", 1.0},
+               {"it was very good", "it was good", 4.2}, {"the zebra slept", "the mat", 0.4},
+               {"a dog ran far away", "a dog ran", 3.5}, {"the mat", "the mat", 5.0},
+               {"it was good", "the zebra slept", 0.0},  {"the cat ran", "the cat sat", 3.1}};
+    enum { N = sizeof sts / sizeof *sts };
+    char tsv[4096] = "a\tb\tscore\n";
+    for (int i = 0; i < N; i++)
+        snprintf(tsv + strlen(tsv), sizeof tsv - strlen(tsv), "%s\t%s\t%g\n", sts[i].a, sts[i].b,
+                 sts[i].score);
+    const char *data = write_temp_file("sts.tsv", tsv, strlen(tsv));
+    char out[4200];
+    snprintf(out, sizeof out, "%s/sts", test_tmpdir());
+    const char *train[] = {"train",  "--init",  "tests/data/bert-pair-micro",
+                           "--pair", "--train", data,
+                           "--out",  out,       "--epochs",
+                           "20",     "--batch", "4",
+                           "--lr",   "3e-3",    "--val-split",
+                           "0",      "--seed",  "3",
+                           NULL};
+    test_run_result r = test_run_vit(NULL, NULL, train);
+    if (r.status != 0) fail_msg("vit train exited %d: %s", r.status, r.err);
+    test_run_free(&r);
+    double first, last;
+    first_last_loss(out, &first, &last);
+    if (!(last < first / 4))
+        fail_msg("the MSE did not fall to a quarter (%.4f -> %.4f)", first, last);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/config.json", out);
+    char *config = (char *)read_whole_file(path, NULL);
+    if (!strstr(config, "\"problem_type\":\t\"regression\"")) fail_msg("%s", config);
+    free(config);
+    double truth[N], got[N];
+    for (int i = 0; i < N; i++) {
+        const char *text[] = {"text",   "-m", out,      "--json", "--logits",
+                              "--pair", "--", sts[i].a, sts[i].b, NULL};
+        r = test_run_vit(NULL, NULL, text);
+        if (r.status != 0) fail_msg("vit text exited %d: %s", r.status, r.err);
+        cJSON *o = cJSON_Parse(r.out);
+        const double logit = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "logits"), 0)->valuedouble;
+        const cJSON *top = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "top"), 0);
+        /* no sigmoid: the score is the logit */
+        assert_true(fabs(cJSON_GetObjectItem(top, "prob")->valuedouble - logit) < 1e-6);
+        truth[i] = sts[i].score, got[i] = logit;
+        cJSON_Delete(o);
+        test_run_free(&r);
+    }
+    double p, sp, mse;
+    text_eval_agreement(truth, got, N, &p, &sp, &mse);
+    const char *eval[] = {"eval", "-m", out, "--pair", "--json", data, NULL};
+    r = test_run_vit(NULL, NULL, eval);
+    if (r.status != 0) fail_msg("vit eval exited %d: %s", r.status, r.err);
+    cJSON *o = cJSON_Parse(strstr(r.out, "{\"model\""));
+    assert_non_null(o);
+    assert_int_equal(cJSON_GetObjectItem(o, "pairs")->valueint, N);
+    const double tol = 1e-5; /* vit eval's batch of 8 against texts one by one */
+    assert_true(fabs(cJSON_GetObjectItem(o, "pearson")->valuedouble - p) < tol);
+    assert_true(fabs(cJSON_GetObjectItem(o, "spearman")->valuedouble - sp) < tol);
+    assert_true(fabs(cJSON_GetObjectItem(o, "mse")->valuedouble - mse) < tol);
+    print_message(
+        "  STS pairs: MSE %.4f -> %.4f; vit eval: Pearson %.4f, Spearman %.4f, MSE %.4f\n", first,
+        last, p, sp, mse);
+    cJSON_Delete(o);
+    test_run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fine_tune),
-        cmocka_unit_test(test_tags),
-        cmocka_unit_test(test_tag_errors),
+        cmocka_unit_test(test_fine_tune),  cmocka_unit_test(test_tags),
+        cmocka_unit_test(test_tag_errors), cmocka_unit_test(test_agreement),
+        cmocka_unit_test(test_regression),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -393,6 +393,9 @@ VIT_API vit_text_context *vit_text_share(const vit_text_context *ctx, vit_error 
 VIT_API void vit_text_free(vit_text_context *ctx);
 
 VIT_API int vit_text_num_labels(const vit_text_context *ctx);
+/* 1 for a regression model (problem_type "regression"): its one output is a score, not a class's
+ * logit. */
+VIT_API int vit_text_regression(const vit_text_context *ctx);
 VIT_API const char *vit_text_label(const vit_text_context *ctx, int index);
 /* The most texts one call takes (params.max_batch). */
 VIT_API int vit_text_max_batch(const vit_text_context *ctx);
@@ -404,7 +407,8 @@ VIT_API const char *vit_text_compute(const vit_text_context *ctx);
 /* texts[i][0..lengths[i]) for i < n (UTF-8; an invalid byte is skipped by WordPiece, read as U+FFFD
  * by byte-level BPE as Python's errors="replace" reads it) in one forward pass padded to the
  * longest: logits [n, labels], probs [n, labels] (may be NULL): the softmax, or for a one-label
- * model its logit's sigmoid, as the text-classification pipeline applies them. */
+ * model its logit's sigmoid, or for a regression model (problem_type "regression") the logits
+ * themselves, as the text-classification pipeline applies them. */
 VIT_API int vit_text_forward(vit_text_context *ctx, const char *const *texts, const size_t *lengths,
                              int n, float *logits, float *probs, vit_error *err);
 /* Pairs of texts (a[i][0..a_lengths[i]), b[i][0..b_lengths[i])), as tokenizer(a, b) joins them:

@@ -303,6 +303,9 @@ void vit_text_free(vit_text_context *c) {
 int vit_text_num_labels(const vit_text_context *c) {
     return c->w->m.cfg.num_labels;
 }
+int vit_text_regression(const vit_text_context *c) {
+    return c->w->m.cfg.regression;
+}
 const char *vit_text_label(const vit_text_context *c, int index) {
     return index >= 0 && index < c->w->m.cfg.num_labels ? c->w->m.cfg.labels[index] : NULL;
 }
@@ -573,10 +576,15 @@ static int run_texts(vit_text_context *c, const char *const *texts, const size_t
     return forward_rows(c, B, out, tokens, err);
 }
 
-/* The text-classification pipeline's function_to_apply: the sigmoid of a one-label model's logit
- * (a cross-encoder's relevance, a binary classifier with one output), else the softmax. */
+/* The text-classification pipeline's function_to_apply: none for a regression model (its score),
+ * the sigmoid of a one-label model's logit (a cross-encoder's relevance, a binary classifier with
+ * one output), else the softmax. */
 static void text_probs(const vit_text_context *c, const float *logits, float *probs, int B) {
     const int L = c->w->m.cfg.num_labels;
+    if (c->w->m.cfg.regression) {
+        memcpy(probs, logits, sizeof(float) * (size_t)B * L);
+        return;
+    }
     if (L != 1) return softmax_probs(probs, logits, B, L);
     for (int i = 0; i < B; i++) probs[i] = 1.0f / (1.0f + expf(-logits[i]));
 }

@@ -11,6 +11,7 @@
 #include "vit/base/clock.h"
 #include "vit/base/dist.h"
 #include "vit/cli/cli.h"
+#include "vit/cli/json_writer.h"
 #include "vit/cli/ocr_eval.h"
 #include "vit/cli/zero_shot.h"
 #include "vit/eval/report.h"
@@ -361,6 +362,35 @@ static int evaluate_folder(eval_options *o) {
 }
 
 /* `sentence<TAB>label` lines through a BERT classifier (vit/eval/eval_text.h). */
+
+/* A regression model's report: how its scores agree with the file's, as STS-B is scored. */
+static int finish_scores(const eval_options *o, const text_eval_result *res, const outputs *out) {
+    const int skipped = eval_report_skipped(res->report);
+    const char *unit = o->pair ? "pairs" : "texts";
+    if (out->json != stdout && out->predictions != stdout)
+        printf("model:     %s\ndata:      %s\n%s:%*s%d scored, %d skipped (%.1f s)\n"
+               "Pearson:   %.4f\nSpearman:  %.4f\nMSE:       %.4f\n",
+               o->model_dir, o->data_dir, unit, (int)(11 - strlen(unit) - 1), "", res->scored,
+               skipped, res->seconds, res->pearson, res->spearman, res->mse);
+    if (out->json) {
+        json_writer w = json_begin(out->json);
+        json_object(&w);
+        json_key(&w, "model"), json_string(&w, o->model_dir);
+        json_key(&w, "data"), json_string(&w, o->data_dir);
+        json_key(&w, unit), json_int(&w, res->scored);
+        json_key(&w, "skipped"), json_int(&w, skipped);
+        json_key(&w, "pearson"), json_float(&w, (float)res->pearson); /* NaN: null */
+        json_key(&w, "spearman"), json_float(&w, (float)res->spearman);
+        json_key(&w, "mse"), json_float(&w, (float)res->mse);
+        json_end(&w);
+        json_line(&w);
+        if (ferror(out->json)) return 1;
+    }
+    if (res->scored > 0) return 0;
+    fprintf(stderr, "vit eval: %s: no text could be scored (%d skipped)\n", o->data_dir, skipped);
+    return 2;
+}
+
 static int evaluate_text(const eval_options *o) {
     if (o->class_map)
         fprintf(stderr, "vit eval: warning: --class-map applies to image folders; ignored\n");
@@ -377,6 +407,9 @@ static int evaluate_text(const eval_options *o) {
     if (text_eval_tsv(o->model_dir, o->data_dir, &topt, out.predictions, &res, &err) != 0) {
         fprintf(stderr, "vit eval: %s\n", err.msg);
         status = 1;
+    } else if (res.regression) {
+        status = finish_scores(o, &res, &out);
+        text_eval_result_free(&res);
     } else {
         eval_summary s = {.model = o->model_dir,
                           .data = o->data_dir,

@@ -3,6 +3,7 @@
 #include "vit/data/text_set.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,21 @@ int text_tsv_parse_line(const char *s, size_t n, const char *const *labels, int 
     const char *field;
     const int split = split_line(s, n, &text_len, &field, &flen, why, why_size);
     if (split <= 0) return split;
+    if (!labels) { /* a score */
+        char number[64], *end;
+        const size_t k = flen < sizeof number - 1 ? flen : sizeof number - 1;
+        memcpy(number, field, k);
+        number[k] = '\0';
+        const double v = k ? strtod(number, &end) : 0.0;
+        if (!k || *end || k < flen || !isfinite(v) || fabs(v) > 3e38) {
+            char shown[400];
+            printable(field, flen, shown, sizeof shown);
+            snprintf(why, why_size, "the score '%s' is not a finite number", shown);
+            return -1;
+        }
+        *out = (text_tsv_line){.text = s, .len = text_len, .score = (float)v};
+        return 1;
+    }
     const int label = parse_label(labels, num_labels, field, flen);
     if (label < 0) {
         char shown[400], expected[400];
@@ -228,7 +244,9 @@ static int reserve(text_set *s, size_t *cap_rows, size_t *cap_ids) {
         if (labels) s->labels = labels;
         long *lines = realloc(s->data_line, cap * sizeof *lines);
         if (lines) s->data_line = lines;
-        if (!offset || !labels || !lines) return -1;
+        float *scores = s->scores ? realloc(s->scores, cap * sizeof *scores) : NULL;
+        if (scores) s->scores = scores;
+        if (!offset || !labels || !lines || (s->scores && !scores)) return -1;
         if (!*cap_rows) s->offset[0] = 0;
         *cap_rows = cap;
     }
@@ -283,6 +301,7 @@ static int load_lines(text_set *s, FILE *in, const char *path, const text_tokeni
                 break;
             }
             s->labels[s->count] = l.label;
+            if (s->scores) s->scores[s->count] = l.score;
             s->data_line[s->count] = line - 1;
             s->offset[s->count + 1] = s->offset[s->count] + (size_t)len;
             s->longest = len > s->longest ? len : s->longest;
@@ -300,7 +319,7 @@ int text_set_load(text_set *out, const char *path, const text_tokenizer *tok, in
                   int pairs, const char *const *labels, int num_labels, vit_error *err) {
     memset(out, 0, sizeof *out);
     if (max_len < 2) return vit_fail(err, "max_len %d: sentences need at least 2 ids", max_len);
-    if (num_labels < 1) return vit_fail(err, "no labels");
+    if (labels && num_labels < 1) return vit_fail(err, "no labels");
     FILE *in = fopen(path, "r");
     if (!in) return vit_fail(err, "%s: %s", path, strerror(errno));
     text_tokenizer_scratch *scratch = text_tokenizer_scratch_create(tok);
@@ -309,7 +328,8 @@ int text_set_load(text_set *out, const char *path, const text_tokenizer *tok, in
     out->pad_id = text_tokenizer_pad_id(tok) >= 0 ? text_tokenizer_pad_id(tok) : 0;
     /* reserve grows types beside ids once it exists */
     if (pairs) out->types = malloc(sizeof *out->types);
-    int rc = scratch && (!pairs || out->types)
+    if (!labels) out->scores = malloc(sizeof *out->scores); /* reserve grows them */
+    int rc = scratch && (!pairs || out->types) && (labels || out->scores)
                  ? load_lines(out, in, path, tok, scratch, labels, num_labels, err)
                  : vit_fail(err, "out of memory");
     if (rc == 0 && out->count == 0) rc = vit_fail(err, "%s: no labelled sentence", path);
@@ -321,6 +341,7 @@ int text_set_load(text_set *out, const char *path, const text_tokenizer *tok, in
 
 void text_set_free(text_set *s) {
     free(s->ids);
+    free(s->scores);
     free(s->types);
     free(s->tags);
     free(s->offset);

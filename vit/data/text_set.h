@@ -30,13 +30,15 @@ typedef struct {
     const char *text; /* the sentence: the start of the line, len bytes (not NUL-terminated) */
     size_t len;
     int label;          /* 0..num_labels-1 */
+    float score;        /* parsed without labels: the label field as a number (regression) */
     const char *text_b; /* a pair's second text (text_tsv_parse_pair), else NULL */
     size_t len_b;
 } text_tsv_line;
 
 /* Parses one data line line[0..n) (its "\n" or "\r\n" included or not) against the class names
- * labels[0..num_labels). Returns 1 and fills *out (pointing into line), 0 for an empty line, or
- * -1 for a bad line with the reason in why[0..why_size) ("no tab between sentence and label",
+ * labels[0..num_labels) (labels NULL: the label is a score, a finite decimal number, as STS-B's
+ * similarity, into out->score). Returns 1 and fills *out (pointing into line), 0 for an empty line,
+ * or -1 for a bad line with the reason in why[0..why_size) ("no tab between sentence and label",
  * "unknown label 'x' (expected 0..1 or one of: negative, positive)", ...; printable: invalid
  * UTF-8 and control characters of the line shown as '?'). */
 int text_tsv_parse_line(const char *line, size_t n, const char *const *labels, int num_labels,
@@ -65,12 +67,14 @@ typedef struct {
     int *tags;       /* tagged words (text_set_load_tags): every id's label, -100 where none */
     size_t *offset;  /* [count + 1]: sentence i is ids[offset[i] .. offset[i + 1]) */
     int *labels;     /* [count] */
+    float *scores;   /* [count] loaded without labels: each sentence's score, else NULL */
     long *data_line; /* [count]: the sentence's data line (the file's line - 1) */
 } text_set;
 
 /* Reads path, tokenizing every sentence with tok to at most max_len ids (2..; HF truncation:
  * pieces dropped from the end, the end token kept), or with pairs every `a<TAB>b<TAB>label` line
- * as tokenizer(a, b) joins and cuts them (text_tokenizer_encode_pair, with token types). Returns
+ * as tokenizer(a, b) joins and cuts them (text_tokenizer_encode_pair, with token types); labels
+ * NULL: the labels are scores (scores, labels all 0). Returns
  * 0, or -1 with err when the file cannot be read, a line is bad (the first one is named), it has
  * no sentence, or memory runs out. */
 int text_set_load(text_set *out, const char *path, const text_tokenizer *tok, int max_len,

@@ -5,6 +5,7 @@
 #include "vit/eval/eval_text.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ typedef struct {
     const char **text_b; /* a pair's second text (within buf[i]) */
     size_t *len_b;
     int *label;
+    float *score; /* regression: each line's score */
     long *data_line;
     float *logits, *probs; /* [chunk, labels], in length order: slot i's row is rank[i] */
     int count;
@@ -49,6 +51,10 @@ typedef struct {
     batch b;
     int batch_size, chunk_size;
     int pairs; /* a<TAB>b<TAB>label lines */
+    /* a regression model: every line's true and predicted score, for the correlations */
+    int regression;
+    double *truth, *predicted;
+    int scored, cap;
 } run;
 
 static int batch_alloc(batch *b, int size, int batch_size, int labels) {
@@ -69,10 +75,11 @@ static int batch_alloc(batch *b, int size, int batch_size, int labels) {
     b->text_b = calloc((size_t)size, sizeof *b->text_b);
     b->len_b = calloc((size_t)size, sizeof *b->len_b);
     b->label = calloc((size_t)size, sizeof *b->label);
+    b->score = calloc((size_t)size, sizeof *b->score);
     b->data_line = calloc((size_t)size, sizeof *b->data_line);
     b->logits = calloc((size_t)size * (size_t)labels, sizeof *b->logits);
     b->probs = calloc((size_t)size * (size_t)labels, sizeof *b->probs);
-    return b->buf && b->cap && b->text && b->len && b->text_b && b->len_b && b->label &&
+    return b->buf && b->cap && b->text && b->len && b->text_b && b->len_b && b->label && b->score &&
                    b->data_line && b->logits && b->probs
                ? 0
                : -1;
@@ -87,6 +94,7 @@ static void batch_free(batch *b, int size) {
     free(b->text_b);
     free(b->len_b);
     free(b->label);
+    free(b->score);
     free(b->data_line);
     free(b->logits);
     free(b->probs);
@@ -111,7 +119,7 @@ static int parse_line(run *r, int i, size_t n) {
     text_tsv_line l;
     char why[600]; /* fits skip_line's reason after the location */
     const int rc = (r->pairs ? text_tsv_parse_pair : text_tsv_parse_line)(
-        r->b.buf[i], n, r->labels, r->num_labels, &l, why, sizeof why);
+        r->b.buf[i], n, r->regression ? NULL : r->labels, r->num_labels, &l, why, sizeof why);
     if (rc < 0) return skip_line(r, why) < 0 ? -1 : 0;
     if (rc == 0) return 0;
     r->b.text[i] = l.text;
@@ -119,6 +127,7 @@ static int parse_line(run *r, int i, size_t n) {
     r->b.text_b[i] = l.text_b;
     r->b.len_b[i] = l.len_b;
     r->b.label[i] = l.label;
+    r->b.score[i] = l.score;
     r->b.data_line[i] = r->line - 1;
     return 1;
 }
@@ -177,10 +186,33 @@ static int classify_sorted(run *r, vit_error *err) {
     return 0;
 }
 
+/* A regression model's chunk: each line's true and predicted scores kept (and written). */
+static int score_chunk(run *r, vit_error *err) {
+    batch *b = &r->b;
+    if (r->scored + b->count > r->cap) {
+        const int cap = 2 * (r->scored + b->count);
+        double *t = realloc(r->truth, sizeof *t * (size_t)cap);
+        if (t) r->truth = t;
+        double *p = realloc(r->predicted, sizeof *p * (size_t)cap);
+        if (p) r->predicted = p;
+        if (!t || !p) return vit_fail(err, "out of memory");
+        r->cap = cap;
+    }
+    for (int i = 0; i < b->count; i++) {
+        const double pred = b->probs[b->rank[i]]; /* one output: the score itself */
+        r->truth[r->scored] = b->score[i], r->predicted[r->scored++] = pred;
+        if (r->predictions && fprintf(r->predictions, "%ld\t%.9g\t%.6f\n", b->data_line[i],
+                                      (double)b->score[i], pred) < 0)
+            return vit_fail(err, "writing the predictions: %s", strerror(errno));
+    }
+    return 0;
+}
+
 static int classify_chunk(run *r, vit_error *err) {
     batch *b = &r->b;
     const int L = r->num_labels;
     if (classify_sorted(r, err) != 0) return -1;
+    if (r->regression) return score_chunk(r, err);
     for (int i = 0; i < b->count; i++) {
         const float *p = b->probs + (size_t)b->rank[i] * L;
         const int pred = eval_report_add(r->report, b->label[i], p);
@@ -203,7 +235,9 @@ static int copy_labels(text_eval_result *out, const vit_text_context *clf, vit_e
 }
 
 static int evaluate(run *r, vit_error *err) {
-    if (r->predictions && fputs("line\ttrue\tpredicted\tprobability\n", r->predictions) < 0)
+    const char *header =
+        r->regression ? "line\ttrue\tpredicted\n" : "line\ttrue\tpredicted\tprobability\n";
+    if (r->predictions && fputs(header, r->predictions) < 0)
         return vit_fail(err, "writing the predictions: %s", strerror(errno));
     int n;
     while ((n = read_chunk(r, err)) > 0) {
@@ -231,6 +265,7 @@ int text_eval_tsv(const char *model_dir, const char *tsv_path, const text_eval_o
     if (!r.clf) return -1;
     int rc = -1;
     const int L = vit_text_num_labels(r.clf);
+    r.regression = out->regression = vit_text_regression(r.clf);
     if (!(r.in = fopen(tsv_path, "r"))) {
         vit_fail(err, "%s: %s", tsv_path, strerror(errno));
     } else if (batch_alloc(&r.b, r.chunk_size, r.batch_size, L) != 0 ||
@@ -242,10 +277,15 @@ int text_eval_tsv(const char *model_dir, const char *tsv_path, const text_eval_o
         const double t0 = clock_seconds();
         rc = evaluate(&r, err);
         out->seconds = clock_seconds() - t0;
+        out->scored = r.scored;
+        if (r.regression)
+            text_eval_agreement(r.truth, r.predicted, r.scored, &out->pearson, &out->spearman,
+                                &out->mse);
     }
     if (r.in) fclose(r.in);
     batch_free(&r.b, r.chunk_size);
     vit_text_free(r.clf);
+    free(r.truth), free(r.predicted);
     out->report = r.report;
     if (rc != 0) text_eval_result_free(out);
     return rc;
@@ -256,4 +296,54 @@ void text_eval_result_free(text_eval_result *r) {
     for (int i = 0; r->labels && i < r->num_labels; i++) free((char *)r->labels[i]);
     free((char **)r->labels);
     memset(r, 0, sizeof *r);
+}
+
+static double pearson_of(const double *x, const double *y, int n) {
+    if (n < 2) return NAN;
+    double mx = 0.0, my = 0.0;
+    for (int i = 0; i < n; i++) mx += x[i], my += y[i];
+    mx /= n, my /= n;
+    double sxy = 0.0, sxx = 0.0, syy = 0.0;
+    for (int i = 0; i < n; i++) {
+        sxy += (x[i] - mx) * (y[i] - my);
+        sxx += (x[i] - mx) * (x[i] - mx);
+        syy += (y[i] - my) * (y[i] - my);
+    }
+    return sxx > 0.0 && syy > 0.0 ? sxy / sqrt(sxx * syy) : NAN;
+}
+
+/* qsort_r comparator of indices by their values (context: the values) */
+static int by_value(const void *a, const void *b, void *context) {
+    const double *v = context, x = v[*(const int *)a], y = v[*(const int *)b];
+    return x < y ? -1 : x > y;
+}
+
+/* ranks[i] of v[i] from 1, ties their mean rank (scipy.stats.rankdata's "average") */
+static int ranks_of(const double *v, int n, double *ranks) {
+    int *order = malloc(sizeof *order * (size_t)n);
+    if (!order) return -1;
+    for (int i = 0; i < n; i++) order[i] = i;
+    qsort_r(order, (size_t)n, sizeof *order, by_value, (void *)v);
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j + 1 < n && v[order[j + 1]] == v[order[i]]) j++;
+        for (int k = i; k <= j; k++) ranks[order[k]] = (i + j) / 2.0 + 1.0;
+        i = j + 1;
+    }
+    free(order);
+    return 0;
+}
+
+void text_eval_agreement(const double *x, const double *y, int n, double *pearson, double *spearman,
+                         double *mse) {
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (x[i] - y[i]) * (x[i] - y[i]);
+    *mse = n > 0 ? sum / n : NAN;
+    *pearson = pearson_of(x, y, n);
+    *spearman = NAN;
+    double *rx = malloc(sizeof *rx * (size_t)(n > 0 ? n : 1)),
+           *ry = malloc(sizeof *ry * (size_t)(n > 0 ? n : 1));
+    if (rx && ry && ranks_of(x, n, rx) == 0 && ranks_of(y, n, ry) == 0)
+        *spearman = pearson_of(rx, ry, n);
+    free(rx), free(ry);
 }

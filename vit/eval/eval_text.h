@@ -37,7 +37,11 @@ typedef struct {
 } text_eval_options;
 
 typedef struct {
-    eval_report *report; /* owned: texts evaluated, skipped lines, confusion */
+    eval_report *report; /* owned: texts evaluated (classes), skipped lines, confusion */
+    /* a regression model (problem_type regression; the file's labels are scores, as STS-B's):
+     * the texts scored and how the scores agree with the file's, as STS-B is reported */
+    int regression, scored;
+    double pearson, spearman, mse;
     int num_labels;
     const char *const *labels; /* owned: id2label, num_labels names */
     double seconds;            /* reading, tokenizing and classifying, model loading excluded */
@@ -46,11 +50,18 @@ typedef struct {
 /* Evaluates model_dir (a BertForSequenceClassification folder) on tsv_path. When predictions is
  * non-NULL it receives a header `line\ttrue\tpredicted\tprobability` and one row per evaluated
  * sentence: its data line M, the true and predicted class indices and the predicted class's
- * probability (so row M of a file without empty lines is its M-th sentence). Returns 0 and fills
+ * probability (so row M of a file without empty lines is its M-th sentence); a regression model's
+ * `line\ttrue\tpredicted`, the true and predicted scores. Returns 0 and fills
  * *out (free it with text_eval_result_free) or -1 with err when the model or the file cannot be
  * read, or writing the predictions fails; bad lines are not errors. */
 int text_eval_tsv(const char *model_dir, const char *tsv_path, const text_eval_options *options,
                   FILE *predictions, text_eval_result *out, vit_error *err);
 void text_eval_result_free(text_eval_result *r);
+
+/* Pearson's and Spearman's correlations of x and y [n] (scipy.stats' pearsonr and spearmanr:
+ * Spearman's is Pearson's of the ranks, ties given their mean rank; NaN when either is constant
+ * or n < 2) and the mean squared difference. */
+void text_eval_agreement(const double *x, const double *y, int n, double *pearson, double *spearman,
+                         double *mse);
 
 #endif

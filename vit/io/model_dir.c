@@ -64,7 +64,8 @@ static char *text_config_json(const model_config *c, float hidden_dropout,
     add_labels(root, c);
     /* transformers sets problem_type for sequence classifiers only */
     if (!c->token_classifier)
-        cJSON_AddStringToObject(root, "problem_type", "single_label_classification");
+        cJSON_AddStringToObject(root, "problem_type",
+                                c->regression ? "regression" : "single_label_classification");
     cJSON_AddStringToObject(root, "torch_dtype", "float32");
     char *text = cJSON_Print(root);
     cJSON_Delete(root);

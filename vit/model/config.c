@@ -557,6 +557,21 @@ static int is_ved(const cJSON *root) {
     return cJSON_IsString(type) && strcmp(type->valuestring, "vision-encoder-decoder") == 0;
 }
 
+/* PretrainedConfig's problem_type: null, or one of its three values (regression the one that
+ * changes what vit does). */
+static int get_problem_type(const cJSON *root, model_config *cfg, const char *src, vit_error *err) {
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "problem_type");
+    if (!p || cJSON_IsNull(p)) return 0;
+    static const char *const known[] = {"regression", "single_label_classification",
+                                        "multi_label_classification"};
+    for (int i = 0; cJSON_IsString(p) && i < 3; i++)
+        if (strcmp(p->valuestring, known[i]) == 0) return cfg->regression = i == 0, 0;
+    return vit_fail(err,
+                    "%s: field 'problem_type' must be regression, single_label_classification "
+                    "or multi_label_classification",
+                    src);
+}
+
 int model_config_parse_tower(const char *json, const char *source, config_tower tower,
                              model_config *cfg, vit_error *err) {
     memset(cfg, 0, sizeof *cfg);
@@ -600,6 +615,7 @@ int model_config_parse_tower(const char *json, const char *source, config_tower 
     /* a base model's output: its features (ViTModel: the final LayerNorm at CLS; BertModel: the
      * pooler's) */
     if (rc == 0) rc = config_score_activation(root, cfg, source, err);
+    if (rc == 0 && cfg->kind == MODEL_TEXT) rc = get_problem_type(root, cfg, source, err);
     if (rc == 0 && cfg->family == FAMILY_PLAIN && cfg->bare)
         rc = config_dim_labels(cfg, cfg->hidden_size, source, err);
     if (rc == 0 && cfg->family != FAMILY_PLAIN && cfg->image_width != cfg->image_size)

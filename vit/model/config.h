@@ -170,6 +170,9 @@ typedef struct {
      * rotary_emb_interleaved; the projections without bias (tower_options' NO_BIAS_*) */
     int rotary_dim, rotary_interleaved, no_bias;
     double rotary_base;
+    /* problem_type "regression": the logits are scores (MSE when trained; the pipeline applies
+     * no function to them) */
+    int regression;
     /* a cross-encoder's score of its logit (sentence-transformers' CrossEncoder activation_fn):
      * config.json's sentence_transformers.activation_fn, else its older
      * sbert_ce_default_activation_function, else sigmoid for one label, identity for more */

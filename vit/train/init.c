@@ -188,7 +188,10 @@ static int rebuild(trainer *t, model *from, char **classes, int n, int new_head,
     cfg.labels = classes;
     cfg.num_labels = n;
     cfg.bare = 0; /* a base model (Dinov2Model, BeitModel) gets its ForImageClassification head */
-    if (cfg.kind == MODEL_TEXT) cfg.token_classifier = t->task->tokens;
+    if (cfg.kind == MODEL_TEXT) {
+        cfg.token_classifier = t->task->tokens;
+        cfg.regression = t->task->regression;
+    }
     if (size > 0) cfg.image_size = cfg.image_width = size;
     if (model_create(&t->m, &cfg, err) != 0) return -1; /* the labels are the model's now */
     int rc = 0;
@@ -261,13 +264,20 @@ static int fine_tune_model(trainer *t, vit_error *err) {
     if (size > 0)
         trainer_info(t, "fine-tuning at %dx%d (the model's %dx%d positions interpolated)", size,
                      size, from.cfg.image_size, from.cfg.image_size);
-    /* a sequence classifier (or a base model) fine-tuned on tags gets a token classifier */
-    const int other_head = text && !from.cfg.bare && from.cfg.token_classifier != t->task->tokens;
+    /* one label trains as regression (as transformers sets problem_type for num_labels 1) */
+    if (text && t->task->regression && from.cfg.num_labels == 1 && !from.cfg.bare)
+        from.cfg.regression = 1;
+    /* a sequence classifier (or a base model) fine-tuned on tags gets a token classifier; a
+     * classifier of classes fine-tuned on scores, a regression head */
+    const int other_head = text && !from.cfg.bare &&
+                           (from.cfg.token_classifier != t->task->tokens ||
+                            from.cfg.regression != t->task->regression);
     if (other_head) {
-        trainer_info(t,
-                     "fine-tuning %s as a token classifier: a new classifier on every token "
-                     "(%d labels)",
-                     t->o.init_dir, n);
+        trainer_info(t, "fine-tuning %s with a new %s (%d labels)", t->o.init_dir,
+                     t->task->tokens       ? "classifier on every token"
+                     : t->task->regression ? "regression head (one score, MSE)"
+                                           : "classifier",
+                     n);
         const int rc = rebuild(t, &from, classes, n, 1, 0, err); /* takes classes */
         model_free(&from);
         return rc;
@@ -303,7 +313,9 @@ static const train_task *resumed_task(const char *dir, vit_error *err) {
     model_config c;
     if (model_config_load(dir, &c, err) != 0) return NULL;
     const train_task *task = c.family == FAMILY_VED ? &task_ved
-                             : c.kind == MODEL_TEXT ? (c.token_classifier ? &task_tags : &task_text)
+                             : c.kind == MODEL_TEXT ? (c.token_classifier ? &task_tags
+                                                       : c.regression     ? &task_scores
+                                                                          : &task_text)
                                                     : &task_image;
     model_config_free(&c);
     return task;

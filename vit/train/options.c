@@ -28,6 +28,11 @@ const train_option train_option_table[] = {
      "per line, tab or space separated, a blank line between sentences (CoNLL); each word's "
      "label on its first sub-token (implied by --init a ...ForTokenClassification model)",
      NULL, GROUP_DATA, OPTION_ADDED},
+    {"regression", "regression", OPTION_FLAG, F(regression), 0, 0, 1, NULL,
+     "text: one score per text or pair (problem_type regression, as STS-B's similarity): the "
+     "TSV's label a number, the loss the mean squared error (implied by --init a regression "
+     "model or a classifier of one label)",
+     NULL, GROUP_DATA, OPTION_ADDED},
     {"labels", "labels_file", OPTION_STRING, F(labels_file), 0, 0, 0, "FILE",
      "label names, one per line in index order, matched to the folders (or the TSV labels)",
      NULL, GROUP_DATA, 0},

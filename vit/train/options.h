@@ -28,6 +28,7 @@ typedef struct {
     int ungrouped;       /* text: plain shuffled batches, not grouped by length */
     int pair;            /* text: the TSV's lines are pairs, a<TAB>b<TAB>label */
     int tags;            /* text: token classification on tagged words (vit/data/text_set.h) */
+    int regression;      /* text: one score per text (MSE), the TSV's label a number */
     float token_dropout; /* text augmentation: each word piece becomes [UNK] with this chance */
     /* model: new with this shape (image_size, patch_size and channels for images only), or
      * fine-tuned from init_dir (its shape and preprocessing or tokenizer; a fresh classifier when

@@ -124,14 +124,19 @@ static int choose_ved(trainer *t, vit_error *err) {
     return 0;
 }
 
-/* 1 when dir (--init; NULL: none) holds a token classifier: its data are tagged words. */
-static int init_tags_model(const char *dir) {
+/* The text task of the model in dir (--init; NULL: none): tagged words for a token classifier,
+ * scores for a regression model or a classifier of one label (transformers' problem_type for
+ * num_labels 1), else sentences and their classes. */
+static const train_task *init_text_task(const char *dir) {
     model_config c;
     vit_error ignored;
-    if (!dir || model_config_load(dir, &c, &ignored) != 0) return 0;
-    const int tags = c.kind == MODEL_TEXT && c.token_classifier;
+    if (!dir || model_config_load(dir, &c, &ignored) != 0) return &task_text;
+    const train_task *task = c.kind != MODEL_TEXT || c.bare      ? &task_text
+                             : c.token_classifier                ? &task_tags
+                             : c.regression || c.num_labels == 1 ? &task_scores
+                                                                 : &task_text;
     model_config_free(&c);
-    return tags;
+    return task;
 }
 
 /* Text when the training data is a file (a TSV, or tagged words), images when it is a folder,
@@ -155,8 +160,12 @@ static int choose_task(trainer *t, vit_error *err) {
         return vit_fail(err, "--vocab is for new models: --init %s has its own", t->o.init_dir);
     if (!text && t->o.vocab_file)
         return vit_fail(err, "--vocab is for text: %s is a folder of images", t->o.train_path);
-    t->task = text ? (t->o.tags || init_tags_model(t->o.init_dir) ? &task_tags : &task_text)
-                   : &task_image;
+    if (t->o.tags && t->o.regression)
+        return vit_fail(err, "--tags and --regression: tagged words have classes, not scores");
+    t->task = !text             ? &task_image
+              : t->o.tags       ? &task_tags
+              : t->o.regression ? &task_scores
+                                : init_text_task(t->o.init_dir);
     if (t->task == &task_tags && t->o.pair)
         return vit_fail(err, "--pair is for sequence classifiers, not for tagged words");
     return 0;

@@ -35,6 +35,7 @@ typedef struct {
     int *tags;         /* tagged words: [B, max_len] the batch's labels per token (-100: none) */
     float *tag_logits; /* tagged words: [B, max_len, labels] logits, then their gradient */
     int counted;       /* the whole batch's tags that count */
+    float *targets;    /* scores: [B] the batch's */
     uint8_t *mask;     /* [B, max_len] */
     int T;             /* the batch's length */
     text_acts acts;
@@ -76,6 +77,17 @@ static int tag_classes(const trainer *t, const model *from, char ***classes, int
     if (!from || !from->cfg.token_classifier)
         return tag_file_labels(t->o.train_path, classes, n, err);
     return text_classes(t, from, classes, n, err);
+}
+
+/* Scores: one output, the model's label when it has one (LABEL_0, transformers' default). */
+static int score_classes(const trainer *t, const model *from, char ***classes, int *n,
+                         vit_error *err) {
+    if (from && !from->cfg.bare && from->cfg.num_labels == 1)
+        return text_classes(t, from, classes, n, err);
+    if (!(*classes = calloc(1, sizeof **classes)) || !(**classes = strdup("LABEL_0")))
+        return free(*classes), vit_fail(err, "out of memory");
+    *n = 1;
+    return 0;
 }
 
 /* A new model's tokenizer: --vocab with bert-base-uncased's settings, cut at max_len tokens, made
@@ -124,7 +136,8 @@ static int new_bert(trainer *t, char **classes, int n, vit_error *err) {
                         .pad_token_id = text_tokenizer_pad_id(d->tok),
                         .num_labels = n,
                         .labels = classes,
-                        .token_classifier = t->task->tokens};
+                        .token_classifier = t->task->tokens,
+                        .regression = t->task->regression};
     return trainer_create_model(t, &cfg, classes, n, err);
 }
 
@@ -158,7 +171,8 @@ static int text_companion(trainer *t, const char *dir, vit_error *err) {
 /* The training TSV tokenized, and the validation rows: all of val_path, or held out of it. */
 static int load_texts(trainer *t, vit_error *err) {
     text_task *d = task_data(t);
-    const char *const *labels = (const char *const *)t->classes;
+    /* scores: no class names, the label field is read as a number */
+    const char *const *labels = t->task->regression ? NULL : (const char *const *)t->classes;
     const int pairs = t->o.pair, L = t->num_classes;
     if (t->task->tokens ? text_set_load_tags(&d->train_text, t->o.train_path, d->tok, d->max_len,
                                              labels, L, err)
@@ -237,6 +251,8 @@ static int prepare_texts(trainer *t, vit_error *err) {
     d->types = malloc((size_t)t->B * d->max_len * sizeof *d->types);
     d->mask = malloc((size_t)t->B * d->max_len);
     if (!d->rows || !d->ids || !d->types || !d->mask) return vit_fail(err, "out of memory");
+    if (t->task->regression && !(d->targets = malloc((size_t)t->B * sizeof *d->targets)))
+        return vit_fail(err, "out of memory");
     if (t->task->tokens) {
         const size_t rows = (size_t)t->B * d->max_len;
         d->tags = malloc(rows * sizeof *d->tags);
@@ -269,6 +285,8 @@ static int text_batch(trainer *t, const int *idx, int n, int train, vit_error *e
     for (int b = 0; b < n; b++) d->rows[b] = rows[idx[b]];
     d->T = text_set_batch(train ? &d->train_text : d->val_src, d->rows, n, d->ids, d->types,
                           d->mask, t->labels);
+    const text_set *from = train ? &d->train_text : d->val_src;
+    for (int b = 0; d->targets && b < n; b++) d->targets[b] = from->scores[d->rows[b]];
     if (d->tags)
         d->counted =
             text_set_batch_tags(train ? &d->train_text : d->val_src, d->rows, n, d->T, d->tags);
@@ -276,6 +294,7 @@ static int text_batch(trainer *t, const int *idx, int n, int train, vit_error *e
     if (train && t->part_n < n) { /* this process's rows, padded to the whole batch's length */
         const size_t T = (size_t)d->T, first = (size_t)t->part_first, part = (size_t)t->part_n;
         if (d->tags) memmove(d->tags, d->tags + first * T, part * T * sizeof *d->tags);
+        if (d->targets) memmove(d->targets, d->targets + first, part * sizeof *d->targets);
         memmove(d->ids, d->ids + first * T, part * T * sizeof *d->ids);
         memmove(d->types, d->types + first * T, part * T * sizeof *d->types);
         memmove(d->mask, d->mask + first * T, part * T * sizeof *d->mask);
@@ -319,6 +338,28 @@ static int tags_pass(trainer *t, int n, const forward_mode *mode, double *loss, 
     return 0;
 }
 
+/* Scores: the mean squared error of the one output against each text's score, as
+ * ...ForSequenceClassification's MSELoss for problem_type regression; no hits (*correct 0). */
+static int scores_pass(trainer *t, int n, const forward_mode *mode, double *loss, double *correct,
+                       vit_error *err) {
+    text_task *d = task_data(t);
+    const int train = mode && mode->train;
+    if (text_model_forward_typed(&t->m, &d->acts, d->ids, t->o.pair ? d->types : NULL, d->mask, n,
+                                 d->T, mode, t->logits, err) != 0)
+        return -1;
+    double sum = 0.0;
+    for (int b = 0; b < n; b++) {
+        const double e = (double)t->logits[b] - d->targets[b];
+        sum += e * e;
+        /* of the whole batch's mean: each process's part adds its rows' share */
+        t->dlogits[b] = (float)(2.0 * e / t->B);
+    }
+    *loss = sum / n;
+    *correct = 0.0;
+    if (train) text_model_backward(&t->m, &t->g, &d->acts, t->dlogits);
+    return 0;
+}
+
 static void free_texts(trainer *t) {
     text_task *d = task_data(t);
     if (!d) return;
@@ -328,6 +369,7 @@ static void free_texts(trainer *t) {
     text_set_free(&d->val_text);
     free(d->train_rows), free(d->val_rows), free(d->rows), free(d->ids), free(d->types),
         free(d->mask);
+    free(d->tags), free(d->tag_logits), free(d->targets);
     free(d);
     t->data = NULL;
 }
@@ -359,3 +401,17 @@ const train_task task_tags = {.unit = "sentences",
                               .load_batch = text_batch,
                               .loss_pass = tags_pass,
                               .free = free_texts};
+
+/* Regression: the same model, tokenizer and batches, a score per text, the squared error. */
+const train_task task_scores = {.unit = "sentences",
+                                .kind = MODEL_TEXT,
+                                .regression = 1,
+                                .data_classes = score_classes,
+                                .new_model = new_bert,
+                                .companion = text_companion,
+                                .load_data = load_texts,
+                                .prepare = prepare_texts,
+                                .order = group_by_length,
+                                .load_batch = text_batch,
+                                .loss_pass = scores_pass,
+                                .free = free_texts};

@@ -28,7 +28,8 @@ typedef struct trainer trainer;
 typedef struct {
     const char *unit; /* "images" or "sentences" */
     model_kind kind;
-    int tokens; /* text: a classifier of every token (tagged words), not of the sequence */
+    int tokens;     /* text: a classifier of every token (tagged words), not of the sequence */
+    int regression; /* text: one score per text (problem_type regression), not classes */
     /* The model as dir holds it (resuming: out_dir; else --init), instead of the classifier's
      * set-up; then companion(t, dir). NULL: a classifier. */
     int (*setup_model)(trainer *t, const char *dir, vit_error *err);
@@ -73,7 +74,7 @@ typedef struct {
     void (*free)(trainer *t);
 } train_task;
 
-extern const train_task task_image, task_text, task_tags, task_ved;
+extern const train_task task_image, task_text, task_tags, task_scores, task_ved;
 
 struct trainer {
     train_options o;
