@@ -104,3 +104,101 @@ void l2_normalize(float *x, int n) {
     const double norm = sqrt(s) > 1e-12 ? sqrt(s) : 1e-12;
     for (int i = 0; i < n; i++) x[i] = (float)(x[i] / norm);
 }
+
+/* ---- backward (training a sentence-transformers pipeline) ---- */
+
+/* dx [T, D] += the gradient of pool_tokens' out wrt x from dout (its layout: D floats per mode).
+ * Max sends each dimension's gradient to the first token holding the maximum (torch.max's
+ * index); the divisions use the forward's clamped counts. */
+void pool_tokens_backward(const float *x, const uint8_t *mask, int T, int D, int modes, int skip,
+                          const float *dout, float *dx) {
+    if (modes & POOL_MODE_CLS) {
+        for (int d = 0; d < D; d++) dx[d] += dout[d];
+        dout += D;
+    }
+    if (modes & POOL_MODE_MAX) {
+        for (int d = 0; d < D; d++) {
+            int at = -1;
+            float m = -INFINITY;
+            for (int t = 0; t < T; t++) {
+                const float v = counted(mask, skip, t) ? x[(size_t)t * D + d] : -1e9f;
+                if (v > m) m = v, at = t;
+            }
+            if (at >= 0 && counted(mask, skip, at)) dx[(size_t)at * D + d] += dout[d];
+        }
+        dout += D;
+    }
+    double n = 0.0, nw = 0.0;
+    for (int t = 0; t < T; t++)
+        if (counted(mask, skip, t)) n += 1.0, nw += t + 1.0;
+    n = n > 1e-9 ? n : 1e-9, nw = nw > 1e-9 ? nw : 1e-9;
+    const float *mean = modes & POOL_MODE_MEAN ? dout : NULL;
+    if (mean) dout += D;
+    const float *sqrt_len = modes & POOL_MODE_MEAN_SQRT_LEN ? dout : NULL;
+    if (sqrt_len) dout += D;
+    const float *weighted = modes & POOL_MODE_WEIGHTED_MEAN ? dout : NULL;
+    if (weighted) dout += D;
+    for (int t = 0; t < T; t++) {
+        if (!counted(mask, skip, t)) continue;
+        float *row = dx + (size_t)t * D;
+        for (int d = 0; d < D; d++) {
+            double g = 0.0;
+            if (mean) g += mean[d] / n;
+            if (sqrt_len) g += sqrt_len[d] / sqrt(n);
+            if (weighted) g += weighted[d] * (t + 1.0) / nw;
+            row[d] += (float)g;
+        }
+    }
+    if (modes & POOL_MODE_LAST_TOKEN) {
+        int last = -1;
+        for (int t = 0; t < T; t++)
+            if (counted(mask, skip, t)) last = t;
+        for (int d = 0; last >= 0 && d < D; d++) dx[(size_t)last * D + d] += dout[d];
+    }
+}
+
+/* act'(pre) from the output y = act(pre) (and pre itself for GELU). */
+static double activate_grad(dense_act act, double pre, double y) {
+    switch (act) {
+    case DENSE_TANH:
+        return 1.0 - y * y;
+    case DENSE_RELU:
+        return pre > 0.0 ? 1.0 : 0.0;
+    case DENSE_SIGMOID:
+        return y * (1.0 - y);
+    case DENSE_GELU:
+        return 0.5 * (1.0 + erf(pre / sqrt(2.0))) + pre * exp(-0.5 * pre * pre) / sqrt(2.0 * M_PI);
+    case DENSE_IDENTITY:
+        break;
+    }
+    return 1.0;
+}
+
+void dense_backward(const float *w, const float *b, int n_in, int n_out, dense_act act,
+                    const float *x, const float *out, const float *dout, float *dx, float *dw,
+                    float *db) {
+    for (int i = 0; i < n_in; i++) dx[i] = 0.0f;
+    for (int o = 0; o < n_out; o++) {
+        const float *row = w + (size_t)o * n_in;
+        double pre = b ? b[o] : 0.0;
+        if (act == DENSE_GELU || act == DENSE_RELU)
+            for (int i = 0; i < n_in; i++) pre += (double)row[i] * x[i];
+        const float g = (float)(dout[o] * activate_grad(act, pre, out[o]));
+        for (int i = 0; i < n_in; i++) dx[i] += g * row[i];
+        if (dw)
+            for (int i = 0; i < n_in; i++) dw[(size_t)o * n_in + i] += g * x[i];
+        if (db) db[o] += g;
+    }
+}
+
+void l2_normalize_backward(const float *x, int n, const float *dy, float *dx) {
+    double s = 0.0, dot = 0.0;
+    for (int i = 0; i < n; i++) s += (double)x[i] * x[i];
+    const double norm = sqrt(s);
+    if (norm <= 1e-12) { /* x / 1e-12: linear */
+        for (int i = 0; i < n; i++) dx[i] = (float)(dy[i] / 1e-12);
+        return;
+    }
+    for (int i = 0; i < n; i++) dot += (double)x[i] * dy[i];
+    for (int i = 0; i < n; i++) dx[i] = (float)((dy[i] - x[i] * dot / s) / norm);
+}

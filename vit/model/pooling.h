@@ -31,4 +31,15 @@ void dense_forward(const float *w, const float *b, int n_in, int n_out, dense_ac
 /* x / max(||x||, 1e-12), as torch.nn.functional.normalize. */
 void l2_normalize(float *x, int n);
 
+/* Backward (training): dx [T, D] += pool_tokens' gradient from dout; dense_forward's from dout
+ * [n_out] given its input x and output out: dx [n_in] overwritten, dw [n_out, n_in] and db
+ * [n_out] (each may be NULL) accumulated; l2_normalize's dx [n] (overwritten) from dy given the
+ * input x. */
+void pool_tokens_backward(const float *x, const uint8_t *mask, int T, int D, int modes, int skip,
+                          const float *dout, float *dx);
+void dense_backward(const float *w, const float *b, int n_in, int n_out, dense_act act,
+                    const float *x, const float *out, const float *dout, float *dx, float *dw,
+                    float *db);
+void l2_normalize_backward(const float *x, int n, const float *dy, float *dx);
+
 #endif

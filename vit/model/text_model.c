@@ -19,8 +19,6 @@ int text_acts_alloc(text_acts *a, const model *m, int max_batch, int max_tokens,
     /* the joint towers' heads have no backward */
     if (training && (c->family != FAMILY_PLAIN && c->family != FAMILY_TEXT))
         return vit_fail(err, "%s: inference only, for now", config_architecture(c));
-    if (training && c->opt.head == HEAD_NONE)
-        return vit_fail(err, "%s: a base model has no classifier to train", config_architecture(c));
     if (max_tokens < 1 || max_tokens > config_text_max_tokens(c))
         return vit_fail(err, "%d tokens outside 1..%d (max_position_embeddings)", max_tokens,
                         config_text_max_tokens(c));
@@ -440,11 +438,10 @@ static void relative_bias_backward(const model *m, const model *g, const text_ac
         }
 }
 
-static void backward_pass(const model *m, const model *g, text_acts *a, const float *dlogits) {
+/* From a->dx, the gradient wrt the encoder's output, down to the embeddings. */
+static void encoder_part_backward(const model *m, const model *g, text_acts *a) {
     const int B = a->last_batch, T = a->last_tokens, D = m->cfg.hidden_size;
     const size_t n = (size_t)B * T * D;
-    head_backward(m, g, a, dlogits);
-    if (a->mode.freeze_encoder) return;
     const encoder_run run = encoder_run_of(a, &a->mode);
     encoder_backward(&m->enc, m->layers, grad_layers_with_bias(m, g, a, T), &run, &a->tape, a->dx,
                      B, T);
@@ -457,6 +454,16 @@ static void backward_pass(const model *m, const model *g, text_acts *a, const fl
 }
 
 void text_model_backward(const model *m, const model *grads, text_acts *a, const float *dlogits) {
-    backward_pass(m, grads, a, dlogits);
+    if (m->cfg.opt.head == HEAD_NONE) return; /* no head: text_model_backward_hidden */
+    head_backward(m, grads, a, dlogits);
+    if (!a->mode.freeze_encoder) encoder_part_backward(m, grads, a);
+    model_clear_absent(m, grads->params);
+}
+
+void text_model_backward_hidden(const model *m, const model *grads, text_acts *a,
+                                const float *dhidden) {
+    const size_t n = (size_t)a->last_batch * a->last_tokens * m->cfg.hidden_size;
+    memcpy(a->dx, dhidden, n * sizeof(float));
+    encoder_part_backward(m, grads, a);
     model_clear_absent(m, grads->params);
 }

@@ -80,5 +80,10 @@ int text_model_forward_typed(const model *m, text_acts *a, const int32_t *ids, c
  * [B, T, num_labels]): parameter gradients ACCUMULATE into grads (m's layout rebased,
  * model_bind). With mode.freeze_encoder only the pooler and the classifier get gradients. */
 void text_model_backward(const model *m, const model *grads, text_acts *a, const float *dlogits);
+/* The same from dhidden [B, T, D], the gradient wrt the final hidden states a->x of the last
+ * training forward (what a sentence-transformers pooling reads; a base model's pooler gets
+ * none). A base model trains through this one only. */
+void text_model_backward_hidden(const model *m, const model *grads, text_acts *a,
+                                const float *dhidden);
 
 #endif
