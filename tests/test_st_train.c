@@ -6,6 +6,10 @@
  * elements of every tensor (the folders without max pooling). The batch runs as one padded forward
  * of the nine texts (the reference runs each text alone: the mask makes them equal).
  *
+ * Then vit train --loss mnrl on pairs and on triplets (the loss falls, the in-batch hits rise),
+ * the folder saved in the sentence-transformers layout, vit embed on it against the float64
+ * pipeline on the saved files; and its refusals.
+ *
  * Tolerance: per tensor max |got - want| <= REF_TOL · max(max |want|, 1e-2), REF_TOL 1e-4; the
  * worst measured is 1.1e-5 (printed per folder). */
 #include "tests/testutil.h"
@@ -15,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -202,10 +207,172 @@ static void test_finite_differences(void **state) {
     omp_set_num_threads(threads);
 }
 
+/* ---- vit train --loss mnrl ---- */
+
+/* train_log.jsonl's key of the first and last epochs */
+static void first_last(const char *out, const char *key, double *first, double *last) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/train_log.jsonl", out);
+    char *text = (char *)read_whole_file(path, NULL);
+    assert_non_null(text);
+    *first = *last = NAN;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        const cJSON *v = cJSON_GetObjectItem(o, key);
+        if (cJSON_IsNumber(v)) {
+            if (isnan(*first)) *first = v->valuedouble;
+            *last = v->valuedouble;
+        }
+        cJSON_Delete(o);
+    }
+    free(text);
+}
+
+/* Pairs (and triplets) of the folders' words: the anchor and its positive share words. */
+static const char pairs[] = "anchor\tpositive\n"
+                            "the cat sat on the mat\ta cat sat\n"
+                            "a dog ran far away\tthe dog ran\n"
+                            "it was very good\tit was good\n"
+                            "my old dog slept in the sun\tthe dog slept\n"
+                            "the sun was bad\tbad sun\n"
+                            "home from home\tmy home\n"
+                            "the mat was very old\tan old mat\n"
+                            "it ran far\tit ran away\n";
+static const char triplets[] = "anchor\tpositive\tnegative\n"
+                               "the cat sat on the mat\ta cat sat\tit was bad\n"
+                               "a dog ran far away\tthe dog ran\tmy old sun\n"
+                               "it was very good\tit was good\tthe dog slept\n"
+                               "my old dog slept in the sun\tthe dog slept\tthe mat\n"
+                               "the sun was bad\tbad sun\ta dog ran\n"
+                               "home from home\tmy home\tthe sun\n"
+                               "the mat was very old\tan old mat\tvery good\n"
+                               "it ran far\tit ran away\thome\n";
+
+/* A short run lowers the loss and raises the in-batch retrieval hits; the folder it saves has
+ * the sentence-transformers layout, and vit embed's embeddings of it are the float64 pipeline's
+ * on the saved files (tools/st_train_reference.py --embed), 1e-4. */
+static void train_folder(const char *dir, const char *data, const char *name) {
+    char out[4200];
+    snprintf(out, sizeof out, "%s/%s", test_tmpdir(), name);
+    const char *train[] = {
+        "train", "--init",  dir, "--loss", "mnrl", "--train",     data, "--out",  out, "--epochs",
+        "10",    "--batch", "4", "--lr",   "1e-3", "--val-split", "0",  "--seed", "3", NULL};
+    test_run_result r = test_run_vit(NULL, NULL, train);
+    if (r.status != 0) fail_msg("%s: vit train exited %d: %s", dir, r.status, r.err);
+    test_run_free(&r);
+    double l0, l1, h0, h1;
+    first_last(out, "train_loss", &l0, &l1);
+    first_last(out, "train_top1", &h0, &h1);
+    if (!(l1 < l0 / 4 && h1 > h0))
+        fail_msg("%s: loss %.4f -> %.4f, in-batch hits %.3f -> %.3f", dir, l0, l1, h0, h1);
+    static const char *const files[] = {"modules.json", "1_Pooling/config.json", "config.json",
+                                        "model.safetensors", "vocab.txt"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", out, files[i]);
+        if (access(path, F_OK) != 0) fail_msg("%s: no %s", out, files[i]);
+    }
+    char emb[4400];
+    snprintf(emb, sizeof emb, "%s/emb.safetensors", out);
+    const char *embed[] = {"embed",
+                           "-m",
+                           out,
+                           "--text",
+                           "the cat sat on the mat",
+                           "--text",
+                           "a dog ran far away",
+                           "--text",
+                           "it was very good",
+                           "-o",
+                           emb,
+                           NULL};
+    r = test_run_vit(NULL, NULL, embed);
+    if (r.status != 0) fail_msg("%s: vit embed exited %d: %s", out, r.status, r.err);
+    test_run_free(&r);
+    size_t n;
+    float *got = test_read_tensor(emb, "embeddings", &n);
+    assert_non_null(got);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tools/st_train_reference.py --embed '%s' 2>&1",
+             out);
+    FILE *p = access("/usr/bin/python3", X_OK) == 0 ? popen(cmd, "r") : NULL;
+    static char buf[1 << 16];
+    const size_t len = p ? fread(buf, 1, sizeof buf - 1, p) : 0;
+    buf[len] = 0;
+    if (!p || pclose(p) != 0) {
+        print_message("SKIP the float64 embeddings of %s: /usr/bin/python3 or torch missing\n%s",
+                      out, buf);
+    } else {
+        cJSON *o = cJSON_Parse(buf);
+        const cJSON *rows = cJSON_GetObjectItem(o, "embeddings");
+        const int dim = cJSON_GetArraySize(cJSON_GetArrayItem(rows, 0));
+        assert_int_equal(n, 3 * (size_t)dim);
+        double worst = 0.0;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < dim; j++)
+                worst = fmax(worst,
+                             fabs(got[i * dim + j] -
+                                  cJSON_GetArrayItem(cJSON_GetArrayItem(rows, i), j)->valuedouble));
+        if (!(worst <= 1e-4)) fail_msg("%s: vit embed differs from float64 by %.3g", out, worst);
+        print_message("  %-30s %s: loss %.4f -> %.4f, in-batch hits %.3f -> %.3f; vit embed "
+                      "within %.1e of float64\n",
+                      dir, name, l0, l1, h0, h1, worst);
+        cJSON_Delete(o);
+    }
+    free(got);
+}
+
+static void test_train_cli(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *p = write_temp_file("pairs.tsv", pairs, sizeof pairs - 1);
+    const char *t = write_temp_file("triplets.tsv", triplets, sizeof triplets - 1);
+    train_folder("tests/data/st-mean-micro", p, "mean-pairs");
+    train_folder("tests/data/st-multi-micro", t, "multi-triplets");
+}
+
+/* What --loss mnrl refuses, each in one message naming the problem. */
+static void test_train_refusals(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *p = write_temp_file("pairs.tsv", pairs, sizeof pairs - 1);
+    static const char rows[] = "a\tb\nx\ty\nx\ty\tz\n";
+    const char *ragged = write_temp_file("ragged.tsv", rows, sizeof rows - 1);
+    char out[4200];
+    snprintf(out, sizeof out, "%s/refused", test_tmpdir());
+    static const struct {
+        const char *dir, *loss, *data_kind, *says;
+    } cases[] = {
+        {"tests/data/bert-base-micro", "mnrl", "p", "trains a sentence-transformers folder"},
+        {"tests/data/st-cls-dense-micro", "mnrl", "p", "Transformer is at the root"},
+        {"tests/data/st-mean-micro", "triplet", "p", "the one loss to choose is mnrl"},
+        {"tests/data/st-mean-micro", "mnrl", "r", "ragged.tsv:3 (data line 2): 3 texts"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *train[] = {"train",
+                               "--init",
+                               cases[i].dir,
+                               "--loss",
+                               cases[i].loss,
+                               "--train",
+                               cases[i].data_kind[0] == 'p' ? p : ragged,
+                               "--out",
+                               out,
+                               "--overwrite",
+                               NULL};
+        test_run_result r = test_run_vit(NULL, NULL, train);
+        assert_int_equal(r.status, 1);
+        if (!strstr(r.err, cases[i].says)) fail_msg("expected '%s' in: %s", cases[i].says, r.err);
+        test_run_free(&r);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_pytorch),
         cmocka_unit_test(test_finite_differences),
+        cmocka_unit_test(test_train_cli),
+        cmocka_unit_test(test_train_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,7 +16,11 @@ mnrl_golden.safetensors: loss [1], hits [1] (anchors whose own positive scores h
 grad.<tensor name> for every tensor of the Transformer's model.safetensors; metadata ids (the k·n
 texts' ids, anchors then positives then negatives), k, n.
 
-usage: /usr/bin/python3 tools/st_train_reference.py
+With --embed SAVED (run by tests/test_st_train.c): the float64 sentence embeddings of the three
+anchors through the folder vit train saved in SAVED (read as SentenceTransformer would: its
+modules.json, Pooling, Dense and Normalize, the Transformer's weights at the root), one JSON line.
+
+usage: /usr/bin/python3 tools/st_train_reference.py [--embed SAVED]
 """
 import json
 import os
@@ -62,7 +66,25 @@ def pipeline(folder):
     return transformer, modes, steps
 
 
+def embed(folder, texts):
+    transformer, modes, steps = pipeline(folder)
+    cfg = json.load(open(os.path.join(transformer, "config.json")))
+    w = {k: v.double() for k, v in read_safetensors(os.path.join(transformer, "model.safetensors"))[0].items()}
+    out = []
+    for text in texts:
+        h, _ = bert_forward(w, "", cfg, torch.tensor(token_ids(text, 40)))
+        x = pool(h, modes, 0)
+        for s in steps:
+            x = F.normalize(x, dim=0) if s[0] == "normalize" else s[3](F.linear(x, s[1], s[2]))
+        out.append(x.tolist())
+    return out
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--embed":
+        texts = [t[0] for t in TRIPLETS]
+        print(json.dumps({"texts": texts, "embeddings": embed(sys.argv[2], texts)}))
+        return
     for folder in FOLDERS:
         transformer, modes, steps = pipeline(folder)
         cfg = json.load(open(os.path.join(transformer, "config.json")))

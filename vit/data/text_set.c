@@ -567,3 +567,72 @@ int text_set_batch_tags(const text_set *s, const int *idx, int n, int T, int *ta
     }
     return counted;
 }
+
+/* ---- columns of texts ---- */
+
+/* One text into s (its ids after the others), from data line `line`. */
+static int add_text(text_set *s, size_t *cap_rows, size_t *cap_ids, const text_tokenizer *tok,
+                    text_tokenizer_scratch *scratch, const char *text, size_t len, long line,
+                    vit_error *err) {
+    if (reserve(s, cap_rows, cap_ids) != 0) return vit_fail(err, "out of memory");
+    int32_t *ids = s->ids + s->offset[s->count];
+    const int n = text_tokenizer_encode(tok, scratch, text, len, s->max_len, ids, err);
+    if (n < 0) return -1;
+    s->labels[s->count] = 0;
+    s->data_line[s->count] = line;
+    s->offset[s->count + 1] = s->offset[s->count] + (size_t)n;
+    s->longest = n > s->longest ? n : s->longest;
+    s->count++;
+    return 0;
+}
+
+int text_set_load_columns(text_set *cols, int max_columns, const char *path,
+                          const text_tokenizer *tok, int max_len, vit_error *err) {
+    memset(cols, 0, sizeof *cols * (size_t)max_columns);
+    if (max_len < 2) return vit_fail(err, "max_len %d: texts need at least 2 ids", max_len);
+    FILE *in = fopen(path, "r");
+    if (!in) return vit_fail(err, "%s: %s", path, strerror(errno));
+    text_tokenizer_scratch *scratch = text_tokenizer_scratch_create(tok);
+    size_t cap_rows[8] = {0}, cap_ids[8] = {0}, bufcap = 0;
+    char *buf = NULL;
+    long line = 0;
+    ssize_t n;
+    int k = 0, rc = scratch && max_columns <= 8 ? 0 : vit_fail(err, "out of memory");
+    for (int c = 0; c < max_columns; c++) {
+        cols[c].max_len = max_len;
+        cols[c].pad_id = text_tokenizer_pad_id(tok) >= 0 ? text_tokenizer_pad_id(tok) : 0;
+    }
+    while (rc == 0 && (n = getline(&buf, &bufcap, in)) >= 0) {
+        if (++line == 1) continue; /* the header */
+        size_t end = (size_t)n;
+        while (end > 0 && (buf[end - 1] == '\n' || buf[end - 1] == '\r')) end--;
+        if (end == 0) continue;
+        int fields = 1;
+        for (size_t i = 0; i < end; i++) fields += buf[i] == '\t';
+        if (k == 0) k = fields;
+        if (fields != k || k < 2 || k > max_columns) {
+            rc = vit_fail(err, "%s:%ld (data line %ld): %d texts; expected %s", path, line,
+                          line - 1, fields,
+                          k >= 2 && k <= max_columns ? "as many as the first line's"
+                                                     : "2 or 3, tab separated");
+            break;
+        }
+        const char *at = buf;
+        for (int c = 0; rc == 0 && c < k; c++) {
+            const char *tab = memchr(at, '\t', end - (size_t)(at - buf));
+            const size_t len = tab ? (size_t)(tab - at) : end - (size_t)(at - buf);
+            rc =
+                add_text(&cols[c], &cap_rows[c], &cap_ids[c], tok, scratch, at, len, line - 1, err);
+            at += len + 1;
+        }
+    }
+    free(buf);
+    text_tokenizer_scratch_free(scratch);
+    fclose(in);
+    if (rc == 0 && k == 0) rc = vit_fail(err, "%s: no texts after the header", path);
+    if (rc != 0) {
+        for (int c = 0; c < max_columns; c++) text_set_free(&cols[c]);
+        return -1;
+    }
+    return k;
+}

@@ -88,6 +88,16 @@ void text_set_free(text_set *s);
 int text_set_batch(const text_set *s, const int *idx, int n, int32_t *ids, int32_t *types,
                    uint8_t *mask, int *labels);
 
+/* ---- columns of texts: (anchor, positive[, negative]) rows ---- */
+
+/* A TSV of texts, a header line then the same number of tab-separated texts (2..max_columns, at
+ * most 8) on every data line, as `vit train --loss mnrl` reads them: column c's texts into
+ * cols[c] (cols holds max_columns sets; labels 0, data_line each row's), each cut to max_len ids
+ * as text_set_load cuts them. Returns the number of columns, or -1 with err naming the file and
+ * line (another count than the first line's, one text only). */
+int text_set_load_columns(text_set *cols, int max_columns, const char *path,
+                          const text_tokenizer *tok, int max_len, vit_error *err);
+
 /* ---- tagged words: token classification ---- */
 
 /* A CoNLL-style file, as `vit eval` of tags reads it: one token and its label per line, tab or

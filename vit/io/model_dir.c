@@ -60,6 +60,12 @@ static char *text_config_json(const model_config *c, float hidden_dropout,
         cJSON_AddStringToObject(root, "position_embedding_type", "absolute");
         cJSON_AddNullToObject(root, "classifier_dropout");
     }
+    if (c->bare) { /* a base model (a sentence-transformers Transformer): no classes */
+        cJSON_AddStringToObject(root, "torch_dtype", "float32");
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        return text;
+    }
     cJSON_AddNumberToObject(root, "num_labels", c->num_labels);
     add_labels(root, c);
     /* transformers sets problem_type for sequence classifiers only */

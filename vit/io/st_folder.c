@@ -3,6 +3,8 @@
 #include "vit/io/st_folder.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 
 #include "vit/base/file.h"
 #include "vit/base/json.h"
+#include "vit/io/model_dir.h"
 #include "vit/io/weights.h"
 
 #define TYPE_PREFIX "sentence_transformers.models."
@@ -322,4 +325,49 @@ const char *st_prompt(const st_pipeline *p, const char *name) {
 
 int st_normalizes(const st_pipeline *p) {
     return p->nsteps > 0 && p->steps[p->nsteps - 1].kind == ST_STEP_NORMALIZE;
+}
+
+/* Every file of in_dir/sub into out_dir/sub (created). */
+static int copy_module(const char *in_dir, const char *out_dir, const char *sub, vit_error *err) {
+    char from[4096], to[4096];
+    join(from, sizeof from, in_dir, sub, "");
+    join(to, sizeof to, out_dir, sub, "");
+    if (mkdir(to, 0777) != 0 && errno != EEXIST)
+        return vit_fail(err, "%s: cannot create: %s", to, strerror(errno));
+    DIR *d = opendir(from);
+    /* a module without files (Normalize) may have no folder; SentenceTransformer.save makes one */
+    if (!d) return errno == ENOENT ? 0 : vit_fail(err, "%s: %s", from, strerror(errno));
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", from, e->d_name);
+        struct stat st;
+        if (e->d_name[0] == '.' || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        rc = model_dir_copy_file(from, to, e->d_name, 1, err);
+    }
+    closedir(d);
+    return rc;
+}
+
+int st_folder_copy_modules(const char *in_dir, const char *out_dir, vit_error *err) {
+    static const char *const top[] = {"modules.json", "sentence_bert_config.json",
+                                      "config_sentence_transformers.json"};
+    for (size_t i = 0; i < sizeof top / sizeof *top; i++)
+        if (model_dir_copy_file(in_dir, out_dir, top[i], i == 0, err) != 0) return -1;
+    char src[4096];
+    join(src, sizeof src, in_dir, "modules.json", "");
+    size_t size;
+    char *text = vit_read_file(src, 1 << 20, &size, err);
+    if (!text) return -1;
+    cJSON *list = cJSON_ParseWithOpts(text, NULL, 1);
+    free(text);
+    int rc = cJSON_IsArray(list) ? 0 : vit_fail(err, "%s: not a JSON list of modules", src);
+    for (int i = 1; rc == 0 && i < cJSON_GetArraySize(list); i++) {
+        const char *type, *path;
+        rc = module_fields(cJSON_GetArrayItem(list, i), src, i, &type, &path, err);
+        if (rc == 0 && path[0]) rc = copy_module(in_dir, out_dir, path, err);
+    }
+    cJSON_Delete(list);
+    return rc;
 }

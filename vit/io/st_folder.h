@@ -52,5 +52,9 @@ int st_output_dim(const st_pipeline *p);
 const char *st_prompt(const st_pipeline *p, const char *name);
 /* Whether the pipeline ends L2-normalised (its last step a Normalize). */
 int st_normalizes(const st_pipeline *p);
+/* in_dir's modules.json, sentence_bert_config.json, config_sentence_transformers.json and every
+ * module folder after the Transformer (1_Pooling/, 2_Dense/, ...: their files) into out_dir, as
+ * SentenceTransformer.save lays them out; the Transformer's own files are the caller's. */
+int st_folder_copy_modules(const char *in_dir, const char *out_dir, vit_error *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include "vit/base/strlist.h"
 #include "vit/data/imagefolder.h"
 #include "vit/io/model_dir.h"
+#include "vit/io/st_folder.h"
 #include "vit/model/vit_model.h"
 #include "vit/train/trainer.h"
 
@@ -310,6 +311,7 @@ static int fine_tune_model(trainer *t, vit_error *err) {
 /* The task of the model a resumed run continues: image to text for a VisionEncoderDecoder
  * folder, else the model's kind says. */
 static const train_task *resumed_task(const char *dir, vit_error *err) {
+    if (st_folder_is(dir)) return &task_st; /* only --loss mnrl writes one */
     model_config c;
     if (model_config_load(dir, &c, err) != 0) return NULL;
     const train_task *task = c.family == FAMILY_VED ? &task_ved

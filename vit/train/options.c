@@ -33,6 +33,12 @@ const train_option train_option_table[] = {
      "TSV's label a number, the loss the mean squared error (implied by --init a regression "
      "model or a classifier of one label)",
      NULL, GROUP_DATA, OPTION_ADDED},
+    {"loss", "loss", OPTION_STRING, F(loss), 0, 0, 0, "mnrl",
+     "text: mnrl trains a sentence-transformers folder (--init) with "
+     "MultipleNegativesRankingLoss on rows of anchor<TAB>positive[<TAB>hard negative] after a "
+     "header: 20 x the cosine of each anchor with every positive and negative of the batch, "
+     "cross-entropy towards its own positive",
+     "the classifier's cross-entropy (MSE with --regression)", GROUP_DATA, OPTION_ADDED},
     {"labels", "labels_file", OPTION_STRING, F(labels_file), 0, 0, 0, "FILE",
      "label names, one per line in index order, matched to the folders (or the TSV labels)",
      NULL, GROUP_DATA, 0},

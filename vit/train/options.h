@@ -29,6 +29,8 @@ typedef struct {
     int pair;            /* text: the TSV's lines are pairs, a<TAB>b<TAB>label */
     int tags;            /* text: token classification on tagged words (vit/data/text_set.h) */
     int regression;      /* text: one score per text (MSE), the TSV's label a number */
+    const char *loss;    /* text: "mnrl" (a sentence-transformers folder's rows of texts), or
+                          * NULL: the task's own (cross-entropy, MSE) */
     float token_dropout; /* text augmentation: each word piece becomes [UNK] with this chance */
     /* model: new with this shape (image_size, patch_size and channels for images only), or
      * fine-tuned from init_dir (its shape and preprocessing or tokenizer; a fresh classifier when

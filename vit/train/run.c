@@ -23,6 +23,7 @@
 #include "vit/data/line_set.h"
 #include "vit/io/model_dir.h"
 #include "vit/io/safetensors.h"
+#include "vit/io/st_folder.h"
 #include "vit/train/curves.h"
 #include "vit/train/trainer.h"
 
@@ -160,6 +161,15 @@ static int choose_task(trainer *t, vit_error *err) {
         return vit_fail(err, "--vocab is for new models: --init %s has its own", t->o.init_dir);
     if (!text && t->o.vocab_file)
         return vit_fail(err, "--vocab is for text: %s is a folder of images", t->o.train_path);
+    if (t->o.loss && strcmp(t->o.loss, "mnrl") != 0)
+        return vit_fail(err, "--loss %s: the one loss to choose is mnrl", t->o.loss);
+    if (t->o.loss && (!text || !t->o.init_dir || t->o.tags || t->o.regression || t->o.pair))
+        return vit_fail(err, "--loss mnrl: a file of texts and --init a sentence-transformers "
+                             "folder, without --tags, --regression or --pair");
+    if (t->o.loss) {
+        t->task = &task_st;
+        return 0;
+    }
     if (t->o.tags && t->o.regression)
         return vit_fail(err, "--tags and --regression: tagged words have classes, not scores");
     t->task = !text             ? &task_image
@@ -371,7 +381,8 @@ static int save_best(const trainer *t, vit_error *err) {
         return vit_fail(err, "%s: cannot create: %s", best, strerror(errno));
     atomic_group g;
     atomic_group_begin(&g);
-    if (model_dir_copy_files(t->o.out_dir, best, err) != 0 ||
+    if ((st_folder_is(t->o.out_dir) && st_folder_copy_modules(t->o.out_dir, best, err) != 0) ||
+        model_dir_copy_files(t->o.out_dir, best, err) != 0 ||
         model_dir_copy_file(t->o.out_dir, best, "model.safetensors", 1, err) != 0) {
         atomic_group_abort(&g);
         return -1;
@@ -557,6 +568,7 @@ static void describe_run(const trainer *t) {
                                              : "",
                  omp_get_max_threads());
     char classes[32] = "image to text";
+    if (t->task == &task_st) snprintf(classes, sizeof classes, "sentence embeddings");
     if (!t->task->setup_model) snprintf(classes, sizeof classes, "%d classes", t->num_classes);
     trainer_info(t,
                  "%s; %d training %s (%lld steps of %d per epoch), %d validation; %zu parameters",

@@ -74,7 +74,7 @@ typedef struct {
     void (*free)(trainer *t);
 } train_task;
 
-extern const train_task task_image, task_text, task_tags, task_scores, task_ved;
+extern const train_task task_image, task_text, task_tags, task_scores, task_st, task_ved;
 
 struct trainer {
     train_options o;

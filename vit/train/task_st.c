@@ -1,0 +1,207 @@
+/* Training a sentence-transformers folder with MultipleNegativesRankingLoss (--loss mnrl): rows of
+ * (anchor, positive[, hard negative]) texts, in-batch negatives (vit/train/st_loss.h), the folder
+ * saved as it came (modules.json, 1_Pooling/, its Dense and Normalize modules) with the trained
+ * Transformer at its root. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/text_tokenizer.h"
+#include "vit/data/text_set.h"
+#include "vit/io/model_dir.h"
+#include "vit/io/st_folder.h"
+#include "vit/train/st_loss.h"
+#include "vit/train/trainer.h"
+
+#define MAX_COLUMNS 3
+/* MultipleNegativesRankingLoss's default scale (cos_sim times 20) */
+#define MNRL_SCALE 20.0f
+
+typedef struct {
+    st_pipeline p;
+    text_tokenizer *tok;
+    int max_len, k;
+    text_set train[MAX_COLUMNS], val[MAX_COLUMNS];
+    int *train_rows, *val_rows, *rows;
+    int32_t *ids; /* [k·B, max_len] the batch: anchors, positives, negatives */
+    uint8_t *mask;
+    int T;
+    st_train s;
+} st_task;
+
+static st_task *task_data(const trainer *t) {
+    return t->data;
+}
+
+/* 1 when a and b name one folder. */
+static int same_dir(const char *a, const char *b) {
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
+}
+
+/* The folder's pipeline and its Transformer (at the folder's root), a base text model. */
+static int st_setup_model(trainer *t, const char *dir, vit_error *err) {
+    st_task *d = calloc(1, sizeof *d);
+    if (!(t->data = d)) return vit_fail(err, "out of memory");
+    if (t->ranks > 1)
+        return vit_fail(err, "--loss mnrl runs in one process: its negatives are the whole "
+                             "batch's");
+    if (t->o.freeze_encoder)
+        return vit_fail(err, "--freeze-encoder: a sentence-transformers folder has no head");
+    if (!st_folder_is(dir))
+        return vit_fail(err, "%s: --loss mnrl trains a sentence-transformers folder (modules.json)",
+                        dir);
+    if (st_pipeline_load(dir, &d->p, err) != 0) return -1;
+    if (!same_dir(d->p.transformer_dir, dir))
+        return vit_fail(err,
+                        "%s: its Transformer module is in %s; vit train reads folders whose "
+                        "Transformer is at the root (modules.json path \"\")",
+                        dir, d->p.transformer_dir);
+    if (model_load(&t->m, dir, err) != 0) return -1;
+    const model_config *c = &t->m.cfg;
+    if (c->kind != MODEL_TEXT || c->opt.head != HEAD_NONE ||
+        (c->family != FAMILY_PLAIN && c->family != FAMILY_TEXT))
+        return vit_fail(err,
+                        "%s: the Transformer is %s; vit trains BERT, RoBERTa, XLM-R, "
+                        "DistilBERT and MPNet base models",
+                        dir, config_architecture(c));
+    if (d->p.word_dim != c->hidden_size)
+        return vit_fail(err, "%s: the Pooling's word_embedding_dimension %d is not hidden_size %d",
+                        dir, d->p.word_dim, c->hidden_size);
+    /* the pooler is not in the sentence embedding: without decay its zero gradient leaves it as
+     * it is (PyTorch skips a parameter without a gradient) */
+    for (int i = 0; i < t->m.num_entries; i++)
+        if (strncmp(t->m.entries[i].name, "pooler.", 7) == 0) t->m.entries[i].decay = 0;
+    trainer_info(t, "%s: %s, pooling then %d modules; MultipleNegativesRankingLoss, scale %g", dir,
+                 config_architecture(c), d->p.nsteps, (double)MNRL_SCALE);
+    return 0;
+}
+
+/* The tokenizer, the sentence length, and (process 0, fine-tuning) the folder's files copied. */
+static int st_companion(trainer *t, const char *dir, vit_error *err) {
+    st_task *d = task_data(t);
+    if (t->rank == 0 && !same_dir(dir, t->o.out_dir) &&
+        (tokenizer_files_save(t->o.out_dir, dir, NULL, 0, err) != 0 ||
+         st_folder_copy_modules(dir, t->o.out_dir, err) != 0))
+        return -1;
+    if (text_tokenizer_load(dir, &d->tok, err) != 0) return -1;
+    int limit = t->o.max_len ? t->o.max_len : d->p.max_seq_length;
+    if (!limit) limit = text_tokenizer_max_len(d->tok);
+    const int positions = config_text_max_tokens(&t->m.cfg);
+    d->max_len = limit > 0 && limit < positions ? limit : positions;
+    if (d->max_len < 2)
+        return vit_fail(err, "--max-len %d: a text needs at least 2 tokens", d->max_len);
+    return 0;
+}
+
+static int st_load_data(trainer *t, vit_error *err) {
+    st_task *d = task_data(t);
+    d->k = text_set_load_columns(d->train, MAX_COLUMNS, t->o.train_path, d->tok, d->max_len, err);
+    if (d->k < 0) return -1;
+    const int n = d->train[0].count;
+    int nv = 0;
+    if (t->o.val_path) {
+        const int kv =
+            text_set_load_columns(d->val, MAX_COLUMNS, t->o.val_path, d->tok, d->max_len, err);
+        if (kv < 0) return -1;
+        if (kv != d->k)
+            return vit_fail(err, "%s has %d texts a line, %s %d", t->o.val_path, kv,
+                            t->o.train_path, d->k);
+        nv = d->val[0].count;
+    }
+    int *is_val = calloc((size_t)n, sizeof *is_val);
+    d->train_rows = malloc(sizeof(int) * (size_t)n);
+    d->val_rows = malloc(sizeof(int) * (size_t)(n + nv));
+    int rc = is_val && d->train_rows && d->val_rows ? 0 : vit_fail(err, "out of memory");
+    if (rc == 0 && !t->o.val_path)
+        rc = trainer_hold_out(t, d->train[0].labels, (size_t)n, is_val, err);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (is_val[i])
+            d->val_rows[t->n_val++] = i;
+        else
+            d->train_rows[t->n_train++] = i;
+    }
+    for (int i = 0; rc == 0 && i < nv; i++) d->val_rows[t->n_val++] = i;
+    free(is_val);
+    if (rc == 0 && t->n_train < 2)
+        rc = vit_fail(err, "%s: in-batch negatives need at least 2 training rows", t->o.train_path);
+    if (rc == 0)
+        trainer_info(t,
+                     "%d training and %d validation rows of %d texts (anchor, positive%s), at "
+                     "most %d tokens",
+                     t->n_train, t->n_val, d->k, d->k == 3 ? ", negative" : "", d->max_len);
+    return rc;
+}
+
+static int st_prepare(trainer *t, vit_error *err) {
+    st_task *d = task_data(t);
+    const size_t texts = (size_t)d->k * t->B;
+    d->rows = malloc(sizeof *d->rows * (size_t)t->B);
+    d->ids = malloc(sizeof *d->ids * texts * d->max_len);
+    d->mask = malloc(texts * d->max_len);
+    if (!d->rows || !d->ids || !d->mask) return vit_fail(err, "out of memory");
+    return st_train_alloc(&d->s, &t->m, &d->p, (int)texts, d->max_len, err);
+}
+
+/* Rows idx[0..n): column c's texts at rows c·n.., all padded to the longest. */
+static int st_batch(trainer *t, const int *idx, int n, int train, vit_error *err) {
+    (void)err;
+    st_task *d = task_data(t);
+    const text_set *cols = train ? d->train : t->o.val_path ? d->val : d->train;
+    const int *rows = train ? d->train_rows : d->val_rows;
+    int T = 1;
+    for (int b = 0; b < n; b++) d->rows[b] = rows[idx[b]];
+    for (int c = 0; c < d->k; c++)
+        for (int b = 0; b < n; b++) {
+            const int len = (int)(cols[c].offset[d->rows[b] + 1] - cols[c].offset[d->rows[b]]);
+            T = len > T ? len : T;
+        }
+    for (int c = 0; c < d->k; c++)
+        for (int b = 0; b < n; b++) {
+            const size_t at = cols[c].offset[d->rows[b]], row = (size_t)c * n + b;
+            const int len = (int)(cols[c].offset[d->rows[b] + 1] - at);
+            int32_t *ids = d->ids + row * T;
+            memcpy(ids, cols[c].ids + at, sizeof *ids * (size_t)len);
+            for (int k = len; k < T; k++) ids[k] = cols[c].pad_id;
+            memset(d->mask + row * T, 1, (size_t)len);
+            memset(d->mask + row * T + len, 0, (size_t)(T - len));
+        }
+    d->T = T;
+    return 0;
+}
+
+/* The loss of the batch and its in-batch retrieval hits (the anchors whose own positive scores
+ * highest). */
+static int st_pass(trainer *t, int n, const forward_mode *mode, double *loss, double *correct,
+                   vit_error *err) {
+    st_task *d = task_data(t);
+    int hits;
+    if (st_train_pass(&d->s, &t->m, &t->g, &d->p, d->ids, d->mask, d->k, n, d->T, mode, MNRL_SCALE,
+                      loss, &hits, err) != 0)
+        return -1;
+    *correct = hits;
+    return 0;
+}
+
+static void st_free(trainer *t) {
+    st_task *d = task_data(t);
+    if (!d) return;
+    st_train_free(&d->s);
+    st_pipeline_free(&d->p);
+    text_tokenizer_free(d->tok);
+    for (int c = 0; c < MAX_COLUMNS; c++) text_set_free(&d->train[c]), text_set_free(&d->val[c]);
+    free(d->train_rows), free(d->val_rows), free(d->rows), free(d->ids), free(d->mask);
+    free(d);
+    t->data = NULL;
+}
+
+const train_task task_st = {.unit = "rows",
+                            .kind = MODEL_TEXT,
+                            .setup_model = st_setup_model,
+                            .companion = st_companion,
+                            .load_data = st_load_data,
+                            .prepare = st_prepare,
+                            .load_batch = st_batch,
+                            .loss_pass = st_pass,
+                            .free = st_free};
