@@ -424,6 +424,69 @@ static void test_cli(void **state) {
     free_cases(&c);
 }
 
+/* vit embed --text-file batches texts of similar token counts together (a batch is padded to its
+ * longest) and writes the rows in the file's order: every text of distilbert-model-micro, twice,
+ * with the file's lengths mixed (short, long, short, ...; the empty one left out, as a file's
+ * blank lines are), in batches of 3, row i against the
+ * reference's features of the text on line i, and the names file FILE:1, FILE:2, ... in turn. */
+static void test_cli_text_file_order(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    cases c;
+    read_cases("tests/data/distilbert-model-micro", &c);
+    int order[2 * MAX_TEXTS], n = 0, by_len[MAX_TEXTS] = {0}, texts = 0;
+    for (int i = 0; i < c.n; i++)
+        if (c.texts[i][0]) by_len[texts++] = i;
+    for (int i = 0; i < texts; i++) /* the texts by token count, longest first */
+        for (int j = i + 1; j < texts; j++)
+            if (c.len[by_len[j]] > c.len[by_len[i]]) {
+                const int t = by_len[i];
+                by_len[i] = by_len[j], by_len[j] = t;
+            }
+    for (int r = 0; r < 2; r++) /* alternately from the short and the long end */
+        for (int lo = 0, hi = texts - 1; lo <= hi; lo++, hi--) {
+            order[n++] = by_len[(r ? lo : hi)];
+            if (lo != hi) order[n++] = by_len[(r ? hi : lo)];
+        }
+    assert_true(texts > 3 && c.len[by_len[0]] > c.len[by_len[texts - 1]]); /* lengths differ */
+    char file[4096] = "", out[4200], names[4200];
+    for (int i = 0; i < n; i++) {
+        strcat(file, c.texts[order[i]]);
+        strcat(file, "\n");
+    }
+    const char *path = write_temp_file("order.txt", file, strlen(file));
+    snprintf(out, sizeof out, "%s/order.safetensors", test_tmpdir());
+    snprintf(names, sizeof names, "%s/order.txt", test_tmpdir());
+    const char *embed[] = {"embed",  "-m",          "tests/data/distilbert-model-micro",
+                           "--pool", "mean",        "-b",
+                           "3",      "--text-file", path,
+                           "-o",     out,           NULL};
+    test_run_result r = test_run_vit(NULL, NULL, embed);
+    if (r.status != 0) fail_msg("vit embed exited %d: %s", r.status, r.err);
+    test_run_free(&r);
+    size_t got_n;
+    float *got = test_read_tensor(out, "embeddings", &got_n), row[32];
+    assert_int_equal(got_n, (size_t)n * 32);
+    float *hidden = test_golden_tensor("tests/data/distilbert-model-micro", "hidden", NULL);
+    for (int i = 0; i < n; i++) {
+        expected_features(hidden, &c, order[i], 32, 1, row);
+        const double worst = worst_diff(got + (size_t)i * 32, row, 32, 0);
+        if (worst > TOL) fail_msg("row %d (text %d): off by %g", i, order[i], worst);
+    }
+    char *listed = (char *)read_whole_file(names, NULL), *at = listed;
+    assert_non_null(listed);
+    for (int i = 0; i < n; i++) {
+        char want[4200];
+        snprintf(want, sizeof want, "%s:%d\n", path, i + 1);
+        if (strncmp(at, want, strlen(want)) != 0) fail_msg("name %d is not %s", i, want);
+        at += strlen(want);
+    }
+    free(listed);
+    free(got);
+    free(hidden);
+    free_cases(&c);
+}
+
 /* vit eval: the reference's argmax as the labels of mpnet-seq-micro's texts, so every prediction
  * must be right; vit train reads a token classifier's data as tagged words, its refusal of a TSV
  * one line naming the line, not a missing vocab.txt (tests/test_text_encoders_train.c trains). */
@@ -551,6 +614,7 @@ int main(void) {
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_real_shapes),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_cli_text_file_order),
         cmocka_unit_test(test_cli_eval_and_train),
         cmocka_unit_test(test_tag_cli),
     };

@@ -170,6 +170,7 @@ typedef struct {
     char **names; /* [rows] */
 } feature_table;
 
+/* A row named name: row's numbers, or (row NULL) numbers written later in place. */
 static int table_add(feature_table *t, const char *name, const float *row) {
     if (t->rows == t->cap) {
         const size_t cap = t->cap ? t->cap * 2 : 64;
@@ -181,7 +182,7 @@ static int table_add(feature_table *t, const char *name, const float *row) {
         t->cap = cap;
     }
     if (!(t->names[t->rows] = strdup(name))) return -1;
-    memcpy(t->data + t->rows * t->dim, row, sizeof(float) * t->dim);
+    if (row) memcpy(t->data + t->rows * t->dim, row, sizeof(float) * t->dim);
     t->rows++;
     return 0;
 }
@@ -354,26 +355,72 @@ static int read_texts(const embed_options *o, text_inputs *in, int *failed) {
     return rc;
 }
 
-/* The texts embedded in batches of vit_text_max_batch. Under mpirun the batches are dealt out in
- * turn, batch b to process b % size, and each round's rows are gathered on process 0 in rank
- * order, which is the batches' order: every batch holds the texts one process would put in it,
- * so each row comes out of the same computation, bit for bit, and process 0's table is the
- * one-process run's. Process 0 alone fills t. */
+/* n rows named names[0..n) in t, their numbers to be written in place: the rows of texts run
+ * out of order. */
+static int table_name_rows(feature_table *t, char *const *names, int n) {
+    for (int i = 0; i < n; i++)
+        if (table_add(t, names[i], NULL) != 0) return -1;
+    return 0;
+}
+
+/* Sorting texts by their token count before batching: a batch is padded to its longest text, so
+ * files of mixed lengths in file order spend about half their products on padding (SST-2 dev in
+ * batches of 32: 1.95 tokens run per token read; 16-128-token passages: 1.68). */
+typedef struct {
+    int tokens, index;
+} text_order;
+
+static int by_tokens(const void *a, const void *b) {
+    const text_order *x = a, *y = b;
+    return x->tokens != y->tokens ? (x->tokens > y->tokens) - (x->tokens < y->tokens)
+                                  : (x->index > y->index) - (x->index < y->index); /* stable */
+}
+
+/* The order the texts run in: by token count when there are more than one batch's (every
+ * process computes the same), else as given. */
+static text_order *run_order(vit_text_context *ctx, const text_inputs *in, int batch) {
+    text_order *order = malloc(sizeof *order * (size_t)(in->n > 0 ? in->n : 1));
+    if (!order) return NULL;
+    const int sorted = in->n > batch;
+    for (int i = 0; i < in->n; i++) {
+        vit_error err = {0};
+        /* a text the tokenizer refuses sorts first; its batch's forward pass reports it */
+        const int count =
+            sorted ? vit_text_tokenize(ctx, in->texts[i], in->lengths[i], NULL, 0, &err) : 0;
+        order[i] = (text_order){count, i};
+    }
+    if (sorted) qsort(order, (size_t)in->n, sizeof *order, by_tokens);
+    return order;
+}
+
+/* The texts embedded in batches of vit_text_max_batch, in run_order. Under mpirun the batches are
+ * dealt out in turn, batch b to process b % size, and each round's rows are gathered on process 0
+ * in rank order, which is the batches' order: every batch holds the texts one process would put
+ * in it, so each row comes out of the same computation, bit for bit, and process 0's table is the
+ * one-process run's. Process 0 alone fills t, in the texts' order. */
 static int embed_inputs(vit_text_context *ctx, const text_inputs *in,
                         const vit_text_embed_opts *how, feature_table *t) {
     const dist_world w = dist_get();
     const int batch = vit_text_max_batch(ctx), num_batches = (in->n + batch - 1) / batch;
     float *features = malloc(sizeof(float) * t->dim * batch);
+    const char **texts = malloc(sizeof *texts * (size_t)batch);
+    size_t *lengths = malloc(sizeof *lengths * (size_t)batch);
+    text_order *order = run_order(ctx, in, batch);
     vit_error err = {0};
-    int rc = features ? 0 : vit_fail(&err, "out of memory");
+    int rc = features && texts && lengths && order ? 0 : vit_fail(&err, "out of memory");
+    if (rc == 0 && w.rank == 0 && table_name_rows(t, in->names, in->n) != 0)
+        rc = vit_fail(&err, "out of memory");
     if (rc) fprintf(stderr, "vit embed: %s\n", err.msg);
     for (int round = 0; round * w.size < num_batches; round++) {
         const int b = round * w.size + w.rank, start = b * batch;
         const int count = b < num_batches ? (in->n - start < batch ? in->n - start : batch) : 0;
+        for (int i = 0; rc == 0 && i < count; i++) {
+            texts[i] = in->texts[order[start + i].index];
+            lengths[i] = in->lengths[order[start + i].index];
+        }
         if (rc == 0 && count &&
-            vit_text_embed_with(ctx, in->texts + start, in->lengths + start, count, how, features,
-                                &err) != 0) {
-            fprintf(stderr, "vit embed: %s: %s\n", in->names[start], err.msg);
+            vit_text_embed_with(ctx, texts, lengths, count, how, features, &err) != 0) {
+            fprintf(stderr, "vit embed: %s: %s\n", in->names[order[start].index], err.msg);
             rc = -1;
         }
         if (dist_all_succeeded(rc, "to embed its texts", &err) != 0) {
@@ -389,20 +436,12 @@ static int embed_inputs(vit_text_context *ctx, const text_inputs *in,
             break;
         }
         const size_t first = (size_t)round * w.size * batch, got = bytes / sizeof(float) / t->dim;
-        for (size_t i = 0; rc == 0 && i < got; i++)
-            if (table_add(t, in->names[first + i], (const float *)rows + i * t->dim) != 0) {
-                fprintf(stderr, "vit embed: out of memory\n");
-                rc = -1;
-            }
+        for (size_t i = 0; i < got; i++)
+            memcpy(t->data + (size_t)order[first + i].index * t->dim,
+                   (const float *)rows + i * t->dim, sizeof(float) * t->dim);
         free(rows);
     }
-    /* process 0 may have run out of memory keeping the last round's rows: all learn it */
-    const int kept = rc;
-    if (dist_all_succeeded(kept, "to keep the rows", &err) != 0) {
-        if (kept == 0) fprintf(stderr, "vit embed: %s\n", err.msg);
-        rc = -1;
-    }
-    free(features);
+    free(features), free(texts), free(lengths), free(order);
     return rc;
 }
 
