@@ -192,12 +192,12 @@ static int flush(encoder *e, corpus *c, embed_cache *cache) {
 }
 
 /* Documents ordered by name, then position: equal texts side by side, the first one first. */
-static const corpus *sorting;
-static int by_name(const void *pa, const void *pb) {
+static int by_name(const void *pa, const void *pb, void *user) {
+    const corpus *c = user;
     const int a = *(const int *)pa, b = *(const int *)pb;
-    const int byname = strcmp(sorting->names[a], sorting->names[b]);
+    const int byname = strcmp(c->names[a], c->names[b]);
     if (byname) return byname;
-    const size_t la = sorting->lines.lengths[a], lb = sorting->lines.lengths[b];
+    const size_t la = c->lines.lengths[a], lb = c->lines.lengths[b];
     if (la != lb) return la < lb ? -1 : 1;
     return a < b ? -1 : a > b;
 }
@@ -214,8 +214,7 @@ static int fill(encoder *e, corpus *c, const embed_cache *old, embed_cache *cach
         return fprintf(stderr, "vit search: out of memory\n"), -1;
     }
     for (int i = 0; i < n; i++) order[i] = i;
-    sorting = c;
-    qsort(order, (size_t)n, sizeof *order, by_name);
+    qsort_r(order, (size_t)n, sizeof *order, by_name, c);
     for (int k = 0; k < n; k++) {
         const int i = order[k], prev = k ? order[k - 1] : -1;
         first[i] = prev >= 0 && strcmp(c->names[i], c->names[prev]) == 0 &&
