@@ -314,6 +314,10 @@ static void test_errors(void **state) {
         {{"search", "--column", "2", "a query", "examples/photos", NULL},
          2,
          "--column is for a FILE of texts"},
+        {{"search", "-m", "tests/data/clip-micro", "a query", "tests/data/st-mean-micro/vocab.txt",
+          NULL},
+         1,
+         "vocab.txt: not a folder (a file of texts is searched with a text model"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         test_run_result r = test_run_vit(NULL, NULL, cases[i].args);

@@ -637,7 +637,10 @@ int cli_search(int argc, char **argv) {
     if (!cli_is_dir(o.folder)) {
         struct stat st;
         fprintf(stderr, "vit search: %s: %s\n", o.folder,
-                stat(o.folder, &st) != 0 ? strerror(errno) : "not a folder");
+                stat(o.folder, &st) != 0
+                    ? strerror(errno)
+                    : "not a folder (a file of texts is searched with a text model: -m a "
+                      "sentence-transformers folder or another text encoder)");
         free(o.queries);
         return 1;
     }
