@@ -47,7 +47,11 @@ static int has_isa(dnnl_cpu_isa_t want) {
     return ((unsigned)dnnl_get_effective_cpu_isa() & (unsigned)want) == (unsigned)want;
 }
 
+/* The widest ISA oneDNN uses here: AMX (Sapphire Rapids) is named, as its int8 and bf16
+ * products run on the tile kernels (brg:avx512_core_amx_int8 in ONEDNN_VERBOSE) where the
+ * CPU and the kernel grant them. */
 static const char *isa_name(void) {
+    if (has_isa(dnnl_cpu_isa_avx512_core_amx)) return "avx512_core_amx";
     if (has_isa(dnnl_cpu_isa_avx512_core_bf16)) return "avx512_core_bf16";
     if (has_isa(dnnl_cpu_isa_avx512_core_vnni)) return "avx512_core_vnni";
     if (has_isa(dnnl_cpu_isa_avx512_core)) return "avx512_core";
