@@ -112,6 +112,13 @@ static int read_texts(options_t *o) {
     return rc;
 }
 
+/* s, then spaces up to width characters (code points: a word such as "Zürich" lines up). */
+static void print_padded(const char *s, int width) {
+    fputs(s, stdout);
+    for (const char *c = s; *c; c++) width -= ((unsigned char)*c & 0xC0) != 0x80;
+    for (; width > 0; width--) putchar(' ');
+}
+
 /* Text i of the batch: its entities, or -1 after saying why. */
 static int print_tags(const options_t *o, vit_text_context *ctx, int at, int i,
                       const float *logits) {
@@ -137,11 +144,17 @@ static int print_tags(const options_t *o, vit_text_context *ctx, int at, int i,
         if (!o->json) {
             char span[32] = "";
             if (e[k].start >= 0) snprintf(span, sizeof span, "%d-%d", e[k].start, e[k].end);
-            if (grouped)
-                printf("  %-10s %.4f  %-9s %s\n", e[k].label, (double)e[k].score, span, e[k].word);
-            else
-                printf("  %4d  %-16s %-10s %.4f  %s\n", e[k].index, e[k].word, e[k].label,
-                       (double)e[k].score, span);
+            printf("  ");
+            if (grouped) {
+                print_padded(e[k].label, 10);
+                printf(" %.4f  %-9s %s\n", (double)e[k].score, span, e[k].word);
+            } else {
+                printf("%4d  ", e[k].index);
+                print_padded(e[k].word, 16);
+                putchar(' ');
+                print_padded(e[k].label, 10);
+                printf(" %.4f  %s\n", (double)e[k].score, span);
+            }
             continue;
         }
         cli_json_entity(&w, &e[k], grouped);
