@@ -206,7 +206,7 @@ int api_tag_aggregate(api_tag_state *s, const api_tag_input *in, const vit_entit
     if (words && n > 0 && in->tokens[0].bs < 0)
         return vit_fail(err,
                         "aggregation \"%s\" needs word boundaries, from the tokens' offsets, "
-                        "which this tokenizer does not give (%s): \"simple\" does without",
+                        "which this text has none of (%s): \"simple\" does without",
                         vit_aggregation_name(in->aggregation),
                         in->no_offsets ? in->no_offsets : "none");
     const size_t room = (size_t)n + 1;
