@@ -2480,6 +2480,36 @@ static void test_text_aggregation(void **state) {
     assert_int_equal(stop_server(&s, SIGTERM), 0);
 }
 
+/* Without offsets (xlmr-tok-micro's BPE SentencePiece model gives none) "first" answers each
+ * text with no entities and an error saying why, as vit tag refuses it; "simple" answers
+ * entities without start and end (null). */
+static void test_text_aggregation_without_offsets(void **state) {
+    (void)state;
+    server s;
+    START_OR_SKIP(&s, "--text-model", "tests/data/xlmr-tok-micro", "-t", "1", "--quiet");
+    const char *body = "{\"texts\": [\"Hello New York\"]}";
+    response r =
+        request(s.port, "POST", "/v1/text?aggregation_strategy=first", NULL, body, strlen(body));
+    assert_int_equal(r.status, 200);
+    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "results"), 0);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(first, "entities")), 0);
+    const char *why = cJSON_GetObjectItem(first, "error")->valuestring;
+    assert_non_null(strstr(why, "needs word boundaries"));
+    assert_non_null(strstr(why, "not for this BPE one"));
+    response_free(&r);
+    r = request(s.port, "POST", "/v1/text?aggregation_strategy=simple", NULL, body, strlen(body));
+    assert_int_equal(r.status, 200);
+    const cJSON *e = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "results"), 0),
+                            "entities"),
+        0);
+    assert_non_null(e);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(e, "start")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(e, "end")));
+    response_free(&r);
+    assert_int_equal(stop_server(&s, SIGTERM), 0);
+}
+
 /* ---- POST /v1/rerank ---- */
 
 #define PAIRS "tests/data/bert-pair-micro" /* a one-label cross-encoder (test_rerank.c) */
@@ -3397,6 +3427,7 @@ int main(void) {
         cmocka_unit_test(test_rerank_endpoint),
         cmocka_unit_test(test_text_token_classifier),
         cmocka_unit_test(test_text_aggregation),
+        cmocka_unit_test(test_text_aggregation_without_offsets),
         cmocka_unit_test(test_joint_model_with_text_model),
         cmocka_unit_test(test_queue_full_gives_503),
         cmocka_unit_test(test_two_workers_answer_alike),

@@ -2,6 +2,7 @@
  * --json` prints them; a token classifier's entities, as `vit tag --json` (the pipeline's
  * aggregation_strategy a query parameter or a key of the body). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,19 @@ static int write_tags(json_writer *w, const serve_call *c, int i) {
     const serve_tag_request *req = &c->inputs[i].job.tag;
     const vit_entity *e;
     vit_error err = {0};
+    if (!req->offsets && s->aggregation >= VIT_AGGREGATE_FIRST) { /* say why, as vit tag does */
+        json_key(w, "entities");
+        json_array(w);
+        json_end(w);
+        json_key(w, "error");
+        char why[768];
+        snprintf(why, sizeof why,
+                 "aggregation_strategy \"%s\" needs word boundaries, from the tokens' offsets, "
+                 "which this text has none of (%s): \"simple\" does without",
+                 vit_aggregation_name(s->aggregation), req->no_offsets);
+        json_string(w, why);
+        return 0;
+    }
     const int n =
         vit_text_entities_of(c->app->text, req->text, req->size, req->ids,
                              req->offsets ? req->starts : NULL, req->offsets ? req->ends : NULL,

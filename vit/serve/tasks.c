@@ -275,8 +275,9 @@ static int forward_tags(task_worker *w, serve_job *const *jobs, int n, vit_error
         serve_tag_request *req = (serve_tag_request *)jobs[i]->data; /* the submitter's */
         const int32_t *ids = vit_text_ids(w->text, i, &req->tokens), *starts, *ends;
         memcpy(req->ids, ids, sizeof *ids * (size_t)req->tokens);
-        vit_error none;
+        vit_error none = {0};
         req->offsets = vit_text_token_offsets(w->text, i, &starts, &ends, &none) >= 0;
+        snprintf(req->no_offsets, sizeof req->no_offsets, "%s", req->offsets ? "" : none.msg);
         if (req->offsets) {
             memcpy(req->starts, starts, sizeof *starts * (size_t)req->tokens);
             memcpy(req->ends, ends, sizeof *ends * (size_t)req->tokens);

@@ -84,6 +84,7 @@ typedef struct {
     size_t size;
     int32_t *ids, *starts, *ends;
     int tokens, offsets;
+    char no_offsets[sizeof(((vit_error *)0)->msg)]; /* why there are none, when offsets is 0 */
 } serve_tag_request;
 
 /* An image's text asked of a forward thread. The submitter owns it; jobs whose options are equal
