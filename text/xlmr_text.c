@@ -344,7 +344,11 @@ static int xlmr_fast_json(const void *impl, char **json, vit_error *err) {
             float score = 0;
             while (next_field(&sub, &field, &type, &f, &v)) {
                 if (field == 1 && type == 2) piece = (const char *)f.p, len = (size_t)(f.end - f.p);
-                if (field == 2 && type == 5) memcpy(&score, f.p, 4); /* little-endian, as x86 */
+                if (field == 2 && type == 5) { /* a little-endian float, whatever the host's */
+                    const uint32_t u = (uint32_t)f.p[0] | (uint32_t)f.p[1] << 8 |
+                                       (uint32_t)f.p[2] << 16 | (uint32_t)f.p[3] << 24;
+                    memcpy(&score, &u, 4);
+                }
             }
             if (!piece) bad = 1;
             if (!bad && pieces++ >= 3) { /* the model's <unk> <s> </s> are fairseq's above */
