@@ -327,7 +327,7 @@ const char *vit_text_tokenizer_error(const vit_text_context *c) {
 
 int vit_text_token_offsets(const vit_text_context *c, int i, const int32_t **starts,
                            const int32_t **ends, vit_error *err) {
-    if (!c->starts) return vit_fail(err, "offsets are given of a token classifier's texts");
+    if (!c->starts) return vit_fail(err, "offsets are kept of a token classifier's texts only");
     if (i < 0 || i >= c->w->max_batch) return vit_fail(err, "no text %d in the last batch", i);
     if (c->no_offsets[i].msg[0]) return vit_fail(err, "%s", c->no_offsets[i].msg);
     *starts = c->starts + (size_t)i * c->w->max_tokens;
