@@ -88,14 +88,17 @@ static void on_epoch(void *user, const train_epoch *e) {
     cli_state *s = user;
     end_line(s);
     char val[128] = "no validation";
-    if (e->val_top1 >= 0)
+    char top1[32] = "";
+    if (!e->scores) snprintf(top1, sizeof top1, " top-1 %.4f", e->train_top1);
+    if (e->val_top1 >= 0 && e->scores) snprintf(val, sizeof val, "val loss %.4f", e->val_loss);
+    if (e->val_top1 >= 0 && !e->scores)
         snprintf(val, sizeof val, "val loss %.4f top-1 %.4f", e->val_loss, e->val_top1);
     if (e->val_cer >= 0) /* image to text: what reading the lines gives */
         snprintf(val + strlen(val), sizeof val - strlen(val), " CER %.2f%% WER %.2f%%",
                  100 * e->val_cer, 100 * e->val_wer);
     if (e->best) s->best_epoch = e->epoch, s->best_loss = e->val_loss;
-    printf("epoch %d/%d: train loss %.4f top-1 %.4f, %s, %.1f s (%.0f %s/s)\n", e->epoch, e->epochs,
-           e->train_loss, e->train_top1, val, e->seconds, e->images_per_s, e->unit);
+    printf("epoch %d/%d: train loss %.4f%s, %s, %.1f s (%.0f %s/s)\n", e->epoch, e->epochs,
+           e->train_loss, top1, val, e->seconds, e->images_per_s, e->unit);
     fflush(stdout);
 }
 
@@ -148,8 +151,12 @@ static cli_command command = {
     "--train DIR|FILE.tsv --out MODEL_DIR [options]\n"
     "       vit train --out MODEL_DIR --resume [-t N]",
     "Trains on images (DIR/<class>/...) or on text (a sentence<TAB>label file; a new model needs\n"
-    "--vocab, or --init a BERT folder). Writes MODEL_DIR/config.json, model.safetensors and\n"
-    "preprocessor_config.json (text: vocab.txt, tokenizer_config.json) after every epoch, and\n"
+    "--vocab, or --init a BERT, RoBERTa, XLM-R, DistilBERT or MPNet folder, a classifier or its\n"
+    "base model). Text also trains on pairs (--pair), on tagged words for token classification\n"
+    "(--tags), on scores (--regression: MSE, vit eval then reports Pearson, Spearman and MSE),\n"
+    "and a sentence-transformers folder on anchor/positive rows (--loss mnrl), saved in its\n"
+    "layout for vit embed. Writes MODEL_DIR/config.json, model.safetensors and\n"
+    "preprocessor_config.json (text: the tokenizer's files) after every epoch, and\n"
     "appends one JSON line per epoch to MODEL_DIR/train_log.jsonl; MODEL_DIR/best/ holds the\n"
     "model of the epoch of lowest validation loss. A MODEL_DIR that holds a model already is\n"
     "refused unless --overwrite. A new ViT takes its channels and size from the images unless\n"

@@ -413,6 +413,7 @@ static int end_epoch(trainer *t, double epoch_seconds, vit_error *err) {
                      .lr = lr_at(&t->sched, t->step - 1),
                      .train_loss = t->epoch_loss_sum / (double)t->epoch_seen,
                      .train_top1 = (double)t->epoch_correct / (double)t->epoch_seen,
+                     .scores = t->task->regression,
                      .val_loss = -1,
                      .val_top1 = -1,
                      .val_cer = -1,

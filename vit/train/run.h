@@ -46,8 +46,9 @@ typedef struct {
     double val_loss, val_top1;     /* -1 without validation images */
     double val_cer, val_wer;       /* image to text: the validation lines read; else -1 */
     int best;                      /* the lowest validation loss yet: saved in TRAIN_BEST_DIR */
-    double seconds, images_per_s;  /* the epoch's wall time (validation included), throughput */
-    const char *unit;              /* of the throughput: "images" or "sentences" */
+    int scores; /* a regression model: no hits (top-1 0 in the log, and not to be shown) */
+    double seconds, images_per_s; /* the epoch's wall time (validation included), throughput */
+    const char *unit;             /* of the throughput: "images" or "sentences" */
 } train_epoch;
 
 typedef struct {
