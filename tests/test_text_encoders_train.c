@@ -23,6 +23,8 @@
 #include <cjson/cJSON.h>
 
 #include "vit/eval/eval_text.h"
+#include "vit/io/model_dir.h"
+#include "vit/train/run.h"
 
 #define TOL    1e-4
 #define PYTHON "/usr/bin/python3"
@@ -504,11 +506,63 @@ static void test_regression(void **state) {
     test_run_free(&r);
 }
 
+/* ---- resuming ---- */
+
+/* A run stopped at step 5 and resumed ends with the weights of the run never stopped, bit for
+ * bit (one thread), for tagged words, scores and MultipleNegativesRankingLoss, dropout on. */
+static void resume_case(const char *name, const char *init, const char *data, int tags,
+                        int regression, int pair, const char *loss) {
+    char whole[4200], split[4200];
+    snprintf(whole, sizeof whole, "%s/%s-whole", test_tmpdir(), name);
+    snprintf(split, sizeof split, "%s/%s-split", test_tmpdir(), name);
+    train_options o = train_default_options();
+    o.init_dir = init, o.train_path = data, o.tags = tags, o.regression = regression;
+    o.pair = pair, o.loss = loss;
+    o.epochs = 4, o.batch = 2, o.lr = 3e-3f, o.val_split = 0.25f, o.seed = 5, o.threads = 1;
+    o.dropout = 0.1f, o.attention_dropout = 0.1f;
+    vit_error err = {0};
+    o.out_dir = whole;
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s: %s", name, err.msg);
+    o.out_dir = split;
+    const train_hooks stop = {.stop_at_step = 5};
+    assert_int_equal(train_run(&o, 0, &stop, &err), 1);
+    const train_options r = {.out_dir = split, .threads = 1};
+    if (train_run(&r, 1, NULL, &err) != 0) fail_msg("%s: resuming: %s", name, err.msg);
+    model a, b;
+    if (model_load(&a, whole, &err) != 0 || model_load(&b, split, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(a.num_params, b.num_params);
+    if (memcmp(a.params, b.params, a.num_params * sizeof(float)) != 0)
+        fail_msg("%s: the resumed run's weights differ", name);
+    model_free(&a), model_free(&b);
+    print_message("  %s: stopped at step 5 and resumed, the same weights\n", name);
+}
+
+static void test_resume(void **state) {
+    (void)state;
+    static const char sts[] =
+        "a\tb\tscore\nthe cat sat\tthe cat sat\t5\nthe cat sat\ta dog ran\t1\n"
+        "it was good\tit was very good\t4\nthe mat\tthe mat\t5\n"
+        "a dog ran\tthe zebra slept\t0\nthe cat ran\tthe cat sat\t3\n"
+        "it was good\tthe mat\t0.5\na dog\ta dog ran\t3.5\n";
+    static const char rows[] = "anchor\tpositive\nthe cat sat on the mat\ta cat sat\n"
+                               "a dog ran far away\tthe dog ran\nit was very good\tit was good\n"
+                               "the sun was bad\tbad sun\nhome from home\tmy home\n"
+                               "the mat was very old\tan old mat\nit ran far\tit ran away\n"
+                               "my old dog slept\tthe dog slept\n";
+    resume_case("tags", "tests/data/distilbert-tok-micro",
+                write_temp_file("resume-tags.txt", tagged, sizeof tagged - 1), 1, 0, 0, NULL);
+    resume_case("scores", "tests/data/bert-pair-micro",
+                write_temp_file("resume-sts.tsv", sts, sizeof sts - 1), 0, 1, 1, NULL);
+    resume_case("mnrl", "tests/data/st-mean-micro",
+                write_temp_file("resume-rows.tsv", rows, sizeof rows - 1), 0, 0, 0, "mnrl");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fine_tune),  cmocka_unit_test(test_tags),
         cmocka_unit_test(test_tag_errors), cmocka_unit_test(test_agreement),
-        cmocka_unit_test(test_regression),
+        cmocka_unit_test(test_regression), cmocka_unit_test(test_resume),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

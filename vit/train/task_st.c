@@ -3,11 +3,13 @@
  * saved as it came (modules.json, 1_Pooling/, its Dense and Normalize modules) with the trained
  * Transformer at its root. */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "text/text_tokenizer.h"
+#include "vit/base/rng.h"
 #include "vit/data/text_set.h"
 #include "vit/io/model_dir.h"
 #include "vit/io/st_folder.h"
@@ -95,6 +97,19 @@ static int st_companion(trainer *t, const char *dir, vit_error *err) {
     return 0;
 }
 
+/* round(val_split · n) rows held out, chosen by the seed (trainer_hold_out's draw for one class:
+ * the rows have no classes). */
+static void hold_out(const trainer *t, int n, int *is_val) {
+    int *order = malloc(sizeof *order * (size_t)(n > 0 ? n : 1)), k = 0;
+    if (!order) return; /* no validation rather than a failed run */
+    for (int i = 0; i < n; i++) order[k++] = i;
+    uint64_t st = rng_derive(t->o.seed, RNG_SPLIT, 0);
+    rng_shuffle(order, k, &st);
+    const int hold = (int)lround(t->o.val_split * k);
+    for (int i = 0; i < hold && i < n - 2; i++) is_val[order[i]] = 1; /* 2 rows stay to train */
+    free(order);
+}
+
 static int st_load_data(trainer *t, vit_error *err) {
     st_task *d = task_data(t);
     d->k = text_set_load_columns(d->train, MAX_COLUMNS, t->o.train_path, d->tok, d->max_len, err);
@@ -114,8 +129,7 @@ static int st_load_data(trainer *t, vit_error *err) {
     d->train_rows = malloc(sizeof(int) * (size_t)n);
     d->val_rows = malloc(sizeof(int) * (size_t)(n + nv));
     int rc = is_val && d->train_rows && d->val_rows ? 0 : vit_fail(err, "out of memory");
-    if (rc == 0 && !t->o.val_path)
-        rc = trainer_hold_out(t, d->train[0].labels, (size_t)n, is_val, err);
+    if (rc == 0 && !t->o.val_path) hold_out(t, n, is_val);
     for (int i = 0; rc == 0 && i < n; i++) {
         if (is_val[i])
             d->val_rows[t->n_val++] = i;
