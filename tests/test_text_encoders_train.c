@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -506,6 +507,55 @@ static void test_regression(void **state) {
     test_run_free(&r);
 }
 
+/* A score that is not a finite number: training refuses the file naming the line; vit eval
+ * skips the line, says why, and scores the rest. */
+static void test_score_errors(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    static const char bad[] = "a\tb\tscore\nthe cat\tthe cat\tfive\nthe cat\ta dog\tnan\n"
+                              "the cat\tthe mat\t2\nthe mat\tthe mat\t4\n";
+    const char *data = write_temp_file("bad-scores.tsv", bad, sizeof bad - 1);
+    char out[4200];
+    snprintf(out, sizeof out, "%s/bad-scores", test_tmpdir());
+    const char *train[] = {"train",  "--init",  "tests/data/bert-pair-micro",
+                           "--pair", "--train", data,
+                           "--out",  out,       NULL};
+    test_run_result r = test_run_vit(NULL, NULL, train);
+    assert_int_equal(r.status, 1);
+    if (!strstr(r.err, "bad-scores.tsv:2 (data line 1): the score 'five' is not a finite number"))
+        fail_msg("%s", r.err);
+    test_run_free(&r);
+    /* a regression model to evaluate with: bert-pair-micro's config with problem_type set */
+    char model_dir[4200], path[4400];
+    snprintf(model_dir, sizeof model_dir, "%s/pair-regression", test_tmpdir());
+    mkdir(model_dir, 0777);
+    char *config = (char *)read_whole_file("tests/data/bert-pair-micro/config.json", NULL);
+    char *brace = strrchr(config, '}');
+    *brace = 0;
+    char text[8192];
+    snprintf(text, sizeof text, "%s, \"problem_type\": \"regression\"}\n", config);
+    free(config);
+    snprintf(path, sizeof path, "pair-regression/config.json");
+    write_temp_file(path, text, strlen(text));
+    static const char *const files[] = {"model.safetensors", "vocab.txt"};
+    for (int i = 0; i < 2; i++) {
+        char from[4400], to[4400];
+        snprintf(from, sizeof from, "%s/tests/data/bert-pair-micro/%s", getcwd(text, sizeof text),
+                 files[i]);
+        snprintf(to, sizeof to, "%s/%s", model_dir, files[i]);
+        assert_int_equal(symlink(from, to), 0);
+    }
+    const char *eval[] = {"eval", "-m", model_dir, "--pair", data, NULL};
+    r = test_run_vit(NULL, NULL, eval);
+    assert_int_equal(r.status, 0);
+    static const char *const says[] = {"pairs:     2 scored, 2 skipped", "skipped:\n",
+                                       "bad-scores.tsv:2 (data line 1): the score 'five' is not",
+                                       "bad-scores.tsv:3 (data line 2): the score 'nan' is not"};
+    for (int i = 0; i < 4; i++)
+        if (!strstr(r.out, says[i])) fail_msg("vit eval does not say '%s':\n%s", says[i], r.out);
+    test_run_free(&r);
+}
+
 /* ---- resuming ---- */
 
 /* A run stopped at step 5 and resumed ends with the weights of the run never stopped, bit for
@@ -562,7 +612,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fine_tune),  cmocka_unit_test(test_tags),
         cmocka_unit_test(test_tag_errors), cmocka_unit_test(test_agreement),
-        cmocka_unit_test(test_regression), cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_regression), cmocka_unit_test(test_score_errors),
+        cmocka_unit_test(test_resume),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -372,6 +372,8 @@ static int finish_scores(const eval_options *o, const text_eval_result *res, con
                "Pearson:   %.4f\nSpearman:  %.4f\nMSE:       %.4f\n",
                o->model_dir, o->data_dir, unit, (int)(11 - strlen(unit) - 1), "", res->scored,
                skipped, res->seconds, res->pearson, res->spearman, res->mse);
+    if (out->json != stdout && out->predictions != stdout)
+        eval_report_print_skipped(res->report, stdout);
     if (out->json) {
         json_writer w = json_begin(out->json);
         json_object(&w);

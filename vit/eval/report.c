@@ -196,6 +196,10 @@ void eval_report_print(const eval_report *r, const eval_summary *s, FILE *out) {
     }
     free(classes);
     print_confusions(r, s, out);
+    eval_report_print_skipped(r, out);
+}
+
+void eval_report_print_skipped(const eval_report *r, FILE *out) {
     if (r->num_skipped) {
         fprintf(out, "\nskipped:\n");
         for (int i = 0; i < r->num_skipped; i++) {

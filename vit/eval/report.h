@@ -40,6 +40,8 @@ typedef struct {
 
 /* The human report (stdout). */
 void eval_report_print(const eval_report *r, const eval_summary *s, FILE *out);
+/* Its list of the inputs skipped and why (nothing when none was). */
+void eval_report_print_skipped(const eval_report *r, FILE *out);
 /* The confusion matrix as a picture (plot_matrix: the classes that occur, at most
  * PLOT_MAX_MATRIX), written to path as PNG. Returns 0, or -1 with err naming the path. */
 int eval_report_write_confusion_png(const eval_report *r, const eval_summary *s, const char *path,
