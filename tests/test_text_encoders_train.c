@@ -505,6 +505,23 @@ static void test_regression(void **state) {
         last, p, sp, mse);
     cJSON_Delete(o);
     test_run_free(&r);
+    /* a folder whose tokenizer is tokenizer.json alone: one label, so scores (as transformers
+     * trains num_labels 1), the file copied, the folder read back */
+    snprintf(out, sizeof out, "%s/sts-fast", test_tmpdir());
+    const char *fast[] = {"train",  "--init",      "tests/data/bert-pair-fast-micro",
+                          "--pair", "--train",     data,
+                          "--out",  out,           "--epochs",
+                          "2",      "--val-split", "0",
+                          NULL};
+    r = test_run_vit(NULL, NULL, fast);
+    if (r.status != 0) fail_msg("vit train exited %d: %s", r.status, r.err);
+    test_run_free(&r);
+    snprintf(path, sizeof path, "%s/tokenizer.json", out);
+    assert_int_equal(access(path, F_OK), 0);
+    const char *again[] = {"text", "-m", out, "--pair", "--", sts[0].a, sts[0].b, NULL};
+    r = test_run_vit(NULL, NULL, again);
+    if (r.status != 0) fail_msg("vit text on %s exited %d: %s", out, r.status, r.err);
+    test_run_free(&r);
 }
 
 /* A score that is not a finite number: training refuses the file naming the line; vit eval
