@@ -350,9 +350,7 @@ int text_model_forward(const model *m, text_acts *a, const int32_t *ids, const u
 }
 
 /* types [B, T] each below type_vocab_size (a model without token types ignores them) */
-static int check_types(const model *m, const int32_t *types, int B, int T, const forward_mode *mode,
-                       vit_error *err) {
-    (void)mode;
+static int check_types(const model *m, const int32_t *types, int B, int T, vit_error *err) {
     if (!types) return 0;
     const int n = m->cfg.opt.token_types ? m->cfg.type_vocab_size : INT32_MAX;
     for (size_t i = 0; i < (size_t)B * T; i++)
@@ -366,7 +364,7 @@ int text_model_forward_typed(const model *m, text_acts *a, const int32_t *ids, c
                              const uint8_t *mask, int B, int T, const forward_mode *mode,
                              float *logits, vit_error *err) {
     mode = forward_mode_or_inference(mode);
-    if (check_args(m, a, ids, B, T, mode, err) != 0 || check_types(m, types, B, T, mode, err) != 0)
+    if (check_args(m, a, ids, B, T, mode, err) != 0 || check_types(m, types, B, T, err) != 0)
         return -1;
     const int encoder_trains = mode->train && !mode->freeze_encoder;
     a->mode = *mode;

@@ -1,14 +1,16 @@
 #ifndef VIT_MODEL_TEXT_MODEL_H
 #define VIT_MODEL_TEXT_MODEL_H
 
-/* The text encoders, forward and backward, one pass for inference and training: BERT (HF
- * BertForSequenceClassification, and BertModel for features) and the text towers of CLIP and
- * SigLIP, told apart by their options (cfg.opt), not by name:
+/* The text encoders, forward and backward, one pass for inference and training: BERT, RoBERTa,
+ * XLM-R, DistilBERT and MPNet (base models, sequence and token classifiers) and the text towers of
+ * CLIP and SigLIP (inference only), told apart by their options (cfg.opt), not by name:
  *
- *   ids [B, T] -> word + position (+ token type 0) embeddings -> LayerNorm (BERT; +dropout) ->
- *   encoder (BERT post-LN, padding masked as keys; CLIP pre-LN and causal) -> BERT: tanh pooler
- *   on token 0 (+dropout) -> logits [B, L]; CLIP, SigLIP: the final LayerNorm at the end token
- *   (CLIP) or the last position (SigLIP), then the projection into the joint space
+ *   ids [B, T] -> word + position (RoBERTa's counted from the ids) (+ token type) embeddings ->
+ *   LayerNorm (+dropout) -> encoder (post-LN, padding masked as keys, MPNet's relative position
+ *   bias; CLIP pre-LN and causal) -> token 0 (+dropout before RoBERTa's and MPNet's dense) ->
+ *   tanh pooler or dense (ReLU: DistilBERT) (+dropout) -> logits [B, L], or every row (+dropout)
+ *   -> logits [B, T, L]; CLIP, SigLIP: the final LayerNorm at the end token (CLIP) or the last
+ *   position (SigLIP), then the projection into the joint space
  *
  * Padding: a padded position is masked as an attention key in every layer, so its hidden states
  * reach [CLS] by no path and every gradient flowing back into its row is exactly zero (the
