@@ -350,6 +350,24 @@ static int copy_module(const char *in_dir, const char *out_dir, const char *sub,
     return rc;
 }
 
+int st_transformer_path(const char *dir, char *path, size_t size, vit_error *err) {
+    char src[4096];
+    join(src, sizeof src, dir, "modules.json", "");
+    size_t n;
+    char *text = vit_read_file(src, 1 << 20, &n, err);
+    if (!text) return -1;
+    cJSON *list = cJSON_ParseWithOpts(text, NULL, 1);
+    free(text);
+    const char *type, *at;
+    int rc = cJSON_IsArray(list) && cJSON_GetArraySize(list) > 0
+                 ? module_fields(cJSON_GetArrayItem(list, 0), src, 0, &type, &at, err)
+                 : vit_fail(err, "%s: not a JSON list of modules", src);
+    if (rc == 0 && (size_t)snprintf(path, size, "%s", at) >= size)
+        rc = vit_fail(err, "%s: the Transformer's path is too long", src);
+    cJSON_Delete(list);
+    return rc;
+}
+
 int st_folder_copy_modules(const char *in_dir, const char *out_dir, vit_error *err) {
     static const char *const top[] = {"modules.json", "sentence_bert_config.json",
                                       "config_sentence_transformers.json"};
@@ -363,7 +381,7 @@ int st_folder_copy_modules(const char *in_dir, const char *out_dir, vit_error *e
     cJSON *list = cJSON_ParseWithOpts(text, NULL, 1);
     free(text);
     int rc = cJSON_IsArray(list) ? 0 : vit_fail(err, "%s: not a JSON list of modules", src);
-    for (int i = 1; rc == 0 && i < cJSON_GetArraySize(list); i++) {
+    for (int i = 0; rc == 0 && i < cJSON_GetArraySize(list); i++) {
         const char *type, *path;
         rc = module_fields(cJSON_GetArrayItem(list, i), src, i, &type, &path, err);
         if (rc == 0 && path[0]) rc = copy_module(in_dir, out_dir, path, err);

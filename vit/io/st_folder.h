@@ -7,6 +7,8 @@
  * sentence_bert_config.json (max_seq_length, do_lower_case) and
  * config_sentence_transformers.json (prompts, default_prompt_name, similarity_fn_name). */
 
+#include <stddef.h>
+
 #include "vit/base/error.h"
 #include "vit/model/pooling.h"
 
@@ -53,8 +55,11 @@ const char *st_prompt(const st_pipeline *p, const char *name);
 /* Whether the pipeline ends L2-normalised (its last step a Normalize). */
 int st_normalizes(const st_pipeline *p);
 /* in_dir's modules.json, sentence_bert_config.json, config_sentence_transformers.json and every
- * module folder after the Transformer (1_Pooling/, 2_Dense/, ...: their files) into out_dir, as
- * SentenceTransformer.save lays them out; the Transformer's own files are the caller's. */
+ * module folder (1_Pooling/, 2_Dense/, ..., the Transformer's own when it has one: their files)
+ * into out_dir, as SentenceTransformer.save lays them out; a Transformer at the root (path "") is
+ * the caller's to copy. */
 int st_folder_copy_modules(const char *in_dir, const char *out_dir, vit_error *err);
+/* The Transformer module's path in dir's modules.json ("" at the root, "0_Transformer", ...). */
+int st_transformer_path(const char *dir, char *path, size_t size, vit_error *err);
 
 #endif

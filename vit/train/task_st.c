@@ -1,7 +1,7 @@
 /* Training a sentence-transformers folder with MultipleNegativesRankingLoss (--loss mnrl): rows of
  * (anchor, positive[, hard negative]) texts, in-batch negatives (vit/train/st_loss.h), the folder
  * saved as it came (modules.json, 1_Pooling/, its Dense and Normalize modules) with the trained
- * Transformer at its root. */
+ * Transformer where it was (the root, or its module's folder: 0_Transformer/). */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +22,7 @@
 
 typedef struct {
     st_pipeline p;
+    char sub[4096]; /* the Transformer's folder in the sentence-transformers one ("": its root) */
     text_tokenizer *tok;
     int max_len, k;
     text_set train[MAX_COLUMNS], val[MAX_COLUMNS];
@@ -42,6 +43,12 @@ static int same_dir(const char *a, const char *b) {
     return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
 }
 
+/* Where out_dir holds the trained Transformer: its root, or the module's folder. */
+static void transformer_out(const trainer *t, char *buf, size_t size) {
+    const st_task *d = task_data(t);
+    snprintf(buf, size, "%s%s%s", t->o.out_dir, d->sub[0] ? "/" : "", d->sub);
+}
+
 /* The folder's pipeline and its Transformer (at the folder's root), a base text model. */
 static int st_setup_model(trainer *t, const char *dir, vit_error *err) {
     st_task *d = calloc(1, sizeof *d);
@@ -54,13 +61,10 @@ static int st_setup_model(trainer *t, const char *dir, vit_error *err) {
     if (!st_folder_is(dir))
         return vit_fail(err, "%s: --loss mnrl trains a sentence-transformers folder (modules.json)",
                         dir);
-    if (st_pipeline_load(dir, &d->p, err) != 0) return -1;
-    if (!same_dir(d->p.transformer_dir, dir))
-        return vit_fail(err,
-                        "%s: its Transformer module is in %s; vit train reads folders whose "
-                        "Transformer is at the root (modules.json path \"\")",
-                        dir, d->p.transformer_dir);
-    if (model_load(&t->m, dir, err) != 0) return -1;
+    if (st_pipeline_load(dir, &d->p, err) != 0 ||
+        st_transformer_path(dir, d->sub, sizeof d->sub, err) != 0 ||
+        model_load(&t->m, d->p.transformer_dir, err) != 0)
+        return -1;
     const model_config *c = &t->m.cfg;
     if (c->kind != MODEL_TEXT || c->opt.head != HEAD_NONE ||
         (c->family != FAMILY_PLAIN && c->family != FAMILY_TEXT))
@@ -80,14 +84,15 @@ static int st_setup_model(trainer *t, const char *dir, vit_error *err) {
     return 0;
 }
 
-/* The tokenizer, the sentence length, and (process 0, fine-tuning) the folder's files copied. */
+/* The tokenizer, the sentence length, and (process 0, fine-tuning) the folder's files copied:
+ * its modules (a Transformer in its own folder with them), a root Transformer's tokenizer. */
 static int st_companion(trainer *t, const char *dir, vit_error *err) {
     st_task *d = task_data(t);
     if (t->rank == 0 && !same_dir(dir, t->o.out_dir) &&
-        (tokenizer_files_save(t->o.out_dir, dir, NULL, 0, err) != 0 ||
+        ((!d->sub[0] && tokenizer_files_save(t->o.out_dir, dir, NULL, 0, err) != 0) ||
          st_folder_copy_modules(dir, t->o.out_dir, err) != 0))
         return -1;
-    if (text_tokenizer_load(dir, &d->tok, err) != 0) return -1;
+    if (text_tokenizer_load(d->p.transformer_dir, &d->tok, err) != 0) return -1;
     int limit = t->o.max_len ? t->o.max_len : d->p.max_seq_length;
     if (!limit) limit = text_tokenizer_max_len(d->tok);
     const int positions = config_text_max_tokens(&t->m.cfg);
@@ -198,6 +203,13 @@ static int st_pass(trainer *t, int n, const forward_mode *mode, double *loss, do
     return 0;
 }
 
+/* The Transformer where the folder keeps it (a checkpoint's model). */
+static int st_save(const trainer *t, vit_error *err) {
+    char dir[4200];
+    transformer_out(t, dir, sizeof dir);
+    return model_save(dir, &t->m, &t->pp, t->o.dropout, t->o.attention_dropout, err);
+}
+
 static void st_free(trainer *t) {
     st_task *d = task_data(t);
     if (!d) return;
@@ -218,4 +230,5 @@ const train_task task_st = {.unit = "rows",
                             .prepare = st_prepare,
                             .load_batch = st_batch,
                             .loss_pass = st_pass,
+                            .save = st_save,
                             .free = st_free};
