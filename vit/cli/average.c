@@ -24,7 +24,8 @@ static const cli_command command = {
     "weights on the same labels, e.g. with other seeds or settings. Their average (a \"uniform\n"
     "soup\", Wortsman et al. 2022) often classifies better than each; check it on held-out data\n"
     "with vit eval. Models trained apart from different starts do not average into anything\n"
-    "useful.",
+    "useful. Sentence-transformers folders (modules.json) average into one: the Transformer\n"
+    "modules' weights and each Dense module's, the other files copied from the first.",
     options,
     sizeof options / sizeof options[0]};
 

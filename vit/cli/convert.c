@@ -32,7 +32,11 @@ static const cli_command command = {
     "or open_clip_config.json, preprocessor_config.json, generation_config.json, and the\n"
     "tokenizer's (tokenizer.json, vocab.txt, vocab.json, merges.txt, spiece.model,\n"
     "sentencepiece.bpe.model, added_tokens.json, tokenizer_config.json,\n"
-    "special_tokens_map.json). vit loads the result; so do transformers and PyTorch. F16 halves\n"
+    "special_tokens_map.json). A sentence-transformers folder (modules.json) stays one: its\n"
+    "Transformer module converted where modules.json has it (the root or 0_Transformer/), with\n"
+    "sentence_bert_config.json; modules.json, config_sentence_transformers.json (prompts,\n"
+    "similarity) and every module folder copied (1_Pooling/, 2_Normalize/), a Dense's weights\n"
+    "converted as the model's. vit loads the result; so do transformers and PyTorch. F16 halves\n"
     "an F32 model's files; vit computes in float32 either way. IN_DIR may be a Hugging Face\n"
     "Hub name, org/name[@revision] (from the cache, downloaded into it if missing).",
     options,
@@ -65,9 +69,9 @@ static int convert_option(const cli_parser *p, int id, void *user) {
 
 int cli_refuse_existing_model(const char *command, const char *out_dir) {
     static const char *const names[] = {"config.json", "model.safetensors", "open_clip_config.json",
-                                        "open_clip_model.safetensors"};
+                                        "open_clip_model.safetensors", "modules.json"};
     char path[4096];
-    for (int i = 0; i < 4; i++) {
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         snprintf(path, sizeof path, "%s/%s", out_dir, names[i]);
         if (access(path, F_OK) == 0) {
             fprintf(stderr, "vit %s: %s exists (--overwrite replaces it)\n", command, path);

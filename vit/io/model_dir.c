@@ -12,6 +12,7 @@
 #include "vit/base/file.h"
 #include "vit/base/json.h"
 #include "vit/io/model_class.h"
+#include "vit/io/st_folder.h"
 #include "vit/io/weights.h"
 
 static cJSON *size_object(int height, int width) {
@@ -284,7 +285,7 @@ static int copy_file(const char *from, const char *dir, const char *name, int re
     size_t size;
     char *bytes = vit_read_file(from, 64 << 20, &size, err);
     if (!bytes) return -1;
-    char path[4096];
+    char path[8192];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     const int rc = write_file_atomic(path, bytes, size, err);
     free(bytes);
@@ -605,6 +606,86 @@ static int convert_weights(const char *in_dir, const char *out_dir, st_dtype dty
     return rc;
 }
 
+static int convert_dir(const char *in_dir, const char *out_dir, st_dtype dtype, vit_error *err) {
+    int made;
+    if (open_model_dir(in_dir, out_dir, &made, err) != 0) return -1;
+    return close_model_dir(in_dir, out_dir, made, convert_weights(in_dir, out_dir, dtype, err),
+                           err);
+}
+
+/* in_dirs[k]/sub for each of the n folders, or NULL (err set); free_dirs frees them. */
+static char **sub_dirs(const char *const *in_dirs, int n, const char *sub, vit_error *err) {
+    char **dirs = calloc((size_t)n, sizeof *dirs);
+    if (!dirs) return vit_fail(err, "out of memory"), NULL;
+    for (int k = 0; k < n; k++) {
+        const size_t size = strlen(in_dirs[k]) + strlen(sub) + 2;
+        if (!(dirs[k] = malloc(size))) {
+            for (int j = 0; j < k; j++) free(dirs[j]);
+            free(dirs);
+            return vit_fail(err, "out of memory"), NULL;
+        }
+        snprintf(dirs[k], size, "%s/%s", in_dirs[k], sub);
+    }
+    return dirs;
+}
+
+static void free_dirs(char **dirs, int n) {
+    for (int k = 0; dirs && k < n; k++) free(dirs[k]);
+    free(dirs);
+}
+
+/* How a model folder is written from n others (converted: n is 1; averaged). */
+typedef int (*dir_writer)(const char *const *in_dirs, int n, const char *out_dir, void *user,
+                          vit_error *err);
+
+/* A sentence-transformers folder's Transformer module: at in_dirs[k]/sub (sub its path in the
+ * first folder's modules.json, "" for the root; the others must have theirs at the same path),
+ * into out_dir/sub, made by `write` (first: a model whose weights are refused leaves nothing
+ * behind); then sentence_bert_config.json beside it, the module's own file. */
+static int st_transformer(const char *const *in_dirs, int n, const char *out_dir, char *sub,
+                          size_t size, dir_writer write, void *user, vit_error *err) {
+    char other[4096];
+    if (st_folder_transformer(in_dirs[0], sub, size, err) != 0) return -1;
+    for (int k = 1; k < n; k++) {
+        if (!st_folder_is(in_dirs[k]))
+            return vit_fail(err, "%s: no modules.json, where %s is a sentence-transformers folder",
+                            in_dirs[k], in_dirs[0]);
+        if (st_folder_transformer(in_dirs[k], other, sizeof other, err) != 0) return -1;
+        if (strcmp(other, sub) != 0)
+            return vit_fail(err, "%s/modules.json: the Transformer is at '%s', in %s at '%s'",
+                            in_dirs[k], other, in_dirs[0], sub);
+    }
+    if (!sub[0]) return write(in_dirs, n, out_dir, user, err);
+    const int made = mkdir(out_dir, 0777) == 0;
+    if (!made && make_dir(out_dir, err) != 0) return -1;
+    char **dirs = sub_dirs(in_dirs, n, sub, err), to[4096];
+    int rc = dirs ? 0 : -1;
+    if (rc == 0 && snprintf(to, sizeof to, "%s/%s", out_dir, sub) >= (int)sizeof to)
+        rc = vit_fail(err, "%s/%s: path too long", out_dir, sub);
+    if (rc == 0) rc = write((const char *const *)dirs, n, to, user, err);
+    if (rc == 0)
+        rc = model_dir_copy_file(dirs[0], to, "sentence_bert_config.json", 0, err);
+    else if (made)
+        rmdir(out_dir);
+    free_dirs(dirs, n);
+    return rc;
+}
+
+static int convert_transformer(const char *const *in_dirs, int n, const char *out_dir, void *user,
+                               vit_error *err) {
+    (void)n;
+    return convert_dir(in_dirs[0], out_dir, *(const st_dtype *)user, err);
+}
+
+/* A module's weights (a Dense's) converted as the model's. */
+static int convert_module(const char *in_dir, const char *out_dir, const char *sub, void *user,
+                          vit_error *err) {
+    char from[4096], to[4096];
+    snprintf(from, sizeof from, "%s/%s", in_dir, sub);
+    snprintf(to, sizeof to, "%s/%s", out_dir, sub);
+    return convert_weights(from, to, *(const st_dtype *)user, err);
+}
+
 int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, vit_error *err) {
     if (dtype != ST_F32 && dtype != ST_F16 && dtype != ST_BF16)
         return vit_fail(err, "convert: the dtype must be F32, F16 or BF16");
@@ -612,10 +693,12 @@ int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, v
     if (stat(in_dir, &a) != 0) return vit_fail(err, "%s: %s", in_dir, strerror(errno));
     if (stat(out_dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
         return vit_fail(err, "%s: the output directory is the input directory", out_dir);
-    int made;
-    if (open_model_dir(in_dir, out_dir, &made, err) != 0) return -1;
-    return close_model_dir(in_dir, out_dir, made, convert_weights(in_dir, out_dir, dtype, err),
-                           err);
+    if (!st_folder_is(in_dir)) return convert_dir(in_dir, out_dir, dtype, err);
+    /* a sentence-transformers folder: its pooling, Dense and prompts are part of the model */
+    char sub[4096];
+    if (st_transformer(&in_dir, 1, out_dir, sub, sizeof sub, convert_transformer, &dtype, err) != 0)
+        return -1;
+    return st_folder_write_modules(in_dir, out_dir, convert_module, &dtype, err);
 }
 
 /* "[3, 224, 224]" into buf. */
@@ -724,6 +807,32 @@ static int average_weights(const char *const *in_dirs, int n, const char *out_di
     return rc;
 }
 
+static int average_dir(const char *const *in_dirs, int n, const char *out_dir, void *user,
+                       vit_error *err) {
+    int made;
+    if (open_model_dir(in_dirs[0], out_dir, &made, err) != 0) return -1;
+    return close_model_dir(in_dirs[0], out_dir, made,
+                           average_weights(in_dirs, n, out_dir, *(const st_dtype *)user, err), err);
+}
+
+typedef struct {
+    const char *const *in_dirs;
+    int n;
+    st_dtype dtype;
+} average_modules;
+
+/* A module's weights (a Dense's): the mean of the same module's in every folder. */
+static int average_module(const char *in_dir, const char *out_dir, const char *sub, void *user,
+                          vit_error *err) {
+    (void)in_dir;
+    const average_modules *m = user;
+    char **dirs = sub_dirs(m->in_dirs, m->n, sub, err), to[4096];
+    snprintf(to, sizeof to, "%s/%s", out_dir, sub);
+    const int rc = dirs ? average_weights((const char *const *)dirs, m->n, to, m->dtype, err) : -1;
+    free_dirs(dirs, m->n);
+    return rc;
+}
+
 int model_dir_average(const char *const *in_dirs, int n, const char *out_dir, st_dtype dtype,
                       vit_error *err) {
     if (dtype != ST_F32 && dtype != ST_F16 && dtype != ST_BF16)
@@ -735,10 +844,13 @@ int model_dir_average(const char *const *in_dirs, int n, const char *out_dir, st
         if (stat(out_dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
             return vit_fail(err, "%s: the output directory is one of the inputs", out_dir);
     }
-    int made;
-    if (open_model_dir(in_dirs[0], out_dir, &made, err) != 0) return -1;
-    return close_model_dir(in_dirs[0], out_dir, made,
-                           average_weights(in_dirs, n, out_dir, dtype, err), err);
+    if (!st_folder_is(in_dirs[0])) return average_dir(in_dirs, n, out_dir, &dtype, err);
+    /* a sentence-transformers folder: its modules too, a Dense's weights averaged as the model's */
+    char sub[4096];
+    if (st_transformer(in_dirs, n, out_dir, sub, sizeof sub, average_dir, &dtype, err) != 0)
+        return -1;
+    const average_modules m = {in_dirs, n, dtype};
+    return st_folder_write_modules(in_dirs[0], out_dir, average_module, (void *)&m, err);
 }
 
 int model_dir_copy_file(const char *in_dir, const char *out_dir, const char *name, int required,

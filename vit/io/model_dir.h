@@ -64,14 +64,17 @@ int model_load_lazy(model *m, const char *model_dir, vit_error *err);
  * float tensor of model.safetensors stored as dtype (ST_F32, ST_F16 or ST_BF16, rounded to
  * nearest even), the other tensors and the metadata as they are, and config.json,
  * preprocessor_config.json, generation_config.json and the tokenizer files (WordPiece, byte-level
- * BPE, SentencePiece, with their settings) copied. */
+ * BPE, SentencePiece, with their settings) copied. A sentence-transformers folder (modules.json)
+ * is copied whole: its Transformer module converted so where modules.json puts it, the folder's
+ * own files and every module folder copied, a module's weights (a Dense's) converted too. */
 int model_dir_convert(const char *in_dir, const char *out_dir, st_dtype dtype, vit_error *err);
 /* The mean of n >= 2 models' weights (a uniform "model soup": models fine-tuned from one starting
  * point, averaged, often classify better than each) in out_dir (created if missing; none of the
  * inputs): every float tensor averaged (summed in double) and stored as dtype, every other tensor
  * the same bytes in every model and copied; the other files copied from in_dirs[0]. Every model
  * must have the same tensors with the same shapes: otherwise an error naming the model and the
- * tensor, and no weights written. */
+ * tensor, and no weights written. Sentence-transformers folders: their Transformer modules
+ * averaged so, and each module's weights (a Dense's) over the same module of every folder. */
 int model_dir_average(const char *const *in_dirs, int n, const char *out_dir, st_dtype dtype,
                       vit_error *err);
 /* in_dir/name copied to out_dir/name byte for byte (atomically); a missing source is an error only

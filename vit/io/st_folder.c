@@ -327,8 +327,14 @@ int st_normalizes(const st_pipeline *p) {
     return p->nsteps > 0 && p->steps[p->nsteps - 1].kind == ST_STEP_NORMALIZE;
 }
 
-/* Every file of in_dir/sub into out_dir/sub (created). */
-static int copy_module(const char *in_dir, const char *out_dir, const char *sub, vit_error *err) {
+/* A module's weights as Dense.load finds them: model.safetensors, else pytorch_model.bin. */
+static int is_weights_file(const char *name) {
+    return strcmp(name, "model.safetensors") == 0 || strcmp(name, "pytorch_model.bin") == 0;
+}
+
+/* Every file of in_dir/sub into out_dir/sub (created); its weights through write when given. */
+static int copy_module(const char *in_dir, const char *out_dir, const char *sub,
+                       st_module_weights write, void *user, vit_error *err) {
     char from[4096], to[4096];
     join(from, sizeof from, in_dir, sub, "");
     join(to, sizeof to, out_dir, sub, "");
@@ -337,38 +343,44 @@ static int copy_module(const char *in_dir, const char *out_dir, const char *sub,
     DIR *d = opendir(from);
     /* a module without files (Normalize) may have no folder; SentenceTransformer.save makes one */
     if (!d) return errno == ENOENT ? 0 : vit_fail(err, "%s: %s", from, strerror(errno));
-    int rc = 0;
+    int rc = 0, weights = 0;
     struct dirent *e;
     while (rc == 0 && (e = readdir(d))) {
         char path[4400];
         snprintf(path, sizeof path, "%s/%s", from, e->d_name);
         struct stat st;
         if (e->d_name[0] == '.' || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        rc = model_dir_copy_file(from, to, e->d_name, 1, err);
+        if (write && is_weights_file(e->d_name))
+            weights = 1;
+        else
+            rc = model_dir_copy_file(from, to, e->d_name, 1, err);
     }
     closedir(d);
-    return rc;
+    return rc == 0 && weights ? write(in_dir, out_dir, sub, user, err) : rc;
 }
 
-int st_transformer_path(const char *dir, char *path, size_t size, vit_error *err) {
+int st_folder_transformer(const char *dir, char *sub, size_t size, vit_error *err) {
     char src[4096];
     join(src, sizeof src, dir, "modules.json", "");
-    size_t n;
-    char *text = vit_read_file(src, 1 << 20, &n, err);
+    size_t bytes;
+    char *text = vit_read_file(src, 1 << 20, &bytes, err);
     if (!text) return -1;
     cJSON *list = cJSON_ParseWithOpts(text, NULL, 1);
     free(text);
-    const char *type, *at;
+    const char *type = NULL, *path = NULL;
     int rc = cJSON_IsArray(list) && cJSON_GetArraySize(list) > 0
-                 ? module_fields(cJSON_GetArrayItem(list, 0), src, 0, &type, &at, err)
+                 ? module_fields(cJSON_GetArrayItem(list, 0), src, 0, &type, &path, err)
                  : vit_fail(err, "%s: not a JSON list of modules", src);
-    if (rc == 0 && (size_t)snprintf(path, size, "%s", at) >= size)
+    if (rc == 0 && strcmp(type, "Transformer") != 0)
+        rc = vit_fail(err, "%s: the first module is %s; vit reads a Transformer first", src, type);
+    if (rc == 0 && (size_t)snprintf(sub, size, "%s", path) >= size)
         rc = vit_fail(err, "%s: the Transformer's path is too long", src);
     cJSON_Delete(list);
     return rc;
 }
 
-int st_folder_copy_modules(const char *in_dir, const char *out_dir, vit_error *err) {
+int st_folder_write_modules(const char *in_dir, const char *out_dir, st_module_weights write,
+                            void *user, vit_error *err) {
     static const char *const top[] = {"modules.json", "sentence_bert_config.json",
                                       "config_sentence_transformers.json"};
     for (size_t i = 0; i < sizeof top / sizeof *top; i++)
@@ -381,11 +393,16 @@ int st_folder_copy_modules(const char *in_dir, const char *out_dir, vit_error *e
     cJSON *list = cJSON_ParseWithOpts(text, NULL, 1);
     free(text);
     int rc = cJSON_IsArray(list) ? 0 : vit_fail(err, "%s: not a JSON list of modules", src);
-    for (int i = 0; rc == 0 && i < cJSON_GetArraySize(list); i++) {
+    /* a writer of weights (convert, average) writes the Transformer's folder itself */
+    for (int i = write ? 1 : 0; rc == 0 && i < cJSON_GetArraySize(list); i++) {
         const char *type, *path;
         rc = module_fields(cJSON_GetArrayItem(list, i), src, i, &type, &path, err);
-        if (rc == 0 && path[0]) rc = copy_module(in_dir, out_dir, path, err);
+        if (rc == 0 && path[0]) rc = copy_module(in_dir, out_dir, path, write, user, err);
     }
     cJSON_Delete(list);
     return rc;
+}
+
+int st_folder_copy_modules(const char *in_dir, const char *out_dir, vit_error *err) {
+    return st_folder_write_modules(in_dir, out_dir, NULL, NULL, err);
 }

@@ -54,12 +54,20 @@ int st_output_dim(const st_pipeline *p);
 const char *st_prompt(const st_pipeline *p, const char *name);
 /* Whether the pipeline ends L2-normalised (its last step a Normalize). */
 int st_normalizes(const st_pipeline *p);
+/* The path of dir's Transformer module (modules.json's first module; "": dir itself) into sub. */
+int st_folder_transformer(const char *dir, char *sub, size_t size, vit_error *err);
 /* in_dir's modules.json, sentence_bert_config.json, config_sentence_transformers.json and every
  * module folder (1_Pooling/, 2_Dense/, ..., the Transformer's own when it has one: their files)
  * into out_dir, as SentenceTransformer.save lays them out; a Transformer at the root (path "") is
  * the caller's to copy. */
 int st_folder_copy_modules(const char *in_dir, const char *out_dir, vit_error *err);
-/* The Transformer module's path in dir's modules.json ("" at the root, "0_Transformer", ...). */
-int st_transformer_path(const char *dir, char *path, size_t size, vit_error *err);
+/* The same with a module's weights (its model.safetensors or pytorch_model.bin, a Dense's) not
+ * copied but written by `write`, given the two folders and the module's path sub, e.g. converted
+ * to another dtype or averaged; the module's other files are copied. The Transformer's folder,
+ * wherever it is, is then the caller's to write. */
+typedef int (*st_module_weights)(const char *in_dir, const char *out_dir, const char *sub,
+                                 void *user, vit_error *err);
+int st_folder_write_modules(const char *in_dir, const char *out_dir, st_module_weights write,
+                            void *user, vit_error *err);
 
 #endif

@@ -385,7 +385,7 @@ static int save_best(const trainer *t, vit_error *err) {
      * the root */
     const int st = st_folder_is(t->o.out_dir);
     char sub[4096] = "";
-    if ((st && (st_transformer_path(t->o.out_dir, sub, sizeof sub, err) != 0 ||
+    if ((st && (st_folder_transformer(t->o.out_dir, sub, sizeof sub, err) != 0 ||
                 st_folder_copy_modules(t->o.out_dir, best, err) != 0)) ||
         (!sub[0] && (model_dir_copy_files(t->o.out_dir, best, err) != 0 ||
                      model_dir_copy_file(t->o.out_dir, best, "model.safetensors", 1, err) != 0))) {

@@ -62,7 +62,7 @@ static int st_setup_model(trainer *t, const char *dir, vit_error *err) {
         return vit_fail(err, "%s: --loss mnrl trains a sentence-transformers folder (modules.json)",
                         dir);
     if (st_pipeline_load(dir, &d->p, err) != 0 ||
-        st_transformer_path(dir, d->sub, sizeof d->sub, err) != 0 ||
+        st_folder_transformer(dir, d->sub, sizeof d->sub, err) != 0 ||
         model_load(&t->m, d->p.transformer_dir, err) != 0)
         return -1;
     const model_config *c = &t->m.cfg;
