@@ -1,8 +1,9 @@
 /* `vit search -m TEXT_MODEL QUERY... FILE` end to end: the ranking against the documents' and
- * queries' rows from `vit embed` (with the prompts encode_document and encode_query choose) and a
- * cosine computed here in float64, ranked as sentence-transformers' util.semantic_search does
- * (cos_sim, top_k = min(k, documents), best first; equal scores, which it leaves to torch.topk,
- * here in the file's order); a TSV column; the cache (a second run encodes nothing, an added line
+ * queries' rows from `vit embed` (with the prompts encode_document and encode_query choose) and
+ * the folder's similarity function (similarity_fn_name: cosine, dot, euclidean, manhattan)
+ * computed here in float64, ranked as sentence-transformers' util.semantic_search does (top_k =
+ * min(k, documents), best first; equal scores, which it leaves to torch.topk, here in the file's
+ * order); a TSV column; the cache (a second run encodes nothing, an added line
  * is the only one encoded, a repeated line once, the results those of a run without cache); the
  * errors. Runs the binary named by $VIT_BIN. */
 #include "tests/testutil.h"
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* its prompts: query "my old ", passage "the "; default_prompt_name query */
 #define PROMPTED "tests/data/st-prompt-micro"
@@ -101,21 +103,35 @@ static test_run_result search(const char *model, const char *file, const char *c
     return test_run_vit(NULL, NULL, argv);
 }
 
-/* The expected ranking of query q: util.semantic_search's cos_sim of the rows, best first, equal
- * scores in the documents' order; the first k (0: all). */
+/* SentenceTransformer.similarity of two rows, by its similarity_fn_name, in float64: cos_sim
+ * (each norm at least 1e-12), dot_score, and euclidean_sim and manhattan_sim, the negative
+ * distances (-torch.cdist with p 2 and 1). *scale: the size of the terms summed (the rows' norms'
+ * product, or their norms' sum), which the floats' rounding in the rows is relative to. */
+static double similarity(const char *fn, const float *a, const float *b, int dim, double *scale) {
+    double dot = 0, an = 0, bn = 0, l2 = 0, l1 = 0, a1 = 0, b1 = 0;
+    for (int d = 0; d < dim; d++) {
+        const double x = a[d], y = b[d];
+        dot += x * y, an += x * x, bn += y * y;
+        l2 += (x - y) * (x - y), l1 += fabs(x - y);
+        a1 += fabs(x), b1 += fabs(y);
+    }
+    an = sqrt(an), bn = sqrt(bn);
+    if (strcmp(fn, "dot") == 0) return *scale = an * bn, dot;
+    if (strcmp(fn, "euclidean") == 0) return *scale = an + bn, -sqrt(l2);
+    if (strcmp(fn, "manhattan") == 0) return *scale = a1 + b1, -l1;
+    assert_string_equal(fn, "cosine");
+    *scale = 1;
+    return dot / (fmax(an, 1e-12) * fmax(bn, 1e-12));
+}
+
+/* The expected ranking of query q: util.semantic_search's of the rows with similarity fn, best
+ * first, equal scores in the documents' order; the first k (0: all). */
 static void expect_ranking(const char *out, int q, const float *qrow, const float *drows, int dim,
-                           int k) {
-    double score[DOCS];
+                           int k, const char *fn) {
+    double score[DOCS], scale[DOCS];
     int order[DOCS];
-    double qn = 0;
-    for (int d = 0; d < dim; d++) qn += (double)qrow[d] * qrow[d];
     for (int i = 0; i < DOCS; i++) {
-        double dot = 0, dn = 0;
-        for (int d = 0; d < dim; d++) {
-            dot += (double)qrow[d] * drows[i * dim + d];
-            dn += (double)drows[i * dim + d] * drows[i * dim + d];
-        }
-        score[i] = dot / (fmax(sqrt(qn), 1e-12) * fmax(sqrt(dn), 1e-12));
+        score[i] = similarity(fn, qrow, drows + i * dim, dim, &scale[i]);
         order[i] = i;
     }
     for (int i = 1; i < DOCS; i++) /* a stable insertion sort: ties keep the documents' order */
@@ -132,14 +148,15 @@ static void expect_ranking(const char *out, int q, const float *qrow, const floa
         assert_int_equal(got[i].corpus_id, d);
         assert_int_equal(got[i].line, d < 2 ? d + 1 : d + 2); /* the blank line after the 2nd */
         assert_string_equal(got[i].text, docs[d]);
-        assert_float_equal(got[i].score, score[d], 1e-6);
+        assert_float_equal(got[i].score, score[d], 1e-6 * fmax(1, scale[d]));
     }
     assert_true(score[order[0]] > score[order[DOCS - 1]] + 1e-3); /* a ranking, not a constant */
 }
 
 /* The prompted folder: documents take "passage" (no "document"), queries "query"; the rows are
  * vit embed's with those prompts. Then -k 3, -k 0 and a k past the corpus, and the text form. */
-static void check_ranking(const char *model, const char *doc_prompt, const char *query_prompt) {
+static void check_ranking(const char *model, const char *doc_prompt, const char *query_prompt,
+                          const char *fn) {
     const char *file = write_docs("docs.txt", 0);
     size_t n;
     int dim, qdim;
@@ -155,7 +172,7 @@ static void check_ranking(const char *model, const char *doc_prompt, const char 
     const char *no_cache[] = {"--no-cache", NULL};
     test_run_result r = search(model, file, no_cache);
     if (r.status != 0) fail_msg("vit search: %s", r.err);
-    for (int q = 0; q < 2; q++) expect_ranking(r.out, q, qrows + q * dim, drows, dim, 10);
+    for (int q = 0; q < 2; q++) expect_ranking(r.out, q, qrows + q * dim, drows, dim, 10, fn);
     /* the repeated line scores as its first, and follows it */
     result got[DOCS + 1];
     json_results(r.out, 0, got, DOCS + 1);
@@ -172,7 +189,8 @@ static void check_ranking(const char *model, const char *doc_prompt, const char 
         const char *extra[] = {top[t][0], top[t][1], top[t][2], NULL};
         r = search(model, file, extra);
         assert_int_equal(r.status, 0);
-        for (int q = 0; q < 2; q++) expect_ranking(r.out, q, qrows + q * dim, drows, dim, ks[t]);
+        for (int q = 0; q < 2; q++)
+            expect_ranking(r.out, q, qrows + q * dim, drows, dim, ks[t], fn);
         test_run_free(&r);
     }
     free(drows);
@@ -182,8 +200,77 @@ static void check_ranking(const char *model, const char *doc_prompt, const char 
 static void test_ranking_is_embed_cosines(void **state) {
     (void)state;
     REQUIRE_BIN();
-    check_ranking(PROMPTED, "passage", "query");
-    check_ranking(PLAIN, NULL, NULL);
+    check_ranking(PROMPTED, "passage", "query", "cosine");
+    check_ranking(PLAIN, NULL, NULL, "cosine");
+}
+
+/* tests/data/st-multi-micro (a Dense without Normalize: rows of norm ~40, so each function ranks
+ * its own way) with config_sentence_transformers.json naming similarity_fn_name fn; "-" leaves
+ * the key out. */
+static const char *with_similarity(const char *fn) {
+    static char dirs[8][4096];
+    static int next;
+    char *dir = dirs[next++ % 8], cwd[4096], from[8300], to[8300];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(dir, sizeof dirs[0], "%s/sim-%s", test_tmpdir(), fn);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    const char *files[] = {
+        "config.json",  "model.safetensors", "vocab.txt", "tokenizer_config.json",
+        "modules.json", "1_Pooling",         "2_Dense",   "sentence_bert_config.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(from, sizeof from, "%s/tests/data/st-multi-micro/%s", cwd, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        assert_int_equal(symlink(from, to), 0);
+    }
+    char json[256], name[300];
+    if (strcmp(fn, "-") == 0)
+        snprintf(json, sizeof json, "{\"prompts\": {}, \"default_prompt_name\": null}");
+    else
+        snprintf(json, sizeof json, "{\"prompts\": {}, \"similarity_fn_name\": \"%s\"}", fn);
+    snprintf(name, sizeof name, "sim-%s/config_sentence_transformers.json", fn);
+    write_temp_file(name, json, strlen(json));
+    return dir;
+}
+
+/* The folder's similarity_fn_name scores: each of SentenceTransformer.similarity's four against
+ * its float64 computation from vit embed's rows (cosine also when the key is absent); vit info
+ * names it. The four rank these documents differently (checked: not one order for all). */
+static void test_similarity_functions(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    const char *fns[] = {"cosine", "dot", "euclidean", "manhattan", "-"};
+    char orders[5][64];
+    for (int f = 0; f < 5; f++) {
+        const char *dir = with_similarity(fns[f]);
+        check_ranking(dir, NULL, NULL, f == 4 ? "cosine" : fns[f]);
+        test_run_result info =
+            test_run_vit(NULL, NULL, (const char *const[]){"info", "-m", dir, NULL});
+        char says[64];
+        snprintf(says, sizeof says, "; similarity %s;", f == 4 ? "cosine" : fns[f]);
+        if (info.status != 0 || !strstr(info.out, says))
+            fail_msg("vit info -m %s: no '%s' in: %s", dir, says, info.out);
+        test_run_free(&info);
+        test_run_result r =
+            search(dir, write_docs("docs-sim.txt", 0), (const char *const[]){"--no-cache", NULL});
+        result got[DOCS + 1];
+        assert_int_equal(json_results(r.out, 0, got, DOCS + 1), DOCS);
+        for (int i = 0; i < DOCS; i++) orders[f][i] = (char)('0' + got[i].corpus_id);
+        orders[f][DOCS] = 0;
+        print_message("  %-9s %s\n", fns[f], orders[f]);
+        test_run_free(&r);
+    }
+    assert_string_equal(orders[4], orders[0]);
+    assert_string_not_equal(orders[1], orders[0]);
+    assert_true(strcmp(orders[2], orders[0]) != 0 || strcmp(orders[3], orders[0]) != 0);
+    /* a name SentenceTransformer does not know is refused when the folder loads */
+    const char *bad = with_similarity("cos");
+    test_run_result r = search(bad, write_docs("docs-bad.txt", 0), NULL);
+    assert_int_equal(r.status, 1);
+    if (!strstr(r.err, "config_sentence_transformers.json: similarity_fn_name 'cos' is not "
+                       "\"cosine\", \"dot\", \"euclidean\" or \"manhattan\""))
+        fail_msg("%s", r.err);
+    assert_int_equal((int)(strchr(r.err, '\n') - r.err), (int)strlen(r.err) - 1);
+    test_run_free(&r);
 }
 
 /* The text form: the query, then rank, score, line and text per document, as the JSON's. */
@@ -338,6 +425,7 @@ static void test_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ranking_is_embed_cosines),
+        cmocka_unit_test(test_similarity_functions),
         cmocka_unit_test(test_text_output),
         cmocka_unit_test(test_tsv_column),
         cmocka_unit_test(test_cache),

@@ -549,7 +549,9 @@ VIT_API int vit_text_embed_with(vit_text_context *ctx, const char *const *texts,
                                 float *features, vit_error *err);
 /* A sentence-transformers folder's prompts (config_sentence_transformers.json): their number,
  * name i, the text of a name (NULL when the folder has none of that name), the default prompt's
- * name (NULL: none) and similarity_fn_name ("cosine" when not given). */
+ * name (NULL: none) and similarity_fn_name: "cosine" (also when not given), "dot", "euclidean"
+ * or "manhattan" (SentenceTransformer.similarity's functions; a folder naming another is refused
+ * at load, as SentenceTransformer refuses it). */
 VIT_API int vit_text_prompt_count(const vit_text_context *ctx);
 VIT_API const char *vit_text_prompt_name(const vit_text_context *ctx, int i);
 VIT_API const char *vit_text_prompt(const vit_text_context *ctx, const char *name);

@@ -509,6 +509,62 @@ def test_search_as_the_cli(tmp_path):
     assert [h["corpus_id"] for h in hits[0]] == [0, 1, 2]  # the two zeros in the corpus' order
 
 
+def test_similarity_functions_by_hand():
+    """vit.similarity's four functions on rows worked by hand: a = (3, 4) against (0, 0), (6, 8)
+    and (3, 0): cosines 0 (the zero row's norm taken as 1e-12), 1 and 9/15; dots 0, 50, 9;
+    distances 5, 5, 4 (L2) and 7, 7, 4 (L1), negated."""
+    a, b = [3.0, 4.0], [[0, 0], [6, 8], [3, 0]]
+    want = {"cosine": [0, 1, 0.6], "dot": [0, 50, 9], "euclidean": [-5, -5, -4],
+            "manhattan": [-7, -7, -4]}
+    for fn, row in want.items():
+        np.testing.assert_allclose(vit.similarity(a, b, fn), [row], rtol=1e-15, atol=1e-15)
+        # semantic_search ranks by it: best first, ties in the corpus' order
+        hits = vit.semantic_search(a, b, top_k=None, score_function=fn)[0]
+        order = [h["corpus_id"] for h in hits]
+        assert order == sorted(range(3), key=lambda i: -row[i])
+    with pytest.raises(ValueError, match="'cos' is not one of cosine, dot, euclidean, manhattan"):
+        vit.similarity(a, b, "cos")
+    custom = vit.semantic_search(a, b, score_function=lambda q, c: -(q @ c.T))[0]
+    assert [h["corpus_id"] for h in custom] == [0, 2, 1]
+
+
+def test_search_follows_similarity_fn_name(tmp_path):
+    """A folder's similarity_fn_name (config_sentence_transformers.json) is TextModel's
+    similarity_fn_name and scores TextModel.search as it scores `vit search`: st-multi-micro's
+    unnormalised rows (norms ~40) under each of the four functions, the same order and scores
+    (relative 1e-6)."""
+    src = os.path.join(DATA, "st-multi-micro")
+    docs = ["the cat sat on the mat", "a dog ran", "birds fly south", "stock prices fell",
+            "the cat"]
+    queries = ["a small cat", "dogs"]
+    path = tmp_path / "docs.txt"
+    path.write_text("".join(d + "\n" for d in docs))
+    orders = {}
+    for fn in ("cosine", "dot", "euclidean", "manhattan"):
+        folder = tmp_path / fn
+        folder.mkdir()
+        for name in os.listdir(src):
+            if name != "config_sentence_transformers.json":
+                os.symlink(os.path.join(src, name), folder / name)
+        (folder / "config_sentence_transformers.json").write_text(
+            json.dumps({"prompts": {}, "similarity_fn_name": fn}))
+        model = vit.load(str(folder))
+        assert model.similarity_fn_name == fn
+        want = cli_json("search", "-m", str(folder), "--no-cache", "-k", "0", *queries, str(path))
+        got = model.search(queries, docs, top_k=None)
+        for w, g in zip(want, got):
+            assert [r["corpus_id"] for r in w["results"]] == [r["corpus_id"] for r in g]
+            np.testing.assert_allclose([r["score"] for r in g], [r["score"] for r in w["results"]],
+                                       rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(model.similarity(model.embed_query(queries),
+                                                    model.embed_document(docs)),
+                                   [[r["score"] for r in sorted(g, key=lambda r: r["corpus_id"])]
+                                    for g in got], rtol=1e-12)
+        orders[fn] = [r["corpus_id"] for r in got[0]]
+    assert orders["dot"] != orders["cosine"]  # the function matters here
+    assert vit.load(os.path.join(DATA, "bert-base-micro")).similarity_fn_name == "cosine"
+
+
 def test_token_logits_match_reference():
     """A token classifier's per-token logits against tools/text_encoders_reference.py's float64
     forward (the C tests allow 1e-4; seen 1.4e-6), each text alone as in a batch."""

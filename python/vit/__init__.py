@@ -633,6 +633,8 @@ class TextModel(_Context):
             name = lib.vit_text_prompt_name(ctx, i)
             self.prompts[_text(name)] = _text(lib.vit_text_prompt(ctx, name))
         self.default_prompt = _text(lib.vit_text_default_prompt(ctx))
+        # SentenceTransformer.similarity_fn_name: the folder's, else "cosine"
+        self.similarity_fn_name = _text(lib.vit_text_similarity(ctx))
         self.pipeline = _text(lib.vit_text_pipeline(ctx))  # None unless sentence-transformers
 
     def __repr__(self):
@@ -821,15 +823,21 @@ class TextModel(_Context):
             settings["prompt_name"] = self._prompt_of(("document", "passage", "corpus"))
         return self.embed(text, **settings)
 
+    def similarity(self, a, b):
+        """SentenceTransformer.similarity: the rows of a [n, dim] against those of b [m, dim]
+        (one row each: [dim]) by the folder's similarity_fn_name, float64 [n, m]."""
+        return similarity(a, b, self.similarity_fn_name)
+
     def search(self, queries, documents, *, top_k=10, **settings):
         """The documents ranked for each query as `vit search -m MODEL QUERY... FILE` ranks a
-        file's lines: embed_query's and embed_document's rows scored by semantic_search (cosine,
-        the top_k best, None or 0: all); a list per query of {"corpus_id", "score"}, or that list
-        for one query (a str)."""
+        file's lines: embed_query's and embed_document's rows scored by semantic_search with the
+        folder's similarity_fn_name (cosine unless it names dot, euclidean or manhattan; the
+        top_k best, None or 0: all); a list per query of {"corpus_id", "score"}, or that list for
+        one query (a str)."""
         single = isinstance(queries, (str, bytes))
         q = self.embed_query([queries] if single else list(queries), **settings)
         d = self.embed_document(list(documents), **settings)
-        out = semantic_search(q, d, top_k=top_k)
+        out = semantic_search(q, d, top_k=top_k, score_function=self.similarity_fn_name)
         return out[0] if single else out
 
     def tokenize(self, text):
@@ -1011,16 +1019,42 @@ class Generator(_Context):
             lib.vit_generation_free(out, n)
 
 
-def semantic_search(query_embeddings, corpus_embeddings, top_k=10):
-    """sentence-transformers' util.semantic_search: for each query row, the corpus rows by cosine
-    similarity (each row divided by its norm, or by 1e-12 at least), best first, the top_k (None
-    or 0: all); a list per query of {"corpus_id", "score"}. Equal scores, which util leaves to
-    torch.topk, keep the corpus' order (as vit search)."""
+SIMILARITY_FUNCTIONS = ("cosine", "dot", "euclidean", "manhattan")
+
+
+def similarity(a, b, fn="cosine"):
+    """SentenceTransformer.similarity's functions, in float64: every row of a [n, dim] against
+    every row of b [m, dim] (a [dim] row counts as [1, dim]) -> [n, m]. "cosine": util.cos_sim
+    (each row divided by its norm, or by 1e-12 at least); "dot": dot_score; "euclidean" and
+    "manhattan": euclidean_sim and manhattan_sim, the negative distances (-torch.cdist, p 2 and
+    1), so that for each a higher score is closer."""
+    a = np.atleast_2d(np.asarray(a, np.float64))
+    b = np.atleast_2d(np.asarray(b, np.float64))
+    if fn == "cosine":
+        a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+        b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+        return a @ b.T
+    if fn == "dot":
+        return a @ b.T
+    if fn == "euclidean":
+        return -np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2))
+    if fn == "manhattan":
+        return -np.abs(a[:, None, :] - b[None, :, :]).sum(axis=2)
+    raise ValueError("similarity %r is not one of %s" % (fn, ", ".join(SIMILARITY_FUNCTIONS)))
+
+
+def semantic_search(query_embeddings, corpus_embeddings, top_k=10, score_function="cosine"):
+    """sentence-transformers' util.semantic_search: for each query row, the corpus rows by
+    score_function (a name of similarity()'s, or a function (queries, corpus) -> [n, m] scores;
+    util's default is cos_sim), best first, the top_k (None or 0: all); a list per query of
+    {"corpus_id", "score"}. Equal scores, which util leaves to torch.topk, keep the corpus' order
+    (as vit search)."""
     q = np.atleast_2d(np.asarray(query_embeddings, np.float64))
     c = np.atleast_2d(np.asarray(corpus_embeddings, np.float64))
-    q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
-    c = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-12)
-    scores = q @ c.T
+    if callable(score_function):
+        scores = np.asarray(score_function(q, c), np.float64)
+    else:
+        scores = similarity(q, c, score_function)
     n = c.shape[0] if not top_k else min(top_k, c.shape[0])
     out = []
     for row in scores:

@@ -1,6 +1,8 @@
 /* vit search with a text encoder: the documents of a file (its lines, or a TSV's column) ranked
- * by the cosine of their embeddings with each query's, as sentence-transformers'
- * util.semantic_search ranks encode_document's rows against encode_query's. The documents'
+ * by the similarity of their embeddings with each query's, as sentence-transformers'
+ * util.semantic_search ranks encode_document's rows against encode_query's with the model's
+ * similarity function (SentenceTransformer.similarity: the folder's similarity_fn_name, cosine
+ * when it names none). The documents'
  * embeddings are kept in the cache file image searches use (vit/data/embed_cache), one row per
  * distinct text, so that a later search encodes only the lines added or changed since. */
 #include <errno.h>
@@ -292,6 +294,34 @@ static double norm(const float *x, int dim) {
     return fmax(sqrt(s), 1e-12);
 }
 
+/* sentence-transformers' similarity functions, each higher for closer rows: cos_sim, dot_score,
+ * and euclidean_sim and manhattan_sim, the negative distances (-torch.cdist, p 2 and 1). */
+typedef enum { SIM_COSINE, SIM_DOT, SIM_EUCLIDEAN, SIM_MANHATTAN } similarity;
+
+static similarity similarity_of(const char *name) {
+    if (strcmp(name, "dot") == 0) return SIM_DOT;
+    if (strcmp(name, "euclidean") == 0) return SIM_EUCLIDEAN;
+    return strcmp(name, "manhattan") == 0 ? SIM_MANHATTAN : SIM_COSINE;
+}
+
+/* Query t (of norm tn) against document x (of norm xn; both used by the cosine only). */
+static double score(similarity f, const float *t, double tn, const float *x, double xn, int dim) {
+    double s = 0;
+    switch (f) {
+    case SIM_COSINE:
+    case SIM_DOT:
+        for (int d = 0; d < dim; d++) s += (double)x[d] * t[d];
+        return f == SIM_DOT ? s : s / (tn * xn);
+    case SIM_EUCLIDEAN:
+        for (int d = 0; d < dim; d++) s += ((double)x[d] - t[d]) * ((double)x[d] - t[d]);
+        return -sqrt(s);
+    case SIM_MANHATTAN:
+        for (int d = 0; d < dim; d++) s += fabs((double)x[d] - t[d]);
+        return -s;
+    }
+    return 0;
+}
+
 static void print_results(const search_options *o, const char *query, const corpus *c,
                           const ranked *r, int n) {
     if (o->json) {
@@ -333,8 +363,8 @@ static void print_results(const search_options *o, const char *query, const corp
     }
 }
 
-static int rank(const search_options *o, const float *queries, int dim, const corpus *c,
-                const embed_cache *cache) {
+static int rank(const search_options *o, similarity f, const float *queries, int dim,
+                const corpus *c, const embed_cache *cache) {
     const int n = c->lines.count;
     ranked *r = malloc(sizeof *r * (size_t)(n ? n : 1));
     double *norms = malloc(sizeof *norms * (cache->count ? cache->count : 1));
@@ -348,9 +378,7 @@ static int rank(const search_options *o, const float *queries, int dim, const co
         const double tn = norm(t, dim);
         for (int i = 0; i < n; i++) {
             const float *x = cache->rows + (size_t)c->row[i] * dim;
-            double dot = 0;
-            for (int d = 0; d < dim; d++) dot += (double)x[d] * t[d];
-            r[i] = (ranked){dot / (tn * norms[c->row[i]]), i};
+            r[i] = (ranked){score(f, t, tn, x, norms[c->row[i]], dim), i};
         }
         qsort(r, (size_t)n, sizeof *r, by_score);
         print_results(o, o->queries[q].text, c, r, o->top > 0 && o->top < n ? o->top : n);
@@ -419,7 +447,8 @@ static int search_corpus(const search_options *o, const char *model_dir, encoder
     e->how.prompt = query_prompt(e->ctx);
     float *queries = rc == 0 ? embed_queries(o, e) : NULL;
     if (rc == 0 && !queries) rc = -1;
-    if (rc == 0) rc = rank(o, queries, e->dim, c, &cache);
+    if (rc == 0)
+        rc = rank(o, similarity_of(vit_text_similarity(e->ctx)), queries, e->dim, c, &cache);
     free(queries);
     embed_cache_free(&cache);
     embed_cache_free(&old);

@@ -273,7 +273,20 @@ static int read_prompts(st_pipeline *p, const char *dir, vit_error *err) {
         else if (!(p->default_prompt = strdup(def->valuestring)))
             rc = vit_fail(err, "out of memory");
     }
-    if (cJSON_IsString(sim)) snprintf(p->similarity, sizeof p->similarity, "%s", sim->valuestring);
+    /* SentenceTransformer refuses other names when it loads the folder (SimilarityFunction) */
+    static const char *const functions[] = {"cosine", "dot", "euclidean", "manhattan"};
+    int known = !sim || cJSON_IsNull(sim);
+    for (int i = 0; !known && cJSON_IsString(sim) && i < 4; i++)
+        known = strcmp(sim->valuestring, functions[i]) == 0;
+    if (rc == 0 && !known)
+        rc = vit_fail(err,
+                      "%s: similarity_fn_name %s%s%s is not \"cosine\", \"dot\", \"euclidean\" "
+                      "or \"manhattan\"",
+                      path, cJSON_IsString(sim) ? "'" : "",
+                      cJSON_IsString(sim) ? sim->valuestring : "(not a string)",
+                      cJSON_IsString(sim) ? "'" : "");
+    if (rc == 0 && cJSON_IsString(sim))
+        snprintf(p->similarity, sizeof p->similarity, "%s", sim->valuestring);
     cJSON_Delete(j);
     return rc;
 }

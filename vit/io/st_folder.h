@@ -39,7 +39,7 @@ typedef struct {
     char **prompt_names, **prompt_texts;
     int nprompts;
     char *default_prompt; /* default_prompt_name, or NULL */
-    char similarity[32];  /* similarity_fn_name, or "" */
+    char similarity[32];  /* similarity_fn_name: cosine, dot, euclidean, manhattan; or "" */
 } st_pipeline;
 
 /* 1 when dir holds a modules.json. */
