@@ -1,7 +1,7 @@
-"""README's "Python" section runs as written: its >>> examples, in order and in one namespace as
-one session, give the output shown (doctest, figures to 1e-5: CloseNumbers; from the checkout's root, as
-README says). The
-example with ../shared's BERT is left out, loudly, without ../shared."""
+"""README's "Python" section and python/README.md run as written: their >>> examples, in order and
+in one namespace as one session, give the output shown (doctest, figures to 1e-5: CloseNumbers;
+from the checkout's root, as the READMEs say). The example with ../shared's BERT is left out,
+loudly, without ../shared."""
 
 import doctest
 import io
@@ -39,9 +39,9 @@ class CloseNumbers(doctest.OutputChecker):
         return all(abs(float(x) - float(y)) <= 1e-6 + 1e-5 * abs(float(x)) for x, y in zip(w, g))
 
 
-def test_readme_examples_run_as_written(monkeypatch):
-    blocks = re.findall(r"```pycon\n(.*?)```", python_section(), re.S)
-    assert len(blocks) >= 3
+def run_session(blocks, path, monkeypatch):
+    """The >>> examples of blocks, in order in one namespace, from the checkout's root: the number
+    run, the ../shared paths of the blocks left out (a block naming a missing one)."""
     monkeypatch.chdir(ROOT)
     monkeypatch.delenv("VIT_SHARED", raising=False)
     parser = doctest.DocTestParser()
@@ -50,16 +50,37 @@ def test_readme_examples_run_as_written(monkeypatch):
     namespace, ran, left_out = {}, 0, []
     for i, block in enumerate(blocks):
         needs = re.findall(r'"(\.\./shared/[^"]+)"', block)
-        missing = [path for path in needs if not os.path.exists(os.path.join(ROOT, path))]
+        missing = [p for p in needs if not os.path.exists(os.path.join(ROOT, p))]
         if missing:
             left_out.append(missing[0])
             continue
-        test = parser.get_doctest(block, namespace, "README.md Python example %d" % (i + 1),
-                                  README, 0)
+        name = "%s example %d" % (os.path.relpath(path, ROOT), i + 1)
+        test = parser.get_doctest(block, namespace, name, path, 0)
         runner.run(test, out=report.write, clear_globs=False)
         namespace = test.globs  # (a DocTest runs in a copy of the names it is given)
         ran += len(test.examples)
     assert runner.failures == 0, report.getvalue()
+    return ran, left_out
+
+
+def test_readme_examples_run_as_written(monkeypatch):
+    blocks = re.findall(r"```pycon\n(.*?)```", python_section(), re.S)
+    assert len(blocks) >= 3
+    ran, left_out = run_session(blocks, README, monkeypatch)
     assert ran >= 15
     if left_out:
         pytest.skip("README examples left out: %s not found" % ", ".join(left_out))
+
+
+def test_package_readme_runs_as_written(monkeypatch):
+    """python/README.md's session (the shipped model and tests/data's micro models) runs as
+    written; it has no other code but shell lines, so no example there goes unchecked."""
+    path = os.path.join(ROOT, "python", "README.md")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    fences = re.findall(r"^```(\w*)$", text, re.M)[::2]  # the opening fences
+    assert set(fences) <= {"pycon", "sh"}, fences
+    blocks = re.findall(r"```pycon\n(.*?)```", text, re.S)
+    assert "path/to" not in "".join(blocks)
+    ran, left_out = run_session(blocks, path, monkeypatch)
+    assert ran >= 20 and not left_out
