@@ -231,6 +231,36 @@ static void test_average_modules(void **state) {
     free(got), free(want);
 }
 
+/* A Dense saved as pytorch_model.bin (tests/data/st-dense-bin: torch.save of st-cls-dense-micro's
+ * Dense) is converted to model.safetensors, the .bin not copied: the F32 result embeds bit for bit
+ * as st-cls-dense-micro. */
+static void test_convert_dense_from_bin(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    char dir[4096], sub[4200], out[4096], path[4300];
+    snprintf(dir, sizeof dir, "%s/dense-bin", test_tmpdir());
+    assert_int_equal(mkdir(dir, 0755), 0);
+    const char *files[] = {"modules.json", "config_sentence_transformers.json", "0_Transformer",
+                           "1_Pooling"};
+    char target[512];
+    for (int i = 0; i < 4; i++) {
+        snprintf(target, sizeof target, TEST_DATA "/st-cls-dense-micro/%s", files[i]);
+        link_to(dir, files[i], target);
+    }
+    snprintf(sub, sizeof sub, "%s/2_Dense", dir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    link_to(sub, "config.json", TEST_DATA "/st-cls-dense-micro/2_Dense/config.json");
+    link_to(sub, "pytorch_model.bin", TEST_DATA "/st-dense-bin/pytorch_model.bin");
+    snprintf(out, sizeof out, "%s/dense-bin-f32", test_tmpdir());
+    run_ok((const char *const[]){"convert", "--dtype", "f32", dir, out, NULL});
+    expect_dtype(out, "2_Dense/model.safetensors", ST_F32);
+    snprintf(path, sizeof path, "%s/2_Dense/pytorch_model.bin", out);
+    assert_int_equal(access(path, F_OK), -1);
+    char *got = embed_cli(out), *want = embed_cli(TEST_DATA "/st-cls-dense-micro");
+    assert_string_equal(got, want);
+    free(got), free(want);
+}
+
 static void expect_refusal(const char *const *argv, const char *says) {
     test_run_result r = test_run_vit(NULL, NULL, argv);
     print_message("  %s", r.err);
@@ -266,12 +296,34 @@ static void test_refusals(void **state) {
     run_ok((const char *const[]){"convert", "--overwrite", "--dtype", "f32",
                                  TEST_DATA "/st-cls-dense-micro", out, NULL});
     expect_dtype(out, "2_Dense/model.safetensors", ST_F32);
+    /* a module vit cannot copy is refused before anything is written */
+    char bad[4096], file[4200];
+    snprintf(bad, sizeof bad, "%s/bad-module", test_tmpdir());
+    assert_int_equal(mkdir(bad, 0755), 0);
+    const char *files[] = {"config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json",
+                           "1_Pooling"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(file, sizeof file, TEST_DATA "/st-mean-micro/%s", files[i]);
+        link_to(bad, files[i], file);
+    }
+    const char *modules =
+        "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
+        "\"sentence_transformers.models.Transformer\"}, {\"idx\": 1, \"name\": \"1\", \"path\": "
+        "\"../1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"}]";
+    write_temp_file("bad-module/modules.json", modules, strlen(modules));
+    snprintf(out, sizeof out, "%s/bad-out", test_tmpdir());
+    expect_refusal(
+        (const char *const[]){"convert", bad, out, NULL},
+        "modules.json: module 1 (sentence_transformers.models.Pooling at '../1_Pooling') "
+        "is not a sentence_transformers.models one in the folder");
+    assert_int_equal(access(out, F_OK), -1);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_convert_f32_same_bits),
         cmocka_unit_test(test_convert_f16_within_rounding),
+        cmocka_unit_test(test_convert_dense_from_bin),
         cmocka_unit_test(test_average_modules),
         cmocka_unit_test(test_refusals),
     };

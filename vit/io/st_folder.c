@@ -380,14 +380,19 @@ int st_folder_transformer(const char *dir, char *sub, size_t size, vit_error *er
     if (!text) return -1;
     cJSON *list = cJSON_ParseWithOpts(text, NULL, 1);
     free(text);
-    const char *type = NULL, *path = NULL;
     int rc = cJSON_IsArray(list) && cJSON_GetArraySize(list) > 0
-                 ? module_fields(cJSON_GetArrayItem(list, 0), src, 0, &type, &path, err)
+                 ? 0
                  : vit_fail(err, "%s: not a JSON list of modules", src);
-    if (rc == 0 && strcmp(type, "Transformer") != 0)
-        rc = vit_fail(err, "%s: the first module is %s; vit reads a Transformer first", src, type);
-    if (rc == 0 && (size_t)snprintf(sub, size, "%s", path) >= size)
-        rc = vit_fail(err, "%s: the Transformer's path is too long", src);
+    /* every module checked now, before a caller writes anything from the folder */
+    for (int i = 0; rc == 0 && i < cJSON_GetArraySize(list); i++) {
+        const char *type = NULL, *path = NULL;
+        rc = module_fields(cJSON_GetArrayItem(list, i), src, i, &type, &path, err);
+        if (rc == 0 && i == 0 && strcmp(type, "Transformer") != 0)
+            rc = vit_fail(err, "%s: the first module is %s; vit reads a Transformer first", src,
+                          type);
+        if (rc == 0 && i == 0 && (size_t)snprintf(sub, size, "%s", path) >= size)
+            rc = vit_fail(err, "%s: the Transformer's path is too long", src);
+    }
     cJSON_Delete(list);
     return rc;
 }

@@ -54,7 +54,8 @@ int st_output_dim(const st_pipeline *p);
 const char *st_prompt(const st_pipeline *p, const char *name);
 /* Whether the pipeline ends L2-normalised (its last step a Normalize). */
 int st_normalizes(const st_pipeline *p);
-/* The path of dir's Transformer module (modules.json's first module; "": dir itself) into sub. */
+/* The path of dir's Transformer module (modules.json's first module; "": dir itself) into sub;
+ * every module's type and path checked as st_folder_copy_modules needs them. */
 int st_folder_transformer(const char *dir, char *sub, size_t size, vit_error *err);
 /* in_dir's modules.json, sentence_bert_config.json, config_sentence_transformers.json and every
  * module folder (1_Pooling/, 2_Dense/, ..., the Transformer's own when it has one: their files)
