@@ -3,7 +3,7 @@
  * config_sentence_transformers.json; 2_Dense/model.safetensors is a fixed valid file (a 32 -> 16
  * linear layer with a bias). Whatever the files say, the folder is refused or its pipeline is
  * consistent: modes set, widths chained from the pooling through each Dense, every prompt and the
- * default prompt found. */
+ * default prompt found, the similarity function one of the four. */
 #include "tests/fuzz/fuzz_input.h"
 #include "vit/io/safetensors.h"
 #include "vit/io/st_folder.h"
@@ -34,6 +34,10 @@ static void check(const st_pipeline *p) {
     for (int i = 0; i < p->nprompts; i++)
         if (!p->prompt_names[i] || !p->prompt_texts[i]) abort();
     if (p->default_prompt && !st_prompt(p, p->default_prompt)) abort();
+    /* similarity_fn_name: none, or one of SentenceTransformer.similarity's four */
+    if (p->similarity[0] && strcmp(p->similarity, "cosine") && strcmp(p->similarity, "dot") &&
+        strcmp(p->similarity, "euclidean") && strcmp(p->similarity, "manhattan"))
+        abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
