@@ -52,7 +52,8 @@ class Hub:
 
     def file(self, repo, commit, name):
         path = os.path.join(self.repos[repo]["commits"][commit], name)
-        if "/" in name or not os.path.isfile(path):
+        # a file of a folder of the repository (a sentence-transformers module's), none outside
+        if name.startswith("/") or ".." in name.split("/") or not os.path.isfile(path):
             return None
         with open(path, "rb") as f:
             return f.read()

@@ -28,6 +28,7 @@
 #define VED       TEST_DATA "/ved-trocr-vit"
 #define OPEN_CLIP TEST_DATA "/open-clip-micro"
 #define TORCH_BIN TEST_DATA "/torch-bin"
+#define ST        TEST_DATA "/st-multi-micro" /* a sentence-transformers folder with a Dense */
 /* one model (vit-base-micro) in each of weights.h's layouts, in its order */
 #define LAYOUT_0 TEST_DATA "/vit-base-micro"
 #define LAYOUT_1 TORCH_BIN "/vit-shards"
@@ -98,7 +99,8 @@ static void write_config(const char *path) {
         "\"org/layout-1\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
         "\"org/layout-2\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
         "\"org/layout-3\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}},"
-        "\"org/both\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/both\"}}}}",
+        "\"org/both\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s/both\"}},"
+        "\"org/st\": {\"refs\": {\"main\": \"%s\"}, \"commits\": {\"%s\": \"%s\"}}}}",
         COMMIT_A, COMMIT_B, COMMIT_A, MICRO_A, COMMIT_B, MICRO_B, COMMIT_A, COMMIT_A, BERT,
         COMMIT_A, COMMIT_A, VED, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A,
         COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, MICRO_A, COMMIT_A, COMMIT_A, root, COMMIT_A,
@@ -106,7 +108,7 @@ static void write_config(const char *path) {
         TORCH_BIN "/vit-bin-shards", COMMIT_A, COMMIT_A, TORCH_BIN "/vit-zip", COMMIT_A, COMMIT_A,
         MICRO_A, COMMIT_A, COMMIT_A, OPEN_CLIP, COMMIT_A, COMMIT_A, LAYOUT_0, COMMIT_A, COMMIT_A,
         LAYOUT_1, COMMIT_A, COMMIT_A, LAYOUT_2, COMMIT_A, COMMIT_A, LAYOUT_3, COMMIT_A, COMMIT_A,
-        root);
+        root, COMMIT_A, COMMIT_A, ST);
     fclose(f);
 }
 
@@ -316,6 +318,56 @@ static void test_text_and_generation(void **state) {
     snprintf(path, sizeof path, "%s/models--org--ved/snapshots/%s/generation_config.json", cache,
              COMMIT_A);
     assert_int_equal(access(path, F_OK), 0);
+}
+
+/* A sentence-transformers repository brings its modules as SentenceTransformer downloads them
+ * (modules.json, 1_Pooling/config.json, 2_Dense/config.json and model.safetensors,
+ * sentence_bert_config.json, config_sentence_transformers.json), so org/st embeds bit for bit
+ * as the folder, with its pipeline; not the goldens; the warm cache asks nothing. */
+static void test_sentence_transformers(void **state) {
+    (void)state;
+    REQUIRE_CURL();
+    const char *cache = fresh_cache();
+    vit_error err = {0};
+    vit_text_context *a = vit_text_load(ST, NULL, &err), *b = vit_text_load("org/st", NULL, &err);
+    if (!a || !b) fail_msg("org/st: %s", err.msg);
+    if (!vit_text_pipeline(b)) fail_msg("org/st loads without its modules.json pipeline");
+    assert_string_equal(vit_text_pipeline(b), vit_text_pipeline(a));
+    const char *texts[] = {"a fine film", "the cat sat on the mat"};
+    const size_t lengths[] = {strlen(texts[0]), strlen(texts[1])};
+    const int dim = vit_text_embed_size(a, VIT_POOL_SENTENCE);
+    assert_int_equal(vit_text_embed_size(b, VIT_POOL_SENTENCE), dim);
+    float *ea = test_alloc_floats(2 * (size_t)dim), *eb = test_alloc_floats(2 * (size_t)dim);
+    assert_int_equal(vit_text_embed(a, texts, lengths, 2, VIT_POOL_SENTENCE, ea, &err), 0);
+    assert_int_equal(vit_text_embed(b, texts, lengths, 2, VIT_POOL_SENTENCE, eb, &err), 0);
+    assert_memory_equal(ea, eb, 2 * (size_t)dim * sizeof *ea);
+    free(ea), free(eb);
+    vit_text_free(a), vit_text_free(b);
+    char *log = requests();
+    const char *fetched[] = {"modules.json",
+                             "1_Pooling/config.json",
+                             "2_Dense/config.json",
+                             "2_Dense/model.safetensors",
+                             "sentence_bert_config.json",
+                             "config_sentence_transformers.json"};
+    for (size_t i = 0; i < sizeof fetched / sizeof *fetched; i++) {
+        char want[256];
+        snprintf(want, sizeof want, " /org/st/resolve/%s/%s range=", COMMIT_A, fetched[i]);
+        if (!strstr(log, want)) fail_msg("no '%s' in:\n%s", want, log);
+    }
+    assert_null(strstr(log, "golden"));
+    assert_null(strstr(log, "2_Dense/pytorch_model.bin")); /* the safetensors was there */
+    free(log);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/models--org--st/snapshots/%s/2_Dense/model.safetensors", cache,
+             COMMIT_A);
+    assert_int_equal(access(path, F_OK), 0);
+    clear_log();
+    char dir[4096];
+    resolve_ok("org/st", dir, sizeof dir);
+    log = requests();
+    assert_string_equal(log, "");
+    free(log);
 }
 
 /* The server drops the connection after 50,000 bytes: the rest is asked for with a Range and the
@@ -611,6 +663,7 @@ int main(void) {
         cmocka_unit_test(test_cold_then_warm),
         cmocka_unit_test(test_revisions),
         cmocka_unit_test(test_text_and_generation),
+        cmocka_unit_test(test_sentence_transformers),
         cmocka_unit_test(test_resume),
         cmocka_unit_test(test_wrong_sha256),
         cmocka_unit_test(test_wrong_size),

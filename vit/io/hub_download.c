@@ -415,6 +415,50 @@ static int need_config(fetch *f, vit_error *err) {
     return 1;
 }
 
+/* A sentence-transformers repository's own files, which SentenceTransformer downloads beside the
+ * Transformer's: modules.json, sentence_bert_config.json, config_sentence_transformers.json and
+ * each module's folder after the Transformer (its config.json; a Dense's weights,
+ * model.safetensors else pytorch_model.bin; a Normalize has none). Nothing without modules.json;
+ * what the files say is the loader's to check. */
+static int need_st_files(fetch *f, vit_error *err) {
+    int rc = need(f, "modules.json", 0, err);
+    if (rc <= 0 || f->incomplete) return rc < 0 ? -1 : 0;
+    if (need(f, "sentence_bert_config.json", 0, err) < 0 ||
+        need(f, "config_sentence_transformers.json", 0, err) < 0)
+        return -1;
+    char path[HUB_PATH_MAX + 512];
+    snapshot_path(f, "modules.json", path, sizeof path);
+    size_t size;
+    char *text = vit_read_file(path, 1 << 20, &size, err);
+    if (!text) return -1;
+    cJSON *list = cJSON_ParseWithOpts(text, NULL, 1);
+    free(text);
+    rc = 0;
+    for (int i = 1; rc == 0 && i < cJSON_GetArraySize(list); i++) {
+        const cJSON *m = cJSON_GetArrayItem(list, i);
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type"),
+                    *sub = cJSON_GetObjectItemCaseSensitive(m, "path");
+        if (!cJSON_IsString(type) || !cJSON_IsString(sub) || !sub->valuestring[0] ||
+            strstr(type->valuestring, "Normalize"))
+            continue;
+        if (!safe_name(sub->valuestring, 1) || strlen(sub->valuestring) > 200) {
+            rc = vit_fail(err, "%s: module %d's path '%.200s' is not a folder of the repository",
+                          path, i, sub->valuestring);
+            break;
+        }
+        char file[256];
+        snprintf(file, sizeof file, "%s/config.json", sub->valuestring);
+        if (need(f, file, 0, err) < 0) rc = -1;
+        if (rc != 0 || !strstr(type->valuestring, "Dense")) continue;
+        snprintf(file, sizeof file, "%s/model.safetensors", sub->valuestring);
+        const int weights = need(f, file, 0, err);
+        snprintf(file, sizeof file, "%s/pytorch_model.bin", sub->valuestring);
+        if (weights < 0 || (weights == 0 && !f->incomplete && need(f, file, 0, err) < 0)) rc = -1;
+    }
+    cJSON_Delete(list);
+    return rc;
+}
+
 /* config.json, the weights, and the files of the model's kind (optional each). */
 static int need_model(fetch *f, vit_error *err) {
     static const char *const image[] = {"preprocessor_config.json"};
@@ -442,6 +486,7 @@ static int need_model(fetch *f, vit_error *err) {
         if (need(f, image[i], 0, err) < 0) return -1;
     for (size_t i = 0; texts && i < sizeof text / sizeof *text; i++)
         if (need(f, text[i], 0, err) < 0) return -1;
+    if (texts && !ved && !joint && need_st_files(f, err) != 0) return -1;
     return ved && need(f, "generation_config.json", 0, err) < 0 ? -1 : 0;
 }
 
