@@ -4,6 +4,7 @@ gives a list; errors raise vit.Error with the library's message. Run from the ch
 PYTHONPATH=python python3 -m pytest python/tests (tests/python.sh does, in make test)."""
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -563,6 +564,40 @@ def test_search_follows_similarity_fn_name(tmp_path):
         orders[fn] = [r["corpus_id"] for r in got[0]]
     assert orders["dot"] != orders["cosine"]  # the function matters here
     assert vit.load(os.path.join(DATA, "bert-base-micro")).similarity_fn_name == "cosine"
+
+
+def test_load_hub_reference(tmp_path, monkeypatch):
+    """vit.load("org/name") picks the class from the Hub cache's snapshot, as the CLI's -m reads
+    it: a sentence-transformers repository (its module folders in the snapshot, huggingface_hub's
+    layout of links to blobs, offline) is a TextModel embedding as the folder; a reference the
+    cache lacks, offline, is the library's one-line refusal."""
+    src = os.path.join(DATA, "st-multi-micro")
+    commit = "c" * 40
+    repo = tmp_path / "models--org--st"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    (repo / "blobs").mkdir()
+    snapshot = repo / "snapshots" / commit
+    for parent, _, files in os.walk(src):
+        for name in files:
+            if name.startswith("golden") or name.startswith("mnrl"):
+                continue
+            rel = os.path.relpath(os.path.join(parent, name), src)
+            with open(os.path.join(parent, name), "rb") as f:
+                data = f.read()
+            blob = hashlib.sha1(data).hexdigest()
+            (repo / "blobs" / blob).write_bytes(data)
+            link = snapshot / rel
+            link.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.path.relpath(repo / "blobs" / blob, link.parent), link)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    model = vit.load("org/st")
+    assert isinstance(model, vit.TextModel) and model.path == "org/st"
+    texts = ["the cat sat on the mat", "a dog ran"]
+    np.testing.assert_array_equal(model.embed(texts), vit.load(src).embed(texts))
+    with pytest.raises(vit.Error, match="org/missing is not in the cache"):
+        vit.load("org/missing")
 
 
 def test_token_logits_match_reference():

@@ -1075,15 +1075,29 @@ def _model_type(path):
     return config.get("model_type") if isinstance(config, dict) else None
 
 
+def _folder(path):
+    """path when it is a folder; else what the library makes of it, as the CLI's -m: a Hugging
+    Face Hub reference (org/name[@revision]) as its snapshot in the Hub's cache (downloaded into
+    it if missing), anything else as it is (the load then says what is wrong)."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return path
+    buf = ctypes.create_string_buffer(4096)
+    _call(_lib.lib().vit_resolve_model, os.fsencode(path), buf, len(buf))
+    return os.fsdecode(buf.value)
+
+
 def load(path, **settings):
-    """The model of a Hugging Face folder, by its config.json's model_type: a Generator for a
+    """The model of a Hugging Face folder (or Hub reference, org/name[@revision], from the cache
+    or downloaded into it), by its config.json's model_type: a Generator for a
     VisionEncoderDecoderModel, a TextModel for a text encoder (BERT, RoBERTa, XLM-R, DistilBERT,
     MPNet, NomicBERT, JinaBERT v2; and a CLIP or SigLIP text tower alone) and a sentence-transformers folder
     (modules.json), else an ImageModel (classifiers, base models, CLIP and SigLIP). settings:
     the class's keywords (backend, precision, threads, batch, ...)."""
-    if os.path.isfile(os.path.join(os.fspath(path), "modules.json")):
+    folder = _folder(path)
+    if os.path.isfile(os.path.join(folder, "modules.json")):
         return TextModel(path, **settings)
-    kind = _model_type(os.fspath(path))
+    kind = _model_type(folder)
     if kind == "vision-encoder-decoder":
         return Generator(path, **settings)
     if kind in ("bert", "roberta", "xlm-roberta", "distilbert", "mpnet", "nomic_bert",

@@ -198,6 +198,7 @@ _SIGNATURES = {
     "vit_text_prompt": (_s, [_p, _s]),
     "vit_text_default_prompt": (_s, [_p]),
     "vit_text_similarity": (_s, [_p]),
+    "vit_resolve_model": (_i, [_s, ctypes.POINTER(ctypes.c_char), _sz, _err]),
     "vit_text_pipeline": (_s, [_p]),
     "vit_text_token_logits": (_i, [_p, _strs, ctypes.POINTER(_sz), _i, _p, _err]),
     "vit_text_forward_pairs": (_i, [_p, ctypes.POINTER(TextPairs), _i, _p, _p, _err]),
