@@ -284,13 +284,20 @@ HOT_LOOP static void add_bias(float *s, int rows, int Tp, int T, const float *bi
     }
 }
 
-/* Masked keys (padding, or later than the query when causal) get no weight. */
+/* Masked keys (padding, or later than the query when causal) get no weight. The padding's
+ * columns are found once per tile and only they are written: testing every score's key was 2.3 %
+ * of a MiniLM-shaped int8 forward at batch 1, whose texts have no padding at all. */
 static void mask_scores(float *s, int rows, int Tp, int T, int r0, const uint8_t *key_mask,
                         int causal) {
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < T; j++)
-            if ((key_mask && !key_mask[j]) || (causal && j > r0 + i))
-                s[(size_t)i * Tp + j] = -INFINITY;
+    const uint8_t *z = key_mask ? memchr(key_mask, 0, (size_t)T) : NULL;
+    while (z) {
+        const int j = (int)(z - key_mask);
+        for (int i = 0; i < rows; i++) s[(size_t)i * Tp + j] = -INFINITY;
+        z = j + 1 < T ? memchr(z + 1, 0, (size_t)(T - j - 1)) : NULL;
+    }
+    if (causal)
+        for (int i = 0; i < rows; i++)
+            for (int j = r0 + i + 1; j < T; j++) s[(size_t)i * Tp + j] = -INFINITY;
 }
 
 typedef struct {
