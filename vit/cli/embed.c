@@ -92,9 +92,10 @@ static const cli_command command = {
     "FILE:LINE,\n"
     "or the text itself) go to OUT's name with .txt for its extension (and into the safetensors\n"
     "metadata, 'inputs', as a JSON list). An input that cannot be read is reported and left out\n"
-    "(exit 1). Texts over N processes: mpirun -np N vit embed ... (as root, mpirun also wants\n"
-    "--allow-run-as-root) deals the batches out among them; process 0 writes the same file, byte\n"
-    "for byte, as one process.",
+    "(exit 1). A file's texts go through the model in batches of texts of similar token counts\n"
+    "(a batch is padded to its longest), their rows still in the file's order. Texts over N\n"
+    "processes: mpirun -np N vit embed ... (as root, mpirun also wants --allow-run-as-root) deals\n"
+    "the batches out among them; process 0 writes the same file, byte for byte, as one process.",
     options,
     sizeof options / sizeof options[0]};
 
