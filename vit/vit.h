@@ -376,6 +376,11 @@ typedef struct {
      * the folder (vit_text_model_info, the labels and sizes) and refuses every call that reads
      * texts, saying why (vit_text_tokenizer_error). What `vit info` loads with. */
     int tokenizer_optional;
+    /* 1: the encoder layers' weight matrices are read from the file as they are prepared and
+     * released once their prepared copy (oneDNN's layout, bf16, int8) is made, so they are not in
+     * memory twice (vit embed: bge-base's max RSS in fp32 from 787 to about 470 MB); the model
+     * cannot then be trained. 0 (the default): kept */
+    int inference_only;
 } vit_text_params;
 
 VIT_API vit_text_params vit_text_default_params(void);

@@ -112,7 +112,8 @@ static text_weights *weights_load(const char *dir, const vit_text_params *p, vit
     text_weights *w = calloc(1, sizeof *w);
     if (!w) return vit_fail(err, "%s: out of memory", dir), NULL;
     atomic_init(&w->refs, 1);
-    if (model_load_tower(&w->m, dir, TOWER_TEXT, err) != 0) {
+    if ((p->inference_only ? model_load_tower_lazy : model_load_tower)(&w->m, dir, TOWER_TEXT,
+                                                                       err) != 0) {
         free(w);
         return NULL;
     }
@@ -259,9 +260,9 @@ vit_text_context *vit_text_load(const char *model, const vit_text_params *params
     text_weights *w = load_weights(model_dir, &p, err);
     vit_text_context *c = w ? context_create(w, threads_resolve(p.threads), err) : NULL;
     if (!c) return NULL;
-    if (api_prepare(&w->m, p.backend, p.precision, w->max_batch, w->max_tokens, c->threads, 0,
-                    w->compute, sizeof w->compute, err) != 0 ||
-        add_gemm_state(c, err) != 0) {
+    if (api_prepare(&w->m, p.backend, p.precision, w->max_batch, w->max_tokens, c->threads,
+                    p.inference_only, w->compute, sizeof w->compute, err) != 0 ||
+        model_read_rest(&w->m, err) != 0 || add_gemm_state(c, err) != 0) {
         vit_text_free(c);
         return NULL;
     }

@@ -473,7 +473,8 @@ static int text_settings(const embed_options *o, vit_text_context *ctx, const ch
  * saying why with the exit status in *status. */
 static vit_text_context *open_text_model(const embed_options *o, const char *model_dir,
                                          vit_text_embed_opts *how, feature_table *t, int *status) {
-    const vit_text_params tp = cli_text_params(&o->common.params);
+    vit_text_params tp = cli_text_params(&o->common.params);
+    tp.inference_only = 1; /* one copy of the weights in memory */
     vit_error err = {0};
     vit_text_context *ctx = vit_text_load(model_dir, &tp, &err);
     if (!ctx) {

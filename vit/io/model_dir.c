@@ -548,6 +548,10 @@ int model_load_lazy(model *m, const char *model_dir, vit_error *err) {
     return load(m, model_dir, TOWER_DEFAULT, 1, err);
 }
 
+int model_load_tower_lazy(model *m, const char *model_dir, config_tower tower, vit_error *err) {
+    return load(m, model_dir, tower, 1, err);
+}
+
 static int is_float(st_dtype dtype) {
     return dtype == ST_F32 || dtype == ST_F16 || dtype == ST_BF16 || dtype == ST_F64;
 }

@@ -59,6 +59,8 @@ int model_load_tower(model *m, const char *model_dir, config_tower tower, vit_er
  * tensor is read now. A model for inference then never holds all its float weights at once (nor
  * the file beside them). */
 int model_load_lazy(model *m, const char *model_dir, vit_error *err);
+/* model_load_lazy for one tower (a text model's: vit_text_params.inference_only). */
+int model_load_tower_lazy(model *m, const char *model_dir, config_tower tower, vit_error *err);
 
 /* A copy of model directory in_dir in out_dir (created if missing; not in_dir itself) with every
  * float tensor of model.safetensors stored as dtype (ST_F32, ST_F16 or ST_BF16, rounded to

@@ -128,6 +128,9 @@ static int prepare(model *m, gemm_backend backend, gemm_precision precision, int
     const model_config *c = &m->cfg;
     const int D = c->hidden_size, B = max_batch;
     int rc = prepare_layers(m, &p, B * tokens);
+    /* a text model's pooler and head are kept: small, and read as floats by a forward that is
+     * not prepared (text_model.c's linear_forward) */
+    if (c->kind == MODEL_TEXT) p.release = 0;
     if (rc == 0 && c->kind == MODEL_DECODER) rc = prepare_decoder(m, &p, B * tokens);
     const int patches = tokens - config_special_tokens(c);
     if (rc == 0 && c->kind == MODEL_VIT)
@@ -155,8 +158,8 @@ int model_prepare(model *m, gemm_backend backend, gemm_precision precision, int 
 
 int model_prepare_released(model *m, gemm_backend backend, gemm_precision precision, int max_batch,
                            int tokens, vit_error *err) {
-    if (m->cfg.kind != MODEL_VIT)
-        return vit_fail(err, "weights are released for ViT inference only");
+    if (m->cfg.kind == MODEL_DECODER)
+        return vit_fail(err, "weights are released for encoder inference only");
     return prepare(m, backend, precision, max_batch, tokens, 1, err);
 }
 
