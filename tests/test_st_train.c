@@ -1,14 +1,15 @@
 /* MultipleNegativesRankingLoss through a sentence-transformers folder (vit/train/st_loss.h): on
  * three (anchor, positive, hard negative) triplets, the loss, the in-batch hits and every
- * Transformer tensor's gradient against PyTorch float64 autograd (tools/st_train_reference.py,
- * mnrl_golden.safetensors) for three micro folders covering every pooling mode, Dense with and
- * without bias (tanh, identity) and Normalize before and after; and finite differences on sampled
- * elements of every tensor (the folders without max pooling). The batch runs as one padded forward
- * of the nine texts (the reference runs each text alone: the mask makes them equal).
+ * Transformer tensor's and Dense weight's and bias's gradient against PyTorch float64 autograd
+ * (tools/st_train_reference.py, mnrl_golden.safetensors) for three micro folders covering every
+ * pooling mode, Dense with and without bias (tanh, identity) and Normalize before and after; and
+ * finite differences on sampled elements of every tensor (the folders without max pooling). The
+ * batch runs as one padded forward of the nine texts (the reference runs each text alone: the mask
+ * makes them equal).
  *
- * Then vit train --loss mnrl on pairs and on triplets (the loss falls, the in-batch hits rise),
- * the folder saved in the sentence-transformers layout, vit embed on it against the float64
- * pipeline on the saved files; and its refusals.
+ * Then vit train --loss mnrl on pairs and on triplets (the loss falls, the in-batch hits rise,
+ * the Dense weights change), the folder saved in the sentence-transformers layout, vit embed on
+ * it against the float64 pipeline on the saved files; and its refusals.
  *
  * Tolerance: per tensor max |got - want| <= REF_TOL · max(max |want|, 1e-2), REF_TOL 1e-4; the
  * worst measured is 1.1e-5 (printed per folder). */
@@ -39,6 +40,7 @@ typedef struct {
     st_pipeline p;
     model m, g, scratch_g;
     float *grads, *scratch;
+    st_dense dg[4], scratch_dg[4]; /* the Dense modules' gradients */
     st_train s;
     int32_t ids[MAXN * MAXT];
     uint8_t mask[MAXN * MAXT];
@@ -88,6 +90,14 @@ static void case_init(st_case *c, const char *dir) {
     cJSON_Delete(h);
     c->grads = test_alloc_floats(c->m.num_params);
     c->scratch = test_alloc_floats(c->m.num_params);
+    assert_true(c->p.ndense <= 4);
+    for (int i = 0; i < c->p.ndense; i++)
+        for (int k = 0; k < 2; k++) {
+            st_dense *d = k ? &c->scratch_dg[i] : &c->dg[i];
+            const size_t n = (size_t)c->p.dense[i].out * (size_t)c->p.dense[i].in;
+            d->w = test_alloc_floats(n);
+            d->b = test_alloc_floats((size_t)c->p.dense[i].out);
+        }
     if (model_bind(&c->g, &c->m, c->grads) != 0 ||
         model_bind(&c->scratch_g, &c->m, c->scratch) != 0 ||
         st_train_alloc(&c->s, &c->m, &c->p, MAXN, MAXT, &err) != 0)
@@ -99,18 +109,24 @@ static void case_free(st_case *c) {
     model_unbind(&c->g);
     model_unbind(&c->scratch_g);
     free(c->grads), free(c->scratch);
+    for (int i = 0; i < c->p.ndense; i++)
+        free(c->dg[i].w), free(c->dg[i].b), free(c->scratch_dg[i].w), free(c->scratch_dg[i].b);
     model_free(&c->m);
     st_pipeline_free(&c->p);
 }
 
-/* One training pass (dropout 0): the loss; gradients into g (zeroed first). */
-static double run_pass(st_case *c, const model *g, float *block, int *hits) {
+/* One training pass (dropout 0): the loss; gradients into g and dg (zeroed first). */
+static double run_pass(st_case *c, const model *g, float *block, st_dense *dg, int *hits) {
     vit_error err = {0};
     uint64_t rng = 5;
     const forward_mode mode = {.train = 1, .rng = &rng};
     memset(block, 0, c->m.num_params * sizeof(float));
+    for (int i = 0; i < c->p.ndense; i++) {
+        memset(dg[i].w, 0, sizeof(float) * (size_t)c->p.dense[i].out * c->p.dense[i].in);
+        memset(dg[i].b, 0, sizeof(float) * (size_t)c->p.dense[i].out);
+    }
     double loss;
-    if (st_train_pass(&c->s, &c->m, g, &c->p, c->ids, c->mask, c->k, c->n, c->T, &mode, SCALE,
+    if (st_train_pass(&c->s, &c->m, g, &c->p, dg, c->ids, c->mask, c->k, c->n, c->T, &mode, SCALE,
                       &loss, hits, &err) != 0)
         fail_msg("%s: %s", c->dir, err.msg);
     return loss;
@@ -119,7 +135,28 @@ static double run_pass(st_case *c, const model *g, float *block, int *hits) {
 static double loss_only(void *ctx) {
     st_case *c = ctx;
     int hits;
-    return run_pass(c, &c->scratch_g, c->scratch, &hits);
+    return run_pass(c, &c->scratch_g, c->scratch, c->scratch_dg, &hits);
+}
+
+/* Gradient got[0..n) against the reference's tensor name: its error relative to the largest
+ * element (at least 1e-2), failing beyond REF_TOL. */
+static double compare_grad(const char *dir, const char *path, const char *name, const float *got,
+                           size_t n) {
+    char key[512];
+    snprintf(key, sizeof key, "grad.%s", name);
+    size_t len = 0;
+    float *want = test_read_tensor(path, key, &len);
+    if (!want) fail_msg("%s: no %s in the reference", dir, key);
+    assert_int_equal(len, n);
+    double scale = 1e-2, diff = 0.0;
+    for (size_t j = 0; j < n; j++) {
+        scale = fmax(scale, fabs(want[j]));
+        diff = fmax(diff, fabs(want[j] - got[j]));
+    }
+    if (!(diff <= REF_TOL * scale))
+        fail_msg("%s: %s differs from PyTorch by %.3g (largest %.3g)", dir, name, diff, scale);
+    free(want);
+    return diff / scale;
 }
 
 static const char *const folders[] = {"tests/data/st-mean-micro", "tests/data/st-multi-micro",
@@ -131,7 +168,7 @@ static void test_against_pytorch(void **state) {
         st_case *c = malloc(sizeof *c);
         case_init(c, folders[f]);
         int hits;
-        const double loss = run_pass(c, &c->g, c->grads, &hits);
+        const double loss = run_pass(c, &c->g, c->grads, c->dg, &hits);
         char path[4200];
         snprintf(path, sizeof path, "%s/mnrl_golden.safetensors", folders[f]);
         float *want_loss = test_read_tensor(path, "loss", NULL),
@@ -143,29 +180,47 @@ static void test_against_pytorch(void **state) {
         for (int i = 0; i < c->m.num_entries; i++) {
             const param_entry *e = &c->m.entries[i];
             if (e->absent) continue;
-            char name[512];
-            snprintf(name, sizeof name, "grad.%s", e->name);
-            size_t n = 0;
-            float *want = test_read_tensor(path, name, &n);
-            if (!want) fail_msg("%s: no %s in the reference", folders[f], name);
-            assert_int_equal(n, e->numel);
-            double scale = 1e-2, diff = 0.0;
-            for (size_t j = 0; j < n; j++) {
-                scale = fmax(scale, fabs(want[j]));
-                diff = fmax(diff, fabs(want[j] - c->grads[e->offset + j]));
-            }
-            if (!(diff <= REF_TOL * scale))
-                fail_msg("%s: %s differs from PyTorch by %.3g (largest %.3g)", folders[f], e->name,
-                         diff, scale);
-            worst = fmax(worst, diff / scale);
-            free(want);
+            worst = fmax(worst,
+                         compare_grad(folders[f], path, e->name, c->grads + e->offset, e->numel));
+        }
+        for (int i = 0; i < c->p.ndense; i++) {
+            const st_dense *d = &c->p.dense[i];
+            char name[400];
+            snprintf(name, sizeof name, "%s/linear.weight", d->module);
+            worst = fmax(worst,
+                         compare_grad(folders[f], path, name, c->dg[i].w, (size_t)d->out * d->in));
+            snprintf(name, sizeof name, "%s/linear.bias", d->module);
+            if (d->b)
+                worst =
+                    fmax(worst, compare_grad(folders[f], path, name, c->dg[i].b, (size_t)d->out));
         }
         print_message("  %-30s loss %.6f (PyTorch %.6f), hits %d, %d tensors, worst %.2e\n",
-                      folders[f], loss, want_loss[0], hits, c->m.num_entries, worst);
+                      folders[f], loss, want_loss[0], hits, c->m.num_entries + c->p.ndense * 2,
+                      worst);
         free(want_loss), free(want_hits);
         case_free(c);
         free(c);
     }
+}
+
+/* Finite differences on FD_SAMPLES elements of one tensor (its largest gradient first); the
+ * worst error. */
+static double fd_tensor(st_case *c, const char *name, float *param, const float *grad,
+                        size_t numel) {
+    size_t top = 0;
+    double worst = 0.0;
+    for (size_t j = 1; j < numel; j++)
+        if (fabs(grad[j]) > fabs(grad[top])) top = j;
+    for (int s = 0; s < FD_SAMPLES && (size_t)s < numel; s++) {
+        const size_t j = s == 0 ? top : (size_t)s * numel / FD_SAMPLES;
+        double max_grad;
+        const double err = gradcheck_tensor(param + j, grad + j, 1, loss_only, c, &max_grad);
+        if (!(err <= GRADCHECK_TOL))
+            fail_msg("%s: %s[%zu] gradient %.6g, numeric error %.3g", c->dir, name, j, grad[j],
+                     err);
+        worst = fmax(worst, err);
+    }
+    return worst;
 }
 
 /* Not st-multi-micro: its max pooling is not differentiable where two tokens hold one maximum, and
@@ -180,25 +235,19 @@ static void test_finite_differences(void **state) {
         st_case *c = malloc(sizeof *c);
         case_init(c, folders[f]);
         int hits;
-        run_pass(c, &c->g, c->grads, &hits);
+        run_pass(c, &c->g, c->grads, c->dg, &hits);
         double worst = 0.0;
         for (int i = 0; i < c->m.num_entries; i++) {
             const param_entry *e = &c->m.entries[i];
             if (e->absent || strncmp(e->name, "pooler.", 7) == 0) continue; /* unused by ST */
-            size_t top = 0;
-            for (size_t j = 1; j < e->numel; j++)
-                if (fabs(c->grads[e->offset + j]) > fabs(c->grads[e->offset + top])) top = j;
-            for (int s = 0; s < FD_SAMPLES && (size_t)s < e->numel; s++) {
-                const size_t j = s == 0 ? top : (size_t)s * e->numel / FD_SAMPLES;
-                double max_grad;
-                const double err =
-                    gradcheck_tensor(c->m.params + e->offset + j, c->grads + e->offset + j, 1,
-                                     loss_only, c, &max_grad);
-                if (!(err <= GRADCHECK_TOL))
-                    fail_msg("%s: %s[%zu] gradient %.6g, numeric error %.3g", folders[f], e->name,
-                             j, c->grads[e->offset + j], err);
-                worst = fmax(worst, err);
-            }
+            worst = fmax(worst, fd_tensor(c, e->name, c->m.params + e->offset, c->grads + e->offset,
+                                          e->numel));
+        }
+        for (int i = 0; i < c->p.ndense; i++) {
+            const st_dense *d = &c->p.dense[i];
+            worst =
+                fmax(worst, fd_tensor(c, "Dense weight", d->w, c->dg[i].w, (size_t)d->out * d->in));
+            if (d->b) worst = fmax(worst, fd_tensor(c, "Dense bias", d->b, c->dg[i].b, d->out));
         }
         print_message("  %-30s finite differences: worst %.2e\n", folders[f], worst);
         case_free(c);
@@ -272,6 +321,22 @@ static void train_folder(const char *dir, const char *data, const char *name) {
         char path[4400];
         snprintf(path, sizeof path, "%s/%s%s", out, i < 2 ? "" : sub, files[i]);
         if (access(path, F_OK) != 0) fail_msg("%s: no %s", out, files[i]);
+    }
+    /* the Dense weights trained: the saved ones moved from the folder's */
+    char before[4400], after[4400];
+    snprintf(before, sizeof before, "%s/2_Dense/model.safetensors", dir);
+    snprintf(after, sizeof after, "%s/2_Dense/model.safetensors", out);
+    if (access(before, F_OK) == 0) {
+        size_t n0 = 0, n1 = 0;
+        float *w0 = test_read_tensor(before, "linear.weight", &n0),
+              *w1 = test_read_tensor(after, "linear.weight", &n1);
+        if (!w1) fail_msg("%s: no linear.weight", after);
+        assert_int_equal(n0, n1);
+        double moved = 0.0;
+        for (size_t i = 0; i < n0; i++) moved = fmax(moved, fabs(w1[i] - w0[i]));
+        if (!(moved > 1e-3)) fail_msg("%s: the Dense weights moved by %.3g", out, moved);
+        print_message("  %-30s %s: the Dense weights moved by up to %.3g\n", dir, name, moved);
+        free(w0), free(w1);
     }
     char emb[4400];
     snprintf(emb, sizeof emb, "%s/emb.safetensors", out);

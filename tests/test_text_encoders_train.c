@@ -596,6 +596,18 @@ static void resume_case(const char *name, const char *init, const char *data, in
     const train_options r = {.out_dir = split, .threads = 1};
     if (train_run(&r, 1, NULL, &err) != 0) fail_msg("%s: resuming: %s", name, err.msg);
     model a, b;
+    /* the trained Dense module too (its moments are in the state) */
+    if (strstr(init, "cls-dense")) {
+        char da[4400], db[4400];
+        snprintf(da, sizeof da, "%s/2_Dense/model.safetensors", whole);
+        snprintf(db, sizeof db, "%s/2_Dense/model.safetensors", split);
+        size_t na = 0, nb = 0;
+        float *wa = test_read_tensor(da, "linear.weight", &na),
+              *wb = test_read_tensor(db, "linear.weight", &nb);
+        if (!wa || !wb || na != nb || memcmp(wa, wb, na * sizeof *wa) != 0)
+            fail_msg("%s: the resumed run's Dense weights differ", name);
+        free(wa), free(wb);
+    }
     /* a Transformer in its own folder (0_Transformer/) is saved there */
     if (strstr(init, "cls-dense")) {
         strcat(whole, "/0_Transformer");

@@ -10,10 +10,12 @@ gives the same rows), pooled (models.Pooling's modes), through the folder's Dens
 activation) and Normalize modules in modules.json's order; then, as
 sentence_transformers/losses/MultipleNegativesRankingLoss.py: scores = cos_sim(anchors,
 positives + negatives) * 20, cross-entropy with anchor i's target column i. Gradients of every
-Transformer tensor by autograd (the Dense weights are held fixed, as vit trains them).
+Transformer tensor and every Dense module's weight and bias by autograd (sentence-transformers
+trains both).
 
 mnrl_golden.safetensors: loss [1], hits [1] (anchors whose own positive scores highest),
-grad.<tensor name> for every tensor of the Transformer's model.safetensors; metadata ids (the k·n
+grad.<tensor name> for every tensor of the Transformer's model.safetensors and
+grad.<Dense module path>/linear.weight (and .bias) for each Dense module; metadata ids (the k·n
 texts' ids, anchors then positives then negatives), k, n.
 
 With --embed SAVED (run by tests/test_st_train.c): the float64 sentence embeddings of the three
@@ -43,7 +45,8 @@ ACTS = {"torch.nn.modules.activation.Tanh": torch.tanh,
 
 
 def pipeline(folder):
-    """(transformer dir, pooling modes, steps: ("dense", weight, bias, act) or ("normalize",))"""
+    """(transformer dir, pooling modes, steps: ("dense", weight, bias, act, module path) or
+    ("normalize",))"""
     d = os.path.join(DATA, folder)
     modules = json.load(open(os.path.join(d, "modules.json")))
     transformer, modes, steps = d, [], []
@@ -60,7 +63,8 @@ def pipeline(folder):
             w, _ = read_safetensors(os.path.join(path, "model.safetensors"))
             b = w.get("linear.bias")
             steps.append(("dense", w["linear.weight"].double(),
-                          b.double() if b is not None else None, ACTS[cfg["activation_function"]]))
+                          b.double() if b is not None else None, ACTS[cfg["activation_function"]],
+                          m["path"]))
         elif kind == "Normalize":
             steps.append(("normalize",))
     return transformer, modes, steps
@@ -90,6 +94,11 @@ def main():
         cfg = json.load(open(os.path.join(transformer, "config.json")))
         w32, _ = read_safetensors(os.path.join(transformer, "model.safetensors"))
         w = {k: v.double().requires_grad_(True) for k, v in w32.items()}
+        for s in steps:
+            if s[0] == "dense":
+                w[s[4] + "/linear.weight"] = s[1].requires_grad_(True)
+                if s[2] is not None:
+                    w[s[4] + "/linear.bias"] = s[2].requires_grad_(True)
         columns = [[t[c] for t in TRIPLETS] for c in range(3)]
         rows = [token_ids(text, 40) for col in columns for text in col]
         emb = []

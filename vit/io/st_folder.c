@@ -159,6 +159,7 @@ static int add_dense(st_pipeline *p, const char *dir, const char *sub, vit_error
         p->nsteps--;
         return -1;
     }
+    snprintf(d[p->ndense].module, sizeof d->module, "%s", sub);
     p->ndense++;
     if (d[p->ndense - 1].in != in)
         return vit_fail(err, "%s/%s/config.json: in_features %d, but the module before gives %d",
@@ -423,4 +424,15 @@ int st_folder_write_modules(const char *in_dir, const char *out_dir, st_module_w
 
 int st_folder_copy_modules(const char *in_dir, const char *out_dir, vit_error *err) {
     return st_folder_write_modules(in_dir, out_dir, NULL, NULL, err);
+}
+
+int st_dense_save(const char *out_dir, const st_dense *d, vit_error *err) {
+    char path[4096];
+    join(path, sizeof path, out_dir, d->module, "model.safetensors");
+    if (!path[0]) return vit_fail(err, "%s/%s: path too long", out_dir, d->module);
+    const st_entry entries[2] = {
+        {.name = "linear.weight", .ndim = 2, .shape = {d->out, d->in}, .data = d->w},
+        {.name = "linear.bias", .ndim = 1, .shape = {d->out}, .data = d->b}};
+    static const char *const keys[] = {"format"}, *const values[] = {"pt"};
+    return st_write_f32_meta(path, entries, d->b ? 2 : 1, keys, values, 1, err);
 }

@@ -17,6 +17,7 @@ typedef struct {
     float *w; /* [out, in] (linear.weight) */
     float *b; /* [out] or NULL (bias false) */
     dense_act act;
+    char module[256]; /* its folder in the sentence-transformers one (modules.json's path) */
 } st_dense;
 
 typedef enum { ST_STEP_DENSE, ST_STEP_NORMALIZE } st_step_kind;
@@ -70,5 +71,8 @@ typedef int (*st_module_weights)(const char *in_dir, const char *out_dir, const 
                                  void *user, vit_error *err);
 int st_folder_write_modules(const char *in_dir, const char *out_dir, st_module_weights write,
                             void *user, vit_error *err);
+/* Dense d's weights as Dense.save writes them: out_dir/<its module>/model.safetensors
+ * (linear.weight, linear.bias when it has one); its config.json is the copied one. */
+int st_dense_save(const char *out_dir, const st_dense *d, vit_error *err);
 
 #endif

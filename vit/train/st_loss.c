@@ -81,8 +81,9 @@ static double ranking_loss(const float *scores, int n, int M, float *dscores, in
 }
 
 int st_train_pass(st_train *s, const model *m, const model *grads, const st_pipeline *p,
-                  const int32_t *ids, const uint8_t *mask, int k, int n, int T,
-                  const forward_mode *mode, float scale, double *loss, int *hits, vit_error *err) {
+                  const st_dense *dense_grads, const int32_t *ids, const uint8_t *mask, int k,
+                  int n, int T, const forward_mode *mode, float scale, double *loss, int *hits,
+                  vit_error *err) {
     const int N = k * n, M = N - n, E = st_output_dim(p), D = m->cfg.hidden_size;
     if (k < 2 || n < 1 || N > s->max_texts || T > s->max_tokens)
         return vit_fail(err, "%d columns of %d texts of %d tokens outside the buffers", k, n, T);
@@ -126,9 +127,10 @@ int st_train_pass(st_train *s, const model *m, const model *grads, const st_pipe
             if (p->steps[i].kind == ST_STEP_NORMALIZE) {
                 l2_normalize_backward(in, n_in, d, prev);
             } else {
-                const st_dense *dn = &p->dense[p->steps[i].dense];
-                dense_backward(dn->w, dn->b, dn->in, dn->out, dn->act, in, out, d, prev, NULL,
-                               NULL);
+                const st_dense *dn = &p->dense[p->steps[i].dense],
+                               *dg = dense_grads ? &dense_grads[p->steps[i].dense] : NULL;
+                dense_backward(dn->w, dn->b, dn->in, dn->out, dn->act, in, out, d, prev,
+                               dg ? dg->w : NULL, dg && dn->b ? dg->b : NULL);
             }
             float *t = d;
             d = prev, prev = t;

@@ -7,8 +7,8 @@
  * forward, each through the folder's pooling and its Dense and Normalize modules to its
  * embedding; scores = scale · cos(anchor i, every positive and negative j), cross-entropy with
  * positive i as the target, the mean over the anchors. The backward runs through the same
- * pipeline into the Transformer's gradients; the Dense modules' weights are not trained (their
- * gradient is not kept). */
+ * pipeline into the Transformer's gradients and the Dense modules' (sentence-transformers trains
+ * both). */
 
 #include <stdint.h>
 
@@ -35,9 +35,11 @@ void st_train_free(st_train *s);
 
 /* ids, mask [k·n, T]: k columns of n texts. The loss (mean over the n anchors) into *loss and the
  * anchors whose own positive scores highest into *hits; with mode->train the gradients
- * ACCUMULATE into grads (m's layout). mode NULL: evaluation. */
+ * ACCUMULATE into grads (m's layout) and into dense_grads (may be NULL: not kept), p->ndense
+ * entries whose w and b are the gradients of p->dense's. mode NULL: evaluation. */
 int st_train_pass(st_train *s, const model *m, const model *grads, const st_pipeline *p,
-                  const int32_t *ids, const uint8_t *mask, int k, int n, int T,
-                  const forward_mode *mode, float scale, double *loss, int *hits, vit_error *err);
+                  const st_dense *dense_grads, const int32_t *ids, const uint8_t *mask, int k,
+                  int n, int T, const forward_mode *mode, float scale, double *loss, int *hits,
+                  vit_error *err);
 
 #endif

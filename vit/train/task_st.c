@@ -1,7 +1,10 @@
 /* Training a sentence-transformers folder with MultipleNegativesRankingLoss (--loss mnrl): rows of
  * (anchor, positive[, hard negative]) texts, in-batch negatives (vit/train/st_loss.h), the folder
  * saved as it came (modules.json, 1_Pooling/, its Dense and Normalize modules) with the trained
- * Transformer where it was (the root, or its module's folder: 0_Transformer/). */
+ * Transformer where it was (the root, or its module's folder: 0_Transformer/) and the trained
+ * Dense weights in their modules' folders. The Dense modules' tensors and the Transformer's share
+ * one parameter block (model_join: t->m), so the optimizer, the clipping and the checkpoints see
+ * both; the forward runs on a view of the Transformer and on the Dense weights in the block. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +12,7 @@
 #include <string.h>
 
 #include "text/text_tokenizer.h"
+#include "vit/base/alloc.h"
 #include "vit/base/rng.h"
 #include "vit/data/text_set.h"
 #include "vit/io/model_dir.h"
@@ -21,7 +25,13 @@
 #define MNRL_SCALE 20.0f
 
 typedef struct {
-    st_pipeline p;
+    st_pipeline p;      /* its Dense weights point into t->m.params (dense_in_block) */
+    model tm;           /* the Transformer's layout (its tensors moved into t->m) */
+    model tv, tg;       /* views: its tensors in t->m.params, its gradients in t->grads */
+    model dm;           /* the Dense modules' tensors: entries and a block, no layers */
+    st_dense *dgrad;    /* [p.ndense] their gradients in t->grads */
+    size_t offset[2];   /* of dm and tm in t->m.params */
+    int dense_in_block; /* p.dense[i].w and .b point into t->m.params (not to be freed) */
     char sub[4096]; /* the Transformer's folder in the sentence-transformers one ("": its root) */
     text_tokenizer *tok;
     int max_len, k;
@@ -49,7 +59,68 @@ static void transformer_out(const trainer *t, char *buf, size_t size) {
     snprintf(buf, size, "%s%s%s", t->o.out_dir, d->sub[0] ? "/" : "", d->sub);
 }
 
-/* The folder's pipeline and its Transformer (at the folder's root), a base text model. */
+/* The Dense modules' tensors as a layout of entries (named <module>/linear.weight, the weight
+ * decayed, the bias not: transformers' Trainer decays no bias or norm) over a copy of them. */
+static int dense_layout(st_task *d, vit_error *err) {
+    const st_pipeline *p = &d->p;
+    model *dm = &d->dm;
+    dm->entries = calloc((size_t)(2 * p->ndense + 1), sizeof *dm->entries);
+    if (!dm->entries) return vit_fail(err, "out of memory");
+    for (int i = 0; i < p->ndense; i++)
+        for (int k = 0; k < (p->dense[i].b ? 2 : 1); k++) {
+            param_entry *e = &dm->entries[dm->num_entries++];
+            const int len = snprintf(e->name, sizeof e->name, "%s/linear.%s", p->dense[i].module,
+                                     k ? "bias" : "weight");
+            if (len < 0 || (size_t)len >= sizeof e->name)
+                return vit_fail(err, "%s: a module path of over 80 bytes", p->dense[i].module);
+            e->ndim = k ? 1 : 2;
+            e->shape[0] = p->dense[i].out, e->shape[1] = k ? 0 : p->dense[i].in;
+            e->numel = (size_t)p->dense[i].out * (k ? 1 : (size_t)p->dense[i].in);
+            e->offset = dm->num_params;
+            e->decay = !k;
+            dm->num_params += alloc_pad16(e->numel);
+        }
+    dm->cfg.kind = MODEL_TEXT;
+    dm->params = vit_alloc_floats(dm->num_params ? dm->num_params : 1);
+    if (!dm->params) return vit_fail(err, "out of memory");
+    memset(dm->params, 0, sizeof(float) * dm->num_params);
+    for (int i = 0, e = 0; i < p->ndense; i++) {
+        memcpy(dm->params + dm->entries[e++].offset, p->dense[i].w,
+               sizeof(float) * (size_t)p->dense[i].out * p->dense[i].in);
+        if (p->dense[i].b)
+            memcpy(dm->params + dm->entries[e++].offset, p->dense[i].b,
+                   sizeof(float) * (size_t)p->dense[i].out);
+    }
+    return 0;
+}
+
+/* Where entry e of dm (or, from NULL, of a gradient's view) is in block. */
+static float *dense_tensor(const st_task *d, float *block, int e) {
+    return block + d->offset[0] + d->dm.entries[e].offset;
+}
+
+/* The Dense tensors and the Transformer's in one block (t->m), the pipeline's Dense weights and
+ * the Transformer's view on it. */
+static int join_parts(trainer *t, st_task *d, vit_error *err) {
+    if (dense_layout(d, err) != 0) return -1;
+    const model *parts[2] = {&d->dm, &d->tm}; /* the Transformer last: the joint's kind is its */
+    if (model_join(&t->m, parts, 2, d->offset, err) != 0) return -1;
+    if (model_bind(&d->tv, &d->tm, t->m.params + d->offset[1]) != 0)
+        return vit_fail(err, "out of memory");
+    free(d->tm.params), free(d->dm.params); /* moved into t->m */
+    d->tm.params = d->dm.params = NULL;
+    for (int i = 0, e = 0; i < d->p.ndense; i++) {
+        st_dense *dn = &d->p.dense[i];
+        free(dn->w), free(dn->b);
+        dn->w = dense_tensor(d, t->m.params, e++);
+        dn->b = dn->b ? dense_tensor(d, t->m.params, e++) : NULL;
+    }
+    d->dense_in_block = 1;
+    return 0;
+}
+
+/* The folder's pipeline and its Transformer (at the folder's root or in its module's folder), a
+ * base text model. */
 static int st_setup_model(trainer *t, const char *dir, vit_error *err) {
     st_task *d = calloc(1, sizeof *d);
     if (!(t->data = d)) return vit_fail(err, "out of memory");
@@ -63,9 +134,9 @@ static int st_setup_model(trainer *t, const char *dir, vit_error *err) {
                         dir);
     if (st_pipeline_load(dir, &d->p, err) != 0 ||
         st_folder_transformer(dir, d->sub, sizeof d->sub, err) != 0 ||
-        model_load(&t->m, d->p.transformer_dir, err) != 0)
+        model_load(&d->tm, d->p.transformer_dir, err) != 0)
         return -1;
-    const model_config *c = &t->m.cfg;
+    const model_config *c = &d->tm.cfg;
     if (c->kind != MODEL_TEXT || c->opt.head != HEAD_NONE ||
         (c->family != FAMILY_PLAIN && c->family != FAMILY_TEXT))
         return vit_fail(err,
@@ -77,10 +148,13 @@ static int st_setup_model(trainer *t, const char *dir, vit_error *err) {
                         dir, d->p.word_dim, c->hidden_size);
     /* the pooler is not in the sentence embedding: without decay its zero gradient leaves it as
      * it is (PyTorch skips a parameter without a gradient) */
-    for (int i = 0; i < t->m.num_entries; i++)
-        if (strncmp(t->m.entries[i].name, "pooler.", 7) == 0) t->m.entries[i].decay = 0;
-    trainer_info(t, "%s: %s, pooling then %d modules; MultipleNegativesRankingLoss, scale %g", dir,
-                 config_architecture(c), d->p.nsteps, (double)MNRL_SCALE);
+    for (int i = 0; i < d->tm.num_entries; i++)
+        if (strncmp(d->tm.entries[i].name, "pooler.", 7) == 0) d->tm.entries[i].decay = 0;
+    if (join_parts(t, d, err) != 0) return -1;
+    trainer_info(t,
+                 "%s: %s, pooling then %d modules (%d Dense trained); "
+                 "MultipleNegativesRankingLoss, scale %g",
+                 dir, config_architecture(c), d->p.nsteps, d->p.ndense, (double)MNRL_SCALE);
     return 0;
 }
 
@@ -95,7 +169,7 @@ static int st_companion(trainer *t, const char *dir, vit_error *err) {
     if (text_tokenizer_load(d->p.transformer_dir, &d->tok, err) != 0) return -1;
     int limit = t->o.max_len ? t->o.max_len : d->p.max_seq_length;
     if (!limit) limit = text_tokenizer_max_len(d->tok);
-    const int positions = config_text_max_tokens(&t->m.cfg);
+    const int positions = config_text_max_tokens(&d->tm.cfg);
     d->max_len = limit > 0 && limit < positions ? limit : positions;
     if (d->max_len < 2)
         return vit_fail(err, "--max-len %d: a text needs at least 2 tokens", d->max_len);
@@ -159,8 +233,15 @@ static int st_prepare(trainer *t, vit_error *err) {
     d->rows = malloc(sizeof *d->rows * (size_t)t->B);
     d->ids = malloc(sizeof *d->ids * texts * d->max_len);
     d->mask = malloc(texts * d->max_len);
-    if (!d->rows || !d->ids || !d->mask) return vit_fail(err, "out of memory");
-    return st_train_alloc(&d->s, &t->m, &d->p, (int)texts, d->max_len, err);
+    d->dgrad = calloc((size_t)d->p.ndense + 1, sizeof *d->dgrad);
+    if (!d->rows || !d->ids || !d->mask || !d->dgrad ||
+        model_bind(&d->tg, &d->tv, t->grads + d->offset[1]) != 0)
+        return vit_fail(err, "out of memory");
+    for (int i = 0, e = 0; i < d->p.ndense; i++) {
+        d->dgrad[i].w = dense_tensor(d, t->grads, e++);
+        d->dgrad[i].b = d->p.dense[i].b ? dense_tensor(d, t->grads, e++) : NULL;
+    }
+    return st_train_alloc(&d->s, &d->tv, &d->p, (int)texts, d->max_len, err);
 }
 
 /* Rows idx[0..n): column c's texts at rows c·n.., all padded to the longest. */
@@ -196,25 +277,37 @@ static int st_pass(trainer *t, int n, const forward_mode *mode, double *loss, do
                    vit_error *err) {
     st_task *d = task_data(t);
     int hits;
-    if (st_train_pass(&d->s, &t->m, &t->g, &d->p, d->ids, d->mask, d->k, n, d->T, mode, MNRL_SCALE,
-                      loss, &hits, err) != 0)
+    if (st_train_pass(&d->s, &d->tv, &d->tg, &d->p, d->dgrad, d->ids, d->mask, d->k, n, d->T, mode,
+                      MNRL_SCALE, loss, &hits, err) != 0)
         return -1;
     *correct = hits;
     return 0;
 }
 
-/* The Transformer where the folder keeps it (a checkpoint's model). */
+/* The Transformer where the folder keeps it and each Dense in its module's folder (a
+ * checkpoint's model). */
 static int st_save(const trainer *t, vit_error *err) {
+    const st_task *d = task_data(t);
     char dir[4200];
     transformer_out(t, dir, sizeof dir);
-    return model_save(dir, &t->m, &t->pp, t->o.dropout, t->o.attention_dropout, err);
+    if (model_save(dir, &d->tv, &t->pp, t->o.dropout, t->o.attention_dropout, err) != 0) return -1;
+    for (int i = 0; i < d->p.ndense; i++)
+        if (st_dense_save(t->o.out_dir, &d->p.dense[i], err) != 0) return -1;
+    return 0;
 }
 
 static void st_free(trainer *t) {
     st_task *d = task_data(t);
     if (!d) return;
     st_train_free(&d->s);
+    for (int i = 0; d->dense_in_block && i < d->p.ndense; i++) /* t->m's */
+        d->p.dense[i].w = d->p.dense[i].b = NULL;
     st_pipeline_free(&d->p);
+    model *views[2] = {&d->tv, &d->tg};
+    for (int i = 0; i < 2; i++)
+        if (views[i]->entries) model_unbind(views[i]);
+    if (d->tm.entries) model_free(&d->tm);
+    free(d->dm.params), free(d->dm.entries), free(d->dgrad);
     text_tokenizer_free(d->tok);
     for (int c = 0; c < MAX_COLUMNS; c++) text_set_free(&d->train[c]), text_set_free(&d->val[c]);
     free(d->train_rows), free(d->val_rows), free(d->rows), free(d->ids), free(d->mask);
