@@ -500,13 +500,63 @@ static void test_eval_refusals(void **state) {
     }
 }
 
+/* vit eval reads a file as its model reads: a token classifier's CoNLL named .tsv is labelled
+ * words (the report of the same file named .conll, expected_eval.json's); a sequence classifier
+ * given CoNLL, or a token classifier given --pair, refused in one line. */
+static void test_eval_by_model(void **state) {
+    (void)state;
+    REQUIRE_BIN();
+    size_t n;
+    uint8_t *conll = read_whole_file(TEST_DATA "/bert-ner-micro/eval.conll", &n);
+    assert_non_null(conll);
+    const char *tsv = write_temp_file("ner.tsv", conll, n);
+    free(conll);
+    const char *json[] = {"eval", "-m", TEST_DATA "/bert-ner-micro", "--json", tsv, NULL};
+    test_run_result r = test_run_vit(NULL, NULL, json);
+    if (r.status != 0) fail_msg("vit eval of a CoNLL .tsv exited %d: %s", r.status, r.err);
+    cJSON *got = cJSON_Parse(r.out);
+    test_run_free(&r);
+    uint8_t *text = read_whole_file(TEST_DATA "/bert-ner-micro/expected_eval.json", NULL);
+    cJSON *root = cJSON_Parse((const char *)text);
+    free(text);
+    const cJSON *want = cJSON_GetObjectItem(root, "eval.conll");
+    static const char *const keys[] = {"overall_precision", "overall_recall", "overall_f1",
+                                       "overall_accuracy"};
+    for (int i = 0; i < 4; i++) {
+        const cJSON *g = cJSON_GetObjectItem(got, keys[i]);
+        if (!cJSON_IsNumber(g) ||
+            fabs(g->valuedouble - cJSON_GetObjectItem(want, keys[i])->valuedouble) > 1e-12)
+            fail_msg("%s of the .tsv: %s, the reference's %.6f", keys[i],
+                     g ? cJSON_Print(g) : "missing",
+                     cJSON_GetObjectItem(want, keys[i])->valuedouble);
+    }
+    cJSON_Delete(got), cJSON_Delete(root);
+    static const struct {
+        const char *model, *pair, *data, *says;
+    } bad[] = {{"distilbert-seq-micro", NULL, TEST_DATA "/bert-ner-micro/eval.conll",
+                "is no token classifier: it reads a FILE.tsv"},
+               {"bert-ner-micro", "--pair", NULL, "is a token classifier: it reads"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char model[512];
+        snprintf(model, sizeof model, TEST_DATA "/%s", bad[i].model);
+        const char *data = bad[i].data ? bad[i].data : tsv;
+        const char *argv[] = {"eval", "-m", model, data, bad[i].pair, NULL};
+        r = test_run_vit(NULL, NULL, argv);
+        assert_int_equal(r.status, 1);
+        const char *nl = strchr(r.err, '\n');
+        if (!strstr(r.err, bad[i].says) || !strstr(r.err, data) || (nl && nl[1]))
+            fail_msg("expected one line with '%s' and the file, got: %s", bad[i].says, r.err);
+        test_run_free(&r);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_word_aware),    cmocka_unit_test(test_fallback_words),
         cmocka_unit_test(test_tags_and_unk),  cmocka_unit_test(test_bert_ner),
         cmocka_unit_test(test_roberta_ner),   cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_seqeval_hand),  cmocka_unit_test(test_eval_files),
-        cmocka_unit_test(test_eval_refusals),
+        cmocka_unit_test(test_eval_refusals), cmocka_unit_test(test_eval_by_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

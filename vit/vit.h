@@ -771,6 +771,10 @@ VIT_API void vit_gen_decoder_info(const vit_gen_context *ctx, vit_model_info *in
 /* What the folder model_dir holds, from its config.json alone (no weights read): to choose the
  * loader (vit_load, vit_text_load, vit_gen_load). -1 with err when config.json is unreadable. */
 VIT_API int vit_folder_kind(const char *model, vit_model_kind *kind, vit_error *err);
+/* From config.json alone too: *tags 1 when the folder's model is a token classifier (a
+ * ...ForTokenClassification: classes per token), else 0 (a sequence classifier, a base model, an
+ * image model). vit eval chooses how to read a file of labelled text by it. */
+VIT_API int vit_folder_tags(const char *model, int *tags, vit_error *err);
 
 #ifdef __cplusplus
 }

@@ -142,8 +142,8 @@ void vit_text_model_info(const vit_text_context *ctx, vit_model_info *info) {
     if (info->kind == VIT_KIND_JOINT) info->capabilities |= VIT_CAN_ZERO_SHOT;
 }
 
-int vit_folder_kind(const char *model, vit_model_kind *kind, vit_error *err) {
-    model_config cfg;
+/* The config of the folder model names (a sentence-transformers folder's Transformer's). */
+static int folder_config(const char *model, model_config *cfg, vit_error *err) {
     char model_dir[4096];
     if (vit_resolve_model(model, model_dir, sizeof model_dir, err) != 0) return -1;
     if (st_folder_is(model_dir)) { /* sentence-transformers: its Transformer module's folder */
@@ -152,8 +152,21 @@ int vit_folder_kind(const char *model, vit_model_kind *kind, vit_error *err) {
         snprintf(model_dir, sizeof model_dir, "%s", st.transformer_dir);
         st_pipeline_free(&st);
     }
-    if (model_config_load(model_dir, &cfg, err) != 0) return -1;
+    return model_config_load(model_dir, cfg, err);
+}
+
+int vit_folder_kind(const char *model, vit_model_kind *kind, vit_error *err) {
+    model_config cfg;
+    if (folder_config(model, &cfg, err) != 0) return -1;
     *kind = folder_kind(&cfg);
+    model_config_free(&cfg);
+    return 0;
+}
+
+int vit_folder_tags(const char *model, int *tags, vit_error *err) {
+    model_config cfg;
+    if (folder_config(model, &cfg, err) != 0) return -1;
+    *tags = cfg.kind == MODEL_TEXT && cfg.token_classifier;
     model_config_free(&cfg);
     return 0;
 }

@@ -94,7 +94,8 @@ static const cli_command command = {
     "words, summed over the lines and divided by the true texts' characters or words; white\n"
     "space collapsed, nothing else normalised), the lines read exactly, lines/s and the worst\n"
     "lines. --hypotheses scores another recogniser's output file the same way, without a model.\n\n"
-    "A token classifier (NER) is evaluated on any other file of labelled words: CoNLL (a word a\n"
+    "A token classifier (NER) reads FILE, whatever its name (.conll, .tsv, ...), as labelled\n"
+    "words: CoNLL (a word a\n"
     "line, its label the last field: `word<TAB>label`, `word label`, CoNLL-2003's four columns;\n"
     "a blank line between sentences; -DOCSTART- left out) or JSON lines ({\"tokens\": [...],\n"
     "\"ner_tags\": [...]}, tags by name or id2label index). A word's prediction is its first\n"
@@ -450,12 +451,9 @@ static int evaluate_tags(const eval_options *o) {
     return close_outputs(o, &out, status);
 }
 
-/* A regular file that is not a .tsv: labelled words. */
-static int is_tag_file(const char *path) {
+static int is_regular_file(const char *path) {
     struct stat st;
-    const size_t n = strlen(path);
-    return !(n > 4 && strcasecmp(path + n - 4, ".tsv") == 0) && stat(path, &st) == 0 &&
-           S_ISREG(st.st_mode);
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* DIR may instead be a .tsv file of labeled sentences. */
@@ -546,6 +544,36 @@ static int evaluate_lines(const eval_options *o) {
     return cli_eval_ocr(&a);
 }
 
+/* A file of labelled text, read as its model reads: a token classifier's as labelled words
+ * (CoNLL or JSON lines, whatever its name: CoNLL files are often named .tsv), a sequence
+ * classifier's as a FILE.tsv of texts; a model and a file that do not go together refused. */
+static int evaluate_file(const eval_options *o) {
+    vit_model_kind kind;
+    int tags;
+    vit_error err = {{0}};
+    if (vit_folder_kind(o->model_dir, &kind, &err) != 0 ||
+        vit_folder_tags(o->model_dir, &tags, &err) != 0) {
+        fprintf(stderr, "vit eval: %s\n", err.msg);
+        return 1;
+    }
+    if (tags && o->pair) {
+        fprintf(stderr,
+                "vit eval: %s is a token classifier: it reads %s as labelled words, not pairs "
+                "(--pair is for a classifier of pairs)\n",
+                o->model_dir, o->data_dir);
+        return 1;
+    }
+    if (tags) return evaluate_tags(o);
+    if (kind == VIT_KIND_TEXT && !is_text_file(o->data_dir)) {
+        fprintf(stderr,
+                "vit eval: %s is no token classifier: it reads a FILE.tsv of labelled texts, "
+                "and %s is not one (labelled words are for a token classifier)\n",
+                o->model_dir, o->data_dir);
+        return 1;
+    }
+    return is_text_file(o->data_dir) ? evaluate_text(o) : evaluate_tags(o);
+}
+
 int cli_eval(int argc, char **argv) {
     eval_options o = {.worst = 10};
     const cli_outcome parsed = parse_options(argc, argv, &o);
@@ -567,7 +595,8 @@ int cli_eval(int argc, char **argv) {
     if (o.ocr_option)
         fprintf(stderr,
                 "vit eval: warning: --worst and --num-beams apply to text lines; ignored\n");
-    if ((is_text_file(o.data_dir) || is_tag_file(o.data_dir)) && dist_get().size > 1) {
+    if (!is_regular_file(o.data_dir)) return evaluate_folder(&o);
+    if (dist_get().size > 1) {
         if (dist_get().rank == 0)
             fprintf(stderr,
                     "vit eval: %s: a TSV file is evaluated by one process; run it without "
@@ -575,6 +604,5 @@ int cli_eval(int argc, char **argv) {
                     o.data_dir);
         return 2;
     }
-    if (is_tag_file(o.data_dir)) return evaluate_tags(&o);
-    return is_text_file(o.data_dir) ? evaluate_text(&o) : evaluate_folder(&o);
+    return evaluate_file(&o);
 }
