@@ -716,6 +716,36 @@ def test_pairs_match_reference():
         vit.TextModel(os.path.join(DATA, "roberta-seq-micro")).rank("q", ["a"])
 
 
+def test_regression_scores_raw(tmp_path):
+    """A problem_type regression model (bert-pair-micro's weights, its config.json with
+    problem_type "regression"): predict gives tools/text_encoders_reference.py's float64 logits
+    themselves (the pipeline's function_to_apply "none"), not their sigmoid; classify's prob of a
+    text is its raw score, the logit of the one-label model's sigmoid of the same text."""
+    folder = os.path.join(DATA, "bert-pair-micro")
+    for name in ("model.safetensors", "tokenizer_config.json", "vocab.txt"):
+        os.symlink(os.path.join(folder, name), tmp_path / name)
+    with open(os.path.join(folder, "config.json")) as f:
+        config = json.load(f)
+    config["problem_type"] = "regression"
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    golden = os.path.join(folder, "golden.safetensors")
+    with open(golden, "rb") as f:
+        meta = json.loads(f.read(int.from_bytes(f.read(8), "little")))["__metadata__"]
+    pairs = [tuple(p) for p in json.loads(meta["pairs"])]
+    logits = read_safetensors(golden, "logits")[:, 0]
+    model, plain = vit.TextModel(str(tmp_path), batch=5), vit.TextModel(folder)
+    assert model.regression and not plain.regression
+    assert np.abs(model.predict(pairs) - logits).max() <= 1e-4
+    assert abs(model.predict(pairs[2]) - logits[2]) <= 1e-4
+    assert [r["corpus_id"] for r in model.rank(pairs[0][0], [b for _, b in pairs[:4]])] == sorted(
+        range(4), key=lambda i: -logits[i])
+    for text in ("the cat sat on the mat", "it was very good"):
+        (score,) = model.classify(text, k=1)
+        (p,) = plain.classify(text, k=1)
+        assert score.label == "LABEL_0"
+        assert abs(score.prob - np.log(p.prob / (1 - p.prob))) <= 1e-4
+
+
 # ---- threads ----
 
 

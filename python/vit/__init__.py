@@ -621,6 +621,8 @@ class TextModel(_Context):
         lib = _lib.lib()
         self.path = path
         self.num_labels = lib.vit_text_num_labels(ctx)
+        # problem_type "regression": the one output is a score (classify and predict give it raw)
+        self.regression = bool(lib.vit_text_regression(ctx))
         self.labels = [_text(lib.vit_text_label(ctx, i)) for i in range(self.num_labels)]
         self.batch = lib.vit_text_max_batch(ctx)
         self.max_tokens = lib.vit_text_max_tokens(ctx)
@@ -653,7 +655,9 @@ class TextModel(_Context):
 
     def classify(self, text, k=5):
         """The k most probable classes of a text (str, or UTF-8 bytes): a list of
-        Prediction(index, label, prob); for a list of texts, a list of such lists."""
+        Prediction(index, label, prob); for a list of texts, a list of such lists. A regression
+        model's (self.regression) prob is its raw score, as the text-classification pipeline's
+        function_to_apply "none" gives it."""
         if self.joint_dim > 0:
             raise Error(
                 "%s is a joint model's text tower (CLIP, SigLIP), without classes: embed(texts) "
@@ -760,7 +764,9 @@ class TextModel(_Context):
         """A cross-encoder's scores of (a, b) pairs, as sentence-transformers' CrossEncoder.predict
         gives them: float32 [n] for a one-label model ([n, labels] for more), each the logits
         through the model's activation_fn (config.json's, else the sigmoid for one label; raw:
-        the logits); one pair (a tuple) gives one score (or [labels]). The pairs are joined and
+        the logits); a regression model's (problem_type "regression", self.regression) raw, as
+        the text-classification pipeline gives it (function_to_apply "none") and vit text --pair
+        prints it. One pair (a tuple) gives one score (or [labels]). The pairs are joined and
         cut as tokenizer(a, b) does."""
         single = isinstance(pairs, tuple)
         items = [pairs] if single else list(pairs)
@@ -779,7 +785,7 @@ class TextModel(_Context):
                     (ctypes.c_size_t * n)(*map(len, pa)),
                     (ctypes.c_size_t * n)(*map(len, pb)),
                 )
-                if raw:
+                if raw or self.regression:
                     _call(lib.vit_text_forward_pairs, self._c, ctypes.byref(p), n,
                           _addr(scores, start), None)
                 else:

@@ -180,6 +180,7 @@ _SIGNATURES = {
     "vit_text_share": (_p, [_p, _err]),
     "vit_text_free": (None, [_p]),
     "vit_text_num_labels": (_i, [_p]),
+    "vit_text_regression": (_i, [_p]),
     "vit_text_label": (_s, [_p, _i]),
     "vit_text_max_batch": (_i, [_p]),
     "vit_text_max_tokens": (_i, [_p]),
