@@ -3,6 +3,7 @@
 # the report, the JSON document and the predictions identical but for the timings. The folder:
 # 30 images of ../shared's imagenet-sample-100 and two unreadable files, so the skipped list's
 # order is checked too. vit embed of texts over 2 and 3 ranks against one process, byte for byte.
+# vit train of images, texts, tagged words and scores: 2 processes against one.
 # Skips loudly without ../shared, mpirun or an MPI build. Prints a
 # cmocka-style summary for tests/run.
 set -u
@@ -241,6 +242,34 @@ grep '^epoch' "$dir/t1.log" | sed 's/, [0-9.]* s (.*//' >"$dir/a"
 grep '^epoch' "$dir/t2.log" | sed 's/, [0-9.]* s (.*//' >"$dir/b"
 cmp -s "$dir/a" "$dir/b" || fail "text losses differ: $(paste "$dir/a" "$dir/b")"
 check_dw "$dir/t1" "$dir/t2" 18 "text, 1 vs 2 processes, 18 steps, losses equal"
+# tagged words (--tags, the token cross-entropy over the whole batch's labelled tokens) and scores
+# of pairs (--regression, MSE): fine-tuning the micro models, 1 vs 2 processes, dropout on
+for _ in 1 2 3 4; do
+    printf 'the O\ncat B-PER\nsat O\non O\nthe O\nmat B-LOC\n\na O\ndog B-PER\nran O\nfar O\naway B-LOC\n\n'
+    printf 'the O\nzebra B-PER\nslept O\n\nthe O\ndog B-PER\nsat O\non O\nthe O\nmat B-LOC\n\n'
+done >"$dir/tags.conll"
+printf 'a\tb\tscore\nthe cat sat\tthe cat sat\t5\nthe cat sat\ta dog ran\t1\nit was very good\tit was good\t4.2
+the zebra slept\tthe mat\t0.4\na dog ran far away\ta dog ran\t3.5\nthe mat\tthe mat\t5
+it was good\tthe zebra slept\t0\nthe cat ran\tthe cat sat\t3.1\n' >"$dir/sts.tsv"
+for task in tags regression; do
+    case $task in
+    tags) args="--init tests/data/bert-tok-micro --tags --train $dir/tags.conll --batch 8" ;;
+    regression) args="--init tests/data/bert-pair-micro --pair --regression --train $dir/sts.tsv --batch 4" ;;
+    esac
+    # 16 sentences in batches of 8, 8 pairs in batches of 4: 2 steps an epoch
+    args="$args --val-split 0 --epochs 3 --dropout 0.1 --attention-dropout 0.1 --seed 3 -t 1"
+    # shellcheck disable=SC2086
+    "$vit" train $args --out "$dir/$task-1" >"$dir/$task-1.log" 2>&1 ||
+        fail "$task, one process: $(cat "$dir/$task-1.log")"
+    # shellcheck disable=SC2086
+    mpirun -np 2 --oversubscribe "$vit" train $args --out "$dir/$task-2" >"$dir/$task-2.log" 2>&1 ||
+        fail "$task, 2 processes: $(cat "$dir/$task-2.log")"
+    grep '^epoch' "$dir/$task-1.log" | sed 's/, [0-9.]* s (.*//' >"$dir/a"
+    grep '^epoch' "$dir/$task-2.log" | sed 's/, [0-9.]* s (.*//' >"$dir/b"
+    [ -s "$dir/a" ] || fail "$task: no epoch line: $(cat "$dir/$task-1.log")"
+    cmp -s "$dir/a" "$dir/b" || fail "$task losses differ: $(paste "$dir/a" "$dir/b")"
+    check_dw "$dir/$task-1" "$dir/$task-2" 6 "--$task, 1 vs 2 processes, 6 steps, losses equal"
+done
 
 # stopped under 2 processes (SIGINT after the first epoch), resumed by one: as the run above, at
 # 64x64 with hidden 64 so that a step takes long enough for the signal to land mid-run on a quiet
