@@ -483,12 +483,49 @@ static void test_long_context_scratch(void **state) {
     encoder_scratch_free(&sc);
 }
 
+/* Training is refused in one line naming the class, before any data is read: the encoder's
+ * backward has no rotary or ALiBi step (a gradient without them would be silently wrong; a
+ * JinaBERT run crashed). text_acts_alloc for training says so too. */
+static void test_train_refused(void **state) {
+    (void)state;
+    static const char *const dirs[] = {"tests/data/nomic-micro", "tests/data/nomic-geglu-micro",
+                                       "tests/data/jina-micro"};
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        model m;
+        vit_error err = {0};
+        if (model_load(&m, dirs[i], &err) != 0) fail_msg("%s: %s", dirs[i], err.msg);
+        text_acts a;
+        assert_int_equal(text_acts_alloc(&a, &m, 2, 8, 1, &err), -1);
+        if (!strstr(err.msg, "runs for inference only")) fail_msg("%s: %s", dirs[i], err.msg);
+        model_free(&m);
+    }
+    REQUIRE_BIN();
+    static const char rows[] = "anchor\tpositive\nthe cat sat\ta cat\nthe dog ran\ta dog\n";
+    const char *data = write_temp_file("rows.tsv", rows, sizeof rows - 1);
+    char out[4200];
+    snprintf(out, sizeof out, "%s/refused", test_tmpdir());
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
+        for (int mnrl = 0; mnrl < 2; mnrl++) {
+            const char *train[] = {"train",   "--init",      dirs[i],
+                                   "--train", data,          "--out",
+                                   out,       "--overwrite", mnrl ? "--loss" : NULL,
+                                   "mnrl",    NULL};
+            test_run_result r = test_run_vit(NULL, NULL, train);
+            const char *says = mnrl ? "vit trains BERT, RoBERTa" : "runs for inference only";
+            const char *nl = strchr(r.err, '\n');
+            if (r.status != 1 || !strstr(r.err, says) || !strstr(r.err, "Bert") || (nl && nl[1]))
+                fail_msg("%s%s: exit %d, expected one line with '%s': %s", dirs[i],
+                         mnrl ? " --loss mnrl" : "", r.status, says, r.err);
+            test_run_free(&r);
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hidden_states), cmocka_unit_test(test_embeddings),
         cmocka_unit_test(test_refusals),      cmocka_unit_test(test_real_shapes),
         cmocka_unit_test(test_cli),           cmocka_unit_test(test_long_context_scratch),
-        cmocka_unit_test(test_reranker),
+        cmocka_unit_test(test_reranker),      cmocka_unit_test(test_train_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,15 +10,25 @@
 #include "vit/base/alloc.h"
 #include "vit/core/ops.h"
 
+int text_model_check_train(const model *m, vit_error *err) {
+    const model_config *c = &m->cfg;
+    /* the joint towers' heads have no backward */
+    if (c->family != FAMILY_PLAIN && c->family != FAMILY_TEXT)
+        return vit_fail(err, "%s: inference only, for now", config_architecture(c));
+    /* the encoder's backward has no rotary or ALiBi step: their gradients would be wrong */
+    if (c->opt.rotary_dim || c->opt.alibi)
+        return vit_fail(err, "%s runs for inference only (%s positions have no backward in vit)",
+                        config_architecture(c), c->opt.alibi ? "ALiBi" : "rotary");
+    return 0;
+}
+
 int text_acts_alloc(text_acts *a, const model *m, int max_batch, int max_tokens, int training,
                     vit_error *err) {
     memset(a, 0, sizeof *a);
     const model_config *c = &m->cfg;
     if (c->kind != MODEL_TEXT) return vit_fail(err, "not a BERT model");
     if (max_batch < 1) return vit_fail(err, "batch size %d is not positive", max_batch);
-    /* the joint towers' heads have no backward */
-    if (training && (c->family != FAMILY_PLAIN && c->family != FAMILY_TEXT))
-        return vit_fail(err, "%s: inference only, for now", config_architecture(c));
+    if (training && text_model_check_train(m, err) != 0) return -1;
     if (max_tokens < 1 || max_tokens > config_text_max_tokens(c))
         return vit_fail(err, "%d tokens outside 1..%d (max_position_embeddings)", max_tokens,
                         config_text_max_tokens(c));

@@ -54,6 +54,10 @@ typedef struct {
     encoder_layer *grad_layers;
 } text_acts;
 
+/* Whether m trains: not a joint model's text tower, nor an encoder with rotary positions
+ * (NomicBERT) or ALiBi (JinaBERT v2), whose steps have no backward; one line naming the class. */
+int text_model_check_train(const model *m, vit_error *err);
+
 /* Buffers for batches of up to max_batch sequences of up to max_tokens tokens (at most
  * max_position_embeddings); training: per-layer activations and gradient buffers too. */
 int text_acts_alloc(text_acts *a, const model *m, int max_batch, int max_tokens, int training,

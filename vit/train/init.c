@@ -9,6 +9,7 @@
 #include "vit/data/imagefolder.h"
 #include "vit/io/model_dir.h"
 #include "vit/io/st_folder.h"
+#include "vit/model/text_model.h"
 #include "vit/model/vit_model.h"
 #include "vit/train/trainer.h"
 
@@ -240,8 +241,8 @@ static int fine_tune_model(trainer *t, vit_error *err) {
         return vit_fail(err, "%s: not a %s model (the training data is %s)", t->o.init_dir,
                         text ? "BERT" : "ViT", text ? "text" : "images");
     }
-    if (text && from.cfg.family != FAMILY_PLAIN && from.cfg.family != FAMILY_TEXT) {
-        const char *cls = config_architecture(&from.cfg); /* a static name */
+    if (text && text_model_check_train(&from, NULL) != 0) { /* a joint tower, rotary, ALiBi */
+        const char *cls = config_architecture(&from.cfg);   /* a static name */
         model_free(&from);
         return vit_fail(err,
                         "%s: %s runs for inference only; vit train fine-tunes the classifiers "

@@ -138,7 +138,7 @@ static int st_setup_model(trainer *t, const char *dir, vit_error *err) {
         return -1;
     const model_config *c = &d->tm.cfg;
     if (c->kind != MODEL_TEXT || c->opt.head != HEAD_NONE ||
-        (c->family != FAMILY_PLAIN && c->family != FAMILY_TEXT))
+        text_model_check_train(&d->tm, NULL) != 0) /* a joint tower, rotary, ALiBi */
         return vit_fail(err,
                         "%s: the Transformer is %s; vit trains BERT, RoBERTa, XLM-R, "
                         "DistilBERT and MPNet base models",
