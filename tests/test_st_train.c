@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -323,9 +324,16 @@ static void train_folder(const char *dir, const char *data, const char *name) {
         if (access(path, F_OK) != 0) fail_msg("%s: no %s", out, files[i]);
     }
     /* the Dense weights trained: the saved ones moved from the folder's */
-    char before[4400], after[4400];
+    char before[4400], after[4400], bin[4400];
     snprintf(before, sizeof before, "%s/2_Dense/model.safetensors", dir);
     snprintf(after, sizeof after, "%s/2_Dense/model.safetensors", out);
+    snprintf(bin, sizeof bin, "%s/2_Dense/pytorch_model.bin", dir);
+    if (access(bin, F_OK) == 0) { /* its tensors are st-cls-dense-micro's, torch.save'd */
+        snprintf(before, sizeof before, "tests/data/st-cls-dense-micro/2_Dense/model.safetensors");
+        snprintf(bin, sizeof bin, "%s/2_Dense/pytorch_model.bin", out);
+        if (access(bin, F_OK) == 0)
+            fail_msg("%s: the replaced pytorch_model.bin is still there", out);
+    }
     if (access(before, F_OK) == 0) {
         size_t n0 = 0, n1 = 0;
         float *w0 = test_read_tensor(before, "linear.weight", &n0),
@@ -397,6 +405,25 @@ static void test_train_cli(void **state) {
     train_folder("tests/data/st-multi-micro", t, "multi-triplets");
     /* the Transformer in its own folder (0_Transformer/), Dense then Normalize */
     train_folder("tests/data/st-cls-dense-micro", p, "cls-dense-pairs");
+    /* the same with its Dense as pytorch_model.bin (tests/data/st-dense-bin): saved as
+     * model.safetensors, the .bin not left beside it */
+    char dir[4096], cwd[4096], from[8300], to[8300];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(dir, sizeof dir, "%s/st-cls-dense-bin", test_tmpdir());
+    snprintf(to, sizeof to, "%s/2_Dense", dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_equal(mkdir(to, 0755), 0);
+    static const char *const files[] = {"modules.json", "1_Pooling", "0_Transformer",
+                                        "config_sentence_transformers.json", "2_Dense/config.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(from, sizeof from, "%s/tests/data/st-cls-dense-micro/%s", cwd, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        assert_int_equal(symlink(from, to), 0);
+    }
+    snprintf(from, sizeof from, "%s/tests/data/st-dense-bin/pytorch_model.bin", cwd);
+    snprintf(to, sizeof to, "%s/2_Dense/pytorch_model.bin", dir);
+    assert_int_equal(symlink(from, to), 0);
+    train_folder(dir, p, "cls-dense-bin-pairs");
 }
 
 /* What --loss mnrl refuses, each in one message naming the problem. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "vit/base/file.h"
 #include "vit/base/json.h"
@@ -434,5 +435,10 @@ int st_dense_save(const char *out_dir, const st_dense *d, vit_error *err) {
         {.name = "linear.weight", .ndim = 2, .shape = {d->out, d->in}, .data = d->w},
         {.name = "linear.bias", .ndim = 1, .shape = {d->out}, .data = d->b}};
     static const char *const keys[] = {"format"}, *const values[] = {"pt"};
-    return st_write_f32_meta(path, entries, d->b ? 2 : 1, keys, values, 1, err);
+    if (st_write_f32_meta(path, entries, d->b ? 2 : 1, keys, values, 1, err) != 0) return -1;
+    /* a folder that came with pytorch_model.bin keeps one copy of the weights, the new one */
+    join(path, sizeof path, out_dir, d->module, "pytorch_model.bin");
+    if (path[0] && unlink(path) != 0 && errno != ENOENT)
+        return vit_fail(err, "%s: cannot remove the weights replaced: %s", path, strerror(errno));
+    return 0;
 }

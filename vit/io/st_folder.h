@@ -72,7 +72,8 @@ typedef int (*st_module_weights)(const char *in_dir, const char *out_dir, const 
 int st_folder_write_modules(const char *in_dir, const char *out_dir, st_module_weights write,
                             void *user, vit_error *err);
 /* Dense d's weights as Dense.save writes them: out_dir/<its module>/model.safetensors
- * (linear.weight, linear.bias when it has one); its config.json is the copied one. */
+ * (linear.weight, linear.bias when it has one), a pytorch_model.bin there removed (the weights
+ * it held replaced); its config.json is the copied one. */
 int st_dense_save(const char *out_dir, const st_dense *d, vit_error *err);
 
 #endif
