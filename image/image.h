@@ -63,6 +63,12 @@ enum {
 int image_resize(const image_u8 *src, int out_width, int out_height, int resample, image_u8 *dst,
                  vit_error *err);
 
+/* Pillow's Image.resize(size, resample, reducing_gap=reducing_gap) (>= 1): when the image is at
+ * least twice reducing_gap times the size on an axis it is first Image.reduce'd by
+ * int(in / out / reducing_gap) there (block means), then resized from the reduced box. */
+int image_resize_reducing(const image_u8 *src, int out_width, int out_height, int resample,
+                          double reducing_gap, image_u8 *dst, vit_error *err);
+
 /* The preprocessing a model's preprocessor_config.json asks for. */
 typedef struct {
     int do_resize;
@@ -81,6 +87,11 @@ typedef struct {
     int torch_crop;    /* center crop offsets as torchvision's CenterCrop (timm's eval transform):
                         * round((size - crop) / 2) half to even, not floor */
     int from_defaults; /* 1: there was no preprocessor_config.json (ViTImageProcessor's defaults) */
+    /* NougatImageProcessor (keep_aspect 1): the size is resize_height x resize_width; in order
+     * crop_margin, align_long_axis, resize of the short side to min(height, width), thumbnail
+     * (bicubic, reducing_gap 2), pad centred with 0, then rescale and normalise. */
+    int keep_aspect;
+    int do_crop_margin, do_align_long_axis, do_thumbnail, do_pad;
 } preprocess_config;
 
 /* Reads MODEL_DIR/preprocessor_config.json for a model of image_size and channels (its

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vit/base/hot.h"
@@ -115,7 +116,7 @@ static int get_channel_values(const cJSON *root, const char *key, int channels, 
 /* How a class reads an integer `size` (get_size's rule): a square, the short side (get_size_dict
  * with default_to_square=False, then a shortest-edge resize), or not at all (SigLIP: its
  * get_size_dict makes {"shortest_edge": N} and its preprocess reads size["height"]). */
-enum { SIZE_SQUARE = 1, SIZE_SHORT = 2, SIZE_HEIGHT_WIDTH = 3 };
+enum { SIZE_SQUARE = 1, SIZE_SHORT = 2, SIZE_HEIGHT_WIDTH = 3, SIZE_SQUARE_OR_HW = 4 };
 
 /* Each class's __init__ defaults for the fields a file leaves out (transformers'
  * image_processing_{vit,deit,beit,clip,bit,siglip}.py; tools/processor_reference.py has the same
@@ -124,18 +125,24 @@ typedef struct {
     const char *name; /* without ImageProcessor / ImageProcessorFast / FeatureExtractor */
     int size_rule, height, width, shortest, resample, crop;
     const float *mean, *std;
+    int keep_aspect; /* NougatImageProcessor's steps (preprocess_config.keep_aspect) */
 } processor_class;
 
 static const float half[3] = {0.5f, 0.5f, 0.5f};
 static const float clip_mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
 static const float clip_std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
+static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
 static const processor_class classes[] = {
-    {"ViT", SIZE_SQUARE, 224, 224, 0, RESAMPLE_BILINEAR, 0, half, half},
-    {"DeiT", SIZE_SQUARE, 256, 256, 0, RESAMPLE_BICUBIC, 224, half, half},
-    {"Beit", SIZE_SQUARE, 256, 256, 0, RESAMPLE_BICUBIC, 224, half, half},
-    {"CLIP", SIZE_SHORT, 0, 0, 224, RESAMPLE_BICUBIC, 224, clip_mean, clip_std},
-    {"Bit", SIZE_SHORT, 0, 0, 224, RESAMPLE_BICUBIC, 224, clip_mean, clip_std},
-    {"Siglip", SIZE_HEIGHT_WIDTH, 224, 224, 0, RESAMPLE_BICUBIC, 0, half, half},
+    {"ViT", SIZE_SQUARE, 224, 224, 0, RESAMPLE_BILINEAR, 0, half, half, 0},
+    {"DeiT", SIZE_SQUARE, 256, 256, 0, RESAMPLE_BICUBIC, 224, half, half, 0},
+    {"Beit", SIZE_SQUARE, 256, 256, 0, RESAMPLE_BICUBIC, 224, half, half, 0},
+    {"CLIP", SIZE_SHORT, 0, 0, 224, RESAMPLE_BICUBIC, 224, clip_mean, clip_std, 0},
+    {"Bit", SIZE_SHORT, 0, 0, 224, RESAMPLE_BICUBIC, 224, clip_mean, clip_std, 0},
+    {"Siglip", SIZE_HEIGHT_WIDTH, 224, 224, 0, RESAMPLE_BICUBIC, 0, half, half, 0},
+    /* get_size_dict(size): an int is a square; its resize reads size["height"], ["width"] */
+    {"Nougat", SIZE_SQUARE_OR_HW, 896, 672, 0, RESAMPLE_BILINEAR, 0, imagenet_mean, imagenet_std,
+     1},
 };
 
 /* AutoImageProcessor's class for a file that names none: IMAGE_PROCESSOR_MAPPING's entry for
@@ -196,6 +203,26 @@ static void processor_defaults(const processor_class *k, preprocess_config *cfg)
     cfg->crop_height = cfg->crop_width = k->crop > 0 ? k->crop : 224;
     memcpy(cfg->mean, k->mean, sizeof cfg->mean);
     memcpy(cfg->std, k->std, sizeof cfg->std);
+    cfg->keep_aspect = k->keep_aspect;
+    cfg->do_crop_margin = cfg->do_thumbnail = cfg->do_pad = k->keep_aspect;
+    cfg->do_align_long_axis = 0;
+}
+
+/* NougatImageProcessor's own flags; it reads no center crop (a do_center_crop in its file is an
+ * attribute transformers never uses). Its output must have one size: do_pad. */
+static int parse_keep_aspect(const cJSON *root, preprocess_config *cfg, const char *src,
+                             vit_error *err) {
+    if (json_get_bool(root, "do_crop_margin", &cfg->do_crop_margin, src, err) ||
+        json_get_bool(root, "do_thumbnail", &cfg->do_thumbnail, src, err) ||
+        json_get_bool(root, "do_align_long_axis", &cfg->do_align_long_axis, src, err) ||
+        json_get_bool(root, "do_pad", &cfg->do_pad, src, err))
+        return -1;
+    if (!cfg->do_pad)
+        return vit_fail(err,
+                        "%s: do_pad is false: NougatImageProcessor then gives images of any size, "
+                        "and vit's models take one",
+                        src);
+    return 0;
 }
 
 static int parse_preprocessor(const cJSON *root, const char *model_dir, preprocess_config *cfg,
@@ -206,7 +233,7 @@ static int parse_preprocessor(const cJSON *root, const char *model_dir, preproce
     if (!k)
         return vit_fail(err,
                         "%s: image processor '%s' is not one vit reads (ViT, DeiT, Beit, CLIP, "
-                        "Bit, Siglip: ImageProcessor or FeatureExtractor)",
+                        "Bit, Siglip, Nougat: ImageProcessor or FeatureExtractor)",
                         src, name);
     processor_defaults(k, cfg);
     if (k->size_rule == SIZE_HEIGHT_WIDTH &&
@@ -216,11 +243,16 @@ static int parse_preprocessor(const cJSON *root, const char *model_dir, preproce
                         "fails on it): give {\"height\": N, \"width\": N}",
                         src, name);
     if (json_get_bool(root, "do_resize", &cfg->do_resize, src, err) ||
-        get_size(root, "size", k->size_rule == SIZE_HEIGHT_WIDTH ? 0 : k->size_rule,
+        get_size(root, "size",
+                 k->size_rule == SIZE_HEIGHT_WIDTH || k->size_rule == SIZE_SQUARE_OR_HW
+                     ? 0
+                     : k->size_rule,
                  &cfg->resize_height, &cfg->resize_width, &cfg->shortest_edge, src, err) ||
         json_get_int(root, "resample", 0, 5, &cfg->resample, src, err) ||
-        json_get_bool(root, "do_center_crop", &cfg->do_center_crop, src, err) ||
-        get_size(root, "crop_size", 0, &cfg->crop_height, &cfg->crop_width, NULL, src, err) ||
+        (k->keep_aspect ? parse_keep_aspect(root, cfg, src, err)
+                        : json_get_bool(root, "do_center_crop", &cfg->do_center_crop, src, err) ||
+                              get_size(root, "crop_size", 0, &cfg->crop_height, &cfg->crop_width,
+                                       NULL, src, err)) ||
         json_get_bool(root, "do_rescale", &cfg->do_rescale, src, err) ||
         json_get_number(root, "rescale_factor", 1e-30, 1e30, &factor, src, err) ||
         json_get_bool(root, "do_normalize", &cfg->do_normalize, src, err) ||
@@ -397,7 +429,14 @@ void preprocess_describe(const preprocess_config *p, char *buf, size_t size) {
     static const char *filters[] = {"nearest", "lanczos", "bilinear", "bicubic", "box", "hamming"};
     const char *filter = p->resample >= 0 && p->resample <= 5 ? filters[p->resample] : "?";
     size_t n = 0;
-    if (!p->do_resize)
+    if (p->keep_aspect)
+        n = (size_t)snprintf(buf, size, "keep aspect (Nougat):%s%s%s%s pad to %dx%d",
+                             p->do_crop_margin ? " crop margin," : "",
+                             p->do_align_long_axis ? " align long axis," : "",
+                             p->do_resize ? " shortest edge min(h, w)," : "",
+                             p->do_thumbnail ? " thumbnail," : "", p->resize_width,
+                             p->resize_height);
+    else if (!p->do_resize)
         n = (size_t)snprintf(buf, size, "no resize");
     else if (p->shortest_edge > 0)
         n = (size_t)snprintf(buf, size, "shortest edge %d %s", p->shortest_edge, filter);
@@ -407,6 +446,8 @@ void preprocess_describe(const preprocess_config *p, char *buf, size_t size) {
     if (n < size && p->do_center_crop)
         n += (size_t)snprintf(buf + n, size - n, ", center crop %dx%d", p->crop_width,
                               p->crop_height);
+    if (n < size && p->keep_aspect && p->do_resize)
+        n += (size_t)snprintf(buf + n, size - n, " %s", filter);
     if (n < size && p->do_normalize)
         snprintf(buf + n, size - n, ", mean [%g %g %g] std [%g %g %g]", p->mean[0], p->mean[1],
                  p->mean[2], p->std[0], p->std[1], p->std[2]);
@@ -414,7 +455,10 @@ void preprocess_describe(const preprocess_config *p, char *buf, size_t size) {
 
 void preprocess_output_shape(const preprocess_config *cfg, int *channels, int *height, int *width) {
     *channels = cfg->channels;
-    if (cfg->do_center_crop) {
+    if (cfg->keep_aspect) { /* do_pad: always the size */
+        *height = cfg->resize_height;
+        *width = cfg->resize_width;
+    } else if (cfg->do_center_crop) {
         *height = cfg->crop_height;
         *width = cfg->crop_width;
     } else if (cfg->do_resize && cfg->shortest_edge == 0) {
@@ -429,7 +473,9 @@ void preprocess_config_set_size(preprocess_config *cfg, int size) {
     int c, h, w;
     preprocess_output_shape(cfg, &c, &h, &w);
     if (h == size && w == size) return;
-    if (cfg->crop_pct > 0) { /* timm: resolve_data_config at input_size (3, size, size) */
+    if (cfg->keep_aspect) {
+        cfg->resize_height = cfg->resize_width = size;
+    } else if (cfg->crop_pct > 0) { /* timm: resolve_data_config at input_size (3, size, size) */
         const int scale = (int)floor(size / cfg->crop_pct);
         if (cfg->shortest_edge > 0) cfg->shortest_edge = scale;
         cfg->resize_height = cfg->resize_width = scale;
@@ -485,10 +531,8 @@ static int crop_offset(const preprocess_config *cfg, int d) {
 
 /* Center crop (zero outside the image) fused with rescale, normalise and HWC -> CHW. */
 HOT_LOOP static void crop_normalize(const preprocess_config *cfg, const image_u8 *img, int out_h,
-                                    int out_w, float *out) {
+                                    int out_w, int top, int left, float *out) {
     const int C = img->channels;
-    const int top = crop_offset(cfg, img->height - out_h);
-    const int left = crop_offset(cfg, img->width - out_w);
     for (int c = 0; c < C; c++) {
         float table[256];
         for (int v = 0; v < 256; v++) {
@@ -507,9 +551,132 @@ HOT_LOOP static void crop_normalize(const preprocess_config *cfg, const image_u8
     }
 }
 
+/* NougatImageProcessor.crop_margin: the box of the pixels whose grey (Pillow's L), stretched to
+ * 0..255 in float64 as numpy does, is below 200; an image of one grey is left whole. */
+static void margin_box(const image_u8 *img, int *x0, int *y0, int *x1, int *y1) {
+    const int C = img->channels;
+    const size_t n = (size_t)img->width * img->height;
+    int lo = 255, hi = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            *x0 = img->width, *y0 = img->height, *x1 = *y1 = 0;
+            if (lo == hi) { /* max == min: nothing to crop */
+                *x0 = *y0 = 0, *x1 = img->width, *y1 = img->height;
+                return;
+            }
+        }
+        for (size_t i = 0; i < n; i++) {
+            const uint8_t *p = img->pixels + i * C;
+            const int v =
+                C == 3 ? (int)((19595u * p[0] + 38470u * p[1] + 7471u * p[2] + 0x8000u) >> 16)
+                       : p[0];
+            if (pass == 0) {
+                lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+                continue;
+            }
+            if (!((double)(v - lo) / (double)(hi - lo) * 255.0 < 200.0)) continue;
+            const int x = (int)(i % img->width), y = (int)(i / img->width);
+            if (x < *x0) *x0 = x;
+            if (y < *y0) *y0 = y;
+            if (x + 1 > *x1) *x1 = x + 1;
+            if (y + 1 > *y1) *y1 = y + 1;
+        }
+    }
+}
+
+/* Pixels x0..x1 x y0..y1 of img, or (rotate) img turned 90 degrees clockwise, np.rot90(img, 3),
+ * into a new image. */
+static int crop_or_turn(const image_u8 *img, int x0, int y0, int x1, int y1, int rotate,
+                        image_u8 *out, vit_error *err) {
+    const int C = img->channels, w = rotate ? img->height : x1 - x0,
+              h = rotate ? img->width : y1 - y0;
+    uint8_t *px = malloc((size_t)w * h * C);
+    if (!px) return vit_fail(err, "preprocess: out of memory");
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            /* rot90(k=3): out[y][x] = in[H - 1 - x][y] */
+            const int sx = rotate ? y : x + x0, sy = rotate ? img->height - 1 - x : y + y0;
+            memcpy(px + ((size_t)y * w + x) * C, img->pixels + ((size_t)sy * img->width + sx) * C,
+                   (size_t)C);
+        }
+    *out = (image_u8){w, h, C, px};
+    return 0;
+}
+
+/* Replaces *cur (owned when it is not orig) by next. */
+static void step_to(image_u8 *owned, const image_u8 **cur, image_u8 *next) {
+    image_free(owned);
+    *owned = *next;
+    *cur = owned;
+}
+
+/* NougatImageProcessor.preprocess step by step (transformers'
+ * models/nougat/image_processing_nougat.py), every resize Pillow's. */
+static int keep_aspect_image(const preprocess_config *cfg, const image_u8 *img, float *out,
+                             vit_error *err) {
+    const int H = cfg->resize_height, W = cfg->resize_width;
+    const image_u8 *cur = img;
+    image_u8 owned = {0}, next = {0};
+    int rc = 0;
+    if (cfg->do_crop_margin) {
+        int x0, y0, x1, y1;
+        margin_box(cur, &x0, &y0, &x1, &y1);
+        if (x0 != 0 || y0 != 0 || x1 != cur->width || y1 != cur->height) {
+            if ((rc = crop_or_turn(cur, x0, y0, x1, y1, 0, &next, err)) != 0) goto done;
+            step_to(&owned, &cur, &next);
+        }
+    }
+    if (cfg->do_align_long_axis &&
+        ((W < H && cur->width > cur->height) || (W > H && cur->width < cur->height))) {
+        if ((rc = crop_or_turn(cur, 0, 0, 0, 0, 1, &next, err)) != 0) goto done;
+        step_to(&owned, &cur, &next);
+    }
+    if (cfg->do_resize) { /* the short side to min(height, width), the long int(s * long / short) */
+        int rw = 0, rh = 0;
+        if ((rc = shortest_edge_size(cur->width, cur->height, H < W ? H : W, &rw, &rh, err)) != 0 ||
+            (rc = image_resize(cur, rw, rh, cfg->resample, &next, err)) != 0)
+            goto done;
+        step_to(&owned, &cur, &next);
+    }
+    if (cfg->do_thumbnail) { /* no side beyond the size, aspect kept by truncation */
+        int th = cur->height < H ? cur->height : H, tw = cur->width < W ? cur->width : W;
+        if (th != cur->height || tw != cur->width) {
+            if (cur->height > cur->width)
+                tw = (int)((double)((int64_t)cur->width * th) / cur->height);
+            else if (cur->width > cur->height)
+                th = (int)((double)((int64_t)cur->height * tw) / cur->width);
+            if (tw < 1 || th < 1) {
+                rc = vit_fail(err,
+                              "preprocess: a %dx%d image has no %dx%d thumbnail of a pixel or "
+                              "more (transformers fails on it too)",
+                              cur->width, cur->height, W, H);
+                goto done;
+            }
+            if ((rc = image_resize_reducing(cur, tw, th, RESAMPLE_BICUBIC, 2.0, &next, err)) != 0)
+                goto done;
+            step_to(&owned, &cur, &next);
+        }
+    }
+    if (cur->width > W || cur->height > H) { /* np.pad refuses a negative padding */
+        rc = vit_fail(err,
+                      "preprocess: the image is %dx%d after resizing, larger than the pad size "
+                      "%dx%d (transformers fails on it too)",
+                      cur->width, cur->height, W, H);
+        goto done;
+    }
+    /* pad_image: (size - image) // 2 before, the rest after, value 0 */
+    crop_normalize(cfg, cur, H, W, -((H - cur->height) / 2), -((W - cur->width) / 2), out);
+done:
+    image_free(&owned);
+    return rc;
+}
+
 int preprocess_geometry_of(const preprocess_config *cfg, int width, int height,
                            preprocess_geometry *g, vit_error *err) {
     int c;
+    if (cfg->keep_aspect)
+        return vit_fail(err, "preprocess: where a keep-aspect (Nougat) input comes from depends on "
+                             "the pixels (its margin crop), not on the image's size alone");
     preprocess_output_shape(cfg, &c, &g->out_h, &g->out_w);
     if (g->out_h == 0) return vit_fail(err, "preprocess: the configuration gives no fixed size");
     g->resized_w = width, g->resized_h = height;
@@ -529,6 +696,7 @@ int preprocess_image(const preprocess_config *cfg, const image_u8 *img, float *o
     if (img->channels != cfg->channels)
         return vit_fail(err, "preprocess: image has %d channels, the model takes %d", img->channels,
                         cfg->channels);
+    if (cfg->keep_aspect) return keep_aspect_image(cfg, img, out, err);
     preprocess_geometry g = {0};
     if (preprocess_geometry_of(cfg, img->width, img->height, &g, err) != 0) return -1;
     image_u8 resized = {0};
@@ -538,7 +706,7 @@ int preprocess_image(const preprocess_config *cfg, const image_u8 *img, float *o
             return -1;
         src = &resized;
     }
-    crop_normalize(cfg, src, g.out_h, g.out_w, out);
+    crop_normalize(cfg, src, g.out_h, g.out_w, g.top, g.left, out);
     image_free(&resized);
     return 0;
 }

@@ -86,8 +86,11 @@ static void axis_taps_free(axis_taps *t) {
     free(t->k);
 }
 
-static int axis_taps_compute(axis_taps *t, int in, int out, const resample_filter *f) {
-    const double scale = (double)in / out;
+/* Taps reading the source span in0 .. in1 (Pillow's box: fractional after a reduce) of an axis of
+ * `in` pixels. */
+static int axis_taps_compute(axis_taps *t, int in, double in0, double in1, int out,
+                             const resample_filter *f) {
+    const double scale = (in1 - in0) / out;
     const double filterscale = scale < 1.0 ? 1.0 : scale;
     const double support = f->support * filterscale;
     t->ksize = (int)ceil(support) * 2 + 1;
@@ -102,7 +105,7 @@ static int axis_taps_compute(axis_taps *t, int in, int out, const resample_filte
     }
     const double ss = 1.0 / filterscale;
     for (int i = 0; i < out; i++) {
-        const double center = (i + 0.5) * scale;
+        const double center = in0 + (i + 0.5) * scale;
         int xmin = (int)(center - support + 0.5), xmax = (int)(center + support + 0.5);
         if (xmin < 0) xmin = 0;
         if (xmax > in) xmax = in;
@@ -190,16 +193,22 @@ HOT_LOOP static void resample_columns(uint8_t *dst, const uint8_t *src, int y0, 
     }
 }
 
+/* box: Pillow's (x0, y0, x1, y1) source region. */
 static int resize_convolve(const image_u8 *src, int out_w, int out_h, const resample_filter *f,
-                           uint8_t *dst) {
+                           const double box[4], uint8_t *dst) {
     const int C = src->channels;
-    const int need_h = out_w != src->width, need_v = out_h != src->height;
+    const int need_h = out_w != src->width || box[0] != 0 || box[2] != out_w;
+    const int need_v = out_h != src->height || box[1] != 0 || box[3] != out_h;
     axis_taps th = {0}, tv = {0};
     uint8_t *mid = NULL;
     int32_t *acc = NULL, *wide = NULL;
     int rc = -1;
-    if (axis_taps_compute(&th, src->width, out_w, f) != 0) goto done;
-    if (axis_taps_compute(&tv, src->height, out_h, f) != 0) goto done;
+    if (!need_h && !need_v) {
+        memcpy(dst, src->pixels, (size_t)out_w * out_h * C);
+        return 0;
+    }
+    if (axis_taps_compute(&th, src->width, box[0], box[2], out_w, f) != 0) goto done;
+    if (axis_taps_compute(&tv, src->height, box[1], box[3], out_h, f) != 0) goto done;
     wide = malloc(sizeof(int32_t) * ((size_t)src->width * C + 4));
     if (!wide) goto done;
     if (!need_v) {
@@ -271,9 +280,78 @@ int image_resize(const image_u8 *src, int out_width, int out_height, int resampl
         memcpy(pixels, src->pixels, bytes);
         rc = 0;
     } else {
-        rc = f ? resize_convolve(src, out_width, out_height, f, pixels)
+        const double box[4] = {0, 0, src->width, src->height};
+        rc = f ? resize_convolve(src, out_width, out_height, f, box, pixels)
                : resize_nearest(src, out_width, out_height, pixels);
     }
+    if (rc != 0) {
+        free(pixels);
+        return vit_fail(err, "resize to %dx%d: out of memory", out_width, out_height);
+    }
+    *dst = (image_u8){out_width, out_height, src->channels, pixels};
+    return 0;
+}
+
+/* Pillow's division_UINT32(n, 8): 2^32 / (256 n) in single precision, truncated. */
+static uint32_t reduce_multiplier(int n) {
+    const float max_int = 4294967296.0f;
+    return (uint32_t)(max_int / (float)(256u * (uint32_t)n));
+}
+
+/* Pillow's Image.reduce((fx, fy)) of the whole image (Reduce.c): each output pixel the mean of its
+ * fx x fy block, the last column and row over the pixels left; every one of Pillow's special
+ * cases (2x2, 1xN, corners ...) computes ((sum + n / 2) * multiplier(n)) >> 24 for n pixels. */
+static int image_reduce(const image_u8 *src, int fx, int fy, image_u8 *dst, vit_error *err) {
+    const int C = src->channels;
+    const int w = (src->width + fx - 1) / fx, h = (src->height + fy - 1) / fy;
+    uint8_t *pixels = malloc((size_t)w * h * C);
+    if (!pixels) return vit_fail(err, "reduce to %dx%d: out of memory", w, h);
+    for (int y = 0; y < h; y++) {
+        const int y0 = y * fy, y1 = y0 + fy < src->height ? y0 + fy : src->height;
+        for (int x = 0; x < w; x++) {
+            const int x0 = x * fx, x1 = x0 + fx < src->width ? x0 + fx : src->width;
+            const int n = (x1 - x0) * (y1 - y0);
+            const uint32_t mult = reduce_multiplier(n);
+            for (int c = 0; c < C; c++) {
+                uint32_t ss = (uint32_t)n / 2;
+                for (int yy = y0; yy < y1; yy++)
+                    for (int xx = x0; xx < x1; xx++)
+                        ss += src->pixels[((size_t)yy * src->width + xx) * C + c];
+                pixels[((size_t)y * w + x) * C + c] = (uint8_t)((ss * mult) >> 24);
+            }
+        }
+    }
+    *dst = (image_u8){w, h, C, pixels};
+    return 0;
+}
+
+int image_resize_reducing(const image_u8 *src, int out_width, int out_height, int resample,
+                          double reducing_gap, image_u8 *dst, vit_error *err) {
+    memset(dst, 0, sizeof *dst);
+    const resample_filter *f = filter_for(resample);
+    /* Image.resize: a size already right is a copy; NEAREST never reduces */
+    if (!f || (out_width == src->width && out_height == src->height))
+        return image_resize(src, out_width, out_height, resample, dst, err);
+    if (out_width <= 0 || out_height <= 0 ||
+        (int64_t)out_width * out_height > IMAGE_DEFAULT_MAX_PIXELS)
+        return vit_fail(err, "resize to %dx%d: outside 1 pixel .. %lld pixels", out_width,
+                        out_height, IMAGE_DEFAULT_MAX_PIXELS);
+    /* int(box / size / reducing_gap) or 1, per axis, in Python's float64 */
+    int fx = (int)((double)src->width / out_width / reducing_gap);
+    int fy = (int)((double)src->height / out_height / reducing_gap);
+    fx = fx > 0 ? fx : 1, fy = fy > 0 ? fy : 1;
+    image_u8 reduced = {0};
+    const image_u8 *in = src;
+    /* the safe box of the whole image is the whole image: the box after is its size / factor */
+    double box[4] = {0, 0, src->width, src->height};
+    if (fx > 1 || fy > 1) {
+        if (image_reduce(src, fx, fy, &reduced, err) != 0) return -1;
+        in = &reduced;
+        box[2] = (double)src->width / fx, box[3] = (double)src->height / fy;
+    }
+    uint8_t *pixels = malloc((size_t)out_width * out_height * src->channels);
+    int rc = pixels ? resize_convolve(in, out_width, out_height, f, box, pixels) : -1;
+    image_free(&reduced);
     if (rc != 0) {
         free(pixels);
         return vit_fail(err, "resize to %dx%d: out of memory", out_width, out_height);

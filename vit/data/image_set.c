@@ -24,7 +24,8 @@ static preprocess_config bytes_only(const preprocess_config *pp) {
 
 int pixel_lut(const preprocess_config *pp, float *lut, vit_error *err) {
     preprocess_config q = *pp;
-    q.do_resize = 0; /* a 16x16 crop of a 16x16 image: the bytes 0..255 untouched */
+    q.do_resize = 0;   /* a 16x16 crop of a 16x16 image: the bytes 0..255 untouched */
+    q.keep_aspect = 0; /* its margin crop would cut the ramp */
     q.do_center_crop = 1;
     q.crop_height = q.crop_width = 16;
     const int C = pp->channels;

@@ -120,16 +120,25 @@ char *model_config_json(const model_config *c, float hidden_dropout, float atten
 
 char *preprocess_config_json(const preprocess_config *pp) {
     cJSON *root = cJSON_CreateObject();
+    if (pp->keep_aspect) cJSON_AddBoolToObject(root, "do_crop_margin", pp->do_crop_margin);
     cJSON_AddBoolToObject(root, "do_resize", pp->do_resize);
-    if (pp->shortest_edge > 0) {
+    if (pp->keep_aspect) {
+        cJSON_AddItemToObject(root, "size", size_object(pp->resize_height, pp->resize_width));
+    } else if (pp->shortest_edge > 0) {
         cJSON *size = cJSON_AddObjectToObject(root, "size");
         cJSON_AddNumberToObject(size, "shortest_edge", pp->shortest_edge);
     } else {
         cJSON_AddItemToObject(root, "size", size_object(pp->resize_height, pp->resize_width));
     }
     cJSON_AddNumberToObject(root, "resample", pp->resample);
-    cJSON_AddBoolToObject(root, "do_center_crop", pp->do_center_crop);
-    if (pp->do_center_crop)
+    if (pp->keep_aspect) {
+        cJSON_AddBoolToObject(root, "do_thumbnail", pp->do_thumbnail);
+        cJSON_AddBoolToObject(root, "do_align_long_axis", pp->do_align_long_axis);
+        cJSON_AddBoolToObject(root, "do_pad", pp->do_pad);
+    } else {
+        cJSON_AddBoolToObject(root, "do_center_crop", pp->do_center_crop);
+    }
+    if (!pp->keep_aspect && pp->do_center_crop)
         cJSON_AddItemToObject(root, "crop_size", size_object(pp->crop_height, pp->crop_width));
     cJSON_AddBoolToObject(root, "do_rescale", pp->do_rescale);
     char factor[32];
@@ -143,7 +152,8 @@ char *preprocess_config_json(const preprocess_config *pp) {
         cJSON_AddItemToArray(mean, json_shortest_float(pp->mean[ch]));
         cJSON_AddItemToArray(std, json_shortest_float(pp->std[ch]));
     }
-    cJSON_AddStringToObject(root, "image_processor_type", "ViTImageProcessor");
+    cJSON_AddStringToObject(root, "image_processor_type",
+                            pp->keep_aspect ? "NougatImageProcessor" : "ViTImageProcessor");
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;
@@ -959,7 +969,11 @@ char *ved_config_json(const char *encoder_json, const ved_decoder_spec *d) {
     return text;
 }
 
-void resize_preprocess_config(preprocess_config *pp, int height, int width) {
+void resize_preprocess_config(preprocess_config *pp, int height, int width, int keep_aspect) {
+    /* NougatImageProcessor's defaults but the size (and the model's mean and std, kept) */
+    pp->keep_aspect = keep_aspect;
+    pp->do_crop_margin = pp->do_thumbnail = pp->do_pad = keep_aspect;
+    pp->do_align_long_axis = 0;
     pp->do_resize = 1;
     pp->shortest_edge = 0;
     pp->resize_height = height, pp->resize_width = width;

@@ -102,8 +102,10 @@ typedef struct {
 char *ved_config_json(const char *encoder_json, const ved_decoder_spec *d);
 char *ved_generation_config_json(const ved_decoder_spec *d);
 /* pp made to resize to exactly height x width (bilinear, ViTImageProcessor's default; no crop),
- * then rescale by 1/255 and normalise with its mean and std: a new image-to-text model's input. */
-void resize_preprocess_config(preprocess_config *pp, int height, int width);
+ * or with keep_aspect NougatImageProcessor's steps to that size (crop margin, short side,
+ * thumbnail, pad), then rescale by 1/255 and normalise with its mean and std: a new image-to-text
+ * model's input. */
+void resize_preprocess_config(preprocess_config *pp, int height, int width, int keep_aspect);
 
 /* Every file of model directory in_dir but its weights (config.json, preprocessor_config.json,
  * generation_config.json, the tokenizer files: those model_dir_convert copies) into out_dir,

@@ -96,6 +96,11 @@ const train_option train_option_table[] = {
     {"input-width", "enc_width", OPTION_INT, F(enc_width), 0, 0, 65536, "N",
      "its input width (a text line: e.g. 32 x 384)", "the ViT's image_size", GROUP_FINE_TUNE,
      OPTION_NOT_SAVED},
+    {"keep-aspect", "keep_aspect", OPTION_FLAG, F(keep_aspect), 0, 0, 1, NULL,
+     "image to text, with --input-height/--input-width: each line keeps its shape "
+     "(NougatImageProcessor: crop to the ink, short side to min(height, width), shrunk to fit, "
+     "padded centred with 0) instead of being stretched to the size",
+     NULL, GROUP_FINE_TUNE, OPTION_NOT_SAVED},
     {"resize", "resize", OPTION_INT, F(resize), 0, 0, 65536, "N",
      "images: fine-tune the ViT or DeiT at N x N (its positions interpolated, bicubic, as "
      "transformers' interpolate_pos_encoding; the preprocessing scaled alike)",

@@ -45,6 +45,7 @@ typedef struct {
     const char *tokenizer_dir;
     int dec_layers, dec_hidden, dec_heads, dec_mlp;
     int enc_height, enc_width; /* a new image-to-text model's input size (0: the encoder's) */
+    int keep_aspect;           /* ... through NougatImageProcessor's steps, not a stretch */
     int resize; /* images, with init_dir (a ViT or DeiT): fine-tune at resize x resize, the
                  * positions interpolated; 0: the model's size */
     /* optimisation */

@@ -146,9 +146,14 @@ static int ved_companion(trainer *t, const char *dir, vit_error *err) {
     if (t->rank == 0 && !d->fresh && strcmp(dir, t->o.out_dir) != 0 &&
         model_dir_copy_files(dir, t->o.out_dir, err) != 0)
         return -1;
+    if (!d->fresh && t->o.keep_aspect)
+        return vit_fail(err,
+                        "--keep-aspect: %s is an image-to-text model already, whose "
+                        "preprocessor_config.json says what is done to a line (it is kept)",
+                        dir);
     if (model_dir_load_preprocess(dir, &t->pp, err) != 0) return -1;
     if (d->fresh && t->o.enc_height > 0) /* the new input size, as ved_new.c wrote it */
-        resize_preprocess_config(&t->pp, t->o.enc_height, t->o.enc_width);
+        resize_preprocess_config(&t->pp, t->o.enc_height, t->o.enc_width, t->o.keep_aspect);
     if (!d->fresh && text_tokenizer_load(dir, &d->tok, err) != 0) return -1;
     if (c->start_token_id < 0 || c->shift_pad_id < 0)
         return vit_fail(err,

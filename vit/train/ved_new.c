@@ -32,6 +32,9 @@ static int decoder_spec(const trainer *t, const text_tokenizer *tok, int encoder
                             .image_width = o->enc_width};
     if ((o->enc_height > 0) != (o->enc_width > 0))
         return vit_fail(err, "--input-height and --input-width go together");
+    if (o->keep_aspect && o->enc_height <= 0)
+        return vit_fail(err, "--keep-aspect needs --input-height and --input-width (the size each "
+                             "line is fitted into)");
     if (d->hidden % d->heads != 0)
         return vit_fail(err, "--decoder-hidden %d is not divisible by --decoder-heads %d",
                         d->hidden, d->heads);
@@ -122,7 +125,7 @@ static int write_resize_preprocessor(const trainer *t, const char *dir, const ve
                                      vit_error *err) {
     preprocess_config pp;
     if (model_dir_load_preprocess(dir, &pp, err) != 0) return -1;
-    resize_preprocess_config(&pp, d->image_height, d->image_width);
+    resize_preprocess_config(&pp, d->image_height, d->image_width, t->o.keep_aspect);
     char path[4096], *text = preprocess_config_json(&pp);
     if (!text) return vit_fail(err, "out of memory");
     trainer_path(t, path, sizeof path, "preprocessor_config.json");
