@@ -60,6 +60,40 @@ static const char *make_lines(void) {
     return dir;
 }
 
+/* The lines of make_lines at mixed sizes: line i at scale 1 + i % 2 on a canvas of its own
+ * (40 + 23 i) x (36 + 11 i), the text at an offset growing with i: tight and loose crops. */
+static const char *make_mixed_lines(void) {
+    static char dir[4096];
+    if (dir[0]) return dir;
+    snprintf(dir, sizeof dir, "%s/mixed-lines", test_tmpdir());
+    assert_int_equal(mkdir(dir, 0777), 0);
+    char tsv[4096 * 2] = "", path[4200];
+    for (int i = 0; i < LINES; i++) {
+        const int scale = 1 + i % 2, w = 40 + 23 * i + 40 * (scale - 1),
+                  h = 36 + 11 * i + 40 * (scale - 1);
+        image_u8 img = {
+            .width = w, .height = h, .channels = 3, .pixels = malloc((size_t)w * h * 3)};
+        memset(img.pixels, 250, (size_t)w * h * 3);
+        char words[64];
+        snprintf(words, sizeof words, "%s", texts[i]);
+        int y = 1 + 2 * i;
+        static const uint8_t ink[3] = {20, 20, 30};
+        for (char *t = strtok(words, " "); t; t = strtok(NULL, " "), y += 10 * scale)
+            draw_text(&img, 1 + 3 * i, y, scale, t, ink);
+        snprintf(path, sizeof path, "%s/line%d.png", dir, i);
+        vit_error err = {0};
+        if (image_write_png(path, &img, &err) != 0) fail_msg("%s", err.msg);
+        image_free(&img);
+        snprintf(tsv + strlen(tsv), sizeof tsv - strlen(tsv), "line%d.png\t%s\n", i, texts[i]);
+    }
+    snprintf(path, sizeof path, "%s/labels.tsv", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(tsv, f);
+    assert_int_equal(fclose(f), 0);
+    return dir;
+}
+
 static train_options tiny_run(const char *model, const char *out) {
     train_options o = train_default_options();
     o.train_path = make_lines();
@@ -430,6 +464,52 @@ static void expect_refused(train_options o, const char *what) {
     if (!strstr(err.msg, what)) fail_msg("'%s' does not say '%s'", err.msg, what);
 }
 
+/* --keep-aspect: the new model's preprocessor_config.json is NougatImageProcessor's at the input
+ * size (transformers reads the same transform from it), the training lines of six sizes and
+ * scales are read at their own size and fitted (no canvas assumed), and the model reads them all
+ * back. With --init of an image-to-text folder, or without an input size, it is refused. */
+static void test_new_decoder_keep_aspect(void **state) {
+    (void)state;
+    char dir[4200];
+    out_dir(dir, sizeof dir, "new-decoder-keep-aspect");
+    train_options o = new_decoder_run(dir);
+    o.train_path = make_mixed_lines();
+    o.enc_height = 32, o.enc_width = 32;
+    o.keep_aspect = 1;
+    vit_error err = {0};
+    if (train_run(&o, 0, NULL, &err) != 0) fail_msg("%s", err.msg);
+    const double first = logged(dir, "train_loss", 1), last = logged(dir, "train_loss", 0);
+    print_message("  keep aspect: loss %.4f -> %.4f\n", first, last);
+    assert_true(last < first / 40);
+    preprocess_config pp;
+    if (model_dir_load_preprocess(dir, &pp, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(pp.keep_aspect, 1);
+    assert_int_equal(pp.do_crop_margin + pp.do_thumbnail + pp.do_pad, 3);
+    assert_int_equal(pp.resize_height, 32), assert_int_equal(pp.resize_width, 32);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/preprocessor_config.json", dir);
+    size_t n;
+    char *text = (char *)read_whole_file(path, &n);
+    assert_non_null(strstr(text, "\"NougatImageProcessor\""));
+    free(text);
+    vit_gen_context *g = vit_gen_load(dir, NULL, &err);
+    if (!g) fail_msg("%s", err.msg);
+    for (int i = 0; i < LINES; i++) {
+        snprintf(path, sizeof path, "%s/line%d.png", make_mixed_lines(), i);
+        vit_generation out;
+        if (vit_generate_file(g, path, NULL, &out, &err) != 0) fail_msg("%s", err.msg);
+        print_message("    line%d.png: \"%s\"\n", i, out.text);
+        assert_string_equal(out.text, texts[i]);
+        vit_generation_free(&out, 1);
+    }
+    vit_gen_free(g);
+    o.enc_height = o.enc_width = 0;
+    expect_refused(o, "--keep-aspect needs --input-height and --input-width");
+    o = tiny_run(TEST_DATA "/ved-trocr-vit", dir);
+    o.keep_aspect = 1;
+    expect_refused(o, "preprocessor_config.json says what is done to a line");
+}
+
 static void test_errors(void **state) {
     (void)state;
     char dir[4200], bad[4200];
@@ -485,6 +565,7 @@ int main(void) {
         cmocka_unit_test(test_new_decoder),
         cmocka_unit_test(test_new_decoder_init),
         cmocka_unit_test(test_new_decoder_wide),
+        cmocka_unit_test(test_new_decoder_keep_aspect),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests_name("ved_train_run", tests, NULL, NULL);
