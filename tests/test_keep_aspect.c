@@ -12,6 +12,7 @@
 #include "image/image.h"
 #include "vit/base/file.h"
 #include "vit/base/json.h"
+#include "vit/data/image_set.h"
 #include "vit/io/model_dir.h"
 
 #define KA TEST_DATA "/keep-aspect"
@@ -248,6 +249,47 @@ static void test_reduce_hand_computed(void **state) {
     image_free(&dst);
 }
 
+/* Training lines held once per grey image (image_set_load_lines): a grey line takes H·W bytes,
+ * a coloured one keeps its channels, and the batches are the floats the full-colour set gives. */
+static void test_lines_held_grey(void **state) {
+    (void)state;
+    preprocess_config cfg;
+    load("lines-32x512", 3, &cfg);
+    char *paths[3] = {KA "/images/line_303x45.png", KA "/images/rgba_180x30.png",
+                      KA "/images/tall_40x400.png"};
+    const int labels[3] = {0, 1, 2}, idx[4] = {2, 0, 1, 0};
+    image_set full, lines;
+    vit_error err = {0};
+    if (image_set_load(&full, &cfg, paths, labels, 3, NULL, NULL, &err) != 0 ||
+        image_set_load_lines(&lines, &cfg, paths, labels, 3, NULL, NULL, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(lines.grey, 1);
+    /* these lines' strokes are tinted (green above red and blue): held in colour, each checked
+     * against the full set's own bytes; the grey ones come below */
+    const size_t plane = (size_t)32 * 512;
+    for (int i = 0; i < 3; i++) {
+        const uint8_t *p = full.pixels + (size_t)i * 3 * plane;
+        const int grey = !memcmp(p, p + plane, plane) && !memcmp(p, p + 2 * plane, plane);
+        assert_int_equal(lines.colour[i] == NULL, grey);
+        assert_false(grey);
+        if (grey) assert_memory_equal(lines.pixels + i * plane, p, plane);
+    }
+    float lut[3 * 256];
+    if (pixel_lut(&cfg, lut, &err) != 0) fail_msg("%s", err.msg);
+    float *a = test_alloc_floats(4 * 3 * plane), *b = test_alloc_floats(4 * 3 * plane);
+    image_set_batch(&full, idx, 4, lut, NULL, 0, a);
+    image_set_batch(&lines, idx, 4, lut, NULL, 0, b);
+    assert_memory_equal(a, b, sizeof(float) * 4 * 3 * plane);
+    free(a), free(b);
+    image_set_free(&full), image_set_free(&lines);
+    /* a grey image in an RGB model: the white line and a grey PNG are held as one plane */
+    char *grey_paths[2] = {KA "/images/white_200x40.png", KA "/images/grey_220x28.png"};
+    if (image_set_load_lines(&lines, &cfg, grey_paths, labels, 2, NULL, NULL, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_null(lines.colour[0]), assert_null(lines.colour[1]);
+    image_set_free(&lines);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_equal_reference),
@@ -255,6 +297,7 @@ int main(void) {
         cmocka_unit_test(test_config_round_trip_and_errors),
         cmocka_unit_test(test_cli_preprocess_equal),
         cmocka_unit_test(test_reduce_hand_computed),
+        cmocka_unit_test(test_lines_held_grey),
     };
     return cmocka_run_group_tests_name("keep_aspect", tests, NULL, NULL);
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 
 void image_set_free(image_set *s) {
+    for (int i = 0; s->colour && i < s->count; i++) free(s->colour[i]);
+    free(s->colour);
     free(s->pixels);
     free(s->labels);
     memset(s, 0, sizeof *s);
@@ -36,8 +38,13 @@ int pixel_lut(const preprocess_config *pp, float *lut, vit_error *err) {
     return preprocess_image(&q, &img, lut, err); /* CHW of a 16x16 image: lut[c·256 + v] */
 }
 
-static int load_one(const preprocess_config *q, const char *path, int C, size_t per, float *buf,
-                    uint8_t *dst, vit_error *err) {
+/* Image i of out into its slot (a grey set: one plane when its channels are equal, else its own
+ * colour copy). */
+static int load_one(const preprocess_config *q, const char *path, image_set *out, size_t i,
+                    float *buf, vit_error *err) {
+    const int C = out->C;
+    const size_t plane = (size_t)out->H * out->W;
+    size_t per = (size_t)C * plane;
     image_u8 img = {0};
     /* Pillow's raw pixels (no EXIF orientation), as timm's datasets read them */
     if (image_decode_file(path, C, 0, 0, &img, err) != 0) return -1;
@@ -45,6 +52,15 @@ static int load_one(const preprocess_config *q, const char *path, int C, size_t 
     const int rc = preprocess_image(q, &img, buf, &e);
     image_free(&img);
     if (rc != 0) return vit_fail(err, "%s: %s", path, e.msg);
+    uint8_t *dst = out->pixels + i * per;
+    if (out->grey) {
+        int same = 1;
+        for (size_t j = 0; same && j < (size_t)(C - 1) * plane; j++)
+            same = buf[j] == buf[j + plane];
+        dst = out->pixels + i * plane;
+        if (!same && !(dst = out->colour[i] = malloc(per))) return vit_fail(err, "out of memory");
+        if (same) per = plane;
+    }
     for (size_t j = 0; j < per; j++) {
         const float v = buf[j];
         dst[j] = (uint8_t)(v <= 0.0f ? 0 : v >= 255.0f ? 255 : (int)lrintf(v));
@@ -70,7 +86,7 @@ static int decode_all(image_set *out, const preprocess_config *q, char *const *p
 #pragma omp atomic read
             stop = failed;
             if (stop) continue;
-            if (!buf || load_one(q, paths[i], out->C, per, buf, out->pixels + i * per, &e) != 0) {
+            if (!buf || load_one(q, paths[i], out, i, buf, &e) != 0) {
 #pragma omp critical
                 if (!failed) {
                     failed = 1;
@@ -88,20 +104,22 @@ static int decode_all(image_set *out, const preprocess_config *q, char *const *p
     return failed ? -1 : 0;
 }
 
-int image_set_load(image_set *out, const preprocess_config *pp, char *const *paths,
-                   const int *labels, size_t n, image_set_progress_fn progress, void *user,
-                   vit_error *err) {
+static int load_set(image_set *out, const preprocess_config *pp, char *const *paths,
+                    const int *labels, size_t n, int grey, image_set_progress_fn progress,
+                    void *user, vit_error *err) {
     memset(out, 0, sizeof *out);
     int C, H, W;
     preprocess_output_shape(pp, &C, &H, &W);
-    const size_t per = (size_t)C * H * W;
+    out->grey = grey && C > 1;
+    const size_t per = (size_t)(out->grey ? 1 : C) * H * W;
     out->count = (int)n;
     out->C = C;
     out->H = H, out->W = W;
-    out->S = H == W ? H : 0;
+    out->S = H == W && !out->grey ? H : 0;
     out->pixels = malloc(n * per + 1);
     out->labels = malloc(n * sizeof(int) + 1);
-    if (!out->pixels || !out->labels) {
+    if (out->grey) out->colour = calloc(n + 1, sizeof *out->colour);
+    if (!out->pixels || !out->labels || (out->grey && !out->colour)) {
         image_set_free(out);
         return vit_fail(err, "out of memory for %zu images of %dx%dx%d", n, C, H, W);
     }
@@ -113,6 +131,18 @@ int image_set_load(image_set *out, const preprocess_config *pp, char *const *pat
     }
     if (progress) progress(user, n, n);
     return 0;
+}
+
+int image_set_load(image_set *out, const preprocess_config *pp, char *const *paths,
+                   const int *labels, size_t n, image_set_progress_fn progress, void *user,
+                   vit_error *err) {
+    return load_set(out, pp, paths, labels, n, 0, progress, user, err);
+}
+
+int image_set_load_lines(image_set *out, const preprocess_config *pp, char *const *paths,
+                         const int *labels, size_t n, image_set_progress_fn progress, void *user,
+                         vit_error *err) {
+    return load_set(out, pp, paths, labels, n, 1, progress, user, err);
 }
 
 /* torchvision RandomResizedCrop.get_params on an S x S image: the crop box. */
@@ -188,6 +218,13 @@ void image_set_batch_part(const image_set *s, const int *idx, int n, const float
     for (int i = 0; i < n; i++) {
         const uint8_t *src = s->pixels + (size_t)idx[i] * per;
         float *dst = pixels + (size_t)i * per;
+        if (s->grey) { /* one plane for every channel, unless the image kept its colours */
+            const uint8_t *one = s->colour[idx[i]];
+            for (size_t j = 0; j < per; j++)
+                dst[j] = lut[(j / plane) * 256 +
+                             (one ? one[j] : s->pixels[(size_t)idx[i] * plane + j % plane])];
+            continue;
+        }
         uint64_t st = rng_derive(seed, (uint64_t)(first + i), 0);
         if (!aug || S == 0) {
             for (size_t j = 0; j < per; j++) dst[j] = lut[(j / plane) * 256 + src[j]];

@@ -17,8 +17,12 @@
 typedef struct {
     int count, C, H, W;
     int S;           /* H when square, else 0 (the augmentations need a square) */
-    uint8_t *pixels; /* [count, C, H, W] */
+    uint8_t *pixels; /* [count, C, H, W]; with grey, [count, H, W] */
     int *labels;     /* [count] */
+    /* image_set_load_lines: an image whose C channels are equal is held once (a third of the
+     * memory for grey lines in an RGB model), colour[i] [C, H, W] when they are not (else NULL) */
+    int grey;
+    uint8_t **colour;
 } image_set;
 
 void image_set_free(image_set *s);
@@ -31,6 +35,12 @@ int image_set_load(image_set *out, const preprocess_config *pp, char *const *pat
                    const int *labels, size_t n, image_set_progress_fn progress, void *user,
                    vit_error *err);
 
+/* The same for text lines (never augmented): each image whose channels are all equal after the
+ * transform is held as one plane (memory: count·H·W bytes for grey lines, not C times that). */
+int image_set_load_lines(image_set *out, const preprocess_config *pp, char *const *paths,
+                         const int *labels, size_t n, image_set_progress_fn progress, void *user,
+                         vit_error *err);
+
 /* lut[c·256 + v]: the float pp's rescale + normalise give byte v of channel c (C·256 floats). */
 int pixel_lut(const preprocess_config *pp, float *lut, vit_error *err);
 
@@ -42,7 +52,7 @@ typedef struct {
 } augment_options;
 
 /* pixels [n, C, H, W] floats of images idx[0..n) of s, through lut. With aug non-NULL (a square
- * set only: callers check S > 0) each image
+ * set only, not a grey one: callers check S > 0) each image
  * is augmented with draws from the counter-based generator seeded by (seed, i): the same seed
  * gives the same batch whatever the thread count. */
 void image_set_batch(const image_set *s, const int *idx, int n, const float *lut,

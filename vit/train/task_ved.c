@@ -191,7 +191,8 @@ static int load_lines(trainer *t, const line_list *l, image_set *s, line_labels 
     for (int i = 0; i < l->count; i++) index[i] = i;
     int rc = line_labels_encode(l, d->tok, d->max_len, y, err);
     if (rc == 0 && l->count)
-        rc = image_set_load(s, &t->pp, l->paths, index, (size_t)l->count, load_progress, t, err);
+        rc = image_set_load_lines(s, &t->pp, l->paths, index, (size_t)l->count, load_progress, t,
+                                  err);
     free(index);
     return rc;
 }
