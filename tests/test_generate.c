@@ -335,7 +335,8 @@ static void test_config_errors(void **state) {
     expect_read_error("{\"forced_eos_token_id\": [1, 2]}", "forced_eos_token_id");
     expect_read_error("{\"num_beams\": 4, \"do_sample\": true}", "do_sample");
     expect_read_error("{\"num_beam_groups\": 2}", "num_beam_groups");
-    expect_read_error("{\"repetition_penalty\": 1.2}", "repetition_penalty");
+    expect_read_error("{\"repetition_penalty\": 0}", "repetition_penalty"); /* must be > 0 */
+    expect_read_error("{\"guidance_scale\": 1.5}", "guidance_scale");
     expect_read_error("{\"bad_words_ids\": [[5]]}", "bad_words_ids");
     expect_read_error("{\"suppress_tokens\": [3]}", "suppress_tokens");
     /* inactive settings of those keys are fine */

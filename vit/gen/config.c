@@ -21,6 +21,9 @@ gen_config gen_config_default(void) {
                         .length_penalty = 1.0,
                         .early_stopping = GEN_EARLY_HEURISTIC,
                         .no_repeat_ngram_size = 0,
+                        .repetition_penalty = 1.0,
+                        .decay_start = -1,
+                        .decay_factor = 1.0,
                         .decoder_start_token_id = -1,
                         .bos_token_id = -1,
                         .pad_token_id = -1,
@@ -53,6 +56,35 @@ static int read_lengths(const cJSON *root, const char *src, gen_config *c, vit_e
         json_get_number(root, "length_penalty", -1e6, 1e6, &lp, src, err) != 0)
         return -1;
     c->length_penalty = lp;
+    return 0;
+}
+
+/* repetition_penalty (HF: a strictly positive float; null is no penalty) and
+ * exponential_decay_length_penalty [start_index, decay_factor] (null: none). */
+static int read_penalties(const cJSON *root, const char *src, gen_config *c, vit_error *err) {
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "repetition_penalty");
+    if (rp && !cJSON_IsNull(rp)) {
+        if (!cJSON_IsNumber(rp) || !(rp->valuedouble > 0 && rp->valuedouble < 1e30))
+            return vit_fail(err, "%s: field 'repetition_penalty' must be a positive number", src);
+        c->repetition_penalty = rp->valuedouble;
+    } else if (cJSON_IsNull(rp)) {
+        c->repetition_penalty = 1.0;
+    }
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "exponential_decay_length_penalty");
+    if (cJSON_IsNull(d)) {
+        c->decay_start = -1, c->decay_factor = 1.0;
+    } else if (d) {
+        const cJSON *start = cJSON_GetArrayItem(d, 0), *factor = cJSON_GetArrayItem(d, 1);
+        if (!cJSON_IsArray(d) || cJSON_GetArraySize(d) != 2 || !cJSON_IsNumber(start) ||
+            !cJSON_IsNumber(factor) || start->valuedouble != floor(start->valuedouble) ||
+            !(start->valuedouble >= 0 && start->valuedouble <= GEN_MAX_LENGTH) ||
+            !(factor->valuedouble > -1e30 && factor->valuedouble < 1e30))
+            return vit_fail(err,
+                            "%s: field 'exponential_decay_length_penalty' must be [start_index, "
+                            "decay_factor]: an integer in 0..%d and a number",
+                            src, GEN_MAX_LENGTH);
+        c->decay_start = start->valueint, c->decay_factor = factor->valuedouble;
+    }
     return 0;
 }
 
@@ -115,24 +147,14 @@ static const struct {
     const char *key;
     when_active when;
 } UNSUPPORTED[] = {
-    {"do_sample", WHEN_TRUE},
-    {"num_beam_groups", WHEN_ABOVE_ONE},
-    {"penalty_alpha", WHEN_POSITIVE},
-    {"repetition_penalty", WHEN_NOT_ONE},
-    {"guidance_scale", WHEN_NOT_ONE},
-    {"renormalize_logits", WHEN_TRUE},
-    {"remove_invalid_values", WHEN_TRUE},
-    {"low_memory", WHEN_TRUE},
-    {"bad_words_ids", WHEN_SET},
-    {"force_words_ids", WHEN_SET},
-    {"constraints", WHEN_SET},
-    {"exponential_decay_length_penalty", WHEN_SET},
-    {"suppress_tokens", WHEN_SET},
-    {"begin_suppress_tokens", WHEN_SET},
-    {"forced_decoder_ids", WHEN_SET},
-    {"sequence_bias", WHEN_SET},
-    {"stop_strings", WHEN_SET},
-    {"watermarking_config", WHEN_SET},
+    {"do_sample", WHEN_TRUE},          {"num_beam_groups", WHEN_ABOVE_ONE},
+    {"penalty_alpha", WHEN_POSITIVE},  {"guidance_scale", WHEN_NOT_ONE},
+    {"renormalize_logits", WHEN_TRUE}, {"remove_invalid_values", WHEN_TRUE},
+    {"low_memory", WHEN_TRUE},         {"bad_words_ids", WHEN_SET},
+    {"force_words_ids", WHEN_SET},     {"constraints", WHEN_SET},
+    {"suppress_tokens", WHEN_SET},     {"begin_suppress_tokens", WHEN_SET},
+    {"forced_decoder_ids", WHEN_SET},  {"sequence_bias", WHEN_SET},
+    {"stop_strings", WHEN_SET},        {"watermarking_config", WHEN_SET},
     {"dola_layers", WHEN_SET},
 };
 
@@ -161,8 +183,9 @@ static int refuse_unsupported(const cJSON *root, const char *src, vit_error *err
                       UNSUPPORTED[i].when))
             return vit_fail(err,
                             "%s: '%s' is set, which this generation does not support "
-                            "(greedy and beam search with min_length, no_repeat_ngram_size "
-                            "and forced tokens only)",
+                            "(greedy and beam search with min_length, no_repeat_ngram_size, "
+                            "repetition_penalty, exponential_decay_length_penalty and forced "
+                            "tokens only)",
                             src, UNSUPPORTED[i].key);
     return 0;
 }
@@ -174,6 +197,7 @@ int gen_config_read(const char *json, const char *source, gen_config *cfg, vit_e
     gen_config c = *cfg;
     const int rc =
         refuse_unsupported(root, source, err) != 0 || read_lengths(root, source, &c, err) != 0 ||
+                read_penalties(root, source, &c, err) != 0 ||
                 read_early(root, source, &c, err) != 0 || read_ids(root, source, &c, err) != 0
             ? -1
             : 0;

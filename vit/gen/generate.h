@@ -6,8 +6,9 @@
  * nothing of decoders, caches or images. It follows generation/utils.py's `_sample` and the
  * vectorised `_beam_search` of transformers 4.5x (after the v4.51 rewrite; commit 000034a4, see
  * tools/generate_reference.py, the float64 reference the tests compare against), with the
- * processors min_length, min_new_tokens, no_repeat_ngram_size, forced_bos_token_id and
- * forced_eos_token_id, in `_get_logits_processor`'s order.
+ * processors repetition_penalty, no_repeat_ngram_size, min_length, min_new_tokens,
+ * forced_bos_token_id, forced_eos_token_id and exponential_decay_length_penalty, in
+ * `_get_logits_processor`'s order.
  *
  *   gen_config cfg = gen_config_default();
  *   if (gen_config_read(text_of_generation_config_json, path, &cfg, &err) != 0) ...;
@@ -52,7 +53,11 @@ typedef struct {
     double length_penalty; /* double as Python's float: HF divides by float32(L ** it), with
                             * the power in double */
     gen_early_stopping early_stopping;
-    int no_repeat_ngram_size;                 /* 0: off */
+    int no_repeat_ngram_size;  /* 0: off */
+    double repetition_penalty; /* 1: off; > 0: a token the row holds (start included) has its
+                                * score divided by it, or multiplied when negative */
+    int decay_start;           /* exponential_decay_length_penalty [start, factor]; -1: off. */
+    double decay_factor;       /* Past `start` new tokens, eos scores gain |score| (f^k - 1) */
     int decoder_start_token_id, bos_token_id; /* the start: the first, else the second */
     int pad_token_id; /* greedy's token for finished rows; -1: the first eos id */
     int forced_bos_token_id, forced_eos_token_id;
@@ -60,7 +65,7 @@ typedef struct {
 } gen_config;
 
 /* GenerationConfig()'s defaults: max_length 20, min_length 0, one beam, length_penalty 1,
- * early_stopping false, no n-gram ban, every id unset. */
+ * early_stopping false, no n-gram ban, no repetition or length penalty, every id unset. */
 gen_config gen_config_default(void);
 
 /* Overlays the keys of a generation_config.json text (`source` names it in errors) on *cfg:

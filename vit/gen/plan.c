@@ -51,6 +51,12 @@ static int resolve_lengths(const gen_config *c, gen_plan *p, vit_error *err) {
                         "generation config: max_length %d (start token included) is "
                         "outside 2..%d",
                         p->max_length, GEN_MAX_LENGTH);
+    if (!(c->repetition_penalty > 0) || !isfinite(c->repetition_penalty) ||
+        !isfinite(c->decay_factor))
+        return vit_fail(err,
+                        "generation config: repetition_penalty %g must be positive and "
+                        "exponential_decay_length_penalty's factor %g finite",
+                        c->repetition_penalty, c->decay_factor);
     if (c->min_length < 0 || c->min_new_tokens < -1 || c->no_repeat_ngram_size < 0)
         return vit_fail(err,
                         "generation config: min_length %d, min_new_tokens %d and "
@@ -94,6 +100,11 @@ int gen_plan_make(const gen_config *c, int batch, int vocab, gen_plan *p, vit_er
         return -1;
     p->batch = batch, p->vocab = vocab, p->beams = c->num_beams;
     p->ngram = c->no_repeat_ngram_size;
+    p->repetition = (float)c->repetition_penalty;
+    /* ExponentialDecayLengthPenalty's regulation_start: the index + input_ids_seq_length, 1 (the
+     * start token) for an encoder-decoder's decoder */
+    p->decay_start = c->decay_start >= 0 ? c->decay_start + 1 : -1;
+    p->decay_factor = c->decay_factor;
     p->start = c->decoder_start_token_id >= 0 ? c->decoder_start_token_id : c->bos_token_id;
     p->num_eos = c->num_eos;
     for (int i = 0; i < c->num_eos; i++) p->eos[i] = c->eos_ids[i];
@@ -121,12 +132,39 @@ static void ban_ngrams(int n, float *x, const int32_t *seq, int len) {
     }
 }
 
+/* RepetitionPenaltyLogitsProcessor: every id the row holds, once however often (torch gathers the
+ * scores, then scatters), divided by the penalty, or multiplied when negative, in float32. */
+static void penalise_repeats(float penalty, float *x, const int32_t *seq, int len) {
+    for (int i = 0; i < len; i++) {
+        int seen = 0; /* rows are short (a line's tokens): a quadratic look back is cheap */
+        for (int j = 0; j < i && !seen; j++) seen = seq[j] == seq[i];
+        if (seen) continue;
+        const float v = x[seq[i]];
+        x[seq[i]] = v < 0 ? v * penalty : v / penalty;
+    }
+}
+
+/* ExponentialDecayLengthPenalty at length len (> start): each eos score + |score| (f^k - 1), k the
+ * tokens past the start, the factor in double as Python's pow, then float32 as torch. An eos
+ * already at -inf stays there (torch makes it NaN: -inf + inf; only when min_length reaches past
+ * the start, a configuration with no sense). */
+static void decay_length(const gen_plan *p, float *x, int len) {
+    const float f = (float)(pow(p->decay_factor, len - p->decay_start) - 1.0);
+    for (int i = 0; i < p->num_eos; i++) {
+        float *e = &x[p->eos[i]];
+        int dup = 0; /* one id listed twice gets one penalty: penalties[:, ids] = ... is a set */
+        for (int j = 0; j < i; j++) dup |= p->eos[j] == p->eos[i];
+        if (!dup && isfinite(*e)) *e = *e + fabsf(*e) * f;
+    }
+}
+
 static void force(float *x, int vocab, int id) {
     for (int i = 0; i < vocab; i++) x[i] = -INFINITY;
     x[id] = 0.0f;
 }
 
 int gen_process(const gen_plan *p, float *x, const int32_t *seq, int len) {
+    if (p->repetition != 1.0f) penalise_repeats(p->repetition, x, seq, len);
     if (p->ngram > 0) ban_ngrams(p->ngram, x, seq, len);
     if ((p->min_length > 0 && len < p->min_length) ||
         (p->min_new_tokens > 0 && len - 1 < p->min_new_tokens))
@@ -135,6 +173,7 @@ int gen_process(const gen_plan *p, float *x, const int32_t *seq, int len) {
     if (p->forced_bos >= 0 && len == 1) force(x, p->vocab, p->forced_bos), forced = 1;
     if (p->forced_eos >= 0 && len == p->max_length - 1)
         force(x, p->vocab, p->forced_eos), forced = 1;
+    if (p->decay_start >= 0 && len > p->decay_start) decay_length(p, x, len);
     return forced;
 }
 

@@ -14,6 +14,9 @@ typedef struct {
     int min_length;     /* resolved: min_new_tokens + 1 when that is set */
     int min_new_tokens; /* 0 when unset */
     int ngram;
+    float repetition; /* 1: off; as float32, as torch multiplies by a Python float */
+    int decay_start;  /* regulation_start: the index + the one-token prompt; -1: off */
+    double decay_factor;
     int start, pad; /* pad -1: none (no eos either) */
     int forced_bos, forced_eos;
     double length_penalty;
@@ -27,8 +30,9 @@ int gen_plan_make(const gen_config *cfg, int batch, int vocab, gen_plan *p, vit_
 int gen_is_eos(const gen_plan *p, int token);
 
 /* The processors generate() builds for these keys, in its order, on one row's scores x[vocab]
- * given the row's ids seq[0..len): no-repeat n-grams, min length, min new tokens, forced BOS,
- * forced EOS. Returns 1 when a forcing processor set the row (all -inf, the forced id 0). */
+ * given the row's ids seq[0..len): repetition penalty, no-repeat n-grams, min length, min new
+ * tokens, forced BOS, forced EOS, exponential decay length penalty. Returns 1 when a forcing
+ * processor set the row (all -inf, the forced id 0). */
 int gen_process(const gen_plan *p, float *x, const int32_t *seq, int len);
 
 /* log_softmax of x[0..n) in place, as torch computes it: (x - max) - log(sum(exp(x - max))),
