@@ -480,6 +480,75 @@ static void test_render_held_out_sst2(void **state) {
     free(raw), free(held), free(labels);
 }
 
+/* --crop: the same files for 1 and 2 threads; each image's size and the label's box in
+ * render.tsv agree with the file; given texts are drawn as written; bad texts and heights are one
+ * line each. */
+static void test_render_crop(void **state) {
+    (void)state;
+    REQUIRE_FONTS(fonts);
+    const char *dirs[2] = {dir_in_tmp("crop1"), dir_in_tmp("crop2")};
+    for (int t = 0; t < 2; t++) {
+        const char *const args[] = {"render-lines", "--fonts",     fonts, "--out", dirs[t],
+                                    "-t",           t ? "2" : "1", "-n",  "24",    "--crop",
+                                    "--degrade",    "0.5",         NULL};
+        test_run_result r = run(args);
+        if (r.status != 0) fail_msg("vit render-lines --crop: exit %d: %s", r.status, r.err);
+        test_run_free(&r);
+    }
+    assert_true(same_file(dirs[0], dirs[1], "labels.tsv") &&
+                same_file(dirs[0], dirs[1], "render.tsv"));
+    char *info = read_text(dirs[0], "render.tsv");
+    assert_non_null(strstr(info, "\tline_height\twidth\theight\tbox_x0\tbox_y0\tbox_x1\tbox_y1\t"
+                                 "tight\tneighbours\tkind\n"));
+    int rows = 0;
+    for (char *line = strtok(strchr(info, '\n') + 1, "\n"); line; line = strtok(NULL, "\n")) {
+        char name[64], font[256];
+        float f[12], size;
+        int jpeg, w, h, box[4], tight, neighbours;
+        char kind[32];
+        const int n = sscanf(line,
+                             "%63s %255s %f %f %f %f %f %f %f %f %f %f %d %f %d %d %d %d %d %d %d "
+                             "%d %31s",
+                             name, font, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7],
+                             &f[8], &f[9], &jpeg, &size, &w, &h, &box[0], &box[1], &box[2], &box[3],
+                             &tight, &neighbours, kind);
+        if (n != 23) fail_msg("render.tsv row '%s': %d fields", line, n);
+        assert_true(same_file(dirs[0], dirs[1], name));
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dirs[0], name);
+        image_u8 img;
+        vit_error err = {{0}};
+        assert_int_equal(image_decode_file(path, 1, 0, 0, &img, &err), 0);
+        assert_true(img.width == w && img.height == h && size >= 16 && size <= 96);
+        assert_true(box[0] >= 0 && box[1] >= 0 && box[2] <= w && box[3] <= h);
+        assert_true((strstr(name, ".jpg") != NULL) == (jpeg > 0));
+        image_free(&img);
+        rows++;
+    }
+    assert_int_equal(rows, 24);
+    free(info);
+    const char *texts =
+        write_text("texts.txt", "The last step of the\n\ninput array accordingly\n");
+    const char *dir = dir_in_tmp("given");
+    const char *const given[] = {
+        "render-lines", "--fonts", fonts, "--out",         dir,  "-n",        "3", "--texts", texts,
+        "--crop",       "--tight", "1",   "--line-height", "40", "--degrade", "0", NULL};
+    test_run_result r = run(given);
+    assert_int_equal(r.status, 0);
+    test_run_free(&r);
+    char *labels = read_text(dir, "labels.tsv");
+    assert_string_equal(labels, "0000000.png\tThe last step of the\n0000001.png\tinput array "
+                                "accordingly\n0000002.png\tThe last step of the\n");
+    free(labels);
+    const char *bad = write_text("bad-texts.txt", "fine\nsnow \xe2\x98\x83 man\n");
+    const char *const bad_text[] = {"render-lines", "--fonts", fonts, "--out", dir,
+                                    "--texts",      bad,       NULL};
+    expect_failure(bad_text, 1, "bad-texts.txt:2: a character outside the OCR set");
+    const char *const bad_height[] = {"render-lines", "--fonts",       fonts,   "--out", dir,
+                                      "--crop",       "--line-height", "40-20", NULL};
+    expect_failure(bad_height, 2, "--line-height '40-20' is not MIN-MAX");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_eval_model),
@@ -491,6 +560,7 @@ int main(void) {
         cmocka_unit_test(test_render_errors),
         cmocka_unit_test(test_render_sentences),
         cmocka_unit_test(test_render_held_out_sst2),
+        cmocka_unit_test(test_render_crop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

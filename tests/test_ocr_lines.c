@@ -6,6 +6,7 @@
  * FreeType directly). The renderer's tests need FreeType in the build and fonts-dejavu-core. */
 #include "tests/testutil.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -430,14 +431,222 @@ static void test_render_labels(void **state) {
     ocr_fonts_free(f);
 }
 
+/* ---- page-like texts and crops ---- */
+
+/* A sentence pool long enough for lines of any length. */
+static const char pool[] =
+    "the film is a charming and often affecting journey into the lives of two friends\n"
+    "it is a smart, funny and touching look at how people behave when nobody watches\n"
+    "an uneven but engaging drama that never quite finds its feet, although it tries\n"
+    "few movies this year have been as bold or as moving as this quiet little story\n";
+
+static void test_page_texts(void **state) {
+    (void)state;
+    ocr_sentences s = sentences_of(pool);
+    static const double shares[OCR_TEXT_KINDS] = {0.45, 0.08, 0.10, 0.12, 0.08, 0.17};
+    enum { N = 4000 };
+    int kinds[OCR_TEXT_KINDS] = {0}, prose = 0, short_prose = 0, long_prose = 0, longest = 0;
+    char t[OCR_DRAW_BYTES + 1], u[OCR_DRAW_BYTES + 1];
+    for (int i = 0; i < N; i++) {
+        uint64_t r1 = rng_derive(9, (uint64_t)i, 1), r2 = r1;
+        int kind, kind2;
+        const size_t n = ocr_text_draw_page(&s, &r1, t, sizeof t, &kind);
+        check_draw(t, n);
+        assert_int_equal(ocr_text_draw_page(&s, &r2, u, sizeof u, &kind2), n); /* same state */
+        assert_string_equal(t, u);
+        const size_t chars = ocr_text_chars(t, n);
+        if (chars < 1 || chars > OCR_PAGE_CHARS) fail_msg("%zu characters: '%s'", chars, t);
+        assert_true(kind >= 0 && kind < OCR_TEXT_KINDS);
+        kinds[kind]++;
+        longest = (int)chars > longest ? (int)chars : longest;
+        if (kind == OCR_TEXT_PROSE) {
+            prose++, short_prose += chars <= 8, long_prose += chars >= 60;
+            assert_true(strspn(t, "abcdefghijklmnopqrstuvwxyzIFTAN ,.'") == n); /* the pool's */
+        }
+        if (kind == OCR_TEXT_LIST) /* a marker, a space, then words */
+            assert_true(strchr("-*(", t[0]) || isalnum((unsigned char)t[0]));
+        if (kind == OCR_TEXT_LIST) assert_non_null(strchr(t, ' '));
+        if (kind == OCR_TEXT_CODE) assert_true(strpbrk(t, "(){}[]=;:'\"/<#.") != NULL);
+    }
+    for (int k = 0; k < OCR_TEXT_KINDS; k++)
+        if (fabs((double)kinds[k] / N - shares[k]) > 0.03)
+            fail_msg("%s: %.3f of the texts, want %.2f", ocr_text_kind_names[k],
+                     (double)kinds[k] / N, shares[k]);
+    /* prose lengths: 15% drawn from 1..8 characters, else 8..80 uniformly (cut at word ends, so
+     * shorter): both ends well represented */
+    assert_true(short_prose > 0.10 * prose && short_prose < 0.30 * prose);
+    assert_true(long_prose > 0.12 * prose);
+    assert_true(longest >= 75);
+    /* without sentences: no prose, heading or list */
+    for (int i = 0; i < 500; i++) {
+        uint64_t r = rng_derive(4, (uint64_t)i, 1);
+        int kind;
+        const size_t n = ocr_text_draw_page(NULL, &r, t, sizeof t, &kind);
+        check_draw(t, n);
+        assert_true(kind >= OCR_TEXT_CELL);
+    }
+    /* cut at words: "ab cd" to 3 characters is "ab"; a word longer than the length stays whole */
+    assert_int_equal(ocr_text_chars("añb", 4), 3);
+    ocr_sentences_free(&s);
+}
+
+/* The extents of the pixels darker than 250 inside rows [y0, y1) x columns [x0, x1) of l's image:
+ * lo[0], lo[1] the first column and row, hi[0], hi[1] one past the last (hi <= lo: none). */
+static void ink_extent(const ocr_line *l, int x0, int y0, int x1, int y1, int lo[2], int hi[2]) {
+    lo[0] = x1, lo[1] = y1, hi[0] = x0, hi[1] = y0;
+    for (int y = y0; y < y1; y++)
+        for (int x = x0; x < x1; x++)
+            if (l->image.pixels[(size_t)y * (size_t)l->image.width + (size_t)x] < 250) {
+                lo[0] = x < lo[0] ? x : lo[0], lo[1] = y < lo[1] ? y : lo[1];
+                hi[0] = x + 1 > hi[0] ? x + 1 : hi[0], hi[1] = y + 1 > hi[1] ? y + 1 : hi[1];
+            }
+}
+
+static ocr_render_options crop_options(void) {
+    ocr_render_options o = ocr_render_default_options();
+    o.crop = 1;
+    return o;
+}
+
+/* Clean crops: each at a line height in range; all the ink inside the label's box (unless the
+ * neighbours were drawn) and the box inside the image, the ink reaching each side of the box;
+ * tight crops have at most 2 px (+1 for rounding) beyond the box; the ink as wide as FreeType
+ * makes the label at that size. Degraded crops: sizes in range, the box inside. */
+static void test_crop_lines(void **state) {
+    (void)state;
+    OPEN_FONTS(f);
+#ifdef VIT_FREETYPE
+    ocr_sentences s = sentences_of(pool);
+    ocr_render_options o = crop_options();
+    o.degrade = 0;
+    int tight = 0, loose = 0, neighbours = 0, small = 0, large = 0;
+    for (long i = 0; i < 120; i++) {
+        ocr_line l;
+        render(f, &s, NULL, &o, i, &l);
+        const int w = l.image.width, h = l.image.height;
+        if (!(l.line_size >= 16 - 1e-3 && l.line_size <= 96 + 1e-3))
+            fail_msg("line %ld: line height %.2f", i, l.line_size);
+        small += l.line_size<30, large += l.line_size> 60;
+        assert_true(l.box[0] >= 0 && l.box[1] >= 0 && l.box[2] <= w && l.box[3] <= h);
+        assert_true(l.box[2] > l.box[0] && l.box[3] > l.box[1]);
+        int lo[2], hi[2];
+        if (!l.neighbours) { /* nothing outside the box */
+            ink_extent(&l, 0, 0, w, h, lo, hi);
+            if (lo[0] < l.box[0] || lo[1] < l.box[1] || hi[0] > l.box[2] || hi[1] > l.box[3])
+                fail_msg("line %ld '%s': ink [%d,%d)x[%d,%d) outside its box [%d,%d)x[%d,%d)", i,
+                         l.text, lo[0], hi[0], lo[1], hi[1], l.box[0], l.box[2], l.box[1],
+                         l.box[3]);
+        }
+        ink_extent(&l, l.box[0], l.box[1], l.box[2], l.box[3], lo, hi);
+        /* the box is the ink's: faint antialiased edges may leave 2 px short of it */
+        if (lo[0] - l.box[0] > 2 || lo[1] - l.box[1] > 2 || l.box[2] - hi[0] > 2 ||
+            l.box[3] - hi[1] > 2)
+            fail_msg("line %ld '%s': ink [%d,%d)x[%d,%d) short of its box [%d,%d)x[%d,%d)", i,
+                     l.text, lo[0], hi[0], lo[1], hi[1], l.box[0], l.box[2], l.box[1], l.box[3]);
+        if (l.tight) {
+            tight++;
+            if (l.box[0] > 3 || l.box[1] > 3 || w - l.box[2] > 3 || h - l.box[3] > 3)
+                fail_msg("line %ld: a tight crop %dx%d with the box [%d,%d)x[%d,%d)", i, w, h,
+                         l.box[0], l.box[2], l.box[1], l.box[3]);
+        } else {
+            loose++;
+            neighbours += l.neighbours;
+        }
+        double left, right;
+        freetype_span(fonts3[l.font], l.cap_height, l.text, &left, &right);
+        if (fabs((hi[0] - lo[0]) - (right - left)) > 2.0)
+            fail_msg("line %ld '%s': ink %d px wide, FreeType's %.1f", i, l.text, hi[0] - lo[0],
+                     right - left);
+        ocr_line_free(&l);
+    }
+    assert_true(tight > 30 && loose > 50 && neighbours > 5); /* 40%, 60% and 30% of those */
+    assert_true(small > 20 && large > 20);                   /* log-uniform over 16..96 */
+    o.degrade = 1;
+    o.line_min = 20, o.line_max = 24;
+    for (long i = 0; i < 40; i++) {
+        ocr_line l;
+        render(f, &s, NULL, &o, i, &l);
+        assert_true(l.degraded && l.line_size >= 20 - 1e-3 && l.line_size <= 24 + 1e-3);
+        assert_true(l.box[0] >= 0 && l.box[1] >= 0 && l.box[2] <= l.image.width &&
+                    l.box[3] <= l.image.height && l.box[2] > l.box[0]);
+        ocr_line_free(&l);
+    }
+    ocr_sentences_free(&s);
+#endif
+    ocr_fonts_free(f);
+}
+
+/* Crops are deterministic per line whatever the order and the context, and the same seed clean
+ * and degraded gives the same texts, fonts and sizes. */
+static void test_crop_deterministic(void **state) {
+    (void)state;
+    OPEN_FONTS(f);
+    vit_error err = {{0}};
+    ocr_fonts *g = ocr_fonts_open(fonts3, 3, &err);
+    ocr_sentences s = sentences_of(pool);
+    ocr_render_options o = crop_options(), clean = crop_options();
+    o.degrade = 1, clean.degrade = 0;
+    for (long i = 19; i >= 0; i--) {
+        ocr_line a, b, c;
+        render(f, &s, NULL, &o, 19 - i, &a);
+        render(g, &s, NULL, &o, i, &c); /* another line between, in the other context */
+        ocr_line_free(&c);
+        render(g, &s, NULL, &o, 19 - i, &b);
+        assert_string_equal(a.text, b.text);
+        assert_true(a.image.width == b.image.width && a.image.height == b.image.height);
+        assert_memory_equal(a.image.pixels, b.image.pixels,
+                            (size_t)a.image.width * (size_t)a.image.height);
+        render(f, &s, NULL, &clean, 19 - i, &c);
+        assert_string_equal(a.text, c.text);
+        assert_true(a.font == c.font && a.line_size == c.line_size && a.kind == c.kind);
+        ocr_line_free(&a), ocr_line_free(&b), ocr_line_free(&c);
+    }
+    ocr_sentences_free(&s);
+    ocr_fonts_free(g);
+    ocr_fonts_free(f);
+}
+
+/* Given texts, drawn whole as tight crops: the issue's examples among them. */
+static void test_crop_given(void **state) {
+    (void)state;
+    OPEN_FONTS(f);
+    static const char *const texts[] = {"The last step of the", "input array accordingly",
+                                        "and uses that representation to generate the", "x",
+                                        "Zürich 1.299,00 €"};
+    ocr_render_options o = crop_options();
+    o.degrade = 0, o.tight = 1, o.texts = texts, o.text_count = 5;
+    o.line_min = o.line_max = 40;
+    for (long i = 0; i < 10; i++) {
+        ocr_line l;
+        render(f, NULL, NULL, &o, i, &l);
+        assert_string_equal(l.text, texts[i % 5]);
+        assert_true(l.tight && l.kind == -1);
+        /* a tight crop of a 40 px line with ascenders and descenders: 30..44 px high */
+        if (i % 5 < 3 && (l.image.height < 30 || l.image.height > 44))
+            fail_msg("'%s': %dx%d", l.text, l.image.width, l.image.height);
+        ocr_line_free(&l);
+    }
+    ocr_fonts_free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_detokenize),   cmocka_unit_test(test_case),
-        cmocka_unit_test(test_charset),      cmocka_unit_test(test_sentences),
-        cmocka_unit_test(test_draws),        cmocka_unit_test(test_effects),
-        cmocka_unit_test(test_jpeg),         cmocka_unit_test(test_render_deterministic),
-        cmocka_unit_test(test_render_twins), cmocka_unit_test(test_render_held_out),
-        cmocka_unit_test(test_font_errors),  cmocka_unit_test(test_render_labels),
+        cmocka_unit_test(test_detokenize),
+        cmocka_unit_test(test_case),
+        cmocka_unit_test(test_charset),
+        cmocka_unit_test(test_sentences),
+        cmocka_unit_test(test_draws),
+        cmocka_unit_test(test_effects),
+        cmocka_unit_test(test_jpeg),
+        cmocka_unit_test(test_render_deterministic),
+        cmocka_unit_test(test_render_twins),
+        cmocka_unit_test(test_render_held_out),
+        cmocka_unit_test(test_font_errors),
+        cmocka_unit_test(test_render_labels),
+        cmocka_unit_test(test_page_texts),
+        cmocka_unit_test(test_crop_lines),
+        cmocka_unit_test(test_crop_deterministic),
+        cmocka_unit_test(test_crop_given),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

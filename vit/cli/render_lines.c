@@ -14,6 +14,7 @@
 #include "vit/base/file.h"
 #include "vit/base/strlist.h"
 #include "vit/base/threads.h"
+#include "text/utf8.h"
 #include "vit/cli/cli.h"
 #include "vit/data/ocr_render.h"
 
@@ -31,6 +32,11 @@ enum {
     OPT_GENERATED,
     OPT_UPPER,
     OPT_TITLE,
+    OPT_CROP,
+    OPT_LINE_HEIGHT,
+    OPT_TIGHT,
+    OPT_NEIGHBOURS,
+    OPT_TEXTS,
 };
 
 static const cli_option options[] = {
@@ -55,6 +61,21 @@ static const cli_option options[] = {
     {OPT_GENERATED, "generated", 0, "P", "share of lines of numbers, dates, prices, codes", "0.25"},
     {OPT_UPPER, "upper", 0, "P", "share of lines in capitals", "0.05"},
     {OPT_TITLE, "title", 0, "P", "share of lines in title case", "0.05"},
+    {OPT_CROP, "crop", 0, NULL,
+     "lines as people crop them: each at its own size, cut around its ink, page-like texts "
+     "(prose, headings, lists, table cells, code, generated items; --height, --width and the "
+     "three shares above unused)",
+     NULL},
+    {OPT_LINE_HEIGHT, "line-height", 0, "MIN-MAX",
+     "--crop: the lines' heights (the font's ascender - descender), pixels, drawn log-uniformly; "
+     "one number for one height",
+     "16-96"},
+    {OPT_TIGHT, "tight", 0, "P", "--crop: share of tight crops (0-2 px around the ink)", "0.4"},
+    {OPT_NEIGHBOURS, "neighbours", 0, "P",
+     "--crop: share of the loose crops that show the lines above and below", "0.3"},
+    {OPT_TEXTS, "texts", 0, "FILE",
+     "draw these texts, one a line (line i of the set shows text i, round again after the last)",
+     NULL},
     CLI_THREADS_OPTION,
 };
 
@@ -69,7 +90,11 @@ static const cli_command command = {
     "depends only on the seed and i, not on the thread count or --start; the same seed rendered\n"
     "with --degrade 0 and --degrade 1 gives the same texts in the same fonts, clean and\n"
     "degraded. The texts: real sentences cut at word ends to what fits, and generated items;\n"
-    "the characters are printable ASCII, the Latin-1 letters and £ ° € (docs/OCR_DATA.md).",
+    "the characters are printable ASCII, the Latin-1 letters and £ ° € (docs/OCR_DATA.md).\n"
+    "With --crop each line is drawn as people crop lines: at its own size (--line-height),\n"
+    "cut tight or loose around its ink (neighbouring lines peeking in at times), any width, 1\n"
+    "to 80 characters of page-like text; render.tsv then adds each crop's line height, size,\n"
+    "the label's box in it, how it was cut and the kind of text. --texts draws given texts.",
     options,
     sizeof options / sizeof options[0]};
 
@@ -78,7 +103,7 @@ const cli_command *cli_render_lines_command(void) {
 }
 
 typedef struct {
-    const char *fonts_path, *out, *sentences_path, *held_out_path;
+    const char *fonts_path, *out, *sentences_path, *held_out_path, *texts_path;
     long count, start;
     int64_t seed;
     int threads;
@@ -121,6 +146,25 @@ static int render_option(const cli_parser *p, int id, void *user) {
         return number_option(p, &a->render.text.upper_case);
     case OPT_TITLE:
         return number_option(p, &a->render.text.title_case);
+    case OPT_CROP:
+        return a->render.crop = 1, 0;
+    case OPT_LINE_HEIGHT: {
+        int lo, hi, end = 0;
+        const int n = sscanf(p->value, "%d%n-%d%n", &lo, &end, &hi, &end);
+        if (n == 1) hi = lo;
+        if (n < 1 || p->value[end] || lo < 8 || hi > 512 || lo > hi) {
+            cli_usage_error(&command, "--line-height '%s' is not MIN-MAX (or N) inside 8..512",
+                            p->value);
+            return -1;
+        }
+        return a->render.line_min = lo, a->render.line_max = hi, 0;
+    }
+    case OPT_TIGHT:
+        return number_option(p, &a->render.tight);
+    case OPT_NEIGHBOURS:
+        return number_option(p, &a->render.neighbours);
+    case OPT_TEXTS:
+        return a->texts_path = p->value, 0;
     }
     return 0;
 }
@@ -172,6 +216,40 @@ static void free_font_list(font_list *l) {
     free(l->paths);
 }
 
+/* ---- given texts ---- */
+
+/* The texts of file, one a line (blank lines skipped), each checked: valid UTF-8 of the OCR
+ * character set, at most OCR_DRAW_BYTES bytes, no doubled or surrounding spaces. */
+static int read_texts(const char *file, strlist *out) {
+    vit_error err = {{0}};
+    if (strlist_read(out, file, 1 << 26, STRLIST_TRIM | STRLIST_SKIP_BLANK, &err) != 0) {
+        fprintf(stderr, "vit render-lines: %s\n", err.msg);
+        return -1;
+    }
+    const char *bad = out->count == 0 ? "no text in it" : NULL;
+    int at = 0;
+    for (int i = 0; !bad && i < out->count; i++) {
+        const char *t = out->lines[i];
+        const size_t n = strlen(t);
+        at = i + 1;
+        if (n > OCR_DRAW_BYTES) bad = "a text longer than 240 bytes";
+        if (strstr(t, "  ")) bad = "two spaces in a row (a line's words are single-spaced)";
+        for (size_t k = 0; !bad && k < n;) {
+            const int32_t cp = utf8_decode((const uint8_t *)t, n, &k);
+            if (cp < 0)
+                bad = "not UTF-8";
+            else if (!ocr_charset_has((uint32_t)cp))
+                bad = "a character outside the OCR set (docs/OCR_DATA.md)";
+        }
+    }
+    if (bad) {
+        fprintf(stderr, "vit render-lines: %s%s%.0d: %s\n", file, at ? ":" : "", at, bad);
+        strlist_free(out);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- rendering ---- */
 
 /* What one run reads once and every thread shares. */
@@ -180,10 +258,13 @@ typedef struct {
     ocr_fonts **fonts; /* one per thread */
     ocr_sentences sentences, held_out;
     int have_sentences, have_held_out;
+    strlist texts;
+    int have_texts;
 } render_inputs;
 
 typedef struct {
     char name[32];
+    int width, height; /* the image's, kept after its pixels are freed */
     ocr_line line;
     int failed;
     vit_error err;
@@ -197,6 +278,7 @@ static int render_one(ocr_fonts *f, const render_inputs *in, long index, rendere
                         index, &r->line, &r->err) != 0)
         return -1;
     const int jpeg = r->line.jpeg_quality > 0;
+    r->width = r->line.image.width, r->height = r->line.image.height;
     snprintf(r->name, sizeof r->name, "%07ld.%s", index, jpeg ? "jpg" : "png");
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", a->out, r->name);
@@ -213,14 +295,20 @@ static void render_block(const render_inputs *in, int threads, long first, int n
         out[k].failed = render_one(in->fonts[omp_get_thread_num()], in, first + k, &out[k]) != 0;
 }
 
-static void write_rows(FILE *labels, FILE *info, const rendered *r, int n, const ocr_fonts *fonts) {
+static void write_rows(FILE *labels, FILE *info, const rendered *r, int n, const ocr_fonts *fonts,
+                       int crop) {
     for (int k = 0; k < n; k++) {
         const ocr_line *l = &r[k].line;
         const char *font = ocr_fonts_path(fonts, l->font), *slash = strrchr(font, '/');
         fprintf(labels, "%s\t%s\n", r[k].name, l->text);
-        fprintf(info, "%s\t%s\t%.2f\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\n",
+        fprintf(info, "%s\t%s\t%.2f\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d",
                 r[k].name, slash ? slash + 1 : font, l->cap_height, l->degraded, l->angle, l->shear,
                 l->gamma, l->paper, l->ink, l->blur, l->scale, l->noise, l->jpeg_quality);
+        if (crop) /* the crop: its size, the label's box in it, how it was cut, the text's kind */
+            fprintf(info, "\t%.2f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s", l->line_size, r[k].width,
+                    r[k].height, l->box[0], l->box[1], l->box[2], l->box[3], l->tight,
+                    l->neighbours, l->kind >= 0 ? ocr_text_kind_names[l->kind] : "given");
+        fputc('\n', info);
     }
 }
 
@@ -247,8 +335,13 @@ static int open_outputs(const render_args *a, render_output *o) {
         return -1;
     }
     fputs("file\tfont\tcap_height\tdegraded\tangle\tshear\tgamma\tpaper\tink\tblur\tscale\tnoise\t"
-          "jpeg_quality\n",
+          "jpeg_quality",
           o->info.f);
+    if (a->render.crop)
+        fputs(
+            "\tline_height\twidth\theight\tbox_x0\tbox_y0\tbox_x1\tbox_y1\ttight\tneighbours\tkind",
+            o->info.f);
+    fputc('\n', o->info.f);
     return 0;
 }
 
@@ -279,7 +372,7 @@ static int render_all(const render_inputs *in, int threads, render_output *o) {
         const int n = a->count - done < BLOCK ? (int)(a->count - done) : BLOCK;
         render_block(in, threads, a->start + done, n, block);
         if ((rc = block_failed(block, n, a->start + done)) != 0) break;
-        write_rows(o->labels.f, o->info.f, block, n, in->fonts[0]);
+        write_rows(o->labels.f, o->info.f, block, n, in->fonts[0], a->render.crop);
         for (int k = 0; k < n; k++) {
             o->degraded += block[k].line.degraded;
             o->jpeg += block[k].line.jpeg_quality > 0;
@@ -391,6 +484,7 @@ static void free_inputs(render_inputs *in, int threads) {
     free(in->fonts);
     if (in->have_sentences) ocr_sentences_free(&in->sentences);
     if (in->have_held_out) ocr_sentences_free(&in->held_out);
+    if (in->have_texts) strlist_free(&in->texts);
 }
 
 int cli_render_lines(int argc, char **argv) {
@@ -408,8 +502,14 @@ int cli_render_lines(int argc, char **argv) {
     if (read_font_list(a.fonts_path, &fl) == 0 &&
         read_sentences(a.sentences_path, &in.sentences, &in.have_sentences) == 0 &&
         read_sentences(a.held_out_path, &in.held_out, &in.have_held_out) == 0 &&
-        open_fonts(&in, &fl, a.threads) == 0 && make_folder(a.out) == 0)
+        (!a.texts_path || (in.have_texts = read_texts(a.texts_path, &in.texts) == 0)) &&
+        open_fonts(&in, &fl, a.threads) == 0 && make_folder(a.out) == 0) {
+        if (in.have_texts) {
+            a.render.texts = (const char *const *)in.texts.lines;
+            a.render.text_count = in.texts.count;
+        }
         status = render_to_folder(&in, a.threads);
+    }
     free_inputs(&in, a.threads);
     free_font_list(&fl);
     if (fflush(stdout) != 0) status = 1;

@@ -224,7 +224,8 @@ static double blit(const FT_Bitmap *b, int x, int y, float *coverage, int w, int
 }
 
 int ocr_glyphs_draw(ocr_fonts *f, int i, double em, const glyph_run *g, const double m[4],
-                    double ox, double oy, float *coverage, int w, int h, vit_error *err) {
+                    double ox, double oy, float *coverage, int w, int h, double tolerance,
+                    vit_error *err) {
     FT_Face face = f->faces[i];
     if (set_size(face, em, err) != 0) return -1;
     FT_Matrix matrix = {(FT_Fixed)lround(m[0] * 65536), (FT_Fixed)lround(m[1] * 65536),
@@ -244,7 +245,8 @@ int ocr_glyphs_draw(ocr_fonts *f, int i, double em, const glyph_run *g, const do
         if (s->bitmap.pixel_mode != FT_PIXEL_MODE_GRAY)
             return vit_fail(err, "%s: FreeType gave a bitmap that is not 8-bit grey",
                             face->family_name);
-        if (blit(&s->bitmap, (int)ix + s->bitmap_left, (int)iy - s->bitmap_top, coverage, w, h) > 0)
+        if (blit(&s->bitmap, (int)ix + s->bitmap_left, (int)iy - s->bitmap_top, coverage, w, h) >
+            tolerance)
             return vit_fail(err, "internal error: a glyph of '%s' fell outside the %dx%d canvas",
                             face->family_name, w, h);
     }
@@ -303,9 +305,10 @@ int ocr_glyphs_layout(ocr_fonts *f, int i, double em, const char *text, size_t l
 }
 
 int ocr_glyphs_draw(ocr_fonts *f, int i, double em, const glyph_run *g, const double m[4],
-                    double ox, double oy, float *coverage, int w, int h, vit_error *err) {
+                    double ox, double oy, float *coverage, int w, int h, double tolerance,
+                    vit_error *err) {
     (void)f, (void)i, (void)em, (void)g, (void)m, (void)ox, (void)oy, (void)coverage, (void)w,
-        (void)h;
+        (void)h, (void)tolerance;
     return vit_fail(err, NO_FREETYPE);
 }
 #endif

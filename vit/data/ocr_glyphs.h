@@ -34,9 +34,11 @@ int ocr_glyphs_layout(ocr_fonts *f, int i, double em, const char *text, size_t l
 /* Adds the run's ink coverage (clamped at 1) to coverage [h, w]: each glyph's outline transformed
  * by m (x' = m[0]·x + m[1]·y, y' = m[2]·x + m[3]·y, y up) about the run's origin, which sits at
  * canvas point (ox, oy) (x right, y down, pixel (c, r) covering [c, c+1) x [r, r+1)), rendered
- * antialiased. Returns 0, or -1 with err when FreeType fails or a glyph falls outside the canvas
- * (the caller placed it to fit: that is a bug, never a cut label). */
+ * antialiased. Returns 0, or -1 with err when FreeType fails or more than `tolerance` of a glyph's
+ * coverage falls outside the canvas (0 for a placed label: the caller placed it to fit, so that
+ * is a bug, never a cut label; INFINITY for neighbouring lines a crop cuts). */
 int ocr_glyphs_draw(ocr_fonts *f, int i, double em, const glyph_run *g, const double m[4],
-                    double ox, double oy, float *coverage, int w, int h, vit_error *err);
+                    double ox, double oy, float *coverage, int w, int h, double tolerance,
+                    vit_error *err);
 
 #endif

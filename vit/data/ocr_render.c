@@ -3,6 +3,7 @@
 #include "vit/data/ocr_render.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,8 +13,14 @@
 #include "vit/data/ocr_glyphs.h"
 
 ocr_render_options ocr_render_default_options(void) {
-    return (ocr_render_options){
-        .height = 32, .width = 384, .degrade = 0.8, .text = OCR_TEXT_DEFAULTS};
+    return (ocr_render_options){.height = 32,
+                                .width = 384,
+                                .degrade = 0.8,
+                                .text = OCR_TEXT_DEFAULTS,
+                                .line_min = 16,
+                                .line_max = 96,
+                                .tight = 0.4,
+                                .neighbours = 0.3};
 }
 
 void ocr_line_free(ocr_line *line) {
@@ -127,15 +134,22 @@ static layout_draw draw_layout(uint64_t *rng, int fonts, int h) {
 /* A text that fits and is not held out, laid out in *g at em; its label into out->text. The
  * width left for it allows for the largest shear and rotation, so that the text does not depend
  * on the effects. */
+/* Given text index % count into buf (room for OCR_DRAW_BYTES + 1); its length. */
+static size_t given_text(const ocr_render_options *o, long index, char *buf) {
+    snprintf(buf, OCR_DRAW_BYTES + 1, "%s", o->texts[index % o->text_count]);
+    return strlen(buf);
+}
+
 static int choose_text(ocr_fonts *f, const ocr_sentences *s, const ocr_sentences *held_out,
                        const ocr_render_options *o, const layout_draw *d, double em, uint64_t *rng,
-                       glyph_run *g, ocr_line *out, vit_error *err) {
+                       long index, glyph_run *g, ocr_line *out, vit_error *err) {
     const double slant = MAX_SHEAR + sin(MAX_ANGLE * M_PI / 180);
     const double budget =
         d->fill * (o->width - d->margin - 2) - slant * ocr_glyphs_extent(f, d->font) * em;
     for (int tries = 0; tries < HELD_OUT_TRIES; tries++) {
         char text[OCR_DRAW_BYTES + 1];
-        const size_t len = ocr_text_draw(s, &o->text, rng, text, sizeof text);
+        const size_t len = o->texts ? given_text(o, index, text)
+                                    : ocr_text_draw(s, &o->text, rng, text, sizeof text);
         if (len == 0) continue;
         if (ocr_glyphs_layout(f, d->font, em, text, len, budget, g, err) != 0) return -1;
         if (ocr_sentences_contains(held_out, text, g->bytes)) continue;
@@ -213,6 +227,10 @@ static int check_options(const ocr_render_options *o, vit_error *err) {
     if (o->width < 4 * o->height || o->width > 16384)
         return vit_fail(err, "a line width of %d pixels is outside 4 x the height (%d)..16384",
                         o->width, 4 * o->height);
+    if (o->crop && (o->line_min < 8 || o->line_max > 512 || o->line_min > o->line_max))
+        return vit_fail(err, "line heights %d..%d pixels are not a range inside 8..512",
+                        o->line_min, o->line_max);
+    if (o->texts && o->text_count < 1) return vit_fail(err, "no text given");
     if (!(o->degrade >= 0 && o->degrade <= 1))
         return vit_fail(err, "the share of degraded lines %g is outside 0..1", o->degrade);
     return 0;
@@ -229,21 +247,164 @@ static int draw_text(ocr_fonts *f, const ocr_sentences *s, const ocr_sentences *
     *coverage = calloc((size_t)o->width * (size_t)o->height, sizeof **coverage);
     p->em = d.cap / ocr_glyphs_cap(f, d.font);
     int rc = !g || !*coverage ? vit_fail(err, "out of memory rendering a line") : 0;
-    if (rc == 0) rc = choose_text(f, s, held_out, o, &d, p->em, &text_rng, g, out, err);
+    if (rc == 0) rc = choose_text(f, s, held_out, o, &d, p->em, &text_rng, index, g, out, err);
     if (rc == 0) rc = place_run(f, &d, o->width, o->height, out, g, p, err);
     if (rc == 0)
         rc = ocr_glyphs_draw(f, d.font, p->em, g, p->m, p->ox, p->oy, *coverage, o->width,
-                             o->height, err);
+                             o->height, 0, err);
     if (rc == 0) {
         double box[4];
         run_box(g, p->m, box);
         out->ink_left = (int)floor(p->ox + box[0]);
         out->ink_right = (int)ceil(p->ox + box[1]);
+        out->box[0] = out->ink_left, out->box[2] = out->ink_right;
+        out->box[1] = (int)floor(p->oy - box[3]), out->box[3] = (int)ceil(p->oy - box[2]);
     }
     out->font = d.font;
     out->cap_height = (float)(p->em * ocr_glyphs_cap(f, d.font));
+    out->line_size = (float)(p->em * ocr_glyphs_extent(f, d.font));
+    out->kind = -1;
     free(g);
     return rc;
+}
+
+/* ---- lines as people crop them: each at its own size, the image cut around its ink ---- */
+
+/* The most a rotation may lift a crop's last glyph above its first, x the line height: a person
+ * crops a line along its slope no further than that. */
+#define CROP_RISE 0.3
+#define CROP_MAX  16384 /* pixels, either side */
+
+typedef struct {
+    int font, tight, neighbours;
+    double size;      /* the line height: the font's ascender - descender, pixels */
+    double margin[4]; /* left, top, right, bottom, pixels */
+    double pitch;     /* baseline to baseline of the neighbouring lines */
+    double shift[2];  /* where the lines above and below start, relative to this one's start */
+} crop_draw;
+
+static crop_draw draw_crop(uint64_t *rng, const ocr_render_options *o, int fonts) {
+    crop_draw d;
+    d.font = rng_int(rng, 0, fonts - 1);
+    d.size = exp(log(o->line_min) + (log(o->line_max) - log(o->line_min)) * rng_uniform(rng));
+    d.tight = rng_uniform(rng) < o->tight;
+    for (int k = 0; k < 4; k++) /* each side on its own: crops are rarely symmetric */
+        d.margin[k] = d.tight ? rng_int(rng, 0, 2)
+                              : d.size * rng_uniform(rng) * (rng_uniform(rng) < 0.3 ? 0.15 : 1);
+    d.neighbours = !d.tight && rng_uniform(rng) < o->neighbours;
+    if (d.neighbours) /* a crop between the lines: their descenders and ascenders peek in */
+        d.margin[1] *= 0.6, d.margin[3] *= 0.6;
+    d.pitch = d.size * (1.0 + 0.35 * rng_uniform(rng));
+    d.shift[0] = -3 * d.size * rng_uniform(rng), d.shift[1] = -3 * d.size * rng_uniform(rng);
+    return d;
+}
+
+/* The crop's text, laid out whole in *g; its label into out->text. */
+static int crop_text(ocr_fonts *f, const ocr_sentences *s, const ocr_sentences *held_out,
+                     const ocr_render_options *o, const crop_draw *d, double em, uint64_t *rng,
+                     long index, glyph_run *g, ocr_line *out, vit_error *err) {
+    for (int tries = 0; tries < HELD_OUT_TRIES; tries++) {
+        char text[OCR_DRAW_BYTES + 1];
+        int kind = -1;
+        const size_t len = o->texts ? given_text(o, index, text)
+                                    : ocr_text_draw_page(s, rng, text, sizeof text, &kind);
+        if (len == 0) return vit_fail(err, "text %ld is empty", index % o->text_count);
+        if (!o->texts && ocr_sentences_contains(held_out, text, len)) continue;
+        if (ocr_glyphs_layout(f, d->font, em, text, len, INFINITY, g, err) != 0) return -1;
+        if (g->bytes != len)
+            return vit_fail(err, "'%.40s...' has more than %d characters", text, OCR_DRAW_BYTES);
+        memcpy(out->text, text, len + 1);
+        out->kind = kind;
+        return 0;
+    }
+    return vit_fail(err, "%d texts in a row occur in the held-out sentences", HELD_OUT_TRIES);
+}
+
+/* The lines above (side 0) and below (side 1), drawn where the crop cuts them. */
+static int draw_neighbours(ocr_fonts *f, const ocr_sentences *s, const crop_draw *d, double em,
+                           const double m[4], double ox, double oy, uint64_t *rng, float *coverage,
+                           int w, int h, vit_error *err) {
+    glyph_run *g = malloc(sizeof *g);
+    if (!g) return vit_fail(err, "out of memory rendering a line");
+    int rc = 0;
+    for (int side = 0; rc == 0 && side < 2; side++) {
+        char text[OCR_DRAW_BYTES + 1];
+        int kind;
+        const size_t len = ocr_text_draw_page(s, rng, text, sizeof text, &kind);
+        rc = ocr_glyphs_layout(f, d->font, em, text, len, w + 4 * d->size, g, err);
+        const double dy = side == 0 ? -d->pitch : d->pitch; /* canvas y runs down */
+        if (rc == 0)
+            rc = ocr_glyphs_draw(f, d->font, em, g, m, ox + d->shift[side] - m[1] * dy,
+                                 oy + dy * m[3], coverage, w, h, INFINITY, err);
+    }
+    free(g);
+    return rc;
+}
+
+static int render_crop(ocr_fonts *f, const ocr_sentences *s, const ocr_sentences *held_out,
+                       const ocr_render_options *o, uint64_t seed, long index, ocr_line *out,
+                       vit_error *err) {
+    uint64_t effects_rng = rng_derive(seed, (uint64_t)index, STREAM_EFFECTS);
+    uint64_t text_rng = rng_derive(seed, (uint64_t)index, STREAM_TEXT);
+    uint64_t layout_rng = rng_derive(seed, (uint64_t)index, STREAM_LAYOUT);
+    ocr_effects e = ocr_effects_none();
+    float angle = 0, shear = 0;
+    out->degraded = rng_uniform(&effects_rng) < o->degrade;
+    /* drawn for a unit canvas, then sized to this line (spots' places, radii and the blur) */
+    if (out->degraded) draw_effects(&effects_rng, 1, 1, &e, &angle, &shear, &out->jpeg_quality);
+    const crop_draw d = draw_crop(&layout_rng, o, ocr_fonts_count(f));
+    const double em = d.size / ocr_glyphs_extent(f, d.font);
+    glyph_run *g = malloc(sizeof *g);
+    if (!g) return vit_fail(err, "out of memory rendering a line");
+    int rc = crop_text(f, s, held_out, o, &d, em, &text_rng, index, g, out, err);
+    double m[4], box[4];
+    for (int k = 0; rc == 0; k++) { /* a long line's rotation lessened until the rise is small */
+        transform(angle, shear, m);
+        run_box(g, m, box);
+        if (angle == 0 || fabs(sin(angle * M_PI / 180)) * (box[1] - box[0]) <= CROP_RISE * d.size)
+            break;
+        angle = k > 8 ? 0 : angle / 2;
+    }
+    const int w = (int)ceil(d.margin[0] + box[1] - box[0] + d.margin[2]);
+    const int h = (int)ceil(d.margin[1] + box[3] - box[2] + d.margin[3]);
+    if (rc == 0 && (w > CROP_MAX || h > CROP_MAX))
+        rc =
+            vit_fail(err, "'%.40s' would be %dx%d pixels, more than %d", out->text, w, h, CROP_MAX);
+    const double ox = d.margin[0] - box[0], oy = d.margin[1] + box[3];
+    float *coverage = rc == 0 ? calloc((size_t)w * (size_t)h, sizeof *coverage) : NULL;
+    if (rc == 0 && !coverage) rc = vit_fail(err, "out of memory rendering a %dx%d line", w, h);
+    /* the label's glyphs lie inside by construction; FreeType's 1/64 px rounding may graze the
+     * edge of a tight crop by a hair */
+    if (rc == 0) rc = ocr_glyphs_draw(f, d.font, em, g, m, ox, oy, coverage, w, h, 1.0, err);
+    if (rc == 0 && d.neighbours && s)
+        rc = draw_neighbours(f, s, &d, em, m, ox, oy, &text_rng, coverage, w, h, err);
+    free(g);
+    if (rc == 0) {
+        const float unit = (float)(d.size / 20); /* the fixed canvas's lines are ~20 px high */
+        for (int k = 0; k < e.spots; k++)
+            e.spot_x[k] *= (float)w, e.spot_y[k] *= (float)h, e.spot_r[k] *= (float)(1.6 * d.size);
+        e.blur *= 32 * unit;
+        rc = apply_effects(coverage, w, h, &e, rng_derive(seed, (uint64_t)index, STREAM_NOISE), out,
+                           err);
+    }
+    free(coverage);
+    if (rc == 0 && out->jpeg_quality > 0) rc = compress_line(out, err);
+    if (rc != 0) return ocr_line_free(out), -1;
+    out->box[0] = (int)floor(ox + box[0]), out->box[2] = (int)ceil(ox + box[1]);
+    out->box[1] = (int)floor(oy - box[3]), out->box[3] = (int)ceil(oy - box[2]);
+    out->box[0] = out->box[0] < 0 ? 0 : out->box[0],
+    out->box[1] = out->box[1] < 0 ? 0 : out->box[1];
+    out->box[2] = out->box[2] > w ? w : out->box[2],
+    out->box[3] = out->box[3] > h ? h : out->box[3];
+    out->ink_left = out->box[0], out->ink_right = out->box[2];
+    out->font = d.font;
+    out->cap_height = (float)(em * ocr_glyphs_cap(f, d.font));
+    out->line_size = (float)d.size;
+    out->tight = d.tight, out->neighbours = d.neighbours && s;
+    out->angle = angle, out->shear = shear;
+    out->gamma = e.gamma, out->paper = e.paper, out->ink = e.ink, out->blur = e.blur;
+    out->scale = e.scale, out->noise = e.noise;
+    return 0;
 }
 
 int ocr_render_line(ocr_fonts *f, const ocr_sentences *sentences, const ocr_sentences *held_out,
@@ -251,6 +412,7 @@ int ocr_render_line(ocr_fonts *f, const ocr_sentences *sentences, const ocr_sent
                     vit_error *err) {
     memset(out, 0, sizeof *out);
     if (check_options(o, err) != 0) return -1;
+    if (o->crop) return render_crop(f, sentences, held_out, o, seed, index, out, err);
     uint64_t effects_rng = rng_derive(seed, (uint64_t)index, STREAM_EFFECTS);
     ocr_effects e = ocr_effects_none();
     placement p = {0};

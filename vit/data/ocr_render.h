@@ -53,9 +53,22 @@ typedef struct {
     int height, width; /* the canvas, pixels (height 16..512, width >= 4·height) */
     double degrade;    /* probability that a line gets the effects (0: all clean, 1: all not) */
     ocr_text_options text;
+    /* Lines as people crop them (crop 1; height, width and text are then unused): each line at
+     * its own size, its line height (the font's ascender - descender) drawn log-uniformly in
+     * line_min..line_max pixels, its text page-like (ocr_text_draw_page), and the image cut
+     * around its ink: with probability `tight` 0-2 px on each side, else each side's margin
+     * drawn on its own up to the line height; a loose crop shows, with probability
+     * `neighbours`, the lines above and below it, whose ascenders and descenders peek in. */
+    int crop;
+    int line_min, line_max; /* 8..512 */
+    double tight, neighbours;
+    /* Given texts instead of drawn ones (crop or not): line i shows texts[i % text_count]. */
+    const char *const *texts;
+    int text_count;
 } ocr_render_options;
 
-/* 32 x 384, degrade 0.8, OCR_TEXT_DEFAULTS. */
+/* 32 x 384, degrade 0.8, OCR_TEXT_DEFAULTS; not cropped (line heights 16..96, tight 0.4,
+ * neighbours 0.3 when crop is set). */
 ocr_render_options ocr_render_default_options(void);
 
 /* What a line shows and how it was made. */
@@ -74,6 +87,13 @@ typedef struct {
     uint8_t *jpeg;    /* the JPEG file's bytes (jpeg_size of them; owned), else NULL */
     size_t jpeg_size;
     int ink_left, ink_right; /* the columns the glyphs' outlines span (before the effects) */
+    /* the label's ink box in the image, pixels [box[0], box[2]) x [box[1], box[3]) (x0 y0 x1 y1,
+     * the outlines' box after rotation and shear, rounded outwards) */
+    int box[4];
+    int kind;        /* the text's ocr_text_kind (-1: given or drawn by ocr_text_draw) */
+    float line_size; /* the font's ascender - descender, pixels */
+    int tight;       /* a crop: whether it is tight */
+    int neighbours;  /* a crop: whether the lines above and below were drawn */
 } ocr_line;
 
 /* Renders line `index` of the set `seed` (see above) into *out. Its text is drawn from sentences

@@ -563,3 +563,262 @@ size_t ocr_text_draw(const ocr_sentences *s, const ocr_text_options *o, uint64_t
         ocr_title_case(buf, len);
     return len;
 }
+
+/* ---- page-like texts ---- */
+
+const char *const ocr_text_kind_names[OCR_TEXT_KINDS] = {"prose", "heading", "list",
+                                                         "cell",  "code",    "generated"};
+
+size_t ocr_text_chars(const char *text, size_t n) {
+    size_t chars = 0;
+    for (size_t i = 0; i < n; i++) chars += ((unsigned char)text[i] & 0xC0) != 0x80;
+    return chars;
+}
+
+/* The bytes of text[0..n) that hold its first `chars` code points. */
+static size_t bytes_of_chars(const char *text, size_t n, size_t chars) {
+    size_t i = 0;
+    for (size_t c = 0; i < n; i++)
+        if (((unsigned char)text[i] & 0xC0) != 0x80 && c++ == chars) break;
+    return i;
+}
+
+/* Cuts buf[0..len) to at most `chars` code points at a word's end; a first word longer than that
+ * is kept whole while it has at most OCR_PAGE_CHARS (else cut inside). Returns the new length. */
+static size_t cut_words(char *buf, size_t len, size_t chars) {
+    size_t keep = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && buf[i] != ' ') continue;
+        if (ocr_text_chars(buf, i) > chars) break;
+        keep = i;
+    }
+    if (keep == 0) { /* the first word alone is too long */
+        size_t end = 0;
+        while (end < len && buf[end] != ' ') end++;
+        keep = ocr_text_chars(buf, end) <= OCR_PAGE_CHARS
+                   ? end
+                   : bytes_of_chars(buf, len, OCR_PAGE_CHARS);
+    }
+    while (keep > 0 && buf[keep - 1] == ' ') keep--;
+    buf[keep] = '\0';
+    return keep;
+}
+
+/* A page line's length: short ones (single words) and full lines both common. */
+static size_t draw_chars(uint64_t *rng) {
+    return (size_t)(rng_uniform(rng) < 0.15 ? rng_int(rng, 1, 8) : rng_int(rng, 8, OCR_PAGE_CHARS));
+}
+
+/* Prose of at most `chars` code points. */
+static size_t page_prose(const ocr_sentences *s, uint64_t *rng, char *buf, size_t chars) {
+    const size_t len = draw_sentences(s, rng, buf, OCR_DRAW_BYTES);
+    return cut_words(buf, len, chars);
+}
+
+static size_t page_heading(const ocr_sentences *s, uint64_t *rng, char *buf) {
+    static const char *const prefixes[] = {
+        "Chapter %d ", "%d. ", "%d.%d ", "Section %d: ", "Part %d - ", "%d ", "Appendix %c. "};
+    size_t len = 0;
+    if (rng_uniform(rng) < 0.3) {
+        const int k = rng_int(rng, 0, 6), a = rng_int(rng, 1, 12), b = rng_int(rng, 1, 9);
+        len = k == 6   ? (size_t)snprintf(buf, 32, prefixes[k], 'A' + a)
+              : k == 2 ? (size_t)snprintf(buf, 32, prefixes[k], a, b)
+                       : (size_t)snprintf(buf, 32, prefixes[k], a);
+    }
+    char words[OCR_DRAW_BYTES + 1];
+    const size_t n = draw_sentences(s, rng, words, OCR_DRAW_BYTES);
+    size_t end = 0;
+    for (int keep = rng_int(rng, 1, 7); end < n; end++) /* the first `keep` words */
+        if (words[end] == ' ' && --keep == 0) break;
+    while (end > 0 && strchr(".,;:!?\"' -", words[end - 1])) end--; /* no final sign */
+    if (end == 0) end = n;
+    const double c = rng_uniform(rng);
+    if (c < 0.5)
+        ocr_title_case(words, end);
+    else if (c < 0.85)
+        ocr_upper_case(words, end);
+    if (len + end > OCR_DRAW_BYTES) end = OCR_DRAW_BYTES - len;
+    memcpy(buf + len, words, end);
+    len = cut_words(buf, len + end, OCR_PAGE_CHARS);
+    return len > 0 ? len : page_prose(s, rng, buf, OCR_PAGE_CHARS);
+}
+
+static size_t page_list(const ocr_sentences *s, uint64_t *rng, char *buf) {
+    static const char *const romans[] = {"i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix"};
+    const int n = rng_int(rng, 1, 12);
+    size_t len;
+    switch (rng_int(rng, 0, 7)) {
+    case 0:
+    case 1:
+        len = (size_t)snprintf(buf, 16, "%d.", n);
+        break;
+    case 2:
+        len = (size_t)snprintf(buf, 16, "%c)", 'a' + n - 1);
+        break;
+    case 3:
+        len = (size_t)snprintf(buf, 16, "(%s)", romans[n % 9]);
+        break;
+    case 4:
+        len = (size_t)snprintf(buf, 16, "%c.", 'A' + n - 1);
+        break;
+    case 5:
+        len = (size_t)snprintf(buf, 16, "-");
+        break;
+    case 6:
+        len = (size_t)snprintf(buf, 16, "*");
+        break;
+    default:
+        len = (size_t)snprintf(buf, 16, "%d)", n);
+        break;
+    }
+    buf[len++] = ' ';
+    const size_t room = OCR_PAGE_CHARS - len, chars = draw_chars(rng);
+    char prose[OCR_DRAW_BYTES + 1];
+    const size_t words = page_prose(s, rng, prose, chars < room ? chars : room);
+    memcpy(buf + len, prose, words + 1);
+    return len + words;
+}
+
+static size_t page_cell(const ocr_sentences *s, uint64_t *rng, char *buf) {
+    static const char *const plain[] = {"n/a", "-", "Yes", "No", "TBD", "N/A",  "Total", "OK",
+                                        "0",   "%", "x",   "--", "Nil", "Mean", "Max",   "Min"};
+    const int k = rng_int(rng, 0, 9);
+    if (k <= 1) gen_integer(rng, buf, OCR_DRAW_BYTES);
+    if (k == 2) gen_price(rng, buf, OCR_DRAW_BYTES);
+    if (k == 3) gen_date(rng, buf, OCR_DRAW_BYTES);
+    if (k == 4) gen_measure(rng, buf, OCR_DRAW_BYTES);
+    if (k == 5) snprintf(buf, OCR_DRAW_BYTES, "%.*f", rng_int(rng, 1, 3), rng_uniform(rng) * 100);
+    if (k == 6) snprintf(buf, OCR_DRAW_BYTES, "%s", PICK(rng, plain));
+    if (k >= 7 && s && s->count > 0) { /* a word or three of a sentence, often capitalised */
+        size_t n = draw_sentences(s, rng, buf, OCR_DRAW_BYTES);
+        n = cut_words(buf, n, (size_t)rng_int(rng, 1, 20));
+        while (n > 1 && strchr(".,;:!?", buf[n - 1])) buf[--n] = '\0';
+        if (rng_uniform(rng) < 0.5) upper_at((unsigned char *)buf, n, 0);
+    } else if (k >= 7) {
+        gen_code(rng, buf, OCR_DRAW_BYTES);
+    }
+    return strlen(buf);
+}
+
+/* An identifier: a word, or two in snake_case or camelCase. */
+static void identifier(uint64_t *rng, char *out, size_t cap) {
+    static const char *const words[] = {
+        "count", "total", "index",  "name",  "value", "buf",    "len",  "result", "items",
+        "data",  "node",  "key",    "user",  "size",  "tmp",    "i",    "j",      "x",
+        "y",     "err",   "config", "path",  "line",  "offset", "max",  "min",    "input",
+        "out",   "row",   "col",    "parse", "read",  "write",  "get",  "set",    "list",
+        "map",   "str",   "id",     "next",  "prev",  "head",   "tail", "width",  "height"};
+    const char *a = PICK(rng, words), *b = PICK(rng, words);
+    switch (rng_int(rng, 0, 2)) {
+    case 0:
+        snprintf(out, cap, "%s", a);
+        break;
+    case 1:
+        snprintf(out, cap, "%s_%s", a, b);
+        break;
+    default:
+        snprintf(out, cap, "%s%c%s", a, toupper((unsigned char)b[0]), b + 1);
+        break;
+    }
+}
+
+static size_t page_code(uint64_t *rng, char *buf) {
+    static const char *const ops[] = {"==", "!=", "<=", ">=", "<", ">", "&&", "||"};
+    static const char *const words[] = {"hello", "utf-8", "%d items", "a,b", "ok", "\\n", "/tmp"};
+    char a[40], b[40], c[40];
+    identifier(rng, a, sizeof a);
+    identifier(rng, b, sizeof b);
+    identifier(rng, c, sizeof c);
+    const int n = rng_int(rng, 0, 99), m = rng_int(rng, 1, 9);
+    const char *op = PICK(rng, ops), *w = PICK(rng, words);
+    char *o = buf;
+    const size_t cap = OCR_DRAW_BYTES;
+    switch (rng_int(rng, 0, 14)) {
+    case 0:
+        snprintf(o, cap, "%s = %s(%s, %d);", a, b, c, n);
+        break;
+    case 1:
+        snprintf(o, cap, "if (%s %s %d) {", a, op, n);
+        break;
+    case 2:
+        snprintf(o, cap, "return %s[%s] + %d;", a, b, n);
+        break;
+    case 3:
+        snprintf(o, cap, "for (int %s = 0; %s < %s; %s++) {", a, a, b, a);
+        break;
+    case 4:
+        snprintf(o, cap, "def %s(%s, %s=None):", a, b, c);
+        break;
+    case 5:
+        snprintf(o, cap, "%s.%s(\"%s\")", a, b, w);
+        break;
+    case 6:
+        snprintf(o, cap, "const char *%s = \"%s\";", a, w);
+        break;
+    case 7:
+        snprintf(o, cap, "#include <%s.h>", a);
+        break;
+    case 8:
+        snprintf(o, cap, "%s += %s * %d;", a, b, m);
+        break;
+    case 9:
+        snprintf(o, cap, "} else if (!%s) {", a);
+        break;
+    case 10:
+        snprintf(o, cap, "print(f\"{%s}: %s\")", a, w);
+        break;
+    case 11:
+        snprintf(o, cap, "let %s = %s.map(|x| x * %d);", a, b, m);
+        break;
+    case 12:
+        snprintf(o, cap, "%s: %s = '%s'", a, b, w);
+        break;
+    case 13:
+        snprintf(o, cap, "// %s the %s of %s", a, b, c);
+        break;
+    default:
+        snprintf(o, cap, "%s = {'%s': %d, '%s': [%d, %d]}", a, b, n, c, m, n + m);
+        break;
+    }
+    return cut_words(buf, strlen(buf), OCR_PAGE_CHARS);
+}
+
+size_t ocr_text_draw_page(const ocr_sentences *s, uint64_t *rng, char *buf, size_t cap, int *kind) {
+    static const double shares[OCR_TEXT_KINDS] = {0.45, 0.08, 0.10, 0.12, 0.08, 0.17};
+    (void)cap; /* at least OCR_DRAW_BYTES + 1: every maker stays below */
+    const double u = rng_uniform(rng);
+    int k = 0;
+    for (double acc = shares[0]; k < OCR_TEXT_KINDS - 1 && u >= acc; acc += shares[++k]) {
+    }
+    const int words = s && s->count > 0;
+    if (!words && k <= OCR_TEXT_LIST) k = OCR_TEXT_GENERATED;
+    size_t len = 0;
+    switch (k) {
+    case OCR_TEXT_PROSE:
+        len = page_prose(s, rng, buf, draw_chars(rng));
+        break;
+    case OCR_TEXT_HEADING:
+        len = page_heading(s, rng, buf);
+        break;
+    case OCR_TEXT_LIST:
+        len = page_list(s, rng, buf);
+        break;
+    case OCR_TEXT_CELL:
+        len = page_cell(s, rng, buf);
+        break;
+    case OCR_TEXT_CODE:
+        len = page_code(rng, buf);
+        break;
+    default:
+        len = ocr_text_generate(rng, buf, OCR_DRAW_BYTES + 1);
+        len = cut_words(buf, len, draw_chars(rng));
+        break;
+    }
+    if (len == 0) { /* a maker that came out empty (it cannot, but a line is never blank) */
+        len = (size_t)snprintf(buf, OCR_DRAW_BYTES, "%d", rng_int(rng, 0, 9));
+        k = OCR_TEXT_CELL;
+    }
+    buf[len] = '\0';
+    *kind = k;
+    return len;
+}

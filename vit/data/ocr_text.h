@@ -95,4 +95,33 @@ size_t ocr_text_draw(const ocr_sentences *s, const ocr_text_options *o, uint64_t
 /* Only the generated items (the part of ocr_text_draw that makes numbers, dates, ...). */
 size_t ocr_text_generate(uint64_t *rng, char *buf, size_t cap);
 
+/* ---- page-like texts: what one line of a page holds ---- */
+
+/* The kinds of page line, with their shares in ocr_text_draw_page (docs/OCR_DATA.md). */
+typedef enum {
+    OCR_TEXT_PROSE,     /* 45%: a sentence's words cut at a word's end, 1..80 characters */
+    OCR_TEXT_HEADING,   /* 8%: 1-7 words in Title Case or capitals, sometimes numbered */
+    OCR_TEXT_LIST,      /* 10%: "1.", "a)", "(iv)", "-", "*" ... then prose */
+    OCR_TEXT_CELL,      /* 12%: a table cell: a number, an amount, a date, a word or two */
+    OCR_TEXT_CODE,      /* 8%: a line of code: identifiers, operators, brackets, quotes */
+    OCR_TEXT_GENERATED, /* 17%: numbers, dates, prices, codes, as ocr_text_generate */
+    OCR_TEXT_KINDS
+} ocr_text_kind;
+
+/* Their names ("prose", "heading", ...), for render.tsv. */
+extern const char *const ocr_text_kind_names[OCR_TEXT_KINDS];
+
+/* The most characters (code points) of a page-like text. */
+#define OCR_PAGE_CHARS 80
+
+/* One page-like text into buf (cap >= OCR_DRAW_BYTES + 1), drawn with *rng: its kind by the shares
+ * above (prose, headings and lists need sentences: without s those draws become generated
+ * items), its length 1..OCR_PAGE_CHARS code points (prose: 15% 1..8, else uniform 8..80, cut at a
+ * word's end; a single word longer than the length is kept whole up to 80). Sets *kind. Returns
+ * the length in bytes (> 0). */
+size_t ocr_text_draw_page(const ocr_sentences *s, uint64_t *rng, char *buf, size_t cap, int *kind);
+
+/* The number of code points of the UTF-8 text[0..n). */
+size_t ocr_text_chars(const char *text, size_t n);
+
 #endif
