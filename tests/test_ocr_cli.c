@@ -549,6 +549,92 @@ static void test_render_crop(void **state) {
     expect_failure(bad_height, 2, "--line-height '40-20' is not MIN-MAX");
 }
 
+/* The page's .txt (pages/N.png's pages/N.txt) holds text. */
+static void check_page_text(const char *dir, const char *page, const char *text) {
+    char txt[80];
+    snprintf(txt, sizeof txt, "%.*s.txt", (int)strlen(page) - 4, page);
+    char *got = read_text(dir, txt);
+    assert_string_equal(got, text);
+    free(got);
+}
+
+/* --pages: the same files for 1 and 2 threads; boxes.tsv's rows are labels.tsv's, each line's
+ * image is its box's size and holds the page's pixels there; each page's .txt is its lines in
+ * order; vit eval reads the line set (its own labels as hypotheses: no edits). */
+static void test_render_pages(void **state) {
+    (void)state;
+    REQUIRE_FONTS(fonts);
+    const char *dirs[2] = {dir_in_tmp("pages1"), dir_in_tmp("pages2")};
+    for (int t = 0; t < 2; t++) {
+        const char *const args[] = {
+            "render-lines", "--fonts", fonts, "--out",   dirs[t],         "-t",
+            t ? "2" : "1",  "-n",      "4",   "--pages", "--line-height", "24-40",
+            "--degrade",    "0.5",     NULL};
+        test_run_result r = run(args);
+        if (r.status != 0) fail_msg("vit render-lines --pages: exit %d: %s", r.status, r.err);
+        assert_non_null(strstr(r.out, ": 4 pages of "));
+        test_run_free(&r);
+    }
+    assert_true(same_file(dirs[0], dirs[1], "labels.tsv") &&
+                same_file(dirs[0], dirs[1], "boxes.tsv") &&
+                same_file(dirs[0], dirs[1], "render.tsv"));
+    char *boxes = read_text(dirs[0], "boxes.tsv"), *labels = read_text(dirs[0], "labels.tsv");
+    static const char header[] = "file\tpage\tline\tcolumn\tx0\ty0\tx1\ty1\ttext\n";
+    assert_true(strncmp(boxes, header, sizeof header - 1) == 0);
+    char expect_labels[65536] = "", page_text[8192] = "", last_page[64] = "";
+    int rows = 0;
+    image_u8 page = {0};
+    for (char *line = strtok(strchr(boxes, '\n') + 1, "\n"); line; line = strtok(NULL, "\n")) {
+        char file[64], page_name[64];
+        int k, column, b[4], at = 0;
+        assert_int_equal(sscanf(line, "%63s %63s %d %d %d %d %d %d %n", file, page_name, &k,
+                                &column, &b[0], &b[1], &b[2], &b[3], &at),
+                         8);
+        const char *text = line + at;
+        snprintf(expect_labels + strlen(expect_labels),
+                 sizeof expect_labels - strlen(expect_labels), "%s\t%s\n", file, text);
+        char path[PATH_MAX];
+        vit_error err = {{0}};
+        if (strcmp(page_name, last_page) != 0) { /* a new page: the last one's text checked */
+            if (last_page[0]) check_page_text(dirs[0], last_page, page_text);
+            page_text[0] = 0;
+            snprintf(last_page, sizeof last_page, "%s", page_name);
+            image_free(&page);
+            snprintf(path, sizeof path, "%s/%s", dirs[0], page_name);
+            assert_int_equal(image_decode_file(path, 1, 0, 0, &page, &err), 0);
+        }
+        snprintf(page_text + strlen(page_text), sizeof page_text - strlen(page_text), "%s\n", text);
+        snprintf(path, sizeof path, "%s/%s", dirs[0], file);
+        image_u8 cut;
+        assert_int_equal(image_decode_file(path, 1, 0, 0, &cut, &err), 0);
+        assert_true(cut.width == b[2] - b[0] && cut.height == b[3] - b[1]);
+        assert_true(b[2] <= page.width && b[3] <= page.height && b[0] >= 0 && b[1] >= 0);
+        for (int y = 0; y < cut.height; y++)
+            assert_memory_equal(cut.pixels + (size_t)y * (size_t)cut.width,
+                                page.pixels + (size_t)(b[1] + y) * (size_t)page.width +
+                                    (size_t)b[0],
+                                (size_t)cut.width);
+        assert_true(same_file(dirs[0], dirs[1], file) && same_file(dirs[0], dirs[1], page_name));
+        image_free(&cut);
+        rows++;
+    }
+    image_free(&page);
+    check_page_text(dirs[0], last_page, page_text);
+    assert_true(rows >= 8);
+    assert_string_equal(labels, expect_labels);
+    char hyp[PATH_MAX];
+    snprintf(hyp, sizeof hyp, "%s/labels.tsv", dirs[1]);
+    const char *const eval[] = {"eval", "--hypotheses", hyp, dirs[0], NULL};
+    test_run_result r = run(eval);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "CER:   0.00% (0 character edits"));
+    test_run_free(&r);
+    free(boxes), free(labels);
+    const char *const crop[] = {"render-lines", "--fonts", fonts,    "--out",
+                                dirs[0],        "--pages", "--crop", NULL};
+    expect_failure(crop, 2, "--pages draws its own paragraphs");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_eval_model),
@@ -561,6 +647,7 @@ int main(void) {
         cmocka_unit_test(test_render_sentences),
         cmocka_unit_test(test_render_held_out_sst2),
         cmocka_unit_test(test_render_crop),
+        cmocka_unit_test(test_render_pages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -629,6 +629,101 @@ static void test_crop_given(void **state) {
     ocr_fonts_free(f);
 }
 
+#ifdef VIT_FREETYPE
+/* The em (pixels) at which path's ascender - descender is `size` pixels, by FreeType directly. */
+static double freetype_em(const char *path, double size) {
+    FT_Library lib;
+    FT_Face face;
+    assert_int_equal(FT_Init_FreeType(&lib), 0);
+    assert_int_equal(FT_New_Face(lib, path, 0, &face), 0);
+    const double em = size * face->units_per_EM / (face->ascender - face->descender);
+    FT_Done_Face(face);
+    FT_Done_FreeType(lib);
+    return em;
+}
+
+/* path's capital height per em ('H'), by FreeType directly. */
+static double freetype_cap(const char *path) {
+    FT_Library lib;
+    FT_Face face;
+    assert_int_equal(FT_Init_FreeType(&lib), 0);
+    assert_int_equal(FT_New_Face(lib, path, 0, &face), 0);
+    assert_int_equal(FT_Load_Char(face, 'H', FT_LOAD_NO_SCALE), 0);
+    const double cap = (double)face->glyph->metrics.height / face->units_per_EM;
+    FT_Done_Face(face);
+    FT_Done_FreeType(lib);
+    return cap;
+}
+#endif
+
+/* Pages: every line's box inside the image and its ink reaching each side of the box; on clean
+ * pages all the ink inside the boxes, and (unskewed) each body line's box as wide as FreeType
+ * makes its text; lines in reading order (down each column); deterministic per page. */
+static void test_pages(void **state) {
+    (void)state;
+    OPEN_FONTS(f);
+#ifdef VIT_FREETYPE
+    ocr_sentences s = sentences_of(pool);
+    ocr_page_options o = {.line_min = 20, .line_max = 64, .degrade = 0};
+    int two = 0, skewed = 0, lines = 0;
+    for (long i = 0; i < 24; i++) {
+        o.degrade = i % 2; /* odd pages degraded */
+        ocr_page p;
+        vit_error err = {{0}};
+        if (ocr_render_page(f, &s, &o, 5, i, &p, &err) != 0) fail_msg("page %ld: %s", i, err.msg);
+        const int w = p.image.width, h = p.image.height;
+        assert_true(p.lines > 0 && p.line_size >= 20 - 1e-3 && p.line_size <= 64 + 1e-3);
+        two += p.columns == 2, skewed += p.angle != 0, lines += p.lines;
+        ocr_line view = {.image = p.image}; /* for ink_extent */
+        for (int k = 0; k < p.lines; k++) {
+            const ocr_page_line *l = &p.line[k];
+            const int *b = l->box;
+            assert_true(b[0] >= 0 && b[1] >= 0 && b[2] <= w && b[3] <= h && b[2] > b[0]);
+            assert_true(strlen(l->text) > 0 && l->text[0] != ' ');
+            if (k > 0 && l->column == p.line[k - 1].column && p.angle == 0)
+                assert_true(b[1] > p.line[k - 1].box[1]); /* down the column */
+            if (k > 0) assert_true(l->column >= p.line[k - 1].column);
+            if (p.degraded) continue;
+            int lo[2], hi[2];
+            ink_extent(&view, b[0], b[1], b[2], b[3], lo, hi);
+            if (lo[0] - b[0] > 2 || lo[1] - b[1] > 2 || b[2] - hi[0] > 2 || b[3] - hi[1] > 2)
+                fail_msg("page %ld line %d '%s': ink [%d,%d)x[%d,%d), box [%d,%d)x[%d,%d)", i, k,
+                         l->text, lo[0], hi[0], lo[1], hi[1], b[0], b[2], b[1], b[3]);
+            if (l->column >= 0 && p.angle == 0) {
+                double left, right;
+                const double em = freetype_em(fonts3[p.font], p.line_size);
+                const double cap = em * freetype_cap(fonts3[p.font]);
+                freetype_span(fonts3[p.font], cap, l->text, &left, &right);
+                if (fabs((b[2] - b[0]) - (right - left)) > 2.0)
+                    fail_msg("page %ld line %d '%s': box %d px wide, FreeType's %.1f", i, k,
+                             l->text, b[2] - b[0], right - left);
+            }
+        }
+        if (!p.degraded) { /* no ink outside every box */
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++) {
+                    if (p.image.pixels[(size_t)y * (size_t)w + (size_t)x] >= 250) continue;
+                    int inside = 0;
+                    for (int k = 0; k < p.lines && !inside; k++) {
+                        const int *b = p.line[k].box;
+                        inside = x >= b[0] && x < b[2] && y >= b[1] && y < b[3];
+                    }
+                    if (!inside) fail_msg("page %ld: ink at (%d, %d) outside every box", i, x, y);
+                }
+        }
+        ocr_page q; /* the same page again: the same bytes */
+        assert_int_equal(ocr_render_page(f, &s, &o, 5, i, &q, &err), 0);
+        assert_true(q.image.width == w && q.image.height == h && q.lines == p.lines);
+        assert_memory_equal(q.image.pixels, p.image.pixels, (size_t)w * (size_t)h);
+        ocr_page_free(&q);
+        ocr_page_free(&p);
+    }
+    assert_true(two > 2 && skewed > 2 && lines > 150);
+    ocr_sentences_free(&s);
+#endif
+    ocr_fonts_free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detokenize),
@@ -647,6 +742,7 @@ int main(void) {
         cmocka_unit_test(test_crop_lines),
         cmocka_unit_test(test_crop_deterministic),
         cmocka_unit_test(test_crop_given),
+        cmocka_unit_test(test_pages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

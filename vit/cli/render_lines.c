@@ -37,6 +37,7 @@ enum {
     OPT_TIGHT,
     OPT_NEIGHBOURS,
     OPT_TEXTS,
+    OPT_PAGES,
 };
 
 static const cli_option options[] = {
@@ -73,6 +74,10 @@ static const cli_option options[] = {
     {OPT_TIGHT, "tight", 0, "P", "--crop: share of tight crops (0-2 px around the ink)", "0.4"},
     {OPT_NEIGHBOURS, "neighbours", 0, "P",
      "--crop: share of the loose crops that show the lines above and below", "0.3"},
+    {OPT_PAGES, "pages", 0, NULL,
+     "N pages of paragraphs instead (DIR/pages/: each page's image and .txt; DIR: every line cut "
+     "by its true box, labels.tsv, boxes.tsv); --line-height, --degrade and --sentences apply",
+     NULL},
     {OPT_TEXTS, "texts", 0, "FILE",
      "draw these texts, one a line (line i of the set shows text i, round again after the last)",
      NULL},
@@ -106,7 +111,7 @@ typedef struct {
     const char *fonts_path, *out, *sentences_path, *held_out_path, *texts_path;
     long count, start;
     int64_t seed;
-    int threads;
+    int threads, pages;
     ocr_render_options render;
 } render_args;
 
@@ -165,6 +170,8 @@ static int render_option(const cli_parser *p, int id, void *user) {
         return number_option(p, &a->render.neighbours);
     case OPT_TEXTS:
         return a->texts_path = p->value, 0;
+    case OPT_PAGES:
+        return a->pages = 1, 0;
     }
     return 0;
 }
@@ -266,13 +273,57 @@ typedef struct {
     char name[32];
     int width, height; /* the image's, kept after its pixels are freed */
     ocr_line line;
+    ocr_page page; /* --pages */
     int failed;
     vit_error err;
 } rendered;
 
+/* Page `index` rendered: its image and text into DIR/pages/, each line cut by its box into DIR. */
+static int render_page(ocr_fonts *f, const render_inputs *in, long index, rendered *r) {
+    const render_args *a = in->a;
+    const ocr_page_options o = {.line_min = a->render.line_min,
+                                .line_max = a->render.line_max,
+                                .degrade = a->render.degrade};
+    ocr_page *p = &r->page;
+    if (ocr_render_page(f, in->have_sentences ? &in->sentences : NULL, &o, (uint64_t)a->seed, index,
+                        p, &r->err) != 0)
+        return -1;
+    const int jpeg = p->jpeg_quality > 0;
+    r->width = p->image.width, r->height = p->image.height;
+    snprintf(r->name, sizeof r->name, "%07ld.%s", index, jpeg ? "jpg" : "png");
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/pages/%s", a->out, r->name);
+    int rc = jpeg ? write_file_atomic(path, p->jpeg, p->jpeg_size, &r->err)
+                  : image_write_png(path, &p->image, &r->err);
+    char text[OCR_PAGE_LINES * (OCR_DRAW_BYTES + 1) + 1];
+    size_t len = 0;
+    for (int k = 0; k < p->lines; k++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s\n", p->line[k].text);
+    snprintf(path, sizeof path, "%s/pages/%07ld.txt", a->out, index);
+    if (rc == 0) rc = write_file_atomic(path, text, len, &r->err);
+    for (int k = 0; rc == 0 && k < p->lines; k++) { /* the line by its true box */
+        const int *b = p->line[k].box, w = b[2] - b[0], h = b[3] - b[1];
+        image_u8 cut = {w, h, 1, malloc((size_t)w * (size_t)h)};
+        if (!cut.pixels) {
+            rc = vit_fail(&r->err, "out of memory");
+            break;
+        }
+        for (int y = 0; y < h; y++)
+            memcpy(cut.pixels + (size_t)y * (size_t)w,
+                   p->image.pixels + (size_t)(b[1] + y) * (size_t)p->image.width + (size_t)b[0],
+                   (size_t)w);
+        snprintf(path, sizeof path, "%s/%07ld-%02d.png", a->out, index, k);
+        rc = image_write_png(path, &cut, &r->err);
+        image_free(&cut);
+    }
+    ocr_page_free(p);
+    return rc;
+}
+
 /* Line `index` rendered and written to the folder as r->name. */
 static int render_one(ocr_fonts *f, const render_inputs *in, long index, rendered *r) {
     const render_args *a = in->a;
+    if (a->pages) return render_page(f, in, index, r);
     if (ocr_render_line(f, in->have_sentences ? &in->sentences : NULL,
                         in->have_held_out ? &in->held_out : NULL, &a->render, (uint64_t)a->seed,
                         index, &r->line, &r->err) != 0)
@@ -312,11 +363,29 @@ static void write_rows(FILE *labels, FILE *info, const rendered *r, int n, const
     }
 }
 
+/* A page's rows: each line's crop in labels.tsv and its box in boxes.tsv, the page in render.tsv.
+ */
+static void write_page_rows(FILE *labels, FILE *info, FILE *boxes, const rendered *r, long index,
+                            const ocr_fonts *fonts) {
+    const ocr_page *p = &r->page;
+    const char *font = ocr_fonts_path(fonts, p->font), *slash = strrchr(font, '/');
+    fprintf(info, "pages/%s\t%s\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%d\n",
+            r->name, slash ? slash + 1 : font, p->line_size, p->pitch, p->columns, p->lines,
+            r->width, r->height, p->degraded, p->angle, p->blur, p->scale, p->noise,
+            p->jpeg_quality);
+    for (int k = 0; k < p->lines; k++) {
+        const ocr_page_line *l = &p->line[k];
+        fprintf(labels, "%07ld-%02d.png\t%s\n", index, k, l->text);
+        fprintf(boxes, "%07ld-%02d.png\tpages/%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", index, k, r->name,
+                k, l->column, l->box[0], l->box[1], l->box[2], l->box[3], l->text);
+    }
+}
+
 enum { BLOCK = 256 }; /* lines rendered in parallel before their rows are written */
 
 typedef struct {
-    atomic_file labels, info;
-    long degraded, jpeg;
+    atomic_file labels, info, boxes;
+    long degraded, jpeg, lines;
     double start;
 } render_output;
 
@@ -328,11 +397,27 @@ static int open_outputs(const render_args *a, render_output *o) {
         fprintf(stderr, "vit render-lines: %s\n", err.msg);
         return -1;
     }
+    if (a->pages) {
+        snprintf(path, sizeof path, "%s/boxes.tsv", a->out);
+        if (atomic_file_open(&o->boxes, path, &err) != 0) {
+            fprintf(stderr, "vit render-lines: %s\n", err.msg);
+            atomic_file_abort(&o->info);
+            return -1;
+        }
+    }
     snprintf(path, sizeof path, "%s/labels.tsv", a->out);
     if (atomic_file_open(&o->labels, path, &err) != 0) {
         fprintf(stderr, "vit render-lines: %s\n", err.msg);
         atomic_file_abort(&o->info);
+        if (a->pages) atomic_file_abort(&o->boxes);
         return -1;
+    }
+    if (a->pages) {
+        fputs("page\tfont\tline_height\tpitch\tcolumns\tlines\twidth\theight\tdegraded\tangle\t"
+              "blur\tscale\tnoise\tjpeg_quality\n",
+              o->info.f);
+        fputs("file\tpage\tline\tcolumn\tx0\ty0\tx1\ty1\ttext\n", o->boxes.f);
+        return 0;
     }
     fputs("file\tfont\tcap_height\tdegraded\tangle\tshear\tgamma\tpaper\tink\tblur\tscale\tnoise\t"
           "jpeg_quality",
@@ -372,10 +457,20 @@ static int render_all(const render_inputs *in, int threads, render_output *o) {
         const int n = a->count - done < BLOCK ? (int)(a->count - done) : BLOCK;
         render_block(in, threads, a->start + done, n, block);
         if ((rc = block_failed(block, n, a->start + done)) != 0) break;
-        write_rows(o->labels.f, o->info.f, block, n, in->fonts[0], a->render.crop);
-        for (int k = 0; k < n; k++) {
-            o->degraded += block[k].line.degraded;
-            o->jpeg += block[k].line.jpeg_quality > 0;
+        if (a->pages) {
+            for (int k = 0; k < n; k++) {
+                write_page_rows(o->labels.f, o->info.f, o->boxes.f, &block[k], a->start + done + k,
+                                in->fonts[0]);
+                o->degraded += block[k].page.degraded;
+                o->jpeg += block[k].page.jpeg_quality > 0;
+                o->lines += block[k].page.lines;
+            }
+        } else {
+            write_rows(o->labels.f, o->info.f, block, n, in->fonts[0], a->render.crop);
+            for (int k = 0; k < n; k++) {
+                o->degraded += block[k].line.degraded;
+                o->jpeg += block[k].line.jpeg_quality > 0;
+            }
         }
         done += n;
         show_progress(o, done, a->count);
@@ -385,9 +480,11 @@ static int render_all(const render_inputs *in, int threads, render_output *o) {
 }
 
 /* render.tsv, then labels.tsv: labels.tsv in place marks a finished folder. */
-static int commit_outputs(render_output *o) {
+static int commit_outputs(render_output *o, int pages) {
     vit_error err = {{0}};
-    if (atomic_file_commit(&o->info, &err) != 0 || atomic_file_commit(&o->labels, &err) != 0) {
+    if (atomic_file_commit(&o->info, &err) != 0 ||
+        (pages && atomic_file_commit(&o->boxes, &err) != 0) ||
+        atomic_file_commit(&o->labels, &err) != 0) {
         fprintf(stderr, "vit render-lines: %s\n", err.msg);
         return -1;
     }
@@ -400,14 +497,22 @@ static int render_to_folder(const render_inputs *in, int threads) {
     if (open_outputs(a, &o) != 0) return 1;
     if (render_all(in, threads, &o) != 0) {
         atomic_file_abort(&o.info);
+        if (a->pages) atomic_file_abort(&o.boxes);
         atomic_file_abort(&o.labels);
         return 1;
     }
-    if (commit_outputs(&o) != 0) {
+    if (commit_outputs(&o, a->pages) != 0) {
         atomic_file_abort(&o.labels);
         return 1;
     }
     const double s = clock_seconds() - o.start;
+    if (a->pages) {
+        printf("%s: %ld pages of %ld lines (%ld degraded, %ld as JPEG) in %.1f s: %.1f pages/s on "
+               "%d thread%s\n",
+               a->out, a->count, o.lines, o.degraded, o.jpeg, s, a->count / (s + 1e-9), threads,
+               threads == 1 ? "" : "s");
+        return 0;
+    }
     printf("%s: %ld lines (%ld degraded, %ld as JPEG) in %.1f s: %.0f lines/s on %d thread%s\n",
            a->out, a->count, o.degraded, o.jpeg, s, a->count / (s + 1e-9), threads,
            threads == 1 ? "" : "s");
@@ -430,6 +535,9 @@ static cli_outcome parse_options(int argc, char **argv, render_args *a) {
                                a->render.width, 4 * a->render.height);
     if (a->render.text.upper_case + a->render.text.title_case > 1)
         return cli_usage_error(&command, "--upper and --title add up to more than 1");
+    if (a->pages && (a->render.crop || a->texts_path || a->held_out_path))
+        return cli_usage_error(&command, "--pages draws its own paragraphs: no --crop, --texts "
+                                         "or --held-out with it");
     if (a->held_out_path && !a->sentences_path)
         return cli_usage_error(&command, "--held-out without --sentences: generated lines "
                                          "need no held-out sentences");
@@ -463,6 +571,12 @@ static int make_folder(const char *dir) {
         *p = c;
         if (!c) return 0;
     }
+}
+
+static int make_pages_folder(const char *out) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/pages", out);
+    return make_folder(path);
 }
 
 /* Fonts for each thread (FreeType faces are one thread's). */
@@ -503,7 +617,8 @@ int cli_render_lines(int argc, char **argv) {
         read_sentences(a.sentences_path, &in.sentences, &in.have_sentences) == 0 &&
         read_sentences(a.held_out_path, &in.held_out, &in.have_held_out) == 0 &&
         (!a.texts_path || (in.have_texts = read_texts(a.texts_path, &in.texts) == 0)) &&
-        open_fonts(&in, &fl, a.threads) == 0 && make_folder(a.out) == 0) {
+        open_fonts(&in, &fl, a.threads) == 0 && make_folder(a.out) == 0 &&
+        (!a.pages || make_pages_folder(a.out) == 0)) {
         if (in.have_texts) {
             a.render.texts = (const char *const *)in.texts.lines;
             a.render.text_count = in.texts.count;

@@ -30,16 +30,19 @@ void ocr_line_free(ocr_line *line) {
 }
 
 /* The JPEG compression: the file's bytes kept, and the pixels made what they decode to. */
-static int compress_line(ocr_line *out, vit_error *err) {
-    if (image_encode_jpeg(&out->image, out->jpeg_quality, &out->jpeg, &out->jpeg_size, err) != 0)
-        return -1;
+static int compress_image(image_u8 *image, int quality, uint8_t **jpeg, size_t *size,
+                          vit_error *err) {
+    if (image_encode_jpeg(image, quality, jpeg, size, err) != 0) return -1;
     image_u8 decoded;
-    if (image_decode_memory(out->jpeg, out->jpeg_size, "a rendered line", 1, 0, 0, &decoded, err) !=
-        0)
+    if (image_decode_memory(*jpeg, *size, "a rendered line", 1, 0, 0, &decoded, err) != 0)
         return -1;
-    image_free(&out->image);
-    out->image = decoded;
+    image_free(image);
+    *image = decoded;
     return 0;
+}
+
+static int compress_line(ocr_line *out, vit_error *err) {
+    return compress_image(&out->image, out->jpeg_quality, &out->jpeg, &out->jpeg_size, err);
 }
 
 /* The random streams of line `index`: its text, its layout, its effects and its noise. */
@@ -88,14 +91,14 @@ static void draw_effects(uint64_t *rng, int w, int h, ocr_effects *e, float *ang
 }
 
 /* The print through the effects: coverage [h, w] to out->image. */
-static int apply_effects(const float *coverage, int w, int h, const ocr_effects *e,
-                         uint64_t noise_rng, ocr_line *out, vit_error *err) {
+static int apply_effects_to(const float *coverage, int w, int h, const ocr_effects *e,
+                            uint64_t noise_rng, image_u8 *image, vit_error *err) {
     const size_t n = (size_t)w * (size_t)h;
     float *page = malloc(n * sizeof *page), *tmp = malloc(n * sizeof *tmp);
     float *small = malloc(n * sizeof *small);
-    out->image = (image_u8){w, h, 1, malloc(n)};
+    *image = (image_u8){w, h, 1, malloc(n)};
     int rc = 0;
-    if (!page || !tmp || !small || !out->image.pixels) {
+    if (!page || !tmp || !small || !image->pixels) {
         rc = vit_fail(err, "out of memory rendering a %dx%d line", w, h);
     } else {
         ocr_compose(coverage, w, h, e, page);
@@ -105,11 +108,16 @@ static int apply_effects(const float *coverage, int w, int h, const ocr_effects 
             ocr_resample(page, w, h, small, sw > 0 ? sw : 1, sh > 0 ? sh : 1, tmp);
             ocr_resample(small, sw > 0 ? sw : 1, sh > 0 ? sh : 1, page, w, h, tmp);
         }
-        ocr_finish(page, w, h, e->noise, e->salt, &noise_rng, out->image.pixels);
+        ocr_finish(page, w, h, e->noise, e->salt, &noise_rng, image->pixels);
     }
     free(page), free(tmp), free(small);
-    if (rc != 0) image_free(&out->image);
+    if (rc != 0) image_free(image);
     return rc;
+}
+
+static int apply_effects(const float *coverage, int w, int h, const ocr_effects *e,
+                         uint64_t noise_rng, ocr_line *out, vit_error *err) {
+    return apply_effects_to(coverage, w, h, e, noise_rng, &out->image, err);
 }
 
 /* ---- layout: the text, its size and place ---- */
@@ -431,4 +439,160 @@ int ocr_render_line(ocr_fonts *f, const ocr_sentences *sentences, const ocr_sent
     out->scale = e.scale, out->noise = e.noise;
     if (rc != 0) ocr_line_free(out);
     return rc;
+}
+
+/* ---- pages ---- */
+
+void ocr_page_free(ocr_page *page) {
+    image_free(&page->image);
+    free(page->jpeg);
+    page->jpeg = NULL;
+}
+
+/* A page's lines before the skew: each one's run, size and origin (x right, y down). */
+typedef struct {
+    int n;
+    glyph_run run[OCR_PAGE_LINES];
+    double em[OCR_PAGE_LINES], x[OCR_PAGE_LINES], y[OCR_PAGE_LINES];
+} page_runs;
+
+/* Lays the words of text[0..len) out in lines of at most `width` pixels into r and out (as column
+ * `column`), the first baseline at *y and then one pitch apart; the first line indented by
+ * indent. Stops at OCR_PAGE_LINES lines or after max_lines. */
+static int wrap_text(ocr_fonts *f, int font, double em, const char *text, size_t len, double x,
+                     double width, double indent, double pitch, int max_lines, int column,
+                     double *y, page_runs *r, ocr_page *out, vit_error *err) {
+    size_t at = 0;
+    for (int k = 0; at < len && k < max_lines && r->n < OCR_PAGE_LINES; k++) {
+        const double in = k == 0 ? indent : 0;
+        glyph_run *g = &r->run[r->n];
+        if (ocr_glyphs_layout(f, font, em, text + at, len - at, width - in, g, err) != 0) return -1;
+        ocr_page_line *l = &out->line[r->n];
+        memcpy(l->text, text + at, g->bytes);
+        l->text[g->bytes] = '\0';
+        l->column = column;
+        r->em[r->n] = em, r->x[r->n] = x + in, r->y[r->n] = *y;
+        r->n++;
+        *y += pitch;
+        at += g->bytes;
+        while (at < len && text[at] == ' ') at++;
+    }
+    return 0;
+}
+
+/* The page's text laid out: heading, then the paragraphs of each column. */
+static int layout_page(ocr_fonts *f, const ocr_sentences *s, int font, double em, double pitch,
+                       uint64_t *layout_rng, uint64_t *text_rng, page_runs *r, ocr_page *out,
+                       vit_error *err) {
+    const int columns = rng_uniform(layout_rng) < 0.3 ? 2 : 1;
+    const double width =
+        0.5 * em * (columns == 2 ? rng_int(layout_rng, 26, 40) : rng_int(layout_rng, 40, 75));
+    const double gutter = em * (1.5 + 1.5 * rng_uniform(layout_rng));
+    const int indent = rng_uniform(layout_rng) < 0.5; /* else paragraphs are spaced */
+    double y = 0;
+    char text[4096];
+    if (rng_uniform(layout_rng) < 0.4) { /* a heading across the columns */
+        const double hem = em * (1 + 0.5 * rng_uniform(layout_rng));
+        const size_t n = ocr_text_draw_kind(s, OCR_TEXT_HEADING, text_rng, text, sizeof text);
+        y = hem * ocr_glyphs_cap(f, font);
+        if (wrap_text(f, font, hem, text, n, 0, columns * width + gutter, 0, 0, 1, -1, &y, r, out,
+                      err) != 0)
+            return -1;
+        y += pitch * (1.0 + rng_uniform(layout_rng)) + (hem - em) * ocr_glyphs_cap(f, font);
+    } else {
+        y = em * ocr_glyphs_cap(f, font);
+    }
+    const double top = y;
+    for (int c = 0; c < columns; c++) {
+        y = top;
+        const int paragraphs = rng_int(layout_rng, 1, 3);
+        for (int p = 0; p < paragraphs; p++) {
+            /* about that many lines of text (characters average ~0.5 em), wrapped whole */
+            const int lines = rng_int(layout_rng, 2, columns == 2 ? 8 : 6);
+            const size_t n = ocr_text_paragraph(s, text_rng, (size_t)(lines * width / (0.5 * em)),
+                                                text, sizeof text);
+            if (wrap_text(f, font, em, text, n, c * (width + gutter), width, indent ? 2 * em : 0,
+                          pitch, OCR_PAGE_LINES, c, &y, r, out, err) != 0)
+                return -1;
+            if (!indent) y += 0.5 * pitch;
+        }
+    }
+    out->columns = columns;
+    return 0;
+}
+
+int ocr_render_page(ocr_fonts *f, const ocr_sentences *s, const ocr_page_options *o, uint64_t seed,
+                    long index, ocr_page *out, vit_error *err) {
+    memset(out, 0, sizeof *out);
+    if (o->line_min < 8 || o->line_max > 512 || o->line_min > o->line_max)
+        return vit_fail(err, "line heights %d..%d pixels are not a range inside 8..512",
+                        o->line_min, o->line_max);
+    if (!(o->degrade >= 0 && o->degrade <= 1))
+        return vit_fail(err, "the share of degraded pages %g is outside 0..1", o->degrade);
+    uint64_t effects_rng = rng_derive(seed, (uint64_t)index, STREAM_EFFECTS);
+    uint64_t text_rng = rng_derive(seed, (uint64_t)index, STREAM_TEXT);
+    uint64_t layout_rng = rng_derive(seed, (uint64_t)index, STREAM_LAYOUT);
+    ocr_effects e = ocr_effects_none();
+    float angle = 0, shear = 0;
+    out->degraded = rng_uniform(&effects_rng) < o->degrade;
+    if (out->degraded) draw_effects(&effects_rng, 1, 1, &e, &angle, &shear, &out->jpeg_quality);
+    const int font = rng_int(&layout_rng, 0, ocr_fonts_count(f) - 1);
+    const double size =
+        exp(log(o->line_min) + (log(o->line_max) - log(o->line_min)) * rng_uniform(&layout_rng));
+    const double em = size / ocr_glyphs_extent(f, font);
+    const double pitch = size * (1.0 + 0.3 * rng_uniform(&layout_rng));
+    page_runs *r = calloc(1, sizeof *r);
+    if (!r) return vit_fail(err, "out of memory rendering a page");
+    int rc = layout_page(f, s, font, em, pitch, &layout_rng, &text_rng, r, out, err);
+    /* the skew: each line's origin turned about the text's centre, its glyphs with it */
+    double m[4], lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+    transform(angle, 0, m);
+    double cx = 0, cy = 0;
+    for (int k = 0; k < r->n; k++) cx += r->x[k] / r->n, cy += r->y[k] / r->n;
+    double box[OCR_PAGE_LINES][4];
+    for (int k = 0; rc == 0 && k < r->n; k++) {
+        const double dx = r->x[k] - cx, dy = -(r->y[k] - cy); /* y up */
+        r->x[k] = cx + m[0] * dx + m[1] * dy, r->y[k] = cy - (m[2] * dx + m[3] * dy);
+        double b[4];
+        run_box(&r->run[k], m, b);
+        box[k][0] = r->x[k] + b[0], box[k][2] = r->x[k] + b[1];
+        box[k][1] = r->y[k] - b[3], box[k][3] = r->y[k] - b[2];
+        lo[0] = fmin(lo[0], box[k][0]), lo[1] = fmin(lo[1], box[k][1]);
+        hi[0] = fmax(hi[0], box[k][2]), hi[1] = fmax(hi[1], box[k][3]);
+    }
+    double margin[4];
+    for (int k = 0; k < 4; k++) margin[k] = em * (0.5 + 2 * rng_uniform(&layout_rng));
+    const int w = (int)ceil(margin[0] + hi[0] - lo[0] + margin[2]);
+    const int h = (int)ceil(margin[1] + hi[1] - lo[1] + margin[3]);
+    if (rc == 0 && (r->n == 0 || w > CROP_MAX || h > CROP_MAX))
+        rc = vit_fail(err, "a page of %d lines would be %dx%d pixels", r->n, w, h);
+    float *coverage = rc == 0 ? calloc((size_t)w * (size_t)h, sizeof *coverage) : NULL;
+    if (rc == 0 && !coverage) rc = vit_fail(err, "out of memory rendering a %dx%d page", w, h);
+    const double sx = margin[0] - lo[0], sy = margin[1] - lo[1];
+    for (int k = 0; rc == 0 && k < r->n; k++) {
+        rc = ocr_glyphs_draw(f, font, r->em[k], &r->run[k], m, r->x[k] + sx, r->y[k] + sy, coverage,
+                             w, h, 0, err);
+        int *b = out->line[k].box;
+        b[0] = (int)floor(box[k][0] + sx), b[1] = (int)floor(box[k][1] + sy);
+        b[2] = (int)ceil(box[k][2] + sx), b[3] = (int)ceil(box[k][3] + sy);
+        b[0] = b[0] < 0 ? 0 : b[0], b[1] = b[1] < 0 ? 0 : b[1];
+        b[2] = b[2] > w ? w : b[2], b[3] = b[3] > h ? h : b[3];
+    }
+    out->lines = r->n;
+    free(r);
+    if (rc == 0) {
+        const float unit = (float)(size / 20); /* as for crops */
+        for (int k = 0; k < e.spots; k++)
+            e.spot_x[k] *= (float)w, e.spot_y[k] *= (float)h, e.spot_r[k] *= (float)(1.6 * size);
+        e.blur *= 32 * unit;
+        rc = apply_effects_to(coverage, w, h, &e, rng_derive(seed, (uint64_t)index, STREAM_NOISE),
+                              &out->image, err);
+    }
+    free(coverage);
+    if (rc == 0 && out->jpeg_quality > 0)
+        rc = compress_image(&out->image, out->jpeg_quality, &out->jpeg, &out->jpeg_size, err);
+    if (rc != 0) return ocr_page_free(out), -1;
+    out->font = font, out->line_size = (float)size, out->pitch = (float)pitch;
+    out->angle = angle, out->blur = e.blur, out->scale = e.scale, out->noise = e.noise;
+    return 0;
 }

@@ -105,4 +105,46 @@ int ocr_render_line(ocr_fonts *f, const ocr_sentences *sentences, const ocr_sent
                     vit_error *err);
 void ocr_line_free(ocr_line *line);
 
+/* ---- pages: paragraphs of several lines, for held-out sets of lines cut from pages ----
+ *
+ * A page in one font: maybe a heading (Title Case or capitals, up to 1.5 x the body's size, across
+ * the columns), then 1-3 paragraphs in one column or two, left-aligned, wrapped at word ends, at
+ * a line height (the font's ascender - descender) drawn log-uniformly in line_min..line_max and a
+ * pitch of 1-1.3 line heights; paragraphs indented or spaced. Degraded (probability degrade), the
+ * whole page gets the line effects: a slight skew (rotation up to 2 degrees about its centre),
+ * paper and lighting, stroke weight, blur, lost resolution, noise, JPEG. Each line's true box is
+ * the box of its glyph outlines after the skew, rounded outwards. Page i depends on (seed, i)
+ * only. */
+
+#define OCR_PAGE_LINES 64
+
+typedef struct {
+    int line_min, line_max; /* 8..512 */
+    double degrade;
+} ocr_page_options;
+
+typedef struct {
+    char text[OCR_DRAW_BYTES + 1];
+    int box[4]; /* x0 y0 x1 y1, pixels, [x0, x1) x [y0, y1) */
+    int column; /* 0 or 1; -1 for the heading */
+} ocr_page_line;
+
+typedef struct {
+    image_u8 image; /* grey; a compressed page's: what its JPEG decodes to; owned */
+    int jpeg_quality;
+    uint8_t *jpeg; /* the JPEG file's bytes (owned), else NULL */
+    size_t jpeg_size;
+    int font, columns, degraded;
+    float line_size, pitch; /* the body's line height and baseline-to-baseline distance */
+    float angle, blur, scale, noise;
+    int lines; /* in reading order: the heading, then each column top to bottom */
+    ocr_page_line line[OCR_PAGE_LINES];
+} ocr_page;
+
+/* Renders page `index` of the set `seed` into *out (free with ocr_page_free), its texts from
+ * sentences (NULL: generated items). Returns 0, or -1 with err. */
+int ocr_render_page(ocr_fonts *f, const ocr_sentences *sentences, const ocr_page_options *o,
+                    uint64_t seed, long index, ocr_page *out, vit_error *err);
+void ocr_page_free(ocr_page *page);
+
 #endif

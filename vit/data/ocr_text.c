@@ -790,6 +790,13 @@ size_t ocr_text_draw_page(const ocr_sentences *s, uint64_t *rng, char *buf, size
     int k = 0;
     for (double acc = shares[0]; k < OCR_TEXT_KINDS - 1 && u >= acc; acc += shares[++k]) {
     }
+    if (!(s && s->count > 0) && k <= OCR_TEXT_LIST) k = OCR_TEXT_GENERATED;
+    *kind = k;
+    return ocr_text_draw_kind(s, k, rng, buf, cap);
+}
+
+size_t ocr_text_draw_kind(const ocr_sentences *s, int k, uint64_t *rng, char *buf, size_t cap) {
+    (void)cap;
     const int words = s && s->count > 0;
     if (!words && k <= OCR_TEXT_LIST) k = OCR_TEXT_GENERATED;
     size_t len = 0;
@@ -816,9 +823,35 @@ size_t ocr_text_draw_page(const ocr_sentences *s, uint64_t *rng, char *buf, size
     }
     if (len == 0) { /* a maker that came out empty (it cannot, but a line is never blank) */
         len = (size_t)snprintf(buf, OCR_DRAW_BYTES, "%d", rng_int(rng, 0, 9));
-        k = OCR_TEXT_CELL;
     }
     buf[len] = '\0';
-    *kind = k;
+    return len;
+}
+
+size_t ocr_text_paragraph(const ocr_sentences *s, uint64_t *rng, size_t bytes, char *buf,
+                          size_t cap) {
+    size_t len = 0;
+    if (bytes >= cap) bytes = cap - 1;
+    for (int tries = 0; len < bytes && tries < 1000; tries++) {
+        char one[OCR_DRAW_BYTES + 1];
+        size_t n;
+        if (s && s->count > 0) { /* a whole sentence, ended */
+            const int i = rng_int(rng, 0, s->count - 1);
+            const char *t = s->text + s->start[i];
+            n = 0;
+            /* a sentence longer than a draw keeps the words that fit */
+            append_words(t, s->start[i + 1] - s->start[i] - 1, 0, one, &n, OCR_DRAW_BYTES);
+            if (n == 0) continue;
+            end_sentence(one, &n, OCR_DRAW_BYTES);
+        } else {
+            n = ocr_text_generate(rng, one, sizeof one);
+        }
+        if (len > 0 && len + 1 + n > bytes) break;
+        if (len > 0) buf[len++] = ' ';
+        if (len + n > cap - 1) n = cap - 1 - len;
+        memcpy(buf + len, one, n);
+        len += n;
+    }
+    buf[len] = '\0';
     return len;
 }

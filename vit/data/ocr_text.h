@@ -121,6 +121,16 @@ extern const char *const ocr_text_kind_names[OCR_TEXT_KINDS];
  * the length in bytes (> 0). */
 size_t ocr_text_draw_page(const ocr_sentences *s, uint64_t *rng, char *buf, size_t cap, int *kind);
 
+/* A text of the given kind, drawn as ocr_text_draw_page draws that kind (s needed for prose,
+ * headings and lists; without it those become generated items). Returns its length (> 0). */
+size_t ocr_text_draw_kind(const ocr_sentences *s, int kind, uint64_t *rng, char *buf, size_t cap);
+
+/* A paragraph for a page: whole sentences of s from their first word, each ended by a full stop,
+ * or (without s) generated items, into buf until about `bytes` (< cap) are filled; at least one
+ * sentence. Returns the length (buf NUL-terminated). */
+size_t ocr_text_paragraph(const ocr_sentences *s, uint64_t *rng, size_t bytes, char *buf,
+                          size_t cap);
+
 /* The number of code points of the UTF-8 text[0..n). */
 size_t ocr_text_chars(const char *text, size_t n);
 
