@@ -11,6 +11,9 @@
 #   make ocr-data     printed text lines for OCR in data/ocr: train and val (training fonts, SST-2's
 #                     train sentences), test-clean and test-degraded (held-out fonts, dev sentences);
 #                     make ocr-tesseract scores Tesseract on the test sets (docs/OCR_DATA.md)
+#   make ocr-data-v2  OCR lines as people crop them in data/ocr-v2: train (150,000) and val, and
+#                     held-out crops and pages at line heights 20, 32, 64, clean and degraded;
+#                     make ocr-examples renders the issue-43 example lines as tight crops
 #   make ocr-model    train the shipped OCR model models/ocr-printed-lines (about 1.5 hours);
 #                     make ocr-eval scores it and Tesseract on both test sets
 #   make model        train the default model models/fashion-vit from data/fashion-mnist/train
@@ -205,7 +208,7 @@ SHLIB    := $(BUILD)/libvit.so.$(VERSION)
 SOURCES  := $(wildcard */*.c */*.cc */*.h */*/*.c */*/*.cc */*/*.h)
 
 .PHONY: all deps $(DEPS_GROUPS:%=deps-%) needs-build needs-test needs-data needs-format test asan \
-        ocr-data ocr-tesseract ocr-model ocr-eval needs-ocr cifar10-data cifar10-model cifar10-eval \
+        ocr-data ocr-data-v2 ocr-examples ocr-tesseract ocr-model ocr-eval needs-ocr cifar10-data cifar10-model cifar10-eval \
         demo clean format format-check check-layers cross-check data model install uninstall fuzz \
         fuzz-smoke fuzz-build FORCE
 all: $(BIN)/vit $(SHLIB) $(BUILD)/libvit.so $(BUILD)/vit.1
@@ -518,6 +521,46 @@ needs-ocr: needs-build
 	@test -r $(SST2)/train.tsv && test -r $(SST2)/dev.tsv || { echo "$(NO_SST2)"; exit 1; }
 NO_SST2 := make: SST-2's train.tsv and dev.tsv, the OCR lines' sentences, are not in $(SST2) \
            (SHARED=DIR names the reference data folder)
+
+# OCR lines as people crop them (docs/OCR_DATA.md, "Lines as people crop them"): the training set
+# (--crop: each line at its own size, 16-96 px, cut tight or loose, page-like texts) in the
+# training fonts from SST-2's train sentences, none in a dev sentence, and validation lines drawn
+# alike (seed 13); the held-out sets in fonts never used in training from the dev sentences:
+# crops (test-crops-clean/-degraded: the same lines, seed 12) and pages of paragraphs at three
+# line heights, clean and degraded (test-pages-H-clean/-degraded, seed 14: the same pages), each
+# page's lines cut by their true boxes into a line set vit eval reads. OCR_V2_LINES train lines
+# (150,000: ~2.5 GB, ~16 min on 2 busy cores), OCR_V2_TEST_LINES crops, OCR_V2_PAGES pages a set.
+OCR_V2            := data/ocr-v2
+OCR_V2_LINES      ?= 150000
+OCR_V2_TEST_LINES ?= 1000
+OCR_V2_PAGES      ?= 60
+OCR_V2_HEIGHTS    := 20 32 64
+OCR_V2_TRAIN_ARGS  = --crop --fonts tools/ocr-fonts/train.txt --sentences $(SST2)/train.tsv \
+                     --held-out $(SST2)/dev.tsv --degrade 0.8
+OCR_V2_TEST_ARGS   = --fonts tools/ocr-fonts/test.txt --sentences $(SST2)/dev.tsv
+OCR_V2_PAGE_SETS  := $(foreach h,$(OCR_V2_HEIGHTS),$(foreach k,clean degraded,test-pages-$(h)-$(k)))
+ocr-data-v2: $(OCR_V2)/train/labels.tsv $(OCR_V2)/val/labels.tsv \
+             $(OCR_V2)/test-crops-clean/labels.tsv $(OCR_V2)/test-crops-degraded/labels.tsv \
+             $(OCR_V2_PAGE_SETS:%=$(OCR_V2)/%/labels.tsv)
+$(OCR_V2)/train/labels.tsv: | $(BIN)/vit needs-ocr
+	nice $(BIN)/vit render-lines $(OCR_V2_TRAIN_ARGS) --seed 11 --count $(OCR_V2_LINES) --out $(@D)
+$(OCR_V2)/val/labels.tsv: | $(BIN)/vit needs-ocr
+	$(BIN)/vit render-lines $(OCR_V2_TRAIN_ARGS) --seed 13 --count 1000 --out $(@D)
+$(OCR_V2)/test-crops-%/labels.tsv: | $(BIN)/vit needs-ocr
+	$(BIN)/vit render-lines --crop $(OCR_V2_TEST_ARGS) --seed 12 --count $(OCR_V2_TEST_LINES) \
+	  --degrade $(if $(filter clean,$*),0,1) --out $(@D)
+# test-pages-H-clean and -degraded: pages whose body lines are H px high (headings up to 1.5 x)
+$(OCR_V2)/test-pages-%/labels.tsv: | $(BIN)/vit needs-ocr
+	$(BIN)/vit render-lines --pages $(OCR_V2_TEST_ARGS) --seed 14 --count $(OCR_V2_PAGES) \
+	  --line-height $(firstword $(subst -, ,$*)) \
+	  --degrade $(if $(filter clean,$(lastword $(subst -, ,$*))),0,1) --out $(@D)
+
+# The issue-43 examples (tools/ocr-examples.txt) as tight crops in a URW font of the training set,
+# at the two line heights of the issue's crops (~40 px: 303 x 45; ~30 px: 249 x 35), clean.
+ocr-examples: $(OCR_V2)/examples-40/labels.tsv $(OCR_V2)/examples-30/labels.tsv
+$(OCR_V2)/examples-%/labels.tsv: tools/ocr-examples.txt | $(BIN)/vit needs-ocr
+	$(BIN)/vit render-lines --crop --tight 1 --degrade 0 --texts $< --count $$(grep -c . $<) \
+	  --fonts tools/ocr-fonts/examples.txt --line-height $* --out $(@D)
 
 # The shipped OCR model (models/ocr-printed-lines/README.md): ViT-Tiny's encoder at 32x768 and a
 # new 3-layer TrOCR decoder over byte tokens, trained on the training lines, validated (CER after

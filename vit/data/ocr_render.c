@@ -509,8 +509,9 @@ static int layout_page(ocr_fonts *f, const ocr_sentences *s, int font, double em
         for (int p = 0; p < paragraphs; p++) {
             /* about that many lines of text (characters average ~0.5 em), wrapped whole */
             const int lines = rng_int(layout_rng, 2, columns == 2 ? 8 : 6);
-            const size_t n = ocr_text_paragraph(s, text_rng, (size_t)(lines * width / (0.5 * em)),
-                                                text, sizeof text);
+            const ocr_sentences *from = rng_uniform(layout_rng) < 0.15 ? NULL : s; /* items */
+            const size_t n = ocr_text_paragraph(
+                from, text_rng, (size_t)(lines * width / (0.5 * em)), text, sizeof text);
             if (wrap_text(f, font, em, text, n, c * (width + gutter), width, indent ? 2 * em : 0,
                           pitch, OCR_PAGE_LINES, c, &y, r, out, err) != 0)
                 return -1;

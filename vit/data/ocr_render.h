@@ -108,7 +108,8 @@ void ocr_line_free(ocr_line *line);
 /* ---- pages: paragraphs of several lines, for held-out sets of lines cut from pages ----
  *
  * A page in one font: maybe a heading (Title Case or capitals, up to 1.5 x the body's size, across
- * the columns), then 1-3 paragraphs in one column or two, left-aligned, wrapped at word ends, at
+ * the columns), then 1-3 paragraphs (whole sentences; 15% generated items: numbers, dates, prices,
+ * codes) in one column or two, left-aligned, wrapped at word ends, at
  * a line height (the font's ascender - descender) drawn log-uniformly in line_min..line_max and a
  * pitch of 1-1.3 line heights; paragraphs indented or spaced. Degraded (probability degrade), the
  * whole page gets the line effects: a slight skew (rotation up to 2 degrees about its centre),
