@@ -490,6 +490,7 @@ static void test_page_texts(void **state) {
     ocr_sentences_free(&s);
 }
 
+#ifdef VIT_FREETYPE /* its callers draw lines */
 /* The extents of the pixels darker than 250 inside rows [y0, y1) x columns [x0, x1) of l's image:
  * lo[0], lo[1] the first column and row, hi[0], hi[1] one past the last (hi <= lo: none). */
 static void ink_extent(const ocr_line *l, int x0, int y0, int x1, int y1, int lo[2], int hi[2]) {
@@ -501,6 +502,7 @@ static void ink_extent(const ocr_line *l, int x0, int y0, int x1, int y1, int lo
                 hi[0] = x + 1 > hi[0] ? x + 1 : hi[0], hi[1] = y + 1 > hi[1] ? y + 1 : hi[1];
             }
 }
+#endif
 
 static ocr_render_options crop_options(void) {
     ocr_render_options o = ocr_render_default_options();
