@@ -761,6 +761,9 @@ static void finish_row(const layer *L, const gemm_weight *w, int32_t *acc, const
         convert_bf16((uint16_t *)(void *)y + at, out + at, (size_t)w->OUT);
 }
 
+/* Fewer elements than this are quantised, or dequantised, by the calling thread alone. */
+enum { INT8_PARALLEL_MIN = 65536 };
+
 /* The products in int32 of x quantized per row (or of the hand-over x of a chained layer), then
  * dequantized with the epilogue. The workspace: the u8 rows, each row's scale and zero point, the
  * int32 products. */
@@ -774,7 +777,10 @@ static int run_int8(const layer *L, const gemm_weight *w, dnnl_primitive_t prim,
     if (L->chained_in) {
         int8_handover(x, N, w->IN, &q, &row_scale, &row_zero);
     } else {
-#pragma omp parallel
+        /* a short text's rows are quantised by one thread: a team's fork and join cost more than
+         * 25 rows' work, and two-thread int8 at batch 1 spent 4.5 s of CPU on what one thread did
+         * in 0.66 s */
+#pragma omp parallel if ((size_t)N * w->IN >= INT8_PARALLEL_MIN)
         {
             const int t = omp_get_thread_num(), k = omp_get_num_threads();
             quantize_rows(q, row_scale, row_zero, x, (int)((long long)N * t / k),
@@ -785,7 +791,7 @@ static int run_int8(const layer *L, const gemm_weight *w, dnnl_primitive_t prim,
     uint8_t *next_q = NULL;
     float *next_scale = NULL, *next_zero = NULL;
     if (L->chained_out) int8_handover(y, N, w->OUT, &next_q, &next_scale, &next_zero);
-#pragma omp parallel
+#pragma omp parallel if ((size_t)N * w->OUT >= INT8_PARALLEL_MIN)
     {
         const int t = omp_get_thread_num(), k = omp_get_num_threads();
         const int r0 = (int)((long long)N * t / k), r1 = (int)((long long)N * (t + 1) / k);
