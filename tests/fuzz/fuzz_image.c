@@ -36,6 +36,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     float out[3 * 8 * 8];
     preprocess_image(&cfg, &img, out, &err);
+    /* NougatImageProcessor's steps (margin crop, short side to 8, thumbnail, pad) to 8 x 24, and
+     * turned to 24 x 8 (align_long_axis); a margin crop may leave one row of a long image, which
+     * the short side of 8 makes 8 times as long: long sides of 4096 at most */
+    if (img.width > 4096 || img.height > 4096) {
+        image_free(&img);
+        return 0;
+    }
+    preprocess_config keep = cfg;
+    keep.do_center_crop = 0, keep.shortest_edge = 0;
+    keep.keep_aspect = keep.do_crop_margin = keep.do_thumbnail = keep.do_pad = 1;
+    keep.resize_height = 8, keep.resize_width = 24;
+    float wide[3 * 8 * 24];
+    preprocess_image(&keep, &img, wide, &err);
+    keep.do_align_long_axis = 1, keep.resize_height = 24, keep.resize_width = 8;
+    preprocess_image(&keep, &img, wide, &err);
     image_free(&img);
     return 0;
 }
