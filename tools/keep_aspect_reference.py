@@ -3,7 +3,9 @@
 preprocessor_config.json naming NougatImageProcessor) the 8-bit image each line becomes (PNG:
 after crop_margin, align_long_axis, resize, thumbnail and pad) and golden.safetensors with the
 float pixels of the whole transform for a few lines. Pillow 9.4 + numpy, no transformers (run by
-hand; tests/test_keep_aspect.c compares vit against these files).
+hand; tests/test_keep_aspect.c compares vit against these files). `--check BIN [N]`: N (60)
+random lines, heights 16..96 and widths 10..3000, through `BIN preprocess` at 32 x 1024 against
+the same steps here (nothing written to the repository).
 
 Followed step by step from huggingface/transformers
 src/transformers/models/nougat/image_processing_nougat.py (NougatImageProcessor.preprocess) and
@@ -147,7 +149,51 @@ def to_float(a, pp, mean, std):
     return np.ascontiguousarray(x.transpose(2, 0, 1))
 
 
+def read_pixels(path):
+    """The 'pixels' tensor of a safetensors file vit preprocess wrote."""
+    b = open(path, "rb").read()
+    n = int.from_bytes(b[:8], "little")
+    t = json.loads(b[8:8 + n])["pixels"]
+    start, end = t["data_offsets"]
+    return np.frombuffer(b[8 + n + start:8 + n + end], np.float32).reshape(t["shape"])
+
+
+def check(vit_bin, count):
+    import subprocess
+    import tempfile
+    rng = np.random.default_rng(7)
+    pp = dict(CASES["lines-32x512"][0], size={"height": 32, "width": 1024})
+    worst, compared, refused = 0.0, 0, 0
+    with tempfile.TemporaryDirectory() as d:
+        hf.write_json(os.path.join(d, "preprocessor_config.json"), pp)
+        hf.write_json(os.path.join(d, "config.json"),
+                      {"model_type": "vit", "image_size": 32, "num_channels": 3})
+        for k in range(count):
+            h, w = int(rng.integers(16, 97)), int(rng.integers(10, 3001))
+            path, out = os.path.join(d, f"line{k}.png"), os.path.join(d, "out.safetensors")
+            line_image(w, h, 1000 + k, margin=bool(k % 2)).save(path)
+            try:
+                a = nougat_bytes(Image.open(path).convert("RGB"), pp)
+            except (ValueError, ZeroDivisionError):
+                a = None
+            r = subprocess.run([vit_bin, "preprocess", "-m", d, path, "-o", out],
+                               capture_output=True, text=True)
+            if a is None:
+                assert r.returncode != 0, f"{w}x{h}: transformers fails, vit did not"
+                refused += 1
+                continue
+            assert r.returncode == 0, r.stderr
+            want = to_float(a, pp, pp["image_mean"], pp["image_std"])
+            worst = max(worst, float(np.abs(read_pixels(out) - want).max()))
+            compared += 1
+    print(f"{compared} random lines (heights 16..96, widths 10..3000) at 32 x 1024: worst |diff| "
+          f"{worst}; {refused} refused where transformers fails")
+    return 0 if worst <= 1e-6 else 1
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--check":
+        sys.exit(check(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 60))
     img_dir = os.path.join(OUT, "images")
     os.makedirs(img_dir, exist_ok=True)
     for name, make in IMAGES.items():
