@@ -2,6 +2,7 @@
  * glyph is cut, then the scan and photo effects of vit/data/ocr_effects.h. */
 #include "vit/data/ocr_render.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -365,7 +366,7 @@ static int render_crop(ocr_fonts *f, const ocr_sentences *s, const ocr_sentences
     glyph_run *g = malloc(sizeof *g);
     if (!g) return vit_fail(err, "out of memory rendering a line");
     int rc = crop_text(f, s, held_out, o, &d, em, &text_rng, index, g, out, err);
-    double m[4], box[4];
+    double m[4] = {1, 0, 0, 1}, box[4] = {0, 0, 0, 0};
     for (int k = 0; rc == 0; k++) { /* a long line's rotation lessened until the rise is small */
         transform(angle, shear, m);
         run_box(g, m, box);
@@ -563,9 +564,10 @@ int ocr_render_page(ocr_fonts *f, const ocr_sentences *s, const ocr_page_options
     }
     double margin[4];
     for (int k = 0; k < 4; k++) margin[k] = em * (0.5 + 2 * rng_uniform(&layout_rng));
-    const int w = (int)ceil(margin[0] + hi[0] - lo[0] + margin[2]);
-    const int h = (int)ceil(margin[1] + hi[1] - lo[1] + margin[3]);
-    if (rc == 0 && (r->n == 0 || w > CROP_MAX || h > CROP_MAX))
+    if (rc == 0 && r->n == 0) rc = vit_fail(err, "a page without a line");
+    const int w = rc == 0 ? (int)fmin(ceil(margin[0] + hi[0] - lo[0] + margin[2]), INT_MAX / 2) : 0;
+    const int h = rc == 0 ? (int)fmin(ceil(margin[1] + hi[1] - lo[1] + margin[3]), INT_MAX / 2) : 0;
+    if (rc == 0 && (w > CROP_MAX || h > CROP_MAX))
         rc = vit_fail(err, "a page of %d lines would be %dx%d pixels", r->n, w, h);
     float *coverage = rc == 0 ? calloc((size_t)w * (size_t)h, sizeof *coverage) : NULL;
     if (rc == 0 && !coverage) rc = vit_fail(err, "out of memory rendering a %dx%d page", w, h);
