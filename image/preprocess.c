@@ -619,7 +619,7 @@ static int keep_aspect_image(const preprocess_config *cfg, const image_u8 *img, 
     image_u8 owned = {0}, next = {0};
     int rc = 0;
     if (cfg->do_crop_margin) {
-        int x0, y0, x1, y1;
+        int x0 = 0, y0 = 0, x1 = cur->width, y1 = cur->height; /* set by margin_box */
         margin_box(cur, &x0, &y0, &x1, &y1);
         if (x0 != 0 || y0 != 0 || x1 != cur->width || y1 != cur->height) {
             if ((rc = crop_or_turn(cur, x0, y0, x1, y1, 0, &next, err)) != 0) goto done;
