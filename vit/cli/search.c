@@ -514,16 +514,18 @@ static int rank(const search_options *o, const float *queries, const image_list 
 
 /* ---- the command ---- */
 
-/* The cache file to use (NULL: none), and the old one's rows when it was made the same way. */
-static const char *open_cache(const search_options *o, const char *identity, const char *key,
-                              int dim, char *buf, size_t size, embed_cache *old, int *have_old) {
+const char *search_open_cache(const search_options *o, const char *identity, const char *key,
+                              int dim, const char *items, char *buf, size_t size, embed_cache *old,
+                              int *have_old) {
     *have_old = 0;
     if (o->no_cache) return NULL;
     if (o->cache) {
         snprintf(buf, size, "%s", o->cache);
     } else if (search_default_cache(o->folder, identity, buf, size) != 0) {
-        fprintf(stderr, "vit search: warning: no cache (neither XDG_CACHE_HOME nor HOME is set; "
-                        "--cache FILE names one): every image is encoded\n");
+        fprintf(stderr,
+                "vit search: warning: no cache (neither XDG_CACHE_HOME nor HOME is set; "
+                "--cache FILE names one): every %s is encoded\n",
+                items);
         return NULL;
     }
     struct stat st;
@@ -578,7 +580,8 @@ static int search(const search_options *o, vit_context *ctx, const char *model_d
     }
     embed_cache old = {0}, cache;
     int have_old;
-    const char *cache_file = open_cache(o, identity, key, dim, file, sizeof file, &old, &have_old);
+    const char *cache_file =
+        search_open_cache(o, identity, key, dim, "image", file, sizeof file, &old, &have_old);
     vit_error err = {0};
     const int made = embed_cache_init(&cache, key, dim, &err);
     free(identity);

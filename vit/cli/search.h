@@ -10,6 +10,7 @@
 
 #include "vit/cli/cli.h"
 #include "vit/cli/text_lines.h"
+#include "vit/data/embed_cache.h"
 
 typedef struct {
     const char *text; /* the words, or the image's path */
@@ -38,5 +39,10 @@ void search_file_stamp(char *buf, size_t size, const char *dir, const char *name
 int search_make_parents(const char *path);
 int search_default_cache(const char *what, const char *identity, char *buf, size_t size);
 int64_t search_mtime_ns(const struct stat *st);
+/* The cache file to use (in buf; NULL: none), and the old one's rows in *old when it was made
+ * with the same key and width (*have_old); items names what is encoded without one. */
+const char *search_open_cache(const search_options *o, const char *identity, const char *key,
+                              int dim, const char *items, char *buf, size_t size, embed_cache *old,
+                              int *have_old);
 
 #endif

@@ -125,39 +125,6 @@ static int cache_key(const search_options *o, const char *model_dir, vit_text_co
     return 0;
 }
 
-/* The old cache file's rows when it was made the same way (*have_old), and the file to write
- * (NULL: none), as the image search opens its cache. */
-static const char *open_cache(const search_options *o, const char *identity, const char *key,
-                              int dim, char *buf, size_t size, embed_cache *old, int *have_old) {
-    *have_old = 0;
-    if (o->no_cache) return NULL;
-    if (o->cache) {
-        snprintf(buf, size, "%s", o->cache);
-    } else if (search_default_cache(o->folder, identity, buf, size) != 0) {
-        fprintf(stderr, "vit search: warning: no cache (neither XDG_CACHE_HOME nor HOME is set; "
-                        "--cache FILE names one): every document is encoded\n");
-        return NULL;
-    }
-    struct stat st;
-    if (stat(buf, &st) != 0) return buf;
-    vit_error err = {0};
-    if (embed_cache_read(buf, old, &err) != 0) {
-        fprintf(stderr, "vit search: warning: %s; the cache is ignored and rebuilt\n", err.msg);
-        return buf;
-    }
-    if (strcmp(old->key, key) != 0 || old->dim != dim) {
-        if (o->verbose)
-            fprintf(stderr,
-                    "vit search: %s was made by another model or with other settings; "
-                    "rebuilt\n",
-                    buf);
-        embed_cache_free(old);
-        return buf;
-    }
-    *have_old = 1;
-    return buf;
-}
-
 /* ---- encoding what the cache lacks ---- */
 
 typedef struct {
@@ -418,7 +385,7 @@ static int search_corpus(const search_options *o, const char *model_dir, encoder
     embed_cache old = {0}, cache = {0};
     int have_old;
     const char *cache_file =
-        open_cache(o, identity, key, e->dim, file, sizeof file, &old, &have_old);
+        search_open_cache(o, identity, key, e->dim, "document", file, sizeof file, &old, &have_old);
     vit_error err = {0};
     int rc = embed_cache_init(&cache, key, e->dim, &err);
     free(identity), free(key);
