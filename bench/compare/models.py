@@ -157,11 +157,17 @@ def build(name, seed=0):
     """The module for a shape, with small random weights (normal, std 0.02), LayerNorm weights 1
     and small random biases (normal, std 0.01)."""
     d, layers, heads, mlp = SHAPES[name]
-    model = ViTForImageClassification(d, layers, heads, mlp).eval()
+    return random_weights(ViTForImageClassification(d, layers, heads, mlp).eval(), seed)
+
+
+def random_weights(model, seed):
+    """model's parameters drawn from seed: LayerNorm weights 1 (a parameter named layernorm or
+    LayerNorm), biases normal with std 0.01 (not zero, so that a dropped bias shows), the rest
+    normal with std 0.02 (initializer_range)."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for pname, p in model.named_parameters():
-            if "layernorm" in pname and pname.endswith(".weight"):
+            if "layernorm" in pname.lower() and pname.endswith(".weight"):
                 p.fill_(1.0)
             elif pname.endswith(".bias"):
                 p.copy_(torch.randn(p.shape, generator=g) * 0.01)

@@ -37,7 +37,7 @@ from torch import nn
 
 sys.dont_write_bytecode = True  # no __pycache__ in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from models import write_safetensors  # noqa: E402
+from models import random_weights, write_safetensors  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(ROOT, "..", "shared")
@@ -164,17 +164,7 @@ def build(name, seed=0):
     """The module for a shape: weights normal with std 0.02 (BERT's initializer_range), LayerNorm
     weights 1, biases normal with std 0.01 (not zero, so that a dropped bias shows)."""
     d, layers, heads, mlp = SHAPES[name]
-    model = BertModel(vocab_size(), d, layers, heads, mlp).eval()
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for pname, p in model.named_parameters():
-            if "LayerNorm" in pname and pname.endswith(".weight"):
-                p.fill_(1.0)
-            elif pname.endswith(".bias"):
-                p.copy_(torch.randn(p.shape, generator=g) * 0.01)
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
-    return model
+    return random_weights(BertModel(vocab_size(), d, layers, heads, mlp).eval(), seed)
 
 
 def hf_config(name):
